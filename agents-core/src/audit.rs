@@ -1,0 +1,267 @@
+//! Audit records: append-only, event-sourced, hash-chained.
+//!
+//! Each status change of a tool call is a new record. Every record carries the hash of the
+//! previous one, so a verifier can detect an edited, deleted, reordered or inserted record,
+//! and the agent's `MANIFEST_SHA256`, so a record joins back to the reviewed manifest.
+
+use crate::tool::Tier;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// The `prev_hash` of the first record of a chain.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditStatus {
+    /// A run started (the availability snapshot is in `result`).
+    RunStarted,
+    /// A run ended (the outcome is in `reason`).
+    RunFinished,
+    /// A call was accepted by the gate and is about to run or to wait for a person.
+    Proposed,
+    /// A person approved the exact arguments.
+    Confirmed,
+    /// The tool ran and returned.
+    Executed,
+    /// The tool ran and failed, or a check after approval failed.
+    Failed,
+    /// A person declined.
+    Rejected,
+    /// No decision in time, or the run was stopped.
+    Skipped,
+    /// Refused before anything ran: unknown or unavailable name, bad arguments, an
+    /// interceptor's deny, a refused token.
+    Denied,
+    /// A handoff tool's call became a record for a human queue.
+    HandedOff,
+    /// An interceptor replaced the arguments.
+    Modified,
+    /// An interceptor answered in place of the tool.
+    Substituted,
+    /// Something the record must show that is not a call: a fallback, a budget halt.
+    Notice,
+}
+
+impl AuditStatus {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStatus::RunStarted => "run_started",
+            AuditStatus::RunFinished => "run_finished",
+            AuditStatus::Proposed => "proposed",
+            AuditStatus::Confirmed => "confirmed",
+            AuditStatus::Executed => "executed",
+            AuditStatus::Failed => "failed",
+            AuditStatus::Rejected => "rejected",
+            AuditStatus::Skipped => "skipped",
+            AuditStatus::Denied => "denied",
+            AuditStatus::HandedOff => "handed_off",
+            AuditStatus::Modified => "modified",
+            AuditStatus::Substituted => "substituted",
+            AuditStatus::Notice => "notice",
+        }
+    }
+}
+
+impl fmt::Display for AuditStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One audit record. `seq`, `prev_hash` and `hash` are set by the sink when it appends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditRecord {
+    /// Position in the chain, from 1.
+    pub seq: u64,
+    /// RFC 3339 UTC timestamp.
+    pub ts: String,
+    /// The run.
+    pub run_id: String,
+    /// The session (conversation).
+    pub session_id: String,
+    /// The request that started the run.
+    pub request_id: String,
+    /// The tool call this record is about, when it is about one.
+    pub call_id: Option<String>,
+    /// The user the run acts for.
+    pub user_id: String,
+    /// The user's organisation.
+    pub org_id: String,
+    /// The user's role.
+    pub role: String,
+    /// The agent's name.
+    pub agent: String,
+    /// The tool's name.
+    pub tool: Option<String>,
+    /// The tool's tier.
+    pub tier: Option<Tier>,
+    /// What happened.
+    pub status: AuditStatus,
+    /// Why (a denial reason, a failure message, an outcome).
+    pub reason: Option<String>,
+    /// The tool's title, as shown to the person confirming.
+    pub title: Option<String>,
+    /// Redacted arguments.
+    pub args: Option<Value>,
+    /// HMAC-SHA-256 (server key) of the canonical real arguments: joins a proposal, its
+    /// approval and its execution without storing the values.
+    pub args_hash: Option<String>,
+    /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
+    pub result: Option<Value>,
+    /// The agent's `MANIFEST_SHA256`.
+    pub manifest_sha256: String,
+    /// The `hash` of the previous record, or [`GENESIS_HASH`].
+    pub prev_hash: String,
+    /// SHA-256 of the canonical JSON of this record without its `hash` field.
+    pub hash: String,
+}
+
+impl AuditRecord {
+    /// The hash this record should carry: SHA-256 of its canonical JSON without `hash`.
+    pub fn compute_hash(&self) -> String {
+        let mut value = serde_json::to_value(self).expect("an audit record always serializes");
+        if let Value::Object(map) = &mut value {
+            map.remove("hash");
+        }
+        crate::canonical::sha256_hex(crate::canonical::to_string(&value).as_bytes())
+    }
+
+    /// Sets `seq`, `prev_hash` and `hash` so the record follows `prev` in a chain.
+    pub fn seal(&mut self, seq: u64, prev_hash: &str) {
+        self.seq = seq;
+        self.prev_hash = prev_hash.to_owned();
+        self.hash = self.compute_hash();
+    }
+
+    /// The canonical JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        crate::canonical::to_string(&serde_json::to_value(self).expect("an audit record always serializes"))
+    }
+}
+
+/// Where a chain stops being trustworthy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The line is not an audit record.
+    #[error("line {line}: not an audit record: {detail}")]
+    Malformed {
+        /// 1-based line number.
+        line: usize,
+        /// What the parser said.
+        detail: String,
+    },
+    /// The record's content does not match its hash: it was edited.
+    #[error("line {line}: the record does not match its hash (edited)")]
+    HashMismatch {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The record does not follow the previous one: a record was deleted, inserted or moved.
+    #[error("line {line}: the record does not follow the previous one (deleted, inserted or reordered records)")]
+    BrokenLink {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The sequence number is not the next one.
+    #[error("line {line}: sequence number {found}, expected {expected}")]
+    Sequence {
+        /// 1-based line number.
+        line: usize,
+        /// What the record says.
+        found: u64,
+        /// What the chain needs.
+        expected: u64,
+    },
+    /// The last line has no newline and does not parse: a write was cut off by a crash.
+    #[error("line {line}: torn last line (a write was cut off); nothing after line {} is trustworthy", line - 1)]
+    TornTail {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The record names another manifest.
+    #[error("line {line}: manifest hash {found} is not the expected {expected}")]
+    ManifestMismatch {
+        /// 1-based line number.
+        line: usize,
+        /// What the record says.
+        found: String,
+        /// What the caller expected.
+        expected: String,
+    },
+}
+
+impl ChainError {
+    /// The 1-based line where the chain breaks.
+    pub fn line(&self) -> usize {
+        match self {
+            ChainError::Malformed { line, .. }
+            | ChainError::HashMismatch { line }
+            | ChainError::BrokenLink { line }
+            | ChainError::Sequence { line, .. }
+            | ChainError::TornTail { line }
+            | ChainError::ManifestMismatch { line, .. } => *line,
+        }
+    }
+}
+
+/// What a verified chain holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainSummary {
+    /// Number of records.
+    pub records: usize,
+    /// Hash of the last record ([`GENESIS_HASH`] when empty).
+    pub last_hash: String,
+}
+
+/// Verifies a JSONL audit log held in memory: every line parses, matches its hash, links to
+/// the previous one and has the next sequence number; optionally every record names
+/// `manifest_sha256`. Reports the first bad line.
+pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
+    let mut prev = GENESIS_HASH.to_owned();
+    let mut count = 0usize;
+    let ends_with_newline = text.is_empty() || text.ends_with('\n');
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let lineno = i + 1;
+        let last = i + 1 == lines.len();
+        let record: AuditRecord = match serde_json::from_str(line) {
+            Ok(r) => r,
+            Err(e) => {
+                if last && !ends_with_newline {
+                    return Err(ChainError::TornTail { line: lineno });
+                }
+                return Err(ChainError::Malformed { line: lineno, detail: e.to_string() });
+            }
+        };
+        if last && !ends_with_newline {
+            return Err(ChainError::TornTail { line: lineno });
+        }
+        if record.compute_hash() != record.hash {
+            return Err(ChainError::HashMismatch { line: lineno });
+        }
+        if record.prev_hash != prev {
+            return Err(ChainError::BrokenLink { line: lineno });
+        }
+        let expected = count as u64 + 1;
+        if record.seq != expected {
+            return Err(ChainError::Sequence { line: lineno, found: record.seq, expected });
+        }
+        if let Some(m) = manifest_sha256 {
+            if record.manifest_sha256 != m {
+                return Err(ChainError::ManifestMismatch {
+                    line: lineno,
+                    found: record.manifest_sha256.clone(),
+                    expected: m.to_owned(),
+                });
+            }
+        }
+        prev = record.hash;
+        count += 1;
+    }
+    Ok(ChainSummary { records: count, last_hash: prev })
+}

@@ -1,0 +1,18 @@
+#![doc = include_str!("../README.md")]
+
+pub mod agent;
+pub mod audit;
+pub mod canonical;
+pub mod manifest;
+pub mod permission;
+pub mod principal;
+pub mod redact;
+pub mod secret;
+pub mod strict;
+pub mod tool;
+
+pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
+pub use permission::{Grants, Permission, Public, WithinCeiling};
+pub use principal::{Principal, RoleMap};
+pub use secret::Secret;
+pub use tool::{ParamSpec, PolicySpec, Risk, Tier, Tool, ToolSpec};

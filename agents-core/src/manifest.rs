@@ -1,0 +1,330 @@
+//! The permission manifest: a deterministic, reviewable statement of everything an agent may
+//! do. Canonical JSON (RFC 8785), tools sorted by name, lists sorted, never a secret value.
+//! `agent!` computes it at expansion time; [`Manifest::from_specs`] computes the same bytes
+//! from the runtime registry.
+
+use crate::agent::{AgentSpec, Limits};
+use crate::tool::{Risk, Tier, ToolSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The value of the manifest's `format` field.
+pub const FORMAT: &str = "agents.permission-manifest";
+/// The manifest version this crate writes and reads.
+pub const VERSION: u32 = 1;
+
+/// A permission manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`] for manifests this crate writes.
+    pub version: u32,
+    /// The agent's declaration.
+    pub agent: AgentEntry,
+    /// Every granted tool, sorted by name.
+    pub tools: Vec<ToolEntry>,
+}
+
+/// The agent part of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEntry {
+    /// The agent's name.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// Input type as written.
+    pub input: String,
+    /// Output type as written.
+    pub output: String,
+    /// Skills, sorted by name, each with sorted tool names.
+    pub skills: Vec<SkillEntry>,
+    /// The permission ceiling (sorted), or `null` when none is declared.
+    pub ceiling: Option<Vec<String>>,
+    /// Default limits.
+    pub limits: LimitsEntry,
+}
+
+/// A skill in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillEntry {
+    /// The skill's name.
+    pub name: String,
+    /// Its tools, sorted.
+    pub tools: Vec<String>,
+}
+
+/// Limits in a manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsEntry {
+    /// Model iterations per run.
+    pub max_iterations: u32,
+    /// Seconds per provider call.
+    pub provider_timeout_secs: u64,
+    /// Seconds a confirmation may wait.
+    pub confirm_timeout_secs: u64,
+    /// Concurrent runs per user.
+    pub max_concurrent_runs: u32,
+    /// Seconds a confirmation token stays valid.
+    pub token_ttl_secs: u64,
+    /// Messages of history replayed.
+    pub history_messages: u32,
+}
+
+impl From<Limits> for LimitsEntry {
+    fn from(l: Limits) -> Self {
+        LimitsEntry {
+            max_iterations: l.max_iterations,
+            provider_timeout_secs: l.provider_timeout_secs,
+            confirm_timeout_secs: l.confirm_timeout_secs,
+            max_concurrent_runs: l.max_concurrent_runs,
+            token_ttl_secs: l.token_ttl_secs,
+            history_messages: l.history_messages,
+        }
+    }
+}
+
+/// A tool in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEntry {
+    /// The name the model calls.
+    pub name: String,
+    /// The confirm-dialog title.
+    pub title: Option<String>,
+    /// The doc comment.
+    pub description: String,
+    /// `area.action` or `public`.
+    pub permission: String,
+    /// Read, action or handoff.
+    pub tier: Tier,
+    /// Whether it changes something.
+    pub mutating: bool,
+    /// Declared risk.
+    pub risk: Risk,
+    /// Declared capabilities.
+    pub policy: PolicyEntry,
+    /// Parameters in declaration order.
+    pub parameters: Vec<ParamEntry>,
+    /// Other tools it invokes, sorted.
+    pub uses: Vec<String>,
+}
+
+/// A policy in a manifest; every list sorted and without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyEntry {
+    /// Filesystem globs.
+    pub fs: FsPolicyEntry,
+    /// Network hosts.
+    pub net: NetPolicyEntry,
+    /// Environment variables.
+    pub env: EnvPolicyEntry,
+}
+
+/// Filesystem part of a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsPolicyEntry {
+    /// Globs that may be read.
+    pub read: Vec<String>,
+    /// Globs that may be written.
+    pub write: Vec<String>,
+}
+
+/// Network part of a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetPolicyEntry {
+    /// Hosts that may be reached.
+    pub hosts: Vec<String>,
+}
+
+/// Environment part of a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvPolicyEntry {
+    /// Variables that may be read.
+    pub vars: Vec<String>,
+}
+
+/// A parameter in a manifest. Names and types only: never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamEntry {
+    /// The JSON key.
+    pub name: String,
+    /// The Rust type as written.
+    #[serde(rename = "type")]
+    pub rust_type: String,
+    /// Marked `#[secret]`.
+    pub secret: bool,
+}
+
+/// Why a manifest cannot be built or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// Two granted tools share a name.
+    #[error("two tools are named `{0}`; tool names must be unique within an agent")]
+    DuplicateTool(String),
+    /// A skill lists a tool the agent does not grant.
+    #[error("skill `{skill}` lists `{tool}`, which the agent does not grant")]
+    SkillToolNotGranted {
+        /// The skill.
+        skill: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The text is not JSON or not a manifest.
+    #[error("not a permission manifest: {0}")]
+    NotAManifest(String),
+    /// The format field is wrong.
+    #[error("unknown manifest format `{0}`; expected `{FORMAT}`")]
+    WrongFormat(String),
+    /// Another version.
+    #[error("manifest version {0} is not supported; this build reads version {VERSION}")]
+    WrongVersion(u64),
+}
+
+impl ToolEntry {
+    /// The manifest entry of a tool spec.
+    pub fn from_spec(spec: &ToolSpec) -> Self {
+        ToolEntry {
+            name: spec.name.to_owned(),
+            title: spec.title.map(str::to_owned),
+            description: spec.description.to_owned(),
+            permission: spec.permission.to_owned(),
+            tier: spec.tier,
+            mutating: spec.mutating(),
+            risk: spec.risk,
+            policy: PolicyEntry {
+                fs: FsPolicyEntry {
+                    read: owned(spec.policy.fs_read),
+                    write: owned(spec.policy.fs_write),
+                },
+                net: NetPolicyEntry { hosts: owned(spec.policy.net_hosts) },
+                env: EnvPolicyEntry { vars: owned(spec.policy.env_vars) },
+            },
+            parameters: spec
+                .params
+                .iter()
+                .map(|p| ParamEntry {
+                    name: p.name.to_owned(),
+                    rust_type: p.rust_type.to_owned(),
+                    secret: p.secret,
+                })
+                .collect(),
+            uses: owned(spec.uses),
+        }
+        .normalized()
+    }
+
+    /// Sorts and deduplicates every list whose order carries no meaning.
+    pub fn normalized(mut self) -> Self {
+        sort_dedup(&mut self.policy.fs.read);
+        sort_dedup(&mut self.policy.fs.write);
+        sort_dedup(&mut self.policy.net.hosts);
+        sort_dedup(&mut self.policy.env.vars);
+        sort_dedup(&mut self.uses);
+        self.mutating = self.tier == Tier::Action;
+        self
+    }
+}
+
+impl AgentEntry {
+    /// The manifest entry of an agent spec.
+    pub fn from_spec(spec: &AgentSpec) -> Self {
+        AgentEntry {
+            name: spec.name.to_owned(),
+            description: spec.description.to_owned(),
+            input: spec.input.to_owned(),
+            output: spec.output.to_owned(),
+            skills: spec
+                .skills
+                .iter()
+                .map(|s| SkillEntry { name: s.name.to_owned(), tools: owned(s.tools) })
+                .collect(),
+            ceiling: spec.ceiling.map(owned),
+            limits: spec.limits.into(),
+        }
+    }
+}
+
+impl Manifest {
+    /// Builds a manifest from entries: sorts tools, skills and every unordered list, and
+    /// refuses duplicate tool names and skills naming ungranted tools.
+    pub fn from_entries(mut agent: AgentEntry, tools: Vec<ToolEntry>) -> Result<Self, ManifestError> {
+        let mut tools: Vec<ToolEntry> = tools.into_iter().map(ToolEntry::normalized).collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(w) = tools.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(ManifestError::DuplicateTool(w[0].name.clone()));
+        }
+        let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        for skill in &mut agent.skills {
+            sort_dedup(&mut skill.tools);
+            if let Some(t) = skill.tools.iter().find(|t| !names.contains(t.as_str())) {
+                return Err(ManifestError::SkillToolNotGranted { skill: skill.name.clone(), tool: t.clone() });
+            }
+        }
+        agent.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(c) = &mut agent.ceiling {
+            sort_dedup(c);
+        }
+        Ok(Manifest { format: FORMAT.to_owned(), version: VERSION, agent, tools })
+    }
+
+    /// The manifest of an agent spec and its tool specs, as the runtime sees them.
+    pub fn from_specs(agent: &AgentSpec, tools: &[&ToolSpec]) -> Result<Self, ManifestError> {
+        Self::from_entries(AgentEntry::from_spec(agent), tools.iter().map(|t| ToolEntry::from_spec(t)).collect())
+    }
+
+    /// The canonical JSON text: exactly the bytes `MANIFEST` holds.
+    pub fn to_canonical_string(&self) -> String {
+        let value = serde_json::to_value(self).expect("a manifest always serializes");
+        crate::canonical::to_string(&value)
+    }
+
+    /// Lowercase hex SHA-256 of the canonical text.
+    pub fn sha256(&self) -> String {
+        crate::canonical::sha256_hex(self.to_canonical_string().as_bytes())
+    }
+
+    /// Reads a manifest, checking its format and version first so that the error says what
+    /// is wrong.
+    pub fn parse(text: &str) -> Result<Self, ManifestError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ManifestError::NotAManifest(e.to_string()))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| ManifestError::NotAManifest("the top level is not a JSON object".into()))?;
+        match obj.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some(other) => return Err(ManifestError::WrongFormat(other.to_owned())),
+            None => return Err(ManifestError::NotAManifest("no `format` field".into())),
+        }
+        match obj.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => return Err(ManifestError::WrongVersion(v)),
+            None => return Err(ManifestError::NotAManifest("no numeric `version` field".into())),
+        }
+        serde_json::from_value(value).map_err(|e| ManifestError::NotAManifest(e.to_string()))
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+fn owned(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn sort_dedup(v: &mut Vec<String>) {
+    v.sort();
+    v.dedup();
+}

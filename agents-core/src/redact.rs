@@ -1,0 +1,172 @@
+//! Redaction: recursive through objects and arrays, driven by the argument type's schema
+//! (`#[secret]` parameters and [`crate::Secret`] fields) and by a configurable key list.
+//! Only the copy that is stored or shown is redacted; the handler receives the real value.
+
+use crate::secret::SECRET_SCHEMA_KEY;
+use serde_json::{Map, Value};
+
+/// The mask that replaces a secret value.
+pub const MASK: &str = "•••";
+
+/// Keys redacted wherever they appear, compared case-insensitively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactionKeys {
+    keys: Vec<String>,
+}
+
+impl Default for RedactionKeys {
+    /// `password`, `admin_password`, `api_key`, `secret`, `token`, `access_token`,
+    /// `refresh_token`, `authorization`.
+    fn default() -> Self {
+        Self::new([
+            "password",
+            "admin_password",
+            "api_key",
+            "secret",
+            "token",
+            "access_token",
+            "refresh_token",
+            "authorization",
+        ])
+    }
+}
+
+impl RedactionKeys {
+    /// A key list.
+    pub fn new<I: IntoIterator<Item = S>, S: AsRef<str>>(keys: I) -> Self {
+        RedactionKeys { keys: keys.into_iter().map(|k| k.as_ref().to_ascii_lowercase()).collect() }
+    }
+
+    /// No keys (schema-driven redaction only).
+    pub fn none() -> Self {
+        RedactionKeys { keys: Vec::new() }
+    }
+
+    /// Adds a key.
+    pub fn with(mut self, key: &str) -> Self {
+        self.keys.push(key.to_ascii_lowercase());
+        self
+    }
+
+    fn matches(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k.eq_ignore_ascii_case(key))
+    }
+}
+
+/// A redacted copy of `value`. `schema` is the argument type's JSON schema (with `$defs`);
+/// any node it marks secret is masked, as is any value under a listed key, at any depth.
+/// Redacting twice gives the same result as once.
+///
+/// ```
+/// use agents_core::redact::{redact, RedactionKeys};
+/// use serde_json::json;
+/// let v = json!({"user": {"name": "ann", "password": "x"}, "list": [{"api_key": "k"}]});
+/// let r = redact(&v, None, &RedactionKeys::default());
+/// assert_eq!(r, json!({"user": {"name": "ann", "password": "•••"}, "list": [{"api_key": "•••"}]}));
+/// ```
+pub fn redact(value: &Value, schema: Option<&Value>, keys: &RedactionKeys) -> Value {
+    let root = schema;
+    walk(value, schema, root, keys, 0)
+}
+
+const MAX_REF_DEPTH: usize = 64;
+
+fn resolve<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, depth: usize) -> Option<&'a Value> {
+    let s = schema?;
+    if depth > MAX_REF_DEPTH {
+        return None;
+    }
+    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+        let target = r.strip_prefix("#/").and_then(|path| {
+            path.split('/').try_fold(root?, |node, seg| node.get(seg))
+        });
+        return resolve(target, root, depth + 1).or(Some(s));
+    }
+    Some(s)
+}
+
+fn is_secret(schema: Option<&Value>, root: Option<&Value>, depth: usize) -> bool {
+    let Some(s) = schema else { return false };
+    if s.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true) {
+        return true;
+    }
+    if depth > MAX_REF_DEPTH {
+        return false;
+    }
+    if let Some(r) = resolve(Some(s), root, depth) {
+        if !std::ptr::eq(r, s) {
+            return is_secret(Some(r), root, depth + 1);
+        }
+    }
+    // `Option<Secret<T>>` and friends: secret when any branch is.
+    ["anyOf", "oneOf", "allOf"].iter().any(|k| {
+        s.get(*k).and_then(Value::as_array).is_some_and(|branches| {
+            branches.iter().any(|b| is_secret(Some(b), root, depth + 1))
+        })
+    })
+}
+
+fn property_schema<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    let s = resolve(schema, root, 0)?;
+    if let Some(p) = s.get("properties").and_then(|p| p.get(key)) {
+        return Some(p);
+    }
+    for k in ["anyOf", "oneOf", "allOf"] {
+        if let Some(branches) = s.get(k).and_then(Value::as_array) {
+            for b in branches {
+                if let Some(p) = property_schema(Some(b), root, key) {
+                    return Some(p);
+                }
+            }
+        }
+    }
+    match s.get("additionalProperties") {
+        Some(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+fn item_schema<'a>(schema: Option<&'a Value>, root: Option<&'a Value>) -> Option<&'a Value> {
+    let s = resolve(schema, root, 0)?;
+    if let Some(i) = s.get("items") {
+        return Some(i);
+    }
+    for k in ["anyOf", "oneOf"] {
+        if let Some(branches) = s.get(k).and_then(Value::as_array) {
+            for b in branches {
+                if let Some(i) = item_schema(Some(b), root) {
+                    return Some(i);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn walk(value: &Value, schema: Option<&Value>, root: Option<&Value>, keys: &RedactionKeys, depth: usize) -> Value {
+    if is_secret(schema, root, 0) {
+        return Value::String(MASK.to_owned());
+    }
+    if depth > 128 {
+        return Value::String(MASK.to_owned());
+    }
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::with_capacity(map.len());
+            for (k, v) in map {
+                let redacted = if keys.matches(k) {
+                    Value::String(MASK.to_owned())
+                } else {
+                    walk(v, property_schema(schema, root, k), root, keys, depth + 1)
+                };
+                out.insert(k.clone(), redacted);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            let item = item_schema(schema, root);
+            Value::Array(items.iter().map(|v| walk(v, item, root, keys, depth + 1)).collect())
+        }
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,1 @@
+//! Strict parsing of tool arguments. (Implemented in full below.)

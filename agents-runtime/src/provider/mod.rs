@@ -1,0 +1,180 @@
+//! Model providers: the [`Provider`] trait, the offline [`ScriptedProvider`], and the HTTP
+//! providers for OpenAI-compatible Chat Completions and Anthropic Messages.
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// A tool as offered to the model: only tools in the run's availability snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The name the model calls.
+    pub name: String,
+    /// The description (the tool's doc comment).
+    pub description: String,
+    /// The JSON schema of the arguments.
+    pub input_schema: Value,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The provider's id for the call (echoed back with the result).
+    pub id: String,
+    /// The tool name, as the model wrote it (it may not exist).
+    pub name: String,
+    /// The arguments as the raw JSON text the model produced (parsed strictly by the gate).
+    pub arguments: String,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// The user.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// The model, possibly asking for tools.
+    Assistant {
+        /// The text (may be empty when only tools are called).
+        content: String,
+        /// Tool calls.
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// The result of one tool call, fed back to the model.
+    Tool {
+        /// The call's id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The result or error text (JSON).
+        content: String,
+        /// Whether it is an error.
+        is_error: bool,
+    },
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// The tools the model may call (empty while a proposal is pending).
+    pub tools: Vec<ToolDefinition>,
+    /// Constrain the final answer to this JSON schema, when the provider supports it.
+    pub response_schema: Option<Value>,
+}
+
+/// Tokens and money spent by one call.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars from the configured price table (0 for free providers).
+    pub cost_usd: f64,
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The text.
+    pub content: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// What it cost.
+    pub usage: Usage,
+}
+
+/// Why a provider call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The key was refused (HTTP 401/403).
+    #[error("the provider refused the API key (HTTP {status}); check the key in {env_var}")]
+    Unauthorized {
+        /// HTTP status.
+        status: u16,
+        /// The environment variable the key came from.
+        env_var: String,
+    },
+    /// The model does not exist.
+    #[error("the provider does not know the model `{model}`: {detail}")]
+    UnknownModel {
+        /// The model.
+        model: String,
+        /// What the provider said.
+        detail: String,
+    },
+    /// The base URL does not answer like the provider's API.
+    #[error("could not reach the provider at {url}: {detail}; check the base URL")]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// The cause.
+        detail: String,
+    },
+    /// No answer within the per-call timeout.
+    #[error("the provider did not answer within {secs} s")]
+    Timeout {
+        /// The timeout.
+        secs: u64,
+    },
+    /// Rate limited or failing after the bounded retries.
+    #[error("the provider kept failing (HTTP {status}) after {attempts} attempts: {detail}")]
+    Upstream {
+        /// Last HTTP status.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// What it said.
+        detail: String,
+    },
+    /// The answer could not be read.
+    #[error("the provider's answer could not be read: {0}")]
+    Protocol(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Receives tokens as they stream.
+pub trait TokenSink: Send + Sync {
+    /// One fragment of the model's text.
+    fn token(&self, text: &str);
+}
+
+impl<F: Fn(&str) + Send + Sync> TokenSink for F {
+    fn token(&self, text: &str) {
+        self(text)
+    }
+}
+
+/// A model behind an API (or a script).
+pub trait Provider: Send + Sync {
+    /// `openai`, `anthropic`, `scripted`, ...
+    fn name(&self) -> &str;
+    /// The model id.
+    fn model(&self) -> &str;
+    /// Whether calls cost money (the budget gate runs before each paid call).
+    fn is_paid(&self) -> bool {
+        true
+    }
+    /// One model call, streaming tokens to `tokens`.
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        tokens: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+}
+
+impl fmt::Debug for dyn Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Provider({}:{})", self.name(), self.model())
+    }
+}

@@ -1,0 +1,1 @@
+//! Runnable agents from the seeds.

@@ -1,0 +1,1 @@
+//! Compile tests for the agents macros.
