@@ -1,6 +1,21 @@
 #![doc = include_str!("../README.md")]
 
 pub mod audit;
+pub mod capability;
 pub mod provider;
+pub mod tool;
+
+#[doc(hidden)]
+pub mod __private;
 
 pub use agents_core as core;
+pub use agents_core::{
+    Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk,
+    RoleMap, Secret, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
+};
+pub use agents_macros::{agent, permissions, tool};
+pub use capability::{EnvAccess, FsAccess, NetAccess};
+pub use tool::{
+    ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry,
+    ToolError, linked_tools,
+};

@@ -1,0 +1,411 @@
+//! `agent! { ... }`: declares an agent. The tools' manifest entries are gathered through a
+//! chain of hidden `macro_rules!` that `#[tool]` generates next to each tool (one expansion
+//! level per tool), so the last step sees every entry and computes `MANIFEST` and its SHA-256
+//! natively, leaving const evaluation nothing expensive to do.
+
+use crate::context::Errors;
+use crate::crate_path;
+use crate::util::{doc_string, permission_name, suggest, type_string};
+use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, SkillEntry, ToolEntry};
+use agents_core::Limits;
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
+
+const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits"];
+const LIMIT_KEYS: &[&str] = &[
+    "max_iterations",
+    "provider_timeout_secs",
+    "confirm_timeout_secs",
+    "max_concurrent_runs",
+    "token_ttl_secs",
+    "history_messages",
+];
+
+pub(crate) struct AgentInput {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    ident: Ident,
+    name: Option<LitStr>,
+    input: Option<Type>,
+    output: Option<Type>,
+    tools: Vec<syn::Path>,
+    skills: Vec<(Ident, Vec<syn::Path>)>,
+    ceiling: Option<Vec<syn::Path>>,
+    limits: Vec<(Ident, LitInt)>,
+    /// Errors found while parsing, reported with the expansion.
+    errors: Vec<syn::Error>,
+}
+
+fn path_list(input: ParseStream<'_>) -> syn::Result<Vec<syn::Path>> {
+    let content;
+    syn::bracketed!(content in input);
+    Ok(content.parse_terminated(syn::Path::parse_mod_style, Token![,])?.into_iter().collect())
+}
+
+impl Parse for AgentInput {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![struct]>().map_err(|e| {
+            syn::Error::new(e.span(), "an agent starts with its type: `pub struct MyAgent;`")
+        })?;
+        let ident: Ident = input.parse()?;
+        input.parse::<Token![;]>()?;
+        let mut out = AgentInput {
+            attrs,
+            vis,
+            ident,
+            name: None,
+            input: None,
+            output: None,
+            tools: Vec::new(),
+            skills: Vec::new(),
+            ceiling: None,
+            limits: Vec::new(),
+            errors: Vec::new(),
+        };
+        let mut seen: Vec<String> = Vec::new();
+        let mut tools_seen = false;
+        while !input.is_empty() {
+            let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+            input.parse::<Token![:]>()?;
+            let k = key.to_string();
+            if KEYS.contains(&k.as_str()) {
+                if seen.contains(&k) {
+                    out.errors.push(syn::Error::new(key.span(), format!("duplicate `agent!` key `{k}`; give each key once")));
+                }
+                seen.push(k.clone());
+            }
+            match k.as_str() {
+                "name" => out.name = Some(input.parse()?),
+                "input" => out.input = Some(input.parse()?),
+                "output" => out.output = Some(input.parse()?),
+                "tools" => {
+                    tools_seen = true;
+                    out.tools = path_list(input)?;
+                }
+                "ceiling" => out.ceiling = Some(path_list(input)?),
+                "skills" => {
+                    let content;
+                    syn::braced!(content in input);
+                    while !content.is_empty() {
+                        let skill: Ident = content.parse()?;
+                        content.parse::<Token![:]>()?;
+                        let tools = path_list(&content)?;
+                        out.skills.push((skill, tools));
+                        if !content.is_empty() {
+                            content.parse::<Token![,]>()?;
+                        }
+                    }
+                }
+                "limits" => {
+                    let content;
+                    syn::braced!(content in input);
+                    while !content.is_empty() {
+                        let lk: Ident = content.parse()?;
+                        content.parse::<Token![:]>()?;
+                        let v: LitInt = content.parse()?;
+                        if !LIMIT_KEYS.contains(&lk.to_string().as_str()) {
+                            let s = lk.to_string();
+                            out.errors.push(syn::Error::new(lk.span(), format!("unknown limit `{s}`{}", suggest(&s, LIMIT_KEYS))));
+                        } else if v.base10_parse::<u64>().map(|n| n == 0).unwrap_or(true) {
+                            out.errors.push(syn::Error::new(v.span(), "a limit is a positive integer"));
+                        }
+                        out.limits.push((lk, v));
+                        if !content.is_empty() {
+                            content.parse::<Token![,]>()?;
+                        }
+                    }
+                }
+                other => {
+                    out.errors.push(syn::Error::new(key.span(), format!("unknown `agent!` key `{other}`{}", suggest(other, KEYS))));
+                    // Skip the value up to the next top-level comma.
+                    while !input.is_empty() && !input.peek(Token![,]) {
+                        input.parse::<TokenTree>()?;
+                    }
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        if !tools_seen {
+            out.errors.push(syn::Error::new(out.ident.span(), format!("agent `{}` grants no tools: add `tools: [...]`", out.ident)));
+        }
+        Ok(out)
+    }
+}
+
+impl AgentInput {
+    fn limits(&self) -> Limits {
+        let mut l = Limits::DEFAULT;
+        for (k, v) in &self.limits {
+            let n: u64 = v.base10_parse().unwrap_or(0);
+            match k.to_string().as_str() {
+                "max_iterations" => l.max_iterations = n as u32,
+                "provider_timeout_secs" => l.provider_timeout_secs = n,
+                "confirm_timeout_secs" => l.confirm_timeout_secs = n,
+                "max_concurrent_runs" => l.max_concurrent_runs = n as u32,
+                "token_ttl_secs" => l.token_ttl_secs = n,
+                "history_messages" => l.history_messages = n as u32,
+                _ => {}
+            }
+        }
+        l
+    }
+}
+
+pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
+    let parsed: AgentInput = match syn::parse2(tokens.clone()) {
+        Ok(p) => p,
+        Err(e) => return e.to_compile_error(),
+    };
+    let rt = crate_path::runtime();
+    let AgentInput { attrs, vis, ident, .. } = &parsed;
+    let errors = Errors::default();
+    for e in &parsed.errors {
+        errors.push(e.clone());
+    }
+    if doc_string(attrs).is_none() {
+        errors.spanned(ident, format!("agent `{ident}` has no description: add a doc comment (`/// ...`) above `struct {ident}`"));
+    }
+    let strukt = quote! {
+        #(#attrs)*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        #vis struct #ident;
+    };
+    if !errors.is_empty() {
+        let errs = errors.into_tokens();
+        return quote!(#errs #strukt);
+    }
+    let finish = quote!(#rt::__private::agent_finish);
+    let chain = match parsed.tools.split_first() {
+        Some((first, rest)) => quote! { #first! { [ #(#rest),* ] #finish { #tokens } { } } },
+        None => quote! { #finish! { { #tokens } { } } },
+    };
+    quote! { #strukt #chain }
+}
+
+struct FinishInput {
+    state: TokenStream,
+    fragments: Vec<LitStr>,
+}
+
+impl Parse for FinishInput {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let state;
+        syn::braced!(state in input);
+        let state: TokenStream = state.parse()?;
+        let frags;
+        syn::braced!(frags in input);
+        let mut fragments = Vec::new();
+        while !frags.is_empty() {
+            fragments.push(frags.parse()?);
+        }
+        Ok(FinishInput { state, fragments })
+    }
+}
+
+pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
+    let fin: FinishInput = match syn::parse2(tokens) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error(),
+    };
+    let agent: AgentInput = match syn::parse2(fin.state) {
+        Ok(a) => a,
+        Err(e) => return e.to_compile_error(),
+    };
+    let rt = crate_path::runtime();
+    let errors = Errors::default();
+    let ident = &agent.ident;
+    let agent_name = agent.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
+
+    let mut entries: Vec<ToolEntry> = Vec::new();
+    for f in &fin.fragments {
+        match serde_json::from_str::<ToolEntry>(&f.value()) {
+            Ok(e) => entries.push(e),
+            Err(e) => errors.spanned(f, format!("internal: unreadable tool entry: {e}")),
+        }
+    }
+    if entries.len() != agent.tools.len() {
+        errors.spanned(ident, "internal: tool entries do not match the tools list");
+        return errors.into_tokens();
+    }
+    // Pair each path with its entry; refuse two tools with one name.
+    let mut tools: Vec<(&syn::Path, ToolEntry)> = Vec::new();
+    for (path, entry) in agent.tools.iter().zip(entries) {
+        if tools.iter().any(|(_, e)| e.name == entry.name) {
+            errors.spanned(
+                path,
+                format!("agent `{ident}` has two tools named `{}`; tool names must be unique within an agent (remove one, or give one `name = \"...\"`)", entry.name),
+            );
+            continue;
+        }
+        tools.push((path, entry));
+    }
+    let name_of = |p: &syn::Path| -> Option<String> {
+        let key = type_string(p);
+        tools.iter().find(|(tp, _)| type_string(*tp) == key).map(|(_, e)| e.name.clone())
+    };
+    let mut skills = Vec::new();
+    for (skill, paths) in &agent.skills {
+        let mut names = Vec::new();
+        for p in paths {
+            match name_of(p) {
+                Some(n) => names.push(n),
+                None => errors.spanned(p, format!("skill `{skill}` lists `{}`, which agent `{ident}` does not grant; add it to `tools` first", type_string(p))),
+            }
+        }
+        skills.push(SkillEntry { name: skill.to_string(), tools: names });
+    }
+    let mut ceiling_names = Vec::new();
+    if let Some(c) = &agent.ceiling {
+        for p in c {
+            if p.is_ident("public") {
+                continue;
+            }
+            match permission_name(p) {
+                Some(n) => ceiling_names.push(n),
+                None => errors.spanned(p, "write a ceiling permission as its `area::action` path, e.g. `perms::athlete::read`"),
+            }
+        }
+    }
+    let input_ty: Type = agent.input.clone().unwrap_or_else(|| syn::parse_quote!(::std::string::String));
+    let output_ty: Type = agent.output.clone().unwrap_or_else(|| syn::parse_quote!(::std::string::String));
+    let input_str = agent.input.as_ref().map(type_string).unwrap_or_else(|| "String".into());
+    let output_str = agent.output.as_ref().map(type_string).unwrap_or_else(|| "String".into());
+    let description = doc_string(&agent.attrs).unwrap_or_default();
+    let limits = agent.limits();
+    let agent_entry = AgentEntry {
+        name: agent_name.clone(),
+        description: description.clone(),
+        input: input_str.clone(),
+        output: output_str.clone(),
+        skills: skills.clone(),
+        ceiling: agent.ceiling.as_ref().map(|_| ceiling_names.clone()),
+        limits: LimitsEntry::from(limits),
+    };
+    if !errors.is_empty() {
+        return errors.into_tokens();
+    }
+    let manifest = match Manifest::from_entries(agent_entry, tools.iter().map(|(_, e)| e.clone()).collect()) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.spanned(ident, e.to_string());
+            return errors.into_tokens();
+        }
+    };
+    let manifest_text = manifest.to_canonical_string();
+    let manifest_hash = agents_core::canonical::sha256_hex(manifest_text.as_bytes());
+
+    let mut sorted: Vec<&(&syn::Path, ToolEntry)> = tools.iter().collect();
+    sorted.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    let spec_refs = sorted.iter().map(|(p, _)| quote!(&<#p as #rt::Tool>::SPEC));
+    let spec_arms = tools.iter().map(|(p, e)| {
+        let n = &e.name;
+        quote!(#n => ::core::option::Option::Some(&<#p as #rt::Tool>::SPEC))
+    });
+    let entry_arms = tools.iter().map(|(p, e)| {
+        let n = &e.name;
+        quote_spanned!(p.span()=> #n => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>()))
+    });
+    let grants = tools.iter().map(|(p, _)| quote_spanned!(p.span()=> impl #rt::Grants<#p> for #ident {}));
+    let ceiling_impls = match &agent.ceiling {
+        None => quote!(impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}),
+        Some(c) => {
+            let impls = c.iter().filter(|p| !p.is_ident("public")).map(|p| {
+                let n = permission_name(p).unwrap_or_default();
+                let msg = format!("the ceiling path does not end in `{}`", n.replace('.', "::"));
+                quote_spanned! {p.span()=>
+                    impl #rt::WithinCeiling<#p> for #ident {}
+                    const _: () = ::core::assert!(#rt::__private::str_eq(<#p as #rt::Permission>::NAME, #n), #msg);
+                }
+            });
+            quote!(impl #rt::WithinCeiling<#rt::Public> for #ident {} #(#impls)*)
+        }
+    };
+    let ceiling_checks = tools.iter().map(|(p, _)| {
+        quote_spanned!(p.span()=> __agents_within_ceiling::<#ident, #p>();)
+    });
+    let skill_specs = manifest.agent.skills.iter().map(|s| {
+        let n = &s.name;
+        let t = &s.tools;
+        quote!(#rt::SkillSpec { name: #n, tools: &[#(#t),*] })
+    });
+    let ceiling_spec = match &manifest.agent.ceiling {
+        Some(c) => quote!(::core::option::Option::Some(&[#(#c),*])),
+        None => quote!(::core::option::Option::None),
+    };
+    let Limits { max_iterations, provider_timeout_secs, confirm_timeout_secs, max_concurrent_runs, token_ttl_secs, history_messages } = limits;
+    let manifest_doc = format!("The permission manifest of `{agent_name}`: canonical JSON, exactly these bytes.");
+    let hash_doc = format!("Lowercase hex SHA-256 of exactly the [`{ident}::MANIFEST`] bytes: `{manifest_hash}`.");
+
+    quote! {
+        impl #ident {
+            #[doc = #manifest_doc]
+            pub const MANIFEST: &'static str = #manifest_text;
+            #[doc = #hash_doc]
+            pub const MANIFEST_SHA256: &'static str = #manifest_hash;
+        }
+
+        const _: () = {
+            impl #rt::Agent for #ident {
+                type Input = #input_ty;
+                type Output = #output_ty;
+                const SPEC: #rt::AgentSpec = #rt::AgentSpec {
+                    name: #agent_name,
+                    description: #description,
+                    input: #input_str,
+                    output: #output_str,
+                    skills: &[#(#skill_specs),*],
+                    ceiling: #ceiling_spec,
+                    limits: #rt::Limits {
+                        max_iterations: #max_iterations,
+                        provider_timeout_secs: #provider_timeout_secs,
+                        confirm_timeout_secs: #confirm_timeout_secs,
+                        max_concurrent_runs: #max_concurrent_runs,
+                        token_ttl_secs: #token_ttl_secs,
+                        history_messages: #history_messages,
+                    },
+                };
+                const MANIFEST: &'static str = #manifest_text;
+                const MANIFEST_SHA256: &'static str = #manifest_hash;
+                fn tools() -> &'static [&'static #rt::ToolSpec] {
+                    &[#(#spec_refs),*]
+                }
+                fn tool_spec(name: &str) -> ::core::option::Option<&'static #rt::ToolSpec> {
+                    match name {
+                        #(#spec_arms,)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+            }
+
+            impl #rt::Registry for #ident {
+                fn entry(name: &str) -> ::core::option::Option<#rt::ToolEntry<Self>> {
+                    match name {
+                        #(#entry_arms,)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+            }
+
+            #(#grants)*
+            #ceiling_impls
+
+            fn __agents_within_ceiling<__A, __T>()
+            where
+                __T: #rt::Tool,
+                __A: #rt::WithinCeiling<<__T as #rt::Tool>::Permission>,
+            {
+            }
+            #[allow(dead_code)]
+            fn __agents_check_ceiling() {
+                #(#ceiling_checks)*
+            }
+        };
+    }
+}

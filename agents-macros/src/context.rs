@@ -1,0 +1,32 @@
+//! Error accumulation, as serde_derive's `Ctxt`: every error is collected, spanned on its
+//! token, and reported together.
+
+use proc_macro2::TokenStream;
+use std::cell::RefCell;
+
+#[derive(Default)]
+pub(crate) struct Errors {
+    errors: RefCell<Vec<syn::Error>>,
+}
+
+impl Errors {
+    pub(crate) fn push(&self, e: syn::Error) {
+        self.errors.borrow_mut().push(e);
+    }
+
+    pub(crate) fn spanned<T: quote::ToTokens, M: std::fmt::Display>(&self, tokens: T, msg: M) {
+        self.push(syn::Error::new_spanned(tokens, msg));
+    }
+
+    pub(crate) fn at(&self, span: proc_macro2::Span, msg: impl std::fmt::Display) {
+        self.push(syn::Error::new(span, msg));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.errors.borrow().is_empty()
+    }
+
+    pub(crate) fn into_tokens(self) -> TokenStream {
+        self.errors.into_inner().into_iter().map(|e| e.to_compile_error()).collect()
+    }
+}

@@ -1,0 +1,791 @@
+//! `#[tool(...)]`: parse → model → validate → expand.
+
+use crate::context::Errors;
+use crate::crate_path;
+use crate::util::{camel, doc_string, permission_name, short_hash, suggest, type_string};
+use agents_core::manifest::{EnvPolicyEntry, FsPolicyEntry, NetPolicyEntry, ParamEntry, PolicyEntry, ToolEntry};
+use agents_core::{Risk, Tier};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Attribute, Block, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
+
+const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name"];
+const POLICY_ARGS: &[&str] = &["fs", "net", "env"];
+const FS_ARGS: &[&str] = &["read", "write"];
+const RISKS: &[&str] = &["low", "medium", "high", "critical"];
+
+/// The function as written; the body is optional so a handoff tool can have none.
+struct ToolFn {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    sig: Signature,
+    body: Option<Block>,
+}
+
+impl Parse for ToolFn {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        let sig: Signature = input.parse()?;
+        let body = if input.peek(Token![;]) {
+            input.parse::<Token![;]>()?;
+            None
+        } else {
+            Some(input.parse()?)
+        };
+        Ok(ToolFn { attrs, vis, sig, body })
+    }
+}
+
+enum PermissionArg {
+    Public,
+    Path(syn::Path, String),
+}
+
+#[derive(Default)]
+struct Policy {
+    fs_read: Vec<LitStr>,
+    fs_write: Vec<LitStr>,
+    net_hosts: Vec<LitStr>,
+    env_vars: Vec<LitStr>,
+    fs_declared: bool,
+    net_declared: bool,
+    env_declared: bool,
+}
+
+#[derive(Default)]
+struct ToolArgs {
+    permission: Option<PermissionArg>,
+    mutating: Option<Span>,
+    handoff: Option<Span>,
+    title: Option<LitStr>,
+    risk: Option<(Risk, Span)>,
+    policy: Policy,
+    name: Option<LitStr>,
+}
+
+enum ParamKind {
+    Context { by_ref: bool },
+    Capability(Capability),
+    Arg,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Capability {
+    Fs,
+    Net,
+    Env,
+}
+
+struct Param {
+    ident: Ident,
+    ty: Type,
+    kind: ParamKind,
+    secret: bool,
+}
+
+fn parse_str_list(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+    let value = meta.value()?;
+    let content;
+    syn::bracketed!(content in value);
+    let items = content.parse_terminated(|p: ParseStream<'_>| p.parse::<LitStr>(), Token![,])?;
+    Ok(items.into_iter().collect())
+}
+
+fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
+    let mut args = ToolArgs::default();
+    let mut seen: Vec<String> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_else(|| type_string(&meta.path));
+        if ARGS.contains(&key.as_str()) {
+            if seen.contains(&key) {
+                errors.spanned(&meta.path, format!("duplicate `tool` argument `{key}`; give each argument once"));
+            }
+            seen.push(key.clone());
+        }
+        match key.as_str() {
+            "permission" => {
+                let path: syn::Path = meta.value()?.parse()?;
+                if path.is_ident("public") {
+                    args.permission = Some(PermissionArg::Public);
+                } else if let Some(name) = permission_name(&path) {
+                    args.permission = Some(PermissionArg::Path(path, name));
+                } else {
+                    errors.spanned(
+                        &path,
+                        "write the permission as the path of a declared permission ending in `area::action` (e.g. `perms::athlete::read`), or `public`",
+                    );
+                }
+            }
+            "mutating" => args.mutating = Some(meta.path.span()),
+            "handoff" => args.handoff = Some(meta.path.span()),
+            "title" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                if lit.value().trim().is_empty() {
+                    errors.spanned(&lit, "the `title` is what a person reads before approving: it cannot be empty");
+                }
+                args.title = Some(lit);
+            }
+            "name" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                let v = lit.value();
+                if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                    errors.spanned(&lit, "a tool name is 1 to 64 characters of `a-z`, `A-Z`, `0-9`, `_` and `-`");
+                }
+                args.name = Some(lit);
+            }
+            "risk" => {
+                let ident: Ident = meta.value()?.parse()?;
+                let risk = match ident.to_string().as_str() {
+                    "low" => Some(Risk::Low),
+                    "medium" => Some(Risk::Medium),
+                    "high" => Some(Risk::High),
+                    "critical" => Some(Risk::Critical),
+                    other => {
+                        errors.spanned(&ident, format!("unknown risk `{other}`{}", suggest(other, RISKS)));
+                        None
+                    }
+                };
+                if let Some(r) = risk {
+                    args.risk = Some((r, ident.span()));
+                }
+            }
+            "policy" => meta.parse_nested_meta(|pm| {
+                let pkey = pm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                match pkey.as_str() {
+                    "fs" => {
+                        args.policy.fs_declared = true;
+                        pm.parse_nested_meta(|fm| {
+                            let fkey = fm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                            match fkey.as_str() {
+                                "read" => args.policy.fs_read.extend(parse_str_list(&fm)?),
+                                "write" => args.policy.fs_write.extend(parse_str_list(&fm)?),
+                                other => {
+                                    errors.spanned(&fm.path, format!("unknown `fs` policy argument `{other}`{}", suggest(other, FS_ARGS)));
+                                    skip_value(&fm)?;
+                                }
+                            }
+                            Ok(())
+                        })
+                    }
+                    "net" => {
+                        args.policy.net_declared = true;
+                        pm.parse_nested_meta(|nm| {
+                            if nm.path.is_ident("hosts") {
+                                args.policy.net_hosts.extend(parse_str_list(&nm)?);
+                            } else {
+                                let k = type_string(&nm.path);
+                                errors.spanned(&nm.path, format!("unknown `net` policy argument `{k}`{}", suggest(&k, &["hosts"])));
+                                skip_value(&nm)?;
+                            }
+                            Ok(())
+                        })
+                    }
+                    "env" => {
+                        args.policy.env_declared = true;
+                        pm.parse_nested_meta(|em| {
+                            if em.path.is_ident("vars") {
+                                args.policy.env_vars.extend(parse_str_list(&em)?);
+                            } else {
+                                let k = type_string(&em.path);
+                                errors.spanned(&em.path, format!("unknown `env` policy argument `{k}`{}", suggest(&k, &["vars"])));
+                                skip_value(&em)?;
+                            }
+                            Ok(())
+                        })
+                    }
+                    other => {
+                        errors.spanned(&pm.path, format!("unknown `policy` section `{other}`{}", suggest(other, POLICY_ARGS)));
+                        skip_value(&pm)
+                    }
+                }
+            })?,
+            other => {
+                errors.spanned(&meta.path, format!("unknown `tool` argument `{other}`{}", suggest(other, ARGS)));
+                skip_value(&meta)?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
+        errors.push(e);
+    }
+    args
+}
+
+/// Skips `= value` or `(...)` after an unknown key so parsing can go on and report more.
+fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        let _: syn::Expr = meta.value()?.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        let _: TokenStream = content.parse()?;
+    }
+    Ok(())
+}
+
+fn validate_glob(lit: &LitStr, errors: &Errors) {
+    let g = lit.value();
+    if g.is_empty() {
+        errors.spanned(lit, "an empty glob matches nothing; remove it");
+        return;
+    }
+    if let Err(e) = globset::GlobBuilder::new(&g).literal_separator(true).build() {
+        errors.spanned(lit, format!("invalid glob `{g}`: {}", e.kind()));
+    }
+}
+
+fn validate_host(lit: &LitStr, errors: &Errors) {
+    let h = lit.value();
+    let bad = |why: &str| errors.spanned(lit, format!("invalid host `{h}`: {why}; write `host` or `host:port`, e.g. `api.example.com:443`"));
+    if h.contains("://") {
+        return bad("a host has no scheme");
+    }
+    if h.contains('/') || h.contains('?') || h.contains('#') {
+        return bad("a host has no path");
+    }
+    let (host, port) = if let Some(rest) = h.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((ip, tail)) => {
+                if ip.parse::<std::net::Ipv6Addr>().is_err() {
+                    return bad("not an IPv6 address");
+                }
+                (None, tail.strip_prefix(':'))
+            }
+            None => return bad("unclosed `[`"),
+        }
+    } else {
+        match h.rsplit_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(h.as_str()), None),
+        }
+    };
+    if let Some(port) = port {
+        match port.parse::<u16>() {
+            Ok(p) if p > 0 => {}
+            _ => return bad("the port is not a number from 1 to 65535"),
+        }
+    }
+    if let Some(host) = host {
+        let host = host.strip_prefix("*.").unwrap_or(host);
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
+            return bad("not a DNS name or IP address");
+        }
+    }
+}
+
+fn validate_env(lit: &LitStr, errors: &Errors) {
+    let v = lit.value();
+    let mut chars = v.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        errors.spanned(lit, format!("invalid environment variable name `{v}`: use letters, digits and `_`, not starting with a digit"));
+    }
+}
+
+fn last_ident(ty: &Type) -> Option<(String, bool)> {
+    match ty {
+        Type::Reference(r) => last_ident(&r.elem).map(|(n, _)| (n, true)),
+        Type::Path(p) => p.path.segments.last().map(|s| (s.ident.to_string(), false)),
+        _ => None,
+    }
+}
+
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let errors = Errors::default();
+    let func: ToolFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#e #item);
+        }
+    };
+    let targs = parse_args(args, &errors);
+    let rt = crate_path::runtime();
+    let rt_str = crate_path::runtime_str(&rt);
+    let fn_ident = &func.sig.ident;
+    let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| fn_ident.to_string());
+
+    // --- model and validation ---------------------------------------------------------
+    let description = doc_string(&func.attrs);
+    if description.is_none() {
+        errors.spanned(
+            fn_ident,
+            format!("tool `{tool_name}` has no description: add a doc comment (`/// ...`) above it saying what it does; the model and the reviewer read it"),
+        );
+    }
+    let tier = match (targs.mutating, targs.handoff) {
+        (Some(_), Some(h)) => {
+            errors.at(h, "a tool is either `mutating` (an action a person confirms) or `handoff` (no execution path), not both; remove one");
+            Tier::Handoff
+        }
+        (Some(_), None) => Tier::Action,
+        (None, Some(_)) => Tier::Handoff,
+        (None, None) => Tier::Read,
+    };
+    if tier == Tier::Action && targs.title.is_none() {
+        errors.at(
+            targs.mutating.unwrap_or_else(Span::call_site),
+            format!("action tool `{tool_name}` needs a `title`: the text a person reads before approving, e.g. `title = \"Record injury\"`"),
+        );
+    }
+    match (&func.body, tier) {
+        (Some(body), Tier::Handoff) => errors.at(
+            body.span(),
+            format!("handoff tool `{tool_name}` has a body, but a handoff tool has no execution path: remove the body and end the signature with `;`"),
+        ),
+        (None, Tier::Read | Tier::Action) => errors.spanned(
+            &func.sig,
+            format!("tool `{tool_name}` has no body; only a `handoff` tool is written without one"),
+        ),
+        _ => {}
+    }
+    if targs.permission.is_none() {
+        errors.spanned(
+            fn_ident,
+            format!("tool `{tool_name}` needs a `permission`: `permission = perms::area::action` for a declared permission, or `permission = public` for a tool any user may call"),
+        );
+    }
+    for g in targs.policy.fs_read.iter().chain(&targs.policy.fs_write) {
+        validate_glob(g, &errors);
+    }
+    for h in &targs.policy.net_hosts {
+        validate_host(h, &errors);
+    }
+    for v in &targs.policy.env_vars {
+        validate_env(v, &errors);
+    }
+    if func.sig.asyncness.is_none() && tier != Tier::Handoff {
+        // Synchronous tools are allowed; they run inside the async handler.
+    }
+
+    let mut agent_param: Option<&syn::TypeParam> = None;
+    for gp in &func.sig.generics.params {
+        match gp {
+            syn::GenericParam::Type(t) if agent_param.is_none() => agent_param = Some(t),
+            syn::GenericParam::Lifetime(_) => {}
+            other => errors.spanned(
+                other,
+                "a tool takes at most one type parameter, the agent (`A: Grants<other_tool>` to invoke other tools)",
+            ),
+        }
+    }
+    let mut uses: Vec<String> = Vec::new();
+    let mut collect_uses = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, Token![+]>| {
+        for b in bounds {
+            if let syn::TypeParamBound::Trait(t) = b {
+                if let Some(last) = t.path.segments.last() {
+                    if last.ident == "Grants" {
+                        if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                            for ga in &a.args {
+                                if let syn::GenericArgument::Type(Type::Path(tp)) = ga {
+                                    if let Some(s) = tp.path.segments.last() {
+                                        uses.push(s.ident.to_string());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if let Some(tp) = agent_param {
+        collect_uses(&tp.bounds);
+        if let Some(wc) = &func.sig.generics.where_clause {
+            for pred in &wc.predicates {
+                if let syn::WherePredicate::Type(pt) = pred {
+                    if let Type::Path(p) = &pt.bounded_ty {
+                        if p.path.is_ident(&tp.ident) {
+                            collect_uses(&pt.bounds);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    let mut params: Vec<Param> = Vec::new();
+    for input in &func.sig.inputs {
+        match input {
+            FnArg::Receiver(r) => errors.spanned(r, "a tool is a free function; it cannot take `self`"),
+            FnArg::Typed(pt) => {
+                let ident = match &*pt.pat {
+                    Pat::Ident(pi) => pi.ident.clone(),
+                    other => {
+                        errors.spanned(other, "tool parameters must be plain names (they become the JSON keys)");
+                        continue;
+                    }
+                };
+                let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"));
+                let kind = match last_ident(&pt.ty) {
+                    Some((n, by_ref)) if n == "ToolContext" => ParamKind::Context { by_ref },
+                    Some((n, _)) if n == "FsAccess" => ParamKind::Capability(Capability::Fs),
+                    Some((n, _)) if n == "NetAccess" => ParamKind::Capability(Capability::Net),
+                    Some((n, _)) if n == "EnvAccess" => ParamKind::Capability(Capability::Env),
+                    _ => ParamKind::Arg,
+                };
+                if let ParamKind::Capability(c) = kind {
+                    let (declared, what, example) = match c {
+                        Capability::Fs => (targs.policy.fs_declared, "filesystem", "policy(fs(read = [\"/var/app/uploads/**\"]))"),
+                        Capability::Net => (targs.policy.net_declared, "network", "policy(net(hosts = [\"api.example.com:443\"]))"),
+                        Capability::Env => (targs.policy.env_declared, "environment", "policy(env(vars = [\"APP_REGION\"]))"),
+                    };
+                    if !declared {
+                        errors.spanned(
+                            &pt.ty,
+                            format!("tool `{tool_name}` takes a {what} capability, but its policy declares no {what} access; declare what it may touch, e.g. `{example}`"),
+                        );
+                    }
+                }
+                params.push(Param { ident, ty: (*pt.ty).clone(), kind, secret });
+            }
+        }
+    }
+
+    // --- expansion ----------------------------------------------------------------------
+    let vis = &func.vis;
+    let args_ident = format_ident!("{}Args", camel(&fn_ident.to_string()), span = fn_ident.span());
+    let impl_ident = format_ident!("__agents_impl_{}", fn_ident);
+    let macro_ident = format_ident!("__agents_tool_{}_{}", fn_ident, short_hash(&item.to_string()));
+    let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+
+    let arg_params: Vec<&Param> = params.iter().filter(|p| matches!(p.kind, ParamKind::Arg)).collect();
+    let field_defs = arg_params.iter().map(|p| {
+        let ident = &p.ident;
+        let ty = owned_type(&p.ty, &rt);
+        let doc = format!("The `{ident}` parameter.");
+        let secret = if p.secret {
+            quote!(#[schemars(extend("x-agents-secret" = true))])
+        } else {
+            quote!()
+        };
+        quote! { #[doc = #doc] #secret pub #ident: #ty }
+    });
+    let debug_fields = arg_params.iter().map(|p| {
+        let ident = &p.ident;
+        let name = ident.to_string();
+        if p.secret {
+            quote!(.field(#name, &"•••"))
+        } else {
+            quote!(.field(#name, &self.#ident))
+        }
+    });
+    let args_doc = format!("Arguments of the `{tool_name}` tool.");
+    let serde_crate = format!("{rt_str}::__private::serde");
+    let schemars_crate = format!("{rt_str}::__private::schemars");
+    let args_name_str = args_ident.to_string();
+
+    let perm_ty = match &targs.permission {
+        Some(PermissionArg::Path(p, _)) => quote!(#p),
+        _ => quote!(#rt::Public),
+    };
+    let perm_name = match &targs.permission {
+        Some(PermissionArg::Path(_, n)) => n.clone(),
+        _ => "public".to_owned(),
+    };
+    let perm_check = match &targs.permission {
+        Some(PermissionArg::Path(p, n)) => {
+            let msg = format!("the permission path does not end in `{}`: name declared permissions by their `area::action` path", n.replace('.', "::"));
+            quote_spanned! {p.span()=>
+                const _: () = ::core::assert!(#rt::__private::str_eq(<#p as #rt::Permission>::NAME, #n), #msg);
+            }
+        }
+        _ => quote!(),
+    };
+
+    let risk = targs.risk.map(|r| r.0).unwrap_or(Risk::Medium);
+    let entry = ToolEntry {
+        name: tool_name.clone(),
+        title: targs.title.as_ref().map(LitStr::value),
+        description: description.clone().unwrap_or_default(),
+        permission: perm_name.clone(),
+        tier,
+        mutating: tier == Tier::Action,
+        risk,
+        policy: PolicyEntry {
+            fs: FsPolicyEntry {
+                read: targs.policy.fs_read.iter().map(LitStr::value).collect(),
+                write: targs.policy.fs_write.iter().map(LitStr::value).collect(),
+            },
+            net: NetPolicyEntry { hosts: targs.policy.net_hosts.iter().map(LitStr::value).collect() },
+            env: EnvPolicyEntry { vars: targs.policy.env_vars.iter().map(LitStr::value).collect() },
+        },
+        parameters: arg_params
+            .iter()
+            .map(|p| ParamEntry { name: p.ident.to_string(), rust_type: type_string(&p.ty), secret: p.secret })
+            .collect(),
+        uses: uses.clone(),
+    }
+    .normalized();
+    let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
+
+    let title = match &targs.title {
+        Some(t) => quote!(::core::option::Option::Some(#t)),
+        None => quote!(::core::option::Option::None),
+    };
+    let description_lit = description.unwrap_or_default();
+    let tier_tokens = match tier {
+        Tier::Read => quote!(#rt::Tier::Read),
+        Tier::Action => quote!(#rt::Tier::Action),
+        Tier::Handoff => quote!(#rt::Tier::Handoff),
+    };
+    let risk_tokens = match risk {
+        Risk::Low => quote!(#rt::Risk::Low),
+        Risk::Medium => quote!(#rt::Risk::Medium),
+        Risk::High => quote!(#rt::Risk::High),
+        Risk::Critical => quote!(#rt::Risk::Critical),
+    };
+    let fs_read = &targs.policy.fs_read;
+    let fs_write = &targs.policy.fs_write;
+    let net_hosts = &targs.policy.net_hosts;
+    let env_vars = &targs.policy.env_vars;
+    let param_specs = arg_params.iter().map(|p| {
+        let name = p.ident.to_string();
+        let ty = type_string(&p.ty);
+        let secret = p.secret;
+        quote!(#rt::ParamSpec { name: #name, rust_type: #ty, secret: #secret })
+    });
+
+    // The handler body: unpack args, build the context and capabilities, call the function.
+    let is_generic = agent_param.is_some();
+    let ctx_agent = if is_generic { quote!(__A) } else { quote!(()) };
+    let call_args = params.iter().map(|p| {
+        let ident = &p.ident;
+        match &p.kind {
+            ParamKind::Context { by_ref: true } => quote!(&__cx),
+            ParamKind::Context { by_ref: false } => quote!(__cx),
+            ParamKind::Capability(c) => {
+                let ctor = match c {
+                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(__call.spec)),
+                    Capability::Net => quote!(#rt::capability::NetAccess::__for(__call.spec)),
+                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(__call.spec)),
+                };
+                if matches!(p.ty, Type::Reference(_)) {
+                    quote!(&#ctor)
+                } else {
+                    quote!(#ctor)
+                }
+            }
+            ParamKind::Arg => {
+                if matches!(p.ty, Type::Reference(_)) {
+                    quote!(::core::borrow::Borrow::borrow(&__args.#ident))
+                } else {
+                    quote!(__args.#ident)
+                }
+            }
+        }
+    });
+    let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
+    let await_tok = if func.sig.asyncness.is_some() { quote!(.await) } else { quote!() };
+    let invoke = quote! {
+        let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
+        #rt::tool::IntoToolResult::into_tool_result(#impl_ident #turbofish(#(#call_args),*) #await_tok)
+    };
+
+    // The function itself, renamed and hidden; `#[secret]` attributes removed.
+    let impl_fn = func.body.as_ref().map(|body| {
+        let mut sig = func.sig.clone();
+        sig.ident = impl_ident.clone();
+        for input in &mut sig.inputs {
+            if let FnArg::Typed(pt) = input {
+                pt.attrs.retain(|a| !a.path().is_ident("secret"));
+            }
+        }
+        quote! {
+            #(#other_attrs)*
+            #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+            #sig #body
+        }
+    });
+
+    let agent_generics = quote!(<__A>);
+    let agent_where = if let Some(tp) = agent_param {
+        let bounds = &tp.bounds;
+        let mut preds = vec![quote!(__A: #rt::Agent)];
+        if !bounds.is_empty() {
+            preds.push(quote!(__A: #bounds));
+        }
+        if let Some(wc) = &func.sig.generics.where_clause {
+            preds.extend(wc.predicates.iter().map(|p| quote!(#p)));
+        }
+        // The bounds name the user's parameter; in the impl header it is `__A`.
+        substitute_ident(quote!(where #(#preds),*), &tp.ident, &format_ident!("__A"))
+    } else {
+        quote!()
+    };
+
+    let exec_impls = match tier {
+        Tier::Read => {
+            let read_impl = (!is_generic).then(|| quote! {
+                impl #rt::ReadTool for #fn_ident {
+                    fn run<'__a>(
+                        __call: &'__a #rt::CallContext,
+                        __args: #args_ident,
+                    ) -> #rt::__private::BoxFuture<'__a, ::core::result::Result<#rt::__private::serde_json::Value, #rt::ToolError>> {
+                        #rt::__private::Box::pin(async move { #invoke })
+                    }
+                }
+            });
+            quote! {
+                #read_impl
+                impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
+                    fn handler() -> #rt::tool::Handler<__A> {
+                        #rt::tool::Handler::Read(|__call, __erased| {
+                            let __args: #args_ident = #rt::__private::downcast_args(__erased);
+                            #rt::__private::Box::pin(async move { #invoke })
+                        })
+                    }
+                }
+            }
+        }
+        Tier::Action => {
+            let action_impl = (!is_generic).then(|| quote! {
+                impl #rt::ActionTool for #fn_ident {
+                    fn run_approved<'__a>(
+                        __call: &'__a #rt::CallContext,
+                        __args: #args_ident,
+                        __approval: #rt::Approval<'__a>,
+                    ) -> #rt::__private::BoxFuture<'__a, ::core::result::Result<#rt::__private::serde_json::Value, #rt::ToolError>> {
+                        let _ = __approval;
+                        #rt::__private::Box::pin(async move { #invoke })
+                    }
+                }
+            });
+            quote! {
+                #action_impl
+                impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
+                    fn handler() -> #rt::tool::Handler<__A> {
+                        #rt::tool::Handler::Action(|__call, __erased, __approval| {
+                            let __args: #args_ident = #rt::__private::downcast_args(__erased);
+                            let _ = __approval;
+                            #rt::__private::Box::pin(async move { #invoke })
+                        })
+                    }
+                }
+            }
+        }
+        Tier::Handoff => quote! {
+            impl #rt::HandoffTool for #fn_ident {}
+            impl<__A> #rt::Dispatch<__A> for #fn_ident {
+                fn handler() -> #rt::tool::Handler<__A> {
+                    #rt::tool::Handler::Handoff(::core::marker::PhantomData)
+                }
+            }
+        },
+    };
+
+    let errs = errors.into_tokens();
+    let args_ty_doc = format!("The tool `{tool_name}`: a marker type; see [`{args_name_str}`] for its arguments.");
+    quote! {
+        #errs
+        #(#doc_attrs)*
+        #[doc = ""]
+        #[doc = #args_ty_doc]
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #vis struct #fn_ident {}
+
+        #[doc = #args_doc]
+        #[derive(#rt::__private::serde::Deserialize, #rt::__private::schemars::JsonSchema, Clone)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #args_ident { #(#field_defs,)* }
+
+        impl ::core::fmt::Debug for #args_ident {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(#args_name_str) #(#debug_fields)* .finish()
+            }
+        }
+
+        #[doc(hidden)]
+        #[macro_export]
+        macro_rules! #macro_ident {
+            ([ $next:path $(, $rest:path)* ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
+                $next! { [ $($rest),* ] $fin { $($state)* } { $($frags)* #fragment } }
+            };
+            ([ ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
+                $fin! { { $($state)* } { $($frags)* #fragment } }
+            };
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        #vis use #macro_ident as #fn_ident;
+
+        const _: () = {
+            #impl_fn
+
+            impl #rt::Tool for #fn_ident {
+                type Args = #args_ident;
+                type Permission = #perm_ty;
+                const NAME: &'static str = #tool_name;
+                const SPEC: #rt::ToolSpec = #rt::ToolSpec {
+                    name: #tool_name,
+                    title: #title,
+                    description: #description_lit,
+                    permission: #perm_name,
+                    tier: #tier_tokens,
+                    risk: #risk_tokens,
+                    policy: #rt::PolicySpec {
+                        fs_read: &[#(#fs_read),*],
+                        fs_write: &[#(#fs_write),*],
+                        net_hosts: &[#(#net_hosts),*],
+                        env_vars: &[#(#env_vars),*],
+                    },
+                    params: &[#(#param_specs),*],
+                    uses: &[#(#uses),*],
+                };
+                fn input_schema() -> &'static #rt::__private::serde_json::Value {
+                    static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
+                    SCHEMA.get_or_init(#rt::__private::schema_for::<#args_ident>)
+                }
+            }
+
+            #perm_check
+
+            #exec_impls
+
+            #rt::__private::inventory::submit! {
+                #rt::tool::ToolRegistration { spec: &<#fn_ident as #rt::Tool>::SPEC }
+            }
+        };
+    }
+}
+
+/// `&str` → `<str as ToOwned>::Owned`; owned types unchanged.
+fn owned_type(ty: &Type, _rt: &TokenStream) -> TokenStream {
+    match ty {
+        Type::Reference(r) => {
+            let elem = &r.elem;
+            quote!(<#elem as ::std::borrow::ToOwned>::Owned)
+        }
+        other => quote!(#other),
+    }
+}
+
+fn substitute_ident(tokens: TokenStream, from: &Ident, to: &Ident) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) if i == *from => proc_macro2::TokenTree::Ident(to.clone()),
+            proc_macro2::TokenTree::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), substitute_ident(g.stream(), from, to));
+                ng.set_span(g.span());
+                proc_macro2::TokenTree::Group(ng)
+            }
+            other => other,
+        })
+        .collect()
+}

@@ -1,0 +1,90 @@
+//! Small helpers shared by the macros.
+
+use quote::ToTokens;
+
+/// "did you mean" for a misspelt option.
+pub(crate) fn suggest(found: &str, options: &[&str]) -> String {
+    let best = options
+        .iter()
+        .map(|o| (strsim::jaro_winkler(found, o), *o))
+        .filter(|(s, _)| *s > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let list = options.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ");
+    match best {
+        Some((_, o)) => format!("; did you mean `{o}`? expected one of {list}"),
+        None => format!("; expected one of {list}"),
+    }
+}
+
+/// A type or path as a reviewer reads it: `Option<Vec<String>>`, `&str`.
+pub(crate) fn type_string<T: ToTokens>(t: &T) -> String {
+    let raw = t.to_token_stream().to_string();
+    let mut out = String::with_capacity(raw.len());
+    let chars: Vec<char> = raw.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if *c == ' ' {
+            let prev = if i > 0 { chars[i - 1] } else { ' ' };
+            let next = chars.get(i + 1).copied().unwrap_or(' ');
+            let glue = matches!(prev, '<' | ':' | '&' | '(' | '[' | '\'')
+                || matches!(next, '<' | '>' | ':' | ',' | ')' | ']' | ';')
+                || (prev == '>' && next == '>');
+            if glue {
+                continue;
+            }
+        }
+        out.push(*c);
+    }
+    out
+}
+
+/// The doc comment of an item, lines joined and trimmed.
+pub(crate) fn doc_string(attrs: &[syn::Attribute]) -> Option<String> {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(nv) = &attr.meta {
+            if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value {
+                lines.push(s.value());
+            }
+        }
+    }
+    let text = lines.iter().map(|l| l.strip_prefix(' ').unwrap_or(l)).collect::<Vec<_>>().join("\n");
+    let text = text.trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// `area::action` → `area.action`, from the last two segments of a permission path.
+pub(crate) fn permission_name(path: &syn::Path) -> Option<String> {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    if segs.len() < 2 || path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return None;
+    }
+    Some(format!("{}.{}", segs[segs.len() - 2], segs[segs.len() - 1]))
+}
+
+/// snake_case → CamelCase.
+pub(crate) fn camel(name: &str) -> String {
+    name.split('_')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let mut c = s.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// A stable short hash for hidden names.
+pub(crate) fn short_hash(s: &str) -> String {
+    // FNV-1a: stable across runs and platforms, unlike `DefaultHasher`.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}

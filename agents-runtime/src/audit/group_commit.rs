@@ -1,0 +1,182 @@
+//! Group commit: many producers, one writer, one durability barrier per batch.
+//!
+//! Producers send records over a channel to one writer thread. The writer takes everything
+//! that is waiting (up to [`MAX_BATCH`] records), seals each record in arrival order onto the
+//! chain, hands the batch to a [`DurableStore`] (one write and one sync for the whole batch),
+//! and only then answers each producer with its sealed record. While the store syncs, the next
+//! batch queues up, so the cost of a sync is shared by every producer that arrived during it.
+
+use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
+use futures::future::BoxFuture;
+use std::io;
+use std::sync::{Arc, OnceLock, mpsc};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+
+/// The most records one batch holds, which bounds the latency a large burst adds to the first
+/// producer of the next batch.
+pub const MAX_BATCH: usize = 1024;
+
+/// A place that makes sealed records durable: a file, a database table.
+///
+/// Implement it to give a new backend group commit through [`GroupCommitSink`].
+pub trait DurableStore: Send + 'static {
+    /// Stores `records` (sealed, in chain order, continuing the previous batch) and returns only
+    /// once they are durable. On `Err`, none, some or all of them may be stored; the sink then
+    /// reports the error to every producer of the batch and refuses every later record.
+    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()>;
+}
+
+type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
+
+/// An [`AuditSink`] that seals records in arrival order and commits them in batches through a
+/// [`DurableStore`] on a dedicated writer thread.
+///
+/// `append` resolves only after the batch holding the record was committed. When a commit
+/// fails, every producer of that batch gets [`AuditError::Io`], and the sink is *poisoned*: it
+/// answers every later `append` with [`AuditError::Refused`], because the chain's last durable
+/// record is no longer known and a later record must not claim to follow one that may be
+/// missing. Open the store again (which verifies what it holds) to continue.
+///
+/// Dropping the sink waits for the writer to finish the records already sent.
+pub struct GroupCommitSink {
+    sender: Option<mpsc::Sender<(AuditRecord, Reply)>>,
+    writer: Option<JoinHandle<()>>,
+    poison: Arc<OnceLock<String>>,
+}
+
+impl GroupCommitSink {
+    /// Starts the writer thread. `label` names the store in errors (for example
+    /// `audit log /var/lib/app/audit.jsonl`); `head` is the chain the store already holds, so
+    /// the first new record gets `seq = head.records + 1` and `prev_hash = head.last_hash`.
+    pub fn spawn<S: DurableStore>(label: impl Into<String>, store: S, head: ChainSummary) -> io::Result<Self> {
+        let label = label.into();
+        let (sender, receiver) = mpsc::channel();
+        let poison = Arc::new(OnceLock::new());
+        let writer = Writer { label, store, next_seq: head.records as u64 + 1, prev_hash: head.last_hash, poison: Arc::clone(&poison) };
+        let writer = std::thread::Builder::new().name("agents-audit-writer".to_owned()).spawn(move || writer.run(receiver))?;
+        Ok(GroupCommitSink { sender: Some(sender), writer: Some(writer), poison })
+    }
+
+    /// Whether a failed commit stopped the sink. A poisoned sink refuses every record.
+    pub fn is_poisoned(&self) -> bool {
+        self.poison.get().is_some()
+    }
+
+    fn refused(&self) -> Option<AuditError> {
+        self.poison.get().map(|reason| AuditError::Refused(reason.clone()))
+    }
+}
+
+impl AuditSink for GroupCommitSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+        Box::pin(async move {
+            if let Some(error) = self.refused() {
+                return Err(error);
+            }
+            let (reply, answer) = oneshot::channel();
+            let sent = self.sender.as_ref().is_some_and(|sender| sender.send((record, reply)).is_ok());
+            if !sent {
+                return Err(self.refused().unwrap_or_else(writer_gone));
+            }
+            match answer.await {
+                Ok(result) => result,
+                Err(_) => Err(self.refused().unwrap_or_else(writer_gone)),
+            }
+        })
+    }
+}
+
+fn writer_gone() -> AuditError {
+    AuditError::Refused(
+        "the audit writer thread stopped unexpectedly; the record was not stored. Restart the process and open the log again".to_owned(),
+    )
+}
+
+impl Drop for GroupCommitSink {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish what was sent, then stop.
+        drop(self.sender.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for GroupCommitSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommitSink").field("poisoned", &self.poison.get()).finish_non_exhaustive()
+    }
+}
+
+struct Writer<S> {
+    label: String,
+    store: S,
+    next_seq: u64,
+    prev_hash: String,
+    poison: Arc<OnceLock<String>>,
+}
+
+impl<S: DurableStore> Writer<S> {
+    fn run(mut self, receiver: mpsc::Receiver<(AuditRecord, Reply)>) {
+        let mut records = Vec::with_capacity(MAX_BATCH);
+        let mut replies = Vec::with_capacity(MAX_BATCH);
+        while let Ok((record, reply)) = receiver.recv() {
+            records.push(record);
+            replies.push(reply);
+            while records.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok((record, reply)) => {
+                        records.push(record);
+                        replies.push(reply);
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.commit(&mut records, &mut replies);
+        }
+    }
+
+    fn commit(&mut self, records: &mut Vec<AuditRecord>, replies: &mut Vec<Reply>) {
+        if let Some(reason) = self.poison.get() {
+            for reply in replies.drain(..) {
+                let _ = reply.send(Err(AuditError::Refused(reason.clone())));
+            }
+            records.clear();
+            return;
+        }
+        let first_seq = self.next_seq;
+        let mut prev = self.prev_hash.clone();
+        for (i, record) in records.iter_mut().enumerate() {
+            record.seal(first_seq + i as u64, &prev);
+            prev.clone_from(&record.hash);
+        }
+        match self.store.commit(records) {
+            Ok(()) => {
+                self.next_seq += records.len() as u64;
+                self.prev_hash = prev;
+                for (record, reply) in records.drain(..).zip(replies.drain(..)) {
+                    // A producer that stopped waiting does not undo its record.
+                    let _ = reply.send(Ok(record));
+                }
+            }
+            Err(error) => {
+                let last_durable = first_seq - 1;
+                let _ = self.poison.set(format!(
+                    "{} refuses records after a failed write ({error}); the last record known to be durable is seq \
+                     {last_durable}. Restart the process: opening the log again verifies it and reports a torn tail",
+                    self.label
+                ));
+                for reply in replies.drain(..) {
+                    let detail = format!(
+                        "{}: records {first_seq}..={} were not made durable: {error}",
+                        self.label,
+                        first_seq + records.len() as u64 - 1
+                    );
+                    let _ = reply.send(Err(AuditError::Io(io::Error::new(error.kind(), detail))));
+                }
+                records.clear();
+            }
+        }
+    }
+}

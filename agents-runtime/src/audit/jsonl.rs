@@ -1,0 +1,266 @@
+//! The JSONL audit log: one canonical JSON record per line, hash-chained, the embedded default.
+
+use super::group_commit::{DurableStore, GroupCommitSink};
+use super::{AuditError, AuditRecord, AuditSink, ChainError, ChainSummary};
+use futures::future::BoxFuture;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// An append-only JSONL audit log with group commit.
+///
+/// Each record is one line: the record's canonical JSON ([`AuditRecord::to_line`]) and `\n`.
+/// Concurrent `append`s are sealed in arrival order by one writer thread, written as one batch
+/// and made durable with one `fdatasync` per batch; each `append` resolves only after the sync
+/// that covers its record (see [`GroupCommitSink`] for what happens when a write fails).
+///
+/// [`JsonlSink::open`] verifies the whole existing file before appending and refuses a file
+/// that does not verify. It also takes an exclusive advisory lock on the file, so a second
+/// writer (another process, or a second sink in this one) is refused instead of forking the
+/// chain.
+///
+/// What an operator does when `open` refuses:
+///
+/// - [`JsonlOpenError::TornTail`]: the process stopped in the middle of a write. The torn
+///   line's record was never acknowledged, so no tool ran because of it. Keep a copy of the
+///   file, call [`JsonlSink::truncate_torn_tail`] (it removes only the torn bytes after the last
+///   complete line, and only when everything before them verifies), then open again.
+/// - [`JsonlOpenError::Broken`]: the file was edited, truncated in the middle, reordered or
+///   damaged after it was written. Do not repair it: keep it unchanged as evidence, start a new
+///   log at another path, and investigate from the reported line.
+/// - [`JsonlOpenError::Locked`]: another writer holds the log; stop it or use another path.
+///
+/// ```no_run
+/// # async fn demo(record: agents_runtime::audit::AuditRecord) -> Result<(), Box<dyn std::error::Error>> {
+/// use agents_runtime::audit::{AuditSink, JsonlSink};
+/// let sink = JsonlSink::open("audit.jsonl")?;
+/// let sealed = sink.append(record).await?; // durable when this resolves
+/// println!("record {} has hash {}", sealed.seq, sealed.hash);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct JsonlSink {
+    path: PathBuf,
+    inner: GroupCommitSink,
+}
+
+/// Why [`JsonlSink::open`] (or a verification of a file) refused a log.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonlOpenError {
+    /// The file could not be opened, read, locked, synced or truncated.
+    #[error("audit log `{}`: {source}; check that the path exists and is readable and writable", path.display())]
+    Io {
+        /// The log.
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// Another writer holds the log's lock.
+    #[error(
+        "audit log `{}` is open for writing elsewhere (its lock is held); only one writer may append to a chain: stop the other writer or use another path",
+        path.display()
+    )]
+    Locked {
+        /// The log.
+        path: PathBuf,
+    },
+    /// The last line was cut off by a crash during a write.
+    #[error(
+        "audit log `{}`: line {line} is torn (a write was cut off); its record was never acknowledged, so nothing ran because of it. \
+         Keep a copy of the file, then remove the torn line with `JsonlSink::truncate_torn_tail` and open the log again",
+        path.display()
+    )]
+    TornTail {
+        /// The log.
+        path: PathBuf,
+        /// 1-based number of the torn line.
+        line: usize,
+        /// Byte offset where the torn line starts (the length the file has without it).
+        offset: u64,
+    },
+    /// The chain does not verify: the file was changed after it was written.
+    #[error(
+        "audit log `{}` fails verification: {source}. The file was edited or damaged after it was written: keep it unchanged as \
+         evidence, start a new log at another path, and investigate from that line",
+        path.display()
+    )]
+    Broken {
+        /// The log.
+        path: PathBuf,
+        /// Where and how the chain breaks.
+        source: ChainError,
+    },
+}
+
+impl JsonlOpenError {
+    /// The 1-based line where the chain stops verifying, for [`JsonlOpenError::TornTail`] and
+    /// [`JsonlOpenError::Broken`].
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            JsonlOpenError::TornTail { line, .. } => Some(*line),
+            JsonlOpenError::Broken { source, .. } => Some(source.line()),
+            JsonlOpenError::Io { .. } | JsonlOpenError::Locked { .. } => None,
+        }
+    }
+}
+
+/// What [`JsonlSink::truncate_torn_tail`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedTail {
+    /// 1-based number of the torn line.
+    pub line: usize,
+    /// The file's length now (where the torn line started).
+    pub offset: u64,
+    /// The bytes that were removed.
+    pub removed: Vec<u8>,
+}
+
+impl JsonlSink {
+    /// Opens (or creates) the log at `path`, verifies every line in it, locks it, and continues
+    /// its chain. Refuses a torn or broken log with the line number; see the type's docs for
+    /// what to do then.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, JsonlOpenError> {
+        let path = path.as_ref().to_path_buf();
+        let io_error = |source| JsonlOpenError::Io { path: path.clone(), source };
+        let existed = path.exists();
+        let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(io_error)?;
+        lock(&file, &path)?;
+        if !existed {
+            sync_parent_dir(&path).map_err(io_error)?;
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_error)?;
+        let head = verify_bytes_at(&bytes, &path)?;
+        // The chain this sink continues must itself be durable (a crashed writer may have left
+        // complete but unsynced lines).
+        file.sync_data().map_err(io_error)?;
+        let label = format!("audit log `{}`", path.display());
+        let store = JsonlStore { file, buffer: Vec::new() };
+        let inner = GroupCommitSink::spawn(label, store, head).map_err(io_error)?;
+        Ok(JsonlSink { path, inner })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a failed write stopped the sink; a poisoned sink refuses every record until the
+    /// log is opened again.
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.is_poisoned()
+    }
+
+    /// Removes a torn last line, and nothing else: the log must verify up to the last complete
+    /// line, and must not be open for writing. Returns `None` when there is no torn line. The
+    /// removed bytes are returned so they can be kept with the incident record.
+    pub fn truncate_torn_tail(path: impl AsRef<Path>) -> Result<Option<RemovedTail>, JsonlOpenError> {
+        let path = path.as_ref();
+        let io_error = |source| JsonlOpenError::Io { path: path.to_path_buf(), source };
+        let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
+        lock(&file, path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_error)?;
+        match verify_bytes_at(&bytes, path) {
+            Ok(_) => Ok(None),
+            Err(JsonlOpenError::TornTail { line, offset, .. }) => {
+                let removed = bytes[offset as usize..].to_vec();
+                file.set_len(offset).map_err(io_error)?;
+                file.sync_all().map_err(io_error)?;
+                Ok(Some(RemovedTail { line, offset, removed }))
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+impl AuditSink for JsonlSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+        self.inner.append(record)
+    }
+}
+
+/// Verifies a JSONL log file: the same checks as [`agents_core::audit::verify_jsonl`], on the
+/// file's bytes (a line that is not UTF-8 is reported as malformed, or as torn when it is the
+/// unterminated last line). Does not lock or change the file.
+pub fn verify_jsonl_file(path: impl AsRef<Path>, manifest_sha256: Option<&str>) -> Result<ChainSummary, JsonlOpenError> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| JsonlOpenError::Io { path: path.to_path_buf(), source })?;
+    verify_jsonl_bytes(&bytes, manifest_sha256).map_err(|error| chain_error_at(error, &bytes, path))
+}
+
+/// Verifies a JSONL log held as bytes, with the semantics of
+/// [`agents_core::audit::verify_jsonl`]: the first bad line is reported, and an unterminated
+/// last line is [`ChainError::TornTail`] whatever it holds.
+pub fn verify_jsonl_bytes(bytes: &[u8], manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
+    let complete = complete_len(bytes);
+    let (complete, tail) = bytes.split_at(complete);
+    let summary = match std::str::from_utf8(complete) {
+        Ok(text) => agents_core::audit::verify_jsonl(text, manifest_sha256)?,
+        Err(e) => {
+            // Lines before the first invalid byte may already break the chain: report those
+            // first, then the line that is not text.
+            let line_start = complete[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let before = std::str::from_utf8(&complete[..line_start]).unwrap_or_default();
+            agents_core::audit::verify_jsonl(before, manifest_sha256)?;
+            let line = before.matches('\n').count() + 1;
+            return Err(ChainError::Malformed { line, detail: format!("not UTF-8: {e}") });
+        }
+    };
+    if !tail.is_empty() {
+        return Err(ChainError::TornTail { line: summary.records + 1 });
+    }
+    Ok(summary)
+}
+
+/// Length of the prefix that ends with the last newline.
+fn complete_len(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)
+}
+
+fn verify_bytes_at(bytes: &[u8], path: &Path) -> Result<ChainSummary, JsonlOpenError> {
+    verify_jsonl_bytes(bytes, None).map_err(|error| chain_error_at(error, bytes, path))
+}
+
+fn chain_error_at(error: ChainError, bytes: &[u8], path: &Path) -> JsonlOpenError {
+    match error {
+        ChainError::TornTail { line } => {
+            JsonlOpenError::TornTail { path: path.to_path_buf(), line, offset: complete_len(bytes) as u64 }
+        }
+        source => JsonlOpenError::Broken { path: path.to_path_buf(), source },
+    }
+}
+
+fn lock(file: &File, path: &Path) -> Result<(), JsonlOpenError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(JsonlOpenError::Locked { path: path.to_path_buf() }),
+        Err(TryLockError::Error(source)) => Err(JsonlOpenError::Io { path: path.to_path_buf(), source }),
+    }
+}
+
+/// Makes a new file's directory entry durable, so the log itself survives a power loss.
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
+}
+
+struct JsonlStore {
+    file: File,
+    buffer: Vec<u8>,
+}
+
+impl DurableStore for JsonlStore {
+    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()> {
+        self.buffer.clear();
+        for record in records {
+            self.buffer.extend_from_slice(record.to_line().as_bytes());
+            self.buffer.push(b'\n');
+        }
+        self.file.write_all(&self.buffer)?;
+        self.file.sync_data()
+    }
+}

@@ -1,0 +1,277 @@
+//! The execution side of tools: contexts, the confirmation witness, and the per-tier traits
+//! that `#[tool]` implements. Action tools run only with an [`Approval`], which only this
+//! crate can mint; handoff tools implement no execution trait at all.
+
+use crate::core::{Principal, Tool, ToolSpec};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::any::Any;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// An error a tool returns to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// What went wrong, for the model and the audit record.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A tool error.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError { message: message.into() }
+    }
+}
+
+/// Runs another tool through the same gate; installed by the runtime.
+pub(crate) type NestedInvoker =
+    Arc<dyn Fn(&'static str, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+
+/// Everything the runtime knows about one call. Built only by the runtime.
+pub struct CallContext {
+    pub(crate) principal: Principal,
+    pub(crate) run_id: String,
+    pub(crate) session_id: String,
+    pub(crate) call_id: String,
+    pub(crate) spec: &'static ToolSpec,
+    pub(crate) invoker: Option<NestedInvoker>,
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("principal", &self.principal)
+            .field("run_id", &self.run_id)
+            .field("call_id", &self.call_id)
+            .field("tool", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a tool handler sees: the principal the run acts for, the ids, and (for tools that
+/// declare `A: Grants<T>` bounds) a way to invoke other granted tools through the gate.
+///
+/// ```ignore
+/// #[tool(permission = perms::athlete::read)]
+/// /// Lists the caller's athletes.
+/// async fn list_athletes(cx: &ToolContext<'_>) -> Result<Vec<String>, MyError> {
+///     athletes_service::list(cx.principal()).await
+/// }
+/// ```
+pub struct ToolContext<'a, A = ()> {
+    call: &'a CallContext,
+    _agent: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for ToolContext<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for ToolContext<'_, A> {}
+
+impl<A> fmt::Debug for ToolContext<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.call.fmt(f)
+    }
+}
+
+impl<'a, A> ToolContext<'a, A> {
+    #[doc(hidden)]
+    pub fn __new(call: &'a CallContext) -> Self {
+        ToolContext { call, _agent: PhantomData }
+    }
+    /// The user the run acts for. Pass it to the application's own services.
+    pub fn principal(&self) -> &'a Principal {
+        &self.call.principal
+    }
+    /// The run's id.
+    pub fn run_id(&self) -> &'a str {
+        &self.call.run_id
+    }
+    /// The session's id.
+    pub fn session_id(&self) -> &'a str {
+        &self.call.session_id
+    }
+    /// This call's id.
+    pub fn call_id(&self) -> &'a str {
+        &self.call.call_id
+    }
+    /// This tool's spec.
+    pub fn spec(&self) -> &'static ToolSpec {
+        self.call.spec
+    }
+}
+
+impl<A: crate::core::Agent> ToolContext<'_, A> {
+    /// Invokes another tool through the gate (availability, strict parse, interceptors,
+    /// audit and, for action tools, a person's confirmation). Compiles only when the agent
+    /// grants `T`: declare the bound `A: Grants<T>` on the tool function.
+    pub async fn invoke<T: Tool>(&self, args: Value) -> Result<Value, ToolError>
+    where
+        A: crate::core::Grants<T>,
+    {
+        match &self.call.invoker {
+            Some(invoke) => invoke(T::NAME, args).await,
+            None => Err(ToolError::new(format!(
+                "`{}` cannot be invoked here: nested calls run only inside a run",
+                T::NAME
+            ))),
+        }
+    }
+}
+
+/// The witness that a person approved this exact call. Only the gate mints one, after
+/// redeeming a confirmation token bound to the session, the tool and the arguments.
+pub struct Approval<'a> {
+    _token: PhantomData<&'a ()>,
+    _private: (),
+}
+
+impl fmt::Debug for Approval<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Approval")
+    }
+}
+
+impl Approval<'_> {
+    pub(crate) fn mint() -> Self {
+        Approval { _token: PhantomData, _private: () }
+    }
+}
+
+/// Typed arguments behind a type-erased box, as the registry passes them.
+pub type ErasedArgs = Box<dyn Any + Send>;
+
+/// A read tool: runs on its own.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot run on its own: it is not a read tool",
+    label = "an action tool runs only with an `Approval` the gate mints after a person approves; a handoff tool has no execution path",
+    note = "let the runtime call it (`Run`/`Gate`), which asks for confirmation and audits the call"
+)]
+pub trait ReadTool: Tool {
+    /// Runs the tool.
+    fn run<'a>(cx: &'a CallContext, args: Self::Args) -> BoxFuture<'a, Result<Value, ToolError>>;
+}
+
+/// An action tool: runs only with an [`Approval`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an action tool",
+    label = "only tools declared `mutating` take an `Approval`",
+    note = "a handoff tool has no execution path at all; a read tool runs through `ReadTool::run`"
+)]
+pub trait ActionTool: Tool {
+    /// Runs the tool, consuming the witness of a person's approval.
+    fn run_approved<'a>(
+        cx: &'a CallContext,
+        args: Self::Args,
+        approval: Approval<'a>,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+}
+
+/// A handoff tool: no execution path exists; a call becomes a record for a human queue.
+pub trait HandoffTool: Tool {}
+
+/// How the registry carries out a tool of agent `A`.
+pub enum Handler<A> {
+    /// A read tool.
+    Read(for<'a> fn(&'a CallContext, ErasedArgs) -> BoxFuture<'a, Result<Value, ToolError>>),
+    /// An action tool.
+    Action(for<'a> fn(&'a CallContext, ErasedArgs, Approval<'a>) -> BoxFuture<'a, Result<Value, ToolError>>),
+    /// A handoff tool.
+    Handoff(PhantomData<fn() -> A>),
+}
+
+impl<A> fmt::Debug for Handler<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Handler::Read(_) => "Handler::Read",
+            Handler::Action(_) => "Handler::Action",
+            Handler::Handoff(_) => "Handler::Handoff",
+        })
+    }
+}
+
+/// Implemented by `#[tool]` for every agent that may carry the tool (for tools generic over
+/// the agent, only agents that grant every tool it invokes).
+#[diagnostic::on_unimplemented(
+    message = "the tool `{Self}` cannot be carried by the agent `{A}`",
+    note = "a tool that invokes other tools needs the agent to grant each of them; add them to the agent's `tools`"
+)]
+pub trait Dispatch<A>: Tool {
+    /// The handler.
+    fn handler() -> Handler<A>;
+}
+
+/// A registry entry: the spec, a strict typed parse, and the handler.
+pub struct ToolEntry<A> {
+    /// The tool's spec.
+    pub spec: &'static ToolSpec,
+    /// The cached input schema.
+    pub schema: fn() -> &'static Value,
+    /// Typed deserialization of already-strictly-parsed arguments.
+    pub parse: fn(Value) -> Result<ErasedArgs, String>,
+    /// How to carry it out.
+    pub handler: Handler<A>,
+}
+
+impl<A> fmt::Debug for ToolEntry<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolEntry").field("tool", &self.spec.name).field("handler", &self.handler).finish()
+    }
+}
+
+impl<A> ToolEntry<A> {
+    /// The entry of tool `T`.
+    pub fn of<T: Dispatch<A>>() -> Self {
+        ToolEntry {
+            spec: &T::SPEC,
+            schema: T::input_schema,
+            parse: |v| {
+                serde_json::from_value::<T::Args>(v)
+                    .map(|a| Box::new(a) as ErasedArgs)
+                    .map_err(|e| e.to_string())
+            },
+            handler: T::handler(),
+        }
+    }
+}
+
+/// The registry `agent!` generates: a `match` on the tool name.
+pub trait Registry: crate::core::Agent + Sized {
+    /// The entry of a granted tool.
+    fn entry(name: &str) -> Option<ToolEntry<Self>>;
+}
+
+/// Link-time registration of every tool in a binary.
+#[derive(Debug)]
+pub struct ToolRegistration {
+    /// The tool's spec.
+    pub spec: &'static ToolSpec,
+}
+
+inventory::collect!(ToolRegistration);
+
+/// Every tool linked into this binary, sorted by name.
+pub fn linked_tools() -> Vec<&'static ToolSpec> {
+    let mut v: Vec<_> = inventory::iter::<ToolRegistration>.into_iter().map(|r| r.spec).collect();
+    v.sort_by(|a, b| a.name.cmp(b.name));
+    v
+}
+
+/// Converts a handler's return value into the tool result.
+pub trait IntoToolResult {
+    /// The conversion.
+    fn into_tool_result(self) -> Result<Value, ToolError>;
+}
+
+impl<T: serde::Serialize, E: fmt::Display> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> Result<Value, ToolError> {
+        match self {
+            Ok(v) => serde_json::to_value(v).map_err(|e| ToolError::new(format!("the result could not be serialized: {e}"))),
+            Err(e) => Err(ToolError::new(e.to_string())),
+        }
+    }
+}
