@@ -218,8 +218,9 @@ pub struct ChainSummary {
     pub last_hash: String,
 }
 
-/// Verifies a JSONL audit log held in memory: every line parses, matches its hash, links to
-/// the previous one and has the next sequence number; optionally every record names
+/// Verifies a JSONL audit log held in memory: every line parses, is exactly the record's
+/// canonical JSON, matches its hash, links to the previous one and has the next sequence
+/// number; optionally every record names
 /// `manifest_sha256`. Reports the first bad line.
 pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
     let mut prev = GENESIS_HASH.to_owned();
@@ -243,6 +244,14 @@ pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSu
         }
         if record.compute_hash() != record.hash {
             return Err(ChainError::HashMismatch { line: lineno });
+        }
+        // The hash covers the parsed record, so a line re-encoded without changing its meaning
+        // (`1E+21` for `1e+21`, an escaped letter) would still match it: require the exact bytes.
+        if record.to_line() != *line {
+            return Err(ChainError::Malformed {
+                line: lineno,
+                detail: "the line is not the record's canonical JSON (it was re-encoded after it was written)".to_owned(),
+            });
         }
         if record.prev_hash != prev {
             return Err(ChainError::BrokenLink { line: lineno });

@@ -2,7 +2,9 @@
 
 pub mod agent;
 pub mod audit;
+pub mod baseline;
 pub mod canonical;
+pub mod diff;
 pub mod manifest;
 pub mod permission;
 pub mod principal;

@@ -60,7 +60,10 @@ pub enum StrictError {
         detail: String,
     },
     /// A key appears twice in one object.
-    #[error("duplicate key `{key}` at {}; each key may appear only once in an object", display_path(path))]
+    #[error(
+        "duplicate key `{key}` at {}; each key may appear only once in an object",
+        display_path(path)
+    )]
     DuplicateKey {
         /// JSON pointer of the repeated member.
         path: String,
@@ -92,7 +95,9 @@ pub enum StrictError {
         column: usize,
     },
     /// Something other than whitespace follows the object.
-    #[error("unexpected characters after the arguments object at line {line} column {column}; send exactly one JSON object")]
+    #[error(
+        "unexpected characters after the arguments object at line {line} column {column}; send exactly one JSON object"
+    )]
     TrailingCharacters {
         /// 1-based line.
         line: usize,
@@ -121,7 +126,11 @@ impl StrictError {
 }
 
 fn display_path(path: &str) -> String {
-    if path.is_empty() { "the top level".to_owned() } else { format!("`{path}`") }
+    if path.is_empty() {
+        "the top level".to_owned()
+    } else {
+        format!("`{path}`")
+    }
 }
 
 /// Parses tool arguments strictly: one JSON object, no duplicate keys, every number finite and
@@ -136,13 +145,20 @@ fn display_path(path: &str) -> String {
 pub fn parse_args(text: &str) -> Result<Value, StrictError> {
     let state = State::default();
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = ValueSeed { state: &state, root: true }.deserialize(&mut de);
+    let parsed = ValueSeed {
+        state: &state,
+        root: true,
+    }
+    .deserialize(&mut de);
     let value = match parsed {
         Ok(value) => value,
         Err(e) => return Err(state.into_error(&e)),
     };
     if let Err(e) = de.end() {
-        return Err(StrictError::TrailingCharacters { line: e.line(), column: e.column() });
+        return Err(StrictError::TrailingCharacters {
+            line: e.line(),
+            column: e.column(),
+        });
     }
     Ok(value)
 }
@@ -193,14 +209,21 @@ fn check_number(n: &Number, path: impl Fn() -> String) -> Result<(), StrictError
     } else {
         match n.as_f64() {
             Some(f) if !f.is_finite() => {
-                return Err(StrictError::NonFiniteNumber { path: path(), line: 0, column: 0 });
+                return Err(StrictError::NonFiniteNumber {
+                    path: path(),
+                    line: 0,
+                    column: 0,
+                });
             }
             Some(f) => f.abs() > MAX_EXACT_INTEGER as f64,
             None => true,
         }
     };
     if beyond {
-        return Err(StrictError::NumberBeyondExactRange { path: path(), value: n.to_string() });
+        return Err(StrictError::NumberBeyondExactRange {
+            path: path(),
+            value: n.to_string(),
+        });
     }
     Ok(())
 }
@@ -255,13 +278,22 @@ impl State {
         let detail = e.to_string();
         // serde_json reports a number beyond the f64 range as "number out of range".
         if detail.starts_with("number out of range") {
-            return StrictError::NonFiniteNumber { path, line: e.line(), column: e.column() };
+            return StrictError::NonFiniteNumber {
+                path,
+                line: e.line(),
+                column: e.column(),
+            };
         }
         let detail = match detail.rfind(" at line ") {
             Some(i) => detail[..i].to_owned(),
             None => detail,
         };
-        StrictError::Syntax { path, line: e.line(), column: e.column(), detail }
+        StrictError::Syntax {
+            path,
+            line: e.line(),
+            column: e.column(),
+            detail,
+        }
     }
 }
 
@@ -314,13 +346,19 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         if self.root {
-            return Err(self.state.fail(StrictError::NotAnObject { found: "number" }));
+            return Err(self
+                .state
+                .fail(StrictError::NotAnObject { found: "number" }));
         }
         match Number::from_f64(v) {
             Some(n) => self.scalar("number", Value::Number(n)),
             None => {
                 let path = self.state.path();
-                Err(self.state.fail(StrictError::NonFiniteNumber { path, line: 0, column: 0 }))
+                Err(self.state.fail(StrictError::NonFiniteNumber {
+                    path,
+                    line: 0,
+                    column: 0,
+                }))
             }
         }
     }
@@ -351,8 +389,14 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
         let mut items = Vec::new();
         loop {
-            self.state.path.borrow_mut().push(Segment::Index(items.len()));
-            let next = seq.next_element_seed(ValueSeed { state: self.state, root: false })?;
+            self.state
+                .path
+                .borrow_mut()
+                .push(Segment::Index(items.len()));
+            let next = seq.next_element_seed(ValueSeed {
+                state: self.state,
+                root: false,
+            })?;
             self.state.path.borrow_mut().pop();
             match next {
                 Some(item) => items.push(item),
@@ -369,7 +413,10 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
                 let path = self.state.path();
                 return Err(self.state.fail(StrictError::DuplicateKey { path, key }));
             }
-            let value = access.next_value_seed(ValueSeed { state: self.state, root: false })?;
+            let value = access.next_value_seed(ValueSeed {
+                state: self.state,
+                root: false,
+            })?;
             self.state.path.borrow_mut().pop();
             map.insert(key, value);
         }
@@ -403,14 +450,20 @@ mod tests {
 
     #[test]
     fn same_key_in_different_objects_is_fine() {
-        assert!(parse_args(r#"{"id": 1, "child": {"id": 2}, "list": [{"id": 3}, {"id": 4}]}"#).is_ok());
+        assert!(
+            parse_args(r#"{"id": 1, "child": {"id": 2}, "list": [{"id": 3}, {"id": 4}]}"#).is_ok()
+        );
     }
 
     #[test]
     fn refuses_duplicate_keys_at_any_depth() {
         let cases = [
             (r#"{"a": 1, "a": 2}"#, "/a", "a"),
-            (r#"{"items": [{"id": 1}, {"id": 2}, {"id": 3, "id": 4}]}"#, "/items/2/id", "id"),
+            (
+                r#"{"items": [{"id": 1}, {"id": 2}, {"id": 3, "id": 4}]}"#,
+                "/items/2/id",
+                "id",
+            ),
             (r#"{"x": {"y": {"z": {}, "z": {}}}}"#, "/x/y/z", "z"),
             (r#"{"a/b": {"~k": 1, "~k": 1}}"#, "/a~1b/~0k", "~k"),
             // Escapes decode to the same key.
@@ -418,7 +471,14 @@ mod tests {
         ];
         for (text, path, key) in cases {
             let err = parse_args(text).unwrap_err();
-            assert_eq!(err, StrictError::DuplicateKey { path: path.to_owned(), key: key.to_owned() }, "{text}");
+            assert_eq!(
+                err,
+                StrictError::DuplicateKey {
+                    path: path.to_owned(),
+                    key: key.to_owned()
+                },
+                "{text}"
+            );
         }
     }
 
@@ -435,7 +495,9 @@ mod tests {
         ];
         for (text, path) in cases {
             match parse_args(text).unwrap_err() {
-                StrictError::NumberBeyondExactRange { path: p, .. } => assert_eq!(p, path, "{text}"),
+                StrictError::NumberBeyondExactRange { path: p, .. } => {
+                    assert_eq!(p, path, "{text}")
+                }
                 other => panic!("{text}: {other}"),
             }
         }
@@ -452,7 +514,10 @@ mod tests {
                 other => panic!("{text}: {other}"),
             }
         }
-        assert_eq!(parse_args(r#"{"a": [1, -1e309]}"#).unwrap_err().path(), Some("/a/1"));
+        assert_eq!(
+            parse_args(r#"{"a": [1, -1e309]}"#).unwrap_err().path(),
+            Some("/a/1")
+        );
     }
 
     #[test]
@@ -467,8 +532,19 @@ mod tests {
 
     #[test]
     fn refuses_trailing_characters() {
-        for text in [r#"{"a": 1} x"#, r#"{"a": 1}{}"#, r#"{"a": 1},"#, "{\"a\": 1}\n\n]"] {
-            assert!(matches!(parse_args(text), Err(StrictError::TrailingCharacters { .. })), "{text}");
+        for text in [
+            r#"{"a": 1} x"#,
+            r#"{"a": 1}{}"#,
+            r#"{"a": 1},"#,
+            "{\"a\": 1}\n\n]",
+        ] {
+            assert!(
+                matches!(
+                    parse_args(text),
+                    Err(StrictError::TrailingCharacters { .. })
+                ),
+                "{text}"
+            );
         }
         assert_eq!(
             parse_args("{}\n  x").unwrap_err(),
@@ -488,7 +564,11 @@ mod tests {
             ("true", "boolean"),
             ("null", "null"),
         ] {
-            assert_eq!(parse_args(text).unwrap_err(), StrictError::NotAnObject { found }, "{text}");
+            assert_eq!(
+                parse_args(text).unwrap_err(),
+                StrictError::NotAnObject { found },
+                "{text}"
+            );
         }
     }
 
@@ -496,7 +576,9 @@ mod tests {
     fn syntax_errors_say_where() {
         let err = parse_args("{\"a\": {\"b\": [1, 2,]}}").unwrap_err();
         match &err {
-            StrictError::Syntax { path, line, column, .. } => {
+            StrictError::Syntax {
+                path, line, column, ..
+            } => {
                 assert_eq!(path, "/a/b/2");
                 assert_eq!((*line, *column), (1, 19));
             }
@@ -504,8 +586,14 @@ mod tests {
         }
         assert!(err.to_string().contains("`/a/b/2`"), "{err}");
         assert!(matches!(parse_args(""), Err(StrictError::Syntax { .. })));
-        assert!(matches!(parse_args("{\"a\": "), Err(StrictError::Syntax { .. })));
-        assert!(matches!(parse_args("{\"a\": \"\\ud800\"}"), Err(StrictError::Syntax { .. })));
+        assert!(matches!(
+            parse_args("{\"a\": "),
+            Err(StrictError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse_args("{\"a\": \"\\ud800\"}"),
+            Err(StrictError::Syntax { .. })
+        ));
     }
 
     #[test]
@@ -516,17 +604,35 @@ mod tests {
 
     #[test]
     fn messages_name_the_problem_and_the_place() {
-        let dup = parse_args(r#"{"items": [{"id": 1, "id": 2}]}"#).unwrap_err().to_string();
-        assert_eq!(dup, "duplicate key `id` at `/items/0/id`; each key may appear only once in an object");
-        let big = parse_args(r#"{"n": 9007199254740993}"#).unwrap_err().to_string();
-        assert!(big.contains("9007199254740993") && big.contains("`/n`") && big.contains("string"), "{big}");
+        let dup = parse_args(r#"{"items": [{"id": 1, "id": 2}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            dup,
+            "duplicate key `id` at `/items/0/id`; each key may appear only once in an object"
+        );
+        let big = parse_args(r#"{"n": 9007199254740993}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            big.contains("9007199254740993") && big.contains("`/n`") && big.contains("string"),
+            "{big}"
+        );
         let top = parse_args("[]").unwrap_err().to_string();
-        assert_eq!(top, "arguments must be a JSON object with named fields, found array");
+        assert_eq!(
+            top,
+            "arguments must be a JSON object with named fields, found array"
+        );
     }
 
     #[test]
     fn check_value_applies_the_number_rule() {
-        assert!(check_value(&json!({"a": [1, 2.5, -9007199254740992_i64, 9007199254740992_u64], "b": null})).is_ok());
+        assert!(
+            check_value(
+                &json!({"a": [1, 2.5, -9007199254740992_i64, 9007199254740992_u64], "b": null})
+            )
+            .is_ok()
+        );
         let cases = [
             (json!({"a": [1, {"b": 9007199254740993_u64}]}), "/a/1/b"),
             (json!({"a": -9007199254740993_i64}), "/a"),
@@ -535,7 +641,10 @@ mod tests {
         ];
         for (value, path) in cases {
             let err = check_value(&value).unwrap_err();
-            assert!(matches!(err, StrictError::NumberBeyondExactRange { .. }), "{value}");
+            assert!(
+                matches!(err, StrictError::NumberBeyondExactRange { .. }),
+                "{value}"
+            );
             assert_eq!(err.path(), Some(path), "{value}");
         }
     }

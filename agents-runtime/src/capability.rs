@@ -6,7 +6,7 @@
 //! the tool in a sandboxed subprocess.
 
 use crate::core::ToolSpec;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use std::path::{Component, Path, PathBuf};
 
 /// A use of a capability outside the declared policy.

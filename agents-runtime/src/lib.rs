@@ -1,8 +1,14 @@
 #![doc = include_str!("../README.md")]
 
 pub mod audit;
+pub mod budget;
 pub mod capability;
+pub mod classifier;
+pub mod events;
+pub mod interceptor;
 pub mod provider;
+pub mod run;
+pub mod token;
 pub mod tool;
 
 #[doc(hidden)]
@@ -15,6 +21,7 @@ pub use agents_core::{
 };
 pub use agents_macros::{agent, permissions, tool};
 pub use capability::{EnvAccess, FsAccess, NetAccess};
+pub use run::{ConfirmMode, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
 pub use tool::{
     ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry,
     ToolError, linked_tools,

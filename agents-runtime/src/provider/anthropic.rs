@@ -339,9 +339,8 @@ impl AnthropicProvider {
             }
         } else {
             let body = http::read_body(&mut response).await?;
-            let whole: Value = serde_json::from_slice(&body).map_err(|e| {
-                ProviderError::Protocol(format!("the answer is not JSON ({e})"))
-            })?;
+            let whole: Value = serde_json::from_slice(&body)
+                .map_err(|e| ProviderError::Protocol(format!("the answer is not JSON ({e})")))?;
             state.apply_whole(&whole, tokens)?;
         }
         Ok(state.into_response(self))
@@ -417,7 +416,11 @@ impl StreamState {
         attempts: u32,
     ) -> Result<Flow, ProviderError> {
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match event.get("type").and_then(Value::as_str).unwrap_or_default() {
+        match event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
             "message_start" => {
                 if let Some(usage) = event.pointer("/message/usage") {
                     let (input, output) = tokens_of(usage);
@@ -470,8 +473,7 @@ impl StreamState {
                 }
             }
             "message_delta" => {
-                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str)
-                {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(reason.to_string());
                 }
                 if let Some(usage) = event.get("usage") {

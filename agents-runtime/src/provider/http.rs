@@ -563,7 +563,10 @@ mod tests {
         let mut h = reqwest::header::HeaderMap::new();
         h.insert("retry-after", "2".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+        h.insert(
+            "retry-after",
+            "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);

@@ -1,6 +1,22 @@
 //! Model providers: the [`Provider`] trait, the offline [`ScriptedProvider`], and the HTTP
 //! providers for OpenAI-compatible Chat Completions and Anthropic Messages.
 
+pub mod anthropic;
+pub mod config;
+pub mod http;
+pub mod openai;
+pub mod pricing;
+pub mod scripted;
+
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use config::{
+    ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env,
+};
+pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use pricing::{ModelPrice, PriceTable};
+pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
+
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

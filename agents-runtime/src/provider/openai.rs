@@ -312,9 +312,8 @@ impl OpenAiProvider {
             }
         } else {
             let body = http::read_body(&mut response).await?;
-            let whole: Value = serde_json::from_slice(&body).map_err(|e| {
-                ProviderError::Protocol(format!("the answer is not JSON ({e})"))
-            })?;
+            let whole: Value = serde_json::from_slice(&body)
+                .map_err(|e| ProviderError::Protocol(format!("the answer is not JSON ({e})")))?;
             state.apply_whole(&whole, tokens)?;
         }
         Ok(state.into_response(self))
@@ -360,7 +359,8 @@ struct ToolAcc {
 #[derive(Debug, Default)]
 struct StreamState {
     content: String,
-    tools: BTreeMap<u64, ToolAcc>,
+    tools: Vec<ToolAcc>,
+    slots: BTreeMap<u64, usize>,
     usage: Option<(u64, u64)>,
     finished: bool,
 }
@@ -391,10 +391,7 @@ impl StreamState {
                     self.apply_tool_fragment(call);
                 }
             }
-            if choice
-                .get("finish_reason")
-                .is_some_and(|r| !r.is_null())
-            {
+            if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
                 self.finished = true;
             }
         }
@@ -403,24 +400,34 @@ impl StreamState {
     }
 
     fn apply_tool_fragment(&mut self, call: &Value) {
-        let index = match call.get("index").and_then(Value::as_u64) {
-            Some(i) => i,
-            // Servers that omit the index: a fragment with an id opens a new call.
-            None => {
-                let last = self.tools.keys().next_back().copied();
-                match (last, call.get("id").and_then(Value::as_str)) {
-                    (Some(last), Some(id)) if !id.is_empty() && self.tools[&last].id != id => {
-                        last + 1
-                    }
-                    (Some(last), _) => last,
-                    (None, _) => 0,
-                }
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
+        // The raw index keys the fragments; a server that omits it continues the last call.
+        // A new id under an index already in use opens a new call (Ollama numbers every call
+        // of a parallel batch 0).
+        let raw = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .or_else(|| self.slots.keys().copied().max())
+            .unwrap_or(0);
+        let slot = match self.slots.get(&raw) {
+            Some(&slot)
+                if id.is_none_or(|id| {
+                    self.tools[slot].id.is_empty() || self.tools[slot].id == id
+                }) =>
+            {
+                slot
+            }
+            _ => {
+                self.tools.push(ToolAcc::default());
+                self.slots.insert(raw, self.tools.len() - 1);
+                self.tools.len() - 1
             }
         };
-        let acc = self.tools.entry(index).or_default();
-        if let Some(id) = call.get("id").and_then(Value::as_str)
-            && !id.is_empty()
-        {
+        let acc = &mut self.tools[slot];
+        if let Some(id) = id {
             acc.id = id.to_string();
         }
         let function = call.get("function").unwrap_or(&Value::Null);
@@ -479,6 +486,7 @@ impl StreamState {
         let tool_calls = self
             .tools
             .into_iter()
+            .enumerate()
             .map(|(index, acc)| ToolCallRequest {
                 id: if acc.id.is_empty() {
                     format!("call_{index}")

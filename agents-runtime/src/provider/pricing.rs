@@ -113,10 +113,6 @@ impl Pricer {
         }
     }
 
-    pub(crate) fn table(&self) -> &PriceTable {
-        &self.table
-    }
-
     pub(crate) fn known(&self) -> bool {
         self.known
     }

@@ -1,0 +1,201 @@
+//! Reading manifests, audit logs and roles files, with errors that name the file and say
+//! what kind of file was expected.
+
+use crate::error::CliError;
+use agents_core::RoleMap;
+use agents_core::audit::AuditRecord;
+use agents_core::canonical::sha256_hex;
+use agents_core::manifest::{self, Manifest, ManifestError};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Reads a file, turning I/O errors into a message that names the file and its role.
+pub(crate) fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| {
+        let err = CliError::new(format!("cannot read {what} `{}`: {}", path.display(), io_reason(&e)));
+        match e.kind() {
+            std::io::ErrorKind::NotFound => err.hint("check the path (it is resolved against the current directory)"),
+            std::io::ErrorKind::PermissionDenied => err.hint("check the file's permissions"),
+            _ => err,
+        }
+    })
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_owned(),
+        _ => e.to_string(),
+    }
+}
+
+/// A manifest read from a file.
+pub(crate) struct LoadedManifest {
+    /// Where it was read from.
+    pub(crate) path: PathBuf,
+    /// The file's bytes.
+    pub(crate) bytes: Vec<u8>,
+    /// The parsed manifest.
+    pub(crate) manifest: Manifest,
+}
+
+impl LoadedManifest {
+    /// SHA-256 of the file's bytes (what `sha256sum` prints).
+    pub(crate) fn file_sha256(&self) -> String {
+        sha256_hex(&self.bytes)
+    }
+
+    /// Whether the file holds exactly the canonical text, so its hash is the agent's
+    /// `MANIFEST_SHA256`.
+    pub(crate) fn is_canonical(&self) -> bool {
+        self.bytes == self.manifest.to_canonical_string().as_bytes()
+    }
+
+    /// The hash the agent's records carry: the canonical SHA-256.
+    pub(crate) fn manifest_sha256(&self) -> String {
+        self.manifest.sha256()
+    }
+
+    /// The file name for headings.
+    pub(crate) fn display_name(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// Reads and parses a manifest file.
+pub(crate) fn manifest(path: &Path) -> Result<LoadedManifest, CliError> {
+    let bytes = read_bytes(path, "manifest")?;
+    let shown = path.display();
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(CliError::new(format!("`{shown}` is not a permission manifest: it is not UTF-8 text")));
+    };
+    match Manifest::parse(text) {
+        Ok(manifest) => Ok(LoadedManifest { path: path.to_owned(), bytes, manifest }),
+        Err(ManifestError::WrongVersion(v)) => Err(CliError::new(format!(
+            "`{shown}` is a version {v} permission manifest; this build of `agents` reads version {}",
+            manifest::VERSION
+        ))
+        .hint("use the `agents` CLI from the same framework release as the agent that wrote the manifest")),
+        Err(ManifestError::WrongFormat(f)) => Err(CliError::new(format!(
+            "`{shown}` is not a permission manifest: its format is `{f}`, expected `{}`",
+            manifest::FORMAT
+        ))),
+        Err(e) => {
+            if looks_like_audit_log(text) {
+                return Err(CliError::new(format!("`{shown}` is an audit log, not a permission manifest"))
+                    .hint("use `agents audit verify|show|stats` for audit logs"));
+            }
+            let detail = match e {
+                ManifestError::NotAManifest(d) => d,
+                other => other.to_string(),
+            };
+            Err(CliError::new(format!("`{shown}` is not a permission manifest: {detail}")).hint(
+                "a manifest is the canonical JSON an agent's `MANIFEST` constant holds; write it to a file with `std::fs::write(path, MyAgent::MANIFEST)`",
+            ))
+        }
+    }
+}
+
+fn looks_like_audit_log(text: &str) -> bool {
+    text.lines().next().is_some_and(|l| serde_json::from_str::<AuditRecord>(l).is_ok())
+}
+
+/// An audit log read from a file, parsed leniently for display: lines that are not records
+/// are listed in `bad_lines`; the hash chain is checked separately with
+/// `agents_core::audit::verify_jsonl`.
+pub(crate) struct LoadedLog {
+    /// The whole text.
+    pub(crate) text: String,
+    /// Parsed records with their 1-based line numbers.
+    pub(crate) records: Vec<(usize, AuditRecord)>,
+    /// Lines that did not parse, with the parser's message.
+    pub(crate) bad_lines: Vec<(usize, String)>,
+    /// The last line is cut off (no newline, does not parse).
+    pub(crate) torn_line: Option<usize>,
+}
+
+/// Reads an audit log; refuses files that are clearly something else.
+pub(crate) fn audit_log(path: &Path) -> Result<LoadedLog, CliError> {
+    let bytes = read_bytes(path, "audit log")?;
+    let shown = path.display();
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::new(format!("`{shown}` is not an audit log: it is not UTF-8 text")))?;
+    let not_a_log_hint = "an audit log is the JSONL file the audit sink writes: one hash-chained record per line";
+
+    let ends_with_newline = text.is_empty() || text.ends_with('\n');
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
+    if let Some(first) = lines.first() {
+        if let Err(e) = serde_json::from_str::<AuditRecord>(first) {
+            let is_manifest = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("format").and_then(Value::as_str).map(str::to_owned))
+                .is_some_and(|f| f == manifest::FORMAT);
+            if is_manifest {
+                return Err(CliError::new(format!("`{shown}` is a permission manifest, not an audit log"))
+                    .hint("use `agents manifest show|diff|verify|hash|render` for manifests; pass it to `agents audit verify --manifest`"));
+            }
+            let torn_only_line = lines.len() == 1 && !ends_with_newline && first.trim_start().starts_with('{')
+                && serde_json::from_str::<Value>(first).is_err();
+            if !torn_only_line {
+                return Err(CliError::new(format!("`{shown}` is not an audit log: line 1 is not an audit record ({e})"))
+                    .hint(not_a_log_hint));
+            }
+        }
+    }
+
+    let mut records = Vec::new();
+    let mut bad_lines = Vec::new();
+    let mut torn_line = None;
+    for (i, line) in lines.iter().enumerate() {
+        let lineno = i + 1;
+        match serde_json::from_str::<AuditRecord>(line) {
+            Ok(r) => records.push((lineno, r)),
+            Err(e) => {
+                if lineno == lines.len() && !ends_with_newline {
+                    torn_line = Some(lineno);
+                } else {
+                    bad_lines.push((lineno, e.to_string()));
+                }
+            }
+        }
+    }
+    Ok(LoadedLog { text, records, bad_lines, torn_line })
+}
+
+/// Reads a roles file: `{"role": ["permission", ...], ...}`, or the same map under a single
+/// top-level `"roles"` key.
+pub(crate) fn roles(path: &Path) -> Result<RoleMap, CliError> {
+    let bytes = read_bytes(path, "roles file")?;
+    let shown = path.display();
+    let hint = r#"a roles file maps each role to the permissions it holds, for example {"nurse": ["patient.read"], "physician": ["patient.read", "prescription.write"]}"#;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::new(format!("`{shown}` is not a roles file: {e}")).hint(hint))?;
+    let Some(mut map) = value.as_object() else {
+        return Err(CliError::new(format!("`{shown}` is not a roles file: the top level is not a JSON object")).hint(hint));
+    };
+    if map.len() == 1 {
+        if let Some(inner) = map.get("roles").and_then(Value::as_object) {
+            map = inner;
+        }
+    }
+    let mut roles = RoleMap::new();
+    for (role, perms) in map {
+        let Some(list) = perms.as_array() else {
+            return Err(
+                CliError::new(format!("`{shown}`: role `{role}` must map to a list of permission names")).hint(hint)
+            );
+        };
+        let mut names = Vec::new();
+        for p in list {
+            match p.as_str() {
+                Some(s) => names.push(s.to_owned()),
+                None => {
+                    return Err(CliError::new(format!("`{shown}`: role `{role}` lists `{p}`, which is not a string"))
+                        .hint(hint));
+                }
+            }
+        }
+        roles = roles.role(role.clone(), names);
+    }
+    Ok(roles)
+}

@@ -1,0 +1,241 @@
+//! `agents manifest ...`: show, diff, verify, hash, render.
+
+use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
+use crate::load::{self, LoadedManifest};
+use crate::table::{Table, clip};
+use agents_core::Tier;
+use agents_core::diff::{ChangeKind, ManifestDiff, diff};
+use agents_core::manifest::{Manifest, ToolEntry};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// `agents manifest show FILE`.
+pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
+    let m = load::manifest(file)?;
+    let man = &m.manifest;
+    let a = &man.agent;
+    let mut head = Table::new(["field", "value"]);
+    head.row(["agent".to_owned(), a.name.clone()]);
+    head.row(["description".to_owned(), clip(&a.description, 100)]);
+    head.row(["input".to_owned(), a.input.clone()]);
+    head.row(["output".to_owned(), a.output.clone()]);
+    head.row(["format".to_owned(), format!("{} v{}", man.format, man.version)]);
+    head.row(["sha256".to_owned(), m.manifest_sha256()]);
+    head.row([
+        "file".to_owned(),
+        if m.is_canonical() {
+            "canonical (sha256sum of the file gives the sha256 above)".to_owned()
+        } else {
+            format!("not canonical: sha256sum of the file gives {}", m.file_sha256())
+        },
+    ]);
+    head.row(["ceiling".to_owned(), ceiling_text(man)]);
+    head.row(["limits".to_owned(), limits_text(man)]);
+    head.row(["skills".to_owned(), skills_text(man)]);
+    head.row(["tools".to_owned(), tools_count_text(man)]);
+    out.push_str(&head.render());
+
+    out.push_str("\nTOOLS\n");
+    let mut tools = Table::new(["name", "tier", "risk", "permission", "mutating", "title", "parameters", "uses"]);
+    for t in &man.tools {
+        tools.row([
+            t.name.clone(),
+            t.tier.to_string(),
+            t.risk.to_string(),
+            t.permission.clone(),
+            t.mutating.to_string(),
+            t.title.as_deref().map_or_else(|| "-".to_owned(), |s| clip(s, 40)),
+            params_text(t),
+            if t.uses.is_empty() { "-".to_owned() } else { t.uses.join(", ") },
+        ]);
+    }
+    out.push_str(&tools.render());
+
+    out.push_str("\nPOLICIES (declared capabilities)\n");
+    let mut pol = Table::new(["tool", "fs read", "fs write", "net hosts", "env vars"]);
+    for t in &man.tools {
+        let p = &t.policy;
+        pol.row([t.name.clone(), list_or_none(&p.fs.read), list_or_none(&p.fs.write), list_or_none(&p.net.hosts), list_or_none(&p.env.vars)]);
+    }
+    out.push_str(&pol.render());
+
+    out.push_str("\nDESCRIPTIONS\n");
+    for t in &man.tools {
+        let _ = writeln!(out, "{}: {}", t.name, clip(&t.description, 200));
+    }
+    Ok(EXIT_OK)
+}
+
+pub(crate) fn ceiling_text(m: &Manifest) -> String {
+    match &m.agent.ceiling {
+        Some(c) if c.is_empty() => "declared, empty".to_owned(),
+        Some(c) => c.join(", "),
+        None => "none declared (tools of any permission may be granted)".to_owned(),
+    }
+}
+
+pub(crate) fn limits_text(m: &Manifest) -> String {
+    let l = &m.agent.limits;
+    format!(
+        "{} iterations, {} s per provider call, {} s confirmation wait, {} concurrent runs per user, {} s token lifetime, {} history messages",
+        l.max_iterations,
+        l.provider_timeout_secs,
+        l.confirm_timeout_secs,
+        l.max_concurrent_runs,
+        l.token_ttl_secs,
+        l.history_messages
+    )
+}
+
+fn skills_text(m: &Manifest) -> String {
+    if m.agent.skills.is_empty() {
+        return "none".to_owned();
+    }
+    m.agent.skills.iter().map(|s| format!("{} [{}]", s.name, s.tools.join(", "))).collect::<Vec<_>>().join("; ")
+}
+
+pub(crate) fn tools_count_text(m: &Manifest) -> String {
+    let count = |tier| m.tools.iter().filter(|t| t.tier == tier).count();
+    format!(
+        "{} ({} read, {} action, {} handoff)",
+        m.tools.len(),
+        count(Tier::Read),
+        count(Tier::Action),
+        count(Tier::Handoff)
+    )
+}
+
+pub(crate) fn params_text(t: &ToolEntry) -> String {
+    if t.parameters.is_empty() {
+        return "-".to_owned();
+    }
+    t.parameters
+        .iter()
+        .map(|p| format!("{}: {}{}", p.name, p.rust_type, if p.secret { " (secret)" } else { "" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() { "none".to_owned() } else { v.join(", ") }
+}
+
+/// `agents manifest diff OLD NEW [--json]`: exit 1 on any widening.
+pub(crate) fn diff_cmd(old: &Path, new: &Path, as_json: bool, out: &mut String) -> CmdResult {
+    let a = load::manifest(old)?;
+    let b = load::manifest(new)?;
+    let d = diff(&a.manifest, &b.manifest);
+    if as_json {
+        out.push_str(&serde_json::to_string_pretty(&diff_json(&a, &b, &d)).expect("JSON values serialize"));
+        out.push('\n');
+    } else {
+        let _ = writeln!(out, "old  {}  sha256 {}", a.display_name(), d.old_sha256);
+        let _ = writeln!(out, "new  {}  sha256 {}", b.display_name(), d.new_sha256);
+        out.push('\n');
+        let _ = write!(out, "{d}");
+        out.push('\n');
+        if d.has_widening() {
+            let _ = writeln!(
+                out,
+                "result: the new manifest WIDENS what the agent may do ({} widening change(s)); a reviewer must approve it",
+                d.count(ChangeKind::Widening)
+            );
+        } else {
+            let _ = writeln!(out, "result: no widening");
+        }
+    }
+    Ok(if d.has_widening() { EXIT_FINDING } else { EXIT_OK })
+}
+
+fn diff_json(a: &LoadedManifest, b: &LoadedManifest, d: &ManifestDiff) -> serde_json::Value {
+    json!({
+        "old": { "path": a.display_name(), "sha256": d.old_sha256 },
+        "new": { "path": b.display_name(), "sha256": d.new_sha256 },
+        "has_widening": d.has_widening(),
+        "summary": {
+            "widening": d.count(ChangeKind::Widening),
+            "narrowing": d.count(ChangeKind::Narrowing),
+            "neutral": d.count(ChangeKind::Neutral),
+        },
+        "changes": d.changes,
+    })
+}
+
+/// `agents manifest verify BASELINE CURRENT`: any byte difference fails (exit 1).
+pub(crate) fn verify(baseline: &Path, current: &Path, out: &mut String) -> CmdResult {
+    let base = load::manifest(baseline)?;
+    let cur = load::manifest(current)?;
+    if base.bytes == cur.bytes {
+        let _ = writeln!(
+            out,
+            "OK: `{}` matches the baseline `{}` (sha256 {})",
+            cur.display_name(),
+            base.display_name(),
+            cur.file_sha256()
+        );
+        return Ok(EXIT_OK);
+    }
+    let d = diff(&base.manifest, &cur.manifest);
+    let _ = writeln!(out, "MISMATCH: `{}` differs from the baseline `{}`", cur.display_name(), base.display_name());
+    let _ = writeln!(out, "baseline sha256 {}", base.file_sha256());
+    let _ = writeln!(out, "current  sha256 {}", cur.file_sha256());
+    if d.is_empty() {
+        let _ = writeln!(
+            out,
+            "The manifests are equal in content, but the files are not byte-identical (formatting, whitespace or a trailing newline)."
+        );
+    } else {
+        let _ = write!(out, "{d}");
+    }
+    if d.has_widening() {
+        let _ = writeln!(out, "This change WIDENS what the agent may do; a reviewer must approve it.");
+    }
+    let _ = writeln!(
+        out,
+        "If the change is intended, replace the baseline with the current manifest (in a project using the baseline gate: AGENTS_BLESS=1 cargo test) and commit it."
+    );
+    Ok(EXIT_FINDING)
+}
+
+/// `agents manifest hash FILE`: SHA-256 of the file's bytes, as `sha256sum` prints it.
+pub(crate) fn hash(file: &Path, out: &mut String, err: &mut String) -> CmdResult {
+    let m = load::manifest(file)?;
+    let _ = writeln!(out, "{}", m.file_sha256());
+    if !m.is_canonical() {
+        let _ = writeln!(
+            err,
+            "note: `{}` is not in canonical form; the agent's MANIFEST_SHA256 for this content is {}",
+            m.display_name(),
+            m.manifest_sha256()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// `agents manifest render FILE [--diff OLD] [--roles ROLES] -o OUT`.
+pub(crate) fn render(
+    file: &Path,
+    old: Option<&Path>,
+    roles: Option<&Path>,
+    output: &Path,
+    out: &mut String,
+) -> CmdResult {
+    let m = load::manifest(file)?;
+    let old = old.map(load::manifest).transpose()?;
+    let roles = roles.map(load::roles).transpose()?;
+    let d = old.as_ref().map(|o| diff(&o.manifest, &m.manifest));
+    let html = crate::render::render(&crate::render::Report {
+        manifest: &m.manifest,
+        source: &m.display_name(),
+        sha256: &m.manifest_sha256(),
+        diff: d.as_ref().zip(old.as_ref()).map(|(d, o)| (d, o.display_name())),
+        roles: roles.as_ref(),
+    });
+    std::fs::write(output, html.as_bytes()).map_err(|e| {
+        CliError::new(format!("cannot write the report to `{}`: {e}", output.display()))
+            .hint("check that the directory exists and is writable")
+    })?;
+    let _ = writeln!(out, "wrote {} ({} bytes)", output.display(), html.len());
+    Ok(EXIT_OK)
+}

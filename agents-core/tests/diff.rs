@@ -1,0 +1,326 @@
+//! Every classification rule of `agents_core::diff`, one change at a time.
+
+use agents_core::diff::{ChangeKind, ManifestDiff, Rule, diff};
+use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ParamEntry, PolicyEntry, SkillEntry, ToolEntry};
+use agents_core::{Limits, Risk, Tier};
+
+fn tool(name: &str, tier: Tier) -> ToolEntry {
+    ToolEntry {
+        name: name.into(),
+        title: (tier == Tier::Action).then(|| format!("Run {name}")),
+        description: format!("The {name} tool."),
+        permission: "desk.use".into(),
+        tier,
+        mutating: tier == Tier::Action,
+        risk: Risk::Medium,
+        policy: PolicyEntry::default(),
+        parameters: vec![
+            ParamEntry { name: "id".into(), rust_type: "u64".into(), secret: false },
+            ParamEntry { name: "token".into(), rust_type: "String".into(), secret: true },
+        ],
+        uses: vec![],
+    }
+}
+
+fn agent() -> AgentEntry {
+    AgentEntry {
+        name: "helpdesk".into(),
+        description: "Answers staff questions.".into(),
+        input: "Question".into(),
+        output: "Answer".into(),
+        skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()] }],
+        ceiling: Some(vec!["desk.use".into(), "public".into()]),
+        limits: LimitsEntry::from(Limits::DEFAULT),
+    }
+}
+
+fn base_tools() -> Vec<ToolEntry> {
+    let mut lookup = tool("lookup", Tier::Read);
+    lookup.policy.fs.read = vec!["/srv/desk/*.json".into()];
+    lookup.policy.net.hosts = vec!["api.example.com:443".into()];
+    lookup.policy.env.vars = vec!["DESK_REGION".into()];
+    let mut submit = tool("submit", Tier::Action);
+    submit.policy.fs.write = vec!["/srv/desk/out/*.json".into()];
+    submit.uses = vec!["lookup".into()];
+    vec![lookup, submit, tool("reset_password", Tier::Handoff)]
+}
+
+fn base() -> Manifest {
+    Manifest::from_entries(agent(), base_tools()).unwrap()
+}
+
+/// The base manifest with one change applied. `Manifest::from_entries` normalizes, which
+/// would re-derive `mutating` from the tier; edits are applied after it so each rule can be
+/// exercised alone.
+fn edited(edit: impl FnOnce(&mut Manifest)) -> Manifest {
+    let mut m = base();
+    edit(&mut m);
+    m
+}
+
+fn tool_mut<'a>(m: &'a mut Manifest, name: &str) -> &'a mut ToolEntry {
+    m.tools.iter_mut().find(|t| t.name == name).unwrap()
+}
+
+/// The only change between `old` and `new`, asserting its rule and kind.
+fn only(old: &Manifest, new: &Manifest, rule: Rule, kind: ChangeKind) -> ManifestDiff {
+    let d = diff(old, new);
+    assert_eq!(d.changes.len(), 1, "expected one change, got:\n{d}");
+    assert_eq!(d.changes[0].rule, rule, "{d}");
+    assert_eq!(d.changes[0].kind, kind, "{d}");
+    assert_eq!(d.has_widening(), kind == ChangeKind::Widening);
+    assert!(!d.changes[0].reason.is_empty());
+    d
+}
+
+/// `edit` is a widening under `widen`, and undoing it is a narrowing under `narrow`.
+fn both_ways(edit: impl FnOnce(&mut Manifest), widen: Rule, narrow: Rule) {
+    let (a, b) = (base(), edited(edit));
+    only(&a, &b, widen, ChangeKind::Widening);
+    only(&b, &a, narrow, ChangeKind::Narrowing);
+}
+
+#[test]
+fn identical_manifests_have_no_changes() {
+    let d = diff(&base(), &base());
+    assert!(d.is_empty());
+    assert!(!d.has_widening());
+    assert_eq!(d.old_sha256, d.new_sha256);
+    assert_eq!(d.to_string().trim(), "no capability or description differences");
+}
+
+#[test]
+fn a_new_tool_widens_and_a_removed_tool_narrows() {
+    let old = base();
+    let mut tools = base_tools();
+    tools.push(tool("delete_ticket", Tier::Action));
+    let new = Manifest::from_entries(agent(), tools).unwrap();
+    let d = only(&old, &new, Rule::ToolAdded, ChangeKind::Widening);
+    assert_eq!(d.changes[0].tool.as_deref(), Some("delete_ticket"));
+    assert!(d.changes[0].reason.contains("tier action"), "{}", d.changes[0].reason);
+    assert_eq!(d.widened_tools().into_iter().collect::<Vec<_>>(), ["delete_ticket"]);
+    only(&new, &old, Rule::ToolRemoved, ChangeKind::Narrowing);
+}
+
+#[test]
+fn a_changed_permission_widens_unless_it_leaves_public() {
+    both_ways(|m| tool_mut(m, "lookup").permission = "public".into(), Rule::PermissionChanged, Rule::PermissionChanged);
+    // Between two named permissions the roles holding them may differ: always a widening.
+    let (a, b) = (base(), edited(|m| tool_mut(m, "lookup").permission = "desk.admin".into()));
+    only(&a, &b, Rule::PermissionChanged, ChangeKind::Widening);
+    only(&b, &a, Rule::PermissionChanged, ChangeKind::Widening);
+}
+
+#[test]
+fn mutating_removed_widens_and_added_narrows() {
+    both_ways(|m| tool_mut(m, "submit").mutating = false, Rule::MutatingRemoved, Rule::MutatingAdded);
+}
+
+#[test]
+fn tier_towards_read_widens() {
+    both_ways(|m| tool_mut(m, "submit").tier = Tier::Read, Rule::TierLowered, Rule::TierRaised);
+    both_ways(|m| tool_mut(m, "reset_password").tier = Tier::Action, Rule::TierLowered, Rule::TierRaised);
+    both_ways(|m| tool_mut(m, "reset_password").tier = Tier::Read, Rule::TierLowered, Rule::TierRaised);
+}
+
+#[test]
+fn a_real_action_to_read_change_reports_tier_and_mutating() {
+    let old = base();
+    let mut tools = base_tools();
+    tools[1].tier = Tier::Read;
+    let new = Manifest::from_entries(agent(), tools).unwrap();
+    let d = diff(&old, &new);
+    let rules: Vec<Rule> = d.changes.iter().map(|c| c.rule).collect();
+    assert_eq!(rules, [Rule::TierLowered, Rule::MutatingRemoved], "{d}");
+    assert_eq!(d.count(ChangeKind::Widening), 2);
+}
+
+#[test]
+fn risk_lowered_widens() {
+    both_ways(|m| tool_mut(m, "submit").risk = Risk::Low, Rule::RiskLowered, Rule::RiskRaised);
+}
+
+#[test]
+fn glob_added_or_broadened_widens() {
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.fs.read.push("/etc/desk.conf".into()),
+        Rule::PolicyAdded,
+        Rule::PolicyRemoved,
+    );
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.fs.read = vec!["/srv/desk/**".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+    both_ways(
+        |m| tool_mut(m, "submit").policy.fs.write = vec!["/srv/desk/out/*".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+    let d = diff(&base(), &edited(|m| tool_mut(m, "submit").policy.fs.write = vec!["/srv/**".into()]));
+    let c = &d.changes[0];
+    assert_eq!(c.field, "policy.fs.write");
+    assert_eq!(c.old.as_deref(), Some("/srv/desk/out/*.json"));
+    assert_eq!(c.new.as_deref(), Some("/srv/**"));
+    assert!(c.reason.contains("broadened"), "{}", c.reason);
+}
+
+#[test]
+fn a_glob_that_is_not_certainly_covered_counts_as_added() {
+    // `*` never crosses `/`, so `/srv/desk/*` does not cover `/srv/desk/a/b.json`... and
+    // `/srv/desk/*/*.json` is not covered by `/srv/desk/*.json`.
+    let d = diff(&base(), &edited(|m| tool_mut(m, "lookup").policy.fs.read = vec!["/srv/desk/*/*.json".into()]));
+    let rules: Vec<Rule> = d.changes.iter().map(|c| c.rule).collect();
+    assert_eq!(rules, [Rule::PolicyAdded, Rule::PolicyRemoved], "{d}");
+    assert!(d.has_widening());
+}
+
+#[test]
+fn an_entry_already_covered_is_neutral() {
+    let old = edited(|m| tool_mut(m, "lookup").policy.fs.read = vec!["/srv/**".into()]);
+    let new = edited(|m| tool_mut(m, "lookup").policy.fs.read = vec!["/srv/**".into(), "/srv/desk/x.json".into()]);
+    only(&old, &new, Rule::PolicyCovered, ChangeKind::Neutral);
+    only(&new, &old, Rule::PolicyCovered, ChangeKind::Neutral);
+}
+
+#[test]
+fn host_added_or_broadened_widens() {
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.net.hosts.push("evil.example.net".into()),
+        Rule::PolicyAdded,
+        Rule::PolicyRemoved,
+    );
+    // Dropping the port allows every port.
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.net.hosts = vec!["api.example.com".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.net.hosts = vec!["*.example.com".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+}
+
+#[test]
+fn env_var_added_or_broadened_widens() {
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.env.vars.push("AWS_SECRET_ACCESS_KEY".into()),
+        Rule::PolicyAdded,
+        Rule::PolicyRemoved,
+    );
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.env.vars = vec!["DESK_*".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+}
+
+#[test]
+fn secret_flag_removed_widens() {
+    let d = diff(&base(), &edited(|m| tool_mut(m, "lookup").parameters[1].secret = false));
+    assert_eq!(d.changes.len(), 1, "{d}");
+    assert_eq!((d.changes[0].rule, d.changes[0].kind), (Rule::SecretRemoved, ChangeKind::Widening));
+    assert_eq!(d.changes[0].field, "parameters.token.secret");
+    both_ways(|m| tool_mut(m, "lookup").parameters[1].secret = false, Rule::SecretRemoved, Rule::SecretAdded);
+}
+
+#[test]
+fn parameter_added_widens_type_change_and_reorder_are_neutral() {
+    both_ways(
+        |m| {
+            tool_mut(m, "submit").parameters.push(ParamEntry {
+                name: "amount".into(),
+                rust_type: "u32".into(),
+                secret: false,
+            })
+        },
+        Rule::ParameterAdded,
+        Rule::ParameterRemoved,
+    );
+    let (a, b) = (base(), edited(|m| tool_mut(m, "submit").parameters[0].rust_type = "String".into()));
+    only(&a, &b, Rule::ParameterTypeChanged, ChangeKind::Neutral);
+    let (a, b) = (base(), edited(|m| tool_mut(m, "submit").parameters.reverse()));
+    only(&a, &b, Rule::ParametersReordered, ChangeKind::Neutral);
+}
+
+#[test]
+fn uses_added_widens() {
+    both_ways(|m| tool_mut(m, "lookup").uses.push("submit".into()), Rule::UsesAdded, Rule::UsesRemoved);
+}
+
+#[test]
+fn description_and_title_changes_are_neutral_but_shown() {
+    let (a, b) = (base(), edited(|m| tool_mut(m, "lookup").description = "Looks a ticket up.".into()));
+    let d = only(&a, &b, Rule::DescriptionChanged, ChangeKind::Neutral);
+    let text = d.to_string();
+    assert!(text.contains("NEUTRAL") && text.contains("Looks a ticket up."), "{text}");
+    assert_eq!(d.changes[0].old.as_deref(), Some("The lookup tool."));
+
+    let (a, b) = (base(), edited(|m| tool_mut(m, "submit").title = Some("Submit the ticket".into())));
+    only(&a, &b, Rule::TitleChanged, ChangeKind::Neutral);
+
+    let (a, b) = (base(), edited(|m| m.agent.description = "Helps.".into()));
+    only(&a, &b, Rule::AgentDescriptionChanged, ChangeKind::Neutral);
+    let (a, b) = (base(), edited(|m| m.agent.output = "Reply".into()));
+    only(&a, &b, Rule::IoTypeChanged, ChangeKind::Neutral);
+    let (a, b) = (base(), edited(|m| m.agent.name = "desk".into()));
+    only(&a, &b, Rule::AgentRenamed, ChangeKind::Neutral);
+    let (a, b) = (base(), edited(|m| {
+        m.agent.skills[0].tools.pop();
+    }));
+    only(&a, &b, Rule::SkillsChanged, ChangeKind::Neutral);
+}
+
+#[test]
+fn ceiling_raised_or_removed_widens() {
+    both_ways(|m| m.agent.ceiling.as_mut().unwrap().push("hr.write".into()), Rule::CeilingRaised, Rule::CeilingLowered);
+    both_ways(|m| m.agent.ceiling = None, Rule::CeilingRemoved, Rule::CeilingAdded);
+}
+
+#[test]
+fn limit_raised_widens() {
+    both_ways(|m| m.agent.limits.max_iterations = 50, Rule::LimitRaised, Rule::LimitLowered);
+    both_ways(|m| m.agent.limits.token_ttl_secs = 3600, Rule::LimitRaised, Rule::LimitLowered);
+    both_ways(|m| m.agent.limits.max_concurrent_runs = 10, Rule::LimitRaised, Rule::LimitLowered);
+    let d = diff(&base(), &edited(|m| m.agent.limits.provider_timeout_secs = 300));
+    assert_eq!(d.changes[0].field, "agent.limits.provider_timeout_secs");
+    assert_eq!(d.changes[0].tool, None);
+}
+
+#[test]
+fn display_groups_by_kind_and_json_round_trips() {
+    let old = base();
+    let new = edited(|m| {
+        tool_mut(m, "lookup").policy.fs.read = vec!["/srv/**".into()];
+        tool_mut(m, "submit").risk = Risk::High;
+        tool_mut(m, "lookup").description = "Finds things.".into();
+    });
+    let d = diff(&old, &new);
+    assert_eq!(d.summary(), "1 widening, 1 narrowing, 1 neutral");
+    let text = d.to_string();
+    let w = text.find("WIDENING").unwrap();
+    let n = text.find("NARROWING").unwrap();
+    let u = text.find("NEUTRAL").unwrap();
+    assert!(w < n && n < u, "{text}");
+    assert!(text.contains("tool `lookup` policy.fs.read: filesystem read glob broadened"), "{text}");
+
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["changes"][0]["kind"], "widening");
+    assert_eq!(json["changes"][0]["rule"], "policy_broadened");
+    let back: ManifestDiff = serde_json::from_value(json).unwrap();
+    assert_eq!(back, d);
+}
+
+#[test]
+fn changes_are_ordered_agent_first_then_tools_by_name() {
+    let new = edited(|m| {
+        tool_mut(m, "submit").risk = Risk::Low;
+        tool_mut(m, "lookup").risk = Risk::Low;
+        m.agent.limits.max_iterations = 13;
+    });
+    let d = diff(&base(), &new);
+    let subjects: Vec<Option<&str>> = d.changes.iter().map(|c| c.tool.as_deref()).collect();
+    assert_eq!(subjects, [None, Some("lookup"), Some("submit")]);
+}

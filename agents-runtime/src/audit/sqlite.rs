@@ -1,0 +1,341 @@
+//! The SQLite audit sink: one append-only table, hash-chained, enforced by triggers.
+
+use super::group_commit::{DurableStore, GroupCommitSink};
+use super::{
+    AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH,
+};
+use agents_core::Tier;
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
+use serde_json::Value;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The table that holds the records.
+pub const SQLITE_TABLE: &str = "audit_log";
+
+const COLUMNS: &str = "seq, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, tier, \
+                       status, reason, title, args, args_hash, result, manifest_sha256, prev_hash, hash";
+
+fn schema() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS audit_log (
+            seq INTEGER PRIMARY KEY CHECK (seq >= 1),
+            ts TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            call_id TEXT,
+            user_id TEXT NOT NULL,
+            org_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            tool TEXT,
+            tier TEXT,
+            status TEXT NOT NULL,
+            reason TEXT,
+            title TEXT,
+            args TEXT,
+            args_hash TEXT,
+            result TEXT,
+            manifest_sha256 TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL UNIQUE
+        ) STRICT;
+        CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log
+        BEGIN
+            SELECT RAISE(ABORT, 'audit_log is append-only: UPDATE is refused; record a status change as a new record');
+        END;
+        CREATE TRIGGER IF NOT EXISTS audit_log_no_delete BEFORE DELETE ON audit_log
+        BEGIN
+            SELECT RAISE(ABORT, 'audit_log is append-only: DELETE is refused');
+        END;
+        CREATE TRIGGER IF NOT EXISTS audit_log_chain BEFORE INSERT ON audit_log
+        WHEN NEW.seq IS NOT COALESCE((SELECT MAX(seq) FROM audit_log), 0) + 1
+          OR NEW.prev_hash IS NOT COALESCE((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '{GENESIS_HASH}')
+        BEGIN
+            SELECT RAISE(ABORT, 'audit_log is a hash chain: a new record needs the next seq and the last record''s hash as prev_hash');
+        END;"
+    )
+}
+
+/// An append-only SQLite audit table with group commit.
+///
+/// The table `audit_log` has one column per [`AuditRecord`] field (`args` and `result` hold
+/// canonical JSON). Triggers make it append-only for every connection, not just this one:
+/// `UPDATE` and `DELETE` abort, and an `INSERT` (including `INSERT OR REPLACE`) aborts unless
+/// it carries the next `seq` and the last record's hash as `prev_hash`, so a second writer
+/// cannot fork the chain. Triggers stop mistakes and application bugs; someone who can drop
+/// them can also rewrite the file, which the hash chain then reveals ([`verify_sqlite`]).
+///
+/// Concurrent appends are committed in batches, one `IMMEDIATE` transaction per batch, in WAL
+/// mode with `synchronous = FULL`, so a resolved `append` survives a power loss. Failure handling
+/// is that of [`GroupCommitSink`].
+#[derive(Debug)]
+pub struct SqliteSink {
+    path: PathBuf,
+    inner: GroupCommitSink,
+}
+
+/// Why the SQLite sink or its verifier refused a database.
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteAuditError {
+    /// SQLite failed (cannot open, not a database, no `audit_log` table, locked).
+    #[error("audit database `{}`: {source}; check the path, its permissions, and that it holds an `audit_log` table", path.display())]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The writer thread could not be started.
+    #[error("audit database `{}`: cannot start the writer thread: {source}", path.display())]
+    Io {
+        /// The database.
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The chain does not verify. `line` in the source is the 1-based position of the row in
+    /// `seq` order.
+    #[error(
+        "audit database `{}` fails verification at row {}: {source}. The table was changed outside this sink: keep the \
+         file unchanged as evidence, start a new database at another path, and investigate from that row",
+        path.display(), source.line()
+    )]
+    Broken {
+        /// The database.
+        path: PathBuf,
+        /// Where and how the chain breaks (`line` is the row position in `seq` order).
+        source: ChainError,
+    },
+}
+
+impl SqliteSink {
+    /// Opens (or creates) the database at `path`, creates the table and triggers if missing,
+    /// verifies the existing chain, and continues it. Refuses a chain that does not verify.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteAuditError> {
+        let path = path.as_ref().to_path_buf();
+        let sqlite_error = |source| SqliteAuditError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let mut conn = Connection::open(&path).map_err(sqlite_error)?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(sqlite_error)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(sqlite_error)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), %mode, "audit database is not in WAL mode");
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sqlite_error)?;
+        let head = {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sqlite_error)?;
+            tx.execute_batch(&schema()).map_err(sqlite_error)?;
+            let head = verify_connection(&tx, None, &path)?;
+            tx.commit().map_err(sqlite_error)?;
+            head
+        };
+        let label = format!("audit database `{}`", path.display());
+        let inner =
+            GroupCommitSink::spawn(label, SqliteStore { conn }, head).map_err(|source| {
+                SqliteAuditError::Io {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        Ok(SqliteSink { path, inner })
+    }
+
+    /// The database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a failed commit stopped the sink; a poisoned sink refuses every record until the
+    /// database is opened again.
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.is_poisoned()
+    }
+}
+
+impl AuditSink for SqliteSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+        self.inner.append(record)
+    }
+}
+
+/// Verifies the chain in the `audit_log` table of the database at `path` (opened read-only):
+/// every row matches its hash, links to the previous row and has the next `seq`; optionally
+/// every row names `manifest_sha256`.
+pub fn verify_sqlite(
+    path: impl AsRef<Path>,
+    manifest_sha256: Option<&str>,
+) -> Result<ChainSummary, SqliteAuditError> {
+    let path = path.as_ref();
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| SqliteAuditError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    verify_connection(&conn, manifest_sha256, path)
+}
+
+fn verify_connection(
+    conn: &Connection,
+    manifest_sha256: Option<&str>,
+    path: &Path,
+) -> Result<ChainSummary, SqliteAuditError> {
+    let sqlite_error = |source| SqliteAuditError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut stmt = conn
+        .prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq"))
+        .map_err(sqlite_error)?;
+    let mut rows = stmt.query([]).map_err(sqlite_error)?;
+    let mut prev = GENESIS_HASH.to_owned();
+    let mut count = 0usize;
+    while let Some(row) = rows.next().map_err(sqlite_error)? {
+        let line = count + 1;
+        let broken = |source| SqliteAuditError::Broken {
+            path: path.to_path_buf(),
+            source,
+        };
+        let record =
+            row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
+        if record.compute_hash() != record.hash {
+            return Err(broken(ChainError::HashMismatch { line }));
+        }
+        if record.prev_hash != prev {
+            return Err(broken(ChainError::BrokenLink { line }));
+        }
+        let expected = count as u64 + 1;
+        if record.seq != expected {
+            return Err(broken(ChainError::Sequence {
+                line,
+                found: record.seq,
+                expected,
+            }));
+        }
+        if let Some(m) = manifest_sha256 {
+            if record.manifest_sha256 != m {
+                let found = record.manifest_sha256.clone();
+                return Err(broken(ChainError::ManifestMismatch {
+                    line,
+                    found,
+                    expected: m.to_owned(),
+                }));
+            }
+        }
+        prev = record.hash;
+        count += 1;
+    }
+    Ok(ChainSummary {
+        records: count,
+        last_hash: prev,
+    })
+}
+
+fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
+    fn text(row: &Row<'_>, i: usize) -> Result<String, String> {
+        row.get(i).map_err(|e| format!("column {i}: {e}"))
+    }
+    fn opt(row: &Row<'_>, i: usize) -> Result<Option<String>, String> {
+        row.get(i).map_err(|e| format!("column {i}: {e}"))
+    }
+    fn json(row: &Row<'_>, i: usize) -> Result<Option<Value>, String> {
+        opt(row, i)?
+            .map(|t| serde_json::from_str(&t).map_err(|e| format!("column {i}: {e}")))
+            .transpose()
+    }
+    let seq: i64 = row.get(0).map_err(|e| format!("seq: {e}"))?;
+    let tier = opt(row, 11)?
+        .map(|t| serde_json::from_value::<Tier>(Value::String(t)).map_err(|e| format!("tier: {e}")))
+        .transpose()?;
+    let status: AuditStatus = serde_json::from_value(Value::String(text(row, 12)?))
+        .map_err(|e| format!("status: {e}"))?;
+    Ok(AuditRecord {
+        seq: u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?,
+        ts: text(row, 1)?,
+        run_id: text(row, 2)?,
+        session_id: text(row, 3)?,
+        request_id: text(row, 4)?,
+        call_id: opt(row, 5)?,
+        user_id: text(row, 6)?,
+        org_id: text(row, 7)?,
+        role: text(row, 8)?,
+        agent: text(row, 9)?,
+        tool: opt(row, 10)?,
+        tier,
+        status,
+        reason: opt(row, 13)?,
+        title: opt(row, 14)?,
+        args: json(row, 15)?,
+        args_hash: opt(row, 16)?,
+        result: json(row, 17)?,
+        manifest_sha256: text(row, 18)?,
+        prev_hash: text(row, 19)?,
+        hash: text(row, 20)?,
+    })
+}
+
+struct SqliteStore {
+    conn: Connection,
+}
+
+impl SqliteStore {
+    fn insert(&mut self, records: &[AuditRecord]) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let sql = format!(
+                "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            for r in records {
+                let seq = i64::try_from(r.seq)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                stmt.execute(params![
+                    seq,
+                    r.ts,
+                    r.run_id,
+                    r.session_id,
+                    r.request_id,
+                    r.call_id,
+                    r.user_id,
+                    r.org_id,
+                    r.role,
+                    r.agent,
+                    r.tool,
+                    r.tier.map(Tier::as_str),
+                    r.status.as_str(),
+                    r.reason,
+                    r.title,
+                    r.args.as_ref().map(agents_core::canonical::to_string),
+                    r.args_hash,
+                    r.result.as_ref().map(agents_core::canonical::to_string),
+                    r.manifest_sha256,
+                    r.prev_hash,
+                    r.hash,
+                ])?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+impl DurableStore for SqliteStore {
+    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()> {
+        self.insert(records).map_err(io::Error::other)
+    }
+}

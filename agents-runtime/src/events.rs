@@ -1,0 +1,205 @@
+//! Events: a live view of a run. A slow subscriber loses events; the run never waits for it.
+//! The audit log, not this stream, is the record.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Mutex;
+use tokio::sync::mpsc;
+
+/// Events buffered per subscriber before further events are dropped for it.
+pub const SUBSCRIBER_BUFFER: usize = 256;
+
+/// What a run reports while it works.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The run's state changed (`started`, `thinking`, `waiting_for_confirmation`, ...).
+    Status {
+        /// The run.
+        run_id: String,
+        /// The state.
+        status: String,
+    },
+    /// A fragment of the model's text.
+    Token {
+        /// The run.
+        run_id: String,
+        /// The text.
+        text: String,
+    },
+    /// The model asked for a tool.
+    ToolCall {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool name as the model wrote it.
+        tool: String,
+        /// Redacted arguments (when they parsed).
+        args: Option<Value>,
+    },
+    /// An action waits for a person's decision.
+    ConfirmRequired {
+        /// The run.
+        run_id: String,
+        /// The call to decide on.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// What the person reads.
+        title: String,
+        /// Redacted arguments.
+        args: Value,
+        /// Declared risk.
+        risk: String,
+    },
+    /// A call finished (executed, failed, rejected, skipped, substituted).
+    ToolResult {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The audit status.
+        status: String,
+        /// The result shown in the timeline (redacted), when it ran.
+        result: Option<Value>,
+    },
+    /// A call was refused before anything ran.
+    ToolDenied {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool name as the model wrote it.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A handoff tool's call became a record for a human queue.
+    Handoff {
+        /// The run.
+        run_id: String,
+        /// The record.
+        record: HandoffRecord,
+    },
+    /// The model's answer.
+    Message {
+        /// The run.
+        run_id: String,
+        /// The text.
+        text: String,
+    },
+    /// The run ended.
+    Done {
+        /// The run.
+        run_id: String,
+        /// `completed`, `failed`, `cancelled`, `awaiting_confirmation`.
+        status: String,
+    },
+    /// Something went wrong.
+    Error {
+        /// The run.
+        run_id: String,
+        /// What.
+        message: String,
+    },
+}
+
+/// What a human queue receives for a handoff call. Nothing ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandoffRecord {
+    /// The call.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool's description.
+    pub description: String,
+    /// Redacted arguments.
+    pub args: Value,
+    /// Who asked.
+    pub user_id: String,
+    /// Their organisation.
+    pub org_id: String,
+    /// The session.
+    pub session_id: String,
+    /// When (RFC 3339).
+    pub created_at: String,
+}
+
+/// A publish/subscribe bus with a bounded buffer per subscriber and non-blocking publish.
+#[derive(Debug, Default)]
+pub struct EventBus {
+    subscribers: Mutex<Vec<mpsc::Sender<Event>>>,
+}
+
+impl EventBus {
+    /// A bus without subscribers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new subscriber receiving events published from now on.
+    pub fn subscribe(&self) -> mpsc::Receiver<Event> {
+        let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
+        self.lock().push(tx);
+        rx
+    }
+
+    /// Publishes to every subscriber that has room; drops the event for the others and
+    /// forgets subscribers that went away. Never waits.
+    pub fn publish(&self, event: Event) {
+        let mut subs = self.lock();
+        subs.retain(|s| match s.try_send(event.clone()) {
+            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    /// Live subscribers, for diagnostics (a run whose events nobody receives looks stuck).
+    pub fn subscriber_count(&self) -> usize {
+        let mut subs = self.lock();
+        subs.retain(|s| !s.is_closed());
+        subs.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::Sender<Event>>> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(i: usize) -> Event {
+        Event::Token { run_id: "r".into(), text: i.to_string() }
+    }
+
+    #[test]
+    fn slow_subscriber_loses_events_and_publish_never_blocks() {
+        let bus = EventBus::new();
+        let mut slow = bus.subscribe();
+        for i in 0..(SUBSCRIBER_BUFFER + 50) {
+            bus.publish(ev(i));
+        }
+        let mut got = 0;
+        while slow.try_recv().is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, SUBSCRIBER_BUFFER);
+    }
+
+    #[test]
+    fn subscriber_count_forgets_dropped_receivers() {
+        let bus = EventBus::new();
+        let a = bus.subscribe();
+        let _b = bus.subscribe();
+        assert_eq!(bus.subscriber_count(), 2);
+        drop(a);
+        assert_eq!(bus.subscriber_count(), 1);
+        bus.publish(ev(1));
+        assert_eq!(bus.subscriber_count(), 1);
+    }
+}

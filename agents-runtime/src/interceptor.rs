@@ -1,0 +1,67 @@
+//! Interceptors: human-oversight and policy hooks that see every call after the strict parse
+//! and before the tier. Each decision is audited; a deny is a `denied` record.
+
+use crate::core::{Principal, ToolSpec};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// What an interceptor decides about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Go on.
+    Proceed,
+    /// Go on with these arguments instead (they are parsed strictly again).
+    ProceedWith(Value),
+    /// Refuse; the reason goes back to the model and into the audit record.
+    Deny(String),
+    /// Answer in place of the tool; the tool does not run.
+    Substitute(Value),
+}
+
+/// What an interceptor sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Interception<'a> {
+    /// The user the run acts for.
+    pub principal: &'a Principal,
+    /// The tool's spec (policy included).
+    pub spec: &'static ToolSpec,
+    /// The arguments, after the strict parse.
+    pub args: &'a Value,
+    /// The run.
+    pub run_id: &'a str,
+}
+
+/// A hook before every tool call.
+///
+/// ```
+/// use agents_runtime::interceptor::{Decision, Interception, Interceptor};
+/// use futures::future::BoxFuture;
+///
+/// /// Refuses paths outside the tool's declared write globs.
+/// struct WritePolicy;
+/// impl Interceptor for WritePolicy {
+///     fn before_call<'a>(&'a self, call: Interception<'a>) -> BoxFuture<'a, Decision> {
+///         Box::pin(async move {
+///             match call.args.get("path").and_then(|p| p.as_str()) {
+///                 Some(p) if !call.spec.policy.fs_write.iter().any(|g| g.trim_end_matches("**") == &p[..p.len().min(g.len() - 2)]) =>
+///                     Decision::Deny(format!("path `{p}` is outside the declared write policy")),
+///                 _ => Decision::Proceed,
+///             }
+///         })
+///     }
+/// }
+/// ```
+pub trait Interceptor: Send + Sync {
+    /// Decides about one call.
+    fn before_call<'a>(&'a self, call: Interception<'a>) -> BoxFuture<'a, Decision>;
+}
+
+impl<F> Interceptor for F
+where
+    F: for<'a> Fn(Interception<'a>) -> Decision + Send + Sync,
+{
+    fn before_call<'a>(&'a self, call: Interception<'a>) -> BoxFuture<'a, Decision> {
+        let d = self(call);
+        Box::pin(async move { d })
+    }
+}

@@ -1,0 +1,220 @@
+//! Confirmation tokens: minted by the runtime after a person approves, bound to the session,
+//! the tool and an HMAC-SHA-256 of the canonical arguments, single use, expiring. Never shown
+//! to the model. Change one argument and the token is worthless.
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// An approval, as the runtime holds it between a decision and the execution.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConfirmationToken {
+    id: String,
+    mac: String,
+}
+
+impl std::fmt::Debug for ConfirmationToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ConfirmationToken({}…)", &self.id[..8.min(self.id.len())])
+    }
+}
+
+impl ConfirmationToken {
+    /// The token's id (for audit records; it does not let anyone redeem the token).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Why a token was refused. Each refusal is audited.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Never minted, already used, or forged.
+    #[error("the confirmation token is unknown or was already used")]
+    Unknown,
+    /// The token's MAC does not match: tampered.
+    #[error("the confirmation token was tampered with")]
+    Tampered,
+    /// Past its expiry.
+    #[error("the confirmation token expired")]
+    Expired,
+    /// Minted for another session.
+    #[error("the confirmation token belongs to another session")]
+    WrongSession,
+    /// Minted for another tool.
+    #[error("the confirmation token was approved for another tool")]
+    WrongTool,
+    /// Minted for other arguments.
+    #[error("the confirmation token was approved for other arguments; the person must approve these")]
+    WrongArguments,
+}
+
+struct Entry {
+    session: String,
+    tool: String,
+    args_mac: String,
+    expires: Instant,
+}
+
+/// Mints and redeems tokens with a server key.
+pub struct TokenStore {
+    key: [u8; 32],
+    ttl: Duration,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl std::fmt::Debug for TokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenStore").field("ttl", &self.ttl).finish_non_exhaustive()
+    }
+}
+
+impl TokenStore {
+    /// A store with a server key and a token lifetime.
+    pub fn new(key: [u8; 32], ttl: Duration) -> Self {
+        TokenStore { key, ttl, entries: Mutex::new(HashMap::new()) }
+    }
+
+    fn mac(&self, parts: &[&str]) -> String {
+        let mut m = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        for p in parts {
+            m.update(&(p.len() as u64).to_be_bytes());
+            m.update(p.as_bytes());
+        }
+        hex::encode(m.finalize().into_bytes())
+    }
+
+    /// HMAC-SHA-256 of the canonical JSON of `args`.
+    pub fn args_mac(&self, args: &Value) -> String {
+        self.mac(&["args", &agents_core::canonical::to_string(args)])
+    }
+
+    /// Mints a token for one approved call.
+    pub fn mint(&self, session: &str, tool: &str, args_mac: &str) -> ConfirmationToken {
+        let id = hex::encode(rand::random::<[u8; 16]>());
+        let mac = self.mac(&["token", &id, session, tool, args_mac]);
+        let entry = Entry {
+            session: session.to_owned(),
+            tool: tool.to_owned(),
+            args_mac: args_mac.to_owned(),
+            expires: Instant::now() + self.ttl,
+        };
+        self.lock().insert(id.clone(), entry);
+        ConfirmationToken { id, mac }
+    }
+
+    /// Redeems a token for a call. Any presentation uses the token up, so a refused token
+    /// cannot be retried with other arguments.
+    pub fn redeem(&self, token: &ConfirmationToken, session: &str, tool: &str, args_mac: &str) -> Result<(), TokenError> {
+        let entry = self.lock().remove(&token.id).ok_or(TokenError::Unknown)?;
+        let expected = self.mac(&["token", &token.id, &entry.session, &entry.tool, &entry.args_mac]);
+        if !constant_time_eq(expected.as_bytes(), token.mac.as_bytes()) {
+            return Err(TokenError::Tampered);
+        }
+        if Instant::now() >= entry.expires {
+            return Err(TokenError::Expired);
+        }
+        if entry.session != session {
+            return Err(TokenError::WrongSession);
+        }
+        if entry.tool != tool {
+            return Err(TokenError::WrongTool);
+        }
+        if !constant_time_eq(entry.args_mac.as_bytes(), args_mac.as_bytes()) {
+            return Err(TokenError::WrongArguments);
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn tamper(token: &ConfirmationToken) -> ConfirmationToken {
+        let mut t = token.clone();
+        t.mac.replace_range(0..1, if t.mac.starts_with('0') { "1" } else { "0" });
+        t
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn store() -> TokenStore {
+        TokenStore::new([7; 32], Duration::from_secs(180))
+    }
+
+    #[tokio::test]
+    async fn binds_session_tool_and_arguments() {
+        let s = store();
+        let m3 = s.args_mac(&json!({"days": 3}));
+        let m5 = s.args_mac(&json!({"days": 5}));
+        let t = s.mint("s1", "submit_leave", &m3);
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m5), Err(TokenError::WrongArguments));
+        // used up by the refused presentation
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
+        let t = s.mint("s1", "submit_leave", &m3);
+        assert_eq!(s.redeem(&t, "s2", "submit_leave", &m3), Err(TokenError::WrongSession));
+        let t = s.mint("s1", "submit_leave", &m3);
+        assert_eq!(s.redeem(&t, "s1", "open_ticket", &m3), Err(TokenError::WrongTool));
+        let t = s.mint("s1", "submit_leave", &m3);
+        assert_eq!(s.redeem(&TokenStore::tamper(&t), "s1", "submit_leave", &m3), Err(TokenError::Tampered));
+        let t = s.mint("s1", "submit_leave", &m3);
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Ok(()));
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
+    }
+
+    #[test]
+    fn canonical_arguments_ignore_key_order() {
+        let s = store();
+        assert_eq!(s.args_mac(&json!({"a": 1, "b": 2})), s.args_mac(&json!({"b": 2, "a": 1})));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expires() {
+        let s = store();
+        let m = s.args_mac(&json!({}));
+        let t = s.mint("s", "t", &m);
+        tokio::time::advance(Duration::from_secs(181)).await;
+        assert_eq!(s.redeem(&t, "s", "t", &m), Err(TokenError::Expired));
+        let t = s.mint("s", "t", &m);
+        tokio::time::advance(Duration::from_secs(179)).await;
+        assert_eq!(s.redeem(&t, "s", "t", &m), Ok(()));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_thousand_concurrent_redemptions_succeed_once() {
+        let s = Arc::new(store());
+        let m = s.args_mac(&json!({"x": 1}));
+        let t = s.mint("s", "t", &m);
+        let barrier = Arc::new(tokio::sync::Barrier::new(1000));
+        let tasks: Vec<_> = (0..1000)
+            .map(|_| {
+                let (s, t, m, b) = (s.clone(), t.clone(), m.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    b.wait().await;
+                    s.redeem(&t, "s", "t", &m).is_ok()
+                })
+            })
+            .collect();
+        let mut ok = 0;
+        for task in tasks {
+            ok += usize::from(task.await.unwrap());
+        }
+        assert_eq!(ok, 1);
+    }
+}

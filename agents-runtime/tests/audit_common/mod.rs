@@ -1,0 +1,63 @@
+//! Shared by the `audit_*` tests: realistic unsealed records.
+
+#![allow(dead_code, unreachable_pub)]
+
+use agents_runtime::Tier;
+use agents_runtime::audit::{AuditRecord, AuditStatus};
+use serde_json::json;
+
+/// A manifest hash for test records.
+pub const MANIFEST: &str = "5f1c9e0b7a3d2c4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6";
+
+/// An unsealed record whose content depends on `i` and `status`. Some records carry nested
+/// arguments, unicode, escapes and numbers in exponent form, so the canonical encoding of
+/// every kind of value is exercised.
+pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
+    let tool = ["chart.read", "orders.place", "ticket.handoff"][i % 3];
+    let tier = [Tier::Read, Tier::Action, Tier::Handoff][i % 3];
+    AuditRecord {
+        seq: 0,
+        ts: format!("2026-01-01T00:{:02}:{:02}Z", (i / 60) % 60, i % 60),
+        run_id: format!("run-{}", i % 7),
+        session_id: format!("session-{}", i % 3),
+        request_id: format!("req-{i}"),
+        call_id: Some(format!("call-{i}")),
+        user_id: "u-ann".to_owned(),
+        org_id: "org-clinic".to_owned(),
+        role: "nurse".to_owned(),
+        agent: "clinic".to_owned(),
+        tool: Some(tool.to_owned()),
+        tier: Some(tier),
+        status,
+        reason: (i % 4 == 0).then(|| format!("reason \"{i}\"\twith\nescapes")),
+        title: (tier == Tier::Action).then(|| "Place an order — für Ärztin".to_owned()),
+        args: Some(json!({
+            "patient": format!("p-{i}"),
+            "fields": ["allergies", "meds", {"nested": [i, -(i as i64), 0.5]}],
+            "password": "•••",
+            "big": 1e21,
+            "tiny": 1.5e-7,
+        })),
+        args_hash: Some(format!("{:064x}", i * 7919)),
+        result: (i % 2 == 1).then(|| json!({"ok": true, "n": i, "note": null})),
+        manifest_sha256: MANIFEST.to_owned(),
+        prev_hash: String::new(),
+        hash: String::new(),
+    }
+}
+
+/// `n` records sealed into one chain, and the JSONL text of the chain.
+pub fn sealed_chain(n: usize) -> (Vec<AuditRecord>, String) {
+    let mut prev = agents_runtime::audit::GENESIS_HASH.to_owned();
+    let mut records = Vec::new();
+    let mut text = String::new();
+    for i in 0..n {
+        let mut r = record(i, if i % 2 == 0 { AuditStatus::Proposed } else { AuditStatus::Executed });
+        r.seal(i as u64 + 1, &prev);
+        prev.clone_from(&r.hash);
+        text.push_str(&r.to_line());
+        text.push('\n');
+        records.push(r);
+    }
+    (records, text)
+}

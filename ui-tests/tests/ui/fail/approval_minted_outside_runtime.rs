@@ -1,0 +1,7 @@
+use agents_runtime::Approval;
+
+fn forge<'a>() -> Approval<'a> {
+    Approval::mint()
+}
+
+fn main() {}

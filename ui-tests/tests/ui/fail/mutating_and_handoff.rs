@@ -1,0 +1,7 @@
+use agents_runtime::tool;
+
+/// Resets a password.
+#[tool(permission = public, mutating, handoff, title = "Reset password")]
+fn reset_password(user: String);
+
+fn main() {}

@@ -1,0 +1,10 @@
+use agents_runtime::{NetAccess, tool};
+
+/// Looks up an exchange rate.
+#[tool(permission = public, policy(env(vars = ["APP_REGION"])))]
+async fn exchange_rate(net: &NetAccess, currency: String) -> Result<String, String> {
+    net.check_url("https://api.example.com/rates").map_err(|e| e.to_string())?;
+    Ok(currency)
+}
+
+fn main() {}

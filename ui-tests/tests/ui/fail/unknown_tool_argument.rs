@@ -1,0 +1,9 @@
+use agents_runtime::tool;
+
+/// Records an injury.
+#[tool(permission = public, mutatin, title = "Record injury")]
+async fn create_injury(athlete_id: u64) -> Result<u64, String> {
+    Ok(athlete_id)
+}
+
+fn main() {}
