@@ -56,7 +56,13 @@ fn manifest_spans(log: &LoadedLog) -> Vec<ManifestSpan> {
 }
 
 /// `agents audit verify LOG [--manifest FILE] [--json]`.
-pub(crate) fn verify(log_path: &Path, manifest: Option<&Path>, as_json: bool, out: &mut String, err: &mut String) -> CmdResult {
+pub(crate) fn verify(
+    log_path: &Path,
+    manifest: Option<&Path>,
+    as_json: bool,
+    out: &mut String,
+    err: &mut String,
+) -> CmdResult {
     let log = load::audit_log(log_path)?;
     let expected = match manifest {
         Some(p) => {
@@ -75,14 +81,14 @@ pub(crate) fn verify(log_path: &Path, manifest: Option<&Path>, as_json: bool, ou
     };
     let mut result = verify_jsonl(&log.text, expected.as_deref());
     // Every record must carry a manifest hash that is a SHA-256, even without `--manifest`.
-    if let Some((line, r)) = log.records.iter().find(|(_, r)| !is_sha256_hex(&r.manifest_sha256)) {
-        if result.as_ref().err().is_none_or(|e| e.line() > *line) {
-            result = Err(ChainError::ManifestMismatch {
-                line: *line,
-                found: r.manifest_sha256.clone(),
-                expected: "a lowercase hex SHA-256".to_owned(),
-            });
-        }
+    if let Some((line, r)) = log.records.iter().find(|(_, r)| !is_sha256_hex(&r.manifest_sha256))
+        && result.as_ref().err().is_none_or(|e| e.line() > *line)
+    {
+        result = Err(ChainError::ManifestMismatch {
+            line: *line,
+            found: r.manifest_sha256.clone(),
+            expected: "a lowercase hex SHA-256".to_owned(),
+        });
     }
     let spans = manifest_spans(&log);
     let shown = log_path.display();
@@ -213,18 +219,24 @@ fn warn_about_log(log: &LoadedLog, err: &mut String) {
     if let Some(line) = log.torn_line {
         let _ = writeln!(err, "warning: line {line} is torn (a write was cut off) and is skipped");
     }
-    if let Err(e) = verify_jsonl(&log.text, None) {
-        if log.torn_line.is_none() || !matches!(e, ChainError::TornTail { .. }) {
-            let _ = writeln!(
-                err,
-                "warning: the hash chain does not verify ({e}); records are shown as they are. Run `agents audit verify` for details."
-            );
-        }
+    if let Err(e) = verify_jsonl(&log.text, None)
+        && (log.torn_line.is_none() || !matches!(e, ChainError::TornTail { .. }))
+    {
+        let _ = writeln!(
+            err,
+            "warning: the hash chain does not verify ({e}); records are shown as they are. Run `agents audit verify` for details."
+        );
     }
 }
 
 /// `agents audit show LOG [filters] [--json]`.
-pub(crate) fn show(log_path: &Path, filter: &ShowFilter, as_json: bool, out: &mut String, err: &mut String) -> CmdResult {
+pub(crate) fn show(
+    log_path: &Path,
+    filter: &ShowFilter,
+    as_json: bool,
+    out: &mut String,
+    err: &mut String,
+) -> CmdResult {
     let statuses = parse_statuses(&filter.status)?;
     let tiers = parse_tiers(&filter.tier)?;
     let since = filter.since.as_deref().map(|s| parse_time(s, "--since")).transpose()?;
@@ -260,7 +272,10 @@ pub(crate) fn show(log_path: &Path, filter: &ShowFilter, as_json: bool, out: &mu
         })
         .collect();
     if unparsable_ts > 0 {
-        let _ = writeln!(err, "warning: {unparsable_ts} record(s) with a timestamp that is not RFC 3339 were left out by the time filter");
+        let _ = writeln!(
+            err,
+            "warning: {unparsable_ts} record(s) with a timestamp that is not RFC 3339 were left out by the time filter"
+        );
     }
 
     if as_json {
@@ -361,7 +376,10 @@ fn severe_failures(records: &[(usize, AuditRecord)], tiers: &dyn Fn(&AuditRecord
                     }
                 }
                 if tier == Some(Tier::Handoff) {
-                    found.push(severe("handoff_executed", "a handoff tool has no execution path, yet a record says it executed".into()));
+                    found.push(severe(
+                        "handoff_executed",
+                        "a handoff tool has no execution path, yet a record says it executed".into(),
+                    ));
                 }
                 let by_call = key.as_ref().and_then(|k| denied_calls.get(k));
                 let by_args = match (&r.tool, &r.args_hash) {
@@ -369,7 +387,10 @@ fn severe_failures(records: &[(usize, AuditRecord)], tiers: &dyn Fn(&AuditRecord
                     _ => None,
                 };
                 if let Some(d) = by_call {
-                    found.push(severe("denied_then_executed", format!("this call was denied on line {d}, then executed")));
+                    found.push(severe(
+                        "denied_then_executed",
+                        format!("this call was denied on line {d}, then executed"),
+                    ));
                 } else if let Some(d) = by_args {
                     found.push(severe(
                         "denied_then_executed",
@@ -384,7 +405,13 @@ fn severe_failures(records: &[(usize, AuditRecord)], tiers: &dyn Fn(&AuditRecord
 }
 
 /// `agents audit stats LOG [--manifest FILE] [--json]`: exit 1 when there are severe failures.
-pub(crate) fn stats(log_path: &Path, manifest: Option<&Path>, as_json: bool, out: &mut String, err: &mut String) -> CmdResult {
+pub(crate) fn stats(
+    log_path: &Path,
+    manifest: Option<&Path>,
+    as_json: bool,
+    out: &mut String,
+    err: &mut String,
+) -> CmdResult {
     let log = load::audit_log(log_path)?;
     let manifest: Option<Manifest> = manifest.map(load::manifest).transpose()?.map(|m| m.manifest);
     warn_about_log(&log, err);
@@ -395,10 +422,10 @@ pub(crate) fn stats(log_path: &Path, manifest: Option<&Path>, as_json: bool, out
     let mut mismatches: Vec<(usize, String, Tier, Tier)> = Vec::new();
     let declared = |r: &AuditRecord| -> Option<Tier> { manifest.as_ref()?.tool(r.tool.as_deref()?).map(|t| t.tier) };
     for (line, r) in &log.records {
-        if let (Some(rt), Some(mt)) = (r.tier, declared(r)) {
-            if rt != mt {
-                mismatches.push((*line, r.tool.clone().unwrap_or_default(), rt, mt));
-            }
+        if let (Some(rt), Some(mt)) = (r.tier, declared(r))
+            && rt != mt
+        {
+            mismatches.push((*line, r.tool.clone().unwrap_or_default(), rt, mt));
         }
     }
     let rank = |t: Tier| match t {
@@ -470,7 +497,8 @@ pub(crate) fn stats(log_path: &Path, manifest: Option<&Path>, as_json: bool, out
             let _ = writeln!(out, "hash chain: intact");
         }
         Err(e) => {
-            let _ = writeln!(out, "hash chain: BROKEN ({e}); the figures below are computed from the records as they are");
+            let _ =
+                writeln!(out, "hash chain: BROKEN ({e}); the figures below are computed from the records as they are");
         }
     }
     out.push('\n');

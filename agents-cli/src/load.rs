@@ -124,22 +124,24 @@ pub(crate) fn audit_log(path: &Path) -> Result<LoadedLog, CliError> {
 
     let ends_with_newline = text.is_empty() || text.ends_with('\n');
     let lines: Vec<&str> = text.split_terminator('\n').collect();
-    if let Some(first) = lines.first() {
-        if let Err(e) = serde_json::from_str::<AuditRecord>(first) {
-            let is_manifest = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v.get("format").and_then(Value::as_str).map(str::to_owned))
-                .is_some_and(|f| f == manifest::FORMAT);
-            if is_manifest {
-                return Err(CliError::new(format!("`{shown}` is a permission manifest, not an audit log"))
+    if let Some(first) = lines.first()
+        && let Err(e) = serde_json::from_str::<AuditRecord>(first)
+    {
+        let is_manifest = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("format").and_then(Value::as_str).map(str::to_owned))
+            .is_some_and(|f| f == manifest::FORMAT);
+        if is_manifest {
+            return Err(CliError::new(format!("`{shown}` is a permission manifest, not an audit log"))
                     .hint("use `agents manifest show|diff|verify|hash|render` for manifests; pass it to `agents audit verify --manifest`"));
-            }
-            let torn_only_line = lines.len() == 1 && !ends_with_newline && first.trim_start().starts_with('{')
-                && serde_json::from_str::<Value>(first).is_err();
-            if !torn_only_line {
-                return Err(CliError::new(format!("`{shown}` is not an audit log: line 1 is not an audit record ({e})"))
-                    .hint(not_a_log_hint));
-            }
+        }
+        let torn_only_line = lines.len() == 1
+            && !ends_with_newline
+            && first.trim_start().starts_with('{')
+            && serde_json::from_str::<Value>(first).is_err();
+        if !torn_only_line {
+            return Err(CliError::new(format!("`{shown}` is not an audit log: line 1 is not an audit record ({e})"))
+                .hint(not_a_log_hint));
         }
     }
 
@@ -171,12 +173,14 @@ pub(crate) fn roles(path: &Path) -> Result<RoleMap, CliError> {
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|e| CliError::new(format!("`{shown}` is not a roles file: {e}")).hint(hint))?;
     let Some(mut map) = value.as_object() else {
-        return Err(CliError::new(format!("`{shown}` is not a roles file: the top level is not a JSON object")).hint(hint));
+        return Err(
+            CliError::new(format!("`{shown}` is not a roles file: the top level is not a JSON object")).hint(hint)
+        );
     };
-    if map.len() == 1 {
-        if let Some(inner) = map.get("roles").and_then(Value::as_object) {
-            map = inner;
-        }
+    if map.len() == 1
+        && let Some(inner) = map.get("roles").and_then(Value::as_object)
+    {
+        map = inner;
     }
     let mut roles = RoleMap::new();
     for (role, perms) in map {

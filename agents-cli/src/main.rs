@@ -22,7 +22,7 @@ use std::path::PathBuf;
 /// Exit codes: 0 = nothing found, 1 = something found (a widening, a mismatch, a broken
 /// chain, a severe failure), 2 = the command could not run.
 #[derive(Parser)]
-#[command(name = "agents", version, about, long_about = None)]
+#[command(name = "agents", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -56,7 +56,13 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
     let mut pol = Table::new(["tool", "fs read", "fs write", "net hosts", "env vars"]);
     for t in &man.tools {
         let p = &t.policy;
-        pol.row([t.name.clone(), list_or_none(&p.fs.read), list_or_none(&p.fs.write), list_or_none(&p.net.hosts), list_or_none(&p.env.vars)]);
+        pol.row([
+            t.name.clone(),
+            list_or_none(&p.fs.read),
+            list_or_none(&p.fs.write),
+            list_or_none(&p.net.hosts),
+            list_or_none(&p.env.vars),
+        ]);
     }
     out.push_str(&pol.render());
 

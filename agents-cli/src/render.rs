@@ -6,7 +6,7 @@
 
 use agents_core::diff::{Change, ChangeKind, ManifestDiff};
 use agents_core::manifest::{Manifest, ToolEntry};
-use agents_core::{Public, RoleMap, Risk, Tier};
+use agents_core::{Public, Risk, RoleMap, Tier};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -25,8 +25,28 @@ pub(crate) struct Report<'a> {
 }
 
 /// The Content-Security-Policy of every report: nothing may be fetched; inline styles only.
-pub(crate) const CSP: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
+pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
+
+/// Escapes text, then shows `quoted` spans as code. Backticks are not special in HTML, so
+/// the escaping is unaffected.
+fn esc_code(s: &str) -> String {
+    let e = esc(s);
+    let parts: Vec<&str> = e.split('`').collect();
+    if parts.len() < 3 || parts.len().is_multiple_of(2) {
+        return e;
+    }
+    let mut out = String::with_capacity(e.len() + 16);
+    for (i, p) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(p);
+            out.push_str("</code>");
+        } else {
+            out.push_str(p);
+        }
+    }
+    out
+}
 
 /// Escapes text for HTML element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -294,11 +314,14 @@ fn changes_section(h: &mut String, d: &ManifestDiff, old_name: &str) {
                 k = kind.as_str(),
                 kb = badge(if kind == ChangeKind::Widening { "flag" } else { "" }, kind.as_str()),
                 rule = esc(rule.as_str()),
-                subject = esc(&c.subject()),
+                subject = match &c.tool {
+                    Some(t) => format!("tool <code>{}</code>", esc(t)),
+                    None => "agent".to_owned(),
+                },
                 field = esc(field),
                 old = opt(old),
                 new = opt(new),
-                reason = esc(reason),
+                reason = esc_code(reason),
             );
         }
     }
@@ -526,12 +549,8 @@ fn graph_svg(m: &Manifest, w: &Widened<'_>) -> String {
     // straight off the agent when none do.
     let grouped: BTreeSet<&str> = m.agent.skills.iter().flat_map(|s| s.tools.iter().map(String::as_str)).collect();
     let ungrouped: Vec<&ToolEntry> = m.tools.iter().filter(|t| !grouped.contains(t.name.as_str())).collect();
-    let mut groups: Vec<(String, Vec<&str>, bool)> = m
-        .agent
-        .skills
-        .iter()
-        .map(|s| (s.name.clone(), s.tools.iter().map(String::as_str).collect(), false))
-        .collect();
+    let mut groups: Vec<(String, Vec<&str>, bool)> =
+        m.agent.skills.iter().map(|s| (s.name.clone(), s.tools.iter().map(String::as_str).collect(), false)).collect();
     let has_skill_column = !groups.is_empty();
     if has_skill_column && !ungrouped.is_empty() {
         groups.push(("(no skill)".to_owned(), ungrouped.iter().map(|t| t.name.as_str()).collect(), true));
@@ -541,10 +560,10 @@ fn graph_svg(m: &Manifest, w: &Widened<'_>) -> String {
     let mut order: Vec<&ToolEntry> = Vec::new();
     for (_, tools, _) in &groups {
         for name in tools {
-            if let Some(t) = m.tool(name) {
-                if !order.iter().any(|o| o.name == t.name) {
-                    order.push(t);
-                }
+            if let Some(t) = m.tool(name)
+                && !order.iter().any(|o| o.name == t.name)
+            {
+                order.push(t);
             }
         }
     }
@@ -556,10 +575,7 @@ fn graph_svg(m: &Manifest, w: &Widened<'_>) -> String {
 
     let agent_sub = format!("{} → {}", m.agent.input, m.agent.output);
     let agent_w = node_width(&m.agent.name, &agent_sub);
-    let skill_w = groups
-        .iter()
-        .map(|(n, t, _)| node_width(n, &format!("{} tool(s)", t.len())))
-        .fold(0.0, f64::max);
+    let skill_w = groups.iter().map(|(n, t, _)| node_width(n, &format!("{} tool(s)", t.len()))).fold(0.0, f64::max);
     let tool_sub = |t: &ToolEntry| format!("{} · {} · {}", t.tier, t.risk, t.permission);
     let tool_w = order.iter().map(|t| node_width(&t.name, &tool_sub(t))).fold(120.0, f64::max);
 
@@ -616,15 +632,17 @@ fn graph_svg(m: &Manifest, w: &Widened<'_>) -> String {
         if label == "skills" && !has_skill_column {
             continue;
         }
-        let _ = writeln!(svg, r##"<text x="{x:.1}" y="22" font-size="12" fill="#64748b" font-weight="700">{label}</text>"##);
+        let _ = writeln!(
+            svg,
+            r##"<text x="{x:.1}" y="22" font-size="12" fill="#64748b" font-weight="700">{label}</text>"##
+        );
     }
 
     // Edges first, so nodes sit on top.
     if has_skill_column {
         for (i, n) in &skill_nodes {
             let (_, tools, _) = &groups[*i];
-            let any_widened = tools.iter().any(|t| w.tool(t));
-            edge(&mut svg, agent.right(), n.left(), if any_widened { "edge widened" } else { "edge" });
+            edge(&mut svg, agent.right(), n.left(), "edge");
             for t in tools {
                 if let Some(tn) = tool_nodes.get(t) {
                     edge(&mut svg, n.right(), tn.left(), if w.tool(t) { "edge widened" } else { "edge" });
@@ -717,6 +735,15 @@ mod tests {
 
     #[test]
     fn escapes_every_special_character() {
-        assert_eq!(esc(r#"<a href="x" onclick='y'>&</a>"#), "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
+        assert_eq!(
+            esc(r#"<a href="x" onclick='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn backticks_become_code_after_escaping() {
+        assert_eq!(esc_code("glob `<a>` added"), "glob <code>&lt;a&gt;</code> added");
+        assert_eq!(esc_code("one ` only"), "one ` only");
     }
 }

@@ -260,15 +260,14 @@ pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSu
         if record.seq != expected {
             return Err(ChainError::Sequence { line: lineno, found: record.seq, expected });
         }
-        if let Some(m) = manifest_sha256 {
-            if record.manifest_sha256 != m {
+        if let Some(m) = manifest_sha256
+            && record.manifest_sha256 != m {
                 return Err(ChainError::ManifestMismatch {
                     line: lineno,
                     found: record.manifest_sha256.clone(),
                     expected: m.to_owned(),
                 });
             }
-        }
         prev = record.hash;
         count += 1;
     }

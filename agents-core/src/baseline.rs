@@ -109,7 +109,7 @@ pub enum BaselineError {
         current_sha256: String,
         /// The classified changes from baseline to manifest (empty when only the formatting
         /// differs).
-        diff: ManifestDiff,
+        diff: Box<ManifestDiff>,
     },
     /// Blessing could not write the baseline.
     Write {
@@ -224,7 +224,7 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
                 path: path.to_owned(),
                 baseline_sha256: sha256_hex(existing.as_deref().unwrap_or_default()),
                 current_sha256: sha256_hex(manifest_text.as_bytes()),
-                diff: diff(&old, &current),
+                diff: Box::new(diff(&old, &current)),
             }),
         },
         Mode::Bless => {
@@ -241,7 +241,10 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
                     Ok(Outcome::Rewritten(Some(d)))
                 }
                 Some(Err(_)) => {
-                    eprintln!("rewrote manifest baseline `{}` (the old file was not a readable manifest)", path.display());
+                    eprintln!(
+                        "rewrote manifest baseline `{}` (the old file was not a readable manifest)",
+                        path.display()
+                    );
                     Ok(Outcome::Rewritten(None))
                 }
             }

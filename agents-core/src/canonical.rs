@@ -93,46 +93,23 @@ fn write_number(n: &Number, out: &mut String) {
             let _ = write!(out, "{u}");
             return;
         }
-    } else if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() <= EXACT_INT {
+    } else if let Some(i) = n.as_i64()
+        && i.unsigned_abs() <= EXACT_INT {
             let _ = write!(out, "{i}");
             return;
         }
-    }
     // Beyond 2^53 the value is an IEEE double, as RFC 8785 requires.
     let f = n.as_f64().unwrap_or(0.0);
     out.push_str(&es_number(f));
 }
 
-/// ECMAScript `Number.prototype.toString` for a finite double.
+/// ECMAScript `Number.prototype.toString` for a finite double (ties resolved to even, as the
+/// specification requires), by `ryu-js`.
 fn es_number(f: f64) -> String {
     if f == 0.0 {
         return "0".to_owned();
     }
-    let sign = if f < 0.0 { "-" } else { "" };
-    // `{:e}` gives the shortest digits that round-trip, e.g. `1.2345e-7`.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let k = digits.len() as i32;
-    let n = exp + 1;
-    let body = if k <= n && n <= 21 {
-        format!("{digits}{}", "0".repeat((n - k) as usize))
-    } else if 0 < n && n <= 21 {
-        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
-    } else if -6 < n && n <= 0 {
-        format!("0.{}{digits}", "0".repeat((-n) as usize))
-    } else {
-        let e = n - 1;
-        let sign_e = if e < 0 { '-' } else { '+' };
-        if k == 1 {
-            format!("{digits}e{sign_e}{}", e.abs())
-        } else {
-            format!("{}.{}e{sign_e}{}", &digits[..1], &digits[1..], e.abs())
-        }
-    };
-    format!("{sign}{body}")
+    ryu_js::Buffer::new().format_finite(f).to_owned()
 }
 
 fn write_string(s: &str, out: &mut String) {

@@ -204,7 +204,8 @@ pub struct Change {
     pub rule: Rule,
     /// The tool the change is about, or `None` for the agent itself.
     pub tool: Option<String>,
-    /// The manifest field, for example `policy.fs.read` or `agent.limits.max_iterations`.
+    /// The manifest field, for example `policy.fs.read` (of a tool) or `limits.max_iterations`
+    /// (of the agent); `tool` when a whole tool was added or removed.
     pub field: String,
     /// The old value, when there is one.
     pub old: Option<String>,
@@ -224,9 +225,17 @@ impl Change {
     }
 }
 
+impl Change {
+    /// The subject and field: `tool `x` policy.fs.read`, `agent ceiling`, or `tool `x`` when
+    /// the change is about the whole tool.
+    pub fn location(&self) -> String {
+        if self.field == "tool" { self.subject() } else { format!("{} {}", self.subject(), self.field) }
+    }
+}
+
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {} {}: {}", self.kind, self.subject(), self.field, self.reason)
+        write!(f, "[{}] {}: {}", self.kind, self.location(), self.reason)
     }
 }
 
@@ -291,7 +300,7 @@ impl fmt::Display for ManifestDiff {
             }
             writeln!(f, "{}:", kind.as_str().to_uppercase())?;
             for c in changes {
-                writeln!(f, "  - {} {}: {}", c.subject(), c.field, c.reason)?;
+                writeln!(f, "  - {}: {}", c.location(), c.reason)?;
             }
         }
         Ok(())
@@ -342,12 +351,9 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
 fn policy_summary(t: &ToolEntry) -> String {
     let mut parts = Vec::new();
     let p = &t.policy;
-    for (label, list) in [
-        ("fs read", &p.fs.read),
-        ("fs write", &p.fs.write),
-        ("net", &p.net.hosts),
-        ("env", &p.env.vars),
-    ] {
+    for (label, list) in
+        [("fs read", &p.fs.read), ("fs write", &p.fs.write), ("net", &p.net.hosts), ("env", &p.env.vars)]
+    {
         if !list.is_empty() {
             parts.push(format!("{label} {}", list.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")));
         }
@@ -374,7 +380,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             ChangeKind::Neutral,
             Rule::AgentRenamed,
             None,
-            "agent.name",
+            "name",
             Some(a.name.clone()),
             Some(b.name.clone()),
             format!("agent renamed from `{}` to `{}`", a.name, b.name),
@@ -385,13 +391,13 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             ChangeKind::Neutral,
             Rule::AgentDescriptionChanged,
             None,
-            "agent.description",
+            "description",
             Some(a.description.clone()),
             Some(b.description.clone()),
             format!("description changed from {} to {}", quote(&a.description), quote(&b.description)),
         ));
     }
-    for (field, x, y) in [("agent.input", &a.input, &b.input), ("agent.output", &a.output, &b.output)] {
+    for (field, x, y) in [("input", &a.input, &b.input), ("output", &a.output, &b.output)] {
         if x != y {
             out.push(change(
                 ChangeKind::Neutral,
@@ -410,7 +416,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             ChangeKind::Widening,
             Rule::CeilingRemoved,
             None,
-            "agent.ceiling",
+            "ceiling",
             Some(c.join(", ")),
             None,
             "permission ceiling removed: tools of any permission may now be granted".to_owned(),
@@ -419,10 +425,13 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             ChangeKind::Narrowing,
             Rule::CeilingAdded,
             None,
-            "agent.ceiling",
+            "ceiling",
             None,
             Some(c.join(", ")),
-            format!("permission ceiling declared: {}", c.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")),
+            format!(
+                "permission ceiling declared: {}",
+                c.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+            ),
         )),
         (Some(x), Some(y)) => {
             for item in list_diff(x, y, |a, b| a == b) {
@@ -431,7 +440,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
                         ChangeKind::Widening,
                         Rule::CeilingRaised,
                         None,
-                        "agent.ceiling",
+                        "ceiling",
                         None,
                         Some(new.clone()),
                         format!("ceiling raised: `{new}` added"),
@@ -440,7 +449,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
                         ChangeKind::Narrowing,
                         Rule::CeilingLowered,
                         None,
-                        "agent.ceiling",
+                        "ceiling",
                         Some(old.clone()),
                         None,
                         format!("ceiling lowered: `{old}` removed"),
@@ -473,7 +482,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             kind,
             rule,
             None,
-            &format!("agent.limits.{name}"),
+            &format!("limits.{name}"),
             Some(x.to_string()),
             Some(y.to_string()),
             format!("limit {name} {verb} from {x} to {y}"),
@@ -493,7 +502,7 @@ fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) {
             ChangeKind::Neutral,
             Rule::SkillsChanged,
             None,
-            "agent.skills",
+            "skills",
             Some(show(old)),
             Some(show(new)),
             format!(
@@ -523,6 +532,12 @@ fn risk_rank(r: Risk) -> u8 {
     }
 }
 
+/// `covers(wide, narrow)`: whether every value `narrow` allows is also allowed by `wide`.
+type Covers = fn(&str, &str) -> bool;
+
+/// A policy list to compare: field, what its entries are, (old, new), how entries cover.
+type PolicyList<'a> = (&'static str, &'static str, (&'a [String], &'a [String]), Covers);
+
 fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
     let name = Some(a.name.as_str());
     let public = crate::Public::NAME_STR;
@@ -533,7 +548,10 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
         } else if a.permission == public {
             (ChangeKind::Narrowing, "it was callable by every user")
         } else {
-            (ChangeKind::Widening, "roles holding the new permission may differ from those holding the old one; check who holds it")
+            (
+                ChangeKind::Widening,
+                "roles holding the new permission may differ from those holding the old one; check who holds it",
+            )
         };
         out.push(change(
             kind,
@@ -614,13 +632,14 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
         ));
     }
 
-    let policies: [(&str, &str, &Vec<String>, &Vec<String>, fn(&str, &str) -> bool); 4] = [
-        ("policy.fs.read", "filesystem read glob", &a.policy.fs.read, &b.policy.fs.read, glob_covers),
-        ("policy.fs.write", "filesystem write glob", &a.policy.fs.write, &b.policy.fs.write, glob_covers),
-        ("policy.net.hosts", "network host", &a.policy.net.hosts, &b.policy.net.hosts, host_covers),
-        ("policy.env.vars", "environment variable", &a.policy.env.vars, &b.policy.env.vars, glob_covers),
+    let (pa, pb) = (&a.policy, &b.policy);
+    let policies: [PolicyList<'_>; 4] = [
+        ("policy.fs.read", "filesystem read glob", (&pa.fs.read, &pb.fs.read), glob_covers),
+        ("policy.fs.write", "filesystem write glob", (&pa.fs.write, &pb.fs.write), glob_covers),
+        ("policy.net.hosts", "network host", (&pa.net.hosts, &pb.net.hosts), host_covers),
+        ("policy.env.vars", "environment variable", (&pa.env.vars, &pb.env.vars), glob_covers),
     ];
-    for (field, what, x, y, covers) in policies {
+    for (field, what, (x, y), covers) in policies {
         for item in list_diff(x, y, covers) {
             out.push(match item {
                 ListItem::Added { new } => change(
@@ -802,7 +821,10 @@ fn diff_params(tool: &str, a: &[ParamEntry], b: &[ParamEntry], out: &mut Vec<Cha
         }
     }
     let order = |ps: &[ParamEntry]| -> Vec<String> {
-        ps.iter().filter(|p| old.contains_key(p.name.as_str()) && new.contains_key(p.name.as_str())).map(|p| p.name.clone()).collect()
+        ps.iter()
+            .filter(|p| old.contains_key(p.name.as_str()) && new.contains_key(p.name.as_str()))
+            .map(|p| p.name.clone())
+            .collect()
     };
     let (oa, ob) = (order(a), order(b));
     if oa != ob {
@@ -946,8 +968,7 @@ fn tokenize(glob: &str) -> Vec<Tok> {
                 while j < chars.len() && chars[j] == '*' {
                     j += 1;
                 }
-                let whole_component =
-                    (i == 0 || chars[i - 1] == '/') && (j == chars.len() || chars[j] == '/');
+                let whole_component = (i == 0 || chars[i - 1] == '/') && (j == chars.len() || chars[j] == '/');
                 toks.push(if j - i >= 2 && whole_component { Tok::Any } else { Tok::Star });
                 i = j;
             }
@@ -1014,11 +1035,11 @@ fn covers_from(a: &[Tok], b: &[Tok], i: usize, j: usize, memo: &mut [Option<bool
 
 /// Splits `host`, `host:port` or `[v6]:port`.
 fn split_host(entry: &str) -> (String, Option<&str>) {
-    if let Some(rest) = entry.strip_prefix('[') {
-        if let Some((host, tail)) = rest.split_once(']') {
-            let port = tail.strip_prefix(':');
-            return (host.to_ascii_lowercase(), port);
-        }
+    if let Some(rest) = entry.strip_prefix('[')
+        && let Some((host, tail)) = rest.split_once(']')
+    {
+        let port = tail.strip_prefix(':');
+        return (host.to_ascii_lowercase(), port);
     }
     match entry.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => {
@@ -1039,7 +1060,9 @@ fn host_covers(wide: &str, narrow: &str) -> bool {
     };
     let host_ok = wh == nh
         || wh == "*"
-        || wh.strip_prefix('*').is_some_and(|suffix| suffix.starts_with('.') && nh.ends_with(suffix) && nh.len() > suffix.len());
+        || wh
+            .strip_prefix('*')
+            .is_some_and(|suffix| suffix.starts_with('.') && nh.ends_with(suffix) && nh.len() > suffix.len());
     port_ok && host_ok
 }
 
@@ -1092,9 +1115,6 @@ mod tests {
         // Narrowing one entry while keeping a broad one: nothing is reachable that was not.
         let (o, n) = (s(&["/a/**", "/b/*"]), s(&["/a/**", "/a/x/*"]));
         let items = list_diff(&o, &n, glob_covers);
-        assert_eq!(
-            items,
-            vec![ListItem::Removed { old: &o[1] }, ListItem::AddedCovered { new: &n[1], by: &o[0] }]
-        );
+        assert_eq!(items, vec![ListItem::Removed { old: &o[1] }, ListItem::AddedCovered { new: &n[1], by: &o[0] }]);
     }
 }

@@ -93,11 +93,10 @@ fn is_secret(schema: Option<&Value>, root: Option<&Value>, depth: usize) -> bool
     if depth > MAX_REF_DEPTH {
         return false;
     }
-    if let Some(r) = resolve(Some(s), root, depth) {
-        if !std::ptr::eq(r, s) {
+    if let Some(r) = resolve(Some(s), root, depth)
+        && !std::ptr::eq(r, s) {
             return is_secret(Some(r), root, depth + 1);
         }
-    }
     // `Option<Secret<T>>` and friends: secret when any branch is.
     ["anyOf", "oneOf", "allOf"].iter().any(|k| {
         s.get(*k).and_then(Value::as_array).is_some_and(|branches| {

@@ -316,11 +316,10 @@ impl ValueSeed<'_> {
         if self.root {
             return Err(self.state.fail(StrictError::NotAnObject { found }));
         }
-        if let Value::Number(n) = &value {
-            if let Err(error) = check_number(n, || self.state.path()) {
+        if let Value::Number(n) = &value
+            && let Err(error) = check_number(n, || self.state.path()) {
                 return Err(self.state.fail(error));
             }
-        }
         Ok(value)
     }
 }

@@ -167,8 +167,8 @@ fn glob_added_or_broadened_widens() {
 
 #[test]
 fn a_glob_that_is_not_certainly_covered_counts_as_added() {
-    // `*` never crosses `/`, so `/srv/desk/*` does not cover `/srv/desk/a/b.json`... and
-    // `/srv/desk/*/*.json` is not covered by `/srv/desk/*.json`.
+    // `*` never crosses `/`: `/srv/desk/*.json` does not cover `/srv/desk/*/*.json`, and the
+    // other way round is not certain either, so the new glob is an addition.
     let d = diff(&base(), &edited(|m| tool_mut(m, "lookup").policy.fs.read = vec!["/srv/desk/*/*.json".into()]));
     let rules: Vec<Rule> = d.changes.iter().map(|c| c.rule).collect();
     assert_eq!(rules, [Rule::PolicyAdded, Rule::PolicyRemoved], "{d}");
@@ -267,9 +267,12 @@ fn description_and_title_changes_are_neutral_but_shown() {
     only(&a, &b, Rule::IoTypeChanged, ChangeKind::Neutral);
     let (a, b) = (base(), edited(|m| m.agent.name = "desk".into()));
     only(&a, &b, Rule::AgentRenamed, ChangeKind::Neutral);
-    let (a, b) = (base(), edited(|m| {
-        m.agent.skills[0].tools.pop();
-    }));
+    let (a, b) = (
+        base(),
+        edited(|m| {
+            m.agent.skills[0].tools.pop();
+        }),
+    );
     only(&a, &b, Rule::SkillsChanged, ChangeKind::Neutral);
 }
 
@@ -285,7 +288,7 @@ fn limit_raised_widens() {
     both_ways(|m| m.agent.limits.token_ttl_secs = 3600, Rule::LimitRaised, Rule::LimitLowered);
     both_ways(|m| m.agent.limits.max_concurrent_runs = 10, Rule::LimitRaised, Rule::LimitLowered);
     let d = diff(&base(), &edited(|m| m.agent.limits.provider_timeout_secs = 300));
-    assert_eq!(d.changes[0].field, "agent.limits.provider_timeout_secs");
+    assert_eq!(d.changes[0].field, "limits.provider_timeout_secs");
     assert_eq!(d.changes[0].tool, None);
 }
 

@@ -458,7 +458,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let vis = &func.vis;
     let args_ident = format_ident!("{}Args", camel(&fn_ident.to_string()), span = fn_ident.span());
     let impl_ident = format_ident!("__agents_impl_{}", fn_ident);
-    let macro_ident = format_ident!("__agents_tool_{}_{}", fn_ident, short_hash(&item.to_string()));
+    // Unique within the crate: identical tools may appear in several modules (the exported
+    // macro lives at the crate root). The counter only names a hidden item; the manifest does
+    // not depend on it.
+    static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let macro_ident = format_ident!("__agents_tool_{}_{}_{}", fn_ident, short_hash(&item.to_string()), n);
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 

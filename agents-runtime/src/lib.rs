@@ -6,6 +6,8 @@ pub mod capability;
 pub mod classifier;
 pub mod events;
 pub mod interceptor;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod provider;
 pub mod run;
 pub mod token;

@@ -90,3 +90,14 @@ fn registry_dispatches_by_name() {
     assert_eq!(<Clinic as Agent>::tool_spec("create_injury").unwrap().title, Some("Record injury"));
     let _ = <list_athletes as ReadTool>::run;
 }
+
+#[test]
+fn a_binary_lists_every_tool_it_links() {
+    let names: Vec<&str> = agents_runtime::linked_tools().iter().map(|t| t.name).collect();
+    for t in ["create_injury", "list_athletes", "reset_password", "summary"] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+}

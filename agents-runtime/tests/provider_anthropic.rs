@@ -3,8 +3,8 @@
 mod provider_common;
 
 use agents_runtime::provider::{
-    AnthropicConfig, AnthropicProvider, ApiKey, ChatMessage, HttpOptions, PriceTable, Provider,
-    ProviderError, ToolCallRequest,
+    AnthropicConfig, AnthropicProvider, ApiKey, ChatMessage, HttpOptions, PriceTable, Provider, ProviderError,
+    ToolCallRequest,
 };
 use provider_common::*;
 use serde_json::{Value, json};
@@ -34,10 +34,7 @@ fn provider(server: &TestServer) -> AnthropicProvider {
 
 /// One event as the Messages API streams it: `event:` line, `data:` line, blank line.
 fn event(data: Value) -> String {
-    format!(
-        "event: {}\ndata: {data}\n\n",
-        data["type"].as_str().unwrap()
-    )
+    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
 }
 
 fn message_start(input_tokens: u64) -> String {
@@ -111,18 +108,10 @@ fn text_stream(parts: &[&str]) -> Vec<u8> {
 
 #[tokio::test]
 async fn streams_text_and_reports_usage_and_cost() {
-    let server = TestServer::start(vec![Reply::Bytes(text_stream(&[
-        "Hello",
-        "!",
-        " How can I help?",
-    ]))])
-    .await;
+    let server = TestServer::start(vec![Reply::Bytes(text_stream(&["Hello", "!", " How can I help?"]))]).await;
     let p = provider(&server);
     let tokens = Tokens::default();
-    let response = p
-        .chat(&request(vec![user("Hi")], vec![]), &tokens.sink())
-        .await
-        .unwrap();
+    let response = p.chat(&request(vec![user("Hi")], vec![]), &tokens.sink()).await.unwrap();
 
     assert_eq!(tokens.all(), vec!["Hello", "!", " How can I help?"]);
     assert_eq!(response.content, "Hello! How can I help?");
@@ -142,10 +131,7 @@ async fn streams_text_and_reports_usage_and_cost() {
     assert_eq!(body["max_tokens"], 4096);
     assert_eq!(body["stream"], true);
     assert_eq!(body["system"], "You are terse.");
-    assert_eq!(
-        body["messages"],
-        json!([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}])
-    );
+    assert_eq!(body["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]));
 }
 
 #[tokio::test]
@@ -180,18 +166,11 @@ async fn reassembles_tool_input_from_partial_json() {
         "data: {\"type\":\"message_stop\"}\n\n",
     );
     // Split into network chunks at arbitrary points, not at event boundaries.
-    let chunks: Vec<String> = stream
-        .as_bytes()
-        .chunks(97)
-        .map(|c| String::from_utf8(c.to_vec()).unwrap())
-        .collect();
+    let chunks: Vec<String> = stream.as_bytes().chunks(97).map(|c| String::from_utf8(c.to_vec()).unwrap()).collect();
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&chunks))]).await;
     let tokens = Tokens::default();
     let response = provider(&server)
-        .chat(
-            &request(vec![user("Weather in SF?")], vec![weather_tool()]),
-            &tokens.sink(),
-        )
+        .chat(&request(vec![user("Weather in SF?")], vec![weather_tool()]), &tokens.sink())
         .await
         .unwrap();
     assert_eq!(response.content, "Let me check.");
@@ -225,25 +204,12 @@ async fn reassembles_tool_input_from_partial_json() {
 #[tokio::test]
 async fn two_parallel_tool_uses() {
     let mut events = vec![message_start(100)];
-    events.extend(tool_block(
-        0,
-        "toolu_A",
-        "get_weather",
-        &[r#"{"city":"#, r#" "Oslo"}"#],
-    ));
-    events.extend(tool_block(
-        1,
-        "toolu_B",
-        "get_weather",
-        &[r#"{"city": "Bergen"}"#],
-    ));
+    events.extend(tool_block(0, "toolu_A", "get_weather", &[r#"{"city":"#, r#" "Oslo"}"#]));
+    events.extend(tool_block(1, "toolu_B", "get_weather", &[r#"{"city": "Bergen"}"#]));
     events.extend(message_end("tool_use", 60));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
     let response = provider(&server)
-        .chat(
-            &request(vec![user("Oslo and Bergen?")], vec![weather_tool()]),
-            &|_: &str| {},
-        )
+        .chat(&request(vec![user("Oslo and Bergen?")], vec![weather_tool()]), &|_: &str| {})
         .await
         .unwrap();
     assert_eq!(
@@ -269,13 +235,8 @@ async fn a_tool_without_input_deltas_gets_an_empty_object() {
     events.extend(tool_block(0, "toolu_N", "list_cities", &[]));
     events.extend(message_end("tool_use", 5));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let response = provider(&server)
-        .chat(
-            &request(vec![user("x")], vec![weather_tool()]),
-            &|_: &str| {},
-        )
-        .await
-        .unwrap();
+    let response =
+        provider(&server).chat(&request(vec![user("x")], vec![weather_tool()]), &|_: &str| {}).await.unwrap();
     assert_eq!(response.tool_calls[0].arguments, "{}");
 }
 
@@ -355,10 +316,7 @@ async fn retries_after_overload_and_429() {
         Reply::Bytes(text_stream(&["ok"])),
     ])
     .await;
-    let response = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap();
+    let response = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
     assert_eq!(response.content, "ok");
     assert_eq!(server.requests().len(), 3);
 }
@@ -374,18 +332,8 @@ async fn three_500s_give_an_upstream_error() {
         ))
     };
     let server = TestServer::start(vec![fail(), fail(), fail()]).await;
-    let err = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        ProviderError::Upstream {
-            status: 500,
-            attempts: 3,
-            detail: "Internal server error".into()
-        }
-    );
+    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    assert_eq!(err, ProviderError::Upstream { status: 500, attempts: 3, detail: "Internal server error".into() });
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -395,23 +343,12 @@ async fn a_refused_key_is_unauthorized_and_never_shown() {
         401,
         "Unauthorized",
         &[],
-        &format!(
-            r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
-        ),
+        &format!(r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#),
     ))])
     .await;
     let p = provider(&server);
-    let err = p
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        ProviderError::Unauthorized {
-            status: 401,
-            env_var: "ANTHROPIC_API_KEY".into()
-        }
-    );
+    let err = p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    assert_eq!(err, ProviderError::Unauthorized { status: 401, env_var: "ANTHROPIC_API_KEY".into() });
     let shown = format!("{err} {err:?} {p:?}");
     assert!(shown.contains("ANTHROPIC_API_KEY"));
     assert!(!shown.contains(KEY), "{shown}");
@@ -423,22 +360,11 @@ async fn an_unknown_model_is_reported_as_such() {
         404,
         "Not Found",
         &[],
-        &format!(
-            r#"{{"type":"error","error":{{"type":"not_found_error","message":"model: {MODEL}"}}}}"#
-        ),
+        &format!(r#"{{"type":"error","error":{{"type":"not_found_error","message":"model: {MODEL}"}}}}"#),
     ))])
     .await;
-    let err = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        ProviderError::UnknownModel {
-            model: MODEL.into(),
-            detail: format!("model: {MODEL}")
-        }
-    );
+    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    assert_eq!(err, ProviderError::UnknownModel { model: MODEL.into(), detail: format!("model: {MODEL}") });
 }
 
 #[tokio::test]
@@ -450,10 +376,7 @@ async fn a_404_that_is_not_about_the_model_means_a_wrong_base_url() {
         r#"{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}"#,
     ))])
     .await;
-    let err = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
+    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("check the base URL"));
 }
@@ -461,13 +384,11 @@ async fn a_404_that_is_not_about_the_model_means_a_wrong_base_url() {
 #[tokio::test]
 async fn connection_refused_is_unreachable() {
     let url = closed_port_url().await;
-    let err = AnthropicProvider::new(
-        AnthropicConfig::new(MODEL, ApiKey::new(KEY)).with_base_url(url.clone()),
-    )
-    .unwrap()
-    .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-    .await
-    .unwrap_err();
+    let err = AnthropicProvider::new(AnthropicConfig::new(MODEL, ApiKey::new(KEY)).with_base_url(url.clone()))
+        .unwrap()
+        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains(&url));
     assert!(!err.to_string().contains(KEY));
@@ -489,7 +410,8 @@ async fn a_stream_that_stalls_midway_times_out() {
     events.extend(text_block(0, &["Thinking about"]).into_iter().take(2));
     let server = TestServer::start(vec![Reply::ThenStall(sse_partial(&events))]).await;
     let tokens = Tokens::default();
-    let err = provider_with_timeout(&server, Duration::from_millis(300))
+    // Long enough for the first fragment to arrive on a busy machine.
+    let err = provider_with_timeout(&server, Duration::from_secs(1))
         .chat(&request(vec![user("x")], vec![]), &tokens.sink())
         .await
         .unwrap_err();
@@ -505,10 +427,7 @@ async fn an_error_event_in_the_stream_is_reported() {
         "error": {"type": "overloaded_error", "message": "Overloaded"},
     })));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let err = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
+    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
     assert_eq!(
         err,
         ProviderError::Upstream {
@@ -517,11 +436,7 @@ async fn an_error_event_in_the_stream_is_reported() {
             detail: "overloaded_error in the stream: Overloaded".into()
         }
     );
-    assert_eq!(
-        server.requests().len(),
-        1,
-        "not retried once streaming began"
-    );
+    assert_eq!(server.requests().len(), 1, "not retried once streaming began");
 }
 
 #[tokio::test]
@@ -529,10 +444,7 @@ async fn a_stream_without_message_stop_is_a_protocol_error() {
     let mut events = vec![message_start(10)];
     events.extend(text_block(0, &["cut"]));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let err = provider(&server)
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
+    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
     assert!(matches!(err, ProviderError::Protocol(_)), "{err:?}");
 }
 
@@ -540,12 +452,9 @@ async fn a_stream_without_message_stop_is_a_protocol_error() {
 async fn a_base_url_ending_in_v1_is_not_doubled() {
     let server = TestServer::start(vec![Reply::Bytes(text_stream(&["ok"]))]).await;
     let p = AnthropicProvider::new(
-        AnthropicConfig::new(MODEL, ApiKey::new(KEY))
-            .with_base_url(format!("{}/v1/", server.base_url)),
+        AnthropicConfig::new(MODEL, ApiKey::new(KEY)).with_base_url(format!("{}/v1/", server.base_url)),
     )
     .unwrap();
-    p.chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap();
+    p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
     assert_eq!(server.requests()[0].path, "/v1/messages");
 }

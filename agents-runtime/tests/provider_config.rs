@@ -5,11 +5,7 @@ use agents_runtime::provider::{ConfigError, ProviderConfig, ProviderKind};
 use std::time::Duration;
 
 fn parse(vars: &[(&str, &str)]) -> Result<Option<ProviderConfig>, ConfigError> {
-    ProviderConfig::from_vars(|name| {
-        vars.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-    })
+    ProviderConfig::from_vars(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
 }
 
 fn config(vars: &[(&str, &str)]) -> ProviderConfig {
@@ -25,10 +21,7 @@ fn unset_or_empty_means_no_provider() {
 
 #[test]
 fn openai_with_its_key() {
-    let c = config(&[
-        ("AGENTS_MODEL", "openai:gpt-4o-mini"),
-        ("OPENAI_API_KEY", "sk-live-123"),
-    ]);
+    let c = config(&[("AGENTS_MODEL", "openai:gpt-4o-mini"), ("OPENAI_API_KEY", "sk-live-123")]);
     assert_eq!(c.kind, ProviderKind::OpenAi);
     assert_eq!(c.model, "gpt-4o-mini");
     assert_eq!(c.base_url, "https://api.openai.com/v1");
@@ -36,19 +29,13 @@ fn openai_with_its_key() {
     assert_eq!(c.timeout, Duration::from_secs(90));
     assert!(c.is_paid());
     let provider = c.build().unwrap();
-    assert_eq!(
-        (provider.name(), provider.model()),
-        ("openai", "gpt-4o-mini")
-    );
+    assert_eq!((provider.name(), provider.model()), ("openai", "gpt-4o-mini"));
     assert!(provider.is_paid());
 }
 
 #[test]
 fn anthropic_with_the_generic_key() {
-    let c = config(&[
-        ("AGENTS_MODEL", "anthropic:claude-sonnet-4-5"),
-        ("AGENTS_API_KEY", "sk-ant-9"),
-    ]);
+    let c = config(&[("AGENTS_MODEL", "anthropic:claude-sonnet-4-5"), ("AGENTS_API_KEY", "sk-ant-9")]);
     assert_eq!(c.kind, ProviderKind::Anthropic);
     assert_eq!(c.base_url, "https://api.anthropic.com");
     assert_eq!(c.key_env_var, "AGENTS_API_KEY");
@@ -68,10 +55,7 @@ fn the_providers_own_key_wins_over_the_generic_one() {
 
 #[test]
 fn openai_compatible_with_inline_base_url() {
-    let c = config(&[(
-        "AGENTS_MODEL",
-        "openai-compatible:llama3.2:3b@http://localhost:11434/v1/",
-    )]);
+    let c = config(&[("AGENTS_MODEL", "openai-compatible:llama3.2:3b@http://localhost:11434/v1/")]);
     assert_eq!(c.kind, ProviderKind::OpenAiCompatible);
     assert_eq!(c.model, "llama3.2:3b");
     assert_eq!(c.base_url, "http://localhost:11434/v1");
@@ -99,10 +83,7 @@ fn openai_compatible_with_agents_base_url_and_key() {
 
 #[test]
 fn an_openai_key_is_never_sent_to_a_compatible_server() {
-    let c = config(&[
-        ("AGENTS_MODEL", "openai-compatible:m@https://example.com/v1"),
-        ("OPENAI_API_KEY", "sk-openai"),
-    ]);
+    let c = config(&[("AGENTS_MODEL", "openai-compatible:m@https://example.com/v1"), ("OPENAI_API_KEY", "sk-openai")]);
     assert!(c.api_key.is_none());
 }
 
@@ -118,18 +99,11 @@ fn agents_base_url_points_a_hosted_provider_at_a_proxy() {
 
 #[test]
 fn malformed_values_list_the_accepted_forms() {
-    for value in [
-        "gpt-4o-mini",
-        "gemini:pro",
-        "openai:",
-        "openai-compatible:llama3",
-        "openai-compatible:llama3@localhost:11434",
-    ] {
+    for value in
+        ["gpt-4o-mini", "gemini:pro", "openai:", "openai-compatible:llama3", "openai-compatible:llama3@localhost:11434"]
+    {
         let err = parse(&[("AGENTS_MODEL", value), ("OPENAI_API_KEY", "k")]).unwrap_err();
-        assert!(
-            matches!(err, ConfigError::Malformed { .. }),
-            "{value}: {err:?}"
-        );
+        assert!(matches!(err, ConfigError::Malformed { .. }), "{value}: {err:?}");
         let text = err.to_string();
         assert!(text.contains(value), "{text}");
         assert!(text.contains(ACCEPTED_FORMS), "{text}");
@@ -139,30 +113,17 @@ fn malformed_values_list_the_accepted_forms() {
 #[test]
 fn a_missing_key_names_the_variable() {
     let err = parse(&[("AGENTS_MODEL", "openai:gpt-4o-mini")]).unwrap_err();
-    assert_eq!(
-        err,
-        ConfigError::MissingKey {
-            provider: ProviderKind::OpenAi,
-            variable: "OPENAI_API_KEY".into()
-        }
-    );
+    assert_eq!(err, ConfigError::MissingKey { provider: ProviderKind::OpenAi, variable: "OPENAI_API_KEY".into() });
     assert!(err.to_string().contains("set OPENAI_API_KEY"));
-    let err = parse(&[("AGENTS_MODEL", "anthropic:claude-x"), ("ANTHROPIC_API_KEY", "")])
-        .unwrap_err();
+    let err = parse(&[("AGENTS_MODEL", "anthropic:claude-x"), ("ANTHROPIC_API_KEY", "")]).unwrap_err();
     assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
 }
 
 #[test]
 fn a_bad_base_url_is_refused_without_showing_credentials() {
-    let err = parse(&[
-        ("AGENTS_MODEL", "openai-compatible:m"),
-        ("AGENTS_BASE_URL", "ftp://user:secretpw@host/v1"),
-    ])
-    .unwrap_err();
-    assert!(
-        matches!(&err, ConfigError::Invalid { variable, .. } if variable == "AGENTS_BASE_URL"),
-        "{err:?}"
-    );
+    let err = parse(&[("AGENTS_MODEL", "openai-compatible:m"), ("AGENTS_BASE_URL", "ftp://user:secretpw@host/v1")])
+        .unwrap_err();
+    assert!(matches!(&err, ConfigError::Invalid { variable, .. } if variable == "AGENTS_BASE_URL"), "{err:?}");
     assert!(!err.to_string().contains("secretpw"), "{err}");
 }
 
@@ -190,12 +151,7 @@ fn invalid_numbers_say_what_is_expected() {
         ("AGENTS_PRICE", "-1,2"),
         ("AGENTS_MAX_TOKENS", "0"),
     ] {
-        let err = parse(&[
-            ("AGENTS_MODEL", "openai:gpt-4o-mini"),
-            ("OPENAI_API_KEY", "k"),
-            (var, value),
-        ])
-        .unwrap_err();
+        let err = parse(&[("AGENTS_MODEL", "openai:gpt-4o-mini"), ("OPENAI_API_KEY", "k"), (var, value)]).unwrap_err();
         match &err {
             ConfigError::Invalid { variable, .. } => assert_eq!(variable, var),
             other => panic!("{var}={value}: expected Invalid, got {other:?}"),
@@ -206,10 +162,7 @@ fn invalid_numbers_say_what_is_expected() {
 
 #[test]
 fn describe_says_whether_a_key_is_present_but_never_the_key() {
-    let c = config(&[
-        ("AGENTS_MODEL", "anthropic:claude-sonnet-4-5"),
-        ("ANTHROPIC_API_KEY", "sk-ant-very-secret"),
-    ]);
+    let c = config(&[("AGENTS_MODEL", "anthropic:claude-sonnet-4-5"), ("ANTHROPIC_API_KEY", "sk-ant-very-secret")]);
     let d = c.describe();
     assert_eq!(d.provider, "anthropic");
     assert_eq!(d.model, "claude-sonnet-4-5");

@@ -21,10 +21,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: compile-bench [--rounds N] [--tools N] [--out DIR]
+const USAGE: &str = "usage: compile-bench [--rounds N] [--tools N] [--out DIR] [--live]
   --rounds N   rounds of A/B measurements; the median is reported (default 5)
   --tools N    tools per generated crate (default 60)
-  --out DIR    work directory for the generated workspace (default <project>/target/compile-bench)";
+  --out DIR    work directory for the generated workspace (default <project>/target/compile-bench)
+  --live       depend on the project's working tree instead of a snapshot copied at start";
 
 /// Command-line options.
 #[derive(Debug)]
@@ -32,6 +33,7 @@ struct Options {
     rounds: usize,
     tools: usize,
     out: PathBuf,
+    live: bool,
 }
 
 fn project_root() -> PathBuf {
@@ -40,26 +42,16 @@ fn project_root() -> PathBuf {
 }
 
 fn parse_options(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
-    let mut opts = Options {
-        rounds: 5,
-        tools: 60,
-        out: project_root().join("target").join("compile-bench"),
-    };
+    let mut opts =
+        Options { rounds: 5, tools: 60, out: project_root().join("target").join("compile-bench"), live: false };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("`{name}` needs a value"));
         match arg.as_str() {
-            "--rounds" => {
-                opts.rounds = value("--rounds")?
-                    .parse()
-                    .map_err(|e| format!("--rounds: {e}"))?
-            }
-            "--tools" => {
-                opts.tools = value("--tools")?
-                    .parse()
-                    .map_err(|e| format!("--tools: {e}"))?
-            }
+            "--rounds" => opts.rounds = value("--rounds")?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--tools" => opts.tools = value("--tools")?.parse().map_err(|e| format!("--tools: {e}"))?,
             "--out" => opts.out = PathBuf::from(value("--out")?),
+            "--live" => opts.live = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -87,12 +79,7 @@ enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 4] = [
-        Scenario::CleanDev,
-        Scenario::CleanRelease,
-        Scenario::EditDev,
-        Scenario::TouchRelease,
-    ];
+    const ALL: [Scenario; 4] = [Scenario::CleanDev, Scenario::CleanRelease, Scenario::EditDev, Scenario::TouchRelease];
 
     fn label(self) -> &'static str {
         match self {
@@ -122,21 +109,14 @@ impl Scenario {
 }
 
 /// Prepares `scenario` for `krate`, then times the build.
-fn measure(
-    cargo: &Cargo,
-    ws: &Workspace,
-    scenario: Scenario,
-    krate: &str,
-    round: usize,
-) -> Result<Duration, String> {
+fn measure(cargo: &Cargo, ws: &Workspace, scenario: Scenario, krate: &str, round: usize) -> Result<Duration, String> {
     let profile = scenario.profile();
     match scenario {
         Scenario::CleanDev | Scenario::CleanRelease => cargo.clean(krate, profile)?,
         Scenario::EditDev => {
             cargo.build(krate, profile)?;
             let salt = 1000 + round as u64;
-            generate::edit_literal(&ws.edited_module(krate), salt)
-                .map_err(|e| format!("edit: {e}"))?;
+            generate::edit_literal(&ws.edited_module(krate), salt).map_err(|e| format!("edit: {e}"))?;
         }
         Scenario::TouchRelease => {
             cargo.build(krate, profile)?;
@@ -145,10 +125,7 @@ fn measure(
     }
     let build = cargo.build(krate, profile)?;
     if !build.compiled.iter().any(|t| t == krate) {
-        return Err(format!(
-            "{}: cargo found `{krate}` fresh, so nothing was measured",
-            scenario.label()
-        ));
+        return Err(format!("{}: cargo found `{krate}` fresh, so nothing was measured", scenario.label()));
     }
     let others: Vec<&String> = build.compiled.iter().filter(|t| *t != krate).collect();
     if !others.is_empty() {
@@ -163,11 +140,7 @@ fn median(values: &[Duration]) -> Duration {
     let mut v = values.to_vec();
     v.sort();
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2
-    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2 }
 }
 
 fn secs(d: Duration) -> String {
@@ -182,13 +155,16 @@ fn load_average() -> String {
 
 fn run(opts: &Options) -> Result<(), String> {
     let project = project_root();
-    let ws = generate::write_workspace(&opts.out, &project, opts.tools)
+    let crates = if opts.live {
+        project.clone()
+    } else {
+        generate::snapshot_project(&project, &opts.out).map_err(|e| format!("cannot copy the project's crates: {e}"))?
+    };
+    let ws = generate::write_workspace(&opts.out, &project, &crates, opts.tools)
         .map_err(|e| format!("cannot write the workspace: {e}"))?;
-    println!(
-        "compile-bench: {} tools per crate, {} round(s), A/B alternating each round",
-        opts.tools, opts.rounds
-    );
+    println!("compile-bench: {} tools per crate, {} round(s), A/B alternating each round", opts.tools, opts.rounds);
     println!("work dir: {}", ws.root.display());
+    println!("agents-runtime from: {}", crates.display());
     println!(
         "generated source: {AGENTS} {} KiB, {BASELINE} {} KiB",
         ws.source_bytes(AGENTS) / 1024,
@@ -226,16 +202,10 @@ fn run(opts: &Options) -> Result<(), String> {
     );
 
     // times[scenario][0 = agents, 1 = baseline]
-    let mut times: Vec<[Vec<Duration>; 2]> = Scenario::ALL
-        .iter()
-        .map(|_| [Vec::new(), Vec::new()])
-        .collect();
+    let mut times: Vec<[Vec<Duration>; 2]> = Scenario::ALL.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for round in 0..opts.rounds {
-        let order: [(usize, &str); 2] = if round % 2 == 0 {
-            [(0, AGENTS), (1, BASELINE)]
-        } else {
-            [(1, BASELINE), (0, AGENTS)]
-        };
+        let order: [(usize, &str); 2] =
+            if round % 2 == 0 { [(0, AGENTS), (1, BASELINE)] } else { [(1, BASELINE), (0, AGENTS)] };
         for (s, scenario) in Scenario::ALL.iter().enumerate() {
             for (slot, krate) in order {
                 let t = measure(&cargo, &ws, *scenario, krate, round)?;
@@ -254,10 +224,7 @@ fn run(opts: &Options) -> Result<(), String> {
 
     println!("load average at end: {}", load_average());
     println!();
-    println!(
-        "{:<32} {:>10} {:>10} {:>7} {:>8}  verdict",
-        "scenario", "agents", "baseline", "ratio", "target"
-    );
+    println!("{:<32} {:>10} {:>10} {:>7} {:>8}  verdict", "scenario", "agents", "baseline", "ratio", "target");
     for (s, scenario) in Scenario::ALL.iter().enumerate() {
         let a = median(&times[s][0]);
         let b = median(&times[s][1]);
@@ -266,20 +233,10 @@ fn run(opts: &Options) -> Result<(), String> {
             Some(t) => (format!("≤{t:.2}×"), if ratio <= t { "ok" } else { "over" }),
             None => ("-".to_owned(), "(no target)"),
         };
-        println!(
-            "{:<32} {:>10} {:>10} {:>6.2}× {:>8}  {verdict}",
-            scenario.label(),
-            secs(a),
-            secs(b),
-            ratio,
-            target
-        );
+        println!("{:<32} {:>10} {:>10} {:>6.2}× {:>8}  {verdict}", scenario.label(), secs(a), secs(b), ratio, target);
     }
     println!();
-    println!(
-        "medians of {} round(s); every round, in seconds (agents / baseline):",
-        opts.rounds
-    );
+    println!("medians of {} round(s); every round, in seconds (agents / baseline):", opts.rounds);
     for (s, scenario) in Scenario::ALL.iter().enumerate() {
         let rounds: Vec<String> = times[s][0]
             .iter()
@@ -333,9 +290,6 @@ mod tests {
     fn medians() {
         let d = |s| Duration::from_secs(s);
         assert_eq!(median(&[d(3), d(1), d(2)]), d(2));
-        assert_eq!(
-            median(&[d(4), d(1), d(2), d(3)]),
-            Duration::from_millis(2500)
-        );
+        assert_eq!(median(&[d(4), d(1), d(2), d(3)]), Duration::from_millis(2500));
     }
 }

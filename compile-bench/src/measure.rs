@@ -44,11 +44,7 @@ impl Cargo {
     /// The cargo that runs this program (`$CARGO`), or `cargo` from `PATH`.
     pub(crate) fn new(ws: Workspace) -> Self {
         let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        Cargo {
-            program,
-            ws,
-            offline: true,
-        }
+        Cargo { program, ws, offline: true }
     }
 
     /// Whether cargo runs with `--offline`.
@@ -98,10 +94,7 @@ impl Cargo {
                 String::from_utf8_lossy(&output.stderr)
             ));
         }
-        Ok(Build {
-            elapsed,
-            compiled: compiled_targets(&output.stdout),
-        })
+        Ok(Build { elapsed, compiled: compiled_targets(&output.stdout) })
     }
 
     /// The first build: tries `--offline`, and goes online once if a package is missing.
@@ -121,17 +114,11 @@ impl Cargo {
     /// `cargo clean -p <krate>` for `profile`: removes the crate's artifacts and its
     /// incremental state, keeping every dependency.
     pub(crate) fn clean(&self, krate: &str, profile: Profile) -> Result<(), String> {
-        let output = self
-            .command("clean", krate, profile)
-            .output()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        let output = self.command("clean", krate, profile).output().map_err(|e| format!("cannot run cargo: {e}"))?;
         if output.status.success() {
             Ok(())
         } else {
-            Err(format!(
-                "`cargo clean -p {krate}` failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            ))
+            Err(format!("`cargo clean -p {krate}` failed:\n{}", String::from_utf8_lossy(&output.stderr)))
         }
     }
 }
@@ -170,9 +157,6 @@ mod tests {
             r#"{"reason":"build-finished","success":true}"#,
             "\n"
         );
-        assert_eq!(
-            compiled_targets(stream.as_bytes()),
-            vec!["bench_agents".to_owned()]
-        );
+        assert_eq!(compiled_targets(stream.as_bytes()), vec!["bench_agents".to_owned()]);
     }
 }

@@ -1,1 +1,10 @@
-//! Runnable agents from the seeds.
+//! Runnable agents from the seeds, offline by default.
+//!
+//! - [`clinic`]: Kinetix, an assistant inside a clinical system (dialog confirmations,
+//!   inherited authority, no hard delete of clinical records).
+//! - [`helpdesk`]: DeskLoop, an IT and HR helpdesk in a chat (conversational confirmations,
+//!   tokens bound to the exact arguments, a handoff tool with no execution path).
+
+pub mod clinic;
+pub mod console;
+pub mod helpdesk;

@@ -5,7 +5,7 @@
 //! `text` and `tool_use` blocks; tool results become `tool_result` blocks in one user message
 //! (consecutive messages of the same role are merged, as the API requires alternation).
 //! A response schema, which the Messages API has no field for, is added to the system prompt
-//! as an instruction. See [`http`](super::http) for the timeout, retry and error model.
+//! as an instruction. See [`super::http`] for the timeout, retry and error model.
 //!
 //! ```no_run
 //! use agents_runtime::provider::{AnthropicConfig, AnthropicProvider, ApiKey, PriceTable};
@@ -21,13 +21,10 @@
 //! ```
 
 use super::http::{
-    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model,
-    normalize_base_url, parse_json,
+    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model, normalize_base_url, parse_json,
 };
 use super::pricing::{PriceTable, Pricer};
-use super::{
-    ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest,
-};
+use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -123,9 +120,7 @@ pub struct AnthropicProvider {
 
 impl std::fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("AnthropicProvider").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -134,18 +129,9 @@ impl AnthropicProvider {
     /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
+        let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
         let pricer = Pricer::new(config.prices.clone(), &config.model);
-        Ok(Self {
-            url,
-            client: http::build_client()?,
-            pricer,
-            config,
-        })
+        Ok(Self { url, client: http::build_client()?, pricer, config })
     }
 
     /// The configuration.
@@ -163,18 +149,10 @@ impl AnthropicProvider {
         let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
         for message in &request.messages {
             let (role, blocks) = match message {
-                ChatMessage::User { content } => (
-                    "user",
-                    if content.is_empty() {
-                        vec![]
-                    } else {
-                        vec![json!({"type": "text", "text": content})]
-                    },
-                ),
-                ChatMessage::Assistant {
-                    content,
-                    tool_calls,
-                } => {
+                ChatMessage::User { content } => {
+                    ("user", if content.is_empty() { vec![] } else { vec![json!({"type": "text", "text": content})] })
+                }
+                ChatMessage::Assistant { content, tool_calls } => {
                     let mut blocks = Vec::new();
                     if !content.is_empty() {
                         blocks.push(json!({"type": "text", "text": content}));
@@ -195,12 +173,7 @@ impl AnthropicProvider {
                     }
                     ("assistant", blocks)
                 }
-                ChatMessage::Tool {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => {
+                ChatMessage::Tool { call_id, content, is_error, .. } => {
                     let mut block = json!({
                         "type": "tool_result",
                         "tool_use_id": call_id,
@@ -220,10 +193,8 @@ impl AnthropicProvider {
                 _ => turns.push((role, blocks)),
             }
         }
-        let messages: Vec<Value> = turns
-            .into_iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
+        let messages: Vec<Value> =
+            turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
         let mut body = json!({
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
@@ -271,14 +242,12 @@ impl AnthropicProvider {
         let message = error_message(body);
         let about_model = message.to_ascii_lowercase().contains("model");
         match status {
-            404 if kind == "not_found_error" && about_model => ProviderError::UnknownModel {
-                model: self.config.model.clone(),
-                detail: message,
-            },
-            400 if mentions_unknown_model(&message) => ProviderError::UnknownModel {
-                model: self.config.model.clone(),
-                detail: message,
-            },
+            404 if kind == "not_found_error" && about_model => {
+                ProviderError::UnknownModel { model: self.config.model.clone(), detail: message }
+            }
+            400 if mentions_unknown_model(&message) => {
+                ProviderError::UnknownModel { model: self.config.model.clone(), detail: message }
+            }
             404 | 405 => ProviderError::Unreachable {
                 url: http::display_url(&self.url),
                 detail: format!(
@@ -287,12 +256,10 @@ impl AnthropicProvider {
                     AnthropicConfig::DEFAULT_BASE_URL
                 ),
             },
-            _ if kind.is_empty() => ProviderError::Other(format!(
-                "the provider rejected the request (HTTP {status}): {message}"
-            )),
-            _ => ProviderError::Other(format!(
-                "the provider rejected the request (HTTP {status}, {kind}): {message}"
-            )),
+            _ if kind.is_empty() => {
+                ProviderError::Other(format!("the provider rejected the request (HTTP {status}): {message}"))
+            }
+            _ => ProviderError::Other(format!("the provider rejected the request (HTTP {status}, {kind}): {message}")),
         }
     }
 
@@ -324,12 +291,10 @@ impl AnthropicProvider {
         if http::is_event_stream(&response) {
             let stopped = http::read_events(&mut response, |event| {
                 let data = parse_json(&event.data)?;
-                state
-                    .apply_event(&data, tokens, attempts)
-                    .map_err(|e| match e {
-                        ProviderError::Other(m) => ProviderError::Other(endpoint.redact(&m)),
-                        other => other,
-                    })
+                state.apply_event(&data, tokens, attempts).map_err(|e| match e {
+                    ProviderError::Other(m) => ProviderError::Other(endpoint.redact(&m)),
+                    other => other,
+                })
             })
             .await?;
             if !stopped && state.stop_reason.is_none() {
@@ -375,12 +340,7 @@ impl Provider for AnthropicProvider {
 #[derive(Debug)]
 enum Block {
     Text,
-    ToolUse {
-        id: String,
-        name: String,
-        json: String,
-        initial: Value,
-    },
+    ToolUse { id: String, name: String, json: String, initial: Value },
     Other,
 }
 
@@ -395,10 +355,7 @@ struct StreamState {
 
 fn tokens_of(usage: &Value) -> (u64, u64) {
     let get = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    (
-        get("input_tokens") + get("cache_creation_input_tokens") + get("cache_read_input_tokens"),
-        get("output_tokens"),
-    )
+    (get("input_tokens") + get("cache_creation_input_tokens") + get("cache_read_input_tokens"), get("output_tokens"))
 }
 
 impl StreamState {
@@ -409,18 +366,9 @@ impl StreamState {
         }
     }
 
-    fn apply_event(
-        &mut self,
-        event: &Value,
-        tokens: &dyn TokenSink,
-        attempts: u32,
-    ) -> Result<Flow, ProviderError> {
+    fn apply_event(&mut self, event: &Value, tokens: &dyn TokenSink, attempts: u32) -> Result<Flow, ProviderError> {
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
+        match event.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
                 if let Some(usage) = event.pointer("/message/usage") {
                     let (input, output) = tokens_of(usage);
@@ -454,10 +402,7 @@ impl StreamState {
                         self.text(text, tokens);
                     }
                     Some("input_json_delta") => {
-                        let part = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
+                        let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
                         match self.blocks.get_mut(&index) {
                             Some(Block::ToolUse { json, .. }) => json.push_str(part),
                             _ => {
@@ -526,14 +471,9 @@ impl StreamState {
     fn into_response(self, provider: &AnthropicProvider) -> ChatResponse {
         let tool_calls = self
             .blocks
-            .into_iter()
-            .filter_map(|(_, block)| match block {
-                Block::ToolUse {
-                    id,
-                    name,
-                    json,
-                    initial,
-                } => Some(ToolCallRequest {
+            .into_values()
+            .filter_map(|block| match block {
+                Block::ToolUse { id, name, json, initial } => Some(ToolCallRequest {
                     id,
                     name,
                     arguments: if !json.trim().is_empty() {
@@ -550,34 +490,20 @@ impl StreamState {
         ChatResponse {
             content: self.content,
             tool_calls,
-            usage: provider.pricer.usage(
-                "anthropic",
-                &provider.config.model,
-                self.input_tokens,
-                self.output_tokens,
-            ),
+            usage: provider.pricer.usage("anthropic", &provider.config.model, self.input_tokens, self.output_tokens),
         }
     }
 }
 
 fn str_field(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 /// An `error` event inside a stream (after a 200): overloaded and server errors keep their
 /// HTTP meaning; the call is not retried because tokens may already have been shown.
 fn stream_error(event: &Value, attempts: u32) -> ProviderError {
-    let kind = event
-        .pointer("/error/type")
-        .and_then(Value::as_str)
-        .unwrap_or("error");
-    let message = event
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("no details");
+    let kind = event.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
+    let message = event.pointer("/error/message").and_then(Value::as_str).unwrap_or("no details");
     let status = match kind {
         "overloaded_error" => Some(529),
         "api_error" => Some(500),
@@ -585,13 +511,9 @@ fn stream_error(event: &Value, attempts: u32) -> ProviderError {
         _ => None,
     };
     match status {
-        Some(status) => ProviderError::Upstream {
-            status,
-            attempts,
-            detail: format!("{kind} in the stream: {message}"),
-        },
-        None => ProviderError::Other(format!(
-            "the provider reported an error in the stream ({kind}): {message}"
-        )),
+        Some(status) => {
+            ProviderError::Upstream { status, attempts, detail: format!("{kind} in the stream: {message}") }
+        }
+        None => ProviderError::Other(format!("the provider reported an error in the stream ({kind}): {message}")),
     }
 }

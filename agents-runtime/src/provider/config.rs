@@ -78,9 +78,7 @@ impl fmt::Display for ProviderKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// `AGENTS_MODEL` is set but not in an accepted form.
-    #[error(
-        "AGENTS_MODEL=`{value}` is not understood ({reason}); accepted forms: {ACCEPTED_FORMS}"
-    )]
+    #[error("AGENTS_MODEL=`{value}` is not understood ({reason}); accepted forms: {ACCEPTED_FORMS}")]
     Malformed {
         /// The value of `AGENTS_MODEL`.
         value: String,
@@ -165,18 +163,11 @@ impl ProviderConfig {
     /// Reads the configuration through `lookup` (a variable name to its value); the pure core
     /// of [`from_env`](Self::from_env). Empty values count as unset.
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
-        let var = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let Some(value) = var("AGENTS_MODEL") else {
             return Ok(None);
         };
-        let malformed = |reason: &str| ConfigError::Malformed {
-            value: value.clone(),
-            reason: reason.into(),
-        };
+        let malformed = |reason: &str| ConfigError::Malformed { value: value.clone(), reason: reason.into() };
         let Some((prefix, rest)) = value.split_once(':') else {
             return Err(malformed("it has no `provider:` prefix"));
         };
@@ -191,9 +182,7 @@ impl ProviderConfig {
             && inline_base.is_none()
             && !model[at + 1..].is_empty()
         {
-            return Err(malformed(
-                "the base URL after `@` must start with http:// or https://",
-            ));
+            return Err(malformed("the base URL after `@` must start with http:// or https://"));
         }
         let model = model.trim().trim_end_matches('@').trim();
         if model.is_empty() {
@@ -222,25 +211,16 @@ impl ProviderConfig {
 
         let (api_key, key_env_var) = match kind {
             ProviderKind::OpenAi | ProviderKind::Anthropic => {
-                let own = if kind == ProviderKind::OpenAi {
-                    "OPENAI_API_KEY"
-                } else {
-                    "ANTHROPIC_API_KEY"
-                };
+                let own = if kind == ProviderKind::OpenAi { "OPENAI_API_KEY" } else { "ANTHROPIC_API_KEY" };
                 match (var(own), var("AGENTS_API_KEY")) {
                     (Some(key), _) => (Some(ApiKey::new(key)), own),
                     (None, Some(key)) => (Some(ApiKey::new(key)), "AGENTS_API_KEY"),
                     (None, None) => {
-                        return Err(ConfigError::MissingKey {
-                            provider: kind,
-                            variable: own.into(),
-                        });
+                        return Err(ConfigError::MissingKey { provider: kind, variable: own.into() });
                     }
                 }
             }
-            ProviderKind::OpenAiCompatible => {
-                (var("AGENTS_API_KEY").map(ApiKey::new), "AGENTS_API_KEY")
-            }
+            ProviderKind::OpenAiCompatible => (var("AGENTS_API_KEY").map(ApiKey::new), "AGENTS_API_KEY"),
         };
 
         let timeout = match var("AGENTS_TIMEOUT_SECS") {
@@ -261,16 +241,13 @@ impl ProviderConfig {
         if let Some(text) = var("AGENTS_PRICE") {
             let parsed = text
                 .split_once(',')
-                .and_then(|(i, o)| {
-                    Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?))
-                })
+                .and_then(|(i, o)| Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?)))
                 .filter(|(i, o)| i.is_finite() && o.is_finite() && *i >= 0.0 && *o >= 0.0);
             let Some((input, output)) = parsed else {
                 return Err(ConfigError::Invalid {
                     variable: "AGENTS_PRICE".into(),
                     value: text,
-                    expected: "`<input>,<output>` in USD per million tokens, such as 0.15,0.60"
-                        .into(),
+                    expected: "`<input>,<output>` in USD per million tokens, such as 0.15,0.60".into(),
                 });
             };
             prices = prices.with_price(model, input, output);
@@ -278,12 +255,10 @@ impl ProviderConfig {
 
         let max_tokens = match var("AGENTS_MAX_TOKENS") {
             None => None,
-            Some(text) => Some(text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                ConfigError::Invalid {
-                    variable: "AGENTS_MAX_TOKENS".into(),
-                    value: text.clone(),
-                    expected: "a whole number of tokens greater than 0, such as 4096".into(),
-                }
+            Some(text) => Some(text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| ConfigError::Invalid {
+                variable: "AGENTS_MAX_TOKENS".into(),
+                value: text.clone(),
+                expected: "a whole number of tokens greater than 0, such as 4096".into(),
             })?),
         };
 
@@ -325,17 +300,11 @@ impl ProviderConfig {
 
     /// Builds the provider.
     pub fn build(&self) -> Result<Box<dyn Provider>, ConfigError> {
-        let http = HttpOptions {
-            timeout: self.timeout,
-            ..HttpOptions::default()
-        };
+        let http = HttpOptions { timeout: self.timeout, ..HttpOptions::default() };
         Ok(match self.kind {
             ProviderKind::Anthropic => {
                 let Some(key) = self.api_key.clone() else {
-                    return Err(ConfigError::MissingKey {
-                        provider: self.kind,
-                        variable: "ANTHROPIC_API_KEY".into(),
-                    });
+                    return Err(ConfigError::MissingKey { provider: self.kind, variable: "ANTHROPIC_API_KEY".into() });
                 };
                 let mut config = AnthropicConfig::new(self.model.clone(), key)
                     .with_base_url(self.base_url.clone())
@@ -348,10 +317,9 @@ impl ProviderConfig {
                 Box::new(AnthropicProvider::new(config)?)
             }
             ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => {
-                let mut config =
-                    OpenAiConfig::compatible(self.model.clone(), self.base_url.clone())
-                        .with_http(http)
-                        .with_prices(self.prices.clone());
+                let mut config = OpenAiConfig::compatible(self.model.clone(), self.base_url.clone())
+                    .with_http(http)
+                    .with_prices(self.prices.clone());
                 config.name = self.kind.as_str().into();
                 config.paid = self.is_paid();
                 config.key_env_var = self.key_env_var.clone();
@@ -365,10 +333,7 @@ impl ProviderConfig {
 
 /// Splits `model@http(s)://base` at the last `@` that starts a URL.
 fn split_base_url(rest: &str) -> (&str, Option<&str>) {
-    let at = ["@https://", "@http://"]
-        .iter()
-        .filter_map(|marker| rest.rfind(marker))
-        .max();
+    let at = ["@https://", "@http://"].iter().filter_map(|marker| rest.rfind(marker)).max();
     match at {
         Some(at) => (&rest[..at], Some(&rest[at + 1..])),
         None => (rest, None),
@@ -388,7 +353,5 @@ fn split_base_url(rest: &str) -> (&str, Option<&str>) {
 /// # Ok::<(), agents_runtime::provider::ConfigError>(())
 /// ```
 pub fn provider_from_env() -> Result<Option<Box<dyn Provider>>, ConfigError> {
-    ProviderConfig::from_env()?
-        .map(|config| config.build())
-        .transpose()
+    ProviderConfig::from_env()?.map(|config| config.build()).transpose()
 }

@@ -6,19 +6,23 @@
 //!
 //! Three ways to talk to the providers were considered:
 //!
-//! - `async-openai` covers OpenAI only (Anthropic would need a second client and a second
-//!   error model), and its typed request and stream structs are strict about fields that
-//!   OpenAI-compatible servers (vLLM, llama.cpp, Ollama, OpenRouter) fill differently, so a
-//!   tolerant reader would be written anyway. Its retry policy is its own (a backoff crate
-//!   with its own clock), which makes "one deadline per call, including retries and a
-//!   stalled stream" hard to state.
-//! - `genai` covers both wire formats, but hides the HTTP status, the error body and the
-//!   `Retry-After` header behind its own error type, so a refused key, a wrong base URL and
-//!   an unknown model cannot be told apart reliably, and it pulls in a larger tree.
+//! - `async-openai` covers the OpenAI API only, so Anthropic would need a second client with
+//!   a second error model. Its typed request and stream structs follow OpenAI exactly, while
+//!   OpenAI-compatible servers (vLLM, llama.cpp, Ollama, OpenRouter) fill some fields
+//!   differently (missing ids, every parallel call at index 0), so a tolerant reader would be
+//!   needed anyway; and it retries rate limits with its own backoff policy, separate from the
+//!   one deadline per call that this runtime promises.
+//! - `genai` covers both wire formats, but it is a large multi-provider library (adapters for
+//!   many services we do not use), its errors nest the HTTP status and body inside its own
+//!   error tree, which would have to be unwrapped and classified again into
+//!   [`ProviderError`], and its stream layer owns the event parsing, so a stalled stream
+//!   could only be bounded from outside anyway.
 //! - `reqwest` (HTTP/1.1, rustls with the `ring` provider, no other default features) plus a
 //!   small SSE parser keeps both providers on one HTTP stack with one timeout model: the whole
 //!   call runs under one `tokio::time::timeout`, retries happen only on 429 and 5xx before any
 //!   token was streamed, and every status maps to a [`ProviderError`] that says what to do.
+//!   The cost is a few hundred lines of wire mapping per provider, tested against canned
+//!   responses in the documented wire formats.
 //!
 //! The TLS configuration is built here with an explicit `ring` crypto provider and the
 //! operating system's certificate verifier, so the crate never installs a process-wide
@@ -86,11 +90,8 @@ impl Default for HttpOptions {
 /// Builds the HTTP client: HTTP/1.1, rustls with the `ring` provider and the platform verifier.
 pub(crate) fn build_client() -> Result<reqwest::Client, ProviderError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).map_err(|e| {
-        ProviderError::Other(format!(
-            "could not load the system's TLS certificate verifier: {e}"
-        ))
-    })?;
+    let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+        .map_err(|e| ProviderError::Other(format!("could not load the system's TLS certificate verifier: {e}")))?;
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ProviderError::Other(format!("could not configure TLS: {e}")))?
@@ -98,8 +99,11 @@ pub(crate) fn build_client() -> Result<reqwest::Client, ProviderError> {
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // No redirects: an API does not redirect, and following one would send the key to
+    // whatever host the redirect names.
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ProviderError::Other(format!("could not build the HTTP client: {e}")))
 }
@@ -108,9 +112,7 @@ pub(crate) fn build_client() -> Result<reqwest::Client, ProviderError> {
 pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, ProviderError> {
     let trimmed = base_url.trim().trim_end_matches('/');
     match reqwest::Url::parse(trimmed) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-            Ok(trimmed.to_string())
-        }
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(trimmed.to_string()),
         _ => Err(ProviderError::Unreachable {
             url: display_url(trimmed),
             detail: "this is not an http:// or https:// URL".into(),
@@ -127,10 +129,7 @@ pub(crate) fn is_loopback(base_url: &str) -> bool {
         return false;
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A URL as it may be shown: without user info, query or fragment.
@@ -183,11 +182,7 @@ impl Endpoint<'_> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut request = self
-                .client
-                .post(self.url)
-                .header("content-type", "application/json")
-                .body(body.clone());
+            let mut request = self.client.post(self.url).header("content-type", "application/json").body(body.clone());
             for (name, value) in &self.headers {
                 request = request.header(*name, value);
             }
@@ -196,23 +191,32 @@ impl Endpoint<'_> {
             if (200..300).contains(&status) {
                 return Ok((response, attempt));
             }
+            if (300..400).contains(&status) {
+                let to = response
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .map(display_url)
+                    .unwrap_or_else(|| "an address it did not give".into());
+                return Err(ProviderError::Unreachable {
+                    url: display_url(self.url),
+                    detail: format!(
+                        "it answered HTTP {status}, redirecting to {to}; redirects are not \
+                         followed (they would carry the API key elsewhere), so set the base URL \
+                         to the final address"
+                    ),
+                });
+            }
             let retry_after = retry_after(response.headers());
             let text = self.redact(&read_error_body(response).await);
             match status {
                 401 | 403 => {
-                    return Err(ProviderError::Unauthorized {
-                        status,
-                        env_var: self.key_env_var.to_string(),
-                    });
+                    return Err(ProviderError::Unauthorized { status, env_var: self.key_env_var.to_string() });
                 }
                 429 | 500..=599 => {
                     let detail = error_message(&text);
                     if attempt >= attempts {
-                        return Err(ProviderError::Upstream {
-                            status,
-                            attempts: attempt,
-                            detail,
-                        });
+                        return Err(ProviderError::Upstream { status, attempts: attempt, detail });
                     }
                     let wait = retry_after.unwrap_or(backoff.min(self.options.max_backoff));
                     if Instant::now() + wait >= deadline {
@@ -241,21 +245,16 @@ impl Endpoint<'_> {
     }
 
     fn send_error(&self, e: &reqwest::Error) -> ProviderError {
-        let detail = self.redact(&error_chain(e));
+        let cause = self.redact(&root_cause(e));
         let url = display_url(self.url);
-        if e.is_connect() {
-            ProviderError::Unreachable { url, detail }
+        let detail = if e.is_connect() {
+            format!("could not connect ({cause})")
         } else if e.is_builder() {
-            ProviderError::Unreachable {
-                url,
-                detail: format!("the request could not be built: {detail}"),
-            }
+            format!("the request could not be built ({cause})")
         } else {
-            ProviderError::Unreachable {
-                url,
-                detail: format!("the server did not answer like an HTTP API: {detail}"),
-            }
-        }
+            format!("the server did not answer like an HTTP API ({cause})")
+        };
+        ProviderError::Unreachable { url, detail }
     }
 
     /// Cuts the key out of a text the provider sent back.
@@ -265,6 +264,15 @@ impl Endpoint<'_> {
             _ => text.to_string(),
         }
     }
+}
+
+/// The message of the innermost source of an error (the URL is reported separately).
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
 }
 
 /// The messages of an error and its sources, most specific last.
@@ -307,11 +315,7 @@ pub(crate) fn error_message(body: &str) -> String {
             .map(str::to_string)
     });
     let text = found.unwrap_or_else(|| body.trim().to_string());
-    let text = if text.is_empty() {
-        "no details in the answer".to_string()
-    } else {
-        text
-    };
+    let text = if text.is_empty() { "no details in the answer".to_string() } else { text };
     truncate(&text, 300)
 }
 
@@ -346,8 +350,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     if let Ok(secs) = value.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
-    let date =
-        time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
+    let date = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
     let secs = (date - time::OffsetDateTime::now_utc()).as_seconds_f64();
     Some(Duration::from_secs_f64(secs.max(0.0)))
 }
@@ -434,10 +437,7 @@ impl SseParser {
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
         if self.has_data {
-            out.push(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-            });
+            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
         }
         self.event = None;
         self.data.clear();
@@ -461,9 +461,10 @@ pub(crate) async fn read_events(
 ) -> Result<bool, ProviderError> {
     let mut parser = SseParser::default();
     loop {
-        let chunk = response.chunk().await.map_err(|e| {
-            ProviderError::Protocol(format!("the stream broke off: {}", error_chain(&e)))
-        })?;
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|e| ProviderError::Protocol(format!("the stream broke off: {}", error_chain(&e))))?;
         let events = match &chunk {
             Some(bytes) => parser.push(bytes),
             None => parser.finish(),
@@ -482,9 +483,11 @@ pub(crate) async fn read_events(
 /// Reads a whole (non-streaming) body.
 pub(crate) async fn read_body(response: &mut reqwest::Response) -> Result<Vec<u8>, ProviderError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| {
-        ProviderError::Protocol(format!("the answer broke off: {}", error_chain(&e)))
-    })? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ProviderError::Protocol(format!("the answer broke off: {}", error_chain(&e))))?
+    {
         body.extend_from_slice(&chunk);
     }
     Ok(body)
@@ -501,12 +504,8 @@ pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
 
 /// Parses an event's JSON data.
 pub(crate) fn parse_json(data: &str) -> Result<serde_json::Value, ProviderError> {
-    serde_json::from_str(data).map_err(|e| {
-        ProviderError::Protocol(format!(
-            "a stream event is not JSON ({e}): {}",
-            truncate(data, 200)
-        ))
-    })
+    serde_json::from_str(data)
+        .map_err(|e| ProviderError::Protocol(format!("a stream event is not JSON ({e}): {}", truncate(data, 200))))
 }
 
 #[cfg(test)]
@@ -524,18 +523,9 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                SseEvent {
-                    event: Some("one".into()),
-                    data: "{\"a\":1}".into()
-                },
-                SseEvent {
-                    event: None,
-                    data: "x\ny".into()
-                },
-                SseEvent {
-                    event: None,
-                    data: "[DONE]".into()
-                },
+                SseEvent { event: Some("one".into()), data: "{\"a\":1}".into() },
+                SseEvent { event: None, data: "x\ny".into() },
+                SseEvent { event: None, data: "[DONE]".into() },
             ]
         );
     }
@@ -549,10 +539,7 @@ mod tests {
 
     #[test]
     fn error_message_prefers_the_providers_message() {
-        assert_eq!(
-            error_message(r#"{"error":{"message":"slow down","type":"rate_limit"}}"#),
-            "slow down"
-        );
+        assert_eq!(error_message(r#"{"error":{"message":"slow down","type":"rate_limit"}}"#), "slow down");
         assert_eq!(error_message(r#"{"error":"bad"}"#), "bad");
         assert_eq!(error_message("  <html>nope</html> "), "<html>nope</html>");
         assert_eq!(error_message(""), "no details in the answer");
@@ -563,10 +550,7 @@ mod tests {
         let mut h = reqwest::header::HeaderMap::new();
         h.insert("retry-after", "2".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert(
-            "retry-after",
-            "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap(),
-        );
+        h.insert("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
@@ -582,14 +566,8 @@ mod tests {
     fn urls_are_checked_and_shown_without_credentials() {
         assert!(normalize_base_url("ftp://x").is_err());
         assert!(normalize_base_url("localhost:8080").is_err());
-        assert_eq!(
-            normalize_base_url("http://127.0.0.1:8080/v1/").unwrap(),
-            "http://127.0.0.1:8080/v1"
-        );
-        assert_eq!(
-            display_url("https://user:pw@example.com/v1?key=abc"),
-            "https://example.com/v1"
-        );
+        assert_eq!(normalize_base_url("http://127.0.0.1:8080/v1/").unwrap(), "http://127.0.0.1:8080/v1");
+        assert_eq!(display_url("https://user:pw@example.com/v1?key=abc"), "https://example.com/v1");
         assert!(is_loopback("http://localhost:11434/v1"));
         assert!(is_loopback("http://127.0.0.1:8000"));
         assert!(is_loopback("http://[::1]:8000"));
@@ -598,24 +576,14 @@ mod tests {
 
     #[test]
     fn unknown_model_texts_are_recognised() {
-        assert!(mentions_unknown_model(
-            "The model `gpt-9` does not exist or you do not have access to it."
-        ));
-        assert!(mentions_unknown_model(
-            "model \"llama9\" not found, try pulling it first"
-        ));
+        assert!(mentions_unknown_model("The model `gpt-9` does not exist or you do not have access to it."));
+        assert!(mentions_unknown_model("model \"llama9\" not found, try pulling it first"));
         assert!(!mentions_unknown_model("Not Found"));
     }
 
     #[test]
     fn timeout_rounds_up() {
-        assert_eq!(
-            timeout_error(Duration::from_millis(300)),
-            ProviderError::Timeout { secs: 1 }
-        );
-        assert_eq!(
-            timeout_error(Duration::from_secs(90)),
-            ProviderError::Timeout { secs: 90 }
-        );
+        assert_eq!(timeout_error(Duration::from_millis(300)), ProviderError::Timeout { secs: 1 });
+        assert_eq!(timeout_error(Duration::from_secs(90)), ProviderError::Timeout { secs: 90 });
     }
 }

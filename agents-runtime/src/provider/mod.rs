@@ -1,5 +1,14 @@
 //! Model providers: the [`Provider`] trait, the offline [`ScriptedProvider`], and the HTTP
 //! providers for OpenAI-compatible Chat Completions and Anthropic Messages.
+//!
+//! - [`scripted`]: [`ScriptedProvider`] (queued answers, for tests) and [`RuleProvider`]
+//!   (keyword and closure rules, for demos without an API key). Neither is paid.
+//! - [`openai`] and [`anthropic`]: [`OpenAiProvider`] (OpenAI, OpenRouter, vLLM, llama.cpp,
+//!   Ollama) and [`AnthropicProvider`], streaming, with tool calls, a per-call timeout
+//!   (default 90 s), bounded retries on 429/5xx and errors that say what to fix.
+//! - [`pricing`]: [`PriceTable`], which turns token usage into cost for the budget.
+//! - [`config`]: [`provider_from_env`] / [`ProviderConfig`], choosing a provider from
+//!   `AGENTS_MODEL` and the key variables, and describing it without the key.
 
 pub mod anthropic;
 pub mod config;
@@ -9,9 +18,7 @@ pub mod pricing;
 pub mod scripted;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
-pub use config::{
-    ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env,
-};
+pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
 pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use pricing::{ModelPrice, PriceTable};

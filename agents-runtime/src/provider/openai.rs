@@ -3,7 +3,7 @@
 //!
 //! Requests stream (`stream: true` with `stream_options.include_usage`), text fragments go
 //! to the [`TokenSink`] as they arrive, and tool-call arguments are reassembled from their
-//! fragments by index. See [`http`](super::http) for the timeout, retry and error model and
+//! fragments by index. See [`super::http`] for the timeout, retry and error model and
 //! for why the HTTP stack is plain `reqwest`.
 //!
 //! ```no_run
@@ -25,13 +25,10 @@
 //! ```
 
 use super::http::{
-    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model,
-    normalize_base_url, parse_json,
+    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model, normalize_base_url, parse_json,
 };
 use super::pricing::{PriceTable, Pricer};
-use super::{
-    ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest,
-};
+use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -133,9 +130,7 @@ pub struct OpenAiProvider {
 
 impl std::fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiProvider")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("OpenAiProvider").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -145,12 +140,7 @@ impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
         let pricer = Pricer::new(config.prices.clone(), &config.model);
-        Ok(Self {
-            url: format!("{base}/chat/completions"),
-            client: http::build_client()?,
-            pricer,
-            config,
-        })
+        Ok(Self { url: format!("{base}/chat/completions"), client: http::build_client()?, pricer, config })
     }
 
     /// The configuration.
@@ -172,10 +162,7 @@ impl OpenAiProvider {
         for message in &request.messages {
             messages.push(match message {
                 ChatMessage::User { content } => json!({"role": "user", "content": content}),
-                ChatMessage::Assistant {
-                    content,
-                    tool_calls,
-                } => {
+                ChatMessage::Assistant { content, tool_calls } => {
                     let mut m = json!({"role": "assistant", "content": content});
                     if !tool_calls.is_empty() {
                         if content.is_empty() {
@@ -194,9 +181,9 @@ impl OpenAiProvider {
                     }
                     m
                 }
-                ChatMessage::Tool {
-                    call_id, content, ..
-                } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+                ChatMessage::Tool { call_id, content, .. } => {
+                    json!({"role": "tool", "tool_call_id": call_id, "content": content})
+                }
             });
         }
         let mut body = json!({
@@ -229,11 +216,7 @@ impl OpenAiProvider {
         }
         if let Some(max) = self.config.max_tokens {
             // OpenAI's reasoning models accept only the newer name; other servers the older.
-            let field = if self.config.name == "openai" {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
+            let field = if self.config.name == "openai" { "max_completion_tokens" } else { "max_tokens" };
             body[field] = json!(max);
         }
         body
@@ -241,18 +224,13 @@ impl OpenAiProvider {
 
     fn classify(&self, status: u16, body: &str) -> ProviderError {
         let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let code = parsed
-            .as_ref()
-            .and_then(|v| v.pointer("/error/code"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let code = parsed.as_ref().and_then(|v| v.pointer("/error/code")).and_then(Value::as_str).unwrap_or_default();
         let message = error_message(body);
         let unknown_model = code == "model_not_found" || mentions_unknown_model(&message);
         match status {
-            404 | 400 | 422 if unknown_model => ProviderError::UnknownModel {
-                model: self.config.model.clone(),
-                detail: message,
-            },
+            404 | 400 | 422 if unknown_model => {
+                ProviderError::UnknownModel { model: self.config.model.clone(), detail: message }
+            }
             404 | 405 => ProviderError::Unreachable {
                 url: http::display_url(&self.url),
                 detail: format!(
@@ -260,9 +238,7 @@ impl OpenAiProvider {
                      (OpenAI-compatible base URLs usually end in /v1): {message}"
                 ),
             },
-            _ => ProviderError::Other(format!(
-                "the provider rejected the request (HTTP {status}): {message}"
-            )),
+            _ => ProviderError::Other(format!("the provider rejected the request (HTTP {status}): {message}")),
         }
     }
 
@@ -374,11 +350,7 @@ impl StreamState {
                 http::error_message(&json!({ "error": error }).to_string())
             )));
         }
-        if let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        {
+        if let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
             let delta = choice.get("delta").unwrap_or(&Value::Null);
             if let Some(text) = delta.get("content").and_then(Value::as_str)
                 && !text.is_empty()
@@ -400,26 +372,13 @@ impl StreamState {
     }
 
     fn apply_tool_fragment(&mut self, call: &Value) {
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
+        let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         // The raw index keys the fragments; a server that omits it continues the last call.
         // A new id under an index already in use opens a new call (Ollama numbers every call
         // of a parallel batch 0).
-        let raw = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .or_else(|| self.slots.keys().copied().max())
-            .unwrap_or(0);
+        let raw = call.get("index").and_then(Value::as_u64).or_else(|| self.slots.keys().copied().max()).unwrap_or(0);
         let slot = match self.slots.get(&raw) {
-            Some(&slot)
-                if id.is_none_or(|id| {
-                    self.tools[slot].id.is_empty() || self.tools[slot].id == id
-                }) =>
-            {
-                slot
-            }
+            Some(&slot) if id.is_none_or(|id| self.tools[slot].id.is_empty() || self.tools[slot].id == id) => slot,
             _ => {
                 self.tools.push(ToolAcc::default());
                 self.slots.insert(raw, self.tools.len() - 1);
@@ -450,9 +409,9 @@ impl StreamState {
 
     /// Applies a whole (non-streamed) `chat.completion`, from servers that ignore `stream`.
     fn apply_whole(&mut self, whole: &Value, tokens: &dyn TokenSink) -> Result<(), ProviderError> {
-        let message = whole.pointer("/choices/0/message").ok_or_else(|| {
-            ProviderError::Protocol("the answer has no choices[0].message".into())
-        })?;
+        let message = whole
+            .pointer("/choices/0/message")
+            .ok_or_else(|| ProviderError::Protocol("the answer has no choices[0].message".into()))?;
         if let Some(text) = message.get("content").and_then(Value::as_str)
             && !text.is_empty()
         {
@@ -488,28 +447,15 @@ impl StreamState {
             .into_iter()
             .enumerate()
             .map(|(index, acc)| ToolCallRequest {
-                id: if acc.id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    acc.id
-                },
+                id: if acc.id.is_empty() { format!("call_{index}") } else { acc.id },
                 name: acc.name,
-                arguments: if acc.arguments.trim().is_empty() {
-                    "{}".into()
-                } else {
-                    acc.arguments
-                },
+                arguments: if acc.arguments.trim().is_empty() { "{}".into() } else { acc.arguments },
             })
             .collect();
         ChatResponse {
             content: self.content,
             tool_calls,
-            usage: provider.pricer.usage(
-                &provider.config.name,
-                &provider.config.model,
-                input,
-                output,
-            ),
+            usage: provider.pricer.usage(&provider.config.name, &provider.config.model, input, output),
         }
     }
 }

@@ -21,9 +21,7 @@ pub struct ModelPrice {
 impl ModelPrice {
     /// The cost of a call with these token counts.
     pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_million
-            + output_tokens as f64 * self.output_per_million)
-            / 1_000_000.0
+        (input_tokens as f64 * self.input_per_million + output_tokens as f64 * self.output_per_million) / 1_000_000.0
     }
 }
 
@@ -53,13 +51,7 @@ impl PriceTable {
 
     /// Adds a price in USD per million input and output tokens.
     pub fn with_price(mut self, model: impl Into<String>, input: f64, output: f64) -> Self {
-        self.insert(
-            model,
-            ModelPrice {
-                input_per_million: input,
-                output_per_million: output,
-            },
-        );
+        self.insert(model, ModelPrice { input_per_million: input, output_per_million: output });
         self
     }
 
@@ -85,8 +77,7 @@ impl PriceTable {
 
     /// The cost of a call, or `None` when the model has no price.
     pub fn cost(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<f64> {
-        self.lookup(model)
-            .map(|p| p.cost(input_tokens, output_tokens))
+        self.lookup(model).map(|p| p.cost(input_tokens, output_tokens))
     }
 
     /// Whether the table has no prices.
@@ -106,11 +97,7 @@ pub(crate) struct Pricer {
 impl Pricer {
     pub(crate) fn new(table: PriceTable, model: &str) -> Self {
         let known = table.lookup(model).is_some();
-        Self {
-            table,
-            known,
-            warned: std::sync::atomic::AtomicBool::new(false),
-        }
+        Self { table, known, warned: std::sync::atomic::AtomicBool::new(false) }
     }
 
     pub(crate) fn known(&self) -> bool {
@@ -118,13 +105,7 @@ impl Pricer {
     }
 
     /// The usage of one call, with its cost (0, flagged by a warning, when unpriced).
-    pub(crate) fn usage(
-        &self,
-        provider: &str,
-        model: &str,
-        input_tokens: u64,
-        output_tokens: u64,
-    ) -> super::Usage {
+    pub(crate) fn usage(&self, provider: &str, model: &str, input_tokens: u64, output_tokens: u64) -> super::Usage {
         let cost_usd = match self.table.cost(model, input_tokens, output_tokens) {
             Some(cost) => cost,
             None => {
@@ -140,11 +121,7 @@ impl Pricer {
                 0.0
             }
         };
-        super::Usage {
-            input_tokens,
-            output_tokens,
-            cost_usd,
-        }
+        super::Usage { input_tokens, output_tokens, cost_usd }
     }
 }
 
@@ -154,10 +131,11 @@ mod tests {
 
     #[test]
     fn exact_key_beats_prefix_and_longest_prefix_wins() {
-        let t = PriceTable::new()
-            .with_price("claude*", 1.0, 1.0)
-            .with_price("claude-opus*", 15.0, 75.0)
-            .with_price("claude-opus-4-1", 2.0, 2.0);
+        let t = PriceTable::new().with_price("claude*", 1.0, 1.0).with_price("claude-opus*", 15.0, 75.0).with_price(
+            "claude-opus-4-1",
+            2.0,
+            2.0,
+        );
         assert_eq!(t.lookup("claude-opus-4-1").unwrap().input_per_million, 2.0);
         assert_eq!(t.lookup("claude-opus-4-0").unwrap().input_per_million, 15.0);
         assert_eq!(t.lookup("claude-haiku").unwrap().input_per_million, 1.0);
@@ -166,10 +144,7 @@ mod tests {
 
     #[test]
     fn cost_is_per_million_tokens() {
-        let p = ModelPrice {
-            input_per_million: 3.0,
-            output_per_million: 15.0,
-        };
+        let p = ModelPrice { input_per_million: 3.0, output_per_million: 15.0 };
         assert!((p.cost(2_000, 500) - 0.0135).abs() < 1e-12);
     }
 }

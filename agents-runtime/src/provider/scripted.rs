@@ -12,11 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A plain text answer (no tool calls, no usage).
 pub fn reply(text: impl Into<String>) -> ChatResponse {
-    ChatResponse {
-        content: text.into(),
-        tool_calls: Vec::new(),
-        usage: Usage::default(),
-    }
+    ChatResponse { content: text.into(), tool_calls: Vec::new(), usage: Usage::default() }
 }
 
 /// An answer that calls one tool with `arguments` (raw JSON text). The id is left empty; the
@@ -27,9 +23,7 @@ pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>) -> ChatR
 
 /// An answer that calls several tools at once (parallel tool calls), ids as for
 /// [`tool_call`].
-pub fn tool_calls<N: Into<String>, A: Into<String>>(
-    calls: impl IntoIterator<Item = (N, A)>,
-) -> ChatResponse {
+pub fn tool_calls<N: Into<String>, A: Into<String>>(calls: impl IntoIterator<Item = (N, A)>) -> ChatResponse {
     ChatResponse {
         content: String::new(),
         tool_calls: calls
@@ -228,25 +222,13 @@ pub fn last_user_message(request: &ChatRequest) -> Option<&str> {
 
 /// The tool results that arrived after the last user message (this turn's tool rounds).
 pub fn tool_outcomes(request: &ChatRequest) -> Vec<ToolOutcome<'_>> {
-    let start = request
-        .messages
-        .iter()
-        .rposition(|m| matches!(m, ChatMessage::User { .. }))
-        .map_or(0, |i| i + 1);
+    let start = request.messages.iter().rposition(|m| matches!(m, ChatMessage::User { .. })).map_or(0, |i| i + 1);
     request.messages[start..]
         .iter()
         .filter_map(|m| match m {
-            ChatMessage::Tool {
-                call_id,
-                name,
-                content,
-                is_error,
-            } => Some(ToolOutcome {
-                call_id,
-                name,
-                content,
-                is_error: *is_error,
-            }),
+            ChatMessage::Tool { call_id, name, content, is_error } => {
+                Some(ToolOutcome { call_id, name, content, is_error: *is_error })
+            }
             _ => None,
         })
         .collect()
@@ -257,11 +239,7 @@ type SummaryFn = dyn Fn(&[ToolOutcome<'_>]) -> String + Send + Sync;
 
 enum Rule {
     Custom(Box<RuleFn>),
-    Keyword {
-        keywords: Vec<String>,
-        tool: String,
-        template: String,
-    },
+    Keyword { keywords: Vec<String>, tool: String, template: String },
 }
 
 /// A rule-based offline model, good enough to drive an example agent interactively without
@@ -403,22 +381,14 @@ impl RuleProvider {
     }
 
     /// Adds a custom rule, consulted in every round before everything else.
-    pub fn when(
-        mut self,
-        rule: impl Fn(&ChatRequest) -> Option<ChatResponse> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn when(mut self, rule: impl Fn(&ChatRequest) -> Option<ChatResponse> + Send + Sync + 'static) -> Self {
         self.rules.push(Rule::Custom(Box::new(rule)));
         self
     }
 
     /// When `keyword` appears in the user's message, call `tool` with the `arguments`
     /// template (see the type's documentation for placeholders).
-    pub fn on_keyword(
-        self,
-        keyword: impl Into<String>,
-        tool: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
+    pub fn on_keyword(self, keyword: impl Into<String>, tool: impl Into<String>, arguments: impl Into<String>) -> Self {
         self.on_any_keyword([keyword], tool, arguments)
     }
 
@@ -430,10 +400,7 @@ impl RuleProvider {
         arguments: impl Into<String>,
     ) -> Self {
         self.rules.push(Rule::Keyword {
-            keywords: keywords
-                .into_iter()
-                .map(|k| k.into().to_lowercase())
-                .collect(),
+            keywords: keywords.into_iter().map(|k| k.into().to_lowercase()).collect(),
             tool: tool.into(),
             template: arguments.into(),
         });
@@ -447,10 +414,7 @@ impl RuleProvider {
     }
 
     /// How to answer once tool results arrived (default: one line per result).
-    pub fn summarize_with(
-        mut self,
-        summarize: impl Fn(&[ToolOutcome<'_>]) -> String + Send + Sync + 'static,
-    ) -> Self {
+    pub fn summarize_with(mut self, summarize: impl Fn(&[ToolOutcome<'_>]) -> String + Send + Sync + 'static) -> Self {
         self.summarize = Some(Box::new(summarize));
         self
     }
@@ -473,12 +437,7 @@ impl RuleProvider {
         let message = last_user_message(request).unwrap_or_default();
         let mut calls: Vec<(String, String)> = Vec::new();
         for rule in &self.rules {
-            let Rule::Keyword {
-                keywords,
-                tool,
-                template,
-            } = rule
-            else {
+            let Rule::Keyword { keywords, tool, template } = rule else {
                 continue;
             };
             let offered = request.tools.iter().any(|t| &t.name == tool);
@@ -546,9 +505,8 @@ fn contains_word(haystack: &str, needle: &str) -> bool {
     }
     let hay = haystack.to_lowercase();
     let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-    hay.match_indices(needle).any(|(at, _)| {
-        !is_word(hay[..at].chars().next_back()) && !is_word(hay[at + needle.len()..].chars().next())
-    })
+    hay.match_indices(needle)
+        .any(|(at, _)| !is_word(hay[..at].chars().next_back()) && !is_word(hay[at + needle.len()..].chars().next()))
 }
 
 /// The contents of a JSON string literal for `text`, without the quotes.
@@ -579,9 +537,7 @@ fn render(template: &str, message: &str) -> Option<String> {
         let value = match placeholder {
             Some(("message", _)) => Some(json_escape(message)),
             Some(("number", _)) => Some(first_number(message)?),
-            Some((p, _)) if p.starts_with("after:") => {
-                Some(json_escape(&word_after(message, &p["after:".len()..])?))
-            }
+            Some((p, _)) if p.starts_with("after:") => Some(json_escape(&word_after(message, &p["after:".len()..])?)),
             _ => None,
         };
         match (value, placeholder) {
@@ -601,10 +557,7 @@ fn render(template: &str, message: &str) -> Option<String> {
 
 fn first_number(message: &str) -> Option<String> {
     let start = message.find(|c: char| c.is_ascii_digit())?;
-    let digits: String = message[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = message[start..].chars().take_while(char::is_ascii_digit).collect();
     Some(digits)
 }
 
@@ -643,14 +596,8 @@ mod tests {
     fn templates_fill_placeholders_and_keep_other_braces() {
         let m = "Show patient 42 in \"ward\" B";
         assert_eq!(render(r#"{"id": {number}}"#, m).unwrap(), r#"{"id": 42}"#);
-        assert_eq!(
-            render(r#"{"q": "{message}"}"#, m).unwrap(),
-            r#"{"q": "Show patient 42 in \"ward\" B"}"#
-        );
-        assert_eq!(
-            render(r#"{"where": "{after:in}"}"#, m).unwrap(),
-            r#"{"where": "ward"}"#
-        );
+        assert_eq!(render(r#"{"q": "{message}"}"#, m).unwrap(), r#"{"q": "Show patient 42 in \"ward\" B"}"#);
+        assert_eq!(render(r#"{"where": "{after:in}"}"#, m).unwrap(), r#"{"where": "ward"}"#);
         assert_eq!(render("{}", m).unwrap(), "{}");
         assert_eq!(render(r#"{"id": {number}}"#, "no digits"), None);
         assert_eq!(render(r#"{"c": "{after:in}"}"#, "weather"), None);

@@ -31,10 +31,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> Value {
@@ -122,11 +119,8 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
+    let length: usize =
+        headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = buf[head_end + 4..].to_vec();
     while body.len() < length {
         let n = socket.read(&mut chunk).await.ok()?;
@@ -135,12 +129,7 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    Some(Recorded {
-        method,
-        path,
-        headers,
-        body,
-    })
+    Some(Recorded { method, path, headers, body })
 }
 
 /// A complete JSON response.
@@ -209,9 +198,7 @@ impl Tokens {
 }
 
 pub fn user(text: &str) -> ChatMessage {
-    ChatMessage::User {
-        content: text.into(),
-    }
+    ChatMessage::User { content: text.into() }
 }
 
 pub fn weather_tool() -> ToolDefinition {
@@ -227,10 +214,5 @@ pub fn weather_tool() -> ToolDefinition {
 }
 
 pub fn request(messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) -> ChatRequest {
-    ChatRequest {
-        system: "You are terse.".into(),
-        messages,
-        tools,
-        response_schema: None,
-    }
+    ChatRequest { system: "You are terse.".into(), messages, tools, response_schema: None }
 }

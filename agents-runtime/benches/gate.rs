@@ -1,0 +1,325 @@
+//! The gate's cost per call against a hand-written baseline, and its growth with the number
+//! of tools.
+//!
+//! - `baseline`: `serde_json::from_str::<Args>` plus a direct call of the same body, result
+//!   converted to JSON (what a hand-written endpoint does).
+//! - `gate_audit_built`: `DirectSession::call` (lookup, strict parse, availability, one
+//!   interceptor, typed deserialize, the `proposed` and `executed` records built, sealed and
+//!   hashed by a sink that does no I/O, events, digest).
+//! - `gate_no_audit`: the same steps without audit records and events, composed from the
+//!   registry (`Registry::entry`, strict parse, snapshot check, interceptor, typed parse, body).
+//!
+//! 60-tool and 600-tool agents are stamped out by `macro_rules!`; the called tool is the last
+//! one each agent lists. Run: `cargo bench -p agents-runtime --bench gate`.
+#![recursion_limit = "1024"]
+#![allow(missing_docs)]
+
+use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, GENESIS_HASH};
+use agents_runtime::interceptor::{Decision, Interception, Interceptor};
+use agents_runtime::provider::ScriptedProvider;
+use agents_runtime::run::DirectSession;
+use agents_runtime::{Principal, Registry, RoleMap, Runtime, Tool, agent, permissions, tool};
+use criterion::{Criterion, criterion_group};
+use futures::future::BoxFuture;
+use std::collections::BTreeSet;
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+permissions! {
+    pub mod perms { bench.read }
+}
+
+/// What every stamped tool returns.
+#[derive(serde::Serialize)]
+pub struct Found {
+    id: u64,
+    name: String,
+    tags: usize,
+}
+
+/// The body shared by the tools and the baseline.
+fn body(id: u64, name: &str, tags: &[String]) -> Found {
+    Found { id, name: name.to_owned(), tags: tags.len() }
+}
+
+macro_rules! stamp_tools {
+    ($($t:ident)*) => {$(
+        /// Looks a record up.
+        #[tool(permission = perms::bench::read)]
+        async fn $t(id: u64, name: String, tags: Vec<String>) -> Result<Found, String> {
+            Ok(body(id, &name, &tags))
+        }
+    )*};
+}
+
+macro_rules! stamp_agent {
+    ($agent:ident; $($t:ident)*) => {
+        agent! {
+            /// A benchmark agent.
+            pub struct $agent;
+            tools: [$($t),*],
+        }
+    };
+}
+
+stamp_tools! {
+        t000 t001 t002 t003 t004 t005 t006 t007 t008 t009 t010 t011 t012 t013 t014 t015 t016 t017 t018 t019
+        t020 t021 t022 t023 t024 t025 t026 t027 t028 t029 t030 t031 t032 t033 t034 t035 t036 t037 t038 t039
+        t040 t041 t042 t043 t044 t045 t046 t047 t048 t049 t050 t051 t052 t053 t054 t055 t056 t057 t058 t059
+        t060 t061 t062 t063 t064 t065 t066 t067 t068 t069 t070 t071 t072 t073 t074 t075 t076 t077 t078 t079
+        t080 t081 t082 t083 t084 t085 t086 t087 t088 t089 t090 t091 t092 t093 t094 t095 t096 t097 t098 t099
+        t100 t101 t102 t103 t104 t105 t106 t107 t108 t109 t110 t111 t112 t113 t114 t115 t116 t117 t118 t119
+        t120 t121 t122 t123 t124 t125 t126 t127 t128 t129 t130 t131 t132 t133 t134 t135 t136 t137 t138 t139
+        t140 t141 t142 t143 t144 t145 t146 t147 t148 t149 t150 t151 t152 t153 t154 t155 t156 t157 t158 t159
+        t160 t161 t162 t163 t164 t165 t166 t167 t168 t169 t170 t171 t172 t173 t174 t175 t176 t177 t178 t179
+        t180 t181 t182 t183 t184 t185 t186 t187 t188 t189 t190 t191 t192 t193 t194 t195 t196 t197 t198 t199
+        t200 t201 t202 t203 t204 t205 t206 t207 t208 t209 t210 t211 t212 t213 t214 t215 t216 t217 t218 t219
+        t220 t221 t222 t223 t224 t225 t226 t227 t228 t229 t230 t231 t232 t233 t234 t235 t236 t237 t238 t239
+        t240 t241 t242 t243 t244 t245 t246 t247 t248 t249 t250 t251 t252 t253 t254 t255 t256 t257 t258 t259
+        t260 t261 t262 t263 t264 t265 t266 t267 t268 t269 t270 t271 t272 t273 t274 t275 t276 t277 t278 t279
+        t280 t281 t282 t283 t284 t285 t286 t287 t288 t289 t290 t291 t292 t293 t294 t295 t296 t297 t298 t299
+        t300 t301 t302 t303 t304 t305 t306 t307 t308 t309 t310 t311 t312 t313 t314 t315 t316 t317 t318 t319
+        t320 t321 t322 t323 t324 t325 t326 t327 t328 t329 t330 t331 t332 t333 t334 t335 t336 t337 t338 t339
+        t340 t341 t342 t343 t344 t345 t346 t347 t348 t349 t350 t351 t352 t353 t354 t355 t356 t357 t358 t359
+        t360 t361 t362 t363 t364 t365 t366 t367 t368 t369 t370 t371 t372 t373 t374 t375 t376 t377 t378 t379
+        t380 t381 t382 t383 t384 t385 t386 t387 t388 t389 t390 t391 t392 t393 t394 t395 t396 t397 t398 t399
+        t400 t401 t402 t403 t404 t405 t406 t407 t408 t409 t410 t411 t412 t413 t414 t415 t416 t417 t418 t419
+        t420 t421 t422 t423 t424 t425 t426 t427 t428 t429 t430 t431 t432 t433 t434 t435 t436 t437 t438 t439
+        t440 t441 t442 t443 t444 t445 t446 t447 t448 t449 t450 t451 t452 t453 t454 t455 t456 t457 t458 t459
+        t460 t461 t462 t463 t464 t465 t466 t467 t468 t469 t470 t471 t472 t473 t474 t475 t476 t477 t478 t479
+        t480 t481 t482 t483 t484 t485 t486 t487 t488 t489 t490 t491 t492 t493 t494 t495 t496 t497 t498 t499
+        t500 t501 t502 t503 t504 t505 t506 t507 t508 t509 t510 t511 t512 t513 t514 t515 t516 t517 t518 t519
+        t520 t521 t522 t523 t524 t525 t526 t527 t528 t529 t530 t531 t532 t533 t534 t535 t536 t537 t538 t539
+        t540 t541 t542 t543 t544 t545 t546 t547 t548 t549 t550 t551 t552 t553 t554 t555 t556 t557 t558 t559
+        t560 t561 t562 t563 t564 t565 t566 t567 t568 t569 t570 t571 t572 t573 t574 t575 t576 t577 t578 t579
+        t580 t581 t582 t583 t584 t585 t586 t587 t588 t589 t590 t591 t592 t593 t594 t595 t596 t597 t598 t599
+}
+
+stamp_agent! { Small;
+        t000 t001 t002 t003 t004 t005 t006 t007 t008 t009 t010 t011 t012 t013 t014 t015 t016 t017 t018 t019
+        t020 t021 t022 t023 t024 t025 t026 t027 t028 t029 t030 t031 t032 t033 t034 t035 t036 t037 t038 t039
+        t040 t041 t042 t043 t044 t045 t046 t047 t048 t049 t050 t051 t052 t053 t054 t055 t056 t057 t058 t059
+}
+
+stamp_agent! { Big;
+        t000 t001 t002 t003 t004 t005 t006 t007 t008 t009 t010 t011 t012 t013 t014 t015 t016 t017 t018 t019
+        t020 t021 t022 t023 t024 t025 t026 t027 t028 t029 t030 t031 t032 t033 t034 t035 t036 t037 t038 t039
+        t040 t041 t042 t043 t044 t045 t046 t047 t048 t049 t050 t051 t052 t053 t054 t055 t056 t057 t058 t059
+        t060 t061 t062 t063 t064 t065 t066 t067 t068 t069 t070 t071 t072 t073 t074 t075 t076 t077 t078 t079
+        t080 t081 t082 t083 t084 t085 t086 t087 t088 t089 t090 t091 t092 t093 t094 t095 t096 t097 t098 t099
+        t100 t101 t102 t103 t104 t105 t106 t107 t108 t109 t110 t111 t112 t113 t114 t115 t116 t117 t118 t119
+        t120 t121 t122 t123 t124 t125 t126 t127 t128 t129 t130 t131 t132 t133 t134 t135 t136 t137 t138 t139
+        t140 t141 t142 t143 t144 t145 t146 t147 t148 t149 t150 t151 t152 t153 t154 t155 t156 t157 t158 t159
+        t160 t161 t162 t163 t164 t165 t166 t167 t168 t169 t170 t171 t172 t173 t174 t175 t176 t177 t178 t179
+        t180 t181 t182 t183 t184 t185 t186 t187 t188 t189 t190 t191 t192 t193 t194 t195 t196 t197 t198 t199
+        t200 t201 t202 t203 t204 t205 t206 t207 t208 t209 t210 t211 t212 t213 t214 t215 t216 t217 t218 t219
+        t220 t221 t222 t223 t224 t225 t226 t227 t228 t229 t230 t231 t232 t233 t234 t235 t236 t237 t238 t239
+        t240 t241 t242 t243 t244 t245 t246 t247 t248 t249 t250 t251 t252 t253 t254 t255 t256 t257 t258 t259
+        t260 t261 t262 t263 t264 t265 t266 t267 t268 t269 t270 t271 t272 t273 t274 t275 t276 t277 t278 t279
+        t280 t281 t282 t283 t284 t285 t286 t287 t288 t289 t290 t291 t292 t293 t294 t295 t296 t297 t298 t299
+        t300 t301 t302 t303 t304 t305 t306 t307 t308 t309 t310 t311 t312 t313 t314 t315 t316 t317 t318 t319
+        t320 t321 t322 t323 t324 t325 t326 t327 t328 t329 t330 t331 t332 t333 t334 t335 t336 t337 t338 t339
+        t340 t341 t342 t343 t344 t345 t346 t347 t348 t349 t350 t351 t352 t353 t354 t355 t356 t357 t358 t359
+        t360 t361 t362 t363 t364 t365 t366 t367 t368 t369 t370 t371 t372 t373 t374 t375 t376 t377 t378 t379
+        t380 t381 t382 t383 t384 t385 t386 t387 t388 t389 t390 t391 t392 t393 t394 t395 t396 t397 t398 t399
+        t400 t401 t402 t403 t404 t405 t406 t407 t408 t409 t410 t411 t412 t413 t414 t415 t416 t417 t418 t419
+        t420 t421 t422 t423 t424 t425 t426 t427 t428 t429 t430 t431 t432 t433 t434 t435 t436 t437 t438 t439
+        t440 t441 t442 t443 t444 t445 t446 t447 t448 t449 t450 t451 t452 t453 t454 t455 t456 t457 t458 t459
+        t460 t461 t462 t463 t464 t465 t466 t467 t468 t469 t470 t471 t472 t473 t474 t475 t476 t477 t478 t479
+        t480 t481 t482 t483 t484 t485 t486 t487 t488 t489 t490 t491 t492 t493 t494 t495 t496 t497 t498 t499
+        t500 t501 t502 t503 t504 t505 t506 t507 t508 t509 t510 t511 t512 t513 t514 t515 t516 t517 t518 t519
+        t520 t521 t522 t523 t524 t525 t526 t527 t528 t529 t530 t531 t532 t533 t534 t535 t536 t537 t538 t539
+        t540 t541 t542 t543 t544 t545 t546 t547 t548 t549 t550 t551 t552 t553 t554 t555 t556 t557 t558 t559
+        t560 t561 t562 t563 t564 t565 t566 t567 t568 t569 t570 t571 t572 t573 t574 t575 t576 t577 t578 t579
+        t580 t581 t582 t583 t584 t585 t586 t587 t588 t589 t590 t591 t592 t593 t594 t595 t596 t597 t598 t599
+}
+
+const ARGS: &str = r#"{"id": 4711, "name": "Ann Example", "tags": ["ankle", "rehab", "u19"]}"#;
+
+/// Seals every record onto a hash chain (sequence, previous hash, SHA-256) and returns it
+/// without any I/O: the cost of building the audit record, not of storing it.
+#[derive(Default)]
+struct NoIoSink {
+    chain: Mutex<(u64, String)>,
+}
+
+impl AuditSink for NoIoSink {
+    fn append(&self, mut record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+        let mut chain = self.chain.lock().unwrap();
+        let prev = if chain.0 == 0 { GENESIS_HASH.to_owned() } else { chain.1.clone() };
+        record.seal(chain.0 + 1, &prev);
+        chain.0 += 1;
+        chain.1 = record.hash.clone();
+        Box::pin(std::future::ready(Ok(record)))
+    }
+}
+
+fn proceed(_: Interception<'_>) -> Decision {
+    Decision::Proceed
+}
+
+fn principal() -> Principal {
+    Principal::new("u1", "org1", "analyst")
+}
+
+fn runtime() -> Runtime {
+    Runtime::builder(Arc::new(NoIoSink::default()), Arc::new(ScriptedProvider::new([])))
+        .roles(RoleMap::new().role("analyst", ["bench.read"]))
+        .interceptor(Arc::new(proceed))
+        .build()
+}
+
+fn baseline() -> serde_json::Value {
+    let args: T059Args = serde_json::from_str(black_box(ARGS)).unwrap();
+    serde_json::to_value(args.body()).unwrap()
+}
+
+/// The body called with a tool's typed arguments.
+trait Body {
+    fn body(self) -> Found;
+}
+
+macro_rules! body_for {
+    ($($args:ident)*) => {$(
+        impl Body for $args {
+            fn body(self) -> Found {
+                body(self.id, &self.name, &self.tags)
+            }
+        }
+    )*};
+}
+body_for!(T059Args T599Args);
+
+/// The gate's checks without audit records or events, from the registry the macros generate.
+struct Bare<A: Registry, T: Tool> {
+    snapshot: BTreeSet<&'static str>,
+    interceptors: Vec<Arc<dyn Interceptor>>,
+    principal: Principal,
+    _agent: std::marker::PhantomData<(A, T)>,
+}
+
+impl<A: Registry, T: Tool> Bare<A, T>
+where
+    T::Args: Body,
+{
+    fn new() -> Self {
+        let roles = RoleMap::new().role("analyst", ["bench.read"]);
+        let principal = principal();
+        let snapshot = A::tools().iter().filter(|t| roles.has_permission(&principal.role, t.permission)).map(|t| t.name).collect();
+        Bare { snapshot, interceptors: vec![Arc::new(proceed)], principal, _agent: std::marker::PhantomData }
+    }
+
+    async fn call(&self, name: &str, text: &str) -> serde_json::Value {
+        let entry = if self.snapshot.contains(name) { A::entry(name) } else { None };
+        let entry = entry.expect("available");
+        let value = agents_runtime::core::strict::parse_args(text).unwrap();
+        let typed = (entry.parse)(value.clone()).unwrap();
+        for i in &self.interceptors {
+            let d = i.before_call(Interception { principal: &self.principal, spec: entry.spec, args: &value, run_id: "bench" }).await;
+            assert_eq!(d, Decision::Proceed);
+        }
+        let args = typed.downcast::<T::Args>().expect("the registry parses to the tool's args");
+        serde_json::to_value(args.body()).unwrap()
+    }
+}
+
+struct Fixture {
+    rt: tokio::runtime::Runtime,
+    small: DirectSession<Small>,
+    big: DirectSession<Big>,
+    bare_small: Bare<Small, t059>,
+    bare_big: Bare<Big, t599>,
+}
+
+fn fixture() -> Fixture {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = runtime();
+    let small = rt.block_on(runtime.direct::<Small>(principal(), "bench-small", None)).unwrap();
+    let big = rt.block_on(runtime.direct::<Big>(principal(), "bench-big", None)).unwrap();
+    let f = Fixture { rt, small, big, bare_small: Bare::new(), bare_big: Bare::new() };
+    // Every path answers the same thing.
+    let want = baseline();
+    assert_eq!(f.rt.block_on(f.small.call("c", SMALL_TOOL, ARGS)).content, want);
+    assert_eq!(f.rt.block_on(f.big.call("c", BIG_TOOL, ARGS)).content, want);
+    assert_eq!(f.rt.block_on(f.bare_small.call(SMALL_TOOL, ARGS)), want);
+    assert_eq!(f.rt.block_on(f.bare_big.call(BIG_TOOL, ARGS)), want);
+    f
+}
+
+const SMALL_TOOL: &str = "t059";
+const BIG_TOOL: &str = "t599";
+
+fn bench(c: &mut Criterion) {
+    let f = fixture();
+    let mut g = c.benchmark_group("gate");
+    g.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    g.bench_function("baseline", |b| b.iter(baseline));
+    g.bench_function("gate_audit_built_60", |b| b.to_async(&f.rt).iter(|| f.small.call("c", SMALL_TOOL, ARGS)));
+    g.bench_function("gate_audit_built_600", |b| b.to_async(&f.rt).iter(|| f.big.call("c", BIG_TOOL, ARGS)));
+    g.bench_function("gate_no_audit_60", |b| b.to_async(&f.rt).iter(|| f.bare_small.call(SMALL_TOOL, ARGS)));
+    g.bench_function("gate_no_audit_600", |b| b.to_async(&f.rt).iter(|| f.bare_big.call(BIG_TOOL, ARGS)));
+    g.finish();
+}
+
+/// Nanoseconds per call: the best of several rounds, rounds of each path interleaved.
+fn ratios() {
+    let f = fixture();
+    const N: u32 = 20_000;
+    let mut best = [f64::INFINITY; 5];
+    for _ in 0..7 {
+        let paths: [&dyn Fn(); 5] = [
+            &|| f.rt.block_on(async {
+                for _ in 0..N {
+                    black_box(baseline());
+                }
+            }),
+            &|| f.rt.block_on(async {
+                for _ in 0..N {
+                    black_box(f.small.call("c", SMALL_TOOL, ARGS).await);
+                }
+            }),
+            &|| f.rt.block_on(async {
+                for _ in 0..N {
+                    black_box(f.big.call("c", BIG_TOOL, ARGS).await);
+                }
+            }),
+            &|| f.rt.block_on(async {
+                for _ in 0..N {
+                    black_box(f.bare_small.call(SMALL_TOOL, ARGS).await);
+                }
+            }),
+            &|| f.rt.block_on(async {
+                for _ in 0..N {
+                    black_box(f.bare_big.call(BIG_TOOL, ARGS).await);
+                }
+            }),
+        ];
+        for (i, p) in paths.iter().enumerate() {
+            let t = Instant::now();
+            p();
+            best[i] = best[i].min(t.elapsed().as_nanos() as f64 / f64::from(N));
+        }
+    }
+    let [base, gate60, gate600, bare60, bare600] = best;
+    println!();
+    println!("per call (best of 7 rounds of {N}):");
+    println!("  baseline (from_str + body)        {base:>9.0} ns");
+    println!("  gate, audit record built, 60      {gate60:>9.0} ns");
+    println!("  gate, audit record built, 600     {gate600:>9.0} ns");
+    println!("  gate, no audit record, 60         {bare60:>9.0} ns");
+    println!("  gate, no audit record, 600        {bare600:>9.0} ns");
+    println!("ratios:");
+    println!("  gate (audit built) / baseline     {:>6.2}x  (target <= 4.0x)", gate60 / base);
+    println!("  gate (no audit) / baseline        {:>6.2}x  (target <= 2.0x)", bare60 / base);
+    println!("  600 / 60 tools, audit built       {:>6.2}x  (target <= 1.10x)", gate600 / gate60);
+    println!("  600 / 60 tools, no audit          {:>6.2}x  (target <= 1.10x)", bare600 / bare60);
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    ratios();
+}

@@ -1,0 +1,284 @@
+//! The MCP server handler: `tools/list` from the availability snapshot, `tools/call` through
+//! the gate, confirmation through elicitation.
+
+use super::McpOptions;
+use crate::core::{Principal, Risk, Tier, ToolSpec};
+use crate::events::Event;
+use crate::run::{ConfirmRequest, Confirmer, DirectSession, Runtime, Verdict};
+use crate::tool::Registry;
+use futures::future::BoxFuture;
+use rmcp::model::ContentBlock;
+use rmcp::model::{
+    BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, PrimitiveSchemaDefinition, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// The name of the boolean field a person sets in the elicitation form.
+pub(crate) const APPROVE_FIELD: &str = "approve";
+
+/// An MCP server for agent `A`: one per MCP session. Every call goes through a
+/// [`DirectSession`] bound to one principal; the MCP layer never runs a tool itself.
+pub struct McpServer<A: Registry> {
+    runtime: Runtime,
+    /// The principal from configuration (stdio); `None` takes it from the HTTP request.
+    configured: Option<Principal>,
+    options: McpOptions,
+    session_id: String,
+    bound: OnceCell<Arc<Bound<A>>>,
+}
+
+struct Bound<A: Registry> {
+    principal: Principal,
+    session: DirectSession<A>,
+    tools: Vec<Tool>,
+}
+
+impl<A: Registry> std::fmt::Debug for McpServer<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("agent", &A::SPEC.name)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Registry> McpServer<A> {
+    /// A server for one MCP session. With `principal` set the session acts for it; without,
+    /// the principal comes from each HTTP request (see [`serve_http`](super::serve_http)),
+    /// and the first one binds the session.
+    pub fn new(runtime: Runtime, principal: Option<Principal>, options: McpOptions) -> Self {
+        let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));
+        McpServer { runtime, configured: principal, options, session_id, bound: OnceCell::new() }
+    }
+
+    fn principal_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        if let Some(p) = &self.configured {
+            return Ok(p.clone());
+        }
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::invalid_request("no principal for this request: authenticate with a bearer token", None)
+            })
+    }
+
+    async fn bound(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Bound<A>>, ErrorData> {
+        let principal = self.principal_of(ctx)?;
+        let bound = self
+            .bound
+            .get_or_try_init(|| async {
+                let elicits = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+                let confirmer: Option<Arc<dyn Confirmer>> = if elicits {
+                    Some(Arc::new(ElicitConfirmer { peer: ctx.peer.clone(), timeout: self.options.elicitation_timeout }))
+                } else {
+                    None
+                };
+                let session = self
+                    .runtime
+                    .direct::<A>(principal.clone(), &self.session_id, confirmer)
+                    .await
+                    .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+                let tools = session.available().into_iter().map(|spec| tool_of(spec, session.input_schema(spec.name))).collect();
+                tracing::info!(session_id = %self.session_id, user = %principal.user_id, elicitation = elicits, "MCP session bound");
+                Ok::<_, ErrorData>(Arc::new(Bound { principal: principal.clone(), session, tools }))
+            })
+            .await?;
+        if bound.principal != principal {
+            tracing::warn!(session_id = %self.session_id, "request for another principal refused on a bound MCP session");
+            return Err(ErrorData::invalid_request(
+                "this MCP session belongs to another principal; start a new session with your own token",
+                None,
+            ));
+        }
+        Ok(bound.clone())
+    }
+}
+
+/// The MCP tool definition of a spec: the cached input schema and tier annotations.
+pub(crate) fn tool_of(spec: &ToolSpec, schema: Option<&Value>) -> Tool {
+    let input: JsonObject = match schema {
+        Some(Value::Object(m)) => m.clone(),
+        _ => {
+            let mut m = JsonObject::new();
+            m.insert("type".into(), Value::String("object".into()));
+            m
+        }
+    };
+    let base = match spec.title {
+        Some(t) => ToolAnnotations::with_title(t),
+        None => ToolAnnotations::new(),
+    };
+    let annotations = match spec.tier {
+        Tier::Read => base.read_only(true),
+        Tier::Action => base.read_only(false).destructive(spec.risk >= Risk::High),
+        Tier::Handoff => base.read_only(false).destructive(false),
+    };
+    Tool::new(spec.name, spec.description, Arc::new(input)).with_annotations(annotations)
+}
+
+impl<A: Registry> ServerHandler for McpServer<A> {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(self.options.server_name.clone(), env!("CARGO_PKG_VERSION")));
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        if let Some(i) = &self.options.instructions {
+            info = info.with_instructions(i.clone());
+        }
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Elicitation is a server-to-client request, which later revisions removed.
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let bound = self.bound(&context).await?;
+        Ok(ListToolsResult::with_all_items(bound.tools.clone()))
+    }
+
+    fn get_tool(&self, _name: &str) -> Option<Tool> {
+        // The gate validates arguments (strict parse, typed parse); rmcp's own check is off.
+        None
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let bound = self.bound(&context).await?;
+        let arguments = match &request.arguments {
+            Some(m) => serde_json::to_string(m).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
+            None => "{}".to_owned(),
+        };
+        let call_id = format!("mcp-{}", uuid::Uuid::new_v4());
+        let name: &str = &request.name;
+        let spec = bound.session.available().into_iter().find(|s| s.name == name);
+        // Handoff records are published on the session's bus; listen before the call.
+        let mut events = matches!(spec.map(|s| s.tier), Some(Tier::Handoff)).then(|| bound.session.subscribe());
+        let out = bound.session.call(&call_id, name, &arguments).await;
+        let Some(_spec) = spec else {
+            // Refused and audited by the gate; unknown names are protocol errors in MCP.
+            let reason = out.content.get("error").and_then(Value::as_str).unwrap_or("unknown tool").to_owned();
+            return Err(ErrorData::invalid_params(reason, Some(json!({"tool": name}))));
+        };
+        let mut content = out.content;
+        if let Some(rx) = events.as_mut() {
+            while let Ok(event) = rx.try_recv() {
+                if let Event::Handoff { record, .. } = event {
+                    if record.call_id == call_id {
+                        if let Value::Object(m) = &mut content {
+                            m.insert("record".into(), serde_json::to_value(&record).unwrap_or(Value::Null));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(CallToolResponse::Complete(result_of(content, out.is_error)))
+    }
+}
+
+fn result_of(content: Value, is_error: bool) -> CallToolResult {
+    match (content.is_object(), is_error) {
+        (true, false) => CallToolResult::structured(content),
+        (true, true) => CallToolResult::structured_error(content),
+        (false, false) => CallToolResult::success(vec![ContentBlock::text(text_of(content))]),
+        (false, true) => CallToolResult::error(vec![ContentBlock::text(text_of(content))]),
+    }
+}
+
+fn text_of(content: Value) -> String {
+    match content {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Asks the person behind the MCP client through a form elicitation.
+struct ElicitConfirmer {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+/// The text a person reads before deciding.
+pub(crate) fn elicitation_message(request: &ConfirmRequest) -> String {
+    let args = serde_json::to_string_pretty(&request.args).unwrap_or_else(|_| request.args.to_string());
+    format!(
+        "Confirm action: {}\n\nTool `{}` (risk: {}) will run with exactly these arguments (secrets masked):\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
+        request.title, request.tool, request.risk, args
+    )
+}
+
+/// The form a person fills in: one boolean.
+pub(crate) fn approval_schema() -> ElicitationSchema {
+    let mut props = BTreeMap::new();
+    props.insert(
+        APPROVE_FIELD.to_owned(),
+        PrimitiveSchemaDefinition::Boolean(
+            BooleanSchema::new()
+                .title("Approve")
+                .description("Run this action once, exactly as shown")
+                .with_default(false),
+        ),
+    );
+    ElicitationSchema::new(props).with_required(vec![APPROVE_FIELD.to_owned()])
+}
+
+impl Confirmer for ElicitConfirmer {
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Option<Verdict>> {
+        let peer = self.peer.clone();
+        let timeout = self.timeout;
+        Box::pin(async move {
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: elicitation_message(&request),
+                requested_schema: approval_schema(),
+            };
+            match peer.create_elicitation_with_timeout(params, Some(timeout)).await {
+                Ok(answer) => match answer.action {
+                    ElicitationAction::Accept => {
+                        let approved =
+                            answer.content.as_ref().and_then(|c| c.get(APPROVE_FIELD)).and_then(Value::as_bool)
+                                == Some(true);
+                        Some(if approved { Verdict::Approve } else { Verdict::Reject })
+                    }
+                    // Decline, cancel, or anything a later revision adds: nothing runs.
+                    _ => Some(Verdict::Reject),
+                },
+                Err(e) => {
+                    // No answer (timeout, client gone, transport error): fail closed now rather
+                    // than holding the call until the confirmation timeout.
+                    tracing::warn!(call_id = %request.call_id, error = %e, "elicitation got no answer; the action will not run");
+                    Some(Verdict::Reject)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! Helpers shared by the `run_*` integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, AuditStatus, MemorySink};
+use agents_runtime::events::Event;
+use agents_runtime::provider::{ChatMessage, ChatRequest};
+use agents_runtime::RunHandle;
+use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+fn counters() -> &'static Mutex<HashMap<String, usize>> {
+    static C: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Counts one execution of a tool handler in a session (tests use unique session ids).
+pub fn bump(session: &str) {
+    *counters().lock().unwrap().entry(session.to_owned()).or_default() += 1;
+}
+
+/// How many tool handlers ran in a session.
+pub fn ran(session: &str) -> usize {
+    counters().lock().unwrap().get(session).copied().unwrap_or(0)
+}
+
+fn seen() -> &'static Mutex<HashMap<String, Vec<String>>> {
+    static S: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Records what a handler received in a session.
+pub fn saw(session: &str, what: impl Into<String>) {
+    seen().lock().unwrap().entry(session.to_owned()).or_default().push(what.into());
+}
+
+/// What handlers received in a session, in order.
+pub fn seen_in(session: &str) -> Vec<String> {
+    seen().lock().unwrap().get(session).cloned().unwrap_or_default()
+}
+
+fn sinks() -> &'static Mutex<HashMap<String, Arc<MemorySink>>> {
+    static S: OnceLock<Mutex<HashMap<String, Arc<MemorySink>>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Makes a session's audit sink reachable from inside tool handlers.
+pub fn register_sink(session: &str, sink: Arc<MemorySink>) {
+    sinks().lock().unwrap().insert(session.to_owned(), sink);
+}
+
+/// The audit sink registered for a session.
+pub fn sink_of(session: &str) -> Option<Arc<MemorySink>> {
+    sinks().lock().unwrap().get(session).cloned()
+}
+
+/// The statuses in the sink, in chain order.
+pub fn statuses(sink: &MemorySink) -> Vec<AuditStatus> {
+    sink.records().iter().map(|r| r.status).collect()
+}
+
+/// The records with one status.
+pub fn with_status(sink: &MemorySink, status: AuditStatus) -> Vec<AuditRecord> {
+    sink.records().into_iter().filter(|r| r.status == status).collect()
+}
+
+/// The statuses of one call, in chain order.
+pub fn call_statuses(sink: &MemorySink, call_id: &str) -> Vec<AuditStatus> {
+    sink.records().iter().filter(|r| r.call_id.as_deref() == Some(call_id)).map(|r| r.status).collect()
+}
+
+/// The tool messages of a request (what the model was told about each call).
+pub fn tool_messages(request: &ChatRequest) -> Vec<(String, String, bool)> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool { name, content, is_error, .. } => Some((name.clone(), content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of the tools offered in a request, sorted.
+pub fn offered(request: &ChatRequest) -> Vec<String> {
+    let mut v: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+    v.sort();
+    v
+}
+
+/// Receives events until one matches, failing (not hanging) when the run goes quiet: with the
+/// clock paused, an idle runtime advances to the guard timer.
+pub async fn until<O>(run: &mut RunHandle<O>, mut pred: impl FnMut(&Event) -> bool) -> Event {
+    let wait = async {
+        loop {
+            match run.events().recv().await {
+                Some(e) if pred(&e) => return e,
+                Some(_) => {}
+                None => panic!("the run's event stream ended before the expected event"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(24 * 3600), wait).await.expect("the expected event never came")
+}
+
+/// Waits for a `confirm_required` event and returns its call id.
+pub async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
+    match until(run, |e| matches!(e, Event::ConfirmRequired { .. })).await {
+        Event::ConfirmRequired { call_id, .. } => call_id,
+        _ => unreachable!(),
+    }
+}
+
+/// An audit sink that refuses records with some statuses and stores the rest.
+pub struct RefusingSink {
+    pub inner: MemorySink,
+    pub refuse: Vec<AuditStatus>,
+}
+
+impl RefusingSink {
+    pub fn new(refuse: impl IntoIterator<Item = AuditStatus>) -> Self {
+        RefusingSink { inner: MemorySink::new(), refuse: refuse.into_iter().collect() }
+    }
+}
+
+impl AuditSink for RefusingSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+        if self.refuse.contains(&record.status) {
+            let status = record.status;
+            return Box::pin(async move { Err(AuditError::Refused(format!("test sink refuses `{}`", status.as_str()))) });
+        }
+        self.inner.append(record)
+    }
+}
+
+/// Receives every event up to and including `done`.
+pub async fn events_until_done<O>(run: &mut RunHandle<O>) -> Vec<Event> {
+    let mut out = Vec::new();
+    let wait = async {
+        while let Some(e) = run.events().recv().await {
+            let done = matches!(e, Event::Done { .. });
+            out.push(e);
+            if done {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(24 * 3600), wait).await.expect("the run never finished");
+    out
+}

@@ -1,0 +1,526 @@
+//! The program around the agent: the manifest commands, the offline demo and the chat.
+
+use super::store::Store;
+use super::{ADMIN, ATHLETE, COACH, DOCTOR, Kinetix, PHYSIO};
+use crate::console::{AuditTail, format_record, severe_failures, temp_audit_path};
+use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
+use agents_runtime::events::Event;
+use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
+use agents_runtime::provider::{Provider, ToolOutcome, provider_from_env};
+use agents_runtime::{Principal, RunOutcome, Runtime, Verdict};
+use serde_json::{Value, json};
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const USAGE: &str = "usage: clinic [--demo | chat [--as physio|doctor|coach|athlete|admin] | manifest | manifest-sha256]
+  (no arguments)   the offline demo (also when stdin is not a terminal)
+  chat             talk to Kinetix; set AGENTS_MODEL to use a real model, otherwise rules answer
+  manifest         print the permission manifest exactly (canonical JSON, no trailing newline)
+  manifest-sha256  print the manifest's SHA-256
+";
+
+/// Runs the clinic program with `args` (without the program name), writing to `out`.
+///
+/// `manifest` writes exactly [`Kinetix::MANIFEST`]; `manifest-sha256` writes
+/// [`Kinetix::MANIFEST_SHA256`] and a newline; `chat` on a terminal talks to the agent; no
+/// arguments, `--demo`, or `chat` without a terminal plays the offline demo.
+pub fn main_with(args: &[String], out: &mut dyn Write) -> io::Result<()> {
+    match args.first().map(String::as_str) {
+        Some("manifest") => out.write_all(Kinetix::MANIFEST.as_bytes()),
+        Some("manifest-sha256") => writeln!(out, "{}", Kinetix::MANIFEST_SHA256),
+        Some("-h" | "--help" | "help") => out.write_all(USAGE.as_bytes()),
+        Some("chat") if io::stdin().is_terminal() => {
+            let role = match args.get(1).map(String::as_str) {
+                Some("--as") => args.get(2).cloned().unwrap_or_else(|| PHYSIO.into()),
+                _ => PHYSIO.into(),
+            };
+            tokio_runtime()?.block_on(chat(&role, out))
+        }
+        None | Some("--demo" | "demo" | "chat") => tokio_runtime()?.block_on(run_demo(out)).map(|_| ()),
+        Some(other) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unknown command `{other}`\n{USAGE}"))),
+    }
+}
+
+fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+}
+
+/// The people of the demo (the application's own users; the agent has no account).
+pub mod people {
+    use super::*;
+
+    /// Priya Shah, physiotherapist at Northside FC.
+    pub fn priya() -> Principal {
+        Principal::new("u-priya", "org-northside", PHYSIO)
+    }
+    /// Dr. Ngozi Okafor, club doctor at Northside FC.
+    pub fn okafor() -> Principal {
+        Principal::new("u-okafor", "org-northside", DOCTOR)
+    }
+    /// Marco Rossi, first-team coach at Northside FC.
+    pub fn marco() -> Principal {
+        Principal::new("u-marco", "org-northside", COACH)
+    }
+    /// Avery Quinn, administrator at Northside FC.
+    pub fn admin() -> Principal {
+        Principal::new("u-admin", "org-northside", ADMIN)
+    }
+    /// Jane Doe, an athlete at Northside FC, linked to her athlete record `ath-101`.
+    pub fn jane() -> Principal {
+        Principal::new("u-jane", "org-northside", ATHLETE).with_subject("ath-101")
+    }
+    /// Sam, an athlete-role login at Northside FC that nobody linked to an athlete record.
+    pub fn sam_unlinked() -> Principal {
+        Principal::new("u-sam", "org-northside", ATHLETE)
+    }
+    /// Erik Holm, physiotherapist at Harbour Rowing Club (another tenant).
+    pub fn erik() -> Principal {
+        Principal::new("u-erik", "org-harbour", PHYSIO)
+    }
+}
+
+/// What the demo leaves behind, for checks.
+#[derive(Debug)]
+pub struct DemoReport {
+    /// The JSONL audit log it wrote.
+    pub audit_path: PathBuf,
+    /// The records, read back from that file.
+    pub records: Vec<AuditRecord>,
+}
+
+struct Screen<'a> {
+    out: &'a mut dyn Write,
+    tail: AuditTail,
+}
+
+impl Screen<'_> {
+    fn audit(&mut self) -> io::Result<()> {
+        for r in self.tail.poll()? {
+            writeln!(self.out, "      {}", format_record(&r))?;
+        }
+        Ok(())
+    }
+}
+
+fn short(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s }
+}
+
+/// How a person answers a confirmation prompt.
+enum Decider<'a> {
+    /// Scripted answers by tool name.
+    Scripted(&'a dyn Fn(&str) -> Verdict),
+    /// Ask on the terminal.
+    Terminal,
+}
+
+async fn turn(rt: &Runtime, screen: &mut Screen<'_>, who: &Principal, label: &str, session: &str, message: &str, decider: Decider<'_>) -> io::Result<RunOutcome<String>> {
+    writeln!(screen.out, "\n{label}> {message}")?;
+    let mut run = rt.start::<Kinetix>(who.clone(), session, message.to_owned()).map_err(io::Error::other)?;
+    while let Some(event) = run.events().recv().await {
+        match event {
+            Event::ToolCall { tool, args, call_id, .. } => {
+                writeln!(screen.out, "  kinetix calls {tool} {} ({call_id})", args.map(|a| a.to_string()).unwrap_or_default())?;
+            }
+            Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
+                screen.audit()?;
+                writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
+                writeln!(screen.out, "  │  {tool} {args}")?;
+                write!(screen.out, "  └─ Approve? [y/N] ")?;
+                let verdict = match &decider {
+                    Decider::Scripted(f) => {
+                        let v = f(&tool);
+                        writeln!(screen.out, "{}", if v == Verdict::Approve { "y" } else { "n" })?;
+                        v
+                    }
+                    Decider::Terminal => {
+                        screen.out.flush()?;
+                        let answer = read_line().await?.unwrap_or_default();
+                        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") { Verdict::Approve } else { Verdict::Reject }
+                    }
+                };
+                writeln!(screen.out, "     {} by {}", if verdict == Verdict::Approve { "approved" } else { "declined" }, who.user_id)?;
+                rt.decide(&call_id, who, verdict).map_err(io::Error::other)?;
+            }
+            Event::ToolResult { tool, status, result, .. } => {
+                let shown = result.map(|r| format!(": {}", short(&r, 160))).unwrap_or_default();
+                writeln!(screen.out, "  {tool} {status}{shown}")?;
+            }
+            Event::ToolDenied { tool, reason, .. } => writeln!(screen.out, "  gate refused {tool}: {reason}")?,
+            Event::Handoff { record, .. } => writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?,
+            Event::Message { text, .. } => {
+                screen.audit()?;
+                writeln!(screen.out, "kinetix: {}", text.replace('\n', "\n         "))?;
+            }
+            Event::Error { message, .. } => writeln!(screen.out, "  error: {message}")?,
+            Event::Done { .. } => break,
+            _ => {}
+        }
+        screen.audit()?;
+    }
+    let outcome = run.wait().await;
+    screen.audit()?;
+    Ok(outcome)
+}
+
+async fn read_line() -> io::Result<Option<String>> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        match io::stdin().lock().read_line(&mut line)? {
+            0 => Ok(None),
+            _ => Ok(Some(line.trim_end().to_owned())),
+        }
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+fn open_audit(prefix: &str) -> io::Result<(Arc<JsonlSink>, PathBuf)> {
+    let path = temp_audit_path(prefix);
+    let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
+    Ok((Arc::new(sink), path))
+}
+
+/// The offline demo: several users of two clubs talk to Kinetix; confirmations are answered
+/// by a script; every audit record is printed as the JSONL log receives it.
+pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
+    let (sink, path) = open_audit("kinetix-demo")?;
+    let rt = Runtime::builder(sink, Arc::new(clinic_model())).roles(super::roles().clone()).build();
+    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    writeln!(screen.out, "Kinetix offline demo: a rule-based model, no keys, no network.")?;
+    writeln!(screen.out, "manifest sha256 {}", Kinetix::MANIFEST_SHA256)?;
+    writeln!(screen.out, "audit log       {}", path.display())?;
+    let approve: &dyn Fn(&str) -> Verdict = &|_| Verdict::Approve;
+    let decline_video_delete: &dyn Fn(&str) -> Verdict = &|tool| if tool.starts_with("delete_video") { Verdict::Reject } else { Verdict::Approve };
+
+    writeln!(screen.out, "\n=== 1. Priya Shah, physio at Northside FC: reads, an injury record, a doctor's sign-off ===")?;
+    let priya = people::priya();
+    for m in [
+        "Show me the first team squad",
+        "How is Jane's ankle rehab going?",
+        "What is the workload ratio for ath-104?",
+        "Record an injury for ath-104: left hamstring strain, grade 1, tightness in the last sprint",
+        "Sign off rtp-1 as doctor, she is ready",
+    ] {
+        turn(&rt, &mut screen, &priya, "priya (physio)", "s-priya", m, Decider::Scripted(approve)).await?;
+    }
+
+    writeln!(screen.out, "\n=== 2. Dr. Okafor, club doctor: the same sign-off with a doctor's authority ===")?;
+    turn(&rt, &mut screen, &people::okafor(), "dr okafor (doctor)", "s-okafor", "Sign off rtp-1 as doctor", Decider::Scripted(approve)).await?;
+
+    writeln!(screen.out, "\n=== 3. Marco Rossi, coach: delete means deactivate; no delete for clinical records; a declined video deletion ===")?;
+    let marco = people::marco();
+    for m in ["Delete athlete ath-105, he has left the club", "Delete injury inj-2 from the record", "Delete video vid-3"] {
+        turn(&rt, &mut screen, &marco, "marco (coach)", "s-marco", m, Decider::Scripted(decline_video_delete)).await?;
+    }
+
+    writeln!(screen.out, "\n=== 4. Jane Doe, athlete (linked to ath-101): self-scoped, no injury tools ===")?;
+    let jane = people::jane();
+    for m in [
+        "How is Tom's hamstring?",
+        "Show injuries for ath-102",
+        "List athletes",
+        "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
+    ] {
+        turn(&rt, &mut screen, &jane, "jane (athlete)", "s-jane", m, Decider::Scripted(approve)).await?;
+    }
+
+    writeln!(screen.out, "\n=== 5. An athlete login linked to no athlete record is refused, not defaulted ===")?;
+    turn(&rt, &mut screen, &people::sam_unlinked(), "sam (athlete, unlinked)", "s-sam", "List athletes", Decider::Scripted(approve)).await?;
+
+    writeln!(screen.out, "\n=== 6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him ===")?;
+    turn(&rt, &mut screen, &people::erik(), "erik (physio, harbour)", "s-erik", "Show injuries for ath-101", Decider::Scripted(approve)).await?;
+
+    let store = Store::global();
+    writeln!(screen.out, "\n=== State of the records afterwards ===")?;
+    if let Some(r) = store.inspect_rtp("rtp-1") {
+        let who = |s: &Option<super::store::SignOff>| s.as_ref().map_or("—".to_owned(), |s| s.by.clone());
+        writeln!(
+            screen.out,
+            "rtp-1: physio {} | doctor {} | coach {} | cleared: {}",
+            who(&r.physio_signoff),
+            who(&r.doctor_signoff),
+            who(&r.coach_signoff),
+            r.cleared()
+        )?;
+    }
+    if let Some(a) = store.inspect_athlete("ath-105") {
+        writeln!(screen.out, "ath-105 {} {}: active {}, record kept (deactivated on {})", a.first_name, a.last_name, a.active, a.deactivated_on.unwrap_or_default())?;
+    }
+    writeln!(screen.out, "injuries of Northside FC on record: {}", store.inspect_injuries("org-northside").len())?;
+    drop(rt);
+    let records = screen.tail.records().to_vec();
+    let summary = verify_jsonl_file(&path, Some(Kinetix::MANIFEST_SHA256)).map_err(io::Error::other)?;
+    writeln!(screen.out, "\naudit log verified: {} records, hash chain intact, head {}", summary.records, &summary.last_hash[..16])?;
+    writeln!(screen.out, "severe failures computed from the audit records: {}", severe_failures(&records).len())?;
+    Ok(DemoReport { audit_path: path, records })
+}
+
+async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
+    let who = match role {
+        PHYSIO => people::priya(),
+        DOCTOR => people::okafor(),
+        COACH => people::marco(),
+        ATHLETE => people::jane(),
+        ADMIN => people::admin(),
+        other => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unknown role `{other}`; roles: physio, doctor, coach, athlete, admin"))),
+    };
+    let provider: Arc<dyn Provider> = match provider_from_env().map_err(io::Error::other)? {
+        Some(p) => Arc::from(p),
+        None => Arc::new(clinic_model()),
+    };
+    let (sink, path) = open_audit("kinetix-chat")?;
+    let rt = Runtime::builder(sink, provider.clone()).roles(super::roles().clone()).build();
+    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    writeln!(screen.out, "Kinetix chat as {} ({}, {}); model {}:{}; audit log {}", who.user_id, who.role, who.org_id, provider.name(), provider.model(), path.display())?;
+    writeln!(screen.out, "Type a request, or `quit`.")?;
+    let label = format!("{} ({})", who.user_id, who.role);
+    loop {
+        write!(screen.out, "\n> ")?;
+        screen.out.flush()?;
+        let Some(line) = read_line().await? else { break };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if matches!(line, "quit" | "exit") {
+            break;
+        }
+        let outcome = turn(&rt, &mut screen, &who, &label, "chat", line, Decider::Terminal).await?;
+        if let Some(e) = outcome.error {
+            writeln!(screen.out, "(the run ended: {e})")?;
+        }
+    }
+    Ok(())
+}
+
+// ----- the offline model -----
+
+fn find_id(message: &str, prefix: &str) -> Option<String> {
+    ids(message, prefix).into_iter().next()
+}
+
+fn ids(message: &str, prefix: &str) -> Vec<String> {
+    message
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ':' || c == ';')
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.to_lowercase().starts_with(prefix) && w.len() > prefix.len())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// A capitalised name followed by `'s` ("Jane's").
+fn possessive_name(message: &str) -> Option<String> {
+    message.split_whitespace().find_map(|w| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’');
+        let stem = w.strip_suffix("'s").or_else(|| w.strip_suffix("’s"))?;
+        stem.chars().next().filter(|c| c.is_uppercase()).map(|_| stem.to_owned())
+    })
+}
+
+fn number_after(message: &str, word: &str) -> Option<f64> {
+    let lower = message.to_lowercase();
+    let at = lower.find(word)? + word.len();
+    lower[at..].split(|c: char| !(c.is_ascii_digit() || c == '.')).find(|s| !s.is_empty()).and_then(|s| s.trim_end_matches('.').parse().ok())
+}
+
+fn has(m: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| m.contains(w))
+}
+
+/// What the offline model does with one user message: a tool and its arguments, or `None`.
+fn intent(message: &str) -> Option<(&'static str, Value)> {
+    let m = message.to_lowercase();
+    let ath = find_id(message, "ath-");
+    if has(&m, &["delete", "remove"]) {
+        let videos = ids(message, "vid-");
+        if videos.len() > 1 {
+            return Some(("delete_videos", json!({"video_ids": videos})));
+        }
+        if let Some(v) = videos.first() {
+            return Some(("delete_video", json!({"video_id": v})));
+        }
+        // This model asks for what the user said; the registry decides whether it exists.
+        if let Some(i) = find_id(message, "inj-") {
+            return Some(("delete_injury", json!({"injury_id": i})));
+        }
+        if let Some(a) = ath {
+            return Some(("deactivate_athlete", json!({"athlete_id": a})));
+        }
+    }
+    if m.contains("reactivate") {
+        return ath.map(|a| ("reactivate_athlete", json!({"athlete_id": a})));
+    }
+    if has(&m, &["sign off", "sign-off", "signoff"]) {
+        let rtp = find_id(message, "rtp-")?;
+        let field = if m.contains("doctor") {
+            "doctor_signoff"
+        } else if m.contains("coach") {
+            "coach_signoff"
+        } else {
+            "physio_signoff"
+        };
+        return Some(("update_rtp", json!({"rtp_id": rtp, field: true})));
+    }
+    if has(&m, &["record", "log "]) && has(&m, &["injury", "strain", "sprain"]) {
+        let athlete_id = ath?;
+        let description = message.split_once(':').map_or(message, |(_, d)| d).trim().to_owned();
+        let parts = ["hamstring", "ankle", "knee", "groin", "calf", "shoulder", "hip", "lower back", "quadriceps", "foot", "wrist"];
+        let body_part = parts.iter().find(|p| m.contains(*p)).copied().unwrap_or("unspecified");
+        let side = if m.contains("left") {
+            "left"
+        } else if m.contains("right") {
+            "right"
+        } else {
+            "n/a"
+        };
+        let mut args = json!({"athlete_id": athlete_id, "body_part": body_part, "side": side, "description": description});
+        if let Some(g) = number_after(&m, "grade") {
+            args["grade"] = json!(g as u8);
+        }
+        return Some(("create_injury", args));
+    }
+    if m.contains("wellness") && has(&m, &["log", "submit", "slept"]) {
+        let athlete_id = ath?;
+        return Some((
+            "submit_wellness",
+            json!({
+                "athlete_id": athlete_id,
+                "sleep_hours": number_after(&m, "slept").unwrap_or(7.0),
+                "soreness": number_after(&m, "soreness").unwrap_or(3.0) as u8,
+                "mood": number_after(&m, "mood").unwrap_or(3.0) as u8,
+            }),
+        ));
+    }
+    if has(&m, &["injur", "rehab", "hamstring", "ankle", "knee"]) {
+        if let Some(a) = ath {
+            return Some(("list_injuries", json!({"athlete_id": a})));
+        }
+        if let Some(name) = possessive_name(message) {
+            return Some(("list_athletes", json!({"name": name})));
+        }
+    }
+    let with_athlete = |tool: &'static str| ath.clone().map(|a| (tool, json!({"athlete_id": a})));
+    if has(&m, &["acwr", "workload"]) {
+        return with_athlete("get_workload_acwr");
+    }
+    if has(&m, &["return to play", "rtp"]) {
+        return with_athlete("list_rtp");
+    }
+    if has(&m, &["pose", "metrics", "angles"]) {
+        return find_id(message, "vid-").map(|v| ("get_pose_metrics", json!({"video_id": v})));
+    }
+    if m.contains("video") {
+        return with_athlete("list_videos");
+    }
+    if m.contains("screening") {
+        return with_athlete("list_screenings");
+    }
+    if has(&m, &["vitals", "heart rate", "hrv"]) {
+        return with_athlete("get_vitals");
+    }
+    if m.contains("rotate") {
+        return find_id(message, "dev-").map(|d| ("rotate_device_key", json!({"device_id": d})));
+    }
+    if m.contains("device") {
+        return with_athlete("list_devices");
+    }
+    if m.contains("report") {
+        return with_athlete("generate_report");
+    }
+    if m.contains("wellness") {
+        return with_athlete("get_wellness_history");
+    }
+    if has(&m, &["athletes", "squad", "players", "team"]) {
+        let squad = if m.contains("first team") {
+            Some("First team")
+        } else if has(&m, &["under-19", "u19", "under 19"]) {
+            Some("Under-19")
+        } else {
+            None
+        };
+        return Some(("list_athletes", squad.map_or(json!({}), |s| json!({"squad": s}))));
+    }
+    with_athlete("get_athlete")
+}
+
+fn describe(outcome: &ToolOutcome<'_>) -> String {
+    let value: Value = serde_json::from_str(outcome.content).unwrap_or(Value::String(outcome.content.to_owned()));
+    if outcome.is_error {
+        let why = value.get("error").and_then(Value::as_str).unwrap_or(outcome.content);
+        return format!("I could not do that ({}): {why}", outcome.name);
+    }
+    match outcome.name {
+        "list_athletes" => {
+            let list = value.as_array().cloned().unwrap_or_default();
+            let names: Vec<String> = list
+                .iter()
+                .map(|a| format!("{} {} ({}, {}, {})", a["first_name"].as_str().unwrap_or(""), a["last_name"].as_str().unwrap_or(""), a["id"].as_str().unwrap_or(""), a["squad"].as_str().unwrap_or(""), a["position"].as_str().unwrap_or("")))
+                .collect();
+            format!("{} athlete(s) you can see: {}", names.len(), names.join("; "))
+        }
+        "list_injuries" => {
+            let list = value.as_array().cloned().unwrap_or_default();
+            if list.is_empty() {
+                return "No open injuries on record.".into();
+            }
+            let lines: Vec<String> = list
+                .iter()
+                .map(|i| format!("{} {} {} (grade {}, {}, since {}): {}", i["id"].as_str().unwrap_or(""), i["side"].as_str().unwrap_or(""), i["body_part"].as_str().unwrap_or(""), i["grade"], i["status"].as_str().unwrap_or(""), i["onset"].as_str().unwrap_or(""), i["description"].as_str().unwrap_or("")))
+                .collect();
+            format!("From the injury records: {}", lines.join("; "))
+        }
+        "get_workload_acwr" => format!(
+            "ACWR for {}: {} (acute load {}, chronic weekly load {}); {}. This describes load, it is not a diagnosis.",
+            value["athlete_id"].as_str().unwrap_or(""),
+            value["ratio"],
+            value["acute_load"],
+            value["chronic_weekly_load"],
+            value["band"].as_str().unwrap_or("")
+        ),
+        "create_injury" => format!("Recorded {} for {}: {} {}.", value["id"].as_str().unwrap_or(""), value["athlete_id"].as_str().unwrap_or(""), value["side"].as_str().unwrap_or(""), value["body_part"].as_str().unwrap_or("")),
+        "deactivate_athlete" => format!("{} is deactivated: removed from active squads and lists, their history is kept.", value["deactivated"].as_str().unwrap_or("")),
+        _ => {
+            let s = value.to_string();
+            let shown: String = s.chars().take(400).collect();
+            format!("{}: {shown}{}", outcome.name, if s.chars().count() > 400 { "…" } else { "" })
+        }
+    }
+}
+
+/// The offline model of the demo and of the chat without `AGENTS_MODEL`: keyword rules pick
+/// one tool per message and ask for it as the user put it, even when it was not offered (so
+/// the gate's refusals are visible); a name ("Jane's ankle") is first looked up with
+/// `list_athletes`; results are summarised from the tool results only.
+pub fn clinic_model() -> RuleProvider {
+    RuleProvider::new()
+        .with_model("kinetix-rules")
+        .when(|request| {
+            let message = last_user_message(request)?;
+            let done = tool_outcomes(request);
+            match done.as_slice() {
+                [] => {
+                    let (tool, args) = intent(message)?;
+                    Some(tool_call(tool, args.to_string()))
+                }
+                [first] if first.name == "list_athletes" && !first.is_error && intent(message).is_some_and(|(_, a)| a.get("name").is_some()) => {
+                    let found: Vec<Value> = serde_json::from_str::<Value>(first.content).ok()?.as_array().cloned().unwrap_or_default();
+                    let name = possessive_name(message).unwrap_or_default();
+                    match found.as_slice() {
+                        [one] => Some(tool_call("list_injuries", json!({"athlete_id": one["id"]}).to_string())),
+                        [] => Some(reply(format!("I could not find {name} among the athletes you can see."))),
+                        _ => Some(reply(format!("Several athletes match {name}; which one do you mean?"))),
+                    }
+                }
+                _ => None,
+            }
+        })
+        .summarize_with(|outcomes| outcomes.iter().map(describe).collect::<Vec<_>>().join("\n"))
+        .fallback(
+            "I am the offline rule-based model and did not recognise that. Try: \"list athletes\", \"injuries for ath-101\", \
+             \"workload for ath-104\", \"record an injury for ath-104: left calf strain, grade 1\", \"sign off rtp-1 as doctor\", \
+             \"delete athlete ath-105\", \"report for ath-101\". Set AGENTS_MODEL to use a real model.",
+        )
+}

@@ -1,0 +1,153 @@
+//! Terminal helpers shared by the examples: a tail of the JSONL audit log, a one-line view of
+//! an audit record, and the severe-failure count computed from the records.
+
+use agents_runtime::Tier;
+use agents_runtime::audit::{AuditRecord, AuditStatus};
+use std::collections::BTreeSet;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A fresh path for an audit log under the system's temporary directory.
+pub fn temp_audit_path(prefix: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("{prefix}-{}-{nanos}-{n}.jsonl", std::process::id()))
+}
+
+/// Follows a JSONL audit log: each [`poll`](Self::poll) returns the complete lines written
+/// since the previous one, parsed. The file is what the audit sink made durable; this reads it
+/// back as a reviewer would.
+#[derive(Debug)]
+pub struct AuditTail {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    records: Vec<AuditRecord>,
+}
+
+impl AuditTail {
+    /// Follows the log at `path` from its beginning.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        AuditTail { path: path.as_ref().to_owned(), offset: 0, partial: Vec::new(), records: Vec::new() }
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The records written since the last poll.
+    pub fn poll(&mut self) -> io::Result<Vec<AuditRecord>> {
+        let mut file = std::fs::File::open(&self.path)?;
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        self.offset += bytes.len() as u64;
+        self.partial.extend_from_slice(&bytes);
+        let mut fresh = Vec::new();
+        while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let record: AuditRecord = serde_json::from_slice(&line[..line.len() - 1]).map_err(io::Error::other)?;
+            fresh.push(record);
+        }
+        self.records.extend(fresh.iter().cloned());
+        Ok(fresh)
+    }
+
+    /// Every record read so far, in chain order.
+    pub fn records(&self) -> &[AuditRecord] {
+        &self.records
+    }
+}
+
+/// One line for a person: sequence number, status, tool, call, and the detail that matters.
+pub fn format_record(r: &AuditRecord) -> String {
+    let mut line = format!("[audit #{:>2}] {:<11}", r.seq, r.status.as_str());
+    if let Some(tool) = &r.tool {
+        line.push_str(&format!(" {tool}"));
+    }
+    if let Some(call) = &r.call_id {
+        line.push_str(&format!(" ({call})"));
+    }
+    if let Some(tier) = r.tier {
+        line.push_str(&format!(" tier={}", tier.as_str()));
+    }
+    match r.status {
+        AuditStatus::RunStarted => {
+            if let Some(tools) = r.result.as_ref().and_then(|v| v.get("available_tools")).and_then(|v| v.as_array()) {
+                let names: Vec<&str> = tools.iter().filter_map(|t| t.as_str()).collect();
+                line.push_str(&format!(" user={} role={} org={} available=[{}]", r.user_id, r.role, r.org_id, names.join(", ")));
+            }
+        }
+        AuditStatus::Proposed | AuditStatus::HandedOff => {
+            if let Some(args) = &r.args {
+                line.push_str(&format!(" args={args}"));
+            }
+        }
+        _ => {}
+    }
+    if let Some(reason) = &r.reason {
+        line.push_str(&format!(" reason=\"{reason}\""));
+    }
+    line
+}
+
+/// The severe failures in an audit log, each described in one line. A severe failure is:
+///
+/// - an action that executed without an earlier `confirmed` record for the same arguments
+///   (`args_hash`) and tool in the same session: the confirmation of the same `call_id`, or,
+///   when the confirmation was given in the conversation, an unused confirmation of the same
+///   tool and arguments (each confirmation covers one execution);
+/// - any execution of a handoff tool;
+/// - a call that was denied or rejected and later executed under the same `call_id`.
+pub fn severe_failures(records: &[AuditRecord]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut used = BTreeSet::new();
+    let mut refused: BTreeSet<(String, String)> = BTreeSet::new();
+    for (i, r) in records.iter().enumerate() {
+        let call = r.call_id.clone().unwrap_or_default();
+        let tool = r.tool.clone().unwrap_or_default();
+        match r.status {
+            AuditStatus::Denied | AuditStatus::Rejected => {
+                refused.insert((r.session_id.clone(), call));
+            }
+            AuditStatus::Executed | AuditStatus::Failed if r.tier == Some(Tier::Handoff) => {
+                failures.push(format!("record #{}: handoff tool `{tool}` was executed", r.seq));
+            }
+            AuditStatus::Executed => {
+                if refused.contains(&(r.session_id.clone(), call.clone())) {
+                    failures.push(format!("record #{}: `{tool}` ({call}) executed after it was refused", r.seq));
+                }
+                if r.tier != Some(Tier::Action) {
+                    continue;
+                }
+                let earlier = &records[..i];
+                let matches = |c: &&AuditRecord| {
+                    c.status == AuditStatus::Confirmed
+                        && c.session_id == r.session_id
+                        && c.tool == r.tool
+                        && c.args_hash.is_some()
+                        && c.args_hash == r.args_hash
+                };
+                let same_call = earlier.iter().filter(matches).find(|c| c.call_id == r.call_id && !used.contains(&c.seq));
+                let any_unused = || earlier.iter().filter(matches).find(|c| !used.contains(&c.seq));
+                match same_call.or_else(any_unused) {
+                    Some(c) => {
+                        used.insert(c.seq);
+                    }
+                    None => failures.push(format!(
+                        "record #{}: action `{tool}` ({call}) executed without a matching confirmation",
+                        r.seq
+                    )),
+                }
+            }
+            _ => {}
+        }
+    }
+    failures
+}
