@@ -60,10 +60,7 @@ pub enum StrictError {
         detail: String,
     },
     /// A key appears twice in one object.
-    #[error(
-        "duplicate key `{key}` at {}; each key may appear only once in an object",
-        display_path(path)
-    )]
+    #[error("duplicate key `{key}` at {}; each key may appear only once in an object", display_path(path))]
     DuplicateKey {
         /// JSON pointer of the repeated member.
         path: String,
@@ -126,11 +123,7 @@ impl StrictError {
 }
 
 fn display_path(path: &str) -> String {
-    if path.is_empty() {
-        "the top level".to_owned()
-    } else {
-        format!("`{path}`")
-    }
+    if path.is_empty() { "the top level".to_owned() } else { format!("`{path}`") }
 }
 
 /// Parses tool arguments strictly: one JSON object, no duplicate keys, every number finite and
@@ -145,20 +138,13 @@ fn display_path(path: &str) -> String {
 pub fn parse_args(text: &str) -> Result<Value, StrictError> {
     let state = State::default();
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = ValueSeed {
-        state: &state,
-        root: true,
-    }
-    .deserialize(&mut de);
+    let parsed = ValueSeed { state: &state, root: true }.deserialize(&mut de);
     let value = match parsed {
         Ok(value) => value,
         Err(e) => return Err(state.into_error(&e)),
     };
     if let Err(e) = de.end() {
-        return Err(StrictError::TrailingCharacters {
-            line: e.line(),
-            column: e.column(),
-        });
+        return Err(StrictError::TrailingCharacters { line: e.line(), column: e.column() });
     }
     Ok(value)
 }
@@ -209,21 +195,14 @@ fn check_number(n: &Number, path: impl Fn() -> String) -> Result<(), StrictError
     } else {
         match n.as_f64() {
             Some(f) if !f.is_finite() => {
-                return Err(StrictError::NonFiniteNumber {
-                    path: path(),
-                    line: 0,
-                    column: 0,
-                });
+                return Err(StrictError::NonFiniteNumber { path: path(), line: 0, column: 0 });
             }
             Some(f) => f.abs() > MAX_EXACT_INTEGER as f64,
             None => true,
         }
     };
     if beyond {
-        return Err(StrictError::NumberBeyondExactRange {
-            path: path(),
-            value: n.to_string(),
-        });
+        return Err(StrictError::NumberBeyondExactRange { path: path(), value: n.to_string() });
     }
     Ok(())
 }
@@ -278,22 +257,13 @@ impl State {
         let detail = e.to_string();
         // serde_json reports a number beyond the f64 range as "number out of range".
         if detail.starts_with("number out of range") {
-            return StrictError::NonFiniteNumber {
-                path,
-                line: e.line(),
-                column: e.column(),
-            };
+            return StrictError::NonFiniteNumber { path, line: e.line(), column: e.column() };
         }
         let detail = match detail.rfind(" at line ") {
             Some(i) => detail[..i].to_owned(),
             None => detail,
         };
-        StrictError::Syntax {
-            path,
-            line: e.line(),
-            column: e.column(),
-            detail,
-        }
+        StrictError::Syntax { path, line: e.line(), column: e.column(), detail }
     }
 }
 
@@ -317,9 +287,10 @@ impl ValueSeed<'_> {
             return Err(self.state.fail(StrictError::NotAnObject { found }));
         }
         if let Value::Number(n) = &value
-            && let Err(error) = check_number(n, || self.state.path()) {
-                return Err(self.state.fail(error));
-            }
+            && let Err(error) = check_number(n, || self.state.path())
+        {
+            return Err(self.state.fail(error));
+        }
         Ok(value)
     }
 }
@@ -345,19 +316,13 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         if self.root {
-            return Err(self
-                .state
-                .fail(StrictError::NotAnObject { found: "number" }));
+            return Err(self.state.fail(StrictError::NotAnObject { found: "number" }));
         }
         match Number::from_f64(v) {
             Some(n) => self.scalar("number", Value::Number(n)),
             None => {
                 let path = self.state.path();
-                Err(self.state.fail(StrictError::NonFiniteNumber {
-                    path,
-                    line: 0,
-                    column: 0,
-                }))
+                Err(self.state.fail(StrictError::NonFiniteNumber { path, line: 0, column: 0 }))
             }
         }
     }
@@ -388,14 +353,8 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
         let mut items = Vec::new();
         loop {
-            self.state
-                .path
-                .borrow_mut()
-                .push(Segment::Index(items.len()));
-            let next = seq.next_element_seed(ValueSeed {
-                state: self.state,
-                root: false,
-            })?;
+            self.state.path.borrow_mut().push(Segment::Index(items.len()));
+            let next = seq.next_element_seed(ValueSeed { state: self.state, root: false })?;
             self.state.path.borrow_mut().pop();
             match next {
                 Some(item) => items.push(item),
@@ -412,10 +371,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
                 let path = self.state.path();
                 return Err(self.state.fail(StrictError::DuplicateKey { path, key }));
             }
-            let value = access.next_value_seed(ValueSeed {
-                state: self.state,
-                root: false,
-            })?;
+            let value = access.next_value_seed(ValueSeed { state: self.state, root: false })?;
             self.state.path.borrow_mut().pop();
             map.insert(key, value);
         }
@@ -449,20 +405,14 @@ mod tests {
 
     #[test]
     fn same_key_in_different_objects_is_fine() {
-        assert!(
-            parse_args(r#"{"id": 1, "child": {"id": 2}, "list": [{"id": 3}, {"id": 4}]}"#).is_ok()
-        );
+        assert!(parse_args(r#"{"id": 1, "child": {"id": 2}, "list": [{"id": 3}, {"id": 4}]}"#).is_ok());
     }
 
     #[test]
     fn refuses_duplicate_keys_at_any_depth() {
         let cases = [
             (r#"{"a": 1, "a": 2}"#, "/a", "a"),
-            (
-                r#"{"items": [{"id": 1}, {"id": 2}, {"id": 3, "id": 4}]}"#,
-                "/items/2/id",
-                "id",
-            ),
+            (r#"{"items": [{"id": 1}, {"id": 2}, {"id": 3, "id": 4}]}"#, "/items/2/id", "id"),
             (r#"{"x": {"y": {"z": {}, "z": {}}}}"#, "/x/y/z", "z"),
             (r#"{"a/b": {"~k": 1, "~k": 1}}"#, "/a~1b/~0k", "~k"),
             // Escapes decode to the same key.
@@ -470,14 +420,7 @@ mod tests {
         ];
         for (text, path, key) in cases {
             let err = parse_args(text).unwrap_err();
-            assert_eq!(
-                err,
-                StrictError::DuplicateKey {
-                    path: path.to_owned(),
-                    key: key.to_owned()
-                },
-                "{text}"
-            );
+            assert_eq!(err, StrictError::DuplicateKey { path: path.to_owned(), key: key.to_owned() }, "{text}");
         }
     }
 
@@ -513,10 +456,7 @@ mod tests {
                 other => panic!("{text}: {other}"),
             }
         }
-        assert_eq!(
-            parse_args(r#"{"a": [1, -1e309]}"#).unwrap_err().path(),
-            Some("/a/1")
-        );
+        assert_eq!(parse_args(r#"{"a": [1, -1e309]}"#).unwrap_err().path(), Some("/a/1"));
     }
 
     #[test]
@@ -531,24 +471,10 @@ mod tests {
 
     #[test]
     fn refuses_trailing_characters() {
-        for text in [
-            r#"{"a": 1} x"#,
-            r#"{"a": 1}{}"#,
-            r#"{"a": 1},"#,
-            "{\"a\": 1}\n\n]",
-        ] {
-            assert!(
-                matches!(
-                    parse_args(text),
-                    Err(StrictError::TrailingCharacters { .. })
-                ),
-                "{text}"
-            );
+        for text in [r#"{"a": 1} x"#, r#"{"a": 1}{}"#, r#"{"a": 1},"#, "{\"a\": 1}\n\n]"] {
+            assert!(matches!(parse_args(text), Err(StrictError::TrailingCharacters { .. })), "{text}");
         }
-        assert_eq!(
-            parse_args("{}\n  x").unwrap_err(),
-            StrictError::TrailingCharacters { line: 2, column: 3 }
-        );
+        assert_eq!(parse_args("{}\n  x").unwrap_err(), StrictError::TrailingCharacters { line: 2, column: 3 });
     }
 
     #[test]
@@ -563,11 +489,7 @@ mod tests {
             ("true", "boolean"),
             ("null", "null"),
         ] {
-            assert_eq!(
-                parse_args(text).unwrap_err(),
-                StrictError::NotAnObject { found },
-                "{text}"
-            );
+            assert_eq!(parse_args(text).unwrap_err(), StrictError::NotAnObject { found }, "{text}");
         }
     }
 
@@ -575,9 +497,7 @@ mod tests {
     fn syntax_errors_say_where() {
         let err = parse_args("{\"a\": {\"b\": [1, 2,]}}").unwrap_err();
         match &err {
-            StrictError::Syntax {
-                path, line, column, ..
-            } => {
+            StrictError::Syntax { path, line, column, .. } => {
                 assert_eq!(path, "/a/b/2");
                 assert_eq!((*line, *column), (1, 19));
             }
@@ -585,14 +505,8 @@ mod tests {
         }
         assert!(err.to_string().contains("`/a/b/2`"), "{err}");
         assert!(matches!(parse_args(""), Err(StrictError::Syntax { .. })));
-        assert!(matches!(
-            parse_args("{\"a\": "),
-            Err(StrictError::Syntax { .. })
-        ));
-        assert!(matches!(
-            parse_args("{\"a\": \"\\ud800\"}"),
-            Err(StrictError::Syntax { .. })
-        ));
+        assert!(matches!(parse_args("{\"a\": "), Err(StrictError::Syntax { .. })));
+        assert!(matches!(parse_args("{\"a\": \"\\ud800\"}"), Err(StrictError::Syntax { .. })));
     }
 
     #[test]
@@ -603,35 +517,17 @@ mod tests {
 
     #[test]
     fn messages_name_the_problem_and_the_place() {
-        let dup = parse_args(r#"{"items": [{"id": 1, "id": 2}]}"#)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            dup,
-            "duplicate key `id` at `/items/0/id`; each key may appear only once in an object"
-        );
-        let big = parse_args(r#"{"n": 9007199254740993}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            big.contains("9007199254740993") && big.contains("`/n`") && big.contains("string"),
-            "{big}"
-        );
+        let dup = parse_args(r#"{"items": [{"id": 1, "id": 2}]}"#).unwrap_err().to_string();
+        assert_eq!(dup, "duplicate key `id` at `/items/0/id`; each key may appear only once in an object");
+        let big = parse_args(r#"{"n": 9007199254740993}"#).unwrap_err().to_string();
+        assert!(big.contains("9007199254740993") && big.contains("`/n`") && big.contains("string"), "{big}");
         let top = parse_args("[]").unwrap_err().to_string();
-        assert_eq!(
-            top,
-            "arguments must be a JSON object with named fields, found array"
-        );
+        assert_eq!(top, "arguments must be a JSON object with named fields, found array");
     }
 
     #[test]
     fn check_value_applies_the_number_rule() {
-        assert!(
-            check_value(
-                &json!({"a": [1, 2.5, -9007199254740992_i64, 9007199254740992_u64], "b": null})
-            )
-            .is_ok()
-        );
+        assert!(check_value(&json!({"a": [1, 2.5, -9007199254740992_i64, 9007199254740992_u64], "b": null})).is_ok());
         let cases = [
             (json!({"a": [1, {"b": 9007199254740993_u64}]}), "/a/1/b"),
             (json!({"a": -9007199254740993_i64}), "/a"),
@@ -640,10 +536,7 @@ mod tests {
         ];
         for (value, path) in cases {
             let err = check_value(&value).unwrap_err();
-            assert!(
-                matches!(err, StrictError::NumberBeyondExactRange { .. }),
-                "{value}"
-            );
+            assert!(matches!(err, StrictError::NumberBeyondExactRange { .. }), "{value}");
             assert_eq!(err.path(), Some(path), "{value}");
         }
     }

@@ -108,19 +108,13 @@ fn each_break_is_reported_on_its_line() {
     renumbered.seal(9, &records[1].hash);
     let mut resequenced = lines.clone();
     resequenced[2] = renumbered.to_line();
-    assert_eq!(
-        verify_jsonl(&text(&resequenced), None),
-        Err(ChainError::Sequence { line: 3, found: 9, expected: 3 })
-    );
+    assert_eq!(verify_jsonl(&text(&resequenced), None), Err(ChainError::Sequence { line: 3, found: 9, expected: 3 }));
 
     let mut garbage = lines.clone();
     garbage.insert(2, "{\"seq\":3}".to_owned());
     assert!(matches!(verify_jsonl(&text(&garbage), None), Err(ChainError::Malformed { line: 3, .. })));
 
-    assert!(matches!(
-        verify_jsonl(&text(&lines), Some("another")),
-        Err(ChainError::ManifestMismatch { line: 1, .. })
-    ));
+    assert!(matches!(verify_jsonl(&text(&lines), Some("another")), Err(ChainError::ManifestMismatch { line: 1, .. })));
 }
 
 #[test]

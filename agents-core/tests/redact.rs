@@ -118,7 +118,10 @@ fn key_list_is_case_insensitive() {
         json!({"PassWord": MASK, "API_KEY": MASK, "Authorization": MASK, "ssn": MASK, "SSN": MASK, "Ssn_2": "f"})
     );
     let only = RedactionKeys::new(["Diagnosis"]);
-    assert_eq!(redact(&json!({"DIAGNOSIS": "x", "password": "y"}), None, &only), json!({"DIAGNOSIS": MASK, "password": "y"}));
+    assert_eq!(
+        redact(&json!({"DIAGNOSIS": "x", "password": "y"}), None, &only),
+        json!({"DIAGNOSIS": MASK, "password": "y"})
+    );
 }
 
 #[test]
@@ -160,7 +163,8 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(5, 64, 6, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((key.clone(), inner), 0..6).prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            prop::collection::vec((key.clone(), inner), 0..6)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
         ]
     })
 }

@@ -226,7 +226,8 @@ struct SessionState {
     history: Vec<ChatMessage>,
     digest: VecDeque<DigestEntry>,
     pending: Option<PendingProposal>,
-    approved: Option<(ConfirmationToken, String)>,
+    /// A token minted when the user confirmed a proposal: (token, tool, the proposal's call id).
+    approved: Option<(ConfirmationToken, String, String)>,
 }
 
 struct PendingDecision {
@@ -852,9 +853,21 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             }
         }
         let args_hash = ctx.inner.tokens.args_mac(&args);
+        // Conversational mode: the call the model re-issues after the user confirmed carries
+        // the proposal's token; its records keep the proposal's call id so the proposal, the
+        // confirmation and the execution join in the audit log.
+        let approved = if ctx.inner.confirm_mode == ConfirmMode::Conversational && spec.tier == Tier::Action && ctx.direct.is_none() {
+            lock(&ctx.inner.sessions).get_mut(&ctx.session_id).and_then(|s| s.approved.take())
+        } else {
+            None
+        };
+        let audit_call_id: String = match &approved {
+            Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.clone(),
+            _ => call.id.clone(),
+        };
         let base = |status: AuditStatus| {
             let mut f = RecordFields::new(status);
-            f.call_id = Some(&call.id);
+            f.call_id = Some(&audit_call_id);
             f.tool = Some(spec.name);
             f.tier = Some(spec.tier);
             f.title = spec.title;
@@ -894,10 +907,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             }
             Handler::Action(run) => {
                 let description = format!("{}: `{}` with {}", spec.title.unwrap_or(spec.name), spec.name, agents_core::canonical::to_string(&redacted));
-                if ctx.inner.confirm_mode == ConfirmMode::Conversational {
-                    let approved = lock(&ctx.inner.sessions).get_mut(&ctx.session_id).and_then(|s| s.approved.take());
-                    if let Some((token, tool)) = approved.filter(|(_, t)| t == spec.name) {
-                        let _ = tool;
+                if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
+                    if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
                             let mut f = base(AuditStatus::Denied);
                             f.reason = Some(format!("confirmation token refused: {e}"));
@@ -1193,7 +1204,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         match class {
             Classification::Confirm => {
                 let token = inner.tokens.mint(&ctx.session_id, &p.tool, &p.args_hash);
-                s.approved = Some((token, p.tool.clone()));
+                s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
                 s.pending = None;
                 system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));
             }

@@ -28,6 +28,11 @@ const DIR_VAR: &str = "AGENTS_AUDIT_CRASH_DIR";
 const ITERATION_VAR: &str = "AGENTS_AUDIT_CRASH_ITERATION";
 const ITERATIONS: usize = 10;
 const PRODUCERS: usize = 4;
+/// Each child producer stops after this many calls, so a child that is never killed ends.
+const CALLS_PER_PRODUCER: usize = 5_000;
+/// Printed by the child once its first side effect is done (the test harness may print other
+/// text on the same line).
+const READY: &str = "AGENTS-CRASH-CHILD-READY";
 
 fn log_path(dir: &Path) -> PathBuf {
     dir.join("audit.jsonl")
@@ -54,26 +59,34 @@ fn killed_writers_leave_a_verifiable_log_and_no_effect_without_its_record() {
             .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .unwrap();
-        // The child says `ready` once its first side effect is done, so every kill lands while
-        // records and effects are being written.
+        // The child says it is ready once its first side effect is done, so every kill lands
+        // while records and effects are being written.
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         loop {
             line.clear();
             if stdout.read_line(&mut line).unwrap() == 0 {
                 let status = child.wait().unwrap();
-                panic!("child {iteration} exited ({status}) before it was ready: {}", std::fs::read_to_string(&stderr_path).unwrap());
+                panic!(
+                    "child {iteration} exited ({status}) before it was ready: {}",
+                    std::fs::read_to_string(&stderr_path).unwrap()
+                );
             }
-            if line.trim() == "ready" {
+            if line.contains(READY) {
                 break;
             }
         }
         std::thread::sleep(Duration::from_micros(rng.gen_range(0..30_000)));
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("child {iteration} stopped on its own ({status}): {}", std::fs::read_to_string(&stderr_path).unwrap());
+        match child.try_wait().unwrap() {
+            // Finished all its calls before the kill: the checks below still apply.
+            Some(status) => {
+                assert!(status.success(), "child {iteration}: {}", std::fs::read_to_string(&stderr_path).unwrap())
+            }
+            None => {
+                child.kill().unwrap();
+                child.wait().unwrap();
+            }
         }
-        child.kill().unwrap();
-        child.wait().unwrap();
 
         let log = log_path(dir.path());
         match verify_jsonl_file(&log, None) {
@@ -121,21 +134,19 @@ fn crash_child() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     runtime.block_on(async move {
         let sink = Arc::new(JsonlSink::open(log_path(&dir)).expect("the parent leaves a verifiable log"));
-        let effects = Arc::new(
-            std::fs::OpenOptions::new().create(true).append(true).open(effects_path(&dir)).unwrap(),
-        );
+        let effects = Arc::new(std::fs::OpenOptions::new().create(true).append(true).open(effects_path(&dir)).unwrap());
         let ready = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
         for producer in 0..PRODUCERS {
             let (sink, effects, ready) = (Arc::clone(&sink), Arc::clone(&effects), Arc::clone(&ready));
             tasks.push(tokio::spawn(async move {
-                for i in 0.. {
+                for i in 0..CALLS_PER_PRODUCER {
                     let n = (iteration * PRODUCERS + producer) * 1_000_000 + i;
                     let proposed = sink.append(audit_common::record(n, AuditStatus::Proposed)).await.unwrap();
                     // The side effect runs only after the proposed record is durable.
                     (&*effects).write_all(format!("{} {}\n", proposed.seq, proposed.hash).as_bytes()).unwrap();
                     if !ready.swap(true, Ordering::SeqCst) {
-                        println!("ready");
+                        println!("{READY}");
                         std::io::stdout().flush().unwrap();
                     }
                     sink.append(audit_common::record(n, AuditStatus::Executed)).await.unwrap();

@@ -15,9 +15,9 @@
 
 mod audit_common;
 
+use agents_runtime::audit::AuditStatus;
 use agents_runtime::audit::{ChainError, ChainSummary, verify_jsonl_bytes};
 use audit_common::{record, sealed_chain};
-use agents_runtime::audit::AuditStatus;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -89,7 +89,8 @@ fn mutate(rng: &mut StdRng, log: &Log) -> (&'static str, Vec<u8>, Expect) {
         }
         5 => {
             let k = rng.gen_range(0..=n);
-            let garbage: &[u8] = [&b""[..], b"{}", b"null", b"{\"seq\":1}", b"  ", b"\r", b"not json"][rng.gen_range(0..7)];
+            let garbage: &[u8] =
+                [&b""[..], b"{}", b"null", b"{\"seq\":1}", b"  ", b"\r", b"not json"][rng.gen_range(0..7)];
             lines.insert(k, garbage.to_vec());
             ("insert garbage", join(&lines), Expect::ErrorAt(k + 1))
         }
@@ -116,7 +117,8 @@ fn mutate(rng: &mut StdRng, log: &Log) -> (&'static str, Vec<u8>, Expect) {
         8 => {
             // Edit a record and re-seal it and everything after it: a valid chain with another head.
             let k = rng.gen_range(0..n);
-            let mut prev = if k == 0 { agents_runtime::audit::GENESIS_HASH.to_owned() } else { log.hashes[k - 1].clone() };
+            let mut prev =
+                if k == 0 { agents_runtime::audit::GENESIS_HASH.to_owned() } else { log.hashes[k - 1].clone() };
             for (i, line) in lines.iter_mut().enumerate().skip(k) {
                 let mut r: agents_runtime::audit::AuditRecord = serde_json::from_slice(line).unwrap();
                 if i == k {
@@ -132,8 +134,13 @@ fn mutate(rng: &mut StdRng, log: &Log) -> (&'static str, Vec<u8>, Expect) {
             // Re-encode a value without changing what it means.
             let k = rng.gen_range(0..n);
             let line = String::from_utf8(lines[k].clone()).unwrap();
-            let options: [(&str, &str); 5] =
-                [("1e+21", "1E+21"), ("1e+21", "1e21"), ("1.5e-7", "15e-8"), (",0.5]", ",0.50]"), ("\"u-ann\"", "\"u-\\u0061nn\"")];
+            let options: [(&str, &str); 5] = [
+                ("1e+21", "1E+21"),
+                ("1e+21", "1e21"),
+                ("1.5e-7", "15e-8"),
+                (",0.5]", ",0.50]"),
+                ("\"u-ann\"", "\"u-\\u0061nn\""),
+            ];
             let (from, to) = options[rng.gen_range(0..options.len())];
             assert!(line.contains(from), "record {k} should contain {from}");
             lines[k] = line.replacen(from, to, 1).into_bytes();
@@ -181,8 +188,16 @@ fn every_mutation_is_detected_on_the_right_line() {
             (Err(error), Expect::ErrorAt(line)) => {
                 assert_eq!(error.line(), line, "{}", context());
                 let before = prefix_lines(&mutated, line - 1);
-                assert!(verify_jsonl_bytes(before, None).is_ok(), "lines before the reported one must verify: {}", context());
-                if kind == "insert sealed record" || kind == "swap lines" || kind == "delete line" || kind == "duplicate line" {
+                assert!(
+                    verify_jsonl_bytes(before, None).is_ok(),
+                    "lines before the reported one must verify: {}",
+                    context()
+                );
+                if kind == "insert sealed record"
+                    || kind == "swap lines"
+                    || kind == "delete line"
+                    || kind == "duplicate line"
+                {
                     assert!(matches!(error, ChainError::BrokenLink { .. }), "{}", context());
                 }
             }

@@ -3,7 +3,9 @@
 
 mod audit_common;
 
-use agents_runtime::audit::{AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite};
+use agents_runtime::audit::{
+    AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite,
+};
 use audit_common::{MANIFEST, record};
 use rusqlite::Connection;
 use std::sync::Arc;
@@ -32,7 +34,10 @@ async fn update_and_delete_are_refused_by_the_triggers() {
     let head = filled(&path, 3).await;
     let conn = Connection::open(&path).unwrap();
 
-    assert!(refused(&conn, "UPDATE audit_log SET status = 'executed' WHERE seq = 2").contains("append-only: UPDATE is refused"));
+    assert!(
+        refused(&conn, "UPDATE audit_log SET status = 'executed' WHERE seq = 2")
+            .contains("append-only: UPDATE is refused")
+    );
     assert!(refused(&conn, "UPDATE audit_log SET args = NULL").contains("append-only"));
     assert!(refused(&conn, "DELETE FROM audit_log WHERE seq = 3").contains("append-only: DELETE is refused"));
     // Without a WHERE clause SQLite would truncate the table without running row triggers,
@@ -108,6 +113,8 @@ async fn rows_changed_behind_the_triggers_are_found_by_the_verifier() {
     // The sink refuses to continue a broken chain.
     assert!(matches!(SqliteSink::open(&path), Err(SqliteAuditError::Broken { .. })));
 
+    let path = dir.path().join("audit-2.db");
+    filled(&path, 4).await;
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch("DROP TRIGGER audit_log_no_delete; DELETE FROM audit_log WHERE seq = 2;").unwrap();
     drop(conn);

@@ -96,7 +96,10 @@ impl DisabledTools for Live {
 
 fn denied_reason(audit: &MemorySink, tool: &str) -> String {
     let d = with_status(audit, AuditStatus::Denied);
-    let r = d.iter().find(|r| r.tool.as_deref() == Some(tool)).unwrap_or_else(|| panic!("no denied record for `{tool}`: {d:?}"));
+    let r = d
+        .iter()
+        .find(|r| r.tool.as_deref() == Some(tool))
+        .unwrap_or_else(|| panic!("no denied record for `{tool}`: {d:?}"));
     r.reason.clone().expect("a denied record carries its reason")
 }
 
@@ -124,7 +127,8 @@ async fn a_granted_tool_the_role_lacks_is_denied_and_nothing_runs() {
 #[tokio::test]
 async fn an_unknown_name_is_denied() {
     let audit = Arc::new(MemorySink::new());
-    let provider = Arc::new(ScriptedProvider::new([tool_call("drop_database", r#"{"really": true}"#), reply("no such tool")]));
+    let provider =
+        Arc::new(ScriptedProvider::new([tool_call("drop_database", r#"{"really": true}"#), reply("no such tool")]));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
     let mut run = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "unknown", "drop it".into()).unwrap();
     let events = events_until_done(&mut run).await;
@@ -162,11 +166,15 @@ async fn the_disable_list_only_removes() {
 async fn an_unreadable_disable_list_falls_back_to_the_role_only_set_with_a_notice() {
     let audit = Arc::new(MemorySink::new());
     let provider = Arc::new(ScriptedProvider::new([tool_call("get_vitals", "{}"), reply("hr 60")]));
-    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).disabled_tools(Arc::new(Unreadable)).build();
+    let rt =
+        Runtime::builder(audit.clone(), provider.clone()).roles(roles()).disabled_tools(Arc::new(Unreadable)).build();
     let run = rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "fallback", "vitals".into()).unwrap();
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(offered(&provider.requests()[0]), names(&["get_vitals", "list_athletes", "log_session", "reset_password"]));
+    assert_eq!(
+        offered(&provider.requests()[0]),
+        names(&["get_vitals", "list_athletes", "log_session", "reset_password"])
+    );
     let notices = with_status(&audit, AuditStatus::Notice);
     assert_eq!(notices.len(), 1, "{notices:?}");
     let reason = notices[0].reason.as_deref().unwrap();
@@ -275,9 +283,13 @@ async fn strict_parse_refuses_ambiguous_and_ill_typed_arguments() {
 async fn a_handoff_becomes_a_record_and_nothing_runs() {
     assert!(matches!(Clinic::entry("reset_password").unwrap().handler, Handler::Handoff(_)));
     let audit = Arc::new(MemorySink::new());
-    let provider = Arc::new(ScriptedProvider::new([tool_call("reset_password", r#"{"user": "ann"}"#), reply("A person will reset it.")]));
+    let provider = Arc::new(ScriptedProvider::new([
+        tool_call("reset_password", r#"{"user": "ann"}"#),
+        reply("A person will reset it."),
+    ]));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
-    let mut run = rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "handoff", "reset my password".into()).unwrap();
+    let mut run =
+        rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "handoff", "reset my password".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -291,7 +303,10 @@ async fn a_handoff_becomes_a_record_and_nothing_runs() {
         _ => None,
     });
     let handoff = handoff.expect("a handoff event");
-    assert_eq!((handoff.tool.as_str(), handoff.user_id.as_str(), handoff.org_id.as_str()), ("reset_password", "c1", "org1"));
+    assert_eq!(
+        (handoff.tool.as_str(), handoff.user_id.as_str(), handoff.org_id.as_str()),
+        ("reset_password", "c1", "org1")
+    );
     assert_eq!(handoff.session_id, "handoff");
     let told = tool_messages(&provider.requests()[1]);
     let result: serde_json::Value = serde_json::from_str(&told[0].1).unwrap();

@@ -31,7 +31,15 @@ async fn create_injury(cx: &ToolContext<'_>, athlete_id: u64, note: String) -> R
     if let Some(sink) = sink_of(cx.session_id()) {
         let records = sink.records();
         let mine = |s: AuditStatus| records.iter().any(|r| r.status == s && r.call_id.as_deref() == Some(cx.call_id()));
-        saw(cx.session_id(), format!("proposed={} confirmed={} executed={}", mine(AuditStatus::Proposed), mine(AuditStatus::Confirmed), mine(AuditStatus::Executed)));
+        saw(
+            cx.session_id(),
+            format!(
+                "proposed={} confirmed={} executed={}",
+                mine(AuditStatus::Proposed),
+                mine(AuditStatus::Confirmed),
+                mine(AuditStatus::Executed)
+            ),
+        );
     }
     bump(cx.session_id());
     Ok(format!("injury {athlete_id}: {note}"))
@@ -59,7 +67,10 @@ async fn enrol(cx: &ToolContext<'_>, profile: Profile) -> Result<String, String>
     bump(cx.session_id());
     let codes: Vec<&str> = profile.recovery.iter().map(|s| s.expose().as_str()).collect();
     let memo = profile.memo.as_ref().map(|m| m.expose().as_str()).unwrap_or("-");
-    saw(cx.session_id(), format!("{}|{}|{}|{}|{memo}", profile.name, profile.login.user, profile.login.pin.expose(), codes.join(",")));
+    saw(
+        cx.session_id(),
+        format!("{}|{}|{}|{}|{memo}", profile.name, profile.login.user, profile.login.pin.expose(), codes.join(",")),
+    );
     Ok(format!("enrolled {}", profile.name))
 }
 
@@ -87,7 +98,10 @@ fn me() -> Principal {
 
 const INJURY: &str = r#"{"athlete_id": 7, "note": "left ankle"}"#;
 
-fn setup(session: &str, script: Vec<agents_runtime::provider::ChatResponse>) -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
+fn setup(
+    session: &str,
+    script: Vec<agents_runtime::provider::ChatResponse>,
+) -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
     let audit = Arc::new(MemorySink::new());
     register_sink(session, audit.clone());
     let provider = Arc::new(ScriptedProvider::new(script));
@@ -109,7 +123,10 @@ async fn approve_records_proposed_confirmed_executed_and_proposed_is_durable_fir
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("approve"), 1);
     assert_eq!(seen_in("approve"), vec!["proposed=true confirmed=true executed=false".to_owned()]);
-    assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(
+        call_statuses(&audit, &call_id),
+        vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    );
     // The token never reaches the model.
     let confirmed = &with_status(&audit, AuditStatus::Confirmed)[0];
     let token_id = confirmed.reason.as_deref().unwrap().rsplit(' ').next().unwrap().to_owned();
@@ -122,7 +139,8 @@ async fn approve_records_proposed_confirmed_executed_and_proposed_is_durable_fir
 
 #[tokio::test]
 async fn reject_is_recorded_and_the_model_is_told_not_to_retry() {
-    let (rt, audit, provider) = setup("reject", vec![tool_call("create_injury", INJURY), reply("Understood, I will not record it.")]);
+    let (rt, audit, provider) =
+        setup("reject", vec![tool_call("create_injury", INJURY), reply("Understood, I will not record it.")]);
     let mut run = rt.start::<Clinic>(me(), "reject", "record it".into()).unwrap();
     let call_id = confirm_required(&mut run).await;
     rt.decide(&call_id, &me(), Verdict::Reject).unwrap();
@@ -203,14 +221,21 @@ async fn a_decision_from_another_user_or_organisation_is_refused() {
 #[tokio::test]
 async fn a_failed_proposed_write_stops_the_call() {
     let audit = Arc::new(RefusingSink::new([AuditStatus::Proposed]));
-    let provider = Arc::new(ScriptedProvider::new([tool_call("list_athletes", "{}"), tool_call("create_injury", INJURY), reply("could not")]));
+    let provider = Arc::new(ScriptedProvider::new([
+        tool_call("list_athletes", "{}"),
+        tool_call("create_injury", INJURY),
+        reply("could not"),
+    ]));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
     let mut run = rt.start::<Clinic>(me(), "audit-down", "go".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("audit-down"), 0, "neither the read nor the action ran");
-    assert!(!events.iter().any(|e| matches!(e, Event::ConfirmRequired { .. })), "no one is asked to approve an unrecorded action");
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ConfirmRequired { .. })),
+        "no one is asked to approve an unrecorded action"
+    );
     let reqs = provider.requests();
     for (i, req) in reqs[1..].iter().enumerate() {
         let told = tool_messages(req);
@@ -236,7 +261,8 @@ const SECRETS: &[&str] = &["pin-4711", "code-alpha", "code-bravo", "memo-zulu"];
 
 #[tokio::test]
 async fn nested_secrets_never_reach_the_audit_log_or_the_events() {
-    let (rt, audit, _provider) = setup("redact", vec![tool_call("enrol", PROFILE), tool_call("create_account", PROFILE), reply("done")]);
+    let (rt, audit, _provider) =
+        setup("redact", vec![tool_call("enrol", PROFILE), tool_call("create_account", PROFILE), reply("done")]);
     let mut run = rt.start::<Clinic>(me(), "redact", "enrol ann".into()).unwrap();
     let mut events = Vec::new();
     loop {
@@ -255,7 +281,10 @@ async fn nested_secrets_never_reach_the_audit_log_or_the_events() {
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     // The handlers received the real values.
-    assert_eq!(seen_in("redact"), vec!["Ann|ann|pin-4711|code-alpha,code-bravo|memo-zulu".to_owned(), "pin-4711".to_owned()]);
+    assert_eq!(
+        seen_in("redact"),
+        vec!["Ann|ann|pin-4711|code-alpha,code-bravo|memo-zulu".to_owned(), "pin-4711".to_owned()]
+    );
     let jsonl = audit.to_jsonl();
     let events_text = serde_json::to_string(&events).unwrap();
     for s in SECRETS {

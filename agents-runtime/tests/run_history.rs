@@ -79,7 +79,9 @@ async fn thirty_turns_replay_at_most_forty_text_messages_and_keep_ids_in_the_dig
     for m in replayed {
         match m {
             ChatMessage::Tool { .. } => panic!("a tool message from an earlier turn was replayed: {m:?}"),
-            ChatMessage::Assistant { tool_calls, .. } => assert!(tool_calls.is_empty(), "a tool round was replayed: {m:?}"),
+            ChatMessage::Assistant { tool_calls, .. } => {
+                assert!(tool_calls.is_empty(), "a tool round was replayed: {m:?}")
+            }
             ChatMessage::User { .. } => {}
         }
     }
@@ -144,7 +146,9 @@ async fn a_subscriber_that_never_reads_does_not_block_the_run() {
     // Two subscribers that never read: the run's own stream and one more.
     let mut slow = run.subscribe();
     assert_eq!(run.subscriber_count(), 2);
-    let out = tokio::time::timeout(Duration::from_secs(3600), run.wait()).await.expect("the run must not wait for its subscribers");
+    let out = tokio::time::timeout(Duration::from_secs(3600), run.wait())
+        .await
+        .expect("the run must not wait for its subscribers");
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("slow-sub"), 300);
     let mut buffered = 0;

@@ -31,7 +31,11 @@ agent! {
     tools: [read_file],
 }
 
-fn runtime(audit: Arc<MemorySink>, provider: Arc<ScriptedProvider>, decide: impl for<'a> Fn(Interception<'a>) -> Decision + Send + Sync + 'static) -> Runtime {
+fn runtime(
+    audit: Arc<MemorySink>,
+    provider: Arc<ScriptedProvider>,
+    decide: impl for<'a> Fn(Interception<'a>) -> Decision + Send + Sync + 'static,
+) -> Runtime {
     Runtime::builder(audit, provider)
         .roles(RoleMap::new().role("dev", ["files.read"]))
         .interceptor(Arc::new(decide))
@@ -71,12 +75,19 @@ async fn proceed_with_hands_the_new_arguments_to_the_handler_and_audits_modified
     let audit = Arc::new(MemorySink::new());
     let provider = script();
     let rt = runtime(audit.clone(), provider.clone(), |call: Interception<'_>| {
-        if call.args["path"] == "/etc/shadow" { Decision::ProceedWith(json!({"path": "/srv/public/readme"})) } else { Decision::Proceed }
+        if call.args["path"] == "/etc/shadow" {
+            Decision::ProceedWith(json!({"path": "/srv/public/readme"}))
+        } else {
+            Decision::Proceed
+        }
     });
     let out = rt.start::<Reader>(me(), "i-with", "read".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(seen_in("i-with"), vec!["/srv/public/readme".to_owned()], "the handler receives the replaced arguments");
-    assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Modified, AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(
+        call_statuses(&audit, "call_1"),
+        vec![AuditStatus::Modified, AuditStatus::Proposed, AuditStatus::Executed]
+    );
     let modified = &with_status(&audit, AuditStatus::Modified)[0];
     assert_eq!(modified.args.as_ref().unwrap()["path"], "/srv/public/readme");
     let proposed = &with_status(&audit, AuditStatus::Proposed)[0];
@@ -94,18 +105,22 @@ async fn proceed_with_arguments_that_do_not_fit_is_denied() {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-with-bad"), 0);
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Denied]);
-    assert!(with_status(&audit, AuditStatus::Denied)[0].reason.as_deref().unwrap().contains("an interceptor produced invalid arguments"));
+    assert!(
+        with_status(&audit, AuditStatus::Denied)[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("an interceptor produced invalid arguments")
+    );
 }
 
 #[tokio::test]
 async fn deny_is_audited_and_the_reason_reaches_the_model() {
     let audit = Arc::new(MemorySink::new());
     let provider = script();
-    let rt = runtime(audit.clone(), provider.clone(), |call: Interception<'_>| {
-        match call.args["path"].as_str() {
-            Some(p) if p.starts_with("/etc/") => Decision::Deny(format!("`{p}` is outside the declared read roots")),
-            _ => Decision::Proceed,
-        }
+    let rt = runtime(audit.clone(), provider.clone(), |call: Interception<'_>| match call.args["path"].as_str() {
+        Some(p) if p.starts_with("/etc/") => Decision::Deny(format!("`{p}` is outside the declared read roots")),
+        _ => Decision::Proceed,
     });
     let out = rt.start::<Reader>(me(), "i-deny", "read".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -123,14 +138,19 @@ async fn deny_is_audited_and_the_reason_reaches_the_model() {
 async fn substitute_answers_in_place_of_the_tool() {
     let audit = Arc::new(MemorySink::new());
     let provider = script();
-    let rt = runtime(audit.clone(), provider.clone(), |_: Interception<'_>| Decision::Substitute(json!({"cached": "shadow file (cached)"})));
+    let rt = runtime(audit.clone(), provider.clone(), |_: Interception<'_>| {
+        Decision::Substitute(json!({"cached": "shadow file (cached)"}))
+    });
     let out = rt.start::<Reader>(me(), "i-subst", "read".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-subst"), 0, "the tool did not run");
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Substituted]);
     let told = tool_messages(&provider.requests()[1]);
     assert!(!told[0].2);
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&told[0].1).unwrap(), json!({"cached": "shadow file (cached)"}));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&told[0].1).unwrap(),
+        json!({"cached": "shadow file (cached)"})
+    );
 }
 
 #[tokio::test]

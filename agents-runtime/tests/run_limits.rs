@@ -6,7 +6,9 @@ mod run_common;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::budget::{BudgetStore, InMemoryBudget};
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
-use agents_runtime::provider::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, ScriptedProvider, TokenSink};
+use agents_runtime::provider::{
+    ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, ScriptedProvider, TokenSink,
+};
 use agents_runtime::run::StartError;
 use agents_runtime::{Agent, Principal, RoleMap, RunStatus, Runtime, ToolContext, agent, permissions, tool};
 use futures::future::BoxFuture;
@@ -98,7 +100,11 @@ impl Provider for Hanging {
     fn model(&self) -> &str {
         "none"
     }
-    fn chat<'a>(&'a self, _: &'a ChatRequest, _: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        _: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(futures::future::pending())
     }
 }
@@ -118,7 +124,11 @@ impl Provider for Slow {
     fn is_paid(&self) -> bool {
         false
     }
-    fn chat<'a>(&'a self, request: &'a ChatRequest, tokens: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        tokens: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
             self.inner.chat(request, tokens).await
@@ -143,7 +153,11 @@ async fn the_provider_timeout_is_per_call_not_per_run() {
     let audit = Arc::new(MemorySink::new());
     let provider = Arc::new(Slow {
         delay: Duration::from_secs(80),
-        inner: ScriptedProvider::new([tool_call("list_athletes", "{}"), tool_call("list_athletes", "{}"), reply("done")]),
+        inner: ScriptedProvider::new([
+            tool_call("list_athletes", "{}"),
+            tool_call("list_athletes", "{}"),
+            reply("done"),
+        ]),
     });
     let rt = Runtime::builder(audit, provider).roles(roles()).build();
     let t0 = tokio::time::Instant::now();
@@ -173,7 +187,11 @@ impl Provider for Gated {
     fn is_paid(&self) -> bool {
         false
     }
-    fn chat<'a>(&'a self, request: &'a ChatRequest, _: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let input = request
                 .messages
@@ -240,7 +258,8 @@ async fn three_runs_per_user_the_fourth_is_refused_and_every_exit_frees_its_slot
     assert_eq!(rt.active_runs(&u1), 0, "a panicking tool frees the slot");
 
     // Three fresh runs fit again.
-    let again: Vec<_> = (0..3).map(|i| rt.start::<Clinic>(u1.clone(), &format!("cc-again-{i}"), "again".into()).unwrap()).collect();
+    let again: Vec<_> =
+        (0..3).map(|i| rt.start::<Clinic>(u1.clone(), &format!("cc-again-{i}"), "again".into()).unwrap()).collect();
     assert!(matches!(rt.start::<Clinic>(u1.clone(), "cc-again-x", "again".into()), Err(StartError::TooManyRuns(3))));
     provider.gate("again").add_permits(3);
     for run in again {
@@ -309,7 +328,10 @@ async fn the_run_halts_before_the_next_paid_call_once_spend_reaches_headroom() {
 #[tokio::test]
 async fn a_complete_answer_is_not_withheld_when_it_crosses_the_cap() {
     let budget = Arc::new(InMemoryBudget::new().with_user_cap("org1", "u1", 0.05));
-    let provider = Arc::new(ScriptedProvider::new([costing(tool_call("list_athletes", "{}"), 0.03), costing(reply("the answer"), 0.03)]).with_paid(true));
+    let provider = Arc::new(
+        ScriptedProvider::new([costing(tool_call("list_athletes", "{}"), 0.03), costing(reply("the answer"), 0.03)])
+            .with_paid(true),
+    );
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).budget(budget.clone()).build();
     let out = rt.start::<Clinic>(me(), "b-answer", "hello".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -322,8 +344,11 @@ async fn spend_is_recorded_when_the_user_stops_the_run_mid_confirmation() {
     let budget = Arc::new(InMemoryBudget::new().with_user_cap("org1", "u1", 10.0));
     let audit = Arc::new(MemorySink::new());
     let provider = Arc::new(
-        ScriptedProvider::new([costing(tool_call("list_athletes", "{}"), 0.02), costing(tool_call("create_injury", r#"{"athlete_id": 1}"#), 0.05)])
-            .with_paid(true),
+        ScriptedProvider::new([
+            costing(tool_call("list_athletes", "{}"), 0.02),
+            costing(tool_call("create_injury", r#"{"athlete_id": 1}"#), 0.05),
+        ])
+        .with_paid(true),
     );
     let rt = Runtime::builder(audit.clone(), provider).roles(roles()).budget(budget.clone()).build();
     let mut run = rt.start::<Clinic>(me(), "b-stop", "record".into()).unwrap();
@@ -340,7 +365,8 @@ async fn spend_is_recorded_when_the_user_stops_the_run_mid_confirmation() {
 
 #[tokio::test]
 async fn parallel_calls_in_one_response_are_one_iteration() {
-    let provider = Arc::new(ScriptedProvider::new([tool_calls([("list_athletes", "{}"), ("list_athletes", "{}")]), reply("two")]));
+    let provider =
+        Arc::new(ScriptedProvider::new([tool_calls([("list_athletes", "{}"), ("list_athletes", "{}")]), reply("two")]));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
     let out = rt.start::<Clinic>(me(), "par", "hello".into()).unwrap().wait().await;
     assert_eq!(out.iterations, 2);

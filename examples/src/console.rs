@@ -11,10 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A fresh path for an audit log under the system's temporary directory.
 pub fn temp_audit_path(prefix: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     std::env::temp_dir().join(format!("{prefix}-{}-{nanos}-{n}.jsonl", std::process::id()))
 }
@@ -81,7 +79,13 @@ pub fn format_record(r: &AuditRecord) -> String {
         AuditStatus::RunStarted => {
             if let Some(tools) = r.result.as_ref().and_then(|v| v.get("available_tools")).and_then(|v| v.as_array()) {
                 let names: Vec<&str> = tools.iter().filter_map(|t| t.as_str()).collect();
-                line.push_str(&format!(" user={} role={} org={} available=[{}]", r.user_id, r.role, r.org_id, names.join(", ")));
+                line.push_str(&format!(
+                    " user={} role={} org={} available=[{}]",
+                    r.user_id,
+                    r.role,
+                    r.org_id,
+                    names.join(", ")
+                ));
             }
         }
         AuditStatus::Proposed | AuditStatus::HandedOff => {
@@ -134,7 +138,8 @@ pub fn severe_failures(records: &[AuditRecord]) -> Vec<String> {
                         && c.args_hash.is_some()
                         && c.args_hash == r.args_hash
                 };
-                let same_call = earlier.iter().filter(matches).find(|c| c.call_id == r.call_id && !used.contains(&c.seq));
+                let same_call =
+                    earlier.iter().filter(matches).find(|c| c.call_id == r.call_id && !used.contains(&c.seq));
                 let any_unused = || earlier.iter().filter(matches).find(|c| !used.contains(&c.seq));
                 match same_call.or_else(any_unused) {
                     Some(c) => {

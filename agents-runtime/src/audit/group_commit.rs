@@ -49,11 +49,7 @@ impl GroupCommitSink {
     /// Starts the writer thread. `label` names the store in errors (for example
     /// `audit log /var/lib/app/audit.jsonl`); `head` is the chain the store already holds, so
     /// the first new record gets `seq = head.records + 1` and `prev_hash = head.last_hash`.
-    pub fn spawn<S: DurableStore>(
-        label: impl Into<String>,
-        store: S,
-        head: ChainSummary,
-    ) -> io::Result<Self> {
+    pub fn spawn<S: DurableStore>(label: impl Into<String>, store: S, head: ChainSummary) -> io::Result<Self> {
         let label = label.into();
         let (sender, receiver) = mpsc::channel();
         let poison = Arc::new(OnceLock::new());
@@ -64,14 +60,9 @@ impl GroupCommitSink {
             prev_hash: head.last_hash,
             poison: Arc::clone(&poison),
         };
-        let writer = std::thread::Builder::new()
-            .name("agents-audit-writer".to_owned())
-            .spawn(move || writer.run(receiver))?;
-        Ok(GroupCommitSink {
-            sender: Some(sender),
-            writer: Some(writer),
-            poison,
-        })
+        let writer =
+            std::thread::Builder::new().name("agents-audit-writer".to_owned()).spawn(move || writer.run(receiver))?;
+        Ok(GroupCommitSink { sender: Some(sender), writer: Some(writer), poison })
     }
 
     /// Whether a failed commit stopped the sink. A poisoned sink refuses every record.
@@ -80,9 +71,7 @@ impl GroupCommitSink {
     }
 
     fn refused(&self) -> Option<AuditError> {
-        self.poison
-            .get()
-            .map(|reason| AuditError::Refused(reason.clone()))
+        self.poison.get().map(|reason| AuditError::Refused(reason.clone()))
     }
 }
 
@@ -93,10 +82,7 @@ impl AuditSink for GroupCommitSink {
                 return Err(error);
             }
             let (reply, answer) = oneshot::channel();
-            let sent = self
-                .sender
-                .as_ref()
-                .is_some_and(|sender| sender.send((record, reply)).is_ok());
+            let sent = self.sender.as_ref().is_some_and(|sender| sender.send((record, reply)).is_ok());
             if !sent {
                 return Err(self.refused().unwrap_or_else(writer_gone));
             }
@@ -126,9 +112,7 @@ impl Drop for GroupCommitSink {
 
 impl std::fmt::Debug for GroupCommitSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GroupCommitSink")
-            .field("poisoned", &self.poison.get())
-            .finish_non_exhaustive()
+        f.debug_struct("GroupCommitSink").field("poisoned", &self.poison.get()).finish_non_exhaustive()
     }
 }
 

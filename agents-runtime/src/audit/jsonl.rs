@@ -121,17 +121,9 @@ impl JsonlSink {
     /// what to do then.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, JsonlOpenError> {
         let path = path.as_ref().to_path_buf();
-        let io_error = |source| JsonlOpenError::Io {
-            path: path.clone(),
-            source,
-        };
+        let io_error = |source| JsonlOpenError::Io { path: path.clone(), source };
         let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(io_error)?;
+        let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(io_error)?;
         lock(&file, &path)?;
         if !existed {
             sync_parent_dir(&path).map_err(io_error)?;
@@ -143,10 +135,7 @@ impl JsonlSink {
         // complete but unsynced lines).
         file.sync_data().map_err(io_error)?;
         let label = format!("audit log `{}`", path.display());
-        let store = JsonlStore {
-            file,
-            buffer: Vec::new(),
-        };
+        let store = JsonlStore { file, buffer: Vec::new() };
         let inner = GroupCommitSink::spawn(label, store, head).map_err(io_error)?;
         Ok(JsonlSink { path, inner })
     }
@@ -165,19 +154,10 @@ impl JsonlSink {
     /// Removes a torn last line, and nothing else: the log must verify up to the last complete
     /// line, and must not be open for writing. Returns `None` when there is no torn line. The
     /// removed bytes are returned so they can be kept with the incident record.
-    pub fn truncate_torn_tail(
-        path: impl AsRef<Path>,
-    ) -> Result<Option<RemovedTail>, JsonlOpenError> {
+    pub fn truncate_torn_tail(path: impl AsRef<Path>) -> Result<Option<RemovedTail>, JsonlOpenError> {
         let path = path.as_ref();
-        let io_error = |source| JsonlOpenError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io_error)?;
+        let io_error = |source| JsonlOpenError::Io { path: path.to_path_buf(), source };
+        let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
         lock(&file, path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error)?;
@@ -187,11 +167,7 @@ impl JsonlSink {
                 let removed = bytes[offset as usize..].to_vec();
                 file.set_len(offset).map_err(io_error)?;
                 file.sync_all().map_err(io_error)?;
-                Ok(Some(RemovedTail {
-                    line,
-                    offset,
-                    removed,
-                }))
+                Ok(Some(RemovedTail { line, offset, removed }))
             }
             Err(other) => Err(other),
         }
@@ -212,20 +188,14 @@ pub fn verify_jsonl_file(
     manifest_sha256: Option<&str>,
 ) -> Result<ChainSummary, JsonlOpenError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| JsonlOpenError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| JsonlOpenError::Io { path: path.to_path_buf(), source })?;
     verify_jsonl_bytes(&bytes, manifest_sha256).map_err(|error| chain_error_at(error, &bytes, path))
 }
 
 /// Verifies a JSONL log held as bytes, with the semantics of
 /// [`agents_core::audit::verify_jsonl`]: the first bad line is reported, and an unterminated
 /// last line is [`ChainError::TornTail`] whatever it holds.
-pub fn verify_jsonl_bytes(
-    bytes: &[u8],
-    manifest_sha256: Option<&str>,
-) -> Result<ChainSummary, ChainError> {
+pub fn verify_jsonl_bytes(bytes: &[u8], manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
     let complete = complete_len(bytes);
     let (complete, tail) = bytes.split_at(complete);
     let summary = match std::str::from_utf8(complete) {
@@ -233,23 +203,15 @@ pub fn verify_jsonl_bytes(
         Err(e) => {
             // Lines before the first invalid byte may already break the chain: report those
             // first, then the line that is not text.
-            let line_start = complete[..e.valid_up_to()]
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map_or(0, |i| i + 1);
+            let line_start = complete[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             let before = std::str::from_utf8(&complete[..line_start]).unwrap_or_default();
             agents_core::audit::verify_jsonl(before, manifest_sha256)?;
             let line = before.matches('\n').count() + 1;
-            return Err(ChainError::Malformed {
-                line,
-                detail: format!("not UTF-8: {e}"),
-            });
+            return Err(ChainError::Malformed { line, detail: format!("not UTF-8: {e}") });
         }
     };
     if !tail.is_empty() {
-        return Err(ChainError::TornTail {
-            line: summary.records + 1,
-        });
+        return Err(ChainError::TornTail { line: summary.records + 1 });
     }
     Ok(summary)
 }
@@ -265,28 +227,18 @@ fn verify_bytes_at(bytes: &[u8], path: &Path) -> Result<ChainSummary, JsonlOpenE
 
 fn chain_error_at(error: ChainError, bytes: &[u8], path: &Path) -> JsonlOpenError {
     match error {
-        ChainError::TornTail { line } => JsonlOpenError::TornTail {
-            path: path.to_path_buf(),
-            line,
-            offset: complete_len(bytes) as u64,
-        },
-        source => JsonlOpenError::Broken {
-            path: path.to_path_buf(),
-            source,
-        },
+        ChainError::TornTail { line } => {
+            JsonlOpenError::TornTail { path: path.to_path_buf(), line, offset: complete_len(bytes) as u64 }
+        }
+        source => JsonlOpenError::Broken { path: path.to_path_buf(), source },
     }
 }
 
 fn lock(file: &File, path: &Path) -> Result<(), JsonlOpenError> {
     match file.try_lock() {
         Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(JsonlOpenError::Locked {
-            path: path.to_path_buf(),
-        }),
-        Err(TryLockError::Error(source)) => Err(JsonlOpenError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(TryLockError::WouldBlock) => Err(JsonlOpenError::Locked { path: path.to_path_buf() }),
+        Err(TryLockError::Error(source)) => Err(JsonlOpenError::Io { path: path.to_path_buf(), source }),
     }
 }
 

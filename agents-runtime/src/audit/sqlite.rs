@@ -1,9 +1,7 @@
 //! The SQLite audit sink: one append-only table, hash-chained, enforced by triggers.
 
 use super::group_commit::{DurableStore, GroupCommitSink};
-use super::{
-    AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH,
-};
+use super::{AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
 use agents_core::Tier;
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
@@ -117,38 +115,24 @@ impl SqliteSink {
     /// verifies the existing chain, and continues it. Refuses a chain that does not verify.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteAuditError> {
         let path = path.as_ref().to_path_buf();
-        let sqlite_error = |source| SqliteAuditError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.clone(), source };
         let mut conn = Connection::open(&path).map_err(sqlite_error)?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(sqlite_error)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(sqlite_error)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite_error)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(sqlite_error)?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), %mode, "audit database is not in WAL mode");
         }
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(sqlite_error)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite_error)?;
         let head = {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sqlite_error)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite_error)?;
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
             let head = verify_connection(&tx, None, &path)?;
             tx.commit().map_err(sqlite_error)?;
             head
         };
         let label = format!("audit database `{}`", path.display());
-        let inner =
-            GroupCommitSink::spawn(label, SqliteStore { conn }, head).map_err(|source| {
-                SqliteAuditError::Io {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
+        let inner = GroupCommitSink::spawn(label, SqliteStore { conn }, head)
+            .map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
         Ok(SqliteSink { path, inner })
     }
 
@@ -173,19 +157,10 @@ impl AuditSink for SqliteSink {
 /// Verifies the chain in the `audit_log` table of the database at `path` (opened read-only):
 /// every row matches its hash, links to the previous row and has the next `seq`; optionally
 /// every row names `manifest_sha256`.
-pub fn verify_sqlite(
-    path: impl AsRef<Path>,
-    manifest_sha256: Option<&str>,
-) -> Result<ChainSummary, SqliteAuditError> {
+pub fn verify_sqlite(path: impl AsRef<Path>, manifest_sha256: Option<&str>) -> Result<ChainSummary, SqliteAuditError> {
     let path = path.as_ref();
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|source| SqliteAuditError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
     verify_connection(&conn, manifest_sha256, path)
 }
 
@@ -194,24 +169,15 @@ fn verify_connection(
     manifest_sha256: Option<&str>,
     path: &Path,
 ) -> Result<ChainSummary, SqliteAuditError> {
-    let sqlite_error = |source| SqliteAuditError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut stmt = conn
-        .prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq"))
-        .map_err(sqlite_error)?;
+    let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source };
+    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq")).map_err(sqlite_error)?;
     let mut rows = stmt.query([]).map_err(sqlite_error)?;
     let mut prev = GENESIS_HASH.to_owned();
     let mut count = 0usize;
     while let Some(row) = rows.next().map_err(sqlite_error)? {
         let line = count + 1;
-        let broken = |source| SqliteAuditError::Broken {
-            path: path.to_path_buf(),
-            source,
-        };
-        let record =
-            row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
+        let broken = |source| SqliteAuditError::Broken { path: path.to_path_buf(), source };
+        let record = row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
         if record.compute_hash() != record.hash {
             return Err(broken(ChainError::HashMismatch { line }));
         }
@@ -220,29 +186,18 @@ fn verify_connection(
         }
         let expected = count as u64 + 1;
         if record.seq != expected {
-            return Err(broken(ChainError::Sequence {
-                line,
-                found: record.seq,
-                expected,
-            }));
+            return Err(broken(ChainError::Sequence { line, found: record.seq, expected }));
         }
         if let Some(m) = manifest_sha256 {
             if record.manifest_sha256 != m {
                 let found = record.manifest_sha256.clone();
-                return Err(broken(ChainError::ManifestMismatch {
-                    line,
-                    found,
-                    expected: m.to_owned(),
-                }));
+                return Err(broken(ChainError::ManifestMismatch { line, found, expected: m.to_owned() }));
             }
         }
         prev = record.hash;
         count += 1;
     }
-    Ok(ChainSummary {
-        records: count,
-        last_hash: prev,
-    })
+    Ok(ChainSummary { records: count, last_hash: prev })
 }
 
 fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
@@ -253,16 +208,14 @@ fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
         row.get(i).map_err(|e| format!("column {i}: {e}"))
     }
     fn json(row: &Row<'_>, i: usize) -> Result<Option<Value>, String> {
-        opt(row, i)?
-            .map(|t| serde_json::from_str(&t).map_err(|e| format!("column {i}: {e}")))
-            .transpose()
+        opt(row, i)?.map(|t| serde_json::from_str(&t).map_err(|e| format!("column {i}: {e}"))).transpose()
     }
     let seq: i64 = row.get(0).map_err(|e| format!("seq: {e}"))?;
     let tier = opt(row, 11)?
         .map(|t| serde_json::from_value::<Tier>(Value::String(t)).map_err(|e| format!("tier: {e}")))
         .transpose()?;
-    let status: AuditStatus = serde_json::from_value(Value::String(text(row, 12)?))
-        .map_err(|e| format!("status: {e}"))?;
+    let status: AuditStatus =
+        serde_json::from_value(Value::String(text(row, 12)?)).map_err(|e| format!("status: {e}"))?;
     Ok(AuditRecord {
         seq: u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?,
         ts: text(row, 1)?,
@@ -294,17 +247,14 @@ struct SqliteStore {
 
 impl SqliteStore {
     fn insert(&mut self, records: &[AuditRecord]) -> rusqlite::Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let sql = format!(
                 "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             for r in records {
-                let seq = i64::try_from(r.seq)
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                let seq = i64::try_from(r.seq).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                 stmt.execute(params![
                     seq,
                     r.ts,

@@ -25,6 +25,10 @@
 //! install a subscriber that writes to stderr, for example
 //! `tracing_subscriber::fmt().with_writer(std::io::stderr).init()`.
 //!
+//! Use a runtime in [`ConfirmMode::Dialog`](crate::run::ConfirmMode::Dialog), the default. In
+//! `Conversational` mode an action call returns the proposal and waits for a chat reply that an
+//! MCP client never sends, so it never runs.
+//!
 //! Server-to-client requests (elicitation) need a protocol revision that has them, so the
 //! server negotiates revisions up to `2025-11-25`.
 //!

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use rmcp::model::ContentBlock;
 use rmcp::model::{
     BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    ElicitationSchema, Implementation, InitializeResult, JsonObject, ListToolsResult,
     PaginatedRequestParams, PrimitiveSchemaDefinition, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
@@ -142,15 +142,6 @@ impl<A: Registry> ServerHandler for McpServer<A> {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         // Elicitation is a server-to-client request, which later revisions removed.
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(

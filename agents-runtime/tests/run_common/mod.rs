@@ -1,10 +1,10 @@
 //! Helpers shared by the `run_*` integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+use agents_runtime::RunHandle;
 use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::{ChatMessage, ChatRequest};
-use agents_runtime::RunHandle;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -128,7 +128,9 @@ impl AuditSink for RefusingSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
         if self.refuse.contains(&record.status) {
             let status = record.status;
-            return Box::pin(async move { Err(AuditError::Refused(format!("test sink refuses `{}`", status.as_str()))) });
+            return Box::pin(
+                async move { Err(AuditError::Refused(format!("test sink refuses `{}`", status.as_str()))) },
+            );
         }
         self.inner.append(record)
     }

@@ -13,7 +13,8 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-const USAGE: &str = "usage: clinic [--demo | chat [--as physio|doctor|coach|athlete|admin] | manifest | manifest-sha256]
+const USAGE: &str =
+    "usage: clinic [--demo | chat [--as physio|doctor|coach|athlete|admin] | manifest | manifest-sha256]
   (no arguments)   the offline demo (also when stdin is not a terminal)
   chat             talk to Kinetix; set AGENTS_MODEL to use a real model, otherwise rules answer
   manifest         print the permission manifest exactly (canonical JSON, no trailing newline)
@@ -116,13 +117,27 @@ enum Decider<'a> {
     Terminal,
 }
 
-async fn turn(rt: &Runtime, screen: &mut Screen<'_>, who: &Principal, label: &str, session: &str, message: &str, decider: Decider<'_>) -> io::Result<RunOutcome<String>> {
-    writeln!(screen.out, "\n{label}> {message}")?;
+async fn turn(
+    rt: &Runtime,
+    screen: &mut Screen<'_>,
+    who: &Principal,
+    label: Option<&str>,
+    session: &str,
+    message: &str,
+    decider: Decider<'_>,
+) -> io::Result<RunOutcome<String>> {
+    if let Some(label) = label {
+        writeln!(screen.out, "\n{label}> {message}")?;
+    }
     let mut run = rt.start::<Kinetix>(who.clone(), session, message.to_owned()).map_err(io::Error::other)?;
     while let Some(event) = run.events().recv().await {
         match event {
             Event::ToolCall { tool, args, call_id, .. } => {
-                writeln!(screen.out, "  kinetix calls {tool} {} ({call_id})", args.map(|a| a.to_string()).unwrap_or_default())?;
+                writeln!(
+                    screen.out,
+                    "  kinetix calls {tool} {} ({call_id})",
+                    args.map(|a| a.to_string()).unwrap_or_default()
+                )?;
             }
             Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
                 screen.audit()?;
@@ -138,10 +153,19 @@ async fn turn(rt: &Runtime, screen: &mut Screen<'_>, who: &Principal, label: &st
                     Decider::Terminal => {
                         screen.out.flush()?;
                         let answer = read_line().await?.unwrap_or_default();
-                        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") { Verdict::Approve } else { Verdict::Reject }
+                        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+                            Verdict::Approve
+                        } else {
+                            Verdict::Reject
+                        }
                     }
                 };
-                writeln!(screen.out, "     {} by {}", if verdict == Verdict::Approve { "approved" } else { "declined" }, who.user_id)?;
+                writeln!(
+                    screen.out,
+                    "     {} by {}",
+                    if verdict == Verdict::Approve { "approved" } else { "declined" },
+                    who.user_id
+                )?;
                 rt.decide(&call_id, who, verdict).map_err(io::Error::other)?;
             }
             Event::ToolResult { tool, status, result, .. } => {
@@ -149,7 +173,9 @@ async fn turn(rt: &Runtime, screen: &mut Screen<'_>, who: &Principal, label: &st
                 writeln!(screen.out, "  {tool} {status}{shown}")?;
             }
             Event::ToolDenied { tool, reason, .. } => writeln!(screen.out, "  gate refused {tool}: {reason}")?,
-            Event::Handoff { record, .. } => writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?,
+            Event::Handoff { record, .. } => {
+                writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?
+            }
             Event::Message { text, .. } => {
                 screen.audit()?;
                 writeln!(screen.out, "kinetix: {}", text.replace('\n', "\n         "))?;
@@ -193,9 +219,13 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     writeln!(screen.out, "manifest sha256 {}", Kinetix::MANIFEST_SHA256)?;
     writeln!(screen.out, "audit log       {}", path.display())?;
     let approve: &dyn Fn(&str) -> Verdict = &|_| Verdict::Approve;
-    let decline_video_delete: &dyn Fn(&str) -> Verdict = &|tool| if tool.starts_with("delete_video") { Verdict::Reject } else { Verdict::Approve };
+    let decline_video_delete: &dyn Fn(&str) -> Verdict =
+        &|tool| if tool.starts_with("delete_video") { Verdict::Reject } else { Verdict::Approve };
 
-    writeln!(screen.out, "\n=== 1. Priya Shah, physio at Northside FC: reads, an injury record, a doctor's sign-off ===")?;
+    writeln!(
+        screen.out,
+        "\n=== 1. Priya Shah, physio at Northside FC: reads, an injury record, a doctor's sign-off ==="
+    )?;
     let priya = people::priya();
     for m in [
         "Show me the first team squad",
@@ -204,16 +234,31 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         "Record an injury for ath-104: left hamstring strain, grade 1, tightness in the last sprint",
         "Sign off rtp-1 as doctor, she is ready",
     ] {
-        turn(&rt, &mut screen, &priya, "priya (physio)", "s-priya", m, Decider::Scripted(approve)).await?;
+        turn(&rt, &mut screen, &priya, Some("priya (physio)"), "s-priya", m, Decider::Scripted(approve)).await?;
     }
 
     writeln!(screen.out, "\n=== 2. Dr. Okafor, club doctor: the same sign-off with a doctor's authority ===")?;
-    turn(&rt, &mut screen, &people::okafor(), "dr okafor (doctor)", "s-okafor", "Sign off rtp-1 as doctor", Decider::Scripted(approve)).await?;
+    turn(
+        &rt,
+        &mut screen,
+        &people::okafor(),
+        Some("dr okafor (doctor)"),
+        "s-okafor",
+        "Sign off rtp-1 as doctor",
+        Decider::Scripted(approve),
+    )
+    .await?;
 
-    writeln!(screen.out, "\n=== 3. Marco Rossi, coach: delete means deactivate; no delete for clinical records; a declined video deletion ===")?;
+    writeln!(
+        screen.out,
+        "\n=== 3. Marco Rossi, coach: delete means deactivate; no delete for clinical records; a declined video deletion ==="
+    )?;
     let marco = people::marco();
-    for m in ["Delete athlete ath-105, he has left the club", "Delete injury inj-2 from the record", "Delete video vid-3"] {
-        turn(&rt, &mut screen, &marco, "marco (coach)", "s-marco", m, Decider::Scripted(decline_video_delete)).await?;
+    for m in
+        ["Delete athlete ath-105, he has left the club", "Delete injury inj-2 from the record", "Delete video vid-3"]
+    {
+        turn(&rt, &mut screen, &marco, Some("marco (coach)"), "s-marco", m, Decider::Scripted(decline_video_delete))
+            .await?;
     }
 
     writeln!(screen.out, "\n=== 4. Jane Doe, athlete (linked to ath-101): self-scoped, no injury tools ===")?;
@@ -224,14 +269,35 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         "List athletes",
         "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
     ] {
-        turn(&rt, &mut screen, &jane, "jane (athlete)", "s-jane", m, Decider::Scripted(approve)).await?;
+        turn(&rt, &mut screen, &jane, Some("jane (athlete)"), "s-jane", m, Decider::Scripted(approve)).await?;
     }
 
     writeln!(screen.out, "\n=== 5. An athlete login linked to no athlete record is refused, not defaulted ===")?;
-    turn(&rt, &mut screen, &people::sam_unlinked(), "sam (athlete, unlinked)", "s-sam", "List athletes", Decider::Scripted(approve)).await?;
+    turn(
+        &rt,
+        &mut screen,
+        &people::sam_unlinked(),
+        Some("sam (athlete, unlinked)"),
+        "s-sam",
+        "List athletes",
+        Decider::Scripted(approve),
+    )
+    .await?;
 
-    writeln!(screen.out, "\n=== 6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him ===")?;
-    turn(&rt, &mut screen, &people::erik(), "erik (physio, harbour)", "s-erik", "Show injuries for ath-101", Decider::Scripted(approve)).await?;
+    writeln!(
+        screen.out,
+        "\n=== 6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him ==="
+    )?;
+    turn(
+        &rt,
+        &mut screen,
+        &people::erik(),
+        Some("erik (physio, harbour)"),
+        "s-erik",
+        "Show injuries for ath-101",
+        Decider::Scripted(approve),
+    )
+    .await?;
 
     let store = Store::global();
     writeln!(screen.out, "\n=== State of the records afterwards ===")?;
@@ -247,13 +313,25 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         )?;
     }
     if let Some(a) = store.inspect_athlete("ath-105") {
-        writeln!(screen.out, "ath-105 {} {}: active {}, record kept (deactivated on {})", a.first_name, a.last_name, a.active, a.deactivated_on.unwrap_or_default())?;
+        writeln!(
+            screen.out,
+            "ath-105 {} {}: active {}, record kept (deactivated on {})",
+            a.first_name,
+            a.last_name,
+            a.active,
+            a.deactivated_on.unwrap_or_default()
+        )?;
     }
     writeln!(screen.out, "injuries of Northside FC on record: {}", store.inspect_injuries("org-northside").len())?;
     drop(rt);
     let records = screen.tail.records().to_vec();
     let summary = verify_jsonl_file(&path, Some(Kinetix::MANIFEST_SHA256)).map_err(io::Error::other)?;
-    writeln!(screen.out, "\naudit log verified: {} records, hash chain intact, head {}", summary.records, &summary.last_hash[..16])?;
+    writeln!(
+        screen.out,
+        "\naudit log verified: {} records, hash chain intact, head {}",
+        summary.records,
+        &summary.last_hash[..16]
+    )?;
     writeln!(screen.out, "severe failures computed from the audit records: {}", severe_failures(&records).len())?;
     Ok(DemoReport { audit_path: path, records })
 }
@@ -265,7 +343,12 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
         COACH => people::marco(),
         ATHLETE => people::jane(),
         ADMIN => people::admin(),
-        other => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unknown role `{other}`; roles: physio, doctor, coach, athlete, admin"))),
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown role `{other}`; roles: physio, doctor, coach, athlete, admin"),
+            ));
+        }
     };
     let provider: Arc<dyn Provider> = match provider_from_env().map_err(io::Error::other)? {
         Some(p) => Arc::from(p),
@@ -274,9 +357,17 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
     let (sink, path) = open_audit("kinetix-chat")?;
     let rt = Runtime::builder(sink, provider.clone()).roles(super::roles().clone()).build();
     let mut screen = Screen { out, tail: AuditTail::new(&path) };
-    writeln!(screen.out, "Kinetix chat as {} ({}, {}); model {}:{}; audit log {}", who.user_id, who.role, who.org_id, provider.name(), provider.model(), path.display())?;
+    writeln!(
+        screen.out,
+        "Kinetix chat as {} ({}, {}); model {}:{}; audit log {}",
+        who.user_id,
+        who.role,
+        who.org_id,
+        provider.name(),
+        provider.model(),
+        path.display()
+    )?;
     writeln!(screen.out, "Type a request, or `quit`.")?;
-    let label = format!("{} ({})", who.user_id, who.role);
     loop {
         write!(screen.out, "\n> ")?;
         screen.out.flush()?;
@@ -288,7 +379,7 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
         if matches!(line, "quit" | "exit") {
             break;
         }
-        let outcome = turn(&rt, &mut screen, &who, &label, "chat", line, Decider::Terminal).await?;
+        let outcome = turn(&rt, &mut screen, &who, None, "chat", line, Decider::Terminal).await?;
         if let Some(e) = outcome.error {
             writeln!(screen.out, "(the run ended: {e})")?;
         }
@@ -323,7 +414,10 @@ fn possessive_name(message: &str) -> Option<String> {
 fn number_after(message: &str, word: &str) -> Option<f64> {
     let lower = message.to_lowercase();
     let at = lower.find(word)? + word.len();
-    lower[at..].split(|c: char| !(c.is_ascii_digit() || c == '.')).find(|s| !s.is_empty()).and_then(|s| s.trim_end_matches('.').parse().ok())
+    lower[at..]
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|s| !s.is_empty())
+        .and_then(|s| s.trim_end_matches('.').parse().ok())
 }
 
 fn has(m: &str, words: &[&str]) -> bool {
@@ -367,7 +461,19 @@ fn intent(message: &str) -> Option<(&'static str, Value)> {
     if has(&m, &["record", "log "]) && has(&m, &["injury", "strain", "sprain"]) {
         let athlete_id = ath?;
         let description = message.split_once(':').map_or(message, |(_, d)| d).trim().to_owned();
-        let parts = ["hamstring", "ankle", "knee", "groin", "calf", "shoulder", "hip", "lower back", "quadriceps", "foot", "wrist"];
+        let parts = [
+            "hamstring",
+            "ankle",
+            "knee",
+            "groin",
+            "calf",
+            "shoulder",
+            "hip",
+            "lower back",
+            "quadriceps",
+            "foot",
+            "wrist",
+        ];
         let body_part = parts.iter().find(|p| m.contains(*p)).copied().unwrap_or("unspecified");
         let side = if m.contains("left") {
             "left"
@@ -376,7 +482,8 @@ fn intent(message: &str) -> Option<(&'static str, Value)> {
         } else {
             "n/a"
         };
-        let mut args = json!({"athlete_id": athlete_id, "body_part": body_part, "side": side, "description": description});
+        let mut args =
+            json!({"athlete_id": athlete_id, "body_part": body_part, "side": side, "description": description});
         if let Some(g) = number_after(&m, "grade") {
             args["grade"] = json!(g as u8);
         }
@@ -457,7 +564,16 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
             let list = value.as_array().cloned().unwrap_or_default();
             let names: Vec<String> = list
                 .iter()
-                .map(|a| format!("{} {} ({}, {}, {})", a["first_name"].as_str().unwrap_or(""), a["last_name"].as_str().unwrap_or(""), a["id"].as_str().unwrap_or(""), a["squad"].as_str().unwrap_or(""), a["position"].as_str().unwrap_or("")))
+                .map(|a| {
+                    format!(
+                        "{} {} ({}, {}, {})",
+                        a["first_name"].as_str().unwrap_or(""),
+                        a["last_name"].as_str().unwrap_or(""),
+                        a["id"].as_str().unwrap_or(""),
+                        a["squad"].as_str().unwrap_or(""),
+                        a["position"].as_str().unwrap_or("")
+                    )
+                })
                 .collect();
             format!("{} athlete(s) you can see: {}", names.len(), names.join("; "))
         }
@@ -468,7 +584,18 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
             }
             let lines: Vec<String> = list
                 .iter()
-                .map(|i| format!("{} {} {} (grade {}, {}, since {}): {}", i["id"].as_str().unwrap_or(""), i["side"].as_str().unwrap_or(""), i["body_part"].as_str().unwrap_or(""), i["grade"], i["status"].as_str().unwrap_or(""), i["onset"].as_str().unwrap_or(""), i["description"].as_str().unwrap_or("")))
+                .map(|i| {
+                    format!(
+                        "{} {} {} (grade {}, {}, since {}): {}",
+                        i["id"].as_str().unwrap_or(""),
+                        i["side"].as_str().unwrap_or(""),
+                        i["body_part"].as_str().unwrap_or(""),
+                        i["grade"],
+                        i["status"].as_str().unwrap_or(""),
+                        i["onset"].as_str().unwrap_or(""),
+                        i["description"].as_str().unwrap_or("")
+                    )
+                })
                 .collect();
             format!("From the injury records: {}", lines.join("; "))
         }
@@ -480,8 +607,38 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
             value["chronic_weekly_load"],
             value["band"].as_str().unwrap_or("")
         ),
-        "create_injury" => format!("Recorded {} for {}: {} {}.", value["id"].as_str().unwrap_or(""), value["athlete_id"].as_str().unwrap_or(""), value["side"].as_str().unwrap_or(""), value["body_part"].as_str().unwrap_or("")),
-        "deactivate_athlete" => format!("{} is deactivated: removed from active squads and lists, their history is kept.", value["deactivated"].as_str().unwrap_or("")),
+        "create_injury" => format!(
+            "Recorded {} for {}: {} {}.",
+            value["id"].as_str().unwrap_or(""),
+            value["athlete_id"].as_str().unwrap_or(""),
+            value["side"].as_str().unwrap_or(""),
+            value["body_part"].as_str().unwrap_or("")
+        ),
+        "update_rtp" | "create_rtp" => {
+            let who = |k: &str| value[k]["by"].as_str().unwrap_or("—").to_owned();
+            let cleared = ["physio_signoff", "doctor_signoff", "coach_signoff"].iter().all(|k| !value[*k].is_null());
+            format!(
+                "{} (stage {}): physio sign-off {}, doctor sign-off {}, coach sign-off {}; cleared to play: {}.",
+                value["id"].as_str().unwrap_or(""),
+                value["stage"],
+                who("physio_signoff"),
+                who("doctor_signoff"),
+                who("coach_signoff"),
+                if cleared { "yes" } else { "not yet" }
+            )
+        }
+        "submit_wellness" => format!(
+            "Wellness check-in saved for {} on {}: {} h sleep, soreness {}, mood {}.",
+            value["athlete_id"].as_str().unwrap_or(""),
+            value["date"].as_str().unwrap_or(""),
+            value["sleep_hours"],
+            value["soreness"],
+            value["mood"]
+        ),
+        "deactivate_athlete" => format!(
+            "{} is deactivated: removed from active squads and lists, their history is kept.",
+            value["deactivated"].as_str().unwrap_or("")
+        ),
         _ => {
             let s = value.to_string();
             let shown: String = s.chars().take(400).collect();
@@ -517,7 +674,14 @@ pub fn clinic_model() -> RuleProvider {
                 _ => None,
             }
         })
-        .summarize_with(|outcomes| outcomes.iter().map(describe).collect::<Vec<_>>().join("\n"))
+        .summarize_with(|outcomes| {
+            // A name lookup that led to another call is a step, not an answer.
+            let shown = match outcomes {
+                [first, rest @ ..] if first.name == "list_athletes" && !rest.is_empty() => rest,
+                all => all,
+            };
+            shown.iter().map(describe).collect::<Vec<_>>().join("\n")
+        })
         .fallback(
             "I am the offline rule-based model and did not recognise that. Try: \"list athletes\", \"injuries for ath-101\", \
              \"workload for ath-104\", \"record an injury for ath-104: left calf strain, grade 1\", \"sign off rtp-1 as doctor\", \

@@ -3,11 +3,12 @@
 //!
 //! What it shows:
 //!
-//! - **Authority is inherited.** The run carries the caller's [`Principal`]; every tool passes
-//!   it to the application's own services ([`store`]), which scope by organisation, narrow an
-//!   athlete-role user to their own record (an unlinked athlete account is refused), and gate
-//!   each return-to-play signature on its own permission (`rtp.signoff_physio`,
-//!   `rtp.signoff_doctor`, `rtp.signoff_coach`). The agent adds no checks and no authority.
+//! - **Authority is inherited.** The run carries the caller's
+//!   [`Principal`](agents_runtime::Principal); every tool passes it to the application's own
+//!   services ([`store`]), which scope by organisation, narrow an athlete-role user to their
+//!   own record (an unlinked athlete account is refused), and gate each return-to-play
+//!   signature on its own permission (`rtp.signoff_physio`, `rtp.signoff_doctor`,
+//!   `rtp.signoff_coach`). The agent adds no checks and no authority.
 //! - **Two fields carry the safety argument.** A tool's permission decides whether the model
 //!   is ever offered it (the athlete role holds exactly four permissions: `athlete.read`,
 //!   `wellness.write`, `vitals.read`, `device.manage`, so no injury tool exists for them);
@@ -137,7 +138,14 @@ fn build_roles() -> RoleMap {
         )
         .role(
             ADMIN,
-            [athlete::read::NAME, athlete::write::NAME, device::manage::NAME, video::read::NAME, video::delete::NAME, report::generate::NAME],
+            [
+                athlete::read::NAME,
+                athlete::write::NAME,
+                device::manage::NAME,
+                video::read::NAME,
+                video::delete::NAME,
+                report::generate::NAME,
+            ],
         )
 }
 

@@ -350,7 +350,11 @@ impl Store {
     fn scoped_athlete<'d>(d: &'d Data, p: &Principal, athlete_id: &str) -> Result<&'d Athlete> {
         if is_athlete(p) {
             match &p.subject {
-                None => return Err(ServiceError::Forbidden("this athlete account is not linked to an athlete record".into())),
+                None => {
+                    return Err(ServiceError::Forbidden(
+                        "this athlete account is not linked to an athlete record".into(),
+                    ));
+                }
                 Some(own) if own != athlete_id => {
                     return Err(ServiceError::Forbidden("athletes can only access their own record".into()));
                 }
@@ -372,10 +376,18 @@ impl Store {
 
     /// Lists athletes of the caller's organisation. For an athlete-role user the query is
     /// narrowed to their own record, so "list athletes" never exposes peers' profiles.
-    pub fn list_athletes(&self, p: &Principal, squad: Option<&str>, name: Option<&str>, include_inactive: bool) -> Result<Vec<Athlete>> {
+    pub fn list_athletes(
+        &self,
+        p: &Principal,
+        squad: Option<&str>,
+        name: Option<&str>,
+        include_inactive: bool,
+    ) -> Result<Vec<Athlete>> {
         require(p, perms::athlete::read::NAME)?;
         let self_only = if is_athlete(p) {
-            Some(p.subject.clone().ok_or_else(|| ServiceError::Forbidden("this athlete account is not linked to an athlete record".into()))?)
+            Some(p.subject.clone().ok_or_else(|| {
+                ServiceError::Forbidden("this athlete account is not linked to an athlete record".into())
+            })?)
         } else {
             None
         };
@@ -400,7 +412,15 @@ impl Store {
     }
 
     /// Adds an athlete to the caller's organisation.
-    pub fn create_athlete(&self, p: &Principal, first_name: &str, last_name: &str, squad: &str, position: &str, date_of_birth: &str) -> Result<Athlete> {
+    pub fn create_athlete(
+        &self,
+        p: &Principal,
+        first_name: &str,
+        last_name: &str,
+        squad: &str,
+        position: &str,
+        date_of_birth: &str,
+    ) -> Result<Athlete> {
         require(p, perms::athlete::write::NAME)?;
         if first_name.trim().is_empty() || last_name.trim().is_empty() {
             return Err(ServiceError::Invalid("first and last name are required".into()));
@@ -423,11 +443,21 @@ impl Store {
     }
 
     /// Updates an athlete's squad or position.
-    pub fn update_athlete(&self, p: &Principal, athlete_id: &str, squad: Option<&str>, position: Option<&str>) -> Result<Athlete> {
+    pub fn update_athlete(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        squad: Option<&str>,
+        position: Option<&str>,
+    ) -> Result<Athlete> {
         require(p, perms::athlete::write::NAME)?;
         let mut d = self.lock();
         Self::scoped_athlete(&d, p, athlete_id)?;
-        let a = d.athletes.iter_mut().find(|a| a.id == athlete_id).ok_or_else(|| ServiceError::NotFound(athlete_id.into()))?;
+        let a = d
+            .athletes
+            .iter_mut()
+            .find(|a| a.id == athlete_id)
+            .ok_or_else(|| ServiceError::NotFound(athlete_id.into()))?;
         if let Some(s) = squad {
             a.squad = s.into();
         }
@@ -451,7 +481,11 @@ impl Store {
         require(p, perms::athlete::write::NAME)?;
         let mut d = self.lock();
         Self::scoped_athlete(&d, p, athlete_id)?;
-        let a = d.athletes.iter_mut().find(|a| a.id == athlete_id).ok_or_else(|| ServiceError::NotFound(athlete_id.into()))?;
+        let a = d
+            .athletes
+            .iter_mut()
+            .find(|a| a.id == athlete_id)
+            .ok_or_else(|| ServiceError::NotFound(athlete_id.into()))?;
         a.active = active;
         a.deactivated_on = if active { None } else { Some(TODAY.into()) };
         Ok(a.clone())
@@ -464,20 +498,37 @@ impl Store {
         require(p, perms::injury::read::NAME)?;
         let d = self.lock();
         Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.injuries.iter().filter(|i| i.athlete_id == athlete_id && (include_resolved || i.status != "resolved")).cloned().collect())
+        Ok(d.injuries
+            .iter()
+            .filter(|i| i.athlete_id == athlete_id && (include_resolved || i.status != "resolved"))
+            .cloned()
+            .collect())
     }
 
     /// One injury.
     pub fn get_injury(&self, p: &Principal, injury_id: &str) -> Result<Injury> {
         require(p, perms::injury::read::NAME)?;
         let d = self.lock();
-        let i = d.injuries.iter().find(|i| i.id == injury_id && i.org_id == p.org_id).ok_or_else(|| ServiceError::NotFound(format!("injury `{injury_id}`")))?;
+        let i = d
+            .injuries
+            .iter()
+            .find(|i| i.id == injury_id && i.org_id == p.org_id)
+            .ok_or_else(|| ServiceError::NotFound(format!("injury `{injury_id}`")))?;
         Self::scoped_athlete(&d, p, &i.athlete_id)?;
         Ok(i.clone())
     }
 
     /// Records an injury.
-    pub fn create_injury(&self, p: &Principal, athlete_id: &str, body_part: &str, side: &str, description: &str, grade: Option<u8>, onset: Option<&str>) -> Result<Injury> {
+    pub fn create_injury(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        body_part: &str,
+        side: &str,
+        description: &str,
+        grade: Option<u8>,
+        onset: Option<&str>,
+    ) -> Result<Injury> {
         require(p, perms::injury::write::NAME)?;
         if grade.is_some_and(|g| !(1..=3).contains(&g)) {
             return Err(ServiceError::Invalid("grade is 1, 2 or 3".into()));
@@ -506,16 +557,27 @@ impl Store {
     }
 
     /// Changes an injury's status (`active`, `rehab`, `resolved`) or description.
-    pub fn update_injury(&self, p: &Principal, injury_id: &str, status: Option<&str>, description: Option<&str>) -> Result<Injury> {
+    pub fn update_injury(
+        &self,
+        p: &Principal,
+        injury_id: &str,
+        status: Option<&str>,
+        description: Option<&str>,
+    ) -> Result<Injury> {
         require(p, perms::injury::write::NAME)?;
         if status.is_some_and(|s| !matches!(s, "active" | "rehab" | "resolved")) {
             return Err(ServiceError::Invalid("status is `active`, `rehab` or `resolved`".into()));
         }
         let mut d = self.lock();
-        let athlete = d.injuries.iter().find(|i| i.id == injury_id && i.org_id == p.org_id).map(|i| i.athlete_id.clone());
+        let athlete =
+            d.injuries.iter().find(|i| i.id == injury_id && i.org_id == p.org_id).map(|i| i.athlete_id.clone());
         let athlete = athlete.ok_or_else(|| ServiceError::NotFound(format!("injury `{injury_id}`")))?;
         Self::scoped_athlete(&d, p, &athlete)?;
-        let i = d.injuries.iter_mut().find(|i| i.id == injury_id).ok_or_else(|| ServiceError::NotFound(injury_id.into()))?;
+        let i = d
+            .injuries
+            .iter_mut()
+            .find(|i| i.id == injury_id)
+            .ok_or_else(|| ServiceError::NotFound(injury_id.into()))?;
         if let Some(s) = status {
             i.status = s.into();
             i.resolved_on = (s == "resolved").then(|| TODAY.to_owned());
@@ -538,7 +600,15 @@ impl Store {
 
     /// Records a wellness check-in. An athlete submits their own; staff may submit for an
     /// athlete of their organisation.
-    pub fn submit_wellness(&self, p: &Principal, athlete_id: &str, sleep_hours: f64, soreness: u8, mood: u8, note: &str) -> Result<Wellness> {
+    pub fn submit_wellness(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        sleep_hours: f64,
+        soreness: u8,
+        mood: u8,
+        note: &str,
+    ) -> Result<Wellness> {
         require(p, perms::wellness::write::NAME)?;
         if !(0.0..=16.0).contains(&sleep_hours) || !(1..=10).contains(&soreness) || !(1..=5).contains(&mood) {
             return Err(ServiceError::Invalid("sleep 0–16 h, soreness 1–10, mood 1–5".into()));
@@ -593,11 +663,26 @@ impl Store {
             Some(r) if r <= 1.5 => "1.3–1.5: load climbing faster than the recent weeks".to_owned(),
             Some(_) => "above 1.5: a sharp rise over the recent weeks".to_owned(),
         };
-        Ok(Acwr { athlete_id: athlete_id.into(), acute_load: acute, chronic_weekly_load: chronic, ratio, band, sessions: mine.len() })
+        Ok(Acwr {
+            athlete_id: athlete_id.into(),
+            acute_load: acute,
+            chronic_weekly_load: chronic,
+            ratio,
+            band,
+            sessions: mine.len(),
+        })
     }
 
     /// Logs a training session for an athlete.
-    pub fn log_session(&self, p: &Principal, athlete_id: &str, kind: &str, minutes: u32, rpe: u32, days_ago: u32) -> Result<Session> {
+    pub fn log_session(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        kind: &str,
+        minutes: u32,
+        rpe: u32,
+        days_ago: u32,
+    ) -> Result<Session> {
         require(p, perms::workload::write::NAME)?;
         if minutes == 0 || minutes > 600 || !(1..=10).contains(&rpe) {
             return Err(ServiceError::Invalid("minutes 1–600, RPE 1–10".into()));
@@ -605,7 +690,15 @@ impl Store {
         let mut d = self.lock();
         Self::scoped_athlete(&d, p, athlete_id)?;
         let id = Self::next_id(&mut d, "ses");
-        let s = Session { id, org_id: p.org_id.clone(), athlete_id: athlete_id.into(), days_ago, kind: kind.into(), minutes, rpe };
+        let s = Session {
+            id,
+            org_id: p.org_id.clone(),
+            athlete_id: athlete_id.into(),
+            days_ago,
+            kind: kind.into(),
+            minutes,
+            rpe,
+        };
         d.sessions.push(s.clone());
         Ok(s)
     }
@@ -636,7 +729,17 @@ impl Store {
 
     /// Creates a return-to-play entry, optionally signed by the caller (each signature gated).
     #[allow(clippy::too_many_arguments)]
-    pub fn create_rtp(&self, p: &Principal, athlete_id: &str, injury_id: &str, stage: u8, notes: &str, physio: bool, doctor: bool, coach: bool) -> Result<RtpEntry> {
+    pub fn create_rtp(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        injury_id: &str,
+        stage: u8,
+        notes: &str,
+        physio: bool,
+        doctor: bool,
+        coach: bool,
+    ) -> Result<RtpEntry> {
         require(p, perms::rtp::write::NAME)?;
         Self::check_signoffs(p, physio, doctor, coach)?;
         if !(1..=6).contains(&stage) {
@@ -667,7 +770,16 @@ impl Store {
     /// Updates a return-to-play entry: stage, notes, and signatures (each gated by its own
     /// permission; a signature is added, never removed here).
     #[allow(clippy::too_many_arguments)]
-    pub fn update_rtp(&self, p: &Principal, rtp_id: &str, stage: Option<u8>, notes: Option<&str>, physio: bool, doctor: bool, coach: bool) -> Result<RtpEntry> {
+    pub fn update_rtp(
+        &self,
+        p: &Principal,
+        rtp_id: &str,
+        stage: Option<u8>,
+        notes: Option<&str>,
+        physio: bool,
+        doctor: bool,
+        coach: bool,
+    ) -> Result<RtpEntry> {
         require(p, perms::rtp::write::NAME)?;
         Self::check_signoffs(p, physio, doctor, coach)?;
         if stage.is_some_and(|s| !(1..=6).contains(&s)) {
@@ -701,7 +813,11 @@ impl Store {
     pub fn get_rtp(&self, p: &Principal, rtp_id: &str) -> Result<RtpEntry> {
         require(p, perms::rtp::read::NAME)?;
         let d = self.lock();
-        let e = d.rtp.iter().find(|r| r.id == rtp_id && r.org_id == p.org_id).ok_or_else(|| ServiceError::NotFound(format!("return-to-play entry `{rtp_id}`")))?;
+        let e = d
+            .rtp
+            .iter()
+            .find(|r| r.id == rtp_id && r.org_id == p.org_id)
+            .ok_or_else(|| ServiceError::NotFound(format!("return-to-play entry `{rtp_id}`")))?;
         Self::scoped_athlete(&d, p, &e.athlete_id)?;
         Ok(e.clone())
     }
@@ -717,12 +833,29 @@ impl Store {
     }
 
     /// Records a screening result.
-    pub fn create_screening(&self, p: &Principal, athlete_id: &str, test: &str, value: f64, unit: &str, notes: &str) -> Result<Screening> {
+    pub fn create_screening(
+        &self,
+        p: &Principal,
+        athlete_id: &str,
+        test: &str,
+        value: f64,
+        unit: &str,
+        notes: &str,
+    ) -> Result<Screening> {
         require(p, perms::screening::write::NAME)?;
         let mut d = self.lock();
         Self::scoped_athlete(&d, p, athlete_id)?;
         let id = Self::next_id(&mut d, "scr");
-        let s = Screening { id, org_id: p.org_id.clone(), athlete_id: athlete_id.into(), test: test.into(), value, unit: unit.into(), date: TODAY.into(), notes: notes.into() };
+        let s = Screening {
+            id,
+            org_id: p.org_id.clone(),
+            athlete_id: athlete_id.into(),
+            test: test.into(),
+            value,
+            unit: unit.into(),
+            date: TODAY.into(),
+            notes: notes.into(),
+        };
         d.screenings.push(s.clone());
         Ok(s)
     }
@@ -741,7 +874,11 @@ impl Store {
     pub fn get_video(&self, p: &Principal, video_id: &str) -> Result<Video> {
         require(p, perms::video::read::NAME)?;
         let d = self.lock();
-        let v = d.videos.iter().find(|v| v.id == video_id && v.org_id == p.org_id).ok_or_else(|| ServiceError::NotFound(format!("video `{video_id}`")))?;
+        let v = d
+            .videos
+            .iter()
+            .find(|v| v.id == video_id && v.org_id == p.org_id)
+            .ok_or_else(|| ServiceError::NotFound(format!("video `{video_id}`")))?;
         Self::scoped_athlete(&d, p, &v.athlete_id)?;
         Ok(v.clone())
     }
@@ -751,7 +888,11 @@ impl Store {
         require(p, perms::video::delete::NAME)?;
         let mut d = self.lock();
         for id in video_ids {
-            let v = d.videos.iter().find(|v| &v.id == id && v.org_id == p.org_id).ok_or_else(|| ServiceError::NotFound(format!("video `{id}`")))?;
+            let v = d
+                .videos
+                .iter()
+                .find(|v| &v.id == id && v.org_id == p.org_id)
+                .ok_or_else(|| ServiceError::NotFound(format!("video `{id}`")))?;
             Self::scoped_athlete(&d, p, &v.athlete_id)?;
         }
         d.videos.retain(|v| !video_ids.contains(&v.id));
@@ -772,10 +913,12 @@ impl Store {
     pub fn rotate_device_key(&self, p: &Principal, device_id: &str) -> Result<Device> {
         require(p, perms::device::manage::NAME)?;
         let mut d = self.lock();
-        let athlete = d.devices.iter().find(|x| x.id == device_id && x.org_id == p.org_id).map(|x| x.athlete_id.clone());
+        let athlete =
+            d.devices.iter().find(|x| x.id == device_id && x.org_id == p.org_id).map(|x| x.athlete_id.clone());
         let athlete = athlete.ok_or_else(|| ServiceError::NotFound(format!("device `{device_id}`")))?;
         Self::scoped_athlete(&d, p, &athlete)?;
-        let dev = d.devices.iter_mut().find(|x| x.id == device_id).ok_or_else(|| ServiceError::NotFound(device_id.into()))?;
+        let dev =
+            d.devices.iter_mut().find(|x| x.id == device_id).ok_or_else(|| ServiceError::NotFound(device_id.into()))?;
         dev.key_version += 1;
         let digest = agents_runtime::core::canonical::sha256_hex(format!("{}:{}", dev.id, dev.key_version).as_bytes());
         dev.key_fingerprint = format!("SHA256:{}", &digest[..16]);
@@ -807,7 +950,7 @@ impl Store {
 }
 
 fn seed() -> Data {
-    let mut d = Data { next_id: 100, ..Data::default() };
+    let mut d = Data { next_id: 1000, ..Data::default() };
     d.orgs = vec![
         Organisation { id: "org-northside".into(), name: "Northside FC".into() },
         Organisation { id: "org-harbour".into(), name: "Harbour Rowing Club".into() },
@@ -836,10 +979,50 @@ fn seed() -> Data {
         });
     }
     let injuries = [
-        ("inj-1", "org-northside", "ath-101", "ankle", "right", "Lateral ankle sprain (ATFL), rehab progressing; hopping pain-free since 2026-03-09", Some(2), "rehab", "2026-02-21"),
-        ("inj-2", "org-northside", "ath-102", "hamstring", "left", "Biceps femoris strain in sprint drill", Some(1), "active", "2026-03-11"),
-        ("inj-3", "org-northside", "ath-103", "knee", "left", "Patellar tendinopathy, load-managed", None, "resolved", "2025-10-04"),
-        ("inj-4", "org-harbour", "ath-201", "lower back", "n/a", "Lumbar muscle strain after ergometer test", Some(1), "rehab", "2026-03-01"),
+        (
+            "inj-1",
+            "org-northside",
+            "ath-101",
+            "ankle",
+            "right",
+            "Lateral ankle sprain (ATFL), rehab progressing; hopping pain-free since 2026-03-09",
+            Some(2),
+            "rehab",
+            "2026-02-21",
+        ),
+        (
+            "inj-2",
+            "org-northside",
+            "ath-102",
+            "hamstring",
+            "left",
+            "Biceps femoris strain in sprint drill",
+            Some(1),
+            "active",
+            "2026-03-11",
+        ),
+        (
+            "inj-3",
+            "org-northside",
+            "ath-103",
+            "knee",
+            "left",
+            "Patellar tendinopathy, load-managed",
+            None,
+            "resolved",
+            "2025-10-04",
+        ),
+        (
+            "inj-4",
+            "org-harbour",
+            "ath-201",
+            "lower back",
+            "n/a",
+            "Lumbar muscle strain after ergometer test",
+            Some(1),
+            "rehab",
+            "2026-03-01",
+        ),
     ];
     for (id, org, ath, part, side, desc, grade, status, onset) in injuries {
         d.injuries.push(Injury {
@@ -878,7 +1061,9 @@ fn seed() -> Data {
         doctor_signoff: None,
         coach_signoff: None,
     });
-    for (i, a) in ["ath-101", "ath-102", "ath-103", "ath-104", "ath-105", "ath-201", "ath-202", "ath-203"].iter().enumerate() {
+    for (i, a) in
+        ["ath-101", "ath-102", "ath-103", "ath-104", "ath-105", "ath-201", "ath-202", "ath-203"].iter().enumerate()
+    {
         let org = if a.starts_with("ath-1") { "org-northside" } else { "org-harbour" };
         let n = i as u32;
         for (k, days_ago) in [1u32, 2, 3, 5, 8, 9, 11, 13, 15, 17, 20, 22, 24, 27].iter().enumerate() {
@@ -890,7 +1075,13 @@ fn seed() -> Data {
                 org_id: org.into(),
                 athlete_id: (*a).into(),
                 days_ago: *days_ago,
-                kind: if org == "org-harbour" { "water session".into() } else if k % 3 == 0 { "gym".into() } else { "pitch session".into() },
+                kind: if org == "org-harbour" {
+                    "water session".into()
+                } else if k % 3 == 0 {
+                    "gym".into()
+                } else {
+                    "pitch session".into()
+                },
                 minutes,
                 rpe,
             });
@@ -904,7 +1095,13 @@ fn seed() -> Data {
             mood: 3 + (n % 2) as u8,
             note: String::new(),
         });
-        d.vitals.push(Vitals { org_id: org.into(), athlete_id: (*a).into(), date: "2026-03-15".into(), resting_hr: 48 + n * 2, hrv_ms: 62 + n * 5 });
+        d.vitals.push(Vitals {
+            org_id: org.into(),
+            athlete_id: (*a).into(),
+            date: "2026-03-15".into(),
+            resting_hr: 48 + n * 2,
+            hrv_ms: 62 + n * 5,
+        });
         d.devices.push(Device {
             id: format!("dev-{}", &a[4..]),
             org_id: org.into(),
@@ -914,9 +1111,36 @@ fn seed() -> Data {
             key_version: 1,
         });
     }
-    d.screenings.push(Screening { id: "scr-1".into(), org_id: "org-northside".into(), athlete_id: "ath-101".into(), test: "Single-leg hop symmetry".into(), value: 92.0, unit: "%".into(), date: "2026-03-13".into(), notes: "Right vs left".into() });
-    d.screenings.push(Screening { id: "scr-2".into(), org_id: "org-northside".into(), athlete_id: "ath-102".into(), test: "Nordic hamstring peak force".into(), value: 318.0, unit: "N".into(), date: "2026-02-27".into(), notes: "Left 12% below right".into() });
-    d.screenings.push(Screening { id: "scr-3".into(), org_id: "org-harbour".into(), athlete_id: "ath-201".into(), test: "Countermovement jump".into(), value: 34.5, unit: "cm".into(), date: "2026-02-20".into(), notes: String::new() });
+    d.screenings.push(Screening {
+        id: "scr-1".into(),
+        org_id: "org-northside".into(),
+        athlete_id: "ath-101".into(),
+        test: "Single-leg hop symmetry".into(),
+        value: 92.0,
+        unit: "%".into(),
+        date: "2026-03-13".into(),
+        notes: "Right vs left".into(),
+    });
+    d.screenings.push(Screening {
+        id: "scr-2".into(),
+        org_id: "org-northside".into(),
+        athlete_id: "ath-102".into(),
+        test: "Nordic hamstring peak force".into(),
+        value: 318.0,
+        unit: "N".into(),
+        date: "2026-02-27".into(),
+        notes: "Left 12% below right".into(),
+    });
+    d.screenings.push(Screening {
+        id: "scr-3".into(),
+        org_id: "org-harbour".into(),
+        athlete_id: "ath-201".into(),
+        test: "Countermovement jump".into(),
+        value: 34.5,
+        unit: "cm".into(),
+        date: "2026-02-20".into(),
+        notes: String::new(),
+    });
     d.videos.push(Video {
         id: "vid-1".into(),
         org_id: "org-northside".into(),

@@ -5,7 +5,9 @@
 //! Videos are the only records the agent can destroy, and both video tools say so.
 
 use super::perms;
-use super::store::{Acwr, Athlete, Device, Injury, RtpEntry, Screening, ServiceError, Session, Store, Video, Vitals, Wellness};
+use super::store::{
+    Acwr, Athlete, Device, Injury, RtpEntry, Screening, ServiceError, Session, Store, Video, Vitals, Wellness,
+};
 use agents_runtime::{ToolContext, tool};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -17,7 +19,12 @@ fn store() -> &'static Store {
 /// Lists the athletes of the caller's organisation, optionally filtered by squad or by a part
 /// of the name. Athlete users only ever see their own record.
 #[tool(permission = perms::athlete::read, risk = low)]
-pub async fn list_athletes(cx: &ToolContext<'_>, squad: Option<String>, name: Option<String>, include_inactive: Option<bool>) -> Result<Vec<Athlete>, ServiceError> {
+pub async fn list_athletes(
+    cx: &ToolContext<'_>,
+    squad: Option<String>,
+    name: Option<String>,
+    include_inactive: Option<bool>,
+) -> Result<Vec<Athlete>, ServiceError> {
     store().list_athletes(cx.principal(), squad.as_deref(), name.as_deref(), include_inactive.unwrap_or(false))
 }
 
@@ -42,7 +49,12 @@ pub async fn create_athlete(
 
 /// Changes an athlete's squad or position.
 #[tool(permission = perms::athlete::write, mutating, title = "Update athlete profile", risk = low)]
-pub async fn update_athlete(cx: &ToolContext<'_>, athlete_id: String, squad: Option<String>, position: Option<String>) -> Result<Athlete, ServiceError> {
+pub async fn update_athlete(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    squad: Option<String>,
+    position: Option<String>,
+) -> Result<Athlete, ServiceError> {
     store().update_athlete(cx.principal(), &athlete_id, squad.as_deref(), position.as_deref())
 }
 
@@ -63,7 +75,11 @@ pub async fn reactivate_athlete(cx: &ToolContext<'_>, athlete_id: String) -> Res
 
 /// Lists an athlete's injuries (open ones, or all with include_resolved).
 #[tool(permission = perms::injury::read, risk = low)]
-pub async fn list_injuries(cx: &ToolContext<'_>, athlete_id: String, include_resolved: Option<bool>) -> Result<Vec<Injury>, ServiceError> {
+pub async fn list_injuries(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    include_resolved: Option<bool>,
+) -> Result<Vec<Injury>, ServiceError> {
     store().list_injuries(cx.principal(), &athlete_id, include_resolved.unwrap_or(false))
 }
 
@@ -91,7 +107,12 @@ pub async fn create_injury(
 /// Updates an injury record: its status (`active`, `rehab`, `resolved`) or its description.
 /// Injury records are never deleted; a healed injury is marked resolved.
 #[tool(permission = perms::injury::write, mutating, title = "Update injury record", risk = medium)]
-pub async fn update_injury(cx: &ToolContext<'_>, injury_id: String, status: Option<String>, description: Option<String>) -> Result<Injury, ServiceError> {
+pub async fn update_injury(
+    cx: &ToolContext<'_>,
+    injury_id: String,
+    status: Option<String>,
+    description: Option<String>,
+) -> Result<Injury, ServiceError> {
     store().update_injury(cx.principal(), &injury_id, status.as_deref(), description.as_deref())
 }
 
@@ -122,7 +143,11 @@ pub async fn get_vitals(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<
 
 /// Lists an athlete's training sessions of the last `days` days (default 28).
 #[tool(permission = perms::workload::read, risk = low)]
-pub async fn list_sessions(cx: &ToolContext<'_>, athlete_id: String, days: Option<u32>) -> Result<Vec<Session>, ServiceError> {
+pub async fn list_sessions(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    days: Option<u32>,
+) -> Result<Vec<Session>, ServiceError> {
     store().list_sessions(cx.principal(), &athlete_id, days.unwrap_or(28))
 }
 
@@ -135,7 +160,14 @@ pub async fn get_workload_acwr(cx: &ToolContext<'_>, athlete_id: String) -> Resu
 
 /// Logs a training session for an athlete (minutes, session RPE 1–10, days ago: 0 = today).
 #[tool(permission = perms::workload::write, mutating, title = "Log training session", risk = low)]
-pub async fn log_session(cx: &ToolContext<'_>, athlete_id: String, kind: String, minutes: u32, rpe: u32, days_ago: Option<u32>) -> Result<Session, ServiceError> {
+pub async fn log_session(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    kind: String,
+    minutes: u32,
+    rpe: u32,
+    days_ago: Option<u32>,
+) -> Result<Session, ServiceError> {
     store().log_session(cx.principal(), &athlete_id, &kind, minutes, rpe, days_ago.unwrap_or(0))
 }
 
@@ -203,7 +235,14 @@ pub async fn list_screenings(cx: &ToolContext<'_>, athlete_id: String) -> Result
 
 /// Records a screening result for an athlete.
 #[tool(permission = perms::screening::write, mutating, title = "Record screening result", risk = low)]
-pub async fn create_screening(cx: &ToolContext<'_>, athlete_id: String, test: String, value: f64, unit: String, notes: Option<String>) -> Result<Screening, ServiceError> {
+pub async fn create_screening(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    test: String,
+    value: f64,
+    unit: String,
+    notes: Option<String>,
+) -> Result<Screening, ServiceError> {
     store().create_screening(cx.principal(), &athlete_id, &test, value, &unit, notes.as_deref().unwrap_or(""))
 }
 
@@ -235,14 +274,20 @@ pub async fn get_pose_metrics(cx: &ToolContext<'_>, video_id: String) -> Result<
     let v: Video = store().get_video(cx.principal(), &video_id)?;
     let mut caveats = Vec::new();
     if !v.trustworthy {
-        caveats.push("the rig's refined layout has drifted from its declared one: results are not trustworthy".to_owned());
+        caveats
+            .push("the rig's refined layout has drifted from its declared one: results are not trustworthy".to_owned());
     }
     if v.cameras == 1 {
-        caveats.push("single camera: lower agreement with 3D ground truth than a calibrated multi-camera rig".to_owned());
+        caveats
+            .push("single camera: lower agreement with 3D ground truth than a calibrated multi-camera rig".to_owned());
     }
     for m in &v.metrics {
         if m.mean_deg.is_none() {
-            caveats.push(format!("{}: omitted by the observability gate (coverage {:.0}%)", m.metric, m.coverage * 100.0));
+            caveats.push(format!(
+                "{}: omitted by the observability gate (coverage {:.0}%)",
+                m.metric,
+                m.coverage * 100.0
+            ));
         } else if m.coverage < 0.6 {
             caveats.push(format!("{}: low coverage ({:.0}%)", m.metric, m.coverage * 100.0));
         }

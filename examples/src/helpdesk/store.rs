@@ -125,12 +125,30 @@ fn require(p: &Principal, permission: &str) -> Result<()> {
 
 /// A short policy text per topic.
 pub const POLICIES: &[(&str, &str)] = &[
-    ("leave", "Annual leave is requested at least 5 working days ahead and cannot exceed the remaining balance. Half days are allowed."),
-    ("probation", "During the first 90 days of employment, leave needs a manager's exception; the request is otherwise rejected with reason `probation`."),
-    ("equipment", "Standard equipment (dock, monitor, keyboard, headset) is approved by IT within 3 working days; laptops need a manager's approval."),
-    ("software", "Licensed software is requested with a business justification; IT checks licences and security review status."),
-    ("password", "Password resets and any identity change are done by a person at the service desk after identity verification. The assistant cannot reset passwords."),
-    ("tickets", "Severity 1: outage for many people. 2: one person blocked, no workaround. 3: a workaround exists. 4: a question or cosmetic issue."),
+    (
+        "leave",
+        "Annual leave is requested at least 5 working days ahead and cannot exceed the remaining balance. Half days are allowed.",
+    ),
+    (
+        "probation",
+        "During the first 90 days of employment, leave needs a manager's exception; the request is otherwise rejected with reason `probation`.",
+    ),
+    (
+        "equipment",
+        "Standard equipment (dock, monitor, keyboard, headset) is approved by IT within 3 working days; laptops need a manager's approval.",
+    ),
+    (
+        "software",
+        "Licensed software is requested with a business justification; IT checks licences and security review status.",
+    ),
+    (
+        "password",
+        "Password resets and any identity change are done by a person at the service desk after identity verification. The assistant cannot reset passwords.",
+    ),
+    (
+        "tickets",
+        "Severity 1: outage for many people. 2: one person blocked, no workaround. 3: a workaround exists. 4: a question or cosmetic issue.",
+    ),
 ];
 
 impl Store {
@@ -146,10 +164,30 @@ impl Store {
             org_id: "org-deskloop".into(),
             account: LeaveAccount { balance_days: 3.5, days_employed: 212, probation_days: 90 },
             leave: vec![
-                LeaveRequest { id: "LV-1041".into(), start_date: "2026-01-12".into(), days: 2.0, kind: "annual".into(), status: "approved".into(), rejection_reason: None },
-                LeaveRequest { id: "LV-1077".into(), start_date: "2026-02-23".into(), days: 5.0, kind: "annual".into(), status: "rejected".into(), rejection_reason: Some("exceeds remaining balance (3.5 days)".into()) },
+                LeaveRequest {
+                    id: "LV-1041".into(),
+                    start_date: "2026-01-12".into(),
+                    days: 2.0,
+                    kind: "annual".into(),
+                    status: "approved".into(),
+                    rejection_reason: None,
+                },
+                LeaveRequest {
+                    id: "LV-1077".into(),
+                    start_date: "2026-02-23".into(),
+                    days: 5.0,
+                    kind: "annual".into(),
+                    status: "rejected".into(),
+                    rejection_reason: Some("exceeds remaining balance (3.5 days)".into()),
+                },
             ],
-            tickets: vec![Ticket { id: "TCK-2210".into(), summary: "VPN drops every hour".into(), severity: 3, workaround: Some("reconnect manually".into()), status: "in_progress".into() }],
+            tickets: vec![Ticket {
+                id: "TCK-2210".into(),
+                summary: "VPN drops every hour".into(),
+                severity: 3,
+                workaround: Some("reconnect manually".into()),
+                status: "in_progress".into(),
+            }],
             items: Vec::new(),
         };
         let robin = Employee {
@@ -207,12 +245,22 @@ impl Store {
         let id = Self::next_id(&mut d, "LV");
         let me = Self::me(&mut d, p)?;
         if kind == "annual" && days > me.account.balance_days {
-            return Err(ServiceError::Invalid(format!("{days} days exceed the remaining balance of {} days", me.account.balance_days)));
+            return Err(ServiceError::Invalid(format!(
+                "{days} days exceed the remaining balance of {} days",
+                me.account.balance_days
+            )));
         }
         if kind == "annual" {
             me.account.balance_days -= days;
         }
-        let r = LeaveRequest { id, start_date: start_date.into(), days, kind: kind.into(), status: "submitted".into(), rejection_reason: None };
+        let r = LeaveRequest {
+            id,
+            start_date: start_date.into(),
+            days,
+            kind: kind.into(),
+            status: "submitted".into(),
+            rejection_reason: None,
+        };
         me.leave.push(r.clone());
         Ok(r)
     }
@@ -232,21 +280,34 @@ impl Store {
         }
         let mut d = self.lock();
         let id = Self::next_id(&mut d, "TCK");
-        let t = Ticket { id, summary: summary.into(), severity, workaround: workaround.map(str::to_owned), status: "open".into() };
+        let t = Ticket {
+            id,
+            summary: summary.into(),
+            severity,
+            workaround: workaround.map(str::to_owned),
+            status: "open".into(),
+        };
         Self::me(&mut d, p)?.tickets.push(t.clone());
         Ok(t)
     }
 
     /// Requests equipment or software.
     pub fn request_item(&self, p: &Principal, kind: &str, item: &str, justification: &str) -> Result<ItemRequest> {
-        let permission = if kind == "software" { perms::software::request::NAME } else { perms::equipment::request::NAME };
+        let permission =
+            if kind == "software" { perms::software::request::NAME } else { perms::equipment::request::NAME };
         require(p, permission)?;
         if item.trim().is_empty() || justification.trim().is_empty() {
             return Err(ServiceError::Invalid("an item and a justification are required".into()));
         }
         let mut d = self.lock();
         let id = Self::next_id(&mut d, if kind == "software" { "SW" } else { "EQ" });
-        let r = ItemRequest { id, kind: kind.into(), item: item.into(), justification: justification.into(), status: "submitted".into() };
+        let r = ItemRequest {
+            id,
+            kind: kind.into(),
+            item: item.into(),
+            justification: justification.into(),
+            status: "submitted".into(),
+        };
         Self::me(&mut d, p)?.items.push(r.clone());
         Ok(r)
     }

@@ -3,7 +3,7 @@
 //! reset is a handoff with no body and no execution path.
 
 use super::perms;
-use super::store::{ItemRequest, LeaveAccount, LeaveRequest, ServiceError, Store, Ticket, POLICIES};
+use super::store::{ItemRequest, LeaveAccount, LeaveRequest, POLICIES, ServiceError, Store, Ticket};
 use agents_runtime::{ToolContext, tool};
 use serde_json::{Value, json};
 
@@ -16,11 +16,11 @@ fn store() -> &'static Store {
 #[tool(permission = public, risk = low)]
 pub async fn lookup_policy(topic: String) -> Result<Value, ServiceError> {
     let t = topic.to_lowercase();
-    POLICIES
-        .iter()
-        .find(|(k, _)| t.contains(k))
-        .map(|(k, v)| json!({"topic": k, "policy": v}))
-        .ok_or_else(|| ServiceError::NotFound(format!("no policy for `{topic}`; topics: leave, probation, equipment, software, password, tickets")))
+    POLICIES.iter().find(|(k, _)| t.contains(k)).map(|(k, v)| json!({"topic": k, "policy": v})).ok_or_else(|| {
+        ServiceError::NotFound(format!(
+            "no policy for `{topic}`; topics: leave, probation, equipment, software, password, tickets"
+        ))
+    })
 }
 
 /// Reads the user's remaining annual leave balance.
@@ -40,7 +40,12 @@ pub async fn get_request_history(cx: &ToolContext<'_>) -> Result<Value, ServiceE
 /// Submits a leave request starting on start_date (YYYY-MM-DD) for a number of working days
 /// (half days allowed); kind is annual (default), sick or unpaid.
 #[tool(permission = perms::leave::request, mutating, title = "Submit leave request", risk = medium)]
-pub async fn submit_leave_request(cx: &ToolContext<'_>, start_date: String, days: f64, kind: Option<String>) -> Result<LeaveRequest, ServiceError> {
+pub async fn submit_leave_request(
+    cx: &ToolContext<'_>,
+    start_date: String,
+    days: f64,
+    kind: Option<String>,
+) -> Result<LeaveRequest, ServiceError> {
     store().submit_leave(cx.principal(), &start_date, days, kind.as_deref().unwrap_or("annual"))
 }
 
@@ -53,20 +58,33 @@ pub async fn list_my_tickets(cx: &ToolContext<'_>) -> Result<Vec<Ticket>, Servic
 /// Opens a support ticket. severity: 1 outage for many people, 2 one person blocked with no
 /// workaround, 3 a workaround exists, 4 a question or cosmetic issue.
 #[tool(permission = perms::ticket::open, mutating, title = "Open support ticket", risk = low)]
-pub async fn open_ticket(cx: &ToolContext<'_>, summary: String, severity: u8, workaround: Option<String>) -> Result<Ticket, ServiceError> {
+pub async fn open_ticket(
+    cx: &ToolContext<'_>,
+    summary: String,
+    severity: u8,
+    workaround: Option<String>,
+) -> Result<Ticket, ServiceError> {
     store().open_ticket(cx.principal(), &summary, severity, workaround.as_deref())
 }
 
 /// Requests a piece of equipment (dock, monitor, keyboard, headset, laptop) with a
 /// justification.
 #[tool(permission = perms::equipment::request, mutating, title = "Request equipment", risk = low)]
-pub async fn request_equipment(cx: &ToolContext<'_>, item: String, justification: String) -> Result<ItemRequest, ServiceError> {
+pub async fn request_equipment(
+    cx: &ToolContext<'_>,
+    item: String,
+    justification: String,
+) -> Result<ItemRequest, ServiceError> {
     store().request_item(cx.principal(), "equipment", &item, &justification)
 }
 
 /// Requests a software licence with a business justification.
 #[tool(permission = perms::software::request, mutating, title = "Request software", risk = low)]
-pub async fn request_software(cx: &ToolContext<'_>, name: String, justification: String) -> Result<ItemRequest, ServiceError> {
+pub async fn request_software(
+    cx: &ToolContext<'_>,
+    name: String,
+    justification: String,
+) -> Result<ItemRequest, ServiceError> {
     store().request_item(cx.principal(), "software", &name, &justification)
 }
 
