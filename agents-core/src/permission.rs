@@ -34,8 +34,9 @@ impl Permission for Public {
 /// does not compile.
 #[diagnostic::on_unimplemented(
     message = "the agent `{Self}` does not grant the tool `{T}`",
-    label = "`{T}` is not in the `tools` of `{Self}`",
-    note = "add the tool to the agent's `tools: [...]` list in `agent!` (and review the manifest change), or call a tool the agent grants"
+    label = "`{T}` is not among the tools `{Self}` grants",
+    note = "to grant it, add `{T}` to `tools: [...]` in the `agent!` that declares `{Self}`; reviewers see the change in the manifest",
+    note = "in code generic over the agent `A` (such as a tool that invokes `{T}`), declare the bound `A: Grants<{T}>`"
 )]
 pub trait Grants<T> {}
 
@@ -43,7 +44,7 @@ pub trait Grants<T> {}
 /// for every permission when the agent declares no `ceiling`, otherwise for the listed ones.
 #[diagnostic::on_unimplemented(
     message = "the permission `{P}` lies outside the ceiling of the agent `{Self}`",
-    label = "a granted tool requires `{P}`",
+    label = "this tool requires `{P}`, which the agent's `ceiling` does not list",
     note = "remove the tool from the agent's `tools`, or raise the agent's `ceiling` to include `{P}` (a widening that reviewers will see in the manifest)"
 )]
 pub trait WithinCeiling<P> {}

@@ -191,7 +191,8 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
 
 struct FinishInput {
     state: TokenStream,
-    fragments: Vec<LitStr>,
+    /// Per granted tool, in `tools` order: its function's identifier and its manifest entry.
+    fragments: Vec<(LitStr, LitStr)>,
 }
 
 impl Parse for FinishInput {
@@ -203,7 +204,7 @@ impl Parse for FinishInput {
         syn::braced!(frags in input);
         let mut fragments = Vec::new();
         while !frags.is_empty() {
-            fragments.push(frags.parse()?);
+            fragments.push((frags.parse()?, frags.parse()?));
         }
         Ok(FinishInput { state, fragments })
     }
@@ -224,12 +225,28 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     let agent_name = agent.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
 
     let mut entries: Vec<ToolEntry> = Vec::new();
-    for f in &fin.fragments {
+    for (_, f) in &fin.fragments {
         match serde_json::from_str::<ToolEntry>(&f.value()) {
             Ok(e) => entries.push(e),
             Err(e) => errors.spanned(f, format!("internal: unreadable tool entry: {e}")),
         }
     }
+    // A tool names what it invokes by identifier (`Grants<list_athletes>`); the manifest lists
+    // tool names, which `name = "..."` may change. The agent grants every tool a granted tool
+    // invokes (a type-level check), so each identifier is among its tools' functions.
+    let names_by_fn: Vec<(String, String)> =
+        fin.fragments.iter().map(|(f, _)| f.value()).zip(entries.iter().map(|e| e.name.clone())).collect();
+    let entries: Vec<ToolEntry> = entries
+        .into_iter()
+        .map(|mut e| {
+            for u in &mut e.uses {
+                if let Some((_, name)) = names_by_fn.iter().find(|(f, _)| f == u) {
+                    u.clone_from(name);
+                }
+            }
+            e.normalized()
+        })
+        .collect();
     if entries.len() != agent.tools.len() {
         errors.spanned(ident, "internal: tool entries do not match the tools list");
         return errors.into_tokens();
@@ -246,17 +263,29 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         }
         tools.push((path, entry));
     }
-    let name_of = |p: &syn::Path| -> Option<String> {
+    // A skill may name a tool by another path than `tools` does (`list_athletes` for
+    // `tools::list_athletes`): match the whole path, else the one granted tool with that last
+    // segment. A type-level check below confirms that the agent grants what the skill names.
+    let last = |p: &syn::Path| p.segments.last().map(|s| s.ident.to_string());
+    let name_of = |p: &syn::Path| -> Result<String, usize> {
         let key = type_string(p);
-        tools.iter().find(|(tp, _)| type_string(*tp) == key).map(|(_, e)| e.name.clone())
+        if let Some((_, e)) = tools.iter().find(|(tp, _)| type_string(*tp) == key) {
+            return Ok(e.name.clone());
+        }
+        let same: Vec<&ToolEntry> = tools.iter().filter(|(tp, _)| last(tp) == last(p)).map(|(_, e)| e).collect();
+        match same.as_slice() {
+            [one] => Ok(one.name.clone()),
+            more => Err(more.len()),
+        }
     };
     let mut skills = Vec::new();
     for (skill, paths) in &agent.skills {
         let mut names = Vec::new();
         for p in paths {
             match name_of(p) {
-                Some(n) => names.push(n),
-                None => errors.spanned(p, format!("skill `{skill}` lists `{}`, which agent `{ident}` does not grant; add it to `tools` first", type_string(p))),
+                Ok(n) => names.push(n),
+                Err(0) => errors.spanned(p, format!("skill `{skill}` lists `{}`, which agent `{ident}` does not grant; add it to `tools` first", type_string(p))),
+                Err(_) => errors.spanned(p, format!("skill `{skill}` lists `{}`, which matches several granted tools; write its path as `tools` does", type_string(p))),
             }
         }
         skills.push(SkillEntry { name: skill.to_string(), tools: names });
@@ -270,6 +299,28 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             match permission_name(p) {
                 Some(n) => ceiling_names.push(n),
                 None => errors.spanned(p, "write a ceiling permission as its `area::action` path, e.g. `perms::athlete::read`"),
+            }
+        }
+    }
+    // The ceiling, checked by name so the message can name the tool and its permission; the
+    // type-level check below stays as the guarantee (names are tied to types by const asserts).
+    if agent.ceiling.is_some() {
+        let within = if ceiling_names.is_empty() {
+            "it is empty: public tools only".to_owned()
+        } else {
+            ceiling_names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        };
+        for (path, entry) in &tools {
+            if entry.permission != "public" && !ceiling_names.contains(&entry.permission) {
+                errors.spanned(
+                    path,
+                    format!(
+                        "tool `{}` requires the permission `{}`, which lies outside the ceiling of agent `{ident}` ({within}); remove the tool from `tools`, or add its permission (the path ending in `{}`) to `ceiling`, a widening reviewers see in the manifest",
+                        entry.name,
+                        entry.permission,
+                        entry.permission.replace('.', "::"),
+                    ),
+                );
             }
         }
     }
@@ -328,7 +379,13 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         }
     };
     let ceiling_checks = tools.iter().map(|(p, _)| {
-        quote_spanned!(p.span()=> __agents_within_ceiling::<#ident, #p>();)
+        // The agent named with the tool's span, so an error lands on the tool in `tools`.
+        let agent_here = Ident::new(&ident.to_string(), p.span());
+        quote_spanned!(p.span()=> __agents_within_ceiling::<#agent_here, #p>();)
+    });
+    let skill_checks = agent.skills.iter().flat_map(|(_, paths)| paths).map(|p| {
+        let agent_here = Ident::new(&ident.to_string(), p.span());
+        quote_spanned!(p.span()=> __agents_grants::<#agent_here, #p>();)
     });
     let skill_specs = manifest.agent.skills.iter().map(|s| {
         let n = &s.name;
@@ -405,6 +462,12 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             #[allow(dead_code)]
             fn __agents_check_ceiling() {
                 #(#ceiling_checks)*
+            }
+
+            fn __agents_grants<__A: #rt::Grants<__T>, __T>() {}
+            #[allow(dead_code)]
+            fn __agents_check_skills() {
+                #(#skill_checks)*
             }
         };
     }

@@ -6,7 +6,7 @@ use crate::util::{camel, doc_string, permission_name, short_hash, suggest, type_
 use agents_core::manifest::{EnvPolicyEntry, FsPolicyEntry, NetPolicyEntry, ParamEntry, PolicyEntry, ToolEntry};
 use agents_core::{Risk, Tier};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, Block, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
@@ -381,7 +381,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             ),
         }
     }
+    // The tools this tool invokes, from its `Grants<...>` bounds: the identifiers as written
+    // (for the manifest fragment; `agent!` maps them to tool names) and the types (for the spec).
     let mut uses: Vec<String> = Vec::new();
+    let mut use_types: Vec<syn::TypePath> = Vec::new();
     let mut collect_uses = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, Token![+]>| {
         for b in bounds {
             if let syn::TypeParamBound::Trait(t) = b {
@@ -392,6 +395,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                                 if let syn::GenericArgument::Type(Type::Path(tp)) = ga {
                                     if let Some(s) = tp.path.segments.last() {
                                         uses.push(s.ident.to_string());
+                                        use_types.push(tp.clone());
                                     }
                                 }
                             }
@@ -437,19 +441,87 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     _ => ParamKind::Arg,
                 };
                 if let ParamKind::Capability(c) = kind {
-                    let (declared, what, example) = match c {
-                        Capability::Fs => (targs.policy.fs_declared, "filesystem", "policy(fs(read = [\"/var/app/uploads/**\"]))"),
-                        Capability::Net => (targs.policy.net_declared, "network", "policy(net(hosts = [\"api.example.com:443\"]))"),
-                        Capability::Env => (targs.policy.env_declared, "environment", "policy(env(vars = [\"APP_REGION\"]))"),
+                    let (declared, handle, what, example) = match c {
+                        Capability::Fs => (targs.policy.fs_declared, "FsAccess", "filesystem", "policy(fs(read = [\"/var/app/uploads/**\"]))"),
+                        Capability::Net => (targs.policy.net_declared, "NetAccess", "network", "policy(net(hosts = [\"api.example.com:443\"]))"),
+                        Capability::Env => (targs.policy.env_declared, "EnvAccess", "environment", "policy(env(vars = [\"APP_REGION\"]))"),
                     };
                     if !declared {
                         errors.spanned(
                             &pt.ty,
-                            format!("tool `{tool_name}` takes a {what} capability, but its policy declares no {what} access; declare what it may touch, e.g. `{example}`"),
+                            format!("tool `{tool_name}` takes `{handle}`, but its policy declares no {what} access; declare what it may touch in `#[tool(...)]`, e.g. `{example}`"),
                         );
                     }
                 }
                 params.push(Param { ident, ty: (*pt.ty).clone(), kind, secret });
+            }
+        }
+    }
+
+    // The context's agent argument must match the tool's shape: a tool generic over the agent
+    // takes `ToolContext<'_, A>` (so `cx.invoke` checks `A`'s grants); any other takes
+    // `ToolContext<'_>`, and then cannot invoke tools, since no agent grant can be checked.
+    // Set when an error is reported: the body is then not type-checked again (rustc would
+    // repeat the error less clearly), and a context of the wrong type is not passed.
+    let mut body_unusable = false;
+    let mut context_unusable = false;
+    let async_kw = if func.sig.asyncness.is_some() { "async " } else { "" };
+    for p in params.iter().filter(|p| matches!(p.kind, ParamKind::Context { .. })) {
+        let agent_arg = context_agent(&p.ty);
+        let mut invokes = Vec::new();
+        if let Some(body) = &func.body {
+            find_invokes(body.to_token_stream(), &p.ident, &mut invokes);
+        }
+        let cx = &p.ident;
+        match agent_param {
+            Some(tp) => {
+                let a = &tp.ident;
+                let names_param = matches!(agent_arg, Some(Type::Path(ap)) if ap.qself.is_none() && ap.path.is_ident(a));
+                if !names_param {
+                    errors.spanned(
+                        &p.ty,
+                        format!("tool `{tool_name}` is generic over the agent `{a}`: take its context as `ToolContext<'_, {a}>`, so that invoking a tool checks `{a}`'s grants"),
+                    );
+                    context_unusable = true;
+                    continue;
+                }
+                // Every invoked tool is declared, so the manifest's `uses` is complete.
+                for (at, invoked) in &invokes {
+                    let Some(invoked) = invoked else { continue };
+                    let last = invoked.split('<').next().unwrap_or_default().rsplit("::").next().unwrap_or_default();
+                    if !uses.iter().any(|u| u == last) {
+                        errors.at(
+                            *at,
+                            format!("tool `{tool_name}` invokes `{invoked}` without declaring it: add the bound `{a}: Grants<{invoked}>`, so that every agent granting `{tool_name}` must grant `{invoked}` and the manifest lists it under `uses`"),
+                        );
+                        body_unusable = true;
+                    }
+                }
+            }
+            None => {
+                let unit = match agent_arg {
+                    None => true,
+                    Some(Type::Tuple(t)) => t.elems.is_empty(),
+                    Some(_) => false,
+                };
+                if !unit {
+                    errors.spanned(
+                        &p.ty,
+                        format!(
+                            "tool `{tool_name}` takes the context of one agent, but any agent may grant a tool: take `ToolContext<'_>`, or, to invoke other tools, make the tool generic over the agent: `{async_kw}fn {fn_ident}<A: Grants<other_tool>>({cx}: &ToolContext<'_, A>, ...)`"
+                        ),
+                    );
+                    context_unusable = true;
+                } else if let Some((at, invoked)) = invokes.first() {
+                    let other = invoked.clone().unwrap_or_else(|| "other_tool".to_owned());
+                    errors.at(
+                        *at,
+                        format!(
+                            "tool `{tool_name}` invokes another tool, but it is not generic over the agent, so the agent's grant of `{other}` cannot be checked; declare the agent and the grant: `{async_kw}fn {fn_ident}<A: Grants<{other}>>({cx}: &ToolContext<'_, A>, ...)`"
+                        ),
+                    );
+                    body_unusable = true;
+                }
             }
         }
     }
@@ -504,8 +576,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let perm_check = match &targs.permission {
         Some(PermissionArg::Path(p, n)) => {
             let msg = format!("the permission path does not end in `{}`: name declared permissions by their `area::action` path", n.replace('.', "::"));
+            // Read through `Tool::Permission`, so an undeclared permission is reported once.
             quote_spanned! {p.span()=>
-                const _: () = ::core::assert!(#rt::__private::str_eq(<#p as #rt::Permission>::NAME, #n), #msg);
+                const fn __agents_permission_name<__T: #rt::Tool>() -> &'static str {
+                    <<__T as #rt::Tool>::Permission as #rt::Permission>::NAME
+                }
+                const _: () = ::core::assert!(#rt::__private::str_eq(__agents_permission_name::<#fn_ident>(), #n), #msg);
             }
         }
         _ => quote!(),
@@ -536,6 +612,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
+    let fn_ident_str = fn_ident.to_string();
 
     let title = match &targs.title {
         Some(t) => quote!(::core::option::Option::Some(#t)),
@@ -573,10 +650,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             ParamKind::Context { by_ref: true } => quote!(&__cx),
             ParamKind::Context { by_ref: false } => quote!(__cx),
             ParamKind::Capability(c) => {
+                // The spec through the public context: `CallContext`'s fields are private.
+                let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
                 let ctor = match c {
-                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(__call.spec)),
-                    Capability::Net => quote!(#rt::capability::NetAccess::__for(__call.spec)),
-                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(__call.spec)),
+                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
+                    Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
+                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
                 };
                 if matches!(p.ty, Type::Reference(_)) {
                     quote!(&#ctor)
@@ -595,9 +674,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     });
     let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
     let await_tok = if func.sig.asyncness.is_some() { quote!(.await) } else { quote!() };
-    let invoke = quote! {
-        let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
-        #rt::tool::IntoToolResult::into_tool_result(#impl_ident #turbofish(#(#call_args),*) #await_tok)
+    let invoke = if context_unusable {
+        // Already reported; a stub keeps the tool's impls, so its users see no follow-on errors.
+        quote! {
+            let _ = (__call, &__args);
+            ::core::result::Result::Err(#rt::ToolError::new("this tool failed to compile"))
+        }
+    } else {
+        quote! {
+            let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
+            #rt::tool::IntoToolResult::into_tool_result(#impl_ident #turbofish(#(#call_args),*) #await_tok)
+        }
     };
 
     // The function itself, renamed and hidden; `#[secret]` attributes removed.
@@ -609,8 +696,22 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 pt.attrs.retain(|a| !a.path().is_ident("secret"));
             }
         }
+        // `ToolContext::invoke` needs `A: Agent`; a tool states only what it invokes.
+        if let Some(tp) = agent_param {
+            let a = &tp.ident;
+            sig.generics.make_where_clause().predicates.push(syn::parse_quote!(#a: #rt::Agent));
+        }
+        // Already reported; an empty body keeps rustc from repeating the error less clearly.
+        let (body, allow_unused) = if body_unusable {
+            (quote!({ ::core::unimplemented!() }), quote!(#[allow(unused_variables)]))
+        } else if context_unusable {
+            (quote!(#body), quote!(#[allow(dead_code)]))
+        } else {
+            (quote!(#body), quote!())
+        };
         quote! {
             #(#other_attrs)*
+            #allow_unused
             #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
             #sig #body
         }
@@ -719,10 +820,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         #[macro_export]
         macro_rules! #macro_ident {
             ([ $next:path $(, $rest:path)* ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
-                $next! { [ $($rest),* ] $fin { $($state)* } { $($frags)* #fragment } }
+                $next! { [ $($rest),* ] $fin { $($state)* } { $($frags)* #fn_ident_str #fragment } }
             };
             ([ ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
-                $fin! { { $($state)* } { $($frags)* #fragment } }
+                $fin! { { $($state)* } { $($frags)* #fn_ident_str #fragment } }
             };
         }
         #[doc(hidden)]
@@ -750,7 +851,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         env_vars: &[#(#env_vars),*],
                     },
                     params: &[#(#param_specs),*],
-                    uses: &[#(#uses),*],
+                    uses: &[#(<#use_types as #rt::Tool>::NAME),*],
                 };
                 fn input_schema() -> &'static #rt::__private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
@@ -766,6 +867,59 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 #rt::tool::ToolRegistration { spec: &<#fn_ident as #rt::Tool>::SPEC }
             }
         };
+    }
+}
+
+/// The agent argument of a context parameter: `A` in `&ToolContext<'_, A>`.
+fn context_agent(ty: &Type) -> Option<&Type> {
+    let ty = match ty {
+        Type::Reference(r) => &*r.elem,
+        other => other,
+    };
+    let Type::Path(p) = ty else { return None };
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else { return None };
+    a.args.iter().find_map(|g| match g {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+/// Finds each `cx.invoke` in a body: the span of `invoke` and the invoked tool, when named
+/// by a turbofish (`cx.invoke::<list_athletes>(...)`).
+fn find_invokes(tokens: TokenStream, cx: &Ident, out: &mut Vec<(Span, Option<String>)>) {
+    use proc_macro2::TokenTree as T;
+    let tts: Vec<T> = tokens.into_iter().collect();
+    for (i, tt) in tts.iter().enumerate() {
+        match (tt, tts.get(i + 1), tts.get(i + 2)) {
+            (T::Ident(c), Some(T::Punct(dot)), Some(T::Ident(m))) if c == cx && dot.as_char() == '.' && m == "invoke" => {
+                // `:: <` then the tool's path up to the matching `>`.
+                let rest = &tts[i + 3..];
+                let turbofish = matches!(rest, [T::Punct(a), T::Punct(b), T::Punct(lt), ..] if a.as_char() == ':' && b.as_char() == ':' && lt.as_char() == '<');
+                let invoked = turbofish.then(|| {
+                    let mut depth = 0usize;
+                    let inner: TokenStream = rest[3..]
+                        .iter()
+                        .take_while(|t| match t {
+                            T::Punct(p) if p.as_char() == '<' => {
+                                depth += 1;
+                                true
+                            }
+                            T::Punct(p) if p.as_char() == '>' => {
+                                let inside = depth > 0;
+                                depth = depth.saturating_sub(1);
+                                inside
+                            }
+                            _ => true,
+                        })
+                        .cloned()
+                        .collect();
+                    type_string(&inner)
+                });
+                out.push((m.span(), invoked.filter(|s| !s.is_empty())));
+            }
+            (T::Group(g), _, _) => find_invokes(g.stream(), cx, out),
+            _ => {}
+        }
     }
 }
 

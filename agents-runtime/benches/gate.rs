@@ -14,7 +14,7 @@
 #![recursion_limit = "1024"]
 #![allow(missing_docs)]
 
-use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, GENESIS_HASH};
+use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, MemorySink};
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::DirectSession;
@@ -206,7 +206,8 @@ where
     fn new() -> Self {
         let roles = RoleMap::new().role("analyst", ["bench.read"]);
         let principal = principal();
-        let snapshot = A::tools().iter().filter(|t| roles.has_permission(&principal.role, t.permission)).map(|t| t.name).collect();
+        let snapshot =
+            A::tools().iter().filter(|t| roles.has_permission(&principal.role, t.permission)).map(|t| t.name).collect();
         Bare { snapshot, interceptors: vec![Arc::new(proceed)], principal, _agent: std::marker::PhantomData }
     }
 
@@ -216,7 +217,14 @@ where
         let value = agents_runtime::core::strict::parse_args(text).unwrap();
         let typed = (entry.parse)(value.clone()).unwrap();
         for i in &self.interceptors {
-            let d = i.before_call(Interception { principal: &self.principal, spec: entry.spec, args: &value, run_id: "bench" }).await;
+            let d = i
+                .before_call(Interception {
+                    principal: &self.principal,
+                    spec: entry.spec,
+                    args: &value,
+                    run_id: "bench",
+                })
+                .await;
             assert_eq!(d, Decision::Proceed);
         }
         let args = typed.downcast::<T::Args>().expect("the registry parses to the tool's args");
@@ -269,31 +277,41 @@ fn ratios() {
     let mut best = [f64::INFINITY; 5];
     for _ in 0..7 {
         let paths: [&dyn Fn(); 5] = [
-            &|| f.rt.block_on(async {
-                for _ in 0..N {
-                    black_box(baseline());
-                }
-            }),
-            &|| f.rt.block_on(async {
-                for _ in 0..N {
-                    black_box(f.small.call("c", SMALL_TOOL, ARGS).await);
-                }
-            }),
-            &|| f.rt.block_on(async {
-                for _ in 0..N {
-                    black_box(f.big.call("c", BIG_TOOL, ARGS).await);
-                }
-            }),
-            &|| f.rt.block_on(async {
-                for _ in 0..N {
-                    black_box(f.bare_small.call(SMALL_TOOL, ARGS).await);
-                }
-            }),
-            &|| f.rt.block_on(async {
-                for _ in 0..N {
-                    black_box(f.bare_big.call(BIG_TOOL, ARGS).await);
-                }
-            }),
+            &|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(baseline());
+                    }
+                })
+            },
+            &|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(f.small.call("c", SMALL_TOOL, ARGS).await);
+                    }
+                })
+            },
+            &|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(f.big.call("c", BIG_TOOL, ARGS).await);
+                    }
+                })
+            },
+            &|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(f.bare_small.call(SMALL_TOOL, ARGS).await);
+                    }
+                })
+            },
+            &|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(f.bare_big.call(BIG_TOOL, ARGS).await);
+                    }
+                })
+            },
         ];
         for (i, p) in paths.iter().enumerate() {
             let t = Instant::now();
@@ -302,6 +320,7 @@ fn ratios() {
         }
     }
     let [base, gate60, gate600, bare60, bare600] = best;
+    let seal = seal_cost();
     println!();
     println!("per call (best of 7 rounds of {N}):");
     println!("  baseline (from_str + body)        {base:>9.0} ns");
@@ -309,11 +328,37 @@ fn ratios() {
     println!("  gate, audit record built, 600     {gate600:>9.0} ns");
     println!("  gate, no audit record, 60         {bare60:>9.0} ns");
     println!("  gate, no audit record, 600        {bare600:>9.0} ns");
+    println!("  sealing one audit record           {seal:>9.0} ns  (canonical JSON + SHA-256; a read call seals two)");
     println!("ratios:");
     println!("  gate (audit built) / baseline     {:>6.2}x  (target <= 4.0x)", gate60 / base);
     println!("  gate (no audit) / baseline        {:>6.2}x  (target <= 2.0x)", bare60 / base);
     println!("  600 / 60 tools, audit built       {:>6.2}x  (target <= 1.10x)", gate600 / gate60);
     println!("  600 / 60 tools, no audit          {:>6.2}x  (target <= 1.10x)", bare600 / bare60);
+}
+
+/// Nanoseconds to seal one `proposed` record as the gate builds it for the benchmark call.
+fn seal_cost() -> f64 {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let sink = Arc::new(MemorySink::new());
+    let runtime = Runtime::builder(sink.clone(), Arc::new(ScriptedProvider::new([])))
+        .roles(RoleMap::new().role("analyst", ["bench.read"]))
+        .build();
+    let session = rt.block_on(runtime.direct::<Small>(principal(), "bench-seal", None)).unwrap();
+    rt.block_on(session.call("c", SMALL_TOOL, ARGS));
+    let records = sink.records();
+    let record = records.iter().find(|r| r.status == AuditStatus::Proposed).unwrap().clone();
+    const N: u32 = 20_000;
+    let mut best = f64::INFINITY;
+    for _ in 0..7 {
+        let t = Instant::now();
+        for _ in 0..N {
+            let mut r = record.clone();
+            r.seal(2, &records[0].hash);
+            black_box(r);
+        }
+        best = best.min(t.elapsed().as_nanos() as f64 / f64::from(N));
+    }
+    best
 }
 
 criterion_group!(benches, bench);

@@ -6,6 +6,7 @@
 //! - process spawn + `initialize`: median ratio to the bare server;
 //! - `tools/list` size in bytes against the raw schemars output for the same argument types.
 //!
+//! Both servers are measured alternately, call by call, so they share the machine's load.
 //! Run with `cargo bench -p agents-runtime --bench mcp`. One run; figures are printed.
 
 use agents_runtime::audit::MemorySink;
@@ -130,35 +131,46 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-async fn spawn_init(role: &str, n: usize) -> Duration {
-    let mut v = Vec::with_capacity(n);
+/// Spawn + `initialize` for both servers, alternating so both see the same machine load.
+async fn spawn_init(n: usize) -> (Duration, Duration) {
+    let (mut bare, mut agent) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let t = Instant::now();
-        let client = Client.serve(TokioChildProcess::new(command(role)).unwrap()).await.unwrap();
-        v.push(t.elapsed());
-        client.cancel().await.unwrap();
+        for (role, v) in [("bare", &mut bare), ("agent", &mut agent)] {
+            let t = Instant::now();
+            let client = Client.serve(TokioChildProcess::new(command(role)).unwrap()).await.unwrap();
+            v.push(t.elapsed());
+            client.cancel().await.unwrap();
+        }
     }
-    v.sort();
-    percentile(&v, 0.5)
+    bare.sort();
+    agent.sort();
+    (percentile(&bare, 0.5), percentile(&agent, 0.5))
 }
 
-async fn round_trips(role: &str, warmup: usize, n: usize) -> Vec<Duration> {
-    let client = Client.serve(TokioChildProcess::new(command(role)).unwrap()).await.unwrap();
+/// `tools/call` round trips against both servers, alternating call by call.
+async fn round_trips(warmup: usize, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let bare_client = Client.serve(TokioChildProcess::new(command("bare")).unwrap()).await.unwrap();
+    let agent_client = Client.serve(TokioChildProcess::new(command("agent")).unwrap()).await.unwrap();
     let mut params = CallToolRequestParams::new("echo");
     params.arguments = json!({"text": "hello"}).as_object().cloned();
     for _ in 0..warmup {
-        client.call_tool(params.clone()).await.unwrap();
+        bare_client.call_tool(params.clone()).await.unwrap();
+        agent_client.call_tool(params.clone()).await.unwrap();
     }
-    let mut v = Vec::with_capacity(n);
+    let (mut bare, mut agent) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let t = Instant::now();
-        let out = client.call_tool(params.clone()).await.unwrap();
-        v.push(t.elapsed());
-        assert_eq!(out.is_error, Some(false));
+        for (client, v) in [(&bare_client, &mut bare), (&agent_client, &mut agent)] {
+            let t = Instant::now();
+            let out = client.call_tool(params.clone()).await.unwrap();
+            v.push(t.elapsed());
+            assert_eq!(out.is_error, Some(false));
+        }
     }
-    client.cancel().await.unwrap();
-    v.sort();
-    v
+    bare_client.cancel().await.unwrap();
+    agent_client.cancel().await.unwrap();
+    bare.sort();
+    agent.sort();
+    (bare, agent)
 }
 
 fn raw_schema<T: Tool>() -> usize {
@@ -179,10 +191,8 @@ async fn main() {
     const WARMUP: usize = 300;
     const CALLS: usize = 3000;
 
-    let bare_spawn = spawn_init("bare", SPAWNS).await;
-    let agent_spawn = spawn_init("agent", SPAWNS).await;
-    let bare = round_trips("bare", WARMUP, CALLS).await;
-    let agent = round_trips("agent", WARMUP, CALLS).await;
+    let (bare_spawn, agent_spawn) = spawn_init(SPAWNS).await;
+    let (bare, agent) = round_trips(WARMUP, CALLS).await;
     let (bare_p50, agent_p50, agent_p99) = (percentile(&bare, 0.5), percentile(&agent, 0.5), percentile(&agent, 0.99));
 
     let client = Client.serve(TokioChildProcess::new(command("agent")).unwrap()).await.unwrap();
@@ -193,7 +203,9 @@ async fn main() {
         list.tools.iter().map(|t| serde_json::to_vec(&*t.input_schema).unwrap().len()).sum();
     let raw = raw_schema::<echo>() + raw_schema::<search_tickets>() + raw_schema::<open_ticket>();
 
-    println!("MCP over stdio ({CALLS} calls after {WARMUP} warm-up, {SPAWNS} spawns per server)");
+    println!(
+        "MCP over stdio ({CALLS} calls per server after {WARMUP} warm-up, {SPAWNS} spawns per server, alternating)"
+    );
     println!(
         "tools/call round trip  bare p50 {:>8.1} µs   agent p50 {:>8.1} µs   ratio {:.2} (target ≤ 1.2)",
         micros(bare_p50),

@@ -148,8 +148,9 @@ pub type ErasedArgs = Box<dyn Any + Send>;
 /// A read tool: runs on its own.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run on its own: it is not a read tool",
-    label = "an action tool runs only with an `Approval` the gate mints after a person approves; a handoff tool has no execution path",
-    note = "let the runtime call it (`Run`/`Gate`), which asks for confirmation and audits the call"
+    label = "not a read tool",
+    note = "an action tool (`mutating`) runs only with the `Approval` the runtime mints after a person approves the exact call; a handoff tool has no execution path at all",
+    note = "let the runtime carry out the call (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call"
 )]
 pub trait ReadTool: Tool {
     /// Runs the tool.
@@ -159,8 +160,8 @@ pub trait ReadTool: Tool {
 /// An action tool: runs only with an [`Approval`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an action tool",
-    label = "only tools declared `mutating` take an `Approval`",
-    note = "a handoff tool has no execution path at all; a read tool runs through `ReadTool::run`"
+    label = "only a tool declared `mutating` runs with an `Approval`",
+    note = "a handoff tool has no execution path at all: a call to it becomes a record for a person to act on; a read tool runs through `ReadTool::run`"
 )]
 pub trait ActionTool: Tool {
     /// Runs the tool, consuming the witness of a person's approval.
@@ -197,8 +198,9 @@ impl<A> fmt::Debug for Handler<A> {
 /// Implemented by `#[tool]` for every agent that may carry the tool (for tools generic over
 /// the agent, only agents that grant every tool it invokes).
 #[diagnostic::on_unimplemented(
-    message = "the tool `{Self}` cannot be carried by the agent `{A}`",
-    note = "a tool that invokes other tools needs the agent to grant each of them; add them to the agent's `tools`"
+    message = "the agent `{A}` cannot carry the tool `{Self}`",
+    label = "`{Self}` invokes tools that `{A}` does not grant",
+    note = "a tool that invokes other tools (its `A: Grants<...>` bounds) needs every agent that grants it to grant those tools too; add them to the agent's `tools`"
 )]
 pub trait Dispatch<A>: Tool {
     /// The handler.

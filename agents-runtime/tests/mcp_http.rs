@@ -195,7 +195,16 @@ async fn the_token_decides_the_principal_and_its_tools() {
         let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
         let r = send(addr, &[ACCEPT, JSON, auth, session, version], list.as_bytes(), false).await;
         assert_eq!(r.status, 200);
-        let names: Vec<String> = message(&r.body)["result"]["tools"]
+        let listed = message(&r.body);
+        if token == "writer-token" {
+            let write = &listed["result"]["tools"][1];
+            assert_eq!(
+                write["annotations"],
+                json!({"title": "Write a note", "readOnlyHint": false, "destructiveHint": false}),
+                "medium risk"
+            );
+        }
+        let names: Vec<String> = listed["result"]["tools"]
             .as_array()
             .unwrap()
             .iter()
@@ -215,4 +224,68 @@ async fn the_token_decides_the_principal_and_its_tools() {
     assert_eq!(users, ["r1", "w1"], "one run_started per session, each for its own principal");
     s.shutdown();
     s.wait().await;
+}
+
+/// A person behind an rmcp HTTP client: approves every elicitation.
+#[derive(Clone)]
+struct Approver {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Approver {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder().enable_elicitation().build(),
+            rmcp::model::Implementation::new("http-person", "1"),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.seen.lock().unwrap().push(message);
+        }
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+            .with_content(json!({"approve": true})))
+    }
+}
+
+/// rmcp's streamable HTTP client with a bearer token: list, and an action confirmed through
+/// elicitation over the SSE stream, with the same audit records as in-process.
+#[tokio::test]
+async fn rmcp_http_client_lists_and_confirms_through_elicitation() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (s, audit) = server().await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", s.local_addr()))
+        .auth_header("writer-token");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client =
+        Approver { seen: seen.clone() }.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["read_note", "write_note"]);
+    let mut params = rmcp::model::CallToolRequestParams::new("write_note");
+    params.arguments = json!({"id": 7, "text": "hello"}).as_object().cloned();
+    let out = client.call_tool(params).await.unwrap();
+    assert_eq!(out.is_error, Some(false), "{out:?}");
+    assert_eq!(out.content[0].as_text().unwrap().text, "7: hello");
+    client.cancel().await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].contains("Write a note") && seen[0].contains("hello"), "{}", seen[0]);
+    let statuses: Vec<String> = audit
+        .records()
+        .iter()
+        .filter(|r| r.tool.as_deref() == Some("write_note"))
+        .map(|r| serde_json::to_value(r.status).unwrap().as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["proposed", "confirmed", "executed"]);
+    assert!(audit.records().iter().all(|r| r.user_id == "w1"));
+    s.shutdown();
 }

@@ -7,7 +7,7 @@ use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
-use agents_runtime::run::{DisabledFallback, DisabledTools};
+use agents_runtime::run::{DisabledFallback, DisabledTools, StartError};
 use agents_runtime::tool::Handler;
 use agents_runtime::{Principal, Registry, RoleMap, RunStatus, Runtime, ToolContext, agent, permissions, tool};
 use futures::future::BoxFuture;
@@ -314,4 +314,19 @@ async fn a_handoff_becomes_a_record_and_nothing_runs() {
     assert!(result["message"].as_str().unwrap().contains("nothing ran"), "{result}");
     assert!(!told[0].2);
     assert!(!events.iter().any(|e| matches!(e, Event::ConfirmRequired { .. } | Event::ToolResult { .. })));
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_the_user_who_opened_it() {
+    let provider = Arc::new(ScriptedProvider::new([reply("hi")]));
+    let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
+    let out = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "owned", "hi".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Completed);
+    let colleague = Principal::new("p2", "org1", "physio");
+    let same_id_other_org = Principal::new("p1", "org2", "physio");
+    for other in [colleague, same_id_other_org] {
+        let err = rt.start::<Clinic>(other.clone(), "owned", "show me the history".into()).unwrap_err();
+        assert_eq!(err, StartError::SessionNotYours("owned".into()));
+        assert!(matches!(rt.direct::<Clinic>(other, "owned", None).await, Err(StartError::SessionNotYours(_))));
+    }
 }

@@ -245,6 +245,22 @@ async fn a_failed_proposed_write_stops_the_call() {
 }
 
 #[tokio::test]
+async fn a_failed_confirmed_write_stops_the_approved_action() {
+    let audit = Arc::new(RefusingSink::new([AuditStatus::Confirmed]));
+    let provider = Arc::new(ScriptedProvider::new([tool_call("create_injury", INJURY), reply("could not")]));
+    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
+    let mut run = rt.start::<Clinic>(me(), "audit-confirm", "go".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
+    let out = run.wait().await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(ran("audit-confirm"), 0, "an approval that could not be recorded runs nothing");
+    assert_eq!(call_statuses(&audit.inner, &call_id), vec![AuditStatus::Proposed]);
+    let told = tool_messages(&provider.requests()[1]);
+    assert!(told[0].2 && told[0].1.contains("audit log is unavailable"), "{told:?}");
+}
+
+#[tokio::test]
 async fn a_failed_run_started_write_fails_the_run_before_the_model_is_asked() {
     let audit = Arc::new(RefusingSink::new([AuditStatus::RunStarted]));
     let provider = Arc::new(ScriptedProvider::new([tool_call("list_athletes", "{}"), reply("x")]));

@@ -99,6 +99,11 @@ async fn a_plain_confirm_lets_the_reissued_identical_call_run() {
     let proposed = &with_status(&audit, AuditStatus::Proposed)[0];
     let executed = &with_status(&audit, AuditStatus::Executed)[0];
     assert_eq!(executed.args_hash, proposed.args_hash, "what ran is what was proposed");
+    assert_eq!(
+        call_statuses(&audit, "call_1"),
+        vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed],
+        "the proposal, its confirmation and the execution join on the proposal's call id"
+    );
     let order = statuses(&audit);
     let p = order.iter().position(|s| *s == AuditStatus::Proposed).unwrap();
     let c = order.iter().position(|s| *s == AuditStatus::Confirmed).unwrap();

@@ -2,8 +2,8 @@
 
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
-use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::ScriptedProvider;
+use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, ToolContext, Verdict, agent, permissions, tool};
 use std::sync::Arc;
 

@@ -68,6 +68,8 @@ fn parse_options(args: impl IntoIterator<Item = String>) -> Result<Options, Stri
 /// A measured situation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scenario {
+    /// A dev build with nothing to do: cargo's start-up and fingerprint checks.
+    Noop,
     /// `cargo clean -p` then a dev build.
     CleanDev,
     /// `cargo clean -p --release` then a release build.
@@ -79,10 +81,12 @@ enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 4] = [Scenario::CleanDev, Scenario::CleanRelease, Scenario::EditDev, Scenario::TouchRelease];
+    const ALL: [Scenario; 5] =
+        [Scenario::Noop, Scenario::CleanDev, Scenario::CleanRelease, Scenario::EditDev, Scenario::TouchRelease];
 
     fn label(self) -> &'static str {
         match self {
+            Scenario::Noop => "no-op dev build",
             Scenario::CleanDev => "clean dev build",
             Scenario::CleanRelease => "clean release build",
             Scenario::EditDev => "dev rebuild, one-line edit",
@@ -94,7 +98,7 @@ impl Scenario {
     fn target(self) -> Option<f64> {
         match self {
             Scenario::CleanDev => Some(1.15),
-            Scenario::CleanRelease => None,
+            Scenario::Noop | Scenario::CleanRelease => None,
             Scenario::EditDev => Some(1.20),
             Scenario::TouchRelease => Some(1.10),
         }
@@ -102,7 +106,7 @@ impl Scenario {
 
     fn profile(self) -> Profile {
         match self {
-            Scenario::CleanDev | Scenario::EditDev => Profile::Dev,
+            Scenario::Noop | Scenario::CleanDev | Scenario::EditDev => Profile::Dev,
             Scenario::CleanRelease | Scenario::TouchRelease => Profile::Release,
         }
     }
@@ -112,6 +116,16 @@ impl Scenario {
 fn measure(cargo: &Cargo, ws: &Workspace, scenario: Scenario, krate: &str, round: usize) -> Result<Duration, String> {
     let profile = scenario.profile();
     match scenario {
+        Scenario::Noop => {
+            let build = cargo.build(krate, profile)?;
+            if !build.compiled.is_empty() {
+                return Err(format!(
+                    "a no-op build of `{krate}` compiled {:?}; the workspace is not stable",
+                    build.compiled
+                ));
+            }
+            return Ok(build.elapsed);
+        }
         Scenario::CleanDev | Scenario::CleanRelease => cargo.clean(krate, profile)?,
         Scenario::EditDev => {
             cargo.build(krate, profile)?;
@@ -183,23 +197,6 @@ fn run(opts: &Options) -> Result<(), String> {
             cargo.build_first(krate, profile)?;
         }
     }
-    let mut noop = Vec::new();
-    for krate in [AGENTS, BASELINE] {
-        let b = cargo.build(krate, Profile::Dev)?;
-        if !b.compiled.is_empty() {
-            return Err(format!(
-                "a second build of `{krate}` still compiled {:?}; the workspace is not stable",
-                b.compiled
-            ));
-        }
-        noop.push(b.elapsed);
-    }
-    println!(
-        "no-op build (cargo start-up, included in every figure): agents {}, baseline {}{}",
-        secs(noop[0]),
-        secs(noop[1]),
-        if cargo.offline() { "" } else { " (online)" }
-    );
 
     // times[scenario][0 = agents, 1 = baseline]
     let mut times: Vec<[Vec<Duration>; 2]> = Scenario::ALL.iter().map(|_| [Vec::new(), Vec::new()]).collect();
@@ -224,7 +221,11 @@ fn run(opts: &Options) -> Result<(), String> {
 
     println!("load average at end: {}", load_average());
     println!();
-    println!("{:<32} {:>10} {:>10} {:>7} {:>8}  verdict", "scenario", "agents", "baseline", "ratio", "target");
+    println!(
+        "{:<32} {:>9} {:>9} {:>7} {:>8}  {:<11} {:>9}",
+        "scenario", "agents", "baseline", "ratio", "target", "verdict", "net ratio"
+    );
+    let noop = [median(&times[0][0]), median(&times[0][1])];
     for (s, scenario) in Scenario::ALL.iter().enumerate() {
         let a = median(&times[s][0]);
         let b = median(&times[s][1]);
@@ -233,7 +234,25 @@ fn run(opts: &Options) -> Result<(), String> {
             Some(t) => (format!("≤{t:.2}×"), if ratio <= t { "ok" } else { "over" }),
             None => ("-".to_owned(), "(no target)"),
         };
-        println!("{:<32} {:>10} {:>10} {:>6.2}× {:>8}  {verdict}", scenario.label(), secs(a), secs(b), ratio, target);
+        // The ratio once each crate's no-op time (cargo start-up) is taken off.
+        let net = match scenario {
+            Scenario::Noop => "-".to_owned(),
+            _ => {
+                let (na, nb) = (a.saturating_sub(noop[0]), b.saturating_sub(noop[1]));
+                format!("{:.2}×", na.as_secs_f64() / nb.as_secs_f64().max(f64::EPSILON))
+            }
+        };
+        println!(
+            "{:<32} {:>9} {:>9} {:>6.2}× {:>8}  {verdict:<11} {net:>9}",
+            scenario.label(),
+            secs(a),
+            secs(b),
+            ratio,
+            target
+        );
+    }
+    if cargo.fetched() {
+        println!("(a dependency was fetched online once before timing)");
     }
     println!();
     println!("medians of {} round(s); every round, in seconds (agents / baseline):", opts.rounds);

@@ -38,18 +38,19 @@ pub(crate) struct Cargo {
     program: OsString,
     ws: Workspace,
     offline: bool,
+    fetched: bool,
 }
 
 impl Cargo {
     /// The cargo that runs this program (`$CARGO`), or `cargo` from `PATH`.
     pub(crate) fn new(ws: Workspace) -> Self {
         let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        Cargo { program, ws, offline: true }
+        Cargo { program, ws, offline: true, fetched: false }
     }
 
-    /// Whether cargo runs with `--offline`.
-    pub(crate) fn offline(&self) -> bool {
-        self.offline
+    /// Whether a first build had to go online to fetch a dependency.
+    pub(crate) fn fetched(&self) -> bool {
+        self.fetched
     }
 
     fn command(&self, sub: &str, krate: &str, profile: Profile) -> Command {
@@ -103,6 +104,7 @@ impl Cargo {
             Err(e) if self.offline && e.contains("offline") => {
                 eprintln!("compile-bench: a dependency is not in the local cache; fetching once");
                 self.offline = false;
+                self.fetched = true;
                 let first = self.build(krate, profile);
                 self.offline = true;
                 first

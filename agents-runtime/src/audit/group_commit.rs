@@ -116,6 +116,17 @@ impl std::fmt::Debug for GroupCommitSink {
     }
 }
 
+/// Upper bound on the thread yields one batch spends waiting for producers to come back.
+const MAX_YIELDS: u32 = 64;
+
+/// Records sealed and waiting for one commit, with their producers' reply channels.
+struct Batch {
+    records: Vec<AuditRecord>,
+    replies: Vec<Reply>,
+    /// Hash of the last record sealed into the batch (the chain's head once committed).
+    last_hash: String,
+}
+
 struct Writer<S> {
     label: String,
     store: S,
@@ -126,42 +137,57 @@ struct Writer<S> {
 
 impl<S: DurableStore> Writer<S> {
     fn run(mut self, receiver: mpsc::Receiver<(AuditRecord, Reply)>) {
-        let mut records = Vec::with_capacity(MAX_BATCH);
-        let mut replies = Vec::with_capacity(MAX_BATCH);
-        while let Ok((record, reply)) = receiver.recv() {
-            records.push(record);
-            replies.push(reply);
-            while records.len() < MAX_BATCH {
+        let mut batch = Batch {
+            records: Vec::with_capacity(MAX_BATCH),
+            replies: Vec::with_capacity(MAX_BATCH),
+            last_hash: String::new(),
+        };
+        // How many producers the previous commit answered: they are likely to append again.
+        let mut released = 0;
+        while let Ok(first) = receiver.recv() {
+            batch.last_hash.clone_from(&self.prev_hash);
+            self.take(first, &mut batch);
+            let mut yields = 0;
+            while batch.records.len() < MAX_BATCH {
                 match receiver.try_recv() {
-                    Ok((record, reply)) => {
-                        records.push(record);
-                        replies.push(reply);
+                    // Sealing each record as it is taken gives the others time to arrive.
+                    Ok(next) => self.take(next, &mut batch),
+                    // Let producers released by the previous commit join this batch rather than
+                    // wait a whole sync for the next one; a lone producer never waits.
+                    Err(mpsc::TryRecvError::Empty) if batch.records.len() < released && yields < MAX_YIELDS => {
+                        yields += 1;
+                        std::thread::yield_now();
                     }
                     Err(_) => break,
                 }
             }
-            self.commit(&mut records, &mut replies);
+            released = batch.records.len();
+            if !batch.records.is_empty() {
+                self.commit(&mut batch);
+            }
         }
     }
 
-    fn commit(&mut self, records: &mut Vec<AuditRecord>, replies: &mut Vec<Reply>) {
+    /// Seals a record onto the batch, or refuses it when the sink is poisoned.
+    fn take(&self, (mut record, reply): (AuditRecord, Reply), batch: &mut Batch) {
         if let Some(reason) = self.poison.get() {
-            for reply in replies.drain(..) {
-                let _ = reply.send(Err(AuditError::Refused(reason.clone())));
-            }
-            records.clear();
+            let _ = reply.send(Err(AuditError::Refused(reason.clone())));
             return;
         }
+        record.seal(self.next_seq + batch.records.len() as u64, &batch.last_hash);
+        batch.last_hash.clone_from(&record.hash);
+        batch.records.push(record);
+        batch.replies.push(reply);
+    }
+
+    /// Makes the sealed batch durable, then answers its producers.
+    fn commit(&mut self, batch: &mut Batch) {
+        let Batch { records, replies, last_hash } = batch;
         let first_seq = self.next_seq;
-        let mut prev = self.prev_hash.clone();
-        for (i, record) in records.iter_mut().enumerate() {
-            record.seal(first_seq + i as u64, &prev);
-            prev.clone_from(&record.hash);
-        }
         match self.store.commit(records) {
             Ok(()) => {
                 self.next_seq += records.len() as u64;
-                self.prev_hash = prev;
+                self.prev_hash.clone_from(last_hash);
                 for (record, reply) in records.drain(..).zip(replies.drain(..)) {
                     // A producer that stopped waiting does not undo its record.
                     let _ = reply.send(Ok(record));
@@ -174,12 +200,10 @@ impl<S: DurableStore> Writer<S> {
                      {last_durable}. Restart the process: opening the log again verifies it and reports a torn tail",
                     self.label
                 ));
+                let last_seq = first_seq + records.len() as u64 - 1;
                 for reply in replies.drain(..) {
-                    let detail = format!(
-                        "{}: records {first_seq}..={} were not made durable: {error}",
-                        self.label,
-                        first_seq + records.len() as u64 - 1
-                    );
+                    let detail =
+                        format!("{}: records {first_seq}..={last_seq} were not made durable: {error}", self.label);
                     let _ = reply.send(Err(AuditError::Io(io::Error::new(error.kind(), detail))));
                 }
                 records.clear();

@@ -125,15 +125,15 @@ fn normalize_origin(o: &str) -> String {
 
 impl Gate {
     /// The checks before rmcp sees a request. `Err` is the response to send.
-    fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Response<Body>> {
+    fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Box<Response<Body>>> {
         if req.uri().path() != self.path {
-            return Err(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is elsewhere"));
+            return Err(Box::new(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is elsewhere")));
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             let origin = origin.to_str().map(normalize_origin).unwrap_or_default();
             if !self.allowed_origins.iter().any(|o| normalize_origin(o) == origin) {
                 tracing::warn!(%origin, "request from an origin not on the allowlist refused");
-                return Err(plain(StatusCode::FORBIDDEN, "forbidden: this Origin is not allowed"));
+                return Err(Box::new(plain(StatusCode::FORBIDDEN, "forbidden: this Origin is not allowed")));
             }
         }
         let token = req
@@ -156,15 +156,15 @@ impl Gate {
         let Some(principal) = principal else {
             let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized: send a valid bearer token");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Err(r);
+            return Err(Box::new(r));
         };
         let declared =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
-            return Err(plain(
+            return Err(Box::new(plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload too large: the request body exceeds the server's limit",
-            ));
+            )));
         }
         req.extensions_mut().insert(principal);
         Ok(())
@@ -233,7 +233,7 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> 
                     let gate = gate.clone();
                     async move {
                         if let Err(resp) = gate.admit(&mut req) {
-                            return Ok::<_, Infallible>(resp);
+                            return Ok::<_, Infallible>(*resp);
                         }
                         Ok(service.handle(req).await)
                     }

@@ -10,9 +10,8 @@ use futures::future::BoxFuture;
 use rmcp::model::ContentBlock;
 use rmcp::model::{
     BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, PrimitiveSchemaDefinition, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ElicitationSchema, Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    PrimitiveSchemaDefinition, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -182,13 +181,13 @@ impl<A: Registry> ServerHandler for McpServer<A> {
         let mut content = out.content;
         if let Some(rx) = events.as_mut() {
             while let Ok(event) = rx.try_recv() {
-                if let Event::Handoff { record, .. } = event {
-                    if record.call_id == call_id {
-                        if let Value::Object(m) = &mut content {
-                            m.insert("record".into(), serde_json::to_value(&record).unwrap_or(Value::Null));
-                        }
-                        break;
+                if let Event::Handoff { record, .. } = event
+                    && record.call_id == call_id
+                {
+                    if let Value::Object(m) = &mut content {
+                        m.insert("record".into(), serde_json::to_value(&record).unwrap_or(Value::Null));
                     }
+                    break;
                 }
             }
         }
