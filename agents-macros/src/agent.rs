@@ -6,8 +6,8 @@
 use crate::context::Errors;
 use crate::crate_path;
 use crate::util::{doc_string, permission_name, suggest, type_string};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, SkillEntry, ToolEntry};
 use agents_core::Limits;
+use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, SkillEntry, ToolEntry};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
@@ -49,9 +49,9 @@ impl Parse for AgentInput {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
-        input.parse::<Token![struct]>().map_err(|e| {
-            syn::Error::new(e.span(), "an agent starts with its type: `pub struct MyAgent;`")
-        })?;
+        input
+            .parse::<Token![struct]>()
+            .map_err(|e| syn::Error::new(e.span(), "an agent starts with its type: `pub struct MyAgent;`"))?;
         let ident: Ident = input.parse()?;
         input.parse::<Token![;]>()?;
         let mut out = AgentInput {
@@ -75,7 +75,8 @@ impl Parse for AgentInput {
             let k = key.to_string();
             if KEYS.contains(&k.as_str()) {
                 if seen.contains(&k) {
-                    out.errors.push(syn::Error::new(key.span(), format!("duplicate `agent!` key `{k}`; give each key once")));
+                    out.errors
+                        .push(syn::Error::new(key.span(), format!("duplicate `agent!` key `{k}`; give each key once")));
                 }
                 seen.push(k.clone());
             }
@@ -110,7 +111,10 @@ impl Parse for AgentInput {
                         let v: LitInt = content.parse()?;
                         if !LIMIT_KEYS.contains(&lk.to_string().as_str()) {
                             let s = lk.to_string();
-                            out.errors.push(syn::Error::new(lk.span(), format!("unknown limit `{s}`{}", suggest(&s, LIMIT_KEYS))));
+                            out.errors.push(syn::Error::new(
+                                lk.span(),
+                                format!("unknown limit `{s}`{}", suggest(&s, LIMIT_KEYS)),
+                            ));
                         } else if v.base10_parse::<u64>().map(|n| n == 0).unwrap_or(true) {
                             out.errors.push(syn::Error::new(v.span(), "a limit is a positive integer"));
                         }
@@ -121,7 +125,10 @@ impl Parse for AgentInput {
                     }
                 }
                 other => {
-                    out.errors.push(syn::Error::new(key.span(), format!("unknown `agent!` key `{other}`{}", suggest(other, KEYS))));
+                    out.errors.push(syn::Error::new(
+                        key.span(),
+                        format!("unknown `agent!` key `{other}`{}", suggest(other, KEYS)),
+                    ));
                     // Skip the value up to the next top-level comma.
                     while !input.is_empty() && !input.peek(Token![,]) {
                         input.parse::<TokenTree>()?;
@@ -133,7 +140,10 @@ impl Parse for AgentInput {
             }
         }
         if !tools_seen {
-            out.errors.push(syn::Error::new(out.ident.span(), format!("agent `{}` grants no tools: add `tools: [...]`", out.ident)));
+            out.errors.push(syn::Error::new(
+                out.ident.span(),
+                format!("agent `{}` grants no tools: add `tools: [...]`", out.ident),
+            ));
         }
         Ok(out)
     }
@@ -170,7 +180,10 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         errors.push(e.clone());
     }
     if doc_string(attrs).is_none() {
-        errors.spanned(ident, format!("agent `{ident}` has no description: add a doc comment (`/// ...`) above `struct {ident}`"));
+        errors.spanned(
+            ident,
+            format!("agent `{ident}` has no description: add a doc comment (`/// ...`) above `struct {ident}`"),
+        );
     }
     let strukt = quote! {
         #(#attrs)*
@@ -298,7 +311,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             }
             match permission_name(p) {
                 Some(n) => ceiling_names.push(n),
-                None => errors.spanned(p, "write a ceiling permission as its `area::action` path, e.g. `perms::athlete::read`"),
+                None => errors
+                    .spanned(p, "write a ceiling permission as its `area::action` path, e.g. `perms::athlete::read`"),
             }
         }
     }
@@ -396,7 +410,14 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         Some(c) => quote!(::core::option::Option::Some(&[#(#c),*])),
         None => quote!(::core::option::Option::None),
     };
-    let Limits { max_iterations, provider_timeout_secs, confirm_timeout_secs, max_concurrent_runs, token_ttl_secs, history_messages } = limits;
+    let Limits {
+        max_iterations,
+        provider_timeout_secs,
+        confirm_timeout_secs,
+        max_concurrent_runs,
+        token_ttl_secs,
+        history_messages,
+    } = limits;
     let manifest_doc = format!("The permission manifest of `{agent_name}`: canonical JSON, exactly these bytes.");
     let hash_doc = format!("Lowercase hex SHA-256 of exactly the [`{ident}::MANIFEST`] bytes: `{manifest_hash}`.");
 
@@ -470,5 +491,66 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
                 #(#skill_checks)*
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agents_core::manifest::PolicyEntry;
+    use agents_core::{Risk, Tier};
+
+    fn entry(name: &str, permission: &str, uses: &[&str]) -> String {
+        let e = ToolEntry {
+            name: name.to_owned(),
+            title: None,
+            description: format!("The {name} tool."),
+            permission: permission.to_owned(),
+            tier: Tier::Read,
+            mutating: false,
+            risk: Risk::Low,
+            policy: PolicyEntry::default(),
+            parameters: Vec::new(),
+            uses: uses.iter().map(|u| (*u).to_owned()).collect(),
+        };
+        serde_json::to_string(&e).unwrap()
+    }
+
+    #[test]
+    fn uses_name_tools_as_the_manifest_does_even_when_renamed() {
+        let (a, s) = (entry("athletes", "athlete.read", &[]), entry("summary", "athlete.read", &["list_athletes"]));
+        let out = finish(quote! {
+            { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, summary], }
+            { "list_athletes" #a "summary" #s }
+        })
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains(r#"\"uses\":[\"athletes\"]"#), "{out}");
+    }
+
+    #[test]
+    fn a_tool_outside_the_ceiling_is_named_with_its_permission() {
+        let (a, w) = (entry("list_athletes", "athlete.read", &[]), entry("create_injury", "injury.write", &[]));
+        let out = finish(quote! {
+            { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, create_injury], ceiling: [perms::athlete::read], }
+            { "list_athletes" #a "create_injury" #w }
+        })
+        .to_string();
+        assert!(
+            out.contains("tool `create_injury` requires the permission `injury.write`, which lies outside the ceiling of agent `Clinic` (`athlete.read`)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_skill_may_name_a_tool_by_its_last_segment() {
+        let a = entry("list_athletes", "athlete.read", &[]);
+        let out = finish(quote! {
+            { #[doc = "Helps."] pub struct Clinic; tools: [tools::list_athletes], skills: { read: [list_athletes] }, }
+            { "list_athletes" #a }
+        })
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains(r#"\"skills\":[{\"name\":\"read\",\"tools\":[\"list_athletes\"]}]"#), "{out}");
     }
 }

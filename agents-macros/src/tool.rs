@@ -131,7 +131,8 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
             "name" => {
                 let lit: LitStr = meta.value()?.parse()?;
                 let v = lit.value();
-                if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
                     errors.spanned(&lit, "a tool name is 1 to 64 characters of `a-z`, `A-Z`, `0-9`, `_` and `-`");
                 }
                 args.name = Some(lit);
@@ -163,7 +164,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                                 "read" => args.policy.fs_read.extend(parse_str_list(&fm)?),
                                 "write" => args.policy.fs_write.extend(parse_str_list(&fm)?),
                                 other => {
-                                    errors.spanned(&fm.path, format!("unknown `fs` policy argument `{other}`{}", suggest(other, FS_ARGS)));
+                                    errors.spanned(
+                                        &fm.path,
+                                        format!("unknown `fs` policy argument `{other}`{}", suggest(other, FS_ARGS)),
+                                    );
                                     skip_value(&fm)?;
                                 }
                             }
@@ -177,7 +181,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                                 args.policy.net_hosts.extend(parse_str_list(&nm)?);
                             } else {
                                 let k = type_string(&nm.path);
-                                errors.spanned(&nm.path, format!("unknown `net` policy argument `{k}`{}", suggest(&k, &["hosts"])));
+                                errors.spanned(
+                                    &nm.path,
+                                    format!("unknown `net` policy argument `{k}`{}", suggest(&k, &["hosts"])),
+                                );
                                 skip_value(&nm)?;
                             }
                             Ok(())
@@ -190,14 +197,20 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                                 args.policy.env_vars.extend(parse_str_list(&em)?);
                             } else {
                                 let k = type_string(&em.path);
-                                errors.spanned(&em.path, format!("unknown `env` policy argument `{k}`{}", suggest(&k, &["vars"])));
+                                errors.spanned(
+                                    &em.path,
+                                    format!("unknown `env` policy argument `{k}`{}", suggest(&k, &["vars"])),
+                                );
                                 skip_value(&em)?;
                             }
                             Ok(())
                         })
                     }
                     other => {
-                        errors.spanned(&pm.path, format!("unknown `policy` section `{other}`{}", suggest(other, POLICY_ARGS)));
+                        errors.spanned(
+                            &pm.path,
+                            format!("unknown `policy` section `{other}`{}", suggest(other, POLICY_ARGS)),
+                        );
                         skip_value(&pm)
                     }
                 }
@@ -240,7 +253,10 @@ fn validate_glob(lit: &LitStr, errors: &Errors) {
 
 fn validate_host(lit: &LitStr, errors: &Errors) {
     let h = lit.value();
-    let bad = |why: &str| errors.spanned(lit, format!("invalid host `{h}`: {why}; write `host` or `host:port`, e.g. `api.example.com:443`"));
+    let bad = |why: &str| {
+        errors
+            .spanned(lit, format!("invalid host `{h}`: {why}; write `host` or `host:port`, e.g. `api.example.com:443`"))
+    };
     if h.contains("://") {
         return bad("a host has no scheme");
     }
@@ -279,7 +295,7 @@ fn validate_host(lit: &LitStr, errors: &Errors) {
                 && !l.ends_with('-')
         };
         if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
-            return bad("not a DNS name or IP address");
+            bad("not a DNS name or IP address");
         }
     }
 }
@@ -290,7 +306,10 @@ fn validate_env(lit: &LitStr, errors: &Errors) {
     let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
-        errors.spanned(lit, format!("invalid environment variable name `{v}`: use letters, digits and `_`, not starting with a digit"));
+        errors.spanned(
+            lit,
+            format!("invalid environment variable name `{v}`: use letters, digits and `_`, not starting with a digit"),
+        );
     }
 }
 
@@ -387,19 +406,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut use_types: Vec<syn::TypePath> = Vec::new();
     let mut collect_uses = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, Token![+]>| {
         for b in bounds {
-            if let syn::TypeParamBound::Trait(t) = b {
-                if let Some(last) = t.path.segments.last() {
-                    if last.ident == "Grants" {
-                        if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
-                            for ga in &a.args {
-                                if let syn::GenericArgument::Type(Type::Path(tp)) = ga {
-                                    if let Some(s) = tp.path.segments.last() {
-                                        uses.push(s.ident.to_string());
-                                        use_types.push(tp.clone());
-                                    }
-                                }
-                            }
-                        }
+            if let syn::TypeParamBound::Trait(t) = b
+                && let Some(last) = t.path.segments.last()
+                && last.ident == "Grants"
+                && let syn::PathArguments::AngleBracketed(a) = &last.arguments
+            {
+                for ga in &a.args {
+                    if let syn::GenericArgument::Type(Type::Path(tp)) = ga
+                        && let Some(s) = tp.path.segments.last()
+                    {
+                        uses.push(s.ident.to_string());
+                        use_types.push(tp.clone());
                     }
                 }
             }
@@ -409,12 +426,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         collect_uses(&tp.bounds);
         if let Some(wc) = &func.sig.generics.where_clause {
             for pred in &wc.predicates {
-                if let syn::WherePredicate::Type(pt) = pred {
-                    if let Type::Path(p) = &pt.bounded_ty {
-                        if p.path.is_ident(&tp.ident) {
-                            collect_uses(&pt.bounds);
-                        }
-                    }
+                if let syn::WherePredicate::Type(pt) = pred
+                    && let Type::Path(p) = &pt.bounded_ty
+                    && p.path.is_ident(&tp.ident)
+                {
+                    collect_uses(&pt.bounds);
                 }
             }
         }
@@ -442,9 +458,24 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 };
                 if let ParamKind::Capability(c) = kind {
                     let (declared, handle, what, example) = match c {
-                        Capability::Fs => (targs.policy.fs_declared, "FsAccess", "filesystem", "policy(fs(read = [\"/var/app/uploads/**\"]))"),
-                        Capability::Net => (targs.policy.net_declared, "NetAccess", "network", "policy(net(hosts = [\"api.example.com:443\"]))"),
-                        Capability::Env => (targs.policy.env_declared, "EnvAccess", "environment", "policy(env(vars = [\"APP_REGION\"]))"),
+                        Capability::Fs => (
+                            targs.policy.fs_declared,
+                            "FsAccess",
+                            "filesystem",
+                            "policy(fs(read = [\"/var/app/uploads/**\"]))",
+                        ),
+                        Capability::Net => (
+                            targs.policy.net_declared,
+                            "NetAccess",
+                            "network",
+                            "policy(net(hosts = [\"api.example.com:443\"]))",
+                        ),
+                        Capability::Env => (
+                            targs.policy.env_declared,
+                            "EnvAccess",
+                            "environment",
+                            "policy(env(vars = [\"APP_REGION\"]))",
+                        ),
                     };
                     if !declared {
                         errors.spanned(
@@ -476,7 +507,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         match agent_param {
             Some(tp) => {
                 let a = &tp.ident;
-                let names_param = matches!(agent_arg, Some(Type::Path(ap)) if ap.qself.is_none() && ap.path.is_ident(a));
+                let names_param =
+                    matches!(agent_arg, Some(Type::Path(ap)) if ap.qself.is_none() && ap.path.is_ident(a));
                 if !names_param {
                     errors.spanned(
                         &p.ty,
@@ -544,21 +576,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let ident = &p.ident;
         let ty = owned_type(&p.ty, &rt);
         let doc = format!("The `{ident}` parameter.");
-        let secret = if p.secret {
-            quote!(#[schemars(extend("x-agents-secret" = true))])
-        } else {
-            quote!()
-        };
+        let secret = if p.secret { quote!(#[schemars(extend("x-agents-secret" = true))]) } else { quote!() };
         quote! { #[doc = #doc] #secret pub #ident: #ty }
     });
     let debug_fields = arg_params.iter().map(|p| {
         let ident = &p.ident;
         let name = ident.to_string();
-        if p.secret {
-            quote!(.field(#name, &"•••"))
-        } else {
-            quote!(.field(#name, &self.#ident))
-        }
+        if p.secret { quote!(.field(#name, &"•••")) } else { quote!(.field(#name, &self.#ident)) }
     });
     let args_doc = format!("Arguments of the `{tool_name}` tool.");
     let serde_crate = format!("{rt_str}::__private::serde");
@@ -575,7 +599,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let perm_check = match &targs.permission {
         Some(PermissionArg::Path(p, n)) => {
-            let msg = format!("the permission path does not end in `{}`: name declared permissions by their `area::action` path", n.replace('.', "::"));
+            let msg = format!(
+                "the permission path does not end in `{}`: name declared permissions by their `area::action` path",
+                n.replace('.', "::")
+            );
             // Read through `Tool::Permission`, so an undeclared permission is reported once.
             quote_spanned! {p.span()=>
                 const fn __agents_permission_name<__T: #rt::Tool>() -> &'static str {
@@ -657,11 +684,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
                     Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
                 };
-                if matches!(p.ty, Type::Reference(_)) {
-                    quote!(&#ctor)
-                } else {
-                    quote!(#ctor)
-                }
+                if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
             }
             ParamKind::Arg => {
                 if matches!(p.ty, Type::Reference(_)) {
@@ -891,7 +914,9 @@ fn find_invokes(tokens: TokenStream, cx: &Ident, out: &mut Vec<(Span, Option<Str
     let tts: Vec<T> = tokens.into_iter().collect();
     for (i, tt) in tts.iter().enumerate() {
         match (tt, tts.get(i + 1), tts.get(i + 2)) {
-            (T::Ident(c), Some(T::Punct(dot)), Some(T::Ident(m))) if c == cx && dot.as_char() == '.' && m == "invoke" => {
+            (T::Ident(c), Some(T::Punct(dot)), Some(T::Ident(m)))
+                if c == cx && dot.as_char() == '.' && m == "invoke" =>
+            {
                 // `:: <` then the tool's path up to the matching `>`.
                 let rest = &tts[i + 3..];
                 let turbofish = matches!(rest, [T::Punct(a), T::Punct(b), T::Punct(lt), ..] if a.as_char() == ':' && b.as_char() == ':' && lt.as_char() == '<');
@@ -947,4 +972,102 @@ fn substitute_ident(tokens: TokenStream, from: &Ident, to: &Ident) -> TokenStrea
             other => other,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expanded(args: TokenStream, item: TokenStream) -> String {
+        expand(args, item).to_string()
+    }
+
+    #[test]
+    fn finds_each_invoke_through_the_context_with_the_invoked_tool() {
+        let body = quote! {{
+            let a = cx.invoke::<list_athletes>(json!({})).await;
+            if a.is_ok() {
+                other.invoke::<not_the_context>(v);
+                cx.invoke::<crate::tools::report<u8>>(v).await;
+            }
+            cx.invoke(v);
+        }};
+        let mut found = Vec::new();
+        find_invokes(body, &format_ident!("cx"), &mut found);
+        let invoked: Vec<Option<String>> = found.into_iter().map(|(_, t)| t).collect();
+        assert_eq!(invoked, [Some("list_athletes".to_owned()), Some("crate::tools::report<u8>".to_owned()), None]);
+    }
+
+    #[test]
+    fn the_agent_argument_of_a_context() {
+        let ty: Type = syn::parse_quote!(&ToolContext<'_, A>);
+        assert_eq!(context_agent(&ty).map(type_string).as_deref(), Some("A"));
+        let ty: Type = syn::parse_quote!(agents::ToolContext<'_>);
+        assert!(context_agent(&ty).is_none());
+    }
+
+    #[test]
+    fn a_tool_not_generic_over_the_agent_cannot_invoke() {
+        let out = expanded(
+            quote!(permission = public),
+            quote! {
+                /// Summarises.
+                async fn summary(cx: &ToolContext<'_>) -> Result<String, String> {
+                    cx.invoke::<list_athletes>(v).await
+                }
+            },
+        );
+        assert!(out.contains("tool `summary` invokes another tool, but it is not generic over the agent"), "{out}");
+        assert!(out.contains("fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>, ...)"), "{out}");
+        // The body is not type-checked again.
+        assert!(out.contains("unimplemented"), "{out}");
+    }
+
+    #[test]
+    fn a_generic_tool_declares_every_tool_it_invokes() {
+        let out = expanded(
+            quote!(permission = public),
+            quote! {
+                /// Summarises.
+                async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>) -> Result<String, String> {
+                    cx.invoke::<list_athletes>(v).await;
+                    cx.invoke::<tools::list_injuries>(v).await
+                }
+            },
+        );
+        assert!(out.contains("tool `summary` invokes `tools::list_injuries` without declaring it: add the bound `A: Grants<tools::list_injuries>`"), "{out}");
+        assert!(!out.contains("invokes `list_athletes`"), "{out}");
+    }
+
+    #[test]
+    fn a_generic_tool_gets_the_agent_bound_and_names_what_it_invokes_by_tool_name() {
+        let out = expanded(
+            quote!(permission = public),
+            quote! {
+                /// Summarises.
+                async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>) -> Result<String, String> {
+                    cx.invoke::<list_athletes>(v).await
+                }
+            },
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("A : :: agents_runtime :: Agent"), "{out}");
+        assert!(out.contains("uses : & [< list_athletes as :: agents_runtime :: Tool > :: NAME]"), "{out}");
+    }
+
+    #[test]
+    fn a_capability_reaches_the_spec_through_the_public_context() {
+        let out = expanded(
+            quote!(permission = public, policy(env(vars = ["APP_REGION"]))),
+            quote! {
+                /// Tells the region.
+                fn region(env: EnvAccess) -> Result<String, String> { todo!() }
+            },
+        );
+        assert!(!out.contains("__call . spec"), "{out}");
+        assert!(
+            out.contains("EnvAccess :: __for (:: agents_runtime :: ToolContext :: < () > :: __new (__call) . spec ())"),
+            "{out}"
+        );
+    }
 }

@@ -7,32 +7,23 @@
 //!   `fdatasync`s it.
 //!
 //! One iteration is one record made durable. The baselines write lines of the same size but do
-//! not seal, hash or serialize. At the end the ratios (our throughput / baseline throughput)
-//! are printed. Run with `cargo bench -p agents-runtime --bench audit`.
+//! not build, seal, hash or serialize records. After the criterion runs, the ratios (our
+//! throughput / baseline throughput) are measured in interleaved rounds (ours, baseline, ours,
+//! ...), so a change in machine load or disk latency during the run affects both sides alike,
+//! and printed. Run with `cargo bench -p agents-runtime --bench audit`.
 
 use agents_runtime::Tier;
 use agents_runtime::audit::{AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, JsonlSink};
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 const PRODUCERS: u64 = 16;
-
-/// Total records and time per benchmark, to print the ratios at the end.
-static TOTALS: Mutex<BTreeMap<&'static str, (u64, Duration)>> = Mutex::new(BTreeMap::new());
-
-fn account(name: &'static str, records: u64, elapsed: Duration) {
-    let mut totals = TOTALS.lock().unwrap();
-    let entry = totals.entry(name).or_default();
-    entry.0 += records;
-    entry.1 += elapsed;
-}
 
 fn record(i: u64) -> AuditRecord {
     AuditRecord {
@@ -67,10 +58,6 @@ fn sample_line() -> Vec<u8> {
     let mut line = r.to_line().into_bytes();
     line.push(b'\n');
     line
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 fn append_file(path: &Path) -> File {
@@ -122,124 +109,162 @@ impl Drop for BareGroupCommit {
     }
 }
 
-fn concurrent(c: &mut Criterion) {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let mut group = c.benchmark_group("16 producers");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(8));
+/// Appends `per_producer` records from each of 16 tasks through the sink.
+fn sink_concurrent(rt: &tokio::runtime::Runtime, sink: &Arc<JsonlSink>, per_producer: u64) -> Duration {
+    let start = Instant::now();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let sink = Arc::clone(sink);
+                tokio::spawn(async move {
+                    for i in 0..per_producer {
+                        sink.append(record(p * 1_000_000 + i)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    start.elapsed()
+}
 
-    let sink = Arc::new(JsonlSink::open(dir.path().join("sink.jsonl")).unwrap());
+/// Appends `per_producer` ready-made lines from each of 16 tasks through the bare writer.
+fn bare_concurrent(
+    rt: &tokio::runtime::Runtime,
+    bare: &Arc<BareGroupCommit>,
+    line: &Arc<Vec<u8>>,
+    per_producer: u64,
+) -> Duration {
+    let start = Instant::now();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let (bare, line) = (Arc::clone(bare), Arc::clone(line));
+                tokio::spawn(async move {
+                    for _ in 0..per_producer {
+                        bare.append(Arc::clone(&line)).await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    start.elapsed()
+}
+
+fn sink_single(rt: &tokio::runtime::Runtime, sink: &JsonlSink, records: u64) -> Duration {
+    let start = Instant::now();
+    rt.block_on(async {
+        for i in 0..records {
+            sink.append(record(i)).await.unwrap();
+        }
+    });
+    start.elapsed()
+}
+
+fn bare_single(file: &mut File, line: &[u8], records: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..records {
+        file.write_all(line).unwrap();
+        file.sync_data().unwrap();
+    }
+    start.elapsed()
+}
+
+/// Everything one comparison needs, opened once in a temporary directory.
+struct Setup {
+    rt: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+    sink: Arc<JsonlSink>,
+    bare: Arc<BareGroupCommit>,
+    bare_file: File,
+    line: Arc<Vec<u8>>,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Setup {
+            rt: tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap(),
+            sink: Arc::new(JsonlSink::open(dir.path().join("sink.jsonl")).unwrap()),
+            bare: Arc::new(BareGroupCommit::new(&dir.path().join("bare-group.jsonl"))),
+            bare_file: append_file(&dir.path().join("bare-line.jsonl")),
+            line: Arc::new(sample_line()),
+            _dir: dir,
+        }
+    }
+}
+
+/// Scales a run of `done` records to the `iters` criterion asked for.
+fn scaled(elapsed: Duration, iters: u64, done: u64) -> Duration {
+    elapsed.mul_f64(iters as f64 / done as f64)
+}
+
+fn concurrent(c: &mut Criterion) {
+    let setup = Setup::new();
+    let mut group = c.benchmark_group("16 producers");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(6));
     group.bench_function("JsonlSink", |b| {
         b.iter_custom(|iters| {
             let per_producer = iters.div_ceil(PRODUCERS);
-            let start = Instant::now();
-            rt.block_on(async {
-                let tasks: Vec<_> = (0..PRODUCERS)
-                    .map(|p| {
-                        let sink = Arc::clone(&sink);
-                        tokio::spawn(async move {
-                            for i in 0..per_producer {
-                                sink.append(record(p * 1_000_000 + i)).await.unwrap();
-                            }
-                        })
-                    })
-                    .collect();
-                for task in tasks {
-                    task.await.unwrap();
-                }
-            });
-            let elapsed = start.elapsed();
-            account("16 producers: JsonlSink", per_producer * PRODUCERS, elapsed);
-            elapsed.mul_f64(iters as f64 / (per_producer * PRODUCERS) as f64)
+            scaled(sink_concurrent(&setup.rt, &setup.sink, per_producer), iters, per_producer * PRODUCERS)
         });
     });
-
-    let bare = Arc::new(BareGroupCommit::new(&dir.path().join("bare.jsonl")));
-    let line = Arc::new(sample_line());
     group.bench_function("bare group commit", |b| {
         b.iter_custom(|iters| {
             let per_producer = iters.div_ceil(PRODUCERS);
-            let start = Instant::now();
-            rt.block_on(async {
-                let tasks: Vec<_> = (0..PRODUCERS)
-                    .map(|_| {
-                        let (bare, line) = (Arc::clone(&bare), Arc::clone(&line));
-                        tokio::spawn(async move {
-                            for _ in 0..per_producer {
-                                bare.append(Arc::clone(&line)).await;
-                            }
-                        })
-                    })
-                    .collect();
-                for task in tasks {
-                    task.await.unwrap();
-                }
-            });
-            let elapsed = start.elapsed();
-            account("16 producers: bare group commit", per_producer * PRODUCERS, elapsed);
-            elapsed.mul_f64(iters as f64 / (per_producer * PRODUCERS) as f64)
+            scaled(bare_concurrent(&setup.rt, &setup.bare, &setup.line, per_producer), iters, per_producer * PRODUCERS)
         });
     });
     group.finish();
 }
 
 fn single(c: &mut Criterion) {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
+    let mut setup = Setup::new();
     let mut group = c.benchmark_group("1 producer");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(8));
-
-    let sink = JsonlSink::open(dir.path().join("sink.jsonl")).unwrap();
-    group.bench_function("JsonlSink", |b| {
-        b.iter_custom(|iters| {
-            let start = Instant::now();
-            rt.block_on(async {
-                for i in 0..iters {
-                    sink.append(record(i)).await.unwrap();
-                }
-            });
-            let elapsed = start.elapsed();
-            account("1 producer: JsonlSink", iters, elapsed);
-            elapsed
-        });
-    });
-
-    let mut file = append_file(&dir.path().join("bare.jsonl"));
-    let line = sample_line();
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(6));
+    group.bench_function("JsonlSink", |b| b.iter_custom(|iters| sink_single(&setup.rt, &setup.sink, iters)));
+    let line = Arc::clone(&setup.line);
     group.bench_function("bare fdatasync per line", |b| {
-        b.iter_custom(|iters| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                file.write_all(&line).unwrap();
-                file.sync_data().unwrap();
-            }
-            let elapsed = start.elapsed();
-            account("1 producer: bare fdatasync per line", iters, elapsed);
-            elapsed
-        });
+        b.iter_custom(|iters| bare_single(&mut setup.bare_file, &line, iters));
     });
     group.finish();
 }
 
-fn report() {
-    let totals = TOTALS.lock().unwrap();
-    let throughput = |name: &str| totals.get(name).map(|(records, elapsed)| *records as f64 / elapsed.as_secs_f64());
-    println!();
-    for (name, (records, elapsed)) in totals.iter() {
-        println!(
-            "{name}: {records} records in {elapsed:.2?} = {:.0} records/s",
-            *records as f64 / elapsed.as_secs_f64()
-        );
+/// Throughput ratios from interleaved rounds.
+fn ratios(rounds: u32) {
+    let mut setup = Setup::new();
+    let (mut ours, mut bare) = (Duration::ZERO, Duration::ZERO);
+    let per_producer = 100;
+    for _ in 0..rounds {
+        ours += sink_concurrent(&setup.rt, &setup.sink, per_producer);
+        bare += bare_concurrent(&setup.rt, &setup.bare, &setup.line, per_producer);
     }
-    let pairs = [
-        ("16 producers", "16 producers: JsonlSink", "16 producers: bare group commit", 0.8),
-        ("1 producer", "1 producer: JsonlSink", "1 producer: bare fdatasync per line", 0.7),
-    ];
-    for (label, ours, baseline, target) in pairs {
-        if let (Some(ours), Some(baseline)) = (throughput(ours), throughput(baseline)) {
-            println!("ratio, {label}, JsonlSink / bare writer: {:.2} (target >= {target:.2})", ours / baseline);
-        }
+    let records = u64::from(rounds) * per_producer * PRODUCERS;
+    print_ratio("16 producers", "bare group commit", records, ours, bare, 0.8);
+
+    let (mut ours, mut bare) = (Duration::ZERO, Duration::ZERO);
+    let per_round = 200;
+    for _ in 0..rounds {
+        ours += sink_single(&setup.rt, &setup.sink, per_round);
+        bare += bare_single(&mut setup.bare_file, &setup.line, per_round);
     }
+    print_ratio("1 producer", "bare fdatasync per line", u64::from(rounds) * per_round, ours, bare, 0.7);
+}
+
+fn print_ratio(label: &str, baseline: &str, records: u64, ours: Duration, bare: Duration, target: f64) {
+    let rate = |d: Duration| records as f64 / d.as_secs_f64();
+    println!(
+        "{label}: JsonlSink {:.0} records/s, {baseline} {:.0} records/s ({records} records each, interleaved): \
+         ratio {:.2} (target >= {target:.2})",
+        rate(ours),
+        rate(bare),
+        bare.as_secs_f64() / ours.as_secs_f64()
+    );
 }
 
 criterion_group!(benches, concurrent, single);
@@ -247,5 +272,9 @@ criterion_group!(benches, concurrent, single);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    report();
+    // `cargo test --benches` runs each benchmark once as a smoke test; the ratios need real runs.
+    if !std::env::args().any(|a| a == "--test") {
+        println!();
+        ratios(5);
+    }
 }

@@ -1,1 +1,1 @@
-//! Compile tests for the agents macros.
+#![doc = include_str!("../README.md")]

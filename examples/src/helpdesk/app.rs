@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 const USAGE: &str = "usage: helpdesk [--demo | manifest | manifest-sha256]
   (no arguments)   chat on a terminal; set AGENTS_MODEL to use a real model, otherwise rules answer
   --demo           the scripted session (also whenever stdin is not a terminal)
+  mcp              serve the agent over MCP on stdio as Alex (actions confirmed by MCP elicitation)
   manifest         print the permission manifest exactly (canonical JSON, no trailing newline)
   manifest-sha256  print the manifest's SHA-256
 ";
@@ -27,11 +28,27 @@ pub fn main_with(args: &[String], out: &mut dyn Write) -> io::Result<()> {
         Some("manifest") => out.write_all(DeskLoop::MANIFEST.as_bytes()),
         Some("manifest-sha256") => writeln!(out, "{}", DeskLoop::MANIFEST_SHA256),
         Some("-h" | "--help" | "help") => out.write_all(USAGE.as_bytes()),
+        Some("mcp") => tokio_runtime()?.block_on(serve_mcp()),
         Some("--demo" | "demo") => tokio_runtime()?.block_on(run_demo(out)).map(|_| ()),
         None | Some("chat") if io::stdin().is_terminal() => tokio_runtime()?.block_on(chat(out)),
         None | Some("chat") => tokio_runtime()?.block_on(run_demo(out)).map(|_| ()),
         Some(other) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unknown command `{other}`\n{USAGE}"))),
     }
+}
+
+/// Serves the helpdesk over MCP on stdio. Nothing but JSON-RPC goes to stdout; the audit log
+/// is a JSONL file in the temporary directory. Actions wait for the MCP client to ask the
+/// user (elicitation); a client that cannot ask gets a structured "confirmation required".
+async fn serve_mcp() -> io::Result<()> {
+    let path = temp_audit_path("deskloop-mcp");
+    eprintln!("audit log {}", path.display());
+    let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
+    let rt = Runtime::builder(Arc::new(sink), Arc::new(HelpdeskModel::new().provider()))
+        .roles(super::roles().clone())
+        .build();
+    agents_runtime::mcp::serve_stdio::<DeskLoop>(rt, alex(), agents_runtime::mcp::McpOptions::default())
+        .await
+        .map_err(io::Error::other)
 }
 
 fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {

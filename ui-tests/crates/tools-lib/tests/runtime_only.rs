@@ -1,6 +1,6 @@
 //! A crate whose only dependency is `agents-runtime` gets working tools and agents.
 
-use agents_runtime::{Agent, Registry, Tool, Tier, linked_tools};
+use agents_runtime::{Agent, Registry, Tier, Tool, linked_tools};
 use sha2::{Digest, Sha256};
 use ui_tools_lib::{SquadReader, create_injury, list_athletes, reset_password, squad_summary};
 
@@ -24,7 +24,10 @@ fn every_tool_is_linked_and_described() {
     assert_eq!(create_injury::SPEC.title, Some("Record injury"));
     assert_eq!(reset_password::SPEC.tier, Tier::Handoff);
     assert_eq!(squad_summary::SPEC.uses, ["list_athletes"]);
-    assert_eq!(list_athletes::SPEC.description, "Lists the athletes of the caller's organisation, optionally one squad.");
+    assert_eq!(
+        list_athletes::SPEC.description,
+        "Lists the athletes of the caller's organisation, optionally one squad."
+    );
 }
 
 #[test]
