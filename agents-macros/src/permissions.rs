@@ -20,9 +20,9 @@ impl Parse for PermissionDecl {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         let area: Ident = input.call(syn::ext::IdentExt::parse_any)?;
-        input.parse::<Token![.]>().map_err(|e| {
-            syn::Error::new(e.span(), "a permission is written `area.action`, e.g. `athlete.read`")
-        })?;
+        input
+            .parse::<Token![.]>()
+            .map_err(|e| syn::Error::new(e.span(), "a permission is written `area.action`, e.g. `athlete.read`"))?;
         let action: Ident = input.call(syn::ext::IdentExt::parse_any)?;
         Ok(PermissionDecl { attrs, area, action })
     }

@@ -720,9 +720,26 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
         // `ToolContext::invoke` needs `A: Agent`; a tool states only what it invokes.
+        // Added where the user bounds the parameter, so that its bounds stay in one place.
         if let Some(tp) = agent_param {
-            let a = &tp.ident;
-            sig.generics.make_where_clause().predicates.push(syn::parse_quote!(#a: #rt::Agent));
+            let agent: syn::TypeParamBound = syn::parse_quote!(#rt::Agent);
+            let in_where = sig.generics.where_clause.as_mut().and_then(|wc| {
+                wc.predicates.iter_mut().find_map(|p| match p {
+                    syn::WherePredicate::Type(pt) if matches!(&pt.bounded_ty, Type::Path(b) if b.path.is_ident(&tp.ident)) => {
+                        Some(pt)
+                    }
+                    _ => None,
+                })
+            });
+            match in_where {
+                Some(pt) if tp.bounds.is_empty() => pt.bounds.push(agent),
+                _ => {
+                    let param = sig.generics.type_params_mut().find(|p| p.ident == tp.ident);
+                    if let Some(param) = param {
+                        param.bounds.push(agent);
+                    }
+                }
+            }
         }
         // Already reported; an empty body keeps rustc from repeating the error less clearly.
         let (body, allow_unused) = if body_unusable {
@@ -1051,7 +1068,7 @@ mod tests {
             },
         );
         assert!(!out.contains("compile_error"), "{out}");
-        assert!(out.contains("A : :: agents_runtime :: Agent"), "{out}");
+        assert!(out.contains("A : Grants < list_athletes > + :: agents_runtime :: Agent"), "{out}");
         assert!(out.contains("uses : & [< list_athletes as :: agents_runtime :: Tool > :: NAME]"), "{out}");
     }
 

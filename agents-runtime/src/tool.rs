@@ -109,16 +109,15 @@ impl<A: crate::core::Agent> ToolContext<'_, A> {
     /// Invokes another tool through the gate (availability, strict parse, interceptors,
     /// audit and, for action tools, a person's confirmation). Compiles only when the agent
     /// grants `T`: declare the bound `A: Grants<T>` on the tool function.
-    pub async fn invoke<T: Tool>(&self, args: Value) -> Result<Value, ToolError>
+    pub fn invoke<T: Tool>(&self, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>
     where
         A: crate::core::Grants<T>,
     {
         match &self.call.invoker {
-            Some(invoke) => invoke(T::NAME, args).await,
-            None => Err(ToolError::new(format!(
-                "`{}` cannot be invoked here: nested calls run only inside a run",
-                T::NAME
-            ))),
+            Some(invoke) => invoke(T::NAME, args),
+            None => Box::pin(async move {
+                Err(ToolError::new(format!("`{}` cannot be invoked here: nested calls run only inside a run", T::NAME)))
+            }),
         }
     }
 }
@@ -226,8 +225,11 @@ impl<A> fmt::Debug for ToolEntry<A> {
 }
 
 impl<A> ToolEntry<A> {
-    /// The entry of tool `T`.
-    pub fn of<T: Dispatch<A>>() -> Self {
+    /// The entry of tool `T`, which the agent must grant.
+    pub fn of<T: Dispatch<A>>() -> Self
+    where
+        A: crate::core::Grants<T>,
+    {
         ToolEntry {
             spec: &T::SPEC,
             schema: T::input_schema,

@@ -45,7 +45,18 @@ variant!(same, Same, [risk = medium, policy(fs(read = ["/data/*.csv"])), permiss
 variant!(new_tool, NewTool, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]))], extra);
 variant!(other_permission, OtherPermission, [permission = perms::injury::read, risk = medium, policy(fs(read = ["/data/*.csv"]))],);
 variant!(made_action, MadeAction, [permission = perms::athlete::read, mutating, title = "Read", risk = medium, policy(fs(read = ["/data/*.csv"]))],);
-variant!(made_handoff, MadeHandoff, [permission = perms::athlete::read, handoff, risk = medium, policy(fs(read = ["/data/*.csv"]))],);
+mod made_handoff {
+    use super::*;
+    /// Reads an athlete's file.
+    #[tool(permission = perms::athlete::read, handoff, risk = medium, policy(fs(read = ["/data/*.csv"])))]
+    pub fn read_file(id: u64, #[secret] api_key: String);
+    agent! {
+        /// An agent.
+        pub struct MadeHandoff;
+        name: "variant",
+        tools: [read_file],
+    }
+}
 variant!(glob_added, GlobAdded, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv", "/data/*.json"]))],);
 variant!(host_added, HostAdded, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]), net(hosts = ["api.example.com"]))],);
 variant!(lower_risk, LowerRisk, [permission = perms::athlete::read, risk = low, policy(fs(read = ["/data/*.csv"]))],);

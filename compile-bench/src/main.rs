@@ -117,6 +117,8 @@ fn measure(cargo: &Cargo, ws: &Workspace, scenario: Scenario, krate: &str, round
     let profile = scenario.profile();
     match scenario {
         Scenario::Noop => {
+            // The previous round's edits and touches leave the crate stale: settle it first.
+            cargo.build(krate, profile)?;
             let build = cargo.build(krate, profile)?;
             if !build.compiled.is_empty() {
                 return Err(format!(

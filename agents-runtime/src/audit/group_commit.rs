@@ -5,12 +5,18 @@
 //! chain, hands the batch to a [`DurableStore`] (one write and one sync for the whole batch),
 //! and only then answers each producer with its sealed record. While the store syncs, the next
 //! batch queues up, so the cost of a sync is shared by every producer that arrived during it.
+//!
+//! Producers answered by one commit usually append again at once, but not all at the same
+//! instant. When fewer records are waiting than the previous commit answered, the writer waits
+//! for the rest, at most a quarter of the previous commit's duration (and at most 2 ms), and
+//! stops waiting as soon as they are all there. A single producer never waits.
 
 use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
 use futures::future::BoxFuture;
 use std::io;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// The most records one batch holds, which bounds the latency a large burst adds to the first
@@ -96,7 +102,7 @@ impl AuditSink for GroupCommitSink {
 
 fn writer_gone() -> AuditError {
     AuditError::Refused(
-        "the audit writer thread stopped unexpectedly; the record was not stored. Restart the process and open the log again".to_owned(),
+        "the audit writer thread stopped unexpectedly, so the record is not known to be stored. Restart the process and open the log again (opening verifies it)".to_owned(),
     )
 }
 
@@ -116,8 +122,12 @@ impl std::fmt::Debug for GroupCommitSink {
     }
 }
 
-/// Upper bound on the thread yields one batch spends waiting for producers to come back.
-const MAX_YIELDS: u32 = 64;
+/// A batch waits for returning producers at most this fraction of the previous commit's time,
+/// so the wait can never cost more than a small part of what it saves (a whole commit).
+const GATHER_FRACTION: u32 = 4;
+
+/// And never longer than this.
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 /// Records sealed and waiting for one commit, with their producers' reply channels.
 struct Batch {
@@ -142,28 +152,39 @@ impl<S: DurableStore> Writer<S> {
             replies: Vec::with_capacity(MAX_BATCH),
             last_hash: String::new(),
         };
-        // How many producers the previous commit answered: they are likely to append again.
+        // How many producers the previous commit answered (they are likely to append again
+        // soon), and how long that commit took.
         let mut released = 0;
+        let mut last_commit = Duration::ZERO;
         while let Ok(first) = receiver.recv() {
             batch.last_hash.clone_from(&self.prev_hash);
+            let gather_until = Instant::now() + (last_commit / GATHER_FRACTION).min(MAX_GATHER);
             self.take(first, &mut batch);
-            let mut yields = 0;
             while batch.records.len() < MAX_BATCH {
-                match receiver.try_recv() {
+                let next = match receiver.try_recv() {
                     // Sealing each record as it is taken gives the others time to arrive.
-                    Ok(next) => self.take(next, &mut batch),
-                    // Let producers released by the previous commit join this batch rather than
-                    // wait a whole sync for the next one; a lone producer never waits.
-                    Err(mpsc::TryRecvError::Empty) if batch.records.len() < released && yields < MAX_YIELDS => {
-                        yields += 1;
-                        std::thread::yield_now();
+                    Ok(next) => next,
+                    // Producers released by the previous commit may still be on their way: wait
+                    // briefly for them rather than make them wait a whole commit. A lone producer
+                    // never waits, and the wait ends the moment the last of them arrives.
+                    Err(mpsc::TryRecvError::Empty) if batch.records.len() < released => {
+                        match receiver.recv_timeout(gather_until.saturating_duration_since(Instant::now())) {
+                            Ok(next) => next,
+                            Err(_) => break,
+                        }
                     }
                     Err(_) => break,
-                }
+                };
+                self.take(next, &mut batch);
             }
             released = batch.records.len();
-            if !batch.records.is_empty() {
+            if released > 0 {
+                let started = Instant::now();
                 self.commit(&mut batch);
+                last_commit = started.elapsed();
+            }
+            if self.poison.get().is_some() {
+                released = 0;
             }
         }
     }

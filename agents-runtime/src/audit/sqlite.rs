@@ -188,11 +188,11 @@ fn verify_connection(
         if record.seq != expected {
             return Err(broken(ChainError::Sequence { line, found: record.seq, expected }));
         }
-        if let Some(m) = manifest_sha256 {
-            if record.manifest_sha256 != m {
-                let found = record.manifest_sha256.clone();
-                return Err(broken(ChainError::ManifestMismatch { line, found, expected: m.to_owned() }));
-            }
+        if let Some(m) = manifest_sha256
+            && record.manifest_sha256 != m
+        {
+            let found = record.manifest_sha256.clone();
+            return Err(broken(ChainError::ManifestMismatch { line, found, expected: m.to_owned() }));
         }
         prev = record.hash;
         count += 1;

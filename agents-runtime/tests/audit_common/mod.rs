@@ -29,7 +29,7 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
         tool: Some(tool.to_owned()),
         tier: Some(tier),
         status,
-        reason: (i % 4 == 0).then(|| format!("reason \"{i}\"\twith\nescapes")),
+        reason: i.is_multiple_of(4).then(|| format!("reason \"{i}\"\twith\nescapes")),
         title: (tier == Tier::Action).then(|| "Place an order — für Ärztin".to_owned()),
         args: Some(json!({
             "patient": format!("p-{i}"),
@@ -52,7 +52,7 @@ pub fn sealed_chain(n: usize) -> (Vec<AuditRecord>, String) {
     let mut records = Vec::new();
     let mut text = String::new();
     for i in 0..n {
-        let mut r = record(i, if i % 2 == 0 { AuditStatus::Proposed } else { AuditStatus::Executed });
+        let mut r = record(i, if i.is_multiple_of(2) { AuditStatus::Proposed } else { AuditStatus::Executed });
         r.seal(i as u64 + 1, &prev);
         prev.clone_from(&r.hash);
         text.push_str(&r.to_line());
