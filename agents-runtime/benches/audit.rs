@@ -7,14 +7,15 @@
 //!   `fdatasync`s it.
 //!
 //! One iteration is one record made durable. The baselines write lines of the same size but do
-//! not build, seal, hash or serialize records. After the criterion runs, the ratios (our
-//! throughput / baseline throughput) are measured in interleaved rounds (ours, baseline, ours,
-//! ...), so a change in machine load or disk latency during the run affects both sides alike,
-//! and printed. Run with `cargo bench -p agents-runtime --bench audit`.
+//! not seal, hash or serialize records (for both sides, records are built before timing). After
+//! the criterion runs, the ratios (our throughput / baseline throughput) are measured in
+//! interleaved rounds (ours, baseline, ours, ...), so a change in machine load or disk latency
+//! during the run affects both sides alike, and printed. Run with
+//! `cargo bench -p agents-runtime --bench audit`.
 
 use agents_runtime::Tier;
 use agents_runtime::audit::{AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, JsonlSink};
-use criterion::{Criterion, criterion_group};
+use criterion::Criterion;
 use serde_json::json;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -64,16 +65,19 @@ fn append_file(path: &Path) -> File {
     OpenOptions::new().create(true).append(true).open(path).unwrap()
 }
 
+/// A ready-made line and the channel that says it is durable.
+type BareRequest = (Arc<Vec<u8>>, oneshot::Sender<()>);
+
 /// The bare group-commit writer: no sealing, no hashing, lines made in advance.
 struct BareGroupCommit {
-    sender: Option<mpsc::Sender<(Arc<Vec<u8>>, oneshot::Sender<()>)>>,
+    sender: Option<mpsc::Sender<BareRequest>>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl BareGroupCommit {
     fn new(path: &Path) -> Self {
         let mut file = append_file(path);
-        let (sender, receiver) = mpsc::channel::<(Arc<Vec<u8>>, oneshot::Sender<()>)>();
+        let (sender, receiver) = mpsc::channel::<BareRequest>();
         let writer = std::thread::spawn(move || {
             let mut buffer = Vec::new();
             let mut replies = Vec::new();
@@ -111,14 +115,18 @@ impl Drop for BareGroupCommit {
 
 /// Appends `per_producer` records from each of 16 tasks through the sink.
 fn sink_concurrent(rt: &tokio::runtime::Runtime, sink: &Arc<JsonlSink>, per_producer: u64) -> Duration {
+    // Records are built before the clock starts: building them is the caller's work.
+    let batches: Vec<Vec<AuditRecord>> =
+        (0..PRODUCERS).map(|p| (0..per_producer).map(|i| record(p * 1_000_000 + i)).collect()).collect();
     let start = Instant::now();
     rt.block_on(async {
-        let tasks: Vec<_> = (0..PRODUCERS)
-            .map(|p| {
+        let tasks: Vec<_> = batches
+            .into_iter()
+            .map(|records| {
                 let sink = Arc::clone(sink);
                 tokio::spawn(async move {
-                    for i in 0..per_producer {
-                        sink.append(record(p * 1_000_000 + i)).await.unwrap();
+                    for record in records {
+                        sink.append(record).await.unwrap();
                     }
                 })
             })
@@ -157,10 +165,11 @@ fn bare_concurrent(
 }
 
 fn sink_single(rt: &tokio::runtime::Runtime, sink: &JsonlSink, records: u64) -> Duration {
+    let records: Vec<AuditRecord> = (0..records).map(record).collect();
     let start = Instant::now();
     rt.block_on(async {
-        for i in 0..records {
-            sink.append(record(i)).await.unwrap();
+        for record in records {
+            sink.append(record).await.unwrap();
         }
     });
     start.elapsed()
@@ -235,46 +244,75 @@ fn single(c: &mut Criterion) {
     group.finish();
 }
 
-/// Throughput ratios from interleaved rounds.
-fn ratios(rounds: u32) {
+/// Throughput ratios from paired rounds: each round times ours and the baseline back to back
+/// (alternating which goes first), and the median of the per-round ratios is reported, so a
+/// burst of load from other processes skews one round, not the result.
+fn ratios(rounds: usize) {
     let mut setup = Setup::new();
-    let (mut ours, mut bare) = (Duration::ZERO, Duration::ZERO);
-    let per_producer = 100;
-    for _ in 0..rounds {
-        ours += sink_concurrent(&setup.rt, &setup.sink, per_producer);
-        bare += bare_concurrent(&setup.rt, &setup.bare, &setup.line, per_producer);
-    }
-    let records = u64::from(rounds) * per_producer * PRODUCERS;
-    print_ratio("16 producers", "bare group commit", records, ours, bare, 0.8);
+    let per_producer = 50;
+    let pairs: Vec<(Duration, Duration)> = (0..rounds)
+        .map(|round| {
+            let ours = |s: &mut Setup| sink_concurrent(&s.rt, &s.sink, per_producer);
+            let bare = |s: &mut Setup| bare_concurrent(&s.rt, &s.bare, &s.line, per_producer);
+            paired(&mut setup, round, ours, bare)
+        })
+        .collect();
+    print_ratio("16 producers", "bare group commit", per_producer * PRODUCERS, &pairs, 0.8);
 
-    let (mut ours, mut bare) = (Duration::ZERO, Duration::ZERO);
-    let per_round = 200;
-    for _ in 0..rounds {
-        ours += sink_single(&setup.rt, &setup.sink, per_round);
-        bare += bare_single(&mut setup.bare_file, &setup.line, per_round);
-    }
-    print_ratio("1 producer", "bare fdatasync per line", u64::from(rounds) * per_round, ours, bare, 0.7);
+    let per_round = 50;
+    let pairs: Vec<(Duration, Duration)> = (0..rounds)
+        .map(|round| {
+            let ours = |s: &mut Setup| sink_single(&s.rt, &s.sink, per_round);
+            let bare = |s: &mut Setup| bare_single(&mut s.bare_file, &s.line, per_round);
+            paired(&mut setup, round, ours, bare)
+        })
+        .collect();
+    print_ratio("1 producer", "bare fdatasync per line", per_round, &pairs, 0.7);
 }
 
-fn print_ratio(label: &str, baseline: &str, records: u64, ours: Duration, bare: Duration, target: f64) {
+fn paired(
+    setup: &mut Setup,
+    round: usize,
+    ours: impl Fn(&mut Setup) -> Duration,
+    bare: impl Fn(&mut Setup) -> Duration,
+) -> (Duration, Duration) {
+    if round.is_multiple_of(2) {
+        let o = ours(setup);
+        (o, bare(setup))
+    } else {
+        let b = bare(setup);
+        (ours(setup), b)
+    }
+}
+
+fn print_ratio(label: &str, baseline: &str, per_round: u64, pairs: &[(Duration, Duration)], target: f64) {
+    let mut ratios: Vec<f64> = pairs.iter().map(|(ours, bare)| bare.as_secs_f64() / ours.as_secs_f64()).collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    let records = per_round * pairs.len() as u64;
+    let (ours, bare): (Duration, Duration) =
+        pairs.iter().fold((Duration::ZERO, Duration::ZERO), |acc, p| (acc.0 + p.0, acc.1 + p.1));
     let rate = |d: Duration| records as f64 / d.as_secs_f64();
     println!(
-        "{label}: JsonlSink {:.0} records/s, {baseline} {:.0} records/s ({records} records each, interleaved): \
-         ratio {:.2} (target >= {target:.2})",
+        "{label}: JsonlSink {:.0} records/s, {baseline} {:.0} records/s ({} paired rounds of {per_round} records): \
+         ratio median {median:.2}, range {:.2}..{:.2}, pooled {:.2} (target >= {target:.2})",
         rate(ours),
         rate(bare),
-        bare.as_secs_f64() / ours.as_secs_f64()
+        pairs.len(),
+        ratios[0],
+        ratios[ratios.len() - 1],
+        bare.as_secs_f64() / ours.as_secs_f64(),
     );
 }
 
-criterion_group!(benches, concurrent, single);
-
 fn main() {
-    benches();
-    Criterion::default().configure_from_args().final_summary();
+    let mut criterion = Criterion::default().configure_from_args();
+    concurrent(&mut criterion);
+    single(&mut criterion);
+    criterion.final_summary();
     // `cargo test --benches` runs each benchmark once as a smoke test; the ratios need real runs.
     if !std::env::args().any(|a| a == "--test") {
         println!();
-        ratios(5);
+        ratios(21);
     }
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// What the model is told after a person declines.
 pub const REJECTED_MESSAGE: &str = "The user declined this action. Do not retry it; ask how they would like to proceed.";
@@ -492,10 +493,14 @@ impl Runtime {
             direct: None,
             _agent: PhantomData,
         });
-        let join = tokio::spawn(async move {
-            let _slot = slot;
-            run_loop(ctx, input_text).await
-        });
+        let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
+        let join = tokio::spawn(
+            async move {
+                let _slot = slot;
+                run_loop(ctx, input_text).await
+            }
+            .instrument(span),
+        );
         Ok(RunHandle { run_id, events, bus, cancel, join })
     }
 }
@@ -779,6 +784,7 @@ impl<A: Registry> RunCtx<A> {
 
 /// The gate for one call.
 fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFuture<'static, CallOutcome> {
+    let span = tracing::info_span!("agent.tool_call", run_id = %ctx.run_id, tool = %call.name, call_id = %call.id);
     Box::pin(async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
         let available = lock(&ctx.snapshot).contains(call.name.as_str());
@@ -1026,7 +1032,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 }
             }
         }
-    })
+    }.instrument(span))
 }
 
 type ActionFn = for<'a> fn(&'a CallContext, crate::tool::ErasedArgs, crate::tool::Approval<'a>) -> BoxFuture<'a, Result<Value, ToolError>>;
@@ -1243,8 +1249,8 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             break;
         }
         // Budget: before the first paid call, and before every further one.
-        if inner.provider.is_paid() {
-            if let Some(budget) = &inner.budget {
+        if inner.provider.is_paid()
+            && let Some(budget) = &inner.budget {
                 let headroom = match remaining {
                     Some(r) => r,
                     None => {
@@ -1272,7 +1278,6 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
                     break;
                 }
             }
-        }
         let request = ChatRequest {
             system: system.clone(),
             messages: messages.clone(),
@@ -1307,11 +1312,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         };
         if response.usage.cost_usd > 0.0 {
             outcome.cost_usd += response.usage.cost_usd;
-            if let Some(budget) = &inner.budget {
-                if let Err(e) = budget.record(&ctx.principal.org_id, &ctx.principal.user_id, response.usage.cost_usd).await {
+            if let Some(budget) = &inner.budget
+                && let Err(e) = budget.record(&ctx.principal.org_id, &ctx.principal.user_id, response.usage.cost_usd).await {
                     tracing::error!(error = %e, "spend could not be recorded");
                 }
-            }
         }
         if response.tool_calls.is_empty() || !bind_tools {
             outcome.text = response.content.clone();

@@ -233,7 +233,7 @@ struct ScriptedStore {
 }
 
 impl DurableStore for ScriptedStore {
-    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()> {
+    fn commit(&mut self, records: &[AuditRecord], _lines: &[String]) -> io::Result<()> {
         if let Some(release) = self.hold_first.lock().unwrap().take() {
             release.recv().unwrap();
         }
@@ -303,7 +303,7 @@ async fn a_failed_commit_fails_its_batch_and_poisons_the_sink() {
 async fn a_panicking_store_fails_closed() {
     struct Panics;
     impl DurableStore for Panics {
-        fn commit(&mut self, _: &[AuditRecord]) -> io::Result<()> {
+        fn commit(&mut self, _: &[AuditRecord], _: &[String]) -> io::Result<()> {
             panic!("store bug");
         }
     }

@@ -21,18 +21,18 @@ macro_rules! variant {
             use super::*;
             /// Reads an athlete's file.
             #[tool($($attr)*)]
-            pub fn read_file(id: u64, #[secret] api_key: String) -> Result<u64, E> {
+            pub(crate) fn read_file(id: u64, #[secret] api_key: String) -> Result<u64, E> {
                 let _ = api_key;
                 Ok(id)
             }
             /// Another tool.
             #[tool(permission = perms::athlete::read)]
-            pub fn extra(id: u64) -> Result<u64, E> {
+            pub(crate) fn extra(id: u64) -> Result<u64, E> {
                 Ok(id)
             }
             agent! {
                 /// An agent.
-                pub struct $agent;
+                pub(crate) struct $agent;
                 name: "variant",
                 tools: [read_file $(, $extra)?],
             }
@@ -49,10 +49,10 @@ mod made_handoff {
     use super::*;
     /// Reads an athlete's file.
     #[tool(permission = perms::athlete::read, handoff, risk = medium, policy(fs(read = ["/data/*.csv"])))]
-    pub fn read_file(id: u64, #[secret] api_key: String);
+    pub(crate) fn read_file(id: u64, #[secret] api_key: String);
     agent! {
         /// An agent.
-        pub struct MadeHandoff;
+        pub(crate) struct MadeHandoff;
         name: "variant",
         tools: [read_file],
     }

@@ -11,6 +11,7 @@
 //! for the rest, at most a quarter of the previous commit's duration (and at most 2 ms), and
 //! stops waiting as soon as they are all there. A single producer never waits.
 
+use super::prepared::Prepared;
 use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
 use futures::future::BoxFuture;
 use std::io;
@@ -28,9 +29,10 @@ pub const MAX_BATCH: usize = 1024;
 /// Implement it to give a new backend group commit through [`GroupCommitSink`].
 pub trait DurableStore: Send + 'static {
     /// Stores `records` (sealed, in chain order, continuing the previous batch) and returns only
-    /// once they are durable. On `Err`, none, some or all of them may be stored; the sink then
-    /// reports the error to every producer of the batch and refuses every later record.
-    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()>;
+    /// once they are durable. `lines[i]` is `records[i].to_line()`, already rendered. On `Err`,
+    /// none, some or all of them may be stored; the sink then reports the error to every
+    /// producer of the batch and refuses every later record.
+    fn commit(&mut self, records: &[AuditRecord], lines: &[String]) -> io::Result<()>;
 }
 
 type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
@@ -46,7 +48,7 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 ///
 /// Dropping the sink waits for the writer to finish the records already sent.
 pub struct GroupCommitSink {
-    sender: Option<mpsc::Sender<(AuditRecord, Reply)>>,
+    sender: Option<mpsc::Sender<(Prepared, Reply)>>,
     writer: Option<JoinHandle<()>>,
     poison: Arc<OnceLock<String>>,
 }
@@ -87,8 +89,10 @@ impl AuditSink for GroupCommitSink {
             if let Some(error) = self.refused() {
                 return Err(error);
             }
+            // Serializing here, on the producer's thread, keeps the shared writer's work small.
+            let prepared = Prepared::new(record);
             let (reply, answer) = oneshot::channel();
-            let sent = self.sender.as_ref().is_some_and(|sender| sender.send((record, reply)).is_ok());
+            let sent = self.sender.as_ref().is_some_and(|sender| sender.send((prepared, reply)).is_ok());
             if !sent {
                 return Err(self.refused().unwrap_or_else(writer_gone));
             }
@@ -132,6 +136,7 @@ const MAX_GATHER: Duration = Duration::from_millis(2);
 /// Records sealed and waiting for one commit, with their producers' reply channels.
 struct Batch {
     records: Vec<AuditRecord>,
+    lines: Vec<String>,
     replies: Vec<Reply>,
     /// Hash of the last record sealed into the batch (the chain's head once committed).
     last_hash: String,
@@ -146,9 +151,10 @@ struct Writer<S> {
 }
 
 impl<S: DurableStore> Writer<S> {
-    fn run(mut self, receiver: mpsc::Receiver<(AuditRecord, Reply)>) {
+    fn run(mut self, receiver: mpsc::Receiver<(Prepared, Reply)>) {
         let mut batch = Batch {
             records: Vec::with_capacity(MAX_BATCH),
+            lines: Vec::with_capacity(MAX_BATCH),
             replies: Vec::with_capacity(MAX_BATCH),
             last_hash: String::new(),
         };
@@ -190,22 +196,25 @@ impl<S: DurableStore> Writer<S> {
     }
 
     /// Seals a record onto the batch, or refuses it when the sink is poisoned.
-    fn take(&self, (mut record, reply): (AuditRecord, Reply), batch: &mut Batch) {
+    fn take(&self, (prepared, reply): (Prepared, Reply), batch: &mut Batch) {
         if let Some(reason) = self.poison.get() {
             let _ = reply.send(Err(AuditError::Refused(reason.clone())));
             return;
         }
-        record.seal(self.next_seq + batch.records.len() as u64, &batch.last_hash);
+        let (record, line) = prepared.seal(self.next_seq + batch.records.len() as u64, &batch.last_hash);
         batch.last_hash.clone_from(&record.hash);
         batch.records.push(record);
+        batch.lines.push(line);
         batch.replies.push(reply);
     }
 
     /// Makes the sealed batch durable, then answers its producers.
     fn commit(&mut self, batch: &mut Batch) {
-        let Batch { records, replies, last_hash } = batch;
+        let Batch { records, lines, replies, last_hash } = batch;
         let first_seq = self.next_seq;
-        match self.store.commit(records) {
+        let result = self.store.commit(records, lines);
+        lines.clear();
+        match result {
             Ok(()) => {
                 self.next_seq += records.len() as u64;
                 self.prev_hash.clone_from(last_hash);

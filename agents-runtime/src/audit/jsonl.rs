@@ -257,10 +257,10 @@ struct JsonlStore {
 }
 
 impl DurableStore for JsonlStore {
-    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()> {
+    fn commit(&mut self, _records: &[AuditRecord], lines: &[String]) -> io::Result<()> {
         self.buffer.clear();
-        for record in records {
-            self.buffer.extend_from_slice(record.to_line().as_bytes());
+        for line in lines {
+            self.buffer.extend_from_slice(line.as_bytes());
             self.buffer.push(b'\n');
         }
         self.file.write_all(&self.buffer)?;

@@ -19,6 +19,7 @@
 mod group_commit;
 mod jsonl;
 mod memory;
+mod prepared;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

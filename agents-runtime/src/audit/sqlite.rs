@@ -285,7 +285,7 @@ impl SqliteStore {
 }
 
 impl DurableStore for SqliteStore {
-    fn commit(&mut self, records: &[AuditRecord]) -> io::Result<()> {
+    fn commit(&mut self, records: &[AuditRecord], _lines: &[String]) -> io::Result<()> {
         self.insert(records).map_err(io::Error::other)
     }
 }
