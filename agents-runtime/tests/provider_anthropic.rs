@@ -3,8 +3,7 @@
 mod provider_common;
 
 use agents_runtime::provider::{
-    AnthropicConfig, AnthropicProvider, ApiKey, ChatMessage, HttpOptions, PriceTable, Provider, ProviderError,
-    ToolCallRequest,
+    AnthropicConfig, AnthropicProvider, ApiKey, PriceTable, Provider, ProviderError, ToolCallRequest,
 };
 use provider_common::*;
 use serde_json::{Value, json};
@@ -18,12 +17,7 @@ fn provider_with_timeout(server: &TestServer, timeout: Duration) -> AnthropicPro
         AnthropicConfig::new(MODEL, ApiKey::new(KEY))
             .with_base_url(server.base_url.clone())
             .with_prices(PriceTable::new().with_price("claude-sonnet-4-5*", 3.0, 15.0))
-            .with_http(HttpOptions {
-                timeout,
-                max_attempts: 3,
-                initial_backoff: Duration::from_millis(1),
-                max_backoff: Duration::from_millis(5),
-            }),
+            .with_http(fast_http(timeout)),
     )
     .unwrap()
 }
@@ -243,36 +237,7 @@ async fn a_tool_without_input_deltas_gets_an_empty_object() {
 #[tokio::test]
 async fn the_request_after_a_tool_round_maps_tool_use_and_tool_result() {
     let server = TestServer::start(vec![Reply::Bytes(text_stream(&["Oslo is 4 °C."]))]).await;
-    let messages = vec![
-        user("Oslo and Bergen?"),
-        ChatMessage::Assistant {
-            content: "Checking both.".into(),
-            tool_calls: vec![
-                ToolCallRequest {
-                    id: "toolu_A".into(),
-                    name: "get_weather".into(),
-                    arguments: r#"{"city":"Oslo"}"#.into(),
-                },
-                ToolCallRequest {
-                    id: "toolu_B".into(),
-                    name: "get_weather".into(),
-                    arguments: r#"{"city":"Bergen"}"#.into(),
-                },
-            ],
-        },
-        ChatMessage::Tool {
-            call_id: "toolu_A".into(),
-            name: "get_weather".into(),
-            content: r#"{"celsius":4}"#.into(),
-            is_error: false,
-        },
-        ChatMessage::Tool {
-            call_id: "toolu_B".into(),
-            name: "get_weather".into(),
-            content: r#"{"error":"denied"}"#.into(),
-            is_error: true,
-        },
-    ];
+    let messages = tool_round("toolu_", "Checking both.");
     let mut req = request(messages, vec![weather_tool()]);
     req.response_schema = Some(json!({"type": "object"}));
     provider(&server).chat(&req, &|_: &str| {}).await.unwrap();

@@ -3,23 +3,13 @@
 mod provider_common;
 
 use agents_runtime::provider::{
-    ApiKey, ChatMessage, HttpOptions, OpenAiConfig, OpenAiProvider, PriceTable, Provider, ProviderError,
-    ToolCallRequest,
+    ApiKey, OpenAiConfig, OpenAiProvider, PriceTable, Provider, ProviderError, ToolCallRequest,
 };
 use provider_common::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 const KEY: &str = "sk-test-7f3a9c";
-
-fn fast(timeout: Duration) -> HttpOptions {
-    HttpOptions {
-        timeout,
-        max_attempts: 3,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-    }
-}
 
 fn provider(server: &TestServer) -> OpenAiProvider {
     provider_with_timeout(server, Duration::from_secs(20))
@@ -28,7 +18,7 @@ fn provider(server: &TestServer) -> OpenAiProvider {
 fn provider_with_timeout(server: &TestServer, timeout: Duration) -> OpenAiProvider {
     let config = OpenAiConfig::openai("gpt-4o-mini", ApiKey::new(KEY))
         .with_prices(PriceTable::new().with_price("gpt-4o-mini", 0.15, 0.60))
-        .with_http(fast(timeout));
+        .with_http(fast_http(timeout));
     OpenAiProvider::new(OpenAiConfig { base_url: format!("{}/v1", server.base_url), ..config }).unwrap()
 }
 
@@ -235,36 +225,7 @@ async fn parallel_calls_sharing_index_zero_are_split_by_id() {
 #[tokio::test]
 async fn the_request_after_a_tool_round_maps_calls_and_results() {
     let server = TestServer::start(vec![Reply::Bytes(text_stream(&["Oslo 4 °C, Bergen 9 °C."]))]).await;
-    let messages = vec![
-        user("Oslo and Bergen?"),
-        ChatMessage::Assistant {
-            content: String::new(),
-            tool_calls: vec![
-                ToolCallRequest {
-                    id: "call_A".into(),
-                    name: "get_weather".into(),
-                    arguments: r#"{"city":"Oslo"}"#.into(),
-                },
-                ToolCallRequest {
-                    id: "call_B".into(),
-                    name: "get_weather".into(),
-                    arguments: r#"{"city":"Bergen"}"#.into(),
-                },
-            ],
-        },
-        ChatMessage::Tool {
-            call_id: "call_A".into(),
-            name: "get_weather".into(),
-            content: r#"{"celsius":4}"#.into(),
-            is_error: false,
-        },
-        ChatMessage::Tool {
-            call_id: "call_B".into(),
-            name: "get_weather".into(),
-            content: r#"{"error":"denied"}"#.into(),
-            is_error: true,
-        },
-    ];
+    let messages = tool_round("call_", "");
     let response = provider(&server).chat(&request(messages, vec![weather_tool()]), &|_: &str| {}).await.unwrap();
     assert_eq!(response.content, "Oslo 4 °C, Bergen 9 °C.");
 
@@ -303,7 +264,7 @@ async fn a_response_schema_becomes_response_format() {
 async fn an_unpriced_model_costs_zero_and_says_so() {
     let server = TestServer::start(vec![Reply::Bytes(text_stream(&["hi"]))]).await;
     let config = OpenAiConfig::compatible("local-model", format!("{}/v1", server.base_url))
-        .with_http(fast(Duration::from_secs(20)));
+        .with_http(fast_http(Duration::from_secs(20)));
     assert!(!config.paid, "a server on 127.0.0.1 is not paid");
     let p = OpenAiProvider::new(config).unwrap();
     assert!(!p.price_known());
@@ -465,7 +426,7 @@ async fn a_bad_request_is_not_retried_and_says_why() {
 #[tokio::test]
 async fn connection_refused_is_unreachable() {
     let url = closed_port_url().await;
-    let config = OpenAiConfig::compatible("m", format!("{url}/v1")).with_http(fast(Duration::from_secs(20)));
+    let config = OpenAiConfig::compatible("m", format!("{url}/v1")).with_http(fast_http(Duration::from_secs(20)));
     let err =
         OpenAiProvider::new(config).unwrap().chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
     match &err {

@@ -1,11 +1,15 @@
 //! Terminal helpers shared by the examples: a tail of the JSONL audit log, a one-line view of
-//! an audit record, and the severe-failure count computed from the records.
+//! an audit record, the severe-failure count computed from the records, and the screen a demo
+//! or chat prints to.
 
 use agents_runtime::Tier;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
+use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
+use serde_json::Value;
 use std::collections::BTreeSet;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A fresh path for an audit log under the system's temporary directory.
@@ -155,4 +159,102 @@ pub fn severe_failures(records: &[AuditRecord]) -> Vec<String> {
         }
     }
     failures
+}
+
+/// A multi-threaded Tokio runtime with two workers, for the examples' entry points.
+pub fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+}
+
+/// The provider the environment configures, else the offline model `offline` builds.
+pub fn provider_or_offline(offline: impl FnOnce() -> RuleProvider) -> io::Result<Arc<dyn Provider>> {
+    Ok(match provider_from_env().map_err(io::Error::other)? {
+        Some(p) => Arc::from(p),
+        None => Arc::new(offline()),
+    })
+}
+
+/// `v` as JSON, cut to `max` characters with an ellipsis.
+pub fn short(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s }
+}
+
+/// One line from standard input without its line ending, read off the async runtime's
+/// threads; `None` at end of input.
+pub async fn read_line() -> io::Result<Option<String>> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        match io::stdin().lock().read_line(&mut line)? {
+            0 => Ok(None),
+            _ => Ok(Some(line.trim_end().to_owned())),
+        }
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+/// Where a demo or chat prints: the conversation, with the audit records interleaved as the
+/// log receives them.
+pub struct Screen<'a> {
+    /// The output.
+    pub out: &'a mut dyn Write,
+    /// The audit log being followed.
+    pub tail: AuditTail,
+}
+
+impl std::fmt::Debug for Screen<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Screen").field("tail", &self.tail).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Screen<'a> {
+    /// Prints to `out`, following the audit log at `audit_path`.
+    pub fn new(out: &'a mut dyn Write, audit_path: &Path) -> Self {
+        Screen { out, tail: AuditTail::new(audit_path) }
+    }
+
+    /// Prints the audit records written since the last call, one line each.
+    pub fn audit(&mut self) -> io::Result<()> {
+        for r in self.tail.poll()? {
+            writeln!(self.out, "      {}", format_record(&r))?;
+        }
+        Ok(())
+    }
+
+    /// Prints that `agent` calls `tool`.
+    pub fn tool_call(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        args: Option<&Value>,
+        call_id: impl std::fmt::Display,
+    ) -> io::Result<()> {
+        writeln!(self.out, "  {agent} calls {tool} {} ({call_id})", args.map(Value::to_string).unwrap_or_default())
+    }
+
+    /// Prints a message of `agent`, its continuation lines indented under the first.
+    pub fn message(&mut self, agent: &str, text: &str) -> io::Result<()> {
+        self.audit()?;
+        let indent = format!("\n{}", " ".repeat(agent.chars().count() + 2));
+        writeln!(self.out, "{agent}: {}", text.replace('\n', &indent))
+    }
+
+    /// Prompts for the next request of a chat; `None` at end of input or on `quit` / `exit`.
+    pub async fn next_request(&mut self) -> io::Result<Option<String>> {
+        loop {
+            write!(self.out, "\n> ")?;
+            self.out.flush()?;
+            let Some(line) = read_line().await? else { return Ok(None) };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if matches!(line, "quit" | "exit") {
+                return Ok(None);
+            }
+            return Ok(Some(line.to_owned()));
+        }
+    }
 }

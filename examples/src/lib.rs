@@ -8,3 +8,4 @@
 pub mod clinic;
 pub mod console;
 pub mod helpdesk;
+pub mod service;

@@ -1,10 +1,12 @@
 //! Group commit: many producers, one writer, one durability barrier per batch.
 //!
-//! Producers send records over a channel to one writer thread. The writer takes everything
-//! that is waiting (up to [`MAX_BATCH`] records), seals each record in arrival order onto the
-//! chain, hands the batch to a [`DurableStore`] (one write and one sync for the whole batch),
-//! and only then answers each producer with its sealed record. While the store syncs, the next
-//! batch queues up, so the cost of a sync is shared by every producer that arrived during it.
+//! Each producer renders its record's canonical JSON (all but the chain fields) on its own
+//! thread and sends it over a channel to one writer thread. The writer takes everything that is
+//! waiting (up to [`MAX_BATCH`] records), seals each record in arrival order onto the chain
+//! (splicing in `seq` and `prev_hash`, hashing), hands the batch to a [`DurableStore`] (one
+//! write and one sync for the whole batch), and only then answers each producer with its sealed
+//! record. While the store syncs, the next batch queues up, so the cost of a sync is shared by
+//! every producer that arrived during it.
 //!
 //! Producers answered by one commit usually append again at once, but not all at the same
 //! instant. When fewer records are waiting than the previous commit answered, the writer waits
@@ -106,7 +108,9 @@ impl AuditSink for GroupCommitSink {
 
 fn writer_gone() -> AuditError {
     AuditError::Refused(
-        "the audit writer thread stopped unexpectedly, so the record is not known to be stored. Restart the process and open the log again (opening verifies it)".to_owned(),
+        "the audit writer thread stopped unexpectedly, so the record is not known to be stored. \
+         Restart the process and open the log again (opening verifies it)"
+            .to_owned(),
     )
 }
 

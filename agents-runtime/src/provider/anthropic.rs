@@ -28,7 +28,6 @@ use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, Tok
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// How to reach the Anthropic Messages API. `Debug` never shows the key.
 #[derive(Debug, Clone)]
@@ -91,23 +90,7 @@ impl AnthropicConfig {
         self
     }
 
-    /// Sets the per-call timeout (default 90 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http.timeout = timeout;
-        self
-    }
-
-    /// Sets the timeout and retry options.
-    pub fn with_http(mut self, http: HttpOptions) -> Self {
-        self.http = http;
-        self
-    }
-
-    /// Sets the price table.
-    pub fn with_prices(mut self, prices: PriceTable) -> Self {
-        self.prices = prices;
-        self
-    }
+    http::http_config_setters!();
 }
 
 /// A [`Provider`] speaking the Anthropic Messages API with streaming and tool use.
@@ -134,15 +117,7 @@ impl AnthropicProvider {
         Ok(Self { url, client: http::build_client()?, pricer, config })
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-
-    /// Whether the price table has a price for this model (else calls cost 0).
-    pub fn price_known(&self) -> bool {
-        self.pricer.known()
-    }
+    http::http_provider_accessors!(AnthropicConfig);
 
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ChatRequest) -> Value {
@@ -326,14 +301,7 @@ impl Provider for AnthropicProvider {
         request: &'a ChatRequest,
         tokens: &'a dyn TokenSink,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            let timeout = self.config.http.timeout;
-            let deadline = tokio::time::Instant::now() + timeout;
-            match tokio::time::timeout_at(deadline, self.call(request, tokens, deadline)).await {
-                Ok(result) => result,
-                Err(_) => Err(http::timeout_error(timeout)),
-            }
-        })
+        Box::pin(http::within_deadline(self.config.http.timeout, move |deadline| self.call(request, tokens, deadline)))
     }
 }
 

@@ -87,6 +87,48 @@ impl Default for HttpOptions {
     }
 }
 
+/// The setters shared by the hosted-provider configurations, which keep their per-call options
+/// in an `http: HttpOptions` field and their prices in a `prices: PriceTable` field.
+macro_rules! http_config_setters {
+    () => {
+        /// Sets the per-call timeout (default 90 s).
+        pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.http.timeout = timeout;
+            self
+        }
+
+        /// Sets the timeout and retry options.
+        pub fn with_http(mut self, http: $crate::provider::HttpOptions) -> Self {
+            self.http = http;
+            self
+        }
+
+        /// Sets the price table.
+        pub fn with_prices(mut self, prices: $crate::provider::PriceTable) -> Self {
+            self.prices = prices;
+            self
+        }
+    };
+}
+pub(crate) use http_config_setters;
+
+/// The accessors shared by the hosted providers, which keep their configuration in a `config`
+/// field and their price lookup in a `pricer` field.
+macro_rules! http_provider_accessors {
+    ($config:ty) => {
+        /// The configuration.
+        pub fn config(&self) -> &$config {
+            &self.config
+        }
+
+        /// Whether the price table has a price for this model (else calls cost 0).
+        pub fn price_known(&self) -> bool {
+            self.pricer.known()
+        }
+    };
+}
+pub(crate) use http_provider_accessors;
+
 /// Builds the HTTP client: HTTP/1.1, rustls with the `ring` provider and the platform verifier.
 pub(crate) fn build_client() -> Result<reqwest::Client, ProviderError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -150,6 +192,22 @@ pub(crate) fn display_url(url: &str) -> String {
 pub(crate) fn timeout_error(timeout: Duration) -> ProviderError {
     let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
     ProviderError::Timeout { secs }
+}
+
+/// Runs one call under the per-call `timeout`: `call` gets the deadline (to bound its retries)
+/// and an expired deadline becomes [`ProviderError::Timeout`].
+pub(crate) async fn within_deadline<T, F>(
+    timeout: Duration,
+    call: impl FnOnce(Instant) -> F,
+) -> Result<T, ProviderError>
+where
+    F: Future<Output = Result<T, ProviderError>>,
+{
+    let deadline = Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, call(deadline)).await {
+        Ok(result) => result,
+        Err(_) => Err(timeout_error(timeout)),
+    }
 }
 
 /// What one endpoint needs to send a request and classify its failures.

@@ -3,9 +3,10 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use agents_runtime::provider::{ChatMessage, ChatRequest, ToolDefinition};
+use agents_runtime::provider::{ChatMessage, ChatRequest, HttpOptions, ToolCallRequest, ToolDefinition};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -215,4 +216,40 @@ pub fn weather_tool() -> ToolDefinition {
 
 pub fn request(messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) -> ChatRequest {
     ChatRequest { system: "You are terse.".into(), messages, tools, response_schema: None }
+}
+
+/// Per-call options with this timeout, three attempts and millisecond backoff.
+pub fn fast_http(timeout: Duration) -> HttpOptions {
+    HttpOptions {
+        timeout,
+        max_attempts: 3,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    }
+}
+
+/// A conversation after one tool round: the user asks about Oslo and Bergen, the assistant
+/// (saying `assistant_text`) calls `get_weather` as `{id_prefix}A` and `{id_prefix}B`, the
+/// first call answers and the second is refused.
+pub fn tool_round(id_prefix: &str, assistant_text: &str) -> Vec<ChatMessage> {
+    let call = |id: &str, city: &str| ToolCallRequest {
+        id: format!("{id_prefix}{id}"),
+        name: "get_weather".into(),
+        arguments: format!(r#"{{"city":"{city}"}}"#),
+    };
+    let result = |id: &str, content: &str, is_error: bool| ChatMessage::Tool {
+        call_id: format!("{id_prefix}{id}"),
+        name: "get_weather".into(),
+        content: content.into(),
+        is_error,
+    };
+    vec![
+        user("Oslo and Bergen?"),
+        ChatMessage::Assistant {
+            content: assistant_text.into(),
+            tool_calls: vec![call("A", "Oslo"), call("B", "Bergen")],
+        },
+        result("A", r#"{"celsius":4}"#, false),
+        result("B", r#"{"error":"denied"}"#, true),
+    ]
 }

@@ -2,14 +2,14 @@
 
 use super::store::Store;
 use super::{ADMIN, ATHLETE, COACH, DOCTOR, Kinetix, PHYSIO};
-use crate::console::{AuditTail, format_record, severe_failures, temp_audit_path};
+use crate::console::{Screen, provider_or_offline, read_line, severe_failures, short, temp_audit_path, tokio_runtime};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
+use agents_runtime::provider::ToolOutcome;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
-use agents_runtime::provider::{Provider, ToolOutcome, provider_from_env};
 use agents_runtime::{Principal, RunOutcome, Runtime, Verdict};
 use serde_json::{Value, json};
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -41,10 +41,6 @@ pub fn main_with(args: &[String], out: &mut dyn Write) -> io::Result<()> {
         None | Some("--demo" | "demo" | "chat") => tokio_runtime()?.block_on(run_demo(out)).map(|_| ()),
         Some(other) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unknown command `{other}`\n{USAGE}"))),
     }
-}
-
-fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
 }
 
 /// The people of the demo (the application's own users; the agent has no account).
@@ -90,25 +86,6 @@ pub struct DemoReport {
     pub records: Vec<AuditRecord>,
 }
 
-struct Screen<'a> {
-    out: &'a mut dyn Write,
-    tail: AuditTail,
-}
-
-impl Screen<'_> {
-    fn audit(&mut self) -> io::Result<()> {
-        for r in self.tail.poll()? {
-            writeln!(self.out, "      {}", format_record(&r))?;
-        }
-        Ok(())
-    }
-}
-
-fn short(v: &Value, max: usize) -> String {
-    let s = v.to_string();
-    if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s }
-}
-
 /// How a person answers a confirmation prompt.
 enum Decider<'a> {
     /// Scripted answers by tool name.
@@ -133,11 +110,7 @@ async fn turn(
     while let Some(event) = run.events().recv().await {
         match event {
             Event::ToolCall { tool, args, call_id, .. } => {
-                writeln!(
-                    screen.out,
-                    "  kinetix calls {tool} {} ({call_id})",
-                    args.map(|a| a.to_string()).unwrap_or_default()
-                )?;
+                screen.tool_call("kinetix", &tool, args.as_ref(), call_id)?;
             }
             Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
                 screen.audit()?;
@@ -177,8 +150,7 @@ async fn turn(
                 writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?
             }
             Event::Message { text, .. } => {
-                screen.audit()?;
-                writeln!(screen.out, "kinetix: {}", text.replace('\n', "\n         "))?;
+                screen.message("kinetix", &text)?;
             }
             Event::Error { message, .. } => writeln!(screen.out, "  error: {message}")?,
             Event::Done { .. } => break,
@@ -189,18 +161,6 @@ async fn turn(
     let outcome = run.wait().await;
     screen.audit()?;
     Ok(outcome)
-}
-
-async fn read_line() -> io::Result<Option<String>> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        match io::stdin().lock().read_line(&mut line)? {
-            0 => Ok(None),
-            _ => Ok(Some(line.trim_end().to_owned())),
-        }
-    })
-    .await
-    .map_err(io::Error::other)?
 }
 
 fn open_audit(prefix: &str) -> io::Result<(Arc<JsonlSink>, PathBuf)> {
@@ -214,7 +174,7 @@ fn open_audit(prefix: &str) -> io::Result<(Arc<JsonlSink>, PathBuf)> {
 pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     let (sink, path) = open_audit("kinetix-demo")?;
     let rt = Runtime::builder(sink, Arc::new(clinic_model())).roles(super::roles().clone()).build();
-    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    let mut screen = Screen::new(out, &path);
     writeln!(screen.out, "Kinetix offline demo: a rule-based model, no keys, no network.")?;
     writeln!(screen.out, "manifest sha256 {}", Kinetix::MANIFEST_SHA256)?;
     writeln!(screen.out, "audit log       {}", path.display())?;
@@ -350,13 +310,10 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
             ));
         }
     };
-    let provider: Arc<dyn Provider> = match provider_from_env().map_err(io::Error::other)? {
-        Some(p) => Arc::from(p),
-        None => Arc::new(clinic_model()),
-    };
+    let provider = provider_or_offline(clinic_model)?;
     let (sink, path) = open_audit("kinetix-chat")?;
     let rt = Runtime::builder(sink, provider.clone()).roles(super::roles().clone()).build();
-    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    let mut screen = Screen::new(out, &path);
     writeln!(
         screen.out,
         "Kinetix chat as {} ({}, {}); model {}:{}; audit log {}",
@@ -368,17 +325,8 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
         path.display()
     )?;
     writeln!(screen.out, "Type a request, or `quit`.")?;
-    loop {
-        write!(screen.out, "\n> ")?;
-        screen.out.flush()?;
-        let Some(line) = read_line().await? else { break };
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if matches!(line, "quit" | "exit") {
-            break;
-        }
+    while let Some(line) = screen.next_request().await? {
+        let line = line.as_str();
         let outcome = turn(&rt, &mut screen, &who, None, "chat", line, Decider::Terminal).await?;
         if let Some(e) = outcome.error {
             writeln!(screen.out, "(the run ended: {e})")?;

@@ -13,35 +13,12 @@
 use super::perms;
 use agents_runtime::Principal;
 use serde::Serialize;
-use std::fmt;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 /// The application's "today", fixed so the seeded data and the demo read the same every run.
 pub const TODAY: &str = "2026-03-16";
 
-/// Why a service refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServiceError {
-    /// The caller's role or scope does not allow this.
-    Forbidden(String),
-    /// No such record in the caller's organisation (records of other tenants do not exist
-    /// for the caller).
-    NotFound(String),
-    /// The input is not acceptable.
-    Invalid(String),
-}
-
-impl fmt::Display for ServiceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServiceError::Forbidden(m) => write!(f, "forbidden: {m}"),
-            ServiceError::NotFound(m) => write!(f, "not found: {m}"),
-            ServiceError::Invalid(m) => write!(f, "invalid: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for ServiceError {}
+pub use crate::service::ServiceError;
 
 type Result<T> = std::result::Result<T, ServiceError>;
 
@@ -330,6 +307,44 @@ fn is_athlete(p: &Principal) -> bool {
     p.role == super::ATHLETE
 }
 
+/// A record that belongs to one athlete.
+trait AthleteRecord: Clone {
+    fn athlete_id(&self) -> &str;
+}
+
+/// An athlete's record with an id of its own, looked up by it within a tenant.
+trait KeyedRecord: AthleteRecord {
+    fn id(&self) -> &str;
+    fn org_id(&self) -> &str;
+}
+
+macro_rules! impl_athlete_record {
+    ($($record:ty),*) => {$(
+        impl AthleteRecord for $record {
+            fn athlete_id(&self) -> &str {
+                &self.athlete_id
+            }
+        }
+    )*};
+}
+
+macro_rules! impl_keyed_record {
+    ($($record:ty),*) => {$(
+        impl KeyedRecord for $record {
+            fn id(&self) -> &str {
+                &self.id
+            }
+
+            fn org_id(&self) -> &str {
+                &self.org_id
+            }
+        }
+    )*};
+}
+
+impl_athlete_record!(Injury, Wellness, Vitals, Session, RtpEntry, Screening, Video, Device);
+impl_keyed_record!(Injury, RtpEntry, Video, Device);
+
 impl Store {
     /// The application's store, seeded once per process (what the tools use).
     pub fn global() -> &'static Store {
@@ -365,6 +380,33 @@ impl Store {
             .iter()
             .find(|a| a.id == athlete_id && a.org_id == p.org_id)
             .ok_or_else(|| ServiceError::NotFound(format!("athlete `{athlete_id}`")))
+    }
+
+    /// The records of one athlete in `records(d)` that pass `keep`, once the caller holds
+    /// `permission` and may see the athlete.
+    fn athlete_records<T: AthleteRecord>(
+        &self,
+        p: &Principal,
+        permission: &str,
+        athlete_id: &str,
+        records: impl FnOnce(&Data) -> &Vec<T>,
+        keep: impl Fn(&T) -> bool,
+    ) -> Result<Vec<T>> {
+        require(p, permission)?;
+        let d = self.lock();
+        Self::scoped_athlete(&d, p, athlete_id)?;
+        Ok(records(&d).iter().filter(|r| r.athlete_id() == athlete_id && keep(r)).cloned().collect())
+    }
+
+    /// Where record `id` (a `what`) of the caller's organisation stands in `records`, once the
+    /// caller may see its athlete.
+    fn record_index<T: KeyedRecord>(d: &Data, p: &Principal, records: &[T], id: &str, what: &str) -> Result<usize> {
+        let index = records
+            .iter()
+            .position(|r| r.id() == id && r.org_id() == p.org_id)
+            .ok_or_else(|| ServiceError::NotFound(format!("{what} `{id}`")))?;
+        Self::scoped_athlete(d, p, records[index].athlete_id())?;
+        Ok(index)
     }
 
     fn next_id(d: &mut Data, prefix: &str) -> String {
@@ -495,27 +537,21 @@ impl Store {
 
     /// The injuries of one athlete.
     pub fn list_injuries(&self, p: &Principal, athlete_id: &str, include_resolved: bool) -> Result<Vec<Injury>> {
-        require(p, perms::injury::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.injuries
-            .iter()
-            .filter(|i| i.athlete_id == athlete_id && (include_resolved || i.status != "resolved"))
-            .cloned()
-            .collect())
+        self.athlete_records(
+            p,
+            perms::injury::read::NAME,
+            athlete_id,
+            |d| &d.injuries,
+            |i| include_resolved || i.status != "resolved",
+        )
     }
 
     /// One injury.
     pub fn get_injury(&self, p: &Principal, injury_id: &str) -> Result<Injury> {
         require(p, perms::injury::read::NAME)?;
         let d = self.lock();
-        let i = d
-            .injuries
-            .iter()
-            .find(|i| i.id == injury_id && i.org_id == p.org_id)
-            .ok_or_else(|| ServiceError::NotFound(format!("injury `{injury_id}`")))?;
-        Self::scoped_athlete(&d, p, &i.athlete_id)?;
-        Ok(i.clone())
+        let i = Self::record_index(&d, p, &d.injuries, injury_id, "injury")?;
+        Ok(d.injuries[i].clone())
     }
 
     /// Records an injury.
@@ -569,15 +605,8 @@ impl Store {
             return Err(ServiceError::Invalid("status is `active`, `rehab` or `resolved`".into()));
         }
         let mut d = self.lock();
-        let athlete =
-            d.injuries.iter().find(|i| i.id == injury_id && i.org_id == p.org_id).map(|i| i.athlete_id.clone());
-        let athlete = athlete.ok_or_else(|| ServiceError::NotFound(format!("injury `{injury_id}`")))?;
-        Self::scoped_athlete(&d, p, &athlete)?;
-        let i = d
-            .injuries
-            .iter_mut()
-            .find(|i| i.id == injury_id)
-            .ok_or_else(|| ServiceError::NotFound(injury_id.into()))?;
+        let index = Self::record_index(&d, p, &d.injuries, injury_id, "injury")?;
+        let i = &mut d.injuries[index];
         if let Some(s) = status {
             i.status = s.into();
             i.resolved_on = (s == "resolved").then(|| TODAY.to_owned());
@@ -592,10 +621,7 @@ impl Store {
 
     /// Recent wellness check-ins of one athlete.
     pub fn wellness_history(&self, p: &Principal, athlete_id: &str) -> Result<Vec<Wellness>> {
-        require(p, perms::wellness::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.wellness.iter().filter(|w| w.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::wellness::read::NAME, athlete_id, |d| &d.wellness, |_| true)
     }
 
     /// Records a wellness check-in. An athlete submits their own; staff may submit for an
@@ -630,20 +656,14 @@ impl Store {
 
     /// Vitals readings of one athlete.
     pub fn vitals(&self, p: &Principal, athlete_id: &str) -> Result<Vec<Vitals>> {
-        require(p, perms::vitals::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.vitals.iter().filter(|v| v.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::vitals::read::NAME, athlete_id, |d| &d.vitals, |_| true)
     }
 
     // ----- workload -----
 
     /// Sessions of the last `days` days.
     pub fn list_sessions(&self, p: &Principal, athlete_id: &str, days: u32) -> Result<Vec<Session>> {
-        require(p, perms::workload::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.sessions.iter().filter(|s| s.athlete_id == athlete_id && s.days_ago < days).cloned().collect())
+        self.athlete_records(p, perms::workload::read::NAME, athlete_id, |d| &d.sessions, |s| s.days_ago < days)
     }
 
     /// The acute:chronic workload ratio (7-day load over the 28-day weekly average).
@@ -707,10 +727,7 @@ impl Store {
 
     /// Return-to-play entries of one athlete.
     pub fn list_rtp(&self, p: &Principal, athlete_id: &str) -> Result<Vec<RtpEntry>> {
-        require(p, perms::rtp::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.rtp.iter().filter(|r| r.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::rtp::read::NAME, athlete_id, |d| &d.rtp, |_| true)
     }
 
     /// Each requested signature needs its own permission, checked independently.
@@ -786,10 +803,8 @@ impl Store {
             return Err(ServiceError::Invalid("stage is 1 to 6".into()));
         }
         let mut d = self.lock();
-        let athlete = d.rtp.iter().find(|r| r.id == rtp_id && r.org_id == p.org_id).map(|r| r.athlete_id.clone());
-        let athlete = athlete.ok_or_else(|| ServiceError::NotFound(format!("return-to-play entry `{rtp_id}`")))?;
-        Self::scoped_athlete(&d, p, &athlete)?;
-        let e = d.rtp.iter_mut().find(|r| r.id == rtp_id).ok_or_else(|| ServiceError::NotFound(rtp_id.into()))?;
+        let index = Self::record_index(&d, p, &d.rtp, rtp_id, "return-to-play entry")?;
+        let e = &mut d.rtp[index];
         let sign = || Some(SignOff { by: p.user_id.clone(), on: TODAY.into() });
         if let Some(s) = stage {
             e.stage = s;
@@ -813,23 +828,15 @@ impl Store {
     pub fn get_rtp(&self, p: &Principal, rtp_id: &str) -> Result<RtpEntry> {
         require(p, perms::rtp::read::NAME)?;
         let d = self.lock();
-        let e = d
-            .rtp
-            .iter()
-            .find(|r| r.id == rtp_id && r.org_id == p.org_id)
-            .ok_or_else(|| ServiceError::NotFound(format!("return-to-play entry `{rtp_id}`")))?;
-        Self::scoped_athlete(&d, p, &e.athlete_id)?;
-        Ok(e.clone())
+        let e = Self::record_index(&d, p, &d.rtp, rtp_id, "return-to-play entry")?;
+        Ok(d.rtp[e].clone())
     }
 
     // ----- screenings -----
 
     /// Screenings of one athlete.
     pub fn list_screenings(&self, p: &Principal, athlete_id: &str) -> Result<Vec<Screening>> {
-        require(p, perms::screening::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.screenings.iter().filter(|s| s.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::screening::read::NAME, athlete_id, |d| &d.screenings, |_| true)
     }
 
     /// Records a screening result.
@@ -864,23 +871,15 @@ impl Store {
 
     /// Videos of one athlete (without metrics).
     pub fn list_videos(&self, p: &Principal, athlete_id: &str) -> Result<Vec<Video>> {
-        require(p, perms::video::read::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.videos.iter().filter(|v| v.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::video::read::NAME, athlete_id, |d| &d.videos, |_| true)
     }
 
     /// One video with its pose metrics and the conditions they were measured under.
     pub fn get_video(&self, p: &Principal, video_id: &str) -> Result<Video> {
         require(p, perms::video::read::NAME)?;
         let d = self.lock();
-        let v = d
-            .videos
-            .iter()
-            .find(|v| v.id == video_id && v.org_id == p.org_id)
-            .ok_or_else(|| ServiceError::NotFound(format!("video `{video_id}`")))?;
-        Self::scoped_athlete(&d, p, &v.athlete_id)?;
-        Ok(v.clone())
+        let v = Self::record_index(&d, p, &d.videos, video_id, "video")?;
+        Ok(d.videos[v].clone())
     }
 
     /// Permanently deletes videos and their pose analyses. Cannot be undone.
@@ -888,12 +887,7 @@ impl Store {
         require(p, perms::video::delete::NAME)?;
         let mut d = self.lock();
         for id in video_ids {
-            let v = d
-                .videos
-                .iter()
-                .find(|v| &v.id == id && v.org_id == p.org_id)
-                .ok_or_else(|| ServiceError::NotFound(format!("video `{id}`")))?;
-            Self::scoped_athlete(&d, p, &v.athlete_id)?;
+            Self::record_index(&d, p, &d.videos, id, "video")?;
         }
         d.videos.retain(|v| !video_ids.contains(&v.id));
         Ok(video_ids.to_vec())
@@ -903,22 +897,15 @@ impl Store {
 
     /// Devices paired to an athlete.
     pub fn list_devices(&self, p: &Principal, athlete_id: &str) -> Result<Vec<Device>> {
-        require(p, perms::device::manage::NAME)?;
-        let d = self.lock();
-        Self::scoped_athlete(&d, p, athlete_id)?;
-        Ok(d.devices.iter().filter(|x| x.athlete_id == athlete_id).cloned().collect())
+        self.athlete_records(p, perms::device::manage::NAME, athlete_id, |d| &d.devices, |_| true)
     }
 
     /// Replaces a device's key; the old key stops working.
     pub fn rotate_device_key(&self, p: &Principal, device_id: &str) -> Result<Device> {
         require(p, perms::device::manage::NAME)?;
         let mut d = self.lock();
-        let athlete =
-            d.devices.iter().find(|x| x.id == device_id && x.org_id == p.org_id).map(|x| x.athlete_id.clone());
-        let athlete = athlete.ok_or_else(|| ServiceError::NotFound(format!("device `{device_id}`")))?;
-        Self::scoped_athlete(&d, p, &athlete)?;
-        let dev =
-            d.devices.iter_mut().find(|x| x.id == device_id).ok_or_else(|| ServiceError::NotFound(device_id.into()))?;
+        let index = Self::record_index(&d, p, &d.devices, device_id, "device")?;
+        let dev = &mut d.devices[index];
         dev.key_version += 1;
         let digest = agents_runtime::core::canonical::sha256_hex(format!("{}:{}", dev.id, dev.key_version).as_bytes());
         dev.key_fingerprint = format!("SHA256:{}", &digest[..16]);

@@ -2,15 +2,15 @@
 
 use super::store::Store;
 use super::{DeskLoop, EMPLOYEE};
-use crate::console::{AuditTail, format_record, severe_failures, temp_audit_path};
+use crate::console::{Screen, provider_or_offline, severe_failures, temp_audit_path, tokio_runtime};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
-use agents_runtime::provider::{Provider, ToolOutcome, provider_from_env};
+use agents_runtime::provider::{Provider, ToolOutcome};
 use agents_runtime::run::REJECTED_MESSAGE;
 use agents_runtime::{ConfirmMode, Principal, Runtime};
 use serde_json::{Value, json};
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -51,10 +51,6 @@ async fn serve_mcp() -> io::Result<()> {
         .map_err(io::Error::other)
 }
 
-fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
-}
-
 /// Alex Kim, an employee of DeskLoop's customer, with 3.5 days of leave left.
 pub fn alex() -> Principal {
     Principal::new("u-alex", "org-deskloop", EMPLOYEE)
@@ -75,20 +71,6 @@ pub struct DemoReport {
     pub severe: Vec<String>,
 }
 
-struct Screen<'a> {
-    out: &'a mut dyn Write,
-    tail: AuditTail,
-}
-
-impl Screen<'_> {
-    fn audit(&mut self) -> io::Result<()> {
-        for r in self.tail.poll()? {
-            writeln!(self.out, "      {}", format_record(&r))?;
-        }
-        Ok(())
-    }
-}
-
 async fn turn(
     rt: &Runtime,
     screen: &mut Screen<'_>,
@@ -104,11 +86,7 @@ async fn turn(
     while let Some(event) = run.events().recv().await {
         match event {
             Event::ToolCall { tool, args, call_id, .. } => {
-                writeln!(
-                    screen.out,
-                    "  deskloop calls {tool} {} ({call_id})",
-                    args.map(|a| a.to_string()).unwrap_or_default()
-                )?;
+                screen.tool_call("deskloop", &tool, args.as_ref(), call_id)?;
             }
             Event::ConfirmRequired { title, tool, args, risk, .. } => {
                 screen.audit()?;
@@ -126,8 +104,7 @@ async fn turn(
                 )?;
             }
             Event::Message { text, .. } => {
-                screen.audit()?;
-                writeln!(screen.out, "deskloop: {}", text.replace('\n', "\n          "))?;
+                screen.message("deskloop", &text)?;
             }
             Event::Error { message, .. } => writeln!(screen.out, "  error: {message}")?,
             Event::Done { .. } => break,
@@ -159,7 +136,7 @@ fn build_runtime(provider: Arc<dyn Provider>, prefix: &str) -> io::Result<(Runti
 pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     let model = HelpdeskModel::new();
     let (rt, path) = build_runtime(Arc::new(model.provider()), "deskloop-demo")?;
-    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    let mut screen = Screen::new(out, &path);
     let alex = alex();
     let store = Store::global();
     // Each demo session gets its own id, so a pending proposal never crosses sessions.
@@ -249,25 +226,10 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     Ok(DemoReport { audit_path: path, records, balance_after_five_days, final_balance, severe })
 }
 
-async fn read_line() -> io::Result<Option<String>> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        match io::stdin().lock().read_line(&mut line)? {
-            0 => Ok(None),
-            _ => Ok(Some(line.trim_end().to_owned())),
-        }
-    })
-    .await
-    .map_err(io::Error::other)?
-}
-
 async fn chat(out: &mut dyn Write) -> io::Result<()> {
-    let provider: Arc<dyn Provider> = match provider_from_env().map_err(io::Error::other)? {
-        Some(p) => Arc::from(p),
-        None => Arc::new(HelpdeskModel::new().provider()),
-    };
+    let provider = provider_or_offline(|| HelpdeskModel::new().provider())?;
     let (rt, path) = build_runtime(provider.clone(), "deskloop-chat")?;
-    let mut screen = Screen { out, tail: AuditTail::new(&path) };
+    let mut screen = Screen::new(out, &path);
     let alex = alex();
     writeln!(
         screen.out,
@@ -279,17 +241,8 @@ async fn chat(out: &mut dyn Write) -> io::Result<()> {
         path.display()
     )?;
     writeln!(screen.out, "Actions are proposed first: answer yes or no. Type `quit` to leave.")?;
-    loop {
-        write!(screen.out, "\n> ")?;
-        screen.out.flush()?;
-        let Some(line) = read_line().await? else { break };
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if matches!(line, "quit" | "exit") {
-            break;
-        }
+    while let Some(line) = screen.next_request().await? {
+        let line = line.as_str();
         turn(&rt, &mut screen, &alex, "chat", line, false).await?;
     }
     Ok(())

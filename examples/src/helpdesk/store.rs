@@ -5,31 +5,9 @@
 use super::perms;
 use agents_runtime::Principal;
 use serde::Serialize;
-use std::fmt;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-/// Why a service refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServiceError {
-    /// The caller's role does not allow this.
-    Forbidden(String),
-    /// No such record for the caller.
-    NotFound(String),
-    /// The request breaks a business rule (balance, dates, severity).
-    Invalid(String),
-}
-
-impl fmt::Display for ServiceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServiceError::Forbidden(m) => write!(f, "forbidden: {m}"),
-            ServiceError::NotFound(m) => write!(f, "not found: {m}"),
-            ServiceError::Invalid(m) => write!(f, "invalid: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for ServiceError {}
+pub use crate::service::ServiceError;
 
 type Result<T> = std::result::Result<T, ServiceError>;
 
