@@ -39,10 +39,10 @@ mod tools {
 
     /// Summarises an athlete by invoking the list tool through the gate.
     #[tool(permission = perms::athlete::read)]
-    pub async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>, id: u64) -> Result<String, AppError>
-    where
-        A: agents_runtime::Agent,
-    {
+    pub async fn summary<A: Grants<list_athletes> + agents_runtime::Agent>(
+        cx: &ToolContext<'_, A>,
+        id: u64,
+    ) -> Result<String, AppError> {
         let _ = cx;
         Ok(format!("{id}"))
     }

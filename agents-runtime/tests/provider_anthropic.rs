@@ -281,7 +281,7 @@ async fn retries_after_overload_and_429() {
         Reply::Bytes(text_stream(&["ok"])),
     ])
     .await;
-    let response = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
+    let response = ask(&provider(&server)).await.unwrap();
     assert_eq!(response.content, "ok");
     assert_eq!(server.requests().len(), 3);
 }
@@ -297,7 +297,7 @@ async fn three_500s_give_an_upstream_error() {
         ))
     };
     let server = TestServer::start(vec![fail(), fail(), fail()]).await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert_eq!(err, ProviderError::Upstream { status: 500, attempts: 3, detail: "Internal server error".into() });
     assert_eq!(server.requests().len(), 3);
 }
@@ -312,7 +312,7 @@ async fn a_refused_key_is_unauthorized_and_never_shown() {
     ))])
     .await;
     let p = provider(&server);
-    let err = p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&p).await.unwrap_err();
     assert_eq!(err, ProviderError::Unauthorized { status: 401, env_var: "ANTHROPIC_API_KEY".into() });
     let shown = format!("{err} {err:?} {p:?}");
     assert!(shown.contains("ANTHROPIC_API_KEY"));
@@ -328,7 +328,7 @@ async fn an_unknown_model_is_reported_as_such() {
         &format!(r#"{{"type":"error","error":{{"type":"not_found_error","message":"model: {MODEL}"}}}}"#),
     ))])
     .await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert_eq!(err, ProviderError::UnknownModel { model: MODEL.into(), detail: format!("model: {MODEL}") });
 }
 
@@ -341,7 +341,7 @@ async fn a_404_that_is_not_about_the_model_means_a_wrong_base_url() {
         r#"{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}"#,
     ))])
     .await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("check the base URL"));
 }
@@ -362,10 +362,7 @@ async fn connection_refused_is_unreachable() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = TestServer::start(vec![Reply::Hang]).await;
-    let err = provider_with_timeout(&server, Duration::from_millis(300))
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
+    let err = ask(&provider_with_timeout(&server, Duration::from_millis(300))).await.unwrap_err();
     assert_eq!(err, ProviderError::Timeout { secs: 1 });
 }
 
@@ -374,14 +371,8 @@ async fn a_stream_that_stalls_midway_times_out() {
     let mut events = vec![message_start(10)];
     events.extend(text_block(0, &["Thinking about"]).into_iter().take(2));
     let server = TestServer::start(vec![Reply::ThenStall(sse_partial(&events))]).await;
-    let tokens = Tokens::default();
     // Long enough for the first fragment to arrive on a busy machine.
-    let err = provider_with_timeout(&server, Duration::from_secs(1))
-        .chat(&request(vec![user("x")], vec![]), &tokens.sink())
-        .await
-        .unwrap_err();
-    assert_eq!(err, ProviderError::Timeout { secs: 1 });
-    assert_eq!(tokens.all(), vec!["Thinking about"]);
+    assert_stall_times_out(&provider_with_timeout(&server, Duration::from_secs(1)), "Thinking about").await;
 }
 
 #[tokio::test]
@@ -392,7 +383,7 @@ async fn an_error_event_in_the_stream_is_reported() {
         "error": {"type": "overloaded_error", "message": "Overloaded"},
     })));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert_eq!(
         err,
         ProviderError::Upstream {
@@ -409,7 +400,7 @@ async fn a_stream_without_message_stop_is_a_protocol_error() {
     let mut events = vec![message_start(10)];
     events.extend(text_block(0, &["cut"]));
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert!(matches!(err, ProviderError::Protocol(_)), "{err:?}");
 }
 
@@ -420,6 +411,6 @@ async fn a_base_url_ending_in_v1_is_not_doubled() {
         AnthropicConfig::new(MODEL, ApiKey::new(KEY)).with_base_url(format!("{}/v1/", server.base_url)),
     )
     .unwrap();
-    p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
+    ask(&p).await.unwrap();
     assert_eq!(server.requests()[0].path, "/v1/messages");
 }

@@ -268,7 +268,7 @@ async fn an_unpriced_model_costs_zero_and_says_so() {
     assert!(!config.paid, "a server on 127.0.0.1 is not paid");
     let p = OpenAiProvider::new(config).unwrap();
     assert!(!p.price_known());
-    let response = p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
+    let response = ask(&p).await.unwrap();
     assert_eq!(response.usage.input_tokens, 20);
     assert_eq!(response.usage.cost_usd, 0.0);
     assert_eq!(server.requests()[0].header("authorization"), None);
@@ -286,7 +286,7 @@ async fn retries_after_429_and_then_succeeds() {
         Reply::Bytes(text_stream(&["ok"])),
     ])
     .await;
-    let response = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
+    let response = ask(&provider(&server)).await.unwrap();
     assert_eq!(response.content, "ok");
     assert_eq!(server.requests().len(), 2, "one retry");
 }
@@ -299,7 +299,7 @@ async fn retry_after_is_honoured() {
     ])
     .await;
     let started = std::time::Instant::now();
-    provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap();
+    ask(&provider(&server)).await.unwrap();
     assert!(started.elapsed() >= Duration::from_secs(1));
     assert_eq!(server.requests().len(), 2);
 }
@@ -337,7 +337,7 @@ async fn three_500s_give_an_upstream_error() {
         ))
     };
     let server = TestServer::start(vec![fail(), fail(), fail(), Reply::Bytes(text_stream(&["late"]))]).await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert_eq!(
         err,
         ProviderError::Upstream {
@@ -356,7 +356,7 @@ async fn a_refused_key_is_unauthorized_and_never_shown() {
     );
     let server = TestServer::start(vec![Reply::Bytes(json_response(401, "Unauthorized", &[], &body))]).await;
     let p = provider(&server);
-    let err = p.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&p).await.unwrap_err();
     assert_eq!(err, ProviderError::Unauthorized { status: 401, env_var: "OPENAI_API_KEY".into() });
     let shown = format!("{err} {err:?} {p:?} {:?}", p.config());
     assert!(shown.contains("OPENAI_API_KEY"));
@@ -373,7 +373,7 @@ async fn an_unknown_model_is_reported_as_such() {
         r#"{"error":{"message":"The model `gpt-9` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#,
     ))])
     .await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     match err {
         ProviderError::UnknownModel { model, detail } => {
             assert_eq!(model, "gpt-4o-mini");
@@ -389,7 +389,7 @@ async fn a_404_without_a_model_error_means_a_wrong_base_url() {
         b"HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\ncontent-length: 22\r\nconnection: close\r\n\r\n<h1>404 Not Found</h1>".to_vec(),
     )])
     .await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("check the base URL"), "{err}");
     assert!(err.to_string().contains("/v1/chat/completions"), "{err}");
@@ -401,7 +401,7 @@ async fn a_redirect_is_not_followed() {
         b"HTTP/1.1 301 Moved Permanently\r\nlocation: https://elsewhere.example/v1/chat/completions\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec(),
     )])
     .await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("elsewhere.example"), "{err}");
     assert_eq!(server.requests().len(), 1);
@@ -439,10 +439,7 @@ async fn connection_refused_is_unreachable() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = TestServer::start(vec![Reply::Hang]).await;
-    let err = provider_with_timeout(&server, Duration::from_millis(300))
-        .chat(&request(vec![user("x")], vec![]), &|_: &str| {})
-        .await
-        .unwrap_err();
+    let err = ask(&provider_with_timeout(&server, Duration::from_millis(300))).await.unwrap_err();
     assert_eq!(err, ProviderError::Timeout { secs: 1 });
 }
 
@@ -453,21 +450,15 @@ async fn a_stream_that_stalls_midway_times_out() {
         chunk(json!({"content": "The answer is"}), None),
     ];
     let server = TestServer::start(vec![Reply::ThenStall(sse_partial(&events))]).await;
-    let tokens = Tokens::default();
     // Long enough for the first fragment to arrive on a busy machine.
-    let err = provider_with_timeout(&server, Duration::from_secs(1))
-        .chat(&request(vec![user("x")], vec![]), &tokens.sink())
-        .await
-        .unwrap_err();
-    assert_eq!(err, ProviderError::Timeout { secs: 1 });
-    assert_eq!(tokens.all(), vec!["The answer is"]);
+    assert_stall_times_out(&provider_with_timeout(&server, Duration::from_secs(1)), "The answer is").await;
 }
 
 #[tokio::test]
 async fn a_stream_that_ends_early_is_a_protocol_error() {
     let events = vec![chunk(json!({"content": "cut"}), None)];
     let server = TestServer::start(vec![Reply::Bytes(sse_response(&events))]).await;
-    let err = provider(&server).chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await.unwrap_err();
+    let err = ask(&provider(&server)).await.unwrap_err();
     assert!(matches!(err, ProviderError::Protocol(_)), "{err:?}");
 }
 

@@ -60,6 +60,47 @@ fn assign_ids(response: &mut ChatResponse, counter: &AtomicU64) {
     }
 }
 
+/// The setters of an offline provider's `name`, `model` and `paid` fields.
+macro_rules! identity_setters {
+    () => {
+        /// Sets the provider name.
+        pub fn with_name(mut self, name: impl Into<String>) -> Self {
+            self.name = name.into();
+            self
+        }
+
+        /// Sets the model id.
+        pub fn with_model(mut self, model: impl Into<String>) -> Self {
+            self.model = model.into();
+            self
+        }
+
+        /// Makes the provider count as paid (to exercise the budget gate; the cost of each
+        /// call is the `usage.cost_usd` of its response).
+        pub fn with_paid(mut self, paid: bool) -> Self {
+            self.paid = paid;
+            self
+        }
+    };
+}
+
+/// The [`Provider`] accessors of an offline provider's `name`, `model` and `paid` fields.
+macro_rules! identity_accessors {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn model(&self) -> &str {
+            &self.model
+        }
+
+        fn is_paid(&self) -> bool {
+            self.paid
+        }
+    };
+}
+
 /// A provider that returns queued responses in order, for tests and scripted demos.
 ///
 /// Each response's text is streamed to the [`TokenSink`] in a few fragments; each request is
@@ -122,24 +163,7 @@ impl ScriptedProvider {
         }
     }
 
-    /// Sets the provider name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the model id.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// Makes the provider count as paid (to exercise the budget gate; the cost of each call
-    /// is the `usage.cost_usd` of its scripted response).
-    pub fn with_paid(mut self, paid: bool) -> Self {
-        self.paid = paid;
-        self
-    }
+    identity_setters!();
 
     /// Appends a response to the queue.
     pub fn push(&self, response: ChatResponse) {
@@ -162,17 +186,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Provider for ScriptedProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn is_paid(&self) -> bool {
-        self.paid
-    }
+    identity_accessors!();
 
     fn chat<'a>(
         &'a self,
@@ -362,23 +376,7 @@ impl RuleProvider {
         }
     }
 
-    /// Sets the provider name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the model id.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// Makes the provider count as paid (to exercise the budget gate).
-    pub fn with_paid(mut self, paid: bool) -> Self {
-        self.paid = paid;
-        self
-    }
+    identity_setters!();
 
     /// Adds a custom rule, consulted in every round before everything else.
     pub fn when(mut self, rule: impl Fn(&ChatRequest) -> Option<ChatResponse> + Send + Sync + 'static) -> Self {
@@ -562,17 +560,7 @@ fn first_number(message: &str) -> Option<String> {
 }
 
 impl Provider for RuleProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn is_paid(&self) -> bool {
-        self.paid
-    }
+    identity_accessors!();
 
     fn chat<'a>(
         &'a self,

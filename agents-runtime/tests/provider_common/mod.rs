@@ -3,7 +3,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use agents_runtime::provider::{ChatMessage, ChatRequest, HttpOptions, ToolCallRequest, ToolDefinition};
+use agents_runtime::provider::{
+    ChatMessage, ChatRequest, ChatResponse, HttpOptions, Provider, ProviderError, ToolCallRequest, ToolDefinition,
+};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -252,4 +254,18 @@ pub fn tool_round(id_prefix: &str, assistant_text: &str) -> Vec<ChatMessage> {
         result("A", r#"{"celsius":4}"#, false),
         result("B", r#"{"error":"denied"}"#, true),
     ]
+}
+
+/// Sends `provider` the one-word request `x` without tools, dropping the streamed tokens.
+pub async fn ask(provider: &dyn Provider) -> Result<ChatResponse, ProviderError> {
+    provider.chat(&request(vec![user("x")], vec![]), &|_: &str| {}).await
+}
+
+/// Asserts that the one-word request to `provider`, whose server streams `fragment` and then
+/// stalls, times out after a second with `fragment` shown.
+pub async fn assert_stall_times_out(provider: &dyn Provider, fragment: &str) {
+    let tokens = Tokens::default();
+    let err = provider.chat(&request(vec![user("x")], vec![]), &tokens.sink()).await.unwrap_err();
+    assert_eq!(err, ProviderError::Timeout { secs: 1 });
+    assert_eq!(tokens.all(), vec![fragment]);
 }
