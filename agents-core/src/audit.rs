@@ -250,7 +250,8 @@ pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSu
         if record.to_line() != *line {
             return Err(ChainError::Malformed {
                 line: lineno,
-                detail: "the line is not the record's canonical JSON (it was re-encoded after it was written)".to_owned(),
+                detail: "the line is not the record's canonical JSON (it was re-encoded after it was written)"
+                    .to_owned(),
             });
         }
         if record.prev_hash != prev {
@@ -261,13 +262,14 @@ pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSu
             return Err(ChainError::Sequence { line: lineno, found: record.seq, expected });
         }
         if let Some(m) = manifest_sha256
-            && record.manifest_sha256 != m {
-                return Err(ChainError::ManifestMismatch {
-                    line: lineno,
-                    found: record.manifest_sha256.clone(),
-                    expected: m.to_owned(),
-                });
-            }
+            && record.manifest_sha256 != m
+        {
+            return Err(ChainError::ManifestMismatch {
+                line: lineno,
+                found: record.manifest_sha256.clone(),
+                expected: m.to_owned(),
+            });
+        }
         prev = record.hash;
         count += 1;
     }

@@ -94,10 +94,11 @@ fn write_number(n: &Number, out: &mut String) {
             return;
         }
     } else if let Some(i) = n.as_i64()
-        && i.unsigned_abs() <= EXACT_INT {
-            let _ = write!(out, "{i}");
-            return;
-        }
+        && i.unsigned_abs() <= EXACT_INT
+    {
+        let _ = write!(out, "{i}");
+        return;
+    }
     // Beyond 2^53 the value is an IEEE double, as RFC 8785 requires.
     let f = n.as_f64().unwrap_or(0.0);
     out.push_str(&es_number(f));

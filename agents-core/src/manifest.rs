@@ -202,21 +202,14 @@ impl ToolEntry {
             mutating: spec.mutating(),
             risk: spec.risk,
             policy: PolicyEntry {
-                fs: FsPolicyEntry {
-                    read: owned(spec.policy.fs_read),
-                    write: owned(spec.policy.fs_write),
-                },
+                fs: FsPolicyEntry { read: owned(spec.policy.fs_read), write: owned(spec.policy.fs_write) },
                 net: NetPolicyEntry { hosts: owned(spec.policy.net_hosts) },
                 env: EnvPolicyEntry { vars: owned(spec.policy.env_vars) },
             },
             parameters: spec
                 .params
                 .iter()
-                .map(|p| ParamEntry {
-                    name: p.name.to_owned(),
-                    rust_type: p.rust_type.to_owned(),
-                    secret: p.secret,
-                })
+                .map(|p| ParamEntry { name: p.name.to_owned(), rust_type: p.rust_type.to_owned(), secret: p.secret })
                 .collect(),
             uses: owned(spec.uses),
         }
@@ -243,11 +236,7 @@ impl AgentEntry {
             description: spec.description.to_owned(),
             input: spec.input.to_owned(),
             output: spec.output.to_owned(),
-            skills: spec
-                .skills
-                .iter()
-                .map(|s| SkillEntry { name: s.name.to_owned(), tools: owned(s.tools) })
-                .collect(),
+            skills: spec.skills.iter().map(|s| SkillEntry { name: s.name.to_owned(), tools: owned(s.tools) }).collect(),
             ceiling: spec.ceiling.map(owned),
             limits: spec.limits.into(),
         }

@@ -54,8 +54,7 @@ impl RoleMap {
 
     /// Whether `role` holds `permission`. Unknown roles hold only `public`.
     pub fn has_permission(&self, role: &str, permission: &str) -> bool {
-        permission == crate::Public::NAME_STR
-            || self.roles.get(role).is_some_and(|p| p.contains(permission))
+        permission == crate::Public::NAME_STR || self.roles.get(role).is_some_and(|p| p.contains(permission))
     }
 
     /// The declared roles.

@@ -77,9 +77,7 @@ fn resolve<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, depth: usize)
         return None;
     }
     if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let target = r.strip_prefix("#/").and_then(|path| {
-            path.split('/').try_fold(root?, |node, seg| node.get(seg))
-        });
+        let target = r.strip_prefix("#/").and_then(|path| path.split('/').try_fold(root?, |node, seg| node.get(seg)));
         return resolve(target, root, depth + 1).or(Some(s));
     }
     Some(s)
@@ -94,14 +92,15 @@ fn is_secret(schema: Option<&Value>, root: Option<&Value>, depth: usize) -> bool
         return false;
     }
     if let Some(r) = resolve(Some(s), root, depth)
-        && !std::ptr::eq(r, s) {
-            return is_secret(Some(r), root, depth + 1);
-        }
+        && !std::ptr::eq(r, s)
+    {
+        return is_secret(Some(r), root, depth + 1);
+    }
     // `Option<Secret<T>>` and friends: secret when any branch is.
     ["anyOf", "oneOf", "allOf"].iter().any(|k| {
-        s.get(*k).and_then(Value::as_array).is_some_and(|branches| {
-            branches.iter().any(|b| is_secret(Some(b), root, depth + 1))
-        })
+        s.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(|b| is_secret(Some(b), root, depth + 1)))
     })
 }
 

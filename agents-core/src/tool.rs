@@ -79,8 +79,7 @@ pub struct PolicySpec {
 
 impl PolicySpec {
     /// A policy that touches nothing.
-    pub const NONE: PolicySpec =
-        PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[] };
+    pub const NONE: PolicySpec = PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[] };
 }
 
 /// One parameter of a tool, as the model sees it and as the reviewer reads it.

@@ -9,9 +9,7 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         (-(1i64 << 53)..=(1i64 << 53)).prop_map(|i| Value::Number(i.into())),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(|f| Value::Number(Number::from_f64(f).unwrap())),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| Value::Number(Number::from_f64(f).unwrap())),
         any::<String>().prop_map(Value::String),
         "[\\u{0}-\\u{1f}\"\\\\/\\u{7f}\\u{2028}\\u{ffff}]{0,8}".prop_map(Value::String),
     ];

@@ -16,7 +16,8 @@ pub trait BudgetStore: Send + Sync {
     /// Remaining headroom in USD for this user in this organisation this month.
     fn remaining<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, Result<f64, BudgetError>>;
     /// Records spend (called after every paid provider call, also when the run is stopped).
-    fn record<'a>(&'a self, org_id: &'a str, user_id: &'a str, cost_usd: f64) -> BoxFuture<'a, Result<(), BudgetError>>;
+    fn record<'a>(&'a self, org_id: &'a str, user_id: &'a str, cost_usd: f64)
+    -> BoxFuture<'a, Result<(), BudgetError>>;
 }
 
 /// An in-memory budget store.
@@ -71,7 +72,12 @@ impl BudgetStore for InMemoryBudget {
         Box::pin(async move { Ok(r) })
     }
 
-    fn record<'a>(&'a self, org_id: &'a str, user_id: &'a str, cost_usd: f64) -> BoxFuture<'a, Result<(), BudgetError>> {
+    fn record<'a>(
+        &'a self,
+        org_id: &'a str,
+        user_id: &'a str,
+        cost_usd: f64,
+    ) -> BoxFuture<'a, Result<(), BudgetError>> {
         let mut s = self.lock();
         *s.org_spend.entry(org_id.to_owned()).or_default() += cost_usd;
         *s.user_spend.entry((org_id.to_owned(), user_id.to_owned())).or_default() += cost_usd;

@@ -89,11 +89,7 @@ impl FsAccess {
                 _ => lexical.clone(),
             },
         };
-        if set.is_match(&lexical) && set.is_match(&resolved) {
-            Ok(resolved)
-        } else {
-            Err(err())
-        }
+        if set.is_match(&lexical) && set.is_match(&resolved) { Ok(resolved) } else { Err(err()) }
     }
 
     /// Whether the policy lets the tool read `path`.
@@ -163,7 +159,11 @@ impl NetAccess {
 
     /// Checks a URL (`scheme://host[:port]/...`) against the declared hosts.
     pub fn check_url(&self, url: &str) -> Result<(), CapabilityError> {
-        let err = || CapabilityError { tool: self.tool, what: format!("reach `{url}`"), declared: format!("net hosts: {:?}", self.hosts) };
+        let err = || CapabilityError {
+            tool: self.tool,
+            what: format!("reach `{url}`"),
+            declared: format!("net hosts: {:?}", self.hosts),
+        };
         let (scheme, rest) = url.split_once("://").ok_or_else(err)?;
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let authority = authority.rsplit_once('@').map(|(_, a)| a).unwrap_or(authority);
@@ -176,11 +176,7 @@ impl NetAccess {
             "http" => Some(80),
             _ => None,
         };
-        if self.allows(host, port.or(default_port)) {
-            Ok(())
-        } else {
-            Err(err())
-        }
+        if self.allows(host, port.or(default_port)) { Ok(()) } else { Err(err()) }
     }
 }
 
@@ -202,7 +198,11 @@ impl EnvAccess {
         if self.vars.contains(&name) {
             Ok(std::env::var(name).ok())
         } else {
-            Err(CapabilityError { tool: self.tool, what: format!("read `${name}`"), declared: format!("env vars: {:?}", self.vars) })
+            Err(CapabilityError {
+                tool: self.tool,
+                what: format!("read `${name}`"),
+                declared: format!("env vars: {:?}", self.vars),
+            })
         }
     }
 }

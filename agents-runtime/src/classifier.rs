@@ -44,10 +44,28 @@ pub trait ConfirmationClassifier: Send + Sync {
 pub struct KeywordClassifier;
 
 const CONFIRM: &[&str] = &[
-    "yes", "y", "yes please", "yes confirm", "yes confirmed", "confirm", "confirmed", "approve", "approved",
-    "go ahead", "ok", "okay", "do it", "please do", "sure", "yep", "correct", "that's right", "thats right",
+    "yes",
+    "y",
+    "yes please",
+    "yes confirm",
+    "yes confirmed",
+    "confirm",
+    "confirmed",
+    "approve",
+    "approved",
+    "go ahead",
+    "ok",
+    "okay",
+    "do it",
+    "please do",
+    "sure",
+    "yep",
+    "correct",
+    "that's right",
+    "thats right",
 ];
-const CANCEL: &[&str] = &["no", "n", "cancel", "stop", "don't", "dont", "do not", "abort", "never mind", "nevermind", "no thanks"];
+const CANCEL: &[&str] =
+    &["no", "n", "cancel", "stop", "don't", "dont", "do not", "abort", "never mind", "nevermind", "no thanks"];
 const MODIFY_MARKERS: &[&str] = &["but", "instead", "change", "make it", "rather", "actually", "except", "only"];
 
 fn normalize(s: &str) -> String {
@@ -69,17 +87,15 @@ impl KeywordClassifier {
         if CONFIRM.contains(&n.as_str()) {
             return Classification::Confirm;
         }
-        if CANCEL.contains(&n.as_str()) || CANCEL.iter().any(|c| n.starts_with(&format!("{c} "))) && !n.contains(" but ") {
+        if CANCEL.contains(&n.as_str())
+            || CANCEL.iter().any(|c| n.starts_with(&format!("{c} "))) && !n.contains(" but ")
+        {
             return Classification::Cancel;
         }
         let words: Vec<&str> = n.split(' ').collect();
         let agrees = CONFIRM.iter().any(|c| n.starts_with(c));
         let modifies = words.iter().any(|w| MODIFY_MARKERS.contains(w) || w.chars().any(|c| c.is_ascii_digit()));
-        if agrees && modifies {
-            Classification::Modify
-        } else {
-            Classification::Unclear
-        }
+        if agrees && modifies { Classification::Modify } else { Classification::Unclear }
     }
 }
 

@@ -18,13 +18,13 @@ pub mod __private;
 
 pub use agents_core as core;
 pub use agents_core::{
-    Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk,
-    RoleMap, Secret, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
+    Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap, Secret,
+    SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
 pub use agents_macros::{agent, permissions, tool};
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{ConfirmMode, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
 pub use tool::{
-    ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry,
-    ToolError, linked_tools,
+    ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry, ToolError,
+    linked_tools,
 };

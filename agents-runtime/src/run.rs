@@ -26,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// What the model is told after a person declines.
-pub const REJECTED_MESSAGE: &str = "The user declined this action. Do not retry it; ask how they would like to proceed.";
+pub const REJECTED_MESSAGE: &str =
+    "The user declined this action. Do not retry it; ask how they would like to proceed.";
 /// Executed results kept in the digest.
 pub const DIGEST_ENTRIES: usize = 12;
 /// Characters kept of one result in the digest.
@@ -447,7 +448,12 @@ impl Runtime {
 
     /// Starts a run of agent `A` for `principal` in `session_id` (created on first use and
     /// bound to the principal). The fourth concurrent run of a user is refused, not queued.
-    pub fn start<A: Registry>(&self, principal: Principal, session_id: &str, input: A::Input) -> Result<RunHandle<A::Output>, StartError> {
+    pub fn start<A: Registry>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: A::Input,
+    ) -> Result<RunHandle<A::Output>, StartError> {
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
@@ -554,7 +560,11 @@ impl<A: Registry> DirectSession<A> {
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
     pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
-        let out = gate_call(self.ctx.clone(), ToolCallRequest { id: call_id.to_owned(), name: name.to_owned(), arguments: arguments.to_owned() }).await;
+        let out = gate_call(
+            self.ctx.clone(),
+            ToolCallRequest { id: call_id.to_owned(), name: name.to_owned(), arguments: arguments.to_owned() },
+        )
+        .await;
         DirectResult { content: out.content, is_error: out.is_error }
     }
 }
@@ -562,7 +572,12 @@ impl<A: Registry> DirectSession<A> {
 impl Runtime {
     /// Opens a direct session. `confirmer` asks a person for action tools; with `None`, an
     /// action call returns a structured "confirmation required" result and nothing runs.
-    pub async fn direct<A: Registry>(&self, principal: Principal, session_id: &str, confirmer: Option<Arc<dyn Confirmer>>) -> Result<DirectSession<A>, StartError> {
+    pub async fn direct<A: Registry>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        confirmer: Option<Arc<dyn Confirmer>>,
+    ) -> Result<DirectSession<A>, StartError> {
         {
             let mut sessions = lock(&self.inner.sessions);
             let s = sessions.entry(session_id.to_owned()).or_default();
@@ -675,14 +690,22 @@ struct RecordFields<'a> {
 
 impl<'a> RecordFields<'a> {
     fn new(status: AuditStatus) -> Self {
-        RecordFields { call_id: None, tool: None, tier: None, status, reason: None, title: None, args: None, args_hash: None, result: None }
+        RecordFields {
+            call_id: None,
+            tool: None,
+            tier: None,
+            status,
+            reason: None,
+            title: None,
+            args: None,
+            args_hash: None,
+            result: None,
+        }
     }
 }
 
 fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 impl<A: Registry> RunCtx<A> {
@@ -722,7 +745,13 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// Audits and tells the model a call was refused; nothing ran.
-    async fn deny(&self, call: &ToolCallRequest, spec: Option<&'static ToolSpec>, args: Option<Value>, reason: String) -> CallOutcome {
+    async fn deny(
+        &self,
+        call: &ToolCallRequest,
+        spec: Option<&'static ToolSpec>,
+        args: Option<Value>,
+        reason: String,
+    ) -> CallOutcome {
         let mut f = RecordFields::new(AuditStatus::Denied);
         f.call_id = Some(&call.id);
         f.tool = Some(&call.name);
@@ -730,7 +759,12 @@ impl<A: Registry> RunCtx<A> {
         f.reason = Some(reason.clone());
         f.args = args;
         let _ = self.audit(f).await;
-        self.emit(Event::ToolDenied { run_id: self.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), reason: reason.clone() });
+        self.emit(Event::ToolDenied {
+            run_id: self.run_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            reason: reason.clone(),
+        });
         CallOutcome::err(reason)
     }
 
@@ -769,10 +803,16 @@ impl<A: Registry> RunCtx<A> {
                 let me = me.clone();
                 Box::pin(async move {
                     let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let call = ToolCallRequest { id: format!("{}-nested-{n}", me.run_id), name: name.to_owned(), arguments: args.to_string() };
+                    let call = ToolCallRequest {
+                        id: format!("{}-nested-{n}", me.run_id),
+                        name: name.to_owned(),
+                        arguments: args.to_string(),
+                    };
                     let out = gate_call(me.clone(), call).await;
                     if out.is_error {
-                        Err(ToolError::new(out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned()))
+                        Err(ToolError::new(
+                            out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
+                        ))
                     } else {
                         Ok(out.content)
                     }
@@ -1035,7 +1075,11 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
     }.instrument(span))
 }
 
-type ActionFn = for<'a> fn(&'a CallContext, crate::tool::ErasedArgs, crate::tool::Approval<'a>) -> BoxFuture<'a, Result<Value, ToolError>>;
+type ActionFn = for<'a> fn(
+    &'a CallContext,
+    crate::tool::ErasedArgs,
+    crate::tool::Approval<'a>,
+) -> BoxFuture<'a, Result<Value, ToolError>>;
 
 async fn execute_approved<'b, A: Registry>(
     ctx: &Arc<RunCtx<A>>,
@@ -1070,14 +1114,26 @@ async fn finish_call<'b, A: Registry>(
             f.result = Some(ctx.result_for_audit(&value));
             let _ = ctx.audit(f).await;
             ctx.push_digest(spec.name, &value);
-            ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "executed".into(), result: Some(redact(&value, None, &ctx.inner.redaction)) });
+            ctx.emit(Event::ToolResult {
+                run_id: ctx.run_id.clone(),
+                call_id: call.id.clone(),
+                tool: spec.name.into(),
+                status: "executed".into(),
+                result: Some(redact(&value, None, &ctx.inner.redaction)),
+            });
             CallOutcome::ok(value)
         }
         Err(e) => {
             let mut f = base(AuditStatus::Failed);
             f.reason = Some(e.message.clone());
             let _ = ctx.audit(f).await;
-            ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "failed".into(), result: None });
+            ctx.emit(Event::ToolResult {
+                run_id: ctx.run_id.clone(),
+                call_id: call.id.clone(),
+                tool: spec.name.into(),
+                status: "failed".into(),
+                result: None,
+            });
             CallOutcome::err(e.message)
         }
     }
@@ -1085,12 +1141,15 @@ async fn finish_call<'b, A: Registry>(
 
 /// History replay: at most `max` messages, starting on a user message, text only.
 fn replay(history: &[ChatMessage], max: usize) -> Vec<ChatMessage> {
-    let text_only: Vec<&ChatMessage> = history.iter().filter(|m| matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant { .. })).collect();
+    let text_only: Vec<&ChatMessage> =
+        history.iter().filter(|m| matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant { .. })).collect();
     let start = text_only.len().saturating_sub(max);
     let mut out: Vec<ChatMessage> = text_only[start..]
         .iter()
         .map(|m| match m {
-            ChatMessage::Assistant { content, .. } => ChatMessage::Assistant { content: content.clone(), tool_calls: Vec::new() },
+            ChatMessage::Assistant { content, .. } => {
+                ChatMessage::Assistant { content: content.clone(), tool_calls: Vec::new() }
+            }
             other => (*other).clone(),
         })
         .collect();
@@ -1125,7 +1184,11 @@ fn digest_text(digest: &VecDeque<DigestEntry>) -> String {
 /// write cancels the run (fail closed).
 async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> BTreeSet<&'static str> {
     let inner = &ctx.inner;
-    let role_set: BTreeSet<&'static str> = A::tools().iter().filter(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).map(|t| t.name).collect();
+    let role_set: BTreeSet<&'static str> = A::tools()
+        .iter()
+        .filter(|t| inner.roles.has_permission(&ctx.principal.role, t.permission))
+        .map(|t| t.name)
+        .collect();
     let mut notice = None;
     let snapshot = match &inner.disabled {
         None => role_set,
@@ -1160,7 +1223,15 @@ async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> BTreeSet<&'static st
 }
 
 async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome<A::Output> {
-    let mut outcome = RunOutcome { run_id: ctx.run_id.clone(), status: RunStatus::Completed, text: String::new(), output: None, error: None, cost_usd: 0.0, iterations: 0 };
+    let mut outcome = RunOutcome {
+        run_id: ctx.run_id.clone(),
+        status: RunStatus::Completed,
+        text: String::new(),
+        output: None,
+        error: None,
+        cost_usd: 0.0,
+        iterations: 0,
+    };
     let inner = ctx.inner.clone();
     ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "started".into() });
 
@@ -1232,7 +1303,13 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     let definitions: Vec<ToolDefinition> = A::tools()
         .iter()
         .filter(|t| snapshot.contains(t.name))
-        .filter_map(|t| A::entry(t.name).map(|e| ToolDefinition { name: t.name.to_owned(), description: t.description.to_owned(), input_schema: (e.schema)().clone() }))
+        .filter_map(|t| {
+            A::entry(t.name).map(|e| ToolDefinition {
+                name: t.name.to_owned(),
+                description: t.description.to_owned(),
+                input_schema: (e.schema)().clone(),
+            })
+        })
         .collect();
     let response_schema = {
         let s = crate::__private::schema_for::<A::Output>();
@@ -1245,39 +1322,44 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     loop {
         if outcome.iterations >= ctx.limits.max_iterations {
             outcome.status = RunStatus::IterationLimit;
-            outcome.text = format!("I stopped after {} steps, the limit for one turn. Ask me to continue if needed.", ctx.limits.max_iterations);
+            outcome.text = format!(
+                "I stopped after {} steps, the limit for one turn. Ask me to continue if needed.",
+                ctx.limits.max_iterations
+            );
             break;
         }
         // Budget: before the first paid call, and before every further one.
         if inner.provider.is_paid()
-            && let Some(budget) = &inner.budget {
-                let headroom = match remaining {
-                    Some(r) => r,
-                    None => {
-                        let r = match budget.remaining(&ctx.principal.org_id, &ctx.principal.user_id).await {
-                            Ok(r) => r,
-                            Err(e) => {
-                                tracing::warn!(error = %e, "budget store unavailable; the run is allowed");
-                                f64::INFINITY
-                            }
-                        };
-                        remaining = Some(r);
-                        r
-                    }
-                };
-                if outcome.cost_usd >= headroom || headroom <= 0.0 {
-                    outcome.status = RunStatus::BudgetExhausted;
-                    outcome.text = if outcome.iterations == 0 {
-                        "This turn was not started because the monthly budget is used up. An administrator can raise the cap.".into()
-                    } else {
-                        "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
+            && let Some(budget) = &inner.budget
+        {
+            let headroom = match remaining {
+                Some(r) => r,
+                None => {
+                    let r = match budget.remaining(&ctx.principal.org_id, &ctx.principal.user_id).await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "budget store unavailable; the run is allowed");
+                            f64::INFINITY
+                        }
                     };
-                    let mut f = RecordFields::new(AuditStatus::Notice);
-                    f.reason = Some(format!("budget gate: spent {:.6} USD of {:.6} USD headroom", outcome.cost_usd, headroom));
-                    let _ = ctx.audit(f).await;
-                    break;
+                    remaining = Some(r);
+                    r
                 }
+            };
+            if outcome.cost_usd >= headroom || headroom <= 0.0 {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.text = if outcome.iterations == 0 {
+                    "This turn was not started because the monthly budget is used up. An administrator can raise the cap.".into()
+                } else {
+                    "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
+                };
+                let mut f = RecordFields::new(AuditStatus::Notice);
+                f.reason =
+                    Some(format!("budget gate: spent {:.6} USD of {:.6} USD headroom", outcome.cost_usd, headroom));
+                let _ = ctx.audit(f).await;
+                break;
             }
+        }
         let request = ChatRequest {
             system: system.clone(),
             messages: messages.clone(),
@@ -1313,9 +1395,11 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         if response.usage.cost_usd > 0.0 {
             outcome.cost_usd += response.usage.cost_usd;
             if let Some(budget) = &inner.budget
-                && let Err(e) = budget.record(&ctx.principal.org_id, &ctx.principal.user_id, response.usage.cost_usd).await {
-                    tracing::error!(error = %e, "spend could not be recorded");
-                }
+                && let Err(e) =
+                    budget.record(&ctx.principal.org_id, &ctx.principal.user_id, response.usage.cost_usd).await
+            {
+                tracing::error!(error = %e, "spend could not be recorded");
+            }
         }
         if response.tool_calls.is_empty() || !bind_tools {
             outcome.text = response.content.clone();
@@ -1324,10 +1408,18 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             }
             break;
         }
-        messages.push(ChatMessage::Assistant { content: response.content.clone(), tool_calls: response.tool_calls.clone() });
+        messages.push(ChatMessage::Assistant {
+            content: response.content.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
         for call in response.tool_calls {
             let out = gate_call(ctx.clone(), call.clone()).await;
-            messages.push(ChatMessage::Tool { call_id: call.id.clone(), name: call.name.clone(), content: out.content.to_string(), is_error: out.is_error });
+            messages.push(ChatMessage::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: out.content.to_string(),
+                is_error: out.is_error,
+            });
             if ctx.cancel.is_cancelled() {
                 break;
             }
@@ -1402,7 +1494,10 @@ mod tests {
         for i in 0..30 {
             h.push(ChatMessage::User { content: format!("u{i}") });
             h.push(ChatMessage::Tool { call_id: "c".into(), name: "t".into(), content: "{}".into(), is_error: false });
-            h.push(ChatMessage::Assistant { content: format!("a{i}"), tool_calls: vec![ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() }] });
+            h.push(ChatMessage::Assistant {
+                content: format!("a{i}"),
+                tool_calls: vec![ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() }],
+            });
         }
         let r = replay(&h, 41);
         assert!(r.len() <= 41);

@@ -111,7 +111,13 @@ impl TokenStore {
 
     /// Redeems a token for a call. Any presentation uses the token up, so a refused token
     /// cannot be retried with other arguments.
-    pub fn redeem(&self, token: &ConfirmationToken, session: &str, tool: &str, args_mac: &str) -> Result<(), TokenError> {
+    pub fn redeem(
+        &self,
+        token: &ConfirmationToken,
+        session: &str,
+        tool: &str,
+        args_mac: &str,
+    ) -> Result<(), TokenError> {
         let entry = self.lock().remove(&token.id).ok_or(TokenError::Unknown)?;
         let expected = self.mac(&["token", &token.id, &entry.session, &entry.tool, &entry.args_mac]);
         if !constant_time_eq(expected.as_bytes(), token.mac.as_bytes()) {

@@ -234,9 +234,7 @@ impl<A> ToolEntry<A> {
             spec: &T::SPEC,
             schema: T::input_schema,
             parse: |v| {
-                serde_json::from_value::<T::Args>(v)
-                    .map(|a| Box::new(a) as ErasedArgs)
-                    .map_err(|e| e.to_string())
+                serde_json::from_value::<T::Args>(v).map(|a| Box::new(a) as ErasedArgs).map_err(|e| e.to_string())
             },
             handler: T::handler(),
         }
@@ -274,7 +272,9 @@ pub trait IntoToolResult {
 impl<T: serde::Serialize, E: fmt::Display> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         match self {
-            Ok(v) => serde_json::to_value(v).map_err(|e| ToolError::new(format!("the result could not be serialized: {e}"))),
+            Ok(v) => {
+                serde_json::to_value(v).map_err(|e| ToolError::new(format!("the result could not be serialized: {e}")))
+            }
             Err(e) => Err(ToolError::new(e.to_string())),
         }
     }

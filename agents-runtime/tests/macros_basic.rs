@@ -22,7 +22,11 @@ mod tools {
 
     /// Lists athletes visible to the caller.
     #[tool(permission = perms::athlete::read, risk = low)]
-    pub async fn list_athletes(cx: &ToolContext<'_>, squad: Option<String>, name: &str) -> Result<Vec<String>, AppError> {
+    pub async fn list_athletes(
+        cx: &ToolContext<'_>,
+        squad: Option<String>,
+        name: &str,
+    ) -> Result<Vec<String>, AppError> {
         Ok(vec![format!("{}:{:?}:{name}", cx.principal().user_id, squad)])
     }
 

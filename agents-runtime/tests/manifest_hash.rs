@@ -42,9 +42,22 @@ macro_rules! variant {
 
 variant!(base, Base, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]))],);
 variant!(same, Same, [risk = medium, policy(fs(read = ["/data/*.csv"])), permission = perms::athlete::read],);
-variant!(new_tool, NewTool, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]))], extra);
-variant!(other_permission, OtherPermission, [permission = perms::injury::read, risk = medium, policy(fs(read = ["/data/*.csv"]))],);
-variant!(made_action, MadeAction, [permission = perms::athlete::read, mutating, title = "Read", risk = medium, policy(fs(read = ["/data/*.csv"]))],);
+variant!(
+    new_tool,
+    NewTool,
+    [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]))],
+    extra
+);
+variant!(
+    other_permission,
+    OtherPermission,
+    [permission = perms::injury::read, risk = medium, policy(fs(read = ["/data/*.csv"]))],
+);
+variant!(
+    made_action,
+    MadeAction,
+    [permission = perms::athlete::read, mutating, title = "Read", risk = medium, policy(fs(read = ["/data/*.csv"]))],
+);
 mod made_handoff {
     use super::*;
     /// Reads an athlete's file.
@@ -57,8 +70,20 @@ mod made_handoff {
         tools: [read_file],
     }
 }
-variant!(glob_added, GlobAdded, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv", "/data/*.json"]))],);
-variant!(host_added, HostAdded, [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv"]), net(hosts = ["api.example.com"]))],);
+variant!(
+    glob_added,
+    GlobAdded,
+    [permission = perms::athlete::read, risk = medium, policy(fs(read = ["/data/*.csv", "/data/*.json"]))],
+);
+variant!(
+    host_added,
+    HostAdded,
+    [
+        permission = perms::athlete::read,
+        risk = medium,
+        policy(fs(read = ["/data/*.csv"]), net(hosts = ["api.example.com"]))
+    ],
+);
 variant!(lower_risk, LowerRisk, [permission = perms::athlete::read, risk = low, policy(fs(read = ["/data/*.csv"]))],);
 
 #[test]
