@@ -29,11 +29,19 @@ pub fn downcast_args<T: 'static>(args: crate::tool::ErasedArgs) -> T {
     *args.downcast::<T>().expect("the registry passes the arguments its own parse produced")
 }
 
-/// Builds a JSON schema once.
+/// Builds a tool's input schema once. The top-level `$schema`, `title` and the generated
+/// args-struct `description` are dropped: the tool's own name and description already say
+/// it, and every byte here is sent to the model with every request.
 pub fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
     let generator = settings.into_generator();
-    serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or_default()
+    let mut value = serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("$schema");
+        map.remove("title");
+        map.remove("description");
+    }
+    value
 }
 
 /// Mints the witness for a direct call in this crate's own gate.
