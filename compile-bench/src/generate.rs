@@ -262,6 +262,20 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Value {
         );
     }
     s.push_str("        _ => Err(format!(\"unknown tool `{name}`\")),\n    }\n}\n");
+    // An async fn nobody polls is compiled by the crate that polls it, not this one; the
+    // framework's handlers are boxed futures compiled where the tools are. Boxing the dispatch
+    // future here, as an agent loop holds it, makes this crate compile the same work.
+    s.push_str(
+        r#"
+/// A boxed tool call, as an agent loop holds it.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// [`dispatch`], boxed.
+pub fn dispatch_boxed(name: &str, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+    Box::pin(dispatch(name, args))
+}
+"#,
+    );
     s
 }
 
