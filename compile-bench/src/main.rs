@@ -7,7 +7,7 @@
 //! each crate alone, alternating A/B each round, and prints the medians and ratios.
 //!
 //! ```text
-//! cargo run -p compile-bench --release -- [--rounds N] [--tools N] [--out DIR]
+//! cargo run -p compile-bench --release -- [--rounds N] [--tools N] [--out DIR] [--live]
 //! ```
 //!
 //! See `compile-bench/README.md`.
