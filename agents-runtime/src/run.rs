@@ -101,6 +101,9 @@ pub enum StartError {
     /// The input could not be given to the model.
     #[error("the input could not be serialized: {0}")]
     Input(String),
+    /// The audit log refused the session's first record; nothing may run without it.
+    #[error("the audit log is unavailable; fix the audit sink (see the logs) and try again")]
+    AuditUnavailable,
 }
 
 /// How a run ended.
@@ -607,7 +610,7 @@ impl Runtime {
             }),
             _agent: PhantomData,
         });
-        let snapshot = availability(&ctx).await;
+        let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
         *lock(&ctx.snapshot) = snapshot;
         Ok(DirectSession { ctx })
     }
@@ -988,25 +991,19 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; nothing ran");
                 }
-                if let Some(DirectConfirm::Ask(confirmer)) = &ctx.direct {
-                    let request = ConfirmRequest { call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), risk: spec.risk.as_str().into(), description: description.clone() };
-                    let confirmer = confirmer.clone();
-                    let principal = ctx.principal.clone();
-                    let rt = Runtime { inner: ctx.inner.clone() };
-                    let call_id = call.id.clone();
-                    tokio::spawn(async move {
-                        // Give the registration below a moment to exist before deciding.
-                        tokio::task::yield_now().await;
-                        if let Some(v) = confirmer.confirm(request).await {
-                            for _ in 0..100 {
-                                match rt.decide(&call_id, &principal, v) {
-                                    Err(DecisionError::NotPending(_)) => tokio::task::yield_now().await,
-                                    _ => break,
-                                }
-                            }
-                        }
-                    });
-                }
+                // A direct session asks through its confirmer (e.g. MCP elicitation); the same
+                // registration also accepts `Runtime::decide`, whichever answers first.
+                let asked = match &ctx.direct {
+                    Some(DirectConfirm::Ask(confirmer)) => Some(confirmer.confirm(ConfirmRequest {
+                        call_id: call.id.clone(),
+                        tool: spec.name.into(),
+                        title: spec.title.unwrap_or(spec.name).into(),
+                        args: redacted.clone(),
+                        risk: spec.risk.as_str().into(),
+                        description: description.clone(),
+                    })),
+                    _ => None,
+                };
                 let (tx, rx) = oneshot::channel();
                 lock(&ctx.inner.decisions).insert(
                     call.id.clone(),
@@ -1023,10 +1020,22 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 ctx.emit(Event::ConfirmRequired { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), risk: spec.risk.as_str().into() });
                 ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "waiting_for_confirmation".into() });
                 let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
+                let decision = async move {
+                    let from_confirmer = async move {
+                        match asked {
+                            Some(f) => f.await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        // A confirmer without an answer leaves the decision to `decide` or the timeout.
+                        Some(v) = from_confirmer => Some(v),
+                        r = rx => r.ok(),
+                    }
+                };
                 let verdict = tokio::select! {
-                    v = tokio::time::timeout(wait, rx) => match v {
-                        Ok(Ok(v)) => Some(v),
-                        Ok(Err(_)) => None,
+                    v = tokio::time::timeout(wait, decision) => match v {
+                        Ok(v) => v,
                         Err(_) => {
                             let mut f = base(AuditStatus::Skipped);
                             f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
@@ -1180,9 +1189,9 @@ fn digest_text(digest: &VecDeque<DigestEntry>) -> String {
     )
 }
 
-/// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. A failed audit
-/// write cancels the run (fail closed).
-async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> BTreeSet<&'static str> {
+/// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that
+/// record could not be written: nothing may run (fail closed).
+async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<BTreeSet<&'static str>> {
     let inner = &ctx.inner;
     let role_set: BTreeSet<&'static str> = A::tools()
         .iter()
@@ -1210,16 +1219,13 @@ async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> BTreeSet<&'static st
     };
     let mut started = RecordFields::new(AuditStatus::RunStarted);
     started.result = Some(json!({"available_tools": snapshot.iter().collect::<Vec<_>>()}));
-    if ctx.audit(started).await.is_err() {
-        ctx.cancel.cancel();
-        return BTreeSet::new();
-    }
+    ctx.audit(started).await.ok()?;
     if let Some(n) = notice {
         let mut f = RecordFields::new(AuditStatus::Notice);
         f.reason = Some(n);
         let _ = ctx.audit(f).await;
     }
-    snapshot
+    Some(snapshot)
 }
 
 async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome<A::Output> {
@@ -1235,17 +1241,14 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     let inner = ctx.inner.clone();
     ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "started".into() });
 
-    let snapshot = availability(&ctx).await;
-    if lock(&ctx.snapshot).is_empty() && snapshot.is_empty() && ctx.cancel.is_cancelled() {
+    let Some(snapshot) = availability(&ctx).await else {
         outcome.status = RunStatus::Failed;
-    }
-    *lock(&ctx.snapshot) = snapshot.clone();
-    if outcome.status == RunStatus::Failed {
         outcome.error = Some("the audit log is unavailable; the run did not start".into());
         ctx.emit(Event::Error { run_id: ctx.run_id.clone(), message: outcome.error.clone().unwrap_or_default() });
         ctx.emit(Event::Done { run_id: ctx.run_id.clone(), status: "failed".into() });
         return outcome;
-    }
+    };
+    *lock(&ctx.snapshot) = snapshot.clone();
 
     let (history, digest, pending) = {
         let sessions = lock(&inner.sessions);
