@@ -773,6 +773,38 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         quote!()
     };
 
+    // A non-generic tool's body is compiled once, in its `ReadTool`/`ActionTool` impl, and the
+    // registry handler delegates to it; only a tool generic over the agent builds its body in
+    // the handler, where the agent type is known.
+    let read_handler = if is_generic {
+        quote! {
+            #rt::tool::Handler::Read(|__call, __erased| {
+                let __args: #args_ident = #rt::__private::downcast_args(__erased);
+                #rt::__private::Box::pin(async move { #invoke })
+            })
+        }
+    } else {
+        quote! {
+            #rt::tool::Handler::Read(|__call, __erased| {
+                <#fn_ident as #rt::ReadTool>::run(__call, #rt::__private::downcast_args(__erased))
+            })
+        }
+    };
+    let action_handler = if is_generic {
+        quote! {
+            #rt::tool::Handler::Action(|__call, __erased, __approval| {
+                let __args: #args_ident = #rt::__private::downcast_args(__erased);
+                let _ = __approval;
+                #rt::__private::Box::pin(async move { #invoke })
+            })
+        }
+    } else {
+        quote! {
+            #rt::tool::Handler::Action(|__call, __erased, __approval| {
+                <#fn_ident as #rt::ActionTool>::run_approved(__call, #rt::__private::downcast_args(__erased), __approval)
+            })
+        }
+    };
     let exec_impls = match tier {
         Tier::Read => {
             let read_impl = (!is_generic).then(|| quote! {
@@ -789,10 +821,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 #read_impl
                 impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
                     fn handler() -> #rt::tool::Handler<__A> {
-                        #rt::tool::Handler::Read(|__call, __erased| {
-                            let __args: #args_ident = #rt::__private::downcast_args(__erased);
-                            #rt::__private::Box::pin(async move { #invoke })
-                        })
+                        #read_handler
                     }
                 }
             }
@@ -814,11 +843,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 #action_impl
                 impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
                     fn handler() -> #rt::tool::Handler<__A> {
-                        #rt::tool::Handler::Action(|__call, __erased, __approval| {
-                            let __args: #args_ident = #rt::__private::downcast_args(__erased);
-                            let _ = __approval;
-                            #rt::__private::Box::pin(async move { #invoke })
-                        })
+                        #action_handler
                     }
                 }
             }
