@@ -215,7 +215,7 @@ where
         let entry = if self.snapshot.contains(name) { A::entry(name) } else { None };
         let entry = entry.expect("available");
         let value = agents_runtime::core::strict::parse_args(text).unwrap();
-        let typed = (entry.parse)(value.clone()).unwrap();
+        let typed = (entry.parse)(&value).unwrap();
         for i in &self.interceptors {
             let d = i
                 .before_call(Interception {

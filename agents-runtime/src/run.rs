@@ -692,6 +692,11 @@ struct RecordFields<'a> {
 }
 
 impl<'a> RecordFields<'a> {
+    fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
     fn new(status: AuditStatus) -> Self {
         RecordFields {
             call_id: None,
@@ -714,6 +719,16 @@ fn now_rfc3339() -> String {
 impl<A: Registry> RunCtx<A> {
     fn emit(&self, e: Event) {
         self.bus.publish(e);
+    }
+
+    fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<Value>) {
+        self.emit(Event::ToolResult {
+            run_id: self.run_id.clone(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            status: status.to_owned(),
+            result,
+        });
     }
 
     async fn audit(&self, f: RecordFields<'_>) -> Result<AuditRecord, AuditError> {
@@ -850,7 +865,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         };
         let mut redacted = ctx.redact_args(schema, &args);
         ctx.emit(Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
-        let mut typed = match (entry.parse)(args.clone()) {
+        let mut typed = match (entry.parse)(&args) {
             Ok(t) => t,
             Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("invalid arguments for `{}`: {e}", spec.name)).await,
         };
@@ -870,7 +885,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if let Err(e) = agents_core::strict::check_value(&new_args) {
                         return ctx.deny(&call, Some(spec), Some(redacted), format!("an interceptor produced invalid arguments: {e}")).await;
                     }
-                    typed = match (entry.parse)(new_args.clone()) {
+                    typed = match (entry.parse)(&new_args) {
                         Ok(t) => t,
                         Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("an interceptor produced invalid arguments: {e}")).await,
                     };
@@ -896,7 +911,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "substituted".into(), result: Some(redact(&result, None, &ctx.inner.redaction)) });
+                    ctx.emit_result(&call.id, spec.name, "substituted", Some(redact(&result, None, &ctx.inner.redaction)));
                     return CallOutcome::ok(result);
                 }
             }
@@ -955,13 +970,19 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 finish_call(&ctx, &call, spec, base, result).await
             }
             Handler::Action(run) => {
+                let confirm_required = || Event::ConfirmRequired {
+                    run_id: ctx.run_id.clone(),
+                    call_id: call.id.clone(),
+                    tool: spec.name.into(),
+                    title: spec.title.unwrap_or(spec.name).into(),
+                    args: redacted.clone(),
+                    risk: spec.risk.as_str().into(),
+                };
                 let description = format!("{}: `{}` with {}", spec.title.unwrap_or(spec.name), spec.name, agents_core::canonical::to_string(&redacted));
                 if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
                     if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
-                            let mut f = base(AuditStatus::Denied);
-                            f.reason = Some(format!("confirmation token refused: {e}"));
-                            let _ = ctx.audit(f).await;
+                            let _ = ctx.audit(base(AuditStatus::Denied).reason(format!("confirmation token refused: {e}"))).await;
                             ctx.emit(Event::ToolDenied { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
                             return CallOutcome::err(format!(
                                 "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
@@ -972,7 +993,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    ctx.emit(Event::ConfirmRequired { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), risk: spec.risk.as_str().into() });
+                    ctx.emit(confirm_required());
                     if let Some(s) = lock(&ctx.inner.sessions).get_mut(&ctx.session_id) {
                         s.pending = Some(PendingProposal { call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), args_hash: args_hash.clone(), tier: spec.tier });
                     }
@@ -1017,7 +1038,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     }
                 }
                 let _dereg = Deregister(&ctx.inner.decisions, &call.id);
-                ctx.emit(Event::ConfirmRequired { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), risk: spec.risk.as_str().into() });
+                ctx.emit(confirm_required());
                 ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "waiting_for_confirmation".into() });
                 let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
                 let decision = async move {
@@ -1040,7 +1061,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                             let mut f = base(AuditStatus::Skipped);
                             f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
                             let _ = ctx.audit(f).await;
-                            ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "skipped".into(), result: None });
+                            ctx.emit_result(&call.id, spec.name, "skipped", None);
                             ctx.cancel.cancel();
                             return CallOutcome::err("The user did not confirm in time. The action did not run.");
                         }
@@ -1049,17 +1070,13 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 };
                 match verdict {
                     None => {
-                        let mut f = base(AuditStatus::Skipped);
-                        f.reason = Some("the run was stopped before this action ran".into());
-                        let _ = ctx.audit(f).await;
-                        ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "skipped".into(), result: None });
+                        let _ = ctx.audit(base(AuditStatus::Skipped).reason("the run was stopped before this action ran")).await;
+                        ctx.emit_result(&call.id, spec.name, "skipped", None);
                         CallOutcome::err("The run was cancelled before this action ran.")
                     }
                     Some(Verdict::Reject) => {
-                        let mut f = base(AuditStatus::Rejected);
-                        f.reason = Some("the user declined".into());
-                        let _ = ctx.audit(f).await;
-                        ctx.emit(Event::ToolResult { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), status: "rejected".into(), result: None });
+                        let _ = ctx.audit(base(AuditStatus::Rejected).reason("the user declined")).await;
+                        ctx.emit_result(&call.id, spec.name, "rejected", None);
                         CallOutcome::err(REJECTED_MESSAGE)
                     }
                     Some(Verdict::Approve) => {
@@ -1071,9 +1088,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                             return CallOutcome::err("the audit log is unavailable; nothing ran");
                         }
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
-                            let mut f = base(AuditStatus::Denied);
-                            f.reason = Some(format!("confirmation token refused: {e}"));
-                            let _ = ctx.audit(f).await;
+                            let _ = ctx.audit(base(AuditStatus::Denied).reason(format!("confirmation token refused: {e}"))).await;
                             return CallOutcome::err(format!("{e}; nothing ran"));
                         }
                         execute_approved(&ctx, &call, spec, base, run, typed).await
@@ -1100,9 +1115,12 @@ async fn execute_approved<'b, A: Registry>(
 ) -> CallOutcome {
     // Defence in depth: the permission is checked again after the wait.
     if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
-        let mut f = base(AuditStatus::Failed);
-        f.reason = Some(format!("permission `{}` is no longer held by role `{}`", spec.permission, ctx.principal.role));
-        let _ = ctx.audit(f).await;
+        let _ =
+            ctx.audit(base(AuditStatus::Failed).reason(format!(
+                "permission `{}` is no longer held by role `{}`",
+                spec.permission, ctx.principal.role
+            )))
+            .await;
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
     }
     let cx = ctx.call_context(spec, &call.id);
@@ -1123,26 +1141,12 @@ async fn finish_call<'b, A: Registry>(
             f.result = Some(ctx.result_for_audit(&value));
             let _ = ctx.audit(f).await;
             ctx.push_digest(spec.name, &value);
-            ctx.emit(Event::ToolResult {
-                run_id: ctx.run_id.clone(),
-                call_id: call.id.clone(),
-                tool: spec.name.into(),
-                status: "executed".into(),
-                result: Some(redact(&value, None, &ctx.inner.redaction)),
-            });
+            ctx.emit_result(&call.id, spec.name, "executed", Some(redact(&value, None, &ctx.inner.redaction)));
             CallOutcome::ok(value)
         }
         Err(e) => {
-            let mut f = base(AuditStatus::Failed);
-            f.reason = Some(e.message.clone());
-            let _ = ctx.audit(f).await;
-            ctx.emit(Event::ToolResult {
-                run_id: ctx.run_id.clone(),
-                call_id: call.id.clone(),
-                tool: spec.name.into(),
-                status: "failed".into(),
-                result: None,
-            });
+            let _ = ctx.audit(base(AuditStatus::Failed).reason(e.message.clone())).await;
+            ctx.emit_result(&call.id, spec.name, "failed", None);
             CallOutcome::err(e.message)
         }
     }

@@ -212,8 +212,8 @@ pub struct ToolEntry<A> {
     pub spec: &'static ToolSpec,
     /// The cached input schema.
     pub schema: fn() -> &'static Value,
-    /// Typed deserialization of already-strictly-parsed arguments.
-    pub parse: fn(Value) -> Result<ErasedArgs, String>,
+    /// Typed deserialization of already-strictly-parsed arguments (borrowed: no copy).
+    pub parse: fn(&Value) -> Result<ErasedArgs, String>,
     /// How to carry it out.
     pub handler: Handler<A>,
 }
@@ -234,7 +234,9 @@ impl<A> ToolEntry<A> {
             spec: &T::SPEC,
             schema: T::input_schema,
             parse: |v| {
-                serde_json::from_value::<T::Args>(v).map(|a| Box::new(a) as ErasedArgs).map_err(|e| e.to_string())
+                <T::Args as serde::Deserialize>::deserialize(v)
+                    .map(|a| Box::new(a) as ErasedArgs)
+                    .map_err(|e| e.to_string())
             },
             handler: T::handler(),
         }
