@@ -248,7 +248,8 @@ async fn a_name_outside_the_role_is_refused_and_audited() {
     assert_eq!(statuses(&records, "no_such_tool"), ["denied"]);
 }
 
-/// Raw frames: malformed JSON, a malformed request, an oversized frame; the server answers
+/// Raw frames: malformed JSON, a malformed request, an oversized frame, a duplicate key in
+/// the arguments (which a parsed object would hide from the gate); the server answers
 /// each with a JSON-RPC error and goes on serving.
 #[tokio::test]
 async fn malformed_and_oversized_frames_get_errors_and_serving_continues() {
@@ -269,6 +270,7 @@ async fn malformed_and_oversized_frames_get_errors_and_serving_continues() {
         "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": ".to_owned(),
         big,
         json!({"jsonrpc": "2.0", "id": 4, "method": 7}).to_string(),
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"lookup_policy","arguments":{"topic":"vpn","topic":"payroll"}}}"#.to_owned(),
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "lookup_policy", "arguments": {"topic": "vpn"}}}).to_string(),
     ];
     for frame in &frames {
@@ -288,6 +290,10 @@ async fn malformed_and_oversized_frames_get_errors_and_serving_continues() {
     let invalid = next().await;
     assert_eq!(invalid["id"], 4, "{invalid}");
     assert_eq!(invalid["error"]["code"], -32600);
+    let duplicate = next().await;
+    assert_eq!(duplicate["id"], 6, "{duplicate}");
+    assert_eq!(duplicate["error"]["code"], -32600);
+    assert!(duplicate["error"]["message"].as_str().unwrap().contains("duplicate"), "{duplicate}");
     let ok = next().await;
     assert_eq!(ok["id"], 5, "{ok}");
     assert_eq!(ok["result"]["content"][0]["text"], "policy on vpn: ask the service desk");

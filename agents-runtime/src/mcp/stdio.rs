@@ -159,6 +159,16 @@ where
                 self.line.clear();
                 continue;
             }
+            // rmcp hands tool arguments over already parsed, where a duplicate key has
+            // silently collapsed; the raw frame is the last place the strict rules can see.
+            if let Some(refusal) = strict_refusal(frame) {
+                self.line = line;
+                self.line.clear();
+                let (id, message) = refusal;
+                tracing::debug!(%message, "frame refused by the strict parse");
+                reply_error(&self.write, id, INVALID_REQUEST, message).await;
+                continue;
+            }
             let parsed = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(frame);
             let failure = match parsed {
                 Ok(message) => {
@@ -192,5 +202,20 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.write.lock().await.shutdown().await
+    }
+}
+
+/// A frame that is JSON but breaks the strict rules the gate applies to arguments (duplicate
+/// keys, numbers beyond 2^53): the request id and the reason. Syntax errors are left to the
+/// ordinary parse, which answers them as parse errors.
+fn strict_refusal(frame: &[u8]) -> Option<(Value, String)> {
+    use agents_core::strict::{StrictError, parse_args};
+    let text = std::str::from_utf8(frame).ok()?;
+    match parse_args(text) {
+        Err(e @ (StrictError::DuplicateKey { .. } | StrictError::NumberBeyondExactRange { .. })) => {
+            let id = serde_json::from_str::<Value>(text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+            Some((id, format!("invalid request: {e}")))
+        }
+        _ => None,
     }
 }
