@@ -859,27 +859,36 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
 
     let errs = errors.into_tokens();
-    let args_ty_doc = format!("The tool `{tool_name}`: a marker type; see [`{args_name_str}`] for its arguments.");
+    // `Debug` masks `#[secret]` fields; without any, the derive says the same for less code.
+    let (derive_debug, args_debug) = if arg_params.iter().any(|p| p.secret) {
+        let impl_ = quote! {
+            impl ::core::fmt::Debug for #args_ident {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(#args_name_str) #(#debug_fields)* .finish()
+                }
+            }
+        };
+        (quote!(), impl_)
+    } else {
+        (quote!(, Debug), quote!())
+    };
+    let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
         #(#doc_attrs)*
         #[doc = ""]
         #[doc = #args_ty_doc]
         #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug)]
         #vis struct #fn_ident {}
 
         #[doc = #args_doc]
-        #[derive(#rt::__private::serde::Deserialize, #rt::__private::schemars::JsonSchema, Clone)]
+        #[derive(#rt::__private::serde::Deserialize, #rt::__private::schemars::JsonSchema, Clone #derive_debug)]
         #[serde(crate = #serde_crate, deny_unknown_fields)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident { #(#field_defs,)* }
 
-        impl ::core::fmt::Debug for #args_ident {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.debug_struct(#args_name_str) #(#debug_fields)* .finish()
-            }
-        }
+        #args_debug
 
         #[doc(hidden)]
         #[macro_export]
