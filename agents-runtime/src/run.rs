@@ -352,7 +352,6 @@ impl RuntimeBuilder {
     }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
-        let ttl = self.limits.map(|l| l.token_ttl_secs).unwrap_or(Limits::DEFAULT.token_ttl_secs);
         Runtime {
             inner: Arc::new(Inner {
                 roles: self.roles,
@@ -364,7 +363,7 @@ impl RuntimeBuilder {
                 budget: self.budget,
                 classifier: self.classifier,
                 confirm_mode: self.confirm_mode,
-                tokens: TokenStore::new(self.key.unwrap_or_else(rand::random), Duration::from_secs(ttl)),
+                tokens: TokenStore::new(self.key.unwrap_or_else(rand::random)),
                 redaction: self.redaction,
                 raw_results: self.raw_results,
                 limits: self.limits,
@@ -719,6 +718,10 @@ fn now_rfc3339() -> String {
 impl<A: Registry> RunCtx<A> {
     fn emit(&self, e: Event) {
         self.bus.publish(e);
+    }
+
+    fn token_ttl(&self) -> Duration {
+        Duration::from_secs(self.limits.token_ttl_secs)
     }
 
     fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<Value>) {
@@ -1081,7 +1084,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     }
                     Some(Verdict::Approve) => {
                         // The token is minted for what the person saw and redeemed for what will run.
-                        let token = ctx.inner.tokens.mint(&ctx.session_id, spec.name, &args_hash);
+                        let token = ctx.inner.tokens.mint(&ctx.session_id, spec.name, &args_hash, ctx.token_ttl());
                         let mut f = base(AuditStatus::Confirmed);
                         f.reason = Some(format!("approved by the user; token {}", token.id()));
                         if ctx.audit(f).await.is_err() {
@@ -1287,7 +1290,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         let s = sessions.entry(ctx.session_id.clone()).or_default();
         match class {
             Classification::Confirm => {
-                let token = inner.tokens.mint(&ctx.session_id, &p.tool, &p.args_hash);
+                let token = inner.tokens.mint(&ctx.session_id, &p.tool, &p.args_hash, ctx.token_ttl());
                 s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
                 s.pending = None;
                 system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));

@@ -65,20 +65,19 @@ struct Entry {
 /// Mints and redeems tokens with a server key.
 pub struct TokenStore {
     key: [u8; 32],
-    ttl: Duration,
     entries: Mutex<HashMap<String, Entry>>,
 }
 
 impl std::fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenStore").field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("TokenStore").finish_non_exhaustive()
     }
 }
 
 impl TokenStore {
-    /// A store with a server key and a token lifetime.
-    pub fn new(key: [u8; 32], ttl: Duration) -> Self {
-        TokenStore { key, ttl, entries: Mutex::new(HashMap::new()) }
+    /// A store with a server key.
+    pub fn new(key: [u8; 32]) -> Self {
+        TokenStore { key, entries: Mutex::new(HashMap::new()) }
     }
 
     fn mac(&self, parts: &[&str]) -> String {
@@ -95,15 +94,15 @@ impl TokenStore {
         self.mac(&["args", &agents_core::canonical::to_string(args)])
     }
 
-    /// Mints a token for one approved call.
-    pub fn mint(&self, session: &str, tool: &str, args_mac: &str) -> ConfirmationToken {
+    /// Mints a token for one approved call, valid for `ttl` (the agent's `token_ttl_secs`).
+    pub fn mint(&self, session: &str, tool: &str, args_mac: &str, ttl: Duration) -> ConfirmationToken {
         let id = hex::encode(rand::random::<[u8; 16]>());
         let mac = self.mac(&["token", &id, session, tool, args_mac]);
         let entry = Entry {
             session: session.to_owned(),
             tool: tool.to_owned(),
             args_mac: args_mac.to_owned(),
-            expires: Instant::now() + self.ttl,
+            expires: Instant::now() + ttl,
         };
         self.lock().insert(id.clone(), entry);
         ConfirmationToken { id, mac }
@@ -160,8 +159,10 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
+    const TTL: Duration = Duration::from_secs(180);
+
     fn store() -> TokenStore {
-        TokenStore::new([7; 32], Duration::from_secs(180))
+        TokenStore::new([7; 32])
     }
 
     #[tokio::test]
@@ -169,17 +170,17 @@ mod tests {
         let s = store();
         let m3 = s.args_mac(&json!({"days": 3}));
         let m5 = s.args_mac(&json!({"days": 5}));
-        let t = s.mint("s1", "submit_leave", &m3);
+        let t = s.mint("s1", "submit_leave", &m3, TTL);
         assert_eq!(s.redeem(&t, "s1", "submit_leave", &m5), Err(TokenError::WrongArguments));
         // used up by the refused presentation
         assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
-        let t = s.mint("s1", "submit_leave", &m3);
+        let t = s.mint("s1", "submit_leave", &m3, TTL);
         assert_eq!(s.redeem(&t, "s2", "submit_leave", &m3), Err(TokenError::WrongSession));
-        let t = s.mint("s1", "submit_leave", &m3);
+        let t = s.mint("s1", "submit_leave", &m3, TTL);
         assert_eq!(s.redeem(&t, "s1", "open_ticket", &m3), Err(TokenError::WrongTool));
-        let t = s.mint("s1", "submit_leave", &m3);
+        let t = s.mint("s1", "submit_leave", &m3, TTL);
         assert_eq!(s.redeem(&TokenStore::tamper(&t), "s1", "submit_leave", &m3), Err(TokenError::Tampered));
-        let t = s.mint("s1", "submit_leave", &m3);
+        let t = s.mint("s1", "submit_leave", &m3, TTL);
         assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Ok(()));
         assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
     }
@@ -194,10 +195,10 @@ mod tests {
     async fn expires() {
         let s = store();
         let m = s.args_mac(&json!({}));
-        let t = s.mint("s", "t", &m);
+        let t = s.mint("s", "t", &m, TTL);
         tokio::time::advance(Duration::from_secs(181)).await;
         assert_eq!(s.redeem(&t, "s", "t", &m), Err(TokenError::Expired));
-        let t = s.mint("s", "t", &m);
+        let t = s.mint("s", "t", &m, TTL);
         tokio::time::advance(Duration::from_secs(179)).await;
         assert_eq!(s.redeem(&t, "s", "t", &m), Ok(()));
     }
@@ -206,7 +207,7 @@ mod tests {
     async fn a_thousand_concurrent_redemptions_succeed_once() {
         let s = Arc::new(store());
         let m = s.args_mac(&json!({"x": 1}));
-        let t = s.mint("s", "t", &m);
+        let t = s.mint("s", "t", &m, TTL);
         let barrier = Arc::new(tokio::sync::Barrier::new(1000));
         let tasks: Vec<_> = (0..1000)
             .map(|_| {

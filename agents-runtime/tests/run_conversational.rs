@@ -30,6 +30,13 @@ agent! {
     tools: [submit_leave],
 }
 
+agent! {
+    /// Helpdesk assistant whose confirmations lapse after thirty seconds.
+    pub struct QuickDesk;
+    tools: [submit_leave],
+    limits: { token_ttl_secs: 30 },
+}
+
 const THREE: &str = r#"{"days": 3}"#;
 const FIVE: &str = r#"{"days": 5}"#;
 
@@ -244,6 +251,29 @@ async fn a_confirmation_token_expires() {
             .await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("c-expiry"), 0);
+    let denied = with_status(&audit, AuditStatus::Denied);
+    assert!(denied[0].reason.as_deref().unwrap().contains("expired"), "{denied:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_token_lives_as_long_as_the_agent_declares() {
+    let (rt, audit, provider) = setup();
+    let session = "c-short-ttl";
+    provider.push(tool_call("submit_leave", THREE));
+    provider.push(reply("I can submit 3 days of leave. Shall I?"));
+    let out = rt.start::<QuickDesk>(me(), session, "three days of leave please".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    provider.push(reply("Noted."));
+    let out = rt.start::<QuickDesk>(me(), session, "yes".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    // Well inside the 180 s default, but past this agent's 30 s.
+    tokio::time::advance(Duration::from_secs(31)).await;
+    provider.push(tool_call("submit_leave", THREE));
+    provider.push(reply("It expired."));
+    let out = rt.start::<QuickDesk>(me(), session, "go on then".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(provider.remaining(), 0);
+    assert_eq!(ran(session), 0);
     let denied = with_status(&audit, AuditStatus::Denied);
     assert!(denied[0].reason.as_deref().unwrap().contains("expired"), "{denied:?}");
 }
