@@ -78,8 +78,14 @@ pub trait Agent: Send + Sync + 'static {
     const MANIFEST: &'static str;
     /// Lowercase hex SHA-256 of exactly the [`Agent::MANIFEST`] bytes.
     const MANIFEST_SHA256: &'static str;
-    /// The specs of every granted tool, sorted by name.
+    /// The specs of every granted tool, sorted by name (byte order).
     fn tools() -> &'static [&'static ToolSpec];
-    /// The spec of a granted tool by name (a generated `match`).
-    fn tool_spec(name: &str) -> Option<&'static ToolSpec>;
+    /// The position of a granted tool in [`Agent::tools`], by binary search on its name.
+    fn tool_index(name: &str) -> Option<usize> {
+        Self::tools().binary_search_by(|spec| spec.name.cmp(name)).ok()
+    }
+    /// The spec of a granted tool by name.
+    fn tool_spec(name: &str) -> Option<&'static ToolSpec> {
+        Self::tool_index(name).map(|i| Self::tools()[i])
+    }
 }

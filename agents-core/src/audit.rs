@@ -124,23 +124,202 @@ pub struct AuditRecord {
 impl AuditRecord {
     /// The hash this record should carry: SHA-256 of its canonical JSON without `hash`.
     pub fn compute_hash(&self) -> String {
-        let mut value = serde_json::to_value(self).expect("an audit record always serializes");
-        if let Value::Object(map) = &mut value {
-            map.remove("hash");
-        }
-        crate::canonical::sha256_hex(crate::canonical::to_string(&value).as_bytes())
+        let parts = self.members();
+        crate::canonical::sha256_hex(parts.hashed(self.seq, &self.prev_hash).as_bytes())
     }
 
     /// Sets `seq`, `prev_hash` and `hash` so the record follows `prev` in a chain.
     pub fn seal(&mut self, seq: u64, prev_hash: &str) {
         self.seq = seq;
-        self.prev_hash = prev_hash.to_owned();
+        prev_hash.clone_into(&mut self.prev_hash);
         self.hash = self.compute_hash();
     }
 
     /// The canonical JSON line (without the newline).
     pub fn to_line(&self) -> String {
-        crate::canonical::to_string(&serde_json::to_value(self).expect("an audit record always serializes"))
+        let parts = self.members();
+        parts.line(&parts.hashed(self.seq, &self.prev_hash), &self.hash)
+    }
+
+    /// Renders every member except the three the chain decides (`hash`, `prev_hash`, `seq`),
+    /// in canonical key order, split where those three go.
+    fn members(&self) -> Members {
+        // Exhaustive on purpose: a new field must be added below, in key order, or this does
+        // not compile, rather than hash something other than the record's canonical JSON.
+        let AuditRecord {
+            seq: _,
+            ts,
+            run_id,
+            session_id,
+            request_id,
+            call_id,
+            user_id,
+            org_id,
+            role,
+            agent,
+            tool,
+            tier,
+            status,
+            reason,
+            title,
+            args,
+            args_hash,
+            result,
+            manifest_sha256,
+            prev_hash: _,
+            hash: _,
+        } = self;
+        let mut w = MemberWriter(String::with_capacity(512));
+        w.string("agent", agent);
+        w.json("args", args.as_ref());
+        w.opt_string("args_hash", args_hash.as_deref());
+        w.opt_string("call_id", call_id.as_deref());
+        let before_hash = w.0.len();
+        w.string("manifest_sha256", manifest_sha256);
+        w.string("org_id", org_id);
+        let before_prev = w.0.len();
+        w.opt_string("reason", reason.as_deref());
+        w.string("request_id", request_id);
+        w.json("result", result.as_ref());
+        w.string("role", role);
+        w.string("run_id", run_id);
+        let before_seq = w.0.len();
+        w.string("session_id", session_id);
+        w.string("status", status.as_str());
+        w.opt_string("tier", tier.map(Tier::as_str));
+        w.opt_string("title", title.as_deref());
+        w.opt_string("tool", tool.as_deref());
+        w.string("ts", ts);
+        w.string("user_id", user_id);
+        Members { text: w.0, cuts: [before_hash, before_prev, before_seq] }
+    }
+}
+
+/// A record's members other than `hash`, `prev_hash` and `seq`, rendered as canonical
+/// `"key":value` pairs joined by commas, with the offsets where the three chain members go.
+/// Every segment is non-empty (each holds at least one member that is always present).
+struct Members {
+    text: String,
+    cuts: [usize; 3],
+}
+
+impl Members {
+    /// The text that is hashed: the record's canonical JSON without `hash`.
+    fn hashed(&self, seq: u64, prev_hash: &str) -> String {
+        let [a, b, c] = self.cuts;
+        let t = &self.text;
+        let mut out = String::with_capacity(t.len() + prev_hash.len() + 48);
+        out.push('{');
+        out.push_str(&t[..a]);
+        out.push_str(&t[a..b]);
+        out.push_str(",\"prev_hash\":");
+        crate::canonical::write_str_to(prev_hash, &mut out);
+        out.push_str(&t[b..c]);
+        out.push_str(",\"seq\":");
+        // Through the canonical number writer: beyond 2^53 a number is written as a double.
+        crate::canonical::write_to(&Value::from(seq), &mut out);
+        out.push_str(&t[c..]);
+        out.push('}');
+        out
+    }
+
+    /// The full line: the hashed text with `hash` spliced in after the members before it.
+    fn line(&self, hashed: &str, hash: &str) -> String {
+        let at = 1 + self.cuts[0];
+        let mut out = String::with_capacity(hashed.len() + hash.len() + 10);
+        out.push_str(&hashed[..at]);
+        out.push_str(",\"hash\":");
+        crate::canonical::write_str_to(hash, &mut out);
+        out.push_str(&hashed[at..]);
+        out
+    }
+}
+
+struct MemberWriter(String);
+
+impl MemberWriter {
+    fn key(&mut self, key: &str) {
+        if !self.0.is_empty() {
+            self.0.push(',');
+        }
+        self.0.push('"');
+        self.0.push_str(key);
+        self.0.push_str("\":");
+    }
+
+    fn string(&mut self, key: &str, value: &str) {
+        self.key(key);
+        crate::canonical::write_str_to(value, &mut self.0);
+    }
+
+    fn opt_string(&mut self, key: &str, value: Option<&str>) {
+        match value {
+            Some(value) => self.string(key, value),
+            None => self.json(key, None),
+        }
+    }
+
+    fn json(&mut self, key: &str, value: Option<&Value>) {
+        self.key(key);
+        match value {
+            Some(value) => crate::canonical::write_to(value, &mut self.0),
+            None => self.0.push_str("null"),
+        }
+    }
+}
+
+/// A record rendered before it is sealed, so that whoever keeps the chain (often a single
+/// writer thread) only splices in `seq` and `prev_hash` and hashes.
+///
+/// The result is byte for byte what [`AuditRecord::seal`] and [`AuditRecord::to_line`] give.
+///
+/// ```
+/// use agents_core::audit::{PreparedRecord, GENESIS_HASH};
+/// # fn record() -> agents_core::audit::AuditRecord {
+/// #     serde_json::from_value(serde_json::json!({
+/// #         "seq": 0, "ts": "2026-01-01T00:00:00Z", "run_id": "r", "session_id": "s",
+/// #         "request_id": "q", "call_id": null, "user_id": "u", "org_id": "o", "role": "x",
+/// #         "agent": "a", "tool": null, "tier": null, "status": "notice", "reason": null,
+/// #         "title": null, "args": null, "args_hash": null, "result": null,
+/// #         "manifest_sha256": "m", "prev_hash": "", "hash": ""})).unwrap()
+/// # }
+/// let (sealed, line) = PreparedRecord::new(record()).seal(1, GENESIS_HASH);
+/// assert_eq!(sealed.hash, sealed.compute_hash());
+/// assert_eq!(line, sealed.to_line());
+/// ```
+pub struct PreparedRecord {
+    record: AuditRecord,
+    members: Members,
+}
+
+impl fmt::Debug for PreparedRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedRecord").field("record", &self.record).finish_non_exhaustive()
+    }
+}
+
+impl PreparedRecord {
+    /// Renders everything but the chain members.
+    pub fn new(record: AuditRecord) -> Self {
+        let members = record.members();
+        PreparedRecord { record, members }
+    }
+
+    /// The record as it was given (not yet sealed).
+    pub fn record(&self) -> &AuditRecord {
+        &self.record
+    }
+
+    /// Seals the record after `prev_hash` as number `seq`; returns it with its line.
+    pub fn seal(self, seq: u64, prev_hash: &str) -> (AuditRecord, String) {
+        let PreparedRecord { mut record, members } = self;
+        let hashed = members.hashed(seq, prev_hash);
+        let hash = crate::canonical::sha256_hex(hashed.as_bytes());
+        let line = members.line(&hashed, &hash);
+        record.seq = seq;
+        prev_hash.clone_into(&mut record.prev_hash);
+        record.hash = hash;
+        (record, line)
     }
 }
 

@@ -26,6 +26,28 @@ pub fn to_string(value: &Value) -> String {
     out
 }
 
+/// Appends the canonical JSON text of a value to `out`.
+///
+/// ```
+/// let mut out = String::from("[");
+/// agents_core::canonical::write_to(&serde_json::json!({"z": 1, "a": null}), &mut out);
+/// assert_eq!(out, "[{\"a\":null,\"z\":1}");
+/// ```
+pub fn write_to(value: &Value, out: &mut String) {
+    write_value(value, out);
+}
+
+/// Appends a string as a canonical JSON string literal (quotes and minimal escapes) to `out`.
+///
+/// ```
+/// let mut out = String::new();
+/// agents_core::canonical::write_str_to("a\"b\n", &mut out);
+/// assert_eq!(out, r#""a\"b\n""#);
+/// ```
+pub fn write_str_to(s: &str, out: &mut String) {
+    write_string(s, out);
+}
+
 /// The canonical JSON bytes of a value.
 pub fn to_vec(value: &Value) -> Vec<u8> {
     to_string(value).into_bytes()
@@ -47,7 +69,18 @@ pub fn format_f64(f: f64) -> Result<String, CanonicalError> {
 /// Lowercase hex SHA-256 of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
+    lower_hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Lowercase hex of bytes, by table (this sits on the audit path, twice per record).
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 fn write_value(value: &Value, out: &mut String) {
@@ -72,7 +105,7 @@ fn write_value(value: &Value, out: &mut String) {
 
 fn write_object(map: &Map<String, Value>, out: &mut String) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    entries.sort_by(|a, b| utf16_order(a.0, b.0));
     out.push('{');
     for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
@@ -83,6 +116,22 @@ fn write_object(map: &Map<String, Value>, out: &mut String) {
         write_value(v, out);
     }
     out.push('}');
+}
+
+/// Orders two keys by their UTF-16 code units, as RFC 8785 requires.
+///
+/// UTF-8 bytes compare in code point order, and UTF-16 differs from code point order only
+/// between a supplementary-plane character (UTF-8 lead byte `F0`..`F4`) and one in
+/// `U+E000..=U+FFFF` (lead byte `EE` or `EF`). So the first differing byte decides unless
+/// both bytes are `EE` or above; only then are the code units compared.
+pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match a.bytes().zip(b.bytes()).position(|(x, y)| x != y) {
+        None => a.len().cmp(&b.len()),
+        Some(i) => {
+            let (x, y) = (a.as_bytes()[i], b.as_bytes()[i]);
+            if x >= 0xEE && y >= 0xEE { a.encode_utf16().cmp(b.encode_utf16()) } else { x.cmp(&y) }
+        }
+    }
 }
 
 const EXACT_INT: u64 = 1 << 53;
@@ -119,7 +168,17 @@ fn write_string(s: &str, out: &mut String) {
     // Copy runs that need no escape in one go; only `"`, `\\` and control characters escape.
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip eight plain bytes at a time.
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            if !has_escape(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let escape = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -129,7 +188,10 @@ fn write_string(s: &str, out: &mut String) {
             b'\r' => "\\r",
             b'\t' => "\\t",
             0x00..=0x1f => "",
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         out.push_str(&s[start..i]);
         if escape.is_empty() {
@@ -137,10 +199,21 @@ fn write_string(s: &str, out: &mut String) {
         } else {
             out.push_str(escape);
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Whether any of the eight bytes is `"`, `\\` or below 0x20 (the classic SWAR tests: a byte
+/// below `n` sets its high bit in `x - n` where it was clear in `x`; `x ^ c` has a zero byte
+/// where `x` has `c`). Exact as to whether such a byte exists.
+fn has_escape(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH;
+    (below(x, 0x20) | below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1)) != 0
 }
 
 #[cfg(test)]
@@ -176,6 +249,68 @@ mod tests {
         // U+1F600 (surrogates D83D..) sorts before U+FF61 in UTF-16 but after it in UTF-8.
         let v = json!({"\u{ff61}": 1, "\u{1f600}": 2, "a": 3});
         assert_eq!(to_string(&v), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff61}\":1}");
+    }
+
+    #[test]
+    fn the_byte_shortcut_orders_keys_exactly_as_utf16_units_do() {
+        let pieces = [
+            "",
+            "a",
+            "z",
+            "é",
+            "\u{7ff}",
+            "\u{800}",
+            "\u{d7ff}",
+            "\u{e000}",
+            "\u{ff61}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{1f600}",
+            "\u{10ffff}",
+        ];
+        let mut keys = Vec::new();
+        for x in pieces {
+            for y in pieces {
+                keys.push(format!("{x}{y}"));
+                keys.push(format!("k{x}{y}"));
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(utf16_order(a, b), a.encode_utf16().cmp(b.encode_utf16()), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_eight_byte_scan_finds_every_byte_that_escapes() {
+        let naive = |w: [u8; 8]| w.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for fill in [b'a', 0x7f, 0x80, 0xff, b' ', b'!', b'#', b'[', b']'] {
+            for b in 0..=255u8 {
+                for at in 0..8 {
+                    let mut w = [fill; 8];
+                    w[at] = b;
+                    assert_eq!(has_escape(u64::from_le_bytes(w)), naive(w), "{w:?}");
+                }
+            }
+        }
+        // Long strings with escapes at every offset round-trip through serde_json.
+        for at in 0..20 {
+            for c in ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '\u{1f600}'] {
+                let mut text: String = "abcdefghijklmnopqrst".chars().take(at).collect();
+                text.push(c);
+                text.push_str("uvwxyz0123456789");
+                let mut out = String::new();
+                write_string(&text, &mut out);
+                assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn hex_is_lowercase_and_complete() {
+        assert_eq!(lower_hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]

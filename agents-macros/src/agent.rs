@@ -369,14 +369,11 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     let mut sorted: Vec<&(&syn::Path, ToolEntry)> = tools.iter().collect();
     sorted.sort_by(|a, b| a.1.name.cmp(&b.1.name));
     let spec_refs = sorted.iter().map(|(p, _)| quote!(&<#p as #rt::Tool>::SPEC));
-    let spec_arms = tools.iter().map(|(p, e)| {
-        let n = &e.name;
-        quote!(#n => ::core::option::Option::Some(&<#p as #rt::Tool>::SPEC))
-    });
-    let entry_arms = tools.iter().map(|(p, e)| {
-        let n = &e.name;
-        quote_spanned!(p.span()=> #n => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>()))
-    });
+    // Positions in the name-sorted `tools()`, which the runtime finds by binary search.
+    let entry_arms = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>())));
     let grants = tools.iter().map(|(p, _)| quote_spanned!(p.span()=> impl #rt::Grants<#p> for #ident {}));
     let ceiling_impls = match &agent.ceiling {
         None => quote!(impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}),
@@ -454,17 +451,11 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
                 fn tools() -> &'static [&'static #rt::ToolSpec] {
                     &[#(#spec_refs),*]
                 }
-                fn tool_spec(name: &str) -> ::core::option::Option<&'static #rt::ToolSpec> {
-                    match name {
-                        #(#spec_arms,)*
-                        _ => ::core::option::Option::None,
-                    }
-                }
             }
 
             impl #rt::Registry for #ident {
-                fn entry(name: &str) -> ::core::option::Option<#rt::ToolEntry<Self>> {
-                    match name {
+                fn entry_at(index: usize) -> ::core::option::Option<#rt::ToolEntry<Self>> {
+                    match index {
                         #(#entry_arms,)*
                         _ => ::core::option::Option::None,
                     }

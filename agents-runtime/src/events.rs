@@ -157,6 +157,11 @@ impl EventBus {
         });
     }
 
+    /// Whether anyone subscribes (a publisher may skip building an event nobody receives).
+    pub fn has_subscribers(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
     /// Live subscribers, for diagnostics (a run whose events nobody receives looks stuck).
     pub fn subscriber_count(&self) -> usize {
         let mut subs = self.lock();

@@ -19,7 +19,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -495,7 +495,7 @@ impl Runtime {
             bus: bus.clone(),
             cancel: cancel.clone(),
             limits,
-            snapshot: Mutex::new(BTreeSet::new()),
+            snapshot: OnceLock::new(),
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
             direct: None,
@@ -538,16 +538,12 @@ pub struct DirectResult {
 impl<A: Registry> DirectSession<A> {
     /// The tools this principal can reach (the availability snapshot), sorted by name.
     pub fn available(&self) -> Vec<&'static ToolSpec> {
-        let snap = lock(&self.ctx.snapshot);
-        A::tools().iter().copied().filter(|t| snap.contains(t.name)).collect()
+        self.ctx.available().collect()
     }
 
     /// The cached input schema of an available tool.
     pub fn input_schema(&self, name: &str) -> Option<&'static Value> {
-        if !lock(&self.ctx.snapshot).contains(name) {
-            return None;
-        }
-        A::entry(name).map(|e| (e.schema)())
+        A::entry_at(self.ctx.available_index(name)?).map(|e| (e.schema)())
     }
 
     /// The session's run id (every audit record of this session carries it).
@@ -600,7 +596,7 @@ impl Runtime {
             bus: Arc::new(EventBus::new()),
             cancel: CancellationToken::new(),
             limits,
-            snapshot: Mutex::new(BTreeSet::new()),
+            snapshot: OnceLock::new(),
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
             direct: Some(match confirmer {
@@ -610,7 +606,7 @@ impl Runtime {
             _agent: PhantomData,
         });
         let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
-        *lock(&ctx.snapshot) = snapshot;
+        let _ = ctx.snapshot.set(snapshot);
         Ok(DirectSession { ctx })
     }
 }
@@ -624,7 +620,9 @@ struct RunCtx<A> {
     bus: Arc<EventBus>,
     cancel: CancellationToken,
     limits: Limits,
-    snapshot: Mutex<BTreeSet<&'static str>>,
+    /// The availability snapshot, by position in `A::tools()`; set once when the run starts
+    /// (empty until then: nothing is available).
+    snapshot: OnceLock<Vec<bool>>,
     awaiting: Mutex<bool>,
     nested: std::sync::atomic::AtomicU64,
     direct: Option<DirectConfirm>,
@@ -716,21 +714,38 @@ fn now_rfc3339() -> String {
 }
 
 impl<A: Registry> RunCtx<A> {
-    fn emit(&self, e: Event) {
-        self.bus.publish(e);
+    /// Publishes an event; it is built only when someone subscribes (events are a view, the
+    /// audit log is the record).
+    fn emit(&self, e: impl FnOnce() -> Event) {
+        if self.bus.has_subscribers() {
+            self.bus.publish(e());
+        }
+    }
+
+    /// The position of `name` in `A::tools()` when it is in this run's availability snapshot.
+    fn available_index(&self, name: &str) -> Option<usize> {
+        let i = A::tool_index(name)?;
+        self.snapshot.get()?.get(i).copied().unwrap_or(false).then_some(i)
+    }
+
+    /// The available tools, sorted by name.
+    fn available(&self) -> impl Iterator<Item = &'static ToolSpec> + '_ {
+        let on = self.snapshot.get().map(Vec::as_slice).unwrap_or_default();
+        A::tools().iter().copied().zip(on).filter(|(_, on)| **on).map(|(t, _)| t)
     }
 
     fn token_ttl(&self) -> Duration {
         Duration::from_secs(self.limits.token_ttl_secs)
     }
 
-    fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<Value>) {
-        self.emit(Event::ToolResult {
+    /// Emits a `tool_result` event with the result redacted.
+    fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<&Value>) {
+        self.emit(|| Event::ToolResult {
             run_id: self.run_id.clone(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             status: status.to_owned(),
-            result,
+            result: result.map(|v| redact(v, None, &self.inner.redaction)),
         });
     }
 
@@ -780,7 +795,7 @@ impl<A: Registry> RunCtx<A> {
         f.reason = Some(reason.clone());
         f.args = args;
         let _ = self.audit(f).await;
-        self.emit(Event::ToolDenied {
+        self.emit(|| Event::ToolDenied {
             run_id: self.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -848,15 +863,14 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
     let span = tracing::info_span!("agent.tool_call", run_id = %ctx.run_id, tool = %call.name, call_id = %call.id);
     Box::pin(async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
-        let available = lock(&ctx.snapshot).contains(call.name.as_str());
-        let entry = if available { A::entry(&call.name) } else { None };
+        let entry = ctx.available_index(&call.name).and_then(A::entry_at);
         let Some(entry) = entry else {
             let reason = if A::tool_spec(&call.name).is_some() {
                 format!("unknown tool `{}`: it is not available to you in this session", call.name)
             } else {
                 format!("unknown tool `{}`", call.name)
             };
-            ctx.emit(Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: None });
+            ctx.emit(|| Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: None });
             return ctx.deny(&call, None, None, reason).await;
         };
         let spec = entry.spec;
@@ -867,7 +881,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             Err(e) => return ctx.deny(&call, Some(spec), None, format!("invalid arguments for `{}`: {e}", spec.name)).await,
         };
         let mut redacted = ctx.redact_args(schema, &args);
-        ctx.emit(Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
+        ctx.emit(|| Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
         let mut typed = match (entry.parse)(&args) {
             Ok(t) => t,
             Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("invalid arguments for `{}`: {e}", spec.name)).await,
@@ -914,7 +928,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    ctx.emit_result(&call.id, spec.name, "substituted", Some(redact(&result, None, &ctx.inner.redaction)));
+                    ctx.emit_result(&call.id, spec.name, "substituted", Some(&result));
                     return CallOutcome::ok(result);
                 }
             }
@@ -958,7 +972,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 if ctx.audit(base(AuditStatus::HandedOff)).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; the request was not handed off");
                 }
-                ctx.emit(Event::Handoff { run_id: ctx.run_id.clone(), record });
+                ctx.emit(|| Event::Handoff { run_id: ctx.run_id.clone(), record });
                 CallOutcome::ok(json!({
                     "status": "handed_off",
                     "message": format!("`{}` is done by a person, not by this assistant. The request was passed to a human queue; nothing ran.", spec.name)
@@ -986,7 +1000,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
                             let _ = ctx.audit(base(AuditStatus::Denied).reason(format!("confirmation token refused: {e}"))).await;
-                            ctx.emit(Event::ToolDenied { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
+                            ctx.emit(|| Event::ToolDenied { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
                             return CallOutcome::err(format!(
                                 "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                             ));
@@ -996,7 +1010,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    ctx.emit(confirm_required());
+                    ctx.emit(confirm_required);
                     if let Some(s) = lock(&ctx.inner.sessions).get_mut(&ctx.session_id) {
                         s.pending = Some(PendingProposal { call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), args_hash: args_hash.clone(), tier: spec.tier });
                     }
@@ -1041,8 +1055,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     }
                 }
                 let _dereg = Deregister(&ctx.inner.decisions, &call.id);
-                ctx.emit(confirm_required());
-                ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "waiting_for_confirmation".into() });
+                ctx.emit(confirm_required);
+                ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "waiting_for_confirmation".into() });
                 let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
                 let decision = async move {
                     let from_confirmer = async move {
@@ -1144,7 +1158,7 @@ async fn finish_call<'b, A: Registry>(
             f.result = Some(ctx.result_for_audit(&value));
             let _ = ctx.audit(f).await;
             ctx.push_digest(spec.name, &value);
-            ctx.emit_result(&call.id, spec.name, "executed", Some(redact(&value, None, &ctx.inner.redaction)));
+            ctx.emit_result(&call.id, spec.name, "executed", Some(&value));
             CallOutcome::ok(value)
         }
         Err(e) => {
@@ -1198,18 +1212,15 @@ fn digest_text(digest: &VecDeque<DigestEntry>) -> String {
 
 /// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that
 /// record could not be written: nothing may run (fail closed).
-async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<BTreeSet<&'static str>> {
+async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Vec<bool>> {
     let inner = &ctx.inner;
-    let role_set: BTreeSet<&'static str> = A::tools()
-        .iter()
-        .filter(|t| inner.roles.has_permission(&ctx.principal.role, t.permission))
-        .map(|t| t.name)
-        .collect();
+    let role_set: Vec<bool> =
+        A::tools().iter().map(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).collect();
     let mut notice = None;
     let snapshot = match &inner.disabled {
         None => role_set,
         Some(d) => match d.disabled().await {
-            Ok(off) => role_set.into_iter().filter(|t| !off.contains(*t)).collect(),
+            Ok(off) => A::tools().iter().zip(role_set).map(|(t, held)| held && !off.contains(t.name)).collect(),
             Err(e) => match inner.disabled_fallback {
                 DisabledFallback::RoleOnly => {
                     tracing::warn!(error = %e, "disable list unreadable; using the role-only tool set");
@@ -1219,13 +1230,14 @@ async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<BTreeSet<&'st
                 DisabledFallback::FailClosed => {
                     tracing::warn!(error = %e, "disable list unreadable; offering no tools");
                     notice = Some(format!("disable list unreadable ({e}); offering no tools (fail closed)"));
-                    BTreeSet::new()
+                    vec![false; A::tools().len()]
                 }
             },
         },
     };
     let mut started = RecordFields::new(AuditStatus::RunStarted);
-    started.result = Some(json!({"available_tools": snapshot.iter().collect::<Vec<_>>()}));
+    let names: Vec<&str> = A::tools().iter().zip(&snapshot).filter(|(_, on)| **on).map(|(t, _)| t.name).collect();
+    started.result = Some(json!({"available_tools": names}));
     ctx.audit(started).await.ok()?;
     if let Some(n) = notice {
         let mut f = RecordFields::new(AuditStatus::Notice);
@@ -1246,16 +1258,16 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         iterations: 0,
     };
     let inner = ctx.inner.clone();
-    ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "started".into() });
+    ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "started".into() });
 
     let Some(snapshot) = availability(&ctx).await else {
         outcome.status = RunStatus::Failed;
         outcome.error = Some("the audit log is unavailable; the run did not start".into());
-        ctx.emit(Event::Error { run_id: ctx.run_id.clone(), message: outcome.error.clone().unwrap_or_default() });
-        ctx.emit(Event::Done { run_id: ctx.run_id.clone(), status: "failed".into() });
+        ctx.emit(|| Event::Error { run_id: ctx.run_id.clone(), message: outcome.error.clone().unwrap_or_default() });
+        ctx.emit(|| Event::Done { run_id: ctx.run_id.clone(), status: "failed".into() });
         return outcome;
     };
-    *lock(&ctx.snapshot) = snapshot.clone();
+    let _ = ctx.snapshot.set(snapshot);
 
     let (history, digest, pending) = {
         let sessions = lock(&inner.sessions);
@@ -1310,9 +1322,8 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         }
     }
 
-    let definitions: Vec<ToolDefinition> = A::tools()
-        .iter()
-        .filter(|t| snapshot.contains(t.name))
+    let definitions: Vec<ToolDefinition> = ctx
+        .available()
         .filter_map(|t| {
             A::entry(t.name).map(|e| ToolDefinition {
                 name: t.name.to_owned(),
@@ -1376,7 +1387,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             tools: if bind_tools { definitions.clone() } else { Vec::new() },
             response_schema: response_schema.clone(),
         };
-        ctx.emit(Event::Status { run_id: ctx.run_id.clone(), status: "thinking".into() });
+        ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "thinking".into() });
         let bus = ctx.bus.clone();
         let run_id = ctx.run_id.clone();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
@@ -1454,10 +1465,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         }
     }
     if !outcome.text.is_empty() {
-        ctx.emit(Event::Message { run_id: ctx.run_id.clone(), text: outcome.text.clone() });
+        ctx.emit(|| Event::Message { run_id: ctx.run_id.clone(), text: outcome.text.clone() });
     }
     if let Some(e) = &outcome.error {
-        ctx.emit(Event::Error { run_id: ctx.run_id.clone(), message: e.clone() });
+        ctx.emit(|| Event::Error { run_id: ctx.run_id.clone(), message: e.clone() });
     }
     {
         let mut sessions = lock(&inner.sessions);
@@ -1476,7 +1487,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     f.reason = Some(outcome.status.as_str().to_owned());
     f.result = Some(json!({"cost_usd": outcome.cost_usd, "iterations": outcome.iterations}));
     let _ = ctx.audit(f).await;
-    ctx.emit(Event::Done { run_id: ctx.run_id.clone(), status: outcome.status.as_str().into() });
+    ctx.emit(|| Event::Done { run_id: ctx.run_id.clone(), status: outcome.status.as_str().into() });
     outcome
 }
 

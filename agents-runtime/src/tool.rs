@@ -230,23 +230,25 @@ impl<A> ToolEntry<A> {
     where
         A: crate::core::Grants<T>,
     {
-        ToolEntry {
-            spec: &T::SPEC,
-            schema: T::input_schema,
-            parse: |v| {
-                <T::Args as serde::Deserialize>::deserialize(v)
-                    .map(|a| Box::new(a) as ErasedArgs)
-                    .map_err(|e| e.to_string())
-            },
-            handler: T::handler(),
-        }
+        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse: parse_erased::<T>, handler: T::handler() }
     }
 }
 
-/// The registry `agent!` generates: a `match` on the tool name.
+/// Typed deserialization of one tool's arguments; generic over the tool only, so every agent
+/// that grants it shares one copy.
+fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
+    <T::Args as serde::Deserialize>::deserialize(v).map(|a| Box::new(a) as ErasedArgs).map_err(|e| e.to_string())
+}
+
+/// The registry `agent!` generates: a `match` on the tool's position in
+/// [`Agent::tools`](crate::core::Agent::tools).
 pub trait Registry: crate::core::Agent + Sized {
-    /// The entry of a granted tool.
-    fn entry(name: &str) -> Option<ToolEntry<Self>>;
+    /// The entry of the tool at `index` in `tools()`.
+    fn entry_at(index: usize) -> Option<ToolEntry<Self>>;
+    /// The entry of a granted tool, by name.
+    fn entry(name: &str) -> Option<ToolEntry<Self>> {
+        Self::tool_index(name).and_then(Self::entry_at)
+    }
 }
 
 /// Link-time registration of every tool in a binary.

@@ -359,7 +359,7 @@ members = ["{AGENTS}", "{BASELINE}"]
 [workspace.dependencies]
 agents-runtime = {{ path = {runtime:?}, default-features = false }}
 serde = {{ version = "1", features = ["derive"] }}
-serde_json = {{ version = "1", features = ["preserve_order"] }}
+serde_json = "1"
 schemars = {{ version = "1", features = ["derive"] }}
 
 # As in the project: dependencies without debug info.

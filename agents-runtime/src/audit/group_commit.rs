@@ -13,8 +13,8 @@
 //! for the rest, at most a quarter of the previous commit's duration (and at most 2 ms), and
 //! stops waiting as soon as they are all there. A single producer never waits.
 
-use super::prepared::Prepared;
 use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
+use agents_core::audit::PreparedRecord as Prepared;
 use futures::future::BoxFuture;
 use std::io;
 use std::sync::{Arc, OnceLock, mpsc};

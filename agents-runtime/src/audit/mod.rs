@@ -19,11 +19,10 @@
 mod group_commit;
 mod jsonl;
 mod memory;
-mod prepared;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use agents_core::audit::{AuditRecord, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
+pub use agents_core::audit::{AuditRecord, AuditStatus, ChainError, ChainSummary, GENESIS_HASH, PreparedRecord};
 use futures::future::BoxFuture;
 pub use group_commit::{DurableStore, GroupCommitSink, MAX_BATCH};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};

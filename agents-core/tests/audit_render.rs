@@ -1,0 +1,167 @@
+//! The record's hand-ordered renderer (`compute_hash`, `to_line`, `PreparedRecord`) against
+//! the generic route: serialize the record to a value and write its canonical JSON.
+
+use agents_core::Tier;
+use agents_core::audit::{AuditRecord, AuditStatus, GENESIS_HASH, PreparedRecord};
+use agents_core::canonical;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// The generic canonical line of a record.
+fn generic_line(r: &AuditRecord) -> String {
+    canonical::to_string(&serde_json::to_value(r).unwrap())
+}
+
+/// The generic hash: canonical JSON of the record without `hash`.
+fn generic_hash(r: &AuditRecord) -> String {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("hash");
+    canonical::sha256_hex(canonical::to_string(&v).as_bytes())
+}
+
+fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
+    AuditRecord {
+        seq: 0,
+        ts: "2026-01-01T00:00:00Z".to_owned(),
+        run_id: "r".to_owned(),
+        session_id: "s".to_owned(),
+        request_id: "q".to_owned(),
+        call_id: None,
+        user_id: "u".to_owned(),
+        org_id: "o".to_owned(),
+        role: "ärztin".to_owned(),
+        agent: "a".to_owned(),
+        tool: Some("t".to_owned()),
+        tier: None,
+        status: AuditStatus::Proposed,
+        reason: Some("line\nbreak \"quoted\" \u{1}".to_owned()),
+        title: None,
+        args,
+        args_hash: None,
+        result,
+        manifest_sha256: "m".to_owned(),
+        prev_hash: "stale".to_owned(),
+        hash: "stale".to_owned(),
+    }
+}
+
+fn check(r: AuditRecord, seq: u64, prev: &str) -> AuditRecord {
+    let (prepared, line) = PreparedRecord::new(r.clone()).seal(seq, prev);
+    let mut sealed = r;
+    sealed.seal(seq, prev);
+    assert_eq!(prepared, sealed);
+    assert_eq!(sealed.seq, seq);
+    assert_eq!(sealed.prev_hash, prev);
+    assert_eq!(sealed.hash, generic_hash(&sealed));
+    assert_eq!(sealed.compute_hash(), sealed.hash);
+    assert_eq!(line, generic_line(&sealed));
+    assert_eq!(sealed.to_line(), line);
+    sealed
+}
+
+#[test]
+fn the_renderer_writes_what_the_generic_route_writes() {
+    let mut every_field = record(None, Some(json!({"ok": true})));
+    every_field.call_id = Some("c-1".to_owned());
+    every_field.tier = Some(Tier::Handoff);
+    every_field.title = Some("Überweisen".to_owned());
+    every_field.args_hash = Some("ab".repeat(32));
+    every_field.status = AuditStatus::HandedOff;
+    let cases = [
+        every_field,
+        // Members named like the chain's own must not confuse the splice.
+        record(Some(json!({"hash": 1, "seq": "x", "prev_hash": null})), None),
+        record(
+            Some(json!({"\u{ff61}": 1, "\u{1f600}": [1e21, 1.5e-7, -0.0, 9007199254740993_u64]})),
+            Some(json!({"seq": 2})),
+        ),
+        record(Some(json!({})), Some(json!([]))),
+        record(Some(Value::Null), None),
+    ];
+    let mut prev = GENESIS_HASH.to_owned();
+    for (i, r) in cases.into_iter().enumerate() {
+        let seq = [1, 2, 3, 4, u64::MAX][i];
+        prev = check(r, seq, &prev).hash;
+    }
+}
+
+#[test]
+fn a_changed_member_changes_the_hash() {
+    let base = check(record(Some(json!({"days": 3})), None), 1, GENESIS_HASH);
+    let mut other = base.clone();
+    other.args = Some(json!({"days": 5}));
+    assert_ne!(check(other, 1, GENESIS_HASH).hash, base.hash);
+    let mut other = base.clone();
+    other.user_id = "v".to_owned();
+    assert_ne!(check(other, 1, GENESIS_HASH).hash, base.hash);
+    assert_ne!(check(base.clone(), 2, GENESIS_HASH).hash, base.hash);
+    assert_ne!(check(base.clone(), 1, &"1".repeat(64)).hash, base.hash);
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-(1i64 << 53)..=(1i64 << 53)).prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<String>().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((any::<String>(), inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+fn status() -> impl Strategy<Value = AuditStatus> {
+    prop_oneof![
+        Just(AuditStatus::Proposed),
+        Just(AuditStatus::Executed),
+        Just(AuditStatus::Denied),
+        Just(AuditStatus::HandedOff),
+        Just(AuditStatus::Notice),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn any_record_renders_like_the_generic_route(
+        strings in prop::collection::vec(any::<String>(), 9),
+        optional in prop::collection::vec(prop::option::of(any::<String>()), 5),
+        args in prop::option::of(json_value()),
+        result in prop::option::of(json_value()),
+        tier in prop::option::of(prop_oneof![Just(Tier::Read), Just(Tier::Action), Just(Tier::Handoff)]),
+        status in status(),
+        seq in any::<u64>(),
+        prev in any::<String>(),
+    ) {
+        let r = AuditRecord {
+            seq: 0,
+            ts: strings[0].clone(),
+            run_id: strings[1].clone(),
+            session_id: strings[2].clone(),
+            request_id: strings[3].clone(),
+            call_id: optional[0].clone(),
+            user_id: strings[4].clone(),
+            org_id: strings[5].clone(),
+            role: strings[6].clone(),
+            agent: strings[7].clone(),
+            tool: optional[1].clone(),
+            tier,
+            status,
+            reason: optional[2].clone(),
+            title: optional[3].clone(),
+            args,
+            args_hash: optional[4].clone(),
+            result,
+            manifest_sha256: strings[8].clone(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        };
+        check(r, seq, &prev);
+    }
+}
