@@ -108,8 +108,9 @@ pub struct AuditRecord {
     pub title: Option<String>,
     /// Redacted arguments.
     pub args: Option<Value>,
-    /// HMAC-SHA-256 (server key) of the canonical real arguments: joins a proposal, its
-    /// approval and its execution without storing the values.
+    /// HMAC-SHA-256 (server key) of the canonical real arguments of an action call: joins a
+    /// proposal, its approval and its execution without storing the values (`None` for
+    /// read and handoff calls, whose records join by `call_id`).
     pub args_hash: Option<String>,
     /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
     pub result: Option<Value>,

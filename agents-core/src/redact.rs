@@ -69,6 +69,47 @@ pub fn redact(value: &Value, schema: Option<&Value>, keys: &RedactionKeys) -> Va
     walk(value, schema, root, keys, 0)
 }
 
+/// [`redact`] for a schema that lives for the whole program, such as a tool's cached input
+/// schema: whether the schema marks anything secret is worked out once per schema and
+/// remembered, and a schema that marks nothing is not consulted again (the key list still
+/// applies). The result is always the same as [`redact`]'s.
+///
+/// ```
+/// use agents_core::redact::{redact, redact_static, RedactionKeys};
+/// use serde_json::{json, Value};
+/// use std::sync::LazyLock;
+/// static PLAIN: LazyLock<Value> = LazyLock::new(|| json!({"type": "object"}));
+/// let v = json!({"name": "ann", "token": "t"});
+/// let keys = RedactionKeys::default();
+/// assert_eq!(redact_static(&v, &PLAIN, &keys), redact(&v, Some(&PLAIN), &keys));
+/// ```
+pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
+    if marks_secrets(schema) { redact(value, Some(schema), keys) } else { walk(value, None, None, keys, 0) }
+}
+
+/// Whether the schema marks any node secret, remembered per schema address.
+fn marks_secrets(schema: &'static Value) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{PoisonError, RwLock};
+    static MEMO: RwLock<Option<HashMap<usize, bool>>> = RwLock::new(None);
+    let address = std::ptr::from_ref(schema) as usize;
+    if let Some(known) = MEMO.read().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|m| m.get(&address)) {
+        return *known;
+    }
+    let marks = mentions(schema, SECRET_SCHEMA_KEY);
+    MEMO.write().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(HashMap::new).insert(address, marks);
+    marks
+}
+
+/// Whether `key` is a key anywhere in the value.
+fn mentions(value: &Value, key: &str) -> bool {
+    match value {
+        Value::Object(map) => map.contains_key(key) || map.values().any(|v| mentions(v, key)),
+        Value::Array(items) => items.iter().any(|v| mentions(v, key)),
+        _ => false,
+    }
+}
+
 const MAX_REF_DEPTH: usize = 64;
 
 fn resolve<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, depth: usize) -> Option<&'a Value> {

@@ -2,7 +2,7 @@
 //! type's schema and by a case-insensitive key list, and idempotent.
 
 use agents_core::Secret;
-use agents_core::redact::{MASK, RedactionKeys, redact};
+use agents_core::redact::{MASK, RedactionKeys, redact, redact_static};
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -74,6 +74,36 @@ fn secret_fields_are_masked_wherever_the_schema_puts_them() {
     assert_eq!(value["credentials"][0]["key"], "k-1");
     let real: Connect = serde_json::from_value(value).unwrap();
     assert_eq!(real.pin.expose(), &1234);
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Plain {
+    host: String,
+    notes: Vec<String>,
+    nested: Option<Address2>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Address2 {
+    city: String,
+}
+
+#[test]
+fn the_remembered_schema_check_redacts_exactly_as_the_schema_walk() {
+    // Leaked once: schemas of tools live for the whole program.
+    let secretive: &'static Value = Box::leak(Box::new(schema_of::<Connect>()));
+    let plain: &'static Value = Box::leak(Box::new(schema_of::<Plain>()));
+    let keys = RedactionKeys::default();
+    let connect = serde_json::to_value(connect()).unwrap();
+    let with_keys = json!({"host": "h", "notes": ["a"], "nested": {"city": "c", "token": "t"}, "password": "p"});
+    for _ in 0..2 {
+        // The second round answers from what the first remembered.
+        assert_eq!(redact_static(&connect, secretive, &keys), redact(&connect, Some(secretive), &keys));
+        assert_eq!(redact_static(&connect, secretive, &keys)["pin"], MASK);
+        assert_eq!(redact_static(&with_keys, plain, &keys), redact(&with_keys, Some(plain), &keys));
+        assert_eq!(redact_static(&with_keys, plain, &keys)["nested"]["token"], MASK);
+        assert_eq!(redact_static(&with_keys, plain, &keys)["password"], MASK);
+    }
 }
 
 #[test]

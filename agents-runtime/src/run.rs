@@ -665,14 +665,16 @@ pub trait Confirmer: Send + Sync {
 struct CallOutcome {
     content: Value,
     is_error: bool,
+    /// The tool ran and this is its result (not a refusal, substitute or handoff notice).
+    executed: bool,
 }
 
 impl CallOutcome {
     fn ok(v: Value) -> Self {
-        CallOutcome { content: v, is_error: false }
+        CallOutcome { content: v, is_error: false, executed: false }
     }
     fn err(msg: impl Into<String>) -> Self {
-        CallOutcome { content: json!({"error": msg.into()}), is_error: true }
+        CallOutcome { content: json!({"error": msg.into()}), is_error: true, executed: false }
     }
 }
 
@@ -804,8 +806,8 @@ impl<A: Registry> RunCtx<A> {
         CallOutcome::err(reason)
     }
 
-    fn redact_args(&self, spec_schema: &Value, args: &Value) -> Value {
-        redact(args, Some(spec_schema), &self.inner.redaction)
+    fn redact_args(&self, spec_schema: &'static Value, args: &Value) -> Value {
+        agents_core::redact::redact_static(args, spec_schema, &self.inner.redaction)
     }
 
     fn result_for_audit(&self, schema_free: &Value) -> Value {
@@ -817,7 +819,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     fn push_digest(&self, tool: &str, result: &Value) {
-        let text: String = result.to_string().chars().take(DIGEST_ENTRY_CHARS).collect();
+        let text = json_prefix(result, DIGEST_ENTRY_CHARS);
         let mut sessions = lock(&self.inner.sessions);
         if let Some(s) = sessions.get_mut(&self.session_id) {
             s.digest.push_back(DigestEntry { tool: tool.to_owned(), result: text });
@@ -933,7 +935,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 }
             }
         }
-        let args_hash = ctx.inner.tokens.args_mac(&args);
+        // Binds a person's approval to the exact arguments: action calls only.
+        let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
@@ -953,7 +956,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             f.tier = Some(spec.tier);
             f.title = spec.title;
             f.args = Some(redacted.clone());
-            f.args_hash = Some(args_hash.clone());
+            f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
             f
         };
         // 4. tier.
@@ -1023,7 +1026,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    return CallOutcome { content: json!({"status": "confirmation_required", "tool": spec.name, "title": spec.title.unwrap_or(spec.name), "description": description, "args": redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}), is_error: true };
+                    return CallOutcome { content: json!({"status": "confirmation_required", "tool": spec.name, "title": spec.title.unwrap_or(spec.name), "description": description, "args": redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}), is_error: true, executed: false };
                 }
                 // Dialog mode: persist the proposal, ask, wait.
                 if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
@@ -1157,9 +1160,8 @@ async fn finish_call<'b, A: Registry>(
             let mut f = base(AuditStatus::Executed);
             f.result = Some(ctx.result_for_audit(&value));
             let _ = ctx.audit(f).await;
-            ctx.push_digest(spec.name, &value);
             ctx.emit_result(&call.id, spec.name, "executed", Some(&value));
-            CallOutcome::ok(value)
+            CallOutcome { executed: true, ..CallOutcome::ok(value) }
         }
         Err(e) => {
             let _ = ctx.audit(base(AuditStatus::Failed).reason(e.message.clone())).await;
@@ -1167,6 +1169,33 @@ async fn finish_call<'b, A: Registry>(
             CallOutcome::err(e.message)
         }
     }
+}
+
+/// The first `max` characters of a value's compact JSON text, without rendering the rest.
+fn json_prefix(value: &Value, max: usize) -> String {
+    /// Takes bytes until it holds `cap`, then refuses, which stops the serializer.
+    struct Capped {
+        bytes: Vec<u8>,
+        cap: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let room = self.cap - self.bytes.len();
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let n = b.len().min(room);
+            self.bytes.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // `max` characters take at most `4 * max` bytes, so they are whole within the cap.
+    let mut w = Capped { bytes: Vec::with_capacity(max.min(512)), cap: 4 * max };
+    let _ = serde_json::to_writer(&mut w, value);
+    String::from_utf8_lossy(&w.bytes).chars().take(max).collect()
 }
 
 /// History replay: at most `max` messages, starting on a user message, text only.
@@ -1435,6 +1464,9 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         });
         for call in response.tool_calls {
             let out = gate_call(ctx.clone(), call.clone()).await;
+            if out.executed {
+                ctx.push_digest(&call.name, &out.content);
+            }
             messages.push(ChatMessage::Tool {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -1508,6 +1540,18 @@ fn parse_output<O: serde::de::DeserializeOwned>(text: &str) -> Result<O, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_prefix_is_the_start_of_the_whole_text() {
+        let long = json!({"ids": (0..500).collect::<Vec<_>>(), "name": "Zoë 🎉".repeat(100)});
+        let short = json!({"a": "é", "b": [1, 2]});
+        for v in [long, short, json!("🎉".repeat(300)), json!(null)] {
+            for max in [0, 1, 7, 280, 5000] {
+                let whole: String = v.to_string().chars().take(max).collect();
+                assert_eq!(json_prefix(&v, max), whole, "{max}");
+            }
+        }
+    }
 
     #[test]
     fn replay_caps_and_starts_on_a_user_message_without_tool_rounds() {

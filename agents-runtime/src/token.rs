@@ -64,7 +64,9 @@ struct Entry {
 
 /// Mints and redeems tokens with a server key.
 pub struct TokenStore {
-    key: [u8; 32],
+    /// HMAC-SHA-256 already keyed with the server key (cloned per MAC: the key schedule is
+    /// done once).
+    keyed: HmacSha256,
     entries: Mutex<HashMap<String, Entry>>,
 }
 
@@ -77,11 +79,14 @@ impl std::fmt::Debug for TokenStore {
 impl TokenStore {
     /// A store with a server key.
     pub fn new(key: [u8; 32]) -> Self {
-        TokenStore { key, entries: Mutex::new(HashMap::new()) }
+        TokenStore {
+            keyed: HmacSha256::new_from_slice(&key).expect("HMAC takes any key length"),
+            entries: Mutex::new(HashMap::new()),
+        }
     }
 
     fn mac(&self, parts: &[&str]) -> String {
-        let mut m = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        let mut m = self.keyed.clone();
         for p in parts {
             m.update(&(p.len() as u64).to_be_bytes());
             m.update(p.as_bytes());
