@@ -9,19 +9,21 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{Attribute, Block, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
+use syn::{Attribute, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
 
 const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name"];
 const POLICY_ARGS: &[&str] = &["fs", "net", "env"];
 const FS_ARGS: &[&str] = &["read", "write"];
 const RISKS: &[&str] = &["low", "medium", "high", "critical"];
 
-/// The function as written; the body is optional so a handoff tool can have none.
+/// The function as written; the body is optional so a handoff tool can have none. The body
+/// is kept as tokens (a braced group): it is re-emitted, never inspected as syntax, and
+/// parsing every statement would cost each build for nothing.
 struct ToolFn {
     attrs: Vec<Attribute>,
     vis: Visibility,
     sig: Signature,
-    body: Option<Block>,
+    body: Option<proc_macro2::Group>,
 }
 
 impl Parse for ToolFn {
@@ -33,7 +35,10 @@ impl Parse for ToolFn {
             input.parse::<Token![;]>()?;
             None
         } else {
-            Some(input.parse()?)
+            match input.parse::<proc_macro2::TokenTree>()? {
+                proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Brace => Some(g),
+                other => return Err(syn::Error::new(other.span(), "expected the function body `{ ... }` or `;`")),
+            }
         };
         Ok(ToolFn { attrs, vis, sig, body })
     }
