@@ -104,10 +104,22 @@ fn write_value(value: &Value, out: &mut String) {
 }
 
 fn write_object(map: &Map<String, Value>, out: &mut String) {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| utf16_order(a.0, b.0));
+    // serde_json's map usually iterates in byte order already, which is the canonical order
+    // unless keys differ in the range where UTF-8 and UTF-16 disagree; sort only when needed
+    // (always correct, whatever order the map keeps).
+    let in_order = map.keys().zip(map.keys().skip(1)).all(|(a, b)| utf16_order(a, b).is_lt());
+    if in_order {
+        write_members(map.iter(), out);
+    } else {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| utf16_order(a.0, b.0));
+        write_members(entries.into_iter(), out);
+    }
+}
+
+fn write_members<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
     out.push('{');
-    for (i, (k, v)) in entries.into_iter().enumerate() {
+    for (i, (k, v)) in entries.enumerate() {
         if i > 0 {
             out.push(',');
         }

@@ -949,13 +949,15 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.clone(),
             _ => call.id.clone(),
         };
-        let base = |status: AuditStatus| {
+        // A record of this call; the redacted arguments are cloned for every record but the
+        // last, which takes them.
+        let base = |status: AuditStatus, args: Value| {
             let mut f = RecordFields::new(status);
             f.call_id = Some(&audit_call_id);
             f.tool = Some(spec.name);
             f.tier = Some(spec.tier);
             f.title = spec.title;
-            f.args = Some(redacted.clone());
+            f.args = Some(args);
             f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
             f
         };
@@ -972,7 +974,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     session_id: ctx.session_id.clone(),
                     created_at: now_rfc3339(),
                 };
-                if ctx.audit(base(AuditStatus::HandedOff)).await.is_err() {
+                if ctx.audit(base(AuditStatus::HandedOff, redacted.clone())).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; the request was not handed off");
                 }
                 ctx.emit(|| Event::Handoff { run_id: ctx.run_id.clone(), record });
@@ -982,12 +984,12 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 }))
             }
             Handler::Read(run) => {
-                if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
+                if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; nothing ran");
                 }
                 let cx = ctx.call_context(spec, &call.id);
                 let result = run(&cx, typed).await;
-                finish_call(&ctx, &call, spec, base, result).await
+                finish_call(&ctx, &call, spec, base, redacted, result).await
             }
             Handler::Action(run) => {
                 let confirm_required = || Event::ConfirmRequired {
@@ -1002,15 +1004,15 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
                     if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
-                            let _ = ctx.audit(base(AuditStatus::Denied).reason(format!("confirmation token refused: {e}"))).await;
+                            let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
                             ctx.emit(|| Event::ToolDenied { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
                             return CallOutcome::err(format!(
                                 "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                             ));
                         }
-                        return execute_approved(&ctx, &call, spec, base, run, typed).await;
+                        return execute_approved(&ctx, &call, spec, base, redacted, run, typed).await;
                     }
-                    if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
+                    if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
                     ctx.emit(confirm_required);
@@ -1021,7 +1023,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     return CallOutcome::ok(json!({"status": "confirmation_required", "description": description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}));
                 }
                 if matches!(ctx.direct, Some(DirectConfirm::Unavailable)) {
-                    let mut f = base(AuditStatus::Skipped);
+                    let mut f = base(AuditStatus::Skipped, redacted.clone());
                     f.reason = Some("confirmation required, but the client cannot ask the user; nothing ran".into());
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -1029,7 +1031,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     return CallOutcome { content: json!({"status": "confirmation_required", "tool": spec.name, "title": spec.title.unwrap_or(spec.name), "description": description, "args": redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}), is_error: true, executed: false };
                 }
                 // Dialog mode: persist the proposal, ask, wait.
-                if ctx.audit(base(AuditStatus::Proposed)).await.is_err() {
+                if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; nothing ran");
                 }
                 // A direct session asks through its confirmer (e.g. MCP elicitation); the same
@@ -1078,7 +1080,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     v = tokio::time::timeout(wait, decision) => match v {
                         Ok(v) => v,
                         Err(_) => {
-                            let mut f = base(AuditStatus::Skipped);
+                            let mut f = base(AuditStatus::Skipped, redacted.clone());
                             f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
                             let _ = ctx.audit(f).await;
                             ctx.emit_result(&call.id, spec.name, "skipped", None);
@@ -1090,28 +1092,28 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 };
                 match verdict {
                     None => {
-                        let _ = ctx.audit(base(AuditStatus::Skipped).reason("the run was stopped before this action ran")).await;
+                        let _ = ctx.audit(base(AuditStatus::Skipped, redacted.clone()).reason("the run was stopped before this action ran")).await;
                         ctx.emit_result(&call.id, spec.name, "skipped", None);
                         CallOutcome::err("The run was cancelled before this action ran.")
                     }
                     Some(Verdict::Reject) => {
-                        let _ = ctx.audit(base(AuditStatus::Rejected).reason("the user declined")).await;
+                        let _ = ctx.audit(base(AuditStatus::Rejected, redacted.clone()).reason("the user declined")).await;
                         ctx.emit_result(&call.id, spec.name, "rejected", None);
                         CallOutcome::err(REJECTED_MESSAGE)
                     }
                     Some(Verdict::Approve) => {
                         // The token is minted for what the person saw and redeemed for what will run.
                         let token = ctx.inner.tokens.mint(&ctx.session_id, spec.name, &args_hash, ctx.token_ttl());
-                        let mut f = base(AuditStatus::Confirmed);
+                        let mut f = base(AuditStatus::Confirmed, redacted.clone());
                         f.reason = Some(format!("approved by the user; token {}", token.id()));
                         if ctx.audit(f).await.is_err() {
                             return CallOutcome::err("the audit log is unavailable; nothing ran");
                         }
                         if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
-                            let _ = ctx.audit(base(AuditStatus::Denied).reason(format!("confirmation token refused: {e}"))).await;
+                            let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
                             return CallOutcome::err(format!("{e}; nothing ran"));
                         }
-                        execute_approved(&ctx, &call, spec, base, run, typed).await
+                        execute_approved(&ctx, &call, spec, base, redacted, run, typed).await
                     }
                 }
             }
@@ -1129,14 +1131,15 @@ async fn execute_approved<'b, A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus) -> RecordFields<'b>,
+    base: impl Fn(AuditStatus, Value) -> RecordFields<'b>,
+    redacted: Value,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
 ) -> CallOutcome {
     // Defence in depth: the permission is checked again after the wait.
     if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
         let _ =
-            ctx.audit(base(AuditStatus::Failed).reason(format!(
+            ctx.audit(base(AuditStatus::Failed, redacted).reason(format!(
                 "permission `{}` is no longer held by role `{}`",
                 spec.permission, ctx.principal.role
             )))
@@ -1145,26 +1148,27 @@ async fn execute_approved<'b, A: Registry>(
     }
     let cx = ctx.call_context(spec, &call.id);
     let result = run(&cx, typed, crate::__private::approval()).await;
-    finish_call(ctx, call, spec, base, result).await
+    finish_call(ctx, call, spec, base, redacted, result).await
 }
 
 async fn finish_call<'b, A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus) -> RecordFields<'b>,
+    base: impl Fn(AuditStatus, Value) -> RecordFields<'b>,
+    redacted: Value,
     result: Result<Value, ToolError>,
 ) -> CallOutcome {
     match result {
         Ok(value) => {
-            let mut f = base(AuditStatus::Executed);
+            let mut f = base(AuditStatus::Executed, redacted);
             f.result = Some(ctx.result_for_audit(&value));
             let _ = ctx.audit(f).await;
             ctx.emit_result(&call.id, spec.name, "executed", Some(&value));
             CallOutcome { executed: true, ..CallOutcome::ok(value) }
         }
         Err(e) => {
-            let _ = ctx.audit(base(AuditStatus::Failed).reason(e.message.clone())).await;
+            let _ = ctx.audit(base(AuditStatus::Failed, redacted).reason(e.message.clone())).await;
             ctx.emit_result(&call.id, spec.name, "failed", None);
             CallOutcome::err(e.message)
         }
