@@ -605,7 +605,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let perm_check = match &targs.permission {
         Some(PermissionArg::Path(p, n)) => {
             let msg = format!(
-                "the permission path does not end in `{}`: name declared permissions by their `area::action` path",
+                "the permission is not declared as `{n}`, yet its path ends in `{}`: the manifest names a permission by the last two segments of its path, so write the path that ends in its declared `area::action` (not a renamed module or import)",
                 n.replace('.', "::")
             );
             // Read through `Tool::Permission`, so an undeclared permission is reported once.
