@@ -884,7 +884,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc = ""]
         #[doc = #args_ty_doc]
         #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug)]
+        #[derive(Debug)]
         #vis struct #fn_ident {}
 
         #[doc = #args_doc]
