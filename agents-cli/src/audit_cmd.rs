@@ -3,9 +3,9 @@
 use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedLog};
 use crate::table::{Table, clip};
-use agents_core::Tier;
 use agents_core::audit::{AuditRecord, AuditStatus, ChainError, verify_jsonl};
 use agents_core::manifest::Manifest;
+use agents_core::{SharedStr, Tier};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -45,7 +45,7 @@ fn manifest_spans(log: &LoadedLog) -> Vec<ManifestSpan> {
                 s.records += 1;
             }
             _ => spans.push(ManifestSpan {
-                sha256: r.manifest_sha256.clone(),
+                sha256: r.manifest_sha256.to_string(),
                 first_line: *line,
                 last_line: *line,
                 records: 1,
@@ -86,7 +86,7 @@ pub(crate) fn verify(
     {
         result = Err(ChainError::ManifestMismatch {
             line: *line,
-            found: r.manifest_sha256.clone(),
+            found: r.manifest_sha256.to_string(),
             expected: "a lowercase hex SHA-256".to_owned(),
         });
     }
@@ -290,13 +290,13 @@ pub(crate) fn show(
             t.row([
                 r.seq.to_string(),
                 r.ts.clone(),
-                r.run_id.clone(),
-                r.user_id.clone(),
-                r.role.clone(),
-                r.tool.clone().unwrap_or_else(|| "-".into()),
+                r.run_id.to_string(),
+                r.user_id.to_string(),
+                r.role.to_string(),
+                r.tool.as_deref().unwrap_or("-").to_owned(),
                 r.tier.map_or_else(|| "-".into(), |t| t.to_string()),
                 r.status.to_string(),
-                r.call_id.clone().unwrap_or_else(|| "-".into()),
+                r.call_id.as_deref().unwrap_or("-").to_owned(),
                 clip(detail, 60),
             ]);
         }
@@ -318,10 +318,10 @@ struct Severe {
 /// call and argument hash; one approval per execution), any handoff executed, and a denied
 /// call later executed (same run and call id, or same run, tool and argument hash).
 fn severe_failures(records: &[(usize, AuditRecord)], tiers: &dyn Fn(&AuditRecord) -> Option<Tier>) -> Vec<Severe> {
-    type CallKey = (String, String);
+    type CallKey = (SharedStr, SharedStr);
     let mut approvals: HashMap<CallKey, Vec<(Option<String>, usize)>> = HashMap::new();
     let mut denied_calls: HashMap<CallKey, usize> = HashMap::new();
-    let mut denied_args: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut denied_args: HashMap<(SharedStr, SharedStr, String), usize> = HashMap::new();
     let mut found = Vec::new();
 
     for (line, r) in records {
@@ -425,7 +425,7 @@ pub(crate) fn stats(
         if let (Some(rt), Some(mt)) = (r.tier, declared(r))
             && rt != mt
         {
-            mismatches.push((*line, r.tool.clone().unwrap_or_default(), rt, mt));
+            mismatches.push((*line, r.tool.as_deref().unwrap_or_default().to_owned(), rt, mt));
         }
     }
     let rank = |t: Tier| match t {

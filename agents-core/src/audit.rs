@@ -4,6 +4,7 @@
 //! previous one, so a verifier can detect an edited, deleted, reordered or inserted record,
 //! and the agent's `MANIFEST_SHA256`, so a record joins back to the reviewed manifest.
 
+use crate::SharedStr;
 use crate::tool::Tier;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -73,6 +74,10 @@ impl fmt::Display for AuditStatus {
 }
 
 /// One audit record. `seq`, `prev_hash` and `hash` are set by the sink when it appends.
+///
+/// The ids and names that every record of a run or call repeats are [`SharedStr`]s: the
+/// records share one copy of each, and they read and compare like `&str`
+/// (`record.user_id == "emp-1"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditRecord {
@@ -81,23 +86,23 @@ pub struct AuditRecord {
     /// RFC 3339 UTC timestamp.
     pub ts: String,
     /// The run.
-    pub run_id: String,
+    pub run_id: SharedStr,
     /// The session (conversation).
-    pub session_id: String,
+    pub session_id: SharedStr,
     /// The request that started the run.
-    pub request_id: String,
+    pub request_id: SharedStr,
     /// The tool call this record is about, when it is about one.
-    pub call_id: Option<String>,
+    pub call_id: Option<SharedStr>,
     /// The user the run acts for.
-    pub user_id: String,
+    pub user_id: SharedStr,
     /// The user's organisation.
-    pub org_id: String,
+    pub org_id: SharedStr,
     /// The user's role.
-    pub role: String,
+    pub role: SharedStr,
     /// The agent's name.
-    pub agent: String,
+    pub agent: SharedStr,
     /// The tool's name.
-    pub tool: Option<String>,
+    pub tool: Option<SharedStr>,
     /// The tool's tier.
     pub tier: Option<Tier>,
     /// What happened.
@@ -105,7 +110,7 @@ pub struct AuditRecord {
     /// Why (a denial reason, a failure message, an outcome).
     pub reason: Option<String>,
     /// The tool's title, as shown to the person confirming.
-    pub title: Option<String>,
+    pub title: Option<SharedStr>,
     /// Redacted arguments.
     pub args: Option<Value>,
     /// HMAC-SHA-256 (server key) of the canonical real arguments of an action call: joins a
@@ -115,7 +120,7 @@ pub struct AuditRecord {
     /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
     pub result: Option<Value>,
     /// The agent's `MANIFEST_SHA256`.
-    pub manifest_sha256: String,
+    pub manifest_sha256: SharedStr,
     /// The `hash` of the previous record, or [`GENESIS_HASH`].
     pub prev_hash: String,
     /// SHA-256 of the canonical JSON of this record without its `hash` field.
@@ -446,7 +451,7 @@ pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSu
         {
             return Err(ChainError::ManifestMismatch {
                 line: lineno,
-                found: record.manifest_sha256.clone(),
+                found: record.manifest_sha256.to_string(),
                 expected: m.to_owned(),
             });
         }

@@ -10,6 +10,7 @@ pub mod permission;
 pub mod principal;
 pub mod redact;
 pub mod secret;
+pub mod shared_str;
 pub mod strict;
 pub mod tool;
 
@@ -17,4 +18,5 @@ pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, RoleMap};
 pub use secret::Secret;
+pub use shared_str::SharedStr;
 pub use tool::{ParamSpec, PolicySpec, Risk, Tier, Tool, ToolSpec};

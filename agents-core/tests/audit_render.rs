@@ -23,15 +23,15 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
     AuditRecord {
         seq: 0,
         ts: "2026-01-01T00:00:00Z".to_owned(),
-        run_id: "r".to_owned(),
-        session_id: "s".to_owned(),
-        request_id: "q".to_owned(),
+        run_id: "r".into(),
+        session_id: "s".into(),
+        request_id: "q".into(),
         call_id: None,
-        user_id: "u".to_owned(),
-        org_id: "o".to_owned(),
-        role: "ärztin".to_owned(),
-        agent: "a".to_owned(),
-        tool: Some("t".to_owned()),
+        user_id: "u".into(),
+        org_id: "o".into(),
+        role: "ärztin".into(),
+        agent: "a".into(),
+        tool: Some("t".into()),
         tier: None,
         status: AuditStatus::Proposed,
         reason: Some("line\nbreak \"quoted\" \u{1}".to_owned()),
@@ -39,7 +39,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         args,
         args_hash: None,
         result,
-        manifest_sha256: "m".to_owned(),
+        manifest_sha256: "m".into(),
         prev_hash: "stale".to_owned(),
         hash: "stale".to_owned(),
     }
@@ -62,9 +62,9 @@ fn check(r: AuditRecord, seq: u64, prev: &str) -> AuditRecord {
 #[test]
 fn the_renderer_writes_what_the_generic_route_writes() {
     let mut every_field = record(None, Some(json!({"ok": true})));
-    every_field.call_id = Some("c-1".to_owned());
+    every_field.call_id = Some("c-1".into());
     every_field.tier = Some(Tier::Handoff);
-    every_field.title = Some("Überweisen".to_owned());
+    every_field.title = Some("Überweisen".into());
     every_field.args_hash = Some("ab".repeat(32));
     every_field.status = AuditStatus::HandedOff;
     let cases = [
@@ -92,7 +92,7 @@ fn a_changed_member_changes_the_hash() {
     other.args = Some(json!({"days": 5}));
     assert_ne!(check(other, 1, GENESIS_HASH).hash, base.hash);
     let mut other = base.clone();
-    other.user_id = "v".to_owned();
+    other.user_id = "v".into();
     assert_ne!(check(other, 1, GENESIS_HASH).hash, base.hash);
     assert_ne!(check(base.clone(), 2, GENESIS_HASH).hash, base.hash);
     assert_ne!(check(base.clone(), 1, &"1".repeat(64)).hash, base.hash);
@@ -142,23 +142,23 @@ proptest! {
         let r = AuditRecord {
             seq: 0,
             ts: strings[0].clone(),
-            run_id: strings[1].clone(),
-            session_id: strings[2].clone(),
-            request_id: strings[3].clone(),
-            call_id: optional[0].clone(),
-            user_id: strings[4].clone(),
-            org_id: strings[5].clone(),
-            role: strings[6].clone(),
-            agent: strings[7].clone(),
-            tool: optional[1].clone(),
+            run_id: strings[1].clone().into(),
+            session_id: strings[2].clone().into(),
+            request_id: strings[3].clone().into(),
+            call_id: optional[0].clone().map(Into::into),
+            user_id: strings[4].clone().into(),
+            org_id: strings[5].clone().into(),
+            role: strings[6].clone().into(),
+            agent: strings[7].clone().into(),
+            tool: optional[1].clone().map(Into::into),
             tier,
             status,
             reason: optional[2].clone(),
-            title: optional[3].clone(),
+            title: optional[3].clone().map(Into::into),
             args,
             args_hash: optional[4].clone(),
             result,
-            manifest_sha256: strings[8].clone(),
+            manifest_sha256: strings[8].clone().into(),
             prev_hash: String::new(),
             hash: String::new(),
         };

@@ -19,7 +19,7 @@ pub mod __private;
 pub use agents_core as core;
 pub use agents_core::{
     Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap, Secret,
-    SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
+    SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
 pub use agents_macros::{agent, permissions, tool};
 pub use capability::{EnvAccess, FsAccess, NetAccess};

@@ -9,7 +9,7 @@ use crate::audit::{AuditError, AuditRecord, AuditSink, AuditStatus};
 use crate::budget::BudgetStore;
 use crate::classifier::{Classification, ConfirmationClassifier, KeywordClassifier, ProposalSummary};
 use crate::core::redact::{RedactionKeys, redact};
-use crate::core::{Limits, Principal, RoleMap, Tier, ToolSpec};
+use crate::core::{Limits, Principal, RoleMap, SharedStr, Tier, ToolSpec};
 use crate::events::{Event, EventBus, HandoffRecord};
 use crate::interceptor::{Decision, Interception, Interceptor};
 use crate::provider::{ChatMessage, ChatRequest, Provider, ToolCallRequest, ToolDefinition};
@@ -486,12 +486,13 @@ impl Runtime {
         let events = bus.subscribe();
         let cancel = CancellationToken::new();
         let run_id = uuid::Uuid::new_v4().to_string();
+        let request_id = uuid::Uuid::new_v4().to_string();
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
+            shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal,
             run_id: run_id.clone(),
             session_id: session_id.to_owned(),
-            request_id: uuid::Uuid::new_v4().to_string(),
             bus: bus.clone(),
             cancel: cancel.clone(),
             limits,
@@ -587,12 +588,13 @@ impl Runtime {
             }
         }
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
+            shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal,
-            run_id: uuid::Uuid::new_v4().to_string(),
+            run_id,
             session_id: session_id.to_owned(),
-            request_id: uuid::Uuid::new_v4().to_string(),
             bus: Arc::new(EventBus::new()),
             cancel: CancellationToken::new(),
             limits,
@@ -616,10 +618,11 @@ struct RunCtx<A> {
     principal: Principal,
     run_id: String,
     session_id: String,
-    request_id: String,
     bus: Arc<EventBus>,
     cancel: CancellationToken,
     limits: Limits,
+    /// What every audit record of this run repeats, shared rather than copied per record.
+    shared: RecordIds,
     /// The availability snapshot, by position in `A::tools()`; set once when the run starts
     /// (empty until then: nothing is available).
     snapshot: OnceLock<Vec<bool>>,
@@ -662,6 +665,33 @@ pub trait Confirmer: Send + Sync {
 }
 
 /// What the gate hands back to the model for one call.
+/// The fields every audit record of one run repeats.
+struct RecordIds {
+    run_id: SharedStr,
+    session_id: SharedStr,
+    request_id: SharedStr,
+    user_id: SharedStr,
+    org_id: SharedStr,
+    role: SharedStr,
+    agent: SharedStr,
+    manifest_sha256: SharedStr,
+}
+
+impl RecordIds {
+    fn new<A: Registry>(run_id: &str, session_id: &str, request_id: &str, principal: &Principal) -> Self {
+        RecordIds {
+            run_id: run_id.into(),
+            session_id: session_id.into(),
+            request_id: request_id.into(),
+            user_id: principal.user_id.as_str().into(),
+            org_id: principal.org_id.as_str().into(),
+            role: principal.role.as_str().into(),
+            agent: A::SPEC.name.into(),
+            manifest_sha256: A::MANIFEST_SHA256.into(),
+        }
+    }
+}
+
 struct CallOutcome {
     content: Value,
     is_error: bool,
@@ -678,19 +708,21 @@ impl CallOutcome {
     }
 }
 
-struct RecordFields<'a> {
-    call_id: Option<&'a str>,
-    tool: Option<&'a str>,
+/// The parts of an audit record that vary; call id, tool and title are shared between the
+/// records of one call.
+struct RecordFields {
+    call_id: Option<SharedStr>,
+    tool: Option<SharedStr>,
     tier: Option<Tier>,
     status: AuditStatus,
     reason: Option<String>,
-    title: Option<&'a str>,
+    title: Option<SharedStr>,
     args: Option<Value>,
     args_hash: Option<String>,
     result: Option<Value>,
 }
 
-impl<'a> RecordFields<'a> {
+impl RecordFields {
     fn reason(mut self, reason: impl Into<String>) -> Self {
         self.reason = Some(reason.into());
         self
@@ -751,27 +783,27 @@ impl<A: Registry> RunCtx<A> {
         });
     }
 
-    async fn audit(&self, f: RecordFields<'_>) -> Result<AuditRecord, AuditError> {
+    async fn audit(&self, f: RecordFields) -> Result<AuditRecord, AuditError> {
         let record = AuditRecord {
             seq: 0,
             ts: now_rfc3339(),
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            request_id: self.request_id.clone(),
-            call_id: f.call_id.map(str::to_owned),
-            user_id: self.principal.user_id.clone(),
-            org_id: self.principal.org_id.clone(),
-            role: self.principal.role.clone(),
-            agent: A::SPEC.name.to_owned(),
-            tool: f.tool.map(str::to_owned),
+            run_id: self.shared.run_id.clone(),
+            session_id: self.shared.session_id.clone(),
+            request_id: self.shared.request_id.clone(),
+            call_id: f.call_id,
+            user_id: self.shared.user_id.clone(),
+            org_id: self.shared.org_id.clone(),
+            role: self.shared.role.clone(),
+            agent: self.shared.agent.clone(),
+            tool: f.tool,
             tier: f.tier,
             status: f.status,
             reason: f.reason,
-            title: f.title.map(str::to_owned),
+            title: f.title,
             args: f.args,
             args_hash: f.args_hash,
             result: f.result,
-            manifest_sha256: A::MANIFEST_SHA256.to_owned(),
+            manifest_sha256: self.shared.manifest_sha256.clone(),
             prev_hash: String::new(),
             hash: String::new(),
         };
@@ -791,8 +823,8 @@ impl<A: Registry> RunCtx<A> {
         reason: String,
     ) -> CallOutcome {
         let mut f = RecordFields::new(AuditStatus::Denied);
-        f.call_id = Some(&call.id);
-        f.tool = Some(&call.name);
+        f.call_id = Some(call.id.as_str().into());
+        f.tool = Some(call.name.as_str().into());
         f.tier = spec.map(|s| s.tier);
         f.reason = Some(reason.clone());
         f.args = args;
@@ -911,8 +943,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     args = new_args;
                     redacted = ctx.redact_args(schema, &args);
                     let mut f = RecordFields::new(AuditStatus::Modified);
-                    f.call_id = Some(&call.id);
-                    f.tool = Some(spec.name);
+                    f.call_id = Some(call.id.as_str().into());
+                    f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
                     f.args = Some(redacted.clone());
                     f.reason = Some("an interceptor replaced the arguments".into());
@@ -922,8 +954,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 }
                 Decision::Substitute(result) => {
                     let mut f = RecordFields::new(AuditStatus::Substituted);
-                    f.call_id = Some(&call.id);
-                    f.tool = Some(spec.name);
+                    f.call_id = Some(call.id.as_str().into());
+                    f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
                     f.args = Some(redacted.clone());
                     f.result = Some(ctx.result_for_audit(&result));
@@ -949,14 +981,16 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.clone(),
             _ => call.id.clone(),
         };
+        let (shared_call_id, shared_tool): (SharedStr, SharedStr) = (audit_call_id.as_str().into(), spec.name.into());
+        let shared_title: Option<SharedStr> = spec.title.map(Into::into);
         // A record of this call; the redacted arguments are cloned for every record but the
         // last, which takes them.
         let base = |status: AuditStatus, args: Value| {
             let mut f = RecordFields::new(status);
-            f.call_id = Some(&audit_call_id);
-            f.tool = Some(spec.name);
+            f.call_id = Some(shared_call_id.clone());
+            f.tool = Some(shared_tool.clone());
             f.tier = Some(spec.tier);
-            f.title = spec.title;
+            f.title = shared_title.clone();
             f.args = Some(args);
             f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
             f
@@ -1127,11 +1161,11 @@ type ActionFn = for<'a> fn(
     crate::tool::Approval<'a>,
 ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
-async fn execute_approved<'b, A: Registry>(
+async fn execute_approved<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, Value) -> RecordFields<'b>,
+    base: impl Fn(AuditStatus, Value) -> RecordFields,
     redacted: Value,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
@@ -1151,11 +1185,11 @@ async fn execute_approved<'b, A: Registry>(
     finish_call(ctx, call, spec, base, redacted, result).await
 }
 
-async fn finish_call<'b, A: Registry>(
+async fn finish_call<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, Value) -> RecordFields<'b>,
+    base: impl Fn(AuditStatus, Value) -> RecordFields,
     redacted: Value,
     result: Result<Value, ToolError>,
 ) -> CallOutcome {
@@ -1323,10 +1357,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             Classification::Modify | Classification::Cancel => AuditStatus::Rejected,
             Classification::Unclear => AuditStatus::Notice,
         });
-        f.call_id = Some(&p.call_id);
-        f.tool = Some(&p.tool);
+        f.call_id = Some(p.call_id.as_str().into());
+        f.tool = Some(p.tool.as_str().into());
         f.tier = Some(p.tier);
-        f.title = Some(&p.title);
+        f.title = Some(p.title.as_str().into());
         f.args = Some(p.args.clone());
         f.args_hash = Some(p.args_hash.clone());
         f.reason = Some(format!("reply classified as {class:?}").to_lowercase());

@@ -93,7 +93,7 @@ async fn sixteen_concurrent_producers_are_all_durable_and_contiguous() {
             let mut mine = Vec::new();
             for i in 0..PER_PRODUCER {
                 let mut r = record(p * PER_PRODUCER + i, AuditStatus::Proposed);
-                r.run_id = format!("producer-{p}");
+                r.run_id = format!("producer-{p}").into();
                 mine.push(sink.append(r).await.unwrap());
             }
             mine

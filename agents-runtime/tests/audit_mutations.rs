@@ -122,7 +122,7 @@ fn mutate(rng: &mut StdRng, log: &Log) -> (&'static str, Vec<u8>, Expect) {
             for (i, line) in lines.iter_mut().enumerate().skip(k) {
                 let mut r: agents_runtime::audit::AuditRecord = serde_json::from_slice(line).unwrap();
                 if i == k {
-                    r.user_id = "u-mallory".to_owned();
+                    r.user_id = "u-mallory".into();
                 }
                 r.seal(i as u64 + 1, &prev);
                 prev.clone_from(&r.hash);

@@ -139,7 +139,7 @@ async fn stored_rows_keep_every_field() {
         .unwrap();
     assert_eq!((tier.as_str(), status.as_str()), ("action", "executed"));
     assert_eq!(args, agents_core::canonical::to_string(sealed.args.as_ref().unwrap()));
-    assert_eq!(Some(title), sealed.title);
+    assert_eq!(Some(title.as_str()), sealed.title.as_deref());
 }
 
 #[test]

@@ -220,7 +220,7 @@ async fn the_token_decides_the_principal_and_its_tools() {
         }
     }
     assert_eq!(lists, [vec!["read_note"], vec!["read_note", "write_note"]]);
-    let users: Vec<String> = audit.records().iter().map(|r| r.user_id.clone()).collect();
+    let users: Vec<String> = audit.records().iter().map(|r| r.user_id.to_string()).collect();
     assert_eq!(users, ["r1", "w1"], "one run_started per session, each for its own principal");
     s.shutdown();
     s.wait().await;

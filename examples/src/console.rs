@@ -2,9 +2,9 @@
 //! an audit record, the severe-failure count computed from the records, and the screen a demo
 //! or chat prints to.
 
-use agents_runtime::Tier;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
+use agents_runtime::{SharedStr, Tier};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
@@ -116,7 +116,7 @@ pub fn format_record(r: &AuditRecord) -> String {
 pub fn severe_failures(records: &[AuditRecord]) -> Vec<String> {
     let mut failures = Vec::new();
     let mut used = BTreeSet::new();
-    let mut refused: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut refused: BTreeSet<(SharedStr, SharedStr)> = BTreeSet::new();
     for (i, r) in records.iter().enumerate() {
         let call = r.call_id.clone().unwrap_or_default();
         let tool = r.tool.clone().unwrap_or_default();

@@ -191,7 +191,7 @@ fn verify_connection(
         if let Some(m) = manifest_sha256
             && record.manifest_sha256 != m
         {
-            let found = record.manifest_sha256.clone();
+            let found = record.manifest_sha256.to_string();
             return Err(broken(ChainError::ManifestMismatch { line, found, expected: m.to_owned() }));
         }
         prev = record.hash;
@@ -219,23 +219,23 @@ fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
     Ok(AuditRecord {
         seq: u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?,
         ts: text(row, 1)?,
-        run_id: text(row, 2)?,
-        session_id: text(row, 3)?,
-        request_id: text(row, 4)?,
-        call_id: opt(row, 5)?,
-        user_id: text(row, 6)?,
-        org_id: text(row, 7)?,
-        role: text(row, 8)?,
-        agent: text(row, 9)?,
-        tool: opt(row, 10)?,
+        run_id: text(row, 2)?.into(),
+        session_id: text(row, 3)?.into(),
+        request_id: text(row, 4)?.into(),
+        call_id: opt(row, 5)?.map(Into::into),
+        user_id: text(row, 6)?.into(),
+        org_id: text(row, 7)?.into(),
+        role: text(row, 8)?.into(),
+        agent: text(row, 9)?.into(),
+        tool: opt(row, 10)?.map(Into::into),
         tier,
         status,
         reason: opt(row, 13)?,
-        title: opt(row, 14)?,
+        title: opt(row, 14)?.map(Into::into),
         args: json(row, 15)?,
         args_hash: opt(row, 16)?,
         result: json(row, 17)?,
-        manifest_sha256: text(row, 18)?,
+        manifest_sha256: text(row, 18)?.into(),
         prev_hash: text(row, 19)?,
         hash: text(row, 20)?,
     })
@@ -258,23 +258,23 @@ impl SqliteStore {
                 stmt.execute(params![
                     seq,
                     r.ts,
-                    r.run_id,
-                    r.session_id,
-                    r.request_id,
-                    r.call_id,
-                    r.user_id,
-                    r.org_id,
-                    r.role,
-                    r.agent,
-                    r.tool,
+                    r.run_id.as_str(),
+                    r.session_id.as_str(),
+                    r.request_id.as_str(),
+                    r.call_id.as_deref(),
+                    r.user_id.as_str(),
+                    r.org_id.as_str(),
+                    r.role.as_str(),
+                    r.agent.as_str(),
+                    r.tool.as_deref(),
                     r.tier.map(Tier::as_str),
                     r.status.as_str(),
                     r.reason,
-                    r.title,
+                    r.title.as_deref(),
                     r.args.as_ref().map(agents_core::canonical::to_string),
                     r.args_hash,
                     r.result.as_ref().map(agents_core::canonical::to_string),
-                    r.manifest_sha256,
+                    r.manifest_sha256.as_str(),
                     r.prev_hash,
                     r.hash,
                 ])?;

@@ -51,8 +51,12 @@ async fn a_tool_from_the_other_crate_invokes_another_through_the_gate() {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
 
     // The nested call went through the gate and was audited before the outer one finished.
-    let executed: Vec<String> =
-        audit.records().into_iter().filter(|r| r.status == AuditStatus::Executed).filter_map(|r| r.tool).collect();
+    let executed: Vec<String> = audit
+        .records()
+        .into_iter()
+        .filter(|r| r.status == AuditStatus::Executed)
+        .filter_map(|r| r.tool.map(String::from))
+        .collect();
     assert_eq!(executed, ["list_athletes", "squad_summary", "whoami"]);
     assert!(audit.records().iter().all(|r| r.manifest_sha256 == Clinic::MANIFEST_SHA256));
 
