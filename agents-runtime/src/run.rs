@@ -490,7 +490,7 @@ impl Runtime {
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
             shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
-            principal,
+            principal: Arc::new(principal),
             run_id: run_id.clone(),
             session_id: session_id.to_owned(),
             bus: bus.clone(),
@@ -592,7 +592,7 @@ impl Runtime {
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
             shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
-            principal,
+            principal: Arc::new(principal),
             run_id,
             session_id: session_id.to_owned(),
             bus: Arc::new(EventBus::new()),
@@ -615,7 +615,7 @@ impl Runtime {
 
 struct RunCtx<A> {
     inner: Arc<Inner>,
-    principal: Principal,
+    principal: Arc<Principal>,
     run_id: String,
     session_id: String,
     bus: Arc<EventBus>,
@@ -865,8 +865,8 @@ impl<A: Registry> RunCtx<A> {
         let me = self.clone();
         CallContext {
             principal: self.principal.clone(),
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
+            run_id: self.shared.run_id.clone(),
+            session_id: self.shared.session_id.clone(),
             call_id: call_id.to_owned(),
             spec,
             invoker: Some(Arc::new(move |name: &'static str, args: Value| {

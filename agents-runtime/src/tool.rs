@@ -31,9 +31,10 @@ pub(crate) type NestedInvoker =
 
 /// Everything the runtime knows about one call. Built only by the runtime.
 pub struct CallContext {
-    pub(crate) principal: Principal,
-    pub(crate) run_id: String,
-    pub(crate) session_id: String,
+    // Shared with the run: building a call's context copies no text but the call id.
+    pub(crate) principal: Arc<Principal>,
+    pub(crate) run_id: crate::core::SharedStr,
+    pub(crate) session_id: crate::core::SharedStr,
     pub(crate) call_id: String,
     pub(crate) spec: &'static ToolSpec,
     pub(crate) invoker: Option<NestedInvoker>,
@@ -89,11 +90,11 @@ impl<'a, A> ToolContext<'a, A> {
     }
     /// The run's id.
     pub fn run_id(&self) -> &'a str {
-        &self.call.run_id
+        self.call.run_id.as_str()
     }
     /// The session's id.
     pub fn session_id(&self) -> &'a str {
-        &self.call.session_id
+        self.call.session_id.as_str()
     }
     /// This call's id.
     pub fn call_id(&self) -> &'a str {
