@@ -311,11 +311,6 @@ impl PreparedRecord {
         PreparedRecord { record, members }
     }
 
-    /// The record as it was given (not yet sealed).
-    pub fn record(&self) -> &AuditRecord {
-        &self.record
-    }
-
     /// Seals the record after `prev_hash` as number `seq`; returns it with its line.
     pub fn seal(self, seq: u64, prev_hash: &str) -> (AuditRecord, String) {
         let PreparedRecord { mut record, members } = self;

@@ -69,18 +69,10 @@ pub fn format_f64(f: f64) -> Result<String, CanonicalError> {
 /// Lowercase hex SHA-256 of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    lower_hex(&sha2::Sha256::digest(bytes))
-}
-
-/// Lowercase hex of bytes, by table (this sits on the audit path, twice per record).
-pub(crate) fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
+    let mut text = [0u8; 64];
+    // 32 bytes always fit 64 hex digits.
+    let _ = hex::encode_to_slice(sha2::Sha256::digest(bytes), &mut text);
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 fn write_value(value: &Value, out: &mut String) {
@@ -320,8 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn hex_is_lowercase_and_complete() {
-        assert_eq!(lower_hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    fn sha256_hex_is_the_lowercase_hex_of_the_digest() {
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 

@@ -489,10 +489,8 @@ impl Runtime {
         let request_id = uuid::Uuid::new_v4().to_string();
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
-            shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
+            ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal: Arc::new(principal),
-            run_id: run_id.clone(),
-            session_id: session_id.to_owned(),
             bus: bus.clone(),
             cancel: cancel.clone(),
             limits,
@@ -523,7 +521,7 @@ pub struct DirectSession<A: Registry> {
 
 impl<A: Registry> std::fmt::Debug for DirectSession<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DirectSession").field("run_id", &self.ctx.run_id).finish_non_exhaustive()
+        f.debug_struct("DirectSession").field("run_id", &self.ctx.ids.run_id).finish_non_exhaustive()
     }
 }
 
@@ -539,7 +537,7 @@ pub struct DirectResult {
 impl<A: Registry> DirectSession<A> {
     /// The tools this principal can reach (the availability snapshot), sorted by name.
     pub fn available(&self) -> Vec<&'static ToolSpec> {
-        self.ctx.available().collect()
+        self.ctx.available().map(|i| A::tools()[i]).collect()
     }
 
     /// The cached input schema of an available tool.
@@ -549,7 +547,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// The session's run id (every audit record of this session carries it).
     pub fn run_id(&self) -> &str {
-        &self.ctx.run_id
+        self.ctx.ids.run_id.as_str()
     }
 
     /// Subscribes to this session's events.
@@ -591,10 +589,8 @@ impl Runtime {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let ctx = Arc::new(RunCtx::<A> {
             inner: self.inner.clone(),
-            shared: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
+            ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal: Arc::new(principal),
-            run_id,
-            session_id: session_id.to_owned(),
             bus: Arc::new(EventBus::new()),
             cancel: CancellationToken::new(),
             limits,
@@ -616,13 +612,11 @@ impl Runtime {
 struct RunCtx<A> {
     inner: Arc<Inner>,
     principal: Arc<Principal>,
-    run_id: String,
-    session_id: String,
     bus: Arc<EventBus>,
     cancel: CancellationToken,
     limits: Limits,
-    /// What every audit record of this run repeats, shared rather than copied per record.
-    shared: RecordIds,
+    /// The run's ids and who it acts for, as every audit record repeats them.
+    ids: RecordIds,
     /// The availability snapshot, by position in `A::tools()`; set once when the run starts
     /// (empty until then: nothing is available).
     snapshot: OnceLock<Vec<bool>>,
@@ -664,7 +658,6 @@ pub trait Confirmer: Send + Sync {
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Option<Verdict>>;
 }
 
-/// What the gate hands back to the model for one call.
 /// The fields every audit record of one run repeats.
 struct RecordIds {
     run_id: SharedStr,
@@ -692,6 +685,7 @@ impl RecordIds {
     }
 }
 
+/// What the gate hands back to the model for one call.
 struct CallOutcome {
     content: Value,
     is_error: bool,
@@ -762,10 +756,10 @@ impl<A: Registry> RunCtx<A> {
         self.snapshot.get()?.get(i).copied().unwrap_or(false).then_some(i)
     }
 
-    /// The available tools, sorted by name.
-    fn available(&self) -> impl Iterator<Item = &'static ToolSpec> + '_ {
+    /// The positions in `A::tools()` of the available tools, in name order.
+    fn available(&self) -> impl Iterator<Item = usize> + '_ {
         let on = self.snapshot.get().map(Vec::as_slice).unwrap_or_default();
-        A::tools().iter().copied().zip(on).filter(|(_, on)| **on).map(|(t, _)| t)
+        on.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i)
     }
 
     fn token_ttl(&self) -> Duration {
@@ -775,7 +769,7 @@ impl<A: Registry> RunCtx<A> {
     /// Emits a `tool_result` event with the result redacted.
     fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<&Value>) {
         self.emit(|| Event::ToolResult {
-            run_id: self.run_id.clone(),
+            run_id: self.ids.run_id.to_string(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             status: status.to_owned(),
@@ -787,14 +781,14 @@ impl<A: Registry> RunCtx<A> {
         let record = AuditRecord {
             seq: 0,
             ts: now_rfc3339(),
-            run_id: self.shared.run_id.clone(),
-            session_id: self.shared.session_id.clone(),
-            request_id: self.shared.request_id.clone(),
+            run_id: self.ids.run_id.clone(),
+            session_id: self.ids.session_id.clone(),
+            request_id: self.ids.request_id.clone(),
             call_id: f.call_id,
-            user_id: self.shared.user_id.clone(),
-            org_id: self.shared.org_id.clone(),
-            role: self.shared.role.clone(),
-            agent: self.shared.agent.clone(),
+            user_id: self.ids.user_id.clone(),
+            org_id: self.ids.org_id.clone(),
+            role: self.ids.role.clone(),
+            agent: self.ids.agent.clone(),
             tool: f.tool,
             tier: f.tier,
             status: f.status,
@@ -803,13 +797,13 @@ impl<A: Registry> RunCtx<A> {
             args: f.args,
             args_hash: f.args_hash,
             result: f.result,
-            manifest_sha256: self.shared.manifest_sha256.clone(),
+            manifest_sha256: self.ids.manifest_sha256.clone(),
             prev_hash: String::new(),
             hash: String::new(),
         };
         let r = self.inner.audit.append(record).await;
         if let Err(e) = &r {
-            tracing::error!(run_id = %self.run_id, error = %e, "audit write failed");
+            tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
         }
         r
     }
@@ -830,7 +824,7 @@ impl<A: Registry> RunCtx<A> {
         f.args = args;
         let _ = self.audit(f).await;
         self.emit(|| Event::ToolDenied {
-            run_id: self.run_id.clone(),
+            run_id: self.ids.run_id.to_string(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             reason: reason.clone(),
@@ -853,7 +847,7 @@ impl<A: Registry> RunCtx<A> {
     fn push_digest(&self, tool: &str, result: &Value) {
         let text = json_prefix(result, DIGEST_ENTRY_CHARS);
         let mut sessions = lock(&self.inner.sessions);
-        if let Some(s) = sessions.get_mut(&self.session_id) {
+        if let Some(s) = sessions.get_mut(self.ids.session_id.as_str()) {
             s.digest.push_back(DigestEntry { tool: tool.to_owned(), result: text });
             while s.digest.len() > DIGEST_ENTRIES {
                 s.digest.pop_front();
@@ -865,8 +859,8 @@ impl<A: Registry> RunCtx<A> {
         let me = self.clone();
         CallContext {
             principal: self.principal.clone(),
-            run_id: self.shared.run_id.clone(),
-            session_id: self.shared.session_id.clone(),
+            run_id: self.ids.run_id.clone(),
+            session_id: self.ids.session_id.clone(),
             call_id: call_id.to_owned(),
             spec,
             invoker: Some(Arc::new(move |name: &'static str, args: Value| {
@@ -874,7 +868,7 @@ impl<A: Registry> RunCtx<A> {
                 Box::pin(async move {
                     let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let call = ToolCallRequest {
-                        id: format!("{}-nested-{n}", me.run_id),
+                        id: format!("{}-nested-{n}", me.ids.run_id),
                         name: name.to_owned(),
                         arguments: args.to_string(),
                     };
@@ -894,7 +888,7 @@ impl<A: Registry> RunCtx<A> {
 
 /// The gate for one call.
 fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFuture<'static, CallOutcome> {
-    let span = tracing::info_span!("agent.tool_call", run_id = %ctx.run_id, tool = %call.name, call_id = %call.id);
+    let span = tracing::info_span!("agent.tool_call", run_id = %ctx.ids.run_id, tool = %call.name, call_id = %call.id);
     Box::pin(async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
         let entry = ctx.available_index(&call.name).and_then(A::entry_at);
@@ -904,7 +898,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             } else {
                 format!("unknown tool `{}`", call.name)
             };
-            ctx.emit(|| Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: None });
+            ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: None });
             return ctx.deny(&call, None, None, reason).await;
         };
         let spec = entry.spec;
@@ -915,7 +909,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             Err(e) => return ctx.deny(&call, Some(spec), None, format!("invalid arguments for `{}`: {e}", spec.name)).await,
         };
         let mut redacted = ctx.redact_args(schema, &args);
-        ctx.emit(|| Event::ToolCall { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
+        ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
         let mut typed = match (entry.parse)(&args) {
             Ok(t) => t,
             Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("invalid arguments for `{}`: {e}", spec.name)).await,
@@ -927,7 +921,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         // 3. interceptors.
         for interceptor in &ctx.inner.interceptors {
             let decision = interceptor
-                .before_call(Interception { principal: &ctx.principal, spec, args: &args, run_id: &ctx.run_id })
+                .before_call(Interception { principal: &ctx.principal, spec, args: &args, run_id: ctx.ids.run_id.as_str() })
                 .await;
             match decision {
                 Decision::Proceed => {}
@@ -973,7 +967,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
         let approved = if ctx.inner.confirm_mode == ConfirmMode::Conversational && spec.tier == Tier::Action && ctx.direct.is_none() {
-            lock(&ctx.inner.sessions).get_mut(&ctx.session_id).and_then(|s| s.approved.take())
+            lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()).and_then(|s| s.approved.take())
         } else {
             None
         };
@@ -1005,13 +999,13 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     args: redacted.clone(),
                     user_id: ctx.principal.user_id.clone(),
                     org_id: ctx.principal.org_id.clone(),
-                    session_id: ctx.session_id.clone(),
+                    session_id: ctx.ids.session_id.to_string(),
                     created_at: now_rfc3339(),
                 };
                 if ctx.audit(base(AuditStatus::HandedOff, redacted.clone())).await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; the request was not handed off");
                 }
-                ctx.emit(|| Event::Handoff { run_id: ctx.run_id.clone(), record });
+                ctx.emit(|| Event::Handoff { run_id: ctx.ids.run_id.to_string(), record });
                 CallOutcome::ok(json!({
                     "status": "handed_off",
                     "message": format!("`{}` is done by a person, not by this assistant. The request was passed to a human queue; nothing ran.", spec.name)
@@ -1027,7 +1021,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             }
             Handler::Action(run) => {
                 let confirm_required = || Event::ConfirmRequired {
-                    run_id: ctx.run_id.clone(),
+                    run_id: ctx.ids.run_id.to_string(),
                     call_id: call.id.clone(),
                     tool: spec.name.into(),
                     title: spec.title.unwrap_or(spec.name).into(),
@@ -1037,9 +1031,9 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 let description = format!("{}: `{}` with {}", spec.title.unwrap_or(spec.name), spec.name, agents_core::canonical::to_string(&redacted));
                 if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
                     if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
-                        if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
+                        if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, &args_hash) {
                             let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
-                            ctx.emit(|| Event::ToolDenied { run_id: ctx.run_id.clone(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
+                            ctx.emit(|| Event::ToolDenied { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
                             return CallOutcome::err(format!(
                                 "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                             ));
@@ -1050,7 +1044,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
                     ctx.emit(confirm_required);
-                    if let Some(s) = lock(&ctx.inner.sessions).get_mut(&ctx.session_id) {
+                    if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
                         s.pending = Some(PendingProposal { call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), args_hash: args_hash.clone(), tier: spec.tier });
                     }
                     *lock(&ctx.awaiting) = true;
@@ -1095,7 +1089,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 }
                 let _dereg = Deregister(&ctx.inner.decisions, &call.id);
                 ctx.emit(confirm_required);
-                ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "waiting_for_confirmation".into() });
+                ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
                 let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
                 let decision = async move {
                     let from_confirmer = async move {
@@ -1137,13 +1131,13 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     }
                     Some(Verdict::Approve) => {
                         // The token is minted for what the person saw and redeemed for what will run.
-                        let token = ctx.inner.tokens.mint(&ctx.session_id, spec.name, &args_hash, ctx.token_ttl());
+                        let token = ctx.inner.tokens.mint(ctx.ids.session_id.as_str(), spec.name, &args_hash, ctx.token_ttl());
                         let mut f = base(AuditStatus::Confirmed, redacted.clone());
                         f.reason = Some(format!("approved by the user; token {}", token.id()));
                         if ctx.audit(f).await.is_err() {
                             return CallOutcome::err("the audit log is unavailable; nothing ran");
                         }
-                        if let Err(e) = ctx.inner.tokens.redeem(&token, &ctx.session_id, spec.name, &args_hash) {
+                        if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, &args_hash) {
                             let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
                             return CallOutcome::err(format!("{e}; nothing ran"));
                         }
@@ -1316,7 +1310,7 @@ async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Vec<bool>> {
 
 async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome<A::Output> {
     let mut outcome = RunOutcome {
-        run_id: ctx.run_id.clone(),
+        run_id: ctx.ids.run_id.to_string(),
         status: RunStatus::Completed,
         text: String::new(),
         output: None,
@@ -1325,20 +1319,23 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         iterations: 0,
     };
     let inner = ctx.inner.clone();
-    ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "started".into() });
+    ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "started".into() });
 
     let Some(snapshot) = availability(&ctx).await else {
         outcome.status = RunStatus::Failed;
         outcome.error = Some("the audit log is unavailable; the run did not start".into());
-        ctx.emit(|| Event::Error { run_id: ctx.run_id.clone(), message: outcome.error.clone().unwrap_or_default() });
-        ctx.emit(|| Event::Done { run_id: ctx.run_id.clone(), status: "failed".into() });
+        ctx.emit(|| Event::Error {
+            run_id: ctx.ids.run_id.to_string(),
+            message: outcome.error.clone().unwrap_or_default(),
+        });
+        ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: "failed".into() });
         return outcome;
     };
     let _ = ctx.snapshot.set(snapshot);
 
     let (history, digest, pending) = {
         let sessions = lock(&inner.sessions);
-        let s = sessions.get(&ctx.session_id);
+        let s = sessions.get(ctx.ids.session_id.as_str());
         (
             s.map(|s| replay(&s.history, ctx.limits.history_messages as usize)).unwrap_or_default(),
             s.map(|s| digest_text(&s.digest)).unwrap_or_default(),
@@ -1366,10 +1363,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         f.reason = Some(format!("reply classified as {class:?}").to_lowercase());
         let _ = ctx.audit(f).await;
         let mut sessions = lock(&inner.sessions);
-        let s = sessions.entry(ctx.session_id.clone()).or_default();
+        let s = sessions.entry(ctx.ids.session_id.to_string()).or_default();
         match class {
             Classification::Confirm => {
-                let token = inner.tokens.mint(&ctx.session_id, &p.tool, &p.args_hash, ctx.token_ttl());
+                let token = inner.tokens.mint(ctx.ids.session_id.as_str(), &p.tool, &p.args_hash, ctx.token_ttl());
                 s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
                 s.pending = None;
                 system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));
@@ -1391,12 +1388,11 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
 
     let definitions: Vec<ToolDefinition> = ctx
         .available()
-        .filter_map(|t| {
-            A::entry(t.name).map(|e| ToolDefinition {
-                name: t.name.to_owned(),
-                description: t.description.to_owned(),
-                input_schema: (e.schema)().clone(),
-            })
+        .filter_map(A::entry_at)
+        .map(|e| ToolDefinition {
+            name: e.spec.name.to_owned(),
+            description: e.spec.description.to_owned(),
+            input_schema: (e.schema)().clone(),
         })
         .collect();
     let response_schema = {
@@ -1454,9 +1450,9 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             tools: if bind_tools { definitions.clone() } else { Vec::new() },
             response_schema: response_schema.clone(),
         };
-        ctx.emit(|| Event::Status { run_id: ctx.run_id.clone(), status: "thinking".into() });
+        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "thinking".into() });
         let bus = ctx.bus.clone();
-        let run_id = ctx.run_id.clone();
+        let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
         let response = tokio::select! {
@@ -1535,14 +1531,14 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         }
     }
     if !outcome.text.is_empty() {
-        ctx.emit(|| Event::Message { run_id: ctx.run_id.clone(), text: outcome.text.clone() });
+        ctx.emit(|| Event::Message { run_id: ctx.ids.run_id.to_string(), text: outcome.text.clone() });
     }
     if let Some(e) = &outcome.error {
-        ctx.emit(|| Event::Error { run_id: ctx.run_id.clone(), message: e.clone() });
+        ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: e.clone() });
     }
     {
         let mut sessions = lock(&inner.sessions);
-        let s = sessions.entry(ctx.session_id.clone()).or_default();
+        let s = sessions.entry(ctx.ids.session_id.to_string()).or_default();
         s.history.push(ChatMessage::User { content: input });
         if !outcome.text.is_empty() {
             s.history.push(ChatMessage::Assistant { content: outcome.text.clone(), tool_calls: Vec::new() });
@@ -1557,7 +1553,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     f.reason = Some(outcome.status.as_str().to_owned());
     f.result = Some(json!({"cost_usd": outcome.cost_usd, "iterations": outcome.iterations}));
     let _ = ctx.audit(f).await;
-    ctx.emit(|| Event::Done { run_id: ctx.run_id.clone(), status: outcome.status.as_str().into() });
+    ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status.as_str().into() });
     outcome
 }
 
