@@ -87,6 +87,46 @@ pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys
     if marks_secrets(schema) { redact(value, Some(schema), keys) } else { walk(value, None, None, keys, 0) }
 }
 
+/// [`redact_static`] taking the value: when nothing in it is to be masked (the schema marks
+/// nothing secret and no key of the list appears), the value itself is returned, with no copy.
+/// The result is always the same as [`redact`]'s.
+///
+/// ```
+/// use agents_core::redact::{redact, redact_static_owned, RedactionKeys};
+/// use serde_json::{json, Value};
+/// use std::sync::LazyLock;
+///
+/// static PLAIN: LazyLock<Value> = LazyLock::new(|| json!({"type": "object"}));
+/// let keys = RedactionKeys::default();
+/// let clean = json!({"name": "ann", "tags": ["a"]});
+/// assert_eq!(redact_static_owned(clean.clone(), &PLAIN, &keys), clean);
+/// let secret = json!({"name": "ann", "token": "t"});
+/// assert_eq!(redact_static_owned(secret.clone(), &PLAIN, &keys), redact(&secret, Some(&PLAIN), &keys));
+/// ```
+pub fn redact_static_owned(value: Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
+    if !marks_secrets(schema) && untouched_by_keys(&value, keys, 0) {
+        value
+    } else {
+        redact_static(&value, schema, keys)
+    }
+}
+
+/// Whether [`walk`] without a schema would return `value` unchanged: no listed key anywhere
+/// and nothing nested deeper than it masks.
+fn untouched_by_keys(value: &Value, keys: &RedactionKeys, depth: usize) -> bool {
+    if depth > MAX_WALK_DEPTH {
+        return false;
+    }
+    match value {
+        Value::Object(map) => map.iter().all(|(k, v)| !keys.matches(k) && untouched_by_keys(v, keys, depth + 1)),
+        Value::Array(items) => items.iter().all(|v| untouched_by_keys(v, keys, depth + 1)),
+        _ => true,
+    }
+}
+
+/// Below this depth [`walk`] masks whatever it finds.
+const MAX_WALK_DEPTH: usize = 128;
+
 /// Whether the schema marks any node secret, remembered per schema address.
 fn marks_secrets(schema: &'static Value) -> bool {
     use std::collections::HashMap;
@@ -186,7 +226,7 @@ fn walk(value: &Value, schema: Option<&Value>, root: Option<&Value>, keys: &Reda
     if is_secret(schema, root, 0) {
         return Value::String(MASK.to_owned());
     }
-    if depth > 128 {
+    if depth > MAX_WALK_DEPTH {
         return Value::String(MASK.to_owned());
     }
     match value {

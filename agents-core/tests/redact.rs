@@ -2,7 +2,7 @@
 //! type's schema and by a case-insensitive key list, and idempotent.
 
 use agents_core::Secret;
-use agents_core::redact::{MASK, RedactionKeys, redact, redact_static};
+use agents_core::redact::{MASK, RedactionKeys, redact, redact_static, redact_static_owned};
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -223,4 +223,27 @@ proptest! {
         }
         prop_assert!(check(&redact(&value, None, &RedactionKeys::default())));
     }
+
+    #[test]
+    fn the_owned_form_redacts_exactly_as_the_schema_walk(value in json_value(), use_keys in any::<bool>()) {
+        static SECRETIVE: std::sync::LazyLock<Value> = std::sync::LazyLock::new(schema_of::<Connect>);
+        static PLAIN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(schema_of::<Plain>);
+        let keys = if use_keys { RedactionKeys::default() } else { RedactionKeys::none() };
+        for schema in [&*SECRETIVE, &*PLAIN] {
+            prop_assert_eq!(redact_static_owned(value.clone(), schema, &keys), redact(&value, Some(schema), &keys));
+        }
+    }
+}
+
+#[test]
+fn the_owned_form_masks_what_lies_too_deep() {
+    static PLAIN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({"type": "object"}));
+    let mut deep = json!("bottom");
+    for _ in 0..140 {
+        deep = json!([deep]);
+    }
+    let keys = RedactionKeys::none();
+    let owned = redact_static_owned(deep.clone(), &PLAIN, &keys);
+    assert_eq!(owned, redact(&deep, Some(&PLAIN), &keys));
+    assert_ne!(owned, deep, "the walk masks below its depth limit, and so must the owned form");
 }

@@ -195,9 +195,11 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         return quote!(#errs #strukt);
     }
     let finish = quote!(#rt::__private::agent_finish);
+    // Each tool's macro appends its manifest entry and calls the next path in the list; the
+    // last one is the finishing macro, which receives the empty list.
     let chain = match parsed.tools.split_first() {
-        Some((first, rest)) => quote! { #first! { [ #(#rest),* ] #finish { #tokens } { } } },
-        None => quote! { #finish! { { #tokens } { } } },
+        Some((first, rest)) => quote! { #first! { [ #(#rest,)* #finish ] { #tokens } { } } },
+        None => quote! { #finish! { [ ] { #tokens } { } } },
     };
     quote! { #strukt #chain }
 }
@@ -210,6 +212,10 @@ struct FinishInput {
 
 impl Parse for FinishInput {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        // The tool list, empty by now.
+        let rest;
+        syn::bracketed!(rest in input);
+        let _: TokenStream = rest.parse()?;
         let state;
         syn::braced!(state in input);
         let state: TokenStream = state.parse()?;
@@ -511,6 +517,7 @@ mod tests {
     fn uses_name_tools_as_the_manifest_does_even_when_renamed() {
         let (a, s) = (entry("athletes", "athlete.read", &[]), entry("summary", "athlete.read", &["list_athletes"]));
         let out = finish(quote! {
+            []
             { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, summary], }
             { "list_athletes" #a "summary" #s }
         })
@@ -523,6 +530,7 @@ mod tests {
     fn a_tool_outside_the_ceiling_is_named_with_its_permission() {
         let (a, w) = (entry("list_athletes", "athlete.read", &[]), entry("create_injury", "injury.write", &[]));
         let out = finish(quote! {
+            []
             { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, create_injury], ceiling: [perms::athlete::read], }
             { "list_athletes" #a "create_injury" #w }
         })
@@ -537,6 +545,7 @@ mod tests {
     fn a_skill_may_name_a_tool_by_its_last_segment() {
         let a = entry("list_athletes", "athlete.read", &[]);
         let out = finish(quote! {
+            []
             { #[doc = "Helps."] pub struct Clinic; tools: [tools::list_athletes], skills: { read: [list_athletes] }, }
             { "list_athletes" #a }
         })

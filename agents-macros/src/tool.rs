@@ -2,7 +2,7 @@
 
 use crate::context::Errors;
 use crate::crate_path;
-use crate::util::{camel, doc_string, permission_name, short_hash, suggest, type_string};
+use crate::util::{camel, doc_string, permission_name, suggest, type_string};
 use agents_core::manifest::{EnvPolicyEntry, FsPolicyEntry, NetPolicyEntry, ParamEntry, PolicyEntry, ToolEntry};
 use agents_core::{Risk, Tier};
 use proc_macro2::{Span, TokenStream};
@@ -569,10 +569,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let impl_ident = format_ident!("__agents_impl_{}", fn_ident);
     // Unique within the crate: identical tools may appear in several modules (the exported
     // macro lives at the crate root). The counter only names a hidden item; the manifest does
-    // not depend on it.
+    // not depend on it. The name leaves the body out on purpose: editing a body must not rename
+    // an item at the crate root, which would make an incremental build redo every module.
     static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let macro_ident = format_ident!("__agents_tool_{}_{}_{}", fn_ident, short_hash(&item.to_string()), n);
+    let macro_ident = format_ident!("__agents_tool_{}_{}", fn_ident, n);
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 
@@ -608,12 +609,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 "the permission is not declared as `{n}`, yet its path ends in `{}`: the manifest names a permission by the last two segments of its path, so write the path that ends in its declared `area::action` (not a renamed module or import)",
                 n.replace('.', "::")
             );
-            // Read through `Tool::Permission`, so an undeclared permission is reported once.
             quote_spanned! {p.span()=>
-                const fn __agents_permission_name<__T: #rt::Tool>() -> &'static str {
-                    <<__T as #rt::Tool>::Permission as #rt::Permission>::NAME
-                }
-                const _: () = ::core::assert!(#rt::__private::str_eq(__agents_permission_name::<#fn_ident>(), #n), #msg);
+                const _: () = ::core::assert!(
+                    #rt::__private::str_eq(#rt::__private::tool_permission_name::<#fn_ident>(), #n),
+                    #msg
+                );
             }
         }
         _ => quote!(),
@@ -676,30 +676,33 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // The handler body: unpack args, build the context and capabilities, call the function.
     let is_generic = agent_param.is_some();
     let ctx_agent = if is_generic { quote!(__A) } else { quote!(()) };
-    let call_args = params.iter().map(|p| {
-        let ident = &p.ident;
-        match &p.kind {
-            ParamKind::Context { by_ref: true } => quote!(&__cx),
-            ParamKind::Context { by_ref: false } => quote!(__cx),
-            ParamKind::Capability(c) => {
-                // The spec through the public context: `CallContext`'s fields are private.
-                let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
-                let ctor = match c {
-                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
-                    Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
-                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
-                };
-                if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
-            }
-            ParamKind::Arg => {
-                if matches!(p.ty, Type::Reference(_)) {
-                    quote!(::core::borrow::Borrow::borrow(&__args.#ident))
-                } else {
-                    quote!(__args.#ident)
+    let call_args: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let ident = &p.ident;
+            match &p.kind {
+                ParamKind::Context { by_ref: true } => quote!(&__cx),
+                ParamKind::Context { by_ref: false } => quote!(__cx),
+                ParamKind::Capability(c) => {
+                    // The spec through the public context: `CallContext`'s fields are private.
+                    let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
+                    let ctor = match c {
+                        Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
+                        Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
+                        Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
+                    };
+                    if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
+                }
+                ParamKind::Arg => {
+                    if matches!(p.ty, Type::Reference(_)) {
+                        quote!(::core::borrow::Borrow::borrow(&__args.#ident))
+                    } else {
+                        quote!(__args.#ident)
+                    }
                 }
             }
-        }
-    });
+        })
+        .collect();
     let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
     let await_tok = if func.sig.asyncness.is_some() { quote!(.await) } else { quote!() };
     let invoke = if context_unusable {
@@ -789,11 +792,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             })
         }
     } else {
-        quote! {
-            #rt::tool::Handler::Read(|__call, __erased| {
-                <#fn_ident as #rt::ReadTool>::run(__call, #rt::__private::downcast_args(__erased))
-            })
-        }
+        quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#fn_ident>))
     };
     let action_handler = if is_generic {
         quote! {
@@ -804,11 +803,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             })
         }
     } else {
-        quote! {
-            #rt::tool::Handler::Action(|__call, __erased, __approval| {
-                <#fn_ident as #rt::ActionTool>::run_approved(__call, #rt::__private::downcast_args(__erased), __approval)
-            })
-        }
+        quote!(#rt::tool::Handler::Action(#rt::__private::action_handler::<#fn_ident>))
     };
     let exec_impls = match tier {
         Tier::Read => {
@@ -898,11 +893,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc(hidden)]
         #[macro_export]
         macro_rules! #macro_ident {
-            ([ $next:path $(, $rest:path)* ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
-                $next! { [ $($rest),* ] $fin { $($state)* } { $($frags)* #fn_ident_str #fragment } }
-            };
-            ([ ] $fin:path { $($state:tt)* } { $($frags:tt)* }) => {
-                $fin! { { $($state)* } { $($frags)* #fn_ident_str #fragment } }
+            ([ $next:path $(, $rest:path)* ] { $($state:tt)* } { $($frags:tt)* }) => {
+                $next! { [ $($rest),* ] { $($state)* } { $($frags)* #fn_ident_str #fragment } }
             };
         }
         #[doc(hidden)]

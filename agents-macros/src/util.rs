@@ -77,14 +77,3 @@ pub(crate) fn camel(name: &str) -> String {
         })
         .collect()
 }
-
-/// A stable short hash for hidden names.
-pub(crate) fn short_hash(s: &str) -> String {
-    // FNV-1a: stable across runs and platforms, unlike `DefaultHasher`.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("{h:016x}")
-}

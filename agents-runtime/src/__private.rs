@@ -24,9 +24,35 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// The declared name of `T`'s permission. Read through `Tool::Permission`, so that a tool whose
+/// permission is not declared is reported once, at its `type Permission`.
+pub const fn tool_permission_name<T: crate::Tool>() -> &'static str {
+    <<T as crate::Tool>::Permission as crate::Permission>::NAME
+}
+
 /// Downcasts registry arguments to the tool's typed arguments.
 pub fn downcast_args<T: 'static>(args: crate::tool::ErasedArgs) -> T {
-    *args.downcast::<T>().expect("the registry passes the arguments its own parse produced")
+    match args.downcast::<T>() {
+        Ok(args) => *args,
+        Err(_) => unreachable!("the registry passes the arguments its own parse produced"),
+    }
+}
+
+/// The registry handler of a read tool that is not generic over the agent.
+pub fn read_handler<T: crate::ReadTool>(
+    call: &crate::CallContext,
+    args: crate::tool::ErasedArgs,
+) -> BoxFuture<'_, Result<serde_json::Value, crate::ToolError>> {
+    T::run(call, downcast_args(args))
+}
+
+/// The registry handler of an action tool that is not generic over the agent.
+pub fn action_handler<'a, T: crate::ActionTool>(
+    call: &'a crate::CallContext,
+    args: crate::tool::ErasedArgs,
+    approval: crate::Approval<'a>,
+) -> BoxFuture<'a, Result<serde_json::Value, crate::ToolError>> {
+    T::run_approved(call, downcast_args(args), approval)
 }
 
 /// Builds a tool's input schema once. The top-level `$schema`, `title` and the generated

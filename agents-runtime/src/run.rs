@@ -738,7 +738,45 @@ impl RecordFields {
 }
 
 fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    rfc3339(time::OffsetDateTime::now_utc())
+}
+
+/// `t` (UTC) as RFC 3339, the same text as `time`'s `Rfc3339` format (fraction without
+/// trailing zeros, none when whole, `Z`), written directly: every audit record carries one.
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    let year = t.year();
+    if !(0..=9999).contains(&year) || !t.offset().is_utc() {
+        return t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    }
+    fn two(out: &mut String, n: u8) {
+        out.push(char::from(b'0' + n / 10));
+        out.push(char::from(b'0' + n % 10));
+    }
+    let mut out = String::with_capacity(30);
+    let y = year as u16;
+    two(&mut out, (y / 100) as u8);
+    two(&mut out, (y % 100) as u8);
+    out.push('-');
+    two(&mut out, t.month() as u8);
+    out.push('-');
+    two(&mut out, t.day());
+    out.push('T');
+    two(&mut out, t.hour());
+    out.push(':');
+    two(&mut out, t.minute());
+    out.push(':');
+    two(&mut out, t.second());
+    let mut nanos = t.nanosecond();
+    if nanos != 0 {
+        let mut digits = 9;
+        while nanos.is_multiple_of(10) {
+            nanos /= 10;
+            digits -= 1;
+        }
+        let _ = std::fmt::Write::write_fmt(&mut out, format_args!(".{nanos:0digits$}"));
+    }
+    out.push('Z');
+    out
 }
 
 impl<A: Registry> RunCtx<A> {
@@ -840,7 +878,10 @@ impl<A: Registry> RunCtx<A> {
         if self.inner.raw_results {
             redact(schema_free, None, &self.inner.redaction)
         } else {
-            json!({"sha256": agents_core::canonical::sha256_hex(agents_core::canonical::to_string(schema_free).as_bytes())})
+            // Sized for a typical result, so the text is not regrown while it is written.
+            let mut text = String::with_capacity(256);
+            agents_core::canonical::write_to(schema_free, &mut text);
+            json!({"sha256": agents_core::canonical::sha256_hex(text.as_bytes())})
         }
     }
 
@@ -908,15 +949,16 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
             Ok(v) => v,
             Err(e) => return ctx.deny(&call, Some(spec), None, format!("invalid arguments for `{}`: {e}", spec.name)).await,
         };
-        let mut redacted = ctx.redact_args(schema, &args);
-        ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(redacted.clone()) });
+        // The redacted copy the records hold is made once the arguments are final (below);
+        // the event and the refusals before that redact on the spot.
+        ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(ctx.redact_args(schema, &args)) });
         let mut typed = match (entry.parse)(&args) {
             Ok(t) => t,
-            Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("invalid arguments for `{}`: {e}", spec.name)).await,
+            Err(e) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("invalid arguments for `{}`: {e}", spec.name)).await,
         };
         // Permission is decided before any business check (defence in depth on top of the snapshot).
         if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
-            return ctx.deny(&call, Some(spec), Some(redacted), format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role)).await;
+            return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role)).await;
         }
         // 3. interceptors.
         for interceptor in &ctx.inner.interceptors {
@@ -925,22 +967,21 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                 .await;
             match decision {
                 Decision::Proceed => {}
-                Decision::Deny(reason) => return ctx.deny(&call, Some(spec), Some(redacted), format!("denied by policy: {reason}")).await,
+                Decision::Deny(reason) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("denied by policy: {reason}")).await,
                 Decision::ProceedWith(new_args) => {
                     if let Err(e) = agents_core::strict::check_value(&new_args) {
-                        return ctx.deny(&call, Some(spec), Some(redacted), format!("an interceptor produced invalid arguments: {e}")).await;
+                        return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("an interceptor produced invalid arguments: {e}")).await;
                     }
                     typed = match (entry.parse)(&new_args) {
                         Ok(t) => t,
-                        Err(e) => return ctx.deny(&call, Some(spec), Some(redacted), format!("an interceptor produced invalid arguments: {e}")).await,
+                        Err(e) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("an interceptor produced invalid arguments: {e}")).await,
                     };
                     args = new_args;
-                    redacted = ctx.redact_args(schema, &args);
                     let mut f = RecordFields::new(AuditStatus::Modified);
                     f.call_id = Some(call.id.as_str().into());
                     f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
-                    f.args = Some(redacted.clone());
+                    f.args = Some(ctx.redact_args(schema, &args));
                     f.reason = Some("an interceptor replaced the arguments".into());
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -951,7 +992,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     f.call_id = Some(call.id.as_str().into());
                     f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
-                    f.args = Some(redacted.clone());
+                    f.args = Some(ctx.redact_args(schema, &args));
                     f.result = Some(ctx.result_for_audit(&result));
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -963,6 +1004,9 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         }
         // Binds a person's approval to the exact arguments: action calls only.
         let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
+        // The arguments are final: the records' redacted copy is the value itself when nothing
+        // in it is secret.
+        let redacted = agents_core::redact::redact_static_owned(args, schema, &ctx.inner.redaction);
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
@@ -1574,6 +1618,26 @@ fn parse_output<O: serde::de::DeserializeOwned>(text: &str) -> Result<O, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn timestamps_read_as_the_time_crate_writes_them(nanos in -62_135_596_800_000_000_000i128..253_402_300_799_999_999_999i128, whole in proptest::bool::ANY) {
+            let nanos = if whole { nanos - nanos.rem_euclid(1_000_000_000) } else { nanos };
+            let t = time::OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap();
+            let expected = t.format(&time::format_description::well_known::Rfc3339).unwrap();
+            proptest::prop_assert_eq!(rfc3339(t), expected);
+        }
+    }
+
+    #[test]
+    fn timestamps_keep_their_fraction_and_zone() {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_796_036_645_120_000_000).unwrap();
+        assert_eq!(rfc3339(t), "2026-11-30T11:04:05.12Z");
+        let t = time::OffsetDateTime::from_unix_timestamp(0).unwrap();
+        assert_eq!(rfc3339(t), "1970-01-01T00:00:00Z");
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(7).unwrap();
+        assert_eq!(rfc3339(t), "1970-01-01T00:00:00.000000007Z");
+    }
 
     #[test]
     fn a_json_prefix_is_the_start_of_the_whole_text() {

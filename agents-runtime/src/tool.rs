@@ -238,7 +238,12 @@ impl<A> ToolEntry<A> {
 /// Typed deserialization of one tool's arguments; generic over the tool only, so every agent
 /// that grants it shares one copy.
 fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
-    <T::Args as serde::Deserialize>::deserialize(v).map(|a| Box::new(a) as ErasedArgs).map_err(|e| e.to_string())
+    // A `match`, not `map`/`map_err` closures: this is instantiated once per tool, and every
+    // closure is one more function to compile for each.
+    match <T::Args as serde::Deserialize>::deserialize(v) {
+        Ok(args) => Ok(Box::new(args)),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The registry `agent!` generates: a `match` on the tool's position in

@@ -1,4 +1,5 @@
 //! Choosing a provider from environment variables (through the pure `from_vars`).
+#![cfg(feature = "http")]
 
 use agents_runtime::provider::config::ACCEPTED_FORMS;
 use agents_runtime::provider::{ConfigError, ProviderConfig, ProviderKind};

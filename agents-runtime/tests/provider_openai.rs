@@ -1,4 +1,5 @@
 //! The OpenAI-compatible provider against a canned server on 127.0.0.1.
+#![cfg(feature = "http")]
 
 mod provider_common;
 

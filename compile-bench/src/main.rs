@@ -7,7 +7,7 @@
 //! each crate alone, alternating A/B each round, and prints the medians and ratios.
 //!
 //! ```text
-//! cargo run -p compile-bench --release -- [--rounds N] [--tools N] [--out DIR] [--live]
+//! cargo run -p compile-bench --release -- [--rounds N] [--tools N] [--out DIR] [--live] [--only LIST]
 //! ```
 //!
 //! See `compile-bench/README.md`.
@@ -21,11 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: compile-bench [--rounds N] [--tools N] [--out DIR] [--live]
+const USAGE: &str = "usage: compile-bench [--rounds N] [--tools N] [--out DIR] [--live] [--only LIST]
   --rounds N   rounds of A/B measurements; the median is reported (default 5)
   --tools N    tools per generated crate (default 60)
   --out DIR    work directory for the generated workspace (default <project>/target/compile-bench)
-  --live       depend on the project's working tree instead of a snapshot copied at start";
+  --live       depend on the project's working tree instead of a snapshot copied at start
+  --only LIST  measure only these scenarios (comma-separated: clean-dev, clean-release,
+               edit-dev, touch-release; the no-op build is always measured)";
 
 /// Command-line options.
 #[derive(Debug)]
@@ -34,6 +36,8 @@ struct Options {
     tools: usize,
     out: PathBuf,
     live: bool,
+    /// The scenarios to measure (always including [`Scenario::Noop`]).
+    only: Vec<Scenario>,
 }
 
 fn project_root() -> PathBuf {
@@ -42,8 +46,13 @@ fn project_root() -> PathBuf {
 }
 
 fn parse_options(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
-    let mut opts =
-        Options { rounds: 5, tools: 60, out: project_root().join("target").join("compile-bench"), live: false };
+    let mut opts = Options {
+        rounds: 5,
+        tools: 60,
+        out: project_root().join("target").join("compile-bench"),
+        live: false,
+        only: Scenario::ALL.to_vec(),
+    };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("`{name}` needs a value"));
@@ -52,6 +61,21 @@ fn parse_options(args: impl IntoIterator<Item = String>) -> Result<Options, Stri
             "--tools" => opts.tools = value("--tools")?.parse().map_err(|e| format!("--tools: {e}"))?,
             "--out" => opts.out = PathBuf::from(value("--out")?),
             "--live" => opts.live = true,
+            "--only" => {
+                let list = value("--only")?;
+                let mut only = vec![Scenario::Noop];
+                for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    let scenario = Scenario::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
+                        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+                        format!("--only: unknown scenario `{name}`; the scenarios are {}", names.join(", "))
+                    })?;
+                    if !only.contains(&scenario) {
+                        only.push(scenario);
+                    }
+                }
+                only.sort_by_key(|s| Scenario::ALL.iter().position(|a| a == s));
+                opts.only = only;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -83,6 +107,17 @@ enum Scenario {
 impl Scenario {
     const ALL: [Scenario; 5] =
         [Scenario::Noop, Scenario::CleanDev, Scenario::CleanRelease, Scenario::EditDev, Scenario::TouchRelease];
+
+    /// The name `--only` takes.
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Noop => "noop",
+            Scenario::CleanDev => "clean-dev",
+            Scenario::CleanRelease => "clean-release",
+            Scenario::EditDev => "edit-dev",
+            Scenario::TouchRelease => "touch-release",
+        }
+    }
 
     fn label(self) -> &'static str {
         match self {
@@ -201,11 +236,12 @@ fn run(opts: &Options) -> Result<(), String> {
     }
 
     // times[scenario][0 = agents, 1 = baseline]
-    let mut times: Vec<[Vec<Duration>; 2]> = Scenario::ALL.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    let scenarios = &opts.only;
+    let mut times: Vec<[Vec<Duration>; 2]> = scenarios.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for round in 0..opts.rounds {
         let order: [(usize, &str); 2] =
             if round % 2 == 0 { [(0, AGENTS), (1, BASELINE)] } else { [(1, BASELINE), (0, AGENTS)] };
-        for (s, scenario) in Scenario::ALL.iter().enumerate() {
+        for (s, scenario) in scenarios.iter().enumerate() {
             for (slot, krate) in order {
                 let t = measure(&cargo, &ws, *scenario, krate, round)?;
                 times[s][slot].push(t);
@@ -228,7 +264,7 @@ fn run(opts: &Options) -> Result<(), String> {
         "scenario", "agents", "baseline", "ratio", "target", "verdict", "net ratio"
     );
     let noop = [median(&times[0][0]), median(&times[0][1])];
-    for (s, scenario) in Scenario::ALL.iter().enumerate() {
+    for (s, scenario) in scenarios.iter().enumerate() {
         let a = median(&times[s][0]);
         let b = median(&times[s][1]);
         let ratio = a.as_secs_f64() / b.as_secs_f64().max(f64::EPSILON);
@@ -258,7 +294,7 @@ fn run(opts: &Options) -> Result<(), String> {
     }
     println!();
     println!("medians of {} round(s); every round, in seconds (agents / baseline):", opts.rounds);
-    for (s, scenario) in Scenario::ALL.iter().enumerate() {
+    for (s, scenario) in scenarios.iter().enumerate() {
         let rounds: Vec<String> = times[s][0]
             .iter()
             .zip(&times[s][1])
@@ -305,6 +341,15 @@ mod tests {
         assert!(parse_options(args("--rounds 0")).is_err());
         assert!(parse_options(args("--bogus")).is_err());
         assert_eq!(parse_options(args("--help")).unwrap_err(), "");
+        assert_eq!(parse_options(args("")).unwrap().only, Scenario::ALL.to_vec());
+    }
+
+    #[test]
+    fn only_keeps_the_no_op_build_and_the_order() {
+        let o = parse_options(args("--only touch-release,edit-dev")).unwrap();
+        assert_eq!(o.only, vec![Scenario::Noop, Scenario::EditDev, Scenario::TouchRelease]);
+        let err = parse_options(args("--only edit")).unwrap_err();
+        assert!(err.contains("unknown scenario `edit`") && err.contains("edit-dev"), "{err}");
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! operating system's certificate verifier, so the crate never installs a process-wide
 //! rustls provider behind the application's back.
 
-use super::ProviderError;
+use super::{ProviderError, truncate};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -375,14 +375,6 @@ pub(crate) fn error_message(body: &str) -> String {
     let text = found.unwrap_or_else(|| body.trim().to_string());
     let text = if text.is_empty() { "no details in the answer".to_string() } else { text };
     truncate(&text, 300)
-}
-
-/// At most `max` characters of `text`, with an ellipsis when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 /// Whether an error text says that a model does not exist.

@@ -9,17 +9,29 @@
 //! - [`pricing`]: [`PriceTable`], which turns token usage into cost for the budget.
 //! - [`config`]: [`provider_from_env`] / [`ProviderConfig`], choosing a provider from
 //!   `AGENTS_MODEL` and the key variables, and describing it without the key.
+//!
+//! The HTTP providers and [`config`] need the `http` feature (on by default). A crate that
+//! only declares tools and agents can depend on `agents-runtime` without default features and
+//! build none of the HTTP and TLS stack.
 
+#[cfg(feature = "http")]
 pub mod anthropic;
+#[cfg(feature = "http")]
 pub mod config;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
 
+#[cfg(feature = "http")]
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
+#[cfg(feature = "http")]
 pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
+#[cfg(feature = "http")]
 pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+#[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use pricing::{ModelPrice, PriceTable};
 pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
@@ -199,5 +211,13 @@ pub trait Provider: Send + Sync {
 impl fmt::Debug for dyn Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Provider({}:{})", self.name(), self.model())
+    }
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }

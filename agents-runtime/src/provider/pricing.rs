@@ -87,6 +87,7 @@ impl PriceTable {
 }
 
 /// Prices one provider's calls and warns once when its model has no price.
+#[cfg(feature = "http")]
 #[derive(Debug)]
 pub(crate) struct Pricer {
     table: PriceTable,
@@ -94,6 +95,7 @@ pub(crate) struct Pricer {
     warned: std::sync::atomic::AtomicBool,
 }
 
+#[cfg(feature = "http")]
 impl Pricer {
     pub(crate) fn new(table: PriceTable, model: &str) -> Self {
         let known = table.lookup(model).is_some();

@@ -486,7 +486,7 @@ impl RuleProvider {
 fn default_summary(outcomes: &[ToolOutcome<'_>]) -> String {
     let mut text = String::from("Here is what the tools returned:");
     for o in outcomes {
-        let content = super::http::truncate(o.content.trim(), 500);
+        let content = super::truncate(o.content.trim(), 500);
         if o.is_error {
             text.push_str(&format!("\n- {} did not succeed: {content}", o.name));
         } else {

@@ -3,11 +3,14 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+#[cfg(feature = "http")]
+use agents_runtime::provider::HttpOptions;
 use agents_runtime::provider::{
-    ChatMessage, ChatRequest, ChatResponse, HttpOptions, Provider, ProviderError, ToolCallRequest, ToolDefinition,
+    ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, ToolCallRequest, ToolDefinition,
 };
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+#[cfg(feature = "http")]
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -221,6 +224,7 @@ pub fn request(messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) -> ChatRe
 }
 
 /// Per-call options with this timeout, three attempts and millisecond backoff.
+#[cfg(feature = "http")]
 pub fn fast_http(timeout: Duration) -> HttpOptions {
     HttpOptions {
         timeout,
