@@ -4,8 +4,8 @@
 //! previous one, so a verifier can detect an edited, deleted, reordered or inserted record,
 //! and the agent's `MANIFEST_SHA256`, so a record joins back to the reviewed manifest.
 
-use crate::SharedStr;
 use crate::tool::Tier;
+use crate::{SharedStr, SharedValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -111,8 +111,8 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// The tool's title, as shown to the person confirming.
     pub title: Option<SharedStr>,
-    /// Redacted arguments.
-    pub args: Option<Value>,
+    /// Redacted arguments (shared by the records of one call).
+    pub args: Option<SharedValue>,
     /// HMAC-SHA-256 (server key) of the canonical real arguments of an action call: joins a
     /// proposal, its approval and its execution without storing the values (`None` for
     /// read and handoff calls, whose records join by `call_id`).
@@ -177,7 +177,7 @@ impl AuditRecord {
         } = self;
         let mut w = MemberWriter(String::with_capacity(512));
         w.string("agent", agent);
-        w.json("args", args.as_ref());
+        w.json("args", args.as_deref());
         w.opt_string("args_hash", args_hash.as_deref());
         w.opt_string("call_id", call_id.as_deref());
         let before_hash = w.0.len();

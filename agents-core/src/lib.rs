@@ -11,6 +11,7 @@ pub mod principal;
 pub mod redact;
 pub mod secret;
 pub mod shared_str;
+pub mod shared_value;
 pub mod strict;
 pub mod tool;
 
@@ -19,4 +20,5 @@ pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, RoleMap};
 pub use secret::Secret;
 pub use shared_str::SharedStr;
+pub use shared_value::SharedValue;
 pub use tool::{ParamSpec, PolicySpec, Risk, Tier, Tool, ToolSpec};

@@ -23,7 +23,7 @@ fn record(i: u64) -> AuditRecord {
         status: if i.is_multiple_of(2) { AuditStatus::Proposed } else { AuditStatus::Executed },
         reason: None,
         title: Some("Close ticket".into()),
-        args: Some(json!({"ticket": i, "note": "ünïcode \"quoted\"", "ratio": 0.25})),
+        args: Some(json!({"ticket": i, "note": "ünïcode \"quoted\"", "ratio": 0.25}).into()),
         args_hash: None,
         result: None,
         manifest_sha256: MANIFEST.into(),

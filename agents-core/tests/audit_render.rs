@@ -36,7 +36,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         status: AuditStatus::Proposed,
         reason: Some("line\nbreak \"quoted\" \u{1}".to_owned()),
         title: None,
-        args,
+        args: args.map(Into::into),
         args_hash: None,
         result,
         manifest_sha256: "m".into(),
@@ -89,7 +89,7 @@ fn the_renderer_writes_what_the_generic_route_writes() {
 fn a_changed_member_changes_the_hash() {
     let base = check(record(Some(json!({"days": 3})), None), 1, GENESIS_HASH);
     let mut other = base.clone();
-    other.args = Some(json!({"days": 5}));
+    other.args = Some(json!({"days": 5}).into());
     assert_ne!(check(other, 1, GENESIS_HASH).hash, base.hash);
     let mut other = base.clone();
     other.user_id = "v".into();
@@ -155,7 +155,7 @@ proptest! {
             status,
             reason: optional[2].clone(),
             title: optional[3].clone().map(Into::into),
-            args,
+            args: args.map(Into::into),
             args_hash: optional[4].clone(),
             result,
             manifest_sha256: strings[8].clone().into(),

@@ -43,7 +43,7 @@ fn record(i: u64) -> AuditRecord {
         status: AuditStatus::Proposed,
         reason: None,
         title: Some("Place an order".into()),
-        args: Some(json!({"patient": format!("p-{i}"), "items": [{"sku": "a-1", "qty": 2}], "password": "•••"})),
+        args: Some(json!({"patient": format!("p-{i}"), "items": [{"sku": "a-1", "qty": 2}], "password": "•••"}).into()),
         args_hash: Some("ab".repeat(32)),
         result: None,
         manifest_sha256: "cd".repeat(32).into(),

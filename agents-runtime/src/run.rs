@@ -9,7 +9,7 @@ use crate::audit::{AuditError, AuditRecord, AuditSink, AuditStatus};
 use crate::budget::BudgetStore;
 use crate::classifier::{Classification, ConfirmationClassifier, KeywordClassifier, ProposalSummary};
 use crate::core::redact::{RedactionKeys, redact};
-use crate::core::{Limits, Principal, RoleMap, SharedStr, Tier, ToolSpec};
+use crate::core::{Limits, Principal, RoleMap, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus, HandoffRecord};
 use crate::interceptor::{Decision, Interception, Interceptor};
 use crate::provider::{ChatMessage, ChatRequest, Provider, ToolCallRequest, ToolDefinition};
@@ -220,7 +220,7 @@ struct PendingProposal {
     call_id: String,
     tool: String,
     title: String,
-    args: Value,
+    args: SharedValue,
     args_hash: String,
     tier: Tier,
 }
@@ -711,7 +711,7 @@ struct RecordFields {
     status: AuditStatus,
     reason: Option<String>,
     title: Option<SharedStr>,
-    args: Option<Value>,
+    args: Option<SharedValue>,
     args_hash: Option<String>,
     result: Option<Value>,
 }
@@ -859,7 +859,7 @@ impl<A: Registry> RunCtx<A> {
         f.tool = Some(call.name.as_str().into());
         f.tier = spec.map(|s| s.tier);
         f.reason = Some(reason.clone());
-        f.args = args;
+        f.args = args.map(SharedValue::from);
         let _ = self.audit(f).await;
         self.emit(|| Event::ToolDenied {
             run_id: self.ids.run_id.to_string(),
@@ -981,7 +981,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     f.call_id = Some(call.id.as_str().into());
                     f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
-                    f.args = Some(ctx.redact_args(schema, &args));
+                    f.args = Some(ctx.redact_args(schema, &args).into());
                     f.reason = Some("an interceptor replaced the arguments".into());
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -992,7 +992,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     f.call_id = Some(call.id.as_str().into());
                     f.tool = Some(spec.name.into());
                     f.tier = Some(spec.tier);
-                    f.args = Some(ctx.redact_args(schema, &args));
+                    f.args = Some(ctx.redact_args(schema, &args).into());
                     f.result = Some(ctx.result_for_audit(&result));
                     if ctx.audit(f).await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -1006,7 +1006,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
         // The arguments are final: the records' redacted copy is the value itself when nothing
         // in it is secret.
-        let redacted = agents_core::redact::redact_static_owned(args, schema, &ctx.inner.redaction);
+        let redacted = SharedValue::from(agents_core::redact::redact_static_owned(args, schema, &ctx.inner.redaction));
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
@@ -1021,9 +1021,8 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         };
         let (shared_call_id, shared_tool): (SharedStr, SharedStr) = (audit_call_id.as_str().into(), spec.name.into());
         let shared_title: Option<SharedStr> = spec.title.map(Into::into);
-        // A record of this call; the redacted arguments are cloned for every record but the
-        // last, which takes them.
-        let base = |status: AuditStatus, args: Value| {
+        // A record of this call; its records share the redacted arguments.
+        let base = |status: AuditStatus, args: SharedValue| {
             let mut f = RecordFields::new(status);
             f.call_id = Some(shared_call_id.clone());
             f.tool = Some(shared_tool.clone());
@@ -1040,7 +1039,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     call_id: call.id.clone(),
                     tool: spec.name.to_owned(),
                     description: spec.description.to_owned(),
-                    args: redacted.clone(),
+                    args: redacted.as_value().clone(),
                     user_id: ctx.principal.user_id.clone(),
                     org_id: ctx.principal.org_id.clone(),
                     session_id: ctx.ids.session_id.to_string(),
@@ -1069,7 +1068,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                     call_id: call.id.clone(),
                     tool: spec.name.into(),
                     title: spec.title.unwrap_or(spec.name).into(),
-                    args: redacted.clone(),
+                    args: redacted.as_value().clone(),
                     risk: spec.risk.as_str().into(),
                 };
                 let description = format!("{}: `{}` with {}", spec.title.unwrap_or(spec.name), spec.name, agents_core::canonical::to_string(&redacted));
@@ -1113,7 +1112,7 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
                         call_id: call.id.clone(),
                         tool: spec.name.into(),
                         title: spec.title.unwrap_or(spec.name).into(),
-                        args: redacted.clone(),
+                        args: redacted.as_value().clone(),
                         risk: spec.risk.as_str().into(),
                         description: description.clone(),
                     })),
@@ -1203,8 +1202,8 @@ async fn execute_approved<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, Value) -> RecordFields,
-    redacted: Value,
+    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
+    redacted: SharedValue,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
 ) -> CallOutcome {
@@ -1227,8 +1226,8 @@ async fn finish_call<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: &ToolCallRequest,
     spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, Value) -> RecordFields,
-    redacted: Value,
+    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
+    redacted: SharedValue,
     result: Result<Value, ToolError>,
 ) -> CallOutcome {
     match result {
@@ -1391,7 +1390,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
 
     // Conversational mode: the reply to a pending proposal is classified first.
     if let Some(p) = pending {
-        let summary = ProposalSummary { tool: p.tool.clone(), title: p.title.clone(), args: p.args.clone() };
+        let summary = ProposalSummary { tool: p.tool.clone(), title: p.title.clone(), args: p.args.as_value().clone() };
         let class = inner.classifier.classify(&summary, &input).await;
         let mut f = RecordFields::new(match class {
             Classification::Confirm => AuditStatus::Confirmed,

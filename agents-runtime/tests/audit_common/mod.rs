@@ -31,13 +31,16 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
         status,
         reason: i.is_multiple_of(4).then(|| format!("reason \"{i}\"\twith\nescapes")),
         title: (tier == Tier::Action).then(|| "Place an order — für Ärztin".to_owned()).map(Into::into),
-        args: Some(json!({
-            "patient": format!("p-{i}"),
-            "fields": ["allergies", "meds", {"nested": [i, -(i as i64), 0.5]}],
-            "password": "•••",
-            "big": 1e21,
-            "tiny": 1.5e-7,
-        })),
+        args: Some(
+            json!({
+                "patient": format!("p-{i}"),
+                "fields": ["allergies", "meds", {"nested": [i, -(i as i64), 0.5]}],
+                "password": "•••",
+                "big": 1e21,
+                "tiny": 1.5e-7,
+            })
+            .into(),
+        ),
         args_hash: Some(format!("{:064x}", i * 7919)),
         result: (i % 2 == 1).then(|| json!({"ok": true, "n": i, "note": null})),
         manifest_sha256: MANIFEST.into(),
