@@ -72,7 +72,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     let mut text = [0u8; 64];
     // 32 bytes always fit 64 hex digits.
     let _ = hex::encode_to_slice(sha2::Sha256::digest(bytes), &mut text);
-    String::from_utf8_lossy(&text).into_owned()
+    // Hex digits are ASCII: the check cannot fail (and is cheaper than a lossy conversion).
+    String::from_utf8(text.to_vec()).unwrap_or_default()
 }
 
 fn write_value(value: &Value, out: &mut String) {

@@ -766,14 +766,18 @@ fn rfc3339(t: time::OffsetDateTime) -> String {
     two(&mut out, t.minute());
     out.push(':');
     two(&mut out, t.second());
-    let mut nanos = t.nanosecond();
+    let nanos = t.nanosecond();
     if nanos != 0 {
-        let mut digits = 9;
-        while nanos.is_multiple_of(10) {
-            nanos /= 10;
-            digits -= 1;
+        // Nine digits, then the trailing zeros dropped.
+        let mut digits = [b'0'; 9];
+        let mut n = nanos;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (n % 10) as u8;
+            n /= 10;
         }
-        let _ = std::fmt::Write::write_fmt(&mut out, format_args!(".{nanos:0digits$}"));
+        let len = 9 - digits.iter().rev().take_while(|&&d| d == b'0').count();
+        out.push('.');
+        out.extend(digits[..len].iter().map(|&d| char::from(d)));
     }
     out.push('Z');
     out
