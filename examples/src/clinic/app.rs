@@ -141,13 +141,19 @@ async fn turn(
                 )?;
                 rt.decide(&call_id, who, verdict).map_err(io::Error::other)?;
             }
+            // An outcome follows its records in the log: show those first.
             Event::ToolResult { tool, status, result, .. } => {
+                screen.audit()?;
                 let shown = result.map(|r| format!(": {}", short(&r, 160))).unwrap_or_default();
                 writeln!(screen.out, "  {tool} {status}{shown}")?;
             }
-            Event::ToolDenied { tool, reason, .. } => writeln!(screen.out, "  gate refused {tool}: {reason}")?,
+            Event::ToolDenied { tool, reason, .. } => {
+                screen.audit()?;
+                writeln!(screen.out, "  gate refused {tool}: {reason}")?;
+            }
             Event::Handoff { record, .. } => {
-                writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?
+                screen.audit()?;
+                writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?;
             }
             Event::Message { text, .. } => {
                 screen.message("kinetix", &text)?;

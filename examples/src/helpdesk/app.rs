@@ -94,9 +94,17 @@ async fn turn(
                 writeln!(screen.out, "  │  {tool} {args}")?;
                 writeln!(screen.out, "  └─ nothing ran; waiting for your reply (yes / no)")?;
             }
-            Event::ToolResult { tool, status, .. } => writeln!(screen.out, "  {tool} {status}")?,
-            Event::ToolDenied { tool, reason, .. } => writeln!(screen.out, "  gate refused {tool}: {reason}")?,
+            // An outcome follows its records in the log: show those first.
+            Event::ToolResult { tool, status, .. } => {
+                screen.audit()?;
+                writeln!(screen.out, "  {tool} {status}")?;
+            }
+            Event::ToolDenied { tool, reason, .. } => {
+                screen.audit()?;
+                writeln!(screen.out, "  gate refused {tool}: {reason}")?;
+            }
             Event::Handoff { record, .. } => {
+                screen.audit()?;
                 writeln!(
                     screen.out,
                     "  handed off to the service desk queue: {} {} (no execution path; nothing ran)",
