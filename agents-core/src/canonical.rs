@@ -69,11 +69,7 @@ pub fn format_f64(f: f64) -> Result<String, CanonicalError> {
 /// Lowercase hex SHA-256 of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    let mut text = [0u8; 64];
-    // 32 bytes always fit 64 hex digits.
-    let _ = hex::encode_to_slice(sha2::Sha256::digest(bytes), &mut text);
-    // Hex digits are ASCII: the check cannot fail (and is cheaper than a lossy conversion).
-    String::from_utf8(text.to_vec()).unwrap_or_default()
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 fn write_value(value: &Value, out: &mut String) {

@@ -104,10 +104,12 @@ pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys
 /// assert_eq!(redact_static_owned(secret.clone(), &PLAIN, &keys), redact(&secret, Some(&PLAIN), &keys));
 /// ```
 pub fn redact_static_owned(value: Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
-    if !marks_secrets(schema) && untouched_by_keys(&value, keys, 0) {
+    if marks_secrets(schema) {
+        redact(&value, Some(schema), keys)
+    } else if untouched_by_keys(&value, keys, 0) {
         value
     } else {
-        redact_static(&value, schema, keys)
+        walk(&value, None, None, keys, 0)
     }
 }
 

@@ -1,11 +1,11 @@
 //! Finds the path of `agents-runtime` as the calling crate names it (renames included).
 //!
-//! Every `#[tool]`, `agent!` and `permissions!` asks, so the answer is remembered per calling
-//! crate. The calling crate's `Cargo.toml` is read once; when it names `agents-runtime` as a
-//! plain dependency key and renames nothing to it, the path is `::agents_runtime` and nothing
-//! more is done. Otherwise (a rename such as `agents = { package = "agents-runtime" }`, or a
-//! dependency inherited from a workspace under another name) `proc-macro-crate` resolves it,
-//! which asks cargo for the workspace root.
+//! Every `#[tool]`, `agent!` and `permissions!` asks. When the calling crate's `Cargo.toml`
+//! names `agents-runtime` as a plain dependency key and renames nothing to it, the path is
+//! `::agents_runtime`; that answer is remembered per manifest (and its modification time).
+//! Otherwise (a rename such as `agents = { package = "agents-runtime" }`, or a dependency
+//! inherited from a workspace under another name) `proc-macro-crate` resolves it each time:
+//! it asks cargo for the workspace root once and keeps its own cache of both manifests.
 
 use proc_macro_crate::{FoundCrate, crate_name};
 use proc_macro2::{Span, TokenStream};
@@ -26,29 +26,31 @@ pub(crate) fn runtime_str(path: &TokenStream) -> String {
     path.to_string().replace(' ', "")
 }
 
-/// The calling crate's name for `agents-runtime`, remembered per manifest and its mtime.
+/// The calling crate's name for `agents-runtime`.
 fn runtime_name() -> String {
-    // (manifest dir, manifest mtime, answer): a long-lived proc-macro server may expand
-    // several crates, and a manifest may change while it runs.
-    static CACHE: Mutex<Option<(String, Option<SystemTime>, String)>> = Mutex::new(None);
+    if plain_dependency() { "agents_runtime".to_owned() } else { lookup() }
+}
+
+/// Whether the calling crate's manifest names `agents-runtime` plainly, remembered per manifest
+/// and modification time: a long-lived proc-macro server may expand several crates, and a
+/// manifest may change while it runs.
+fn plain_dependency() -> bool {
+    static CACHE: Mutex<Option<(String, Option<SystemTime>, bool)>> = Mutex::new(None);
     let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
-        return lookup();
+        return false;
     };
     let manifest = Path::new(&dir).join("Cargo.toml");
     let mtime = std::fs::metadata(&manifest).and_then(|m| m.modified()).ok();
     let mut cache = CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((d, t, name)) = cache.as_ref()
+    if let Some((d, t, plain)) = cache.as_ref()
         && *d == dir
         && *t == mtime
     {
-        return name.clone();
+        return *plain;
     }
-    let name = match std::fs::read_to_string(&manifest) {
-        Ok(text) if names_runtime_plainly(&text) => "agents_runtime".to_owned(),
-        _ => lookup(),
-    };
-    *cache = Some((dir, mtime, name.clone()));
-    name
+    let plain = std::fs::read_to_string(&manifest).is_ok_and(|text| names_runtime_plainly(&text));
+    *cache = Some((dir, mtime, plain));
+    plain
 }
 
 /// The full lookup through `proc-macro-crate`.
@@ -77,7 +79,7 @@ fn names_runtime_plainly(text: &str) -> bool {
         let key = compact.strip_prefix('[').map_or(compact.as_str(), |rest| {
             rest.trim_start_matches('[').rsplit_once('.').map_or(rest, |(_, last)| last)
         });
-        for name in ["agents-runtime", "agents_runtime", "\"agents-runtime\""] {
+        for name in ["agents-runtime", "\"agents-runtime\""] {
             if let Some(rest) = key.strip_prefix(name)
                 && (rest.starts_with('=') || rest.starts_with('.') || rest.starts_with(']'))
             {

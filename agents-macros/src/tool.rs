@@ -676,33 +676,30 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // The handler body: unpack args, build the context and capabilities, call the function.
     let is_generic = agent_param.is_some();
     let ctx_agent = if is_generic { quote!(__A) } else { quote!(()) };
-    let call_args: Vec<TokenStream> = params
-        .iter()
-        .map(|p| {
-            let ident = &p.ident;
-            match &p.kind {
-                ParamKind::Context { by_ref: true } => quote!(&__cx),
-                ParamKind::Context { by_ref: false } => quote!(__cx),
-                ParamKind::Capability(c) => {
-                    // The spec through the public context: `CallContext`'s fields are private.
-                    let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
-                    let ctor = match c {
-                        Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
-                        Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
-                        Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
-                    };
-                    if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
-                }
-                ParamKind::Arg => {
-                    if matches!(p.ty, Type::Reference(_)) {
-                        quote!(::core::borrow::Borrow::borrow(&__args.#ident))
-                    } else {
-                        quote!(__args.#ident)
-                    }
+    let call_args = params.iter().map(|p| {
+        let ident = &p.ident;
+        match &p.kind {
+            ParamKind::Context { by_ref: true } => quote!(&__cx),
+            ParamKind::Context { by_ref: false } => quote!(__cx),
+            ParamKind::Capability(c) => {
+                // The spec through the public context: `CallContext`'s fields are private.
+                let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
+                let ctor = match c {
+                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
+                    Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
+                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
+                };
+                if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
+            }
+            ParamKind::Arg => {
+                if matches!(p.ty, Type::Reference(_)) {
+                    quote!(::core::borrow::Borrow::borrow(&__args.#ident))
+                } else {
+                    quote!(__args.#ident)
                 }
             }
-        })
-        .collect();
+        }
+    });
     let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
     let await_tok = if func.sig.asyncness.is_some() { quote!(.await) } else { quote!() };
     let invoke = if context_unusable {

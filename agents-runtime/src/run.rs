@@ -741,11 +741,13 @@ fn now_rfc3339() -> String {
     rfc3339(time::OffsetDateTime::now_utc())
 }
 
-/// `t` (UTC) as RFC 3339, the same text as `time`'s `Rfc3339` format (fraction without
-/// trailing zeros, none when whole, `Z`), written directly: every audit record carries one.
+/// `t`, which is in UTC, as RFC 3339: the same text as `time`'s `Rfc3339` format (fraction
+/// without trailing zeros, none when whole, `Z`), written directly: every audit record
+/// carries one.
 fn rfc3339(t: time::OffsetDateTime) -> String {
     let year = t.year();
-    if !(0..=9999).contains(&year) || !t.offset().is_utc() {
+    // Outside four digits `time` decides (it refuses; the record then has no timestamp text).
+    if !(0..=9999).contains(&year) {
         return t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     }
     fn two(out: &mut String, n: u8) {
