@@ -69,7 +69,16 @@ pub fn format_f64(f: f64) -> Result<String, CanonicalError> {
 /// Lowercase hex SHA-256 of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
+    digest_hex(&sha2::Sha256::digest(bytes).into())
+}
+
+/// Lowercase hex of a 32-byte digest (SHA-256, HMAC-SHA-256). Every audit record carries at
+/// least one, so the text is written into a stack buffer and allocated once, rather than
+/// collected character by character as `hex::encode` does.
+pub fn digest_hex(digest: &[u8; 32]) -> String {
+    let mut text = [0u8; 64];
+    hex::encode_to_slice(digest, &mut text).expect("64 bytes hold the hex of 32");
+    std::str::from_utf8(&text).expect("hex digits are ASCII").to_owned()
 }
 
 fn write_value(value: &Value, out: &mut String) {
@@ -140,13 +149,13 @@ const EXACT_INT: u64 = 1 << 53;
 fn write_number(n: &Number, out: &mut String) {
     if let Some(u) = n.as_u64() {
         if u <= EXACT_INT {
-            let _ = write!(out, "{u}");
+            out.push_str(itoa::Buffer::new().format(u));
             return;
         }
     } else if let Some(i) = n.as_i64()
         && i.unsigned_abs() <= EXACT_INT
     {
-        let _ = write!(out, "{i}");
+        out.push_str(itoa::Buffer::new().format(i));
         return;
     }
     // Beyond 2^53 the value is an IEEE double, as RFC 8785 requires.
@@ -306,6 +315,14 @@ mod tests {
                 assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
             }
         }
+    }
+
+    #[test]
+    fn digest_hex_writes_what_hex_encode_writes() {
+        let digest: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(0xa5));
+        assert_eq!(digest_hex(&digest), hex::encode(digest));
+        assert_eq!(digest_hex(&[0; 32]), "0".repeat(64));
+        assert_eq!(digest_hex(&[0xff; 32]), "f".repeat(64));
     }
 
     #[test]

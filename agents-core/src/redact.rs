@@ -12,6 +12,9 @@ pub const MASK: &str = "•••";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedactionKeys {
     keys: Vec<String>,
+    /// Bit `n` is set when a key is `n` bytes long (bit 63: 63 bytes or more), so most keys
+    /// of an argument object are told apart by their length alone.
+    lengths: u64,
 }
 
 impl Default for RedactionKeys {
@@ -34,23 +37,28 @@ impl Default for RedactionKeys {
 impl RedactionKeys {
     /// A key list.
     pub fn new<I: IntoIterator<Item = S>, S: AsRef<str>>(keys: I) -> Self {
-        RedactionKeys { keys: keys.into_iter().map(|k| k.as_ref().to_ascii_lowercase()).collect() }
+        keys.into_iter().fold(Self::none(), |list, k| list.with(k.as_ref()))
     }
 
     /// No keys (schema-driven redaction only).
     pub fn none() -> Self {
-        RedactionKeys { keys: Vec::new() }
+        RedactionKeys { keys: Vec::new(), lengths: 0 }
     }
 
     /// Adds a key.
     pub fn with(mut self, key: &str) -> Self {
         self.keys.push(key.to_ascii_lowercase());
+        self.lengths |= length_bit(key);
         self
     }
 
     fn matches(&self, key: &str) -> bool {
-        self.keys.iter().any(|k| k.eq_ignore_ascii_case(key))
+        self.lengths & length_bit(key) != 0 && self.keys.iter().any(|k| k.eq_ignore_ascii_case(key))
     }
+}
+
+fn length_bit(key: &str) -> u64 {
+    1 << key.len().min(63)
 }
 
 /// A redacted copy of `value`. `schema` is the argument type's JSON schema (with `$defs`);
@@ -84,7 +92,7 @@ pub fn redact(value: &Value, schema: Option<&Value>, keys: &RedactionKeys) -> Va
 /// assert_eq!(redact_static(&v, &PLAIN, &keys), redact(&v, Some(&PLAIN), &keys));
 /// ```
 pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
-    if marks_secrets(schema) { redact(value, Some(schema), keys) } else { walk(value, None, None, keys, 0) }
+    SecretSchema { schema, marks_secrets: marks_secrets(schema) }.redact(value, keys)
 }
 
 /// [`redact_static`] taking the value: when nothing in it is to be masked (the schema marks
@@ -104,12 +112,57 @@ pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys
 /// assert_eq!(redact_static_owned(secret.clone(), &PLAIN, &keys), redact(&secret, Some(&PLAIN), &keys));
 /// ```
 pub fn redact_static_owned(value: Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
-    if marks_secrets(schema) {
-        redact(&value, Some(schema), keys)
-    } else if untouched_by_keys(&value, keys, 0) {
-        value
-    } else {
-        walk(&value, None, None, keys, 0)
+    SecretSchema { schema, marks_secrets: marks_secrets(schema) }.redact_owned(value, keys)
+}
+
+/// A schema together with whether it marks any node secret, worked out once when it is made:
+/// for a caller that redacts many values against one schema and keeps the schema's facts
+/// itself (the runtime keeps one per tool for a run). Its results are always [`redact`]'s.
+///
+/// ```
+/// use agents_core::redact::{redact, RedactionKeys, SecretSchema};
+/// use serde_json::json;
+/// let schema = json!({"properties": {"pin": {"type": "string", "x-agents-secret": true}}});
+/// let prepared = SecretSchema::new(&schema);
+/// assert!(prepared.marks_secrets());
+/// let keys = RedactionKeys::default();
+/// let v = json!({"pin": "1234", "name": "ann"});
+/// assert_eq!(prepared.redact(&v, &keys), redact(&v, Some(&schema), &keys));
+/// assert_eq!(prepared.redact_owned(v.clone(), &keys), redact(&v, Some(&schema), &keys));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct SecretSchema<'a> {
+    schema: &'a Value,
+    marks_secrets: bool,
+}
+
+impl<'a> SecretSchema<'a> {
+    /// Reads the whole schema once to learn whether it marks anything secret.
+    pub fn new(schema: &'a Value) -> Self {
+        SecretSchema { schema, marks_secrets: mentions(schema, SECRET_SCHEMA_KEY) }
+    }
+
+    /// Whether any node of the schema is marked secret.
+    pub fn marks_secrets(&self) -> bool {
+        self.marks_secrets
+    }
+
+    /// [`redact`] with this schema; a schema that marks nothing is not consulted (the key list
+    /// still applies).
+    pub fn redact(&self, value: &Value, keys: &RedactionKeys) -> Value {
+        if self.marks_secrets { redact(value, Some(self.schema), keys) } else { walk(value, None, None, keys, 0) }
+    }
+
+    /// [`SecretSchema::redact`] taking the value: returned as it is, with no copy, when
+    /// nothing in it is to be masked.
+    pub fn redact_owned(&self, value: Value, keys: &RedactionKeys) -> Value {
+        if self.marks_secrets {
+            redact(&value, Some(self.schema), keys)
+        } else if untouched_by_keys(&value, keys, 0) {
+            value
+        } else {
+            walk(&value, None, None, keys, 0)
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! type's schema and by a case-insensitive key list, and idempotent.
 
 use agents_core::Secret;
-use agents_core::redact::{MASK, RedactionKeys, redact, redact_static, redact_static_owned};
+use agents_core::redact::{MASK, RedactionKeys, SecretSchema, redact, redact_static, redact_static_owned};
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -230,8 +230,30 @@ proptest! {
         static PLAIN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(schema_of::<Plain>);
         let keys = if use_keys { RedactionKeys::default() } else { RedactionKeys::none() };
         for schema in [&*SECRETIVE, &*PLAIN] {
-            prop_assert_eq!(redact_static_owned(value.clone(), schema, &keys), redact(&value, Some(schema), &keys));
+            let expected = redact(&value, Some(schema), &keys);
+            prop_assert_eq!(&redact_static_owned(value.clone(), schema, &keys), &expected);
+            let prepared = SecretSchema::new(schema);
+            prop_assert_eq!(&prepared.redact(&value, &keys), &expected);
+            prop_assert_eq!(&prepared.redact_owned(value.clone(), &keys), &expected);
         }
+    }
+
+    #[test]
+    fn a_key_is_masked_exactly_when_the_list_names_it(
+        listed in proptest::collection::vec("[a-zA-Z_]{1,70}", 0..6),
+        key in "[a-zA-Z_]{1,70}",
+        pick in any::<proptest::sample::Index>(),
+        recase in any::<bool>(),
+    ) {
+        // Sometimes the key is one of the listed ones, in another case.
+        let key = match (listed.is_empty(), recase) {
+            (false, true) => pick.get(&listed).to_ascii_uppercase(),
+            _ => key,
+        };
+        let named = listed.iter().any(|k| k.eq_ignore_ascii_case(&key));
+        let value = json!({ key.clone(): "v" });
+        let redacted = redact(&value, None, &RedactionKeys::new(&listed));
+        prop_assert_eq!(redacted[&key] == MASK, named, "{:?} listed {:?}", key, listed);
     }
 }
 

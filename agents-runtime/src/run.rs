@@ -8,18 +8,18 @@
 use crate::audit::{AuditError, AuditRecord, AuditSink, AuditStatus};
 use crate::budget::BudgetStore;
 use crate::classifier::{Classification, ConfirmationClassifier, KeywordClassifier, ProposalSummary};
-use crate::core::redact::{RedactionKeys, redact};
+use crate::core::redact::{RedactionKeys, SecretSchema, redact};
 use crate::core::{Limits, Principal, RoleMap, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus, HandoffRecord};
 use crate::interceptor::{Decision, Interception, Interceptor};
 use crate::provider::{ChatMessage, ChatRequest, Provider, ToolCallRequest, ToolDefinition};
 use crate::token::{ConfirmationToken, TokenStore};
-use crate::tool::{CallContext, Handler, Registry, ToolError};
+use crate::tool::{CallContext, Handler, NestedInvoker, Registry, ToolEntry, ToolError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -487,7 +487,7 @@ impl Runtime {
         let cancel = CancellationToken::new();
         let run_id = uuid::Uuid::new_v4().to_string();
         let request_id = uuid::Uuid::new_v4().to_string();
-        let ctx = Arc::new(RunCtx::<A> {
+        let ctx = Arc::new_cyclic(|run| RunCtx::<A> {
             inner: self.inner.clone(),
             ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal: Arc::new(principal),
@@ -498,6 +498,8 @@ impl Runtime {
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
             direct: None,
+            invoker: nested_invoker(run.clone()),
+            facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             _agent: PhantomData,
         });
         let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
@@ -557,11 +559,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
     pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
-        let out = gate_call(
-            self.ctx.clone(),
-            ToolCallRequest { id: call_id.to_owned(), name: name.to_owned(), arguments: arguments.to_owned() },
-        )
-        .await;
+        let out = gate_call(&self.ctx, CallRef { id: call_id, name, arguments }).await;
         DirectResult { content: out.content, is_error: out.is_error }
     }
 }
@@ -587,7 +585,7 @@ impl Runtime {
         }
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
-        let ctx = Arc::new(RunCtx::<A> {
+        let ctx = Arc::new_cyclic(|run| RunCtx::<A> {
             inner: self.inner.clone(),
             ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
             principal: Arc::new(principal),
@@ -601,6 +599,8 @@ impl Runtime {
                 Some(c) => DirectConfirm::Ask(c),
                 None => DirectConfirm::Unavailable,
             }),
+            invoker: nested_invoker(run.clone()),
+            facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             _agent: PhantomData,
         });
         let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
@@ -623,7 +623,20 @@ struct RunCtx<A> {
     awaiting: Mutex<bool>,
     nested: std::sync::atomic::AtomicU64,
     direct: Option<DirectConfirm>,
+    /// What the run's tools call other granted tools through (see [`nested_invoker`]).
+    invoker: NestedInvoker,
+    /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
+    /// call in this run.
+    facts: Box<[OnceLock<ToolFacts>]>,
     _agent: PhantomData<fn() -> A>,
+}
+
+/// What the gate needs of one tool on every call: the shared text its records carry and its
+/// input schema with whether that marks anything secret.
+struct ToolFacts {
+    name: SharedStr,
+    title: Option<SharedStr>,
+    schema: SecretSchema<'static>,
 }
 
 /// How a direct call (no model loop, e.g. an MCP server) gets a person's decision.
@@ -685,6 +698,20 @@ impl RecordIds {
     }
 }
 
+/// One tool call as the gate reads it, borrowed from the request that carries it.
+#[derive(Clone, Copy)]
+struct CallRef<'a> {
+    id: &'a str,
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCallRequest> for CallRef<'a> {
+    fn from(call: &'a ToolCallRequest) -> Self {
+        CallRef { id: &call.id, name: &call.name, arguments: &call.arguments }
+    }
+}
+
 /// What the gate hands back to the model for one call.
 struct CallOutcome {
     content: Value,
@@ -737,38 +764,47 @@ impl RecordFields {
     }
 }
 
+/// The largest buffer (bytes) a thread keeps for the canonical text of results it hashes.
+const RESULT_TEXT_KEPT: usize = 64 * 1024;
+
 fn now_rfc3339() -> String {
-    rfc3339(time::OffsetDateTime::now_utc())
+    let now = std::time::SystemTime::now();
+    match now.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => rfc3339(d.as_secs() as i64, d.subsec_nanos()),
+        // A clock set before 1970.
+        Err(_) => rfc3339_by_time(time::OffsetDateTime::from(now)),
+    }
 }
 
-/// `t`, which is in UTC, as RFC 3339: the same text as `time`'s `Rfc3339` format (fraction
-/// without trailing zeros, none when whole, `Z`), written directly: every audit record
-/// carries one.
-fn rfc3339(t: time::OffsetDateTime) -> String {
-    let year = t.year();
-    // Outside four digits `time` decides (it refuses; the record then has no timestamp text).
-    if !(0..=9999).contains(&year) {
-        return t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+/// The instant `secs` seconds and `nanos` nanoseconds after the Unix epoch, in UTC, as RFC
+/// 3339: the same text as `time`'s `Rfc3339` format (fraction without trailing zeros, none
+/// when whole, `Z`). Every audit record carries one, so it is written into a stack buffer,
+/// and each thread keeps the date and time of day of the last second it wrote (they change
+/// once a second; only the fraction changes between the records of one call).
+fn rfc3339(secs: i64, nanos: u32) -> String {
+    thread_local! {
+        static LAST_SECOND: std::cell::Cell<Option<(i64, [u8; 19])>> = const { std::cell::Cell::new(None) };
     }
-    fn two(out: &mut String, n: u8) {
-        out.push(char::from(b'0' + n / 10));
-        out.push(char::from(b'0' + n % 10));
-    }
-    let mut out = String::with_capacity(30);
-    let y = year as u16;
-    two(&mut out, (y / 100) as u8);
-    two(&mut out, (y % 100) as u8);
-    out.push('-');
-    two(&mut out, t.month() as u8);
-    out.push('-');
-    two(&mut out, t.day());
-    out.push('T');
-    two(&mut out, t.hour());
-    out.push(':');
-    two(&mut out, t.minute());
-    out.push(':');
-    two(&mut out, t.second());
-    let nanos = t.nanosecond();
+    let second = match LAST_SECOND.get() {
+        Some((s, text)) if s == secs => text,
+        _ => match second_text(secs) {
+            Some(text) => {
+                LAST_SECOND.set(Some((secs, text)));
+                text
+            }
+            // Outside four-digit years `time` decides (it refuses; the text is then empty).
+            None => {
+                let t = time::OffsetDateTime::from_unix_timestamp_nanos(
+                    i128::from(secs) * 1_000_000_000 + i128::from(nanos),
+                );
+                return t.map(rfc3339_by_time).unwrap_or_default();
+            }
+        },
+    };
+    // `YYYY-MM-DDTHH:MM:SS`, then up to `.` and nine digits, then `Z`.
+    let mut text = [0u8; 30];
+    text[..19].copy_from_slice(&second);
+    let mut len = 19;
     if nanos != 0 {
         // Nine digits, then the trailing zeros dropped.
         let mut digits = [b'0'; 9];
@@ -777,12 +813,37 @@ fn rfc3339(t: time::OffsetDateTime) -> String {
             *d = b'0' + (n % 10) as u8;
             n /= 10;
         }
-        let len = 9 - digits.iter().rev().take_while(|&&d| d == b'0').count();
-        out.push('.');
-        out.extend(digits[..len].iter().map(|&d| char::from(d)));
+        let kept = 9 - digits.iter().rev().take_while(|&&d| d == b'0').count();
+        text[len] = b'.';
+        text[len + 1..len + 1 + kept].copy_from_slice(&digits[..kept]);
+        len += 1 + kept;
     }
-    out.push('Z');
-    out
+    text[len] = b'Z';
+    std::str::from_utf8(&text[..=len]).expect("the text is ASCII digits and punctuation").to_owned()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of the second `secs` after the epoch (UTC); `None` outside years
+/// 0000 to 9999.
+fn second_text(secs: i64) -> Option<[u8; 19]> {
+    let t = time::OffsetDateTime::from_unix_timestamp(secs).ok()?;
+    let year = u16::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
+    let mut text = *b"0000-00-00T00:00:00";
+    let mut two = |at: usize, n: u8| {
+        text[at] = b'0' + n / 10;
+        text[at + 1] = b'0' + n % 10;
+    };
+    two(0, (year / 100) as u8);
+    two(2, (year % 100) as u8);
+    two(5, t.month() as u8);
+    two(8, t.day());
+    two(11, t.hour());
+    two(14, t.minute());
+    two(17, t.second());
+    Some(text)
+}
+
+fn rfc3339_by_time(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 impl<A: Registry> RunCtx<A> {
@@ -821,7 +882,10 @@ impl<A: Registry> RunCtx<A> {
         });
     }
 
-    async fn audit(&self, f: RecordFields) -> Result<AuditRecord, AuditError> {
+    /// Builds the record now and hands it to the sink; the future only waits for the sink
+    /// (it holds no record, so the gate's own future stays small). The sealed record the sink
+    /// returns is not needed here: it is dropped where it arrives rather than passed up.
+    fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
         let record = AuditRecord {
             seq: 0,
             ts: now_rfc3339(),
@@ -845,49 +909,101 @@ impl<A: Registry> RunCtx<A> {
             prev_hash: String::new(),
             hash: String::new(),
         };
-        let r = self.inner.audit.append(record).await;
-        if let Err(e) = &r {
-            tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
+        let appended = self.inner.audit.append(record);
+        async move {
+            match appended.await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
+                    Err(e)
+                }
+            }
         }
-        r
     }
 
     /// Audits and tells the model a call was refused; nothing ran.
-    async fn deny(
-        &self,
-        call: &ToolCallRequest,
+    /// Boxed: refusals are the rare path, and the gate's future should not carry their state.
+    fn deny<'a>(
+        &'a self,
+        call: CallRef<'a>,
         spec: Option<&'static ToolSpec>,
         args: Option<Value>,
         reason: String,
-    ) -> CallOutcome {
-        let mut f = RecordFields::new(AuditStatus::Denied);
-        f.call_id = Some(call.id.as_str().into());
-        f.tool = Some(call.name.as_str().into());
-        f.tier = spec.map(|s| s.tier);
-        f.reason = Some(reason.clone());
-        f.args = args.map(SharedValue::from);
-        let _ = self.audit(f).await;
-        self.emit(|| Event::ToolDenied {
-            run_id: self.ids.run_id.to_string(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            reason: reason.clone(),
-        });
-        CallOutcome::err(reason)
+    ) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let mut f = RecordFields::new(AuditStatus::Denied);
+            f.call_id = Some(call.id.into());
+            f.tool = Some(call.name.into());
+            f.tier = spec.map(|s| s.tier);
+            f.reason = Some(reason.clone());
+            f.args = args.map(SharedValue::from);
+            let _ = self.audit(f).await;
+            self.emit(|| Event::ToolDenied {
+                run_id: self.ids.run_id.to_string(),
+                call_id: call.id.to_owned(),
+                tool: call.name.to_owned(),
+                reason: reason.clone(),
+            });
+            CallOutcome::err(reason)
+        })
     }
 
-    fn redact_args(&self, spec_schema: &'static Value, args: &Value) -> Value {
-        agents_core::redact::redact_static(args, spec_schema, &self.inner.redaction)
+    fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
+        schema.redact(args, &self.inner.redaction)
+    }
+
+    /// The approval a conversational action call redeems (taken from the session, so it is
+    /// used at most once), and the call id its records carry: the proposal's when the call
+    /// carries out an approved proposal, so proposal, confirmation and execution join in the
+    /// audit log; otherwise the call's own.
+    fn approval(
+        &self,
+        spec: &'static ToolSpec,
+        call_id: &str,
+    ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
+        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational
+            && spec.tier == Tier::Action
+            && self.direct.is_none()
+        {
+            lock(&self.inner.sessions).get_mut(self.ids.session_id.as_str()).and_then(|s| s.approved.take())
+        } else {
+            None
+        };
+        let records_call_id = match &approved {
+            Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.as_str().into(),
+            _ => call_id.into(),
+        };
+        (approved, records_call_id)
+    }
+
+    /// The facts of the tool at `index` in `A::tools()`.
+    fn facts(&self, index: usize, entry: &ToolEntry<A>) -> &ToolFacts {
+        self.facts[index].get_or_init(|| ToolFacts {
+            name: entry.spec.name.into(),
+            title: entry.spec.title.map(Into::into),
+            schema: SecretSchema::new((entry.schema)()),
+        })
     }
 
     fn result_for_audit(&self, schema_free: &Value) -> Value {
         if self.inner.raw_results {
             redact(schema_free, None, &self.inner.redaction)
         } else {
-            // Sized for a typical result, so the text is not regrown while it is written.
-            let mut text = String::with_capacity(256);
-            agents_core::canonical::write_to(schema_free, &mut text);
-            json!({"sha256": agents_core::canonical::sha256_hex(text.as_bytes())})
+            // The canonical text is written into a buffer each thread keeps between calls
+            // (dropped when a large result grew it), then hashed.
+            thread_local! {
+                static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            }
+            let sha256 = TEXT.with_borrow_mut(|text| {
+                text.clear();
+                agents_core::canonical::write_to(schema_free, text);
+                let sha256 = agents_core::canonical::sha256_hex(text.as_bytes());
+                if text.capacity() > RESULT_TEXT_KEPT {
+                    *text = String::new();
+                }
+                sha256
+            });
+            json!({"sha256": sha256})
         }
     }
 
@@ -902,131 +1018,175 @@ impl<A: Registry> RunCtx<A> {
         }
     }
 
-    fn call_context(self: &Arc<Self>, spec: &'static ToolSpec, call_id: &str) -> CallContext {
-        let me = self.clone();
+    fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {
         CallContext {
             principal: self.principal.clone(),
             run_id: self.ids.run_id.clone(),
             session_id: self.ids.session_id.clone(),
-            call_id: call_id.to_owned(),
+            call_id,
             spec,
-            invoker: Some(Arc::new(move |name: &'static str, args: Value| {
-                let me = me.clone();
-                Box::pin(async move {
-                    let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let call = ToolCallRequest {
-                        id: format!("{}-nested-{n}", me.ids.run_id),
-                        name: name.to_owned(),
-                        arguments: args.to_string(),
-                    };
-                    let out = gate_call(me.clone(), call).await;
-                    if out.is_error {
-                        Err(ToolError::new(
-                            out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
-                        ))
-                    } else {
-                        Ok(out.content)
-                    }
-                }) as BoxFuture<'static, Result<Value, ToolError>>
-            })),
+            invoker: Some(self.invoker.clone()),
         }
     }
 }
 
-/// The gate for one call.
-fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFuture<'static, CallOutcome> {
+/// How a tool calls another granted tool: through the gate of the run it belongs to. Built
+/// once per run, it holds the run weakly (the run holds it, so a strong reference would keep
+/// the run alive for ever). A tool only has its context while the run is calling it, so the
+/// run is always there when the tool invokes; the refusal covers the impossible case.
+fn nested_invoker<A: Registry>(run: Weak<RunCtx<A>>) -> NestedInvoker {
+    Arc::new(move |name: &'static str, args: Value| {
+        let run = run.upgrade();
+        Box::pin(async move {
+            let Some(me) = run else {
+                return Err(ToolError::new("the run this call belongs to has ended; nothing ran"));
+            };
+            let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let call = ToolCallRequest {
+                id: format!("{}-nested-{n}", me.ids.run_id),
+                name: name.to_owned(),
+                arguments: args.to_string(),
+            };
+            let out = gate_call(&me, CallRef::from(&call)).await;
+            if out.is_error {
+                Err(ToolError::new(
+                    out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
+                ))
+            } else {
+                Ok(out.content)
+            }
+        }) as BoxFuture<'static, Result<Value, ToolError>>
+    })
+}
+
+/// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
+/// run loop), and only a nested call (a tool calling another through the gate) boxes it.
+fn gate_call<'a, A: Registry>(
+    ctx: &'a Arc<RunCtx<A>>,
+    call: CallRef<'a>,
+) -> impl Future<Output = CallOutcome> + Send + 'a {
     let span = tracing::info_span!("agent.tool_call", run_id = %ctx.ids.run_id, tool = %call.name, call_id = %call.id);
-    Box::pin(async move {
+
+    async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
-        let entry = ctx.available_index(&call.name).and_then(A::entry_at);
-        let Some(entry) = entry else {
-            let reason = if A::tool_spec(&call.name).is_some() {
+        let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
+        let Some((index, entry)) = found else {
+            let reason = if A::tool_spec(call.name).is_some() {
                 format!("unknown tool `{}`: it is not available to you in this session", call.name)
             } else {
                 format!("unknown tool `{}`", call.name)
             };
-            ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: None });
-            return ctx.deny(&call, None, None, reason).await;
+            ctx.emit(|| Event::ToolCall {
+                run_id: ctx.ids.run_id.to_string(),
+                call_id: call.id.to_owned(),
+                tool: call.name.to_owned(),
+                args: None,
+            });
+            return ctx.deny(call, None, None, reason).await;
         };
         let spec = entry.spec;
-        let schema = (entry.schema)();
+        let facts = ctx.facts(index, &entry);
+        let schema = facts.schema;
         // 2. strict parse, then the typed parse (schema violations, unknown fields).
-        let mut args = match agents_core::strict::parse_args(&call.arguments) {
+        // Refusal texts are made before any wait, so the errors they describe are not kept in
+        // the gate's future (likewise below).
+        let parsed = agents_core::strict::parse_args(call.arguments)
+            .map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+        let mut args = match parsed {
             Ok(v) => v,
-            Err(e) => return ctx.deny(&call, Some(spec), None, format!("invalid arguments for `{}`: {e}", spec.name)).await,
+            Err(reason) => return ctx.deny(call, Some(spec), None, reason).await,
         };
         // The redacted copy the records hold is made once the arguments are final (below);
         // the event and the refusals before that redact on the spot.
-        ctx.emit(|| Event::ToolCall { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: call.name.clone(), args: Some(ctx.redact_args(schema, &args)) });
-        let mut typed = match (entry.parse)(&args) {
+        ctx.emit(|| Event::ToolCall {
+            run_id: ctx.ids.run_id.to_string(),
+            call_id: call.id.to_owned(),
+            tool: call.name.to_owned(),
+            args: Some(ctx.redact_args(schema, &args)),
+        });
+        let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+        let mut typed = match parsed {
             Ok(t) => t,
-            Err(e) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("invalid arguments for `{}`: {e}", spec.name)).await,
+            Err(reason) => return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await,
         };
         // Permission is decided before any business check (defence in depth on top of the snapshot).
         if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
-            return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role)).await;
+            return ctx
+                .deny(
+                    call,
+                    Some(spec),
+                    Some(ctx.redact_args(schema, &args)),
+                    format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role),
+                )
+                .await;
         }
         // 3. interceptors.
         for interceptor in &ctx.inner.interceptors {
             let decision = interceptor
-                .before_call(Interception { principal: &ctx.principal, spec, args: &args, run_id: ctx.ids.run_id.as_str() })
+                .before_call(Interception {
+                    principal: &ctx.principal,
+                    spec,
+                    args: &args,
+                    run_id: ctx.ids.run_id.as_str(),
+                })
                 .await;
-            match decision {
-                Decision::Proceed => {}
-                Decision::Deny(reason) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("denied by policy: {reason}")).await,
+            let refusal = match decision {
+                Decision::Proceed => None,
+                Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
                 Decision::ProceedWith(new_args) => {
-                    if let Err(e) = agents_core::strict::check_value(&new_args) {
-                        return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("an interceptor produced invalid arguments: {e}")).await;
-                    }
-                    typed = match (entry.parse)(&new_args) {
-                        Ok(t) => t,
-                        Err(e) => return ctx.deny(&call, Some(spec), Some(ctx.redact_args(schema, &args)), format!("an interceptor produced invalid arguments: {e}")).await,
-                    };
-                    args = new_args;
-                    let mut f = RecordFields::new(AuditStatus::Modified);
-                    f.call_id = Some(call.id.as_str().into());
-                    f.tool = Some(spec.name.into());
-                    f.tier = Some(spec.tier);
-                    f.args = Some(ctx.redact_args(schema, &args).into());
-                    f.reason = Some("an interceptor replaced the arguments".into());
-                    if ctx.audit(f).await.is_err() {
-                        return CallOutcome::err("the audit log is unavailable; nothing ran");
+                    let replaced = agents_core::strict::check_value(&new_args)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| (entry.parse)(&new_args));
+                    match replaced {
+                        Err(e) => Some(format!("an interceptor produced invalid arguments: {e}")),
+                        Ok(t) => {
+                            typed = t;
+                            args = new_args;
+                            let modified = ctx.audit(RecordFields {
+                                call_id: Some(call.id.into()),
+                                tool: Some(spec.name.into()),
+                                tier: Some(spec.tier),
+                                args: Some(ctx.redact_args(schema, &args).into()),
+                                reason: Some("an interceptor replaced the arguments".into()),
+                                ..RecordFields::new(AuditStatus::Modified)
+                            });
+                            if modified.await.is_err() {
+                                return CallOutcome::err("the audit log is unavailable; nothing ran");
+                            }
+                            None
+                        }
                     }
                 }
                 Decision::Substitute(result) => {
-                    let mut f = RecordFields::new(AuditStatus::Substituted);
-                    f.call_id = Some(call.id.as_str().into());
-                    f.tool = Some(spec.name.into());
-                    f.tier = Some(spec.tier);
-                    f.args = Some(ctx.redact_args(schema, &args).into());
-                    f.result = Some(ctx.result_for_audit(&result));
-                    if ctx.audit(f).await.is_err() {
+                    let substituted = ctx.audit(RecordFields {
+                        call_id: Some(call.id.into()),
+                        tool: Some(spec.name.into()),
+                        tier: Some(spec.tier),
+                        args: Some(ctx.redact_args(schema, &args).into()),
+                        result: Some(ctx.result_for_audit(&result)),
+                        ..RecordFields::new(AuditStatus::Substituted)
+                    });
+                    if substituted.await.is_err() {
                         return CallOutcome::err("the audit log is unavailable; nothing ran");
                     }
-                    ctx.emit_result(&call.id, spec.name, "substituted", Some(&result));
+                    ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
                     return CallOutcome::ok(result);
                 }
+            };
+            if let Some(reason) = refusal {
+                return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await;
             }
         }
         // Binds a person's approval to the exact arguments: action calls only.
         let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
         // The arguments are final: the records' redacted copy is the value itself when nothing
         // in it is secret.
-        let redacted = SharedValue::from(agents_core::redact::redact_static_owned(args, schema, &ctx.inner.redaction));
+        let redacted = SharedValue::from(schema.redact_owned(args, &ctx.inner.redaction));
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
-        let approved = if ctx.inner.confirm_mode == ConfirmMode::Conversational && spec.tier == Tier::Action && ctx.direct.is_none() {
-            lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()).and_then(|s| s.approved.take())
-        } else {
-            None
-        };
-        let audit_call_id: String = match &approved {
-            Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.clone(),
-            _ => call.id.clone(),
-        };
-        let (shared_call_id, shared_tool): (SharedStr, SharedStr) = (audit_call_id.as_str().into(), spec.name.into());
-        let shared_title: Option<SharedStr> = spec.title.map(Into::into);
+        let (approved, shared_call_id) = ctx.approval(spec, call.id);
+        let (shared_tool, shared_title) = (&facts.name, &facts.title);
         // A record of this call; its records share the redacted arguments.
         let base = |status: AuditStatus, args: SharedValue| {
             let mut f = RecordFields::new(status);
@@ -1040,162 +1200,230 @@ fn gate_call<A: Registry>(ctx: Arc<RunCtx<A>>, call: ToolCallRequest) -> BoxFutu
         };
         // 4. tier.
         match entry.handler {
-            Handler::Handoff(_) => {
-                let record = HandoffRecord {
-                    call_id: call.id.clone(),
-                    tool: spec.name.to_owned(),
-                    description: spec.description.to_owned(),
-                    args: redacted.as_value().clone(),
-                    user_id: ctx.principal.user_id.clone(),
-                    org_id: ctx.principal.org_id.clone(),
-                    session_id: ctx.ids.session_id.to_string(),
-                    created_at: now_rfc3339(),
-                };
-                if ctx.audit(base(AuditStatus::HandedOff, redacted.clone())).await.is_err() {
-                    return CallOutcome::err("the audit log is unavailable; the request was not handed off");
-                }
-                ctx.emit(|| Event::Handoff { run_id: ctx.ids.run_id.to_string(), record });
-                CallOutcome::ok(json!({
-                    "status": "handed_off",
-                    "message": format!("`{}` is done by a person, not by this assistant. The request was passed to a human queue; nothing ran.", spec.name)
-                }))
-            }
+            Handler::Handoff(_) => Box::pin(handoff_call(ctx, call, spec, base, redacted)).await,
             Handler::Read(run) => {
-                if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
+                // Only actions are approved; not kept in the gate's future across the waits.
+                drop(approved);
+                // Bound first, so the record is not kept in the gate's future across the wait.
+                let proposed = ctx.audit(base(AuditStatus::Proposed, redacted.clone()));
+                if proposed.await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; nothing ran");
                 }
-                let cx = ctx.call_context(spec, &call.id);
+                // A read call's records carry its own id (only an approved action's differ).
+                let cx = ctx.call_context(spec, shared_call_id.clone());
                 let result = run(&cx, typed).await;
-                finish_call(&ctx, &call, spec, base, redacted, result).await
+                finish_call(ctx, call, spec, base, redacted, result).await
             }
             Handler::Action(run) => {
-                let confirm_required = || Event::ConfirmRequired {
-                    run_id: ctx.ids.run_id.to_string(),
-                    call_id: call.id.clone(),
-                    tool: spec.name.into(),
-                    title: spec.title.unwrap_or(spec.name).into(),
-                    args: redacted.as_value().clone(),
-                    risk: spec.risk.as_str().into(),
-                };
-                let description = format!("{}: `{}` with {}", spec.title.unwrap_or(spec.name), spec.name, agents_core::canonical::to_string(&redacted));
-                if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
-                    if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
-                        if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, &args_hash) {
-                            let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
-                            ctx.emit(|| Event::ToolDenied { run_id: ctx.ids.run_id.to_string(), call_id: call.id.clone(), tool: spec.name.into(), reason: e.to_string() });
-                            return CallOutcome::err(format!(
-                                "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
-                            ));
-                        }
-                        return execute_approved(&ctx, &call, spec, base, redacted, run, typed).await;
-                    }
-                    if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
-                        return CallOutcome::err("the audit log is unavailable; nothing ran");
-                    }
-                    ctx.emit(confirm_required);
-                    if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
-                        s.pending = Some(PendingProposal { call_id: call.id.clone(), tool: spec.name.into(), title: spec.title.unwrap_or(spec.name).into(), args: redacted.clone(), args_hash: args_hash.clone(), tier: spec.tier });
-                    }
-                    *lock(&ctx.awaiting) = true;
-                    return CallOutcome::ok(json!({"status": "confirmation_required", "description": description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}));
-                }
-                if matches!(ctx.direct, Some(DirectConfirm::Unavailable)) {
-                    let mut f = base(AuditStatus::Skipped, redacted.clone());
-                    f.reason = Some("confirmation required, but the client cannot ask the user; nothing ran".into());
-                    if ctx.audit(f).await.is_err() {
-                        return CallOutcome::err("the audit log is unavailable; nothing ran");
-                    }
-                    return CallOutcome { content: json!({"status": "confirmation_required", "tool": spec.name, "title": spec.title.unwrap_or(spec.name), "description": description, "args": redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}), is_error: true, executed: false };
-                }
-                // Dialog mode: persist the proposal, ask, wait.
-                if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
-                    return CallOutcome::err("the audit log is unavailable; nothing ran");
-                }
-                // A direct session asks through its confirmer (e.g. MCP elicitation); the same
-                // registration also accepts `Runtime::decide`, whichever answers first.
-                let asked = match &ctx.direct {
-                    Some(DirectConfirm::Ask(confirmer)) => Some(confirmer.confirm(ConfirmRequest {
-                        call_id: call.id.clone(),
-                        tool: spec.name.into(),
-                        title: spec.title.unwrap_or(spec.name).into(),
-                        args: redacted.as_value().clone(),
-                        risk: spec.risk.as_str().into(),
-                        description: description.clone(),
-                    })),
-                    _ => None,
-                };
-                let (tx, rx) = oneshot::channel();
-                lock(&ctx.inner.decisions).insert(
-                    call.id.clone(),
-                    PendingDecision { user_id: ctx.principal.user_id.clone(), org_id: ctx.principal.org_id.clone(), tx },
-                );
-                // Deregistered on every exit path, so a late decision finds nothing.
-                struct Deregister<'a>(&'a Mutex<HashMap<String, PendingDecision>>, &'a str);
-                impl Drop for Deregister<'_> {
-                    fn drop(&mut self) {
-                        lock(self.0).remove(self.1);
-                    }
-                }
-                let _dereg = Deregister(&ctx.inner.decisions, &call.id);
-                ctx.emit(confirm_required);
-                ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
-                let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
-                let decision = async move {
-                    let from_confirmer = async move {
-                        match asked {
-                            Some(f) => f.await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    tokio::select! {
-                        // A confirmer without an answer leaves the decision to `decide` or the timeout.
-                        Some(v) = from_confirmer => Some(v),
-                        r = rx => r.ok(),
-                    }
-                };
-                let verdict = tokio::select! {
-                    v = tokio::time::timeout(wait, decision) => match v {
-                        Ok(v) => v,
-                        Err(_) => {
-                            let mut f = base(AuditStatus::Skipped, redacted.clone());
-                            f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
-                            let _ = ctx.audit(f).await;
-                            ctx.emit_result(&call.id, spec.name, "skipped", None);
-                            ctx.cancel.cancel();
-                            return CallOutcome::err("The user did not confirm in time. The action did not run.");
-                        }
-                    },
-                    _ = ctx.cancel.cancelled() => None,
-                };
-                match verdict {
-                    None => {
-                        let _ = ctx.audit(base(AuditStatus::Skipped, redacted.clone()).reason("the run was stopped before this action ran")).await;
-                        ctx.emit_result(&call.id, spec.name, "skipped", None);
-                        CallOutcome::err("The run was cancelled before this action ran.")
-                    }
-                    Some(Verdict::Reject) => {
-                        let _ = ctx.audit(base(AuditStatus::Rejected, redacted.clone()).reason("the user declined")).await;
-                        ctx.emit_result(&call.id, spec.name, "rejected", None);
-                        CallOutcome::err(REJECTED_MESSAGE)
-                    }
-                    Some(Verdict::Approve) => {
-                        // The token is minted for what the person saw and redeemed for what will run.
-                        let token = ctx.inner.tokens.mint(ctx.ids.session_id.as_str(), spec.name, &args_hash, ctx.token_ttl());
-                        let mut f = base(AuditStatus::Confirmed, redacted.clone());
-                        f.reason = Some(format!("approved by the user; token {}", token.id()));
-                        if ctx.audit(f).await.is_err() {
-                            return CallOutcome::err("the audit log is unavailable; nothing ran");
-                        }
-                        if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, &args_hash) {
-                            let _ = ctx.audit(base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}"))).await;
-                            return CallOutcome::err(format!("{e}; nothing ran"));
-                        }
-                        execute_approved(&ctx, &call, spec, base, redacted, run, typed).await
-                    }
-                }
+                Box::pin(action_call(ctx, call, spec, base, redacted, &args_hash, approved, run, typed)).await
             }
         }
-    }.instrument(span))
+    }
+    .instrument(span)
+}
+
+/// A handoff call: audited and passed to a person's queue; nothing runs. Boxed by the gate
+/// (like refusals), so the gate's future carries only what a read call needs.
+async fn handoff_call<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
+    redacted: SharedValue,
+) -> CallOutcome {
+    let record = HandoffRecord {
+        call_id: call.id.to_owned(),
+        tool: spec.name.to_owned(),
+        description: spec.description.to_owned(),
+        args: redacted.as_value().clone(),
+        user_id: ctx.principal.user_id.clone(),
+        org_id: ctx.principal.org_id.clone(),
+        session_id: ctx.ids.session_id.to_string(),
+        created_at: now_rfc3339(),
+    };
+    if ctx.audit(base(AuditStatus::HandedOff, redacted.clone())).await.is_err() {
+        return CallOutcome::err("the audit log is unavailable; the request was not handed off");
+    }
+    ctx.emit(|| Event::Handoff { run_id: ctx.ids.run_id.to_string(), record });
+    CallOutcome::ok(json!({
+        "status": "handed_off",
+        "message": format!("`{}` is done by a person, not by this assistant. The request was passed to a human queue; nothing ran.", spec.name)
+    }))
+}
+
+/// An action call: a person decides on exactly these arguments before it runs (dialog or
+/// conversational mode, or a direct session's confirmer). Boxed by the gate, as above.
+#[allow(clippy::too_many_arguments)]
+async fn action_call<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
+    redacted: SharedValue,
+    args_hash: &str,
+    approved: Option<(ConfirmationToken, String, String)>,
+    run: ActionFn,
+    typed: crate::tool::ErasedArgs,
+) -> CallOutcome {
+    let confirm_required = || Event::ConfirmRequired {
+        run_id: ctx.ids.run_id.to_string(),
+        call_id: call.id.to_owned(),
+        tool: spec.name.into(),
+        title: spec.title.unwrap_or(spec.name).into(),
+        args: redacted.as_value().clone(),
+        risk: spec.risk.as_str().into(),
+    };
+    let description = format!(
+        "{}: `{}` with {}",
+        spec.title.unwrap_or(spec.name),
+        spec.name,
+        agents_core::canonical::to_string(&redacted)
+    );
+    if ctx.inner.confirm_mode == ConfirmMode::Conversational && ctx.direct.is_none() {
+        if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
+            if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, args_hash) {
+                let _ = ctx
+                    .audit(
+                        base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}")),
+                    )
+                    .await;
+                ctx.emit(|| Event::ToolDenied {
+                    run_id: ctx.ids.run_id.to_string(),
+                    call_id: call.id.to_owned(),
+                    tool: spec.name.into(),
+                    reason: e.to_string(),
+                });
+                return CallOutcome::err(format!(
+                    "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
+                ));
+            }
+            return execute_approved(ctx, call, spec, base, redacted, run, typed).await;
+        }
+        if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        ctx.emit(confirm_required);
+        if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
+            s.pending = Some(PendingProposal {
+                call_id: call.id.to_owned(),
+                tool: spec.name.into(),
+                title: spec.title.unwrap_or(spec.name).into(),
+                args: redacted.clone(),
+                args_hash: args_hash.to_owned(),
+                tier: spec.tier,
+            });
+        }
+        *lock(&ctx.awaiting) = true;
+        return CallOutcome::ok(
+            json!({"status": "confirmation_required", "description": description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),
+        );
+    }
+    if matches!(ctx.direct, Some(DirectConfirm::Unavailable)) {
+        let mut f = base(AuditStatus::Skipped, redacted.clone());
+        f.reason = Some("confirmation required, but the client cannot ask the user; nothing ran".into());
+        if ctx.audit(f).await.is_err() {
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        return CallOutcome {
+            content: json!({"status": "confirmation_required", "tool": spec.name, "title": spec.title.unwrap_or(spec.name), "description": description, "args": redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}),
+            is_error: true,
+            executed: false,
+        };
+    }
+    // Dialog mode: persist the proposal, ask, wait.
+    if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
+        return CallOutcome::err("the audit log is unavailable; nothing ran");
+    }
+    // A direct session asks through its confirmer (e.g. MCP elicitation); the same
+    // registration also accepts `Runtime::decide`, whichever answers first.
+    let asked = match &ctx.direct {
+        Some(DirectConfirm::Ask(confirmer)) => Some(confirmer.confirm(ConfirmRequest {
+            call_id: call.id.to_owned(),
+            tool: spec.name.into(),
+            title: spec.title.unwrap_or(spec.name).into(),
+            args: redacted.as_value().clone(),
+            risk: spec.risk.as_str().into(),
+            description: description.clone(),
+        })),
+        _ => None,
+    };
+    let (tx, rx) = oneshot::channel();
+    lock(&ctx.inner.decisions).insert(
+        call.id.to_owned(),
+        PendingDecision { user_id: ctx.principal.user_id.clone(), org_id: ctx.principal.org_id.clone(), tx },
+    );
+    // Deregistered on every exit path, so a late decision finds nothing.
+    struct Deregister<'a>(&'a Mutex<HashMap<String, PendingDecision>>, &'a str);
+    impl Drop for Deregister<'_> {
+        fn drop(&mut self) {
+            lock(self.0).remove(self.1);
+        }
+    }
+    let _dereg = Deregister(&ctx.inner.decisions, call.id);
+    ctx.emit(confirm_required);
+    ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
+    let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
+    let decision = async move {
+        let from_confirmer = async move {
+            match asked {
+                Some(f) => f.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            // A confirmer without an answer leaves the decision to `decide` or the timeout.
+            Some(v) = from_confirmer => Some(v),
+            r = rx => r.ok(),
+        }
+    };
+    let verdict = tokio::select! {
+        v = tokio::time::timeout(wait, decision) => match v {
+            Ok(v) => v,
+            Err(_) => {
+                let mut f = base(AuditStatus::Skipped, redacted.clone());
+                f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
+                let _ = ctx.audit(f).await;
+                ctx.emit_result(call.id, spec.name, "skipped", None);
+                ctx.cancel.cancel();
+                return CallOutcome::err("The user did not confirm in time. The action did not run.");
+            }
+        },
+        _ = ctx.cancel.cancelled() => None,
+    };
+    match verdict {
+        None => {
+            let _ = ctx
+                .audit(
+                    base(AuditStatus::Skipped, redacted.clone()).reason("the run was stopped before this action ran"),
+                )
+                .await;
+            ctx.emit_result(call.id, spec.name, "skipped", None);
+            CallOutcome::err("The run was cancelled before this action ran.")
+        }
+        Some(Verdict::Reject) => {
+            let _ = ctx.audit(base(AuditStatus::Rejected, redacted.clone()).reason("the user declined")).await;
+            ctx.emit_result(call.id, spec.name, "rejected", None);
+            CallOutcome::err(REJECTED_MESSAGE)
+        }
+        Some(Verdict::Approve) => {
+            // The token is minted for what the person saw and redeemed for what will run.
+            let token = ctx.inner.tokens.mint(ctx.ids.session_id.as_str(), spec.name, args_hash, ctx.token_ttl());
+            let mut f = base(AuditStatus::Confirmed, redacted.clone());
+            f.reason = Some(format!("approved by the user; token {}", token.id()));
+            if ctx.audit(f).await.is_err() {
+                return CallOutcome::err("the audit log is unavailable; nothing ran");
+            }
+            if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, args_hash) {
+                let _ = ctx
+                    .audit(
+                        base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}")),
+                    )
+                    .await;
+                return CallOutcome::err(format!("{e}; nothing ran"));
+            }
+            execute_approved(ctx, call, spec, base, redacted, run, typed).await
+        }
+    }
 }
 
 type ActionFn = for<'a> fn(
@@ -1206,7 +1434,7 @@ type ActionFn = for<'a> fn(
 
 async fn execute_approved<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
-    call: &ToolCallRequest,
+    call: CallRef<'_>,
     spec: &'static ToolSpec,
     base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
     redacted: SharedValue,
@@ -1223,32 +1451,36 @@ async fn execute_approved<A: Registry>(
             .await;
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
     }
-    let cx = ctx.call_context(spec, &call.id);
+    let cx = ctx.call_context(spec, call.id.into());
     let result = run(&cx, typed, crate::__private::approval()).await;
     finish_call(ctx, call, spec, base, redacted, result).await
 }
 
-async fn finish_call<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    call: &ToolCallRequest,
+/// Records a call's outcome and hands the model its answer. The record is built before the
+/// future is first polled; the future holds only the sink's answer to wait for and the outcome.
+fn finish_call<'a, A: Registry>(
+    ctx: &'a Arc<RunCtx<A>>,
+    call: CallRef<'a>,
     spec: &'static ToolSpec,
     base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
     redacted: SharedValue,
     result: Result<Value, ToolError>,
-) -> CallOutcome {
-    match result {
+) -> impl Future<Output = CallOutcome> + 'a {
+    let (record, status, outcome) = match result {
         Ok(value) => {
             let mut f = base(AuditStatus::Executed, redacted);
             f.result = Some(ctx.result_for_audit(&value));
-            let _ = ctx.audit(f).await;
-            ctx.emit_result(&call.id, spec.name, "executed", Some(&value));
-            CallOutcome { executed: true, ..CallOutcome::ok(value) }
+            (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
-            let _ = ctx.audit(base(AuditStatus::Failed, redacted).reason(e.message.clone())).await;
-            ctx.emit_result(&call.id, spec.name, "failed", None);
-            CallOutcome::err(e.message)
+            (base(AuditStatus::Failed, redacted).reason(e.message.clone()), "failed", CallOutcome::err(e.message))
         }
+    };
+    let audited = ctx.audit(record);
+    async move {
+        let _ = audited.await;
+        ctx.emit_result(call.id, spec.name, status, outcome.executed.then_some(&outcome.content));
+        outcome
     }
 }
 
@@ -1546,7 +1778,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             tool_calls: response.tool_calls.clone(),
         });
         for call in response.tool_calls {
-            let out = gate_call(ctx.clone(), call.clone()).await;
+            let out = gate_call(&ctx, CallRef::from(&call)).await;
             if out.executed {
                 ctx.push_digest(&call.name, &out.content);
             }
@@ -1626,22 +1858,41 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn timestamps_read_as_the_time_crate_writes_them(nanos in -62_135_596_800_000_000_000i128..253_402_300_799_999_999_999i128, whole in proptest::bool::ANY) {
+        fn timestamps_read_as_the_time_crate_writes_them(nanos in -62_135_596_800_000_000_000i128..253_402_300_799_999_999_999i128, whole in proptest::bool::ANY, again in 0u32..1_000_000_000) {
             let nanos = if whole { nanos - nanos.rem_euclid(1_000_000_000) } else { nanos };
             let t = time::OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap();
             let expected = t.format(&time::format_description::well_known::Rfc3339).unwrap();
-            proptest::prop_assert_eq!(rfc3339(t), expected);
+            proptest::prop_assert_eq!(rfc3339(t.unix_timestamp(), t.nanosecond()), expected);
+            // The same second again (the remembered date and time), another fraction.
+            let t = t.replace_nanosecond(again).unwrap();
+            let expected = t.format(&time::format_description::well_known::Rfc3339).unwrap();
+            proptest::prop_assert_eq!(rfc3339(t.unix_timestamp(), t.nanosecond()), expected);
         }
     }
 
     #[test]
     fn timestamps_keep_their_fraction_and_zone() {
-        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_796_036_645_120_000_000).unwrap();
-        assert_eq!(rfc3339(t), "2026-11-30T11:04:05.12Z");
-        let t = time::OffsetDateTime::from_unix_timestamp(0).unwrap();
-        assert_eq!(rfc3339(t), "1970-01-01T00:00:00Z");
-        let t = time::OffsetDateTime::from_unix_timestamp_nanos(7).unwrap();
-        assert_eq!(rfc3339(t), "1970-01-01T00:00:00.000000007Z");
+        let at = |nanos: i128| {
+            let t = time::OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap();
+            rfc3339(t.unix_timestamp(), t.nanosecond())
+        };
+        assert_eq!(at(1_796_036_645_120_000_000), "2026-11-30T11:04:05.12Z");
+        assert_eq!(at(1_796_036_645_999_999_999), "2026-11-30T11:04:05.999999999Z");
+        assert_eq!(at(1_796_036_646_000_000_000), "2026-11-30T11:04:06Z");
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(7), "1970-01-01T00:00:00.000000007Z");
+        assert_eq!(at(-1), "1969-12-31T23:59:59.999999999Z");
+        // Beyond four-digit years `time` refuses, and the text is empty rather than wrong.
+        assert_eq!(rfc3339(253_402_300_800, 0), "");
+    }
+
+    #[test]
+    fn the_clock_reads_as_rfc3339_now() {
+        let before = time::OffsetDateTime::now_utc();
+        let text = now_rfc3339();
+        let after = time::OffsetDateTime::now_utc();
+        let read = time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339).unwrap();
+        assert!(before <= read && read <= after, "{before} <= {text} <= {after}");
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl TokenStore {
             m.update(&(p.len() as u64).to_be_bytes());
             m.update(p.as_bytes());
         }
-        hex::encode(m.finalize().into_bytes())
+        agents_core::canonical::digest_hex(&m.finalize().into_bytes().into())
     }
 
     /// HMAC-SHA-256 of the canonical JSON of `args`.

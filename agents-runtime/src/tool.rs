@@ -35,7 +35,7 @@ pub struct CallContext {
     pub(crate) principal: Arc<Principal>,
     pub(crate) run_id: crate::core::SharedStr,
     pub(crate) session_id: crate::core::SharedStr,
-    pub(crate) call_id: String,
+    pub(crate) call_id: crate::core::SharedStr,
     pub(crate) spec: &'static ToolSpec,
     pub(crate) invoker: Option<NestedInvoker>,
 }

@@ -115,6 +115,26 @@ async fn proceed_with_arguments_that_do_not_fit_is_denied() {
 }
 
 #[tokio::test]
+async fn proceed_with_an_inexact_number_is_denied_before_it_is_parsed() {
+    let audit = Arc::new(MemorySink::new());
+    let provider = script();
+    let rt = runtime(audit.clone(), provider.clone(), |_: Interception<'_>| {
+        Decision::ProceedWith(json!({"path": 9_007_199_254_740_993_u64}))
+    });
+    let out = rt.start::<Reader>(me(), "i-with-inexact", "read".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(ran("i-with-inexact"), 0);
+    assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Denied]);
+    let reason = with_status(&audit, AuditStatus::Denied)[0].reason.clone().unwrap();
+    assert!(
+        reason.starts_with("an interceptor produced invalid arguments: number 9007199254740993 at `/path`"),
+        "{reason}"
+    );
+    // The record keeps the arguments as they were before the interceptor's replacement.
+    assert_eq!(with_status(&audit, AuditStatus::Denied)[0].args.as_ref().unwrap()["path"], "/etc/shadow");
+}
+
+#[tokio::test]
 async fn deny_is_audited_and_the_reason_reaches_the_model() {
     let audit = Arc::new(MemorySink::new());
     let provider = script();
