@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 
 /// Events buffered per subscriber before further events are dropped for it.
@@ -132,6 +133,9 @@ pub struct HandoffRecord {
 #[derive(Debug, Default)]
 pub struct EventBus {
     subscribers: Mutex<Vec<mpsc::Sender<Event>>>,
+    /// How many subscribers the list holds, kept beside it so that asking whether anyone
+    /// listens (every tool call asks) takes no lock.
+    listed: AtomicUsize,
 }
 
 impl EventBus {
@@ -143,7 +147,9 @@ impl EventBus {
     /// A new subscriber receiving events published from now on.
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
-        self.lock().push(tx);
+        let mut subs = self.lock();
+        subs.push(tx);
+        self.listed.store(subs.len(), Ordering::Release);
         rx
     }
 
@@ -155,17 +161,19 @@ impl EventBus {
             Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
             Err(mpsc::error::TrySendError::Closed(_)) => false,
         });
+        self.listed.store(subs.len(), Ordering::Release);
     }
 
     /// Whether anyone subscribes (a publisher may skip building an event nobody receives).
     pub fn has_subscribers(&self) -> bool {
-        !self.lock().is_empty()
+        self.listed.load(Ordering::Acquire) > 0
     }
 
     /// Live subscribers, for diagnostics (a run whose events nobody receives looks stuck).
     pub fn subscriber_count(&self) -> usize {
         let mut subs = self.lock();
         subs.retain(|s| !s.is_closed());
+        self.listed.store(subs.len(), Ordering::Release);
         subs.len()
     }
 
@@ -206,5 +214,26 @@ mod tests {
         assert_eq!(bus.subscriber_count(), 1);
         bus.publish(ev(1));
         assert_eq!(bus.subscriber_count(), 1);
+    }
+
+    #[test]
+    fn whether_anyone_listens_follows_subscribing_and_leaving() {
+        let bus = EventBus::new();
+        assert!(!bus.has_subscribers());
+        let a = bus.subscribe();
+        let b = bus.subscribe();
+        assert!(bus.has_subscribers());
+        drop(a);
+        bus.publish(ev(1));
+        assert!(bus.has_subscribers(), "one subscriber is left");
+        drop(b);
+        // A receiver that went away is noticed by the next publish (or count).
+        bus.publish(ev(2));
+        assert!(!bus.has_subscribers());
+        let c = bus.subscribe();
+        assert!(bus.has_subscribers());
+        drop(c);
+        assert_eq!(bus.subscriber_count(), 0);
+        assert!(!bus.has_subscribers());
     }
 }
