@@ -637,6 +637,9 @@ struct ToolFacts {
     name: SharedStr,
     title: Option<SharedStr>,
     schema: SecretSchema<'static>,
+    /// Whether the run's role holds the tool's permission, read from the role map (which does
+    /// not change while the runtime lives), not from the availability snapshot.
+    permitted: bool,
 }
 
 /// How a direct call (no model loop, e.g. an MCP server) gets a person's decision.
@@ -982,6 +985,7 @@ impl<A: Registry> RunCtx<A> {
             name: entry.spec.name.into(),
             title: entry.spec.title.map(Into::into),
             schema: SecretSchema::new((entry.schema)()),
+            permitted: self.inner.roles.has_permission(&self.principal.role, entry.spec.permission),
         })
     }
 
@@ -1087,101 +1091,106 @@ fn gate_call<'a, A: Registry>(
         let spec = entry.spec;
         let facts = ctx.facts(index, &entry);
         let schema = facts.schema;
-        // 2. strict parse, then the typed parse (schema violations, unknown fields).
-        // Refusal texts are made before any wait, so the errors they describe are not kept in
-        // the gate's future (likewise below).
-        let parsed = agents_core::strict::parse_args(call.arguments)
-            .map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
-        let mut args = match parsed {
-            Ok(v) => v,
-            Err(reason) => return ctx.deny(call, Some(spec), None, reason).await,
-        };
-        // The redacted copy the records hold is made once the arguments are final (below);
-        // the event and the refusals before that redact on the spot.
-        ctx.emit(|| Event::ToolCall {
-            run_id: ctx.ids.run_id.to_string(),
-            call_id: call.id.to_owned(),
-            tool: call.name.to_owned(),
-            args: Some(ctx.redact_args(schema, &args)),
-        });
-        let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
-        let mut typed = match parsed {
-            Ok(t) => t,
-            Err(reason) => return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await,
-        };
-        // Permission is decided before any business check (defence in depth on top of the snapshot).
-        if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
-            return ctx
-                .deny(
-                    call,
-                    Some(spec),
-                    Some(ctx.redact_args(schema, &args)),
-                    format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role),
-                )
-                .await;
-        }
-        // 3. interceptors.
-        for interceptor in &ctx.inner.interceptors {
-            let decision = interceptor
-                .before_call(Interception {
-                    principal: &ctx.principal,
-                    spec,
-                    args: &args,
-                    run_id: ctx.ids.run_id.as_str(),
-                })
-                .await;
-            let refusal = match decision {
-                Decision::Proceed => None,
-                Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
-                Decision::ProceedWith(new_args) => {
-                    let replaced = agents_core::strict::check_value(&new_args)
-                        .map_err(|e| e.to_string())
-                        .and_then(|()| (entry.parse)(&new_args));
-                    match replaced {
-                        Err(e) => Some(format!("an interceptor produced invalid arguments: {e}")),
-                        Ok(t) => {
-                            typed = t;
-                            args = new_args;
-                            let modified = ctx.audit(RecordFields {
-                                call_id: Some(call.id.into()),
-                                tool: Some(spec.name.into()),
-                                tier: Some(spec.tier),
-                                args: Some(ctx.redact_args(schema, &args).into()),
-                                reason: Some("an interceptor replaced the arguments".into()),
-                                ..RecordFields::new(AuditStatus::Modified)
-                            });
-                            if modified.await.is_err() {
-                                return CallOutcome::err("the audit log is unavailable; nothing ran");
+        // Checks, in a block of their own: what they borrow is not kept in the gate's future
+        // while the tool runs.
+        let (typed, args_hash, redacted) = {
+            // 2. strict parse, then the typed parse (schema violations, unknown fields).
+            // Refusal texts are made before any wait, so the errors they describe are not kept in
+            // the gate's future (likewise below).
+            let parsed = agents_core::strict::parse_args(call.arguments)
+                .map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+            let mut args = match parsed {
+                Ok(v) => v,
+                Err(reason) => return ctx.deny(call, Some(spec), None, reason).await,
+            };
+            // The redacted copy the records hold is made once the arguments are final (below);
+            // the event and the refusals before that redact on the spot.
+            ctx.emit(|| Event::ToolCall {
+                run_id: ctx.ids.run_id.to_string(),
+                call_id: call.id.to_owned(),
+                tool: call.name.to_owned(),
+                args: Some(ctx.redact_args(schema, &args)),
+            });
+            let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+            let mut typed = match parsed {
+                Ok(t) => t,
+                Err(reason) => return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await,
+            };
+            // Permission is decided before any business check (defence in depth on top of the snapshot).
+            if !facts.permitted {
+                return ctx
+                    .deny(
+                        call,
+                        Some(spec),
+                        Some(ctx.redact_args(schema, &args)),
+                        format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role),
+                    )
+                    .await;
+            }
+            // 3. interceptors.
+            for interceptor in &ctx.inner.interceptors {
+                let decision = interceptor
+                    .before_call(Interception {
+                        principal: &ctx.principal,
+                        spec,
+                        args: &args,
+                        run_id: ctx.ids.run_id.as_str(),
+                    })
+                    .await;
+                let refusal = match decision {
+                    Decision::Proceed => None,
+                    Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
+                    Decision::ProceedWith(new_args) => {
+                        let replaced = agents_core::strict::check_value(&new_args)
+                            .map_err(|e| e.to_string())
+                            .and_then(|()| (entry.parse)(&new_args));
+                        match replaced {
+                            Err(e) => Some(format!("an interceptor produced invalid arguments: {e}")),
+                            Ok(t) => {
+                                typed = t;
+                                args = new_args;
+                                let modified = ctx.audit(RecordFields {
+                                    call_id: Some(call.id.into()),
+                                    tool: Some(spec.name.into()),
+                                    tier: Some(spec.tier),
+                                    args: Some(ctx.redact_args(schema, &args).into()),
+                                    reason: Some("an interceptor replaced the arguments".into()),
+                                    ..RecordFields::new(AuditStatus::Modified)
+                                });
+                                if modified.await.is_err() {
+                                    return CallOutcome::err("the audit log is unavailable; nothing ran");
+                                }
+                                None
                             }
-                            None
                         }
                     }
-                }
-                Decision::Substitute(result) => {
-                    let substituted = ctx.audit(RecordFields {
-                        call_id: Some(call.id.into()),
-                        tool: Some(spec.name.into()),
-                        tier: Some(spec.tier),
-                        args: Some(ctx.redact_args(schema, &args).into()),
-                        result: Some(ctx.result_for_audit(&result)),
-                        ..RecordFields::new(AuditStatus::Substituted)
-                    });
-                    if substituted.await.is_err() {
-                        return CallOutcome::err("the audit log is unavailable; nothing ran");
+                    Decision::Substitute(result) => {
+                        let substituted = ctx.audit(RecordFields {
+                            call_id: Some(call.id.into()),
+                            tool: Some(spec.name.into()),
+                            tier: Some(spec.tier),
+                            args: Some(ctx.redact_args(schema, &args).into()),
+                            result: Some(ctx.result_for_audit(&result)),
+                            ..RecordFields::new(AuditStatus::Substituted)
+                        });
+                        if substituted.await.is_err() {
+                            return CallOutcome::err("the audit log is unavailable; nothing ran");
+                        }
+                        ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
+                        return CallOutcome::ok(result);
                     }
-                    ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
-                    return CallOutcome::ok(result);
+                };
+                if let Some(reason) = refusal {
+                    return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await;
                 }
-            };
-            if let Some(reason) = refusal {
-                return ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await;
             }
-        }
-        // Binds a person's approval to the exact arguments: action calls only.
-        let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
-        // The arguments are final: the records' redacted copy is the value itself when nothing
-        // in it is secret.
-        let redacted = SharedValue::from(schema.redact_owned(args, &ctx.inner.redaction));
+            // Binds a person's approval to the exact arguments: action calls only.
+            let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
+            // The arguments are final: the records' redacted copy is the value itself when nothing
+            // in it is secret.
+            let redacted = SharedValue::from(schema.redact_owned(args, &ctx.inner.redaction));
+            (typed, args_hash, redacted)
+        };
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
