@@ -1209,7 +1209,7 @@ fn gate_call<'a, A: Registry>(
         };
         // 4. tier.
         match entry.handler {
-            Handler::Handoff(_) => Box::pin(handoff_call(ctx, call, spec, base, redacted)).await,
+            Handler::Handoff(_) => Box::pin(handoff_call(Checked { ctx, call, spec, base, redacted })).await,
             Handler::Read(run) => {
                 // Only actions are approved; not kept in the gate's future across the waits.
                 drop(approved);
@@ -1221,10 +1221,11 @@ fn gate_call<'a, A: Registry>(
                 // A read call's records carry its own id (only an approved action's differ).
                 let cx = ctx.call_context(spec, shared_call_id.clone());
                 let result = run(&cx, typed).await;
-                finish_call(ctx, call, spec, base, redacted, result).await
+                finish_call(Checked { ctx, call, spec, base, redacted }, result).await
             }
             Handler::Action(run) => {
-                Box::pin(action_call(ctx, call, spec, base, redacted, &args_hash, approved, run, typed)).await
+                Box::pin(action_call(Checked { ctx, call, spec, base, redacted }, &args_hash, approved, run, typed))
+                    .await
             }
         }
     }
@@ -1233,13 +1234,8 @@ fn gate_call<'a, A: Registry>(
 
 /// A handoff call: audited and passed to a person's queue; nothing runs. Boxed by the gate
 /// (like refusals), so the gate's future carries only what a read call needs.
-async fn handoff_call<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    call: CallRef<'_>,
-    spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
-    redacted: SharedValue,
-) -> CallOutcome {
+async fn handoff_call<A: Registry>(checked: Checked<'_, A, impl RecordOf>) -> CallOutcome {
+    let Checked { ctx, call, spec, base, redacted } = checked;
     let record = HandoffRecord {
         call_id: call.id.to_owned(),
         tool: spec.name.to_owned(),
@@ -1262,18 +1258,14 @@ async fn handoff_call<A: Registry>(
 
 /// An action call: a person decides on exactly these arguments before it runs (dialog or
 /// conversational mode, or a direct session's confirmer). Boxed by the gate, as above.
-#[allow(clippy::too_many_arguments)]
 async fn action_call<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    call: CallRef<'_>,
-    spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
-    redacted: SharedValue,
+    checked: Checked<'_, A, impl RecordOf>,
     args_hash: &str,
     approved: Option<(ConfirmationToken, String, String)>,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
 ) -> CallOutcome {
+    let Checked { ctx, call, spec, base, redacted } = checked;
     let confirm_required = || Event::ConfirmRequired {
         run_id: ctx.ids.run_id.to_string(),
         call_id: call.id.to_owned(),
@@ -1306,7 +1298,7 @@ async fn action_call<A: Registry>(
                     "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                 ));
             }
-            return execute_approved(ctx, call, spec, base, redacted, run, typed).await;
+            return execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed).await;
         }
         if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -1430,10 +1422,25 @@ async fn action_call<A: Registry>(
                     .await;
                 return CallOutcome::err(format!("{e}; nothing ran"));
             }
-            execute_approved(ctx, call, spec, base, redacted, run, typed).await
+            execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed).await
         }
     }
 }
+
+/// One call past the gate's checks: what the rest of it and its records share.
+struct Checked<'a, A, F> {
+    ctx: &'a Arc<RunCtx<A>>,
+    call: CallRef<'a>,
+    spec: &'static ToolSpec,
+    /// Builds a record of this call with a status and its (redacted) arguments.
+    base: F,
+    redacted: SharedValue,
+}
+
+/// What builds the records of one call (see [`Checked::base`]).
+trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
+
+impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 
 type ActionFn = for<'a> fn(
     &'a CallContext,
@@ -1442,14 +1449,11 @@ type ActionFn = for<'a> fn(
 ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
 async fn execute_approved<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    call: CallRef<'_>,
-    spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
-    redacted: SharedValue,
+    checked: Checked<'_, A, impl RecordOf>,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
 ) -> CallOutcome {
+    let Checked { ctx, call, spec, base, redacted } = checked;
     // Defence in depth: the permission is checked again after the wait.
     if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
         let _ =
@@ -1462,19 +1466,16 @@ async fn execute_approved<A: Registry>(
     }
     let cx = ctx.call_context(spec, call.id.into());
     let result = run(&cx, typed, crate::__private::approval()).await;
-    finish_call(ctx, call, spec, base, redacted, result).await
+    finish_call(Checked { ctx, call, spec, base, redacted }, result).await
 }
 
 /// Records a call's outcome and hands the model its answer. The record is built before the
 /// future is first polled; the future holds only the sink's answer to wait for and the outcome.
 fn finish_call<'a, A: Registry>(
-    ctx: &'a Arc<RunCtx<A>>,
-    call: CallRef<'a>,
-    spec: &'static ToolSpec,
-    base: impl Fn(AuditStatus, SharedValue) -> RecordFields,
-    redacted: SharedValue,
+    checked: Checked<'a, A, impl RecordOf>,
     result: Result<Value, ToolError>,
 ) -> impl Future<Output = CallOutcome> + 'a {
+    let Checked { ctx, call, spec, base, redacted } = checked;
     let (record, status, outcome) = match result {
         Ok(value) => {
             let mut f = base(AuditStatus::Executed, redacted);
