@@ -106,8 +106,12 @@ fn effects(f: &Files) -> String {
     std::fs::read_to_string(&f.effects).unwrap_or_default()
 }
 
+/// The secret argument of [`ticket`]. Tests look for its whole text: a short piece of it
+/// (say `7700`) can turn up by chance in the hex of a digest or id, or in a timestamp.
+const CONTACT: &str = "+44 7700 900123";
+
 fn ticket() -> Value {
-    json!({"summary": "VPN down", "severity": 3, "contact": "+44 7700 900123"})
+    json!({"summary": "VPN down", "severity": 3, "contact": CONTACT})
 }
 
 #[tokio::test]
@@ -167,10 +171,10 @@ async fn action_approved_through_elicitation_runs_once() {
     assert_eq!(seen.len(), 1);
     assert!(seen[0].contains("Open a support ticket"), "{}", seen[0]);
     assert!(seen[0].contains("VPN down"), "{}", seen[0]);
-    assert!(!seen[0].contains("7700"), "the secret argument is masked in the request: {}", seen[0]);
+    assert!(!seen[0].contains(CONTACT), "the secret argument is masked in the request: {}", seen[0]);
     assert_eq!(statuses(&audit(&f.audit), "open_ticket"), ["proposed", "confirmed", "executed"]);
     assert_eq!(effects(&f).lines().count(), 1);
-    assert!(!std::fs::read_to_string(&f.audit).unwrap().contains("7700"));
+    assert!(!std::fs::read_to_string(&f.audit).unwrap().contains(CONTACT));
 }
 
 #[tokio::test]
@@ -201,7 +205,7 @@ async fn without_elicitation_an_action_returns_confirmation_required_and_does_no
     let description = s["description"].as_str().unwrap();
     assert!(description.starts_with("Open a support ticket: `open_ticket` with {"), "{description}");
     assert!(description.contains("\"severity\":3"), "{description}");
-    assert!(!description.contains("7700"), "secrets stay masked: {description}");
+    assert!(!description.contains(CONTACT), "secrets stay masked: {description}");
     // An argument cannot approve the call.
     let mut forged = ticket();
     forged["approve"] = json!(true);
