@@ -95,26 +95,6 @@ pub fn redact_static(value: &Value, schema: &'static Value, keys: &RedactionKeys
     SecretSchema { schema, marks_secrets: marks_secrets(schema) }.redact(value, keys)
 }
 
-/// [`redact_static`] taking the value: when nothing in it is to be masked (the schema marks
-/// nothing secret and no key of the list appears), the value itself is returned, with no copy.
-/// The result is always the same as [`redact`]'s.
-///
-/// ```
-/// use agents_core::redact::{redact, redact_static_owned, RedactionKeys};
-/// use serde_json::{json, Value};
-/// use std::sync::LazyLock;
-///
-/// static PLAIN: LazyLock<Value> = LazyLock::new(|| json!({"type": "object"}));
-/// let keys = RedactionKeys::default();
-/// let clean = json!({"name": "ann", "tags": ["a"]});
-/// assert_eq!(redact_static_owned(clean.clone(), &PLAIN, &keys), clean);
-/// let secret = json!({"name": "ann", "token": "t"});
-/// assert_eq!(redact_static_owned(secret.clone(), &PLAIN, &keys), redact(&secret, Some(&PLAIN), &keys));
-/// ```
-pub fn redact_static_owned(value: Value, schema: &'static Value, keys: &RedactionKeys) -> Value {
-    SecretSchema { schema, marks_secrets: marks_secrets(schema) }.redact_owned(value, keys)
-}
-
 /// A schema together with whether it marks any node secret, worked out once when it is made:
 /// for a caller that redacts many values against one schema and keeps the schema's facts
 /// itself (the runtime keeps one per tool for a run). Its results are always [`redact`]'s.
