@@ -72,7 +72,7 @@ struct ToolArgs {
 }
 
 enum ParamKind {
-    Context { by_ref: bool },
+    Context,
     Capability(Capability),
     Arg,
 }
@@ -455,7 +455,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 };
                 let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"));
                 let kind = match last_ident(&pt.ty) {
-                    Some((n, by_ref)) if n == "ToolContext" => ParamKind::Context { by_ref },
+                    Some((n, _)) if n == "ToolContext" => ParamKind::Context,
                     Some((n, _)) if n == "FsAccess" => ParamKind::Capability(Capability::Fs),
                     Some((n, _)) if n == "NetAccess" => ParamKind::Capability(Capability::Net),
                     Some((n, _)) if n == "EnvAccess" => ParamKind::Capability(Capability::Env),
@@ -502,7 +502,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut body_unusable = false;
     let mut context_unusable = false;
     let async_kw = if func.sig.asyncness.is_some() { "async " } else { "" };
-    for p in params.iter().filter(|p| matches!(p.kind, ParamKind::Context { .. })) {
+    for p in params.iter().filter(|p| matches!(p.kind, ParamKind::Context)) {
         let agent_arg = context_agent(&p.ty);
         let mut invokes = Vec::new();
         if let Some(body) = &func.body {
@@ -676,42 +676,44 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // The handler body: unpack args, build the context and capabilities, call the function.
     let is_generic = agent_param.is_some();
     let ctx_agent = if is_generic { quote!(__A) } else { quote!(()) };
+    // Every parameter is passed by value: the hidden function takes what the tool borrows as
+    // an owned value and borrows it itself (below), so the tool's own future owns everything
+    // it uses and is the handler's future, boxed once, with no wrapper future per tool.
     let call_args = params.iter().map(|p| {
         let ident = &p.ident;
         match &p.kind {
-            ParamKind::Context { by_ref: true } => quote!(&__cx),
-            ParamKind::Context { by_ref: false } => quote!(__cx),
+            ParamKind::Context => quote!(__cx),
             ParamKind::Capability(c) => {
                 // The spec through the public context: `CallContext`'s fields are private.
                 let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
-                let ctor = match c {
+                match c {
                     Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
                     Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
                     Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
-                };
-                if matches!(p.ty, Type::Reference(_)) { quote!(&#ctor) } else { quote!(#ctor) }
-            }
-            ParamKind::Arg => {
-                if matches!(p.ty, Type::Reference(_)) {
-                    quote!(::core::borrow::Borrow::borrow(&__args.#ident))
-                } else {
-                    quote!(__args.#ident)
                 }
             }
+            ParamKind::Arg => quote!(__args.#ident),
         }
     });
     let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
-    let await_tok = if func.sig.asyncness.is_some() { quote!(.await) } else { quote!() };
     let invoke = if context_unusable {
         // Already reported; a stub keeps the tool's impls, so its users see no follow-on errors.
         quote! {
             let _ = (__call, &__args);
-            ::core::result::Result::Err(#rt::ToolError::new("this tool failed to compile"))
+            #rt::__private::ToolFuture::new(async {
+                ::core::result::Result::<#rt::__private::serde_json::Value, _>::Err("this tool failed to compile")
+            })
         }
-    } else {
+    } else if func.sig.asyncness.is_some() {
         quote! {
             let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
-            #rt::tool::IntoToolResult::into_tool_result(#impl_ident #turbofish(#(#call_args),*) #await_tok)
+            #rt::__private::IntoToolFuture::into_tool_future(#impl_ident #turbofish(#(#call_args),*))
+        }
+    } else {
+        // A synchronous body runs when the future is first polled, as an async one would.
+        quote! {
+            let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
+            #rt::__private::ToolFuture::new(async move { #impl_ident #turbofish(#(#call_args),*) })
         }
     };
 
@@ -719,9 +721,35 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let impl_fn = func.body.as_ref().map(|body| {
         let mut sig = func.sig.clone();
         sig.ident = impl_ident.clone();
+        // A parameter taken by reference is taken by value and borrowed at the top of the
+        // body, under the name and pattern the user wrote (see `call_args`).
+        let mut borrows = Vec::new();
         for input in &mut sig.inputs {
             if let FnArg::Typed(pt) = input {
                 pt.attrs.retain(|a| !a.path().is_ident("secret"));
+                let (Type::Reference(r), Pat::Ident(pi)) = (&*pt.ty, &*pt.pat) else { continue };
+                let Some(param) = params.iter().find(|p| p.ident == pi.ident) else { continue };
+                let owned = match param.kind {
+                    ParamKind::Arg => owned_type(&pt.ty, &rt),
+                    ParamKind::Context | ParamKind::Capability(_) => {
+                        let elem = &r.elem;
+                        quote!(#elem)
+                    }
+                };
+                let owned_ident = format_ident!("__agents_owned_{}", pi.ident);
+                let pat = &pt.pat;
+                let borrowed = elide_lifetimes(pt.ty.to_token_stream());
+                borrows.push(quote! {
+                    let #pat: #borrowed = ::core::borrow::Borrow::borrow(&#owned_ident);
+                });
+                pt.pat = Box::new(Pat::Ident(syn::PatIdent {
+                    attrs: Vec::new(),
+                    by_ref: None,
+                    mutability: None,
+                    ident: owned_ident,
+                    subpat: None,
+                }));
+                pt.ty = Box::new(Type::Verbatim(owned));
             }
         }
         // `ToolContext::invoke` needs `A: Agent`; a tool states only what it invokes.
@@ -750,9 +778,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let (body, allow_unused) = if body_unusable {
             (quote!({ ::core::unimplemented!() }), quote!(#[allow(unused_variables)]))
         } else if context_unusable {
-            (quote!(#body), quote!(#[allow(dead_code)]))
-        } else {
+            (quote!({ #(#borrows)* #body }), quote!(#[allow(dead_code)]))
+        } else if borrows.is_empty() {
             (quote!(#body), quote!())
+        } else {
+            (quote!({ #(#borrows)* #body }), quote!())
         };
         quote! {
             #(#other_attrs)*
@@ -785,7 +815,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         quote! {
             #rt::tool::Handler::Read(|__call, __erased| {
                 let __args: #args_ident = #rt::__private::downcast_args(__erased);
-                #rt::__private::Box::pin(async move { #invoke })
+                #invoke
             })
         }
     } else {
@@ -796,7 +826,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             #rt::tool::Handler::Action(|__call, __erased, __approval| {
                 let __args: #args_ident = #rt::__private::downcast_args(__erased);
                 let _ = __approval;
-                #rt::__private::Box::pin(async move { #invoke })
+                #invoke
             })
         }
     } else {
@@ -809,8 +839,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     fn run<'__a>(
                         __call: &'__a #rt::CallContext,
                         __args: #args_ident,
-                    ) -> #rt::__private::BoxFuture<'__a, ::core::result::Result<#rt::__private::serde_json::Value, #rt::ToolError>> {
-                        #rt::__private::Box::pin(async move { #invoke })
+                    ) -> #rt::__private::ToolFuture<'__a> {
+                        #invoke
                     }
                 }
             });
@@ -830,9 +860,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         __call: &'__a #rt::CallContext,
                         __args: #args_ident,
                         __approval: #rt::Approval<'__a>,
-                    ) -> #rt::__private::BoxFuture<'__a, ::core::result::Result<#rt::__private::serde_json::Value, #rt::ToolError>> {
+                    ) -> #rt::__private::ToolFuture<'__a> {
                         let _ = __approval;
-                        #rt::__private::Box::pin(async move { #invoke })
+                        #invoke
                     }
                 }
             });
@@ -1002,6 +1032,30 @@ fn owned_type(ty: &Type, _rt: &TokenStream) -> TokenStream {
         }
         other => quote!(#other),
     }
+}
+
+/// `tokens` with every lifetime replaced by `'_` (for the type of a local borrow).
+fn elide_lifetimes(tokens: TokenStream) -> TokenStream {
+    use proc_macro2::TokenTree as T;
+    let mut out = Vec::new();
+    let mut tts = tokens.into_iter().peekable();
+    while let Some(tt) = tts.next() {
+        match tt {
+            T::Punct(p) if p.as_char() == '\'' && matches!(tts.peek(), Some(T::Ident(_))) => {
+                let name = tts.next();
+                let span = name.as_ref().map_or(p.span(), |n| n.span());
+                out.push(T::Punct(p));
+                out.push(T::Ident(Ident::new("_", span)));
+            }
+            T::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), elide_lifetimes(g.stream()));
+                ng.set_span(g.span());
+                out.push(T::Group(ng));
+            }
+            other => out.push(other),
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn substitute_ident(tokens: TokenStream, from: &Ident, to: &Ident) -> TokenStream {

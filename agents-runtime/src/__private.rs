@@ -8,6 +8,8 @@ pub use serde;
 pub use serde_json;
 pub use std::boxed::Box;
 
+pub use crate::tool::{IntoToolFuture, ToolFuture};
+
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -32,9 +34,9 @@ pub const fn tool_permission_name<T: crate::Tool>() -> &'static str {
 
 /// Downcasts registry arguments to the tool's typed arguments.
 pub fn downcast_args<T: 'static>(args: crate::tool::ErasedArgs) -> T {
-    match args.downcast::<T>() {
-        Ok(args) => *args,
-        Err(_) => unreachable!("the registry passes the arguments its own parse produced"),
+    match args.take::<T>() {
+        Some(args) => args,
+        None => unreachable!("the registry passes the arguments its own parse produced"),
     }
 }
 
@@ -42,7 +44,7 @@ pub fn downcast_args<T: 'static>(args: crate::tool::ErasedArgs) -> T {
 pub fn read_handler<T: crate::ReadTool>(
     call: &crate::CallContext,
     args: crate::tool::ErasedArgs,
-) -> BoxFuture<'_, Result<serde_json::Value, crate::ToolError>> {
+) -> crate::tool::ToolFuture<'_> {
     T::run(call, downcast_args(args))
 }
 
@@ -51,7 +53,7 @@ pub fn action_handler<'a, T: crate::ActionTool>(
     call: &'a crate::CallContext,
     args: crate::tool::ErasedArgs,
     approval: crate::Approval<'a>,
-) -> BoxFuture<'a, Result<serde_json::Value, crate::ToolError>> {
+) -> crate::tool::ToolFuture<'a> {
     T::run_approved(call, downcast_args(args), approval)
 }
 

@@ -1446,7 +1446,7 @@ type ActionFn = for<'a> fn(
     &'a CallContext,
     crate::tool::ErasedArgs,
     crate::tool::Approval<'a>,
-) -> BoxFuture<'a, Result<Value, ToolError>>;
+) -> crate::tool::ToolFuture<'a>;
 
 async fn execute_approved<A: Registry>(
     checked: Checked<'_, A, impl RecordOf>,

@@ -142,8 +142,123 @@ impl Approval<'_> {
     }
 }
 
-/// Typed arguments behind a type-erased box, as the registry passes them.
-pub type ErasedArgs = Box<dyn Any + Send>;
+/// Typed arguments behind a type-erased box, as the registry passes them from its parse to the
+/// tool's handler.
+///
+/// ```
+/// use agents_runtime::tool::ErasedArgs;
+///
+/// let args = ErasedArgs::new(42_u32);
+/// assert!(args.is::<u32>());
+/// assert_eq!(args.take::<u32>(), Some(42));
+/// assert_eq!(ErasedArgs::new(42_u32).take::<u64>(), None);
+/// ```
+pub struct ErasedArgs(
+    // The value is kept as `Some(args)`, so that `take` moves it out through `downcast_mut`:
+    // no `Box<T>` (and no drop code for one) is built per argument type.
+    Box<dyn Any + Send>,
+);
+
+impl ErasedArgs {
+    /// Erases the type of `args`.
+    pub fn new<T: Send + 'static>(args: T) -> Self {
+        ErasedArgs(Box::new(Some(args)))
+    }
+
+    /// Whether the arguments are a `T`.
+    pub fn is<T: 'static>(&self) -> bool {
+        self.0.is::<Option<T>>()
+    }
+
+    /// The arguments, when they are a `T`; `None` when they are of another type.
+    pub fn take<T: 'static>(mut self) -> Option<T> {
+        // A `match`, not `and_then(Option::take)`: that would build one more function per type.
+        match self.0.downcast_mut::<Option<T>>() {
+            Some(slot) => slot.take(),
+            None => None,
+        }
+    }
+}
+
+impl fmt::Debug for ErasedArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ErasedArgs")
+    }
+}
+
+/// The future a tool's handler returns: the tool's own future, boxed once, whose output becomes
+/// the tool result ([`IntoToolResult`]) when it completes.
+///
+/// ```
+/// use agents_runtime::tool::ToolFuture;
+///
+/// let fut = ToolFuture::new(async { Ok::<_, String>(vec![1, 2, 3]) });
+/// let result = futures::executor::block_on(fut);
+/// assert_eq!(result.unwrap(), serde_json::json!([1, 2, 3]));
+/// ```
+#[must_use = "a future does nothing unless polled"]
+pub struct ToolFuture<'a>(std::pin::Pin<Box<dyn PollResult + Send + 'a>>);
+
+impl<'a> ToolFuture<'a> {
+    /// Boxes `future`; its output is converted with [`IntoToolResult`].
+    pub fn new<F>(future: F) -> Self
+    where
+        F: std::future::Future<Output: IntoToolResult> + Send + 'a,
+    {
+        ToolFuture(Box::pin(future))
+    }
+}
+
+impl fmt::Debug for ToolFuture<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ToolFuture")
+    }
+}
+
+impl std::future::Future for ToolFuture<'_> {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        self.get_mut().0.as_mut().poll_result(cx)
+    }
+}
+
+/// A future polled through a trait object, its output converted to a tool result.
+///
+/// A trait method, implemented for the future itself: the code for each tool's future is then
+/// compiled with that tool (its module), not in one shared unit that every edit of any tool
+/// would make the compiler redo.
+pub(crate) trait PollResult {
+    fn poll_result(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Value, ToolError>>;
+}
+
+impl<F: std::future::Future<Output: IntoToolResult>> PollResult for F {
+    fn poll_result(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Value, ToolError>> {
+        match self.poll(cx) {
+            std::task::Poll::Ready(output) => std::task::Poll::Ready(output.into_tool_result()),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+/// Boxes a tool's own future as its handler's future (what `#[tool]` generates calls). A
+/// trait method for the same reason as [`PollResult`]: each tool's instance is compiled with
+/// the tool.
+#[doc(hidden)]
+pub trait IntoToolFuture<'a>: std::future::Future<Output: IntoToolResult> + Send + Sized + 'a {
+    /// `ToolFuture::new(self)`.
+    fn into_tool_future(self) -> ToolFuture<'a> {
+        ToolFuture(Box::pin(self))
+    }
+}
+
+impl<'a, F: std::future::Future<Output: IntoToolResult> + Send + 'a> IntoToolFuture<'a> for F {}
 
 /// A read tool: runs on its own.
 #[diagnostic::on_unimplemented(
@@ -154,7 +269,7 @@ pub type ErasedArgs = Box<dyn Any + Send>;
 )]
 pub trait ReadTool: Tool {
     /// Runs the tool.
-    fn run<'a>(cx: &'a CallContext, args: Self::Args) -> BoxFuture<'a, Result<Value, ToolError>>;
+    fn run<'a>(cx: &'a CallContext, args: Self::Args) -> ToolFuture<'a>;
 }
 
 /// An action tool: runs only with an [`Approval`].
@@ -169,7 +284,7 @@ pub trait ActionTool: Tool {
         cx: &'a CallContext,
         args: Self::Args,
         approval: Approval<'a>,
-    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+    ) -> ToolFuture<'a>;
 }
 
 /// A handoff tool: no execution path exists; a call becomes a record for a human queue.
@@ -178,9 +293,9 @@ pub trait HandoffTool: Tool {}
 /// How the registry carries out a tool of agent `A`.
 pub enum Handler<A> {
     /// A read tool.
-    Read(for<'a> fn(&'a CallContext, ErasedArgs) -> BoxFuture<'a, Result<Value, ToolError>>),
+    Read(for<'a> fn(&'a CallContext, ErasedArgs) -> ToolFuture<'a>),
     /// An action tool.
-    Action(for<'a> fn(&'a CallContext, ErasedArgs, Approval<'a>) -> BoxFuture<'a, Result<Value, ToolError>>),
+    Action(for<'a> fn(&'a CallContext, ErasedArgs, Approval<'a>) -> ToolFuture<'a>),
     /// A handoff tool.
     Handoff(PhantomData<fn() -> A>),
 }
@@ -241,7 +356,7 @@ fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
     // A `match`, not `map`/`map_err` closures: this is instantiated once per tool, and every
     // closure is one more function to compile for each.
     match <T::Args as serde::Deserialize>::deserialize(v) {
-        Ok(args) => Ok(Box::new(args)),
+        Ok(args) => Ok(ErasedArgs::new(args)),
         Err(e) => Err(e.to_string()),
     }
 }
