@@ -73,6 +73,108 @@ impl fmt::Display for AuditStatus {
     }
 }
 
+/// What a record holds of a tool's result: by default its SHA-256, or, when raw results are
+/// opted in, the (redacted) value itself. The run's own records hold values too (the tools
+/// available at its start, its cost at the end).
+///
+/// Written as JSON either way: a digest as `{"sha256":"<lowercase hex>"}`, a value as itself.
+/// Read back, that one shape is a digest and anything else a value, so a record's JSON and
+/// hash are the same whichever way it was built.
+///
+/// ```
+/// use agents_core::audit::AuditResult;
+/// use serde_json::json;
+///
+/// let digest = AuditResult::sha256_of(b"{}");
+/// let text = serde_json::to_string(&digest).unwrap();
+/// assert_eq!(text, r#"{"sha256":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"}"#);
+/// assert_eq!(serde_json::from_str::<AuditResult>(&text).unwrap(), digest);
+///
+/// let value = AuditResult::from(json!({"available_tools": ["a"]}));
+/// assert_eq!(value.value().unwrap()["available_tools"], json!(["a"]));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuditResult {
+    /// SHA-256 of the result's canonical JSON.
+    Sha256([u8; 32]),
+    /// The value itself.
+    Value(Value),
+}
+
+impl AuditResult {
+    /// The digest of `canonical_json` (a result's canonical JSON text).
+    pub fn sha256_of(canonical_json: &[u8]) -> Self {
+        use sha2::Digest;
+        AuditResult::Sha256(sha2::Sha256::digest(canonical_json).into())
+    }
+
+    /// The value, when the record holds one (not a digest).
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            AuditResult::Value(v) => Some(v),
+            AuditResult::Sha256(_) => None,
+        }
+    }
+
+    /// The lowercase hex of the digest, when the record holds one.
+    pub fn sha256_hex(&self) -> Option<String> {
+        match self {
+            AuditResult::Sha256(d) => Some(crate::canonical::digest_hex(d)),
+            AuditResult::Value(_) => None,
+        }
+    }
+
+    /// As JSON: `{"sha256": "<hex>"}` for a digest, the value itself otherwise.
+    pub fn to_value(&self) -> Value {
+        match self {
+            AuditResult::Sha256(d) => {
+                let mut map = serde_json::Map::new();
+                map.insert("sha256".to_owned(), Value::String(crate::canonical::digest_hex(d)));
+                Value::Object(map)
+            }
+            AuditResult::Value(v) => v.clone(),
+        }
+    }
+}
+
+impl From<Value> for AuditResult {
+    /// `{"sha256": "<64 lowercase hex digits>"}` is a digest; any other value is a value.
+    fn from(value: Value) -> Self {
+        if let Value::Object(map) = &value
+            && map.len() == 1
+            && let Some(Value::String(hex)) = map.get("sha256")
+            && hex.len() == 64
+            && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            let mut digest = [0u8; 32];
+            if hex::decode_to_slice(hex, &mut digest).is_ok() {
+                return AuditResult::Sha256(digest);
+            }
+        }
+        AuditResult::Value(value)
+    }
+}
+
+impl Serialize for AuditResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AuditResult::Sha256(d) => {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("sha256", &crate::canonical::digest_hex(d))?;
+                map.end()
+            }
+            AuditResult::Value(v) => v.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AuditResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(AuditResult::from)
+    }
+}
+
 /// One audit record. `seq`, `prev_hash` and `hash` are set by the sink when it appends.
 ///
 /// The ids and names that every record of a run or call repeats are [`SharedStr`]s: the
@@ -118,7 +220,7 @@ pub struct AuditRecord {
     /// read and handoff calls, whose records join by `call_id`).
     pub args_hash: Option<String>,
     /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
-    pub result: Option<Value>,
+    pub result: Option<AuditResult>,
     /// The agent's `MANIFEST_SHA256`.
     pub manifest_sha256: SharedStr,
     /// The `hash` of the previous record, or [`GENESIS_HASH`].
@@ -186,7 +288,7 @@ impl AuditRecord {
         let before_prev = w.0.len();
         w.opt_string("reason", reason.as_deref());
         w.string("request_id", request_id);
-        w.json("result", result.as_ref());
+        w.result(result.as_ref());
         w.string("role", role);
         w.string("run_id", run_id);
         let before_seq = w.0.len();
@@ -262,6 +364,22 @@ impl MemberWriter {
         match value {
             Some(value) => self.string(key, value),
             None => self.json(key, None),
+        }
+    }
+
+    fn result(&mut self, result: Option<&AuditResult>) {
+        match result {
+            Some(AuditResult::Sha256(digest)) => {
+                self.key("result");
+                // `{"sha256":"<hex>"}`, as the canonical writer renders the value.
+                let mut hex = [0u8; 64];
+                hex::encode_to_slice(digest, &mut hex).expect("64 bytes hold the hex of 32");
+                self.0.push_str("{\"sha256\":\"");
+                self.0.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
+                self.0.push_str("\"}");
+            }
+            Some(AuditResult::Value(value)) => self.json("result", Some(value)),
+            None => self.json("result", None),
         }
     }
 

@@ -2,7 +2,7 @@
 //! the generic route: serialize the record to a value and write its canonical JSON.
 
 use agents_core::Tier;
-use agents_core::audit::{AuditRecord, AuditStatus, GENESIS_HASH, PreparedRecord};
+use agents_core::audit::{AuditRecord, AuditResult, AuditStatus, GENESIS_HASH, PreparedRecord};
 use agents_core::canonical;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -38,7 +38,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         title: None,
         args: args.map(Into::into),
         args_hash: None,
-        result,
+        result: result.map(AuditResult::from),
         manifest_sha256: "m".into(),
         prev_hash: "stale".to_owned(),
         hash: "stale".to_owned(),
@@ -77,10 +77,12 @@ fn the_renderer_writes_what_the_generic_route_writes() {
         ),
         record(Some(json!({})), Some(json!([]))),
         record(Some(Value::Null), None),
+        // A result's digest, written by the renderer without building a JSON value.
+        record(None, Some(json!({"sha256": "0f".repeat(32)}))),
     ];
     let mut prev = GENESIS_HASH.to_owned();
     for (i, r) in cases.into_iter().enumerate() {
-        let seq = [1, 2, 3, 4, u64::MAX][i];
+        let seq = [1, 2, 3, 4, u64::MAX, 6][i];
         prev = check(r, seq, &prev).hash;
     }
 }
@@ -133,7 +135,10 @@ proptest! {
         strings in prop::collection::vec(any::<String>(), 9),
         optional in prop::collection::vec(prop::option::of(any::<String>()), 5),
         args in prop::option::of(json_value()),
-        result in prop::option::of(json_value()),
+        result in prop::option::of(prop_oneof![
+            json_value().prop_map(AuditResult::from),
+            any::<[u8; 32]>().prop_map(AuditResult::Sha256),
+        ]),
         tier in prop::option::of(prop_oneof![Just(Tier::Read), Just(Tier::Action), Just(Tier::Handoff)]),
         status in status(),
         seq in any::<u64>(),
@@ -163,5 +168,35 @@ proptest! {
             hash: String::new(),
         };
         check(r, seq, &prev);
+    }
+}
+
+#[test]
+fn only_the_digest_shape_reads_back_as_a_digest() {
+    let hex = "0f".repeat(32);
+    let digest = AuditResult::from(json!({"sha256": hex}));
+    assert_eq!(digest.sha256_hex().as_deref(), Some(hex.as_str()));
+    assert_eq!(digest.value(), None);
+    assert_eq!(digest.to_value(), json!({"sha256": hex}));
+    // Anything else stays a value, so it is written back exactly as it was read.
+    for other in [
+        json!({"sha256": "0F".repeat(32)}),
+        json!({"sha256": "0f".repeat(31)}),
+        json!({"sha256": format!("{}zz", "0f".repeat(31))}),
+        json!({"sha256": hex, "more": 1}),
+        json!({"sha256": 1}),
+        json!([hex]),
+        json!(hex),
+    ] {
+        let result = AuditResult::from(other.clone());
+        assert_eq!(result.value(), Some(&other), "{other}");
+        assert_eq!(result.to_value(), other);
+    }
+    // A record's JSON reads back to the same record, digest or value.
+    for result in [digest, AuditResult::from(json!({"n": 1}))] {
+        let r = check(record(None, None), 1, GENESIS_HASH);
+        let r = AuditRecord { result: Some(result), ..r };
+        let back: AuditRecord = serde_json::from_str(&r.to_line()).unwrap();
+        assert_eq!(back, r);
     }
 }

@@ -742,14 +742,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 borrows.push(quote! {
                     let #pat: #borrowed = ::core::borrow::Borrow::borrow(&#owned_ident);
                 });
-                pt.pat = Box::new(Pat::Ident(syn::PatIdent {
+                *pt.pat = Pat::Ident(syn::PatIdent {
                     attrs: Vec::new(),
                     by_ref: None,
                     mutability: None,
                     ident: owned_ident,
                     subpat: None,
-                }));
-                pt.ty = Box::new(Type::Verbatim(owned));
+                });
+                *pt.ty = Type::Verbatim(owned);
             }
         }
         // `ToolContext::invoke` needs `A: Agent`; a tool states only what it invokes.
@@ -834,13 +834,15 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let exec_impls = match tier {
         Tier::Read => {
-            let read_impl = (!is_generic).then(|| quote! {
-                impl #rt::ReadTool for #fn_ident {
-                    fn run<'__a>(
-                        __call: &'__a #rt::CallContext,
-                        __args: #args_ident,
-                    ) -> #rt::__private::ToolFuture<'__a> {
-                        #invoke
+            let read_impl = (!is_generic).then(|| {
+                quote! {
+                    impl #rt::ReadTool for #fn_ident {
+                        fn run<'__a>(
+                            __call: &'__a #rt::CallContext,
+                            __args: #args_ident,
+                        ) -> #rt::__private::ToolFuture<'__a> {
+                            #invoke
+                        }
                     }
                 }
             });
@@ -854,15 +856,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
         Tier::Action => {
-            let action_impl = (!is_generic).then(|| quote! {
-                impl #rt::ActionTool for #fn_ident {
-                    fn run_approved<'__a>(
-                        __call: &'__a #rt::CallContext,
-                        __args: #args_ident,
-                        __approval: #rt::Approval<'__a>,
-                    ) -> #rt::__private::ToolFuture<'__a> {
-                        let _ = __approval;
-                        #invoke
+            let action_impl = (!is_generic).then(|| {
+                quote! {
+                    impl #rt::ActionTool for #fn_ident {
+                        fn run_approved<'__a>(
+                            __call: &'__a #rt::CallContext,
+                            __args: #args_ident,
+                            __approval: #rt::Approval<'__a>,
+                        ) -> #rt::__private::ToolFuture<'__a> {
+                            let _ = __approval;
+                            #invoke
+                        }
                     }
                 }
             });

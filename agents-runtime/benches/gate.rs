@@ -15,13 +15,12 @@
 #![recursion_limit = "1024"]
 #![allow(missing_docs)]
 
-use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, MemorySink};
+use agents_runtime::audit::{Appended, AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, MemorySink};
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::DirectSession;
 use agents_runtime::{Principal, Registry, RoleMap, Runtime, Tool, agent, permissions, tool};
 use criterion::{Criterion, criterion_group};
-use futures::future::BoxFuture;
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -143,8 +142,8 @@ const ARGS: &str = r#"{"id": 4711, "name": "Ann Example", "tags": ["ankle", "reh
 struct BuiltOnlySink;
 
 impl AuditSink for BuiltOnlySink {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
-        Box::pin(std::future::ready(Ok(record)))
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
+        Appended::ready(Ok(record))
     }
 }
 
@@ -156,13 +155,13 @@ struct NoIoSink {
 }
 
 impl AuditSink for NoIoSink {
-    fn append(&self, mut record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+    fn append(&self, mut record: AuditRecord) -> Appended<'_> {
         let mut chain = self.chain.lock().unwrap();
         let prev = if chain.0 == 0 { GENESIS_HASH.to_owned() } else { chain.1.clone() };
         record.seal(chain.0 + 1, &prev);
         chain.0 += 1;
         chain.1 = record.hash.clone();
-        Box::pin(std::future::ready(Ok(record)))
+        Appended::ready(Ok(record))
     }
 }
 
@@ -249,7 +248,7 @@ where
                 .await;
             assert_eq!(d, Decision::Proceed);
         }
-        let args = typed.downcast::<T::Args>().expect("the registry parses to the tool's args");
+        let args = typed.take::<T::Args>().expect("the registry parses to the tool's args");
         serde_json::to_value(args.body()).unwrap()
     }
 }

@@ -5,7 +5,7 @@
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
 
-use crate::audit::{AuditError, AuditRecord, AuditSink, AuditStatus};
+use crate::audit::{AuditError, AuditRecord, AuditResult, AuditSink, AuditStatus};
 use crate::budget::BudgetStore;
 use crate::classifier::{Classification, ConfirmationClassifier, KeywordClassifier, ProposalSummary};
 use crate::core::redact::{RedactionKeys, SecretSchema, redact};
@@ -743,7 +743,7 @@ struct RecordFields {
     title: Option<SharedStr>,
     args: Option<SharedValue>,
     args_hash: Option<String>,
-    result: Option<Value>,
+    result: Option<AuditResult>,
 }
 
 impl RecordFields {
@@ -912,15 +912,21 @@ impl<A: Registry> RunCtx<A> {
             prev_hash: String::new(),
             hash: String::new(),
         };
-        let appended = self.inner.audit.append(record);
+        // A sink that answers at once has its sealed record dropped here; the future then
+        // holds only the outcome.
+        let answer = match self.inner.audit.append(record).into_ready() {
+            Ok(answer) => Ok(answer.map(drop)),
+            Err(pending) => Err(pending),
+        };
         async move {
-            match appended.await {
-                Ok(_) => Ok(()),
-                Err(e) => {
-                    tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
-                    Err(e)
-                }
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(pending) => pending.await.map(drop),
+            };
+            if let Err(e) = &answer {
+                tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
             }
+            answer
         }
     }
 
@@ -989,25 +995,24 @@ impl<A: Registry> RunCtx<A> {
         })
     }
 
-    fn result_for_audit(&self, schema_free: &Value) -> Value {
+    fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
         if self.inner.raw_results {
-            redact(schema_free, None, &self.inner.redaction)
+            AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
         } else {
             // The canonical text is written into a buffer each thread keeps between calls
             // (dropped when a large result grew it), then hashed.
             thread_local! {
                 static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
             }
-            let sha256 = TEXT.with_borrow_mut(|text| {
+            TEXT.with_borrow_mut(|text| {
                 text.clear();
                 agents_core::canonical::write_to(schema_free, text);
-                let sha256 = agents_core::canonical::sha256_hex(text.as_bytes());
+                let digest = AuditResult::sha256_of(text.as_bytes());
                 if text.capacity() > RESULT_TEXT_KEPT {
                     *text = String::new();
                 }
-                sha256
-            });
-            json!({"sha256": sha256})
+                digest
+            })
         }
     }
 
@@ -1442,11 +1447,8 @@ trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
 
 impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 
-type ActionFn = for<'a> fn(
-    &'a CallContext,
-    crate::tool::ErasedArgs,
-    crate::tool::Approval<'a>,
-) -> crate::tool::ToolFuture<'a>;
+type ActionFn =
+    for<'a> fn(&'a CallContext, crate::tool::ErasedArgs, crate::tool::Approval<'a>) -> crate::tool::ToolFuture<'a>;
 
 async fn execute_approved<A: Registry>(
     checked: Checked<'_, A, impl RecordOf>,
@@ -1589,7 +1591,7 @@ async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Vec<bool>> {
     };
     let mut started = RecordFields::new(AuditStatus::RunStarted);
     let names: Vec<&str> = A::tools().iter().zip(&snapshot).filter(|(_, on)| **on).map(|(t, _)| t.name).collect();
-    started.result = Some(json!({"available_tools": names}));
+    started.result = Some(AuditResult::Value(json!({"available_tools": names})));
     ctx.audit(started).await.ok()?;
     if let Some(n) = notice {
         let mut f = RecordFields::new(AuditStatus::Notice);
@@ -1842,7 +1844,7 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
     }
     let mut f = RecordFields::new(AuditStatus::RunFinished);
     f.reason = Some(outcome.status.as_str().to_owned());
-    f.result = Some(json!({"cost_usd": outcome.cost_usd, "iterations": outcome.iterations}));
+    f.result = Some(AuditResult::Value(json!({"cost_usd": outcome.cost_usd, "iterations": outcome.iterations})));
     let _ = ctx.audit(f).await;
     ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status.as_str().into() });
     outcome

@@ -280,11 +280,7 @@ pub trait ReadTool: Tool {
 )]
 pub trait ActionTool: Tool {
     /// Runs the tool, consuming the witness of a person's approval.
-    fn run_approved<'a>(
-        cx: &'a CallContext,
-        args: Self::Args,
-        approval: Approval<'a>,
-    ) -> ToolFuture<'a>;
+    fn run_approved<'a>(cx: &'a CallContext, args: Self::Args, approval: Approval<'a>) -> ToolFuture<'a>;
 }
 
 /// A handoff tool: no execution path exists; a call becomes a record for a human queue.

@@ -317,14 +317,14 @@ async fn a_panicking_store_fails_closed() {
     assert!(matches!(sink.append(record(1, AuditStatus::Proposed)).await, Err(AuditError::Refused(_))));
 }
 
-/// `FutureExt::now_or_never` consumes the future; this polls a boxed future once in place.
+/// `FutureExt::now_or_never` consumes the future; this polls it once in place.
 trait PollOnce {
     fn now_or_never_ref(&mut self) -> Option<Result<AuditRecord, AuditError>>;
 }
 
-impl PollOnce for futures::future::BoxFuture<'_, Result<AuditRecord, AuditError>> {
+impl PollOnce for agents_runtime::audit::Appended<'_> {
     fn now_or_never_ref(&mut self) -> Option<Result<AuditRecord, AuditError>> {
-        self.as_mut().now_or_never()
+        self.now_or_never()
     }
 }
 

@@ -202,7 +202,7 @@ async fn fail_closed_offers_no_tools() {
     assert_eq!(notices.len(), 1);
     assert!(notices[0].reason.as_deref().unwrap().contains("no tools"), "{notices:?}");
     let started = &with_status(&audit, AuditStatus::RunStarted)[0];
-    assert_eq!(started.result.as_ref().unwrap()["available_tools"], serde_json::json!([]));
+    assert_eq!(started.result.as_ref().and_then(|r| r.value()).unwrap()["available_tools"], serde_json::json!([]));
 }
 
 #[tokio::test]
@@ -237,7 +237,7 @@ async fn the_snapshot_is_grants_and_role_and_enabled_taken_at_start() {
     assert_eq!(ran("snapshot"), 2, "the next run took a new snapshot without it");
     assert!(denied_reason(&audit, "list_athletes").contains("not available"));
     let starts = with_status(&audit, AuditStatus::RunStarted);
-    assert_eq!(starts[0].result.as_ref().unwrap()["available_tools"], serde_json::json!(first));
+    assert_eq!(starts[0].result.as_ref().and_then(|r| r.value()).unwrap()["available_tools"], serde_json::json!(first));
 }
 
 #[tokio::test]

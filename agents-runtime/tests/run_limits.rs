@@ -360,7 +360,9 @@ async fn spend_is_recorded_when_the_user_stops_the_run_mid_confirmation() {
     assert!((budget.user_spend("org1", "u1") - 0.07).abs() < 1e-9, "spend of a stopped run counts");
     let finished = &with_status(&audit, AuditStatus::RunFinished)[0];
     assert_eq!(finished.reason.as_deref(), Some("cancelled"));
-    assert!((finished.result.as_ref().unwrap()["cost_usd"].as_f64().unwrap() - 0.07).abs() < 1e-9);
+    assert!(
+        (finished.result.as_ref().and_then(|r| r.value()).unwrap()["cost_usd"].as_f64().unwrap() - 0.07).abs() < 1e-9
+    );
 }
 
 #[tokio::test]

@@ -81,7 +81,9 @@ pub fn format_record(r: &AuditRecord) -> String {
     }
     match r.status {
         AuditStatus::RunStarted => {
-            if let Some(tools) = r.result.as_ref().and_then(|v| v.get("available_tools")).and_then(|v| v.as_array()) {
+            if let Some(tools) =
+                r.result.as_ref().and_then(|v| v.value()?.get("available_tools")).and_then(|v| v.as_array())
+            {
                 let names: Vec<&str> = tools.iter().filter_map(|t| t.as_str()).collect();
                 line.push_str(&format!(
                     " user={} role={} org={} available=[{}]",

@@ -157,7 +157,7 @@ async fn demo_scenarios_end_as_described() {
         records.iter().filter(|r| r.user_id == "u-jane" && r.status == RunStarted).collect();
     assert!(!started.is_empty());
     for r in &started {
-        let tools: Vec<&str> = r.result.as_ref().unwrap()["available_tools"]
+        let tools: Vec<&str> = r.result.as_ref().and_then(|r| r.value()).unwrap()["available_tools"]
             .as_array()
             .unwrap()
             .iter()

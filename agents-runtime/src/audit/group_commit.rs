@@ -13,9 +13,9 @@
 //! for the rest, at most a quarter of the previous commit's duration (and at most 2 ms), and
 //! stops waiting as soon as they are all there. A single producer never waits.
 
+use super::Appended;
 use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
 use agents_core::audit::PreparedRecord as Prepared;
-use futures::future::BoxFuture;
 use std::io;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::thread::JoinHandle;
@@ -86,8 +86,8 @@ impl GroupCommitSink {
 }
 
 impl AuditSink for GroupCommitSink {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
-        Box::pin(async move {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
+        Appended::pending(async move {
             if let Some(error) = self.refused() {
                 return Err(error);
             }

@@ -1,8 +1,8 @@
 //! The JSONL audit log: one canonical JSON record per line, hash-chained, the embedded default.
 
+use super::Appended;
 use super::group_commit::{DurableStore, GroupCommitSink};
-use super::{AuditError, AuditRecord, AuditSink, ChainError, ChainSummary};
-use futures::future::BoxFuture;
+use super::{AuditRecord, AuditSink, ChainError, ChainSummary};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ impl JsonlSink {
 }
 
 impl AuditSink for JsonlSink {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
 }

@@ -1,7 +1,7 @@
 //! An in-memory audit sink for tests and short-lived tools.
 
-use super::{AuditError, AuditRecord, AuditSink, GENESIS_HASH};
-use futures::future::BoxFuture;
+use super::Appended;
+use super::{AuditRecord, AuditSink, GENESIS_HASH};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Keeps sealed records in memory. "Durable" here means "stored in this process": use it in
@@ -50,11 +50,11 @@ impl MemorySink {
 }
 
 impl AuditSink for MemorySink {
-    fn append(&self, mut record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+    fn append(&self, mut record: AuditRecord) -> Appended<'_> {
         let mut records = self.lock();
         let prev = records.last().map_or(GENESIS_HASH, |r| r.hash.as_str());
         record.seal(records.len() as u64 + 1, prev);
         records.push(record.clone());
-        Box::pin(std::future::ready(Ok(record)))
+        Appended::ready(Ok(record))
     }
 }

@@ -22,7 +22,9 @@ mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use agents_core::audit::{AuditRecord, AuditStatus, ChainError, ChainSummary, GENESIS_HASH, PreparedRecord};
+pub use agents_core::audit::{
+    AuditRecord, AuditResult, AuditStatus, ChainError, ChainSummary, GENESIS_HASH, PreparedRecord,
+};
 use futures::future::BoxFuture;
 pub use group_commit::{DurableStore, GroupCommitSink, MAX_BATCH};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
@@ -43,7 +45,87 @@ pub enum AuditError {
 
 /// Where audit records go. `append` seals the record (sequence number, previous hash, hash)
 /// and resolves only once the record is durable; it returns the sealed record.
+///
+/// A sink that is done when `append` returns (in memory, say) answers [`Appended::ready`];
+/// one that waits for a disk or a server answers [`Appended::pending`] with its future.
+///
+/// ```
+/// use agents_runtime::audit::{Appended, AuditRecord, AuditSink};
+///
+/// /// Counts the records and keeps none of them.
+/// #[derive(Default)]
+/// struct Counting(std::sync::atomic::AtomicU64);
+///
+/// impl AuditSink for Counting {
+///     fn append(&self, record: AuditRecord) -> Appended<'_> {
+///         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         Appended::ready(Ok(record))
+///     }
+/// }
+/// ```
 pub trait AuditSink: Send + Sync {
     /// Appends one record.
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>>;
+    fn append(&self, record: AuditRecord) -> Appended<'_>;
+}
+
+/// What [`AuditSink::append`] returns: a future of the sealed record, or of the failure.
+/// An answer known at once is held as it is; only a pending one is boxed.
+#[must_use = "the record is durable only once this future resolves"]
+pub struct Appended<'a>(AppendedState<'a>);
+
+// The ready answer is held inline on purpose: an in-memory sink then allocates nothing per
+// record. The runtime takes it out at once (`Appended::into_ready`).
+#[allow(clippy::large_enum_variant)]
+enum AppendedState<'a> {
+    Ready(Option<Result<AuditRecord, AuditError>>),
+    Pending(BoxFuture<'a, Result<AuditRecord, AuditError>>),
+}
+
+impl<'a> Appended<'a> {
+    /// An answer known now.
+    pub fn ready(result: Result<AuditRecord, AuditError>) -> Self {
+        Appended(AppendedState::Ready(Some(result)))
+    }
+
+    /// An answer `future` gives later.
+    pub fn pending(future: impl std::future::Future<Output = Result<AuditRecord, AuditError>> + Send + 'a) -> Self {
+        Appended(AppendedState::Pending(Box::pin(future)))
+    }
+}
+
+impl<'a> Appended<'a> {
+    /// The answer, when it is known now; otherwise the future that gives it.
+    pub(crate) fn into_ready(
+        self,
+    ) -> Result<Result<AuditRecord, AuditError>, BoxFuture<'a, Result<AuditRecord, AuditError>>> {
+        match self.0 {
+            AppendedState::Ready(Some(answer)) => Ok(answer),
+            AppendedState::Ready(None) => {
+                Ok(Err(AuditError::Refused("the sink's answer was already taken".to_owned())))
+            }
+            AppendedState::Pending(future) => Err(future),
+        }
+    }
+}
+
+impl std::fmt::Debug for Appended<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match &self.0 {
+            AppendedState::Ready(_) => "Appended::Ready",
+            AppendedState::Pending(_) => "Appended::Pending",
+        })
+    }
+}
+
+impl std::future::Future for Appended<'_> {
+    type Output = Result<AuditRecord, AuditError>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        match &mut self.get_mut().0 {
+            AppendedState::Ready(answer) => {
+                std::task::Poll::Ready(answer.take().expect("`Appended` polled after it resolved"))
+            }
+            AppendedState::Pending(future) => future.as_mut().poll(cx),
+        }
+    }
 }

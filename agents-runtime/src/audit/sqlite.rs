@@ -1,9 +1,9 @@
 //! The SQLite audit sink: one append-only table, hash-chained, enforced by triggers.
 
+use super::Appended;
 use super::group_commit::{DurableStore, GroupCommitSink};
-use super::{AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
+use super::{AuditRecord, AuditResult, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
 use agents_core::Tier;
-use futures::future::BoxFuture;
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 use serde_json::Value;
 use std::io;
@@ -149,7 +149,7 @@ impl SqliteSink {
 }
 
 impl AuditSink for SqliteSink {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
 }
@@ -234,7 +234,7 @@ fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
         title: opt(row, 14)?.map(Into::into),
         args: json(row, 15)?.map(agents_core::SharedValue::from),
         args_hash: opt(row, 16)?,
-        result: json(row, 17)?,
+        result: json(row, 17)?.map(AuditResult::from),
         manifest_sha256: text(row, 18)?.into(),
         prev_hash: text(row, 19)?,
         hash: text(row, 20)?,
@@ -273,7 +273,7 @@ impl SqliteStore {
                     r.title.as_deref(),
                     r.args.as_deref().map(agents_core::canonical::to_string),
                     r.args_hash,
-                    r.result.as_ref().map(agents_core::canonical::to_string),
+                    r.result.as_ref().map(|r| agents_core::canonical::to_string(&r.to_value())),
                     r.manifest_sha256.as_str(),
                     r.prev_hash,
                     r.hash,

@@ -42,7 +42,11 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
             .into(),
         ),
         args_hash: Some(format!("{:064x}", i * 7919)),
-        result: (i % 2 == 1).then(|| json!({"ok": true, "n": i, "note": null})),
+        result: match i % 4 {
+            1 | 3 => Some(json!({"ok": true, "n": i, "note": null}).into()),
+            2 => Some(agents_runtime::audit::AuditResult::sha256_of(i.to_string().as_bytes())),
+            _ => None,
+        },
         manifest_sha256: MANIFEST.into(),
         prev_hash: String::new(),
         hash: String::new(),

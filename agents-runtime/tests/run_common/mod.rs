@@ -2,10 +2,9 @@
 #![allow(dead_code, unreachable_pub)]
 
 use agents_runtime::RunHandle;
-use agents_runtime::audit::{AuditError, AuditRecord, AuditSink, AuditStatus, MemorySink};
+use agents_runtime::audit::{Appended, AuditError, AuditRecord, AuditSink, AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::{ChatMessage, ChatRequest};
-use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -125,12 +124,10 @@ impl RefusingSink {
 }
 
 impl AuditSink for RefusingSink {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditRecord, AuditError>> {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
         if self.refuse.contains(&record.status) {
             let status = record.status;
-            return Box::pin(
-                async move { Err(AuditError::Refused(format!("test sink refuses `{}`", status.as_str()))) },
-            );
+            return Appended::ready(Err(AuditError::Refused(format!("test sink refuses `{}`", status.as_str()))));
         }
         self.inner.append(record)
     }
