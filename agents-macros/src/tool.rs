@@ -910,8 +910,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc = ""]
         #[doc = #args_ty_doc]
         #[allow(non_camel_case_types)]
-        #[derive(Debug)]
         #vis struct #fn_ident {}
+
+        // Written out rather than derived: one derive less for rustc to expand per tool.
+        impl ::core::fmt::Debug for #fn_ident {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#tool_name)
+            }
+        }
 
         #[doc = #args_doc]
         #[derive(#rt::__private::serde::Deserialize, #rt::__private::schemars::JsonSchema, Clone #derive_debug)]

@@ -914,10 +914,7 @@ impl<A: Registry> RunCtx<A> {
         };
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.
-        let answer = match self.inner.audit.append(record).into_ready() {
-            Ok(answer) => Ok(answer.map(drop)),
-            Err(pending) => Err(pending),
-        };
+        let answer = self.inner.audit.append(record).outcome_now();
         async move {
             let answer = match answer {
                 Ok(answer) => answer,

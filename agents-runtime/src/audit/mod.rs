@@ -91,15 +91,13 @@ impl<'a> Appended<'a> {
     pub fn pending(future: impl std::future::Future<Output = Result<AuditRecord, AuditError>> + Send + 'a) -> Self {
         Appended(AppendedState::Pending(Box::pin(future)))
     }
-}
 
-impl<'a> Appended<'a> {
-    /// The answer, when it is known now; otherwise the future that gives it.
-    pub(crate) fn into_ready(
-        self,
-    ) -> Result<Result<AuditRecord, AuditError>, BoxFuture<'a, Result<AuditRecord, AuditError>>> {
+    /// Whether the record was appended, when that is known now (the sealed record is dropped
+    /// where it lies, not moved out); otherwise the future that tells.
+    pub(crate) fn outcome_now(self) -> Result<Result<(), AuditError>, BoxFuture<'a, Result<AuditRecord, AuditError>>> {
         match self.0 {
-            AppendedState::Ready(Some(answer)) => Ok(answer),
+            AppendedState::Ready(Some(Ok(_))) => Ok(Ok(())),
+            AppendedState::Ready(Some(Err(e))) => Ok(Err(e)),
             AppendedState::Ready(None) => {
                 Ok(Err(AuditError::Refused("the sink's answer was already taken".to_owned())))
             }
