@@ -26,6 +26,31 @@ struct ToolFn {
     body: Option<proc_macro2::Group>,
 }
 
+impl ToolFn {
+    /// Parses the function with its body set aside first: syn reads every token it is given
+    /// (each one fetched from the compiler), and the body is only re-emitted.
+    fn split(item: TokenStream) -> syn::Result<Self> {
+        let mut trees: Vec<proc_macro2::TokenTree> = item.into_iter().collect();
+        let body = match trees.last() {
+            Some(proc_macro2::TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Brace => {
+                let g = g.clone();
+                trees.pop();
+                Some(g)
+            }
+            _ => None,
+        };
+        let head: TokenStream = trees.into_iter().collect();
+        match body {
+            Some(body) => {
+                let mut func: ToolFn = syn::parse2(quote!(#head ;))?;
+                func.body = Some(body);
+                Ok(func)
+            }
+            None => syn::parse2(head),
+        }
+    }
+}
+
 impl Parse for ToolFn {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
@@ -328,7 +353,7 @@ fn last_ident(ty: &Type) -> Option<(String, bool)> {
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let errors = Errors::default();
-    let func: ToolFn = match syn::parse2(item.clone()) {
+    let func: ToolFn = match ToolFn::split(item.clone()) {
         Ok(f) => f,
         Err(e) => {
             let e = e.to_compile_error();
@@ -620,6 +645,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
 
     let risk = targs.risk.map(|r| r.0).unwrap_or(Risk::Medium);
+    // Each parameter's type as text, for the manifest and the spec (asked of the compiler once).
+    let rust_types: Vec<String> = arg_params.iter().map(|p| type_string(&p.ty)).collect();
     let entry = ToolEntry {
         name: tool_name.clone(),
         title: targs.title.as_ref().map(LitStr::value),
@@ -638,7 +665,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         },
         parameters: arg_params
             .iter()
-            .map(|p| ParamEntry { name: p.ident.to_string(), rust_type: type_string(&p.ty), secret: p.secret })
+            .zip(&rust_types)
+            .map(|(p, ty)| ParamEntry { name: p.ident.to_string(), rust_type: ty.clone(), secret: p.secret })
             .collect(),
         uses: uses.clone(),
     }
@@ -646,32 +674,39 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
     let fn_ident_str = fn_ident.to_string();
 
-    let title = match &targs.title {
-        Some(t) => quote!(::core::option::Option::Some(#t)),
-        None => quote!(::core::option::Option::None),
+    // The spec is written as text and lexed by the compiler in one call: building its tokens
+    // one by one is most of what the macro costs per tool. Only `uses` keeps the user's tokens
+    // (a path that does not resolve is reported where it was written).
+    let spec = {
+        let strs = |list: &[LitStr]| list.iter().map(|l| format!("{:?},", l.value())).collect::<String>();
+        let title = match &targs.title {
+            Some(t) => format!("::core::option::Option::Some({:?})", t.value()),
+            None => "::core::option::Option::None".to_owned(),
+        };
+        let params: String = arg_params
+            .iter()
+            .zip(&rust_types)
+            .map(|(p, ty)| {
+                format!(
+                    "{rt_str}::ParamSpec {{ name: {:?}, rust_type: {ty:?}, secret: {} }},",
+                    p.ident.to_string(),
+                    p.secret
+                )
+            })
+            .collect();
+        let fields = lex(&format!(
+            "name: {tool_name:?}, title: {title}, description: {:?}, permission: {perm_name:?}, \
+             tier: {rt_str}::Tier::{tier:?}, risk: {rt_str}::Risk::{risk:?}, \
+             policy: {rt_str}::PolicySpec {{ fs_read: &[{}], fs_write: &[{}], net_hosts: &[{}], env_vars: &[{}] }}, \
+             params: &[{params}],",
+            description.as_deref().unwrap_or_default(),
+            strs(&targs.policy.fs_read),
+            strs(&targs.policy.fs_write),
+            strs(&targs.policy.net_hosts),
+            strs(&targs.policy.env_vars),
+        ));
+        quote!(#rt::ToolSpec { #fields uses: &[#(<#use_types as #rt::Tool>::NAME),*] })
     };
-    let description_lit = description.unwrap_or_default();
-    let tier_tokens = match tier {
-        Tier::Read => quote!(#rt::Tier::Read),
-        Tier::Action => quote!(#rt::Tier::Action),
-        Tier::Handoff => quote!(#rt::Tier::Handoff),
-    };
-    let risk_tokens = match risk {
-        Risk::Low => quote!(#rt::Risk::Low),
-        Risk::Medium => quote!(#rt::Risk::Medium),
-        Risk::High => quote!(#rt::Risk::High),
-        Risk::Critical => quote!(#rt::Risk::Critical),
-    };
-    let fs_read = &targs.policy.fs_read;
-    let fs_write = &targs.policy.fs_write;
-    let net_hosts = &targs.policy.net_hosts;
-    let env_vars = &targs.policy.env_vars;
-    let param_specs = arg_params.iter().map(|p| {
-        let name = p.ident.to_string();
-        let ty = type_string(&p.ty);
-        let secret = p.secret;
-        quote!(#rt::ParamSpec { name: #name, rust_type: #ty, secret: #secret })
-    });
 
     // The handler body: unpack args, build the context and capabilities, call the function.
     let is_generic = agent_param.is_some();
@@ -945,22 +980,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 type Args = #args_ident;
                 type Permission = #perm_ty;
                 const NAME: &'static str = #tool_name;
-                const SPEC: #rt::ToolSpec = #rt::ToolSpec {
-                    name: #tool_name,
-                    title: #title,
-                    description: #description_lit,
-                    permission: #perm_name,
-                    tier: #tier_tokens,
-                    risk: #risk_tokens,
-                    policy: #rt::PolicySpec {
-                        fs_read: &[#(#fs_read),*],
-                        fs_write: &[#(#fs_write),*],
-                        net_hosts: &[#(#net_hosts),*],
-                        env_vars: &[#(#env_vars),*],
-                    },
-                    params: &[#(#param_specs),*],
-                    uses: &[#(<#use_types as #rt::Tool>::NAME),*],
-                };
+                const SPEC: #rt::ToolSpec = #spec;
                 fn input_schema() -> &'static #rt::__private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
                     SCHEMA.get_or_init(#rt::__private::schema_for::<#args_ident>)
@@ -1042,6 +1062,11 @@ fn owned_type(ty: &Type, _rt: &TokenStream) -> TokenStream {
         }
         other => quote!(#other),
     }
+}
+
+/// Rust source the macro wrote, as tokens (lexed by the compiler in one call).
+fn lex(text: &str) -> TokenStream {
+    text.parse().unwrap_or_else(|e| panic!("generated code does not lex ({e}): {text}"))
 }
 
 /// `tokens` with every lifetime replaced by `'_` (for the type of a local borrow).

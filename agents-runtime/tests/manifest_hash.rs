@@ -141,3 +141,45 @@ fn secrets_are_flags_never_values() {
 }
 
 const _: () = assert!(base::Base::MANIFEST_SHA256.len() == 64, "usable in const context");
+
+mod tricky {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Reads a "quoted" file: a back\slash, a tab	here, ünïcödé, an emoji 🦀 and a brace {.
+    #[tool(
+        permission = perms::athlete::read,
+        title = "Read \"the\" file {now}",
+        risk = high,
+        policy(fs(read = ["/srv/{a,b}/**/*.txt", "/data/[ab]?.csv"]), net(hosts = ["api.example.com:443"]), env(vars = ["APP_REGION"]))
+    )]
+    pub(crate) fn read_quoted(path: Option<Vec<String>>, limits: BTreeMap<String, (u8, i64)>) -> Result<u64, E> {
+        Ok(path.map_or(0, |p| p.len() as u64) + limits.len() as u64)
+    }
+
+    agent! {
+        /// An agent with text that needs escaping.
+        pub(crate) struct Tricky;
+        name: "tricky",
+        tools: [read_quoted],
+    }
+}
+
+#[test]
+fn specs_keep_text_that_needs_escaping() {
+    use agents_runtime::Tool;
+    let spec = &<tricky::read_quoted as Tool>::SPEC;
+    assert_eq!(
+        spec.description,
+        "Reads a \"quoted\" file: a back\\slash, a tab\there, ünïcödé, an emoji 🦀 and a brace {."
+    );
+    assert_eq!(spec.title, Some("Read \"the\" file {now}"));
+    assert_eq!(spec.policy.fs_read, ["/srv/{a,b}/**/*.txt", "/data/[ab]?.csv"]);
+    assert_eq!(spec.policy.net_hosts, ["api.example.com:443"]);
+    assert_eq!(spec.policy.env_vars, ["APP_REGION"]);
+    let types: Vec<&str> = spec.params.iter().map(|p| p.rust_type).collect();
+    assert_eq!(types, ["Option<Vec<String>>", "BTreeMap<String, (u8, i64)>"]);
+    // The spec the runtime reads and the manifest the macro wrote say the same.
+    let rebuilt = Manifest::from_specs(&tricky::Tricky::SPEC, tricky::Tricky::tools()).unwrap();
+    assert_eq!(rebuilt.to_canonical_string(), tricky::Tricky::MANIFEST);
+}
