@@ -372,10 +372,8 @@ impl MemberWriter {
             Some(AuditResult::Sha256(digest)) => {
                 self.key("result");
                 // `{"sha256":"<hex>"}`, as the canonical writer renders the value.
-                let mut hex = [0u8; 64];
-                hex::encode_to_slice(digest, &mut hex).expect("64 bytes hold the hex of 32");
                 self.0.push_str("{\"sha256\":\"");
-                self.0.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
+                crate::canonical::write_digest_hex(digest, &mut self.0);
                 self.0.push_str("\"}");
             }
             Some(AuditResult::Value(value)) => self.json("result", Some(value)),

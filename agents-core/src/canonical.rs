@@ -76,9 +76,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// least one, so the text is written into a stack buffer and allocated once, rather than
 /// collected character by character as `hex::encode` does.
 pub fn digest_hex(digest: &[u8; 32]) -> String {
+    let mut text = String::with_capacity(64);
+    write_digest_hex(digest, &mut text);
+    text
+}
+
+/// Appends the lowercase hex of a 32-byte digest to `out` (see [`digest_hex`]).
+pub fn write_digest_hex(digest: &[u8; 32], out: &mut String) {
     let mut text = [0u8; 64];
     hex::encode_to_slice(digest, &mut text).expect("64 bytes hold the hex of 32");
-    std::str::from_utf8(&text).expect("hex digits are ASCII").to_owned()
+    out.push_str(std::str::from_utf8(&text).expect("hex digits are ASCII"));
 }
 
 fn write_value(value: &Value, out: &mut String) {

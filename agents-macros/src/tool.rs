@@ -52,20 +52,16 @@ impl ToolFn {
 }
 
 impl Parse for ToolFn {
+    /// The function without its body (see [`ToolFn::split`]): a signature ending in `;`.
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
         let sig: Signature = input.parse()?;
-        let body = if input.peek(Token![;]) {
-            input.parse::<Token![;]>()?;
-            None
-        } else {
-            match input.parse::<proc_macro2::TokenTree>()? {
-                proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Brace => Some(g),
-                other => return Err(syn::Error::new(other.span(), "expected the function body `{ ... }` or `;`")),
-            }
-        };
-        Ok(ToolFn { attrs, vis, sig, body })
+        if !input.peek(Token![;]) {
+            return Err(input.error("expected the function body `{ ... }` or `;`"));
+        }
+        input.parse::<Token![;]>()?;
+        Ok(ToolFn { attrs, vis, sig, body: None })
     }
 }
 
@@ -674,9 +670,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
     let fn_ident_str = fn_ident.to_string();
 
-    // The spec is written as text and lexed by the compiler in one call: building its tokens
-    // one by one is most of what the macro costs per tool. Only `uses` keeps the user's tokens
-    // (a path that does not resolve is reported where it was written).
+    // The spec is written as text and lexed by the compiler in one call, rather than built
+    // token by token. Only `uses` keeps the user's tokens (a path that does not resolve is
+    // reported where it was written).
     let spec = {
         let strs = |list: &[LitStr]| list.iter().map(|l| format!("{:?},", l.value())).collect::<String>();
         let title = match &targs.title {
@@ -731,6 +727,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     });
     let turbofish = if is_generic { quote!(::<__A>) } else { quote!() };
+    let context = params
+        .iter()
+        .any(|p| matches!(p.kind, ParamKind::Context))
+        .then(|| quote!(let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);));
     let invoke = if context_unusable {
         // Already reported; a stub keeps the tool's impls, so its users see no follow-on errors.
         quote! {
@@ -741,13 +741,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     } else if func.sig.asyncness.is_some() {
         quote! {
-            let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
+            #context
             #rt::__private::IntoToolFuture::into_tool_future(#impl_ident #turbofish(#(#call_args),*))
         }
     } else {
         // A synchronous body runs when the future is first polled, as an async one would.
         quote! {
-            let __cx = #rt::ToolContext::<#ctx_agent>::__new(__call);
+            #context
             #rt::__private::ToolFuture::new(async move { #impl_ident #turbofish(#(#call_args),*) })
         }
     };
@@ -772,10 +772,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     }
                 };
                 let owned_ident = format_ident!("__agents_owned_{}", pi.ident);
-                let pat = &pt.pat;
-                let borrowed = elide_lifetimes(pt.ty.to_token_stream());
+                let (pat, elem) = (&pt.pat, &r.elem);
+                // The reference's own lifetime is left out: the borrow is of a local.
                 borrows.push(quote! {
-                    let #pat: #borrowed = ::core::borrow::Borrow::borrow(&#owned_ident);
+                    let #pat: &#elem = ::core::borrow::Borrow::borrow(&#owned_ident);
                 });
                 *pt.pat = Pat::Ident(syn::PatIdent {
                     attrs: Vec::new(),
@@ -1067,30 +1067,6 @@ fn owned_type(ty: &Type, _rt: &TokenStream) -> TokenStream {
 /// Rust source the macro wrote, as tokens (lexed by the compiler in one call).
 fn lex(text: &str) -> TokenStream {
     text.parse().unwrap_or_else(|e| panic!("generated code does not lex ({e}): {text}"))
-}
-
-/// `tokens` with every lifetime replaced by `'_` (for the type of a local borrow).
-fn elide_lifetimes(tokens: TokenStream) -> TokenStream {
-    use proc_macro2::TokenTree as T;
-    let mut out = Vec::new();
-    let mut tts = tokens.into_iter().peekable();
-    while let Some(tt) = tts.next() {
-        match tt {
-            T::Punct(p) if p.as_char() == '\'' && matches!(tts.peek(), Some(T::Ident(_))) => {
-                let name = tts.next();
-                let span = name.as_ref().map_or(p.span(), |n| n.span());
-                out.push(T::Punct(p));
-                out.push(T::Ident(Ident::new("_", span)));
-            }
-            T::Group(g) => {
-                let mut ng = proc_macro2::Group::new(g.delimiter(), elide_lifetimes(g.stream()));
-                ng.set_span(g.span());
-                out.push(T::Group(ng));
-            }
-            other => out.push(other),
-        }
-    }
-    out.into_iter().collect()
 }
 
 fn substitute_ident(tokens: TokenStream, from: &Ident, to: &Ident) -> TokenStream {

@@ -148,9 +148,7 @@ impl Approval<'_> {
 /// ```
 /// use agents_runtime::tool::ErasedArgs;
 ///
-/// let args = ErasedArgs::new(42_u32);
-/// assert!(args.is::<u32>());
-/// assert_eq!(args.take::<u32>(), Some(42));
+/// assert_eq!(ErasedArgs::new(42_u32).take::<u32>(), Some(42));
 /// assert_eq!(ErasedArgs::new(42_u32).take::<u64>(), None);
 /// ```
 pub struct ErasedArgs(
@@ -163,11 +161,6 @@ impl ErasedArgs {
     /// Erases the type of `args`.
     pub fn new<T: Send + 'static>(args: T) -> Self {
         ErasedArgs(Box::new(Some(args)))
-    }
-
-    /// Whether the arguments are a `T`.
-    pub fn is<T: 'static>(&self) -> bool {
-        self.0.is::<Option<T>>()
     }
 
     /// The arguments, when they are a `T`; `None` when they are of another type.

@@ -74,7 +74,7 @@ pub trait AuditSink: Send + Sync {
 pub struct Appended<'a>(AppendedState<'a>);
 
 // The ready answer is held inline on purpose: an in-memory sink then allocates nothing per
-// record. The runtime takes it out at once (`Appended::into_ready`).
+// record. The runtime reads it at once (`Appended::outcome_now`).
 #[allow(clippy::large_enum_variant)]
 enum AppendedState<'a> {
     Ready(Option<Result<AuditRecord, AuditError>>),

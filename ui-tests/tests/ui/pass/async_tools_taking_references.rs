@@ -14,6 +14,15 @@ async fn file_size(fs: &FsAccess, path: &str) -> Result<usize, String> {
     fs.read(path).map(|b| b.len()).map_err(|e| e.to_string())
 }
 
+/// Labels a note, with every borrow under one named lifetime and a `mut` binding.
+#[tool(permission = public)]
+async fn label<'a>(cx: &'a ToolContext<'a>, name: &'a str, mut note: &'a str) -> Result<String, String> {
+    if note.is_empty() {
+        note = "-";
+    }
+    Ok(format!("{}: {name} {note}", cx.call_id()))
+}
+
 /// Echoes the context's ids.
 #[tool(permission = public)]
 async fn whoami(cx: ToolContext<'_>) -> Result<String, String> {
@@ -23,7 +32,7 @@ async fn whoami(cx: ToolContext<'_>) -> Result<String, String> {
 agent! {
     /// Greets people.
     pub struct Greeter;
-    tools: [greet, file_size, whoami],
+    tools: [greet, file_size, label, whoami],
 }
 
 fn main() {
