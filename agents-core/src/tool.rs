@@ -146,4 +146,15 @@ pub trait Tool: Send + Sync + 'static {
     const SPEC: ToolSpec;
     /// The JSON schema of the arguments, built once and cached.
     fn input_schema() -> &'static serde_json::Value;
+
+    /// Reads the arguments from their JSON, with the errors `Args`' `Deserialize` gives.
+    ///
+    /// The default goes through `Deserialize`; `#[tool]` writes a direct reader of the object's
+    /// fields, so that no serde visitor is compiled for each tool.
+    fn parse_args(args: &serde_json::Value) -> Result<Self::Args, String> {
+        match <Self::Args as serde::Deserialize>::deserialize(args) {
+            Ok(args) => Ok(args),
+            Err(e) => Err(e.to_string()),
+        }
+    }
 }

@@ -612,7 +612,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         if p.secret { quote!(.field(#name, &"•••")) } else { quote!(.field(#name, &self.#ident)) }
     });
     let args_doc = format!("Arguments of the `{tool_name}` tool.");
-    let serde_crate = format!("{rt_str}::__private::serde");
     let schemars_crate = format!("{rt_str}::__private::schemars");
     let args_name_str = args_ident.to_string();
 
@@ -938,6 +937,34 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     } else {
         (quote!(, Debug), quote!())
     };
+    // `Deserialize` for the arguments, written out: serde's derive would compile a visitor for
+    // each tool; here one visitor (generic only over the deserializer) reads the object and a
+    // plain function takes its fields, with serde's messages.
+    let read_args = {
+        // The JSON key of a field is its name without `r#`, as serde and schemars spell it.
+        let keys: Vec<String> = arg_params.iter().map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string()).collect();
+        // Spanned on the parameter's type: a type that cannot be deserialized is reported there.
+        let fields = arg_params.iter().zip(&keys).map(|(p, key)| {
+            let ident = &p.ident;
+            let ty = owned_type(&p.ty, &rt);
+            let read = quote_spanned!(p.ty.span()=> #rt::__private::arg_field::<#ty>(__m, #key));
+            quote!(#ident: #read?)
+        });
+        let sd = quote!(#rt::__private::serde);
+        quote! {
+            fn __agents_read_args(
+                __v: &#rt::__private::serde_json::Value,
+            ) -> ::core::result::Result<#args_ident, #rt::__private::serde_json::Error> {
+                let __m = #rt::__private::args_object(__v, #args_name_str, &[#(#keys),*])?;
+                ::core::result::Result::Ok(#args_ident { #(#fields,)* })
+            }
+            impl<'de> #sd::Deserialize<'de> for #args_ident {
+                fn deserialize<__D: #sd::Deserializer<'de>>(__d: __D) -> ::core::result::Result<Self, __D::Error> {
+                    #rt::__private::deserialize_args(__d, #args_name_str, __agents_read_args)
+                }
+            }
+        }
+    };
     let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
@@ -955,8 +982,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
 
         #[doc = #args_doc]
-        #[derive(#rt::__private::serde::Deserialize, #rt::__private::schemars::JsonSchema, Clone #derive_debug)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[derive(#rt::__private::schemars::JsonSchema, Clone #derive_debug)]
+        #[serde(deny_unknown_fields)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident { #(#field_defs,)* }
 
@@ -976,11 +1003,19 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         const _: () = {
             #impl_fn
 
+            #read_args
+
             impl #rt::Tool for #fn_ident {
                 type Args = #args_ident;
                 type Permission = #perm_ty;
                 const NAME: &'static str = #tool_name;
                 const SPEC: #rt::ToolSpec = #spec;
+                fn parse_args(__v: &#rt::__private::serde_json::Value) -> ::core::result::Result<#args_ident, ::std::string::String> {
+                    match __agents_read_args(__v) {
+                        ::core::result::Result::Ok(__a) => ::core::result::Result::Ok(__a),
+                        ::core::result::Result::Err(__e) => ::core::result::Result::Err(::std::string::ToString::to_string(&__e)),
+                    }
+                }
                 fn input_schema() -> &'static #rt::__private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
                     SCHEMA.get_or_init(#rt::__private::schema_for::<#args_ident>)

@@ -1,7 +1,7 @@
 //! Paths the generated code names. Not a public API.
 
+pub use crate::BoxFuture;
 pub use agents_macros::__agent_finish as agent_finish;
-pub use futures::future::BoxFuture;
 pub use inventory;
 pub use schemars;
 pub use serde;
@@ -55,6 +55,125 @@ pub fn action_handler<'a, T: crate::ActionTool>(
     approval: crate::Approval<'a>,
 ) -> crate::tool::ToolFuture<'a> {
     T::run_approved(call, downcast_args(args), approval)
+}
+
+// The arguments of a `#[tool]`: `Deserialize` is written by the macro rather than derived. It
+// reads the JSON object into a `Value` (one visitor for every tool, generic only over the
+// deserializer) and hands it to the tool's own reader, a plain function that takes each field
+// with `arg_field`. The messages are serde's own: unknown, missing and duplicate fields, and
+// each field's type errors from its `Deserialize`.
+
+/// The arguments' JSON object, every key one of `fields`. `name` is the args struct's name.
+pub fn args_object<'v>(
+    args: &'v serde_json::Value,
+    name: &'static str,
+    fields: &'static [&'static str],
+) -> Result<&'v serde_json::Map<String, serde_json::Value>, serde_json::Error> {
+    use serde::de::{Error, Unexpected};
+    use serde_json::Value;
+    let map = match args {
+        Value::Object(map) => map,
+        other => {
+            let unexpected = match other {
+                Value::Null => Unexpected::Unit,
+                Value::Bool(b) => Unexpected::Bool(*b),
+                Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    (Some(u), _, _) => Unexpected::Unsigned(u),
+                    (_, Some(i), _) => Unexpected::Signed(i),
+                    (_, _, f) => Unexpected::Float(f.unwrap_or(f64::NAN)),
+                },
+                Value::String(s) => Unexpected::Str(s),
+                Value::Array(_) => Unexpected::Seq,
+                Value::Object(_) => Unexpected::Map,
+            };
+            return Err(Error::invalid_type(unexpected, &StructNamed(name)));
+        }
+    };
+    match map.keys().find(|k| !fields.contains(&k.as_str())) {
+        Some(unknown) => Err(Error::unknown_field(unknown, fields)),
+        None => Ok(map),
+    }
+}
+
+/// One field of the arguments' object: its value, or what serde does for a missing field
+/// (`None` for an `Option`, else "missing field").
+pub fn arg_field<T: serde::de::DeserializeOwned>(
+    map: &serde_json::Map<String, serde_json::Value>,
+    field: &'static str,
+) -> Result<T, serde_json::Error> {
+    match map.get(field) {
+        Some(value) => T::deserialize(value),
+        None => T::deserialize(MissingField(field)),
+    }
+}
+
+/// `Deserialize` of a tool's arguments: any self-describing format's map, read into JSON
+/// (a key given twice is an error, as with a derived impl) and handed to the tool's reader.
+pub fn deserialize_args<'de, D, T>(
+    deserializer: D,
+    name: &'static str,
+    read: fn(&serde_json::Value) -> Result<T, serde_json::Error>,
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let object = deserializer.deserialize_map(ArgsVisitor(name))?;
+    match read(&object) {
+        Ok(args) => Ok(args),
+        Err(e) => Err(serde::de::Error::custom(e)),
+    }
+}
+
+/// `struct <name>`, what serde's messages say was expected.
+struct StructNamed(&'static str);
+
+impl serde::de::Expected for StructNamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "struct {}", self.0)
+    }
+}
+
+struct ArgsVisitor(&'static str);
+
+impl<'de> serde::de::Visitor<'de> for ArgsVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "struct {}", self.0)
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut access: M) -> Result<Self::Value, M::Error> {
+        let mut map = serde_json::Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if map.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            let value = access.next_value::<serde_json::Value>()?;
+            map.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(map))
+    }
+}
+
+/// What a derived `Deserialize` reads for an absent field: `None` for an `Option`, and for
+/// anything else the error "missing field".
+struct MissingField(&'static str);
+
+impl<'de> serde::Deserializer<'de> for MissingField {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
 }
 
 /// Builds a tool's input schema once. The top-level `$schema`, `title` and the generated

@@ -2,7 +2,7 @@
 //! Headroom is the smaller of the organisation's and the user's monthly cap minus
 //! month-to-date spend (infinite when neither is set).
 
-use futures::future::BoxFuture;
+use crate::BoxFuture;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

@@ -2,8 +2,8 @@
 //! classified as confirm, modify, cancel or unclear. Classifiers fail towards `Unclear`,
 //! never towards `Confirm`.
 
+use crate::BoxFuture;
 use crate::provider::{ChatMessage, ChatRequest, Provider};
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 /// How a reply to a pending proposal reads.

@@ -1,8 +1,8 @@
 //! Interceptors: human-oversight and policy hooks that see every call after the strict parse
 //! and before the tier. Each decision is audited; a deny is a `denied` record.
 
+use crate::BoxFuture;
 use crate::core::{Principal, ToolSpec};
-use futures::future::BoxFuture;
 use serde_json::Value;
 
 /// What an interceptor decides about one call.
@@ -35,7 +35,7 @@ pub struct Interception<'a> {
 ///
 /// ```
 /// use agents_runtime::interceptor::{Decision, Interception, Interceptor};
-/// use futures::future::BoxFuture;
+/// use agents_runtime::BoxFuture;
 ///
 /// /// Refuses paths outside the tool's declared write globs.
 /// struct WritePolicy;

@@ -28,3 +28,8 @@ pub use tool::{
     ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry, ToolError,
     linked_tools,
 };
+
+/// A boxed future that may move between threads: what the runtime's traits return (a
+/// [`provider::Provider`]'s answer, an [`interceptor::Interceptor`]'s decision, ...). It is the
+/// same type as `futures::future::BoxFuture`, so an implementation may name either.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

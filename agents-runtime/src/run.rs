@@ -5,6 +5,7 @@
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
 
+use crate::BoxFuture;
 use crate::audit::{AuditError, AuditRecord, AuditResult, AuditSink, AuditStatus};
 use crate::budget::BudgetStore;
 use crate::classifier::{Classification, ConfirmationClassifier, KeywordClassifier, ProposalSummary};
@@ -15,7 +16,6 @@ use crate::interceptor::{Decision, Interception, Interceptor};
 use crate::provider::{ChatMessage, ChatRequest, Provider, ToolCallRequest, ToolDefinition};
 use crate::token::{ConfirmationToken, TokenStore};
 use crate::tool::{CallContext, Handler, NestedInvoker, Registry, ToolEntry, ToolError};
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::marker::PhantomData;
@@ -363,7 +363,7 @@ impl RuntimeBuilder {
                 budget: self.budget,
                 classifier: self.classifier,
                 confirm_mode: self.confirm_mode,
-                tokens: TokenStore::new(self.key.unwrap_or_else(rand::random)),
+                tokens: TokenStore::new(self.key.unwrap_or_else(crate::token::random_bytes::<32>)),
                 redaction: self.redaction,
                 raw_results: self.raw_results,
                 limits: self.limits,
@@ -1367,31 +1367,28 @@ async fn action_call<A: Registry>(
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
     let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
     let decision = async move {
+        // A confirmer without an answer leaves the decision to `decide` or the timeout.
         let from_confirmer = async move {
-            match asked {
-                Some(f) => f.await,
-                None => std::future::pending().await,
+            if let Some(f) = asked
+                && let Some(v) = f.await
+            {
+                return Some(v);
             }
+            std::future::pending().await
         };
-        tokio::select! {
-            // A confirmer without an answer leaves the decision to `decide` or the timeout.
-            Some(v) = from_confirmer => Some(v),
-            r = rx => r.ok(),
-        }
+        first_of(from_confirmer, async move { rx.await.ok() }).await
     };
-    let verdict = tokio::select! {
-        v = tokio::time::timeout(wait, decision) => match v {
-            Ok(v) => v,
-            Err(_) => {
-                let mut f = base(AuditStatus::Skipped, redacted.clone());
-                f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
-                let _ = ctx.audit(f).await;
-                ctx.emit_result(call.id, spec.name, "skipped", None);
-                ctx.cancel.cancel();
-                return CallOutcome::err("The user did not confirm in time. The action did not run.");
-            }
-        },
-        _ = ctx.cancel.cancelled() => None,
+    let verdict = match ctx.cancel.run_until_cancelled(tokio::time::timeout(wait, decision)).await {
+        Some(Ok(v)) => v,
+        Some(Err(_)) => {
+            let mut f = base(AuditStatus::Skipped, redacted.clone());
+            f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
+            let _ = ctx.audit(f).await;
+            ctx.emit_result(call.id, spec.name, "skipped", None);
+            ctx.cancel.cancel();
+            return CallOutcome::err("The user did not confirm in time. The action did not run.");
+        }
+        None => None,
     };
     match verdict {
         None => {
@@ -1745,12 +1742,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
-        let response = tokio::select! {
-            r = tokio::time::timeout(per_call, inner.provider.chat(&request, &sink)) => r,
-            _ = ctx.cancel.cancelled() => {
-                outcome.status = RunStatus::Cancelled;
-                break;
-            }
+        let chat = tokio::time::timeout(per_call, inner.provider.chat(&request, &sink));
+        let Some(response) = ctx.cancel.run_until_cancelled(chat).await else {
+            outcome.status = RunStatus::Cancelled;
+            break;
         };
         outcome.iterations += 1;
         let response = match response {
@@ -1859,6 +1854,16 @@ fn parse_output<O: serde::de::DeserializeOwned>(text: &str) -> Result<O, String>
         .unwrap_or(trimmed)
         .trim();
     serde_json::from_str::<O>(body).map_err(|e| e.to_string())
+}
+
+/// The output of whichever of `a` and `b` finishes first; `a` is polled first.
+async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    std::future::poll_fn(move |cx| match a.as_mut().poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(v),
+        std::task::Poll::Pending => b.as_mut().poll(cx),
+    })
+    .await
 }
 
 #[cfg(test)]

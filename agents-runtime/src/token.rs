@@ -76,6 +76,20 @@ impl std::fmt::Debug for TokenStore {
     }
 }
 
+/// `N` bytes from the operating system's random source (token ids, the default signing key).
+///
+/// # Panics
+///
+/// If the operating system cannot supply random bytes: a token or key must never be predictable,
+/// and nothing sensible can run without them.
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0; N];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        panic!("the operating system's random source failed ({e}); no token or key can be made without it");
+    }
+    bytes
+}
+
 impl TokenStore {
     /// A store with a server key.
     pub fn new(key: [u8; 32]) -> Self {
@@ -101,7 +115,7 @@ impl TokenStore {
 
     /// Mints a token for one approved call, valid for `ttl` (the agent's `token_ttl_secs`).
     pub fn mint(&self, session: &str, tool: &str, args_mac: &str, ttl: Duration) -> ConfirmationToken {
-        let id = hex::encode(rand::random::<[u8; 16]>());
+        let id = hex::encode(random_bytes::<16>());
         let mac = self.mac(&["token", &id, session, tool, args_mac]);
         let entry = Entry {
             session: session.to_owned(),

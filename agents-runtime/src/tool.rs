@@ -2,8 +2,8 @@
 //! that `#[tool]` implements. Action tools run only with an [`Approval`], which only this
 //! crate can mint; handoff tools implement no execution trait at all.
 
+use crate::BoxFuture;
 use crate::core::{Principal, Tool, ToolSpec};
-use futures::future::BoxFuture;
 use serde_json::Value;
 use std::any::Any;
 use std::fmt;
@@ -344,9 +344,9 @@ impl<A> ToolEntry<A> {
 fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
     // A `match`, not `map`/`map_err` closures: this is instantiated once per tool, and every
     // closure is one more function to compile for each.
-    match <T::Args as serde::Deserialize>::deserialize(v) {
+    match T::parse_args(v) {
         Ok(args) => Ok(ErasedArgs::new(args)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 

@@ -22,10 +22,10 @@ mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+use crate::BoxFuture;
 pub use agents_core::audit::{
     AuditRecord, AuditResult, AuditStatus, ChainError, ChainSummary, GENESIS_HASH, PreparedRecord,
 };
-use futures::future::BoxFuture;
 pub use group_commit::{DurableStore, GroupCommitSink, MAX_BATCH};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
 pub use memory::MemorySink;

@@ -2,11 +2,11 @@
 //! the gate, confirmation through elicitation.
 
 use super::McpOptions;
+use crate::BoxFuture;
 use crate::core::{Principal, Risk, Tier, ToolSpec};
 use crate::events::Event;
 use crate::run::{ConfirmRequest, Confirmer, DirectSession, Runtime, Verdict};
 use crate::tool::Registry;
-use futures::future::BoxFuture;
 use rmcp::model::ContentBlock;
 use rmcp::model::{
     BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,

@@ -36,7 +36,7 @@ pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use pricing::{ModelPrice, PriceTable};
 pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
 
-use futures::future::BoxFuture;
+use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;

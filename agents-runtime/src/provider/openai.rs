@@ -29,7 +29,7 @@ use super::http::{
 };
 use super::pricing::{PriceTable, Pricer};
 use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest};
-use futures::future::BoxFuture;
+use crate::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

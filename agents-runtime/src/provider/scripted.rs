@@ -4,7 +4,7 @@
 
 use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
 use super::{ToolCallRequest, Usage};
-use futures::future::BoxFuture;
+use crate::BoxFuture;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Mutex;
