@@ -606,9 +606,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let secret = if p.secret { quote!(#[schemars(extend("x-agents-secret" = true))]) } else { quote!() };
         quote! { #[doc = #doc] #secret pub #ident: #ty }
     });
-    let debug_fields = arg_params.iter().map(|p| {
+    // A parameter's name as the model, the schema and the manifest spell it: without `r#`.
+    let keys: Vec<String> = arg_params.iter().map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string()).collect();
+    let debug_fields = arg_params.iter().zip(&keys).map(|(p, name)| {
         let ident = &p.ident;
-        let name = ident.to_string();
         if p.secret { quote!(.field(#name, &"•••")) } else { quote!(.field(#name, &self.#ident)) }
     });
     let args_doc = format!("Arguments of the `{tool_name}` tool.");
@@ -661,7 +662,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         parameters: arg_params
             .iter()
             .zip(&rust_types)
-            .map(|(p, ty)| ParamEntry { name: p.ident.to_string(), rust_type: ty.clone(), secret: p.secret })
+            .zip(&keys)
+            .map(|((p, ty), name)| ParamEntry { name: name.clone(), rust_type: ty.clone(), secret: p.secret })
             .collect(),
         uses: uses.clone(),
     }
@@ -681,12 +683,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let params: String = arg_params
             .iter()
             .zip(&rust_types)
-            .map(|(p, ty)| {
-                format!(
-                    "{rt_str}::ParamSpec {{ name: {:?}, rust_type: {ty:?}, secret: {} }},",
-                    p.ident.to_string(),
-                    p.secret
-                )
+            .zip(&keys)
+            .map(|((p, ty), name)| {
+                format!("{rt_str}::ParamSpec {{ name: {name:?}, rust_type: {ty:?}, secret: {} }},", p.secret)
             })
             .collect();
         let fields = lex(&format!(
@@ -941,8 +940,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // each tool; here one visitor (generic only over the deserializer) reads the object and a
     // plain function takes its fields, with serde's messages.
     let read_args = {
-        // The JSON key of a field is its name without `r#`, as serde and schemars spell it.
-        let keys: Vec<String> = arg_params.iter().map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string()).collect();
         // Spanned on the parameter's type: a type that cannot be deserialized is reported there.
         let fields = arg_params.iter().zip(&keys).map(|(p, key)| {
             let ident = &p.ident;

@@ -1378,7 +1378,12 @@ async fn action_call<A: Registry>(
         };
         first_of(from_confirmer, async move { rx.await.ok() }).await
     };
-    let verdict = match ctx.cancel.run_until_cancelled(tokio::time::timeout(wait, decision)).await {
+    // A run cancelled while a decision arrives runs nothing: the cancellation is looked at first.
+    let cancelled = async {
+        ctx.cancel.cancelled().await;
+        None
+    };
+    let verdict = match first_of(cancelled, async { Some(tokio::time::timeout(wait, decision).await) }).await {
         Some(Ok(v)) => v,
         Some(Err(_)) => {
             let mut f = base(AuditStatus::Skipped, redacted.clone());
@@ -1742,8 +1747,16 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
-        let chat = tokio::time::timeout(per_call, inner.provider.chat(&request, &sink));
-        let Some(response) = ctx.cancel.run_until_cancelled(chat).await else {
+        let chat = async { Some(tokio::time::timeout(per_call, inner.provider.chat(&request, &sink)).await) };
+        let Some(response) = first_of(
+            async {
+                ctx.cancel.cancelled().await;
+                None
+            },
+            chat,
+        )
+        .await
+        else {
             outcome.status = RunStatus::Cancelled;
             break;
         };
@@ -1856,7 +1869,8 @@ fn parse_output<O: serde::de::DeserializeOwned>(text: &str) -> Result<O, String>
     serde_json::from_str::<O>(body).map_err(|e| e.to_string())
 }
 
-/// The output of whichever of `a` and `b` finishes first; `a` is polled first.
+/// The output of whichever of `a` and `b` finishes first; `a` is polled first, so it wins
+/// when both are ready.
 async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
     let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
     std::future::poll_fn(move |cx| match a.as_mut().poll(cx) {
@@ -1869,6 +1883,16 @@ async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_future_wins_when_both_are_ready_and_either_may_finish_first() {
+        let both_ready = first_of(std::future::ready(1), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(both_ready), 1);
+        let second = first_of(std::future::pending(), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(second), 2);
+        let first = first_of(std::future::ready(1), std::future::pending());
+        assert_eq!(futures::executor::block_on(first), 1);
+    }
 
     proptest::proptest! {
         #[test]

@@ -170,5 +170,8 @@ fn the_values_read_are_the_values_sent() {
     );
     let schema = file_note::input_schema();
     assert!(schema["properties"].get("type").is_some(), "{schema}");
+    // The manifest and the spec (which redaction reads) name the parameter as the JSON does.
+    let names: Vec<&str> = <file_note as Tool>::SPEC.params.iter().map(|p| p.name).collect();
+    assert_eq!(names, ["id", "title", "tags", "due", "type", "flag"]);
     assert_eq!(schema["additionalProperties"], json!(false), "{schema}");
 }
