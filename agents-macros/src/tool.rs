@@ -599,9 +599,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 
     let arg_params: Vec<&Param> = params.iter().filter(|p| matches!(p.kind, ParamKind::Arg)).collect();
-    let field_defs = arg_params.iter().map(|p| {
+    // Each field's type: a borrowed parameter's owned form (`&str` becomes `String`).
+    let field_types: Vec<TokenStream> = arg_params.iter().map(|p| owned_type(&p.ty)).collect();
+    let field_defs = arg_params.iter().zip(&field_types).map(|(p, ty)| {
         let ident = &p.ident;
-        let ty = owned_type(&p.ty, &rt);
         let doc = format!("The `{ident}` parameter.");
         let secret = if p.secret { quote!(#[schemars(extend("x-agents-secret" = true))]) } else { quote!() };
         quote! { #[doc = #doc] #secret pub #ident: #ty }
@@ -763,7 +764,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 let (Type::Reference(r), Pat::Ident(pi)) = (&*pt.ty, &*pt.pat) else { continue };
                 let Some(param) = params.iter().find(|p| p.ident == pi.ident) else { continue };
                 let owned = match param.kind {
-                    ParamKind::Arg => owned_type(&pt.ty, &rt),
+                    ParamKind::Arg => owned_type(&pt.ty),
                     ParamKind::Context | ParamKind::Capability(_) => {
                         let elem = &r.elem;
                         quote!(#elem)
@@ -825,7 +826,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     });
 
-    let agent_generics = quote!(<__A>);
     let agent_where = if let Some(tp) = agent_param {
         let bounds = &tp.bounds;
         let mut preds = vec![quote!(__A: #rt::Agent)];
@@ -844,82 +844,64 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // A non-generic tool's body is compiled once, in its `ReadTool`/`ActionTool` impl, and the
     // registry handler delegates to it; only a tool generic over the agent builds its body in
     // the handler, where the agent type is known.
-    let read_handler = if is_generic {
-        quote! {
-            #rt::tool::Handler::Read(|__call, __erased| {
-                let __args: #args_ident = #rt::__private::downcast_args(__erased);
-                #invoke
-            })
+    let downcast = quote!(let __args: #args_ident = #rt::__private::downcast_args(__erased););
+    let (exec_impl, handler, dispatch_where) = match tier {
+        Tier::Read if is_generic => {
+            (quote!(), quote!(#rt::tool::Handler::Read(|__call, __erased| { #downcast #invoke })), agent_where)
         }
-    } else {
-        quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#fn_ident>))
-    };
-    let action_handler = if is_generic {
-        quote! {
-            #rt::tool::Handler::Action(|__call, __erased, __approval| {
-                let __args: #args_ident = #rt::__private::downcast_args(__erased);
+        Tier::Read => (
+            quote! {
+                impl #rt::ReadTool for #fn_ident {
+                    fn run<'__a>(
+                        __call: &'__a #rt::CallContext,
+                        __args: #args_ident,
+                    ) -> #rt::__private::ToolFuture<'__a> {
+                        #invoke
+                    }
+                }
+            },
+            quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#fn_ident>)),
+            agent_where,
+        ),
+        Tier::Action if is_generic => (
+            quote!(),
+            quote!(#rt::tool::Handler::Action(|__call, __erased, __approval| {
+                #downcast
                 let _ = __approval;
                 #invoke
-            })
-        }
-    } else {
-        quote!(#rt::tool::Handler::Action(#rt::__private::action_handler::<#fn_ident>))
+            })),
+            agent_where,
+        ),
+        Tier::Action => (
+            quote! {
+                impl #rt::ActionTool for #fn_ident {
+                    fn run_approved<'__a>(
+                        __call: &'__a #rt::CallContext,
+                        __args: #args_ident,
+                        __approval: #rt::Approval<'__a>,
+                    ) -> #rt::__private::ToolFuture<'__a> {
+                        let _ = __approval;
+                        #invoke
+                    }
+                }
+            },
+            quote!(#rt::tool::Handler::Action(#rt::__private::action_handler::<#fn_ident>)),
+            agent_where,
+        ),
+        // Nothing runs, so any agent may dispatch it, whatever the tool's bounds.
+        Tier::Handoff => (
+            quote!(impl #rt::HandoffTool for #fn_ident {}),
+            quote!(#rt::tool::Handler::Handoff(::core::marker::PhantomData)),
+            quote!(),
+        ),
     };
-    let exec_impls = match tier {
-        Tier::Read => {
-            let read_impl = (!is_generic).then(|| {
-                quote! {
-                    impl #rt::ReadTool for #fn_ident {
-                        fn run<'__a>(
-                            __call: &'__a #rt::CallContext,
-                            __args: #args_ident,
-                        ) -> #rt::__private::ToolFuture<'__a> {
-                            #invoke
-                        }
-                    }
-                }
-            });
-            quote! {
-                #read_impl
-                impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
-                    fn handler() -> #rt::tool::Handler<__A> {
-                        #read_handler
-                    }
-                }
+    let exec_impls = quote! {
+        #exec_impl
+        impl<__A> #rt::Dispatch<__A> for #fn_ident #dispatch_where {
+            fn handler() -> #rt::tool::Handler<__A> {
+                #handler
             }
         }
-        Tier::Action => {
-            let action_impl = (!is_generic).then(|| {
-                quote! {
-                    impl #rt::ActionTool for #fn_ident {
-                        fn run_approved<'__a>(
-                            __call: &'__a #rt::CallContext,
-                            __args: #args_ident,
-                            __approval: #rt::Approval<'__a>,
-                        ) -> #rt::__private::ToolFuture<'__a> {
-                            let _ = __approval;
-                            #invoke
-                        }
-                    }
-                }
-            });
-            quote! {
-                #action_impl
-                impl #agent_generics #rt::Dispatch<__A> for #fn_ident #agent_where {
-                    fn handler() -> #rt::tool::Handler<__A> {
-                        #action_handler
-                    }
-                }
-            }
-        }
-        Tier::Handoff => quote! {
-            impl #rt::HandoffTool for #fn_ident {}
-            impl<__A> #rt::Dispatch<__A> for #fn_ident {
-                fn handler() -> #rt::tool::Handler<__A> {
-                    #rt::tool::Handler::Handoff(::core::marker::PhantomData)
-                }
-            }
-        },
     };
 
     let errs = errors.into_tokens();
@@ -941,9 +923,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // plain function takes its fields, with serde's messages.
     let read_args = {
         // Spanned on the parameter's type: a type that cannot be deserialized is reported there.
-        let fields = arg_params.iter().zip(&keys).map(|(p, key)| {
+        let fields = arg_params.iter().zip(&keys).zip(&field_types).map(|((p, key), ty)| {
             let ident = &p.ident;
-            let ty = owned_type(&p.ty, &rt);
             let read = quote_spanned!(p.ty.span()=> #rt::__private::arg_field::<#ty>(__m, #key));
             quote!(#ident: #read?)
         });
@@ -1086,7 +1067,7 @@ fn find_invokes(tokens: TokenStream, cx: &Ident, out: &mut Vec<(Span, Option<Str
 }
 
 /// `&str` → `<str as ToOwned>::Owned`; owned types unchanged.
-fn owned_type(ty: &Type, _rt: &TokenStream) -> TokenStream {
+fn owned_type(ty: &Type) -> TokenStream {
     match ty {
         Type::Reference(r) => {
             let elem = &r.elem;

@@ -69,28 +69,18 @@ pub fn args_object<'v>(
     name: &'static str,
     fields: &'static [&'static str],
 ) -> Result<&'v serde_json::Map<String, serde_json::Value>, serde_json::Error> {
-    use serde::de::{Error, Unexpected};
-    use serde_json::Value;
     let map = match args {
-        Value::Object(map) => map,
+        serde_json::Value::Object(map) => map,
+        // serde_json's own refusal of a non-object, naming what it found.
         other => {
-            let unexpected = match other {
-                Value::Null => Unexpected::Unit,
-                Value::Bool(b) => Unexpected::Bool(*b),
-                Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                    (Some(u), _, _) => Unexpected::Unsigned(u),
-                    (_, Some(i), _) => Unexpected::Signed(i),
-                    (_, _, f) => Unexpected::Float(f.unwrap_or(f64::NAN)),
-                },
-                Value::String(s) => Unexpected::Str(s),
-                Value::Array(_) => Unexpected::Seq,
-                Value::Object(_) => Unexpected::Map,
+            return match serde::Deserializer::deserialize_map(other, ArgsVisitor(name)) {
+                Err(e) => Err(e),
+                Ok(_) => unreachable!("only a JSON object deserializes as a map"),
             };
-            return Err(Error::invalid_type(unexpected, &StructNamed(name)));
         }
     };
     match map.keys().find(|k| !fields.contains(&k.as_str())) {
-        Some(unknown) => Err(Error::unknown_field(unknown, fields)),
+        Some(unknown) => Err(serde::de::Error::unknown_field(unknown, fields)),
         None => Ok(map),
     }
 }
@@ -124,15 +114,8 @@ where
     }
 }
 
-/// `struct <name>`, what serde's messages say was expected.
-struct StructNamed(&'static str);
-
-impl serde::de::Expected for StructNamed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "struct {}", self.0)
-    }
-}
-
+/// Reads a map into a JSON object, refusing a key given twice; its name is the args struct's,
+/// so that serde's messages say `expected struct <name>`.
 struct ArgsVisitor(&'static str);
 
 impl<'de> serde::de::Visitor<'de> for ArgsVisitor {

@@ -1378,12 +1378,7 @@ async fn action_call<A: Registry>(
         };
         first_of(from_confirmer, async move { rx.await.ok() }).await
     };
-    // A run cancelled while a decision arrives runs nothing: the cancellation is looked at first.
-    let cancelled = async {
-        ctx.cancel.cancelled().await;
-        None
-    };
-    let verdict = match first_of(cancelled, async { Some(tokio::time::timeout(wait, decision).await) }).await {
+    let verdict = match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
         Some(Ok(v)) => v,
         Some(Err(_)) => {
             let mut f = base(AuditStatus::Skipped, redacted.clone());
@@ -1747,16 +1742,8 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
-        let chat = async { Some(tokio::time::timeout(per_call, inner.provider.chat(&request, &sink)).await) };
-        let Some(response) = first_of(
-            async {
-                ctx.cancel.cancelled().await;
-                None
-            },
-            chat,
-        )
-        .await
-        else {
+        let chat = tokio::time::timeout(per_call, inner.provider.chat(&request, &sink));
+        let Some(response) = unless_cancelled(&ctx.cancel, chat).await else {
             outcome.status = RunStatus::Cancelled;
             break;
         };
@@ -1880,6 +1867,20 @@ async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
     .await
 }
 
+/// `future`'s output, or `None` once `cancel` is cancelled. The cancellation is looked at
+/// first, so a run cancelled as an answer arrives does nothing with it (tokio-util's
+/// `run_until_cancelled` favours the answer).
+async fn unless_cancelled<T>(cancel: &CancellationToken, future: impl Future<Output = T>) -> Option<T> {
+    first_of(
+        async {
+            cancel.cancelled().await;
+            None
+        },
+        async { Some(future.await) },
+    )
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1892,6 +1893,14 @@ mod tests {
         assert_eq!(futures::executor::block_on(second), 2);
         let first = first_of(std::future::ready(1), std::future::pending());
         assert_eq!(futures::executor::block_on(first), 1);
+    }
+
+    #[test]
+    fn a_cancelled_token_wins_over_a_ready_answer() {
+        let cancel = CancellationToken::new();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), Some(1));
+        cancel.cancel();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), None);
     }
 
     proptest::proptest! {
