@@ -15,11 +15,13 @@
 //! | `mutating` removed / added | widening / narrowing |
 //! | tier lowered (handoff → action → read) / raised | widening / narrowing |
 //! | risk lowered / raised | widening / narrowing |
-//! | a filesystem glob, host or environment variable added or broadened / removed or narrowed | widening / narrowing |
-//! | a policy entry added or removed that another entry already covers | neutral |
-//! | a `#[secret]` flag removed / added | widening / narrowing |
+//! | a filesystem glob or host added or broadened / removed or narrowed | widening / narrowing |
+//! | an environment variable added / removed (variables are granted by exact name) | widening / narrowing |
+//! | a policy entry added or removed that another entry covers | neutral |
+//! | a parameter stops being secret (`#[secret]` removed, or its type no longer names `Secret`) / becomes secret | widening / narrowing |
 //! | a parameter added / removed | widening / narrowing |
-//! | a parameter's type changed, parameters reordered | neutral |
+//! | a parameter's type changed | widening |
+//! | parameters reordered | neutral |
 //! | a tool it `uses` added / removed | widening / narrowing |
 //! | title or description changed | neutral |
 //!
@@ -32,13 +34,29 @@
 //! | a limit raised / lowered (iterations, timeouts, concurrent runs, token lifetime, history) | widening / narrowing |
 //! | skills regrouped, name, description, input or output type changed | neutral |
 //!
-//! Whether a glob or host entry covers another is decided conservatively: when the answer is
-//! not certain, a new entry counts as a widening. Globs use `*` (never crosses `/`), `?`
-//! (one character, not `/`) and `**` as a whole path component (anything, `/` included);
-//! hosts are `host` or `host:port`, where `*.example.com` covers every subdomain and a host
-//! without a port covers every port.
+//! # What the classification guarantees
+//!
+//! Against a contributor who edits tools, policies and agent declarations in any way (the
+//! input is two manifests that [`Manifest::parse`] accepted, or that `agent!` generated):
+//! when [`ManifestDiff::has_widening`] is `false`, then for every tool of the new manifest,
+//! every path its filesystem policy admits, every host and port its network policy admits
+//! and every variable its environment policy grants was admitted by the same tool in the old
+//! manifest, as the runtime's own matchers decide ([`crate::policy`] defines them once, for
+//! the runtime and for this module); no tool was added, lost its confirmation, lowered its
+//! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
+//! stopped masking one; no limit went up; the ceiling did not grow.
+//!
+//! When whether a new entry is covered is not certain, the entry counts as a widening: the
+//! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
+//! is sound but not complete, so a reviewer may see a widening that is not one, never the
+//! reverse. A policy entry that [`crate::policy`] refuses covers nothing.
+//!
+//! What it does not see: anything the manifest does not hold. A type keeps its name while its
+//! definition changes (the manifest holds names only); what a tool's body does with its
+//! capabilities is bounded by the runtime's handles, not by this diff.
 
 use crate::manifest::{Manifest, ParamEntry, ToolEntry};
+use crate::policy::{Glob, HostPattern};
 use crate::tool::{Risk, Tier};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -95,7 +113,7 @@ pub enum Rule {
     RiskLowered,
     /// A tool's declared risk went up.
     RiskRaised,
-    /// A policy entry (glob, host, variable) was added that nothing old covers.
+    /// A policy entry (glob, host, variable) was added that no old entry covers.
     PolicyAdded,
     /// A policy entry was replaced by a broader one.
     PolicyBroadened,
@@ -105,15 +123,17 @@ pub enum Rule {
     PolicyNarrowed,
     /// A policy entry was added or removed, but what it covers was and is covered.
     PolicyCovered,
-    /// A parameter lost its `#[secret]` flag: its values will appear unmasked.
+    /// A parameter stopped being secret (`#[secret]` removed, or its type no longer names
+    /// `Secret`): its values will appear unmasked.
     SecretRemoved,
-    /// A parameter gained the `#[secret]` flag.
+    /// A parameter became secret.
     SecretAdded,
     /// A parameter was added: the model controls a new input.
     ParameterAdded,
     /// A parameter was removed.
     ParameterRemoved,
-    /// A parameter's type changed.
+    /// A parameter's type changed: a widening, since the manifest holds only the type's name
+    /// and so cannot show that the new type admits no new values.
     ParameterTypeChanged,
     /// The parameters were reordered.
     ParametersReordered,
@@ -637,7 +657,7 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
         ("policy.fs.read", "filesystem read glob", (&pa.fs.read, &pb.fs.read), glob_covers),
         ("policy.fs.write", "filesystem write glob", (&pa.fs.write, &pb.fs.write), glob_covers),
         ("policy.net.hosts", "network host", (&pa.net.hosts, &pb.net.hosts), host_covers),
-        ("policy.env.vars", "environment variable", (&pa.env.vars, &pb.env.vars), glob_covers),
+        ("policy.env.vars", "environment variable", (&pa.env.vars, &pb.env.vars), env_covers),
     ];
     for (field, what, (x, y), covers) in policies {
         for item in list_diff(x, y, covers) {
@@ -769,7 +789,7 @@ fn diff_params(tool: &str, a: &[ParamEntry], b: &[ParamEntry], out: &mut Vec<Cha
                 format!(
                     "parameter `{p}: {}`{} added: the model controls a new input",
                     n.rust_type,
-                    if n.secret { " (secret)" } else { "" }
+                    if n.is_secret() { " (secret)" } else { "" }
                 ),
             )),
             (Some(o), None) => out.push(change(
@@ -782,7 +802,8 @@ fn diff_params(tool: &str, a: &[ParamEntry], b: &[ParamEntry], out: &mut Vec<Cha
                 format!("parameter `{p}: {}` removed", o.rust_type),
             )),
             (Some(o), Some(n)) => {
-                if o.secret && !n.secret {
+                let (os, ns) = (o.is_secret(), n.is_secret());
+                if os && !ns {
                     out.push(change(
                         ChangeKind::Widening,
                         Rule::SecretRemoved,
@@ -791,10 +812,10 @@ fn diff_params(tool: &str, a: &[ParamEntry], b: &[ParamEntry], out: &mut Vec<Cha
                         Some("true".into()),
                         Some("false".into()),
                         format!(
-                            "`#[secret]` removed from `{p}`: its values will appear unmasked in audit records and confirm dialogs"
+                            "`{p}` is no longer secret (`#[secret]` removed or its type no longer `Secret<..>`): its values will appear unmasked in audit records and confirm dialogs"
                         ),
                     ));
-                } else if !o.secret && n.secret {
+                } else if !os && ns {
                     out.push(change(
                         ChangeKind::Narrowing,
                         Rule::SecretAdded,
@@ -802,18 +823,21 @@ fn diff_params(tool: &str, a: &[ParamEntry], b: &[ParamEntry], out: &mut Vec<Cha
                         &format!("{field}.secret"),
                         Some("false".into()),
                         Some("true".into()),
-                        format!("`{p}` is now `#[secret]`: its values will be masked"),
+                        format!("`{p}` is now secret: its values will be masked"),
                     ));
                 }
                 if o.rust_type != n.rust_type {
                     out.push(change(
-                        ChangeKind::Neutral,
+                        ChangeKind::Widening,
                         Rule::ParameterTypeChanged,
                         name,
                         &format!("{field}.type"),
                         Some(o.rust_type.clone()),
                         Some(n.rust_type.clone()),
-                        format!("type of `{p}` changed from `{}` to `{}`", o.rust_type, n.rust_type),
+                        format!(
+                            "type of `{p}` changed from `{}` to `{}`: the manifest names types only, so that the new type admits no value the old one refused cannot be shown",
+                            o.rust_type, n.rust_type
+                        ),
                     ));
                 }
             }
@@ -921,149 +945,26 @@ fn list_diff<'a>(old: &'a [String], new: &'a [String], covers: impl Fn(&str, &st
     items
 }
 
-/// A glob token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Lit(char),
-    /// `?`: one character other than `/`.
-    One,
-    /// `*`: any run of characters other than `/`.
-    Star,
-    /// `**` as a whole path component: anything, `/` included.
-    Any,
-    /// `[...]` or `{...}`, kept as written; only an identical token or a wildcard covers it.
-    Group(String),
-}
-
-impl Tok {
-    /// Whether everything this token matches is free of `/`.
-    fn slash_free(&self) -> bool {
-        match self {
-            Tok::Lit(c) => *c != '/',
-            Tok::One | Tok::Star => true,
-            Tok::Any => false,
-            Tok::Group(g) => !g.contains('/'),
-        }
-    }
-
-    /// Whether this token matches exactly one character other than `/`.
-    fn single_slash_free(&self) -> bool {
-        match self {
-            Tok::Lit(c) => *c != '/',
-            Tok::One => true,
-            Tok::Group(g) => g.starts_with('[') && !g.contains('/'),
-            Tok::Star | Tok::Any => false,
-        }
-    }
-}
-
-fn tokenize(glob: &str) -> Vec<Tok> {
-    let chars: Vec<char> = glob.chars().collect();
-    let mut toks = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '*' => {
-                let mut j = i;
-                while j < chars.len() && chars[j] == '*' {
-                    j += 1;
-                }
-                let whole_component = (i == 0 || chars[i - 1] == '/') && (j == chars.len() || chars[j] == '/');
-                toks.push(if j - i >= 2 && whole_component { Tok::Any } else { Tok::Star });
-                i = j;
-            }
-            '?' => {
-                toks.push(Tok::One);
-                i += 1;
-            }
-            open @ ('[' | '{') => {
-                let close = if open == '[' { ']' } else { '}' };
-                match chars[i + 1..].iter().position(|c| *c == close) {
-                    Some(p) => {
-                        let end = i + 1 + p;
-                        toks.push(Tok::Group(chars[i..=end].iter().collect()));
-                        i = end + 1;
-                    }
-                    None => {
-                        toks.push(Tok::Lit(open));
-                        i += 1;
-                    }
-                }
-            }
-            '\\' if i + 1 < chars.len() => {
-                toks.push(Tok::Lit(chars[i + 1]));
-                i += 2;
-            }
-            c => {
-                toks.push(Tok::Lit(c));
-                i += 1;
-            }
-        }
-    }
-    toks
-}
-
-/// Whether every path `narrow` matches is also matched by `wide`. Sound but not complete:
-/// `true` is certain, `false` may mean "not sure".
+/// `covers` for filesystem globs: both must parse (an entry that does not parse covers
+/// nothing and is covered by nothing, so adding one is a widening).
 fn glob_covers(wide: &str, narrow: &str) -> bool {
-    if wide == narrow {
-        return true;
-    }
-    let a = tokenize(wide);
-    let b = tokenize(narrow);
-    let mut memo = vec![None; (a.len() + 1) * (b.len() + 1)];
-    covers_from(&a, &b, 0, 0, &mut memo)
-}
-
-fn covers_from(a: &[Tok], b: &[Tok], i: usize, j: usize, memo: &mut [Option<bool>]) -> bool {
-    let key = i * (b.len() + 1) + j;
-    if let Some(v) = memo[key] {
-        return v;
-    }
-    let result = match a.get(i) {
-        None => j == b.len(),
-        Some(Tok::Any) => covers_from(a, b, i + 1, j, memo) || (j < b.len() && covers_from(a, b, i, j + 1, memo)),
-        Some(Tok::Star) => {
-            covers_from(a, b, i + 1, j, memo) || (j < b.len() && b[j].slash_free() && covers_from(a, b, i, j + 1, memo))
-        }
-        Some(Tok::One) => j < b.len() && b[j].single_slash_free() && covers_from(a, b, i + 1, j + 1, memo),
-        Some(t) => j < b.len() && b[j] == *t && covers_from(a, b, i + 1, j + 1, memo),
-    };
-    memo[key] = Some(result);
-    result
-}
-
-/// Splits `host`, `host:port` or `[v6]:port`.
-fn split_host(entry: &str) -> (String, Option<&str>) {
-    if let Some(rest) = entry.strip_prefix('[')
-        && let Some((host, tail)) = rest.split_once(']')
-    {
-        let port = tail.strip_prefix(':');
-        return (host.to_ascii_lowercase(), port);
-    }
-    match entry.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => {
-            (h.to_ascii_lowercase(), Some(p))
-        }
-        _ => (entry.to_ascii_lowercase(), None),
+    match (Glob::parse(wide), Glob::parse(narrow)) {
+        (Ok(w), Ok(n)) => w.covers(&n),
+        _ => false,
     }
 }
 
-/// Whether every endpoint `narrow` allows is also allowed by `wide`.
+/// `covers` for network hosts, by [`HostPattern::covers`].
 fn host_covers(wide: &str, narrow: &str) -> bool {
-    let (wh, wp) = split_host(wide);
-    let (nh, np) = split_host(narrow);
-    let port_ok = match (wp, np) {
-        (None, _) => true,
-        (Some(w), Some(n)) => w == n,
-        (Some(_), None) => false,
-    };
-    let host_ok = wh == nh
-        || wh == "*"
-        || wh
-            .strip_prefix('*')
-            .is_some_and(|suffix| suffix.starts_with('.') && nh.ends_with(suffix) && nh.len() > suffix.len());
-    port_ok && host_ok
+    match (HostPattern::parse(wide), HostPattern::parse(narrow)) {
+        (Ok(w), Ok(n)) => w.covers(&n),
+        _ => false,
+    }
+}
+
+/// `covers` for environment variables: the runtime grants a variable by its exact name.
+fn env_covers(wide: &str, narrow: &str) -> bool {
+    wide == narrow
 }
 
 #[cfg(test)]

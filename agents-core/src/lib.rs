@@ -7,6 +7,7 @@ pub mod canonical;
 pub mod diff;
 pub mod manifest;
 pub mod permission;
+pub mod policy;
 pub mod principal;
 pub mod redact;
 pub mod secret;

@@ -165,6 +165,22 @@ pub struct ParamEntry {
     pub secret: bool,
 }
 
+impl ParamEntry {
+    /// Whether the parameter's values are masked: marked `#[secret]`, or of a type that names
+    /// [`crate::Secret`] (see [`type_names_secret`]).
+    pub fn is_secret(&self) -> bool {
+        self.secret || type_names_secret(&self.rust_type)
+    }
+}
+
+/// Whether a type, as written, names `Secret` in any path segment or generic argument
+/// (`Secret<String>`, `Option<agents::Secret<u64>>`, `Vec<Secret<T>>`): such a parameter's
+/// values are masked wherever they appear, so the manifest records it as secret however the
+/// secrecy was declared.
+pub fn type_names_secret(rust_type: &str) -> bool {
+    rust_type.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|ident| ident == "Secret")
+}
+
 /// Why a manifest cannot be built or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ManifestError {
@@ -188,6 +204,56 @@ pub enum ManifestError {
     /// Another version.
     #[error("manifest version {0} is not supported; this build reads version {VERSION}")]
     WrongVersion(u64),
+    /// A key appears twice in one object: readers would disagree on which one counts.
+    #[error(
+        "duplicate key `{key}` at line {line} column {column} (`{path}`); each key may appear only once in an object, or the manifest has two readings"
+    )]
+    DuplicateKey {
+        /// JSON pointer of the repeated member.
+        path: String,
+        /// The key.
+        key: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (the end of the repeated key).
+        column: usize,
+    },
+    /// Two tools (or skills, or parameters of one tool) share a name.
+    #[error(
+        "two {kind}s are named `{name}` (the second at line {line} column {column}); each {kind} may appear only once, or the manifest has two readings"
+    )]
+    DuplicateName {
+        /// `tool`, `skill` or `parameter`.
+        kind: &'static str,
+        /// The repeated name.
+        name: String,
+        /// 1-based line of the second occurrence.
+        line: usize,
+        /// 1-based column of the second occurrence (the end of its name).
+        column: usize,
+    },
+    /// A policy entry that [`crate::policy`] refuses.
+    #[error("tool `{tool}` {field} entry `{entry}` is refused: {reason}")]
+    InvalidPolicyEntry {
+        /// The tool.
+        tool: String,
+        /// `policy.fs.read`, `policy.fs.write`, `policy.net.hosts` or `policy.env.vars`.
+        field: &'static str,
+        /// The entry as written.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// Fields of one tool contradict each other.
+    #[error("tool `{tool}` says `mutating: {mutating}` with tier `{tier}`; an action tool is mutating and no other is")]
+    MutatingMismatch {
+        /// The tool.
+        tool: String,
+        /// What the file says.
+        mutating: bool,
+        /// The tier.
+        tier: Tier,
+    },
 }
 
 impl ToolEntry {
@@ -225,6 +291,33 @@ impl ToolEntry {
         sort_dedup(&mut self.uses);
         self.mutating = self.tier == Tier::Action;
         self
+    }
+}
+
+impl ToolEntry {
+    /// Refuses policy entries that [`crate::policy`] refuses.
+    pub fn check_policy(&self) -> Result<(), ManifestError> {
+        use crate::policy::{Glob, HostPattern, check_env_var};
+        let p = &self.policy;
+        let bad =
+            |field: &'static str, entry: &str, e: crate::policy::PolicyEntryError| ManifestError::InvalidPolicyEntry {
+                tool: self.name.clone(),
+                field,
+                entry: entry.to_owned(),
+                reason: e.reason().to_owned(),
+            };
+        for (field, list) in [("policy.fs.read", &p.fs.read), ("policy.fs.write", &p.fs.write)] {
+            for g in list {
+                Glob::parse(g).map_err(|e| bad(field, g, e))?;
+            }
+        }
+        for h in &p.net.hosts {
+            HostPattern::parse(h).map_err(|e| bad("policy.net.hosts", h, e))?;
+        }
+        for v in &p.env.vars {
+            check_env_var(v).map_err(|e| bad("policy.env.vars", v, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -282,11 +375,32 @@ impl Manifest {
         crate::canonical::sha256_hex(self.to_canonical_string().as_bytes())
     }
 
-    /// Reads a manifest, checking its format and version first so that the error says what
-    /// is wrong.
+    /// Reads a manifest: the one reading every command and the baseline gate use.
+    ///
+    /// Checks the format and version first, so that the error says what is wrong; refuses a
+    /// key repeated in any object and a tool, skill or parameter name repeated in its list
+    /// (each with its line and column), numbers beyond ±2^53, unknown fields, policy entries
+    /// that [`crate::policy`] refuses and a `mutating` flag that contradicts the tier. The
+    /// result is normalized as [`Manifest::from_entries`] does (tools and unordered lists
+    /// sorted, duplicates in those lists removed), so a file that is not in that form does
+    /// not equal its own [`Manifest::to_canonical_string`]; [`Manifest::is_canonical_text`]
+    /// says whether it is.
     pub fn parse(text: &str) -> Result<Self, ManifestError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ManifestError::NotAManifest(e.to_string()))?;
+        let value = crate::strict::parse_args(text).map_err(|e| match e {
+            crate::strict::StrictError::DuplicateKey { path, key, line, column } => {
+                ManifestError::DuplicateKey { path, key, line, column }
+            }
+            crate::strict::StrictError::NotAnObject { .. } => {
+                ManifestError::NotAManifest("the top level is not a JSON object".into())
+            }
+            crate::strict::StrictError::Syntax { line, column, detail, .. } => {
+                ManifestError::NotAManifest(format!("{detail} at line {line} column {column}"))
+            }
+            crate::strict::StrictError::TrailingCharacters { line, column } => ManifestError::NotAManifest(format!(
+                "unexpected characters after the manifest object at line {line} column {column}"
+            )),
+            other => ManifestError::NotAManifest(other.to_string()),
+        })?;
         let obj = value
             .as_object()
             .ok_or_else(|| ManifestError::NotAManifest("the top level is not a JSON object".into()))?;
@@ -300,7 +414,27 @@ impl Manifest {
             Some(v) => return Err(ManifestError::WrongVersion(v)),
             None => return Err(ManifestError::NotAManifest("no numeric `version` field".into())),
         }
-        serde_json::from_value(value).map_err(|e| ManifestError::NotAManifest(e.to_string()))
+        names::check_unique(text)?;
+        let parsed: Manifest = serde_json::from_value(value).map_err(|e| ManifestError::NotAManifest(e.to_string()))?;
+        for t in &parsed.tools {
+            t.check_policy()?;
+            if t.mutating != (t.tier == Tier::Action) {
+                return Err(ManifestError::MutatingMismatch {
+                    tool: t.name.clone(),
+                    mutating: t.mutating,
+                    tier: t.tier,
+                });
+            }
+        }
+        Manifest::from_entries(parsed.agent, parsed.tools)
+    }
+
+    /// Whether `text` is exactly this manifest's canonical text (so that its SHA-256 is the
+    /// agent's `MANIFEST_SHA256`). A file that [`Manifest::parse`] reads but that is not
+    /// canonical (formatting, order, repeated list entries) is reported as such by every
+    /// command.
+    pub fn is_canonical_text(&self, text: &[u8]) -> bool {
+        text == self.to_canonical_string().as_bytes()
     }
 
     /// A tool by name.
@@ -316,4 +450,156 @@ fn owned(items: &[&str]) -> Vec<String> {
 fn sort_dedup(v: &mut Vec<String>) {
     v.sort();
     v.dedup();
+}
+
+/// The second look at a manifest's text: names repeated in a list of named objects, found
+/// where they are written so the error can give the line and column.
+mod names {
+    use super::ManifestError;
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+    use std::fmt;
+
+    /// The repetition found, kept beside serde's error (which carries the position).
+    #[derive(Default)]
+    struct Found(RefCell<Option<(&'static str, String)>>);
+
+    pub(super) fn check_unique(text: &str) -> Result<(), ManifestError> {
+        let found = Found::default();
+        let mut de = serde_json::Deserializer::from_str(text);
+        match (Walk { found: &found, list: None }).deserialize(&mut de) {
+            Ok(()) => Ok(()),
+            Err(e) => match found.0.into_inner() {
+                Some((kind, name)) => {
+                    Err(ManifestError::DuplicateName { kind, name, line: e.line(), column: e.column() })
+                }
+                // The strict parse before this one already accepted the text.
+                None => Err(ManifestError::NotAManifest(e.to_string())),
+            },
+        }
+    }
+
+    /// Any value; `list` names what an array under the current key holds.
+    #[derive(Clone, Copy)]
+    struct Walk<'a> {
+        found: &'a Found,
+        list: Option<&'static str>,
+    }
+
+    /// One element of a list of named objects.
+    struct Element<'a> {
+        found: &'a Found,
+        kind: &'static str,
+        seen: &'a RefCell<BTreeSet<String>>,
+    }
+
+    fn kind_of(key: &str) -> Option<&'static str> {
+        match key {
+            "tools" => Some("tool"),
+            "skills" => Some("skill"),
+            "parameters" => Some("parameter"),
+            _ => None,
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            match self.list {
+                Some(kind) => {
+                    let seen = RefCell::new(BTreeSet::new());
+                    while seq.next_element_seed(Element { found: self.found, kind, seen: &seen })?.is_some() {}
+                }
+                None => while seq.next_element_seed(Walk { found: self.found, list: None })?.is_some() {},
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value_seed(Walk { found: self.found, list: kind_of(&key) })?;
+            }
+            Ok(())
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Element<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Element<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "name" {
+                    let value: serde_json::Value = map.next_value()?;
+                    if let Some(name) = value.as_str()
+                        && !self.seen.borrow_mut().insert(name.to_owned())
+                    {
+                        *self.found.0.borrow_mut() = Some((self.kind, name.to_owned()));
+                        return Err(de::Error::custom(format!("two {}s are named `{name}`", self.kind)));
+                    }
+                } else {
+                    map.next_value_seed(Walk { found: self.found, list: kind_of(&key) })?;
+                }
+            }
+            Ok(())
+        }
+    }
 }

@@ -66,6 +66,10 @@ pub enum StrictError {
         path: String,
         /// The repeated key.
         key: String,
+        /// 1-based line of the repeated key (its end).
+        line: usize,
+        /// 1-based column of the repeated key (its end).
+        column: usize,
     },
     /// A number's magnitude exceeds 2^53, so it cannot be represented exactly everywhere.
     #[error(
@@ -259,7 +263,11 @@ impl State {
                     (*line, *column) = (e.line(), e.column());
                     *p = path;
                 }
-                StrictError::DuplicateKey { path: p, .. } | StrictError::NumberBeyondExactRange { path: p, .. } => {
+                StrictError::DuplicateKey { path: p, line, column, .. } => {
+                    (*line, *column) = (e.line(), e.column());
+                    *p = path;
+                }
+                StrictError::NumberBeyondExactRange { path: p, .. } => {
                     *p = path;
                 }
                 StrictError::Syntax { .. }
@@ -378,6 +386,16 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
+            // Refused as soon as the key is read, so the error's position is the key's.
+            if map.contains_key(&key) {
+                self.state.unwinding(Segment::Key(key.clone()));
+                return Err(self.state.fail(StrictError::DuplicateKey {
+                    path: String::new(),
+                    key,
+                    line: 0,
+                    column: 0,
+                }));
+            }
             let value = match access.next_value_seed(ValueSeed { state: self.state, root: false }) {
                 Ok(value) => value,
                 Err(e) => {
@@ -385,16 +403,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
                     return Err(e);
                 }
             };
-            match map.entry(key) {
-                serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                serde_json::map::Entry::Occupied(slot) => {
-                    let key = slot.key().clone();
-                    self.state.unwinding(Segment::Key(key.clone()));
-                    return Err(self.state.fail(StrictError::DuplicateKey { path: String::new(), key }));
-                }
-            }
+            map.insert(key, value);
         }
         Ok(Value::Object(map))
     }
@@ -439,8 +448,31 @@ mod tests {
             (r#"{"k": 1, "\u006b": 2}"#, "/k", "k"),
         ];
         for (text, path, key) in cases {
-            let err = parse_args(text).unwrap_err();
-            assert_eq!(err, StrictError::DuplicateKey { path: path.to_owned(), key: key.to_owned() }, "{text}");
+            match parse_args(text).unwrap_err() {
+                StrictError::DuplicateKey { path: p, key: k, line, column } => {
+                    assert_eq!((p.as_str(), k.as_str()), (path, key), "{text}");
+                    assert_eq!(line, 1, "{text}");
+                    // The position is the end of the repeated key.
+                    let end =
+                        text.rfind(&format!("\"{}\"", text_key(text, key))).map(|i| i + text_key(text, key).len() + 2);
+                    assert_eq!(Some(column), end, "{text}");
+                }
+                other => panic!("{text}: {other}"),
+            }
+        }
+    }
+
+    /// The key as written in `text` (the last spelling that decodes to `key`).
+    fn text_key<'a>(text: &'a str, key: &'a str) -> &'a str {
+        if text.contains(r#""\u006b""#) { r"\u006b" } else { key }
+    }
+
+    #[test]
+    fn duplicate_keys_on_later_lines_say_where() {
+        let text = "{\n  \"a\": {\n    \"b\": 1,\n    \"b\": 2\n  }\n}";
+        match parse_args(text).unwrap_err() {
+            StrictError::DuplicateKey { line, column, .. } => assert_eq!((line, column), (4, 7)),
+            other => panic!("{other}"),
         }
     }
 

@@ -210,11 +210,11 @@ fn env_var_added_or_broadened_widens() {
         Rule::PolicyAdded,
         Rule::PolicyRemoved,
     );
-    both_ways(
-        |m| tool_mut(m, "lookup").policy.env.vars = vec!["DESK_*".into()],
-        Rule::PolicyBroadened,
-        Rule::PolicyNarrowed,
-    );
+    // The runtime grants variables by exact name: an entry that reads like a pattern covers
+    // nothing but itself, so replacing `DESK_REGION` by it adds one and removes the other.
+    let d = diff(&base(), &edited(|m| tool_mut(m, "lookup").policy.env.vars = vec!["DESK_*".into()]));
+    let rules: Vec<_> = d.changes.iter().map(|c| (c.rule, c.kind)).collect();
+    assert_eq!(rules, [(Rule::PolicyAdded, ChangeKind::Widening), (Rule::PolicyRemoved, ChangeKind::Narrowing)], "{d}");
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn secret_flag_removed_widens() {
 }
 
 #[test]
-fn parameter_added_widens_type_change_and_reorder_are_neutral() {
+fn parameter_added_or_retyped_widens_and_reorder_is_neutral() {
     both_ways(
         |m| {
             tool_mut(m, "submit").parameters.push(ParamEntry {
@@ -240,9 +240,36 @@ fn parameter_added_widens_type_change_and_reorder_are_neutral() {
         Rule::ParameterRemoved,
     );
     let (a, b) = (base(), edited(|m| tool_mut(m, "submit").parameters[0].rust_type = "String".into()));
-    only(&a, &b, Rule::ParameterTypeChanged, ChangeKind::Neutral);
+    only(&a, &b, Rule::ParameterTypeChanged, ChangeKind::Widening);
+    // Even a change that reads as narrower is a widening: the manifest holds type names only.
+    let (a, b) = (base(), edited(|m| tool_mut(m, "submit").parameters[0].rust_type = "u8".into()));
+    only(&a, &b, Rule::ParameterTypeChanged, ChangeKind::Widening);
     let (a, b) = (base(), edited(|m| tool_mut(m, "submit").parameters.reverse()));
     only(&a, &b, Rule::ParametersReordered, ChangeKind::Neutral);
+}
+
+#[test]
+fn secrecy_by_type_counts_as_secret() {
+    // `token: Secret<String>` without `#[secret]` is masked all the same; turning it into a
+    // plain `String` unmasks it, exactly as removing the attribute does.
+    let by_type = |m: &mut Manifest| {
+        let p = &mut tool_mut(m, "lookup").parameters[1];
+        (p.secret, p.rust_type) = (false, "Secret<String>".into());
+    };
+    let plain = |m: &mut Manifest| {
+        let p = &mut tool_mut(m, "lookup").parameters[1];
+        (p.secret, p.rust_type) = (false, "String".into());
+    };
+    let d = diff(&edited(by_type), &edited(plain));
+    let rules: Vec<_> = d.changes.iter().map(|c| (c.rule, c.kind)).collect();
+    assert_eq!(
+        rules,
+        [(Rule::SecretRemoved, ChangeKind::Widening), (Rule::ParameterTypeChanged, ChangeKind::Widening)],
+        "{d}"
+    );
+    // Moving secrecy from the attribute to the type changes the type, but not the masking.
+    let d = diff(&base(), &edited(by_type));
+    assert!(d.changes.iter().all(|c| c.rule != Rule::SecretRemoved), "{d}");
 }
 
 #[test]

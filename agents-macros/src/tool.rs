@@ -266,76 +266,26 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
+// Policy entries are read by `agents_core::policy`, the one definition the manifest parser,
+// the runtime's matchers and the manifest diff share.
 fn validate_glob(lit: &LitStr, errors: &Errors) {
     let g = lit.value();
-    if g.is_empty() {
-        errors.spanned(lit, "an empty glob matches nothing; remove it");
-        return;
-    }
-    if let Err(e) = globset::GlobBuilder::new(&g).literal_separator(true).build() {
-        errors.spanned(lit, format!("invalid glob `{g}`: {}", e.kind()));
+    if let Err(e) = agents_core::policy::Glob::parse(&g) {
+        errors.spanned(lit, if g.is_empty() { e.to_string() } else { format!("invalid glob `{g}`: {e}") });
     }
 }
 
 fn validate_host(lit: &LitStr, errors: &Errors) {
     let h = lit.value();
-    let bad = |why: &str| {
-        errors
-            .spanned(lit, format!("invalid host `{h}`: {why}; write `host` or `host:port`, e.g. `api.example.com:443`"))
-    };
-    if h.contains("://") {
-        return bad("a host has no scheme");
-    }
-    if h.contains('/') || h.contains('?') || h.contains('#') {
-        return bad("a host has no path");
-    }
-    let (host, port) = if let Some(rest) = h.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((ip, tail)) => {
-                if ip.parse::<std::net::Ipv6Addr>().is_err() {
-                    return bad("not an IPv6 address");
-                }
-                (None, tail.strip_prefix(':'))
-            }
-            None => return bad("unclosed `[`"),
-        }
-    } else {
-        match h.rsplit_once(':') {
-            Some((host, port)) => (Some(host), Some(port)),
-            None => (Some(h.as_str()), None),
-        }
-    };
-    if let Some(port) = port {
-        match port.parse::<u16>() {
-            Ok(p) if p > 0 => {}
-            _ => return bad("the port is not a number from 1 to 65535"),
-        }
-    }
-    if let Some(host) = host {
-        let host = host.strip_prefix("*.").unwrap_or(host);
-        let label_ok = |l: &str| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        };
-        if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
-            bad("not a DNS name or IP address");
-        }
+    if let Err(e) = agents_core::policy::HostPattern::parse(&h) {
+        errors.spanned(lit, format!("invalid host `{h}`: {e}"));
     }
 }
 
 fn validate_env(lit: &LitStr, errors: &Errors) {
     let v = lit.value();
-    let mut chars = v.chars();
-    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
-        errors.spanned(
-            lit,
-            format!("invalid environment variable name `{v}`: use letters, digits and `_`, not starting with a digit"),
-        );
+    if let Err(e) = agents_core::policy::check_env_var(&v) {
+        errors.spanned(lit, format!("invalid environment variable name `{v}`: {e}"));
     }
 }
 
@@ -474,7 +424,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         continue;
                     }
                 };
-                let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"));
+                // Secret however declared: `#[secret]`, or a type that names `Secret`.
+                let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"))
+                    || agents_core::manifest::type_names_secret(&type_string(&pt.ty));
                 let kind = match last_ident(&pt.ty) {
                     Some((n, _)) if n == "ToolContext" => ParamKind::Context,
                     Some((n, _)) if n == "FsAccess" => ParamKind::Capability(Capability::Fs),

@@ -6,7 +6,7 @@
 //! the tool in a sandboxed subprocess.
 
 use crate::core::ToolSpec;
-use globset::{GlobSet, GlobSetBuilder};
+use crate::core::policy::GlobSet;
 use std::path::{Component, Path, PathBuf};
 
 /// A use of a capability outside the declared policy.
@@ -21,14 +21,10 @@ pub struct CapabilityError {
     pub declared: String,
 }
 
+/// The matcher of one declared glob list: `agents_core::policy` defines the dialect once, for
+/// this matcher, the macros' validation and the manifest diff.
 fn globset(globs: &[&str]) -> GlobSet {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        if let Ok(g) = globset::GlobBuilder::new(g).literal_separator(true).build() {
-            b.add(g);
-        }
-    }
-    b.build().unwrap_or_else(|_| GlobSet::empty())
+    GlobSet::new(globs)
 }
 
 /// Lexically normalizes an absolute path; refuses relative paths and `..` above the root.
@@ -142,19 +138,7 @@ impl NetAccess {
     /// Whether `host` (and `port`) is declared. A declared `host` without a port allows any
     /// port; `*.example.com` allows subdomains, not `example.com` itself.
     pub fn allows(&self, host: &str, port: Option<u16>) -> bool {
-        let host = host.to_ascii_lowercase();
-        self.hosts.iter().any(|d| {
-            let (dh, dp) = match d.rsplit_once(':') {
-                Some((h, p)) if !d.ends_with(']') => (h, p.parse::<u16>().ok()),
-                _ => (*d, None),
-            };
-            let dh = dh.to_ascii_lowercase();
-            let host_ok = match dh.strip_prefix("*.") {
-                Some(suffix) => host.ends_with(&format!(".{suffix}")),
-                None => host == dh,
-            };
-            host_ok && (dp.is_none() || dp == port)
-        })
+        crate::core::policy::host_allowed(self.hosts, host, port)
     }
 
     /// Checks a URL (`scheme://host[:port]/...`) against the declared hosts.
@@ -195,7 +179,7 @@ impl EnvAccess {
 
     /// The value of a declared variable (`Ok(None)` when unset); an undeclared name is refused.
     pub fn var(&self, name: &str) -> Result<Option<String>, CapabilityError> {
-        if self.vars.contains(&name) {
+        if crate::core::policy::env_var_granted(self.vars, name) {
             Ok(std::env::var(name).ok())
         } else {
             Err(CapabilityError {
