@@ -3,6 +3,7 @@
 use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedLog};
 use crate::table::{Table, clip};
+use crate::term::{self, esc};
 use agents_core::audit::{AuditRecord, AuditStatus, ChainError, verify_jsonl};
 use agents_core::manifest::Manifest;
 use agents_core::{SharedStr, Tier};
@@ -91,7 +92,7 @@ pub(crate) fn verify(
         });
     }
     let spans = manifest_spans(&log);
-    let shown = log_path.display();
+    let shown = term::path(log_path);
 
     if as_json {
         let manifests: Vec<Value> = spans
@@ -101,7 +102,7 @@ pub(crate) fn verify(
         let value = match &result {
             Ok(summary) => json!({
                 "ok": true,
-                "log": shown.to_string(),
+                "log": log_path.display().to_string(),
                 "records": summary.records,
                 "last_hash": summary.last_hash,
                 "expected_manifest": expected,
@@ -110,14 +111,14 @@ pub(crate) fn verify(
             }),
             Err(e) => json!({
                 "ok": false,
-                "log": shown.to_string(),
+                "log": log_path.display().to_string(),
                 "records_verified": e.line() - 1,
                 "expected_manifest": expected,
                 "manifests": manifests,
                 "error": { "line": e.line(), "kind": chain_error_kind(e), "message": e.to_string() },
             }),
         };
-        out.push_str(&serde_json::to_string_pretty(&value).expect("JSON values serialize"));
+        out.push_str(&term::json(&value));
         out.push('\n');
         return Ok(if result.is_ok() { EXIT_OK } else { EXIT_FINDING });
     }
@@ -125,17 +126,20 @@ pub(crate) fn verify(
     match &result {
         Ok(summary) => {
             let _ = writeln!(out, "OK: `{shown}`: {} record(s), hash chain intact", summary.records);
-            let _ = writeln!(out, "last hash {}", summary.last_hash);
+            let _ = writeln!(out, "last hash {}", esc(&summary.last_hash));
             match &expected {
                 Some(h) => {
-                    let _ = writeln!(out, "every record names manifest {h}");
+                    let _ = writeln!(out, "every record names manifest {}", esc(h));
                 }
                 None => {
                     for s in &spans {
                         let _ = writeln!(
                             out,
                             "manifest {} on lines {}-{} ({} record(s))",
-                            s.sha256, s.first_line, s.last_line, s.records
+                            esc(&s.sha256),
+                            s.first_line,
+                            s.last_line,
+                            s.records
                         );
                     }
                     if spans.len() > 1 {
@@ -152,7 +156,7 @@ pub(crate) fn verify(
         Err(e) => {
             let line = e.line();
             let _ = writeln!(out, "FAILED: `{shown}`: first bad line is {line}");
-            let _ = writeln!(out, "{e}");
+            let _ = writeln!(out, "{}", esc(&e.to_string()));
             if let ChainError::TornTail { .. } = e {
                 let _ = writeln!(
                     out,
@@ -214,7 +218,7 @@ fn parse_tiers(names: &[String]) -> Result<BTreeSet<Tier>, CliError> {
 
 fn warn_about_log(log: &LoadedLog, err: &mut String) {
     for (line, msg) in &log.bad_lines {
-        let _ = writeln!(err, "warning: line {line} is not an audit record and is skipped: {msg}");
+        let _ = writeln!(err, "warning: line {line} is not an audit record and is skipped: {}", esc(msg));
     }
     if let Some(line) = log.torn_line {
         let _ = writeln!(err, "warning: line {line} is torn (a write was cut off) and is skipped");
@@ -224,7 +228,8 @@ fn warn_about_log(log: &LoadedLog, err: &mut String) {
     {
         let _ = writeln!(
             err,
-            "warning: the hash chain does not verify ({e}); records are shown as they are. Run `agents audit verify` for details."
+            "warning: the hash chain does not verify ({}); records are shown as they are. Run `agents audit verify` for details.",
+            esc(&e.to_string())
         );
     }
 }
@@ -280,7 +285,7 @@ pub(crate) fn show(
 
     if as_json {
         for (_, r) in &selected {
-            out.push_str(&r.to_line());
+            out.push_str(&term::json_line(&r.to_line()));
             out.push('\n');
         }
     } else {
@@ -479,7 +484,7 @@ pub(crate) fn stats(
             "tier_mismatches": mismatches.iter().map(|(line, tool, rec, man)| json!({"line": line, "tool": tool, "record": rec, "manifest": man})).collect::<Vec<_>>(),
             "severe_failures": severe_json,
         });
-        out.push_str(&serde_json::to_string_pretty(&value).expect("JSON values serialize"));
+        out.push_str(&term::json(&value));
         out.push('\n');
         return Ok(if severe.is_empty() { EXIT_OK } else { EXIT_FINDING });
     }
@@ -497,8 +502,11 @@ pub(crate) fn stats(
             let _ = writeln!(out, "hash chain: intact");
         }
         Err(e) => {
-            let _ =
-                writeln!(out, "hash chain: BROKEN ({e}); the figures below are computed from the records as they are");
+            let _ = writeln!(
+                out,
+                "hash chain: BROKEN ({}); the figures below are computed from the records as they are",
+                esc(&e.to_string())
+            );
         }
     }
     out.push('\n');
@@ -533,7 +541,7 @@ pub(crate) fn stats(
     if !mismatches.is_empty() {
         let _ = writeln!(out, "\ntier mismatches (record vs manifest; the stricter tier is used):");
         for (line, tool, rec, man) in &mismatches {
-            let _ = writeln!(out, "  line {line}: tool `{tool}` recorded as {rec}, declared {man}");
+            let _ = writeln!(out, "  line {line}: tool `{}` recorded as {rec}, declared {man}", esc(tool));
         }
     }
 
@@ -544,11 +552,11 @@ pub(crate) fn stats(
             "  line {} (seq {}) run {} call {} tool {}: {}: {}",
             s.line,
             s.record.seq,
-            s.record.run_id,
-            s.record.call_id.as_deref().unwrap_or("-"),
-            s.record.tool.as_deref().unwrap_or("-"),
+            esc(&s.record.run_id),
+            esc(s.record.call_id.as_deref().unwrap_or("-")),
+            esc(s.record.tool.as_deref().unwrap_or("-")),
             s.kind,
-            s.detail
+            esc(&s.detail)
         );
     }
     Ok(if severe.is_empty() { EXIT_OK } else { EXIT_FINDING })

@@ -31,9 +31,10 @@ impl CliError {
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "error: {}", self.message)?;
+        // Messages quote paths, names and parser messages that may hold any character.
+        write!(f, "error: {}", crate::term::esc(&self.message))?;
         if let Some(h) = &self.hint {
-            write!(f, "\nhint: {h}")?;
+            write!(f, "\nhint: {}", crate::term::esc(h))?;
         }
         Ok(())
     }

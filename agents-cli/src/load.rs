@@ -48,7 +48,7 @@ impl LoadedManifest {
     /// Whether the file holds exactly the canonical text, so its hash is the agent's
     /// `MANIFEST_SHA256`.
     pub(crate) fn is_canonical(&self) -> bool {
-        self.bytes == self.manifest.to_canonical_string().as_bytes()
+        self.manifest.is_canonical_text(&self.bytes)
     }
 
     /// The hash the agent's records carry: the canonical SHA-256.
@@ -56,8 +56,13 @@ impl LoadedManifest {
         self.manifest.sha256()
     }
 
-    /// The file name for headings.
+    /// The file name for headings, escaped for the terminal.
     pub(crate) fn display_name(&self) -> String {
+        crate::term::path(&self.path)
+    }
+
+    /// The file name as it is, for JSON and HTML output (escaped there by their own rules).
+    pub(crate) fn raw_name(&self) -> String {
         self.path.display().to_string()
     }
 }

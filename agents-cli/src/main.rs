@@ -11,6 +11,7 @@ mod load;
 mod manifest_cmd;
 mod render;
 mod table;
+mod term;
 
 use clap::{Parser, Subcommand};
 use error::{CmdResult, EXIT_ERROR};
@@ -180,7 +181,7 @@ fn main() {
         }
     };
     // A closed pipe (`agents audit show log | head`) is not an error worth a panic.
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    let _ = std::io::stderr().lock().write_all(err.as_bytes());
+    let _ = std::io::stdout().lock().write_all(term::final_pass(&out).as_bytes());
+    let _ = std::io::stderr().lock().write_all(term::final_pass(&err).as_bytes());
     std::process::exit(code);
 }

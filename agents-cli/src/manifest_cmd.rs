@@ -3,6 +3,7 @@
 use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedManifest};
 use crate::table::{Table, clip};
+use crate::term::{self, esc};
 use agents_core::Tier;
 use agents_core::diff::{ChangeKind, ManifestDiff, diff};
 use agents_core::manifest::{Manifest, ToolEntry};
@@ -68,7 +69,7 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
 
     out.push_str("\nDESCRIPTIONS\n");
     for t in &man.tools {
-        let _ = writeln!(out, "{}: {}", t.name, clip(&t.description, 200));
+        let _ = writeln!(out, "{}: {}", esc(&t.name), esc(&clip(&t.description, 200)));
     }
     Ok(EXIT_OK)
 }
@@ -133,11 +134,12 @@ pub(crate) fn diff_cmd(old: &Path, new: &Path, as_json: bool, out: &mut String) 
     let b = load::manifest(new)?;
     let d = diff(&a.manifest, &b.manifest);
     if as_json {
-        out.push_str(&serde_json::to_string_pretty(&diff_json(&a, &b, &d)).expect("JSON values serialize"));
+        out.push_str(&term::json(&diff_json(&a, &b, &d)));
         out.push('\n');
     } else {
         let _ = writeln!(out, "old  {}  sha256 {}", a.display_name(), d.old_sha256);
         let _ = writeln!(out, "new  {}  sha256 {}", b.display_name(), d.new_sha256);
+        not_canonical_notes(&[&a, &b], out);
         out.push('\n');
         let _ = write!(out, "{d}");
         out.push('\n');
@@ -154,10 +156,25 @@ pub(crate) fn diff_cmd(old: &Path, new: &Path, as_json: bool, out: &mut String) 
     Ok(if d.has_widening() { EXIT_FINDING } else { EXIT_OK })
 }
 
+/// A note for each manifest file that is not its own canonical text: its SHA-256 is then not
+/// the agent's `MANIFEST_SHA256`, and the comparison is of its normalized reading.
+fn not_canonical_notes(files: &[&LoadedManifest], out: &mut String) {
+    for m in files {
+        if !m.is_canonical() {
+            let _ = writeln!(
+                out,
+                "note: `{}` is not in canonical form (it does not round-trip to its own canonical bytes); it is compared as read, normalized, with canonical sha256 {}",
+                m.display_name(),
+                m.manifest_sha256()
+            );
+        }
+    }
+}
+
 fn diff_json(a: &LoadedManifest, b: &LoadedManifest, d: &ManifestDiff) -> serde_json::Value {
     json!({
-        "old": { "path": a.display_name(), "sha256": d.old_sha256 },
-        "new": { "path": b.display_name(), "sha256": d.new_sha256 },
+        "old": { "path": a.raw_name(), "sha256": d.old_sha256, "canonical": a.is_canonical() },
+        "new": { "path": b.raw_name(), "sha256": d.new_sha256, "canonical": b.is_canonical() },
         "has_widening": d.has_widening(),
         "summary": {
             "widening": d.count(ChangeKind::Widening),
@@ -173,6 +190,7 @@ pub(crate) fn verify(baseline: &Path, current: &Path, out: &mut String) -> CmdRe
     let base = load::manifest(baseline)?;
     let cur = load::manifest(current)?;
     if base.bytes == cur.bytes {
+        not_canonical_notes(&[&cur], out);
         let _ = writeln!(
             out,
             "OK: `{}` matches the baseline `{}` (sha256 {})",
@@ -186,6 +204,7 @@ pub(crate) fn verify(baseline: &Path, current: &Path, out: &mut String) -> CmdRe
     let _ = writeln!(out, "MISMATCH: `{}` differs from the baseline `{}`", cur.display_name(), base.display_name());
     let _ = writeln!(out, "baseline sha256 {}", base.file_sha256());
     let _ = writeln!(out, "current  sha256 {}", cur.file_sha256());
+    not_canonical_notes(&[&base, &cur], out);
     if d.is_empty() {
         let _ = writeln!(
             out,
@@ -233,15 +252,15 @@ pub(crate) fn render(
     let d = old.as_ref().map(|o| diff(&o.manifest, &m.manifest));
     let html = crate::render::render(&crate::render::Report {
         manifest: &m.manifest,
-        source: &m.display_name(),
+        source: &m.raw_name(),
         sha256: &m.manifest_sha256(),
-        diff: d.as_ref().zip(old.as_ref()).map(|(d, o)| (d, o.display_name())),
+        diff: d.as_ref().zip(old.as_ref()).map(|(d, o)| (d, o.raw_name())),
         roles: roles.as_ref(),
     });
     std::fs::write(output, html.as_bytes()).map_err(|e| {
-        CliError::new(format!("cannot write the report to `{}`: {e}", output.display()))
+        CliError::new(format!("cannot write the report to `{}`: {e}", term::path(output)))
             .hint("check that the directory exists and is writable")
     })?;
-    let _ = writeln!(out, "wrote {} ({} bytes)", output.display(), html.len());
+    let _ = writeln!(out, "wrote {} ({} bytes)", term::path(output), html.len());
     Ok(EXIT_OK)
 }

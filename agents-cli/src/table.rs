@@ -1,4 +1,5 @@
-//! Plain-text tables for the terminal.
+//! Plain-text tables for the terminal. Every cell is escaped with [`crate::term::esc`] as it
+//! is added, so no column can hold a character that hides, moves or reorders text.
 
 /// A table with a header row; columns are padded to the widest cell.
 pub(crate) struct Table {
@@ -8,11 +9,11 @@ pub(crate) struct Table {
 
 impl Table {
     pub(crate) fn new<I: IntoIterator<Item = S>, S: Into<String>>(header: I) -> Self {
-        Table { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
+        Table { header: header.into_iter().map(|h| cell(h.into())).collect(), rows: Vec::new() }
     }
 
     pub(crate) fn row<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, cells: I) {
-        self.rows.push(cells.into_iter().map(Into::into).collect());
+        self.rows.push(cells.into_iter().map(|c| cell(c.into())).collect());
     }
 
     pub(crate) fn render(&self) -> String {
@@ -48,13 +49,20 @@ impl Table {
     }
 }
 
-/// Shortens text to `max` characters, marking the cut with `…`, and puts it on one line.
-pub(crate) fn clip(s: &str, max: usize) -> String {
-    let one_line: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if one_line.chars().count() <= max {
-        return one_line;
+fn cell(text: String) -> String {
+    match crate::term::esc(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
     }
-    let mut t: String = one_line.chars().take(max.saturating_sub(1)).collect();
+}
+
+/// Shortens text to `max` characters, marking the cut with `…`. Nothing is replaced: the
+/// table (or [`crate::term::esc`] at the print site) escapes what the text holds.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
     t.push('…');
     t
 }

@@ -38,6 +38,7 @@
 use crate::canonical::sha256_hex;
 use crate::diff::{ManifestDiff, diff};
 use crate::manifest::{Manifest, ManifestError};
+use crate::terminal::escape;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -120,30 +121,42 @@ pub enum BaselineError {
     },
 }
 
+/// A path as the report shows it: escaped for the terminal.
+fn shown(path: &Path) -> String {
+    escape(&path.display().to_string()).into_owned()
+}
+
+/// Every value that came from a file or a manifest is shown with
+/// [`crate::terminal::escape`].
 impl fmt::Display for BaselineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bless = "AGENTS_BLESS=1 cargo test";
         match self {
             BaselineError::InvalidManifest(e) => {
-                write!(f, "the manifest to check is not valid: {e}; pass the agent's `MANIFEST` constant")
+                write!(
+                    f,
+                    "the manifest to check is not valid: {}; pass the agent's `MANIFEST` constant",
+                    escape(&e.to_string())
+                )
             }
             BaselineError::Missing { path } => write!(
                 f,
                 "manifest baseline `{}` does not exist.\nReview the agent's manifest, then create the baseline with:\n    {bless}\nand commit the file.",
-                path.display()
+                shown(path)
             ),
             BaselineError::Unreadable { path, message } => write!(
                 f,
                 "cannot read manifest baseline `{}`: {message}.\nFix the file's permissions, or recreate it with:\n    {bless}",
-                path.display()
+                shown(path)
             ),
             BaselineError::InvalidBaseline { path, error } => write!(
                 f,
-                "manifest baseline `{}` is not a readable manifest: {error}.\nIf it was written by another version or edited by hand, review the agent's manifest and rewrite the baseline with:\n    {bless}",
-                path.display()
+                "manifest baseline `{}` is not a readable manifest: {}.\nIf it was written by another version or edited by hand, review the agent's manifest and rewrite the baseline with:\n    {bless}",
+                shown(path),
+                escape(&error.to_string())
             ),
             BaselineError::Differs { path, baseline_sha256, current_sha256, diff } => {
-                writeln!(f, "the agent's manifest differs from the baseline `{}`.", path.display())?;
+                writeln!(f, "the agent's manifest differs from the baseline `{}`.", shown(path))?;
                 writeln!(f, "baseline sha256 {baseline_sha256}")?;
                 writeln!(f, "current  sha256 {current_sha256}")?;
                 if diff.is_empty() {
@@ -163,7 +176,7 @@ impl fmt::Display for BaselineError {
                 )
             }
             BaselineError::Write { path, message } => {
-                write!(f, "cannot write manifest baseline `{}`: {message}", path.display())
+                write!(f, "cannot write manifest baseline `{}`: {message}", shown(path))
             }
         }
     }
@@ -197,6 +210,9 @@ pub fn assert_baseline(manifest_text: &str, path: impl AsRef<Path>) {
 pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Result<Outcome, BaselineError> {
     let path = path.as_ref();
     let current = Manifest::parse(manifest_text).map_err(BaselineError::InvalidManifest)?;
+    if !current.is_canonical_text(manifest_text.as_bytes()) {
+        return Err(BaselineError::InvalidManifest(ManifestError::NotCanonical));
+    }
     let existing = match std::fs::read(path) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -232,19 +248,16 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
                 .map_err(|e| BaselineError::Write { path: path.to_owned(), message: e.to_string() })?;
             match old {
                 None => {
-                    eprintln!("created manifest baseline `{}`", path.display());
+                    eprintln!("created manifest baseline `{}`", shown(path));
                     Ok(Outcome::Created)
                 }
                 Some(Ok(old)) => {
                     let d = diff(&old, &current);
-                    eprintln!("rewrote manifest baseline `{}`: {}\n{d}", path.display(), d.summary());
+                    eprintln!("rewrote manifest baseline `{}`: {}\n{d}", shown(path), d.summary());
                     Ok(Outcome::Rewritten(Some(d)))
                 }
                 Some(Err(_)) => {
-                    eprintln!(
-                        "rewrote manifest baseline `{}` (the old file was not a readable manifest)",
-                        path.display()
-                    );
+                    eprintln!("rewrote manifest baseline `{}` (the old file was not a readable manifest)", shown(path));
                     Ok(Outcome::Rewritten(None))
                 }
             }

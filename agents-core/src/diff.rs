@@ -57,6 +57,7 @@
 
 use crate::manifest::{Manifest, ParamEntry, ToolEntry};
 use crate::policy::{Glob, HostPattern};
+use crate::terminal::escape;
 use crate::tool::{Risk, Tier};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -255,7 +256,7 @@ impl Change {
 
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}: {}", self.kind, self.location(), self.reason)
+        write!(f, "[{}] {}: {}", self.kind, escape(&self.location()), escape(&self.reason))
     }
 }
 
@@ -307,6 +308,8 @@ impl ManifestDiff {
     }
 }
 
+/// One line per change; every value that came from a manifest is shown with
+/// [`crate::terminal::escape`], so a name or entry cannot hide or reorder a line.
 impl fmt::Display for ManifestDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_empty() {
@@ -320,7 +323,7 @@ impl fmt::Display for ManifestDiff {
             }
             writeln!(f, "{}:", kind.as_str().to_uppercase())?;
             for c in changes {
-                writeln!(f, "  - {}: {}", c.location(), c.reason)?;
+                writeln!(f, "  - {}: {}", escape(&c.location()), escape(&c.reason))?;
             }
         }
         Ok(())

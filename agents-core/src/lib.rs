@@ -14,6 +14,7 @@ pub mod secret;
 pub mod shared_str;
 pub mod shared_value;
 pub mod strict;
+pub mod terminal;
 pub mod tool;
 
 pub use agent::{Agent, AgentSpec, Limits, SkillSpec};

@@ -244,6 +244,11 @@ pub enum ManifestError {
         /// Why.
         reason: String,
     },
+    /// The text reads as a manifest but is not that manifest's canonical text.
+    #[error(
+        "the text is not in canonical form (it does not round-trip to its own canonical bytes: formatting, order or repeated list entries differ), so its SHA-256 is not the manifest's hash"
+    )]
+    NotCanonical,
     /// Fields of one tool contradict each other.
     #[error("tool `{tool}` says `mutating: {mutating}` with tier `{tier}`; an action tool is mutating and no other is")]
     MutatingMismatch {

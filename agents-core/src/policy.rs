@@ -232,7 +232,9 @@ fn parse_seq(chars: &[char], pos: &mut usize, in_braces: bool) -> Result<Vec<Raw
                 match chars.get(*pos) {
                     Some(&e) => out.push(Raw::Lit(e)),
                     None => {
-                        return Err(PolicyEntryError::new("a trailing `\\` escapes nothing; remove it or write `\\\\`"));
+                        return Err(PolicyEntryError::new(
+                            "a trailing `\\` escapes nothing; remove it or write `\\\\`",
+                        ));
                     }
                 }
             }
