@@ -4,6 +4,9 @@
 //! baseline), `hash` (what `sha256sum` prints) and `render` (a self-contained HTML report).
 //! Audit logs: `verify` (the hash chain), `show` (filtered) and `stats` (counts and severe
 //! failures). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
+//!
+//! Every value printed that came from a manifest, an audit record or a file name is escaped
+//! for the terminal (see `term`).
 
 mod audit_cmd;
 mod error;
@@ -129,7 +132,8 @@ enum AuditCmd {
         /// Only records at or before this RFC 3339 time.
         #[arg(long, value_name = "RFC3339")]
         until: Option<String>,
-        /// Print the matching records as JSON lines.
+        /// Print the matching records as JSON lines (hidden and control characters written
+        /// as JSON escapes: the same values).
         #[arg(long)]
         json: bool,
     },

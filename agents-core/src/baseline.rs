@@ -32,6 +32,16 @@
 //! - Blessing writes the file atomically (a temporary file in the same directory, then a
 //!   rename) and prints the accepted changes on standard error. Blessing never accepts text
 //!   that is not a manifest of this version.
+//! - Both the manifest text and the baseline are read with [`Manifest::parse`], the one
+//!   reading the `agents` CLI uses too: a repeated key or tool name, a policy entry outside
+//!   [`crate::policy`]'s dialect or a contradiction fails with its line and column. A
+//!   manifest text that is not canonical (it does not round-trip to its own canonical bytes)
+//!   is refused: its hash would not be `MANIFEST_SHA256`.
+//! - What the gate guarantees: against a contributor who changes tools, policies or the
+//!   agent, no change of the manifest passes unseen (the comparison is byte for byte), and the
+//!   report classifies each change with the guarantees of [`crate::diff`] (a change it calls
+//!   neutral or narrowing admits no path, host or variable the runtime's matchers refused
+//!   before). Values in the report are escaped with [`crate::terminal::escape`].
 //! - Relative paths are resolved against the current directory, which for `cargo test` is the
 //!   package root; `concat!(env!("CARGO_MANIFEST_DIR"), ...)` does not depend on it.
 

@@ -350,7 +350,7 @@ fn admits(field: Field, spec: &'static ToolSpec, probe: &str) -> bool {
 
 #[test]
 fn a_change_the_diff_calls_not_widening_admits_nothing_new() {
-    let seed: u64 = std::env::var("POLICY_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_26);
+    let seed: u64 = std::env::var("POLICY_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x005e_ed26);
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut pairs, mut admitted_pairs, mut not_widening, mut covered_additions) = (0usize, 0usize, 0usize, 0usize);
     let mut by_field = [0usize; 4];
