@@ -60,9 +60,33 @@ pub fn is_hidden_or_control(c: char) -> bool {
     )
 }
 
-/// Whether the escaping must look at `s` at all: a fast test over the bytes.
-fn clean(s: &str) -> bool {
-    s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'\\')
+/// The byte offset of the first character that `needs` flags, scanning ASCII bytes without
+/// decoding (outputs are mostly ASCII) and decoding only from a non-ASCII byte on.
+fn first_flagged(s: &str, keep_lines: bool) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            let flagged = match b {
+                b'\n' => !keep_lines,
+                b'\\' => !keep_lines && bytes[i + 1..].starts_with(b"u{"),
+                0x00..=0x1f | 0x7f => true,
+                _ => false,
+            };
+            if flagged {
+                return Some(i);
+            }
+            i += 1;
+        } else {
+            let c = s[i..].chars().next().expect("a char starts at every non-continuation byte");
+            if is_hidden_or_control(c) {
+                return Some(i);
+            }
+            i += c.len_utf8();
+        }
+    }
+    None
 }
 
 /// One field for the terminal: every character [`is_hidden_or_control`] flags (newline and
@@ -80,9 +104,9 @@ pub fn escape_keeping_lines(s: &str) -> Cow<'_, str> {
 }
 
 fn escape_with(s: &str, keep_lines: bool) -> Cow<'_, str> {
-    if clean(s) {
+    let Some(first) = first_flagged(s, keep_lines) else {
         return Cow::Borrowed(s);
-    }
+    };
     let needs = |i: usize, c: char| {
         if keep_lines {
             c != '\n' && is_hidden_or_control(c)
@@ -90,12 +114,10 @@ fn escape_with(s: &str, keep_lines: bool) -> Cow<'_, str> {
             is_hidden_or_control(c) || (c == '\\' && s[i + 1..].starts_with("u{"))
         }
     };
-    if !s.char_indices().any(|(i, c)| needs(i, c)) {
-        return Cow::Borrowed(s);
-    }
     let mut out = String::with_capacity(s.len() + 16);
-    for (i, c) in s.char_indices() {
-        if needs(i, c) {
+    out.push_str(&s[..first]);
+    for (i, c) in s[first..].char_indices() {
+        if needs(first + i, c) {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
             out.push(c);
@@ -117,14 +139,13 @@ fn escape_with(s: &str, keep_lines: bool) -> Cow<'_, str> {
 /// assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).unwrap()["tool"], "a\u{202e}b");
 /// ```
 pub fn escape_json(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() && !text.bytes().any(|b| b == 0x7f || (b < 0x20 && b != b'\n')) {
+    // JSON text has no raw backslash outside escapes that could start `u{`, and `\n` is kept.
+    let Some(first) = first_flagged(text, true) else {
         return Cow::Borrowed(text);
-    }
-    if !text.chars().any(|c| c != '\n' && is_hidden_or_control(c)) {
-        return Cow::Borrowed(text);
-    }
+    };
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
         if c != '\n' && is_hidden_or_control(c) {
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {

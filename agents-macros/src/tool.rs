@@ -275,6 +275,12 @@ fn validate_glob(lit: &LitStr, errors: &Errors) {
     }
 }
 
+/// Secret however declared, for the spec and the manifest: `#[secret]`, or a type that names
+/// `Secret` (whose values are masked by its own `Debug` and schema mark).
+fn is_secret(p: &Param, rust_type: &str) -> bool {
+    p.secret || agents_core::manifest::type_names_secret(rust_type)
+}
+
 fn validate_host(lit: &LitStr, errors: &Errors) {
     let h = lit.value();
     if let Err(e) = agents_core::policy::HostPattern::parse(&h) {
@@ -424,9 +430,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         continue;
                     }
                 };
-                // Secret however declared: `#[secret]`, or a type that names `Secret`.
-                let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"))
-                    || agents_core::manifest::type_names_secret(&type_string(&pt.ty));
+                let secret = pt.attrs.iter().any(|a| a.path().is_ident("secret"));
                 let kind = match last_ident(&pt.ty) {
                     Some((n, _)) if n == "ToolContext" => ParamKind::Context,
                     Some((n, _)) if n == "FsAccess" => ParamKind::Capability(Capability::Fs),
@@ -616,7 +620,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             .iter()
             .zip(&rust_types)
             .zip(&keys)
-            .map(|((p, ty), name)| ParamEntry { name: name.clone(), rust_type: ty.clone(), secret: p.secret })
+            .map(|((p, ty), name)| ParamEntry { name: name.clone(), rust_type: ty.clone(), secret: is_secret(p, ty) })
             .collect(),
         uses: uses.clone(),
     }
@@ -638,7 +642,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             .zip(&rust_types)
             .zip(&keys)
             .map(|((p, ty), name)| {
-                format!("{rt_str}::ParamSpec {{ name: {name:?}, rust_type: {ty:?}, secret: {} }},", p.secret)
+                format!("{rt_str}::ParamSpec {{ name: {name:?}, rust_type: {ty:?}, secret: {} }},", is_secret(p, ty))
             })
             .collect();
         let fields = lex(&format!(
