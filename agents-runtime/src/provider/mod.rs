@@ -20,10 +20,15 @@ pub mod anthropic;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;
 pub mod pricing;
+#[cfg(feature = "http")]
+mod redact;
 pub mod scripted;
+#[cfg(feature = "http")]
+pub mod wire;
 
 #[cfg(feature = "http")]
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
@@ -31,10 +36,13 @@ pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+pub use limits::{ProviderLimit, ProviderLimits};
 #[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use pricing::{ModelPrice, PriceTable};
 pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
+#[cfg(feature = "http")]
+pub use wire::{DecodedAnswer, WireFormat};
 
 use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -114,6 +122,11 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Cost in US dollars from the configured price table (0 for free providers).
     pub cost_usd: f64,
+    /// Whether the token counts are an estimate because the server's usage could not be read
+    /// (missing, of the wrong type, negative): see [`pricing`] for how it is made. The
+    /// provider logs a warning for each such call.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// A model's answer to one request.
@@ -173,9 +186,50 @@ pub enum ProviderError {
     /// The answer could not be read.
     #[error("the provider's answer could not be read: {0}")]
     Protocol(String),
+    /// The answer crossed one of the [`ProviderLimits`]: the call was ended at once and
+    /// nothing more was read.
+    #[error(
+        "the provider's answer crossed a limit: {} is larger than {max} {}; the call was ended \
+         and nothing more was read (if such answers are expected from this server, raise `{}`)",
+        .limit.what(), .limit.unit(), .limit.setting()
+    )]
+    LimitExceeded {
+        /// Which limit.
+        limit: ProviderLimit,
+        /// Its value.
+        max: usize,
+    },
+    /// A key would have been sent over a cleartext link (an `http://` base URL to a host
+    /// that is not this machine). Refused when the provider is built.
+    #[error(
+        "refusing to send the API key in clear text to {url}: use an https:// base URL, or, for \
+         a server on a private network you control, opt in with \
+         `HttpOptions::allow_cleartext_key = true` (AGENTS_ALLOW_CLEARTEXT_KEY=1)"
+    )]
+    CleartextKey {
+        /// The base URL (without credentials or query).
+        url: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl ProviderError {
+    /// The same error with `f` applied to every text it carries.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            Self::UnknownModel { model, detail } => Self::UnknownModel { model: f(&model), detail: f(&detail) },
+            Self::Unreachable { url, detail } => Self::Unreachable { url: f(&url), detail: f(&detail) },
+            Self::Upstream { status, attempts, detail } => Self::Upstream { status, attempts, detail: f(&detail) },
+            Self::Protocol(text) => Self::Protocol(f(&text)),
+            Self::Other(text) => Self::Other(f(&text)),
+            Self::CleartextKey { url } => Self::CleartextKey { url: f(&url) },
+            Self::Unauthorized { status, env_var } => Self::Unauthorized { status, env_var: f(&env_var) },
+            e @ (Self::Timeout { .. } | Self::LimitExceeded { .. }) => e,
+        }
+    }
 }
 
 /// Receives tokens as they stream.

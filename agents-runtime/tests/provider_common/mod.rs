@@ -231,6 +231,7 @@ pub fn fast_http(timeout: Duration) -> HttpOptions {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..HttpOptions::default()
     }
 }
 
