@@ -268,6 +268,35 @@ impl fmt::Debug for dyn Provider {
     }
 }
 
+/// One call of `provider`, with a panic — while the call is made or while its future is
+/// polled — turned into [`ProviderError::Other`], so that the run loop ends the run as failed,
+/// with its final event and record, instead of losing the run's task. The panicked future is
+/// dropped, never polled again.
+pub(crate) async fn chat_contained(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    tokens: &dyn TokenSink,
+) -> Result<ChatResponse, ProviderError> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    fn panicked(payload: Box<dyn std::any::Any + Send>) -> ProviderError {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        ProviderError::Other(format!("the model provider panicked ({}); the call failed", truncate(&text, 200)))
+    }
+    let mut call = match catch_unwind(AssertUnwindSafe(|| provider.chat(request, tokens))) {
+        Ok(call) => call,
+        Err(payload) => return Err(panicked(payload)),
+    };
+    std::future::poll_fn(move |cx| match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+        Ok(poll) => poll,
+        Err(payload) => std::task::Poll::Ready(Err(panicked(payload))),
+    })
+    .await
+}
+
 /// At most `max` characters of `text`, with an ellipsis when cut.
 pub(crate) fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

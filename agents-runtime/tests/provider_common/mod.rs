@@ -274,3 +274,5 @@ pub async fn assert_stall_times_out(provider: &dyn Provider, fragment: &str) {
     assert_eq!(err, ProviderError::Timeout { secs: 1 });
     assert_eq!(tokens.all(), vec![fragment]);
 }
+
+pub mod hostile;
