@@ -301,7 +301,8 @@ impl Endpoint<'_> {
                     .headers()
                     .get("location")
                     .and_then(|v| v.to_str().ok())
-                    .map(display_url)
+                    // Redacted before the URL is parsed, which would rewrite escapes.
+                    .map(|to| display_url(&self.redactor.redact(to)))
                     .unwrap_or_else(|| "an address it did not give".into());
                 return Err(ProviderError::Unreachable {
                     url: display_url(self.url),

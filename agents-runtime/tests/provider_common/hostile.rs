@@ -19,17 +19,20 @@ pub enum Body {
     Numbered { prefix: Vec<u8>, unit: fn(u64) -> Vec<u8>, total: u64 },
 }
 
+type Answer = (Arc<Vec<u8>>, Arc<Body>);
+
 pub struct Hostile {
     pub base_url: String,
     written: Arc<AtomicU64>,
     connections: Arc<AtomicUsize>,
+    answer: Arc<std::sync::Mutex<Answer>>,
 }
 
 impl Hostile {
     /// Serves `head` (status line and headers, ending in an empty line) and `body`.
     pub async fn start(head: impl Into<Vec<u8>>, body: Body) -> Self {
-        let head = Arc::new(head.into());
-        let body = Arc::new(body);
+        let answer = Arc::new(std::sync::Mutex::new((Arc::new(head.into()), Arc::new(body))));
+        let current = answer.clone();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let written = Arc::new(AtomicU64::new(0));
@@ -39,7 +42,8 @@ impl Hostile {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else { return };
                 c.fetch_add(1, Ordering::SeqCst);
-                let (head, body, w) = (head.clone(), body.clone(), w.clone());
+                let (head, body) = current.lock().unwrap().clone();
+                let w = w.clone();
                 tokio::spawn(async move {
                     // Read the request head and body (the client sends a small JSON body).
                     let mut buf = vec![0u8; 64 * 1024];
@@ -120,7 +124,12 @@ impl Hostile {
                 });
             }
         });
-        Self { base_url, written, connections }
+        Self { base_url, written, connections, answer }
+    }
+
+    /// Answers the next connections with `head` and `body`.
+    pub fn set(&self, head: impl Into<Vec<u8>>, body: Body) {
+        *self.answer.lock().unwrap() = (Arc::new(head.into()), Arc::new(body));
     }
 
     /// Bytes of body the server managed to write (the client's socket buffers hold some that
