@@ -10,6 +10,19 @@
 //! - [`config`]: [`provider_from_env`] / [`ProviderConfig`], choosing a provider from
 //!   `AGENTS_MODEL` and the key variables, and describing it without the key.
 //!
+//! - [`limits`]: [`ProviderLimits`], how much of a server's answer one call reads;
+//!   [`wire`]: the bounded readers of both wire formats ([`WireFormat::decode`]).
+//!
+//! # Against a hostile server
+//!
+//! The server behind a base URL is untrusted input. With the defaults, one call holds at most
+//! about 64 MiB whatever the server sends ([`limits`]), lasts at most
+//! [`HttpOptions::timeout`], cannot be made to panic, never shows the API key in an error
+//! text in any of the usual encodings (see `redact`, applied at the one exit of every call),
+//! never sends the key over `http://` to another machine unless
+//! [`HttpOptions::allow_cleartext_key`] says so, and counts a paid call with unreadable usage
+//! by an estimate instead of as free ([`pricing`]). The crate README has the full list.
+//!
 //! The HTTP providers and [`config`] need the `http` feature (on by default). A crate that
 //! only declares tools and agents can depend on `agents-runtime` without default features and
 //! build none of the HTTP and TLS stack.
