@@ -33,7 +33,9 @@ fn openai_stream() -> Vec<u8> {
         i += 1;
     }
     out.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
-    out.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20000}}\n\ndata: [DONE]\n\n");
+    out.push_str(
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20000}}\n\ndata: [DONE]\n\n",
+    );
     out.into_bytes()
 }
 

@@ -61,15 +61,15 @@ async fn expect_limit(format: Format, content_type: &str, body: Body, limit: Pro
     let baseline = reset_peak();
     let err = ask(&*p).await.unwrap_err();
     let growth = peak_growth(baseline);
-    let max = ProviderLimits::default().get(limit);
-    assert_eq!(err, ProviderError::LimitExceeded { limit, max }, "{format:?}: {err}");
-    assert!(err.to_string().contains(limit.setting()), "{err}");
     assert!(
         growth <= MAX_GROWTH,
-        "{format:?} {limit:?}: the peak RSS grew by {} MiB (at most {} MiB allowed)",
+        "{format:?} {limit:?}: the peak RSS grew by {} MiB (at most {} MiB allowed); the call ended with {err}",
         growth >> 20,
         MAX_GROWTH >> 20
     );
+    let max = ProviderLimits::default().get(limit);
+    assert_eq!(err, ProviderError::LimitExceeded { limit, max }, "{format:?}: {err}");
+    assert!(err.to_string().contains(limit.setting()), "{err}");
     // The client hung up: the server could not write even a quarter of what it offered.
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(server.written() < OFFERED / 4, "{format:?} {limit:?}: the server wrote {} MiB", server.written() >> 20);

@@ -81,13 +81,18 @@ async fn a_panicking_provider_fails_the_run_with_its_final_event_and_record() {
         let rt = runtime(audit.clone(), Arc::new(Panicking { when_polled }));
         let mut run = rt.start::<Assistant>(me(), &format!("panic-{when_polled}"), "hello".into()).unwrap();
         let mut events = Vec::new();
-        while let Some(event) = run.events().recv().await {
-            let done = matches!(event, Event::Done { .. });
-            events.push(event);
-            if done {
-                break;
+        let collect = async {
+            while let Some(event) = run.events().recv().await {
+                let done = matches!(event, Event::Done { .. });
+                events.push(event);
+                if done {
+                    break;
+                }
             }
-        }
+        };
+        // Without containment the run's task dies and no final event ever comes.
+        let ended = tokio::time::timeout(Duration::from_secs(10), collect).await;
+        assert!(ended.is_ok(), "no final event within 10 s: {events:?}");
         let out = run.wait().await;
         assert_eq!(out.status, RunStatus::Failed, "{out:?}");
         let error = out.error.as_deref().unwrap();

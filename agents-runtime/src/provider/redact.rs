@@ -227,13 +227,13 @@ mod tests {
             b64.encode(format!("ab:{KEY}")),
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("x{KEY}")),
             // Mixed: a proxy that escapes only some bytes.
-            format!("sk%2Dlive\\u002dZ9x8Q7w6E5r4T3y2"),
+            "sk%2Dlive\\u002dZ9x8Q7w6E5r4T3y2".to_string(),
         ];
         for form in forms {
             let shown = r().redact(&format!("before {form} after"));
             assert!(shown.contains("****"), "{form} → {shown}");
             assert!(!shown.contains("Z9x8"), "{form} → {shown}");
-            assert!(shown.starts_with("before ") && shown.ends_with(" after") || shown.contains("after"), "{shown}");
+            assert!(shown.starts_with("before ") && shown.ends_with(" after"), "{shown}");
         }
     }
 
