@@ -1742,7 +1742,8 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
-        let chat = tokio::time::timeout(per_call, inner.provider.chat(&request, &sink));
+        // A panicking provider fails the call instead of the run's task.
+        let chat = tokio::time::timeout(per_call, crate::provider::chat_contained(&*inner.provider, &request, &sink));
         let Some(response) = unless_cancelled(&ctx.cancel, chat).await else {
             outcome.status = RunStatus::Cancelled;
             break;
@@ -1753,6 +1754,10 @@ async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome
             Ok(Err(e)) => {
                 outcome.status = RunStatus::Failed;
                 outcome.error = Some(e.to_string());
+                // Why the provider call failed (a limit, a refused key, a panic) is part of the record.
+                let mut f = RecordFields::new(AuditStatus::Notice);
+                f.reason = Some(format!("provider call failed: {e}"));
+                let _ = ctx.audit(f).await;
                 break;
             }
             Err(_) => {

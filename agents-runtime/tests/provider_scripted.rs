@@ -37,7 +37,7 @@ fn after_tools(mut req: ChatRequest, response: &ChatResponse, results: &[(&str, 
 #[tokio::test]
 async fn scripted_responses_come_back_in_order_then_it_says_it_ran_out() {
     let paid = ChatResponse {
-        usage: Usage { input_tokens: 10, output_tokens: 2, cost_usd: 0.01 },
+        usage: Usage { input_tokens: 10, output_tokens: 2, cost_usd: 0.01, estimated: false },
         ..reply("Done: it is sunny in Oslo today.")
     };
     let p =

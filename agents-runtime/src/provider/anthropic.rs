@@ -20,10 +20,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::http::{
-    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model, normalize_base_url, parse_json,
-};
+use super::http::{self, ApiKey, Endpoint, ErrorBody, HttpOptions, mentions_unknown_model, normalize_base_url};
 use super::pricing::{PriceTable, Pricer};
+use super::redact::Redactor;
+use super::wire::{self, Answer, DecodedAnswer, Flow, SseEvent, WireCtx, WireState, parse_json, token_count};
 use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest};
 use crate::BoxFuture;
 use serde_json::{Value, json};
@@ -99,6 +99,7 @@ pub struct AnthropicProvider {
     url: String,
     client: reqwest::Client,
     pricer: Pricer,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for AnthropicProvider {
@@ -109,12 +110,16 @@ impl std::fmt::Debug for AnthropicProvider {
 
 impl AnthropicProvider {
     /// Checks the configuration and builds the HTTP client. Fails with
-    /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL.
+    /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL, and with
+    /// [`ProviderError::CleartextKey`] when the key would go over `http://` to another machine
+    /// (see [`HttpOptions::allow_cleartext_key`]).
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
+        http::check_key_transport(&base, !config.api_key.expose().is_empty(), &config.http)?;
         let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
         let pricer = Pricer::new(config.prices.clone(), &config.model);
-        Ok(Self { url, client: http::build_client()?, pricer, config })
+        let redactor = Redactor::new(Some(&config.api_key));
+        Ok(Self { url, client: http::build_client()?, pricer, redactor, config })
     }
 
     http::http_provider_accessors!(AnthropicConfig);
@@ -206,15 +211,9 @@ impl AnthropicProvider {
         body
     }
 
-    fn classify(&self, status: u16, body: &str) -> ProviderError {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let kind = parsed
-            .as_ref()
-            .and_then(|v| v.pointer("/error/type"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let message = error_message(body);
+    fn classify(&self, status: u16, body: &ErrorBody<'_>) -> ProviderError {
+        let kind = body.field("/error/type").unwrap_or_default();
+        let message = body.message.clone();
         let about_model = message.to_ascii_lowercase().contains("model");
         match status {
             404 if kind == "not_found_error" && about_model => {
@@ -246,44 +245,35 @@ impl AnthropicProvider {
     ) -> Result<ChatResponse, ProviderError> {
         let body = serde_json::to_vec(&self.request_body(request))
             .map_err(|e| ProviderError::Other(format!("could not encode the request: {e}")))?;
+        let request_bytes = body.len();
         let headers = vec![
             ("accept", "text/event-stream".to_string()),
             ("x-api-key", self.config.api_key.expose().to_string()),
             ("anthropic-version", self.config.version.clone()),
         ];
-        let classify = |status: u16, body: &str| self.classify(status, body);
+        let classify = |status: u16, body: &ErrorBody<'_>| self.classify(status, body);
         let endpoint = Endpoint {
             client: &self.client,
             url: &self.url,
             headers,
             options: &self.config.http,
             key_env_var: &self.config.key_env_var,
-            key: Some(&self.config.api_key),
+            redactor: &self.redactor,
             classify: &classify,
         };
         let (mut response, attempts) = endpoint.post(body, deadline).await?;
-        let mut state = StreamState::default();
-        if http::is_event_stream(&response) {
-            let stopped = http::read_events(&mut response, |event| {
-                let data = parse_json(&event.data)?;
-                state.apply_event(&data, tokens, attempts).map_err(|e| match e {
-                    ProviderError::Other(m) => ProviderError::Other(endpoint.redact(&m)),
-                    other => other,
-                })
-            })
-            .await?;
-            if !stopped && state.stop_reason.is_none() {
-                return Err(ProviderError::Protocol(
-                    "the stream ended before the answer was complete (no message_stop)".into(),
-                ));
-            }
-        } else {
-            let body = http::read_body(&mut response).await?;
-            let whole: Value = serde_json::from_slice(&body)
-                .map_err(|e| ProviderError::Protocol(format!("the answer is not JSON ({e})")))?;
-            state.apply_whole(&whole, tokens)?;
-        }
-        Ok(state.into_response(self))
+        let cx = WireCtx { limits: &self.config.http.limits, redactor: &self.redactor, tokens, attempts };
+        let event_stream = http::is_event_stream(&response);
+        let answer = wire::read_answer::<StreamState>(&mut response, event_stream, &cx).await?;
+        let usage = self.pricer.usage(
+            "anthropic",
+            &self.config.model,
+            true,
+            &answer,
+            request_bytes,
+            Some(self.config.max_tokens),
+        );
+        Ok(ChatResponse { content: answer.content, tool_calls: answer.tool_calls, usage })
     }
 }
 
@@ -301,79 +291,152 @@ impl Provider for AnthropicProvider {
         request: &'a ChatRequest,
         tokens: &'a dyn TokenSink,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(http::within_deadline(self.config.http.timeout, move |deadline| self.call(request, tokens, deadline)))
+        Box::pin(async move {
+            http::within_deadline(self.config.http.timeout, move |deadline| self.call(request, tokens, deadline))
+                .await
+                .map_err(|e| self.redactor.error(e))
+        })
     }
 }
 
+/// A `tool_use` block being read: its position among the answer's calls, and the `input`
+/// it started with (used when no `input_json_delta` follows).
 #[derive(Debug)]
-enum Block {
-    Text,
-    ToolUse { id: String, name: String, json: String, initial: Value },
-    Other,
+struct ToolBlock {
+    slot: usize,
+    initial: Option<String>,
 }
 
+/// The Anthropic reader: text blocks, `tool_use` blocks with their streamed JSON, usage.
+/// Only `tool_use` blocks are kept by index, so the map is bounded by the tool-call limit.
 #[derive(Debug, Default)]
-struct StreamState {
-    content: String,
-    blocks: BTreeMap<u64, Block>,
-    input_tokens: u64,
-    output_tokens: u64,
+pub(crate) struct StreamState {
+    answer: Answer,
+    tool_blocks: BTreeMap<u64, ToolBlock>,
     stop_reason: Option<String>,
 }
 
-fn tokens_of(usage: &Value) -> (u64, u64) {
-    let get = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    (get("input_tokens") + get("cache_creation_input_tokens") + get("cache_read_input_tokens"), get("output_tokens"))
+impl WireState for StreamState {
+    fn event(&mut self, event: &SseEvent, cx: &WireCtx<'_>) -> Result<Flow, ProviderError> {
+        let data = parse_json(&event.data, cx)?;
+        self.apply_event(&data, cx)
+    }
+
+    /// A whole (non-streamed) message, from gateways that ignore `stream`.
+    fn whole(&mut self, whole: &Value, cx: &WireCtx<'_>) -> Result<(), ProviderError> {
+        if whole.get("type").and_then(Value::as_str) == Some("error") {
+            return Err(stream_error(whole, cx));
+        }
+        let content = whole
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ProviderError::Protocol("the answer has no content array".into()))?;
+        for (i, block) in content.iter().enumerate() {
+            self.open_block(i as u64, block, cx)?;
+        }
+        if let Some(usage) = whole.get("usage") {
+            self.read_usage(usage, false);
+        }
+        self.stop_reason = Some(str_field(whole, "stop_reason"));
+        Ok(())
+    }
+
+    fn incomplete(&self) -> Option<&'static str> {
+        self.stop_reason.is_none().then_some("no message_stop")
+    }
+
+    fn into_answer(mut self) -> DecodedAnswer {
+        for block in std::mem::take(&mut self.tool_blocks).into_values() {
+            settle(&mut self.answer, block);
+        }
+        let Answer { content, calls, input_tokens, output_tokens, .. } = self.answer;
+        let tool_calls = calls
+            .into_iter()
+            .map(|acc| ToolCallRequest { id: acc.id, name: acc.name, arguments: acc.arguments })
+            .collect();
+        DecodedAnswer { content, tool_calls, input_tokens, output_tokens }
+    }
 }
 
 impl StreamState {
-    fn text(&mut self, text: &str, tokens: &dyn TokenSink) {
-        if !text.is_empty() {
-            self.content.push_str(text);
-            tokens.token(text);
+    /// Reads a `usage` object. `input_tokens` is the sum of the plain and the cached input
+    /// counts (saturating: no count a server sends can overflow). In a `message_delta`
+    /// (`update`), a count the event leaves out keeps its earlier value.
+    fn read_usage(&mut self, usage: &Value, update: bool) {
+        let input = token_count(usage.get("input_tokens"));
+        let cached = ["cache_creation_input_tokens", "cache_read_input_tokens"]
+            .iter()
+            .map(|k| match usage.get(*k) {
+                None | Some(Value::Null) => Some(0),
+                present => token_count(present),
+            })
+            .try_fold(0u64, |sum, n| n.map(|n| sum.saturating_add(n)));
+        let input = input.and_then(|i| cached.map(|c| i.saturating_add(c)));
+        let output = token_count(usage.get("output_tokens"));
+        if update {
+            self.answer.input_tokens = merge(self.answer.input_tokens, usage.get("input_tokens").is_some(), input);
+            self.answer.output_tokens = merge(self.answer.output_tokens, usage.get("output_tokens").is_some(), output);
+        } else {
+            self.answer.input_tokens = input;
+            self.answer.output_tokens = output;
         }
     }
 
-    fn apply_event(&mut self, event: &Value, tokens: &dyn TokenSink, attempts: u32) -> Result<Flow, ProviderError> {
+    fn open_block(&mut self, index: u64, block: &Value, cx: &WireCtx<'_>) -> Result<(), ProviderError> {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                self.answer.text(text, cx)?;
+            }
+            Some("tool_use") => {
+                let slot = self.answer.open_call(cx)?;
+                self.answer.calls[slot].id = Answer::field(&str_field(block, "id"), cx)?;
+                self.answer.calls[slot].name = Answer::field(&str_field(block, "name"), cx)?;
+                let initial = match block.get("input") {
+                    Some(input) if input.is_object() => {
+                        let text = input.to_string();
+                        self.answer.count_arguments(text.len(), cx)?;
+                        Some(text)
+                    }
+                    _ => None,
+                };
+                if let Some(old) = self.tool_blocks.insert(index, ToolBlock { slot, initial }) {
+                    settle(&mut self.answer, old);
+                }
+            }
+            // thinking, redacted_thinking, server tools: not part of the answer.
+            _ => {
+                if let Some(old) = self.tool_blocks.remove(&index) {
+                    settle(&mut self.answer, old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_event(&mut self, event: &Value, cx: &WireCtx<'_>) -> Result<Flow, ProviderError> {
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
         match event.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
                 if let Some(usage) = event.pointer("/message/usage") {
-                    let (input, output) = tokens_of(usage);
-                    self.input_tokens = input;
-                    self.output_tokens = output;
+                    self.read_usage(usage, false);
                 }
             }
             "content_block_start" => {
-                let block = event.get("content_block").unwrap_or(&Value::Null);
-                let opened = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = block.get("text").and_then(Value::as_str).unwrap_or("");
-                        self.text(text, tokens);
-                        Block::Text
-                    }
-                    Some("tool_use") => Block::ToolUse {
-                        id: str_field(block, "id"),
-                        name: str_field(block, "name"),
-                        json: String::new(),
-                        initial: block.get("input").cloned().unwrap_or(Value::Null),
-                    },
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, opened);
+                self.open_block(index, event.get("content_block").unwrap_or(&Value::Null), cx)?;
             }
             "content_block_delta" => {
                 let delta = event.get("delta").unwrap_or(&Value::Null);
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or("");
-                        self.text(text, tokens);
+                        self.answer.text(text, cx)?;
                     }
                     Some("input_json_delta") => {
                         let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                        match self.blocks.get_mut(&index) {
-                            Some(Block::ToolUse { json, .. }) => json.push_str(part),
-                            _ => {
+                        match self.tool_blocks.get(&index) {
+                            Some(block) => self.answer.arguments(block.slot, part, cx)?,
+                            None => {
                                 return Err(ProviderError::Protocol(format!(
                                     "input_json_delta for block {index}, which is not a \
                                      tool_use block"
@@ -387,79 +450,40 @@ impl StreamState {
             }
             "message_delta" => {
                 if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(reason.to_string());
+                    self.stop_reason = Some(cx.redactor.quote(reason, 100));
                 }
                 if let Some(usage) = event.get("usage") {
-                    let (input, output) = tokens_of(usage);
-                    self.input_tokens = self.input_tokens.max(input);
-                    self.output_tokens = self.output_tokens.max(output);
+                    self.read_usage(usage, true);
                 }
             }
             "message_stop" => return Ok(Flow::Stop),
-            "error" => return Err(stream_error(event, attempts)),
+            "error" => return Err(stream_error(event, cx)),
             // ping, content_block_stop and event types added later.
             _ => {}
         }
         Ok(Flow::Continue)
     }
+}
 
-    /// Applies a whole (non-streamed) message, from gateways that ignore `stream`.
-    fn apply_whole(&mut self, whole: &Value, tokens: &dyn TokenSink) -> Result<(), ProviderError> {
-        let content = whole
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| ProviderError::Protocol("the answer has no content array".into()))?;
-        for (i, block) in content.iter().enumerate() {
-            match block.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
-                    self.text(text, tokens);
-                }
-                Some("tool_use") => {
-                    self.blocks.insert(
-                        i as u64,
-                        Block::ToolUse {
-                            id: str_field(block, "id"),
-                            name: str_field(block, "name"),
-                            json: String::new(),
-                            initial: block.get("input").cloned().unwrap_or(Value::Null),
-                        },
-                    );
-                }
-                _ => {}
-            }
-        }
-        if let Some(usage) = whole.get("usage") {
-            (self.input_tokens, self.output_tokens) = tokens_of(usage);
-        }
-        self.stop_reason = Some(str_field(whole, "stop_reason"));
-        Ok(())
+/// A `tool_use` block's arguments once no more deltas can come: the streamed JSON, else the
+/// `input` it started with, else `{}`.
+fn settle(answer: &mut Answer, block: ToolBlock) {
+    if let Some(call) = answer.calls.get_mut(block.slot)
+        && call.arguments.trim().is_empty()
+    {
+        call.arguments = block.initial.unwrap_or_else(|| "{}".into());
     }
+}
 
-    fn into_response(self, provider: &AnthropicProvider) -> ChatResponse {
-        let tool_calls = self
-            .blocks
-            .into_values()
-            .filter_map(|block| match block {
-                Block::ToolUse { id, name, json, initial } => Some(ToolCallRequest {
-                    id,
-                    name,
-                    arguments: if !json.trim().is_empty() {
-                        json
-                    } else if initial.is_object() {
-                        initial.to_string()
-                    } else {
-                        "{}".into()
-                    },
-                }),
-                Block::Text | Block::Other => None,
-            })
-            .collect();
-        ChatResponse {
-            content: self.content,
-            tool_calls,
-            usage: provider.pricer.usage("anthropic", &provider.config.model, self.input_tokens, self.output_tokens),
-        }
+/// A `message_delta` count: unchanged when the event leaves it out, unreadable when the event
+/// has it unreadable, else the larger of the two.
+fn merge(previous: Option<u64>, present: bool, new: Option<u64>) -> Option<u64> {
+    if !present {
+        return previous;
+    }
+    match (previous, new) {
+        (Some(p), Some(n)) => Some(p.max(n)),
+        (_, n) => n,
     }
 }
 
@@ -467,9 +491,10 @@ fn str_field(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
-/// An `error` event inside a stream (after a 200): overloaded and server errors keep their
-/// HTTP meaning; the call is not retried because tokens may already have been shown.
-fn stream_error(event: &Value, attempts: u32) -> ProviderError {
+/// An `error` event inside a stream (after a 200), or an error object as the whole answer:
+/// overloaded and server errors keep their HTTP meaning; the call is not retried because
+/// tokens may already have been shown. Every error type's text is redacted.
+fn stream_error(event: &Value, cx: &WireCtx<'_>) -> ProviderError {
     let kind = event.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
     let message = event.pointer("/error/message").and_then(Value::as_str).unwrap_or("no details");
     let status = match kind {
@@ -478,10 +503,13 @@ fn stream_error(event: &Value, attempts: u32) -> ProviderError {
         "rate_limit_error" => Some(429),
         _ => None,
     };
+    let (kind, message) = (cx.redactor.quote(kind, 100), cx.redactor.quote(message, 300));
     match status {
-        Some(status) => {
-            ProviderError::Upstream { status, attempts, detail: format!("{kind} in the stream: {message}") }
-        }
+        Some(status) => ProviderError::Upstream {
+            status,
+            attempts: cx.attempts,
+            detail: format!("{kind} in the stream: {message}"),
+        },
         None => ProviderError::Other(format!("the provider reported an error in the stream ({kind}): {message}")),
     }
 }

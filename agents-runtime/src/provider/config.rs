@@ -10,6 +10,7 @@
 //! | `AGENTS_TIMEOUT_SECS` | the per-call timeout in seconds (default 90) |
 //! | `AGENTS_PRICE` | `<input>,<output>`: USD per million tokens for the model, so the budget counts its calls |
 //! | `AGENTS_MAX_TOKENS` | the completion token limit (Anthropic default 4096) |
+//! | `AGENTS_ALLOW_CLEARTEXT_KEY` | `1` to allow sending the key over `http://` to a host that is not this machine (a server on a private network you control); unset, such a configuration is refused |
 //!
 //! An `openai-compatible` key is never taken from `OPENAI_API_KEY`, so an OpenAI key is not
 //! sent to another host by accident.
@@ -130,6 +131,9 @@ pub struct ProviderConfig {
     pub prices: PriceTable,
     /// The completion token limit, when set.
     pub max_tokens: Option<u32>,
+    /// Whether the key may travel over `http://` to another machine
+    /// ([`HttpOptions::allow_cleartext_key`]).
+    pub allow_cleartext_key: bool,
 }
 
 /// What a runtime manifest may record about the provider: never the key.
@@ -262,7 +266,18 @@ impl ProviderConfig {
             })?),
         };
 
-        Ok(Some(Self {
+        let allow_cleartext_key = match var("AGENTS_ALLOW_CLEARTEXT_KEY").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    variable: "AGENTS_ALLOW_CLEARTEXT_KEY".into(),
+                    value: other.into(),
+                    expected: "1 (allow the key over http:// to a private network) or 0".into(),
+                });
+            }
+        };
+        let config = Self {
             kind,
             model: model.to_string(),
             base_url,
@@ -271,7 +286,11 @@ impl ProviderConfig {
             timeout,
             prices,
             max_tokens,
-        }))
+            allow_cleartext_key,
+        };
+        let options = HttpOptions { allow_cleartext_key, ..HttpOptions::default() };
+        http::check_key_transport(&config.base_url, config.api_key.is_some(), &options)?;
+        Ok(Some(config))
     }
 
     /// Whether calls with this configuration cost money: hosted providers always, an
@@ -300,7 +319,11 @@ impl ProviderConfig {
 
     /// Builds the provider.
     pub fn build(&self) -> Result<Box<dyn Provider>, ConfigError> {
-        let http = HttpOptions { timeout: self.timeout, ..HttpOptions::default() };
+        let http = HttpOptions {
+            timeout: self.timeout,
+            allow_cleartext_key: self.allow_cleartext_key,
+            ..HttpOptions::default()
+        };
         Ok(match self.kind {
             ProviderKind::Anthropic => {
                 let Some(key) = self.api_key.clone() else {

@@ -28,7 +28,9 @@
 //! operating system's certificate verifier, so the crate never installs a process-wide
 //! rustls provider behind the application's back.
 
-use super::{ProviderError, truncate};
+use super::ProviderError;
+use super::limits::ProviderLimits;
+use super::redact::Redactor;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +76,16 @@ pub struct HttpOptions {
     /// The longest computed wait between attempts (default 8 s). A `Retry-After` header from
     /// the provider is honoured even when longer, as long as it fits in the deadline.
     pub max_backoff: Duration,
+    /// How much of an answer one call reads (see [`ProviderLimits`] for the defaults and
+    /// what they cost).
+    pub limits: ProviderLimits,
+    /// Allows sending the API key over `http://` to a host that is not this machine
+    /// (default `false`: such a provider is refused when it is built, with
+    /// [`ProviderError::CleartextKey`]). Turn it on only for a server on a private network
+    /// you control, where no one else can read the traffic; the environment's equivalent is
+    /// `AGENTS_ALLOW_CLEARTEXT_KEY=1`. Keys to `localhost`, `127.0.0.0/8` and `::1` never
+    /// need it; `https://` never needs it.
+    pub allow_cleartext_key: bool,
 }
 
 impl Default for HttpOptions {
@@ -83,6 +95,8 @@ impl Default for HttpOptions {
             max_attempts: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
+            limits: ProviderLimits::default(),
+            allow_cleartext_key: false,
         }
     }
 }
@@ -174,6 +188,16 @@ pub(crate) fn is_loopback(base_url: &str) -> bool {
     host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Refuses a key that would travel in clear: an `http://` base URL to a host that is not this
+/// machine, unless the options opt in.
+pub(crate) fn check_key_transport(base_url: &str, has_key: bool, options: &HttpOptions) -> Result<(), ProviderError> {
+    let cleartext = reqwest::Url::parse(base_url).is_ok_and(|u| u.scheme() == "http");
+    if has_key && cleartext && !is_loopback(base_url) && !options.allow_cleartext_key {
+        return Err(ProviderError::CleartextKey { url: display_url(base_url) });
+    }
+    Ok(())
+}
+
 /// A URL as it may be shown: without user info, query or fragment.
 pub(crate) fn display_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
@@ -186,6 +210,11 @@ pub(crate) fn display_url(url: &str) -> String {
         }
         Err(_) => url.split(['?', '#']).next().unwrap_or_default().to_string(),
     }
+}
+
+/// `now + wait`, or a point about thirty years away when that does not fit the clock.
+fn far_or(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait).unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// The timeout error for a configured duration (whole seconds, rounded up).
@@ -203,7 +232,8 @@ pub(crate) async fn within_deadline<T, F>(
 where
     F: Future<Output = Result<T, ProviderError>>,
 {
-    let deadline = Instant::now() + timeout;
+    // A timeout too large for the clock (`Duration::MAX`) means "no deadline" in practice.
+    let deadline = far_or(Instant::now(), timeout);
     match tokio::time::timeout_at(deadline, call(deadline)).await {
         Ok(result) => result,
         Err(_) => Err(timeout_error(timeout)),
@@ -218,10 +248,27 @@ pub(crate) struct Endpoint<'a> {
     pub(crate) options: &'a HttpOptions,
     /// The variable the key comes from, named by `Unauthorized`.
     pub(crate) key_env_var: &'a str,
-    /// The key, so that it can be cut out of any error text the provider echoes.
-    pub(crate) key: Option<&'a ApiKey>,
+    /// Cuts the key out of every text built from the server's answers.
+    pub(crate) redactor: &'a Redactor,
     /// Classifies a non-retryable, non-auth failure status with its body.
-    pub(crate) classify: &'a (dyn Fn(u16, &str) -> ProviderError + Send + Sync),
+    pub(crate) classify: &'a (dyn Fn(u16, &ErrorBody<'_>) -> ProviderError + Send + Sync),
+}
+
+/// An error answer (4xx/5xx), read up to 64 KiB and decoded; every text it offers is redacted.
+pub(crate) struct ErrorBody<'a> {
+    /// The body as JSON, when it is JSON.
+    json: Option<serde_json::Value>,
+    /// The provider's own message (see [`error_message`]), redacted, at most 300 characters.
+    pub(crate) message: String,
+    redactor: &'a Redactor,
+}
+
+impl ErrorBody<'_> {
+    /// A string at `pointer` in the JSON body, redacted, at most 100 characters.
+    pub(crate) fn field(&self, pointer: &str) -> Option<String> {
+        let text = self.json.as_ref()?.pointer(pointer)?.as_str()?;
+        Some(self.redactor.quote(text, 100))
+    }
 }
 
 impl Endpoint<'_> {
@@ -254,7 +301,8 @@ impl Endpoint<'_> {
                     .headers()
                     .get("location")
                     .and_then(|v| v.to_str().ok())
-                    .map(display_url)
+                    // Redacted before the URL is parsed, which would rewrite escapes.
+                    .map(|to| display_url(&self.redactor.redact(to)))
                     .unwrap_or_else(|| "an address it did not give".into());
                 return Err(ProviderError::Unreachable {
                     url: display_url(self.url),
@@ -266,18 +314,23 @@ impl Endpoint<'_> {
                 });
             }
             let retry_after = retry_after(response.headers());
-            let text = self.redact(&read_error_body(response).await);
+            let text = read_error_body(response).await;
+            let error = ErrorBody {
+                json: serde_json::from_str(&text).ok(),
+                message: self.redactor.quote(&error_message(&text), 300),
+                redactor: self.redactor,
+            };
             match status {
                 401 | 403 => {
                     return Err(ProviderError::Unauthorized { status, env_var: self.key_env_var.to_string() });
                 }
                 429 | 500..=599 => {
-                    let detail = error_message(&text);
+                    let detail = error.message;
                     if attempt >= attempts {
                         return Err(ProviderError::Upstream { status, attempts: attempt, detail });
                     }
                     let wait = retry_after.unwrap_or(backoff.min(self.options.max_backoff));
-                    if Instant::now() + wait >= deadline {
+                    if Instant::now().checked_add(wait).is_none_or(|then| then >= deadline) {
                         return Err(ProviderError::Upstream {
                             status,
                             attempts: attempt,
@@ -297,13 +350,13 @@ impl Endpoint<'_> {
                     tokio::time::sleep(wait).await;
                     backoff = backoff.saturating_mul(2);
                 }
-                _ => return Err((self.classify)(status, &text)),
+                _ => return Err((self.classify)(status, &error)),
             }
         }
     }
 
     fn send_error(&self, e: &reqwest::Error) -> ProviderError {
-        let cause = self.redact(&root_cause(e));
+        let cause = self.redactor.quote(&root_cause(e), 500);
         let url = display_url(self.url);
         let detail = if e.is_connect() {
             format!("could not connect ({cause})")
@@ -313,14 +366,6 @@ impl Endpoint<'_> {
             format!("the server did not answer like an HTTP API ({cause})")
         };
         ProviderError::Unreachable { url, detail }
-    }
-
-    /// Cuts the key out of a text the provider sent back.
-    pub(crate) fn redact(&self, text: &str) -> String {
-        match self.key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "****"),
-            _ => text.to_string(),
-        }
     }
 }
 
@@ -334,7 +379,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The messages of an error and its sources, most specific last.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut source = e.source();
     while let Some(s) = source {
@@ -362,7 +407,8 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
 }
 
 /// The provider's own message from a JSON error body (`{"error": {"message": ...}}` or
-/// `{"error": "..."}` or `{"message": ...}`), else the body's first 300 characters.
+/// `{"error": "..."}` or `{"message": ...}`), else the body. Not cut: the caller redacts, then
+/// cuts ([`Redactor::quote`]).
 pub(crate) fn error_message(body: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let found = parsed.as_ref().and_then(|v| {
@@ -373,8 +419,7 @@ pub(crate) fn error_message(body: &str) -> String {
             .map(str::to_string)
     });
     let text = found.unwrap_or_else(|| body.trim().to_string());
-    let text = if text.is_empty() { "no details in the answer".to_string() } else { text };
-    truncate(&text, 300)
+    if text.is_empty() { "no details in the answer".to_string() } else { text }
 }
 
 /// Whether an error text says that a model does not exist.
@@ -394,153 +439,17 @@ pub(crate) fn mentions_unknown_model(text: &str) -> bool {
         .any(|p| t.contains(p))
 }
 
-/// The `Retry-After` header: seconds (possibly fractional) or an HTTP date.
+/// The `Retry-After` header: seconds (possibly fractional) or an HTTP date. Any value a
+/// server can send is read without panicking: a wait beyond what a `Duration` holds saturates
+/// (and then never fits in the call's deadline), a date in the past is no wait.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get("retry-after")?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let date = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
     let secs = (date - time::OffsetDateTime::now_utc()).as_seconds_f64();
-    Some(Duration::from_secs_f64(secs.max(0.0)))
-}
-
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
-    /// The `event:` field, when present.
-    pub(crate) event: Option<String>,
-    /// The `data:` lines joined with newlines.
-    pub(crate) data: String,
-}
-
-/// An incremental parser for `text/event-stream` bodies (any line ending, comments,
-/// multi-line data, events split across network chunks).
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    line: Vec<u8>,
-    after_cr: bool,
-    event: Option<String>,
-    data: String,
-    has_data: bool,
-}
-
-impl SseParser {
-    /// Feeds bytes; returns the events completed by them.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        let mut out = Vec::new();
-        for &b in bytes {
-            if self.after_cr {
-                self.after_cr = false;
-                if b == b'\n' {
-                    continue;
-                }
-            }
-            match b {
-                b'\n' => self.end_line(&mut out),
-                b'\r' => {
-                    self.after_cr = true;
-                    self.end_line(&mut out);
-                }
-                _ => self.line.push(b),
-            }
-        }
-        out
-    }
-
-    /// Ends the stream: a last event without its blank line is still delivered.
-    pub(crate) fn finish(&mut self) -> Vec<SseEvent> {
-        let mut out = Vec::new();
-        if !self.line.is_empty() {
-            self.end_line(&mut out);
-        }
-        self.dispatch(&mut out);
-        out
-    }
-
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let line = String::from_utf8_lossy(&self.line).into_owned();
-        self.line.clear();
-        if line.is_empty() {
-            self.dispatch(out);
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line.as_str(), ""),
-        };
-        match field {
-            "event" => self.event = Some(value.to_string()),
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
-            _ => {}
-        }
-    }
-
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        if self.has_data {
-            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
-        }
-        self.event = None;
-        self.data.clear();
-        self.has_data = false;
-    }
-}
-
-/// Whether the reader wants more events.
-pub(crate) enum Flow {
-    /// Keep reading.
-    Continue,
-    /// The stream is complete.
-    Stop,
-}
-
-/// Reads a streaming body event by event until `on_event` says stop or the body ends.
-/// Returns whether the reader stopped by itself (`true`) or the body simply ended (`false`).
-pub(crate) async fn read_events(
-    response: &mut reqwest::Response,
-    mut on_event: impl FnMut(SseEvent) -> Result<Flow, ProviderError>,
-) -> Result<bool, ProviderError> {
-    let mut parser = SseParser::default();
-    loop {
-        let chunk = response
-            .chunk()
-            .await
-            .map_err(|e| ProviderError::Protocol(format!("the stream broke off: {}", error_chain(&e))))?;
-        let events = match &chunk {
-            Some(bytes) => parser.push(bytes),
-            None => parser.finish(),
-        };
-        for event in events {
-            if let Flow::Stop = on_event(event)? {
-                return Ok(true);
-            }
-        }
-        if chunk.is_none() {
-            return Ok(false);
-        }
-    }
-}
-
-/// Reads a whole (non-streaming) body.
-pub(crate) async fn read_body(response: &mut reqwest::Response) -> Result<Vec<u8>, ProviderError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| ProviderError::Protocol(format!("the answer broke off: {}", error_chain(&e))))?
-    {
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+    Some(Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX))
 }
 
 /// Whether the response is a server-sent-event stream (else it is plain JSON).
@@ -552,40 +461,9 @@ pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
         .is_none_or(|v| !v.to_ascii_lowercase().starts_with("application/json"))
 }
 
-/// Parses an event's JSON data.
-pub(crate) fn parse_json(data: &str) -> Result<serde_json::Value, ProviderError> {
-    serde_json::from_str(data)
-        .map_err(|e| ProviderError::Protocol(format!("a stream event is not JSON ({e}): {}", truncate(data, 200))))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_parser_handles_split_chunks_crlf_comments_and_multiline_data() {
-        let mut p = SseParser::default();
-        let mut events = p.push(b": keep-alive\r\nevent: one\r\ndata: {\"a\":");
-        assert!(events.is_empty());
-        events.extend(p.push(b"1}\r"));
-        events.extend(p.push(b"\n\r\ndata: x\ndata: y\n\ndata:[DONE]"));
-        events.extend(p.finish());
-        assert_eq!(
-            events,
-            vec![
-                SseEvent { event: Some("one".into()), data: "{\"a\":1}".into() },
-                SseEvent { event: None, data: "x\ny".into() },
-                SseEvent { event: None, data: "[DONE]".into() },
-            ]
-        );
-    }
-
-    #[test]
-    fn sse_parser_ignores_events_without_data() {
-        let mut p = SseParser::default();
-        let events = p.push(b"event: ping\n\nretry: 10\n\n");
-        assert!(events.is_empty());
-    }
 
     #[test]
     fn error_message_prefers_the_providers_message() {
@@ -604,6 +482,17 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
+        // Values that do not fit a Duration saturate instead of panicking.
+        for absurd in ["1e300", "inf", "18446744073709551616", "99999999999999999999.5"] {
+            h.insert("retry-after", absurd.parse().unwrap());
+            assert_eq!(retry_after(&h), Some(Duration::MAX), "{absurd}");
+        }
+        for refused in ["NaN", "-1", "-inf"] {
+            h.insert("retry-after", refused.parse().unwrap());
+            assert_eq!(retry_after(&h), None, "{refused}");
+        }
+        h.insert("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT".parse().unwrap());
+        assert!(retry_after(&h).is_some());
     }
 
     #[test]
@@ -629,6 +518,28 @@ mod tests {
         assert!(mentions_unknown_model("The model `gpt-9` does not exist or you do not have access to it."));
         assert!(mentions_unknown_model("model \"llama9\" not found, try pulling it first"));
         assert!(!mentions_unknown_model("Not Found"));
+    }
+
+    #[test]
+    fn deadlines_beyond_the_clock_saturate() {
+        let now = Instant::now();
+        assert!(far_or(now, Duration::MAX) > now);
+        assert_eq!(far_or(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_key_over_cleartext_is_refused_unless_loopback_https_or_opted_in() {
+        let options = HttpOptions::default();
+        assert!(matches!(
+            check_key_transport("http://10.0.0.5:8000/v1", true, &options),
+            Err(ProviderError::CleartextKey { .. })
+        ));
+        assert!(check_key_transport("http://10.0.0.5:8000/v1", false, &options).is_ok());
+        assert!(check_key_transport("https://10.0.0.5:8000/v1", true, &options).is_ok());
+        assert!(check_key_transport("http://127.0.0.1:8000/v1", true, &options).is_ok());
+        assert!(check_key_transport("http://[::1]:8000/v1", true, &options).is_ok());
+        let opted_in = HttpOptions { allow_cleartext_key: true, ..HttpOptions::default() };
+        assert!(check_key_transport("http://10.0.0.5:8000/v1", true, &opted_in).is_ok());
     }
 
     #[test]

@@ -10,6 +10,19 @@
 //! - [`config`]: [`provider_from_env`] / [`ProviderConfig`], choosing a provider from
 //!   `AGENTS_MODEL` and the key variables, and describing it without the key.
 //!
+//! - [`limits`]: [`ProviderLimits`], how much of a server's answer one call reads;
+//!   [`wire`]: the bounded readers of both wire formats ([`WireFormat::decode`]).
+//!
+//! # Against a hostile server
+//!
+//! The server behind a base URL is untrusted input. With the defaults, one call holds at most
+//! about 64 MiB whatever the server sends ([`limits`]), lasts at most
+//! [`HttpOptions::timeout`], cannot be made to panic, never shows the API key in an error
+//! text in any of the usual encodings (see `redact`, applied at the one exit of every call),
+//! never sends the key over `http://` to another machine unless
+//! [`HttpOptions::allow_cleartext_key`] says so, and counts a paid call with unreadable usage
+//! by an estimate instead of as free ([`pricing`]). The crate README has the full list.
+//!
 //! The HTTP providers and [`config`] need the `http` feature (on by default). A crate that
 //! only declares tools and agents can depend on `agents-runtime` without default features and
 //! build none of the HTTP and TLS stack.
@@ -20,10 +33,15 @@ pub mod anthropic;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;
 pub mod pricing;
+#[cfg(feature = "http")]
+mod redact;
 pub mod scripted;
+#[cfg(feature = "http")]
+pub mod wire;
 
 #[cfg(feature = "http")]
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
@@ -31,10 +49,13 @@ pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+pub use limits::{ProviderLimit, ProviderLimits};
 #[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use pricing::{ModelPrice, PriceTable};
 pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
+#[cfg(feature = "http")]
+pub use wire::{DecodedAnswer, WireFormat};
 
 use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -114,6 +135,11 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Cost in US dollars from the configured price table (0 for free providers).
     pub cost_usd: f64,
+    /// Whether the token counts are an estimate because the server's usage could not be read
+    /// (missing, of the wrong type, negative): see [`pricing`] for how it is made. The
+    /// provider logs a warning for each such call.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// A model's answer to one request.
@@ -173,9 +199,50 @@ pub enum ProviderError {
     /// The answer could not be read.
     #[error("the provider's answer could not be read: {0}")]
     Protocol(String),
+    /// The answer crossed one of the [`ProviderLimits`]: the call was ended at once and
+    /// nothing more was read.
+    #[error(
+        "the provider's answer crossed a limit: {} is larger than {max} {}; the call was ended \
+         and nothing more was read (if such answers are expected from this server, raise `{}`)",
+        .limit.what(), .limit.unit(), .limit.setting()
+    )]
+    LimitExceeded {
+        /// Which limit.
+        limit: ProviderLimit,
+        /// Its value.
+        max: usize,
+    },
+    /// A key would have been sent over a cleartext link (an `http://` base URL to a host
+    /// that is not this machine). Refused when the provider is built.
+    #[error(
+        "refusing to send the API key in clear text to {url}: use an https:// base URL, or, for \
+         a server on a private network you control, opt in with \
+         `HttpOptions::allow_cleartext_key = true` (AGENTS_ALLOW_CLEARTEXT_KEY=1)"
+    )]
+    CleartextKey {
+        /// The base URL (without credentials or query).
+        url: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl ProviderError {
+    /// The same error with `f` applied to every text it carries.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            Self::UnknownModel { model, detail } => Self::UnknownModel { model: f(&model), detail: f(&detail) },
+            Self::Unreachable { url, detail } => Self::Unreachable { url: f(&url), detail: f(&detail) },
+            Self::Upstream { status, attempts, detail } => Self::Upstream { status, attempts, detail: f(&detail) },
+            Self::Protocol(text) => Self::Protocol(f(&text)),
+            Self::Other(text) => Self::Other(f(&text)),
+            Self::CleartextKey { url } => Self::CleartextKey { url: f(&url) },
+            Self::Unauthorized { status, env_var } => Self::Unauthorized { status, env_var: f(&env_var) },
+            e @ (Self::Timeout { .. } | Self::LimitExceeded { .. }) => e,
+        }
+    }
 }
 
 /// Receives tokens as they stream.
@@ -212,6 +279,35 @@ impl fmt::Debug for dyn Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Provider({}:{})", self.name(), self.model())
     }
+}
+
+/// One call of `provider`, with a panic — while the call is made or while its future is
+/// polled — turned into [`ProviderError::Other`], so that the run loop ends the run as failed,
+/// with its final event and record, instead of losing the run's task. The panicked future is
+/// dropped, never polled again.
+pub(crate) async fn chat_contained(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    tokens: &dyn TokenSink,
+) -> Result<ChatResponse, ProviderError> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    fn panicked(payload: Box<dyn std::any::Any + Send>) -> ProviderError {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        ProviderError::Other(format!("the model provider panicked ({}); the call failed", truncate(&text, 200)))
+    }
+    let mut call = match catch_unwind(AssertUnwindSafe(|| provider.chat(request, tokens))) {
+        Ok(call) => call,
+        Err(payload) => return Err(panicked(payload)),
+    };
+    std::future::poll_fn(move |cx| match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+        Ok(poll) => poll,
+        Err(payload) => std::task::Poll::Ready(Err(panicked(payload))),
+    })
+    .await
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.

@@ -24,10 +24,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::http::{
-    self, ApiKey, Endpoint, Flow, HttpOptions, error_message, mentions_unknown_model, normalize_base_url, parse_json,
-};
+use super::http::{self, ApiKey, Endpoint, ErrorBody, HttpOptions, mentions_unknown_model, normalize_base_url};
 use super::pricing::{PriceTable, Pricer};
+use super::redact::Redactor;
+use super::wire::{self, Answer, DecodedAnswer, Flow, SseEvent, WireCtx, WireState, parse_json, token_count};
 use super::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest};
 use crate::BoxFuture;
 use serde_json::{Value, json};
@@ -109,6 +109,7 @@ pub struct OpenAiProvider {
     url: String,
     client: reqwest::Client,
     pricer: Pricer,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for OpenAiProvider {
@@ -119,11 +120,16 @@ impl std::fmt::Debug for OpenAiProvider {
 
 impl OpenAiProvider {
     /// Checks the configuration and builds the HTTP client. Fails with
-    /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL.
+    /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL, and with
+    /// [`ProviderError::CleartextKey`] when a key would go over `http://` to another machine
+    /// (see [`HttpOptions::allow_cleartext_key`]).
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
+        let has_key = config.api_key.as_ref().is_some_and(|k| !k.expose().is_empty());
+        http::check_key_transport(&base, has_key, &config.http)?;
         let pricer = Pricer::new(config.prices.clone(), &config.model);
-        Ok(Self { url: format!("{base}/chat/completions"), client: http::build_client()?, pricer, config })
+        let redactor = Redactor::new(config.api_key.as_ref());
+        Ok(Self { url: format!("{base}/chat/completions"), client: http::build_client()?, pricer, redactor, config })
     }
 
     http::http_provider_accessors!(OpenAiConfig);
@@ -197,10 +203,9 @@ impl OpenAiProvider {
         body
     }
 
-    fn classify(&self, status: u16, body: &str) -> ProviderError {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let code = parsed.as_ref().and_then(|v| v.pointer("/error/code")).and_then(Value::as_str).unwrap_or_default();
-        let message = error_message(body);
+    fn classify(&self, status: u16, body: &ErrorBody<'_>) -> ProviderError {
+        let code = body.field("/error/code").unwrap_or_default();
+        let message = body.message.clone();
         let unknown_model = code == "model_not_found" || mentions_unknown_model(&message);
         match status {
             404 | 400 | 422 if unknown_model => {
@@ -225,49 +230,34 @@ impl OpenAiProvider {
     ) -> Result<ChatResponse, ProviderError> {
         let body = serde_json::to_vec(&self.request_body(request))
             .map_err(|e| ProviderError::Other(format!("could not encode the request: {e}")))?;
+        let request_bytes = body.len();
         let mut headers = vec![("accept", "text/event-stream".to_string())];
         if let Some(key) = &self.config.api_key {
             headers.push(("authorization", format!("Bearer {}", key.expose())));
         }
-        let classify = |status: u16, body: &str| self.classify(status, body);
+        let classify = |status: u16, body: &ErrorBody<'_>| self.classify(status, body);
         let endpoint = Endpoint {
             client: &self.client,
             url: &self.url,
             headers,
             options: &self.config.http,
             key_env_var: &self.config.key_env_var,
-            key: self.config.api_key.as_ref(),
+            redactor: &self.redactor,
             classify: &classify,
         };
-        let (mut response, _attempts) = endpoint.post(body, deadline).await?;
-        let mut state = StreamState::default();
-        if http::is_event_stream(&response) {
-            let stopped = http::read_events(&mut response, |event| {
-                if event.data.trim() == "[DONE]" {
-                    return Ok(Flow::Stop);
-                }
-                let chunk = parse_json(&event.data)?;
-                state.apply_chunk(&chunk, tokens).map_err(|e| match e {
-                    ProviderError::Other(m) => ProviderError::Other(endpoint.redact(&m)),
-                    other => other,
-                })?;
-                Ok(Flow::Continue)
-            })
-            .await?;
-            if !stopped && !state.finished {
-                return Err(ProviderError::Protocol(
-                    "the stream ended before the answer was complete (no finish_reason and \
-                     no [DONE])"
-                        .into(),
-                ));
-            }
-        } else {
-            let body = http::read_body(&mut response).await?;
-            let whole: Value = serde_json::from_slice(&body)
-                .map_err(|e| ProviderError::Protocol(format!("the answer is not JSON ({e})")))?;
-            state.apply_whole(&whole, tokens)?;
-        }
-        Ok(state.into_response(self))
+        let (mut response, attempts) = endpoint.post(body, deadline).await?;
+        let cx = WireCtx { limits: &self.config.http.limits, redactor: &self.redactor, tokens, attempts };
+        let event_stream = http::is_event_stream(&response);
+        let answer = wire::read_answer::<StreamState>(&mut response, event_stream, &cx).await?;
+        let usage = self.pricer.usage(
+            &self.config.name,
+            &self.config.model,
+            self.config.paid,
+            &answer,
+            request_bytes,
+            self.config.max_tokens,
+        );
+        Ok(ChatResponse { content: answer.content, tool_calls: answer.tool_calls, usage })
     }
 }
 
@@ -289,46 +279,94 @@ impl Provider for OpenAiProvider {
         request: &'a ChatRequest,
         tokens: &'a dyn TokenSink,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(http::within_deadline(self.config.http.timeout, move |deadline| self.call(request, tokens, deadline)))
+        Box::pin(async move {
+            http::within_deadline(self.config.http.timeout, move |deadline| self.call(request, tokens, deadline))
+                .await
+                .map_err(|e| self.redactor.error(e))
+        })
     }
 }
 
+/// The OpenAI reader: text, tool calls reassembled from their fragments, usage.
 #[derive(Debug, Default)]
-struct ToolAcc {
-    id: String,
-    name: String,
-    arguments: String,
+pub(crate) struct StreamState {
+    answer: Answer,
+    /// The server's call index → the call's position in `answer.calls`.
+    slots: BTreeMap<u64, usize>,
+    finished: bool,
 }
 
-#[derive(Debug, Default)]
-struct StreamState {
-    content: String,
-    tools: Vec<ToolAcc>,
-    slots: BTreeMap<u64, usize>,
-    usage: Option<(u64, u64)>,
-    finished: bool,
+impl WireState for StreamState {
+    fn event(&mut self, event: &SseEvent, cx: &WireCtx<'_>) -> Result<Flow, ProviderError> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(Flow::Stop);
+        }
+        let chunk = parse_json(&event.data, cx)?;
+        self.apply_chunk(&chunk, cx)?;
+        Ok(Flow::Continue)
+    }
+
+    /// A whole (non-streamed) `chat.completion`, from servers that ignore `stream`.
+    fn whole(&mut self, whole: &Value, cx: &WireCtx<'_>) -> Result<(), ProviderError> {
+        if let Some(error) = whole.get("error") {
+            return Err(in_answer_error(error, cx));
+        }
+        let message = whole
+            .pointer("/choices/0/message")
+            .ok_or_else(|| ProviderError::Protocol("the answer has no choices[0].message".into()))?;
+        if let Some(text) = message.get("content").and_then(Value::as_str) {
+            self.answer.text(text, cx)?;
+        }
+        if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+            for (i, call) in calls.iter().enumerate() {
+                let index = call.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+                self.apply_tool_fragment(call, Some(index), cx)?;
+            }
+        }
+        self.read_usage(whole);
+        self.finished = true;
+        Ok(())
+    }
+
+    fn incomplete(&self) -> Option<&'static str> {
+        (!self.finished).then_some("no finish_reason and no [DONE]")
+    }
+
+    fn into_answer(self) -> DecodedAnswer {
+        let Answer { content, calls, input_tokens, output_tokens, .. } = self.answer;
+        let tool_calls = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, acc)| ToolCallRequest {
+                id: if acc.id.is_empty() { format!("call_{index}") } else { acc.id },
+                name: acc.name,
+                arguments: if acc.arguments.trim().is_empty() { "{}".into() } else { acc.arguments },
+            })
+            .collect();
+        DecodedAnswer { content, tool_calls, input_tokens, output_tokens }
+    }
+}
+
+/// An `error` object inside an answer or a stream, after a 200.
+fn in_answer_error(error: &Value, cx: &WireCtx<'_>) -> ProviderError {
+    let message = http::error_message(&json!({ "error": error }).to_string());
+    ProviderError::Other(format!("the provider reported an error in the stream: {}", cx.redactor.quote(&message, 300)))
 }
 
 impl StreamState {
     /// Applies one `chat.completion.chunk`.
-    fn apply_chunk(&mut self, chunk: &Value, tokens: &dyn TokenSink) -> Result<(), ProviderError> {
+    fn apply_chunk(&mut self, chunk: &Value, cx: &WireCtx<'_>) -> Result<(), ProviderError> {
         if let Some(error) = chunk.get("error") {
-            return Err(ProviderError::Other(format!(
-                "the provider reported an error in the stream: {}",
-                http::error_message(&json!({ "error": error }).to_string())
-            )));
+            return Err(in_answer_error(error, cx));
         }
         if let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
             let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str)
-                && !text.is_empty()
-            {
-                self.content.push_str(text);
-                tokens.token(text);
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                self.answer.text(text, cx)?;
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for call in calls {
-                    self.apply_tool_fragment(call);
+                    self.apply_tool_fragment(call, call.get("index").and_then(Value::as_u64), cx)?;
                 }
             }
             if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
@@ -339,91 +377,42 @@ impl StreamState {
         Ok(())
     }
 
-    fn apply_tool_fragment(&mut self, call: &Value) {
+    fn apply_tool_fragment(&mut self, call: &Value, index: Option<u64>, cx: &WireCtx<'_>) -> Result<(), ProviderError> {
         let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         // The raw index keys the fragments; a server that omits it continues the last call.
         // A new id under an index already in use opens a new call (Ollama numbers every call
         // of a parallel batch 0).
-        let raw = call.get("index").and_then(Value::as_u64).or_else(|| self.slots.keys().copied().max()).unwrap_or(0);
+        let raw = index.or_else(|| self.slots.keys().copied().max()).unwrap_or(0);
+        let calls = &self.answer.calls;
         let slot = match self.slots.get(&raw) {
-            Some(&slot) if id.is_none_or(|id| self.tools[slot].id.is_empty() || self.tools[slot].id == id) => slot,
+            Some(&slot) if id.is_none_or(|id| calls[slot].id.is_empty() || calls[slot].id == id) => slot,
             _ => {
-                self.tools.push(ToolAcc::default());
-                self.slots.insert(raw, self.tools.len() - 1);
-                self.tools.len() - 1
+                let slot = self.answer.open_call(cx)?;
+                self.slots.insert(raw, slot);
+                slot
             }
         };
-        let acc = &mut self.tools[slot];
         if let Some(id) = id {
-            acc.id = id.to_string();
+            self.answer.calls[slot].id = Answer::field(id, cx)?;
         }
         let function = call.get("function").unwrap_or(&Value::Null);
         if let Some(name) = function.get("name").and_then(Value::as_str)
             && !name.is_empty()
         {
-            acc.name = name.to_string();
+            self.answer.calls[slot].name = Answer::field(name, cx)?;
         }
         if let Some(args) = function.get("arguments").and_then(Value::as_str) {
-            acc.arguments.push_str(args);
+            self.answer.arguments(slot, args, cx)?;
         }
-    }
-
-    fn read_usage(&mut self, v: &Value) {
-        if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
-            let get = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Some((get("prompt_tokens"), get("completion_tokens")));
-        }
-    }
-
-    /// Applies a whole (non-streamed) `chat.completion`, from servers that ignore `stream`.
-    fn apply_whole(&mut self, whole: &Value, tokens: &dyn TokenSink) -> Result<(), ProviderError> {
-        let message = whole
-            .pointer("/choices/0/message")
-            .ok_or_else(|| ProviderError::Protocol("the answer has no choices[0].message".into()))?;
-        if let Some(text) = message.get("content").and_then(Value::as_str)
-            && !text.is_empty()
-        {
-            self.content.push_str(text);
-            tokens.token(text);
-        }
-        if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-            for (i, call) in calls.iter().enumerate() {
-                let mut call = call.clone();
-                if call.get("index").is_none() {
-                    call["index"] = json!(i);
-                }
-                self.apply_tool_fragment(&call);
-            }
-        }
-        self.read_usage(whole);
-        self.finished = true;
         Ok(())
     }
 
-    fn into_response(self, provider: &OpenAiProvider) -> ChatResponse {
-        let (input, output) = self.usage.unwrap_or_else(|| {
-            if provider.config.paid {
-                tracing::warn!(
-                    model = %provider.config.model,
-                    "the provider reported no token usage; this call is counted as 0 tokens"
-                );
-            }
-            (0, 0)
-        });
-        let tool_calls = self
-            .tools
-            .into_iter()
-            .enumerate()
-            .map(|(index, acc)| ToolCallRequest {
-                id: if acc.id.is_empty() { format!("call_{index}") } else { acc.id },
-                name: acc.name,
-                arguments: if acc.arguments.trim().is_empty() { "{}".into() } else { acc.arguments },
-            })
-            .collect();
-        ChatResponse {
-            content: self.content,
-            tool_calls,
-            usage: provider.pricer.usage(&provider.config.name, &provider.config.model, input, output),
+    /// Reads `usage` when present: a count that is missing, of the wrong type or negative
+    /// stays unread (the provider then estimates it and warns).
+    fn read_usage(&mut self, v: &Value) {
+        if let Some(usage) = v.get("usage").filter(|u| !u.is_null()) {
+            self.answer.input_tokens = token_count(usage.get("prompt_tokens"));
+            self.answer.output_tokens = token_count(usage.get("completion_tokens"));
         }
     }
 }

@@ -5,6 +5,26 @@
 //! flagged instead: the provider logs a `tracing` warning on its first call, and
 //! `price_known()` / the provider description say `false`, so a reviewer can see that the
 //! budget does not count this model's calls.
+//!
+//! # A paid call whose usage cannot be read
+//!
+//! A server may leave the token counts out, or send them in a shape the reader does not
+//! expect (a string, a fraction, a negative number). Such a call is never counted as free:
+//! the provider logs a `tracing` warning for it and counts each count it could not read by
+//! this estimate, marked [`Usage::estimated`](super::Usage::estimated):
+//!
+//! - **input tokens**: the size of the request body in bytes. A tokenizer makes fewer tokens
+//!   than the bytes of the text it reads (about four bytes per token for English), and the
+//!   JSON syntax of the request outweighs the few tokens a chat template adds per message, so
+//!   this overestimates;
+//! - **output tokens**: the completion limit sent with the request (`max_tokens`; Anthropic
+//!   always sends one, 4096 by default), since the server cannot bill more than that; without
+//!   one, the size of the answer (text, tool names and arguments) in bytes.
+//!
+//! The estimate is then priced like any call, so the budget gate counts it against the cap
+//! before the next call. It errs towards charging too much, the safe side for a budget. A
+//! provider that is not paid (a server on this machine) counts an unreadable usage as 0,
+//! without a warning.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -106,8 +126,40 @@ impl Pricer {
         self.known
     }
 
-    /// The usage of one call, with its cost (0, flagged by a warning, when unpriced).
-    pub(crate) fn usage(&self, provider: &str, model: &str, input_tokens: u64, output_tokens: u64) -> super::Usage {
+    /// The usage of one call, with its cost (0, flagged by a warning, when unpriced). Counts
+    /// the server did not give in a readable form are estimated for a paid call (see the
+    /// [module docs](self)).
+    pub(crate) fn usage(
+        &self,
+        provider: &str,
+        model: &str,
+        paid: bool,
+        answer: &super::DecodedAnswer,
+        request_bytes: usize,
+        max_tokens: Option<u32>,
+    ) -> super::Usage {
+        let estimated = paid && (answer.input_tokens.is_none() || answer.output_tokens.is_none());
+        let (input_tokens, output_tokens) = if estimated {
+            let answer_bytes = answer.tool_calls.iter().fold(answer.content.len(), |sum, call| {
+                sum.saturating_add(call.name.len()).saturating_add(call.arguments.len())
+            });
+            let input = answer.input_tokens.unwrap_or(request_bytes as u64);
+            let output = answer.output_tokens.unwrap_or_else(|| max_tokens.map_or(answer_bytes as u64, u64::from));
+            tracing::warn!(
+                provider,
+                model,
+                input_tokens_read = answer.input_tokens.is_some(),
+                output_tokens_read = answer.output_tokens.is_some(),
+                estimated_input_tokens = input,
+                estimated_output_tokens = output,
+                "the provider's answer has no readable token usage; this paid call is counted by \
+                 an estimate (request and answer size, or max_tokens) so that the budget still \
+                 counts it"
+            );
+            (input, output)
+        } else {
+            (answer.input_tokens.unwrap_or(0), answer.output_tokens.unwrap_or(0))
+        };
         let cost_usd = match self.table.cost(model, input_tokens, output_tokens) {
             Some(cost) => cost,
             None => {
@@ -123,7 +175,7 @@ impl Pricer {
                 0.0
             }
         };
-        super::Usage { input_tokens, output_tokens, cost_usd }
+        super::Usage { input_tokens, output_tokens, cost_usd, estimated }
     }
 }
 

@@ -231,6 +231,7 @@ pub fn fast_http(timeout: Duration) -> HttpOptions {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..HttpOptions::default()
     }
 }
 
@@ -272,4 +273,61 @@ pub async fn assert_stall_times_out(provider: &dyn Provider, fragment: &str) {
     let err = provider.chat(&request(vec![user("x")], vec![]), &tokens.sink()).await.unwrap_err();
     assert_eq!(err, ProviderError::Timeout { secs: 1 });
     assert_eq!(tokens.all(), vec![fragment]);
+}
+
+pub mod hostile;
+
+/// Collects the messages of `tracing` warnings emitted on this thread while it lives.
+pub struct Capture {
+    warnings: Arc<Mutex<Vec<String>>>,
+    _guard: tracing::dispatcher::DefaultGuard,
+}
+
+impl Capture {
+    pub fn install() -> Self {
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = CaptureSubscriber { warnings: warnings.clone() };
+        let guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber));
+        // A call site first reached while no subscriber listened has cached "never".
+        tracing::callsite::rebuild_interest_cache();
+        Self { warnings, _guard: guard }
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().unwrap().clone()
+    }
+}
+
+struct CaptureSubscriber {
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+struct MessageVisitor(String);
+
+impl tracing::field::Visit for MessageVisitor {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for CaptureSubscriber {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut visitor = MessageVisitor(String::new());
+            event.record(&mut visitor);
+            self.warnings.lock().unwrap().push(visitor.0);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
