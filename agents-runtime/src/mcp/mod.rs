@@ -45,7 +45,7 @@ mod http;
 mod server;
 mod stdio;
 
-pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer, serve_http};
+pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpOptions, HttpServer, serve_http};
 pub use server::McpServer;
 
 use crate::core::Principal;
