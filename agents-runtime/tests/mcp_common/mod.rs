@@ -10,9 +10,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// How long any single read waits before the test fails.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub const PROTOCOL: &str = "2025-11-25";
+pub(crate) const PROTOCOL: &str = "2025-11-25";
 
 enum Framing {
     Chunked { left: usize, done: bool },
@@ -21,20 +21,20 @@ enum Framing {
 }
 
 /// A response whose body is read as it arrives.
-pub struct Exchange {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
+pub(crate) struct Exchange {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
     stream: BufReader<TcpStream>,
     framing: Framing,
     buffered: Vec<u8>,
 }
 
 impl Exchange {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
-    pub fn is_event_stream(&self) -> bool {
+    pub(crate) fn is_event_stream(&self) -> bool {
         self.header("content-type").is_some_and(|v| v.starts_with("text/event-stream"))
     }
 
@@ -87,7 +87,7 @@ impl Exchange {
     }
 
     /// The whole body as text (waits for its end).
-    pub async fn text(mut self) -> String {
+    pub(crate) async fn text(mut self) -> String {
         let mut all = std::mem::take(&mut self.buffered);
         while let Ok(Some(p)) = tokio::time::timeout(READ_TIMEOUT, self.piece()).await {
             all.extend_from_slice(&p);
@@ -97,7 +97,7 @@ impl Exchange {
 
     /// The next server-sent event's `(id, data)`, `None` when the stream ended or nothing came
     /// within `wait`.
-    pub async fn next_event(&mut self, wait: Duration) -> Option<(Option<String>, String)> {
+    pub(crate) async fn next_event(&mut self, wait: Duration) -> Option<(Option<String>, String)> {
         tokio::time::timeout(wait, async {
             loop {
                 if let Some(end) = find_event_end(&self.buffered) {
@@ -124,7 +124,7 @@ impl Exchange {
 
     /// The next JSON-RPC message of a JSON or event-stream body, with the event id it came
     /// under.
-    pub async fn message(&mut self) -> Option<(Option<String>, Value)> {
+    pub(crate) async fn message(&mut self) -> Option<(Option<String>, Value)> {
         if !self.is_event_stream() {
             let mut all = std::mem::take(&mut self.buffered);
             while let Ok(Some(p)) = tokio::time::timeout(READ_TIMEOUT, self.piece()).await {
@@ -153,7 +153,7 @@ fn find_event_end(buf: &[u8]) -> Option<usize> {
 }
 
 /// Sends one request on a new connection and reads the response head.
-pub async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Exchange {
+pub(crate) async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Exchange {
     let stream = TcpStream::connect(addr).await.expect("connect");
     let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n", addr.port());
     for (k, v) in headers {
@@ -191,19 +191,19 @@ pub async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], b
 
 /// One MCP client identity: a bearer token and, once initialized, a session.
 #[derive(Clone)]
-pub struct Client {
-    pub addr: SocketAddr,
-    pub bearer: String,
-    pub session: Option<String>,
+pub(crate) struct Client {
+    pub(crate) addr: SocketAddr,
+    pub(crate) bearer: String,
+    pub(crate) session: Option<String>,
 }
 
 impl Client {
-    pub fn new(addr: SocketAddr, token: &str) -> Self {
+    pub(crate) fn new(addr: SocketAddr, token: &str) -> Self {
         Client { addr, bearer: format!("Bearer {token}"), session: None }
     }
 
     /// The same token and another client's session id.
-    pub fn on_session_of(&self, other: &Client) -> Self {
+    pub(crate) fn on_session_of(&self, other: &Client) -> Self {
         Client { session: other.session.clone(), ..self.clone() }
     }
 
@@ -221,16 +221,16 @@ impl Client {
         h
     }
 
-    pub async fn post(&self, body: &Value) -> Exchange {
+    pub(crate) async fn post(&self, body: &Value) -> Exchange {
         request(self.addr, "POST", &self.headers(&[]), body.to_string().as_bytes()).await
     }
 
-    pub async fn post_raw(&self, body: &[u8]) -> Exchange {
+    pub(crate) async fn post_raw(&self, body: &[u8]) -> Exchange {
         request(self.addr, "POST", &self.headers(&[]), body).await
     }
 
     /// Opens the session's event stream (GET), optionally resuming after `last_event_id`.
-    pub async fn get_stream(&self, last_event_id: Option<&str>) -> Exchange {
+    pub(crate) async fn get_stream(&self, last_event_id: Option<&str>) -> Exchange {
         let mut extra = vec![("Accept", "text/event-stream")];
         if let Some(id) = last_event_id {
             extra.push(("Last-Event-ID", id));
@@ -241,14 +241,14 @@ impl Client {
         request(self.addr, "GET", &h, b"").await
     }
 
-    pub async fn delete(&self) -> Exchange {
+    pub(crate) async fn delete(&self) -> Exchange {
         let mut h = self.headers(&[]);
         h.retain(|(k, _)| *k != "Content-Type");
         request(self.addr, "DELETE", &h, b"").await
     }
 
     /// `initialize` (declaring form elicitation when `elicits`) and `notifications/initialized`.
-    pub async fn initialize(&mut self, elicits: bool) {
+    pub(crate) async fn initialize(&mut self, elicits: bool) {
         let capabilities = if elicits { json!({"elicitation": {"form": {}}}) } else { json!({}) };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}});
@@ -262,20 +262,20 @@ impl Client {
     }
 
     /// Starts `tools/call`; the answer (and any elicitation) arrives on the returned stream.
-    pub async fn call(&self, id: u64, tool: &str, arguments: Value) -> Exchange {
+    pub(crate) async fn call(&self, id: u64, tool: &str, arguments: Value) -> Exchange {
         self.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}))
             .await
     }
 
     /// Answers an elicitation request `id` (accept with `approve`).
-    pub async fn answer(&self, id: &Value, approve: bool) -> Exchange {
+    pub(crate) async fn answer(&self, id: &Value, approve: bool) -> Exchange {
         self.post(&json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"approve": approve}}}))
             .await
     }
 }
 
 /// Reads messages until the server's elicitation request; returns its JSON-RPC id.
-pub async fn elicitation_id(call: &mut Exchange) -> Value {
+pub(crate) async fn elicitation_id(call: &mut Exchange) -> Value {
     loop {
         let (_, m) = call.message().await.expect("an elicitation request");
         if m["method"] == "elicitation/create" {
@@ -285,7 +285,7 @@ pub async fn elicitation_id(call: &mut Exchange) -> Value {
 }
 
 /// Reads messages until the response to request `id`.
-pub async fn response_to(call: &mut Exchange, id: u64) -> Value {
+pub(crate) async fn response_to(call: &mut Exchange, id: u64) -> Value {
     loop {
         let (_, m) = call.message().await.unwrap_or_else(|| panic!("no response to request {id}"));
         if m["id"] == json!(id) && m.get("method").is_none() {
