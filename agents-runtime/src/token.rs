@@ -55,10 +55,12 @@ pub enum TokenError {
     WrongArguments,
 }
 
+/// What the store keeps of one token, compactly: boxed text rather than growable strings, and
+/// the id as its 16 bytes.
 struct Entry {
-    session: String,
-    tool: String,
-    args_mac: String,
+    session: Box<str>,
+    tool: Box<str>,
+    args_mac: Box<str>,
     expires: Instant,
 }
 
@@ -78,7 +80,7 @@ pub struct TokenStore {
 }
 
 struct Entries {
-    map: HashMap<String, Entry>,
+    map: HashMap<[u8; 16], Entry>,
     next_sweep: Instant,
 }
 
@@ -128,19 +130,15 @@ impl TokenStore {
     /// Mints a token for one approved call, valid for `ttl` (the agent's `token_ttl_secs`).
     pub fn mint(&self, session: &str, tool: &str, args_mac: &str, ttl: Duration) -> ConfirmationToken {
         let now = Instant::now();
-        let id = hex::encode(random_bytes::<16>());
+        let raw_id = random_bytes::<16>();
+        let id = hex::encode(raw_id);
         let mac = self.mac(&["token", &id, session, tool, args_mac]);
-        let entry = Entry {
-            session: session.to_owned(),
-            tool: tool.to_owned(),
-            args_mac: args_mac.to_owned(),
-            expires: now + ttl,
-        };
+        let entry = Entry { session: session.into(), tool: tool.into(), args_mac: args_mac.into(), expires: now + ttl };
         let mut entries = self.lock();
         if entries.next_sweep <= now {
             entries.sweep(now);
         }
-        entries.map.insert(id.clone(), entry);
+        entries.map.insert(raw_id, entry);
         ConfirmationToken { id, mac }
     }
 
@@ -169,7 +167,9 @@ impl TokenStore {
         tool: &str,
         args_mac: &str,
     ) -> Result<(), TokenError> {
-        let entry = self.lock().map.remove(&token.id).ok_or(TokenError::Unknown)?;
+        let mut raw_id = [0u8; 16];
+        hex::decode_to_slice(&token.id, &mut raw_id).map_err(|_| TokenError::Unknown)?;
+        let entry = self.lock().map.remove(&raw_id).ok_or(TokenError::Unknown)?;
         let expected = self.mac(&["token", &token.id, &entry.session, &entry.tool, &entry.args_mac]);
         if !constant_time_eq(expected.as_bytes(), token.mac.as_bytes()) {
             return Err(TokenError::Tampered);
@@ -177,10 +177,10 @@ impl TokenStore {
         if Instant::now() >= entry.expires {
             return Err(TokenError::Expired);
         }
-        if entry.session != session {
+        if &*entry.session != session {
             return Err(TokenError::WrongSession);
         }
-        if entry.tool != tool {
+        if &*entry.tool != tool {
             return Err(TokenError::WrongTool);
         }
         if !constant_time_eq(entry.args_mac.as_bytes(), args_mac.as_bytes()) {

@@ -521,10 +521,24 @@ struct Shared<A: Registry> {
 }
 
 impl<A: Registry> Shared<A> {
-    async fn handle(&self, mut req: Request<hyper::body::Incoming>, activity: &Arc<Activity>) -> Response<Body> {
+    /// One request, counted as in progress on its connection from its start until its
+    /// response body is dropped.
+    async fn handle(&self, req: Request<hyper::body::Incoming>, activity: &Arc<Activity>) -> Response<Body> {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        let gone = CancellationToken::new();
+        let (response, stream) = self.route(req, &gone).await;
+        response
+            .map(|inner| Tracked { inner, finished: false, gone, activity: activity.clone(), _stream: stream }.boxed())
+    }
+
+    async fn route(
+        &self,
+        mut req: Request<hyper::body::Incoming>,
+        gone: &CancellationToken,
+    ) -> (Response<Body>, Option<StreamSlot>) {
         let principal = match self.gate.admit(&mut req) {
             Ok(p) => p,
-            Err(resp) => return *resp,
+            Err(resp) => return (*resp, None),
         };
         let method = req.method().clone();
         let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -539,15 +553,14 @@ impl<A: Registry> Shared<A> {
             if let Err(e) = self.runtime.audit_refusal::<A>(&principal, session, reason).await {
                 tracing::error!(error = %e, "the refusal could not be audited");
             }
-            return session_not_found();
+            return (session_not_found(), None);
         }
-        let gone = CancellationToken::new();
         req.extensions_mut().insert(ClientGone(gone.clone()));
         let (parts, body) = req.into_parts();
         let body = if method == Method::POST {
             match strict_body(body, self.gate.max_body_bytes).await {
                 Ok(bytes) => Full::new(bytes).boxed(),
-                Err(resp) => return *resp,
+                Err(resp) => return (*resp, None),
             }
         } else {
             // GET and DELETE carry no body worth reading.
@@ -559,10 +572,8 @@ impl<A: Registry> Shared<A> {
             match self.owners.open_stream(&principal, self.max_streams) {
                 Some(slot) => Some(slot),
                 None => {
-                    return plain(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "too many requests: close one of your open event streams first",
-                    );
+                    let text = "too many requests: close one of your open event streams first";
+                    return (plain(StatusCode::TOO_MANY_REQUESTS, text), None);
                 }
             }
         } else {
@@ -582,9 +593,7 @@ impl<A: Registry> Shared<A> {
             }
         }
         let stream = if is_event_stream(&response) { slot } else { None };
-        activity.in_flight.fetch_add(1, Ordering::Relaxed);
-        response
-            .map(|inner| Tracked { inner, finished: false, gone, activity: activity.clone(), _stream: stream }.boxed())
+        (response, stream)
     }
 }
 
