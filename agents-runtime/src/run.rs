@@ -1608,7 +1608,14 @@ async fn action_call<A: Registry>(
             let mut f = base(AuditStatus::Confirmed, redacted.clone());
             f.reason = Some(format!("approved by the user; token {}", token.id()));
             if ctx.audit(f).await.is_err() {
-                // Neither durable nor final: the owed record says the call did not finish.
+                // The approval is not on record, so nothing runs; the proposal still ends.
+                owed.paid();
+                let _ = ctx
+                    .audit(
+                        base(AuditStatus::Skipped, redacted.clone())
+                            .reason("the approval could not be recorded in the audit log; nothing ran"),
+                    )
+                    .await;
                 return CallOutcome::err("the audit log is unavailable; nothing ran");
             }
             if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, args_hash) {
