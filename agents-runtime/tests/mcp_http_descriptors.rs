@@ -61,7 +61,7 @@ async fn descriptor_exhaustion_does_not_spin_the_accept_loop() {
     let mut stat = std::fs::File::open("/proc/self/stat").unwrap();
 
     let original = getrlimit(Resource::Nofile);
-    let mut low = original.clone();
+    let mut low = original;
     low.current = Some(open_descriptors() + 32);
     setrlimit(Resource::Nofile, low).expect("lowering the soft descriptor limit");
     // Use up every descriptor, then give one to a client: its connection waits in the listen

@@ -105,7 +105,7 @@ impl<A: Registry> McpServer<A> {
         self
     }
 
-    fn parts<'c>(ctx: &'c RequestContext<RoleServer>) -> Option<&'c http::request::Parts> {
+    fn parts(ctx: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
         ctx.extensions.get::<http::request::Parts>()
     }
 
