@@ -78,6 +78,85 @@ pub enum Verdict {
     Reject,
 }
 
+/// Why a pending action ended without a person's decision. The `skipped` record's `reason`
+/// starts with its [`code`](Undecided::code) (`"disconnected: ..."`), so the audit log says what
+/// happened and never records a disconnect, a timeout, a stop or a shutdown as a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Undecided {
+    /// The client through which the person was asked disconnected.
+    Disconnected,
+    /// No answer within the confirmation timeout (the run's, or the client's own).
+    TimedOut,
+    /// The run or session was stopped.
+    Stopped,
+    /// The server shut down.
+    Shutdown,
+    /// The person dismissed the question without deciding.
+    Dismissed,
+    /// The call's caller went away (its future was dropped or its task ended) before the
+    /// call wrote a final record.
+    Abandoned,
+}
+
+impl Undecided {
+    /// Every reason, for readers that match on codes.
+    pub const ALL: [Undecided; 6] = [
+        Undecided::Disconnected,
+        Undecided::TimedOut,
+        Undecided::Stopped,
+        Undecided::Shutdown,
+        Undecided::Dismissed,
+        Undecided::Abandoned,
+    ];
+
+    /// The stable code that starts the record's reason.
+    pub fn code(self) -> &'static str {
+        match self {
+            Undecided::Disconnected => "disconnected",
+            Undecided::TimedOut => "timeout",
+            Undecided::Stopped => "stopped",
+            Undecided::Shutdown => "shutdown",
+            Undecided::Dismissed => "dismissed",
+            Undecided::Abandoned => "abandoned",
+        }
+    }
+
+    fn explanation(self) -> &'static str {
+        match self {
+            Undecided::Disconnected => "the client disconnected before the user decided; nothing ran",
+            Undecided::TimedOut => "no decision within the confirmation timeout; nothing ran",
+            Undecided::Stopped => "the run was stopped before this action ran",
+            Undecided::Shutdown => "the server shut down before the user decided; nothing ran",
+            Undecided::Dismissed => "the user dismissed the question without deciding; nothing ran",
+            Undecided::Abandoned => "the caller went away before this call finished; its outcome is unknown",
+        }
+    }
+
+    /// The record's reason: the code, a colon, and what it means.
+    pub fn reason(self) -> String {
+        format!("{}: {}", self.code(), self.explanation())
+    }
+
+    /// The reason a record's `reason` text names, if it starts with one of the codes.
+    pub fn of_reason(reason: &str) -> Option<Undecided> {
+        let code = reason.split_once(':').map_or(reason, |(c, _)| c);
+        Undecided::ALL.into_iter().find(|u| u.code() == code)
+    }
+}
+
+/// What a [`Confirmer`] learned from the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmAnswer {
+    /// The person decided.
+    Decided(Verdict),
+    /// The question ended without a decision, for this reason (recorded as `skipped`).
+    Undecided(Undecided),
+    /// No answer from this channel: the decision is left to [`Runtime::decide`] or the
+    /// confirmation timeout.
+    NoAnswer,
+}
+
 /// Why a decision was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecisionError {
@@ -259,6 +338,39 @@ struct Inner {
     active: Mutex<HashMap<(String, String), u32>>,
     sessions: Mutex<HashMap<String, SessionState>>,
     decisions: Mutex<HashMap<String, PendingDecision>>,
+    /// Final records written after their call's future was dropped, not yet durable.
+    detached: InFlight,
+}
+
+/// A count of detached record writes and a way to wait until there are none.
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl InFlight {
+    fn enter(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn leave(&self) {
+        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    async fn settled(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -371,6 +483,7 @@ impl RuntimeBuilder {
                 active: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
                 decisions: Mutex::new(HashMap::new()),
+                detached: InFlight::default(),
             }),
         }
     }
@@ -435,6 +548,36 @@ impl Runtime {
         lock(&self.inner.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
     }
 
+    /// Waits until every final record the runtime wrote on its own (for a call whose caller
+    /// went away, or a direct session that was dropped) is stored. A server calls this after
+    /// its sessions have ended, before it reports that it stopped.
+    pub async fn records_settled(&self) {
+        self.inner.detached.settled().await;
+    }
+
+    /// Drops what the runtime keeps for decisions that can no longer be used: expired
+    /// confirmation tokens. Cheap when nothing expired; servers call it on a timer.
+    pub fn purge_expired(&self) -> usize {
+        self.inner.tokens.purge_expired()
+    }
+
+    /// Audits a refused request that reached no run: `denied`, with the principal who sent
+    /// it, the session it named and why (a server's own refusals, e.g. a request on someone
+    /// else's MCP session). Fails closed like every record: the caller refuses anyway.
+    pub(crate) async fn audit_refusal<A: Registry>(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        reason: String,
+    ) -> Result<(), AuditError> {
+        let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+        let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, principal);
+        let mut f = RecordFields::new(AuditStatus::Denied);
+        f.reason = Some(reason);
+        let record = ids.record(f);
+        self.inner.audit.append(record).await.map(drop)
+    }
+
     /// Records a person's decision on a pending action. Accepted only from the user and
     /// organisation the run acts for.
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
@@ -497,6 +640,7 @@ impl Runtime {
             snapshot: OnceLock::new(),
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
+            stop_reason: OnceLock::new(),
             direct: None,
             invoker: nested_invoker(run.clone()),
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
@@ -517,8 +661,28 @@ impl Runtime {
 /// Calls tools of agent `A` for one principal without a model loop (an MCP server, a UI
 /// button): the same availability snapshot, strict parse, interceptors, confirmation and
 /// audit as a run.
+///
+/// Like a run, a direct session writes `run_started` when it opens and `run_finished` when it
+/// is dropped (reason `closed`, or the [`Undecided::code`] it was stopped with).
 pub struct DirectSession<A: Registry> {
     ctx: Arc<RunCtx<A>>,
+    /// The session id is the caller's own (an MCP session's): its state is dropped with it.
+    ephemeral: bool,
+}
+
+impl<A: Registry> Drop for DirectSession<A> {
+    fn drop(&mut self) {
+        let mut f = RecordFields::new(AuditStatus::RunFinished);
+        f.reason = Some(self.ctx.stop_reason.get().map_or("closed", |u| u.code()).to_owned());
+        append_detached(&self.ctx.inner, self.ctx.ids.record(f));
+        if self.ephemeral {
+            let mut sessions = lock(&self.ctx.inner.sessions);
+            let id = self.ctx.ids.session_id.as_str();
+            if sessions.get(id).is_some_and(|s| s.history.is_empty() && s.pending.is_none() && s.approved.is_none()) {
+                sessions.remove(id);
+            }
+        }
+    }
 }
 
 impl<A: Registry> std::fmt::Debug for DirectSession<A> {
@@ -555,6 +719,20 @@ impl<A: Registry> DirectSession<A> {
     /// Subscribes to this session's events.
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
         self.ctx.bus.subscribe()
+    }
+
+    /// Stops the session: an action waiting for a person ends as `skipped` with `why`'s code,
+    /// and later action calls end the same way at once. The first reason given is kept.
+    pub fn stop(&self, why: Undecided) {
+        let _ = self.ctx.stop_reason.set(why);
+        self.ctx.cancel.cancel();
+    }
+
+    /// Drops the session's state in the runtime (its owner binding) when it ends: for session
+    /// ids that are never reused, such as an MCP transport's.
+    pub(crate) fn ephemeral(mut self) -> Self {
+        self.ephemeral = true;
+        self
     }
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
@@ -595,6 +773,7 @@ impl Runtime {
             snapshot: OnceLock::new(),
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
+            stop_reason: OnceLock::new(),
             direct: Some(match confirmer {
                 Some(c) => DirectConfirm::Ask(c),
                 None => DirectConfirm::Unavailable,
@@ -605,7 +784,7 @@ impl Runtime {
         });
         let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
         let _ = ctx.snapshot.set(snapshot);
-        Ok(DirectSession { ctx })
+        Ok(DirectSession { ctx, ephemeral: false })
     }
 }
 
@@ -623,6 +802,9 @@ struct RunCtx<A> {
     awaiting: Mutex<bool>,
     nested: std::sync::atomic::AtomicU64,
     direct: Option<DirectConfirm>,
+    /// Why `cancel` was cancelled, when someone said (a direct session's owner); a plain stop
+    /// otherwise.
+    stop_reason: OnceLock<Undecided>,
     /// What the run's tools call other granted tools through (see [`nested_invoker`]).
     invoker: NestedInvoker,
     /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
@@ -668,10 +850,11 @@ pub struct ConfirmRequest {
     pub description: String,
 }
 
-/// Asks a person (for example through MCP elicitation). `None` means no answer.
+/// Asks a person (for example through MCP elicitation).
 pub trait Confirmer: Send + Sync {
-    /// Asks.
-    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Option<Verdict>>;
+    /// Asks. A channel that fails says why ([`ConfirmAnswer::Undecided`]); only an answer the
+    /// person gave is a [`Verdict`].
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer>;
 }
 
 /// The fields every audit record of one run repeats.
@@ -687,6 +870,33 @@ struct RecordIds {
 }
 
 impl RecordIds {
+    /// A record of this run with the parts that vary.
+    fn record(&self, f: RecordFields) -> AuditRecord {
+        AuditRecord {
+            seq: 0,
+            ts: now_rfc3339(),
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            request_id: self.request_id.clone(),
+            call_id: f.call_id,
+            user_id: self.user_id.clone(),
+            org_id: self.org_id.clone(),
+            role: self.role.clone(),
+            agent: self.agent.clone(),
+            tool: f.tool,
+            tier: f.tier,
+            status: f.status,
+            reason: f.reason,
+            title: f.title,
+            args: f.args,
+            args_hash: f.args_hash,
+            result: f.result,
+            manifest_sha256: self.manifest_sha256.clone(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
     fn new<A: Registry>(run_id: &str, session_id: &str, request_id: &str, principal: &Principal) -> Self {
         RecordIds {
             run_id: run_id.into(),
@@ -889,29 +1099,7 @@ impl<A: Registry> RunCtx<A> {
     /// (it holds no record, so the gate's own future stays small). The sealed record the sink
     /// returns is not needed here: it is dropped where it arrives rather than passed up.
     fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
-        let record = AuditRecord {
-            seq: 0,
-            ts: now_rfc3339(),
-            run_id: self.ids.run_id.clone(),
-            session_id: self.ids.session_id.clone(),
-            request_id: self.ids.request_id.clone(),
-            call_id: f.call_id,
-            user_id: self.ids.user_id.clone(),
-            org_id: self.ids.org_id.clone(),
-            role: self.ids.role.clone(),
-            agent: self.ids.agent.clone(),
-            tool: f.tool,
-            tier: f.tier,
-            status: f.status,
-            reason: f.reason,
-            title: f.title,
-            args: f.args,
-            args_hash: f.args_hash,
-            result: f.result,
-            manifest_sha256: self.ids.manifest_sha256.clone(),
-            prev_hash: String::new(),
-            hash: String::new(),
-        };
+        let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.
         let answer = self.inner.audit.append(record).outcome_now();
@@ -1220,9 +1408,11 @@ fn gate_call<'a, A: Registry>(
                 if proposed.await.is_err() {
                     return CallOutcome::err("the audit log is unavailable; nothing ran");
                 }
+                let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
                 // A read call's records carry its own id (only an approved action's differ).
                 let cx = ctx.call_context(spec, shared_call_id.clone());
                 let result = run(&cx, typed).await;
+                owed.paid();
                 finish_call(Checked { ctx, call, spec, base, redacted }, result).await
             }
             Handler::Action(run) => {
@@ -1300,7 +1490,8 @@ async fn action_call<A: Registry>(
                     "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                 ));
             }
-            return execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed).await;
+            let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
+            return execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, owed).await;
         }
         if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -1337,6 +1528,8 @@ async fn action_call<A: Registry>(
     if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
+    // From here the proposal owes exactly one final record, whatever happens to this future.
+    let owed = FinalOwed::new(ctx, base(AuditStatus::Skipped, redacted.clone()));
     // A direct session asks through its confirmer (e.g. MCP elicitation); the same
     // registration also accepts `Runtime::decide`, whichever answers first.
     let asked = match &ctx.direct {
@@ -1369,51 +1562,64 @@ async fn action_call<A: Registry>(
     let decision = async move {
         // A confirmer without an answer leaves the decision to `decide` or the timeout.
         let from_confirmer = async move {
-            if let Some(f) = asked
-                && let Some(v) = f.await
-            {
-                return Some(v);
+            if let Some(f) = asked {
+                match f.await {
+                    ConfirmAnswer::Decided(v) => return Ok(v),
+                    ConfirmAnswer::Undecided(why) => return Err(why),
+                    ConfirmAnswer::NoAnswer => {}
+                }
             }
             std::future::pending().await
         };
-        first_of(from_confirmer, async move { rx.await.ok() }).await
+        // The sender goes only with the registration, which lives as long as this wait.
+        first_of(from_confirmer, async move { rx.await.map_err(|_| Undecided::Stopped) }).await
     };
-    let verdict = match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
-        Some(Ok(v)) => v,
+    let answer = match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
+        Some(Ok(answer)) => answer,
         Some(Err(_)) => {
-            let mut f = base(AuditStatus::Skipped, redacted.clone());
-            f.reason = Some("no decision within the confirmation timeout; the run was cancelled".into());
-            let _ = ctx.audit(f).await;
+            owed.paid();
+            let _ = ctx.audit(base(AuditStatus::Skipped, redacted.clone()).reason(Undecided::TimedOut.reason())).await;
             ctx.emit_result(call.id, spec.name, "skipped", None);
             ctx.cancel.cancel();
             return CallOutcome::err("The user did not confirm in time. The action did not run.");
         }
-        None => None,
+        None => Err(ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped)),
     };
-    match verdict {
-        None => {
-            let _ = ctx
-                .audit(
-                    base(AuditStatus::Skipped, redacted.clone()).reason("the run was stopped before this action ran"),
-                )
-                .await;
+    match answer {
+        Err(why) => {
+            owed.paid();
+            let _ = ctx.audit(base(AuditStatus::Skipped, redacted.clone()).reason(why.reason())).await;
             ctx.emit_result(call.id, spec.name, "skipped", None);
-            CallOutcome::err("The run was cancelled before this action ran.")
+            CallOutcome::err(match why {
+                Undecided::Stopped | Undecided::Shutdown => "The run was cancelled before this action ran.",
+                Undecided::TimedOut => "The user did not confirm in time. The action did not run.",
+                _ => "The user's confirmation did not arrive, so the action did not run. Do not retry it unasked.",
+            })
         }
-        Some(Verdict::Reject) => {
+        Ok(Verdict::Reject) => {
+            owed.paid();
             let _ = ctx.audit(base(AuditStatus::Rejected, redacted.clone()).reason("the user declined")).await;
             ctx.emit_result(call.id, spec.name, "rejected", None);
             CallOutcome::err(REJECTED_MESSAGE)
         }
-        Some(Verdict::Approve) => {
+        Ok(Verdict::Approve) => {
             // The token is minted for what the person saw and redeemed for what will run.
             let token = ctx.inner.tokens.mint(ctx.ids.session_id.as_str(), spec.name, args_hash, ctx.token_ttl());
             let mut f = base(AuditStatus::Confirmed, redacted.clone());
             f.reason = Some(format!("approved by the user; token {}", token.id()));
             if ctx.audit(f).await.is_err() {
+                // The approval is not on record, so nothing runs; the proposal still ends.
+                owed.paid();
+                let _ = ctx
+                    .audit(
+                        base(AuditStatus::Skipped, redacted.clone())
+                            .reason("the approval could not be recorded in the audit log; nothing ran"),
+                    )
+                    .await;
                 return CallOutcome::err("the audit log is unavailable; nothing ran");
             }
             if let Err(e) = ctx.inner.tokens.redeem(&token, ctx.ids.session_id.as_str(), spec.name, args_hash) {
+                owed.paid();
                 let _ = ctx
                     .audit(
                         base(AuditStatus::Denied, redacted.clone()).reason(format!("confirmation token refused: {e}")),
@@ -1421,8 +1627,84 @@ async fn action_call<A: Registry>(
                     .await;
                 return CallOutcome::err(format!("{e}; nothing ran"));
             }
-            execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed).await
+            execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, owed).await
         }
+    }
+}
+
+/// The final record a call owes once its `proposed` record is durable (or, for an approved
+/// action, once it is about to run). Dropped while still owed (the call's future was dropped,
+/// its task aborted, its tool panicked, or a record write failed), it writes that record on
+/// its own: the status it was made with, and the reason the run was stopped for or
+/// [`Undecided::Abandoned`]. [`FinalOwed::paid`] is called right before the call hands its own
+/// final record to the sink.
+struct FinalOwed<'a, A: Registry> {
+    ctx: &'a Arc<RunCtx<A>>,
+    record: Option<RecordFields>,
+}
+
+impl<'a, A: Registry> FinalOwed<'a, A> {
+    fn new(ctx: &'a Arc<RunCtx<A>>, record: RecordFields) -> Self {
+        FinalOwed { ctx, record: Some(record) }
+    }
+
+    /// From now on the outcome is unknown if the call goes away: a `failed` record is owed.
+    fn running(&mut self) {
+        if let Some(r) = &mut self.record {
+            r.status = AuditStatus::Failed;
+        }
+    }
+
+    fn paid(mut self) {
+        self.record = None;
+    }
+}
+
+impl<A: Registry> Drop for FinalOwed<'_, A> {
+    fn drop(&mut self) {
+        if let Some(mut f) = self.record.take() {
+            let why = self.ctx.stop_reason.get().copied().unwrap_or(Undecided::Abandoned);
+            f.reason = Some(why.reason());
+            tracing::warn!(run_id = %self.ctx.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
+            append_detached(&self.ctx.inner, self.ctx.ids.record(f));
+        }
+    }
+}
+
+/// Writes a record nobody waits for. On a tokio runtime it is written by a task the runtime
+/// counts (see [`Runtime::records_settled`]); without one, or if that task never runs, the
+/// sink is polled once here, which hands the record to a sink that writes on its own thread.
+fn append_detached(inner: &Arc<Inner>, record: AuditRecord) {
+    struct Detached {
+        inner: Arc<Inner>,
+        record: Option<AuditRecord>,
+    }
+    impl Drop for Detached {
+        fn drop(&mut self) {
+            if let Some(record) = self.record.take() {
+                let mut append = std::pin::pin!(self.inner.audit.append(record));
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                if append.as_mut().poll(&mut cx).is_pending() {
+                    tracing::error!("a final audit record was handed to a sink that did not finish it at once");
+                }
+            }
+            self.inner.detached.leave();
+        }
+    }
+    inner.detached.enter();
+    let mut write = Detached { inner: inner.clone(), record: Some(record) };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(async move {
+                if let Some(record) = write.record.take()
+                    && let Err(e) = write.inner.audit.append(record).await
+                {
+                    tracing::error!(error = %e, "a final audit record could not be written");
+                }
+                drop(write);
+            });
+        }
+        Err(_) => drop(write),
     }
 }
 
@@ -1448,10 +1730,12 @@ async fn execute_approved<A: Registry>(
     checked: Checked<'_, A, impl RecordOf>,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
+    mut owed: FinalOwed<'_, A>,
 ) -> CallOutcome {
     let Checked { ctx, call, spec, base, redacted } = checked;
     // Defence in depth: the permission is checked again after the wait.
     if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
+        owed.paid();
         let _ =
             ctx.audit(base(AuditStatus::Failed, redacted).reason(format!(
                 "permission `{}` is no longer held by role `{}`",
@@ -1461,7 +1745,9 @@ async fn execute_approved<A: Registry>(
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
     }
     let cx = ctx.call_context(spec, call.id.into());
+    owed.running();
     let result = run(&cx, typed, crate::__private::approval()).await;
+    owed.paid();
     finish_call(Checked { ctx, call, spec, base, redacted }, result).await
 }
 

@@ -55,19 +55,33 @@ pub enum TokenError {
     WrongArguments,
 }
 
+/// What the store keeps of one token, compactly: boxed text rather than growable strings, and
+/// the id as its 16 bytes.
 struct Entry {
-    session: String,
-    tool: String,
-    args_mac: String,
+    session: Box<str>,
+    tool: Box<str>,
+    args_mac: Box<str>,
     expires: Instant,
 }
 
+/// How often minting sweeps expired tokens out, at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
 /// Mints and redeems tokens with a server key.
+///
+/// Memory is bounded by the tokens minted within one token lifetime plus [`SWEEP_EVERY`]:
+/// minting sweeps expired tokens out when a sweep is due, and a server's timer calls
+/// [`TokenStore::purge_expired`] (see [`Runtime::purge_expired`](crate::Runtime::purge_expired)).
 pub struct TokenStore {
     /// HMAC-SHA-256 already keyed with the server key (cloned per MAC: the key schedule is
     /// done once).
     keyed: HmacSha256,
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<Entries>,
+}
+
+struct Entries {
+    map: HashMap<[u8; 16], Entry>,
+    next_sweep: Instant,
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -95,7 +109,7 @@ impl TokenStore {
     pub fn new(key: [u8; 32]) -> Self {
         TokenStore {
             keyed: HmacSha256::new_from_slice(&key).expect("HMAC takes any key length"),
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Entries { map: HashMap::new(), next_sweep: Instant::now() + SWEEP_EVERY }),
         }
     }
 
@@ -115,16 +129,33 @@ impl TokenStore {
 
     /// Mints a token for one approved call, valid for `ttl` (the agent's `token_ttl_secs`).
     pub fn mint(&self, session: &str, tool: &str, args_mac: &str, ttl: Duration) -> ConfirmationToken {
-        let id = hex::encode(random_bytes::<16>());
+        let now = Instant::now();
+        let raw_id = random_bytes::<16>();
+        let id = hex::encode(raw_id);
         let mac = self.mac(&["token", &id, session, tool, args_mac]);
-        let entry = Entry {
-            session: session.to_owned(),
-            tool: tool.to_owned(),
-            args_mac: args_mac.to_owned(),
-            expires: Instant::now() + ttl,
-        };
-        self.lock().insert(id.clone(), entry);
+        let entry = Entry { session: session.into(), tool: tool.into(), args_mac: args_mac.into(), expires: now + ttl };
+        let mut entries = self.lock();
+        if entries.next_sweep <= now {
+            entries.sweep(now);
+        }
+        entries.map.insert(raw_id, entry);
         ConfirmationToken { id, mac }
+    }
+
+    /// Drops every expired token (expired tokens can only be refused anyway) and gives back
+    /// the memory they held. Returns how many were dropped.
+    pub fn purge_expired(&self) -> usize {
+        self.lock().sweep(Instant::now())
+    }
+
+    /// Tokens held (minted, not yet redeemed or purged).
+    pub fn len(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    /// Whether no token is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Redeems a token for a call. Any presentation uses the token up, so a refused token
@@ -136,7 +167,9 @@ impl TokenStore {
         tool: &str,
         args_mac: &str,
     ) -> Result<(), TokenError> {
-        let entry = self.lock().remove(&token.id).ok_or(TokenError::Unknown)?;
+        let mut raw_id = [0u8; 16];
+        hex::decode_to_slice(&token.id, &mut raw_id).map_err(|_| TokenError::Unknown)?;
+        let entry = self.lock().map.remove(&raw_id).ok_or(TokenError::Unknown)?;
         let expected = self.mac(&["token", &token.id, &entry.session, &entry.tool, &entry.args_mac]);
         if !constant_time_eq(expected.as_bytes(), token.mac.as_bytes()) {
             return Err(TokenError::Tampered);
@@ -144,10 +177,10 @@ impl TokenStore {
         if Instant::now() >= entry.expires {
             return Err(TokenError::Expired);
         }
-        if entry.session != session {
+        if &*entry.session != session {
             return Err(TokenError::WrongSession);
         }
-        if entry.tool != tool {
+        if &*entry.tool != tool {
             return Err(TokenError::WrongTool);
         }
         if !constant_time_eq(entry.args_mac.as_bytes(), args_mac.as_bytes()) {
@@ -156,7 +189,7 @@ impl TokenStore {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -165,6 +198,19 @@ impl TokenStore {
         let mut t = token.clone();
         t.mac.replace_range(0..1, if t.mac.starts_with('0') { "1" } else { "0" });
         t
+    }
+}
+
+impl Entries {
+    fn sweep(&mut self, now: Instant) -> usize {
+        let before = self.map.len();
+        self.map.retain(|_, e| e.expires > now);
+        // A burst that expired leaves its table behind unless it is given back.
+        if self.map.capacity() > 64 && self.map.len() < self.map.capacity() / 4 {
+            self.map.shrink_to_fit();
+        }
+        self.next_sweep = now + SWEEP_EVERY;
+        before - self.map.len()
     }
 }
 
@@ -220,6 +266,33 @@ mod tests {
         let t = s.mint("s", "t", &m, TTL);
         tokio::time::advance(Duration::from_secs(179)).await;
         assert_eq!(s.redeem(&t, "s", "t", &m), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_tokens_are_purged_and_live_ones_kept() {
+        let s = store();
+        let m = s.args_mac(&json!({}));
+        let short: Vec<_> = (0..1000).map(|_| s.mint("s", "t", &m, Duration::from_secs(5))).collect();
+        let long = s.mint("s", "t", &m, TTL);
+        assert_eq!(s.len(), 1001);
+        assert_eq!(s.purge_expired(), 0, "nothing expired yet");
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(s.purge_expired(), 1000);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.redeem(&short[0], "s", "t", &m), Err(TokenError::Unknown), "purged: as good as used");
+        assert_eq!(s.redeem(&long, "s", "t", &m), Ok(()), "a live token survives the purge");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn minting_sweeps_when_a_sweep_is_due() {
+        let s = store();
+        let m = s.args_mac(&json!({}));
+        for _ in 0..100 {
+            s.mint("s", "t", &m, Duration::from_secs(1));
+        }
+        tokio::time::advance(SWEEP_EVERY).await;
+        s.mint("s", "t", &m, Duration::from_secs(1));
+        assert_eq!(s.len(), 1, "the hundred expired tokens went with the next mint");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

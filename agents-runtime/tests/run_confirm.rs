@@ -255,7 +255,10 @@ async fn a_failed_confirmed_write_stops_the_approved_action() {
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("audit-confirm"), 0, "an approval that could not be recorded runs nothing");
-    assert_eq!(call_statuses(&audit.inner, &call_id), vec![AuditStatus::Proposed]);
+    // The proposal still ends, and says why.
+    assert_eq!(call_statuses(&audit.inner, &call_id), vec![AuditStatus::Proposed, AuditStatus::Skipped]);
+    let skipped = &with_status(&audit.inner, AuditStatus::Skipped)[0];
+    assert!(skipped.reason.as_deref().unwrap().contains("approval could not be recorded"), "{skipped:?}");
     let told = tool_messages(&provider.requests()[1]);
     assert!(told[0].2 && told[0].1.contains("audit log is unavailable"), "{told:?}");
 }

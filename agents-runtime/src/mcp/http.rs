@@ -1,25 +1,137 @@
-//! Streamable HTTP: `Origin` allowlist, bearer tokens mapped to principals, a body limit, in
-//! front of rmcp's streamable HTTP service.
+//! Streamable HTTP: `Origin` allowlist, bearer tokens mapped to principals, sessions bound to
+//! the principal that opened them, strict JSON, and connection limits, in front of rmcp's
+//! streamable HTTP service.
+//!
+//! rmcp's service does the protocol; everything a hostile client could use is decided here,
+//! before a request reaches it:
+//!
+//! - every request names its principal through a bearer token (scheme matched without regard
+//!   to case, RFC 7235); the token is never forwarded;
+//! - a request that names an MCP session (`Mcp-Session-Id`) is forwarded only when it comes from
+//!   the principal that opened that session. POST (tool calls, and the JSON-RPC responses that
+//!   answer an elicitation), GET (the event stream, with or without `Last-Event-ID`) and
+//!   DELETE from anyone else get the same 404 as an unknown session, change nothing, and are
+//!   audited as `denied`;
+//! - a POST body with duplicate keys or integers beyond 2^53 is refused with the JSON-RPC
+//!   error the stdio transport answers (`-32600`), before rmcp parses it (its parse would
+//!   keep the last duplicate silently);
+//! - limits ([`HttpLimits`]) bound connections, the time to send headers, idle connections,
+//!   open event streams per principal, and back off when `accept` fails (descriptors
+//!   exhausted) instead of spinning;
+//! - a timer purges the records of ended sessions and expired confirmation tokens.
 
+use super::server::ClientGone;
 use super::{McpError, McpOptions, McpServer};
 use crate::core::Principal;
 use crate::run::Runtime;
 use crate::tool::Registry;
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper_util::rt::TokioIo;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// The largest request body accepted by default (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The MCP session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Limits of the HTTP server. Every default is safe for a server reachable by untrusted
+/// clients; raise them for known load.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Connections served at once; further clients wait in the listen queue until one ends.
+    pub max_connections: usize,
+    /// Time a client has to send a request's complete headers; slower clients are cut off.
+    pub header_read_timeout: Duration,
+    /// Time a connection may stay open between requests.
+    pub keep_alive_timeout: Duration,
+    /// Time a connection with a request in progress may go without a byte either way. Must be
+    /// longer than `sse_keep_alive`, which keeps quiet event streams alive.
+    pub idle_timeout: Duration,
+    /// Interval of the keep-alive comments on event streams.
+    pub sse_keep_alive: Duration,
+    /// Event streams (GET, including a resume with `Last-Event-ID`) one principal may hold
+    /// open at once; more get 429.
+    pub max_sse_streams_per_principal: usize,
+    /// An MCP session with no request for this long is closed.
+    pub session_idle_timeout: Duration,
+    /// First wait after `accept` fails (out of descriptors, ...); doubled on each failure in
+    /// a row up to `accept_backoff_max`, reset by a success.
+    pub accept_backoff_min: Duration,
+    /// Longest wait after `accept` fails.
+    pub accept_backoff_max: Duration,
+    /// How often ended sessions and expired tokens are purged.
+    pub purge_interval: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            sse_keep_alive: Duration::from_secs(15),
+            max_sse_streams_per_principal: 16,
+            session_idle_timeout: Duration::from_secs(300),
+            accept_backoff_min: Duration::from_millis(5),
+            accept_backoff_max: Duration::from_secs(1),
+            purge_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl HttpLimits {
+    fn check(&self) -> Result<(), McpError> {
+        let zero = |name: &str| Err(McpError::Options(format!("limits.{name} must be above zero")));
+        if self.max_connections == 0 {
+            return zero("max_connections");
+        }
+        if self.max_sse_streams_per_principal == 0 {
+            return zero("max_sse_streams_per_principal");
+        }
+        for (name, d) in [
+            ("header_read_timeout", self.header_read_timeout),
+            ("keep_alive_timeout", self.keep_alive_timeout),
+            ("idle_timeout", self.idle_timeout),
+            ("sse_keep_alive", self.sse_keep_alive),
+            ("session_idle_timeout", self.session_idle_timeout),
+            ("accept_backoff_min", self.accept_backoff_min),
+            ("purge_interval", self.purge_interval),
+        ] {
+            if d.is_zero() {
+                return zero(name);
+            }
+        }
+        if self.idle_timeout <= self.sse_keep_alive {
+            return Err(McpError::Options(
+                "limits.idle_timeout must be longer than limits.sse_keep_alive, or quiet event streams are cut".into(),
+            ));
+        }
+        if self.accept_backoff_max < self.accept_backoff_min {
+            return Err(McpError::Options("limits.accept_backoff_max must be at least accept_backoff_min".into()));
+        }
+        Ok(())
+    }
+}
 
 /// Options of the streamable HTTP transport.
 #[derive(Clone)]
@@ -39,6 +151,8 @@ pub struct HttpOptions {
     pub bearer_tokens: HashMap<String, Principal>,
     /// Requests with a larger body get 413.
     pub max_body_bytes: usize,
+    /// Connection, stream and session limits.
+    pub limits: HttpLimits,
     /// Options shared with stdio (the session id is ignored: every MCP session gets its own).
     pub mcp: McpOptions,
 }
@@ -52,6 +166,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("bearer_tokens", &format_args!("<{} tokens>", self.bearer_tokens.len()))
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +180,7 @@ impl Default for HttpOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             bearer_tokens: HashMap::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            limits: HttpLimits::default(),
             mcp: McpOptions::default(),
         }
     }
@@ -76,6 +192,9 @@ pub struct HttpServer {
     addr: SocketAddr,
     cancel: CancellationToken,
     join: JoinHandle<()>,
+    sessions: Arc<SessionOwners>,
+    runtime: Runtime,
+    live: TaskTracker,
 }
 
 impl HttpServer {
@@ -84,18 +203,75 @@ impl HttpServer {
         self.addr
     }
 
-    /// Stops accepting connections and ends open MCP sessions.
+    /// Stops accepting connections and ends open MCP sessions: an action waiting for a
+    /// person ends as `skipped` with reason `shutdown`.
     pub fn shutdown(&self) {
         self.cancel.cancel();
     }
 
-    /// Waits until the server stops (after [`HttpServer::shutdown`]).
+    /// MCP sessions the server currently knows (opened and not yet purged).
+    pub fn session_count(&self) -> usize {
+        lock(&self.sessions.owners).len()
+    }
+
+    /// Waits until the server stops (after [`HttpServer::shutdown`]): the accept loop, every
+    /// MCP session and its calls, and every final audit record they owe.
     pub async fn wait(self) {
         let _ = self.join.await;
+        self.live.close();
+        self.live.wait().await;
+        self.runtime.records_settled().await;
     }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Which principal opened each MCP session, and how many event streams each principal holds.
+#[derive(Debug, Default)]
+struct SessionOwners {
+    owners: Mutex<HashMap<String, Principal>>,
+    streams: Mutex<HashMap<(String, String), usize>>,
+}
+
+impl SessionOwners {
+    fn owned_by(&self, session: &str, principal: &Principal) -> bool {
+        lock(&self.owners).get(session).is_some_and(|owner| owner == principal)
+    }
+
+    /// Takes one event-stream slot of `principal`, if one is free.
+    fn open_stream(self: &Arc<Self>, principal: &Principal, max: usize) -> Option<StreamSlot> {
+        let key = (principal.org_id.clone(), principal.user_id.clone());
+        let mut streams = lock(&self.streams);
+        let n = streams.entry(key.clone()).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(StreamSlot { owners: self.clone(), key })
+    }
+}
+
+/// One open event stream, counted against its principal until dropped.
+struct StreamSlot {
+    owners: Arc<SessionOwners>,
+    key: (String, String),
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut streams = lock(&self.owners.streams);
+        if let Some(n) = streams.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                streams.remove(&self.key);
+            }
+        }
+    }
+}
 
 struct Gate {
     path: String,
@@ -111,6 +287,20 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
     r
 }
 
+/// What every request on a session that is not the caller's gets: the answer rmcp gives for a
+/// session that does not exist, so a refusal does not confirm that the session exists.
+fn session_not_found() -> Response<Body> {
+    plain(StatusCode::NOT_FOUND, "Not Found: Session not found")
+}
+
+fn json_rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: String) -> Response<Body> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
 /// Compares in time independent of where the first difference is.
 fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -123,9 +313,16 @@ fn normalize_origin(o: &str) -> String {
     o.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
+/// The credentials of an `Authorization: Bearer <token>` header; the scheme is matched
+/// without regard to case (RFC 7235 §2.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
 impl Gate {
-    /// The checks before rmcp sees a request. `Err` is the response to send.
-    fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Box<Response<Body>>> {
+    /// The checks before anything else sees a request. `Err` is the response to send.
+    fn admit<B>(&self, req: &mut Request<B>) -> Result<Principal, Box<Response<Body>>> {
         if req.uri().path() != self.path {
             return Err(Box::new(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is elsewhere")));
         }
@@ -140,8 +337,8 @@ impl Gate {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(|t| t.trim().as_bytes().to_vec());
+            .and_then(bearer_token)
+            .map(|t| t.as_bytes().to_vec());
         // Never forwarded: rmcp, the handler and the tools do not see the token.
         req.headers_mut().remove(header::AUTHORIZATION);
         let principal = token.and_then(|t| {
@@ -161,13 +358,242 @@ impl Gate {
         let declared =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return Err(Box::new(too_large()));
+        }
+        req.extensions_mut().insert(principal.clone());
+        Ok(principal)
+    }
+}
+
+fn too_large() -> Response<Body> {
+    plain(StatusCode::PAYLOAD_TOO_LARGE, "payload too large: the request body exceeds the server's limit")
+}
+
+/// Reads a POST body within the limit and applies the strict JSON rules.
+async fn strict_body<B>(body: B, max: usize) -> Result<Bytes, Box<Response<Body>>>
+where
+    B: HttpBody<Data = Bytes>,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(Box::new(too_large())),
+        Err(e) => {
             return Err(Box::new(plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload too large: the request body exceeds the server's limit",
+                StatusCode::BAD_REQUEST,
+                &format!("bad request: the body could not be read: {e}"),
             )));
         }
-        req.extensions_mut().insert(principal);
-        Ok(())
+    };
+    if let Some((id, message)) = super::stdio::strict_refusal(&bytes) {
+        tracing::debug!(%message, "request body refused by the strict parse");
+        return Err(Box::new(json_rpc_error(StatusCode::BAD_REQUEST, id, super::stdio::INVALID_REQUEST, message)));
+    }
+    Ok(bytes)
+}
+
+/// A connection's last activity and whether a request is in progress on it.
+struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity { start: Instant::now(), last_ms: AtomicU64::new(0), in_flight: AtomicUsize::new(0) }
+    }
+
+    fn touch(&self) {
+        self.last_ms.store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn quiet_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.start.elapsed().saturating_sub(last)
+    }
+
+    /// Resolves when the connection has been quiet too long: `keep_alive` between requests,
+    /// `idle` while one is in progress.
+    async fn expired(&self, keep_alive: Duration, idle: Duration) {
+        loop {
+            let limit = if self.in_flight.load(Ordering::Relaxed) > 0 { idle } else { keep_alive };
+            let quiet = self.quiet_for();
+            if quiet >= limit {
+                return;
+            }
+            tokio::time::sleep(limit - quiet).await;
+        }
+    }
+}
+
+/// A socket that notes every byte read or written in its connection's [`Activity`].
+struct Watched<S> {
+    io: S,
+    activity: Arc<Activity>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A response body that tells, when it is dropped, that its request is over: a body dropped
+/// before its end means the client went away ([`ClientGone`]); an event stream gives back its
+/// slot.
+struct Tracked {
+    inner: Body,
+    finished: bool,
+    gone: CancellationToken,
+    activity: Arc<Activity>,
+    _stream: Option<StreamSlot>,
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(r, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.finished = true;
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if !self.finished && !self.inner.is_end_stream() {
+            self.gone.cancel();
+        }
+        self.activity.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.activity.touch();
+    }
+}
+
+fn is_event_stream(r: &Response<Body>) -> bool {
+    r.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// What one request needs from the server.
+struct Shared<A: Registry> {
+    gate: Gate,
+    service: StreamableHttpService<McpServer<A>, LocalSessionManager>,
+    owners: Arc<SessionOwners>,
+    runtime: Runtime,
+    max_streams: usize,
+}
+
+impl<A: Registry> Shared<A> {
+    /// One request, counted as in progress on its connection from its start until its
+    /// response body is dropped.
+    async fn handle(&self, req: Request<hyper::body::Incoming>, activity: &Arc<Activity>) -> Response<Body> {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        let gone = CancellationToken::new();
+        let (response, stream) = self.route(req, &gone).await;
+        response
+            .map(|inner| Tracked { inner, finished: false, gone, activity: activity.clone(), _stream: stream }.boxed())
+    }
+
+    async fn route(
+        &self,
+        mut req: Request<hyper::body::Incoming>,
+        gone: &CancellationToken,
+    ) -> (Response<Body>, Option<StreamSlot>) {
+        let principal = match self.gate.admit(&mut req) {
+            Ok(p) => p,
+            Err(resp) => return (*resp, None),
+        };
+        let method = req.method().clone();
+        let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        if let Some(session) = &session
+            && !self.owners.owned_by(session, &principal)
+        {
+            // Someone else's session, or none: the same answer either way, and nothing changes.
+            tracing::warn!(user = %principal.user_id, %method, "request on an MCP session the caller does not own refused");
+            let reason = format!(
+                "{method} request on MCP session `{session}`, which this principal did not open; refused with 404"
+            );
+            if let Err(e) = self.runtime.audit_refusal::<A>(&principal, session, reason).await {
+                tracing::error!(error = %e, "the refusal could not be audited");
+            }
+            return (session_not_found(), None);
+        }
+        req.extensions_mut().insert(ClientGone(gone.clone()));
+        let (parts, body) = req.into_parts();
+        let body = if method == Method::POST {
+            match strict_body(body, self.gate.max_body_bytes).await {
+                Ok(bytes) => Full::new(bytes).boxed(),
+                Err(resp) => return (*resp, None),
+            }
+        } else {
+            // GET and DELETE carry no body worth reading.
+            Full::new(Bytes::new()).boxed()
+        };
+        // Checked before the request runs, so a refused stream changes nothing. A POST's stream
+        // ends with its call and is not limited here.
+        let slot = if method == Method::GET {
+            match self.owners.open_stream(&principal, self.max_streams) {
+                Some(slot) => Some(slot),
+                None => {
+                    let text = "too many requests: close one of your open event streams first";
+                    return (plain(StatusCode::TOO_MANY_REQUESTS, text), None);
+                }
+            }
+        } else {
+            None
+        };
+        let response = self.service.handle(Request::from_parts(parts, body)).await;
+        if response.status().is_success() {
+            match (&session, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
+                // A new session: it belongs to whoever opened it.
+                (None, Some(created)) => {
+                    lock(&self.owners.owners).insert(created.to_owned(), principal.clone());
+                }
+                (Some(ended), _) if method == Method::DELETE => {
+                    lock(&self.owners.owners).remove(ended);
+                }
+                _ => {}
+            }
+        }
+        let stream = if is_event_stream(&response) { slot } else { None };
+        (response, stream)
     }
 }
 
@@ -179,14 +605,16 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> 
             "no bearer tokens configured: every request would get 401; map at least one token to a principal".into(),
         ));
     }
-    if options.bearer_tokens.keys().any(|t| t.trim().is_empty() || t.trim() != t) {
+    if options.bearer_tokens.keys().any(|t| t.trim().is_empty() || t.trim() != t || t.contains(char::is_whitespace)) {
         return Err(McpError::Options(
-            "a bearer token is empty or has surrounding whitespace; use non-empty tokens without spaces".into(),
+            "a bearer token is empty or contains whitespace; use non-empty tokens without spaces".into(),
         ));
     }
     if options.max_body_bytes == 0 {
         return Err(McpError::Options("max_body_bytes must be at least 1".into()));
     }
+    options.limits.check()?;
+    let limits = options.limits.clone();
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await
         .map_err(|source| McpError::Bind { addr: options.bind, source })?;
@@ -195,50 +623,89 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> 
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(options.max_body_bytes)
+        .with_sse_keep_alive(Some(limits.sse_keep_alive))
         .with_cancellation_token(cancel.child_token());
     let mut mcp_options = options.mcp.clone();
     mcp_options.session_id = None;
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.session_idle_timeout);
+    let manager = Arc::new(manager);
+    let live = TaskTracker::new();
     let rt = runtime.clone();
+    let (shutdown, tracker) = (cancel.clone(), live.clone());
     let service: StreamableHttpService<McpServer<A>, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(McpServer::<A>::new(rt.clone(), None, mcp_options.clone())),
-        Arc::new(LocalSessionManager::default()),
+        move || {
+            Ok(McpServer::<A>::new(rt.clone(), None, mcp_options.clone()).served_by(shutdown.clone(), tracker.token()))
+        },
+        manager.clone(),
         config,
     );
-    let gate = Arc::new(Gate {
-        path: options.path.clone(),
-        allowed_origins: options.allowed_origins.clone(),
-        tokens: options.bearer_tokens.iter().map(|(t, p)| (t.as_bytes().to_vec(), p.clone())).collect(),
-        max_body_bytes: options.max_body_bytes,
+    let owners = Arc::new(SessionOwners::default());
+    let shared = Arc::new(Shared::<A> {
+        gate: Gate {
+            path: options.path.clone(),
+            allowed_origins: options.allowed_origins.clone(),
+            tokens: options.bearer_tokens.iter().map(|(t, p)| (t.as_bytes().to_vec(), p.clone())).collect(),
+            max_body_bytes: options.max_body_bytes,
+        },
+        service,
+        owners: owners.clone(),
+        runtime: runtime.clone(),
+        max_streams: limits.max_sse_streams_per_principal,
     });
+    live.spawn(purge_loop(owners.clone(), manager, runtime.clone(), limits.purge_interval, cancel.clone()));
     let stop = cancel.clone();
+    let connections = live.clone();
     let join = tokio::spawn(async move {
+        let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        let mut backoff = limits.accept_backoff_min;
         loop {
+            // A free slot first: at the limit, clients wait in the listen queue.
+            let permit = tokio::select! {
+                p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                _ = stop.cancelled() => break,
+            };
             let accepted = tokio::select! {
                 a = listener.accept() => a,
                 _ = stop.cancelled() => break,
             };
             let (stream, peer) = match accepted {
-                Ok(x) => x,
+                Ok(x) => {
+                    backoff = limits.accept_backoff_min;
+                    x
+                }
                 Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
+                    // Out of descriptors, or a connection reset before it was taken: wait
+                    // rather than spin, longer each time in a row.
+                    tracing::warn!(error = %e, wait_ms = backoff.as_millis() as u64, "accept failed; backing off");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.cancelled() => break,
+                    }
+                    backoff = (backoff * 2).min(limits.accept_backoff_max);
                     continue;
                 }
             };
-            let service = service.clone();
-            let gate = gate.clone();
+            let shared = shared.clone();
             let stop = stop.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-                    let service = service.clone();
-                    let gate = gate.clone();
-                    async move {
-                        if let Err(resp) = gate.admit(&mut req) {
-                            return Ok::<_, Infallible>(*resp);
-                        }
-                        Ok(service.handle(req).await)
-                    }
-                });
-                let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+            let limits = limits.clone();
+            connections.spawn(async move {
+                let _permit = permit;
+                let activity = Arc::new(Activity::new());
+                let io = Watched { io: stream, activity: activity.clone() };
+                let svc = {
+                    let activity = activity.clone();
+                    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                        let shared = shared.clone();
+                        let activity = activity.clone();
+                        async move { Ok::<_, Infallible>(shared.handle(req, &activity).await) }
+                    })
+                };
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.header_read_timeout)
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(io), svc);
                 tokio::pin!(conn);
                 tokio::select! {
                     r = conn.as_mut() => {
@@ -246,13 +713,52 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> 
                             tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
                         }
                     }
+                    _ = activity.expired(limits.keep_alive_timeout, limits.idle_timeout) => {
+                        tracing::debug!(%peer, "idle HTTP connection closed");
+                    }
                     _ = stop.cancelled() => conn.as_mut().graceful_shutdown(),
                 }
             });
         }
     });
     tracing::info!(%addr, "MCP streamable HTTP server listening");
-    Ok(HttpServer { addr, cancel, join })
+    Ok(HttpServer { addr, cancel, join, sessions: owners, runtime, live })
+}
+
+/// Every `every`: forgets the owners of sessions rmcp has closed (idle, deleted, failed) and
+/// drops expired confirmation tokens.
+async fn purge_loop(
+    owners: Arc<SessionOwners>,
+    manager: Arc<LocalSessionManager>,
+    runtime: Runtime,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        let known: Vec<String> = lock(&owners.owners).keys().cloned().collect();
+        let mut ended = Vec::new();
+        for id in known {
+            if !manager.has_session(&id.as_str().into()).await.unwrap_or(false) {
+                ended.push(id);
+            }
+        }
+        if !ended.is_empty() {
+            let mut map = lock(&owners.owners);
+            for id in &ended {
+                map.remove(id);
+            }
+            let keep = map.len() * 2;
+            map.shrink_to(keep);
+        }
+        let tokens = runtime.purge_expired();
+        tracing::debug!(sessions = ended.len(), tokens, "purged ended MCP sessions and expired tokens");
+    }
 }
 
 #[cfg(test)]
@@ -285,6 +791,17 @@ mod tests {
     }
 
     #[test]
+    fn the_bearer_scheme_is_matched_in_any_case() {
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let mut req = request(&[("authorization", &format!("{scheme} t0k3n"))]);
+            assert!(gate().admit(&mut req).is_ok(), "{scheme}");
+        }
+        assert_eq!(bearer_token("Bearer   t0k3n "), Some("t0k3n"));
+        assert_eq!(bearer_token("Basic t0k3n"), None);
+        assert_eq!(bearer_token("Bearert0k3n"), None);
+    }
+
+    #[test]
     fn refusals() {
         let status = |h: &[(&str, &str)]| gate().admit(&mut request(h)).unwrap_err().status();
         assert_eq!(
@@ -306,5 +823,27 @@ mod tests {
         assert!(ct_eq(b"abc", b"abc"));
         assert!(!ct_eq(b"abc", b"abd"));
         assert!(!ct_eq(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        assert!(HttpLimits::default().check().is_ok());
+        let bad = HttpLimits { max_connections: 0, ..HttpLimits::default() };
+        assert!(bad.check().is_err());
+        let bad = HttpLimits { idle_timeout: Duration::from_secs(10), ..HttpLimits::default() };
+        assert!(bad.check().is_err(), "an idle timeout under the stream keep-alive would cut quiet streams");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_expires_after_its_quiet_limit() {
+        let a = Activity::new();
+        let started = Instant::now();
+        a.expired(Duration::from_secs(5), Duration::from_secs(60)).await;
+        assert_eq!(started.elapsed().as_secs(), 5, "between requests: the keep-alive timeout");
+        a.in_flight.fetch_add(1, Ordering::Relaxed);
+        a.touch();
+        let started = Instant::now();
+        a.expired(Duration::from_secs(5), Duration::from_secs(60)).await;
+        assert_eq!(started.elapsed().as_secs(), 60, "with a request in progress: the idle timeout");
     }
 }

@@ -18,8 +18,26 @@
 //!
 //! Two transports: [`serve_stdio`] (newline-delimited JSON-RPC on stdin/stdout; a frame over
 //! [`McpOptions::max_frame_bytes`] is dropped unread and answered with `-32600`, a frame that
-//! is not JSON with `-32700`, and serving goes on) and [`serve_http`] (streamable HTTP with
-//! `Origin` checks, bearer tokens mapped to principals, and a body limit).
+//! is not JSON with `-32700`, and serving goes on) and [`serve_http`] (rmcp's streamable HTTP
+//! service behind `Origin` checks, bearer tokens mapped to principals, a body limit and the
+//! limits of [`HttpLimits`]). Both refuse duplicate JSON keys and integers beyond 2^53 with the
+//! same `-32600` error before rmcp parses the message.
+//!
+//! Over HTTP, an MCP session belongs to the principal whose token opened it. Against another
+//! user of the same server holding a valid token of their own (and a stolen session id), every
+//! request on the session (POST, including the JSON-RPC response that answers an elicitation;
+//! GET, with or without `Last-Event-ID`; DELETE) gets the same 404 as an unknown session,
+//! changes nothing, and is audited as `denied`. An elicitation answer therefore counts only on
+//! its session, from its principal, for the request id it answers, and only once. This holds
+//! for the transport served here; the bearer tokens themselves must be kept secret by the
+//! deployment.
+//!
+//! Every confirmation ends with exactly one final record: `executed`/`failed` after an
+//! approval, `rejected` when the person declined, and `skipped` with a reason code
+//! ([`Undecided`](crate::run::Undecided): `disconnected`, `timeout`, `dismissed`, `shutdown`,
+//! `stopped`, `abandoned`) when it ended without a decision. An MCP session writes
+//! `run_started` when it binds and `run_finished` when it ends (reason `closed` or
+//! `shutdown`), like a run.
 //!
 //! Only JSON-RPC is written to stdout. Logs go through `tracing`; a binary serving stdio must
 //! install a subscriber that writes to stderr, for example
@@ -45,7 +63,7 @@ mod http;
 mod server;
 mod stdio;
 
-pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer, serve_http};
+pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpOptions, HttpServer, serve_http};
 pub use server::McpServer;
 
 use crate::core::Principal;

@@ -5,7 +5,7 @@ use super::McpOptions;
 use crate::BoxFuture;
 use crate::core::{Principal, Risk, Tier, ToolSpec};
 use crate::events::Event;
-use crate::run::{ConfirmRequest, Confirmer, DirectSession, Runtime, Verdict};
+use crate::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DirectSession, Runtime, Undecided, Verdict};
 use crate::tool::Registry;
 use rmcp::model::ContentBlock;
 use rmcp::model::{
@@ -17,10 +17,19 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+/// Put in a request's extensions by the HTTP transport: cancelled when the client goes away
+/// before the response to this request is complete.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientGone(pub(crate) CancellationToken);
+
+/// The disconnect signal of each call waiting in this session, by call id.
+type Calls = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
 /// The name of the boolean field a person sets in the elicitation form.
 pub(crate) const APPROVE_FIELD: &str = "approve";
@@ -33,13 +42,29 @@ pub struct McpServer<A: Registry> {
     configured: Option<Principal>,
     options: McpOptions,
     session_id: String,
+    /// Cancelled when the server shuts down.
+    shutdown: CancellationToken,
     bound: OnceCell<Arc<Bound<A>>>,
+    /// Keeps the server's count of live sessions (see `HttpServer::wait`).
+    _live: Option<tokio_util::task::task_tracker::TaskTrackerToken>,
 }
 
 struct Bound<A: Registry> {
     principal: Principal,
     session: DirectSession<A>,
     tools: Vec<Tool>,
+    calls: Calls,
+}
+
+impl<A: Registry> Drop for McpServer<A> {
+    fn drop(&mut self) {
+        // The session ends here; its end record says whether the server took it down.
+        if self.shutdown.is_cancelled()
+            && let Some(bound) = self.bound.get()
+        {
+            bound.session.stop(Undecided::Shutdown);
+        }
+    }
 }
 
 impl<A: Registry> std::fmt::Debug for McpServer<A> {
@@ -57,20 +82,40 @@ impl<A: Registry> McpServer<A> {
     /// and the first one binds the session.
     pub fn new(runtime: Runtime, principal: Option<Principal>, options: McpOptions) -> Self {
         let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));
-        McpServer { runtime, configured: principal, options, session_id, bound: OnceCell::new() }
+        McpServer {
+            runtime,
+            configured: principal,
+            options,
+            session_id,
+            shutdown: CancellationToken::new(),
+            bound: OnceCell::new(),
+            _live: None,
+        }
+    }
+
+    /// A server that ends pending confirmations as `shutdown` when `shutdown` is cancelled,
+    /// and counts itself in `live` until it is dropped.
+    pub(crate) fn served_by(
+        mut self,
+        shutdown: CancellationToken,
+        live: tokio_util::task::task_tracker::TaskTrackerToken,
+    ) -> Self {
+        self.shutdown = shutdown;
+        self._live = Some(live);
+        self
+    }
+
+    fn parts(ctx: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
+        ctx.extensions.get::<http::request::Parts>()
     }
 
     fn principal_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
         if let Some(p) = &self.configured {
             return Ok(p.clone());
         }
-        ctx.extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Principal>())
-            .cloned()
-            .ok_or_else(|| {
-                ErrorData::invalid_request("no principal for this request: authenticate with a bearer token", None)
-            })
+        Self::parts(ctx).and_then(|parts| parts.extensions.get::<Principal>()).cloned().ok_or_else(|| {
+            ErrorData::invalid_request("no principal for this request: authenticate with a bearer token", None)
+        })
     }
 
     async fn bound(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Bound<A>>, ErrorData> {
@@ -79,19 +124,37 @@ impl<A: Registry> McpServer<A> {
             .bound
             .get_or_try_init(|| async {
                 let elicits = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+                let calls = Calls::default();
                 let confirmer: Option<Arc<dyn Confirmer>> = if elicits {
-                    Some(Arc::new(ElicitConfirmer { peer: ctx.peer.clone(), timeout: self.options.elicitation_timeout }))
+                    Some(Arc::new(ElicitConfirmer {
+                        peer: ctx.peer.clone(),
+                        timeout: self.options.elicitation_timeout,
+                        shutdown: self.shutdown.clone(),
+                        calls: calls.clone(),
+                    }))
                 } else {
                     None
                 };
+                // Over HTTP the records carry the transport's session id, as the client and a
+                // refused request that names it do.
+                let transport_id = Self::parts(ctx)
+                    .and_then(|p| p.headers.get("mcp-session-id"))
+                    .and_then(|v| v.to_str().ok())
+                    .filter(|_| self.options.session_id.is_none());
+                let session_id = transport_id.unwrap_or(&self.session_id);
                 let session = self
                     .runtime
-                    .direct::<A>(principal.clone(), &self.session_id, confirmer)
+                    .direct::<A>(principal.clone(), session_id, confirmer)
                     .await
                     .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
-                let tools = session.available().into_iter().map(|spec| tool_of(spec, session.input_schema(spec.name))).collect();
-                tracing::info!(session_id = %self.session_id, user = %principal.user_id, elicitation = elicits, "MCP session bound");
-                Ok::<_, ErrorData>(Arc::new(Bound { principal: principal.clone(), session, tools }))
+                let session = if self.options.session_id.is_none() { session.ephemeral() } else { session };
+                let tools = session
+                    .available()
+                    .into_iter()
+                    .map(|spec| tool_of(spec, session.input_schema(spec.name)))
+                    .collect();
+                tracing::info!(%session_id, user = %principal.user_id, elicitation = elicits, "MCP session bound");
+                Ok::<_, ErrorData>(Arc::new(Bound { principal: principal.clone(), session, tools, calls }))
             })
             .await?;
         if bound.principal != principal {
@@ -172,7 +235,14 @@ impl<A: Registry> ServerHandler for McpServer<A> {
         let spec = bound.session.available().into_iter().find(|s| s.name == name);
         // Handoff records are published on the session's bus; listen before the call.
         let mut events = matches!(spec.map(|s| s.tier), Some(Tier::Handoff)).then(|| bound.session.subscribe());
+        // A person asked during this call is asked on this request's behalf: if its client goes
+        // away, the question ends as `disconnected`.
+        let gone = Self::parts(&context).and_then(|p| p.extensions.get::<ClientGone>()).map(|g| g.0.clone());
+        if let Some(gone) = gone {
+            lock(&bound.calls).insert(call_id.clone(), gone);
+        }
         let out = bound.session.call(&call_id, name, &arguments).await;
+        lock(&bound.calls).remove(&call_id);
         let Some(_spec) = spec else {
             // Refused and audited by the gate; unknown names are protocol errors in MCP.
             let reason = out.content.get("error").and_then(Value::as_str).unwrap_or("unknown tool").to_owned();
@@ -211,10 +281,16 @@ fn text_of(content: Value) -> String {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Asks the person behind the MCP client through a form elicitation.
 struct ElicitConfirmer {
     peer: Peer<RoleServer>,
     timeout: Duration,
+    shutdown: CancellationToken,
+    calls: Calls,
 }
 
 /// The text a person reads before deciding.
@@ -242,32 +318,52 @@ pub(crate) fn approval_schema() -> ElicitationSchema {
 }
 
 impl Confirmer for ElicitConfirmer {
-    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Option<Verdict>> {
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer> {
         let peer = self.peer.clone();
         let timeout = self.timeout;
+        let shutdown = self.shutdown.clone();
+        let gone = lock(&self.calls).get(&request.call_id).cloned();
         Box::pin(async move {
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: elicitation_message(&request),
                 requested_schema: approval_schema(),
             };
-            match peer.create_elicitation_with_timeout(params, Some(timeout)).await {
-                Ok(answer) => match answer.action {
-                    ElicitationAction::Accept => {
-                        let approved =
-                            answer.content.as_ref().and_then(|c| c.get(APPROVE_FIELD)).and_then(Value::as_bool)
-                                == Some(true);
-                        Some(if approved { Verdict::Approve } else { Verdict::Reject })
-                    }
-                    // Decline, cancel, or anything a later revision adds: nothing runs.
-                    _ => Some(Verdict::Reject),
-                },
-                Err(e) => {
-                    // No answer (timeout, client gone, transport error): fail closed now rather
-                    // than holding the call until the confirmation timeout.
-                    tracing::warn!(call_id = %request.call_id, error = %e, "elicitation got no answer; the action will not run");
-                    Some(Verdict::Reject)
+            let client_gone = async {
+                match gone {
+                    Some(g) => g.cancelled().await,
+                    None => std::future::pending().await,
                 }
+            };
+            // Whatever ends the question, a shutdown in progress is what ended it.
+            let ended = |why: Undecided| {
+                let why = if shutdown.is_cancelled() { Undecided::Shutdown } else { why };
+                tracing::warn!(call_id = %request.call_id, reason = why.code(), "elicitation ended without an answer; the action will not run");
+                ConfirmAnswer::Undecided(why)
+            };
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => ended(Undecided::Shutdown),
+                _ = client_gone => ended(Undecided::Disconnected),
+                answer = peer.create_elicitation_with_timeout(params, Some(timeout)) => match answer {
+                    Ok(answer) => match answer.action {
+                        ElicitationAction::Accept => {
+                            let approved = answer.content.as_ref().and_then(|c| c.get(APPROVE_FIELD)).and_then(Value::as_bool)
+                                == Some(true);
+                            ConfirmAnswer::Decided(if approved { Verdict::Approve } else { Verdict::Reject })
+                        }
+                        ElicitationAction::Decline => ConfirmAnswer::Decided(Verdict::Reject),
+                        // Cancel (dismissed), or anything a later revision adds: no decision,
+                        // and nothing runs.
+                        _ => ended(Undecided::Dismissed),
+                    },
+                    Err(rmcp::service::ServiceError::Timeout { .. }) => ended(Undecided::TimedOut),
+                    // The transport closed, the client cancelled, or the session ended.
+                    Err(e) => {
+                        tracing::debug!(error = %e, "elicitation failed");
+                        ended(Undecided::Disconnected)
+                    }
+                },
             }
         })
     }

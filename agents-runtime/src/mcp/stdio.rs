@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Mutex;
 
 const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 
 pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
@@ -208,7 +208,7 @@ where
 /// A frame that is JSON but breaks the strict rules the gate applies to arguments (duplicate
 /// keys, numbers beyond 2^53): the request id and the reason. Syntax errors are left to the
 /// ordinary parse, which answers them as parse errors.
-fn strict_refusal(frame: &[u8]) -> Option<(Value, String)> {
+pub(crate) fn strict_refusal(frame: &[u8]) -> Option<(Value, String)> {
     use agents_core::strict::{StrictError, parse_args};
     let text = std::str::from_utf8(frame).ok()?;
     match parse_args(text) {
