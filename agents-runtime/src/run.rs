@@ -896,6 +896,7 @@ impl<A: Registry> RunCtx<A> {
             session_id: self.ids.session_id.clone(),
             request_id: self.ids.request_id.clone(),
             call_id: f.call_id,
+            epoch: None,
             user_id: self.ids.user_id.clone(),
             org_id: self.ids.org_id.clone(),
             role: self.ids.role.clone(),
