@@ -15,6 +15,7 @@
 
 pub mod checkpoint;
 pub mod keyed;
+pub mod lines;
 
 use crate::tool::Tier;
 use crate::{SharedStr, SharedValue};
@@ -727,6 +728,17 @@ impl ChainSummary {
             last_hash: GENESIS_HASH.to_owned(),
             last_epoch: None,
             seals: SealCheck::Empty,
+            checkpoints: None,
+        }
+    }
+
+    /// The summary of a plain chain of `records` records ending in `last_hash`, no checkpoint.
+    pub fn plain(records: usize, last_hash: impl Into<String>) -> Self {
+        ChainSummary {
+            records,
+            last_hash: last_hash.into(),
+            last_epoch: None,
+            seals: if records == 0 { SealCheck::Empty } else { SealCheck::Integrity },
             checkpoints: None,
         }
     }
