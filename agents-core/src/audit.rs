@@ -20,7 +20,7 @@ pub mod lines;
 use crate::tool::Tier;
 use crate::{SharedStr, SharedValue};
 pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointSigningKey, CheckpointVerifyingKey};
-pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP};
+pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMESTAMP_GRACE, unix_seconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::digest::Update;
@@ -518,6 +518,11 @@ impl PreparedRecord {
         PreparedRecord { record, members }
     }
 
+    /// The record as it was given (its `ts` decides its epoch in a keyed chain).
+    pub fn record(&self) -> &AuditRecord {
+        &self.record
+    }
+
     /// Seals the record after `prev_hash` as number `seq` in a plain chain; returns it with its
     /// line.
     pub fn seal(self, seq: u64, prev_hash: &str) -> (AuditRecord, String) {
@@ -575,16 +580,19 @@ pub enum ChainError {
         /// What the chain needs.
         expected: &'static str,
     },
-    /// The record's epoch is before the previous record's, or implausibly far after it.
+    /// The record's epoch is not the one its sequence number and time give (it was re-sealed
+    /// with a later key, or the verifier uses another epoch policy than the writer).
     #[error(
-        "line {line}: sealing epoch {found} cannot follow epoch {previous} (keys only step forward, at most {} at a time)",
-        MAX_EPOCH_GAP
+        "line {line}: the record says sealing epoch {found}, but its sequence number and time give epoch {expected} \
+         (after epoch {previous}): re-sealed with another epoch's key, or the writer used another epoch policy"
     )]
     Epoch {
         /// 1-based line number.
         line: usize,
         /// The record's epoch.
         found: u64,
+        /// The epoch its sequence number and time give.
+        expected: u64,
         /// The previous record's epoch.
         previous: u64,
     },
@@ -718,6 +726,8 @@ pub struct ChainSummary {
     pub seals: SealCheck,
     /// Signed checkpoints the chain matched, and the sequence number the last of them names.
     pub checkpoints: Option<(usize, u64)>,
+    /// The first record's time in seconds since 1970 (keyed chains: epochs count from it).
+    pub first_ts: Option<i64>,
 }
 
 impl ChainSummary {
@@ -729,6 +739,7 @@ impl ChainSummary {
             last_epoch: None,
             seals: SealCheck::Empty,
             checkpoints: None,
+            first_ts: None,
         }
     }
 
@@ -740,6 +751,7 @@ impl ChainSummary {
             last_epoch: None,
             seals: if records == 0 { SealCheck::Empty } else { SealCheck::Integrity },
             checkpoints: None,
+            first_ts: None,
         }
     }
 
@@ -786,6 +798,9 @@ pub struct ChainVerifier {
     count: u64,
     manifest: Option<String>,
     keys: Option<keyed::EpochKeys>,
+    policy: EpochPolicy,
+    /// Seconds since 1970 of the first record's `ts` (keyed chains).
+    first_ts: Option<i64>,
     /// Whether the chain's records are keyed (set by the first record).
     keyed: Option<bool>,
     last_epoch: Option<u64>,
@@ -808,6 +823,8 @@ impl ChainVerifier {
             count: 0,
             manifest: None,
             keys: None,
+            policy: EpochPolicy::default(),
+            first_ts: None,
             keyed: None,
             last_epoch: None,
             checkpoints: Default::default(),
@@ -824,6 +841,13 @@ impl ChainVerifier {
     /// Checks every seal with the chain's key (and requires a keyed chain).
     pub fn key(mut self, key: &ChainKey) -> Self {
         self.keys = Some(keyed::EpochKeys::new(key));
+        self
+    }
+
+    /// The writer's epoch policy (default: [`EpochPolicy::default`]): every keyed record's
+    /// epoch must be the one its sequence number and time give.
+    pub fn epochs(mut self, policy: EpochPolicy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -852,8 +876,10 @@ impl ChainVerifier {
         let members = record.members();
         let chain = record.chain_members();
         let key = self.check_mode(&record, line)?;
-        let digest = crate::canonical::digest_hex(&members.digest(&chain, key));
-        if digest != record.hash {
+        // A keyed record's seal needs the key; without it only its form and links are checked.
+        if (key.is_some() || record.epoch.is_none())
+            && crate::canonical::digest_hex(&members.digest(&chain, key.as_ref())) != record.hash
+        {
             return Err(self.seal_error(line));
         }
         // The seal covers the parsed record, so a line re-encoded without changing its meaning
@@ -873,8 +899,10 @@ impl ChainVerifier {
     /// the `line`-th record.
     pub fn record(&mut self, record: &AuditRecord, line: usize) -> Result<(), ChainError> {
         let key = self.check_mode(record, line)?;
-        let digest = crate::canonical::digest_hex(&record.members().digest(&record.chain_members(), key));
-        if digest != record.hash {
+        if (key.is_some() || record.epoch.is_none())
+            && crate::canonical::digest_hex(&record.members().digest(&record.chain_members(), key.as_ref()))
+                != record.hash
+        {
             return Err(self.seal_error(line));
         }
         self.link(record, line)
@@ -903,6 +931,7 @@ impl ChainVerifier {
             last_epoch: self.last_epoch,
             seals,
             checkpoints: self.matched,
+            first_ts: self.first_ts,
         })
     }
 
@@ -910,36 +939,41 @@ impl ChainVerifier {
         if self.keys.is_some() { ChainError::SealMismatch { line } } else { ChainError::HashMismatch { line } }
     }
 
-    /// Checks the record's mode and epoch; the key to check its seal with (`None`: plain hash,
-    /// or a keyed record without a key, whose seal is then compared to a plain hash only when
-    /// the record is plain).
-    fn check_mode(&mut self, record: &AuditRecord, line: usize) -> Result<Option<&EpochKey>, ChainError> {
+    /// Checks the record's mode and epoch; the key to check its seal with (`None`: the plain
+    /// hash, or a keyed record without a key, whose links only are checked).
+    fn check_mode(&mut self, record: &AuditRecord, line: usize) -> Result<Option<EpochKey>, ChainError> {
         let keyed = record.epoch.is_some();
         let expected_keyed = self.keys.is_some() || self.keyed == Some(true);
-        if self.keyed.is_some() || self.keys.is_some() {
-            if keyed != expected_keyed {
-                let (found, expected) = if keyed {
-                    ("a keyed record", "the chain's records are plain")
-                } else if self.keys.is_some() {
-                    ("a plain record", "a key was given, so every record must be keyed")
-                } else {
-                    ("a plain record", "the chain's records are keyed")
-                };
-                return Err(ChainError::ModeMismatch { line, found, expected });
-            }
+        if (self.keyed.is_some() || self.keys.is_some()) && keyed != expected_keyed {
+            let (found, expected) = if keyed {
+                ("a keyed record", "the chain's records are plain")
+            } else if self.keys.is_some() {
+                ("a plain record", "a key was given, so every record must be keyed")
+            } else {
+                ("a plain record", "the chain's records are keyed")
+            };
+            return Err(ChainError::ModeMismatch { line, found, expected });
         }
         let Some(epoch) = record.epoch else {
             return Ok(None);
         };
+        let ts = unix_seconds(&record.ts).ok_or_else(|| ChainError::Malformed {
+            line,
+            detail: format!("`ts` {:?} is not an RFC 3339 time, so the record's epoch cannot be checked", record.ts),
+        })?;
+        let first_ts = *self.first_ts.get_or_insert(ts);
+        let expected = self.policy.epoch_of(record.seq, ts, first_ts);
         let previous = self.last_epoch.unwrap_or(0);
-        if epoch < previous || epoch - previous > MAX_EPOCH_GAP {
-            return Err(ChainError::Epoch { line, found: epoch, previous });
+        // Concurrent producers stamp records before they queue: one may reach the writer just
+        // after the clock's step, one epoch behind the previous record.
+        let behind = TIMESTAMP_GRACE.as_secs() / self.policy.seconds.max(1) + 1;
+        // Without the key the seals are not checked, and neither is which epoch sealed a record
+        // (that needs the writer's policy); the order of epochs still is.
+        let misplaced = self.keys.is_some() && epoch != expected;
+        if misplaced || epoch.saturating_add(behind) < previous || epoch - previous.min(epoch) > MAX_EPOCH_GAP {
+            return Err(ChainError::Epoch { line, found: epoch, expected, previous });
         }
-        match &mut self.keys {
-            Some(keys) => keys.at(epoch).map(Some).ok_or(ChainError::Epoch { line, found: epoch, previous }),
-            // Without the key a keyed seal cannot be recomputed: only links are checked.
-            None => Ok(None),
-        }
+        Ok(self.keys.as_mut().map(|keys| keys.at(epoch, epoch.saturating_sub(behind))))
     }
 
     /// Checks links, sequence, manifest and checkpoints, then moves the chain's head on.

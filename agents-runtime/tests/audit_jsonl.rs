@@ -201,10 +201,7 @@ fn an_empty_or_missing_log_opens_as_an_empty_chain() {
     let path = dir.path().join("new.jsonl");
     drop(JsonlSink::open(&path).unwrap());
     assert_eq!(std::fs::read(&path).unwrap(), b"");
-    assert_eq!(
-        verify_jsonl_file(&path, None).unwrap(),
-        ChainSummary::plain(0, GENESIS_HASH.to_owned())
-    );
+    assert_eq!(verify_jsonl_file(&path, None).unwrap(), ChainSummary::plain(0, GENESIS_HASH.to_owned()));
     match JsonlSink::open(dir.path().join("missing-dir/audit.jsonl")) {
         Err(e @ JsonlOpenError::Io { .. }) => assert!(e.to_string().contains("missing-dir"), "{e}"),
         other => panic!("{other:?}"),
@@ -250,12 +247,8 @@ async fn concurrent_appends_share_one_commit() {
     let store = ScriptedStore::default();
     let (release, hold) = mpsc::channel();
     *store.hold_first.lock().unwrap() = Some(hold);
-    let sink = GroupCommitSink::spawn(
-        "test store",
-        store.clone(),
-        ChainSummary::plain(0, GENESIS_HASH.to_owned()),
-    )
-    .unwrap();
+    let sink =
+        GroupCommitSink::spawn("test store", store.clone(), ChainSummary::plain(0, GENESIS_HASH.to_owned())).unwrap();
     let mut pending: Vec<_> = (0..16).map(|i| sink.append(record(i, AuditStatus::Proposed))).collect();
     // Polling once sends each record; the first commit is held, so the rest queue behind it.
     for future in &mut pending {
@@ -307,12 +300,8 @@ async fn a_panicking_store_fails_closed() {
             panic!("store bug");
         }
     }
-    let sink = GroupCommitSink::spawn(
-        "panicking store",
-        Panics,
-        ChainSummary::plain(0, GENESIS_HASH.to_owned()),
-    )
-    .unwrap();
+    let sink =
+        GroupCommitSink::spawn("panicking store", Panics, ChainSummary::plain(0, GENESIS_HASH.to_owned())).unwrap();
     assert!(matches!(sink.append(record(0, AuditStatus::Proposed)).await, Err(AuditError::Refused(_))));
     assert!(matches!(sink.append(record(1, AuditStatus::Proposed)).await, Err(AuditError::Refused(_))));
 }

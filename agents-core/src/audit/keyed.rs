@@ -189,20 +189,45 @@ impl fmt::Debug for EpochKey {
     }
 }
 
-/// When a writer's key steps to the next epoch: after `records` records, or once `seconds`
-/// have passed since the epoch began, whichever comes first.
+/// Which epoch a record belongs to: a function of its sequence number and timestamp, so that a
+/// verifier can tell which key must have sealed it. A record's epoch is
+///
+/// ```text
+/// (seq - 1) / records  +  (ts - ts of record 1) / seconds     (whole numbers, seconds since 1970)
+/// ```
+///
+/// so the key steps every `records` records and every `seconds` seconds. Someone who holds the
+/// key of epoch `k` cannot seal a record whose sequence number and time put it in an epoch
+/// before `k`; to replace such a record they must give it a later time (and every record after
+/// it too), which is cutting the log off and appending records dated after they took the key:
+/// a signed checkpoint published before that reveals it.
+///
+/// The verifier must use the writer's figures (the defaults are the same on both sides).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EpochPolicy {
     /// Records per epoch (at least 1).
     pub records: u64,
-    /// Seconds per epoch (at least 1).
+    /// Seconds per epoch (at least [`EpochPolicy::MIN_SECONDS`]).
     pub seconds: u64,
 }
 
 impl EpochPolicy {
-    /// An epoch of at most `records` records and `seconds` seconds (each at least 1).
+    /// The shortest epoch in seconds: longer than [`TIMESTAMP_GRACE`], so consecutive records
+    /// are at most one epoch out of order.
+    pub const MIN_SECONDS: u64 = 10;
+
+    /// Epochs of `records` records and `seconds` seconds (at least 1 and
+    /// [`EpochPolicy::MIN_SECONDS`]).
     pub fn new(records: u64, seconds: u64) -> Self {
-        EpochPolicy { records: records.max(1), seconds: seconds.max(1) }
+        EpochPolicy { records: records.max(1), seconds: seconds.max(Self::MIN_SECONDS) }
+    }
+
+    /// The epoch of record `seq` stamped `ts_seconds`, in a chain whose first record was
+    /// stamped `first_ts_seconds`.
+    pub fn epoch_of(&self, seq: u64, ts_seconds: i64, first_ts_seconds: i64) -> u64 {
+        let by_records = seq.saturating_sub(1) / self.records.max(1);
+        let elapsed = u64::try_from(ts_seconds.saturating_sub(first_ts_seconds)).unwrap_or(0);
+        by_records.saturating_add(elapsed / self.seconds.max(1))
     }
 }
 
@@ -213,26 +238,79 @@ impl Default for EpochPolicy {
     }
 }
 
-/// A verifier's view of a chain's keys: the key of the epoch it last checked, stepped forward
-/// as the records' epochs grow. Holds one key at a time.
+/// How long a writer keeps the key of an epoch after the clock left it, for records stamped
+/// just before the step that reach the writer just after it (concurrent producers stamp their
+/// records before they queue). A record stamped longer ago than this is refused.
+pub const TIMESTAMP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Seconds since 1970 of an RFC 3339 timestamp (`2026-05-27T14:00:00.123Z`, or with a numeric
+/// offset); `None` when it is not one.
+pub fn unix_seconds(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(r)?;
+        part.iter().all(u8::is_ascii_digit).then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    let offset = match b.get(i..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), ..] if b.len() == i + 6 && b[i + 3] == b':' => {
+            let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
+            if *sign == b'+' { minutes * 60 } else { -minutes * 60 }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
+}
+
+/// A verifier's view of a chain's keys: the key of an epoch at or before the ones it will be
+/// asked for next, stepped forward as the records' epochs grow. Holds one key at a time.
 #[derive(Debug)]
 pub(crate) struct EpochKeys {
-    current: EpochKey,
+    chain: ChainKey,
+    base: EpochKey,
 }
 
 impl EpochKeys {
     pub(crate) fn new(key: &ChainKey) -> Self {
-        EpochKeys { current: key.epoch_key() }
+        EpochKeys { chain: key.clone(), base: key.epoch_key() }
     }
 
-    /// The key of `epoch`, or `None` when it is behind the last one asked for (keys only go
-    /// forward) or further ahead than [`MAX_EPOCH_GAP`].
-    pub(crate) fn at(&mut self, epoch: u64) -> Option<&EpochKey> {
-        if epoch < self.current.epoch() || epoch - self.current.epoch() > MAX_EPOCH_GAP {
-            return None;
+    /// The key of `epoch` (stepped from the held key, or from epoch 0 when `epoch` is behind
+    /// it), then keeps the key of `keep_from` (at most `epoch`) for the next records.
+    pub(crate) fn at(&mut self, epoch: u64, keep_from: u64) -> EpochKey {
+        if epoch < self.base.epoch() {
+            self.base = self.chain.epoch_key();
         }
-        self.current.advance_to(epoch);
-        Some(&self.current)
+        self.base.advance_to(keep_from.min(epoch));
+        let mut key = EpochKey::new(self.base.epoch(), *self.base.key_bytes());
+        key.advance_to(epoch);
+        key
     }
 }
 
@@ -252,12 +330,41 @@ mod tests {
     }
 
     #[test]
-    fn keys_only_go_forward_and_not_too_far() {
+    fn a_verifier_finds_every_epoch_in_any_order() {
         let k = ChainKey::from_bytes([1; 32]);
         let mut keys = EpochKeys::new(&k);
-        assert_eq!(keys.at(3).map(EpochKey::epoch), Some(3));
-        assert!(keys.at(2).is_none());
-        assert!(keys.at(3 + MAX_EPOCH_GAP + 1).is_none());
+        for (epoch, keep) in [(3, 2), (2, 2), (5, 4), (1, 1), (6, 6)] {
+            assert_eq!(keys.at(epoch, keep).key_bytes(), k.key_at(epoch).key_bytes());
+        }
+    }
+
+    #[test]
+    fn timestamps_read_as_seconds_since_1970() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(unix_seconds("2026-05-27T14:00:00.123456Z"), Some(1_779_890_400));
+        assert_eq!(unix_seconds("2026-05-27T16:00:00+02:00"), Some(1_779_890_400));
+        assert_eq!(unix_seconds("2000-02-29T00:00:01Z"), Some(951_782_401));
+        for bad in [
+            "",
+            "2026-05-27",
+            "2026-05-27T14:00:00",
+            "2026-13-01T00:00:00Z",
+            "2026-05-27T14:00:00.Z",
+            "x026-05-27T14:00:00Z",
+        ] {
+            assert_eq!(unix_seconds(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_epoch_counts_records_and_seconds() {
+        let p = EpochPolicy::new(10, 60);
+        assert_eq!(p.epoch_of(1, 1000, 1000), 0);
+        assert_eq!(p.epoch_of(10, 1059, 1000), 0);
+        assert_eq!(p.epoch_of(11, 1059, 1000), 1);
+        assert_eq!(p.epoch_of(11, 1060, 1000), 2);
+        assert_eq!(p.epoch_of(1, 999, 1000), 0);
+        assert_eq!(EpochPolicy::new(0, 1), EpochPolicy { records: 1, seconds: EpochPolicy::MIN_SECONDS });
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl<S: DurableStore> Writer<S> {
                 Ok(next) => return Some(next),
                 Err(mpsc::RecvTimeoutError::Disconnected) => return None,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if let Err(error) = key.tick() {
+                    if let Err(error) = key.after_record(self.next_seq) {
                         self.poison_key(&error);
                         // Without a key the writer can only refuse; it stops stepping.
                         self.key = None;
@@ -249,10 +249,6 @@ impl<S: DurableStore> Writer<S> {
                 }
             }
         }
-    }
-
-    fn refused_now(&self) -> AuditError {
-        AuditError::Refused(self.poison.get().cloned().unwrap_or_default())
     }
 
     fn poison_key(&self, error: &io::Error) {
@@ -270,17 +266,25 @@ impl<S: DurableStore> Writer<S> {
             let _ = reply.send(Err(AuditError::Refused(reason.clone())));
             return;
         }
-        if let Some(Err(error)) = self.key.as_mut().map(SealingKey::before_record) {
-            self.poison_key(&error);
-            let _ = reply.send(Err(self.refused_now()));
+        let seq = self.next_seq + batch.records.len() as u64;
+        if let Some(key) = &mut self.key
+            && let Err(error) = key.before_record(seq, &prepared.record().ts)
+        {
+            // A record that cannot be sealed is refused alone; the chain goes on.
+            let _ = reply.send(Err(AuditError::Refused(format!("{}: {error}", self.label))));
             return;
         }
         let key = self.key.as_ref().map(SealingKey::current);
-        let (record, line) = prepared.seal_with(self.next_seq + batch.records.len() as u64, &batch.last_hash, key);
+        let (record, line) = prepared.seal_with(seq, &batch.last_hash, key);
         batch.last_hash.clone_from(&record.hash);
         batch.records.push(record);
         batch.lines.push(line);
         batch.replies.push(reply);
+        if let Some(Err(error)) = self.key.as_mut().map(|key| key.after_record(seq + 1)) {
+            // The next epoch's key could not be stored: refuse what comes next rather than
+            // seal with a key that stays readable.
+            self.poison_key(&error);
+        }
     }
 
     /// Makes the sealed batch durable, then answers its producers.

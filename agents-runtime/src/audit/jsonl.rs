@@ -148,7 +148,11 @@ impl JsonlSink {
         if !existed {
             sync_parent_dir(&path).map_err(io_error)?;
         }
-        let head = verify_stream(BufReader::new(&mut file), ChainVerifier::new(), &path)?;
+        let verifier = match &options.key {
+            Some(key) => ChainVerifier::new().epochs(key.policy()),
+            None => ChainVerifier::new(),
+        };
+        let head = verify_stream(BufReader::new(&mut file), verifier, &path)?;
         let mode_error = |detail: &str| JsonlOpenError::Mode { path: path.clone(), detail: detail.to_owned() };
         match (&mut options.key, head.seals) {
             (Some(_), SealCheck::Integrity) => {
@@ -157,9 +161,11 @@ impl JsonlSink {
                 ));
             }
             (None, SealCheck::KeyedUnchecked { .. }) => {
-                return Err(mode_error("it holds a keyed chain: open it with its sealing key (`JsonlSink::open_with`)"));
+                return Err(mode_error(
+                    "it holds a keyed chain: open it with its sealing key (`JsonlSink::open_with`)",
+                ));
             }
-            (Some(key), _) => key.catch_up(head.last_epoch.unwrap_or(0)).map_err(io_error)?,
+            (Some(key), _) => key.resume(&head).map_err(io_error)?,
             (None, _) => {}
         }
         // The chain this sink continues must itself be durable (a crashed writer may have left
@@ -245,7 +251,11 @@ pub fn verify_jsonl_bytes(bytes: &[u8], manifest_sha256: Option<&str>) -> Result
 }
 
 /// Verifies lines from `reader` with `verifier`, one line in memory at a time.
-fn verify_stream(reader: impl BufRead, mut verifier: ChainVerifier, path: &Path) -> Result<ChainSummary, JsonlOpenError> {
+fn verify_stream(
+    reader: impl BufRead,
+    mut verifier: ChainVerifier,
+    path: &Path,
+) -> Result<ChainSummary, JsonlOpenError> {
     let broken = |source| JsonlOpenError::Broken { path: path.to_path_buf(), source };
     // The sink's own file: its lines are as long as the records it was given.
     let mut lines = JsonlLines::new(reader, usize::MAX);

@@ -1,7 +1,7 @@
 //! The writer's side of a keyed chain: the sealing key that steps every epoch, and signed
 //! checkpoints published to a second place.
 
-use agents_core::audit::{ChainKey, Checkpoint, CheckpointSigningKey, EpochKey, EpochPolicy};
+use agents_core::audit::{ChainKey, Checkpoint, CheckpointSigningKey, EpochKey, EpochPolicy, TIMESTAMP_GRACE};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
@@ -14,11 +14,13 @@ const KEY_FILE_MAGIC: &str = "agents.audit-sealing-key v1";
 /// Every key file has this length, so each step overwrites the previous key in place.
 const KEY_FILE_LEN: usize = KEY_FILE_MAGIC.len() + 1 + 20 + 1 + 64 + 1;
 
-/// The writer's sealing key of a keyed chain (see [`agents_core::audit::keyed`]): the key of
-/// the current epoch, stepped one way after [`EpochPolicy::records`] records or
-/// [`EpochPolicy::seconds`] seconds, whichever comes first. A step overwrites the old key in
-/// memory and, for a key kept in a file, in the file (in place, then synced), before the new key
-/// seals anything.
+/// The writer's sealing key of a keyed chain (see [`agents_core::audit::keyed`]).
+///
+/// A record's epoch follows from its sequence number and time ([`EpochPolicy`]); the writer
+/// holds the key of the oldest epoch a record may still get (the current one, or the previous
+/// one for [`TIMESTAMP_GRACE`] after the clock stepped), and steps it one way as records and
+/// time pass, also while idle. A step overwrites the old key in memory and, for a key kept in a
+/// file, in the file (in place, then synced) before the new key seals anything.
 ///
 /// "Overwritten" holds for the key's own memory and the file's bytes as the file system sees
 /// them; copies a compiler leaves on the stack, swap, and flash storage that remaps writes are
@@ -33,17 +35,19 @@ const KEY_FILE_LEN: usize = KEY_FILE_MAGIC.len() + 1 + 20 + 1 + 64 + 1;
 /// assert_eq!(sealing.epoch(), 0);
 /// ```
 pub struct SealingKey {
-    key: EpochKey,
+    /// The oldest epoch's key a future record may need.
+    held: EpochKey,
+    /// The key of the record being sealed, when it is later than `held`.
+    latest: Option<EpochKey>,
     policy: EpochPolicy,
-    records_in_epoch: u64,
-    epoch_started: Instant,
+    first_ts: Option<i64>,
     file: Option<(File, PathBuf)>,
 }
 
 impl std::fmt::Debug for SealingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SealingKey")
-            .field("epoch", &self.key.epoch())
+            .field("epoch", &self.held.epoch())
             .field("policy", &self.policy)
             .field("file", &self.file.as_ref().map(|(_, p)| p))
             .finish_non_exhaustive()
@@ -54,7 +58,7 @@ impl SealingKey {
     /// A key held in memory only: the chain cannot be continued after the process ends (a new
     /// process would need a key it no longer has). For tests and short-lived writers.
     pub fn in_memory(key: EpochKey, policy: EpochPolicy) -> Self {
-        SealingKey { key, policy, records_in_epoch: 0, epoch_started: Instant::now(), file: None }
+        SealingKey { held: key, latest: None, policy, first_ts: None, file: None }
     }
 
     /// Creates the writer's key file at `path` with the key of epoch 0 of `chain_key` (the
@@ -70,7 +74,7 @@ impl SealingKey {
         Ok(key)
     }
 
-    /// Opens the writer's key file at `path` (its current epoch's key).
+    /// Opens the writer's key file at `path` (the key it last held).
     pub fn open_file(path: impl AsRef<Path>, policy: EpochPolicy) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
@@ -93,72 +97,102 @@ impl SealingKey {
         Ok(key)
     }
 
-    /// The current epoch.
+    /// The epoch of the key it holds.
     pub fn epoch(&self) -> u64 {
-        self.key.epoch()
+        self.held.epoch()
     }
 
-    /// Steps forward to `epoch` (when a log already holds records of a later epoch than the
-    /// key file, say after the file was restored from a backup).
-    pub(crate) fn catch_up(&mut self, epoch: u64) -> io::Result<()> {
-        if epoch > self.key.epoch() {
-            self.key.advance_to(epoch);
-            self.records_in_epoch = 0;
-            self.epoch_started = Instant::now();
+    /// When its epochs step.
+    pub fn policy(&self) -> EpochPolicy {
+        self.policy
+    }
+
+    /// Continues a chain the log already holds (`head`), stepping to where it stands now.
+    pub(crate) fn resume(&mut self, head: &agents_core::audit::ChainSummary) -> io::Result<()> {
+        self.first_ts = head.first_ts;
+        self.after_record(head.records as u64 + 1)
+    }
+
+    /// Readies the key of the epoch of record `seq` stamped `ts` (see [`SealingKey::current`]).
+    /// Refuses a record whose epoch's key is already gone (stamped more than
+    /// [`TIMESTAMP_GRACE`] before it reached the writer) or whose time is not RFC 3339.
+    pub(crate) fn before_record(&mut self, seq: u64, ts: &str) -> io::Result<()> {
+        let Some(ts_seconds) = agents_core::audit::unix_seconds(ts) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("record time `{ts}` is not RFC 3339")));
+        };
+        let first = *self.first_ts.get_or_insert(ts_seconds);
+        let epoch = self.policy.epoch_of(seq, ts_seconds, first);
+        if epoch < self.held.epoch() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "record {seq} is stamped {ts}, in sealing epoch {epoch}, whose key was already erased (epoch {} now): \
+                     it reached the audit writer more than {} s after it was stamped",
+                    self.held.epoch(),
+                    TIMESTAMP_GRACE.as_secs()
+                ),
+            ));
+        }
+        match &mut self.latest {
+            Some(latest) if latest.epoch() <= epoch => latest.advance_to(epoch),
+            _ if epoch == self.held.epoch() => self.latest = None,
+            _ => {
+                let mut key = EpochKey::new(self.held.epoch(), *self.held.key_bytes());
+                key.advance_to(epoch);
+                self.latest = Some(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// The key readied by [`SealingKey::before_record`].
+    pub(crate) fn current(&self) -> &EpochKey {
+        self.latest.as_ref().unwrap_or(&self.held)
+    }
+
+    /// After a record was sealed (the next is `next_seq`), or when the writer wakes while idle:
+    /// steps the held key to the oldest epoch a future record may get, erasing the keys before.
+    pub(crate) fn after_record(&mut self, next_seq: u64) -> io::Result<()> {
+        let Some(first) = self.first_ts else { return Ok(()) };
+        let now = unix_now() - TIMESTAMP_GRACE.as_secs() as i64;
+        let oldest = self.policy.epoch_of(next_seq, now, first);
+        if oldest > self.held.epoch() {
+            self.held.advance_to(oldest);
+            if self.latest.as_ref().is_some_and(|l| l.epoch() <= oldest) {
+                self.latest = None;
+            }
             self.persist()?;
         }
         Ok(())
     }
 
-    /// Readies the key for one more record, stepping first when the epoch is over; then
-    /// [`SealingKey::current`] seals it.
-    pub(crate) fn before_record(&mut self) -> io::Result<()> {
-        if self.records_in_epoch >= self.policy.records || self.epoch_started.elapsed() >= self.period() {
-            self.step()?;
-        }
-        self.records_in_epoch += 1;
-        Ok(())
-    }
-
-    /// The current epoch's key.
-    pub(crate) fn current(&self) -> &EpochKey {
-        &self.key
-    }
-
-    /// Steps when the epoch's time is over even though no record came (the writer calls it
-    /// when it wakes at [`SealingKey::deadline`]), so an idle writer does not keep an old key.
-    pub(crate) fn tick(&mut self) -> io::Result<()> {
-        if self.epoch_started.elapsed() >= self.period() { self.step() } else { Ok(()) }
-    }
-
-    /// When the current epoch's time runs out.
+    /// When the clock next moves the oldest epoch a record may get.
     pub(crate) fn deadline(&self) -> Instant {
-        self.epoch_started + self.period()
+        let Some(first) = self.first_ts else {
+            return Instant::now() + Duration::from_secs(3600);
+        };
+        let t = self.policy.seconds.max(1) as i64;
+        let since = unix_now() - TIMESTAMP_GRACE.as_secs() as i64 - first;
+        let next_boundary = (since.div_euclid(t) + 1) * t;
+        Instant::now() + Duration::from_secs((next_boundary - since).max(1) as u64)
     }
 
-    fn period(&self) -> Duration {
-        Duration::from_secs(self.policy.seconds)
-    }
-
-    fn step(&mut self) -> io::Result<()> {
-        self.key.step();
-        self.records_in_epoch = 0;
-        self.epoch_started = Instant::now();
-        self.persist()
-    }
-
-    /// Overwrites the key file in place with the current key and syncs it.
+    /// Overwrites the key file in place with the held key and syncs it.
     fn persist(&self) -> io::Result<()> {
         let Some((file, _)) = &self.file else { return Ok(()) };
         let mut text = Zeroizing::new(String::with_capacity(KEY_FILE_LEN));
         text.push_str(KEY_FILE_MAGIC);
-        text.push_str(&format!(" {:020} ", self.key.epoch()));
-        text.push_str(&hex::encode(self.key.key_bytes()));
+        text.push_str(&format!(" {:020} ", self.held.epoch()));
+        text.push_str(&hex::encode(self.held.key_bytes()));
         text.push('\n');
         debug_assert_eq!(text.len(), KEY_FILE_LEN);
         file.write_all_at(text.as_bytes(), 0)?;
         file.sync_data()
     }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 fn bad_key_file(path: &Path, detail: &str) -> io::Error {
@@ -242,7 +276,9 @@ impl Checkpoints {
         let checkpoint = Checkpoint::sign(seq, hash, epoch, &now_rfc3339(), &self.signer);
         match self.publisher.publish(&checkpoint) {
             Ok(()) => self.last_published = seq,
-            Err(error) => tracing::error!(seq, %error, "publishing an audit checkpoint failed; retried at the next commit"),
+            Err(error) => {
+                tracing::error!(seq, %error, "publishing an audit checkpoint failed; retried at the next commit")
+            }
         }
     }
 }

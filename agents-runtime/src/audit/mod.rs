@@ -68,8 +68,8 @@ pub use agents_core::audit::{
     CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord, SealCheck,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
-pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
+pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use memory::MemorySink;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite};

@@ -3,8 +3,8 @@
 use super::Appended;
 use super::group_commit::{ChainOptions, DurableStore, GroupCommitSink};
 use super::{AuditRecord, AuditResult, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
-use agents_core::audit::{ChainVerifier, SealCheck};
 use agents_core::Tier;
+use agents_core::audit::{ChainVerifier, SealCheck};
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 use serde_json::Value;
 use std::io;
@@ -136,7 +136,8 @@ impl SqliteSink {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite_error)?;
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
             add_epoch_column(&tx).map_err(sqlite_error)?;
-            let head = verify_connection(&tx, None, &path)?;
+            let policy = options.key.as_ref().map(super::SealingKey::policy);
+            let head = verify_connection(&tx, None, policy, &path)?;
             tx.commit().map_err(sqlite_error)?;
             head
         };
@@ -149,11 +150,13 @@ impl SqliteSink {
                 return Err(mode("the table holds a plain chain; start the keyed chain in a new database"));
             }
             (None, SealCheck::KeyedUnchecked { .. }) => {
-                return Err(mode("the table holds a keyed chain: open it with its sealing key (`SqliteSink::open_with`)"));
+                return Err(mode(
+                    "the table holds a keyed chain: open it with its sealing key (`SqliteSink::open_with`)",
+                ));
             }
-            (Some(key), _) => key
-                .catch_up(head.last_epoch.unwrap_or(0))
-                .map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?,
+            (Some(key), _) => {
+                key.resume(&head).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?
+            }
             (None, _) => {}
         }
         let label = format!("audit database `{}`", path.display());
@@ -187,18 +190,19 @@ pub fn verify_sqlite(path: impl AsRef<Path>, manifest_sha256: Option<&str>) -> R
     let path = path.as_ref();
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
-    verify_connection(&conn, manifest_sha256, path)
+    verify_connection(&conn, manifest_sha256, None, path)
 }
 
 fn verify_connection(
     conn: &Connection,
     manifest_sha256: Option<&str>,
+    policy: Option<agents_core::audit::EpochPolicy>,
     path: &Path,
 ) -> Result<ChainSummary, SqliteAuditError> {
     let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source };
     let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq")).map_err(sqlite_error)?;
     let mut rows = stmt.query([]).map_err(sqlite_error)?;
-    let mut verifier = ChainVerifier::new();
+    let mut verifier = ChainVerifier::new().epochs(policy.unwrap_or_default());
     if let Some(m) = manifest_sha256 {
         verifier = verifier.manifest(m);
     }
@@ -215,11 +219,10 @@ fn verify_connection(
 /// Databases made before keyed chains have no `epoch` column: add it (empty, so their plain
 /// records read as before).
 fn add_epoch_column(conn: &Connection) -> rusqlite::Result<()> {
-    let has: bool = conn.query_row(
-        "SELECT COUNT(*) > 0 FROM pragma_table_info('audit_log') WHERE name = 'epoch'",
-        [],
-        |row| row.get(0),
-    )?;
+    let has: bool =
+        conn.query_row("SELECT COUNT(*) > 0 FROM pragma_table_info('audit_log') WHERE name = 'epoch'", [], |row| {
+            row.get(0)
+        })?;
     if !has {
         conn.execute_batch("ALTER TABLE audit_log ADD COLUMN epoch INTEGER")?;
     }
@@ -308,7 +311,10 @@ impl SqliteStore {
                     r.manifest_sha256.as_str(),
                     r.prev_hash,
                     r.hash,
-                    r.epoch.map(i64::try_from).transpose().map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+                    r.epoch
+                        .map(i64::try_from)
+                        .transpose()
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
                 ])?;
             }
         }
