@@ -36,7 +36,7 @@ enum Command {
     Manifest(ManifestCmd),
     /// Audit logs (JSONL or SQLite): verify, show, stats, recover.
     #[command(subcommand)]
-    Audit(audit_cmd::AuditCmd),
+    Audit(Box<audit_cmd::AuditCmd>),
 }
 
 #[derive(Subcommand)]
@@ -103,7 +103,7 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
 fn main() {
     let cli = Cli::parse();
     let cli = match cli.command {
-        Command::Audit(cmd) => std::process::exit(audit_cmd::run(cmd)),
+        Command::Audit(cmd) => std::process::exit(audit_cmd::run(*cmd)),
         command => Cli { command },
     };
     let mut out = String::new();
