@@ -2,8 +2,10 @@
 //!
 //! Manifests: `show`, `diff` (classified; exit 1 on any widening), `verify` (against a
 //! baseline), `hash` (what `sha256sum` prints) and `render` (a self-contained HTML report).
-//! Audit logs: `verify` (the hash chain), `show` (filtered) and `stats` (counts and severe
-//! failures). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
+//! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
+//! `show` (filtered), `stats` (counts and severe failures) and `recover` (the records before a
+//! torn or corrupt tail, copied to a new log). Exit codes: 0 nothing found, 1 something found,
+//! 2 the command could not run.
 //!
 //! Every value printed that came from a manifest, an audit record or a file name is escaped
 //! for the terminal (see `term`).
@@ -37,9 +39,9 @@ enum Command {
     /// Permission manifests: show, diff, verify, hash, render.
     #[command(subcommand)]
     Manifest(ManifestCmd),
-    /// Audit logs (JSONL): verify, show, stats.
+    /// Audit logs (JSONL or SQLite): verify, show, stats, recover.
     #[command(subcommand)]
-    Audit(AuditCmd),
+    Audit(Box<audit_cmd::AuditCmd>),
 }
 
 #[derive(Subcommand)]
@@ -88,68 +90,6 @@ enum ManifestCmd {
     },
 }
 
-#[derive(Subcommand)]
-enum AuditCmd {
-    /// Checks the hash chain and the manifest hash of every record; reports the first bad line.
-    Verify {
-        /// The JSONL audit log.
-        log: PathBuf,
-        /// Require every record to name this manifest's hash.
-        #[arg(long, value_name = "FILE")]
-        manifest: Option<PathBuf>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Lists records, filtered, as a table or JSON lines.
-    Show {
-        /// The JSONL audit log.
-        log: PathBuf,
-        /// Only this run id.
-        #[arg(long)]
-        run: Option<String>,
-        /// Only this session id.
-        #[arg(long)]
-        session: Option<String>,
-        /// Only this user id.
-        #[arg(long)]
-        user: Option<String>,
-        /// Only this tool.
-        #[arg(long)]
-        tool: Option<String>,
-        /// Only this call id.
-        #[arg(long)]
-        call: Option<String>,
-        /// Only these statuses (repeat or separate with commas), e.g. executed,denied.
-        #[arg(long, value_delimiter = ',')]
-        status: Vec<String>,
-        /// Only these tiers (repeat or separate with commas): read, action, handoff.
-        #[arg(long, value_delimiter = ',')]
-        tier: Vec<String>,
-        /// Only records at or after this RFC 3339 time.
-        #[arg(long, value_name = "RFC3339")]
-        since: Option<String>,
-        /// Only records at or before this RFC 3339 time.
-        #[arg(long, value_name = "RFC3339")]
-        until: Option<String>,
-        /// Print the matching records as JSON lines (hidden and control characters written
-        /// as JSON escapes: the same values).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Counts by tier and status, and the severe failures; exit code 1 when there are any.
-    Stats {
-        /// The JSONL audit log.
-        log: PathBuf,
-        /// Take each tool's tier from this manifest as well (the stricter tier wins).
-        #[arg(long, value_name = "FILE")]
-        manifest: Option<PathBuf>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
 fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
     match cli.command {
         Command::Manifest(cmd) => match cmd {
@@ -161,19 +101,16 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
                 manifest_cmd::render(&file, diff.as_deref(), roles.as_deref(), &output, out)
             }
         },
-        Command::Audit(cmd) => match cmd {
-            AuditCmd::Verify { log, manifest, json } => audit_cmd::verify(&log, manifest.as_deref(), json, out, err),
-            AuditCmd::Show { log, run, session, user, tool, call, status, tier, since, until, json } => {
-                let filter = audit_cmd::ShowFilter { run, session, user, tool, call, status, tier, since, until };
-                audit_cmd::show(&log, &filter, json, out, err)
-            }
-            AuditCmd::Stats { log, manifest, json } => audit_cmd::stats(&log, manifest.as_deref(), json, out, err),
-        },
+        Command::Audit(_) => unreachable!("audit commands write as they go (`audit_cmd::run`)"),
     }
 }
 
 fn main() {
     let cli = Cli::parse();
+    let cli = match cli.command {
+        Command::Audit(cmd) => std::process::exit(audit_cmd::run(*cmd)),
+        command => Cli { command },
+    };
     let mut out = String::new();
     let mut err = String::new();
     let code = match run(cli, &mut out, &mut err) {

@@ -5,11 +5,17 @@
 pub(crate) struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    min_widths: Vec<usize>,
 }
 
 impl Table {
     pub(crate) fn new<I: IntoIterator<Item = S>, S: Into<String>>(header: I) -> Self {
-        Table { header: header.into_iter().map(|h| cell(h.into())).collect(), rows: Vec::new() }
+        Table { header: header.into_iter().map(|h| cell(h.into())).collect(), rows: Vec::new(), min_widths: Vec::new() }
+    }
+
+    /// Pads columns to at least these widths (for a table printed in pages).
+    pub(crate) fn set_min_widths(&mut self, widths: &[usize]) {
+        self.min_widths = widths.to_vec();
     }
 
     pub(crate) fn row<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, cells: I) {
@@ -19,6 +25,9 @@ impl Table {
     pub(crate) fn render(&self) -> String {
         let cols = self.header.len();
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for (w, m) in widths.iter_mut().zip(&self.min_widths) {
+            *w = (*w).max(*m);
+        }
         for r in &self.rows {
             for (i, c) in r.iter().enumerate().take(cols) {
                 widths[i] = widths[i].max(c.chars().count());

@@ -113,10 +113,11 @@ fn verify_reports_a_torn_last_line_as_torn() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "torn_tail");
 
-    // `show` and `stats` still work on the intact part, with a warning.
+    // `show` and `stats` still work on the intact part, with a warning, and exit as `verify`
+    // does: the chain is not whole.
     let o = run(&["show"], &log);
-    assert_eq!(code(&o), 0);
-    assert!(stderr(&o).contains("line 11 is torn"), "{}", stderr(&o));
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("line 11 is not an audit record and is skipped: torn"), "{}", stderr(&o));
     assert!(stdout(&o).contains("10 of 10 record(s)"), "{}", stdout(&o));
 }
 
@@ -305,9 +306,10 @@ fn stats_on_a_broken_chain_warns_and_still_counts() {
     let edited = text.replacen("\"user_id\":\"u-42\"", "\"user_id\":\"u-43\"", 1);
     let log = write(dir.path(), "edited.jsonl", &edited);
     let o = run(&["stats"], &log);
-    assert_eq!(code(&o), 0);
+    // A broken chain is a finding for every command, `stats` included.
+    assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("hash chain: BROKEN"), "{}", stdout(&o));
-    assert!(stderr(&o).contains("warning: the hash chain does not verify"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning: the chain does not verify"), "{}", stderr(&o));
 }
 
 // ---- show ----

@@ -1,13 +1,29 @@
-//! Audit records: append-only, event-sourced, hash-chained.
+//! Audit records: append-only, event-sourced, chained.
 //!
-//! Each status change of a tool call is a new record. Every record carries the hash of the
-//! previous one, so a verifier can detect an edited, deleted, reordered or inserted record,
-//! and the agent's `MANIFEST_SHA256`, so a record joins back to the reviewed manifest.
+//! Each status change of a tool call is a new record. Every record carries the `hash` of the
+//! previous one and the agent's `MANIFEST_SHA256`, so a record joins back to the reviewed
+//! manifest. A chain is sealed in one of two modes, and they prove different things:
+//!
+//! | mode | a record's `hash` | detects | against whom |
+//! | --- | --- | --- | --- |
+//! | plain (default) | SHA-256 of its canonical JSON without `hash` | accidental damage: a flipped byte, a lost or duplicated line, a torn write | nobody: anyone who can write the file can edit a record and re-hash everything after it, or cut the end off |
+//! | keyed ([`keyed`]) | HMAC-SHA-256 of the same text under the key of its `epoch`, the key stepping one way every epoch | any edit, insertion, deletion, reordering, re-sealing or record from another chain | someone with write access but no key, and someone who steals the writer's key at epoch `k`, for every record of an epoch before `k` |
+//! | keyed + [`checkpoint`]s | as keyed, plus Ed25519-signed statements of the head published elsewhere | also a log cut below (or rewritten up to) the last checkpoint | as keyed, as long as the published checkpoints are out of the attacker's reach |
+//!
+//! Records appended after the last checkpoint can be cut off without a trace in any mode; how
+//! often the writer publishes checkpoints bounds that loss.
+
+pub mod checkpoint;
+pub mod keyed;
+pub mod lines;
 
 use crate::tool::Tier;
 use crate::{SharedStr, SharedValue};
+pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointSigningKey, CheckpointVerifyingKey};
+pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMESTAMP_GRACE, unix_seconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::digest::Update;
 use std::fmt;
 
 /// The `prev_hash` of the first record of a chain.
@@ -195,6 +211,10 @@ pub struct AuditRecord {
     pub request_id: SharedStr,
     /// The tool call this record is about, when it is about one.
     pub call_id: Option<SharedStr>,
+    /// The sealing key's epoch, in a keyed chain; absent (not `null`) in a plain chain, so a
+    /// plain record's JSON and hash do not depend on the keyed mode existing. Set by the sink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// The user the run acts for.
     pub user_id: SharedStr,
     /// The user's organisation.
@@ -225,32 +245,54 @@ pub struct AuditRecord {
     pub manifest_sha256: SharedStr,
     /// The `hash` of the previous record, or [`GENESIS_HASH`].
     pub prev_hash: String,
-    /// SHA-256 of the canonical JSON of this record without its `hash` field.
+    /// The record's seal over its canonical JSON without the `hash` field: SHA-256 in a plain
+    /// chain, HMAC-SHA-256 under the key of `epoch` in a keyed one (lowercase hex either way).
     pub hash: String,
 }
 
 impl AuditRecord {
-    /// The hash this record should carry: SHA-256 of its canonical JSON without `hash`.
+    /// The plain hash this record should carry: SHA-256 of its canonical JSON without `hash`.
     pub fn compute_hash(&self) -> String {
-        let parts = self.members();
-        crate::canonical::sha256_hex(parts.hashed(self.seq, &self.prev_hash).as_bytes())
+        let members = self.members();
+        crate::canonical::digest_hex(&members.digest(&self.chain_members(), None))
     }
 
-    /// Sets `seq`, `prev_hash` and `hash` so the record follows `prev` in a chain.
+    /// The keyed seal this record should carry: HMAC-SHA-256 of its canonical JSON without
+    /// `hash` under `key` (the key of the record's `epoch`).
+    pub fn compute_mac(&self, key: &EpochKey) -> String {
+        let members = self.members();
+        crate::canonical::digest_hex(&members.digest(&self.chain_members(), Some(key)))
+    }
+
+    /// Sets `seq`, `prev_hash` and a plain `hash` (and clears `epoch`) so the record follows
+    /// `prev` in a plain chain.
     pub fn seal(&mut self, seq: u64, prev_hash: &str) {
         self.seq = seq;
+        self.epoch = None;
         prev_hash.clone_into(&mut self.prev_hash);
         self.hash = self.compute_hash();
     }
 
-    /// The canonical JSON line (without the newline).
-    pub fn to_line(&self) -> String {
-        let parts = self.members();
-        parts.line(&parts.hashed(self.seq, &self.prev_hash), &self.hash)
+    /// Sets `seq`, `prev_hash`, `epoch` and a keyed `hash` so the record follows `prev` in a
+    /// keyed chain, sealed with `key`.
+    pub fn seal_keyed(&mut self, seq: u64, prev_hash: &str, key: &EpochKey) {
+        self.seq = seq;
+        self.epoch = Some(key.epoch());
+        prev_hash.clone_into(&mut self.prev_hash);
+        self.hash = self.compute_mac(key);
     }
 
-    /// Renders every member except the three the chain decides (`hash`, `prev_hash`, `seq`),
-    /// in canonical key order, split where those three go.
+    /// The canonical JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        self.members().line(&self.chain_members(), &self.hash)
+    }
+
+    fn chain_members(&self) -> ChainMembers {
+        ChainMembers::new(self.seq, &self.prev_hash, self.epoch)
+    }
+
+    /// Renders every member except the four the chain decides (`epoch`, `hash`, `prev_hash`,
+    /// `seq`), in canonical key order, split where those go.
     fn members(&self) -> Members {
         // Exhaustive on purpose: a new field must be added below, in key order, or this does
         // not compile, rather than hash something other than the record's canonical JSON.
@@ -261,6 +303,7 @@ impl AuditRecord {
             session_id,
             request_id,
             call_id,
+            epoch: _,
             user_id,
             org_id,
             role,
@@ -311,35 +354,83 @@ struct Members {
     cuts: [usize; 3],
 }
 
+/// The members the chain decides, rendered once: `,"epoch":N` (or nothing),
+/// `,"prev_hash":"…"` and `,"seq":N`.
+struct ChainMembers {
+    epoch: String,
+    prev_hash: String,
+    seq: String,
+}
+
+impl ChainMembers {
+    fn new(seq: u64, prev_hash: &str, epoch: Option<u64>) -> Self {
+        let mut e = String::new();
+        if let Some(epoch) = epoch {
+            e.push_str(",\"epoch\":");
+            crate::canonical::write_to(&Value::from(epoch), &mut e);
+        }
+        let mut p = String::with_capacity(prev_hash.len() + 16);
+        p.push_str(",\"prev_hash\":");
+        crate::canonical::write_str_to(prev_hash, &mut p);
+        let mut s = String::with_capacity(24);
+        s.push_str(",\"seq\":");
+        // Through the canonical number writer: beyond 2^53 a number is written as a double.
+        crate::canonical::write_to(&Value::from(seq), &mut s);
+        ChainMembers { epoch: e, prev_hash: p, seq: s }
+    }
+}
+
 impl Members {
-    /// The text that is hashed: the record's canonical JSON without `hash`.
-    fn hashed(&self, seq: u64, prev_hash: &str) -> String {
+    /// The pieces of the record's canonical JSON without `hash`, in order.
+    fn hashed_pieces<'a>(&'a self, chain: &'a ChainMembers) -> [&'a str; 9] {
         let [a, b, c] = self.cuts;
         let t = &self.text;
-        let mut out = String::with_capacity(t.len() + prev_hash.len() + 48);
-        out.push('{');
-        out.push_str(&t[..a]);
-        out.push_str(&t[a..b]);
-        out.push_str(",\"prev_hash\":");
-        crate::canonical::write_str_to(prev_hash, &mut out);
-        out.push_str(&t[b..c]);
-        out.push_str(",\"seq\":");
-        // Through the canonical number writer: beyond 2^53 a number is written as a double.
-        crate::canonical::write_to(&Value::from(seq), &mut out);
-        out.push_str(&t[c..]);
-        out.push('}');
+        ["{", &t[..a], &chain.epoch, &t[a..b], &chain.prev_hash, &t[b..c], &chain.seq, &t[c..], "}"]
+    }
+
+    /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`,
+    /// fed piece by piece: the text is never assembled for hashing.
+    fn digest(&self, chain: &ChainMembers, key: Option<&EpochKey>) -> [u8; 32] {
+        fn feed<H: Update>(mut h: H, pieces: &[&str]) -> H {
+            for p in pieces {
+                h.update(p.as_bytes());
+            }
+            h
+        }
+        let pieces = self.hashed_pieces(chain);
+        match key {
+            None => {
+                use sha2::Digest;
+                feed(sha2::Sha256::new(), &pieces).finalize().into()
+            }
+            Some(key) => {
+                use hmac::Mac;
+                feed(key.mac().clone(), &pieces).finalize().into_bytes().into()
+            }
+        }
+    }
+
+    /// The full line, written once: the hashed pieces with `"hash"` spliced in after `epoch`.
+    fn line(&self, chain: &ChainMembers, hash: &str) -> String {
+        let pieces = self.hashed_pieces(chain);
+        let len: usize = pieces.iter().map(|p| p.len()).sum::<usize>() + hash.len() + 12;
+        let mut out = String::with_capacity(len);
+        for (i, p) in pieces.iter().enumerate() {
+            out.push_str(p);
+            if i == 2 {
+                out.push_str(",\"hash\":");
+                crate::canonical::write_str_to(hash, &mut out);
+            }
+        }
         out
     }
 
-    /// The full line: the hashed text with `hash` spliced in after the members before it.
-    fn line(&self, hashed: &str, hash: &str) -> String {
-        let at = 1 + self.cuts[0];
-        let mut out = String::with_capacity(hashed.len() + hash.len() + 10);
-        out.push_str(&hashed[..at]);
-        out.push_str(",\"hash\":");
-        crate::canonical::write_str_to(hash, &mut out);
-        out.push_str(&hashed[at..]);
-        out
+    /// Seals in one pass over the rendered members: the digest is fed the pieces, then the
+    /// line is written once with the hex digest spliced in.
+    fn seal(&self, chain: &ChainMembers, key: Option<&EpochKey>) -> (String, String) {
+        let hash = crate::canonical::digest_hex(&self.digest(chain, key));
+        let line = self.line(chain, &hash);
+        (hash, line)
     }
 }
 
@@ -427,13 +518,27 @@ impl PreparedRecord {
         PreparedRecord { record, members }
     }
 
-    /// Seals the record after `prev_hash` as number `seq`; returns it with its line.
+    /// The record as it was given (its `ts` decides its epoch in a keyed chain).
+    pub fn record(&self) -> &AuditRecord {
+        &self.record
+    }
+
+    /// Seals the record after `prev_hash` as number `seq` in a plain chain; returns it with its
+    /// line.
     pub fn seal(self, seq: u64, prev_hash: &str) -> (AuditRecord, String) {
+        self.seal_with(seq, prev_hash, None)
+    }
+
+    /// Seals the record after `prev_hash` as number `seq` with `key` in a keyed chain (`None`:
+    /// plain); returns it with its line. The canonical text is rendered once (in
+    /// [`PreparedRecord::new`]); sealing feeds it to the hash or MAC and writes the line once.
+    pub fn seal_with(self, seq: u64, prev_hash: &str, key: Option<&EpochKey>) -> (AuditRecord, String) {
         let PreparedRecord { mut record, members } = self;
-        let hashed = members.hashed(seq, prev_hash);
-        let hash = crate::canonical::sha256_hex(hashed.as_bytes());
-        let line = members.line(&hashed, &hash);
+        let epoch = key.map(EpochKey::epoch);
+        let chain = ChainMembers::new(seq, prev_hash, epoch);
+        let (hash, line) = members.seal(&chain, key);
         record.seq = seq;
+        record.epoch = epoch;
         prev_hash.clone_into(&mut record.prev_hash);
         record.hash = hash;
         (record, line)
@@ -456,6 +561,40 @@ pub enum ChainError {
     HashMismatch {
         /// 1-based line number.
         line: usize,
+    },
+    /// The record's content does not match its keyed seal: it was edited, forged, re-sealed
+    /// without the key, or sealed with another key.
+    #[error("line {line}: the record does not match its keyed seal (edited, forged, or sealed with another key)")]
+    SealMismatch {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A key was given but the record is not sealed with one, or the chain switches between
+    /// plain and keyed records: records were replaced or re-sealed with the plain hash.
+    #[error("line {line}: the record is {found}, but {expected} (records replaced or re-sealed)")]
+    ModeMismatch {
+        /// 1-based line number.
+        line: usize,
+        /// What the record is (`a plain record`, `a keyed record`).
+        found: &'static str,
+        /// What the chain needs.
+        expected: &'static str,
+    },
+    /// The record's epoch is not the one its sequence number and time give (it was re-sealed
+    /// with a later key, or the verifier uses another epoch policy than the writer).
+    #[error(
+        "line {line}: the record says sealing epoch {found}, but its sequence number and time give epoch {expected} \
+         (after epoch {previous}): re-sealed with another epoch's key, or the writer used another epoch policy"
+    )]
+    Epoch {
+        /// 1-based line number.
+        line: usize,
+        /// The record's epoch.
+        found: u64,
+        /// The epoch its sequence number and time give.
+        expected: u64,
+        /// The previous record's epoch.
+        previous: u64,
     },
     /// The record does not follow the previous one: a record was deleted, inserted or moved.
     #[error("line {line}: the record does not follow the previous one (deleted, inserted or reordered records)")]
@@ -489,6 +628,34 @@ pub enum ChainError {
         /// What the caller expected.
         expected: String,
     },
+    /// A signed checkpoint names this record with another hash: the chain was rewritten.
+    #[error(
+        "line {line}: record {seq} does not have the hash signed checkpoint {number} names ({hash}): the chain was rewritten"
+    )]
+    CheckpointMismatch {
+        /// 1-based line number.
+        line: usize,
+        /// The record's sequence number.
+        seq: u64,
+        /// 1-based number of the checkpoint, in sequence order.
+        number: usize,
+        /// The hash the checkpoint names.
+        hash: String,
+    },
+    /// The log ends before a record a signed checkpoint names: records were cut off.
+    #[error(
+        "line {line}: the log ends after {records} record(s), but signed checkpoint {number} names record {seq}: records were cut off the end"
+    )]
+    Truncated {
+        /// 1-based number of the first missing line.
+        line: usize,
+        /// Records the log holds.
+        records: u64,
+        /// The sequence number the checkpoint names.
+        seq: u64,
+        /// 1-based number of the checkpoint, in sequence order.
+        number: usize,
+    },
 }
 
 impl ChainError {
@@ -497,12 +664,53 @@ impl ChainError {
         match self {
             ChainError::Malformed { line, .. }
             | ChainError::HashMismatch { line }
+            | ChainError::SealMismatch { line }
+            | ChainError::ModeMismatch { line, .. }
+            | ChainError::Epoch { line, .. }
             | ChainError::BrokenLink { line }
             | ChainError::Sequence { line, .. }
             | ChainError::TornTail { line }
-            | ChainError::ManifestMismatch { line, .. } => *line,
+            | ChainError::ManifestMismatch { line, .. }
+            | ChainError::CheckpointMismatch { line, .. }
+            | ChainError::Truncated { line, .. } => *line,
         }
     }
+
+    /// A short stable name of the kind of break (`hash_mismatch`, `truncated`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChainError::Malformed { .. } => "malformed",
+            ChainError::HashMismatch { .. } => "hash_mismatch",
+            ChainError::SealMismatch { .. } => "seal_mismatch",
+            ChainError::ModeMismatch { .. } => "mode_mismatch",
+            ChainError::Epoch { .. } => "epoch",
+            ChainError::BrokenLink { .. } => "broken_link",
+            ChainError::Sequence { .. } => "sequence",
+            ChainError::TornTail { .. } => "torn_tail",
+            ChainError::ManifestMismatch { .. } => "manifest_mismatch",
+            ChainError::CheckpointMismatch { .. } => "checkpoint_mismatch",
+            ChainError::Truncated { .. } => "truncated",
+        }
+    }
+}
+
+/// How a verified chain's seals were checked: what its verification proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealCheck {
+    /// No record.
+    Empty,
+    /// A plain chain, every SHA-256 checked: integrity against accidents only.
+    Integrity,
+    /// A keyed chain verified without its key: links and form only, not the seals.
+    KeyedUnchecked {
+        /// The last record's epoch.
+        last_epoch: u64,
+    },
+    /// A keyed chain, every seal checked with the key.
+    Keyed {
+        /// The last record's epoch.
+        last_epoch: u64,
+    },
 }
 
 /// What a verified chain holds.
@@ -512,62 +720,317 @@ pub struct ChainSummary {
     pub records: usize,
     /// Hash of the last record ([`GENESIS_HASH`] when empty).
     pub last_hash: String,
+    /// The last record's epoch (keyed chains).
+    pub last_epoch: Option<u64>,
+    /// How the seals were checked.
+    pub seals: SealCheck,
+    /// Signed checkpoints the chain matched, and the sequence number the last of them names.
+    pub checkpoints: Option<(usize, u64)>,
+    /// The first record's time in seconds since 1970 (keyed chains: epochs count from it).
+    pub first_ts: Option<i64>,
 }
 
-/// Verifies a JSONL audit log held in memory: every line parses, is exactly the record's
-/// canonical JSON, matches its hash, links to the previous one and has the next sequence
-/// number; optionally every record names
-/// `manifest_sha256`. Reports the first bad line.
-pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
-    let mut prev = GENESIS_HASH.to_owned();
-    let mut count = 0usize;
-    let ends_with_newline = text.is_empty() || text.ends_with('\n');
-    let lines: Vec<&str> = text.split_terminator('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        let lineno = i + 1;
-        let last = i + 1 == lines.len();
-        let record: AuditRecord = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                if last && !ends_with_newline {
-                    return Err(ChainError::TornTail { line: lineno });
-                }
-                return Err(ChainError::Malformed { line: lineno, detail: e.to_string() });
+impl ChainSummary {
+    /// The summary of an empty chain.
+    pub fn empty() -> Self {
+        ChainSummary {
+            records: 0,
+            last_hash: GENESIS_HASH.to_owned(),
+            last_epoch: None,
+            seals: SealCheck::Empty,
+            checkpoints: None,
+            first_ts: None,
+        }
+    }
+
+    /// The summary of a plain chain of `records` records ending in `last_hash`, no checkpoint.
+    pub fn plain(records: usize, last_hash: impl Into<String>) -> Self {
+        ChainSummary {
+            records,
+            last_hash: last_hash.into(),
+            last_epoch: None,
+            seals: if records == 0 { SealCheck::Empty } else { SealCheck::Integrity },
+            checkpoints: None,
+            first_ts: None,
+        }
+    }
+
+    /// The guarantee the verification gave, in words: `integrity only`, `keyed through epoch
+    /// 3`, `keyed through epoch 3; matches checkpoint 2 (record 2000)`.
+    pub fn guarantee(&self) -> String {
+        let mut out = match self.seals {
+            SealCheck::Empty => "empty log".to_owned(),
+            SealCheck::Integrity => {
+                "integrity only (plain SHA-256 chain: detects accidents, not someone who can write the log)".to_owned()
             }
+            SealCheck::KeyedUnchecked { last_epoch } => format!(
+                "links only (keyed chain through epoch {last_epoch}; no key was given, so the seals were not checked)"
+            ),
+            SealCheck::Keyed { last_epoch } => format!("keyed through epoch {last_epoch}"),
         };
-        if last && !ends_with_newline {
-            return Err(ChainError::TornTail { line: lineno });
+        match self.checkpoints {
+            Some((n, seq)) => out.push_str(&format!("; matches checkpoint {n} (record {seq})")),
+            None if self.records > 0 => out.push_str("; no checkpoint (records cut off the end would go unnoticed)"),
+            None => {}
         }
-        if record.compute_hash() != record.hash {
-            return Err(ChainError::HashMismatch { line: lineno });
+        out
+    }
+}
+
+/// Checks a chain record by record, in order, holding only the previous record's hash and the
+/// current epoch's key: a log of any length verifies in constant memory.
+///
+/// Every record must be exactly its canonical JSON line (for text logs), match its seal, link to
+/// the previous record and carry the next sequence number. With a [`ChainKey`], every record
+/// must be keyed and its HMAC must verify under its epoch's key; without one, a plain chain's
+/// SHA-256 seals are checked, and a keyed chain's links only. Optionally every record names one
+/// manifest, and signed checkpoints (already checked with [`Checkpoint::verify`]) must name
+/// records of this chain.
+///
+/// ```
+/// use agents_core::audit::{ChainVerifier, SealCheck};
+/// let mut v = ChainVerifier::new();
+/// assert_eq!(v.finish().unwrap().seals, SealCheck::Empty);
+/// ```
+#[derive(Debug)]
+pub struct ChainVerifier {
+    prev: String,
+    count: u64,
+    manifest: Option<String>,
+    keys: Option<keyed::EpochKeys>,
+    policy: EpochPolicy,
+    /// Seconds since 1970 of the first record's `ts` (keyed chains).
+    first_ts: Option<i64>,
+    /// Whether the chain's records are keyed (set by the first record).
+    keyed: Option<bool>,
+    last_epoch: Option<u64>,
+    /// Checkpoints by sequence number: (1-based number, hash).
+    checkpoints: std::collections::BTreeMap<u64, (usize, String)>,
+    matched: Option<(usize, u64)>,
+}
+
+impl Default for ChainVerifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChainVerifier {
+    /// A verifier of a chain from its first record.
+    pub fn new() -> Self {
+        ChainVerifier {
+            prev: GENESIS_HASH.to_owned(),
+            count: 0,
+            manifest: None,
+            keys: None,
+            policy: EpochPolicy::default(),
+            first_ts: None,
+            keyed: None,
+            last_epoch: None,
+            checkpoints: Default::default(),
+            matched: None,
         }
-        // The hash covers the parsed record, so a line re-encoded without changing its meaning
+    }
+
+    /// Requires every record to name this manifest hash.
+    pub fn manifest(mut self, manifest_sha256: impl Into<String>) -> Self {
+        self.manifest = Some(manifest_sha256.into());
+        self
+    }
+
+    /// Checks every seal with the chain's key (and requires a keyed chain).
+    pub fn key(mut self, key: &ChainKey) -> Self {
+        self.keys = Some(keyed::EpochKeys::new(key));
+        self
+    }
+
+    /// The writer's epoch policy (default: [`EpochPolicy::default`]): every keyed record's
+    /// epoch must be the one its sequence number and time give.
+    pub fn epochs(mut self, policy: EpochPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Requires the chain to match these checkpoints (whose signatures the caller checked).
+    /// Several checkpoints naming one record must agree; the later one wins otherwise.
+    pub fn checkpoints(mut self, checkpoints: impl IntoIterator<Item = Checkpoint>) -> Self {
+        for c in checkpoints {
+            self.checkpoints.insert(c.seq, (0, c.hash));
+        }
+        for (i, (_, (n, _))) in self.checkpoints.iter_mut().enumerate() {
+            *n = i + 1;
+        }
+        self
+    }
+
+    /// Records verified so far.
+    pub fn records(&self) -> u64 {
+        self.count
+    }
+
+    /// Verifies one line of a JSONL log (without its newline) as line `line`, and returns its
+    /// record.
+    pub fn line(&mut self, text: &str, line: usize) -> Result<AuditRecord, ChainError> {
+        let record: AuditRecord =
+            serde_json::from_str(text).map_err(|e| ChainError::Malformed { line, detail: e.to_string() })?;
+        let members = record.members();
+        let chain = record.chain_members();
+        let key = self.check_mode(&record, line)?;
+        // A keyed record's seal needs the key; without it only its form and links are checked.
+        if (key.is_some() || record.epoch.is_none())
+            && crate::canonical::digest_hex(&members.digest(&chain, key.as_ref())) != record.hash
+        {
+            return Err(self.seal_error(line));
+        }
+        // The seal covers the parsed record, so a line re-encoded without changing its meaning
         // (`1E+21` for `1e+21`, an escaped letter) would still match it: require the exact bytes.
-        if record.to_line() != *line {
+        if members.line(&chain, &record.hash) != text {
             return Err(ChainError::Malformed {
-                line: lineno,
+                line,
                 detail: "the line is not the record's canonical JSON (it was re-encoded after it was written)"
                     .to_owned(),
             });
         }
-        if record.prev_hash != prev {
-            return Err(ChainError::BrokenLink { line: lineno });
-        }
-        let expected = count as u64 + 1;
-        if record.seq != expected {
-            return Err(ChainError::Sequence { line: lineno, found: record.seq, expected });
-        }
-        if let Some(m) = manifest_sha256
-            && record.manifest_sha256 != m
+        self.link(&record, line)?;
+        Ok(record)
+    }
+
+    /// Verifies one record read from a store that keeps fields, not lines (a database row), as
+    /// the `line`-th record.
+    pub fn record(&mut self, record: &AuditRecord, line: usize) -> Result<(), ChainError> {
+        let key = self.check_mode(record, line)?;
+        if (key.is_some() || record.epoch.is_none())
+            && crate::canonical::digest_hex(&record.members().digest(&record.chain_members(), key.as_ref()))
+                != record.hash
         {
-            return Err(ChainError::ManifestMismatch {
-                line: lineno,
-                found: record.manifest_sha256.to_string(),
-                expected: m.to_owned(),
+            return Err(self.seal_error(line));
+        }
+        self.link(record, line)
+    }
+
+    /// After the last record: the summary, or where a checkpoint names a record the chain does
+    /// not reach.
+    pub fn finish(&self) -> Result<ChainSummary, ChainError> {
+        if let Some((&seq, (number, _))) = self.checkpoints.range(self.count + 1..).next() {
+            return Err(ChainError::Truncated {
+                line: self.count as usize + 1,
+                records: self.count,
+                seq,
+                number: *number,
             });
         }
-        prev = record.hash;
-        count += 1;
+        let seals = match (self.keyed, self.last_epoch) {
+            (None, _) => SealCheck::Empty,
+            (Some(false), _) => SealCheck::Integrity,
+            (Some(true), epoch) if self.keys.is_some() => SealCheck::Keyed { last_epoch: epoch.unwrap_or(0) },
+            (Some(true), epoch) => SealCheck::KeyedUnchecked { last_epoch: epoch.unwrap_or(0) },
+        };
+        Ok(ChainSummary {
+            records: self.count as usize,
+            last_hash: self.prev.clone(),
+            last_epoch: self.last_epoch,
+            seals,
+            checkpoints: self.matched,
+            first_ts: self.first_ts,
+        })
     }
-    Ok(ChainSummary { records: count, last_hash: prev })
+
+    fn seal_error(&self, line: usize) -> ChainError {
+        if self.keys.is_some() { ChainError::SealMismatch { line } } else { ChainError::HashMismatch { line } }
+    }
+
+    /// Checks the record's mode and epoch; the key to check its seal with (`None`: the plain
+    /// hash, or a keyed record without a key, whose links only are checked).
+    fn check_mode(&mut self, record: &AuditRecord, line: usize) -> Result<Option<EpochKey>, ChainError> {
+        let keyed = record.epoch.is_some();
+        let expected_keyed = self.keys.is_some() || self.keyed == Some(true);
+        if (self.keyed.is_some() || self.keys.is_some()) && keyed != expected_keyed {
+            let (found, expected) = if keyed {
+                ("a keyed record", "the chain's records are plain")
+            } else if self.keys.is_some() {
+                ("a plain record", "a key was given, so every record must be keyed")
+            } else {
+                ("a plain record", "the chain's records are keyed")
+            };
+            return Err(ChainError::ModeMismatch { line, found, expected });
+        }
+        let Some(epoch) = record.epoch else {
+            return Ok(None);
+        };
+        let ts = unix_seconds(&record.ts).ok_or_else(|| ChainError::Malformed {
+            line,
+            detail: format!("`ts` {:?} is not an RFC 3339 time, so the record's epoch cannot be checked", record.ts),
+        })?;
+        let first_ts = *self.first_ts.get_or_insert(ts);
+        let expected = self.policy.epoch_of(record.seq, ts, first_ts);
+        let previous = self.last_epoch.unwrap_or(0);
+        // Concurrent producers stamp records before they queue: one may reach the writer just
+        // after the clock's step, one epoch behind the previous record.
+        let behind = TIMESTAMP_GRACE.as_secs() / self.policy.seconds.max(1) + 1;
+        // Without the key the seals are not checked, and neither is which epoch sealed a record
+        // (that needs the writer's policy); the order of epochs still is.
+        let misplaced = self.keys.is_some() && epoch != expected;
+        if misplaced || epoch.saturating_add(behind) < previous || epoch - previous.min(epoch) > MAX_EPOCH_GAP {
+            return Err(ChainError::Epoch { line, found: epoch, expected, previous });
+        }
+        Ok(self.keys.as_mut().map(|keys| keys.at(epoch, epoch.saturating_sub(behind))))
+    }
+
+    /// Checks links, sequence, manifest and checkpoints, then moves the chain's head on.
+    fn link(&mut self, record: &AuditRecord, line: usize) -> Result<(), ChainError> {
+        if record.prev_hash != self.prev {
+            return Err(ChainError::BrokenLink { line });
+        }
+        let expected = self.count + 1;
+        if record.seq != expected {
+            return Err(ChainError::Sequence { line, found: record.seq, expected });
+        }
+        if let Some(m) = &self.manifest
+            && record.manifest_sha256 != m.as_str()
+        {
+            return Err(ChainError::ManifestMismatch {
+                line,
+                found: record.manifest_sha256.to_string(),
+                expected: m.clone(),
+            });
+        }
+        if let Some((number, hash)) = self.checkpoints.get(&record.seq) {
+            if *hash != record.hash {
+                return Err(ChainError::CheckpointMismatch {
+                    line,
+                    seq: record.seq,
+                    number: *number,
+                    hash: hash.clone(),
+                });
+            }
+            self.matched = Some((*number, record.seq));
+        }
+        self.keyed = Some(record.epoch.is_some());
+        self.last_epoch = record.epoch.or(self.last_epoch);
+        record.hash.clone_into(&mut self.prev);
+        self.count = expected;
+        Ok(())
+    }
+}
+
+/// Verifies a JSONL audit log held in memory with a [`ChainVerifier`] (no key, no
+/// checkpoints): every line parses, is exactly the record's canonical JSON, matches its seal,
+/// links to the previous one and has the next sequence number; optionally every record names
+/// `manifest_sha256`. Reports the first bad line; an unterminated last line is
+/// [`ChainError::TornTail`].
+pub fn verify_jsonl(text: &str, manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
+    let mut verifier = ChainVerifier::new();
+    if let Some(m) = manifest_sha256 {
+        verifier = verifier.manifest(m);
+    }
+    let ends_with_newline = text.is_empty() || text.ends_with('\n');
+    let mut lines = text.split_terminator('\n').enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let lineno = i + 1;
+        if lines.peek().is_none() && !ends_with_newline {
+            return Err(ChainError::TornTail { line: lineno });
+        }
+        verifier.line(line, lineno)?;
+    }
+    verifier.finish()
 }

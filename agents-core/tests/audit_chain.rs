@@ -14,6 +14,7 @@ fn record(i: u64) -> AuditRecord {
         session_id: "s-1".into(),
         request_id: "q-1".into(),
         call_id: Some(format!("c-{i}").into()),
+        epoch: None,
         user_id: "u-1".into(),
         org_id: "o-1".into(),
         role: "clerk".into(),
@@ -81,10 +82,11 @@ fn a_line_is_canonical_json_that_parses_back_to_the_record() {
 
 #[test]
 fn a_valid_chain_verifies() {
-    assert_eq!(verify_jsonl("", None), Ok(ChainSummary { records: 0, last_hash: GENESIS_HASH.to_owned() }));
+    assert_eq!(verify_jsonl("", None), Ok(ChainSummary::empty()));
     let (records, lines) = chain(5);
     let summary = verify_jsonl(&text(&lines), Some(MANIFEST)).unwrap();
-    assert_eq!(summary, ChainSummary { records: 5, last_hash: records[4].hash.clone() });
+    assert_eq!((summary.records, summary.last_hash), (5, records[4].hash.clone()));
+    assert_eq!(summary.seals, agents_core::audit::SealCheck::Integrity);
 }
 
 #[test]

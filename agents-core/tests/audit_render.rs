@@ -2,7 +2,7 @@
 //! the generic route: serialize the record to a value and write its canonical JSON.
 
 use agents_core::Tier;
-use agents_core::audit::{AuditRecord, AuditResult, AuditStatus, GENESIS_HASH, PreparedRecord};
+use agents_core::audit::{AuditRecord, AuditResult, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord};
 use agents_core::canonical;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -27,6 +27,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         session_id: "s".into(),
         request_id: "q".into(),
         call_id: None,
+        epoch: None,
         user_id: "u".into(),
         org_id: "o".into(),
         role: "ärztin".into(),
@@ -45,7 +46,31 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
     }
 }
 
+/// The generic keyed seal: HMAC-SHA-256 of the canonical JSON without `hash` (with `epoch`).
+fn generic_mac(r: &AuditRecord, key: &EpochKey) -> String {
+    use hmac::Mac;
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("hash");
+    assert_eq!(v["epoch"], json!(key.epoch()));
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.key_bytes()).unwrap();
+    mac.update(canonical::to_string(&v).as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
 fn check(r: AuditRecord, seq: u64, prev: &str) -> AuditRecord {
+    // Keyed: the same text with `epoch`, sealed with the epoch's key.
+    let key = ChainKey::from_bytes([5; 32]).key_at(seq % 3);
+    let (prepared, line) = PreparedRecord::new(r.clone()).seal_with(seq, prev, Some(&key));
+    let mut keyed = r.clone();
+    keyed.seal_keyed(seq, prev, &key);
+    assert_eq!(prepared, keyed);
+    assert_eq!(keyed.epoch, Some(key.epoch()));
+    assert_eq!(keyed.hash, generic_mac(&keyed, &key));
+    assert_eq!(keyed.compute_mac(&key), keyed.hash);
+    assert_ne!(keyed.compute_hash(), keyed.hash);
+    assert_eq!(line, generic_line(&keyed));
+    assert_eq!(keyed.to_line(), line);
+
     let (prepared, line) = PreparedRecord::new(r.clone()).seal(seq, prev);
     let mut sealed = r;
     sealed.seal(seq, prev);
@@ -151,6 +176,7 @@ proptest! {
             session_id: strings[2].clone().into(),
             request_id: strings[3].clone().into(),
             call_id: optional[0].clone().map(Into::into),
+            epoch: None,
             user_id: strings[4].clone().into(),
             org_id: strings[5].clone().into(),
             role: strings[6].clone().into(),

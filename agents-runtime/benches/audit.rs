@@ -34,6 +34,7 @@ fn record(i: u64) -> AuditRecord {
         session_id: "session-1".into(),
         request_id: format!("req-{i}").into(),
         call_id: Some(format!("call-{i}").into()),
+        epoch: None,
         user_id: "u-ann".into(),
         org_id: "org-clinic".into(),
         role: "nurse".into(),

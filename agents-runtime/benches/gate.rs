@@ -8,6 +8,9 @@
 //! - `gate_audit_built`: `DirectSession::call` (lookup, strict parse, availability, one
 //!   interceptor, typed deserialize, the `proposed` and `executed` records built, sealed and
 //!   hashed by a sink that does no I/O, events, digest).
+//! - `gate_audit_sealed` / `gate_audit_keyed`: the same, with each record sealed as a durable
+//!   sink seals it before it writes (rendered once, hashed or MACed, its line written once), in
+//!   the plain and the keyed chain.
 //! - `gate_no_audit`: the same steps without audit records and events, composed from the
 //!   registry (`Registry::entry`, strict parse, snapshot check, interceptor, typed parse, body).
 //!
@@ -16,7 +19,9 @@
 #![recursion_limit = "1024"]
 #![allow(missing_docs)]
 
-use agents_runtime::audit::{Appended, AuditRecord, AuditSink, AuditStatus, GENESIS_HASH, MemorySink};
+use agents_runtime::audit::{
+    Appended, AuditRecord, AuditSink, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, MemorySink, PreparedRecord,
+};
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::DirectSession;
@@ -148,20 +153,33 @@ impl AuditSink for BuiltOnlySink {
     }
 }
 
-/// Seals every record onto a hash chain (sequence, previous hash, SHA-256) and returns it
-/// without any I/O: building plus what a durable sink adds before it writes.
-#[derive(Default)]
+/// Seals every record onto a chain and returns it without any I/O: building plus what a
+/// durable sink adds before it writes (render once, hash or MAC, the line written once), in the
+/// plain mode or the keyed one (HMAC-SHA-256 under an epoch key).
 struct NoIoSink {
     chain: Mutex<(u64, String)>,
+    key: Option<EpochKey>,
+}
+
+impl NoIoSink {
+    fn plain() -> Self {
+        NoIoSink { chain: Mutex::new((0, GENESIS_HASH.to_owned())), key: None }
+    }
+
+    fn keyed() -> Self {
+        NoIoSink { chain: Mutex::new((0, GENESIS_HASH.to_owned())), key: Some(ChainKey::from_bytes([7; 32]).key_at(3)) }
+    }
 }
 
 impl AuditSink for NoIoSink {
-    fn append(&self, mut record: AuditRecord) -> Appended<'_> {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
+        // Rendered on the producer's side, as `GroupCommitSink` does.
+        let prepared = PreparedRecord::new(record);
         let mut chain = self.chain.lock().unwrap();
-        let prev = if chain.0 == 0 { GENESIS_HASH.to_owned() } else { chain.1.clone() };
-        record.seal(chain.0 + 1, &prev);
+        let (record, line) = prepared.seal_with(chain.0 + 1, &chain.1, self.key.as_ref());
+        black_box(line);
         chain.0 += 1;
-        chain.1 = record.hash.clone();
+        chain.1.clone_from(&record.hash);
         Appended::ready(Ok(record))
     }
 }
@@ -268,6 +286,7 @@ struct Fixture {
     small: DirectSession<Small>,
     big: DirectSession<Big>,
     sealed: DirectSession<Small>,
+    keyed: DirectSession<Small>,
     bare_small: Bare<Small, t059>,
     bare_big: Bare<Big, t599>,
 }
@@ -277,15 +296,18 @@ fn fixture() -> Fixture {
     let built = runtime(Arc::new(BuiltOnlySink));
     let small = rt.block_on(built.direct::<Small>(principal(), "bench-small", None)).unwrap();
     let big = rt.block_on(built.direct::<Big>(principal(), "bench-big", None)).unwrap();
-    let chained = runtime(Arc::new(NoIoSink::default()));
+    let chained = runtime(Arc::new(NoIoSink::plain()));
     let sealed = rt.block_on(chained.direct::<Small>(principal(), "bench-sealed", None)).unwrap();
-    let f = Fixture { rt, small, big, sealed, bare_small: Bare::new(), bare_big: Bare::new() };
+    let keyed_rt = runtime(Arc::new(NoIoSink::keyed()));
+    let keyed = rt.block_on(keyed_rt.direct::<Small>(principal(), "bench-keyed", None)).unwrap();
+    let f = Fixture { rt, small, big, sealed, keyed, bare_small: Bare::new(), bare_big: Bare::new() };
     // Every path answers the same thing.
     let want = baseline(&args_value());
     assert_eq!(baseline_from_str(), want);
     assert_eq!(f.rt.block_on(f.small.call("c", SMALL_TOOL, ARGS)).content, want);
     assert_eq!(f.rt.block_on(f.big.call("c", BIG_TOOL, ARGS)).content, want);
     assert_eq!(f.rt.block_on(f.sealed.call("c", SMALL_TOOL, ARGS)).content, want);
+    assert_eq!(f.rt.block_on(f.keyed.call("c", SMALL_TOOL, ARGS)).content, want);
     assert_eq!(f.rt.block_on(f.bare_small.call(SMALL_TOOL, ARGS)), want);
     assert_eq!(f.rt.block_on(f.bare_big.call(BIG_TOOL, ARGS)), want);
     f
@@ -304,6 +326,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("gate_audit_built_60", |b| b.to_async(&f.rt).iter(|| f.small.call("c", SMALL_TOOL, ARGS)));
     g.bench_function("gate_audit_built_600", |b| b.to_async(&f.rt).iter(|| f.big.call("c", BIG_TOOL, ARGS)));
     g.bench_function("gate_audit_sealed_60", |b| b.to_async(&f.rt).iter(|| f.sealed.call("c", SMALL_TOOL, ARGS)));
+    g.bench_function("gate_audit_keyed_60", |b| b.to_async(&f.rt).iter(|| f.keyed.call("c", SMALL_TOOL, ARGS)));
     g.bench_function("gate_no_audit_60", |b| b.to_async(&f.rt).iter(|| f.bare_small.call(SMALL_TOOL, ARGS)));
     g.bench_function("gate_no_audit_600", |b| b.to_async(&f.rt).iter(|| f.bare_big.call(BIG_TOOL, ARGS)));
     g.finish();
@@ -375,6 +398,16 @@ fn ratios() {
                 })
             }),
         ),
+        (
+            "gate, records sealed keyed, 60",
+            Box::new(|| {
+                f.rt.block_on(async {
+                    for _ in 0..N {
+                        black_box(f.keyed.call("c", SMALL_TOOL, ARGS).await);
+                    }
+                })
+            }),
+        ),
     ];
     let mut best = vec![f64::INFINITY; paths.len()];
     for _ in 0..7 {
@@ -392,13 +425,14 @@ fn ratios() {
         "  {:<36} {seal:>9.0} ns  (a read call seals two: `proposed`, `executed`)",
         "sealing one record (render + SHA-256)"
     );
-    let [base, _, bare60, bare600, built60, built600, sealed60] = best[..] else { unreachable!() };
+    let [base, _, bare60, bare600, built60, built600, sealed60, keyed60] = best[..] else { unreachable!() };
     println!("ratios:");
     println!("  gate (no audit) / baseline           {:>6.2}x  (target <= 2.0x)", bare60 / base);
     println!("  gate (audit built) / baseline        {:>6.2}x  (target <= 4.0x)", built60 / base);
     println!("  600 / 60 tools, no audit             {:>6.2}x  (target <= 1.10x)", bare600 / bare60);
     println!("  600 / 60 tools, audit built          {:>6.2}x  (target <= 1.10x)", built600 / built60);
-    println!("  gate (built and sealed) / baseline   {:>6.2}x  (no target; for reference)", sealed60 / base);
+    println!("  gate (built and sealed) / baseline   {:>6.2}x  (plain chain; target <= 6.0x)", sealed60 / base);
+    println!("  gate (sealed, keyed) / baseline      {:>6.2}x  (keyed chain; target <= 6.0x)", keyed60 / base);
 }
 
 /// Nanoseconds to seal one `proposed` record as the gate builds it for the benchmark call.

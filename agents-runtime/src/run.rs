@@ -879,6 +879,7 @@ impl RecordIds {
             session_id: self.session_id.clone(),
             request_id: self.request_id.clone(),
             call_id: f.call_id,
+            epoch: None,
             user_id: self.user_id.clone(),
             org_id: self.org_id.clone(),
             role: self.role.clone(),

@@ -41,7 +41,7 @@ async fn records_chain_and_verify() {
     let expected: String = sealed.iter().map(|r| r.to_line() + "\n").collect();
     assert_eq!(text, expected);
     let summary = verify_jsonl_file(&path, Some(MANIFEST)).unwrap();
-    assert_eq!(summary, ChainSummary { records: 5, last_hash: sealed[4].hash.clone() });
+    assert_eq!(summary, ChainSummary::plain(5, sealed[4].hash.clone()));
     match verify_jsonl_file(&path, Some("another manifest")) {
         Err(JsonlOpenError::Broken { source: ChainError::ManifestMismatch { line: 1, .. }, .. }) => {}
         other => panic!("{other:?}"),
@@ -63,7 +63,7 @@ async fn reopening_continues_the_chain() {
     assert_eq!(next.prev_hash, last.hash);
     drop(sink);
     let summary = verify_jsonl_file(&path, None).unwrap();
-    assert_eq!(summary, ChainSummary { records: 3, last_hash: next.hash });
+    assert_eq!(summary, ChainSummary::plain(3, next.hash));
 }
 
 #[tokio::test]
@@ -201,10 +201,7 @@ fn an_empty_or_missing_log_opens_as_an_empty_chain() {
     let path = dir.path().join("new.jsonl");
     drop(JsonlSink::open(&path).unwrap());
     assert_eq!(std::fs::read(&path).unwrap(), b"");
-    assert_eq!(
-        verify_jsonl_file(&path, None).unwrap(),
-        ChainSummary { records: 0, last_hash: GENESIS_HASH.to_owned() }
-    );
+    assert_eq!(verify_jsonl_file(&path, None).unwrap(), ChainSummary::plain(0, GENESIS_HASH.to_owned()));
     match JsonlSink::open(dir.path().join("missing-dir/audit.jsonl")) {
         Err(e @ JsonlOpenError::Io { .. }) => assert!(e.to_string().contains("missing-dir"), "{e}"),
         other => panic!("{other:?}"),
@@ -220,7 +217,7 @@ async fn the_memory_sink_chains_like_the_durable_ones() {
     assert_eq!(b.prev_hash, a.hash);
     assert_eq!(sink.records(), vec![a, b.clone()]);
     let summary = agents_core::audit::verify_jsonl(&sink.to_jsonl(), Some(MANIFEST)).unwrap();
-    assert_eq!(summary, ChainSummary { records: 2, last_hash: b.hash });
+    assert_eq!(summary, ChainSummary::plain(2, b.hash));
 }
 
 /// A store that records what it was asked to commit, can hold a commit until released, and
@@ -250,12 +247,8 @@ async fn concurrent_appends_share_one_commit() {
     let store = ScriptedStore::default();
     let (release, hold) = mpsc::channel();
     *store.hold_first.lock().unwrap() = Some(hold);
-    let sink = GroupCommitSink::spawn(
-        "test store",
-        store.clone(),
-        ChainSummary { records: 0, last_hash: GENESIS_HASH.to_owned() },
-    )
-    .unwrap();
+    let sink =
+        GroupCommitSink::spawn("test store", store.clone(), ChainSummary::plain(0, GENESIS_HASH.to_owned())).unwrap();
     let mut pending: Vec<_> = (0..16).map(|i| sink.append(record(i, AuditStatus::Proposed))).collect();
     // Polling once sends each record; the first commit is held, so the rest queue behind it.
     for future in &mut pending {
@@ -273,7 +266,7 @@ async fn concurrent_appends_share_one_commit() {
 #[tokio::test]
 async fn a_failed_commit_fails_its_batch_and_poisons_the_sink() {
     let store = ScriptedStore::default();
-    let head = ChainSummary { records: 7, last_hash: "ab".repeat(32) };
+    let head = ChainSummary::plain(7, "ab".repeat(32));
     let sink = GroupCommitSink::spawn("test store", store.clone(), head).unwrap();
     let first = sink.append(record(0, AuditStatus::Proposed)).await.unwrap();
     assert_eq!((first.seq, first.prev_hash.as_str()), (8, "ab".repeat(32).as_str()));
@@ -307,12 +300,8 @@ async fn a_panicking_store_fails_closed() {
             panic!("store bug");
         }
     }
-    let sink = GroupCommitSink::spawn(
-        "panicking store",
-        Panics,
-        ChainSummary { records: 0, last_hash: GENESIS_HASH.to_owned() },
-    )
-    .unwrap();
+    let sink =
+        GroupCommitSink::spawn("panicking store", Panics, ChainSummary::plain(0, GENESIS_HASH.to_owned())).unwrap();
     assert!(matches!(sink.append(record(0, AuditStatus::Proposed)).await, Err(AuditError::Refused(_))));
     assert!(matches!(sink.append(record(1, AuditStatus::Proposed)).await, Err(AuditError::Refused(_))));
 }

@@ -165,7 +165,7 @@ fn prefix_lines(bytes: &[u8], lines: usize) -> &[u8] {
 #[test]
 fn every_mutation_is_detected_on_the_right_line() {
     let (records, text) = sealed_chain(RECORDS);
-    let original = ChainSummary { records: RECORDS, last_hash: records[RECORDS - 1].hash.clone() };
+    let original = ChainSummary::plain(RECORDS, records[RECORDS - 1].hash.clone());
     assert_eq!(verify_jsonl_bytes(text.as_bytes(), None), Ok(original.clone()));
     let log = Log {
         lines: text.lines().map(|l| l.as_bytes().to_vec()).collect(),

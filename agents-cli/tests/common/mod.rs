@@ -184,6 +184,7 @@ pub fn record(status: AuditStatus) -> AuditRecord {
         session_id: "sess-1".into(),
         request_id: "req-1".into(),
         call_id: None,
+        epoch: None,
         user_id: "u-42".into(),
         org_id: "org-1".into(),
         role: "employee".into(),

@@ -14,6 +14,7 @@
 //! stops waiting as soon as they are all there. A single producer never waits.
 
 use super::Appended;
+use super::keyed::{Checkpoints, SealingKey};
 use super::{AuditError, AuditRecord, AuditSink, ChainSummary};
 use agents_core::audit::PreparedRecord as Prepared;
 use std::io;
@@ -60,7 +61,19 @@ impl GroupCommitSink {
     /// `audit log /var/lib/app/audit.jsonl`); `head` is the chain the store already holds, so
     /// the first new record gets `seq = head.records + 1` and `prev_hash = head.last_hash`.
     pub fn spawn<S: DurableStore>(label: impl Into<String>, store: S, head: ChainSummary) -> io::Result<Self> {
+        Self::spawn_with(label, store, head, ChainOptions::default())
+    }
+
+    /// [`GroupCommitSink::spawn`] with a sealing key (a keyed chain) and checkpoints. With a
+    /// key, the writer also wakes when the key's epoch runs out, so an idle writer steps too.
+    pub fn spawn_with<S: DurableStore>(
+        label: impl Into<String>,
+        store: S,
+        head: ChainSummary,
+        options: ChainOptions,
+    ) -> io::Result<Self> {
         let label = label.into();
+        let ChainOptions { key, checkpoints } = options;
         let (sender, receiver) = mpsc::channel();
         let poison = Arc::new(OnceLock::new());
         let writer = Writer {
@@ -68,7 +81,10 @@ impl GroupCommitSink {
             store,
             next_seq: head.records as u64 + 1,
             prev_hash: head.last_hash,
+            last_epoch: head.last_epoch,
             poison: Arc::clone(&poison),
+            key,
+            checkpoints,
         };
         let writer =
             std::thread::Builder::new().name("agents-audit-writer".to_owned()).spawn(move || writer.run(receiver))?;
@@ -130,6 +146,15 @@ impl std::fmt::Debug for GroupCommitSink {
     }
 }
 
+/// How a [`GroupCommitSink`] seals and vouches for its chain.
+#[derive(Debug, Default)]
+pub struct ChainOptions {
+    /// Seal with this key (a keyed chain); `None`: the plain chain.
+    pub key: Option<SealingKey>,
+    /// Publish signed checkpoints of the head.
+    pub checkpoints: Option<Checkpoints>,
+}
+
 /// A batch waits for returning producers at most this fraction of the previous commit's time,
 /// so the wait can never cost more than a small part of what it saves (a whole commit).
 const GATHER_FRACTION: u32 = 4;
@@ -151,7 +176,10 @@ struct Writer<S> {
     store: S,
     next_seq: u64,
     prev_hash: String,
+    last_epoch: Option<u64>,
     poison: Arc<OnceLock<String>>,
+    key: Option<SealingKey>,
+    checkpoints: Option<Checkpoints>,
 }
 
 impl<S: DurableStore> Writer<S> {
@@ -166,7 +194,7 @@ impl<S: DurableStore> Writer<S> {
         // soon), and how long that commit took.
         let mut released = 0;
         let mut last_commit = Duration::ZERO;
-        while let Ok(first) = receiver.recv() {
+        while let Some(first) = self.next_request(&receiver) {
             batch.last_hash.clone_from(&self.prev_hash);
             let gather_until = Instant::now() + (last_commit / GATHER_FRACTION).min(MAX_GATHER);
             self.take(first, &mut batch);
@@ -197,19 +225,66 @@ impl<S: DurableStore> Writer<S> {
                 released = 0;
             }
         }
+        if self.poison.get().is_none()
+            && let Some(checkpoints) = &mut self.checkpoints
+        {
+            checkpoints.after_commit(self.next_seq - 1, &self.prev_hash, self.last_epoch, true);
+        }
+    }
+
+    /// Waits for the next record; with a sealing key, wakes at the end of each epoch to step
+    /// the key. `None` once every producer is gone.
+    fn next_request(&mut self, receiver: &mpsc::Receiver<(Prepared, Reply)>) -> Option<(Prepared, Reply)> {
+        loop {
+            let Some(key) = &mut self.key else { return receiver.recv().ok() };
+            match receiver.recv_timeout(key.deadline().saturating_duration_since(Instant::now())) {
+                Ok(next) => return Some(next),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(error) = key.after_record(self.next_seq) {
+                        self.poison_key(&error);
+                        // Without a key the writer can only refuse; it stops stepping.
+                        self.key = None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn poison_key(&self, error: &io::Error) {
+        let _ = self.poison.set(format!(
+            "{} refuses records: its sealing key could not step to the next epoch ({error}); the last record \
+             known to be durable is seq {}. Fix the key file and restart the process",
+            self.label,
+            self.next_seq - 1
+        ));
     }
 
     /// Seals a record onto the batch, or refuses it when the sink is poisoned.
-    fn take(&self, (prepared, reply): (Prepared, Reply), batch: &mut Batch) {
+    fn take(&mut self, (prepared, reply): (Prepared, Reply), batch: &mut Batch) {
         if let Some(reason) = self.poison.get() {
             let _ = reply.send(Err(AuditError::Refused(reason.clone())));
             return;
         }
-        let (record, line) = prepared.seal(self.next_seq + batch.records.len() as u64, &batch.last_hash);
+        let seq = self.next_seq + batch.records.len() as u64;
+        if let Some(key) = &mut self.key
+            && let Err(error) = key.before_record(seq, &prepared.record().ts)
+        {
+            // A record that cannot be sealed is refused alone; the chain goes on.
+            let _ = reply.send(Err(AuditError::Refused(format!("{}: {error}", self.label))));
+            return;
+        }
+        let key = self.key.as_ref().map(SealingKey::current);
+        let (record, line) = prepared.seal_with(seq, &batch.last_hash, key);
         batch.last_hash.clone_from(&record.hash);
         batch.records.push(record);
         batch.lines.push(line);
         batch.replies.push(reply);
+        if let Some(Err(error)) = self.key.as_mut().map(|key| key.after_record(seq + 1)) {
+            // The next epoch's key could not be stored: refuse what comes next rather than
+            // seal with a key that stays readable.
+            self.poison_key(&error);
+        }
     }
 
     /// Makes the sealed batch durable, then answers its producers.
@@ -222,6 +297,12 @@ impl<S: DurableStore> Writer<S> {
             Ok(()) => {
                 self.next_seq += records.len() as u64;
                 self.prev_hash.clone_from(last_hash);
+                if let Some(last) = records.last() {
+                    self.last_epoch = last.epoch.or(self.last_epoch);
+                }
+                if let Some(checkpoints) = &mut self.checkpoints {
+                    checkpoints.after_commit(self.next_seq - 1, &self.prev_hash, self.last_epoch, false);
+                }
                 for (record, reply) in records.drain(..).zip(replies.drain(..)) {
                     // A producer that stopped waiting does not undo its record.
                     let _ = reply.send(Ok(record));

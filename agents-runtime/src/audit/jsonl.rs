@@ -1,10 +1,12 @@
 //! The JSONL audit log: one canonical JSON record per line, hash-chained, the embedded default.
 
 use super::Appended;
-use super::group_commit::{DurableStore, GroupCommitSink};
+use super::group_commit::{ChainOptions, DurableStore, GroupCommitSink};
 use super::{AuditRecord, AuditSink, ChainError, ChainSummary};
+use agents_core::audit::lines::{JsonlLines, LineError};
+use agents_core::audit::{ChainVerifier, SealCheck};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 /// An append-only JSONL audit log with group commit.
@@ -78,6 +80,15 @@ pub enum JsonlOpenError {
         /// Byte offset where the torn line starts (the length the file has without it).
         offset: u64,
     },
+    /// The log's chain is plain and a key was given, or keyed and none was: one log holds one
+    /// kind of chain.
+    #[error("audit log `{}`: {detail}", path.display())]
+    Mode {
+        /// The log.
+        path: PathBuf,
+        /// What does not fit.
+        detail: String,
+    },
     /// The chain does not verify: the file was changed after it was written.
     #[error(
         "audit log `{}` fails verification: {source}. The file was edited or damaged after it was written: keep it unchanged as \
@@ -99,7 +110,7 @@ impl JsonlOpenError {
         match self {
             JsonlOpenError::TornTail { line, .. } => Some(*line),
             JsonlOpenError::Broken { source, .. } => Some(source.line()),
-            JsonlOpenError::Io { .. } | JsonlOpenError::Locked { .. } => None,
+            JsonlOpenError::Io { .. } | JsonlOpenError::Locked { .. } | JsonlOpenError::Mode { .. } => None,
         }
     }
 }
@@ -120,6 +131,15 @@ impl JsonlSink {
     /// its chain. Refuses a torn or broken log with the line number; see the type's docs for
     /// what to do then.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, JsonlOpenError> {
+        Self::open_with(path, ChainOptions::default())
+    }
+
+    /// [`JsonlSink::open`] for a keyed chain and/or with signed checkpoints: `options.key`
+    /// seals every record with the writer's [`SealingKey`](super::SealingKey) (the log must be
+    /// empty or keyed already); `options.checkpoints` publishes the head to a second place.
+    /// Opening checks the existing records' form and links (the seals of past epochs need the
+    /// chain key, which the writer does not hold: verify those with `agents audit verify --key`).
+    pub fn open_with(path: impl AsRef<Path>, mut options: ChainOptions) -> Result<Self, JsonlOpenError> {
         let path = path.as_ref().to_path_buf();
         let io_error = |source| JsonlOpenError::Io { path: path.clone(), source };
         let existed = path.exists();
@@ -128,15 +148,32 @@ impl JsonlSink {
         if !existed {
             sync_parent_dir(&path).map_err(io_error)?;
         }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io_error)?;
-        let head = verify_bytes_at(&bytes, &path)?;
+        let verifier = match &options.key {
+            Some(key) => ChainVerifier::new().epochs(key.policy()),
+            None => ChainVerifier::new(),
+        };
+        let head = verify_stream(BufReader::new(&mut file), verifier, &path)?;
+        let mode_error = |detail: &str| JsonlOpenError::Mode { path: path.clone(), detail: detail.to_owned() };
+        match (&mut options.key, head.seals) {
+            (Some(_), SealCheck::Integrity) => {
+                return Err(mode_error(
+                    "it holds a plain chain, so it cannot continue as a keyed one; start the keyed chain in a new log",
+                ));
+            }
+            (None, SealCheck::KeyedUnchecked { .. }) => {
+                return Err(mode_error(
+                    "it holds a keyed chain: open it with its sealing key (`JsonlSink::open_with`)",
+                ));
+            }
+            (Some(key), _) => key.resume(&head).map_err(io_error)?,
+            (None, _) => {}
+        }
         // The chain this sink continues must itself be durable (a crashed writer may have left
         // complete but unsynced lines).
         file.sync_data().map_err(io_error)?;
         let label = format!("audit log `{}`", path.display());
         let store = JsonlStore { file, buffer: Vec::new() };
-        let inner = GroupCommitSink::spawn(label, store, head).map_err(io_error)?;
+        let inner = GroupCommitSink::spawn_with(label, store, head, options).map_err(io_error)?;
         Ok(JsonlSink { path, inner })
     }
 
@@ -159,12 +196,13 @@ impl JsonlSink {
         let io_error = |source| JsonlOpenError::Io { path: path.to_path_buf(), source };
         let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
         lock(&file, path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io_error)?;
-        match verify_bytes_at(&bytes, path) {
+        match verify_stream(BufReader::new(&mut file), ChainVerifier::new(), path) {
             Ok(_) => Ok(None),
             Err(JsonlOpenError::TornTail { line, offset, .. }) => {
-                let removed = bytes[offset as usize..].to_vec();
+                use std::os::unix::fs::FileExt;
+                let len = file.metadata().map_err(io_error)?.len();
+                let mut removed = vec![0u8; (len - offset) as usize];
+                file.read_exact_at(&mut removed, offset).map_err(io_error)?;
                 file.set_len(offset).map_err(io_error)?;
                 file.sync_all().map_err(io_error)?;
                 Ok(Some(RemovedTail { line, offset, removed }))
@@ -180,58 +218,64 @@ impl AuditSink for JsonlSink {
     }
 }
 
-/// Verifies a JSONL log file: the same checks as [`agents_core::audit::verify_jsonl`], on the
-/// file's bytes (a line that is not UTF-8 is reported as malformed, or as torn when it is the
-/// unterminated last line). Does not lock or change the file.
+/// Verifies a JSONL log file: the same checks as [`agents_core::audit::verify_jsonl`], read
+/// line by line in constant memory (a line that is not UTF-8 is reported as malformed, or as
+/// torn when it is the unterminated last line). Does not lock or change the file.
 pub fn verify_jsonl_file(
     path: impl AsRef<Path>,
     manifest_sha256: Option<&str>,
 ) -> Result<ChainSummary, JsonlOpenError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| JsonlOpenError::Io { path: path.to_path_buf(), source })?;
-    verify_jsonl_bytes(&bytes, manifest_sha256).map_err(|error| chain_error_at(error, &bytes, path))
+    let file = File::open(path).map_err(|source| JsonlOpenError::Io { path: path.to_path_buf(), source })?;
+    let mut verifier = ChainVerifier::new();
+    if let Some(m) = manifest_sha256 {
+        verifier = verifier.manifest(m);
+    }
+    verify_stream(BufReader::new(file), verifier, path)
 }
 
 /// Verifies a JSONL log held as bytes, with the semantics of
 /// [`agents_core::audit::verify_jsonl`]: the first bad line is reported, and an unterminated
 /// last line is [`ChainError::TornTail`] whatever it holds.
 pub fn verify_jsonl_bytes(bytes: &[u8], manifest_sha256: Option<&str>) -> Result<ChainSummary, ChainError> {
-    let complete = complete_len(bytes);
-    let (complete, tail) = bytes.split_at(complete);
-    let summary = match std::str::from_utf8(complete) {
-        Ok(text) => agents_core::audit::verify_jsonl(text, manifest_sha256)?,
-        Err(e) => {
-            // Lines before the first invalid byte may already break the chain: report those
-            // first, then the line that is not text.
-            let line_start = complete[..e.valid_up_to()].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-            let before = std::str::from_utf8(&complete[..line_start]).unwrap_or_default();
-            agents_core::audit::verify_jsonl(before, manifest_sha256)?;
-            let line = before.matches('\n').count() + 1;
-            return Err(ChainError::Malformed { line, detail: format!("not UTF-8: {e}") });
-        }
-    };
-    if !tail.is_empty() {
-        return Err(ChainError::TornTail { line: summary.records + 1 });
+    let mut verifier = ChainVerifier::new();
+    if let Some(m) = manifest_sha256 {
+        verifier = verifier.manifest(m);
     }
-    Ok(summary)
-}
-
-/// Length of the prefix that ends with the last newline.
-fn complete_len(bytes: &[u8]) -> usize {
-    bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)
-}
-
-fn verify_bytes_at(bytes: &[u8], path: &Path) -> Result<ChainSummary, JsonlOpenError> {
-    verify_jsonl_bytes(bytes, None).map_err(|error| chain_error_at(error, bytes, path))
-}
-
-fn chain_error_at(error: ChainError, bytes: &[u8], path: &Path) -> JsonlOpenError {
-    match error {
-        ChainError::TornTail { line } => {
-            JsonlOpenError::TornTail { path: path.to_path_buf(), line, offset: complete_len(bytes) as u64 }
-        }
-        source => JsonlOpenError::Broken { path: path.to_path_buf(), source },
+    match verify_stream(bytes, verifier, Path::new("")) {
+        Ok(summary) => Ok(summary),
+        Err(JsonlOpenError::TornTail { line, .. }) => Err(ChainError::TornTail { line }),
+        Err(JsonlOpenError::Broken { source, .. }) => Err(source),
+        Err(other) => unreachable!("reading bytes in memory cannot fail: {other}"),
     }
+}
+
+/// Verifies lines from `reader` with `verifier`, one line in memory at a time.
+fn verify_stream(
+    reader: impl BufRead,
+    mut verifier: ChainVerifier,
+    path: &Path,
+) -> Result<ChainSummary, JsonlOpenError> {
+    let broken = |source| JsonlOpenError::Broken { path: path.to_path_buf(), source };
+    // The sink's own file: its lines are as long as the records it was given.
+    let mut lines = JsonlLines::new(reader, usize::MAX);
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(LineError::Io { source, .. }) => return Err(JsonlOpenError::Io { path: path.to_path_buf(), source }),
+            Err(LineError::TooLong { line, limit }) => {
+                return Err(broken(ChainError::Malformed { line, detail: format!("longer than {limit} bytes") }));
+            }
+        };
+        if !line.terminated {
+            return Err(JsonlOpenError::TornTail { path: path.to_path_buf(), line: line.number, offset: line.offset });
+        }
+        let text = std::str::from_utf8(line.bytes)
+            .map_err(|e| broken(ChainError::Malformed { line: line.number, detail: format!("not UTF-8: {e}") }))?;
+        verifier.line(text, line.number).map_err(broken)?;
+    }
+    verifier.finish().map_err(broken)
 }
 
 fn lock(file: &File, path: &Path) -> Result<(), JsonlOpenError> {

@@ -14,20 +14,62 @@
 //! by one writer thread and made durable together, one sync per batch. A failed write poisons
 //! the sink (it refuses every later record) because the chain's durable end is then unknown;
 //! opening the log again verifies it. Verify a log with [`verify_jsonl_file`] or
-//! [`verify_sqlite`].
+//! [`verify_sqlite`], or with `agents audit verify`.
+//!
+//! # What a chain proves
+//!
+//! By default a chain is *plain*: each record carries the SHA-256 of its canonical JSON and of
+//! the previous record's hash. That detects accidents (a damaged byte, a lost line, a torn
+//! write), and nothing else: anyone who can write the log can edit a record and re-hash every
+//! record after it, or cut records off the end, and the chain still verifies.
+//!
+//! Against someone with write access, open the sink with [`ChainOptions`]:
+//!
+//! - `key`: a [`SealingKey`] makes the chain *keyed*. Each record is sealed with HMAC-SHA-256
+//!   under the key of its epoch, and the key steps one way every epoch ([`EpochPolicy`]: N
+//!   records or T seconds), the old key overwritten. Without the [`ChainKey`] (which the
+//!   verifier keeps, or derives from a passphrase) no edit, insertion, deletion, reordering or
+//!   re-sealing verifies; someone who steals the writer's key at epoch `k` cannot forge or
+//!   rewrite any record of an epoch before `k`.
+//! - `checkpoints`: [`Checkpoints`] sign the head with Ed25519 every N records and at close,
+//!   and publish it to a second place ([`CheckpointPublisher`]: [`CheckpointFile`],
+//!   [`CheckpointWriter`] for standard output). A log cut below (or rewritten up to) the last
+//!   published checkpoint is then detected. Records written after the last checkpoint can still
+//!   be cut off unnoticed.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use agents_runtime::audit::*;
+//! // Once, at setup: keep `chain_key.to_hex()` for the verifier, off this machine.
+//! let chain_key = ChainKey::generate()?;
+//! SealingKey::create_file("/var/lib/app/audit.key", &chain_key, EpochPolicy::default())?;
+//! # let signer_hex = "";
+//! // Every start:
+//! let key = SealingKey::open_file("/var/lib/app/audit.key", EpochPolicy::default())?;
+//! let signer = CheckpointSigningKey::from_hex(signer_hex)?;
+//! let published = CheckpointFile::open("/mnt/other-volume/audit.checkpoints")?;
+//! let sink = JsonlSink::open_with(
+//!     "/var/lib/app/audit.jsonl",
+//!     ChainOptions { key: Some(key), checkpoints: Some(Checkpoints::new(signer, published, 1000)) },
+//! )?;
+//! # Ok(()) }
+//! ```
 
 mod group_commit;
 mod jsonl;
+mod keyed;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 use crate::BoxFuture;
 pub use agents_core::audit::{
-    AuditRecord, AuditResult, AuditStatus, ChainError, ChainSummary, GENESIS_HASH, PreparedRecord,
+    AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
+    CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord, SealCheck,
 };
-pub use group_commit::{DurableStore, GroupCommitSink, MAX_BATCH};
+pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
+pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use memory::MemorySink;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite};

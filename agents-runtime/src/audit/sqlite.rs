@@ -1,9 +1,10 @@
 //! The SQLite audit sink: one append-only table, hash-chained, enforced by triggers.
 
 use super::Appended;
-use super::group_commit::{DurableStore, GroupCommitSink};
+use super::group_commit::{ChainOptions, DurableStore, GroupCommitSink};
 use super::{AuditRecord, AuditResult, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
 use agents_core::Tier;
+use agents_core::audit::{ChainVerifier, SealCheck};
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 use serde_json::Value;
 use std::io;
@@ -14,7 +15,7 @@ use std::time::Duration;
 pub const SQLITE_TABLE: &str = "audit_log";
 
 const COLUMNS: &str = "seq, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, tier, \
-                       status, reason, title, args, args_hash, result, manifest_sha256, prev_hash, hash";
+                       status, reason, title, args, args_hash, result, manifest_sha256, prev_hash, hash, epoch";
 
 fn schema() -> String {
     format!(
@@ -39,7 +40,8 @@ fn schema() -> String {
             result TEXT,
             manifest_sha256 TEXT NOT NULL,
             prev_hash TEXT NOT NULL,
-            hash TEXT NOT NULL UNIQUE
+            hash TEXT NOT NULL UNIQUE,
+            epoch INTEGER
         ) STRICT;
         CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log
         BEGIN
@@ -114,6 +116,13 @@ impl SqliteSink {
     /// Opens (or creates) the database at `path`, creates the table and triggers if missing,
     /// verifies the existing chain, and continues it. Refuses a chain that does not verify.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteAuditError> {
+        Self::open_with(path, ChainOptions::default())
+    }
+
+    /// [`SqliteSink::open`] for a keyed chain and/or with signed checkpoints (see
+    /// [`JsonlSink::open_with`](super::JsonlSink::open_with)); a table that holds records of the
+    /// other kind of chain is refused.
+    pub fn open_with(path: impl AsRef<Path>, mut options: ChainOptions) -> Result<Self, SqliteAuditError> {
         let path = path.as_ref().to_path_buf();
         let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.clone(), source };
         let mut conn = Connection::open(&path).map_err(sqlite_error)?;
@@ -126,12 +135,32 @@ impl SqliteSink {
         let head = {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite_error)?;
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
-            let head = verify_connection(&tx, None, &path)?;
+            add_epoch_column(&tx).map_err(sqlite_error)?;
+            let policy = options.key.as_ref().map(super::SealingKey::policy);
+            let head = verify_connection(&tx, None, policy, &path)?;
             tx.commit().map_err(sqlite_error)?;
             head
         };
+        let mode = |detail: &str| SqliteAuditError::Io {
+            path: path.clone(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, detail.to_owned()),
+        };
+        match (&mut options.key, head.seals) {
+            (Some(_), SealCheck::Integrity) => {
+                return Err(mode("the table holds a plain chain; start the keyed chain in a new database"));
+            }
+            (None, SealCheck::KeyedUnchecked { .. }) => {
+                return Err(mode(
+                    "the table holds a keyed chain: open it with its sealing key (`SqliteSink::open_with`)",
+                ));
+            }
+            (Some(key), _) => {
+                key.resume(&head).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?
+            }
+            (None, _) => {}
+        }
         let label = format!("audit database `{}`", path.display());
-        let inner = GroupCommitSink::spawn(label, SqliteStore { conn }, head)
+        let inner = GroupCommitSink::spawn_with(label, SqliteStore { conn }, head, options)
             .map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
         Ok(SqliteSink { path, inner })
     }
@@ -161,43 +190,43 @@ pub fn verify_sqlite(path: impl AsRef<Path>, manifest_sha256: Option<&str>) -> R
     let path = path.as_ref();
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
-    verify_connection(&conn, manifest_sha256, path)
+    verify_connection(&conn, manifest_sha256, None, path)
 }
 
 fn verify_connection(
     conn: &Connection,
     manifest_sha256: Option<&str>,
+    policy: Option<agents_core::audit::EpochPolicy>,
     path: &Path,
 ) -> Result<ChainSummary, SqliteAuditError> {
     let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source };
     let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq")).map_err(sqlite_error)?;
     let mut rows = stmt.query([]).map_err(sqlite_error)?;
-    let mut prev = GENESIS_HASH.to_owned();
-    let mut count = 0usize;
-    while let Some(row) = rows.next().map_err(sqlite_error)? {
-        let line = count + 1;
-        let broken = |source| SqliteAuditError::Broken { path: path.to_path_buf(), source };
-        let record = row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
-        if record.compute_hash() != record.hash {
-            return Err(broken(ChainError::HashMismatch { line }));
-        }
-        if record.prev_hash != prev {
-            return Err(broken(ChainError::BrokenLink { line }));
-        }
-        let expected = count as u64 + 1;
-        if record.seq != expected {
-            return Err(broken(ChainError::Sequence { line, found: record.seq, expected }));
-        }
-        if let Some(m) = manifest_sha256
-            && record.manifest_sha256 != m
-        {
-            let found = record.manifest_sha256.to_string();
-            return Err(broken(ChainError::ManifestMismatch { line, found, expected: m.to_owned() }));
-        }
-        prev = record.hash;
-        count += 1;
+    let mut verifier = ChainVerifier::new().epochs(policy.unwrap_or_default());
+    if let Some(m) = manifest_sha256 {
+        verifier = verifier.manifest(m);
     }
-    Ok(ChainSummary { records: count, last_hash: prev })
+    let broken = |source| SqliteAuditError::Broken { path: path.to_path_buf(), source };
+    let mut line = 0;
+    while let Some(row) = rows.next().map_err(sqlite_error)? {
+        line += 1;
+        let record = row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
+        verifier.record(&record, line).map_err(broken)?;
+    }
+    verifier.finish().map_err(broken)
+}
+
+/// Databases made before keyed chains have no `epoch` column: add it (empty, so their plain
+/// records read as before).
+fn add_epoch_column(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool =
+        conn.query_row("SELECT COUNT(*) > 0 FROM pragma_table_info('audit_log') WHERE name = 'epoch'", [], |row| {
+            row.get(0)
+        })?;
+    if !has {
+        conn.execute_batch("ALTER TABLE audit_log ADD COLUMN epoch INTEGER")?;
+    }
+    Ok(())
 }
 
 fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
@@ -223,6 +252,11 @@ fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
         session_id: text(row, 3)?.into(),
         request_id: text(row, 4)?.into(),
         call_id: opt(row, 5)?.map(Into::into),
+        epoch: row
+            .get::<_, Option<i64>>(21)
+            .map_err(|e| format!("epoch: {e}"))?
+            .map(|e| u64::try_from(e).map_err(|_| format!("epoch {e} is negative")))
+            .transpose()?,
         user_id: text(row, 6)?.into(),
         org_id: text(row, 7)?.into(),
         role: text(row, 8)?.into(),
@@ -250,7 +284,7 @@ impl SqliteStore {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let sql = format!(
-                "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+                "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             for r in records {
@@ -277,6 +311,10 @@ impl SqliteStore {
                     r.manifest_sha256.as_str(),
                     r.prev_hash,
                     r.hash,
+                    r.epoch
+                        .map(i64::try_from)
+                        .transpose()
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
                 ])?;
             }
         }

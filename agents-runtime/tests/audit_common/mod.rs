@@ -22,6 +22,7 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
         session_id: format!("session-{}", i % 3).into(),
         request_id: format!("req-{i}").into(),
         call_id: Some(format!("call-{i}").into()),
+        epoch: None,
         user_id: "u-ann".into(),
         org_id: "org-clinic".into(),
         role: "nurse".into(),

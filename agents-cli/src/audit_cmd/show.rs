@@ -1,0 +1,222 @@
+//! `agents audit show`: the records, filtered, as a table or JSON lines, written as they are
+//! read.
+
+use super::source::{self, AfterBreak};
+use super::{ChainArgs, chain_code, emit, warn_about_scan};
+use crate::error::{CliError, CmdResult};
+use crate::table::{Table, clip};
+use crate::term;
+use agents_core::Tier;
+use agents_core::audit::{AuditRecord, AuditStatus};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Filters for `agents audit show`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct ShowFilter {
+    /// Only this run id.
+    #[arg(long)]
+    pub(crate) run: Option<String>,
+    /// Only this session id.
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// Only this user id.
+    #[arg(long)]
+    pub(crate) user: Option<String>,
+    /// Only this tool.
+    #[arg(long)]
+    pub(crate) tool: Option<String>,
+    /// Only this call id.
+    #[arg(long)]
+    pub(crate) call: Option<String>,
+    /// Only these statuses (repeat or separate with commas), e.g. executed,denied.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) status: Vec<String>,
+    /// Only these tiers (repeat or separate with commas): read, action, handoff.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) tier: Vec<String>,
+    /// Only records at or after this RFC 3339 time.
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) since: Option<String>,
+    /// Only records at or before this RFC 3339 time.
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) until: Option<String>,
+}
+
+fn parse_time(s: &str, flag: &str) -> Result<OffsetDateTime, CliError> {
+    OffsetDateTime::parse(s, &Rfc3339).map_err(|e| {
+        CliError::new(format!("{flag} `{s}` is not an RFC 3339 timestamp: {e}"))
+            .hint("write it like 2026-05-27T14:00:00Z or 2026-05-27T16:00:00+02:00")
+    })
+}
+
+fn parse_statuses(names: &[String]) -> Result<BTreeSet<AuditStatus>, CliError> {
+    names
+        .iter()
+        .map(|n| {
+            serde_json::from_value::<AuditStatus>(Value::String(n.trim().to_owned())).map_err(|_| {
+                CliError::new(format!("unknown status `{n}`")).hint(
+                    "use one of: run_started, run_finished, proposed, confirmed, executed, failed, rejected, skipped, denied, handed_off, modified, substituted, notice",
+                )
+            })
+        })
+        .collect()
+}
+
+fn parse_tiers(names: &[String]) -> Result<BTreeSet<Tier>, CliError> {
+    names
+        .iter()
+        .map(|n| {
+            serde_json::from_value::<Tier>(Value::String(n.trim().to_owned()))
+                .map_err(|_| CliError::new(format!("unknown tier `{n}`")).hint("use one of: read, action, handoff"))
+        })
+        .collect()
+}
+
+/// The filters, parsed once.
+struct Selection<'a> {
+    filter: &'a ShowFilter,
+    statuses: BTreeSet<AuditStatus>,
+    tiers: BTreeSet<Tier>,
+    since: Option<OffsetDateTime>,
+    until: Option<OffsetDateTime>,
+    unparsable_ts: u64,
+}
+
+impl Selection<'_> {
+    fn selects(&mut self, r: &AuditRecord) -> bool {
+        let eq = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| have == Some(w));
+        let f = self.filter;
+        let by_fields = eq(&f.run, Some(&r.run_id))
+            && eq(&f.session, Some(&r.session_id))
+            && eq(&f.user, Some(&r.user_id))
+            && eq(&f.tool, r.tool.as_deref())
+            && eq(&f.call, r.call_id.as_deref())
+            && (self.statuses.is_empty() || self.statuses.contains(&r.status))
+            && (self.tiers.is_empty() || r.tier.is_some_and(|t| self.tiers.contains(&t)));
+        if !by_fields || (self.since.is_none() && self.until.is_none()) {
+            return by_fields;
+        }
+        match OffsetDateTime::parse(&r.ts, &Rfc3339) {
+            Ok(ts) => self.since.is_none_or(|s| ts >= s) && self.until.is_none_or(|u| ts <= u),
+            Err(_) => {
+                self.unparsable_ts += 1;
+                false
+            }
+        }
+    }
+}
+
+/// `agents audit show LOG [filters] [--json]`.
+pub(crate) fn show(
+    log_path: &Path,
+    filter: &ShowFilter,
+    as_json: bool,
+    chain: &ChainArgs,
+    out: &mut dyn Write,
+) -> CmdResult {
+    let mut selection = Selection {
+        filter,
+        statuses: parse_statuses(&filter.status)?,
+        tiers: parse_tiers(&filter.tier)?,
+        since: filter.since.as_deref().map(|s| parse_time(s, "--since")).transpose()?,
+        until: filter.until.as_deref().map(|s| parse_time(s, "--until")).transpose()?,
+        unparsable_ts: 0,
+    };
+    let mut table = PagedTable::new(HEADER);
+    let mut selected = 0u64;
+    let scan = source::scan(log_path, chain, AfterBreak::Continue, |_, r| {
+        if !selection.selects(r) {
+            return;
+        }
+        selected += 1;
+        if as_json {
+            print_json_line(out, r);
+        } else {
+            table.row(row_cells(r), out);
+        }
+    })?;
+    warn_about_scan(&scan);
+    if selection.unparsable_ts > 0 {
+        eprintln!(
+            "warning: {} record(s) with a timestamp that is not RFC 3339 were left out by the time filter",
+            selection.unparsable_ts
+        );
+    }
+    if !as_json {
+        table.flush(out);
+        emit(out, format_args!("{selected} of {} record(s)\n", scan.records));
+    }
+    Ok(chain_code(&scan.chain))
+}
+
+const HEADER: [&str; 10] = ["seq", "ts", "run", "user", "role", "tool", "tier", "status", "call", "detail"];
+
+/// One record as JSON, exactly as written.
+fn print_json_line(out: &mut dyn Write, r: &AuditRecord) {
+    emit(out, format_args!("{}\n", term::json_line(&r.to_line())));
+}
+
+/// The table cells of one record.
+fn row_cells(r: &AuditRecord) -> Vec<String> {
+    let detail = r.reason.as_deref().or(r.title.as_deref()).unwrap_or("");
+    vec![
+        r.seq.to_string(),
+        r.ts.clone(),
+        r.run_id.to_string(),
+        r.user_id.to_string(),
+        r.role.to_string(),
+        r.tool.as_deref().unwrap_or("-").to_owned(),
+        r.tier.map_or_else(|| "-".into(), |t| t.to_string()),
+        r.status.to_string(),
+        r.call_id.as_deref().unwrap_or("-").to_owned(),
+        clip(detail, 60),
+    ]
+}
+
+/// A table printed in pages of [`PAGE`] rows, so memory stays bounded: the header once, each
+/// page padded to the widest cells seen so far.
+struct PagedTable {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    widths: Vec<usize>,
+    header_printed: bool,
+}
+
+const PAGE: usize = 1000;
+
+impl PagedTable {
+    fn new(header: [&str; 10]) -> Self {
+        let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+        let widths = header.iter().map(|h| h.chars().count()).collect();
+        PagedTable { header, rows: Vec::new(), widths, header_printed: false }
+    }
+
+    fn row(&mut self, cells: Vec<String>, out: &mut dyn Write) {
+        self.rows.push(cells);
+        if self.rows.len() >= PAGE {
+            self.flush(out);
+        }
+    }
+
+    fn flush(&mut self, out: &mut dyn Write) {
+        for r in &self.rows {
+            for (w, c) in self.widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut t = Table::new(self.header.clone());
+        t.set_min_widths(&self.widths);
+        for r in self.rows.drain(..) {
+            t.row(r);
+        }
+        let text = t.render();
+        let text = if self.header_printed { text.splitn(3, '\n').nth(2).unwrap_or("") } else { text.as_str() };
+        self.header_printed = true;
+        emit(out, format_args!("{text}"));
+    }
+}
