@@ -1,6 +1,13 @@
 //! Budgets: a gate before the first paid call of a run and before every further one.
 //! Headroom is the smaller of the organisation's and the user's monthly cap minus
 //! month-to-date spend (infinite when neither is set).
+//!
+//! The spend recorded for a call is its [`Usage::cost_usd`](crate::provider::Usage::cost_usd).
+//! When the server's token usage could not be read (missing, of the wrong type, negative),
+//! the HTTP providers never report the call as free: they warn and price a documented
+//! overestimate instead ([`Usage::estimated`](crate::provider::Usage::estimated); see
+//! [`provider::pricing`](crate::provider::pricing)), so such a call still counts against the
+//! cap before the next one. A model without a price costs 0 and is flagged by its provider.
 
 use crate::BoxFuture;
 use std::collections::HashMap;
