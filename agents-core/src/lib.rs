@@ -15,6 +15,9 @@ pub mod shared_value;
 pub mod strict;
 pub mod tool;
 
+#[doc(hidden)]
+pub mod seal;
+
 pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, RoleMap};

@@ -243,6 +243,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     let ident = &agent.ident;
     let agent_name = agent.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
 
+    let raw_digests: Vec<proc_macro2::Literal> =
+        fin.fragments.iter().map(|(_, f)| crate::util::entry_digest(&f.value())).collect();
     let mut entries: Vec<ToolEntry> = Vec::new();
     for (_, f) in &fin.fragments {
         match serde_json::from_str::<ToolEntry>(&f.value()) {
@@ -272,7 +274,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     }
     // Pair each path with its entry; refuse two tools with one name.
     let mut tools: Vec<(&syn::Path, ToolEntry)> = Vec::new();
-    for (path, entry) in agent.tools.iter().zip(entries) {
+    let mut digests: Vec<proc_macro2::Literal> = Vec::new();
+    for ((path, entry), digest) in agent.tools.iter().zip(entries).zip(raw_digests) {
         if tools.iter().any(|(_, e)| e.name == entry.name) {
             errors.spanned(
                 path,
@@ -281,6 +284,7 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             continue;
         }
         tools.push((path, entry));
+        digests.push(digest);
     }
     // A skill may name a tool by another path than `tools` does (`list_athletes` for
     // `tools::list_athletes`): match the whole path, else the one granted tool with that last
@@ -380,19 +384,36 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         .iter()
         .enumerate()
         .map(|(i, (p, _))| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>())));
-    let grants = tools.iter().map(|(p, _)| quote_spanned!(p.span()=> impl #rt::Grants<#p> for #ident {}));
+    let seal = quote!(#rt::__private::seal);
+    let grants = tools.iter().map(|(p, _)| {
+        quote_spanned!(p.span()=> impl #seal::GrantedByAgentMacro<#p> for #ident {} impl #rt::Grants<#p> for #ident {})
+    });
+    // The entry each path gave as a macro must be the entry of the type it names: a module
+    // that makes the two resolve to different tools is refused here, at compile time.
+    let same_tool = tools.iter().zip(&digests).map(|((p, e), d)| {
+        let msg = format!(
+            "`{}` names one tool as a macro and another as a type (an import or module makes them resolve differently), so the manifest entry of `{}` would not describe the tool that runs; name each tool by a path that leads to its `#[tool]` function both ways",
+            type_string(*p),
+            e.name
+        );
+        quote_spanned!(p.span()=> const _: () = ::core::assert!(<#p as #seal::DeclaredByToolMacro>::MANIFEST_ENTRY == #d, #msg);)
+    });
     let ceiling_impls = match &agent.ceiling {
-        None => quote!(impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}),
+        None => quote! {
+            impl<__P: #rt::Permission> #seal::CeilingByAgentMacro<__P> for #ident {}
+            impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}
+        },
         Some(c) => {
             let impls = c.iter().filter(|p| !p.is_ident("public")).map(|p| {
                 let n = permission_name(p).unwrap_or_default();
                 let msg = format!("the ceiling path does not end in `{}`", n.replace('.', "::"));
                 quote_spanned! {p.span()=>
+                    impl #seal::CeilingByAgentMacro<#p> for #ident {}
                     impl #rt::WithinCeiling<#p> for #ident {}
                     const _: () = ::core::assert!(#rt::__private::str_eq(<#p as #rt::Permission>::NAME, #n), #msg);
                 }
             });
-            quote!(impl #rt::WithinCeiling<#rt::Public> for #ident {} #(#impls)*)
+            quote!(impl #seal::CeilingByAgentMacro<#rt::Public> for #ident {} impl #rt::WithinCeiling<#rt::Public> for #ident {} #(#impls)*)
         }
     };
     let ceiling_checks = tools.iter().map(|(p, _)| {
@@ -433,6 +454,7 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         }
 
         const _: () = {
+            impl #seal::DeclaredByAgentMacro for #ident {}
             impl #rt::Agent for #ident {
                 type Input = #input_ty;
                 type Output = #output_ty;
@@ -469,6 +491,7 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             }
 
             #(#grants)*
+            #(#same_tool)*
             #ceiling_impls
 
             fn __agents_within_ceiling<__A, __T>()

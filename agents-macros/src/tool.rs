@@ -670,6 +670,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
+    let entry_digest = crate::util::entry_digest(&fragment);
     let fn_ident_str = fn_ident.to_string();
 
     // The spec is written as text and lexed by the compiler in one call, rather than built
@@ -713,15 +714,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let ident = &p.ident;
         match &p.kind {
             ParamKind::Context => quote!(__cx),
-            ParamKind::Capability(c) => {
-                // The spec through the public context: `CallContext`'s fields are private.
-                let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
-                match c {
-                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
-                    Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
-                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
-                }
-            }
+            // The handle for the policy of the tool this call runs, made by the runtime.
+            ParamKind::Capability(c) => match c {
+                Capability::Fs => quote!(#rt::__private::fs_access(__call)),
+                Capability::Net => quote!(#rt::__private::net_access(__call)),
+                Capability::Env => quote!(#rt::__private::env_access(__call)),
+            },
             ParamKind::Arg => quote!(__args.#ident),
         }
     });
@@ -845,12 +843,16 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // registry handler delegates to it; only a tool generic over the agent builds its body in
     // the handler, where the agent type is known.
     let downcast = quote!(let __args: #args_ident = #rt::__private::downcast_args(__erased););
+    let seal = quote!(#rt::__private::seal);
     let (exec_impl, handler, dispatch_where) = match tier {
-        Tier::Read if is_generic => {
-            (quote!(), quote!(#rt::tool::Handler::Read(|__call, __erased| { #downcast #invoke })), agent_where)
-        }
+        Tier::Read if is_generic => (
+            quote!(impl #seal::ReadByToolMacro for #fn_ident {}),
+            quote!(#rt::tool::Handler::Read(|__call, __erased| { #downcast #invoke })),
+            agent_where,
+        ),
         Tier::Read => (
             quote! {
+                impl #seal::ReadByToolMacro for #fn_ident {}
                 impl #rt::ReadTool for #fn_ident {
                     fn run<'__a>(
                         __call: &'__a #rt::CallContext,
@@ -863,24 +865,32 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#fn_ident>)),
             agent_where,
         ),
+        // The witness is this call's approval record, or nothing runs.
         Tier::Action if is_generic => (
-            quote!(),
-            quote!(#rt::tool::Handler::Action(|__call, __erased, __approval| {
+            quote!(impl #seal::ActionByToolMacro for #fn_ident {}),
+            quote!(#rt::tool::Handler::Action(|__call, __erased| {
+                match #rt::__private::approval_of::<#fn_ident>(__call) {
+                    ::core::result::Result::Ok(_) => {}
+                    ::core::result::Result::Err(__e) => return #rt::__private::refused(__e),
+                }
                 #downcast
-                let _ = __approval;
                 #invoke
             })),
             agent_where,
         ),
         Tier::Action => (
             quote! {
+                impl #seal::ActionByToolMacro for #fn_ident {}
                 impl #rt::ActionTool for #fn_ident {
                     fn run_approved<'__a>(
                         __call: &'__a #rt::CallContext,
                         __args: #args_ident,
-                        __approval: #rt::Approval<'__a>,
+                        __approval: #rt::Approval<'__a, Self>,
                     ) -> #rt::__private::ToolFuture<'__a> {
-                        let _ = __approval;
+                        // The witness must be the one the gate recorded for this very call.
+                        if let ::core::result::Result::Err(__e) = #rt::__private::verify_approval(&__approval, __call) {
+                            return #rt::__private::refused(__e);
+                        }
                         #invoke
                     }
                 }
@@ -890,13 +900,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         ),
         // Nothing runs, so any agent may dispatch it, whatever the tool's bounds.
         Tier::Handoff => (
-            quote!(impl #rt::HandoffTool for #fn_ident {}),
+            quote!(impl #seal::HandoffByToolMacro for #fn_ident {} impl #rt::HandoffTool for #fn_ident {}),
             quote!(#rt::tool::Handler::Handoff(::core::marker::PhantomData)),
             quote!(),
         ),
     };
     let exec_impls = quote! {
         #exec_impl
+        impl #seal::DeclaredByToolMacro for #fn_ident {
+            const MANIFEST_ENTRY: u128 = #entry_digest;
+        }
+        impl<__A> #seal::DispatchedByToolMacro<__A> for #fn_ident #dispatch_where {}
         impl<__A> #rt::Dispatch<__A> for #fn_ident #dispatch_where {
             fn handler() -> #rt::tool::Handler<__A> {
                 #handler
@@ -1179,7 +1193,7 @@ mod tests {
     }
 
     #[test]
-    fn a_capability_reaches_the_spec_through_the_public_context() {
+    fn a_capability_is_made_by_the_runtime_from_the_call() {
         let out = expanded(
             quote!(permission = public, policy(env(vars = ["APP_REGION"]))),
             quote! {
@@ -1188,9 +1202,6 @@ mod tests {
             },
         );
         assert!(!out.contains("__call . spec"), "{out}");
-        assert!(
-            out.contains("EnvAccess :: __for (:: agents_runtime :: ToolContext :: < () > :: __new (__call) . spec ())"),
-            "{out}"
-        );
+        assert!(out.contains("__private :: env_access (__call)"), "{out}");
     }
 }

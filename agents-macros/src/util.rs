@@ -77,3 +77,10 @@ pub(crate) fn camel(name: &str) -> String {
         })
         .collect()
 }
+
+/// The first 128 bits of the SHA-256 of a tool's manifest entry text, as a literal.
+pub(crate) fn entry_digest(fragment: &str) -> proc_macro2::Literal {
+    let digest = agents_core::canonical::sha256_hex(fragment.as_bytes());
+    let n = u128::from_str_radix(&digest[..32], 16).expect("hex");
+    proc_macro2::Literal::u128_suffixed(n)
+}

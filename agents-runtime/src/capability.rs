@@ -63,8 +63,8 @@ pub struct FsAccess {
 }
 
 impl FsAccess {
-    #[doc(hidden)]
-    pub fn __for(spec: &'static ToolSpec) -> Self {
+    /// The handle for a tool's declared policy; only the runtime makes one, for the tool it runs.
+    pub(crate) fn for_spec(spec: &'static ToolSpec) -> Self {
         FsAccess {
             tool: spec.name,
             read: globset(spec.policy.fs_read),
@@ -134,8 +134,8 @@ pub struct NetAccess {
 }
 
 impl NetAccess {
-    #[doc(hidden)]
-    pub fn __for(spec: &'static ToolSpec) -> Self {
+    /// The handle for a tool's declared policy; only the runtime makes one, for the tool it runs.
+    pub(crate) fn for_spec(spec: &'static ToolSpec) -> Self {
         NetAccess { tool: spec.name, hosts: spec.policy.net_hosts }
     }
 
@@ -188,8 +188,8 @@ pub struct EnvAccess {
 }
 
 impl EnvAccess {
-    #[doc(hidden)]
-    pub fn __for(spec: &'static ToolSpec) -> Self {
+    /// The handle for a tool's declared policy; only the runtime makes one, for the tool it runs.
+    pub(crate) fn for_spec(spec: &'static ToolSpec) -> Self {
         EnvAccess { tool: spec.name, vars: spec.policy.env_vars }
     }
 
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn fs_globs_do_not_cross_separators_or_escape() {
-        let fs = FsAccess::__for(&SPEC);
+        let fs = FsAccess::for_spec(&SPEC);
         assert!(fs.may_read("/var/kyc/uploads/a.pdf"));
         assert!(!fs.may_read("/var/kyc/uploads/x/a.pdf"));
         assert!(!fs.may_read("/var/kyc/uploads/../../../etc/passwd"));
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn net_hosts_and_ports() {
-        let net = NetAccess::__for(&SPEC);
+        let net = NetAccess::for_spec(&SPEC);
         assert!(net.check_url("https://api.example.com/v1").is_ok());
         assert!(net.check_url("http://api.example.com/v1").is_err());
         assert!(net.check_url("https://evil.com/?h=api.example.com").is_err());
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn env_only_declared() {
-        let env = EnvAccess::__for(&SPEC);
+        let env = EnvAccess::for_spec(&SPEC);
         assert!(env.var("APP_REGION").is_ok());
         assert!(env.var("HOME").is_err());
     }

@@ -16,6 +16,10 @@ pub mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+// The unit tests declare tools with `#[tool]`, whose expansion names this crate by its path.
+#[cfg(test)]
+extern crate self as agents_runtime;
+
 pub use agents_core as core;
 pub use agents_core::{
     Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap, Secret,
