@@ -360,7 +360,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let rt = crate_path::runtime();
     let rt_str = crate_path::runtime_str(&rt);
     let fn_ident = &func.sig.ident;
-    let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| fn_ident.to_string());
+    // The function's name without `r#`: what the model calls, and the base of hidden names.
+    let plain_name = syn::ext::IdentExt::unraw(fn_ident).to_string();
+    let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| plain_name.clone());
 
     // --- model and validation ---------------------------------------------------------
     let description = doc_string(&func.attrs);
@@ -432,6 +434,20 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut use_types: Vec<syn::TypePath> = Vec::new();
     let mut collect_uses = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, Token![+]>| {
         for b in bounds {
+            // Any other trait could imply grants the manifest would not show (a helper trait
+            // with `Grants<...>` supertraits): only the bounds the manifest reads are allowed.
+            if let syn::TypeParamBound::Trait(t) = b
+                && let Some(last) = t.path.segments.last()
+                && !["Grants", "Agent", "Send", "Sync", "Sized", "Unpin"].contains(&last.ident.to_string().as_str())
+            {
+                errors.spanned(
+                    t,
+                    format!(
+                        "tool `{tool_name}` bounds its agent by `{}`, which may grant tools the manifest does not list under `uses`; bound the agent only by `Grants<T>`, once for each tool it invokes",
+                        type_string(&t.path)
+                    ),
+                );
+            }
             if let syn::TypeParamBound::Trait(t) = b
                 && let Some(last) = t.path.segments.last()
                 && last.ident == "Grants"
@@ -441,7 +457,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     if let syn::GenericArgument::Type(Type::Path(tp)) = ga
                         && let Some(s) = tp.path.segments.last()
                     {
-                        uses.push(s.ident.to_string());
+                        uses.push(syn::ext::IdentExt::unraw(&s.ident).to_string());
                         use_types.push(tp.clone());
                     }
                 }
@@ -586,15 +602,22 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 
     // --- expansion ----------------------------------------------------------------------
     let vis = &func.vis;
-    let args_ident = format_ident!("{}Args", camel(&fn_ident.to_string()), span = fn_ident.span());
-    let impl_ident = format_ident!("__agents_impl_{}", fn_ident);
+    let args_ident = format_ident!("{}Args", camel(&plain_name), span = fn_ident.span());
+    let impl_ident = format_ident!("__agents_impl_{}", plain_name);
     // Unique within the crate: identical tools may appear in several modules (the exported
     // macro lives at the crate root). The counter only names a hidden item; the manifest does
     // not depend on it. The name leaves the body out on purpose: editing a body must not rename
     // an item at the crate root, which would make an incremental build redo every module.
     static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let macro_ident = format_ident!("__agents_tool_{}_{}", fn_ident, n);
+    let macro_ident = format_ident!("__agents_chain_{}_{}", n, plain_name);
+    // The name `agent!` reaches the chain macro by, beside the tool (see `chain_ident`); a tool
+    // named like a std macro forwards any other invocation to it, so `format!` keeps working.
+    let chain_ident = crate::util::chain_ident(fn_ident);
+    let forward_std = crate::util::STD_MACROS.contains(&plain_name.as_str()).then(|| {
+        let std_macro = format_ident!("{}", plain_name);
+        quote!(($($t:tt)*) => { ::std::#std_macro! { $($t)* } };)
+    });
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 
@@ -671,7 +694,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
     let entry_digest = crate::util::entry_digest(&fragment);
-    let fn_ident_str = fn_ident.to_string();
+    let fn_ident_str = plain_name.clone();
 
     // The spec is written as text and lexed by the compiler in one call, rather than built
     // token by token. Only `uses` keeps the user's tokens (a path that does not resolve is
@@ -759,6 +782,29 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         for input in &mut sig.inputs {
             if let FnArg::Typed(pt) = input {
                 pt.attrs.retain(|a| !a.path().is_ident("secret"));
+                // `Option<&T>`: the argument owns an `Option<T::Owned>`, the body sees a borrow.
+                if let (Some(elem), Pat::Ident(pi)) = (option_of_ref(&pt.ty), &*pt.pat)
+                    && params.iter().any(|p| p.ident == pi.ident && matches!(p.kind, ParamKind::Arg))
+                {
+                    let owned_ident = format_ident!("__agents_owned_{}", syn::ext::IdentExt::unraw(&pi.ident));
+                    let pat = &pt.pat;
+                    borrows.push(quote! {
+                        let #pat: ::core::option::Option<&#elem> = ::core::option::Option::map(
+                            ::core::option::Option::as_ref(&#owned_ident),
+                            ::core::borrow::Borrow::borrow,
+                        );
+                    });
+                    let owned = owned_type(&pt.ty);
+                    *pt.pat = Pat::Ident(syn::PatIdent {
+                        attrs: Vec::new(),
+                        by_ref: None,
+                        mutability: None,
+                        ident: owned_ident,
+                        subpat: None,
+                    });
+                    *pt.ty = Type::Verbatim(owned);
+                    continue;
+                }
                 let (Type::Reference(r), Pat::Ident(pi)) = (&*pt.ty, &*pt.pat) else { continue };
                 let Some(param) = params.iter().find(|p| p.ident == pi.ident) else { continue };
                 let owned = match param.kind {
@@ -768,7 +814,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         quote!(#elem)
                     }
                 };
-                let owned_ident = format_ident!("__agents_owned_{}", pi.ident);
+                let owned_ident = format_ident!("__agents_owned_{}", syn::ext::IdentExt::unraw(&pi.ident));
                 let (pat, elem) = (&pt.pat, &r.elem);
                 // The reference's own lifetime is left out: the borrow is of a local.
                 borrows.push(quote! {
@@ -930,7 +976,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         };
         (quote!(), impl_)
     } else {
-        (quote!(, Debug), quote!())
+        (quote!(, ::core::fmt::Debug), quote!())
     };
     // `Deserialize` for the arguments, written out: serde's derive would compile a visitor for
     // each tool; here one visitor (generic only over the deserializer) reads the object and a
@@ -957,6 +1003,23 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
     };
+    // The tool's name in the value namespace: calling it like a function is an error that says
+    // how a tool is called, rather than rustc's "expected function, found struct".
+    let direct_call = {
+        let n_params = func.sig.inputs.len();
+        let generics: Vec<Ident> = (0..n_params).map(|i| format_ident!("__P{}", i)).collect();
+        let span = fn_ident.span();
+        quote_spanned! {span=>
+            #[doc(hidden)]
+            #[allow(dead_code, non_snake_case, unreachable_pub, missing_docs, clippy::too_many_arguments)]
+            #vis fn #fn_ident<'__a, #(#generics),*>(#(_: #generics),*)
+            where
+                // The lifetime keeps the bound from being checked where it is declared.
+                #fn_ident: #rt::__private::NotCalledDirectly<(&'__a (), #(#generics,)*)>,
+            {
+            }
+        }
+    };
     let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
@@ -974,7 +1037,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
 
         #[doc = #args_doc]
-        #[derive(#rt::__private::schemars::JsonSchema, Clone #derive_debug)]
+        #[derive(#rt::__private::schemars::JsonSchema, ::core::clone::Clone #derive_debug)]
         #[serde(deny_unknown_fields)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident { #(#field_defs,)* }
@@ -987,10 +1050,18 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             ([ $next:path $(, $rest:path)* ] { $($state:tt)* } { $($frags:tt)* }) => {
                 $next! { [ $($rest),* ] { $($state)* } { $($frags)* #fn_ident_str #fragment } }
             };
+            #forward_std
         }
         #[doc(hidden)]
         #[allow(unused_imports)]
-        #vis use #macro_ident as #fn_ident;
+        #vis use #macro_ident as #chain_ident;
+
+        // schemars' derive calls `.into()` on its text: in a `#[no_implicit_prelude]` module the
+        // trait is brought in unnamed, so it shadows nothing.
+        #[allow(unused_imports)]
+        use ::core::convert::Into as _;
+
+        #direct_call
 
         const _: () = {
             #impl_fn
@@ -1087,7 +1158,25 @@ fn owned_type(ty: &Type) -> TokenStream {
             let elem = &r.elem;
             quote!(<#elem as ::std::borrow::ToOwned>::Owned)
         }
-        other => quote!(#other),
+        other => match option_of_ref(other) {
+            Some(elem) => quote!(::core::option::Option<<#elem as ::std::borrow::ToOwned>::Owned>),
+            None => quote!(#other),
+        },
+    }
+}
+
+/// `T` in `Option<&T>` (a borrowed optional parameter), written as `Option` or a path ending
+/// in it.
+fn option_of_ref(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" || p.qself.is_some() {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
+    match a.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(Type::Reference(r))] => Some(&r.elem),
+        _ => None,
     }
 }
 

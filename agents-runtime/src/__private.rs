@@ -11,6 +11,15 @@ pub use std::boxed::Box;
 pub use crate::tool::{IntoToolFuture, ToolFuture};
 pub use agents_core::seal;
 
+/// What a direct call of a tool function asks for, and never gets.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a tool: it is not called as a function",
+    label = "a tool runs only through the runtime",
+    note = "grant it in `agent! {{ tools: [...] }}` and let the runtime call it (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call",
+    note = "to unit-test its body, move the logic into a plain function that the tool calls and test that, or call the tool through `Runtime::direct` with a scripted provider (and a `Confirmer` for an action tool)"
+)]
+pub trait NotCalledDirectly<Args> {}
+
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -23,6 +32,36 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
             return false;
         }
         i += 1;
+    }
+    true
+}
+
+/// Whether two lists hold the same names, in any order and counting each once (for the check
+/// of a tool's `uses` against its resolved bounds).
+pub const fn same_names(a: &[&str], b: &[&str]) -> bool {
+    const fn contains(list: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < list.len() {
+            if str_eq(list[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !contains(b, a[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        if !contains(a, b[j]) {
+            return false;
+        }
+        j += 1;
     }
     true
 }
