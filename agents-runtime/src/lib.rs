@@ -26,6 +26,8 @@ pub use agents_core::{
     SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
 pub use agents_macros::{agent, permissions, tool};
+#[cfg(feature = "http")]
+pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{ConfirmMode, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
 pub use tool::{
