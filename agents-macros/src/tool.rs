@@ -611,13 +611,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let macro_ident = format_ident!("__agents_chain_{}_{}", n, plain_name);
-    // The name `agent!` reaches the chain macro by, beside the tool (see `chain_ident`); a tool
-    // named like a std macro forwards any other invocation to it, so `format!` keeps working.
+    // The name `agent!` reaches the chain macro by, beside the tool (see `chain_ident`).
     let chain_ident = crate::util::chain_ident(fn_ident);
-    let forward_std = crate::util::STD_MACROS.contains(&plain_name.as_str()).then(|| {
-        let std_macro = format_ident!("{}", plain_name);
-        quote!(($($t:tt)*) => { ::std::#std_macro! { $($t)* } };)
-    });
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 
@@ -1050,7 +1045,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             ([ $next:path $(, $rest:path)* ] { $($state:tt)* } { $($frags:tt)* }) => {
                 $next! { [ $($rest),* ] { $($state)* } { $($frags)* #fn_ident_str #fragment } }
             };
-            #forward_std
         }
         #[doc(hidden)]
         #[allow(unused_imports)]

@@ -91,18 +91,19 @@ const OWN_MACROS: &[&str] = &["agent", "tool", "permissions"];
 
 /// The name `agent!` reaches a tool's chain macro by: the tool's own name (so that any import
 /// of the tool brings it along), or `__agents_tool_<name>` for a tool named like one of this
-/// crate's macros.
+/// crate's macros or a std macro (a macro made by a macro may not shadow the prelude's, and
+/// would clash with the user's import of `agent!`). Such a tool is granted by a path to its
+/// module (`tools::format`) or in the module that declares it.
 pub(crate) fn chain_ident(fn_ident: &syn::Ident) -> syn::Ident {
     let plain = syn::ext::IdentExt::unraw(fn_ident).to_string();
-    if OWN_MACROS.contains(&plain.as_str()) {
+    if OWN_MACROS.contains(&plain.as_str()) || STD_MACROS.contains(&plain.as_str()) {
         syn::Ident::new(&format!("__agents_tool_{plain}"), fn_ident.span())
     } else {
         fn_ident.clone()
     }
 }
 
-/// The standard library's macros a user's module may call by their bare names: a tool named
-/// like one forwards every other invocation to it, so that the tool shadows nothing.
+/// The standard library's macros a user's module may call by their bare names.
 pub(crate) const STD_MACROS: &[&str] = &[
     "assert",
     "assert_eq",

@@ -640,6 +640,21 @@ mod witness_tests {
         }
     }
 
+    crate::agent! {
+        /// Deletes.
+        pub struct Deleter;
+        tools: [delete_everything],
+    }
+
+    #[tokio::test]
+    async fn a_context_invokes_only_what_its_tools_uses_lists() {
+        // The calling tool's spec lists nothing under `uses`: even an agent that grants the
+        // tool cannot reach it through this context.
+        let cx = context(None);
+        let r = ToolContext::<Deleter>::__new(&cx).invoke::<delete_everything>(serde_json::json!({ "n": 1 })).await;
+        assert!(r.unwrap_err().message.contains("does not list it under `uses`"));
+    }
+
     #[tokio::test]
     async fn a_forged_or_moved_witness_runs_no_handler() {
         let before = RAN.load(Ordering::SeqCst);

@@ -1,7 +1,7 @@
 // An entry built field by field, pairing one tool's spec with another tool's handler.
 #![allow(dead_code)]
 
-use agents_runtime::{Agent, Dispatch, Tool, ToolEntry, agent, permissions, tool};
+use agents_runtime::{Dispatch, Tool, ToolEntry, agent, permissions, tool};
 
 permissions! {
     pub mod perms {

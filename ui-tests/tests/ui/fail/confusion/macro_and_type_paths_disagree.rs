@@ -3,7 +3,7 @@
 // describe the first while the registry runs the second.
 #![allow(dead_code, non_camel_case_types)]
 
-use agents_runtime::{agent, permissions, tool};
+use agents_runtime::{agent, permissions};
 
 permissions! {
     pub mod perms {

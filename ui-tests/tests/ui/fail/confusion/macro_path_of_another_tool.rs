@@ -2,7 +2,7 @@
 // declared with `#[tool]` under the same function name.
 #![allow(dead_code, non_camel_case_types)]
 
-use agents_runtime::{agent, tool};
+use agents_runtime::agent;
 
 mod tickets {
     use agents_runtime::tool;
