@@ -17,6 +17,9 @@ pub mod strict;
 pub mod terminal;
 pub mod tool;
 
+#[doc(hidden)]
+pub mod seal;
+
 pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, RoleMap};

@@ -109,14 +109,35 @@ impl Parse for AgentInput {
                         let lk: Ident = content.parse()?;
                         content.parse::<Token![:]>()?;
                         let v: LitInt = content.parse()?;
-                        if !LIMIT_KEYS.contains(&lk.to_string().as_str()) {
-                            let s = lk.to_string();
+                        let name = lk.to_string();
+                        if !LIMIT_KEYS.contains(&name.as_str()) {
                             out.errors.push(syn::Error::new(
                                 lk.span(),
-                                format!("unknown limit `{s}`{}", suggest(&s, LIMIT_KEYS)),
+                                format!("unknown limit `{name}`{}", suggest(&name, LIMIT_KEYS)),
                             ));
-                        } else if v.base10_parse::<u64>().map(|n| n == 0).unwrap_or(true) {
-                            out.errors.push(syn::Error::new(v.span(), "a limit is a positive integer"));
+                        } else if out.limits.iter().any(|(k, _)| *k == lk) {
+                            out.errors.push(syn::Error::new(
+                                lk.span(),
+                                format!("limit `{name}` is given twice; give each limit once"),
+                            ));
+                        } else {
+                            let (max, ty) = limit_range(&name);
+                            let wrong_suffix = !v.suffix().is_empty() && v.suffix() != ty;
+                            match v.base10_parse::<u128>() {
+                                _ if wrong_suffix => out.errors.push(syn::Error::new(
+                                    v.span(),
+                                    format!("limit `{name}` is a `{ty}`: write the number without the `{}` suffix", v.suffix()),
+                                )),
+                                Ok(n) if n == 0 || n > max => out.errors.push(syn::Error::new(
+                                    v.span(),
+                                    format!("limit `{name}` is {}, out of range for its type `{ty}`: write an integer from 1 to {max}", v.base10_digits()),
+                                )),
+                                Ok(_) => {}
+                                Err(_) => out.errors.push(syn::Error::new(
+                                    v.span(),
+                                    format!("limit `{name}` is {}, out of range for its type `{ty}`: write an integer from 1 to {max}", v.base10_digits()),
+                                )),
+                            }
                         }
                         out.limits.push((lk, v));
                         if !content.is_empty() {
@@ -149,18 +170,28 @@ impl Parse for AgentInput {
     }
 }
 
+/// The largest value of a limit and its type's name, as `Limits` declares it.
+fn limit_range(key: &str) -> (u128, &'static str) {
+    match key {
+        "provider_timeout_secs" | "confirm_timeout_secs" | "token_ttl_secs" => (u128::from(u64::MAX), "u64"),
+        _ => (u128::from(u32::MAX), "u32"),
+    }
+}
+
 impl AgentInput {
     fn limits(&self) -> Limits {
         let mut l = Limits::DEFAULT;
         for (k, v) in &self.limits {
-            let n: u64 = v.base10_parse().unwrap_or(0);
+            // In range: checked when parsed (an out-of-range limit never reaches here).
+            let wide: u64 = v.base10_parse().unwrap_or(0);
+            let narrow = || u32::try_from(wide).unwrap_or(0);
             match k.to_string().as_str() {
-                "max_iterations" => l.max_iterations = n as u32,
-                "provider_timeout_secs" => l.provider_timeout_secs = n,
-                "confirm_timeout_secs" => l.confirm_timeout_secs = n,
-                "max_concurrent_runs" => l.max_concurrent_runs = n as u32,
-                "token_ttl_secs" => l.token_ttl_secs = n,
-                "history_messages" => l.history_messages = n as u32,
+                "max_iterations" => l.max_iterations = narrow(),
+                "provider_timeout_secs" => l.provider_timeout_secs = wide,
+                "confirm_timeout_secs" => l.confirm_timeout_secs = wide,
+                "max_concurrent_runs" => l.max_concurrent_runs = narrow(),
+                "token_ttl_secs" => l.token_ttl_secs = wide,
+                "history_messages" => l.history_messages = narrow(),
                 _ => {}
             }
         }
@@ -197,7 +228,19 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
     let finish = quote!(#rt::__private::agent_finish);
     // Each tool's macro appends its manifest entry and calls the next path in the list; the
     // last one is the finishing macro, which receives the empty list.
-    let chain = match parsed.tools.split_first() {
+    // A tool named like one of this crate's macros is reached by its `__agents_tool_` name.
+    let chain_paths: Vec<syn::Path> = parsed
+        .tools
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            if let Some(last) = p.segments.last_mut() {
+                last.ident = crate::util::chain_ident(&last.ident);
+            }
+            p
+        })
+        .collect();
+    let chain = match chain_paths.split_first() {
         Some((first, rest)) => quote! { #first! { [ #(#rest,)* #finish ] { #tokens } { } } },
         None => quote! { #finish! { [ ] { #tokens } { } } },
     };
@@ -243,6 +286,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     let ident = &agent.ident;
     let agent_name = agent.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
 
+    let raw_digests: Vec<proc_macro2::Literal> =
+        fin.fragments.iter().map(|(_, f)| crate::util::entry_digest(&f.value())).collect();
     let mut entries: Vec<ToolEntry> = Vec::new();
     for (_, f) in &fin.fragments {
         match serde_json::from_str::<ToolEntry>(&f.value()) {
@@ -255,12 +300,25 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     // invokes (a type-level check), so each identifier is among its tools' functions.
     let names_by_fn: Vec<(String, String)> =
         fin.fragments.iter().map(|(f, _)| f.value()).zip(entries.iter().map(|e| e.name.clone())).collect();
+    // Two granted tools may share a function name (in different modules): the identifier then
+    // does not say which one is invoked, and the manifest refuses to guess. Each attribution is
+    // also confirmed against the resolved types below (`same_uses`).
     let entries: Vec<ToolEntry> = entries
         .into_iter()
         .map(|mut e| {
             for u in &mut e.uses {
-                if let Some((_, name)) = names_by_fn.iter().find(|(f, _)| f == u) {
-                    u.clone_from(name);
+                let found: Vec<&String> = names_by_fn.iter().filter(|(f, _)| f == u).map(|(_, n)| n).collect();
+                match found.as_slice() {
+                    [name] => u.clone_from(name),
+                    [] => {}
+                    several => errors.spanned(
+                        ident,
+                        format!(
+                            "tool `{}` invokes `{u}`, but agent `{ident}` grants several tools whose function is named `{u}` ({}); the manifest cannot tell which one is invoked: give the functions distinct names",
+                            e.name,
+                            several.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                    ),
                 }
             }
             e.normalized()
@@ -272,7 +330,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     }
     // Pair each path with its entry; refuse two tools with one name.
     let mut tools: Vec<(&syn::Path, ToolEntry)> = Vec::new();
-    for (path, entry) in agent.tools.iter().zip(entries) {
+    let mut digests: Vec<proc_macro2::Literal> = Vec::new();
+    for ((path, entry), digest) in agent.tools.iter().zip(entries).zip(raw_digests) {
         if tools.iter().any(|(_, e)| e.name == entry.name) {
             errors.spanned(
                 path,
@@ -281,6 +340,7 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             continue;
         }
         tools.push((path, entry));
+        digests.push(digest);
     }
     // A skill may name a tool by another path than `tools` does (`list_athletes` for
     // `tools::list_athletes`): match the whole path, else the one granted tool with that last
@@ -380,19 +440,45 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         .iter()
         .enumerate()
         .map(|(i, (p, _))| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>())));
-    let grants = tools.iter().map(|(p, _)| quote_spanned!(p.span()=> impl #rt::Grants<#p> for #ident {}));
+    let seal = quote!(#rt::__private::seal);
+    let grants = tools.iter().map(|(p, _)| {
+        quote_spanned!(p.span()=> impl #seal::GrantedByAgentMacro<#p> for #ident {} impl #rt::Grants<#p> for #ident {})
+    });
+    // The entry each path gave as a macro must be the entry of the type it names: a module
+    // that makes the two resolve to different tools is refused here, at compile time.
+    // The manifest's `uses` of each tool are the tools its resolved bounds name, as a set.
+    let same_uses = tools.iter().filter(|(_, e)| !e.uses.is_empty()).map(|(p, e)| {
+        let names = &e.uses;
+        let msg = format!(
+            "the manifest lists `uses` of `{}` as {:?}, which are not the tools its `Grants<...>` bounds resolve to; give the invoked tools distinct function names",
+            e.name, names
+        );
+        quote_spanned!(p.span()=> const _: () = ::core::assert!(#rt::__private::same_names(<#p as #rt::Tool>::SPEC.uses, &[#(#names),*]), #msg);)
+    });
+    let same_tool = tools.iter().zip(&digests).map(|((p, e), d)| {
+        let msg = format!(
+            "`{}` names one tool as a macro and another as a type (an import or module makes them resolve differently), so the manifest entry of `{}` would not describe the tool that runs; name each tool by a path that leads to its `#[tool]` function both ways",
+            type_string(*p),
+            e.name
+        );
+        quote_spanned!(p.span()=> const _: () = ::core::assert!(<#p as #seal::DeclaredByToolMacro>::MANIFEST_ENTRY == #d, #msg);)
+    });
     let ceiling_impls = match &agent.ceiling {
-        None => quote!(impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}),
+        None => quote! {
+            impl<__P: #rt::Permission> #seal::CeilingByAgentMacro<__P> for #ident {}
+            impl<__P: #rt::Permission> #rt::WithinCeiling<__P> for #ident {}
+        },
         Some(c) => {
             let impls = c.iter().filter(|p| !p.is_ident("public")).map(|p| {
                 let n = permission_name(p).unwrap_or_default();
                 let msg = format!("the ceiling path does not end in `{}`", n.replace('.', "::"));
                 quote_spanned! {p.span()=>
+                    impl #seal::CeilingByAgentMacro<#p> for #ident {}
                     impl #rt::WithinCeiling<#p> for #ident {}
                     const _: () = ::core::assert!(#rt::__private::str_eq(<#p as #rt::Permission>::NAME, #n), #msg);
                 }
             });
-            quote!(impl #rt::WithinCeiling<#rt::Public> for #ident {} #(#impls)*)
+            quote!(impl #seal::CeilingByAgentMacro<#rt::Public> for #ident {} impl #rt::WithinCeiling<#rt::Public> for #ident {} #(#impls)*)
         }
     };
     let ceiling_checks = tools.iter().map(|(p, _)| {
@@ -433,6 +519,7 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         }
 
         const _: () = {
+            impl #seal::DeclaredByAgentMacro for #ident {}
             impl #rt::Agent for #ident {
                 type Input = #input_ty;
                 type Output = #output_ty;
@@ -469,6 +556,8 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             }
 
             #(#grants)*
+            #(#same_tool)*
+            #(#same_uses)*
             #ceiling_impls
 
             fn __agents_within_ceiling<__A, __T>()

@@ -16,12 +16,27 @@ mod util;
 use proc_macro::TokenStream;
 
 /// Turns an ordinary (async) function into a tool. See the `agents-runtime` docs.
+///
+/// Against safe downstream code: the tool's traits are sealed, its handler is its own body, an
+/// action tool's body runs only with the witness of this call's approval, and its capability
+/// handles come only from the runtime, for its declared policy. `unsafe` code in the declaring
+/// crate is outside these guarantees (`#![forbid(unsafe_code)]` makes them hold); a body that
+/// ignores its policy (calling `std::fs` itself) is bound only by a sandboxed subprocess. The
+/// table "Whom each guarantee holds against" in the `agents-runtime` docs says which check
+/// holds against which code.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(args.into(), item.into()).into()
 }
 
 /// Declares an agent. See the `agents-runtime` docs.
+///
+/// Against safe downstream code: `MANIFEST` is exactly what the registry runs (one source,
+/// compile-time checks that each tool path names one tool, and a run-time refusal of any
+/// registry that does not produce the `MANIFEST` bytes); grants and the ceiling cannot be
+/// widened by hand-written impls. Limits out of range for their type, or given twice, are
+/// compile errors. `unsafe` code in the declaring crate is outside the compile-time guarantee;
+/// the run-time checks still hold against it.
 #[proc_macro]
 pub fn agent(input: TokenStream) -> TokenStream {
     agent::expand(input.into()).into()

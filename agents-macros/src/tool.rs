@@ -316,7 +316,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let rt = crate_path::runtime();
     let rt_str = crate_path::runtime_str(&rt);
     let fn_ident = &func.sig.ident;
-    let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| fn_ident.to_string());
+    // The function's name without `r#`: what the model calls, and the base of hidden names.
+    let plain_name = syn::ext::IdentExt::unraw(fn_ident).to_string();
+    let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| plain_name.clone());
 
     // --- model and validation ---------------------------------------------------------
     let description = doc_string(&func.attrs);
@@ -388,6 +390,20 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut use_types: Vec<syn::TypePath> = Vec::new();
     let mut collect_uses = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, Token![+]>| {
         for b in bounds {
+            // Any other trait could imply grants the manifest would not show (a helper trait
+            // with `Grants<...>` supertraits): only the bounds the manifest reads are allowed.
+            if let syn::TypeParamBound::Trait(t) = b
+                && let Some(last) = t.path.segments.last()
+                && !["Grants", "Agent", "Send", "Sync", "Sized", "Unpin"].contains(&last.ident.to_string().as_str())
+            {
+                errors.spanned(
+                    t,
+                    format!(
+                        "tool `{tool_name}` bounds its agent by `{}`, which may grant tools the manifest does not list under `uses`; bound the agent only by `Grants<T>`, once for each tool it invokes",
+                        type_string(&t.path)
+                    ),
+                );
+            }
             if let syn::TypeParamBound::Trait(t) = b
                 && let Some(last) = t.path.segments.last()
                 && last.ident == "Grants"
@@ -397,7 +413,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     if let syn::GenericArgument::Type(Type::Path(tp)) = ga
                         && let Some(s) = tp.path.segments.last()
                     {
-                        uses.push(s.ident.to_string());
+                        uses.push(syn::ext::IdentExt::unraw(&s.ident).to_string());
                         use_types.push(tp.clone());
                     }
                 }
@@ -542,15 +558,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 
     // --- expansion ----------------------------------------------------------------------
     let vis = &func.vis;
-    let args_ident = format_ident!("{}Args", camel(&fn_ident.to_string()), span = fn_ident.span());
-    let impl_ident = format_ident!("__agents_impl_{}", fn_ident);
+    let args_ident = format_ident!("{}Args", camel(&plain_name), span = fn_ident.span());
+    let impl_ident = format_ident!("__agents_impl_{}", plain_name);
     // Unique within the crate: identical tools may appear in several modules (the exported
     // macro lives at the crate root). The counter only names a hidden item; the manifest does
     // not depend on it. The name leaves the body out on purpose: editing a body must not rename
     // an item at the crate root, which would make an incremental build redo every module.
     static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let macro_ident = format_ident!("__agents_tool_{}_{}", fn_ident, n);
+    let macro_ident = format_ident!("__agents_chain_{}_{}", n, plain_name);
+    // The name `agent!` reaches the chain macro by, beside the tool (see `chain_ident`).
+    let chain_ident = crate::util::chain_ident(fn_ident);
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let other_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
 
@@ -626,7 +644,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
-    let fn_ident_str = fn_ident.to_string();
+    let entry_digest = crate::util::entry_digest(&fragment);
+    let fn_ident_str = plain_name.clone();
 
     // The spec is written as text and lexed by the compiler in one call, rather than built
     // token by token. Only `uses` keeps the user's tokens (a path that does not resolve is
@@ -669,15 +688,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let ident = &p.ident;
         match &p.kind {
             ParamKind::Context => quote!(__cx),
-            ParamKind::Capability(c) => {
-                // The spec through the public context: `CallContext`'s fields are private.
-                let spec = quote!(#rt::ToolContext::<()>::__new(__call).spec());
-                match c {
-                    Capability::Fs => quote!(#rt::capability::FsAccess::__for(#spec)),
-                    Capability::Net => quote!(#rt::capability::NetAccess::__for(#spec)),
-                    Capability::Env => quote!(#rt::capability::EnvAccess::__for(#spec)),
-                }
-            }
+            // The handle for the policy of the tool this call runs, made by the runtime.
+            ParamKind::Capability(c) => match c {
+                Capability::Fs => quote!(#rt::__private::fs_access(__call)),
+                Capability::Net => quote!(#rt::__private::net_access(__call)),
+                Capability::Env => quote!(#rt::__private::env_access(__call)),
+            },
             ParamKind::Arg => quote!(__args.#ident),
         }
     });
@@ -717,6 +733,29 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         for input in &mut sig.inputs {
             if let FnArg::Typed(pt) = input {
                 pt.attrs.retain(|a| !a.path().is_ident("secret"));
+                // `Option<&T>`: the argument owns an `Option<T::Owned>`, the body sees a borrow.
+                if let (Some(elem), Pat::Ident(pi)) = (option_of_ref(&pt.ty), &*pt.pat)
+                    && params.iter().any(|p| p.ident == pi.ident && matches!(p.kind, ParamKind::Arg))
+                {
+                    let owned_ident = format_ident!("__agents_owned_{}", syn::ext::IdentExt::unraw(&pi.ident));
+                    let pat = &pt.pat;
+                    borrows.push(quote! {
+                        let #pat: ::core::option::Option<&#elem> = ::core::option::Option::map(
+                            ::core::option::Option::as_ref(&#owned_ident),
+                            ::core::borrow::Borrow::borrow,
+                        );
+                    });
+                    let owned = owned_type(&pt.ty);
+                    *pt.pat = Pat::Ident(syn::PatIdent {
+                        attrs: Vec::new(),
+                        by_ref: None,
+                        mutability: None,
+                        ident: owned_ident,
+                        subpat: None,
+                    });
+                    *pt.ty = Type::Verbatim(owned);
+                    continue;
+                }
                 let (Type::Reference(r), Pat::Ident(pi)) = (&*pt.ty, &*pt.pat) else { continue };
                 let Some(param) = params.iter().find(|p| p.ident == pi.ident) else { continue };
                 let owned = match param.kind {
@@ -726,7 +765,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                         quote!(#elem)
                     }
                 };
-                let owned_ident = format_ident!("__agents_owned_{}", pi.ident);
+                let owned_ident = format_ident!("__agents_owned_{}", syn::ext::IdentExt::unraw(&pi.ident));
                 let (pat, elem) = (&pt.pat, &r.elem);
                 // The reference's own lifetime is left out: the borrow is of a local.
                 borrows.push(quote! {
@@ -801,12 +840,16 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // registry handler delegates to it; only a tool generic over the agent builds its body in
     // the handler, where the agent type is known.
     let downcast = quote!(let __args: #args_ident = #rt::__private::downcast_args(__erased););
+    let seal = quote!(#rt::__private::seal);
     let (exec_impl, handler, dispatch_where) = match tier {
-        Tier::Read if is_generic => {
-            (quote!(), quote!(#rt::tool::Handler::Read(|__call, __erased| { #downcast #invoke })), agent_where)
-        }
+        Tier::Read if is_generic => (
+            quote!(impl #seal::ReadByToolMacro for #fn_ident {}),
+            quote!(#rt::tool::Handler::Read(|__call, __erased| { #downcast #invoke })),
+            agent_where,
+        ),
         Tier::Read => (
             quote! {
+                impl #seal::ReadByToolMacro for #fn_ident {}
                 impl #rt::ReadTool for #fn_ident {
                     fn run<'__a>(
                         __call: &'__a #rt::CallContext,
@@ -819,24 +862,32 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#fn_ident>)),
             agent_where,
         ),
+        // The witness is this call's approval record, or nothing runs.
         Tier::Action if is_generic => (
-            quote!(),
-            quote!(#rt::tool::Handler::Action(|__call, __erased, __approval| {
+            quote!(impl #seal::ActionByToolMacro for #fn_ident {}),
+            quote!(#rt::tool::Handler::Action(|__call, __erased| {
+                match #rt::__private::approval_of::<#fn_ident>(__call) {
+                    ::core::result::Result::Ok(_) => {}
+                    ::core::result::Result::Err(__e) => return #rt::__private::refused(__e),
+                }
                 #downcast
-                let _ = __approval;
                 #invoke
             })),
             agent_where,
         ),
         Tier::Action => (
             quote! {
+                impl #seal::ActionByToolMacro for #fn_ident {}
                 impl #rt::ActionTool for #fn_ident {
                     fn run_approved<'__a>(
                         __call: &'__a #rt::CallContext,
                         __args: #args_ident,
-                        __approval: #rt::Approval<'__a>,
+                        __approval: #rt::Approval<'__a, Self>,
                     ) -> #rt::__private::ToolFuture<'__a> {
-                        let _ = __approval;
+                        // The witness must be the one the gate recorded for this very call.
+                        if let ::core::result::Result::Err(__e) = #rt::__private::verify_approval(&__approval, __call) {
+                            return #rt::__private::refused(__e);
+                        }
                         #invoke
                     }
                 }
@@ -846,13 +897,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         ),
         // Nothing runs, so any agent may dispatch it, whatever the tool's bounds.
         Tier::Handoff => (
-            quote!(impl #rt::HandoffTool for #fn_ident {}),
+            quote!(impl #seal::HandoffByToolMacro for #fn_ident {} impl #rt::HandoffTool for #fn_ident {}),
             quote!(#rt::tool::Handler::Handoff(::core::marker::PhantomData)),
             quote!(),
         ),
     };
     let exec_impls = quote! {
         #exec_impl
+        impl #seal::DeclaredByToolMacro for #fn_ident {
+            const MANIFEST_ENTRY: u128 = #entry_digest;
+        }
+        impl<__A> #seal::DispatchedByToolMacro<__A> for #fn_ident #dispatch_where {}
         impl<__A> #rt::Dispatch<__A> for #fn_ident #dispatch_where {
             fn handler() -> #rt::tool::Handler<__A> {
                 #handler
@@ -872,7 +927,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         };
         (quote!(), impl_)
     } else {
-        (quote!(, Debug), quote!())
+        (quote!(, ::core::fmt::Debug), quote!())
     };
     // `Deserialize` for the arguments, written out: serde's derive would compile a visitor for
     // each tool; here one visitor (generic only over the deserializer) reads the object and a
@@ -899,6 +954,23 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
     };
+    // The tool's name in the value namespace: calling it like a function is an error that says
+    // how a tool is called, rather than rustc's "expected function, found struct".
+    let direct_call = {
+        let n_params = func.sig.inputs.len();
+        let generics: Vec<Ident> = (0..n_params).map(|i| format_ident!("__P{}", i)).collect();
+        let span = fn_ident.span();
+        quote_spanned! {span=>
+            #[doc(hidden)]
+            #[allow(dead_code, non_snake_case, unreachable_pub, missing_docs, clippy::too_many_arguments)]
+            #vis fn #fn_ident<'__a, #(#generics),*>(#(_: #generics),*)
+            where
+                // The lifetime keeps the bound from being checked where it is declared.
+                #fn_ident: #rt::__private::NotCalledDirectly<(&'__a (), #(#generics,)*)>,
+            {
+            }
+        }
+    };
     let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
@@ -916,7 +988,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
 
         #[doc = #args_doc]
-        #[derive(#rt::__private::schemars::JsonSchema, Clone #derive_debug)]
+        #[derive(#rt::__private::schemars::JsonSchema, ::core::clone::Clone #derive_debug)]
         #[serde(deny_unknown_fields)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident { #(#field_defs,)* }
@@ -932,7 +1004,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
         #[doc(hidden)]
         #[allow(unused_imports)]
-        #vis use #macro_ident as #fn_ident;
+        #vis use #macro_ident as #chain_ident;
+
+        // schemars' derive calls `.into()` on its text: in a `#[no_implicit_prelude]` module the
+        // trait is brought in unnamed, so it shadows nothing.
+        #[allow(unused_imports)]
+        use ::core::convert::Into as _;
+
+        #direct_call
 
         const _: () = {
             #impl_fn
@@ -1029,7 +1108,25 @@ fn owned_type(ty: &Type) -> TokenStream {
             let elem = &r.elem;
             quote!(<#elem as ::std::borrow::ToOwned>::Owned)
         }
-        other => quote!(#other),
+        other => match option_of_ref(other) {
+            Some(elem) => quote!(::core::option::Option<<#elem as ::std::borrow::ToOwned>::Owned>),
+            None => quote!(#other),
+        },
+    }
+}
+
+/// `T` in `Option<&T>` (a borrowed optional parameter), written as `Option` or a path ending
+/// in it.
+fn option_of_ref(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" || p.qself.is_some() {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
+    match a.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(Type::Reference(r))] => Some(&r.elem),
+        _ => None,
     }
 }
 
@@ -1135,7 +1232,7 @@ mod tests {
     }
 
     #[test]
-    fn a_capability_reaches_the_spec_through_the_public_context() {
+    fn a_capability_is_made_by_the_runtime_from_the_call() {
         let out = expanded(
             quote!(permission = public, policy(env(vars = ["APP_REGION"]))),
             quote! {
@@ -1144,9 +1241,6 @@ mod tests {
             },
         );
         assert!(!out.contains("__call . spec"), "{out}");
-        assert!(
-            out.contains("EnvAccess :: __for (:: agents_runtime :: ToolContext :: < () > :: __new (__call) . spec ())"),
-            "{out}"
-        );
+        assert!(out.contains("__private :: env_access (__call)"), "{out}");
     }
 }

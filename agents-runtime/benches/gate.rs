@@ -264,12 +264,12 @@ where
         let index = A::tool_index(name).filter(|&i| self.snapshot[i]);
         let entry = index.and_then(A::entry_at).expect("available");
         let value = agents_runtime::core::strict::parse_args(text).unwrap();
-        let typed = (entry.parse)(&value).unwrap();
+        let typed = entry.parse(&value).unwrap();
         for i in &self.interceptors {
             let d = i
                 .before_call(Interception {
                     principal: &self.principal,
-                    spec: entry.spec,
+                    spec: entry.spec(),
                     args: &value,
                     run_id: "bench",
                 })

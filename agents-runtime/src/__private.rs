@@ -9,6 +9,16 @@ pub use serde_json;
 pub use std::boxed::Box;
 
 pub use crate::tool::{IntoToolFuture, ToolFuture};
+pub use agents_core::seal;
+
+/// What a direct call of a tool function asks for, and never gets.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a tool: it is not called as a function",
+    label = "a tool runs only through the runtime",
+    note = "grant it in `agent! {{ tools: [...] }}` and let the runtime call it (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call",
+    note = "to unit-test its body, move the logic into a plain function that the tool calls and test that, or call the tool through `Runtime::direct` with a scripted provider (and a `Confirmer` for an action tool)"
+)]
+pub trait NotCalledDirectly<Args> {}
 
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
@@ -22,6 +32,36 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
             return false;
         }
         i += 1;
+    }
+    true
+}
+
+/// Whether two lists hold the same names, in any order and counting each once (for the check
+/// of a tool's `uses` against its resolved bounds).
+pub const fn same_names(a: &[&str], b: &[&str]) -> bool {
+    const fn contains(list: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < list.len() {
+            if str_eq(list[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !contains(b, a[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        if !contains(a, b[j]) {
+            return false;
+        }
+        j += 1;
     }
     true
 }
@@ -48,13 +88,50 @@ pub fn read_handler<T: crate::ReadTool>(
     T::run(call, downcast_args(args))
 }
 
-/// The registry handler of an action tool that is not generic over the agent.
-pub fn action_handler<'a, T: crate::ActionTool>(
-    call: &'a crate::CallContext,
+/// The registry handler of an action tool that is not generic over the agent: runs it with the
+/// witness of this call's approval, and nothing without one.
+pub fn action_handler<T: crate::ActionTool>(
+    call: &crate::CallContext,
     args: crate::tool::ErasedArgs,
-    approval: crate::Approval<'a>,
-) -> crate::tool::ToolFuture<'a> {
-    T::run_approved(call, downcast_args(args), approval)
+) -> crate::tool::ToolFuture<'_> {
+    match crate::Approval::<T>::of_call(call) {
+        Ok(approval) => T::run_approved(call, downcast_args(args), approval),
+        Err(e) => refused(e),
+    }
+}
+
+/// The witness of `call`'s approval for `T` (a generic action tool's handler), when the gate
+/// recorded one: it succeeds only for the call the gate approved, so it mints nothing new.
+pub fn approval_of<T: crate::Tool>(call: &crate::CallContext) -> Result<crate::Approval<'_, T>, crate::ToolError> {
+    crate::Approval::<T>::of_call(call)
+}
+
+/// Checks a witness against the call before an action tool's body runs.
+pub fn verify_approval<T: crate::Tool>(
+    approval: &crate::Approval<'_, T>,
+    call: &crate::CallContext,
+) -> Result<(), crate::ToolError> {
+    approval.verify(call)
+}
+
+/// A handler's answer when nothing runs.
+pub fn refused(e: crate::ToolError) -> crate::tool::ToolFuture<'static> {
+    crate::tool::ToolFuture::new(async move { Err::<serde_json::Value, crate::ToolError>(e) })
+}
+
+/// The filesystem handle of the tool this call runs, for its declared policy.
+pub fn fs_access(call: &crate::CallContext) -> crate::FsAccess {
+    crate::FsAccess::for_spec(call.spec)
+}
+
+/// The network handle of the tool this call runs, for its declared policy.
+pub fn net_access(call: &crate::CallContext) -> crate::NetAccess {
+    crate::NetAccess::for_spec(call.spec)
+}
+
+/// The environment handle of the tool this call runs, for its declared policy.
+pub fn env_access(call: &crate::CallContext) -> crate::EnvAccess {
+    crate::EnvAccess::for_spec(call.spec)
 }
 
 // The arguments of a `#[tool]`: `Deserialize` is written by the macro rather than derived. It
@@ -172,9 +249,4 @@ pub fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
         map.remove("description");
     }
     value
-}
-
-/// Mints the witness for a direct call in this crate's own gate.
-pub(crate) fn approval<'a>() -> crate::tool::Approval<'a> {
-    crate::tool::Approval::mint()
 }

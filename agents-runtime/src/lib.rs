@@ -16,12 +16,18 @@ pub mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+// The unit tests declare tools with `#[tool]`, whose expansion names this crate by its path.
+#[cfg(test)]
+extern crate self as agents_runtime;
+
 pub use agents_core as core;
 pub use agents_core::{
     Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap, Secret,
     SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
 pub use agents_macros::{agent, permissions, tool};
+#[cfg(feature = "http")]
+pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{ConfirmMode, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
 pub use tool::{

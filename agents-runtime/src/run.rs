@@ -183,6 +183,9 @@ pub enum StartError {
     /// The audit log refused the session's first record; nothing may run without it.
     #[error("the audit log is unavailable; fix the audit sink (see the logs) and try again")]
     AuditUnavailable,
+    /// The agent's registry does not produce exactly its `MANIFEST`: nothing of it runs.
+    #[error(transparent)]
+    RegistryMismatch(#[from] crate::tool::RegistryMismatch),
 }
 
 /// How a run ended.
@@ -599,6 +602,7 @@ impl Runtime {
         session_id: &str,
         input: A::Input,
     ) -> Result<RunHandle<A::Output>, StartError> {
+        crate::tool::verified_registry::<A>()?;
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
@@ -751,6 +755,7 @@ impl Runtime {
         session_id: &str,
         confirmer: Option<Arc<dyn Confirmer>>,
     ) -> Result<DirectSession<A>, StartError> {
+        crate::tool::verified_registry::<A>()?;
         {
             let mut sessions = lock(&self.inner.sessions);
             let s = sessions.entry(session_id.to_owned()).or_default();
@@ -1221,6 +1226,7 @@ impl<A: Registry> RunCtx<A> {
             call_id,
             spec,
             invoker: Some(self.invoker.clone()),
+            approved: None,
         }
     }
 }
@@ -1492,7 +1498,7 @@ async fn action_call<A: Registry>(
                 ));
             }
             let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
-            return execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, owed).await;
+            return execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, &token, owed).await;
         }
         if ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_err() {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
@@ -1628,7 +1634,7 @@ async fn action_call<A: Registry>(
                     .await;
                 return CallOutcome::err(format!("{e}; nothing ran"));
             }
-            execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, owed).await
+            execute_approved(Checked { ctx, call, spec, base, redacted }, run, typed, &token, owed).await
         }
     }
 }
@@ -1724,13 +1730,13 @@ trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
 
 impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 
-type ActionFn =
-    for<'a> fn(&'a CallContext, crate::tool::ErasedArgs, crate::tool::Approval<'a>) -> crate::tool::ToolFuture<'a>;
+type ActionFn = for<'a> fn(&'a CallContext, crate::tool::ErasedArgs) -> crate::tool::ToolFuture<'a>;
 
 async fn execute_approved<A: Registry>(
     checked: Checked<'_, A, impl RecordOf>,
     run: ActionFn,
     typed: crate::tool::ErasedArgs,
+    token: &ConfirmationToken,
     mut owed: FinalOwed<'_, A>,
 ) -> CallOutcome {
     let Checked { ctx, call, spec, base, redacted } = checked;
@@ -1745,9 +1751,11 @@ async fn execute_approved<A: Registry>(
             .await;
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
     }
-    let cx = ctx.call_context(spec, call.id.into());
+    let mut cx = ctx.call_context(spec, call.id.into());
+    // The record of the token just redeemed; the handler's witness must carry its nonce.
+    cx.approved = Some(crate::tool::ApprovedCall::redeemed(token, spec.name));
     owed.running();
-    let result = run(&cx, typed, crate::__private::approval()).await;
+    let result = run(&cx, typed).await;
     owed.paid();
     finish_call(Checked { ctx, call, spec, base, redacted }, result).await
 }

@@ -38,6 +38,24 @@ pub struct CallContext {
     pub(crate) call_id: crate::core::SharedStr,
     pub(crate) spec: &'static ToolSpec,
     pub(crate) invoker: Option<NestedInvoker>,
+    /// Set by the gate after it redeemed this call's confirmation token (action calls only).
+    pub(crate) approved: Option<ApprovedCall>,
+}
+
+/// The gate's record that a person approved this call: the redeemed token's id, the tool, and
+/// a random nonce that the witness handed to the handler must carry.
+#[derive(Clone)]
+pub(crate) struct ApprovedCall {
+    pub(crate) token_id: String,
+    pub(crate) tool: &'static str,
+    pub(crate) nonce: [u8; 16],
+}
+
+impl ApprovedCall {
+    /// The record of a token the gate has just redeemed for `tool`.
+    pub(crate) fn redeemed(token: &crate::token::ConfirmationToken, tool: &'static str) -> Self {
+        ApprovedCall { token_id: token.id().to_owned(), tool, nonce: crate::token::random_bytes::<16>() }
+    }
 }
 
 impl fmt::Debug for CallContext {
@@ -110,10 +128,24 @@ impl<A: crate::core::Agent> ToolContext<'_, A> {
     /// Invokes another tool through the gate (availability, strict parse, interceptors,
     /// audit and, for action tools, a person's confirmation). Compiles only when the agent
     /// grants `T`: declare the bound `A: Grants<T>` on the tool function.
+    ///
+    /// At run time the call is refused unless `T` is among the tools this tool's manifest entry
+    /// lists under `uses` (its `Grants<...>` bounds): an edge the manifest does not show cannot
+    /// be taken, even through a helper trait that implies the grant.
     pub fn invoke<T: Tool>(&self, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>
     where
         A: crate::core::Grants<T>,
     {
+        let spec = self.call.spec;
+        if !spec.uses.contains(&T::NAME) {
+            let message = format!(
+                "tool `{}` may not invoke `{}`: its manifest entry does not list it under `uses`; declare the bound `A: Grants<{}>` on the tool function",
+                spec.name,
+                T::NAME,
+                T::NAME
+            );
+            return Box::pin(async move { Err(ToolError::new(message)) });
+        }
         match &self.call.invoker {
             Some(invoke) => invoke(T::NAME, args),
             None => Box::pin(async move {
@@ -123,22 +155,72 @@ impl<A: crate::core::Agent> ToolContext<'_, A> {
     }
 }
 
-/// The witness that a person approved this exact call. Only the gate mints one, after
-/// redeeming a confirmation token bound to the session, the tool and the arguments.
-pub struct Approval<'a> {
-    _token: PhantomData<&'a ()>,
-    _private: (),
+/// The witness that a person approved this exact call of the tool `T`. Only the gate mints
+/// one, after redeeming a confirmation token bound to the session, the tool and the arguments.
+///
+/// - Tied to the tool by its type: [`ActionTool::run_approved`] of `T` takes an
+///   `Approval<'_, T>`, so a witness for one tool does not type-check for another.
+/// - Tied to this call by its value: it carries the nonce of the gate's record of the redeemed
+///   token, kept in this call's [`CallContext`]. The tool's `run_approved` compares the two
+///   before the body runs and refuses on any difference, so a witness moved to another call,
+///   or bytes forged with `unsafe` (`std::mem::zeroed`, `transmute`), run nothing.
+///
+/// No constructor is public; against `unsafe` code that reads the runtime's memory there is no
+/// guarantee (see the crate docs, "Whom each guarantee holds against").
+pub struct Approval<'a, T: ?Sized> {
+    nonce: [u8; 16],
+    _call: PhantomData<&'a CallContext>,
+    _tool: PhantomData<fn() -> T>,
 }
 
-impl fmt::Debug for Approval<'_> {
+impl<T: ?Sized> fmt::Debug for Approval<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Approval")
     }
 }
 
-impl Approval<'_> {
-    pub(crate) fn mint() -> Self {
-        Approval { _token: PhantomData, _private: () }
+impl<'a, T: Tool> Approval<'a, T> {
+    /// The witness of `call`'s approval, when the gate recorded one for the tool `T`.
+    pub(crate) fn of_call(call: &'a CallContext) -> Result<Self, ToolError> {
+        match &call.approved {
+            Some(record) if record.tool == T::NAME && call.spec.name == T::NAME => {
+                Ok(Approval { nonce: record.nonce, _call: PhantomData, _tool: PhantomData })
+            }
+            _ => Err(ToolError::new(format!(
+                "`{}` was not approved for this call; nothing ran (an action tool runs only after a person approved the exact call)",
+                T::NAME
+            ))),
+        }
+    }
+
+    /// Whether this witness is the one the gate recorded for `call`: same tool, same nonce.
+    pub(crate) fn verify(&self, call: &CallContext) -> Result<(), ToolError> {
+        let ok = match &call.approved {
+            Some(record) => {
+                record.tool == T::NAME
+                    && call.spec.name == T::NAME
+                    && record.nonce.iter().zip(&self.nonce).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+            }
+            None => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ToolError::new(format!(
+                "the approval presented for `{}` does not belong to this call; nothing ran",
+                T::NAME
+            )))
+        }
+    }
+
+    /// The id of the confirmation token the gate redeemed for this call.
+    pub fn token_id<'c>(&self, call: &'c CallContext) -> Option<&'c str> {
+        call.approved.as_ref().filter(|r| r.nonce == self.nonce).map(|r| r.token_id.as_str())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn forged(nonce: [u8; 16]) -> Self {
+        Approval { nonce, _call: PhantomData, _tool: PhantomData }
     }
 }
 
@@ -253,38 +335,43 @@ pub trait IntoToolFuture<'a>: std::future::Future<Output: IntoToolResult> + Send
 
 impl<'a, F: std::future::Future<Output: IntoToolResult> + Send + 'a> IntoToolFuture<'a> for F {}
 
-/// A read tool: runs on its own.
+/// A read tool: runs on its own. Sealed (only `#[tool]` implements it, for read tools).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run on its own: it is not a read tool",
     label = "not a read tool",
     note = "an action tool (`mutating`) runs only with the `Approval` the runtime mints after a person approves the exact call; a handoff tool has no execution path at all",
     note = "let the runtime carry out the call (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call"
 )]
-pub trait ReadTool: Tool {
+pub trait ReadTool: Tool + crate::core::seal::ReadByToolMacro {
     /// Runs the tool.
     fn run<'a>(cx: &'a CallContext, args: Self::Args) -> ToolFuture<'a>;
 }
 
-/// An action tool: runs only with an [`Approval`].
+/// An action tool: runs only with an [`Approval`] of this tool for this call. Sealed (only
+/// `#[tool]` implements it, for `mutating` tools); its `run_approved` checks the witness
+/// against the call before the body runs.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an action tool",
     label = "only a tool declared `mutating` runs with an `Approval`",
     note = "a handoff tool has no execution path at all: a call to it becomes a record for a person to act on; a read tool runs through `ReadTool::run`"
 )]
-pub trait ActionTool: Tool {
-    /// Runs the tool, consuming the witness of a person's approval.
-    fn run_approved<'a>(cx: &'a CallContext, args: Self::Args, approval: Approval<'a>) -> ToolFuture<'a>;
+pub trait ActionTool: Tool + crate::core::seal::ActionByToolMacro {
+    /// Runs the tool, consuming the witness of a person's approval of this call. A witness
+    /// that is not this call's runs nothing and returns an error.
+    fn run_approved<'a>(cx: &'a CallContext, args: Self::Args, approval: Approval<'a, Self>) -> ToolFuture<'a>;
 }
 
 /// A handoff tool: no execution path exists; a call becomes a record for a human queue.
-pub trait HandoffTool: Tool {}
+/// Sealed (only `#[tool]` implements it, for `handoff` tools).
+pub trait HandoffTool: Tool + crate::core::seal::HandoffByToolMacro {}
 
 /// How the registry carries out a tool of agent `A`.
 pub enum Handler<A> {
     /// A read tool.
     Read(for<'a> fn(&'a CallContext, ErasedArgs) -> ToolFuture<'a>),
-    /// An action tool.
-    Action(for<'a> fn(&'a CallContext, ErasedArgs, Approval<'a>) -> ToolFuture<'a>),
+    /// An action tool: the handler takes the witness from the call's approval record (set by
+    /// the gate after it redeemed the token) and runs nothing without one.
+    Action(for<'a> fn(&'a CallContext, ErasedArgs) -> ToolFuture<'a>),
     /// A handoff tool.
     Handoff(PhantomData<fn() -> A>),
 }
@@ -300,27 +387,31 @@ impl<A> fmt::Debug for Handler<A> {
 }
 
 /// Implemented by `#[tool]` for every agent that may carry the tool (for tools generic over
-/// the agent, only agents that grant every tool it invokes).
+/// the agent, only agents that grant every tool it invokes). Sealed by `Tool`'s seal: only
+/// `#[tool]` implements it, so a tool's handler is always its own.
 #[diagnostic::on_unimplemented(
     message = "the agent `{A}` cannot carry the tool `{Self}`",
     label = "`{Self}` invokes tools that `{A}` does not grant",
     note = "a tool that invokes other tools (its `A: Grants<...>` bounds) needs every agent that grants it to grant those tools too; add them to the agent's `tools`"
 )]
-pub trait Dispatch<A>: Tool {
+pub trait Dispatch<A>: Tool + crate::core::seal::DispatchedByToolMacro<A> {
     /// The handler.
     fn handler() -> Handler<A>;
 }
 
 /// A registry entry: the spec, a strict typed parse, and the handler.
+///
+/// Built only by [`ToolEntry::of`], from one tool's own `#[tool]` declaration: an entry cannot
+/// pair one tool's spec with another tool's handler, parse or schema.
 pub struct ToolEntry<A> {
     /// The tool's spec.
-    pub spec: &'static ToolSpec,
+    pub(crate) spec: &'static ToolSpec,
     /// The cached input schema.
-    pub schema: fn() -> &'static Value,
+    pub(crate) schema: fn() -> &'static Value,
     /// Typed deserialization of already-strictly-parsed arguments (borrowed: no copy).
-    pub parse: fn(&Value) -> Result<ErasedArgs, String>,
+    pub(crate) parse: fn(&Value) -> Result<ErasedArgs, String>,
     /// How to carry it out.
-    pub handler: Handler<A>,
+    pub(crate) handler: Handler<A>,
 }
 
 impl<A> fmt::Debug for ToolEntry<A> {
@@ -330,6 +421,36 @@ impl<A> fmt::Debug for ToolEntry<A> {
 }
 
 impl<A> ToolEntry<A> {
+    /// The tool's spec.
+    pub fn spec(&self) -> &'static ToolSpec {
+        self.spec
+    }
+
+    /// The tool's cached input schema.
+    pub fn schema(&self) -> &'static Value {
+        (self.schema)()
+    }
+
+    /// Typed deserialization of already-strictly-parsed arguments.
+    pub fn parse(&self, args: &Value) -> Result<ErasedArgs, String> {
+        (self.parse)(args)
+    }
+
+    /// How the tool is carried out (callable only with a [`CallContext`], which only the
+    /// runtime makes).
+    pub fn handler(&self) -> &Handler<A> {
+        &self.handler
+    }
+
+    /// The tool's tier, as its handler carries it out.
+    pub fn tier(&self) -> crate::core::Tier {
+        match self.handler {
+            Handler::Read(_) => crate::core::Tier::Read,
+            Handler::Action(_) => crate::core::Tier::Action,
+            Handler::Handoff(_) => crate::core::Tier::Handoff,
+        }
+    }
+
     /// The entry of tool `T`, which the agent must grant.
     pub fn of<T: Dispatch<A>>() -> Self
     where
@@ -352,6 +473,10 @@ fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
 
 /// The registry `agent!` generates: a `match` on the tool's position in
 /// [`Agent::tools`](crate::core::Agent::tools).
+///
+/// Sealed (a hand-written impl does not compile), and checked: `Runtime::start` and
+/// `Runtime::direct` refuse, once per agent type, an agent whose registry does not produce
+/// exactly its `MANIFEST` bytes (see [`verify_registry`]).
 pub trait Registry: crate::core::Agent + Sized {
     /// The entry of the tool at `index` in `tools()`.
     fn entry_at(index: usize) -> Option<ToolEntry<Self>>;
@@ -359,6 +484,89 @@ pub trait Registry: crate::core::Agent + Sized {
     fn entry(name: &str) -> Option<ToolEntry<Self>> {
         Self::tool_index(name).and_then(Self::entry_at)
     }
+}
+
+/// Why a registry is refused: it does not produce exactly its agent's `MANIFEST`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "agent `{agent}` is refused: its registry does not match its `MANIFEST` ({reason}); declare agents only with `agent!`, which builds both from one source"
+)]
+pub struct RegistryMismatch {
+    /// The agent's name.
+    pub agent: &'static str,
+    /// What differs.
+    pub reason: String,
+}
+
+/// Checks that `A`'s registry is exactly what its `MANIFEST` states: the manifest rebuilt from
+/// the specs the registry runs (each entry's own spec, in `tools()` order, with its handler's
+/// tier) has the same bytes as `A::MANIFEST`, and `A::MANIFEST_SHA256` is their SHA-256.
+/// The runtime calls this once per agent type before the first run or direct session.
+pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
+    let refuse = |reason: String| Err(RegistryMismatch { agent: A::SPEC.name, reason });
+    let tools = A::tools();
+    let mut specs: Vec<&'static ToolSpec> = Vec::with_capacity(tools.len());
+    for (i, listed) in tools.iter().enumerate() {
+        let Some(entry) = A::entry_at(i) else {
+            return refuse(format!("no registry entry for the listed tool `{}`", listed.name));
+        };
+        if entry.spec != *listed {
+            return refuse(format!("entry {i} runs `{}` where `tools()` lists `{}`", entry.spec.name, listed.name));
+        }
+        if entry.tier() != entry.spec.tier {
+            return refuse(format!(
+                "`{}` is declared {} but its handler is {}",
+                entry.spec.name,
+                entry.spec.tier,
+                entry.tier()
+            ));
+        }
+        specs.push(entry.spec);
+    }
+    if A::entry_at(tools.len()).is_some() {
+        return refuse("the registry has entries beyond the listed tools".to_owned());
+    }
+    if tools.windows(2).any(|w| w[0].name >= w[1].name) {
+        return refuse("`tools()` is not sorted by name without duplicates".to_owned());
+    }
+    let rebuilt = match crate::core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
+        Ok(m) => m.to_canonical_string(),
+        Err(e) => return refuse(e.to_string()),
+    };
+    if rebuilt != A::MANIFEST {
+        let at = rebuilt
+            .bytes()
+            .zip(A::MANIFEST.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(rebuilt.len().min(A::MANIFEST.len()));
+        let near = |s: &str| s.get(at.saturating_sub(40)..(at + 40).min(s.len())).unwrap_or_default().to_owned();
+        return refuse(format!(
+            "the manifest the registry produces differs from `MANIFEST` at byte {at}: registry `…{}…`, MANIFEST `…{}…`",
+            near(&rebuilt),
+            near(A::MANIFEST)
+        ));
+    }
+    if crate::core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
+        return refuse("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`".to_owned());
+    }
+    Ok(())
+}
+
+/// [`verify_registry`], remembered per agent type for the life of the process.
+pub(crate) fn verified_registry<A: Registry>() -> Result<(), RegistryMismatch> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static VERIFIED: Mutex<Option<HashMap<std::any::TypeId, Result<(), RegistryMismatch>>>> = Mutex::new(None);
+    let id = std::any::TypeId::of::<A>();
+    if let Some(known) = VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&id) {
+        return known.clone();
+    }
+    let result = verify_registry::<A>();
+    if let Err(e) = &result {
+        tracing::error!(agent = A::SPEC.name, "{e}");
+    }
+    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(id, result.clone());
+    result
 }
 
 /// Link-time registration of every tool in a binary.
@@ -391,5 +599,88 @@ impl<T: serde::Serialize, E: fmt::Display> IntoToolResult for Result<T, E> {
             }
             Err(e) => Err(ToolError::new(e.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod witness_tests {
+    use super::*;
+    use crate::tool as agents_tool;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+
+    /// Deletes everything: the body counts its runs.
+    #[crate::tool(permission = public, mutating, title = "Delete everything")]
+    async fn delete_everything(n: u64) -> Result<u64, String> {
+        RAN.fetch_add(1, Ordering::SeqCst);
+        Ok(n)
+    }
+
+    fn context(approved: Option<ApprovedCall>) -> CallContext {
+        CallContext {
+            principal: Arc::new(Principal::new("u1", "org1", "admin")),
+            run_id: "run".into(),
+            session_id: "session".into(),
+            call_id: "call".into(),
+            spec: &<delete_everything as Tool>::SPEC,
+            invoker: None,
+            approved,
+        }
+    }
+
+    fn record(nonce: u8) -> ApprovedCall {
+        ApprovedCall { token_id: "t".repeat(32), tool: "delete_everything", nonce: [nonce; 16] }
+    }
+
+    fn handler() -> for<'a> fn(&'a CallContext, ErasedArgs) -> ToolFuture<'a> {
+        match <delete_everything as agents_tool::Dispatch<()>>::handler() {
+            Handler::Action(f) => f,
+            other => panic!("expected an action handler, got {other:?}"),
+        }
+    }
+
+    crate::agent! {
+        /// Deletes.
+        pub struct Deleter;
+        tools: [delete_everything],
+    }
+
+    #[tokio::test]
+    async fn a_context_invokes_only_what_its_tools_uses_lists() {
+        // The calling tool's spec lists nothing under `uses`: even an agent that grants the
+        // tool cannot reach it through this context.
+        let cx = context(None);
+        let r = ToolContext::<Deleter>::__new(&cx).invoke::<delete_everything>(serde_json::json!({ "n": 1 })).await;
+        assert!(r.unwrap_err().message.contains("does not list it under `uses`"));
+    }
+
+    #[tokio::test]
+    async fn a_forged_or_moved_witness_runs_no_handler() {
+        let before = RAN.load(Ordering::SeqCst);
+        // Forged bytes (as `unsafe { std::mem::zeroed() }` would give), on a call the gate did
+        // not approve and on one it did.
+        for cx in [context(None), context(Some(record(7)))] {
+            let r = <delete_everything as ActionTool>::run_approved(
+                &cx,
+                DeleteEverythingArgs { n: 1 },
+                Approval::forged([0; 16]),
+            )
+            .await;
+            assert!(r.unwrap_err().message.contains("does not belong to this call"));
+        }
+        // The witness of one approved call, moved to another call of the same tool.
+        let (approved, other) = (context(Some(record(7))), context(Some(record(9))));
+        let moved = Approval::<delete_everything>::of_call(&approved).unwrap();
+        let r = <delete_everything as ActionTool>::run_approved(&other, DeleteEverythingArgs { n: 1 }, moved).await;
+        assert!(r.is_err());
+        // The registry's handler on a call without the gate's approval record.
+        let r = handler()(&context(None), ErasedArgs::new(DeleteEverythingArgs { n: 1 })).await;
+        assert!(r.unwrap_err().message.contains("was not approved for this call"));
+        assert_eq!(RAN.load(Ordering::SeqCst), before, "a handler ran without this call's approval");
+        // The same handler on the call the gate approved runs the body once.
+        let r = handler()(&context(Some(record(7))), ErasedArgs::new(DeleteEverythingArgs { n: 3 })).await;
+        assert_eq!(r.unwrap(), serde_json::json!(3));
+        assert_eq!(RAN.load(Ordering::SeqCst), before + 1);
     }
 }

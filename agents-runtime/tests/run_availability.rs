@@ -281,7 +281,7 @@ async fn strict_parse_refuses_ambiguous_and_ill_typed_arguments() {
 
 #[tokio::test]
 async fn a_handoff_becomes_a_record_and_nothing_runs() {
-    assert!(matches!(Clinic::entry("reset_password").unwrap().handler, Handler::Handoff(_)));
+    assert!(matches!(Clinic::entry("reset_password").unwrap().handler(), Handler::Handoff(_)));
     let audit = Arc::new(MemorySink::new());
     let provider = Arc::new(ScriptedProvider::new([
         tool_call("reset_password", r#"{"user": "ann"}"#),

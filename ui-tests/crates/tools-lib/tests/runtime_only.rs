@@ -33,10 +33,10 @@ fn every_tool_is_linked_and_described() {
 #[test]
 fn arguments_are_typed_strict_and_schema_described() {
     let entry = <SquadReader as Registry>::entry("list_athletes").expect("granted");
-    assert!((entry.parse)(&serde_json::json!({ "squad": "first" })).is_ok());
-    assert!((entry.parse)(&serde_json::json!({ "squad": "first", "extra": 1 })).is_err());
-    assert!((entry.parse)(&serde_json::json!({ "squad": 3 })).is_err());
-    let schema = (entry.schema)();
+    assert!(entry.parse(&serde_json::json!({ "squad": "first" })).is_ok());
+    assert!(entry.parse(&serde_json::json!({ "squad": "first", "extra": 1 })).is_err());
+    assert!(entry.parse(&serde_json::json!({ "squad": 3 })).is_err());
+    let schema = entry.schema();
     assert!(schema["properties"].get("squad").is_some(), "{schema}");
     let secret = &create_injury::input_schema()["properties"]["note"];
     assert_eq!(secret["x-agents-secret"], true, "{secret}");

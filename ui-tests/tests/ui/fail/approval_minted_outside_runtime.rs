@@ -1,6 +1,12 @@
-use agents_runtime::Approval;
+use agents_runtime::{Approval, tool};
 
-fn forge<'a>() -> Approval<'a> {
+/// Deletes a user.
+#[tool(permission = public, mutating, title = "Delete user")]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+fn forge<'a>() -> Approval<'a, delete_user> {
     Approval::mint()
 }
 

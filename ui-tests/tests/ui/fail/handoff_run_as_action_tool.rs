@@ -4,7 +4,7 @@ use agents_runtime::{ActionTool, Approval, CallContext, tool};
 #[tool(permission = public, handoff)]
 fn reset_password(user: String);
 
-fn bypass<'a>(cx: &'a CallContext, args: ResetPasswordArgs, approval: Approval<'a>) {
+fn bypass<'a>(cx: &'a CallContext, args: ResetPasswordArgs, approval: Approval<'a, reset_password>) {
     let _ = <reset_password as ActionTool>::run_approved(cx, args, approval);
 }
 

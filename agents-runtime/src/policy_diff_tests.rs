@@ -2,6 +2,8 @@
 //! tool's policy not widening, nothing the runtime's capability handles admit after it was
 //! refused before.
 //!
+//! A unit test of the crate: the handles are built from a spec only inside the runtime.
+//!
 //! Entries are generated from a small grammar (ASCII and non-ASCII characters, runs of
 //! stars, classes, braces, escapes, `.` and `..`, empty components, ports, wildcards,
 //! addresses, names that read like patterns) together with entries derived from them, most of
@@ -9,10 +11,10 @@
 //! and variable names) are drawn from what the new entries admit and from near misses. The
 //! verdicts come from `FsAccess`, `NetAccess` and `EnvAccess` themselves.
 
-use agents_runtime::core::diff::diff;
-use agents_runtime::core::manifest::{AgentEntry, LimitsEntry, Manifest, ToolEntry};
-use agents_runtime::core::{Limits, PolicySpec, Risk, Tier, ToolSpec};
-use agents_runtime::{EnvAccess, FsAccess, NetAccess};
+use crate::core::diff::diff;
+use crate::core::manifest::{AgentEntry, LimitsEntry, Manifest, ToolEntry};
+use crate::core::{Limits, PolicySpec, Risk, Tier, ToolSpec};
+use crate::{EnvAccess, FsAccess, NetAccess};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -341,10 +343,10 @@ fn manifest(spec: &ToolSpec) -> Manifest {
 /// Whether the runtime admits `probe` under the policy of `spec` for `field`.
 fn admits(field: Field, spec: &'static ToolSpec, probe: &str) -> bool {
     match field {
-        Field::FsRead => FsAccess::__for(spec).may_read(probe),
-        Field::FsWrite => FsAccess::__for(spec).may_write(probe),
-        Field::Net => NetAccess::__for(spec).check_url(probe).is_ok(),
-        Field::Env => EnvAccess::__for(spec).var(probe).is_ok(),
+        Field::FsRead => FsAccess::for_spec(spec).may_read(probe),
+        Field::FsWrite => FsAccess::for_spec(spec).may_write(probe),
+        Field::Net => NetAccess::for_spec(spec).check_url(probe).is_ok(),
+        Field::Env => EnvAccess::for_spec(spec).var(probe).is_ok(),
     }
 }
 

@@ -1,0 +1,79 @@
+//! Seals of the traits the macros implement. Not a public API.
+//!
+//! `Grants`, `WithinCeiling`, `Agent` (here) and `Registry`, `Dispatch`, `Tool`, `ReadTool`,
+//! `ActionTool`, `HandoffTool` (in `agents-runtime`) are implemented by code that `agent!` and
+//! `#[tool]` generate in the user's crate, so they cannot be sealed by a private supertrait:
+//! the generated code must be able to name it. Each has instead a supertrait from this
+//! doc-hidden module, which only the macros implement. A hand-written impl of the public trait
+//! then fails to compile with a message that says which macro to use. Code that names this
+//! module steps outside the guarantee, as `unsafe` code does; what the runtime still checks
+//! against such code is listed on each public trait.
+
+/// Seal of `Grants<T>`: implemented only by `agent!`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` may grant `{T}` only through `agent!`",
+    label = "a hand-written `Grants` impl: grants are declared, not implemented",
+    note = "add `{T}` to `tools: [...]` in the `agent!` that declares `{Self}`; the grant then appears in the manifest reviewers read"
+)]
+pub trait GrantedByAgentMacro<T> {}
+
+/// Seal of `WithinCeiling<P>`: implemented only by `agent!`.
+#[diagnostic::on_unimplemented(
+    message = "the ceiling of `{Self}` is declared only through `agent!`",
+    label = "a hand-written `WithinCeiling` impl",
+    note = "list the permission `{P}` in `ceiling: [...]` of the `agent!` that declares `{Self}`; reviewers see the ceiling in the manifest"
+)]
+pub trait CeilingByAgentMacro<P> {}
+
+/// Seal of `Agent` and `Registry`: implemented only by `agent!`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not declared with `agent!`",
+    label = "a hand-written agent: its manifest would not be the registry that runs",
+    note = "declare the agent with `agent! {{ /// what it is for\n pub struct {Self}; tools: [...], }}`: it writes `Agent`, `Registry`, the grants and `MANIFEST` from one source"
+)]
+pub trait DeclaredByAgentMacro {}
+
+/// Seal of `Tool` and `Dispatch`: implemented only by `#[tool]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not declared with `#[tool]`",
+    label = "a hand-written tool trait impl",
+    note = "annotate a function with `#[tool(permission = ...)]`: it writes the tool's spec, its arguments and its execution from one source"
+)]
+pub trait DeclaredByToolMacro {
+    /// The first 128 bits of the SHA-256 of the tool's manifest entry as `#[tool]` wrote it:
+    /// `agent!` compares it with the entry it received through the tool's macro path, so the
+    /// path it resolves as a macro and the one it resolves as a type name one declaration.
+    const MANIFEST_ENTRY: u128;
+}
+
+/// Seal of `ReadTool`: implemented by `#[tool]` for read tools only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a read tool declared with `#[tool]`",
+    label = "a hand-written `ReadTool` impl",
+    note = "`#[tool]` makes a tool without `mutating` or `handoff` a read tool; an action tool runs only with a person's approval, a handoff tool never runs"
+)]
+pub trait ReadByToolMacro {}
+
+/// Seal of `ActionTool`: implemented by `#[tool]` for `mutating` tools only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an action tool declared with `#[tool(mutating, ...)]`",
+    label = "a hand-written `ActionTool` impl",
+    note = "`#[tool(mutating, title = \"...\")]` makes an action tool; it runs only after a person approved the exact call"
+)]
+pub trait ActionByToolMacro {}
+
+/// Seal of `HandoffTool`: implemented by `#[tool]` for `handoff` tools only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handoff tool declared with `#[tool(handoff, ...)]`",
+    label = "a hand-written `HandoffTool` impl"
+)]
+pub trait HandoffByToolMacro {}
+
+/// Seal of `Dispatch<A>`: implemented by `#[tool]` with the same bounds as its `Dispatch`
+/// impl, so that no hand-written `Dispatch` impl can give a tool another handler.
+#[diagnostic::on_unimplemented(
+    message = "the handler of `{Self}` for `{A}` is written only by `#[tool]`",
+    label = "a hand-written `Dispatch` impl",
+    note = "a tool's handler is its own body, run by the runtime; if `{Self}` invokes tools `{A}` does not grant, add them to the agent's `tools`"
+)]
+pub trait DispatchedByToolMacro<A> {}

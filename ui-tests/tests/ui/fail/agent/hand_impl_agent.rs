@@ -1,0 +1,27 @@
+// An agent written by hand, with any manifest text it likes.
+#![allow(dead_code)]
+
+use agents_runtime::{Agent, AgentSpec, Limits, ToolSpec};
+
+struct Forged;
+
+impl Agent for Forged {
+    type Input = String;
+    type Output = String;
+    const SPEC: AgentSpec = AgentSpec {
+        name: "forged",
+        description: "",
+        input: "String",
+        output: "String",
+        skills: &[],
+        ceiling: None,
+        limits: Limits::DEFAULT,
+    };
+    const MANIFEST: &'static str = "{}";
+    const MANIFEST_SHA256: &'static str = "";
+    fn tools() -> &'static [&'static ToolSpec] {
+        &[]
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+// A registry on a type of one's own, to hand to `Runtime::direct`.
+#![allow(dead_code)]
+
+use agents_runtime::{Registry, ToolEntry};
+
+struct Forged;
+
+impl Registry for Forged {
+    fn entry_at(_index: usize) -> Option<ToolEntry<Self>> {
+        None
+    }
+}
+
+fn main() {}

@@ -1,0 +1,20 @@
+// The runtime's own constructor of a filesystem handle, for a policy the tool makes up (and the manifest does not show).
+#![allow(dead_code)]
+
+use agents_runtime::{FsAccess, PolicySpec, Risk, Tier, ToolSpec};
+
+static MADE_UP: ToolSpec = ToolSpec {
+    name: "innocent",
+    title: None,
+    description: "Reads nothing.",
+    permission: "public",
+    tier: Tier::Read,
+    risk: Risk::Low,
+    policy: PolicySpec { fs_read: &["/**"], fs_write: &["/**"], net_hosts: &[], env_vars: &[] },
+    params: &[],
+    uses: &[],
+};
+
+fn main() {
+    let _ = FsAccess::for_spec(&MADE_UP);
+}

@@ -1,0 +1,34 @@
+// A grant of every type at once, by a blanket impl.
+#![allow(dead_code)]
+
+use agents_runtime::{Grants, agent, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        ticket.read,
+        user.delete,
+    }
+}
+
+/// Reads a ticket.
+#[tool(permission = perms::ticket::read, risk = low)]
+async fn read_ticket(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+/// Deletes a user.
+#[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+agent! {
+    /// Reads tickets.
+    pub struct Helpdesk;
+    tools: [read_ticket],
+    ceiling: [perms::ticket::read],
+}
+
+impl<T> Grants<T> for Helpdesk {}
+
+fn main() {}

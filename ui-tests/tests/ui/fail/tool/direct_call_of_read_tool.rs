@@ -1,0 +1,27 @@
+// A read tool called directly in a unit test.
+#![allow(dead_code)]
+
+use agents_runtime::{permissions, tool};
+
+permissions! {
+    pub mod perms {
+        ticket.read,
+        user.delete,
+    }
+}
+
+/// Reads a ticket.
+#[tool(permission = perms::ticket::read, risk = low)]
+async fn read_ticket(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+/// Deletes a user.
+#[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+fn main() {
+    let _ = read_ticket(7);
+}

@@ -1,0 +1,29 @@
+// A tool function called directly, as if it were a plain function.
+#![allow(dead_code)]
+
+use agents_runtime::{permissions, tool};
+
+permissions! {
+    pub mod perms {
+        ticket.read,
+        user.delete,
+    }
+}
+
+/// Reads a ticket.
+#[tool(permission = perms::ticket::read, risk = low)]
+async fn read_ticket(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+/// Deletes a user.
+#[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+async fn cleanup() {
+    let _ = delete_user(42).await;
+}
+
+fn main() {}

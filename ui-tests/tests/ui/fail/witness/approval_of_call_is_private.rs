@@ -1,0 +1,29 @@
+// An approval taken from a call context the gate never approved.
+#![allow(dead_code)]
+
+use agents_runtime::{Approval, CallContext, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        ticket.read,
+        user.delete,
+    }
+}
+
+/// Reads a ticket.
+#[tool(permission = perms::ticket::read, risk = low)]
+async fn read_ticket(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+/// Deletes a user.
+#[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+fn take(cx: &CallContext) -> Approval<'_, delete_user> {
+    Approval::of_call(cx).unwrap()
+}
+
+fn main() {}

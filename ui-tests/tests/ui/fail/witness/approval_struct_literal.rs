@@ -1,0 +1,29 @@
+// An approval built from made-up bytes.
+#![allow(dead_code)]
+
+use agents_runtime::{Approval, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        ticket.read,
+        user.delete,
+    }
+}
+
+/// Reads a ticket.
+#[tool(permission = perms::ticket::read, risk = low)]
+async fn read_ticket(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+/// Deletes a user.
+#[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
+async fn delete_user(id: u64) -> Result<u64, String> {
+    Ok(id)
+}
+
+fn forge<'a>() -> Approval<'a, delete_user> {
+    Approval { nonce: [0; 16], _call: std::marker::PhantomData, _tool: std::marker::PhantomData }
+}
+
+fn main() {}

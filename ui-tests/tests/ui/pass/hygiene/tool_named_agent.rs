@@ -1,0 +1,31 @@
+// A tool named like a std macro (or like `agent!`): its hidden macro must not shadow the
+// std macro the generated code or the user's code relies on.
+#![allow(dead_code)]
+
+use agents_runtime::{Agent, agent, tool};
+
+/// A tool named `agent`.
+#[tool(permission = public)]
+async fn agent(text: String) -> Result<String, String> {
+    Ok(format!("{text}"))
+}
+
+/// Uses std's macro beside the tool.
+fn beside() -> String {
+    let mut s = String::new();
+    let _ = std::fmt::Write::write_fmt(&mut s, format_args!("x"));
+    print!("");
+    let _ = matches!(s.as_str(), "x");
+    format!("{s}")
+}
+
+agent! {
+    /// Helps.
+    pub struct Helper;
+    tools: [agent],
+}
+
+fn main() {
+    assert_eq!(<Helper as Agent>::tools()[0].name, "agent");
+    let _ = beside();
+}
