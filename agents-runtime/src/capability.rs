@@ -50,6 +50,9 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 
 /// The directory a glob's matches all lie beneath: its leading components without a glob
 /// character (`/var/kyc/uploads` for `/var/kyc/uploads/*.pdf`; the parent of a literal path).
+/// A glob that starts with a pattern (`**/reports/*.pdf`) matches absolute paths anywhere, so
+/// its directory is `/`: the handle then confines nothing beyond what the glob itself says,
+/// and the manifest shows such a glob as it is.
 fn glob_root(glob: &str) -> PathBuf {
     let mut root = PathBuf::new();
     let mut components = Path::new(glob).components().peekable();
@@ -61,7 +64,7 @@ fn glob_root(glob: &str) -> PathBuf {
         }
         root.push(c.as_os_str());
     }
-    root
+    if root.as_os_str().is_empty() { PathBuf::from("/") } else { root }
 }
 
 /// Filesystem access confined to the declared globs.
