@@ -16,6 +16,8 @@
 pub mod checkpoint;
 pub mod keyed;
 pub mod lines;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use crate::tool::Tier;
 use crate::{SharedStr, SharedValue};

@@ -5,14 +5,15 @@
 use super::ChainArgs;
 use crate::error::CliError;
 use agents_core::audit::lines::{JsonlLines, LineError};
+use agents_core::audit::sqlite;
 use agents_core::audit::{
-    AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
-    CheckpointVerifyingKey, EpochPolicy,
+    AuditRecord, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint, CheckpointVerifyingKey, EpochPolicy,
 };
 use agents_core::manifest;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::{BufReader, IsTerminal, Read, Write};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
@@ -248,37 +249,28 @@ fn scan_sqlite(
     };
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(sqlite_error)?;
-    let has_epoch: bool = conn
-        .query_row("SELECT COUNT(*) > 0 FROM pragma_table_info('audit_log') WHERE name = 'epoch'", [], |r| r.get(0))
-        .map_err(sqlite_error)?;
-    let total: i64 = conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0)).map_err(sqlite_error)?;
-    progress.set_length(u64::try_from(total).unwrap_or(0));
-    let epoch = if has_epoch { "epoch" } else { "NULL" };
-    let mut stmt = conn
-        .prepare(&format!(
-            "SELECT seq, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, tier, status, \
-             reason, title, args, args_hash, result, manifest_sha256, prev_hash, hash, {epoch} FROM audit_log ORDER BY seq"
-        ))
-        .map_err(sqlite_error)?;
-    let mut rows = stmt.query([]).map_err(sqlite_error)?;
+    progress.set_length(sqlite::count_records(&conn).map_err(sqlite_error)?);
     let mut scan =
         Scan { chain: Err(ChainError::TornTail { line: 0 }), records: 0, bad_lines: Vec::new(), bad_line_count: 0 };
     let mut broken = None;
-    let mut row_number = 0;
-    while let Some(row) = rows.next().map_err(sqlite_error)? {
-        row_number += 1;
+    let stop = |broken: &Option<ChainError>| {
+        if broken.is_some() && after_break == AfterBreak::Stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    sqlite::for_each_record(&conn, |row_number, record| {
         if row_number % 4096 == 0 {
             progress.set(row_number as u64);
         }
-        let record = match row_to_record(row) {
+        let record = match record {
             Ok(record) => record,
-            Err(detail) => {
+            Err(e) => {
+                let detail = e.to_string();
                 note_break(&mut broken, ChainError::Malformed { line: row_number, detail: detail.clone() });
                 note_bad(&mut scan, row_number, detail);
-                if after_break == AfterBreak::Stop {
-                    break;
-                }
-                continue;
+                return stop(&broken);
             }
         };
         if broken.is_none()
@@ -286,61 +278,17 @@ fn scan_sqlite(
         {
             note_break(&mut broken, e);
         }
-        if broken.is_some() && after_break == AfterBreak::Stop {
-            break;
-        }
+        stop(&broken)?;
         scan.records += 1;
         each(row_number, &record);
-    }
+        ControlFlow::Continue(())
+    })
+    .map_err(sqlite_error)?;
     scan.chain = match broken {
         Some(e) => Err(e),
         None => verifier.finish(),
     };
     Ok(scan)
-}
-
-fn row_to_record(row: &rusqlite::Row<'_>) -> Result<AuditRecord, String> {
-    use serde_json::Value;
-    fn text(row: &rusqlite::Row<'_>, i: usize) -> Result<String, String> {
-        row.get(i).map_err(|e| format!("column {i}: {e}"))
-    }
-    fn opt(row: &rusqlite::Row<'_>, i: usize) -> Result<Option<String>, String> {
-        row.get(i).map_err(|e| format!("column {i}: {e}"))
-    }
-    fn json(row: &rusqlite::Row<'_>, i: usize) -> Result<Option<Value>, String> {
-        opt(row, i)?.map(|t| serde_json::from_str(&t).map_err(|e| format!("column {i}: {e}"))).transpose()
-    }
-    let seq: i64 = row.get(0).map_err(|e| format!("seq: {e}"))?;
-    let tier = opt(row, 11)?
-        .map(|t| serde_json::from_value(Value::String(t)).map_err(|e| format!("tier: {e}")))
-        .transpose()?;
-    let status: AuditStatus =
-        serde_json::from_value(Value::String(text(row, 12)?)).map_err(|e| format!("status: {e}"))?;
-    let epoch: Option<i64> = row.get(21).map_err(|e| format!("epoch: {e}"))?;
-    Ok(AuditRecord {
-        seq: u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?,
-        ts: text(row, 1)?,
-        run_id: text(row, 2)?.into(),
-        session_id: text(row, 3)?.into(),
-        request_id: text(row, 4)?.into(),
-        call_id: opt(row, 5)?.map(Into::into),
-        epoch: epoch.map(|e| u64::try_from(e).map_err(|_| format!("epoch {e} is negative"))).transpose()?,
-        user_id: text(row, 6)?.into(),
-        org_id: text(row, 7)?.into(),
-        role: text(row, 8)?.into(),
-        agent: text(row, 9)?.into(),
-        tool: opt(row, 10)?.map(Into::into),
-        tier,
-        status,
-        reason: opt(row, 13)?,
-        title: opt(row, 14)?.map(Into::into),
-        args: json(row, 15)?.map(agents_core::SharedValue::from),
-        args_hash: opt(row, 16)?,
-        result: json(row, 17)?.map(AuditResult::from),
-        manifest_sha256: text(row, 18)?.into(),
-        prev_hash: text(row, 19)?,
-        hash: text(row, 20)?,
-    })
 }
 
 /// A progress bar on standard error when it is a terminal, and the throughput at the end.

@@ -2,20 +2,16 @@
 
 use super::Appended;
 use super::group_commit::{ChainOptions, DurableStore, GroupCommitSink};
-use super::{AuditRecord, AuditResult, AuditSink, AuditStatus, ChainError, ChainSummary, GENESIS_HASH};
-use agents_core::Tier;
-use agents_core::audit::{ChainVerifier, SealCheck};
-use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
-use serde_json::Value;
+use super::{AuditRecord, AuditSink, ChainError, ChainSummary, GENESIS_HASH};
+use agents_core::audit::{ChainVerifier, SealCheck, sqlite};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The table that holds the records.
-pub const SQLITE_TABLE: &str = "audit_log";
-
-const COLUMNS: &str = "seq, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, tier, \
-                       status, reason, title, args, args_hash, result, manifest_sha256, prev_hash, hash, epoch";
+pub const SQLITE_TABLE: &str = sqlite::TABLE;
 
 fn schema() -> String {
     format!(
@@ -199,80 +195,36 @@ fn verify_connection(
     policy: Option<agents_core::audit::EpochPolicy>,
     path: &Path,
 ) -> Result<ChainSummary, SqliteAuditError> {
-    let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source };
-    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq")).map_err(sqlite_error)?;
-    let mut rows = stmt.query([]).map_err(sqlite_error)?;
     let mut verifier = ChainVerifier::new().epochs(policy.unwrap_or_default());
     if let Some(m) = manifest_sha256 {
         verifier = verifier.manifest(m);
     }
-    let broken = |source| SqliteAuditError::Broken { path: path.to_path_buf(), source };
-    let mut line = 0;
-    while let Some(row) = rows.next().map_err(sqlite_error)? {
-        line += 1;
-        let record = row_to_record(row).map_err(|detail| broken(ChainError::Malformed { line, detail }))?;
-        verifier.record(&record, line).map_err(broken)?;
-    }
-    verifier.finish().map_err(broken)
+    let mut broken = None;
+    sqlite::for_each_record(conn, |line, record| {
+        let checked = record
+            .map_err(|e| ChainError::Malformed { line, detail: e.to_string() })
+            .and_then(|record| verifier.record(&record, line));
+        match checked {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                broken = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })
+    .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
+    broken
+        .map_or_else(|| verifier.finish(), Err)
+        .map_err(|source| SqliteAuditError::Broken { path: path.to_path_buf(), source })
 }
 
 /// Databases made before keyed chains have no `epoch` column: add it (empty, so their plain
 /// records read as before).
 fn add_epoch_column(conn: &Connection) -> rusqlite::Result<()> {
-    let has: bool =
-        conn.query_row("SELECT COUNT(*) > 0 FROM pragma_table_info('audit_log') WHERE name = 'epoch'", [], |row| {
-            row.get(0)
-        })?;
-    if !has {
+    if !sqlite::has_epoch_column(conn)? {
         conn.execute_batch("ALTER TABLE audit_log ADD COLUMN epoch INTEGER")?;
     }
     Ok(())
-}
-
-fn row_to_record(row: &Row<'_>) -> Result<AuditRecord, String> {
-    fn text(row: &Row<'_>, i: usize) -> Result<String, String> {
-        row.get(i).map_err(|e| format!("column {i}: {e}"))
-    }
-    fn opt(row: &Row<'_>, i: usize) -> Result<Option<String>, String> {
-        row.get(i).map_err(|e| format!("column {i}: {e}"))
-    }
-    fn json(row: &Row<'_>, i: usize) -> Result<Option<Value>, String> {
-        opt(row, i)?.map(|t| serde_json::from_str(&t).map_err(|e| format!("column {i}: {e}"))).transpose()
-    }
-    let seq: i64 = row.get(0).map_err(|e| format!("seq: {e}"))?;
-    let tier = opt(row, 11)?
-        .map(|t| serde_json::from_value::<Tier>(Value::String(t)).map_err(|e| format!("tier: {e}")))
-        .transpose()?;
-    let status: AuditStatus =
-        serde_json::from_value(Value::String(text(row, 12)?)).map_err(|e| format!("status: {e}"))?;
-    Ok(AuditRecord {
-        seq: u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?,
-        ts: text(row, 1)?,
-        run_id: text(row, 2)?.into(),
-        session_id: text(row, 3)?.into(),
-        request_id: text(row, 4)?.into(),
-        call_id: opt(row, 5)?.map(Into::into),
-        epoch: row
-            .get::<_, Option<i64>>(21)
-            .map_err(|e| format!("epoch: {e}"))?
-            .map(|e| u64::try_from(e).map_err(|_| format!("epoch {e} is negative")))
-            .transpose()?,
-        user_id: text(row, 6)?.into(),
-        org_id: text(row, 7)?.into(),
-        role: text(row, 8)?.into(),
-        agent: text(row, 9)?.into(),
-        tool: opt(row, 10)?.map(Into::into),
-        tier,
-        status,
-        reason: opt(row, 13)?,
-        title: opt(row, 14)?.map(Into::into),
-        args: json(row, 15)?.map(agents_core::SharedValue::from),
-        args_hash: opt(row, 16)?,
-        result: json(row, 17)?.map(AuditResult::from),
-        manifest_sha256: text(row, 18)?.into(),
-        prev_hash: text(row, 19)?,
-        hash: text(row, 20)?,
-    })
 }
 
 struct SqliteStore {
@@ -282,42 +234,7 @@ struct SqliteStore {
 impl SqliteStore {
     fn insert(&mut self, records: &[AuditRecord]) -> rusqlite::Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let sql = format!(
-                "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
-            );
-            let mut stmt = tx.prepare_cached(&sql)?;
-            for r in records {
-                let seq = i64::try_from(r.seq).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-                stmt.execute(params![
-                    seq,
-                    r.ts,
-                    r.run_id.as_str(),
-                    r.session_id.as_str(),
-                    r.request_id.as_str(),
-                    r.call_id.as_deref(),
-                    r.user_id.as_str(),
-                    r.org_id.as_str(),
-                    r.role.as_str(),
-                    r.agent.as_str(),
-                    r.tool.as_deref(),
-                    r.tier.map(Tier::as_str),
-                    r.status.as_str(),
-                    r.reason,
-                    r.title.as_deref(),
-                    r.args.as_deref().map(agents_core::canonical::to_string),
-                    r.args_hash,
-                    r.result.as_ref().map(|r| agents_core::canonical::to_string(&r.to_value())),
-                    r.manifest_sha256.as_str(),
-                    r.prev_hash,
-                    r.hash,
-                    r.epoch
-                        .map(i64::try_from)
-                        .transpose()
-                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
-                ])?;
-            }
-        }
+        sqlite::insert_records(&tx, records)?;
         tx.commit()
     }
 }
