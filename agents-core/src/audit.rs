@@ -16,6 +16,7 @@
 pub mod checkpoint;
 pub mod keyed;
 pub mod lines;
+pub mod severe;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -4,9 +4,7 @@
 
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
-use agents_runtime::{SharedStr, Tier};
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,61 +105,9 @@ pub fn format_record(r: &AuditRecord) -> String {
     line
 }
 
-/// The severe failures in an audit log, each described in one line. A severe failure is:
-///
-/// - an action that executed without an earlier `confirmed` record for the same arguments
-///   (`args_hash`) and tool in the same session: the confirmation of the same `call_id`, or,
-///   when the confirmation was given in the conversation, an unused confirmation of the same
-///   tool and arguments (each confirmation covers one execution);
-/// - any execution of a handoff tool;
-/// - a call that was denied or rejected and later executed under the same `call_id`.
-pub fn severe_failures(records: &[AuditRecord]) -> Vec<String> {
-    let mut failures = Vec::new();
-    let mut used = BTreeSet::new();
-    let mut refused: BTreeSet<(SharedStr, SharedStr)> = BTreeSet::new();
-    for (i, r) in records.iter().enumerate() {
-        let call = r.call_id.clone().unwrap_or_default();
-        let tool = r.tool.clone().unwrap_or_default();
-        match r.status {
-            AuditStatus::Denied | AuditStatus::Rejected => {
-                refused.insert((r.session_id.clone(), call));
-            }
-            AuditStatus::Executed | AuditStatus::Failed if r.tier == Some(Tier::Handoff) => {
-                failures.push(format!("record #{}: handoff tool `{tool}` was executed", r.seq));
-            }
-            AuditStatus::Executed => {
-                if refused.contains(&(r.session_id.clone(), call.clone())) {
-                    failures.push(format!("record #{}: `{tool}` ({call}) executed after it was refused", r.seq));
-                }
-                if r.tier != Some(Tier::Action) {
-                    continue;
-                }
-                let earlier = &records[..i];
-                let matches = |c: &&AuditRecord| {
-                    c.status == AuditStatus::Confirmed
-                        && c.session_id == r.session_id
-                        && c.tool == r.tool
-                        && c.args_hash.is_some()
-                        && c.args_hash == r.args_hash
-                };
-                let same_call =
-                    earlier.iter().filter(matches).find(|c| c.call_id == r.call_id && !used.contains(&c.seq));
-                let any_unused = || earlier.iter().filter(matches).find(|c| !used.contains(&c.seq));
-                match same_call.or_else(any_unused) {
-                    Some(c) => {
-                        used.insert(c.seq);
-                    }
-                    None => failures.push(format!(
-                        "record #{}: action `{tool}` ({call}) executed without a matching confirmation",
-                        r.seq
-                    )),
-                }
-            }
-            _ => {}
-        }
-    }
-    failures
-}
+/// The severe failures in an audit log: the one definition, from
+/// [`agents_runtime::audit::severe`], that `agents audit stats` applies too.
+pub use agents_runtime::audit::severe::severe_failures;
 
 /// A multi-threaded Tokio runtime with two workers, for the examples' entry points.
 pub fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {

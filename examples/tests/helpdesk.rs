@@ -95,14 +95,17 @@ fn severe_failures_are_computed_from_records() {
         record(4, "c2", "reset_password", "handoff", "handed_off", "h2"),
     ];
     assert!(severe_failures(&ok).is_empty());
-    // A conversational confirmation covers the re-issued call with the same arguments, once.
+    // A conversational confirmation covers the re-issued call (recorded under the proposal's
+    // call id), once; a call under another id has no approval.
     let conversational = [
         record(1, "c1", "open_ticket", "action", "proposed", "h1"),
         record(2, "c1", "open_ticket", "action", "confirmed", "h1"),
-        record(3, "c2", "open_ticket", "action", "executed", "h1"),
-        record(4, "c3", "open_ticket", "action", "executed", "h1"),
+        record(3, "c1", "open_ticket", "action", "executed", "h1"),
+        record(4, "c1", "open_ticket", "action", "executed", "h1"),
+        record(5, "c2", "open_ticket", "action", "executed", "h1"),
     ];
-    assert_eq!(severe_failures(&conversational).len(), 1);
+    let found = severe_failures(&conversational);
+    assert_eq!(found.iter().map(|f| f.seq).collect::<Vec<_>>(), [4, 5]);
     let other_args = [
         record(1, "c1", "submit_leave_request", "action", "confirmed", "h3"),
         record(2, "c1", "submit_leave_request", "action", "executed", "h5"),

@@ -7,135 +7,34 @@ use crate::error::{CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load;
 use crate::table::Table;
 use crate::term::{self, esc};
-use agents_core::audit::{AuditRecord, AuditStatus};
+use agents_core::audit::AuditRecord;
+use agents_core::audit::severe::{SevereFailure, SevereFinder};
 use agents_core::manifest::Manifest;
 use agents_core::{SharedStr, Tier};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
 /// At most this many severe failures and tier mismatches are listed (all are counted).
 const LISTED: usize = 1000;
 
-/// A severe failure found in the records.
-struct Severe {
-    kind: &'static str,
-    line: usize,
-    record: AuditRecord,
-    detail: String,
-}
-
-/// What one run has shown so far, for the severe failures; dropped when the run finishes, so
-/// memory follows the runs in flight, not the log's length.
+/// The severe failures of a log ([`agents_core::audit::severe`]): all counted, the first
+/// [`LISTED`] kept.
 #[derive(Default)]
-struct RunState {
-    approvals: HashMap<SharedStr, Vec<(Option<String>, usize)>>,
-    denied_calls: HashMap<SharedStr, usize>,
-    denied_args: HashMap<(SharedStr, String), usize>,
-}
-
-/// Finds the severe failures record by record: an action executed without a matching approval
-/// (same run, call and argument hash; one approval per execution), any handoff executed, and a
-/// denied call later executed (same run and call id, or same run, tool and argument hash).
-#[derive(Default)]
-struct SevereFinder {
-    runs: HashMap<SharedStr, RunState>,
-    found: Vec<Severe>,
+struct SevereList {
+    finder: SevereFinder,
+    found: Vec<SevereFailure>,
     count: u64,
 }
 
-impl SevereFinder {
-    fn push(&mut self, s: Severe) {
-        self.count += 1;
-        if self.found.len() < LISTED {
-            self.found.push(s);
-        }
-    }
-
+impl SevereList {
     fn record(&mut self, line: usize, r: &AuditRecord, tier: Option<Tier>) {
-        if r.status == AuditStatus::RunFinished {
-            self.runs.remove(&r.run_id);
-            return;
-        }
-        let run = self.runs.entry(r.run_id.clone()).or_default();
-        let call = r.call_id.clone();
-        let mut found = Vec::new();
-        match r.status {
-            AuditStatus::Confirmed => {
-                if let Some(c) = call {
-                    run.approvals.entry(c).or_default().push((r.args_hash.clone(), line));
-                }
+        for s in self.finder.record_with_tier(line, r, tier) {
+            self.count += 1;
+            if self.found.len() < LISTED {
+                self.found.push(s);
             }
-            AuditStatus::Denied => {
-                if let Some(c) = call {
-                    run.denied_calls.entry(c).or_insert(line);
-                }
-                if let (Some(tool), Some(h)) = (&r.tool, &r.args_hash) {
-                    run.denied_args.entry((tool.clone(), h.clone())).or_insert(line);
-                }
-            }
-            AuditStatus::Executed => {
-                let severe = |kind, detail: String| Severe { kind, line, record: r.clone(), detail };
-                if tier == Some(Tier::Action) {
-                    match &call {
-                        None => found.push(severe(
-                            "action_without_approval",
-                            "action executed without a call id, so no approval can match it".into(),
-                        )),
-                        Some(c) => {
-                            let pending = run.approvals.entry(c.clone()).or_default();
-                            let matching =
-                                pending.iter().position(|(h, _)| h.is_some() && h.as_deref() == r.args_hash.as_deref());
-                            match matching {
-                                Some(i) => {
-                                    pending.remove(i);
-                                }
-                                None if pending.is_empty() => found.push(severe(
-                                    "action_without_approval",
-                                    "action executed with no earlier unused `confirmed` record for this run and call"
-                                        .into(),
-                                )),
-                                None => found.push(severe(
-                                    "action_without_approval",
-                                    format!(
-                                        "action executed with argument hash {} but the approval on line {} was for {}",
-                                        r.args_hash.as_deref().unwrap_or("(none)"),
-                                        pending[0].1,
-                                        pending[0].0.as_deref().unwrap_or("(none)")
-                                    ),
-                                )),
-                            }
-                        }
-                    }
-                }
-                if tier == Some(Tier::Handoff) {
-                    found.push(severe(
-                        "handoff_executed",
-                        "a handoff tool has no execution path, yet a record says it executed".into(),
-                    ));
-                }
-                let by_call = call.as_ref().and_then(|c| run.denied_calls.get(c));
-                let by_args = match (&r.tool, &r.args_hash) {
-                    (Some(t), Some(h)) => run.denied_args.get(&(t.clone(), h.clone())),
-                    _ => None,
-                };
-                if let Some(d) = by_call {
-                    found.push(severe(
-                        "denied_then_executed",
-                        format!("this call was denied on line {d}, then executed"),
-                    ));
-                } else if let Some(d) = by_args {
-                    found.push(severe(
-                        "denied_then_executed",
-                        format!("the same tool and arguments were denied on line {d} in this run, then executed"),
-                    ));
-                }
-            }
-            _ => {}
-        }
-        for s in found {
-            self.push(s);
         }
     }
 }
@@ -165,7 +64,7 @@ pub(crate) fn stats(
         }
     };
     let mut totals = Totals::default();
-    let mut severe = SevereFinder::default();
+    let mut severe = SevereList::default();
     let scan = source::scan(log_path, chain, AfterBreak::Continue, |line, r| {
         if let (Some(rt), Some(mt)) = (r.tier, declared(r))
             && rt != mt
@@ -207,19 +106,19 @@ struct Totals {
 
 type Chain = Result<agents_core::audit::ChainSummary, agents_core::audit::ChainError>;
 
-fn print_json(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereFinder) {
+fn print_json(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereList) {
     let severe_json: Vec<Value> = severe
         .found
         .iter()
         .map(|s| {
             json!({
-                "kind": s.kind,
-                "line": s.line,
-                "seq": s.record.seq,
-                "run_id": s.record.run_id,
-                "call_id": s.record.call_id,
-                "tool": s.record.tool,
-                "user_id": s.record.user_id,
+                "kind": s.kind.as_str(),
+                "line": s.position,
+                "seq": s.seq,
+                "run_id": s.run_id,
+                "call_id": s.call_id,
+                "tool": s.tool,
+                "user_id": s.user_id,
                 "detail": s.detail,
             })
         })
@@ -241,7 +140,7 @@ fn print_json(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereFin
     emit(out, format_args!("{}\n", term::json(&value)));
 }
 
-fn print_text(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereFinder) {
+fn print_text(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereList) {
     emit(
         out,
         format_args!(
@@ -307,11 +206,11 @@ fn print_text(out: &mut dyn Write, t: &Totals, chain: &Chain, severe: &SevereFin
             out,
             format_args!(
                 "  line {} (seq {}) run {} call {} tool {}: {}: {}\n",
-                s.line,
-                s.record.seq,
-                esc(&s.record.run_id),
-                esc(s.record.call_id.as_deref().unwrap_or("-")),
-                esc(s.record.tool.as_deref().unwrap_or("-")),
+                s.position,
+                s.seq,
+                esc(&s.run_id),
+                esc(s.call_id.as_deref().unwrap_or("-")),
+                esc(s.tool.as_deref().unwrap_or("-")),
                 s.kind,
                 esc(&s.detail)
             ),

@@ -66,6 +66,7 @@ use crate::BoxFuture;
 pub use agents_core::audit::{
     AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
     CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord, SealCheck,
+    severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
 pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};

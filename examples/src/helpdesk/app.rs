@@ -3,6 +3,7 @@
 use super::store::Store;
 use super::{DeskLoop, EMPLOYEE};
 use crate::console::{Screen, provider_or_offline, severe_failures, temp_audit_path, tokio_runtime};
+use agents_runtime::audit::severe::SevereFailure;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
@@ -68,7 +69,7 @@ pub struct DemoReport {
     /// Alex's balance at the end.
     pub final_balance: f64,
     /// The severe failures computed from the records (must be empty).
-    pub severe: Vec<String>,
+    pub severe: Vec<SevereFailure>,
 }
 
 async fn turn(
