@@ -15,37 +15,108 @@
 //! 4. `--host-resolver-rules="MAP * ~NOTFOUND"` makes every host name fail to resolve, so no
 //!    request of any kind reaches the network while the test runs.
 //!
-//! Without Chromium the test is skipped with a notice, or fails when `CI` is set. Install it
-//! with `apt-get update && apt-get install -y chromium` (Debian) or point `AGENTS_CHROMIUM`
-//! at a Chromium binary.
+//! The browser is `AGENTS_CHROMIUM` when set, else the first of `chromium`, `chromium-browser`,
+//! `google-chrome`, `google-chrome-stable` and `chrome` on `PATH`. Without one the test is
+//! skipped with a notice on standard error that says why, or fails when `CI` is set. Install it
+//! with `apt-get update && apt-get install -y chromium` (Debian) or point `AGENTS_CHROMIUM` at a
+//! Chromium or Chrome binary.
 
 mod common;
 
 use common::*;
 use serde_json::Value;
+use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const INSTALL: &str = "apt-get update && apt-get install -y chromium";
 
+/// The names Chromium and Chrome are installed under, searched on `PATH` in this order.
+const NAMES: [&str; 5] = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
+
+/// The environment variable that names the browser binary, ahead of `PATH`.
+const ENV_VAR: &str = "AGENTS_CHROMIUM";
+
+/// Where the browser is: the file `AGENTS_CHROMIUM` names (which must be an executable file),
+/// else the first of [`NAMES`] found on `path`. The error says what was looked for.
+fn find_browser(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf, String> {
+    if let Some(named) = named.filter(|n| !n.is_empty()) {
+        let named = PathBuf::from(named);
+        return if is_executable(&named) {
+            Ok(named)
+        } else {
+            Err(format!("{ENV_VAR}={} is not an executable file", named.display()))
+        };
+    }
+    let dirs: Vec<PathBuf> = path.as_deref().map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
+    for name in NAMES {
+        if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|c| is_executable(c)) {
+            return Ok(found);
+        }
+    }
+    Err(format!("none of {} is on PATH and {ENV_VAR} is not set", NAMES.join(", ")))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether this is a CI run (`CI` set to anything but empty, `0` or `false`).
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The browser for this run. Without one the test is skipped with a notice written straight
+/// to standard error (the test harness does not capture it, so the skip is seen), or fails
+/// in CI.
 fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("AGENTS_CHROMIUM").map(PathBuf::from).unwrap_or_else(|| "/usr/bin/chromium".into());
-    if path.exists() {
-        return Some(path);
+    match find_browser(std::env::var_os(ENV_VAR), std::env::var_os("PATH")) {
+        Ok(path) => Some(path),
+        Err(why) if in_ci() => panic!("the browser test needs Chromium in CI: {why}. Install it with `{INSTALL}`."),
+        Err(why) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nSKIPPED the browser test of the capability report: {why}.\n\
+                 Install Chromium (`{INSTALL}`) or point {ENV_VAR} at a Chromium or Chrome binary; in CI this fails.\n"
+            );
+            None
+        }
     }
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-    if ci {
-        panic!(
-            "Chromium not found at {}: the browser test needs it in CI. Install it with `{INSTALL}`.",
-            path.display()
-        );
-    }
-    eprintln!(
-        "notice: skipping the browser test: Chromium not found at {}. Install it with `{INSTALL}`.",
-        path.display()
-    );
-    None
+}
+
+#[test]
+fn the_browser_is_found_as_users_install_it() {
+    let dir = tempdir();
+    let bin = |sub: &str, name: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir.path().join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join(name);
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+        f
+    };
+    let path = |subs: &[&str]| Some(std::env::join_paths(subs.iter().map(|s| dir.path().join(s))).unwrap());
+    let debian = bin("usr-bin", "chromium", 0o755);
+    let ubuntu = bin("snap-bin", "chromium-browser", 0o755);
+    let chrome = bin("opt-bin", "google-chrome", 0o755);
+    bin("not-executable", "chromium", 0o644);
+    assert_eq!(find_browser(None, path(&["usr-bin"])), Ok(debian.clone()));
+    assert_eq!(find_browser(None, path(&["snap-bin"])), Ok(ubuntu.clone()));
+    assert_eq!(find_browser(None, path(&["opt-bin"])), Ok(chrome.clone()));
+    // A file that cannot run is passed over; the earlier name wins across directories.
+    assert_eq!(find_browser(None, path(&["not-executable", "opt-bin", "snap-bin"])), Ok(ubuntu));
+    // The variable wins over PATH, and must name a browser that runs.
+    assert_eq!(find_browser(Some(chrome.clone().into()), path(&["usr-bin"])), Ok(chrome));
+    let wrong = find_browser(Some(dir.path().join("nowhere").into()), path(&["usr-bin"])).unwrap_err();
+    assert!(wrong.contains(ENV_VAR) && wrong.contains("nowhere"), "{wrong}");
+    // Nothing found: the reason names every name searched.
+    let none = find_browser(None, path(&["not-executable"])).unwrap_err();
+    assert!(NAMES.iter().all(|n| none.contains(n)) && none.contains(ENV_VAR), "{none}");
+    assert!(find_browser(Some(OsString::new()), None).is_err());
 }
 
 struct Browser {
@@ -179,6 +250,32 @@ fn report_renders_in_chromium_without_any_request() {
     }
     assert!(dom.contains("http-equiv=\"Content-Security-Policy\"") && dom.contains("default-src 'none'"));
     assert!(dom.contains("&lt;b&gt;with&lt;/b&gt;"), "escaped markup must stay text");
+
+    // Markup in the manifest's text stays text in the browser's DOM: no element it names exists.
+    let hostile = write(work.path(), "hostile.json", &marked_up(MARKUP).to_canonical_string());
+    let hostile_report = work.path().join("hostile.html");
+    let o = agents([
+        "manifest".as_ref(),
+        "render".as_ref(),
+        hostile.as_os_str(),
+        "--roles".as_ref(),
+        fixture("roles.json").as_os_str(),
+        "-o".as_ref(),
+        hostile_report.as_os_str(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let hostile_run = browser.run("hostile-dom", &hostile_report, &["--dump-dom".to_owned()]);
+    let hostile_dom = &hostile_run.stdout;
+    assert!(
+        hostile_dom.contains("<svg id=\"capability-graph\""),
+        "no graph in the DOM:\n{}",
+        tail(&hostile_run.stderr)
+    );
+    for element in ["<img", "<script", "onmouseover=\""] {
+        assert!(!hostile_dom.contains(element), "`{element}` became part of the DOM");
+    }
+    assert!(hostile_dom.contains("&lt;img src=x onerror=alert(2)&gt;&lt;script&gt;alert(3)&lt;/script&gt;"));
+    assert!(page_requests(&hostile_run).is_empty());
 
     // Not one request started by the page.
     let requests = netlog_requests(&run.netlog);

@@ -239,7 +239,7 @@ fn render_writes_a_self_contained_escaped_report() {
     assert!(html.contains(">NEW</text>") && html.contains(">WIDENED</text>"));
     // Manifest text is escaped, never interpreted.
     assert!(!html.contains("<b>with</b>"));
-    assert!(html.contains("&lt;b&gt;with&lt;/b&gt; &quot;personal&quot; phone numbers &amp; addresses"));
+    assert!(html.contains("&#60;b&#62;with&#60;/b&#62; &#34;personal&#34; phone numbers &#38; addresses"));
     assert_no_external_references(&html);
 
     // Without roles, the report says how to add them.
@@ -301,4 +301,40 @@ pub fn assert_no_external_references(html: &str) {
         assert!(rest.starts_with("\"#"), "a link that leaves the page: {}", &html[i..(i + 60).min(html.len())]);
     }
     assert!(!lower.contains("http://") && !lower.contains("https://"), "the report names a URL");
+}
+
+#[test]
+fn manifest_text_cannot_add_markup_to_the_report() {
+    let dir = tempdir();
+    let render = |name: &str, m: &agents_core::manifest::Manifest| {
+        let file = write(dir.path(), &format!("{name}.json"), &m.to_canonical_string());
+        let out = dir.path().join(format!("{name}.html"));
+        let o = agents([
+            "manifest".as_ref(),
+            "render".as_ref(),
+            file.as_os_str(),
+            "--diff".as_ref(),
+            fixture("helpdesk-v1.json").as_os_str(),
+            "--roles".as_ref(),
+            fixture("roles.json").as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        std::fs::read_to_string(out).unwrap()
+    };
+    // The same text without markup, so both reports have the same rows and cells.
+    let plain = render("plain", &marked_up(" plain text"));
+    let hostile = render("hostile", &marked_up(MARKUP));
+    // Every character that opens or closes a tag or an attribute value comes from the
+    // template: the hostile report has exactly as many as the plain one.
+    for c in ['<', '>', '"', '\''] {
+        assert_eq!(hostile.matches(c).count(), plain.matches(c).count(), "manifest text added `{c}` to the page");
+    }
+    for tag in ["<img", "<script", "<!--", "' onmouseover"] {
+        assert!(!hostile.contains(tag), "`{tag}` reached the page as markup");
+    }
+    // The text is all there, as text.
+    assert!(hostile.contains("&#60;img src=x onerror=alert(2)&#62;&#60;script&#62;alert(3)&#60;/script&#62;"));
+    assert!(hostile.contains("data-tool=\"open_ticket&#34;&#39; onmouseover=&#39;alert(1)&#39;"));
 }

@@ -248,3 +248,43 @@ pub fn normal_run() -> Vec<AuditRecord> {
     }
     v
 }
+
+/// Markup in a manifest's text: closing the element or the attribute it lands in, opening
+/// a script, an image with a handler, a comment.
+pub const MARKUP: &str = "\"' onmouseover='alert(1)' x=\"</code></td></title></style><img src=x onerror=alert(2)><script>alert(3)</script><!--";
+
+/// `helpdesk_v2` with `extra` appended to every text the report shows (names, description,
+/// permissions, titles, parameters, types, file globs, uses, skills, the agent's own fields).
+pub fn marked_up(extra: &str) -> Manifest {
+    let base = helpdesk_v2();
+    let mut agent = base.agent.clone();
+    for s in [&mut agent.name, &mut agent.description, &mut agent.input, &mut agent.output] {
+        s.push_str(extra);
+    }
+    let mut tools = base.tools.clone();
+    for t in &mut tools {
+        for s in [&mut t.name, &mut t.description, &mut t.permission] {
+            s.push_str(extra);
+        }
+        if let Some(title) = &mut t.title {
+            title.push_str(extra);
+        }
+        for p in &mut t.parameters {
+            p.name.push_str(extra);
+            p.rust_type.push_str(extra);
+        }
+        for s in &mut t.uses {
+            s.push_str(extra);
+        }
+        // A glob's text (hosts and variable names are refused unless plain).
+        t.policy.fs.read.push(format!("/data/r{extra}"));
+        t.policy.fs.write.push(format!("/data/w{extra}"));
+    }
+    for skill in &mut agent.skills {
+        skill.name.push_str(extra);
+        for t in &mut skill.tools {
+            t.push_str(extra);
+        }
+    }
+    Manifest::from_entries(agent, tools).unwrap()
+}
