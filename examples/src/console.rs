@@ -1,8 +1,9 @@
-//! Terminal helpers shared by the examples: a tail of the JSONL audit log, a one-line view of
-//! an audit record, the severe-failure count computed from the records, and the screen a demo
-//! or chat prints to.
+//! Terminal helpers shared by the examples: a tail of the JSONL audit log, an audit sink that
+//! shows each record as it becomes durable, a one-line view of an audit record, the
+//! severe-failure count computed from the records, and the screen a demo or chat prints to.
 
-use agents_runtime::audit::{AuditRecord, AuditStatus};
+use agents_runtime::audit::{Appended, AuditRecord, AuditSink, AuditStatus};
+use agents_runtime::events::Event;
 use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
 use serde_json::Value;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
@@ -17,6 +18,57 @@ pub fn temp_audit_path(prefix: &str) -> PathBuf {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     std::env::temp_dir().join(format!("{prefix}-{}-{nanos}-{n}.jsonl", std::process::id()))
+}
+
+/// A record an audit sink made durable, on its way to the screen.
+#[derive(Debug)]
+pub struct Shown {
+    /// The sealed record, as the log holds it.
+    pub record: AuditRecord,
+    ack: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Shown {
+    /// Tells the sink the record was shown, so the run goes on.
+    pub fn done(self) {
+        let _ = self.ack.send(());
+    }
+}
+
+/// An audit sink that shows every record: it appends to `inner` and, once the record is
+/// durable, hands the sealed record to the screen and waits until the screen has printed it.
+///
+/// Why this gives the causal order: a run publishes its events without waiting and appends
+/// its records one after the other, so when a record reaches the screen every event the run
+/// published before it is already in the screen's event queue, and no later event exists yet.
+/// A screen that prints the queued events, then the record (see [`Screen::show_turn`]), prints
+/// both in the order they happened. Records are printed as the sink sealed them, so the
+/// screen and the log agree word for word. If the screen goes away the sink stops waiting.
+#[derive(Debug)]
+pub struct ShowingSink<S> {
+    inner: S,
+    to_screen: tokio::sync::mpsc::UnboundedSender<Shown>,
+}
+
+impl<S: AuditSink> ShowingSink<S> {
+    /// Wraps `inner`; the receiver is the screen's end.
+    pub fn new(inner: S) -> (Self, tokio::sync::mpsc::UnboundedReceiver<Shown>) {
+        let (to_screen, from_sink) = tokio::sync::mpsc::unbounded_channel();
+        (ShowingSink { inner, to_screen }, from_sink)
+    }
+}
+
+impl<S: AuditSink> AuditSink for ShowingSink<S> {
+    fn append(&self, record: AuditRecord) -> Appended<'_> {
+        Appended::pending(async move {
+            let sealed = self.inner.append(record).await?;
+            let (ack, shown) = tokio::sync::oneshot::channel();
+            if self.to_screen.send(Shown { record: sealed.clone(), ack }).is_ok() {
+                let _ = shown.await;
+            }
+            Ok(sealed)
+        })
+    }
 }
 
 /// Follows a JSONL audit log: each [`poll`](Self::poll) returns the complete lines written
@@ -65,7 +117,8 @@ impl AuditTail {
     }
 }
 
-/// One line for a person: sequence number, status, tool, call, and the detail that matters.
+/// One line for a person: sequence number, status, tool, call, and the detail that matters;
+/// arguments in canonical JSON, as the log holds them.
 pub fn format_record(r: &AuditRecord) -> String {
     let mut line = format!("[audit #{:>2}] {:<11}", r.seq, r.status.as_str());
     if let Some(tool) = &r.tool {
@@ -94,7 +147,7 @@ pub fn format_record(r: &AuditRecord) -> String {
         }
         AuditStatus::Proposed | AuditStatus::HandedOff => {
             if let Some(args) = &r.args {
-                line.push_str(&format!(" args={args}"));
+                line.push_str(&format!(" args={}", canonical(args)));
             }
         }
         _ => {}
@@ -120,6 +173,11 @@ pub fn provider_or_offline(offline: impl FnOnce() -> RuleProvider) -> io::Result
         Some(p) => Arc::from(p),
         None => Arc::new(offline()),
     })
+}
+
+/// `v` as canonical JSON, as the audit log writes it (numbers in their shortest form).
+pub fn canonical(v: &Value) -> String {
+    agents_runtime::core::canonical::to_string(v)
 }
 
 /// `v` as JSON, cut to `max` characters with an ellipsis.
@@ -149,6 +207,8 @@ pub struct Screen<'a> {
     pub out: &'a mut dyn Write,
     /// The audit log being followed.
     pub tail: AuditTail,
+    /// The records a [`ShowingSink`] handed over, in chain order.
+    pub shown: Vec<AuditRecord>,
 }
 
 impl std::fmt::Debug for Screen<'_> {
@@ -160,7 +220,50 @@ impl std::fmt::Debug for Screen<'_> {
 impl<'a> Screen<'a> {
     /// Prints to `out`, following the audit log at `audit_path`.
     pub fn new(out: &'a mut dyn Write, audit_path: &Path) -> Self {
-        Screen { out, tail: AuditTail::new(audit_path) }
+        Screen { out, tail: AuditTail::new(audit_path), shown: Vec::new() }
+    }
+
+    /// Prints one record a [`ShowingSink`] handed over and keeps it.
+    pub fn record(&mut self, record: AuditRecord) -> io::Result<()> {
+        writeln!(self.out, "      {}", format_record(&record))?;
+        self.shown.push(record);
+        Ok(())
+    }
+
+    /// Shows one run in causal order: its events as `show` prints them, and each record of
+    /// `records` (the receiver of a [`ShowingSink`]) after the events published before it;
+    /// returns when the run ended (`finished` resolved) and everything it published is shown.
+    pub async fn show_turn<T>(
+        &mut self,
+        events: &mut tokio::sync::mpsc::Receiver<Event>,
+        records: &mut tokio::sync::mpsc::UnboundedReceiver<Shown>,
+        finished: impl std::future::Future<Output = T>,
+        mut show: impl FnMut(&mut Self, Event) -> io::Result<()>,
+    ) -> io::Result<T> {
+        let mut finished = std::pin::pin!(finished);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(shown) = records.recv() => {
+                    // Every event published before this record is queued already.
+                    while let Ok(event) = events.try_recv() {
+                        show(self, event)?;
+                    }
+                    self.record(shown.record.clone())?;
+                    shown.done();
+                }
+                Some(event) = events.recv() => show(self, event)?,
+                outcome = &mut finished => break outcome,
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            show(self, event)?;
+        }
+        while let Ok(shown) = records.try_recv() {
+            self.record(shown.record.clone())?;
+            shown.done();
+        }
+        Ok(outcome)
     }
 
     /// Prints the audit records written since the last call, one line each.
@@ -171,20 +274,15 @@ impl<'a> Screen<'a> {
         Ok(())
     }
 
-    /// Prints that `agent` calls `tool`.
-    pub fn tool_call(
-        &mut self,
-        agent: &str,
-        tool: &str,
-        args: Option<&Value>,
-        call_id: impl std::fmt::Display,
-    ) -> io::Result<()> {
-        writeln!(self.out, "  {agent} calls {tool} {} ({call_id})", args.map(Value::to_string).unwrap_or_default())
+    /// Prints that `agent` calls `tool`, with the arguments in canonical JSON as the audit log
+    /// writes them (`3`, not `3.0`). The call's id is left to the audit records that follow:
+    /// the gate may file a call under the id of the proposal it confirms.
+    pub fn tool_call(&mut self, agent: &str, tool: &str, args: Option<&Value>) -> io::Result<()> {
+        writeln!(self.out, "  {agent} calls {tool} {}", args.map(canonical).unwrap_or_default())
     }
 
     /// Prints a message of `agent`, its continuation lines indented under the first.
     pub fn message(&mut self, agent: &str, text: &str) -> io::Result<()> {
-        self.audit()?;
         let indent = format!("\n{}", " ".repeat(agent.chars().count() + 2));
         writeln!(self.out, "{agent}: {}", text.replace('\n', &indent))
     }

@@ -4,7 +4,7 @@
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::core::canonical::sha256_hex;
 use agents_runtime::{Agent, Tier};
-use examples::console::severe_failures;
+use examples::console::{format_record, severe_failures};
 use examples::helpdesk::app::run_demo;
 use examples::helpdesk::{DeskLoop, main_with};
 use serde_json::json;
@@ -118,4 +118,92 @@ fn severe_failures_are_computed_from_records() {
         record(2, "c1", "lookup_policy", "read", "executed", "h1"),
     ];
     assert_eq!(severe_failures(&denied_then_ran).len(), 1);
+}
+
+/// The demo as `cargo run -p examples --example helpdesk -- --demo --keep-log` runs it: its
+/// output and the path of the audit log it names.
+fn demo_output(args: &[&str]) -> (String, std::path::PathBuf) {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let mut out = Vec::new();
+    main_with(&args, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let path = text
+        .lines()
+        .find_map(|l| l.strip_prefix("audit log       "))
+        .and_then(|l| l.split(" (").next())
+        .expect("the demo names its audit log")
+        .into();
+    (text, path)
+}
+
+#[test]
+fn the_demo_shows_its_audit_log_word_for_word_and_in_causal_order() {
+    let (text, path) = demo_output(&["--demo", "--keep-log"]);
+    let log = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let records: Vec<AuditRecord> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(records.len() > 40);
+    assert!(text.contains(&format!("The audit log is kept at {}", path.display())));
+
+    // Every record is shown once, in chain order, exactly as `format_record` renders the line
+    // of the file.
+    let shown: Vec<&str> = text.lines().map(str::trim_start).filter(|l| l.starts_with("[audit #")).collect();
+    assert_eq!(shown.len(), records.len());
+    for (line, record) in shown.iter().zip(&records) {
+        assert_eq!(*line, format_record(record));
+    }
+    // Every call id the demo prints is one the log holds.
+    let ids: std::collections::BTreeSet<&str> = records.iter().filter_map(|r| r.call_id.as_deref()).collect();
+    let printed: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.strip_prefix("call_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+        .collect();
+    assert!(!printed.is_empty());
+    for id in printed {
+        assert!(ids.contains(id), "the demo shows `{id}`, which is not in its audit log");
+    }
+    // One number format: arguments as the log writes them.
+    assert!(!text.contains("3.0") && !text.contains("5.0"), "a number printed two ways");
+
+    // Causal order, turn by turn: the run starts first and finishes last; the model's answer
+    // comes before the run's end; a call the model makes comes before the records of it.
+    for turn in text.split("\nalex> ").skip(1) {
+        let lines: Vec<&str> = turn.lines().skip(1).map(str::trim_start).filter(|l| !l.is_empty()).collect();
+        let audit: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].starts_with("[audit #")).collect();
+        assert!(lines[audit[0]].contains("run_started"), "{turn}");
+        let finished = *audit.last().unwrap();
+        assert!(lines[finished].contains("run_finished"), "{turn}");
+        let first_line_after_the_run = lines[finished + 1..].first().copied().unwrap_or("");
+        assert!(!first_line_after_the_run.starts_with("deskloop"), "output after the run finished:\n{turn}");
+        for (i, line) in lines.iter().enumerate() {
+            if let Some(call) = line.strip_prefix("deskloop calls ") {
+                let tool = call.split(' ').next().unwrap();
+                let next = audit.iter().find(|&&a| a > i).map(|&a| lines[a]).unwrap();
+                assert!(next.contains(&format!(" {tool} (call_")), "`{line}` is followed by `{next}`");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_demo_removes_its_temporary_log_and_says_so_or_writes_where_it_is_told() {
+    let (text, path) = demo_output(&["--demo"]);
+    assert!(!path.exists(), "{} was left behind", path.display());
+    assert!(text.contains(&format!("The audit log {} was removed", path.display())), "{text}");
+
+    let dir = std::env::temp_dir().join(format!("deskloop-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let chosen = dir.join("demo.jsonl");
+    let _ = std::fs::remove_file(&chosen);
+    let (_, path) = demo_output(&["--demo", "--audit-log", chosen.to_str().unwrap()]);
+    assert_eq!(path, chosen);
+    let records = std::fs::read_to_string(&chosen).unwrap().lines().count();
+    // An existing file is refused and left as it was.
+    let mut out = Vec::new();
+    let args = ["--demo".to_owned(), "--audit-log".to_owned(), chosen.to_str().unwrap().to_owned()];
+    let err = main_with(&args, &mut out).unwrap_err();
+    assert!(err.to_string().contains("exists"), "{err}");
+    assert!(out.is_empty());
+    assert_eq!(std::fs::read_to_string(&chosen).unwrap().lines().count(), records);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -109,13 +109,13 @@ async fn turn(
     let mut run = rt.start::<Kinetix>(who.clone(), session, message.to_owned()).map_err(io::Error::other)?;
     while let Some(event) = run.events().recv().await {
         match event {
-            Event::ToolCall { tool, args, call_id, .. } => {
-                screen.tool_call("kinetix", &tool, args.as_ref(), call_id)?;
+            Event::ToolCall { tool, args, .. } => {
+                screen.tool_call("kinetix", &tool, args.as_ref())?;
             }
             Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
                 screen.audit()?;
                 writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
-                writeln!(screen.out, "  │  {tool} {args}")?;
+                writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(&args))?;
                 write!(screen.out, "  └─ Approve? [y/N] ")?;
                 let verdict = match &decider {
                     Decider::Scripted(f) => {
@@ -156,6 +156,7 @@ async fn turn(
                 writeln!(screen.out, "  handed off to a person: {} (nothing ran)", record.tool)?;
             }
             Event::Message { text, .. } => {
+                screen.audit()?;
                 screen.message("kinetix", &text)?;
             }
             Event::Error { message, .. } => writeln!(screen.out, "  error: {message}")?,
