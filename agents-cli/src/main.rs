@@ -39,7 +39,7 @@ enum Command {
     /// Permission manifests: show, diff, verify, hash, render.
     #[command(subcommand)]
     Manifest(ManifestCmd),
-    /// Audit logs (JSONL or SQLite): verify, show, stats, recover.
+    /// Audit logs (JSONL or SQLite): verify, show, stats, recover; keygen for a keyed chain.
     #[command(subcommand)]
     Audit(Box<audit_cmd::AuditCmd>),
 }

@@ -1,10 +1,11 @@
-//! `agents audit ...`: verify, show, stats, recover.
+//! `agents audit ...`: verify, show, stats, recover, keygen.
 //!
 //! Every command streams the log (a JSONL file or an SQLite database) record by record in
 //! bounded memory, checks its chain on the way, and exits with the same codes: 0 the chain
 //! verifies (and, for `stats`, no severe failure), 1 the chain is broken or tampered with (or a
 //! severe failure, or `recover` dropped records), 2 the input could not be read.
 
+mod keygen;
 mod recover;
 mod show;
 mod source;
@@ -104,6 +105,13 @@ pub(crate) enum AuditCmd {
         #[command(flatten)]
         chain: ChainArgs,
     },
+    /// Generates the keys of a keyed chain into DIR: `chain.key` (the chain key, which checks
+    /// every seal), `checkpoint.key` (the Ed25519 key checkpoints are signed with), both mode
+    /// 0600, and `checkpoint.pub` (its public half). Refuses to overwrite any of them.
+    Keygen {
+        /// The directory to write the three files into (created, mode 0700, when missing).
+        dir: PathBuf,
+    },
 }
 
 /// Runs an audit command, writing to standard output as it goes; returns the exit code.
@@ -119,6 +127,7 @@ pub(crate) fn run(cmd: AuditCmd) -> i32 {
             stats::stats(&log, manifest.as_deref(), json, &chain, &mut out)
         }
         AuditCmd::Recover { log, out: new, chain } => recover::recover(&log, &new, &chain, &mut out),
+        AuditCmd::Keygen { dir } => keygen::keygen(&dir, &mut out),
     };
     // A closed pipe (`agents audit show log | head`) is not an error worth a panic.
     let _ = out.flush();
