@@ -1,8 +1,8 @@
 //! DeskLoop, the IT and HR helpdesk: `cargo run -p examples --example helpdesk` chats on a
 //! terminal; `-- --demo` (or stdin that is not a terminal) plays the scripted session with
 //! the bypass attempts (add `--keep-log` to keep its audit log); `-- mcp` serves it over MCP
-//! on stdio; `-- manifest` prints the permission manifest exactly. See
-//! [`examples::helpdesk`].
+//! on stdio, `-- mcp --http` over streamable HTTP (see the README); `-- manifest` prints the
+//! permission manifest exactly. See [`examples::helpdesk`].
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

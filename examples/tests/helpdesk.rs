@@ -207,3 +207,15 @@ fn the_demo_removes_its_temporary_log_and_says_so_or_writes_where_it_is_told() {
     assert_eq!(std::fs::read_to_string(&chosen).unwrap().lines().count(), records);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn unknown_options_are_refused_before_anything_starts() {
+    for args in [&["mcp", "--htp"][..], &["--demo", "--keep"], &["--demo", "--audit-log"]] {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let mut out = Vec::new();
+        let err = main_with(&args, &mut out).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{args:?}");
+        assert!(err.to_string().contains("usage: helpdesk"), "{err}");
+        assert!(out.is_empty());
+    }
+}

@@ -25,7 +25,9 @@ const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | m
                    directory and removed at the end, unless
     --keep-log       keeps it (the path is printed), or
     --audit-log PATH writes it to PATH (a new file) and keeps it
-  mcp              serve the agent over MCP on stdio as Alex (actions confirmed by MCP elicitation)
+  mcp [--http]     serve the agent over MCP as Alex (actions confirmed by MCP elicitation): on
+                   stdio, or with --http over streamable HTTP on AGENTS_MCP_BIND (default
+                   127.0.0.1:8080) for clients with the bearer token in AGENTS_MCP_TOKEN
   manifest         print the permission manifest exactly (canonical JSON, no trailing newline)
   manifest-sha256  print the manifest's SHA-256
 ";
@@ -71,7 +73,7 @@ pub fn main_with(args: &[String], out: &mut dyn Write) -> io::Result<()> {
         Some("manifest") => out.write_all(DeskLoop::MANIFEST.as_bytes()),
         Some("manifest-sha256") => writeln!(out, "{}", DeskLoop::MANIFEST_SHA256),
         Some("-h" | "--help" | "help") => out.write_all(USAGE.as_bytes()),
-        Some("mcp") => tokio_runtime()?.block_on(serve_mcp()),
+        Some("mcp") => tokio_runtime()?.block_on(serve_mcp(&args[1..])),
         Some("--demo" | "demo") => demo(&DemoLog::from_args(&args[1..])?, out),
         None | Some("chat") if io::stdin().is_terminal() => tokio_runtime()?.block_on(chat(out)),
         None | Some("chat") => demo(&DemoLog::Temporary { keep: false }, out),
@@ -106,19 +108,50 @@ fn demo(log: &DemoLog, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Serves the helpdesk over MCP on stdio. Nothing but JSON-RPC goes to stdout; the audit log
-/// is a JSONL file in the temporary directory. Actions wait for the MCP client to ask the
-/// user (elicitation); a client that cannot ask gets a structured "confirmation required".
-async fn serve_mcp() -> io::Result<()> {
+/// Serves the helpdesk over MCP as Alex: on stdio (`mcp`), or over streamable HTTP
+/// (`mcp --http`) on `AGENTS_MCP_BIND` (default `127.0.0.1:8080`) for clients that present the
+/// bearer token in `AGENTS_MCP_TOKEN`. Nothing but JSON-RPC goes to stdout; the audit log is a
+/// JSONL file in the temporary directory, named on stderr. Actions wait for the MCP client to
+/// ask the user (elicitation); a client that cannot ask gets a structured "confirmation
+/// required".
+async fn serve_mcp(args: &[String]) -> io::Result<()> {
+    let http = match args {
+        [] => false,
+        [flag] if flag == "--http" => true,
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown mcp option `{}`\n{USAGE}", other.join(" ")),
+            ));
+        }
+    };
     let path = temp_audit_path("deskloop-mcp");
     eprintln!("audit log {}", path.display());
     let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
     let rt = Runtime::builder(Arc::new(sink), Arc::new(HelpdeskModel::new().provider()))
         .roles(super::roles().clone())
         .build();
-    agents_runtime::mcp::serve_stdio::<DeskLoop>(rt, alex(), agents_runtime::mcp::McpOptions::default())
-        .await
-        .map_err(io::Error::other)
+    let options = agents_runtime::mcp::McpOptions::default();
+    if !http {
+        return agents_runtime::mcp::serve_stdio::<DeskLoop>(rt, alex(), options).await.map_err(io::Error::other);
+    }
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    let token = std::env::var("AGENTS_MCP_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| invalid("`mcp --http` needs the bearer token clients present in AGENTS_MCP_TOKEN".into()))?;
+    let bind = std::env::var("AGENTS_MCP_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let mut http = agents_runtime::mcp::HttpOptions { mcp: options, ..Default::default() };
+    http.bind = bind
+        .parse()
+        .map_err(|_| invalid(format!("AGENTS_MCP_BIND must be an address like 127.0.0.1:8080, got `{bind}`")))?;
+    http.bearer_tokens.insert(token, alex());
+    let server = agents_runtime::mcp::serve_http::<DeskLoop>(rt, http).await.map_err(io::Error::other)?;
+    eprintln!("serving DeskLoop over MCP at http://{}/mcp (Ctrl-C stops)", server.local_addr());
+    tokio::signal::ctrl_c().await?;
+    server.shutdown();
+    server.wait().await;
+    Ok(())
 }
 
 /// Alex Kim, an employee of DeskLoop's customer, with 3.5 days of leave left.
