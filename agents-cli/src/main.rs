@@ -3,8 +3,9 @@
 //! Manifests: `show`, `diff` (classified; exit 1 on any widening), `verify` (against a
 //! baseline), `hash` (what `sha256sum` prints) and `render` (a self-contained HTML report).
 //! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
-//! `show` (filtered), `stats` (counts and severe failures) and `recover` (the records before a
-//! torn or corrupt tail, copied to a new log). Exit codes: 0 nothing found, 1 something found,
+//! `show` (filtered), `stats` (counts and severe failures), `recover` (the records before a
+//! torn or corrupt tail, copied to a new log) and `keygen` (the keys of a keyed chain, in new
+//! files). Exit codes: 0 nothing found, 1 something found,
 //! 2 the command could not run.
 //!
 //! Every value printed that came from a manifest, an audit record or a file name is escaped
