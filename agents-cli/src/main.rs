@@ -5,8 +5,7 @@
 //! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
 //! `show` (filtered), `stats` (counts and severe failures), `recover` (the records before a
 //! torn or corrupt tail, copied to a new log) and `keygen` (the keys of a keyed chain, in new
-//! files). Exit codes: 0 nothing found, 1 something found,
-//! 2 the command could not run.
+//! files). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
 //!
 //! Every value printed that came from a manifest, an audit record or a file name is escaped
 //! for the terminal (see `term`).
