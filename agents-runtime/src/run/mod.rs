@@ -26,7 +26,9 @@ mod session;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
-pub use runtime::{DisabledFallback, DisabledTools, Runtime, RuntimeBuilder};
+pub use runtime::{
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
+};
 pub use session::{DirectResult, DirectSession};
 
 use std::sync::Mutex;

@@ -21,6 +21,7 @@ use crate::tool::Registry;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -68,6 +69,10 @@ pub(super) struct Inner {
     pub(super) decisions: Mutex<HashMap<String, PendingDecision>>,
     /// Final records written after their call's future was dropped, not yet durable.
     pub(super) detached: InFlight,
+    /// How long one tool call may run before it is ended.
+    pub(super) tool_timeout: Duration,
+    /// The largest result (bytes of compact JSON) handed on whole.
+    pub(super) max_result_bytes: usize,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -117,7 +122,14 @@ pub struct RuntimeBuilder {
     raw_results: bool,
     limits: Option<Limits>,
     system_prompt: String,
+    tool_timeout: Duration,
+    max_result_bytes: usize,
 }
+
+/// The default of [`RuntimeBuilder::tool_timeout`]: five minutes.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
 impl std::fmt::Debug for RuntimeBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -186,6 +198,22 @@ impl RuntimeBuilder {
         self.system_prompt = p.into();
         self
     }
+    /// How long one tool call may run (default [`DEFAULT_TOOL_TIMEOUT`]). A call still
+    /// running then is ended (its future dropped) and recorded as `failed` with reason
+    /// `timeout`; the model is told its outcome is unknown. A stop of the run ends a running
+    /// tool the same way, with reason `stopped`.
+    pub fn tool_timeout(mut self, deadline: Duration) -> Self {
+        self.tool_timeout = deadline;
+        self
+    }
+    /// The largest tool result, in bytes of compact JSON, that reaches the model, the events
+    /// and the audit log whole (default [`DEFAULT_MAX_RESULT_BYTES`]). A larger result is
+    /// replaced by `{"truncated": true, "notice": ..., "start": ...}` (the start of its text),
+    /// and its `executed` record's reason says it was cut.
+    pub fn max_result_bytes(mut self, max: usize) -> Self {
+        self.max_result_bytes = max;
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         Runtime {
@@ -208,6 +236,8 @@ impl RuntimeBuilder {
                 sessions: Mutex::new(HashMap::new()),
                 decisions: Mutex::new(HashMap::new()),
                 detached: InFlight::default(),
+                tool_timeout: self.tool_timeout,
+                max_result_bytes: self.max_result_bytes,
             }),
         }
     }
@@ -279,6 +309,8 @@ impl Runtime {
                             through the tools you are given. Every fact you state about a record must come from a \
                             tool result in this conversation; never fabricate data."
                 .to_owned(),
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 

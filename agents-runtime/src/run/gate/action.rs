@@ -2,7 +2,7 @@
 //! conversational mode, or a direct session's confirmer); the approval is a token bound to
 //! the arguments, redeemed here, and the permission is checked again before the tool runs.
 
-use super::{Checked, RecordOf, finish_call};
+use super::{Checked, RecordOf, finish_call, run_contained};
 use crate::audit::AuditStatus;
 use crate::run::ConfirmMode;
 use crate::run::confirm::{Confirmation, DirectConfirm};
@@ -52,7 +52,7 @@ pub(in crate::run) async fn execute_approved<A: Registry>(
     // The record of the token just redeemed; the handler's witness must carry its nonce.
     cx.approved = Some(crate::tool::ApprovedCall::redeemed(token, spec.name));
     owed.running();
-    let result = run(&cx, typed).await;
+    let result = run_contained(ctx, run, &cx, typed).await;
     owed.paid();
     finish_call(checked, result).await
 }

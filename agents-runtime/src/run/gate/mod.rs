@@ -2,10 +2,12 @@
 //! typed parse → permission → interceptors → the call's tier (`read`, `action`, `handoff`).
 
 mod action;
+mod contain;
 mod handoff;
 mod read;
 
 pub(in crate::run) use action::{ActionFn, execute_approved};
+pub(in crate::run) use contain::run_contained;
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
@@ -231,7 +233,9 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
     let Checked { ctx, call, spec, base, redacted } = checked;
     let (record, status, outcome) = match result {
         Ok(value) => {
+            let (value, cut) = contain::bounded(value, ctx.inner.max_result_bytes);
             let mut f = base(AuditStatus::Executed, redacted);
+            f.reason = cut;
             f.result = Some(ctx.result_for_audit(&value));
             (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }

@@ -1,6 +1,6 @@
 //! A read call: audited `proposed`, run, its outcome audited.
 
-use super::{Checked, RecordOf, finish_call};
+use super::{Checked, RecordOf, finish_call, run_contained};
 use crate::audit::AuditStatus;
 use crate::core::SharedStr;
 use crate::run::context::CallOutcome;
@@ -23,7 +23,7 @@ pub(super) async fn call<A: Registry>(
     }
     let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
     let cx = ctx.call_context(spec, call_id);
-    let result = run(&cx, typed).await;
+    let result = run_contained(ctx, run, &cx, typed).await;
     owed.paid();
     finish_call(checked, result).await
 }
