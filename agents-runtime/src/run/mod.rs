@@ -20,6 +20,7 @@ mod context;
 mod driver;
 mod gate;
 mod outcome;
+mod proposal;
 mod record;
 mod runtime;
 mod session;
