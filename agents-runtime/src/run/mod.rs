@@ -23,6 +23,7 @@ mod outcome;
 mod proposal;
 mod record;
 mod runtime;
+mod secrets;
 mod session;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
