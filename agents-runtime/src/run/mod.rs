@@ -1,0 +1,158 @@
+//! The bounded run loop and the gate every tool call passes.
+//!
+//! One call, in this order: lookup in the availability snapshot → strict parse → typed parse
+//! → interceptors → tier (read: audit `proposed`, run, audit the outcome; action: audit
+//! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
+//! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
+//!
+//! The rooms of this module:
+//! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
+//! - `session`: the state a session keeps between turns, and [`DirectSession`];
+//! - `context`: one run's context (who it acts for, its availability snapshot, its records);
+//! - `gate`: the checks every call passes, then one room per tier (read, action, handoff);
+//! - `confirm`: how a person decides on an action, one method per confirmation mode;
+//! - `record`: the audit records of a run and the final record a call owes;
+//! - `driver`: the run loop, step by step;
+//! - `outcome`: how a run ends and the handle that waits for it;
+//! - `proposal`: the one state machine every proposed action goes through;
+//! - `secrets`: the values of a call's secrets, masked in the texts derived from the call.
+//!
+//! # Confirmation channels: what holds on which path
+//!
+//! An action runs only after a person approved exactly its arguments, and at most once per
+//! approval. The channels differ in how the person is asked:
+//!
+//! | Channel | How the person answers | Proposal ends as |
+//! |---|---|---|
+//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] from the run's own user and organisation | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
+//! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever comes first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
+//! | Direct session without a confirmer | cannot ask | `skipped` at once; the caller gets a structured "confirmation required" result |
+//! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired` |
+//!
+//! On every path:
+//! - the `proposed` record is durable before the person is asked, and every later step of
+//!   the proposal is recorded before it takes effect; a step whose record the log refuses
+//!   does not happen (a refused `confirmed` record runs nothing, in every mode);
+//! - the token minted on approval is bound to the session, the tool and the MAC of the exact
+//!   arguments, and is redeemed once; the role's permission is checked again before the run;
+//! - a conversational proposal is one entry of the runtime's proposal book: of concurrent
+//!   answers to it (two "yes" messages, an answer racing a stop) exactly one decides it, and
+//!   it starts executing at most once;
+//! - an approval not used in the turn that granted it lapses when that turn ends (`skipped`,
+//!   reason `expired`): a later message never rides on an earlier "yes"; a proposal made in a
+//!   turn that ends other than waiting for the answer (stopped, failed, iteration or budget
+//!   limit) ends `skipped` with reason `cancelled`; a newer proposal in the session ends an
+//!   undecided older one (`superseded`). A final record the log refuses at a turn's end does
+//!   not keep the proposal open: it ends without one (failing closed) and the error is logged;
+//! - a dialog proposal owes exactly one final record from the moment it is proposed, written
+//!   by the call or, if the call's future is dropped, on its own ([`Runtime::records_settled`]).
+//!
+//! A running tool is contained: a panic fails the call (`failed`, reason `panicked`, its text
+//! withheld) and the run goes on; a call that outlives [`RuntimeBuilder::tool_timeout`] or a
+//! stop of the run is ended (`failed`, reason `timeout` or `stopped`); a result larger than
+//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it.
+//!
+//! # Redaction: what holds on which path
+//!
+//! - Arguments in records, events and confirmation requests are redacted by the tool's input
+//!   schema: every position marked `x-agents-secret` (a [`Secret`](crate::Secret) field,
+//!   nested in structs, options, vectors and maps) is masked, as is every key on the
+//!   runtime's [`RedactionKeys`](crate::core::redact::RedactionKeys) list.
+//! - The *values* found at schema-marked positions are masked wherever else they appear in
+//!   texts derived from the call: the typed-parse refusal (a serde error quoting an
+//!   argument), an interceptor's denial reason, other argument positions, the tool's error
+//!   message and its result (as the model, the events and the records receive it), and an
+//!   interceptor's substitute result. Each value is matched as written, with any byte
+//!   percent-, `\x`-, `\u00`- or HTML-escaped, in hex and in base64 (values of six bytes or
+//!   more); values shorter than four bytes are not searched for.
+//! - Not covered: a strict-parse refusal (the arguments are not JSON, so no position is known
+//!   to be secret), values at positions only the key list masks, schema constructs the
+//!   schema walker does not follow (see `agents_core::redact`), text a tool writes to its own
+//!   logs or to tracing, and encodings stacked on one another.
+//! - Results are recorded as a keyed digest (HMAC-SHA-256 under the server key), or, with
+//!   [`RuntimeBuilder::record_raw_results`], as the redacted value.
+
+mod confirm;
+mod context;
+mod driver;
+mod gate;
+mod outcome;
+mod proposal;
+mod record;
+mod runtime;
+mod secrets;
+mod session;
+
+pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
+pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
+pub use runtime::{
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
+};
+pub use session::{DirectResult, DirectSession};
+
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// What the model is told after a person declines.
+pub const REJECTED_MESSAGE: &str =
+    "The user declined this action. Do not retry it; ask how they would like to proceed.";
+/// Executed results kept in the digest.
+pub const DIGEST_ENTRIES: usize = 12;
+/// Characters kept of one result in the digest.
+pub const DIGEST_ENTRY_CHARS: usize = 280;
+/// Characters of the whole digest.
+pub const DIGEST_TOTAL_CHARS: usize = 3500;
+
+/// The lock's guard, also when a thread panicked while holding it (the runtime's maps stay
+/// usable: every update to them is a single insert or remove).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The output of whichever of `a` and `b` finishes first; `a` is polled first, so it wins
+/// when both are ready.
+async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    std::future::poll_fn(move |cx| match a.as_mut().poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(v),
+        std::task::Poll::Pending => b.as_mut().poll(cx),
+    })
+    .await
+}
+
+/// `future`'s output, or `None` once `cancel` is cancelled. The cancellation is looked at
+/// first, so a run cancelled as an answer arrives does nothing with it (tokio-util's
+/// `run_until_cancelled` favours the answer).
+async fn unless_cancelled<T>(cancel: &CancellationToken, future: impl Future<Output = T>) -> Option<T> {
+    first_of(
+        async {
+            cancel.cancelled().await;
+            None
+        },
+        async { Some(future.await) },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_future_wins_when_both_are_ready_and_either_may_finish_first() {
+        let both_ready = first_of(std::future::ready(1), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(both_ready), 1);
+        let second = first_of(std::future::pending(), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(second), 2);
+        let first = first_of(std::future::ready(1), std::future::pending());
+        assert_eq!(futures::executor::block_on(first), 1);
+    }
+
+    #[test]
+    fn a_cancelled_token_wins_over_a_ready_answer() {
+        let cancel = CancellationToken::new();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), Some(1));
+        cancel.cancel();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), None);
+    }
+}
