@@ -81,8 +81,9 @@ struct Policy {
     env_declared: bool,
 }
 
-#[derive(Default)]
 struct ToolArgs {
+    /// Every argument was read (false after a syntax error, which stops the parser).
+    complete: bool,
     permission: Option<PermissionArg>,
     mutating: Option<Span>,
     handoff: Option<Span>,
@@ -112,16 +113,84 @@ struct Param {
     secret: bool,
 }
 
-fn parse_str_list(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+/// `key = ["a", "b"]`; a value of another shape is refused with what the key takes
+/// (`example` is the right form, e.g. `read = ["/srv/app/**"]`).
+fn parse_str_list(meta: &syn::meta::ParseNestedMeta<'_>, example: &str) -> syn::Result<Vec<LitStr>> {
+    let key = type_string(&meta.path);
+    let takes = format!("`{key}` takes a list of strings in square brackets, e.g. `{example}`");
+    if !meta.input.peek(Token![=]) {
+        return Err(syn::Error::new(meta.path.span(), format!("{takes}; `{key}` needs a value")));
+    }
     let value = meta.value()?;
+    if !value.peek(syn::token::Bracket) {
+        let found: syn::Expr = value.parse().map_err(|e| syn::Error::new(e.span(), &takes))?;
+        return Err(syn::Error::new_spanned(found, takes));
+    }
     let content;
-    syn::bracketed!(content in value);
-    let items = content.parse_terminated(|p: ParseStream<'_>| p.parse::<LitStr>(), Token![,])?;
+    let bracket = syn::bracketed!(content in value);
+    let items = content
+        .parse_terminated(|p: ParseStream<'_>| p.parse::<LitStr>(), Token![,])
+        .map_err(|e| syn::Error::new(e.span(), format!("{takes}; each entry is a string literal")))?;
+    if items.is_empty() {
+        return Err(syn::Error::new(
+            bracket.span.join(),
+            format!(
+                "`{key} = []` admits nothing, so the tool could never use it: list what it may use, e.g. `{example}`, or leave `{key}` out"
+            ),
+        ));
+    }
     Ok(items.into_iter().collect())
 }
 
+/// `key = value` for an argument that takes one value of the shape `T`; a missing or
+/// wrong-shaped value is refused with what the argument takes (`takes`, with an example).
+fn parse_value<T: Parse>(meta: &syn::meta::ParseNestedMeta<'_>, takes: &str) -> syn::Result<T> {
+    let key = type_string(&meta.path);
+    if !meta.input.peek(Token![=]) {
+        return Err(syn::Error::new(meta.path.span(), format!("`{key}` takes {takes}")));
+    }
+    let value = meta.value()?;
+    let fork = value.fork();
+    match fork.parse::<T>() {
+        Ok(_) if fork.is_empty() || fork.peek(Token![,]) => value.parse(),
+        _ => {
+            let found: syn::Expr =
+                value.parse().map_err(|e| syn::Error::new(e.span(), format!("`{key}` takes {takes}")))?;
+            Err(syn::Error::new_spanned(found, format!("`{key}` takes {takes}")))
+        }
+    }
+}
+
+/// A flag (`mutating`, `handoff`): written alone. `mutating = true` is refused with the right
+/// form, and the value is consumed so the arguments after it are still read.
+fn parse_flag(meta: &syn::meta::ParseNestedMeta<'_>, errors: &Errors) -> syn::Result<()> {
+    let key = type_string(&meta.path);
+    if meta.input.peek(Token![=]) {
+        let value: syn::Expr = meta.value()?.parse()?;
+        errors.spanned(
+            &value,
+            format!("`{key}` is a flag and takes no value: write `#[tool(..., {key}, ...)]`, and leave it out for a read tool"),
+        );
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        let _: TokenStream = content.parse()?;
+        errors.spanned(&meta.path, format!("`{key}` is a flag and takes no value: write `#[tool(..., {key}, ...)]`"));
+    }
+    Ok(())
+}
+
 fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
-    let mut args = ToolArgs::default();
+    let mut args = ToolArgs {
+        complete: true,
+        permission: None,
+        mutating: None,
+        handoff: None,
+        title: None,
+        risk: None,
+        policy: Policy::default(),
+        name: None,
+    };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
         let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_else(|| type_string(&meta.path));
@@ -133,7 +202,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
         }
         match key.as_str() {
             "permission" => {
-                let path: syn::Path = meta.value()?.parse()?;
+                let path: syn::Path = parse_value(
+                    &meta,
+                    "the path of a permission declared with `permissions!`, e.g. `permission = perms::athlete::read`, or `permission = public` (not a string)",
+                )?;
                 if path.is_ident("public") {
                     args.permission = Some(PermissionArg::Public);
                 } else if let Some(name) = permission_name(&path) {
@@ -145,17 +217,29 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                     );
                 }
             }
-            "mutating" => args.mutating = Some(meta.path.span()),
-            "handoff" => args.handoff = Some(meta.path.span()),
+            "mutating" => {
+                parse_flag(&meta, errors)?;
+                args.mutating = Some(meta.path.span());
+            }
+            "handoff" => {
+                parse_flag(&meta, errors)?;
+                args.handoff = Some(meta.path.span());
+            }
             "title" => {
-                let lit: LitStr = meta.value()?.parse()?;
+                let lit: LitStr = parse_value(
+                    &meta,
+                    "the text a person reads before approving, as a string, e.g. `title = \"Record injury\"`",
+                )?;
                 if lit.value().trim().is_empty() {
                     errors.spanned(&lit, "the `title` is what a person reads before approving: it cannot be empty");
                 }
                 args.title = Some(lit);
             }
             "name" => {
-                let lit: LitStr = meta.value()?.parse()?;
+                let lit: LitStr = parse_value(
+                    &meta,
+                    "the name the model calls the tool by, as a string, e.g. `name = \"list-athletes\"`",
+                )?;
                 let v = lit.value();
                 if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                 {
@@ -164,7 +248,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                 args.name = Some(lit);
             }
             "risk" => {
-                let ident: Ident = meta.value()?.parse()?;
+                let ident: Ident = parse_value(
+                    &meta,
+                    "one of `low`, `medium`, `high`, `critical`, written without quotes, e.g. `risk = high`",
+                )?;
                 let risk = match ident.to_string().as_str() {
                     "low" => Some(Risk::Low),
                     "medium" => Some(Risk::Medium),
@@ -179,68 +266,85 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
                     args.risk = Some((r, ident.span()));
                 }
             }
-            "policy" => meta.parse_nested_meta(|pm| {
-                let pkey = pm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
-                match pkey.as_str() {
-                    "fs" => {
-                        args.policy.fs_declared = true;
-                        pm.parse_nested_meta(|fm| {
-                            let fkey = fm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
-                            match fkey.as_str() {
-                                "read" => args.policy.fs_read.extend(parse_str_list(&fm)?),
-                                "write" => args.policy.fs_write.extend(parse_str_list(&fm)?),
-                                other => {
-                                    errors.spanned(
-                                        &fm.path,
-                                        format!("unknown `fs` policy argument `{other}`{}", suggest(other, FS_ARGS)),
-                                    );
-                                    skip_value(&fm)?;
+            "policy" => {
+                expect_parens(&meta, "policy(fs(read = [\"/srv/app/**\"]), net(hosts = [\"api.example.com:443\"]))")?;
+                meta.parse_nested_meta(|pm| {
+                    let pkey = pm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                    match pkey.as_str() {
+                        "fs" => {
+                            expect_parens(&pm, "fs(read = [\"/srv/app/uploads/**\"], write = [\"/srv/app/out/**\"])")?;
+                            args.policy.fs_declared = true;
+                            pm.parse_nested_meta(|fm| {
+                                let fkey = fm.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                                match fkey.as_str() {
+                                    "read" => args
+                                        .policy
+                                        .fs_read
+                                        .extend(parse_str_list(&fm, "read = [\"/srv/app/uploads/**\"]")?),
+                                    "write" => args
+                                        .policy
+                                        .fs_write
+                                        .extend(parse_str_list(&fm, "write = [\"/srv/app/out/**\"]")?),
+                                    other => {
+                                        errors.spanned(
+                                            &fm.path,
+                                            format!(
+                                                "unknown `fs` policy argument `{other}`{}",
+                                                suggest(other, FS_ARGS)
+                                            ),
+                                        );
+                                        skip_value(&fm)?;
+                                    }
                                 }
-                            }
-                            Ok(())
-                        })
+                                Ok(())
+                            })
+                        }
+                        "net" => {
+                            expect_parens(&pm, "net(hosts = [\"api.example.com:443\"])")?;
+                            args.policy.net_declared = true;
+                            pm.parse_nested_meta(|nm| {
+                                if nm.path.is_ident("hosts") {
+                                    args.policy
+                                        .net_hosts
+                                        .extend(parse_str_list(&nm, "hosts = [\"api.example.com:443\"]")?);
+                                } else {
+                                    let k = type_string(&nm.path);
+                                    errors.spanned(
+                                        &nm.path,
+                                        format!("unknown `net` policy argument `{k}`{}", suggest(&k, &["hosts"])),
+                                    );
+                                    skip_value(&nm)?;
+                                }
+                                Ok(())
+                            })
+                        }
+                        "env" => {
+                            expect_parens(&pm, "env(vars = [\"APP_REGION\"])")?;
+                            args.policy.env_declared = true;
+                            pm.parse_nested_meta(|em| {
+                                if em.path.is_ident("vars") {
+                                    args.policy.env_vars.extend(parse_str_list(&em, "vars = [\"APP_REGION\"]")?);
+                                } else {
+                                    let k = type_string(&em.path);
+                                    errors.spanned(
+                                        &em.path,
+                                        format!("unknown `env` policy argument `{k}`{}", suggest(&k, &["vars"])),
+                                    );
+                                    skip_value(&em)?;
+                                }
+                                Ok(())
+                            })
+                        }
+                        other => {
+                            errors.spanned(
+                                &pm.path,
+                                format!("unknown `policy` section `{other}`{}", suggest(other, POLICY_ARGS)),
+                            );
+                            skip_value(&pm)
+                        }
                     }
-                    "net" => {
-                        args.policy.net_declared = true;
-                        pm.parse_nested_meta(|nm| {
-                            if nm.path.is_ident("hosts") {
-                                args.policy.net_hosts.extend(parse_str_list(&nm)?);
-                            } else {
-                                let k = type_string(&nm.path);
-                                errors.spanned(
-                                    &nm.path,
-                                    format!("unknown `net` policy argument `{k}`{}", suggest(&k, &["hosts"])),
-                                );
-                                skip_value(&nm)?;
-                            }
-                            Ok(())
-                        })
-                    }
-                    "env" => {
-                        args.policy.env_declared = true;
-                        pm.parse_nested_meta(|em| {
-                            if em.path.is_ident("vars") {
-                                args.policy.env_vars.extend(parse_str_list(&em)?);
-                            } else {
-                                let k = type_string(&em.path);
-                                errors.spanned(
-                                    &em.path,
-                                    format!("unknown `env` policy argument `{k}`{}", suggest(&k, &["vars"])),
-                                );
-                                skip_value(&em)?;
-                            }
-                            Ok(())
-                        })
-                    }
-                    other => {
-                        errors.spanned(
-                            &pm.path,
-                            format!("unknown `policy` section `{other}`{}", suggest(other, POLICY_ARGS)),
-                        );
-                        skip_value(&pm)
-                    }
-                }
-            })?,
+                })?
+            }
             other => {
                 errors.spanned(&meta.path, format!("unknown `tool` argument `{other}`{}", suggest(other, ARGS)));
                 skip_value(&meta)?;
@@ -250,8 +354,24 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
     });
     if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
         errors.push(e);
+        // The arguments after the mistake were not read: a "missing" argument may be there.
+        args.complete = false;
     }
     args
+}
+
+/// A section written `key(...)`; another shape is refused with the right form.
+fn expect_parens(meta: &syn::meta::ParseNestedMeta<'_>, example: &str) -> syn::Result<()> {
+    if meta.input.peek(syn::token::Paren) {
+        return Ok(());
+    }
+    let key = type_string(&meta.path);
+    let takes = format!("`{key}` takes its entries in parentheses, e.g. `{example}`");
+    if meta.input.peek(Token![=]) {
+        let value: syn::Expr = meta.value()?.parse().map_err(|e| syn::Error::new(e.span(), &takes))?;
+        return Err(syn::Error::new_spanned(value, takes));
+    }
+    Err(syn::Error::new(meta.path.span(), takes))
 }
 
 /// Skips `= value` or `(...)` after an unknown key so parsing can go on and report more.
@@ -320,6 +440,19 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let plain_name = syn::ext::IdentExt::unraw(fn_ident).to_string();
     let tool_name = targs.name.as_ref().map(LitStr::value).unwrap_or_else(|| plain_name.clone());
 
+    // --- shapes refused before anything is generated ------------------------------------
+    let refusals = crate::shape::refusals(
+        &func.sig,
+        &tool_name,
+        |ty| !matches!(last_ident(ty), Some((n, _)) if ["ToolContext", "FsAccess", "NetAccess", "EnvAccess"].contains(&n.as_str())),
+    );
+    if !refusals.is_empty() {
+        for e in refusals {
+            errors.push(e);
+        }
+        return refused_stub(&func, errors);
+    }
+
     // --- model and validation ---------------------------------------------------------
     let description = doc_string(&func.attrs);
     if description.is_none() {
@@ -337,7 +470,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         (None, Some(_)) => Tier::Handoff,
         (None, None) => Tier::Read,
     };
-    if tier == Tier::Action && targs.title.is_none() {
+    if tier == Tier::Action && targs.title.is_none() && targs.complete {
         errors.at(
             targs.mutating.unwrap_or_else(Span::call_site),
             format!("action tool `{tool_name}` needs a `title`: the text a person reads before approving, e.g. `title = \"Record injury\"`"),
@@ -354,7 +487,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         ),
         _ => {}
     }
-    if targs.permission.is_none() {
+    // A tool returns `Result<T, E>`; one that returns nothing is told so at its signature,
+    // and its handler is a stub (nothing else is reported).
+    let returns_nothing = matches!(func.sig.output, syn::ReturnType::Default) && tier != Tier::Handoff;
+    if returns_nothing {
+        let close = func.sig.paren_token.span.close();
+        errors.at(
+            close,
+            format!("tool `{tool_name}` returns nothing, but a tool returns `Result<T, E>`: its value is sent to the model, its error is shown when it fails\nhelp: declare what it returns, e.g. `-> Result<String, String>`, and end the body with `Ok(...)`"),
+        );
+    }
+    if targs.permission.is_none() && targs.complete {
         errors.spanned(
             fn_ident,
             format!("tool `{tool_name}` needs a `permission`: `permission = perms::area::action` for a declared permission, or `permission = public` for a tool any user may call"),
@@ -475,7 +618,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                             "policy(env(vars = [\"APP_REGION\"]))",
                         ),
                     };
-                    if !declared {
+                    if !declared && targs.complete {
                         errors.spanned(
                             &pt.ty,
                             format!("tool `{tool_name}` takes `{handle}`, but its policy declares no {what} access; declare what it may touch in `#[tool(...)]`, e.g. `{example}`"),
@@ -493,7 +636,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // Set when an error is reported: the body is then not type-checked again (rustc would
     // repeat the error less clearly), and a context of the wrong type is not passed.
     let mut body_unusable = false;
-    let mut context_unusable = false;
+    let mut context_unusable = returns_nothing;
     let async_kw = if func.sig.asyncness.is_some() { "async " } else { "" };
     for p in params.iter().filter(|p| matches!(p.kind, ParamKind::Context)) {
         let agent_arg = context_agent(&p.ty);
@@ -559,7 +702,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // --- expansion ----------------------------------------------------------------------
     let vis = &func.vis;
     let args_ident = format_ident!("{}Args", camel(&plain_name), span = fn_ident.span());
-    let impl_ident = format_ident!("__agents_impl_{}", plain_name);
+    // The function itself keeps its name, inside the block that holds the tool's impls (where
+    // it shadows only the direct-call refusal): what the compiler says of it names the user's
+    // function.
+    let impl_ident = fn_ident.clone();
     // Unique within the crate: identical tools may appear in several modules (the exported
     // macro lives at the crate root). The counter only names a hidden item; the manifest does
     // not depend on it. The name leaves the body out on purpose: editing a body must not rename
@@ -575,20 +721,44 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let arg_params: Vec<&Param> = params.iter().filter(|p| matches!(p.kind, ParamKind::Arg)).collect();
     // Each field's type: a borrowed parameter's owned form (`&str` becomes `String`).
     let field_types: Vec<TokenStream> = arg_params.iter().map(|p| owned_type(&p.ty)).collect();
-    let field_defs = arg_params.iter().zip(&field_types).map(|(p, ty)| {
-        let ident = &p.ident;
-        let doc = format!("The `{ident}` parameter.");
-        let secret = if p.secret { quote!(#[schemars(extend("x-agents-secret" = true))]) } else { quote!() };
-        quote! { #[doc = #doc] #secret pub #ident: #ty }
-    });
     // A parameter's name as the model, the schema and the manifest spell it: without `r#`.
     let keys: Vec<String> = arg_params.iter().map(|p| syn::ext::IdentExt::unraw(&p.ident).to_string()).collect();
-    let debug_fields = arg_params.iter().zip(&keys).map(|(p, name)| {
+    // Each parameter's description, from the `# Arguments` section of the doc comment.
+    let described = crate::util::argument_docs(&func.attrs);
+    let descriptions: Vec<String> = keys
+        .iter()
+        .map(|k| described.iter().find(|(n, _)| n == k).map(|(_, d)| d.clone()).unwrap_or_default())
+        .collect();
+    let field_defs = arg_params.iter().zip(&field_types).zip(&descriptions).map(|((p, ty), desc)| {
         let ident = &p.ident;
-        if p.secret { quote!(.field(#name, &"•••")) } else { quote!(.field(#name, &self.#ident)) }
+        let doc = if desc.is_empty() { format!("Argument `{ident}` of the tool.") } else { desc.clone() };
+        quote! { #[doc = #doc] pub #ident: #ty }
+    });
+    // Every use of a parameter's type goes through `ToolArgument`, spanned on the type the user
+    // wrote: a type that cannot be a JSON argument gets one error there, in its words (the
+    // identical errors of the other uses are merged by the compiler).
+    let as_arg: Vec<TokenStream> = arg_params
+        .iter()
+        .zip(&field_types)
+        .map(|(p, ty)| quote_spanned!(p.ty.span()=> <#ty as #rt::tool::ToolArgument>))
+        .collect();
+    let debug_fields = arg_params.iter().zip(&keys).zip(&as_arg).map(|((p, name), arg)| {
+        let ident = &p.ident;
+        if p.secret {
+            quote!(.field(#name, &"•••"))
+        } else {
+            quote!(.field(#name, #arg::debug_field(&self.#ident)))
+        }
+    });
+    let clone_fields = arg_params.iter().zip(&as_arg).map(|(p, arg)| {
+        let ident = &p.ident;
+        quote!(#ident: #arg::clone_field(&self.#ident))
+    });
+    let schema_fields = keys.iter().zip(&as_arg).zip(&descriptions).zip(&arg_params).map(|(((key, arg), desc), p)| {
+        let secret = p.secret;
+        quote!((#key, #arg::field_schema(__g, #desc, #secret)))
     });
     let args_doc = format!("Arguments of the `{tool_name}` tool.");
-    let schemars_crate = format!("{rt_str}::__private::schemars");
     let args_name_str = args_ident.to_string();
 
     let perm_ty = match &targs.permission {
@@ -709,6 +879,20 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             #rt::__private::ToolFuture::new(async {
                 ::core::result::Result::<#rt::__private::serde_json::Value, _>::Err("this tool failed to compile")
             })
+        }
+    } else if let Some(ret) = nameable_return(&func.sig) {
+        // Converted through the return type, spanned on it: a return type that is not
+        // `Result<T: Serialize, E: Display>`, or a future that is not `Send`, is reported
+        // there, in `IntoToolResult`'s words.
+        let call = quote!(#impl_ident #turbofish(#(#call_args),*));
+        let future = if func.sig.asyncness.is_some() { call } else { quote!(async move { #call }) };
+        // Bound to a local first: a future that is not `Send` is then named by the user's
+        // return type, not by the hidden function that makes it.
+        let convert = quote_spanned!(ret.span()=> <#ret as #rt::tool::IntoToolResult>::tool_future(__future));
+        quote! {
+            #context
+            let __future = #future;
+            #convert
         }
     } else if func.sig.asyncness.is_some() {
         quote! {
@@ -916,18 +1100,30 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
 
     let errs = errors.into_tokens();
-    // `Debug` masks `#[secret]` fields; without any, the derive says the same for less code.
-    let (derive_debug, args_debug) = if arg_params.iter().any(|p| p.secret) {
-        let impl_ = quote! {
+    // `Debug` (masking `#[secret]` fields), `Clone` and `JsonSchema`, written out rather than
+    // derived: each field goes through `ToolArgument` (see `as_arg`).
+    let args_impls = {
+        let sc = quote!(#rt::__private::schemars);
+        quote! {
             impl ::core::fmt::Debug for #args_ident {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(#args_name_str) #(#debug_fields)* .finish()
                 }
             }
-        };
-        (quote!(), impl_)
-    } else {
-        (quote!(, ::core::fmt::Debug), quote!())
+            impl ::core::clone::Clone for #args_ident {
+                fn clone(&self) -> Self {
+                    #args_ident { #(#clone_fields,)* }
+                }
+            }
+            impl #sc::JsonSchema for #args_ident {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    ::std::borrow::Cow::Borrowed(#args_name_str)
+                }
+                fn json_schema(__g: &mut #sc::SchemaGenerator) -> #sc::Schema {
+                    #rt::__private::object_schema(::std::vec![#(#schema_fields),*])
+                }
+            }
+        }
     };
     // `Deserialize` for the arguments, written out: serde's derive would compile a visitor for
     // each tool; here one visitor (generic only over the deserializer) reads the object and a
@@ -936,7 +1132,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         // Spanned on the parameter's type: a type that cannot be deserialized is reported there.
         let fields = arg_params.iter().zip(&keys).zip(&field_types).map(|((p, key), ty)| {
             let ident = &p.ident;
-            let read = quote_spanned!(p.ty.span()=> #rt::__private::arg_field::<#ty>(__m, #key));
+            let read = quote_spanned!(p.ty.span()=> <#ty as #rt::tool::ToolArgument>::read_field(__m, #key));
             quote!(#ident: #read?)
         });
         let sd = quote!(#rt::__private::serde);
@@ -988,12 +1184,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
 
         #[doc = #args_doc]
-        #[derive(#rt::__private::schemars::JsonSchema, ::core::clone::Clone #derive_debug)]
-        #[serde(deny_unknown_fields)]
-        #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident { #(#field_defs,)* }
 
-        #args_debug
+        #args_impls
 
         #[doc(hidden)]
         #[macro_export]
@@ -1044,6 +1237,52 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         };
     }
+}
+
+/// The expansion of a refused shape: the errors and the function as written (without the
+/// `#[secret]` marks `#[tool]` reads), so that it still compiles where it stands (a method in
+/// its `impl` block) and nothing generated adds a second error.
+fn refused_stub(func: &ToolFn, errors: Errors) -> TokenStream {
+    let errs = errors.into_tokens();
+    let attrs = &func.attrs;
+    let vis = &func.vis;
+    let mut sig = func.sig.clone();
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(pt) = input {
+            pt.attrs.retain(|a| !a.path().is_ident("secret"));
+        }
+    }
+    let body = match &func.body {
+        Some(b) => quote!(#b),
+        None => quote!({ ::core::unimplemented!() }),
+    };
+    quote! {
+        #errs
+        #(#attrs)*
+        #[allow(dead_code)]
+        #vis #sig #body
+    }
+}
+
+/// The type a tool's future yields, when the handler can name it (no `impl Trait`, no
+/// lifetime or type parameter of the function's own): the handler then converts the result
+/// through `<T as IntoToolResult>`, so that a return type that is not `Result<T, E>` (or a
+/// future that is not `Send`) is reported on the user's return type.
+fn nameable_return(sig: &Signature) -> Option<&Type> {
+    let syn::ReturnType::Type(_, ty) = &sig.output else { return None };
+    fn mentions(tokens: TokenStream, names: &[String]) -> bool {
+        let tts: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        tts.iter().enumerate().any(|(i, tt)| match tt {
+            proc_macro2::TokenTree::Ident(id) => id == "impl" || id == "Self" || names.contains(&id.to_string()),
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == '\'' => {
+                !matches!(tts.get(i + 1), Some(proc_macro2::TokenTree::Ident(l)) if l == "static" || l == "_")
+            }
+            proc_macro2::TokenTree::Group(g) => mentions(g.stream(), names),
+            _ => false,
+        })
+    }
+    let params: Vec<String> = sig.generics.type_params().map(|t| t.ident.to_string()).collect();
+    (!mentions(ty.to_token_stream(), &params)).then_some(&**ty)
 }
 
 /// The agent argument of a context parameter: `A` in `&ToolContext<'_, A>`.
