@@ -259,7 +259,7 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         let errs = errors.into_tokens();
         return quote!(#errs #strukt);
     }
-    let finish = quote!(#rt::__private::agent_finish);
+    let finish = quote!(#rt::tool::agent_manifest);
     // Each tool's macro appends its manifest entry and calls the next path in the list; the
     // last one is the finishing macro, which receives the empty list.
     // A tool named like one of this crate's macros is reached by its `__agents_tool_` name.

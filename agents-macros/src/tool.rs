@@ -454,7 +454,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 
     // --- model and validation ---------------------------------------------------------
-    let description = doc_string(&func.attrs);
+    // The `# Arguments` section describes the parameters in the schema; the tool's own
+    // description is the rest.
+    let description =
+        doc_string(&func.attrs).map(|d| crate::util::without_arguments_section(&d)).filter(|d| !d.is_empty());
     if description.is_none() {
         errors.spanned(
             fn_ident,
@@ -1159,11 +1162,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         quote_spanned! {span=>
             #[doc(hidden)]
             #[allow(dead_code, non_snake_case, unreachable_pub, missing_docs, clippy::too_many_arguments)]
-            #vis fn #fn_ident<'__a, #(#generics),*>(#(_: #generics),*)
+            #vis fn #fn_ident<'__a, #(#generics,)* __R>(#(_: #generics),*) -> __R
             where
                 // The lifetime keeps the bound from being checked where it is declared.
-                #fn_ident: #rt::__private::NotCalledDirectly<(&'__a (), #(#generics,)*)>,
+                #fn_ident: #rt::tool::NotCalledDirectly<(&'__a (), #(#generics,)*)>,
             {
+                // The result is whatever the call site expects (`.await`, `?`, a comparison in a
+                // test): the refused bound is then the call's only error.
+                ::core::unreachable!("a tool is not called as a function")
             }
         }
     };

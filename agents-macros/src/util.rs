@@ -181,9 +181,35 @@ pub(crate) fn argument_docs(attrs: &[syn::Attribute]) -> Vec<(String, String)> {
     out
 }
 
+/// A description without its `# Arguments` section (up to the next heading), which the
+/// parameters' schemas carry instead.
+pub(crate) fn without_arguments_section(doc: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut skipping = false;
+    for line in doc.lines() {
+        if let Some(heading) = line.trim().strip_prefix('#') {
+            skipping = heading.trim_start_matches('#').trim().eq_ignore_ascii_case("arguments");
+            if skipping {
+                continue;
+            }
+        }
+        if !skipping {
+            out.push(line);
+        }
+    }
+    out.join("\n").trim().to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_description_leaves_the_arguments_section_out() {
+        let doc = "Records an injury.\n\n# Arguments\n\n* `athlete` - the id\n\n# Errors\n\nWhen unknown.";
+        assert_eq!(without_arguments_section(doc), "Records an injury.\n\n# Errors\n\nWhen unknown.");
+        assert_eq!(without_arguments_section("Lists."), "Lists.");
+    }
 
     #[test]
     fn argument_descriptions_come_from_the_arguments_section() {

@@ -700,6 +700,11 @@ where
     }
 }
 
+/// The last step of `agent!` (it receives the tools' manifest entries); named so because the
+/// compiler names it in the note of an error that arises in an agent's expansion.
+#[doc(hidden)]
+pub use agents_macros::__agent_finish as agent_manifest;
+
 /// What a direct call of a tool function asks for, and never gets: `#[tool]` turns the
 /// function into a marker type the runtime calls, so `my_tool(args)` is refused with this
 /// trait's message at the call.

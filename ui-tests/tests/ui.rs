@@ -16,14 +16,6 @@ fn ui() {
 /// that quote the case's own source (`NN | ...`) are the user's code and are not checked.
 #[test]
 fn messages_name_no_generated_item() {
-    // Cases whose message still names a generated assertion helper of `agent!`, or that quote
-    // a `__private` path the case itself writes; each is listed here until its message is fixed.
-    const KNOWN: &[&str] = &[
-        "fail/agent/hand_impl_registry_for_declared_agent.stderr",
-        "fail/grants/hand_impl_within_ceiling_blanket.stderr",
-        "fail/permission_outside_ceiling_same_name.stderr",
-        "fail/skill_names_other_tool_with_same_name.stderr",
-    ];
     let mut offenders = Vec::new();
     let mut checked = 0;
     let mut stack = vec![std::path::PathBuf::from("tests/ui")];
@@ -39,9 +31,6 @@ fn messages_name_no_generated_item() {
             }
             checked += 1;
             let shown = path.to_string_lossy().replace('\\', "/");
-            if KNOWN.iter().any(|k| shown.ends_with(k)) {
-                continue;
-            }
             let text = std::fs::read_to_string(&path).unwrap();
             for line in text.lines() {
                 // A quoted source line: `12 |     code`.
