@@ -70,9 +70,18 @@ impl Parse for AgentInput {
         let mut seen: Vec<String> = Vec::new();
         let mut tools_seen = false;
         while !input.is_empty() {
-            let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
-            input.parse::<Token![:]>()?;
+            let key: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected a key of `agent!`, written `key: value`, e.g. `tools: [list_athletes]`",
+                )
+            })?;
             let k = key.to_string();
+            let takes = key_takes(&k);
+            input.parse::<Token![:]>().map_err(|e| {
+                syn::Error::new(e.span(), format!("write `{k}: ...` with a colon; `{k}` takes {takes}"))
+            })?;
+            let wrong = |e: syn::Error| syn::Error::new(e.span(), format!("`{k}` takes {takes}"));
             if KEYS.contains(&k.as_str()) {
                 if seen.contains(&k) {
                     out.errors
@@ -81,21 +90,24 @@ impl Parse for AgentInput {
                 seen.push(k.clone());
             }
             match k.as_str() {
-                "name" => out.name = Some(input.parse()?),
-                "input" => out.input = Some(input.parse()?),
-                "output" => out.output = Some(input.parse()?),
+                "name" => out.name = Some(input.parse().map_err(wrong)?),
+                "input" => out.input = Some(input.parse().map_err(wrong)?),
+                "output" => out.output = Some(input.parse().map_err(wrong)?),
                 "tools" => {
                     tools_seen = true;
-                    out.tools = path_list(input)?;
+                    out.tools = path_list(input).map_err(wrong)?;
                 }
-                "ceiling" => out.ceiling = Some(path_list(input)?),
+                "ceiling" => out.ceiling = Some(path_list(input).map_err(wrong)?),
                 "skills" => {
+                    if !input.peek(syn::token::Brace) {
+                        return Err(wrong(input.error("")));
+                    }
                     let content;
                     syn::braced!(content in input);
                     while !content.is_empty() {
-                        let skill: Ident = content.parse()?;
-                        content.parse::<Token![:]>()?;
-                        let tools = path_list(&content)?;
+                        let skill: Ident = content.parse().map_err(wrong)?;
+                        content.parse::<Token![:]>().map_err(wrong)?;
+                        let tools = path_list(&content).map_err(wrong)?;
                         out.skills.push((skill, tools));
                         if !content.is_empty() {
                             content.parse::<Token![,]>()?;
@@ -103,12 +115,15 @@ impl Parse for AgentInput {
                     }
                 }
                 "limits" => {
+                    if !input.peek(syn::token::Brace) {
+                        return Err(wrong(input.error("")));
+                    }
                     let content;
                     syn::braced!(content in input);
                     while !content.is_empty() {
-                        let lk: Ident = content.parse()?;
-                        content.parse::<Token![:]>()?;
-                        let v: LitInt = content.parse()?;
+                        let lk: Ident = content.parse().map_err(wrong)?;
+                        content.parse::<Token![:]>().map_err(wrong)?;
+                        let v: LitInt = content.parse().map_err(wrong)?;
                         let name = lk.to_string();
                         if !LIMIT_KEYS.contains(&name.as_str()) {
                             out.errors.push(syn::Error::new(
@@ -170,6 +185,25 @@ impl Parse for AgentInput {
     }
 }
 
+/// What a key of `agent!` takes, with an example of the right form (for the error of a value
+/// of another shape).
+fn key_takes(key: &str) -> &'static str {
+    match key {
+        "name" => "the agent's name as a string, e.g. `name: \"triage\"`",
+        "input" => "the type of the agent's input, e.g. `input: String`",
+        "output" => "the type of the agent's output, e.g. `output: Summary`",
+        "tools" => {
+            "the tools it grants, as paths in square brackets, e.g. `tools: [list_athletes, tools::record_injury]`"
+        }
+        "ceiling" => {
+            "the permissions it may never exceed, as paths in square brackets (not strings), e.g. `ceiling: [perms::athlete::read]`"
+        }
+        "skills" => "named groups of its tools in braces, e.g. `skills: { triage: [list_athletes, record_injury] }`",
+        "limits" => "limits in braces, each a name and a positive integer, e.g. `limits: { max_iterations: 8 }`",
+        _ => "a value",
+    }
+}
+
 /// The largest value of a limit and its type's name, as `Limits` declares it.
 fn limit_range(key: &str) -> (u128, &'static str) {
     match key {
@@ -225,7 +259,7 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         let errs = errors.into_tokens();
         return quote!(#errs #strukt);
     }
-    let finish = quote!(#rt::__private::agent_finish);
+    let finish = quote!(#rt::tool::agent_manifest);
     // Each tool's macro appends its manifest entry and calls the next path in the list; the
     // last one is the finishing macro, which receives the empty list.
     // A tool named like one of this crate's macros is reached by its `__agents_tool_` name.
@@ -484,11 +518,11 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     let ceiling_checks = tools.iter().map(|(p, _)| {
         // The agent named with the tool's span, so an error lands on the tool in `tools`.
         let agent_here = Ident::new(&ident.to_string(), p.span());
-        quote_spanned!(p.span()=> __agents_within_ceiling::<#agent_here, #p>();)
+        quote_spanned!(p.span()=> let () = <#agent_here as #rt::WithinCeiling<<#p as #rt::Tool>::Permission>>::WITHIN;)
     });
     let skill_checks = agent.skills.iter().flat_map(|(_, paths)| paths).map(|p| {
         let agent_here = Ident::new(&ident.to_string(), p.span());
-        quote_spanned!(p.span()=> __agents_grants::<#agent_here, #p>();)
+        quote_spanned!(p.span()=> let () = <#agent_here as #rt::Grants<#p>>::GRANTED;)
     });
     let skill_specs = manifest.agent.skills.iter().map(|s| {
         let n = &s.name;
@@ -560,18 +594,11 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
             #(#same_uses)*
             #ceiling_impls
 
-            fn __agents_within_ceiling<__A, __T>()
-            where
-                __T: #rt::Tool,
-                __A: #rt::WithinCeiling<<__T as #rt::Tool>::Permission>,
-            {
-            }
             #[allow(dead_code)]
             fn __agents_check_ceiling() {
                 #(#ceiling_checks)*
             }
 
-            fn __agents_grants<__A: #rt::Grants<__T>, __T>() {}
             #[allow(dead_code)]
             fn __agents_check_skills() {
                 #(#skill_checks)*

@@ -21,11 +21,6 @@ pub(crate) fn runtime() -> TokenStream {
     quote!(::#ident)
 }
 
-/// The runtime path as a string for `#[serde(crate = "...")]`.
-pub(crate) fn runtime_str(path: &TokenStream) -> String {
-    path.to_string().replace(' ', "")
-}
-
 /// The calling crate's name for `agents-runtime`.
 fn runtime_name() -> String {
     if plain_dependency() { "agents_runtime".to_owned() } else { lookup() }

@@ -19,11 +19,18 @@ struct PermissionDecl {
 impl Parse for PermissionDecl {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
-        let area: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+        let area: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
+            syn::Error::new(e.span(), "a permission is written `area.action`, without quotes, e.g. `athlete.read`")
+        })?;
         input
             .parse::<Token![.]>()
             .map_err(|e| syn::Error::new(e.span(), "a permission is written `area.action`, e.g. `athlete.read`"))?;
-        let action: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+        let action: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "a permission is written `area.action`, e.g. `athlete.read`: the action is a name",
+            )
+        })?;
         Ok(PermissionDecl { attrs, area, action })
     }
 }
@@ -39,8 +46,12 @@ impl Parse for Input {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
-        input.parse::<Token![mod]>()?;
-        let name: Ident = input.parse()?;
+        const TAKES: &str = "`permissions!` takes a module of permissions, e.g. `permissions! { pub mod perms { athlete.read, injury.write } }`";
+        input.parse::<Token![mod]>().map_err(|e| syn::Error::new(e.span(), TAKES))?;
+        let name: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), TAKES))?;
+        if !input.peek(syn::token::Brace) {
+            return Err(input.error(TAKES));
+        }
         let content;
         syn::braced!(content in input);
         let perms = content.parse_terminated(PermissionDecl::parse, Token![,])?;

@@ -141,3 +141,96 @@ pub(crate) const STD_MACROS: &[&str] = &[
     "write",
     "writeln",
 ];
+
+/// The parameter descriptions of a doc comment, in the rustdoc convention: a `# Arguments`
+/// section of list items `` * `name` - what it is `` (a `-` item or a `:` separator is read
+/// too). A description may continue on the lines below its item.
+pub(crate) fn argument_docs(attrs: &[syn::Attribute]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut in_section = false;
+    for attr in attrs {
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        let syn::Meta::NameValue(nv) = &attr.meta else { continue };
+        let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value else { continue };
+        for line in s.value().lines() {
+            let line = line.trim();
+            if let Some(heading) = line.strip_prefix('#') {
+                in_section = heading.trim_start_matches('#').trim().eq_ignore_ascii_case("arguments");
+                continue;
+            }
+            if !in_section || line.is_empty() {
+                continue;
+            }
+            let item = line.strip_prefix("* ").or_else(|| line.strip_prefix("- "));
+            match item.and_then(|i| i.strip_prefix('`')).and_then(|i| i.split_once('`')) {
+                Some((name, rest)) => {
+                    let text = rest.trim_start().trim_start_matches(['-', ':', '–']).trim();
+                    out.push((name.trim_start_matches("r#").to_owned(), text.to_owned()));
+                }
+                None => {
+                    if let Some((_, text)) = out.last_mut() {
+                        text.push(' ');
+                        text.push_str(line);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A description without its `# Arguments` section (up to the next heading), which the
+/// parameters' schemas carry instead.
+pub(crate) fn without_arguments_section(doc: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut skipping = false;
+    for line in doc.lines() {
+        if let Some(heading) = line.trim().strip_prefix('#') {
+            skipping = heading.trim_start_matches('#').trim().eq_ignore_ascii_case("arguments");
+            if skipping {
+                continue;
+            }
+        }
+        if !skipping {
+            out.push(line);
+        }
+    }
+    out.join("\n").trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_leaves_the_arguments_section_out() {
+        let doc = "Records an injury.\n\n# Arguments\n\n* `athlete` - the id\n\n# Errors\n\nWhen unknown.";
+        assert_eq!(without_arguments_section(doc), "Records an injury.\n\n# Errors\n\nWhen unknown.");
+        assert_eq!(without_arguments_section("Lists."), "Lists.");
+    }
+
+    #[test]
+    fn argument_descriptions_come_from_the_arguments_section() {
+        let attrs: Vec<syn::Attribute> = vec![
+            syn::parse_quote!(#[doc = " Records an injury."]),
+            syn::parse_quote!(#[doc = ""]),
+            syn::parse_quote!(#[doc = " # Arguments"]),
+            syn::parse_quote!(#[doc = ""]),
+            syn::parse_quote!(#[doc = " * `athlete` - the athlete's id"]),
+            syn::parse_quote!(#[doc = " * `note`: what happened,"]),
+            syn::parse_quote!(#[doc = "   in the physio's words"]),
+            syn::parse_quote!(#[doc = ""]),
+            syn::parse_quote!(#[doc = " # Errors"]),
+            syn::parse_quote!(#[doc = " * `athlete` - not an argument line"]),
+        ];
+        assert_eq!(
+            argument_docs(&attrs),
+            [
+                ("athlete".to_owned(), "the athlete's id".to_owned()),
+                ("note".to_owned(), "what happened, in the physio's words".to_owned()),
+            ]
+        );
+    }
+}

@@ -11,14 +11,7 @@ pub use std::boxed::Box;
 pub use crate::tool::{IntoToolFuture, ToolFuture};
 pub use agents_core::seal;
 
-/// What a direct call of a tool function asks for, and never gets.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is a tool: it is not called as a function",
-    label = "a tool runs only through the runtime",
-    note = "grant it in `agent! {{ tools: [...] }}` and let the runtime call it (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call",
-    note = "to unit-test its body, move the logic into a plain function that the tool calls and test that, or call the tool through `Runtime::direct` with a scripted provider (and a `Confirmer` for an action tool)"
-)]
-pub trait NotCalledDirectly<Args> {}
+pub use crate::tool::NotCalledDirectly;
 
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
@@ -234,6 +227,27 @@ impl<'de> serde::Deserializer<'de> for MissingField {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
         unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
     }
+}
+
+/// The schema of a tool's arguments object: each field's schema (with whether it may be left
+/// out), in the order of the function's parameters; unknown fields are refused.
+pub fn object_schema(fields: Vec<(&'static str, (schemars::Schema, bool))>) -> schemars::Schema {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (name, (schema, optional)) in fields {
+        properties.insert(name.to_owned(), schema.to_value());
+        if !optional {
+            required.push(serde_json::Value::from(name));
+        }
+    }
+    let mut object = serde_json::Map::new();
+    object.insert("type".to_owned(), "object".into());
+    object.insert("properties".to_owned(), serde_json::Value::Object(properties));
+    if !required.is_empty() {
+        object.insert("required".to_owned(), serde_json::Value::Array(required));
+    }
+    object.insert("additionalProperties".to_owned(), false.into());
+    schemars::Schema::from(object)
 }
 
 /// Builds a tool's input schema once. The top-level `$schema`, `title` and the generated

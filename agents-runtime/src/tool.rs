@@ -585,13 +585,138 @@ pub fn linked_tools() -> Vec<&'static ToolSpec> {
     v
 }
 
-/// Converts a handler's return value into the tool result.
+/// Converts a handler's return value into the tool result: what a tool's return type must be.
+///
+/// A tool returns `Result<T, E>` where `T` is [`ToolSuccess`] (`serde::Serialize`) and `E` is
+/// [`ToolFailure`] (`Display`). `#[tool]` checks this at the function's return type, so a
+/// mistake is reported there, in these words, rather than inside the expansion.
+#[diagnostic::on_unimplemented(
+    message = "a tool returns `Result<T, E>` where `T: Serialize` and `E: Display`; `{Self}` is not a `Result`",
+    label = "a tool cannot return `{Self}`",
+    note = "wrap the value: `-> Result<{Self}, String>` and return `Ok(value)`; the error's text is what the model and the person read when the tool fails"
+)]
 pub trait IntoToolResult {
     /// The conversion.
     fn into_tool_result(self) -> Result<Value, ToolError>;
+
+    /// Boxes a tool's future whose output is `Self` (what `#[tool]` generates calls, at the
+    /// tool's return type, so that a return type or a future that is not `Send` is reported
+    /// on the user's tokens).
+    #[doc(hidden)]
+    fn tool_future<'a, F>(future: F) -> ToolFuture<'a>
+    where
+        F: std::future::Future<Output = Self> + Send + 'a,
+        Self: Sized,
+    {
+        ToolFuture(Box::pin(future))
+    }
 }
 
-impl<T: serde::Serialize, E: fmt::Display> IntoToolResult for Result<T, E> {
+/// What a tool's success value must be: it is sent to the model as JSON, so it implements
+/// `serde::Serialize`. Implemented for every such type; the trait exists so the compiler says
+/// this in a tool's terms.
+#[diagnostic::on_unimplemented(
+    message = "a tool's success value is sent to the model as JSON, but `{Self}` does not implement `serde::Serialize`",
+    label = "`{Self}` is not `Serialize`",
+    note = "derive it on your type: `#[derive(serde::Serialize)]`, or return a type that is (`String`, `serde_json::Value`, ...)"
+)]
+pub trait ToolSuccess: serde::Serialize {}
+
+#[diagnostic::do_not_recommend]
+impl<T: serde::Serialize + ?Sized> ToolSuccess for T {}
+
+/// What a tool's error must be: the model and the person read it as text, so it implements
+/// `Display`. Implemented for every such type; the trait exists so the compiler says this in
+/// a tool's terms.
+#[diagnostic::on_unimplemented(
+    message = "a tool's error is shown to the model and the person as text, but `{Self}` does not implement `std::fmt::Display`",
+    label = "`{Self}` is not `Display`",
+    note = "implement `Display` for your error type (or use `thiserror`), or return `Result<T, String>` and map the error: `.map_err(|e| e.to_string())`"
+)]
+pub trait ToolFailure: fmt::Display {}
+
+#[diagnostic::do_not_recommend]
+impl<T: fmt::Display + ?Sized> ToolFailure for T {}
+
+/// What a tool's parameter type must be: the model sends it as JSON and is told its shape by
+/// a JSON schema, so it implements `serde::Deserialize` and `schemars::JsonSchema` (and
+/// `Clone` and `Debug`, as the generated arguments type does). Implemented for every such
+/// type; the trait exists so the compiler says this at the parameter, in a tool's terms.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool parameter: the model sends it as JSON, so it must implement `serde::Deserialize`, `schemars::JsonSchema`, `Clone` and `Debug`",
+    label = "not a JSON argument",
+    note = "derive them on your type: `#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]`, or take a type that has them (`String`, `u64`, `Vec<String>`, ...)"
+)]
+pub trait ToolArgument: Sized {
+    /// Reads the field `field` of the arguments' object (`None` for an absent `Option`).
+    #[doc(hidden)]
+    fn read_field(map: &serde_json::Map<String, Value>, field: &'static str) -> Result<Self, serde_json::Error>;
+    /// The parameter's schema, with its description and secret mark, and whether it may be
+    /// left out.
+    #[doc(hidden)]
+    fn field_schema(
+        generator: &mut schemars::SchemaGenerator,
+        description: &str,
+        secret: bool,
+    ) -> (schemars::Schema, bool);
+    /// `Clone::clone`.
+    #[doc(hidden)]
+    fn clone_field(&self) -> Self;
+    /// `Debug::fmt`.
+    #[doc(hidden)]
+    fn debug_field(&self) -> &dyn fmt::Debug;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T> ToolArgument for T
+where
+    T: serde::de::DeserializeOwned + schemars::JsonSchema + Clone + fmt::Debug,
+{
+    fn read_field(map: &serde_json::Map<String, Value>, field: &'static str) -> Result<Self, serde_json::Error> {
+        crate::__private::arg_field(map, field)
+    }
+
+    fn field_schema(
+        generator: &mut schemars::SchemaGenerator,
+        description: &str,
+        secret: bool,
+    ) -> (schemars::Schema, bool) {
+        let mut schema = generator.subschema_for::<T>();
+        if !description.is_empty() {
+            schema.insert("description".to_owned(), Value::from(description));
+        }
+        if secret {
+            schema.insert("x-agents-secret".to_owned(), Value::Bool(true));
+        }
+        (schema, T::_schemars_private_is_option())
+    }
+
+    fn clone_field(&self) -> Self {
+        self.clone()
+    }
+
+    fn debug_field(&self) -> &dyn fmt::Debug {
+        self
+    }
+}
+
+/// The last step of `agent!` (it receives the tools' manifest entries); named so because the
+/// compiler names it in the note of an error that arises in an agent's expansion.
+#[doc(hidden)]
+pub use agents_macros::__agent_finish as agent_manifest;
+
+/// What a direct call of a tool function asks for, and never gets: `#[tool]` turns the
+/// function into a marker type the runtime calls, so `my_tool(args)` is refused with this
+/// trait's message at the call.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a tool: `#[tool]` made it a type the runtime calls, so it is not called as a function",
+    label = "a tool runs only through the runtime",
+    note = "grant it in `agent! {{ tools: [...] }}` and let the runtime call it (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call",
+    note = "to unit-test its body, move the logic into a plain function that the tool calls and test that, or call the tool through `Runtime::direct` with a scripted provider (and a `Confirmer` for an action tool)"
+)]
+pub trait NotCalledDirectly<Args> {}
+
+impl<T: ToolSuccess, E: ToolFailure> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         match self {
             Ok(v) => {

@@ -18,6 +18,12 @@ fn store() -> &'static Store {
 
 /// Lists the athletes of the caller's organisation, optionally filtered by squad or by a part
 /// of the name. Athlete users only ever see their own record.
+///
+/// # Arguments
+///
+/// * `squad` - only athletes of this squad, e.g. `U21`
+/// * `name` - a part of the first or last name to match
+/// * `include_inactive` - also list deactivated athletes (default false)
 #[tool(permission = perms::athlete::read, risk = low)]
 pub async fn list_athletes(
     cx: &ToolContext<'_>,
@@ -29,12 +35,24 @@ pub async fn list_athletes(
 }
 
 /// Gets one athlete's profile by id.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id, as `list_athletes` shows it
 #[tool(permission = perms::athlete::read, risk = low)]
 pub async fn get_athlete(cx: &ToolContext<'_>, athlete_id: String) -> Result<Athlete, ServiceError> {
     store().get_athlete(cx.principal(), &athlete_id)
 }
 
 /// Adds a new athlete to the organisation.
+///
+/// # Arguments
+///
+/// * `first_name` - the athlete's first name
+/// * `last_name` - the athlete's last name
+/// * `squad` - the squad they join, e.g. `First team`
+/// * `position` - their playing position, e.g. `winger`
+/// * `date_of_birth` - their date of birth, `YYYY-MM-DD`
 #[tool(permission = perms::athlete::write, mutating, title = "Add athlete", risk = low)]
 pub async fn create_athlete(
     cx: &ToolContext<'_>,
@@ -48,6 +66,12 @@ pub async fn create_athlete(
 }
 
 /// Changes an athlete's squad or position.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `squad` - the new squad, if it changes
+/// * `position` - the new position, if it changes
 #[tool(permission = perms::athlete::write, mutating, title = "Update athlete profile", risk = low)]
 pub async fn update_athlete(
     cx: &ToolContext<'_>,
@@ -61,6 +85,10 @@ pub async fn update_athlete(
 /// Delete or remove an athlete (player). The platform deletes athletes by soft-deleting them:
 /// their historical data is preserved for audit, but they are removed from active squads and
 /// lists. Use reactivate_athlete to undo.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the id of the athlete to deactivate
 #[tool(permission = perms::athlete::write, mutating, title = "Delete (deactivate) athlete", risk = medium)]
 pub async fn deactivate_athlete(cx: &ToolContext<'_>, athlete_id: String) -> Result<Value, ServiceError> {
     let a = store().deactivate_athlete(cx.principal(), &athlete_id)?;
@@ -68,12 +96,21 @@ pub async fn deactivate_athlete(cx: &ToolContext<'_>, athlete_id: String) -> Res
 }
 
 /// Returns a deactivated athlete to active squads and lists.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the id of the deactivated athlete
 #[tool(permission = perms::athlete::write, mutating, title = "Reactivate athlete", risk = low)]
 pub async fn reactivate_athlete(cx: &ToolContext<'_>, athlete_id: String) -> Result<Athlete, ServiceError> {
     store().reactivate_athlete(cx.principal(), &athlete_id)
 }
 
 /// Lists an athlete's injuries (open ones, or all with include_resolved).
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `include_resolved` - also list resolved injuries (default false)
 #[tool(permission = perms::injury::read, risk = low)]
 pub async fn list_injuries(
     cx: &ToolContext<'_>,
@@ -84,6 +121,10 @@ pub async fn list_injuries(
 }
 
 /// Gets one injury record by id.
+///
+/// # Arguments
+///
+/// * `injury_id` - the injury record's id
 #[tool(permission = perms::injury::read, risk = low)]
 pub async fn get_injury(cx: &ToolContext<'_>, injury_id: String) -> Result<Injury, ServiceError> {
     store().get_injury(cx.principal(), &injury_id)
@@ -91,6 +132,15 @@ pub async fn get_injury(cx: &ToolContext<'_>, injury_id: String) -> Result<Injur
 
 /// Records a new injury for an athlete. side is `left`, `right` or `n/a`; grade is 1 to 3
 /// when graded; onset defaults to today.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the injured athlete's id
+/// * `body_part` - the injured body part, e.g. `hamstring`
+/// * `side` - `left`, `right` or `n/a`
+/// * `description` - what happened, in the clinician's words
+/// * `grade` - the grade, 1 to 3, when graded
+/// * `onset` - the day it happened, `YYYY-MM-DD` (default today)
 #[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = medium)]
 pub async fn create_injury(
     cx: &ToolContext<'_>,
@@ -106,6 +156,12 @@ pub async fn create_injury(
 
 /// Updates an injury record: its status (`active`, `rehab`, `resolved`) or its description.
 /// Injury records are never deleted; a healed injury is marked resolved.
+///
+/// # Arguments
+///
+/// * `injury_id` - the injury record's id
+/// * `status` - the new status: `active`, `rehab` or `resolved`
+/// * `description` - the new description
 #[tool(permission = perms::injury::write, mutating, title = "Update injury record", risk = medium)]
 pub async fn update_injury(
     cx: &ToolContext<'_>,
@@ -117,12 +173,24 @@ pub async fn update_injury(
 }
 
 /// Shows an athlete's recent wellness check-ins.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::wellness::read, risk = low)]
 pub async fn get_wellness_history(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<Wellness>, ServiceError> {
     store().wellness_history(cx.principal(), &athlete_id)
 }
 
 /// Submits today's wellness check-in for an athlete: hours slept, soreness 1–10, mood 1–5.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `sleep_hours` - hours slept last night
+/// * `soreness` - muscle soreness, 1 (none) to 10 (severe)
+/// * `mood` - mood, 1 (low) to 5 (great)
+/// * `note` - anything else the athlete reports
 #[tool(permission = perms::wellness::write, mutating, title = "Submit wellness check-in", risk = low)]
 pub async fn submit_wellness(
     cx: &ToolContext<'_>,
@@ -136,12 +204,21 @@ pub async fn submit_wellness(
 }
 
 /// Shows an athlete's vitals (resting heart rate, HRV) from their devices.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::vitals::read, risk = low)]
 pub async fn get_vitals(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<Vitals>, ServiceError> {
     store().vitals(cx.principal(), &athlete_id)
 }
 
 /// Lists an athlete's training sessions of the last `days` days (default 28).
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `days` - how many days back to list (default 28)
 #[tool(permission = perms::workload::read, risk = low)]
 pub async fn list_sessions(
     cx: &ToolContext<'_>,
@@ -153,12 +230,24 @@ pub async fn list_sessions(
 
 /// Computes an athlete's acute:chronic workload ratio (7-day load over the 28-day weekly
 /// average of minutes × RPE). A description of load, not a diagnosis.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::workload::read, risk = low)]
 pub async fn get_workload_acwr(cx: &ToolContext<'_>, athlete_id: String) -> Result<Acwr, ServiceError> {
     store().acwr(cx.principal(), &athlete_id)
 }
 
 /// Logs a training session for an athlete (minutes, session RPE 1–10, days ago: 0 = today).
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `kind` - the kind of session, e.g. `pitch`, `gym`, `match`
+/// * `minutes` - its duration in minutes
+/// * `rpe` - the session's rating of perceived exertion, 1 to 10
+/// * `days_ago` - when it took place, in days before today (0 = today, the default)
 #[tool(permission = perms::workload::write, mutating, title = "Log training session", risk = low)]
 pub async fn log_session(
     cx: &ToolContext<'_>,
@@ -173,6 +262,10 @@ pub async fn log_session(
 
 /// Lists an athlete's return-to-play entries with their three sign-offs (physio, doctor,
 /// coach); an athlete is cleared only when all three are present.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::rtp::read, risk = low)]
 pub async fn list_rtp(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<RtpEntry>, ServiceError> {
     store().list_rtp(cx.principal(), &athlete_id)
@@ -180,6 +273,16 @@ pub async fn list_rtp(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<Rt
 
 /// Creates a return-to-play entry after an injury. Each sign-off flag signs as the current
 /// user and needs that user's own sign-off authority.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `injury_id` - the injury the athlete returns from
+/// * `stage` - the return-to-play stage reached, 1 to 6
+/// * `notes` - the clinician's notes on this stage
+/// * `physio_signoff` - sign off as the current user, if a physio
+/// * `doctor_signoff` - sign off as the current user, if a doctor
+/// * `coach_signoff` - sign off as the current user, if a coach
 #[tool(permission = perms::rtp::write, mutating, title = "Create return-to-play entry", risk = high)]
 #[allow(clippy::too_many_arguments)]
 pub async fn create_rtp(
@@ -206,6 +309,15 @@ pub async fn create_rtp(
 
 /// Updates a return-to-play entry: stage, notes, or a sign-off. Each sign-off flag signs as
 /// the current user and needs that user's own sign-off authority (physio, doctor or coach).
+///
+/// # Arguments
+///
+/// * `rtp_id` - the return-to-play entry's id
+/// * `stage` - the new stage, 1 to 6
+/// * `notes` - the new notes
+/// * `physio_signoff` - sign off as the current user, if a physio
+/// * `doctor_signoff` - sign off as the current user, if a doctor
+/// * `coach_signoff` - sign off as the current user, if a coach
 #[tool(permission = perms::rtp::write, mutating, title = "Update return-to-play entry", risk = high)]
 pub async fn update_rtp(
     cx: &ToolContext<'_>,
@@ -228,12 +340,24 @@ pub async fn update_rtp(
 }
 
 /// Lists an athlete's screening results (hop tests, Nordic strength, jumps).
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::screening::read, risk = low)]
 pub async fn list_screenings(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<Screening>, ServiceError> {
     store().list_screenings(cx.principal(), &athlete_id)
 }
 
 /// Records a screening result for an athlete.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `test` - the screening test, e.g. `single-leg hop`
+/// * `value` - the measured value
+/// * `unit` - the unit of the value, e.g. `cm`, `N`
+/// * `notes` - the tester's notes
 #[tool(permission = perms::screening::write, mutating, title = "Record screening result", risk = low)]
 pub async fn create_screening(
     cx: &ToolContext<'_>,
@@ -256,6 +380,10 @@ pub struct VideoSummary {
 }
 
 /// Lists an athlete's videos.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::video::read, risk = low)]
 pub async fn list_videos(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<VideoSummary>, ServiceError> {
     Ok(store()
@@ -269,6 +397,10 @@ pub async fn list_videos(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec
 /// count, view obliquity, coverage, and whether the rig is trustworthy. Report the caveats
 /// first; never average configurations into one accuracy figure; an omitted angle was
 /// refused by the observability gate and must not be estimated.
+///
+/// # Arguments
+///
+/// * `video_id` - the video's id, as `list_videos` shows it
 #[tool(permission = perms::video::read, risk = low)]
 pub async fn get_pose_metrics(cx: &ToolContext<'_>, video_id: String) -> Result<Value, ServiceError> {
     let v: Video = store().get_video(cx.principal(), &video_id)?;
@@ -296,6 +428,10 @@ pub async fn get_pose_metrics(cx: &ToolContext<'_>, video_id: String) -> Result<
 }
 
 /// Permanently deletes one video and its pose analysis. This cannot be undone.
+///
+/// # Arguments
+///
+/// * `video_id` - the id of the video to delete for good
 #[tool(permission = perms::video::delete, mutating, title = "Permanently delete video (cannot be undone)", risk = high)]
 pub async fn delete_video(cx: &ToolContext<'_>, video_id: String) -> Result<Value, ServiceError> {
     let gone = store().delete_videos(cx.principal(), std::slice::from_ref(&video_id))?;
@@ -303,6 +439,10 @@ pub async fn delete_video(cx: &ToolContext<'_>, video_id: String) -> Result<Valu
 }
 
 /// Permanently deletes several videos and their pose analyses. This cannot be undone.
+///
+/// # Arguments
+///
+/// * `video_ids` - the ids of the videos to delete for good
 #[tool(permission = perms::video::delete, mutating, title = "Permanently delete videos (cannot be undone)", risk = critical)]
 pub async fn delete_videos(cx: &ToolContext<'_>, video_ids: Vec<String>) -> Result<Value, ServiceError> {
     let gone = store().delete_videos(cx.principal(), &video_ids)?;
@@ -310,6 +450,10 @@ pub async fn delete_videos(cx: &ToolContext<'_>, video_ids: Vec<String>) -> Resu
 }
 
 /// Lists the wearable devices paired to an athlete (key fingerprints only, never keys).
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::device::manage, risk = low)]
 pub async fn list_devices(cx: &ToolContext<'_>, athlete_id: String) -> Result<Vec<Device>, ServiceError> {
     store().list_devices(cx.principal(), &athlete_id)
@@ -317,6 +461,10 @@ pub async fn list_devices(cx: &ToolContext<'_>, athlete_id: String) -> Result<Ve
 
 /// Rotates a device's key: a new key is issued and the old one stops working; the device
 /// must be re-paired.
+///
+/// # Arguments
+///
+/// * `device_id` - the device's id, as `list_devices` shows it
 #[tool(permission = perms::device::manage, mutating, title = "Rotate device key", risk = medium)]
 pub async fn rotate_device_key(cx: &ToolContext<'_>, device_id: String) -> Result<Device, ServiceError> {
     store().rotate_device_key(cx.principal(), &device_id)
@@ -324,6 +472,10 @@ pub async fn rotate_device_key(cx: &ToolContext<'_>, device_id: String) -> Resul
 
 /// Generates a status report for an athlete from the records the caller can read. Sections
 /// the caller's role cannot read are left out and named as such.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
 #[tool(permission = perms::report::generate, risk = low)]
 pub async fn generate_report(cx: &ToolContext<'_>, athlete_id: String) -> Result<Value, ServiceError> {
     let p = cx.principal();
@@ -347,6 +499,11 @@ pub async fn generate_report(cx: &ToolContext<'_>, athlete_id: String) -> Result
 
 /// Opens a page of the application for the user: `athlete`, `injuries`, `rtp`, `workload`,
 /// `wellness`, `videos` or `reports`, optionally for one record id.
+///
+/// # Arguments
+///
+/// * `page` - the page: `athlete`, `injuries`, `rtp`, `workload`, `wellness`, `videos` or `reports`
+/// * `id` - the record to open the page on, if any
 #[tool(permission = public, risk = low)]
 pub async fn open_page(page: String, id: Option<String>) -> Result<Value, ServiceError> {
     const PAGES: &[&str] = &["athlete", "injuries", "rtp", "workload", "wellness", "videos", "reports"];

@@ -13,6 +13,10 @@ fn store() -> &'static Store {
 
 /// Looks up a helpdesk policy by topic: leave, probation, equipment, software, password,
 /// tickets.
+///
+/// # Arguments
+///
+/// * `topic` - what the policy is about, e.g. `parental leave`
 #[tool(permission = public, risk = low)]
 pub async fn lookup_policy(topic: String) -> Result<Value, ServiceError> {
     let t = topic.to_lowercase();
@@ -39,6 +43,12 @@ pub async fn get_request_history(cx: &ToolContext<'_>) -> Result<Value, ServiceE
 
 /// Submits a leave request starting on start_date (YYYY-MM-DD) for a number of working days
 /// (half days allowed); kind is annual (default), sick or unpaid.
+///
+/// # Arguments
+///
+/// * `start_date` - the first day of leave, `YYYY-MM-DD`
+/// * `days` - how many working days (half days allowed, e.g. `2.5`)
+/// * `kind` - `annual` (the default), `sick` or `unpaid`
 #[tool(permission = perms::leave::request, mutating, title = "Submit leave request", risk = medium)]
 pub async fn submit_leave_request(
     cx: &ToolContext<'_>,
@@ -57,6 +67,12 @@ pub async fn list_my_tickets(cx: &ToolContext<'_>) -> Result<Vec<Ticket>, Servic
 
 /// Opens a support ticket. severity: 1 outage for many people, 2 one person blocked with no
 /// workaround, 3 a workaround exists, 4 a question or cosmetic issue.
+///
+/// # Arguments
+///
+/// * `summary` - what is wrong, in the user's words
+/// * `severity` - 1 outage for many people, 2 one person blocked with no workaround, 3 a workaround exists, 4 a question or cosmetic issue
+/// * `workaround` - the workaround in use, if any
 #[tool(permission = perms::ticket::open, mutating, title = "Open support ticket", risk = low)]
 pub async fn open_ticket(
     cx: &ToolContext<'_>,
@@ -69,6 +85,11 @@ pub async fn open_ticket(
 
 /// Requests a piece of equipment (dock, monitor, keyboard, headset, laptop) with a
 /// justification.
+///
+/// # Arguments
+///
+/// * `item` - the item: `dock`, `monitor`, `keyboard`, `headset` or `laptop`
+/// * `justification` - why it is needed
 #[tool(permission = perms::equipment::request, mutating, title = "Request equipment", risk = low)]
 pub async fn request_equipment(
     cx: &ToolContext<'_>,
@@ -79,6 +100,11 @@ pub async fn request_equipment(
 }
 
 /// Requests a software licence with a business justification.
+///
+/// # Arguments
+///
+/// * `name` - the software's name
+/// * `justification` - the business reason for the licence
 #[tool(permission = perms::software::request, mutating, title = "Request software", risk = low)]
 pub async fn request_software(
     cx: &ToolContext<'_>,
@@ -91,5 +117,9 @@ pub async fn request_software(
 /// Resets the password of an account. Identity changes are made by a person at the service
 /// desk after verifying the requester: calling this hands the request to that queue, and
 /// nothing is reset by the assistant.
+///
+/// # Arguments
+///
+/// * `account` - the account whose password is to be reset
 #[tool(permission = perms::identity::reset, handoff, risk = high)]
 pub fn reset_password(account: String);

@@ -1,0 +1,10 @@
+use agents_runtime::{NetAccess, tool};
+
+/// Fetches the weather.
+#[tool(permission = public, policy(net(hosts = "api.weather.example:443")))]
+async fn weather(net: NetAccess) -> Result<String, String> {
+    let _ = net;
+    Ok(String::new())
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+use agents_runtime::{permissions, tool};
+
+permissions! {
+    pub mod perms {
+        athlete.read,
+        injury.write,
+    }
+}
+
+/// Records an injury.
+#[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = "low")]
+async fn record_injury(athlete: String) -> Result<String, String> {
+    Ok(athlete)
+}
+
+fn main() {}

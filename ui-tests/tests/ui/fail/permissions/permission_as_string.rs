@@ -1,0 +1,9 @@
+use agents_runtime::permissions;
+
+permissions! {
+    pub mod perms {
+        "athlete.read",
+    }
+}
+
+fn main() {}

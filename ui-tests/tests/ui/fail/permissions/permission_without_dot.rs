@@ -1,0 +1,9 @@
+use agents_runtime::permissions;
+
+permissions! {
+    pub mod perms {
+        athlete_read,
+    }
+}
+
+fn main() {}

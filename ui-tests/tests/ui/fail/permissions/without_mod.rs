@@ -1,0 +1,9 @@
+use agents_runtime::permissions;
+
+permissions! {
+    perms {
+        athlete.read,
+    }
+}
+
+fn main() {}
