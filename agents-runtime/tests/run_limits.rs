@@ -252,8 +252,9 @@ async fn three_runs_per_user_the_fourth_is_refused_and_every_exit_frees_its_slot
     let panicking = rt.start::<Clinic>(u1.clone(), "cc-5", "panic".into()).unwrap();
     provider.gate("panic").add_permits(2);
     let out = panicking.wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert!(out.error.as_deref().unwrap().contains("the run task failed"), "{out:?}");
+    // The panic fails the call, not the run: the model is told and answers.
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.error, None);
     assert_eq!(ran("cc-5"), 1);
     assert_eq!(rt.active_runs(&u1), 0, "a panicking tool frees the slot");
 

@@ -1,0 +1,419 @@
+//! How a person decides on an action: the public vocabulary (modes, verdicts, why a question
+//! ended undecided, the [`Confirmer`] a direct session asks through) and [`Confirmation`], one
+//! pending action with one method per way of asking.
+
+use super::context::CallOutcome;
+use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
+use super::record::FinalOwed;
+use super::session::PendingProposal;
+use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
+use crate::BoxFuture;
+use crate::audit::AuditStatus;
+use crate::events::Event;
+use crate::token::ConfirmationToken;
+use crate::tool::{ErasedArgs, Registry};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How an action waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfirmMode {
+    /// The run pauses and a UI calls [`Runtime::decide`](super::Runtime::decide) (a confirm dialog).
+    #[default]
+    Dialog,
+    /// The turn ends with a proposal; the user's next message is classified (chat front ends).
+    /// While a proposal is pending the agent binds no tools.
+    Conversational,
+}
+
+/// A person's decision on a pending action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run exactly this call.
+    Approve,
+    /// Do not run it.
+    Reject,
+}
+
+/// Why a pending action ended without a person's decision. The `skipped` record's `reason`
+/// starts with its [`code`](Undecided::code) (`"disconnected: ..."`), so the audit log says what
+/// happened and never records a disconnect, a timeout, a stop or a shutdown as a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Undecided {
+    /// The client through which the person was asked disconnected.
+    Disconnected,
+    /// No answer within the confirmation timeout (the run's, or the client's own).
+    TimedOut,
+    /// The run or session was stopped.
+    Stopped,
+    /// The server shut down.
+    Shutdown,
+    /// The person dismissed the question without deciding.
+    Dismissed,
+    /// The call's caller went away (its future was dropped or its task ended) before the
+    /// call wrote a final record.
+    Abandoned,
+}
+
+impl Undecided {
+    /// Every reason, for readers that match on codes.
+    pub const ALL: [Undecided; 6] = [
+        Undecided::Disconnected,
+        Undecided::TimedOut,
+        Undecided::Stopped,
+        Undecided::Shutdown,
+        Undecided::Dismissed,
+        Undecided::Abandoned,
+    ];
+
+    /// The stable code that starts the record's reason.
+    pub fn code(self) -> &'static str {
+        match self {
+            Undecided::Disconnected => "disconnected",
+            Undecided::TimedOut => "timeout",
+            Undecided::Stopped => "stopped",
+            Undecided::Shutdown => "shutdown",
+            Undecided::Dismissed => "dismissed",
+            Undecided::Abandoned => "abandoned",
+        }
+    }
+
+    fn explanation(self) -> &'static str {
+        match self {
+            Undecided::Disconnected => "the client disconnected before the user decided; nothing ran",
+            Undecided::TimedOut => "no decision within the confirmation timeout; nothing ran",
+            Undecided::Stopped => "the run was stopped before this action ran",
+            Undecided::Shutdown => "the server shut down before the user decided; nothing ran",
+            Undecided::Dismissed => "the user dismissed the question without deciding; nothing ran",
+            Undecided::Abandoned => "the caller went away before this call finished; its outcome is unknown",
+        }
+    }
+
+    /// The record's reason: the code, a colon, and what it means.
+    pub fn reason(self) -> String {
+        format!("{}: {}", self.code(), self.explanation())
+    }
+
+    /// The reason a record's `reason` text names, if it starts with one of the codes.
+    pub fn of_reason(reason: &str) -> Option<Undecided> {
+        let code = reason.split_once(':').map_or(reason, |(c, _)| c);
+        Undecided::ALL.into_iter().find(|u| u.code() == code)
+    }
+}
+
+/// What a [`Confirmer`] learned from the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmAnswer {
+    /// The person decided.
+    Decided(Verdict),
+    /// The question ended without a decision, for this reason (recorded as `skipped`).
+    Undecided(Undecided),
+    /// No answer from this channel: the decision is left to
+    /// [`Runtime::decide`](super::Runtime::decide) or the confirmation timeout.
+    NoAnswer,
+}
+
+/// Why a decision was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    /// No call waits under this id (decided already, timed out, or never existed).
+    #[error("no action is waiting for a decision under `{0}`")]
+    NotPending(String),
+    /// The decision comes from another user or organisation than the run's.
+    #[error("only the user the run acts for can decide on its actions")]
+    NotYourRun,
+}
+
+/// What a person is asked to decide.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConfirmRequest {
+    /// The call.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The title a person reads.
+    pub title: String,
+    /// Redacted arguments.
+    pub args: Value,
+    /// Declared risk.
+    pub risk: String,
+    /// A normalized description of exactly what would run.
+    pub description: String,
+}
+
+/// Asks a person (for example through MCP elicitation).
+pub trait Confirmer: Send + Sync {
+    /// Asks. A channel that fails says why ([`ConfirmAnswer::Undecided`]); only an answer the
+    /// person gave is a [`Verdict`].
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer>;
+}
+
+/// How a direct call (no model loop, e.g. an MCP server) gets a person's decision.
+#[derive(Clone)]
+pub(super) enum DirectConfirm {
+    /// Ask through this callback (e.g. MCP elicitation).
+    Ask(Arc<dyn Confirmer>),
+    /// The client cannot ask: return a structured "confirmation required" result; nothing runs.
+    Unavailable,
+}
+
+/// A dialog-mode action waiting for [`Runtime::decide`](super::Runtime::decide), registered by
+/// call id with the user it may come from.
+pub(super) struct PendingDecision {
+    pub(super) user_id: String,
+    pub(super) org_id: String,
+    pub(super) tx: oneshot::Sender<Verdict>,
+}
+
+/// How a dialog wait ended.
+enum Waited {
+    /// A person decided, or the question ended undecided for this reason.
+    Answer(Result<Verdict, Undecided>),
+    /// Nobody answered within the confirmation timeout.
+    TimedOut,
+}
+
+/// One action call past the gate's checks, waiting for a person: one method per way of
+/// asking ([`conversational`](Self::conversational), [`unavailable`](Self::unavailable),
+/// [`dialog`](Self::dialog)).
+pub(super) struct Confirmation<'a, A, F> {
+    proposal: Proposal<'a, A, F>,
+    run: ActionFn,
+    /// Held by value only (the typed arguments are `Send`, not `Sync`).
+    typed: ErasedArgs,
+}
+
+/// What a person is asked about: the call, the MAC of its arguments and their description.
+struct Proposal<'a, A, F> {
+    checked: Checked<'a, A, F>,
+    args_hash: &'a str,
+    /// A normalized description of exactly what would run.
+    description: String,
+}
+
+impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
+    fn title(&self) -> &'static str {
+        self.checked.spec.title.unwrap_or(self.checked.spec.name)
+    }
+
+    fn confirm_required(&self) -> Event {
+        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
+        Event::ConfirmRequired {
+            run_id: ctx.ids.run_id.to_string(),
+            call_id: call.id.to_owned(),
+            tool: spec.name.into(),
+            title: self.title().into(),
+            args: redacted.as_value().clone(),
+            risk: spec.risk.as_str().into(),
+        }
+    }
+
+    /// Writes the record `status` of this call with `reason`; whether the log took it.
+    async fn record(&self, status: AuditStatus, reason: impl Into<String>) -> bool {
+        let Checked { ctx, base, redacted, .. } = &self.checked;
+        ctx.audit(base(status, redacted.clone()).reason(reason)).await.is_ok()
+    }
+
+    /// Writes this call's `proposed` record; whether the log took it.
+    async fn propose(&self) -> bool {
+        let Checked { ctx, base, redacted, .. } = &self.checked;
+        ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_ok()
+    }
+
+    /// The final record a proposal owes from now on, `status` unless written otherwise.
+    fn owed(&self, status: AuditStatus) -> FinalOwed<'a, A> {
+        FinalOwed::new(self.checked.ctx, (self.checked.base)(status, self.checked.redacted.clone()))
+    }
+
+    /// Ends the proposal without running it: the record, and a `tool_result` event.
+    async fn end(&self, owed: FinalOwed<'a, A>, status: AuditStatus, reason: impl Into<String>) {
+        owed.paid();
+        let _ = self.record(status, reason).await;
+        let shown = if status == AuditStatus::Rejected { "rejected" } else { "skipped" };
+        self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
+    }
+
+    /// What the confirmer shows the person.
+    fn request(&self) -> ConfirmRequest {
+        let Checked { call, spec, redacted, .. } = &self.checked;
+        ConfirmRequest {
+            call_id: call.id.to_owned(),
+            tool: spec.name.into(),
+            title: self.title().into(),
+            args: redacted.as_value().clone(),
+            risk: spec.risk.as_str().into(),
+            description: self.description.clone(),
+        }
+    }
+
+    /// Registers the call for [`Runtime::decide`](super::Runtime::decide) (deregistered on
+    /// every exit, so a late decision finds nothing) and waits for it or the confirmer.
+    async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>) -> Waited {
+        let Checked { ctx, call, .. } = &self.checked;
+        let (tx, rx) = oneshot::channel();
+        lock(&ctx.inner.decisions).insert(
+            call.id.to_owned(),
+            PendingDecision { user_id: ctx.principal.user_id.clone(), org_id: ctx.principal.org_id.clone(), tx },
+        );
+        struct Deregister<'a>(&'a std::sync::Mutex<std::collections::HashMap<String, PendingDecision>>, &'a str);
+        impl Drop for Deregister<'_> {
+            fn drop(&mut self) {
+                lock(self.0).remove(self.1);
+            }
+        }
+        let _dereg = Deregister(&ctx.inner.decisions, call.id);
+        ctx.emit(|| self.confirm_required());
+        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
+        let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
+        let decision = async move {
+            // A confirmer without an answer leaves the decision to `decide` or the timeout.
+            let from_confirmer = async move {
+                if let Some(f) = asked {
+                    match f.await {
+                        ConfirmAnswer::Decided(v) => return Ok(v),
+                        ConfirmAnswer::Undecided(why) => return Err(why),
+                        ConfirmAnswer::NoAnswer => {}
+                    }
+                }
+                std::future::pending().await
+            };
+            // The sender goes only with the registration, which lives as long as this wait.
+            first_of(from_confirmer, async move { rx.await.map_err(|_| Undecided::Stopped) }).await
+        };
+        match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
+            Some(Ok(answer)) => Waited::Answer(answer),
+            Some(Err(_)) => Waited::TimedOut,
+            None => Waited::Answer(Err(ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped))),
+        }
+    }
+}
+
+impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
+    pub(super) fn new(checked: Checked<'a, A, F>, args_hash: &'a str, run: ActionFn, typed: ErasedArgs) -> Self {
+        let spec = checked.spec;
+        let description = format!(
+            "{}: `{}` with {}",
+            spec.title.unwrap_or(spec.name),
+            spec.name,
+            agents_core::canonical::to_string(&checked.redacted)
+        );
+        Confirmation { proposal: Proposal { checked, args_hash, description }, run, typed }
+    }
+
+    /// Conversational mode. With the session's approval for this tool, the token is redeemed
+    /// for these exact arguments and the action runs; otherwise the proposal is audited, kept
+    /// in the session for the user's next message, and nothing runs.
+    pub(super) async fn conversational(self, approved: Option<(ConfirmationToken, String, String)>) -> CallOutcome {
+        let Confirmation { proposal, run, typed } = self;
+        let Checked { ctx, call, spec, .. } = proposal.checked;
+        if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
+            let session = ctx.ids.session_id.as_str();
+            if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+                let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
+                ctx.emit(|| Event::ToolDenied {
+                    run_id: ctx.ids.run_id.to_string(),
+                    call_id: call.id.to_owned(),
+                    tool: spec.name.into(),
+                    reason: e.to_string(),
+                });
+                return CallOutcome::err(format!(
+                    "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
+                ));
+            }
+            let owed = proposal.owed(AuditStatus::Failed);
+            return execute_approved(proposal.checked, run, typed, &token, owed).await;
+        }
+        if !proposal.propose().await {
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        ctx.emit(|| proposal.confirm_required());
+        if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
+            s.pending = Some(PendingProposal {
+                call_id: call.id.to_owned(),
+                tool: spec.name.into(),
+                title: proposal.title().into(),
+                args: proposal.checked.redacted.clone(),
+                args_hash: proposal.args_hash.to_owned(),
+                tier: spec.tier,
+            });
+        }
+        *lock(&ctx.awaiting) = true;
+        CallOutcome::ok(
+            json!({"status": "confirmation_required", "description": proposal.description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),
+        )
+    }
+
+    /// A direct session whose client cannot ask: audited `skipped`, and the caller gets a
+    /// structured "confirmation required" result; nothing runs.
+    pub(super) async fn unavailable(self) -> CallOutcome {
+        let proposal = self.proposal;
+        let reason = "confirmation required, but the client cannot ask the user; nothing ran";
+        if !proposal.record(AuditStatus::Skipped, reason).await {
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        let spec = proposal.checked.spec;
+        CallOutcome {
+            content: json!({"status": "confirmation_required", "tool": spec.name, "title": proposal.title(), "description": proposal.description, "args": proposal.checked.redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}),
+            is_error: true,
+            executed: false,
+        }
+    }
+
+    /// Dialog mode (and a direct session's confirmer): the proposal is audited, the person is
+    /// asked, and the call waits for [`Runtime::decide`](super::Runtime::decide) or the
+    /// confirmer, whichever answers first, within the confirmation timeout.
+    pub(super) async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
+        let Confirmation { proposal, run, typed } = self;
+        if !proposal.propose().await {
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        // From here the proposal owes exactly one final record, whatever happens to this future.
+        let owed = proposal.owed(AuditStatus::Skipped);
+        let asked = confirmer.map(|c| c.confirm(proposal.request()));
+        match proposal.wait(asked).await {
+            Waited::TimedOut => {
+                proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;
+                proposal.checked.ctx.cancel.cancel();
+                CallOutcome::err("The user did not confirm in time. The action did not run.")
+            }
+            Waited::Answer(Err(why)) => {
+                proposal.end(owed, AuditStatus::Skipped, why.reason()).await;
+                CallOutcome::err(match why {
+                    Undecided::Stopped | Undecided::Shutdown => "The run was cancelled before this action ran.",
+                    Undecided::TimedOut => "The user did not confirm in time. The action did not run.",
+                    _ => "The user's confirmation did not arrive, so the action did not run. Do not retry it unasked.",
+                })
+            }
+            Waited::Answer(Ok(Verdict::Reject)) => {
+                proposal.end(owed, AuditStatus::Rejected, "the user declined").await;
+                CallOutcome::err(REJECTED_MESSAGE)
+            }
+            Waited::Answer(Ok(Verdict::Approve)) => Confirmation { proposal, run, typed }.approved(owed).await,
+        }
+    }
+
+    /// The person approved: a token is minted for what they saw, the approval is audited,
+    /// and the token is redeemed for what will run.
+    async fn approved(self, owed: FinalOwed<'a, A>) -> CallOutcome {
+        let Confirmation { proposal, run, typed } = self;
+        let Checked { ctx, spec, .. } = proposal.checked;
+        let session = ctx.ids.session_id.as_str();
+        let token = ctx.inner.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl());
+        if !proposal.record(AuditStatus::Confirmed, format!("approved by the user; token {}", token.id())).await {
+            // The approval is not on record, so nothing runs; the proposal still ends.
+            owed.paid();
+            let reason = "the approval could not be recorded in the audit log; nothing ran";
+            let _ = proposal.record(AuditStatus::Skipped, reason).await;
+            return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+            owed.paid();
+            let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
+            return CallOutcome::err(format!("{e}; nothing ran"));
+        }
+        execute_approved(proposal.checked, run, typed, &token, owed).await
+    }
+}

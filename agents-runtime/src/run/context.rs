@@ -1,0 +1,349 @@
+//! One run's context: who it acts for, its availability snapshot, its ids and how it writes
+//! records and events. A direct session has one too (with a confirmer instead of a loop).
+
+use super::confirm::DirectConfirm;
+use super::gate::gate_call;
+use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
+use super::runtime::{DisabledFallback, Inner};
+use super::session::push_digest;
+use super::{ConfirmMode, Undecided, lock};
+use crate::BoxFuture;
+use crate::audit::{AuditError, AuditResult, AuditStatus};
+use crate::core::redact::{SecretSchema, redact};
+use crate::core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
+use crate::events::{Event, EventBus};
+use crate::provider::ToolCallRequest;
+use crate::token::ConfirmationToken;
+use crate::tool::{CallContext, NestedInvoker, Registry, ToolEntry, ToolError};
+use serde_json::{Value, json};
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub(super) struct RunCtx<A> {
+    pub(super) inner: Arc<Inner>,
+    pub(super) principal: Arc<Principal>,
+    pub(super) bus: Arc<EventBus>,
+    pub(super) cancel: CancellationToken,
+    pub(super) limits: Limits,
+    /// The run's ids and who it acts for, as every audit record repeats them.
+    pub(super) ids: RecordIds,
+    /// The availability snapshot, by position in `A::tools()`; set once when the run starts
+    /// (empty until then: nothing is available).
+    pub(super) snapshot: OnceLock<Vec<bool>>,
+    pub(super) awaiting: Mutex<bool>,
+    nested: std::sync::atomic::AtomicU64,
+    pub(super) direct: Option<DirectConfirm>,
+    /// Why `cancel` was cancelled, when someone said (a direct session's owner); a plain stop
+    /// otherwise.
+    pub(super) stop_reason: OnceLock<Undecided>,
+    /// What the run's tools call other granted tools through (see [`nested_invoker`]).
+    invoker: NestedInvoker,
+    /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
+    /// call in this run.
+    facts: Box<[OnceLock<ToolFacts>]>,
+    _agent: PhantomData<fn() -> A>,
+}
+
+/// What the gate needs of one tool on every call: the shared text its records carry and its
+/// input schema with whether that marks anything secret.
+pub(super) struct ToolFacts {
+    pub(super) name: SharedStr,
+    pub(super) title: Option<SharedStr>,
+    pub(super) schema: SecretSchema<'static>,
+    /// Whether the run's role holds the tool's permission, read from the role map (which does
+    /// not change while the runtime lives), not from the availability snapshot.
+    pub(super) permitted: bool,
+}
+
+/// One tool call as the gate reads it, borrowed from the request that carries it.
+#[derive(Clone, Copy)]
+pub(super) struct CallRef<'a> {
+    pub(super) id: &'a str,
+    pub(super) name: &'a str,
+    pub(super) arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCallRequest> for CallRef<'a> {
+    fn from(call: &'a ToolCallRequest) -> Self {
+        CallRef { id: &call.id, name: &call.name, arguments: &call.arguments }
+    }
+}
+
+/// What the gate hands back to the model for one call.
+pub(super) struct CallOutcome {
+    pub(super) content: Value,
+    pub(super) is_error: bool,
+    /// The tool ran and this is its result (not a refusal, substitute or handoff notice).
+    pub(super) executed: bool,
+}
+
+impl CallOutcome {
+    pub(super) fn ok(v: Value) -> Self {
+        CallOutcome { content: v, is_error: false, executed: false }
+    }
+    pub(super) fn err(msg: impl Into<String>) -> Self {
+        CallOutcome { content: json!({"error": msg.into()}), is_error: true, executed: false }
+    }
+}
+
+impl<A: Registry> RunCtx<A> {
+    /// A new run (or direct session) of `A` for `principal` in `session_id`, with fresh ids.
+    pub(super) fn new(
+        inner: &Arc<Inner>,
+        principal: Principal,
+        session_id: &str,
+        limits: Limits,
+        bus: Arc<EventBus>,
+        cancel: CancellationToken,
+        direct: Option<DirectConfirm>,
+    ) -> Arc<Self> {
+        let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+        Arc::new_cyclic(|run| RunCtx::<A> {
+            inner: inner.clone(),
+            ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
+            principal: Arc::new(principal),
+            bus,
+            cancel,
+            limits,
+            snapshot: OnceLock::new(),
+            awaiting: Mutex::new(false),
+            nested: std::sync::atomic::AtomicU64::new(0),
+            stop_reason: OnceLock::new(),
+            direct,
+            invoker: nested_invoker(run.clone()),
+            facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
+            _agent: PhantomData,
+        })
+    }
+
+    /// Publishes an event; it is built only when someone subscribes (events are a view, the
+    /// audit log is the record).
+    pub(super) fn emit(&self, e: impl FnOnce() -> Event) {
+        if self.bus.has_subscribers() {
+            self.bus.publish(e());
+        }
+    }
+
+    /// The position of `name` in `A::tools()` when it is in this run's availability snapshot.
+    pub(super) fn available_index(&self, name: &str) -> Option<usize> {
+        let i = A::tool_index(name)?;
+        self.snapshot.get()?.get(i).copied().unwrap_or(false).then_some(i)
+    }
+
+    /// The positions in `A::tools()` of the available tools, in name order.
+    pub(super) fn available(&self) -> impl Iterator<Item = usize> + '_ {
+        let on = self.snapshot.get().map(Vec::as_slice).unwrap_or_default();
+        on.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i)
+    }
+
+    pub(super) fn token_ttl(&self) -> Duration {
+        Duration::from_secs(self.limits.token_ttl_secs)
+    }
+
+    /// Emits a `tool_result` event with the result redacted.
+    pub(super) fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<&Value>) {
+        self.emit(|| Event::ToolResult {
+            run_id: self.ids.run_id.to_string(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            status: status.to_owned(),
+            result: result.map(|v| redact(v, None, &self.inner.redaction)),
+        });
+    }
+
+    /// Builds the record now and hands it to the sink; the future only waits for the sink
+    /// (it holds no record, so the gate's own future stays small). The sealed record the sink
+    /// returns is not needed here: it is dropped where it arrives rather than passed up.
+    pub(super) fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
+        let record = self.ids.record(f);
+        // A sink that answers at once has its sealed record dropped here; the future then
+        // holds only the outcome.
+        let answer = self.inner.audit.append(record).outcome_now();
+        async move {
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(pending) => pending.await.map(drop),
+            };
+            if let Err(e) = &answer {
+                tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
+            }
+            answer
+        }
+    }
+
+    /// Audits and tells the model a call was refused; nothing ran.
+    /// Boxed: refusals are the rare path, and the gate's future should not carry their state.
+    pub(super) fn deny<'a>(
+        &'a self,
+        call: CallRef<'a>,
+        spec: Option<&'static ToolSpec>,
+        args: Option<Value>,
+        reason: String,
+    ) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let mut f = RecordFields::new(AuditStatus::Denied);
+            f.call_id = Some(call.id.into());
+            f.tool = Some(call.name.into());
+            f.tier = spec.map(|s| s.tier);
+            f.reason = Some(reason.clone());
+            f.args = args.map(SharedValue::from);
+            let _ = self.audit(f).await;
+            self.emit(|| Event::ToolDenied {
+                run_id: self.ids.run_id.to_string(),
+                call_id: call.id.to_owned(),
+                tool: call.name.to_owned(),
+                reason: reason.clone(),
+            });
+            CallOutcome::err(reason)
+        })
+    }
+
+    pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
+        schema.redact(args, &self.inner.redaction)
+    }
+
+    /// The approval a conversational action call redeems (taken from the session, so it is
+    /// used at most once), and the call id its records carry: the proposal's when the call
+    /// carries out an approved proposal, so proposal, confirmation and execution join in the
+    /// audit log; otherwise the call's own.
+    pub(super) fn approval(
+        &self,
+        spec: &'static ToolSpec,
+        call_id: &str,
+    ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
+        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational
+            && spec.tier == Tier::Action
+            && self.direct.is_none()
+        {
+            lock(&self.inner.sessions).get_mut(self.ids.session_id.as_str()).and_then(|s| s.approved.take())
+        } else {
+            None
+        };
+        let records_call_id = match &approved {
+            Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.as_str().into(),
+            _ => call_id.into(),
+        };
+        (approved, records_call_id)
+    }
+
+    /// The facts of the tool at `index` in `A::tools()`.
+    pub(super) fn facts(&self, index: usize, entry: &ToolEntry<A>) -> &ToolFacts {
+        self.facts[index].get_or_init(|| ToolFacts {
+            name: entry.spec.name.into(),
+            title: entry.spec.title.map(Into::into),
+            schema: SecretSchema::new((entry.schema)()),
+            permitted: self.inner.roles.has_permission(&self.principal.role, entry.spec.permission),
+        })
+    }
+
+    /// What a record keeps of a result: its SHA-256, or the redacted value when the runtime
+    /// records raw results.
+    pub(super) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
+        if self.inner.raw_results {
+            AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
+        } else {
+            // The canonical text is written into a buffer each thread keeps between calls
+            // (dropped when a large result grew it), then hashed.
+            thread_local! {
+                static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            }
+            TEXT.with_borrow_mut(|text| {
+                text.clear();
+                agents_core::canonical::write_to(schema_free, text);
+                let digest = AuditResult::sha256_of(text.as_bytes());
+                if text.capacity() > RESULT_TEXT_KEPT {
+                    *text = String::new();
+                }
+                digest
+            })
+        }
+    }
+
+    /// Remembers an executed result in the session's digest.
+    pub(super) fn push_digest(&self, tool: &str, result: &Value) {
+        let mut sessions = lock(&self.inner.sessions);
+        if let Some(s) = sessions.get_mut(self.ids.session_id.as_str()) {
+            push_digest(s, tool, result);
+        }
+    }
+
+    pub(super) fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {
+        CallContext {
+            principal: self.principal.clone(),
+            run_id: self.ids.run_id.clone(),
+            session_id: self.ids.session_id.clone(),
+            call_id,
+            spec,
+            invoker: Some(self.invoker.clone()),
+            approved: None,
+        }
+    }
+}
+
+/// How a tool calls another granted tool: through the gate of the run it belongs to. Built
+/// once per run, it holds the run weakly (the run holds it, so a strong reference would keep
+/// the run alive for ever). A tool only has its context while the run is calling it, so the
+/// run is always there when the tool invokes; the refusal covers the impossible case.
+fn nested_invoker<A: Registry>(run: Weak<RunCtx<A>>) -> NestedInvoker {
+    Arc::new(move |name: &'static str, args: Value| {
+        let run = run.upgrade();
+        Box::pin(async move {
+            let Some(me) = run else {
+                return Err(ToolError::new("the run this call belongs to has ended; nothing ran"));
+            };
+            let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let call = ToolCallRequest {
+                id: format!("{}-nested-{n}", me.ids.run_id),
+                name: name.to_owned(),
+                arguments: args.to_string(),
+            };
+            let out = gate_call(&me, CallRef::from(&call)).await;
+            if out.is_error {
+                Err(ToolError::new(
+                    out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
+                ))
+            } else {
+                Ok(out.content)
+            }
+        }) as BoxFuture<'static, Result<Value, ToolError>>
+    })
+}
+
+/// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that
+/// record could not be written: nothing may run (fail closed).
+pub(super) async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Vec<bool>> {
+    let (snapshot, notice) = snapshot_of::<A>(ctx).await;
+    let mut started = RecordFields::new(AuditStatus::RunStarted);
+    let names: Vec<&str> = A::tools().iter().zip(&snapshot).filter(|(_, on)| **on).map(|(t, _)| t.name).collect();
+    started.result = Some(AuditResult::Value(json!({"available_tools": names})));
+    ctx.audit(started).await.ok()?;
+    if let Some(n) = notice {
+        let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(n)).await;
+    }
+    Some(snapshot)
+}
+
+/// Grants ∩ role ∩ not disabled, by position in `A::tools()`, and the notice to record when
+/// the disable list could not be read.
+async fn snapshot_of<A: Registry>(ctx: &RunCtx<A>) -> (Vec<bool>, Option<String>) {
+    let inner = &ctx.inner;
+    let role_set: Vec<bool> =
+        A::tools().iter().map(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).collect();
+    let Some(d) = &inner.disabled else { return (role_set, None) };
+    match d.disabled().await {
+        Ok(off) => (A::tools().iter().zip(role_set).map(|(t, held)| held && !off.contains(t.name)).collect(), None),
+        Err(e) => match inner.disabled_fallback {
+            DisabledFallback::RoleOnly => {
+                tracing::warn!(error = %e, "disable list unreadable; using the role-only tool set");
+                (role_set, Some(format!("disable list unreadable ({e}); fell back to the role-only tool set")))
+            }
+            DisabledFallback::FailClosed => {
+                tracing::warn!(error = %e, "disable list unreadable; offering no tools");
+                let notice = format!("disable list unreadable ({e}); offering no tools (fail closed)");
+                (vec![false; A::tools().len()], Some(notice))
+            }
+        },
+    }
+}

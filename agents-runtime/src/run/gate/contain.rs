@@ -1,0 +1,103 @@
+//! A tool's own run, contained: a panic, a tool that does not finish within the per-call
+//! deadline, and a stop of the run all end the call with a `failed` record instead of
+//! ending (or holding) the run; and a result larger than the runtime's bound is cut before
+//! the model, the events or the audit log see it.
+
+use crate::run::context::RunCtx;
+use crate::run::session::json_prefix;
+use crate::run::{Undecided, unless_cancelled};
+use crate::tool::{CallContext, ErasedArgs, ToolError, ToolFuture};
+use serde_json::{Value, json};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// What the model and the record are told when a tool panicked. The panic's own text is
+/// withheld everywhere but the process's panic hook: it may quote the call's arguments.
+pub(in crate::run) const PANICKED: &str =
+    "panicked: the tool failed unexpectedly and its message is withheld; its outcome is unknown";
+
+/// Runs the handler `run` on `cx`: its result, or a [`ToolError`] saying why it ended without
+/// one (a panic, the deadline, a stop).
+pub(in crate::run) async fn run_contained<A>(
+    ctx: &RunCtx<A>,
+    run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
+    cx: &CallContext,
+    typed: ErasedArgs,
+) -> Result<Value, ToolError> {
+    let mut call = match catch_unwind(AssertUnwindSafe(|| run(cx, typed))) {
+        Ok(call) => call,
+        Err(_) => return Err(ToolError::new(PANICKED)),
+    };
+    let polled = std::future::poll_fn(move |task| {
+        match catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut call).poll(task))) {
+            Ok(poll) => poll,
+            Err(_) => std::task::Poll::Ready(Err(ToolError::new(PANICKED))),
+        }
+    });
+    let deadline = ctx.inner.tool_timeout;
+    match unless_cancelled(&ctx.cancel, tokio::time::timeout(deadline, polled)).await {
+        Some(Ok(result)) => result,
+        Some(Err(_)) => Err(ToolError::new(format!(
+            "{}: the tool did not finish within {} s and was ended; its outcome is unknown",
+            Undecided::TimedOut.code(),
+            deadline.as_secs_f64()
+        ))),
+        None => {
+            let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
+            Err(ToolError::new(format!(
+                "{}: the run was stopped while the tool ran; it was ended and its outcome is unknown",
+                why.code()
+            )))
+        }
+    }
+}
+
+/// `value` when its compact JSON text fits `max` bytes; otherwise a notice that it was cut,
+/// with the start of the text, and the reason the `executed` record carries.
+pub(in crate::run) fn bounded(value: Value, max: usize) -> (Value, Option<String>) {
+    let size = json_size(&value);
+    if size <= max {
+        return (value, None);
+    }
+    // The kept start: at most `max` bytes of text (a character takes up to four).
+    let mut kept = json_prefix(&value, max);
+    while kept.len() > max {
+        kept.pop();
+    }
+    let notice = format!("the result was cut: {size} bytes of JSON, more than the {max} bytes a result may have");
+    (json!({"truncated": true, "notice": notice, "start": kept}), Some(notice))
+}
+
+/// The length in bytes of a value's compact JSON text, counted without writing it.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, value);
+    n.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_within_the_bound_is_kept_and_a_larger_one_is_cut_with_a_notice() {
+        let small = json!({"a": "x".repeat(10)});
+        assert_eq!(bounded(small.clone(), 100), (small, None));
+        let big = json!({"a": "é".repeat(1000)});
+        let (cut, notice) = bounded(big.clone(), 100);
+        assert!(notice.unwrap().contains(&json_size(&big).to_string()));
+        assert_eq!(cut["truncated"], json!(true));
+        let start = cut["start"].as_str().unwrap();
+        assert!(start.len() <= 100 && big.to_string().starts_with(start), "{start}");
+        assert_eq!(json_size(&big), big.to_string().len());
+    }
+}

@@ -1,0 +1,252 @@
+//! The gate every tool call passes: lookup in the availability snapshot → strict parse →
+//! typed parse → permission → interceptors → the call's tier (`read`, `action`, `handoff`).
+
+mod action;
+mod contain;
+mod handoff;
+mod read;
+
+pub(in crate::run) use action::{ActionFn, execute_approved};
+pub(in crate::run) use contain::run_contained;
+
+use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
+use super::record::RecordFields;
+use crate::audit::AuditStatus;
+use crate::core::redact::SecretSchema;
+use crate::core::{SharedValue, Tier, ToolSpec};
+use crate::events::Event;
+use crate::interceptor::{Decision, Interception};
+use crate::tool::{ErasedArgs, Handler, Registry, ToolEntry, ToolError};
+use serde_json::Value;
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// One call past the gate's checks: what the rest of it and its records share.
+pub(in crate::run) struct Checked<'a, A, F> {
+    pub(in crate::run) ctx: &'a Arc<RunCtx<A>>,
+    pub(in crate::run) call: CallRef<'a>,
+    pub(in crate::run) spec: &'static ToolSpec,
+    /// Builds a record of this call with a status and its (redacted) arguments.
+    pub(in crate::run) base: F,
+    pub(in crate::run) redacted: SharedValue,
+}
+
+/// What builds the records of one call (see [`Checked::base`]).
+pub(in crate::run) trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
+
+impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
+
+/// The arguments of a call that passed the checks: typed for the handler, their MAC (actions
+/// only, else empty) and the redacted copy the records hold.
+struct Admitted {
+    typed: ErasedArgs,
+    args_hash: String,
+    redacted: SharedValue,
+}
+
+/// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
+/// run loop), and only a nested call (a tool calling another through the gate) boxes it.
+pub(in crate::run) fn gate_call<'a, A: Registry>(
+    ctx: &'a Arc<RunCtx<A>>,
+    call: CallRef<'a>,
+) -> impl Future<Output = CallOutcome> + Send + 'a {
+    let span = tracing::info_span!("agent.tool_call", run_id = %ctx.ids.run_id, tool = %call.name, call_id = %call.id);
+    async move {
+        // 1. lookup: only names in the availability snapshot exist for this run.
+        let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
+        let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
+        let spec = entry.spec;
+        let facts = ctx.facts(index, &entry);
+        // 2.-3. parse, permission, interceptors.
+        let Admitted { typed, args_hash, redacted } = match check(ctx, call, &entry, facts).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return refused,
+        };
+        // Conversational mode: the call the model re-issues after the user confirmed carries
+        // the proposal's token; its records keep the proposal's call id so the proposal, the
+        // confirmation and the execution join in the audit log.
+        let (approved, shared_call_id) = ctx.approval(spec, call.id);
+        let (shared_tool, shared_title) = (&facts.name, &facts.title);
+        // A record of this call; its records share the redacted arguments.
+        let base = |status: AuditStatus, args: SharedValue| {
+            let mut f = RecordFields::new(status);
+            f.call_id = Some(shared_call_id.clone());
+            f.tool = Some(shared_tool.clone());
+            f.tier = Some(spec.tier);
+            f.title = shared_title.clone();
+            f.args = Some(args);
+            f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
+            f
+        };
+        let checked = Checked { ctx, call, spec, base, redacted };
+        // 4. tier.
+        match entry.handler {
+            Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
+            Handler::Read(run) => {
+                // Only actions are approved; not kept in the gate's future across the waits.
+                drop(approved);
+                read::call(checked, shared_call_id.clone(), run, typed).await
+            }
+            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, run, typed)).await,
+        }
+    }
+    .instrument(span)
+}
+
+/// Refuses a name outside the availability snapshot, saying whether it exists at all.
+async fn refuse_unknown<A: Registry>(ctx: &Arc<RunCtx<A>>, call: CallRef<'_>) -> CallOutcome {
+    let reason = if A::tool_spec(call.name).is_some() {
+        format!("unknown tool `{}`: it is not available to you in this session", call.name)
+    } else {
+        format!("unknown tool `{}`", call.name)
+    };
+    ctx.emit(|| Event::ToolCall {
+        run_id: ctx.ids.run_id.to_string(),
+        call_id: call.id.to_owned(),
+        tool: call.name.to_owned(),
+        args: None,
+    });
+    ctx.deny(call, None, None, reason).await
+}
+
+/// The strict parse, the typed parse, the permission and the interceptors. Refusal texts are
+/// made before any wait, so the errors they describe are not kept in the gate's future.
+async fn check<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    entry: &ToolEntry<A>,
+    facts: &ToolFacts,
+) -> Result<Admitted, CallOutcome> {
+    let (spec, schema) = (entry.spec, facts.schema);
+    let parsed = agents_core::strict::parse_args(call.arguments)
+        .map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+    let mut args = match parsed {
+        Ok(v) => v,
+        Err(reason) => return Err(ctx.deny(call, Some(spec), None, reason).await),
+    };
+    // The redacted copy the records hold is made once the arguments are final (below); the
+    // event and the refusals before that redact on the spot.
+    ctx.emit(|| Event::ToolCall {
+        run_id: ctx.ids.run_id.to_string(),
+        call_id: call.id.to_owned(),
+        tool: call.name.to_owned(),
+        args: Some(ctx.redact_args(schema, &args)),
+    });
+    let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+    let mut typed = match parsed {
+        Ok(t) => t,
+        Err(reason) => return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await),
+    };
+    // Permission is decided before any business check (defence in depth on top of the snapshot).
+    if !facts.permitted {
+        let reason = format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role);
+        return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await);
+    }
+    intercept(ctx, call, entry, schema, &mut args, &mut typed).await?;
+    // Binds a person's approval to the exact arguments: action calls only.
+    let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
+    // The arguments are final: the records' redacted copy is the value itself when nothing in
+    // it is secret.
+    let redacted = SharedValue::from(schema.redact_owned(args, &ctx.inner.redaction));
+    Ok(Admitted { typed, args_hash, redacted })
+}
+
+/// The interceptors, in the order added: each may let the call through, refuse it, replace
+/// its arguments (audited `modified`) or answer in its place (audited `substituted`).
+async fn intercept<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    entry: &ToolEntry<A>,
+    schema: SecretSchema<'static>,
+    args: &mut Value,
+    typed: &mut ErasedArgs,
+) -> Result<(), CallOutcome> {
+    let spec = entry.spec;
+    for interceptor in &ctx.inner.interceptors {
+        let interception = Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str() };
+        let refusal = match interceptor.before_call(interception).await {
+            Decision::Proceed => None,
+            Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
+            Decision::ProceedWith(new_args) => {
+                let replaced = agents_core::strict::check_value(&new_args)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| (entry.parse)(&new_args));
+                match replaced {
+                    Err(e) => Some(format!("an interceptor produced invalid arguments: {e}")),
+                    Ok(t) => {
+                        (*typed, *args) = (t, new_args);
+                        let modified = ctx.audit(RecordFields {
+                            call_id: Some(call.id.into()),
+                            tool: Some(spec.name.into()),
+                            tier: Some(spec.tier),
+                            args: Some(ctx.redact_args(schema, args).into()),
+                            reason: Some("an interceptor replaced the arguments".into()),
+                            ..RecordFields::new(AuditStatus::Modified)
+                        });
+                        if modified.await.is_err() {
+                            return Err(CallOutcome::err("the audit log is unavailable; nothing ran"));
+                        }
+                        None
+                    }
+                }
+            }
+            Decision::Substitute(result) => return Err(substitute(ctx, call, spec, schema, args, result).await),
+        };
+        if let Some(reason) = refusal {
+            return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, args)), reason).await);
+        }
+    }
+    Ok(())
+}
+
+/// An interceptor answered in the tool's place: audited `substituted`, and that answer is the
+/// call's result; the tool does not run.
+async fn substitute<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    schema: SecretSchema<'static>,
+    args: &Value,
+    result: Value,
+) -> CallOutcome {
+    let substituted = ctx.audit(RecordFields {
+        call_id: Some(call.id.into()),
+        tool: Some(spec.name.into()),
+        tier: Some(spec.tier),
+        args: Some(ctx.redact_args(schema, args).into()),
+        result: Some(ctx.result_for_audit(&result)),
+        ..RecordFields::new(AuditStatus::Substituted)
+    });
+    if substituted.await.is_err() {
+        return CallOutcome::err("the audit log is unavailable; nothing ran");
+    }
+    ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
+    CallOutcome::ok(result)
+}
+
+/// Records a call's outcome and hands the model its answer. The record is built before the
+/// future is first polled; the future holds only the sink's answer to wait for and the outcome.
+pub(in crate::run) fn finish_call<'a, A: Registry>(
+    checked: Checked<'a, A, impl RecordOf>,
+    result: Result<Value, ToolError>,
+) -> impl Future<Output = CallOutcome> + 'a {
+    let Checked { ctx, call, spec, base, redacted } = checked;
+    let (record, status, outcome) = match result {
+        Ok(value) => {
+            let (value, cut) = contain::bounded(value, ctx.inner.max_result_bytes);
+            let mut f = base(AuditStatus::Executed, redacted);
+            f.reason = cut;
+            f.result = Some(ctx.result_for_audit(&value));
+            (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
+        }
+        Err(e) => {
+            (base(AuditStatus::Failed, redacted).reason(e.message.clone()), "failed", CallOutcome::err(e.message))
+        }
+    };
+    let audited = ctx.audit(record);
+    async move {
+        let _ = audited.await;
+        ctx.emit_result(call.id, spec.name, status, outcome.executed.then_some(&outcome.content));
+        outcome
+    }
+}

@@ -1,0 +1,29 @@
+//! A read call: audited `proposed`, run, its outcome audited.
+
+use super::{Checked, RecordOf, finish_call, run_contained};
+use crate::audit::AuditStatus;
+use crate::core::SharedStr;
+use crate::run::context::CallOutcome;
+use crate::run::record::FinalOwed;
+use crate::tool::{CallContext, ErasedArgs, Registry, ToolFuture};
+
+/// Runs a read tool once its `proposed` record is durable; its records carry its own id
+/// (`call_id`: only an approved action's differ).
+pub(super) async fn call<A: Registry>(
+    checked: Checked<'_, A, impl RecordOf>,
+    call_id: SharedStr,
+    run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
+    typed: ErasedArgs,
+) -> CallOutcome {
+    let Checked { ctx, spec, base, redacted, .. } = &checked;
+    // Bound first, so the record is not kept in the gate's future across the wait.
+    let proposed = ctx.audit(base(AuditStatus::Proposed, redacted.clone()));
+    if proposed.await.is_err() {
+        return CallOutcome::err("the audit log is unavailable; nothing ran");
+    }
+    let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
+    let cx = ctx.call_context(spec, call_id);
+    let result = run_contained(ctx, run, &cx, typed).await;
+    owed.paid();
+    finish_call(checked, result).await
+}

@@ -1,0 +1,99 @@
+//! The bounded run loop and the gate every tool call passes.
+//!
+//! One call, in this order: lookup in the availability snapshot → strict parse → typed parse
+//! → interceptors → tier (read: audit `proposed`, run, audit the outcome; action: audit
+//! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
+//! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
+//!
+//! The rooms of this module:
+//! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
+//! - `session`: the state a session keeps between turns, and [`DirectSession`];
+//! - `context`: one run's context (who it acts for, its availability snapshot, its records);
+//! - `gate`: the checks every call passes, then one room per tier (read, action, handoff);
+//! - `confirm`: how a person decides on an action, one method per confirmation mode;
+//! - `record`: the audit records of a run and the final record a call owes;
+//! - `driver`: the run loop, step by step;
+//! - `outcome`: how a run ends and the handle that waits for it.
+
+mod confirm;
+mod context;
+mod driver;
+mod gate;
+mod outcome;
+mod record;
+mod runtime;
+mod session;
+
+pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
+pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
+pub use runtime::{
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
+};
+pub use session::{DirectResult, DirectSession};
+
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// What the model is told after a person declines.
+pub const REJECTED_MESSAGE: &str =
+    "The user declined this action. Do not retry it; ask how they would like to proceed.";
+/// Executed results kept in the digest.
+pub const DIGEST_ENTRIES: usize = 12;
+/// Characters kept of one result in the digest.
+pub const DIGEST_ENTRY_CHARS: usize = 280;
+/// Characters of the whole digest.
+pub const DIGEST_TOTAL_CHARS: usize = 3500;
+
+/// The lock's guard, also when a thread panicked while holding it (the runtime's maps stay
+/// usable: every update to them is a single insert or remove).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The output of whichever of `a` and `b` finishes first; `a` is polled first, so it wins
+/// when both are ready.
+async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    std::future::poll_fn(move |cx| match a.as_mut().poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(v),
+        std::task::Poll::Pending => b.as_mut().poll(cx),
+    })
+    .await
+}
+
+/// `future`'s output, or `None` once `cancel` is cancelled. The cancellation is looked at
+/// first, so a run cancelled as an answer arrives does nothing with it (tokio-util's
+/// `run_until_cancelled` favours the answer).
+async fn unless_cancelled<T>(cancel: &CancellationToken, future: impl Future<Output = T>) -> Option<T> {
+    first_of(
+        async {
+            cancel.cancelled().await;
+            None
+        },
+        async { Some(future.await) },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_future_wins_when_both_are_ready_and_either_may_finish_first() {
+        let both_ready = first_of(std::future::ready(1), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(both_ready), 1);
+        let second = first_of(std::future::pending(), std::future::ready(2));
+        assert_eq!(futures::executor::block_on(second), 2);
+        let first = first_of(std::future::ready(1), std::future::pending());
+        assert_eq!(futures::executor::block_on(first), 1);
+    }
+
+    #[test]
+    fn a_cancelled_token_wins_over_a_ready_answer() {
+        let cancel = CancellationToken::new();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), Some(1));
+        cancel.cancel();
+        assert_eq!(futures::executor::block_on(unless_cancelled(&cancel, std::future::ready(1))), None);
+    }
+}

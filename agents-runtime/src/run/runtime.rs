@@ -1,0 +1,418 @@
+//! The runtime, its builder, and what it shares between runs: roles, the audit sink, the
+//! provider, the token store, the sessions and the decisions waiting for a person.
+
+use super::confirm::{DirectConfirm, PendingDecision};
+use super::context::{RunCtx, availability};
+use super::driver::run_loop;
+use super::record::{RecordFields, RecordIds};
+use super::session::{DirectSession, SessionState};
+use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, StartError, Verdict, lock};
+use crate::BoxFuture;
+use crate::audit::{AuditError, AuditSink, AuditStatus};
+use crate::budget::BudgetStore;
+use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
+use crate::core::redact::RedactionKeys;
+use crate::core::{Limits, Principal, RoleMap};
+use crate::events::EventBus;
+use crate::interceptor::Interceptor;
+use crate::provider::Provider;
+use crate::token::TokenStore;
+use crate::tool::Registry;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// What to do when the administrator's disable list cannot be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DisabledFallback {
+    /// Use the role-only set (the disable list is a convenience, not a boundary); audited.
+    #[default]
+    RoleOnly,
+    /// Offer no tools; audited.
+    FailClosed,
+}
+
+/// The tools an administrator switched off. It can only remove capability.
+pub trait DisabledTools: Send + Sync {
+    /// The disabled tool names.
+    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>>;
+}
+
+impl DisabledTools for BTreeSet<String> {
+    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>> {
+        let s = self.clone();
+        Box::pin(async move { Ok(s) })
+    }
+}
+
+/// What every run of one runtime shares.
+pub(super) struct Inner {
+    pub(super) roles: RoleMap,
+    pub(super) audit: Arc<dyn AuditSink>,
+    pub(super) provider: Arc<dyn Provider>,
+    pub(super) disabled: Option<Arc<dyn DisabledTools>>,
+    pub(super) disabled_fallback: DisabledFallback,
+    pub(super) interceptors: Vec<Arc<dyn Interceptor>>,
+    pub(super) budget: Option<Arc<dyn BudgetStore>>,
+    pub(super) classifier: Arc<dyn ConfirmationClassifier>,
+    pub(super) confirm_mode: ConfirmMode,
+    pub(super) tokens: TokenStore,
+    pub(super) redaction: RedactionKeys,
+    pub(super) raw_results: bool,
+    pub(super) limits: Option<Limits>,
+    pub(super) system_prompt: String,
+    pub(super) active: Mutex<HashMap<(String, String), u32>>,
+    pub(super) sessions: Mutex<HashMap<String, SessionState>>,
+    pub(super) decisions: Mutex<HashMap<String, PendingDecision>>,
+    /// Final records written after their call's future was dropped, not yet durable.
+    pub(super) detached: InFlight,
+    /// How long one tool call may run before it is ended.
+    pub(super) tool_timeout: Duration,
+    /// The largest result (bytes of compact JSON) handed on whole.
+    pub(super) max_result_bytes: usize,
+}
+
+/// A count of detached record writes and a way to wait until there are none.
+#[derive(Default)]
+pub(super) struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl InFlight {
+    pub(super) fn enter(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) fn leave(&self) {
+        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    async fn settled(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+/// Configures a [`Runtime`].
+pub struct RuntimeBuilder {
+    roles: RoleMap,
+    audit: Arc<dyn AuditSink>,
+    provider: Arc<dyn Provider>,
+    disabled: Option<Arc<dyn DisabledTools>>,
+    disabled_fallback: DisabledFallback,
+    interceptors: Vec<Arc<dyn Interceptor>>,
+    budget: Option<Arc<dyn BudgetStore>>,
+    classifier: Arc<dyn ConfirmationClassifier>,
+    confirm_mode: ConfirmMode,
+    key: Option<[u8; 32]>,
+    redaction: RedactionKeys,
+    raw_results: bool,
+    limits: Option<Limits>,
+    system_prompt: String,
+    tool_timeout: Duration,
+    max_result_bytes: usize,
+}
+
+/// The default of [`RuntimeBuilder::tool_timeout`]: five minutes.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder").field("confirm_mode", &self.confirm_mode).finish_non_exhaustive()
+    }
+}
+
+impl RuntimeBuilder {
+    /// Roles and their permissions.
+    pub fn roles(mut self, roles: RoleMap) -> Self {
+        self.roles = roles;
+        self
+    }
+    /// The administrator's disable list.
+    pub fn disabled_tools(mut self, d: Arc<dyn DisabledTools>) -> Self {
+        self.disabled = Some(d);
+        self
+    }
+    /// What to do when the disable list cannot be read.
+    pub fn disabled_fallback(mut self, f: DisabledFallback) -> Self {
+        self.disabled_fallback = f;
+        self
+    }
+    /// Adds an interceptor (they run in the order added).
+    pub fn interceptor(mut self, i: Arc<dyn Interceptor>) -> Self {
+        self.interceptors.push(i);
+        self
+    }
+    /// The budget store.
+    pub fn budget(mut self, b: Arc<dyn BudgetStore>) -> Self {
+        self.budget = Some(b);
+        self
+    }
+    /// The confirmation classifier (conversational mode).
+    pub fn classifier(mut self, c: Arc<dyn ConfirmationClassifier>) -> Self {
+        self.classifier = c;
+        self
+    }
+    /// How actions wait for a person.
+    pub fn confirm_mode(mut self, m: ConfirmMode) -> Self {
+        self.confirm_mode = m;
+        self
+    }
+    /// The server key for token and argument MACs (random per process by default).
+    pub fn server_key(mut self, key: [u8; 32]) -> Self {
+        self.key = Some(key);
+        self
+    }
+    /// Keys redacted wherever they appear.
+    pub fn redaction_keys(mut self, k: RedactionKeys) -> Self {
+        self.redaction = k;
+        self
+    }
+    /// Store (redacted) results in audit records instead of their SHA-256.
+    pub fn record_raw_results(mut self, yes: bool) -> Self {
+        self.raw_results = yes;
+        self
+    }
+    /// Overrides the agent's declared limits.
+    pub fn limits(mut self, l: Limits) -> Self {
+        self.limits = Some(l);
+        self
+    }
+    /// The system prompt.
+    pub fn system_prompt(mut self, p: impl Into<String>) -> Self {
+        self.system_prompt = p.into();
+        self
+    }
+    /// How long one tool call may run (default [`DEFAULT_TOOL_TIMEOUT`]). A call still
+    /// running then is ended (its future dropped) and recorded as `failed` with reason
+    /// `timeout`; the model is told its outcome is unknown. A stop of the run ends a running
+    /// tool the same way, with reason `stopped`.
+    pub fn tool_timeout(mut self, deadline: Duration) -> Self {
+        self.tool_timeout = deadline;
+        self
+    }
+    /// The largest tool result, in bytes of compact JSON, that reaches the model, the events
+    /// and the audit log whole (default [`DEFAULT_MAX_RESULT_BYTES`]). A larger result is
+    /// replaced by `{"truncated": true, "notice": ..., "start": ...}` (the start of its text),
+    /// and its `executed` record's reason says it was cut.
+    pub fn max_result_bytes(mut self, max: usize) -> Self {
+        self.max_result_bytes = max;
+        self
+    }
+    /// Builds the runtime.
+    pub fn build(self) -> Runtime {
+        Runtime {
+            inner: Arc::new(Inner {
+                roles: self.roles,
+                audit: self.audit,
+                provider: self.provider,
+                disabled: self.disabled,
+                disabled_fallback: self.disabled_fallback,
+                interceptors: self.interceptors,
+                budget: self.budget,
+                classifier: self.classifier,
+                confirm_mode: self.confirm_mode,
+                tokens: TokenStore::new(self.key.unwrap_or_else(crate::token::random_bytes::<32>)),
+                redaction: self.redaction,
+                raw_results: self.raw_results,
+                limits: self.limits,
+                system_prompt: self.system_prompt,
+                active: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
+                decisions: Mutex::new(HashMap::new()),
+                detached: InFlight::default(),
+                tool_timeout: self.tool_timeout,
+                max_result_bytes: self.max_result_bytes,
+            }),
+        }
+    }
+}
+
+/// Runs agents for principals. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("confirm_mode", &self.inner.confirm_mode).finish_non_exhaustive()
+    }
+}
+
+/// One of a user's concurrent runs; the count goes down when the run's task ends.
+struct SlotGuard {
+    inner: Arc<Inner>,
+    key: (String, String),
+}
+
+impl SlotGuard {
+    /// Takes a slot for `principal`, or refuses when they hold `max` already.
+    fn take(inner: &Arc<Inner>, principal: &Principal, max: u32) -> Result<Self, StartError> {
+        let key = (principal.org_id.clone(), principal.user_id.clone());
+        let mut active = lock(&inner.active);
+        let n = active.entry(key.clone()).or_insert(0);
+        if *n >= max {
+            return Err(StartError::TooManyRuns(max));
+        }
+        *n += 1;
+        Ok(SlotGuard { inner: inner.clone(), key })
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let mut active = lock(&self.inner.active);
+        if let Some(n) = active.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                active.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Runtime {
+    /// A builder with the audit sink and the model provider, the two things every runtime
+    /// needs. Everything else has a default.
+    pub fn builder(audit: Arc<dyn AuditSink>, provider: Arc<dyn Provider>) -> RuntimeBuilder {
+        RuntimeBuilder {
+            roles: RoleMap::new(),
+            audit,
+            provider,
+            disabled: None,
+            disabled_fallback: DisabledFallback::default(),
+            interceptors: Vec::new(),
+            budget: None,
+            classifier: Arc::new(KeywordClassifier),
+            confirm_mode: ConfirmMode::default(),
+            key: None,
+            redaction: RedactionKeys::default(),
+            raw_results: false,
+            limits: None,
+            system_prompt: "You are an assistant inside an application. You act with the user's own authority \
+                            through the tools you are given. Every fact you state about a record must come from a \
+                            tool result in this conversation; never fabricate data."
+                .to_owned(),
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
+
+    /// Runs currently active for a user.
+    pub fn active_runs(&self, principal: &Principal) -> u32 {
+        lock(&self.inner.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
+    }
+
+    /// Waits until every final record the runtime wrote on its own (for a call whose caller
+    /// went away, or a direct session that was dropped) is stored. A server calls this after
+    /// its sessions have ended, before it reports that it stopped.
+    pub async fn records_settled(&self) {
+        self.inner.detached.settled().await;
+    }
+
+    /// Drops what the runtime keeps for decisions that can no longer be used: expired
+    /// confirmation tokens. Cheap when nothing expired; servers call it on a timer.
+    pub fn purge_expired(&self) -> usize {
+        self.inner.tokens.purge_expired()
+    }
+
+    /// Audits a refused request that reached no run: `denied`, with the principal who sent
+    /// it, the session it named and why (a server's own refusals, e.g. a request on someone
+    /// else's MCP session). Fails closed like every record: the caller refuses anyway.
+    pub(crate) async fn audit_refusal<A: Registry>(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        reason: String,
+    ) -> Result<(), AuditError> {
+        let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+        let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, principal);
+        let record = ids.record(RecordFields::new(AuditStatus::Denied).reason(reason));
+        self.inner.audit.append(record).await.map(drop)
+    }
+
+    /// Records a person's decision on a pending action. Accepted only from the user and
+    /// organisation the run acts for.
+    pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
+        let mut decisions = lock(&self.inner.decisions);
+        let pending = decisions.get(call_id).ok_or_else(|| DecisionError::NotPending(call_id.to_owned()))?;
+        if pending.user_id != decider.user_id || pending.org_id != decider.org_id {
+            tracing::warn!(call_id, decider = %decider.user_id, "decision from another user refused");
+            return Err(DecisionError::NotYourRun);
+        }
+        let pending = decisions.remove(call_id).expect("checked above");
+        pending.tx.send(verdict).map_err(|_| DecisionError::NotPending(call_id.to_owned()))
+    }
+
+    /// Starts a run of agent `A` for `principal` in `session_id` (created on first use and
+    /// bound to the principal). The fourth concurrent run of a user is refused, not queued.
+    pub fn start<A: Registry>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: A::Input,
+    ) -> Result<RunHandle<A::Output>, StartError> {
+        crate::tool::verified_registry::<A>()?;
+        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let input_text = match serde_json::to_value(&input) {
+            Ok(Value::String(s)) => s,
+            Ok(v) => v.to_string(),
+            Err(e) => return Err(StartError::Input(e.to_string())),
+        };
+        self.inner.bind_session(session_id, &principal)?;
+        let slot = SlotGuard::take(&self.inner, &principal, limits.max_concurrent_runs)?;
+        let bus = Arc::new(EventBus::new());
+        let events = bus.subscribe();
+        let cancel = CancellationToken::new();
+        let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
+        let run_id = ctx.ids.run_id.to_string();
+        let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
+        let join = tokio::spawn(
+            async move {
+                let _slot = slot;
+                run_loop(ctx, input_text).await
+            }
+            .instrument(span),
+        );
+        Ok(RunHandle { run_id, events, bus, cancel, join })
+    }
+
+    /// Opens a direct session. `confirmer` asks a person for action tools; with `None`, an
+    /// action call returns a structured "confirmation required" result and nothing runs.
+    pub async fn direct<A: Registry>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        confirmer: Option<Arc<dyn Confirmer>>,
+    ) -> Result<DirectSession<A>, StartError> {
+        crate::tool::verified_registry::<A>()?;
+        self.inner.bind_session(session_id, &principal)?;
+        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let confirm = match confirmer {
+            Some(c) => DirectConfirm::Ask(c),
+            None => DirectConfirm::Unavailable,
+        };
+        let bus = Arc::new(EventBus::new());
+        let ctx =
+            RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus, CancellationToken::new(), Some(confirm));
+        let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
+        let _ = ctx.snapshot.set(snapshot);
+        Ok(DirectSession::new(ctx))
+    }
+}

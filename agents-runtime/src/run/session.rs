@@ -1,0 +1,296 @@
+//! What a session keeps between turns (its owner, history, digest of results, a pending
+//! proposal and an approval), and direct sessions: tool calls without a model loop.
+
+use super::context::{CallRef, RunCtx};
+use super::gate::gate_call;
+use super::record::{RecordFields, append_detached};
+use super::runtime::Inner;
+use super::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS, StartError, Undecided, lock};
+use crate::audit::AuditStatus;
+use crate::core::{Principal, SharedValue, Tier, ToolSpec};
+use crate::events::Event;
+use crate::provider::ChatMessage;
+use crate::token::ConfirmationToken;
+use crate::tool::Registry;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// One executed result the session remembers, as the model is reminded of it.
+#[derive(Debug, Clone)]
+pub(super) struct DigestEntry {
+    pub(super) tool: String,
+    pub(super) result: String,
+}
+
+/// An action proposed in conversational mode, waiting for the user's next message.
+#[derive(Debug, Clone)]
+pub(super) struct PendingProposal {
+    pub(super) call_id: String,
+    pub(super) tool: String,
+    pub(super) title: String,
+    pub(super) args: SharedValue,
+    pub(super) args_hash: String,
+    pub(super) tier: Tier,
+}
+
+/// A session's state between turns.
+#[derive(Debug, Default)]
+pub(super) struct SessionState {
+    pub(super) owner: Option<(String, String)>,
+    pub(super) history: Vec<ChatMessage>,
+    pub(super) digest: VecDeque<DigestEntry>,
+    pub(super) pending: Option<PendingProposal>,
+    /// A token minted when the user confirmed a proposal: (token, tool, the proposal's call id).
+    pub(super) approved: Option<(ConfirmationToken, String, String)>,
+}
+
+impl Inner {
+    /// Binds `session_id` to `principal` on first use; refuses a session bound to someone else.
+    pub(super) fn bind_session(&self, session_id: &str, principal: &Principal) -> Result<(), StartError> {
+        let mut sessions = lock(&self.sessions);
+        let s = sessions.entry(session_id.to_owned()).or_default();
+        let me = (principal.user_id.clone(), principal.org_id.clone());
+        match &s.owner {
+            Some(o) if *o != me => Err(StartError::SessionNotYours(session_id.to_owned())),
+            Some(_) => Ok(()),
+            None => {
+                s.owner = Some(me);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Calls tools of agent `A` for one principal without a model loop (an MCP server, a UI
+/// button): the same availability snapshot, strict parse, interceptors, confirmation and
+/// audit as a run.
+///
+/// Like a run, a direct session writes `run_started` when it opens and `run_finished` when it
+/// is dropped (reason `closed`, or the [`Undecided::code`] it was stopped with).
+pub struct DirectSession<A: Registry> {
+    ctx: Arc<RunCtx<A>>,
+    /// The session id is the caller's own (an MCP session's): its state is dropped with it.
+    ephemeral: bool,
+}
+
+impl<A: Registry> Drop for DirectSession<A> {
+    fn drop(&mut self) {
+        let mut f = RecordFields::new(AuditStatus::RunFinished);
+        f.reason = Some(self.ctx.stop_reason.get().map_or("closed", |u| u.code()).to_owned());
+        append_detached(&self.ctx.inner, self.ctx.ids.record(f));
+        if self.ephemeral {
+            let mut sessions = lock(&self.ctx.inner.sessions);
+            let id = self.ctx.ids.session_id.as_str();
+            if sessions.get(id).is_some_and(|s| s.history.is_empty() && s.pending.is_none() && s.approved.is_none()) {
+                sessions.remove(id);
+            }
+        }
+    }
+}
+
+impl<A: Registry> std::fmt::Debug for DirectSession<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectSession").field("run_id", &self.ctx.ids.run_id).finish_non_exhaustive()
+    }
+}
+
+/// The result of a direct call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectResult {
+    /// The result, or `{"error": ...}`, or a structured confirmation-required / handoff result.
+    pub content: Value,
+    /// Whether it is an error for the caller.
+    pub is_error: bool,
+}
+
+impl<A: Registry> DirectSession<A> {
+    pub(super) fn new(ctx: Arc<RunCtx<A>>) -> Self {
+        DirectSession { ctx, ephemeral: false }
+    }
+
+    /// The tools this principal can reach (the availability snapshot), sorted by name.
+    pub fn available(&self) -> Vec<&'static ToolSpec> {
+        self.ctx.available().map(|i| A::tools()[i]).collect()
+    }
+
+    /// The cached input schema of an available tool.
+    pub fn input_schema(&self, name: &str) -> Option<&'static Value> {
+        A::entry_at(self.ctx.available_index(name)?).map(|e| (e.schema)())
+    }
+
+    /// The session's run id (every audit record of this session carries it).
+    pub fn run_id(&self) -> &str {
+        self.ctx.ids.run_id.as_str()
+    }
+
+    /// Subscribes to this session's events.
+    pub fn subscribe(&self) -> mpsc::Receiver<Event> {
+        self.ctx.bus.subscribe()
+    }
+
+    /// Stops the session: an action waiting for a person ends as `skipped` with `why`'s code,
+    /// and later action calls end the same way at once. The first reason given is kept.
+    pub fn stop(&self, why: Undecided) {
+        let _ = self.ctx.stop_reason.set(why);
+        self.ctx.cancel.cancel();
+    }
+
+    /// Drops the session's state in the runtime (its owner binding) when it ends: for session
+    /// ids that are never reused, such as an MCP transport's.
+    pub(crate) fn ephemeral(mut self) -> Self {
+        self.ephemeral = true;
+        self
+    }
+
+    /// Calls a tool through the gate. `arguments` is the raw JSON text.
+    pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
+        let out = gate_call(&self.ctx, CallRef { id: call_id, name, arguments }).await;
+        DirectResult { content: out.content, is_error: out.is_error }
+    }
+}
+
+/// The first `max` characters of a value's compact JSON text, without rendering the rest.
+pub(super) fn json_prefix(value: &Value, max: usize) -> String {
+    /// Takes bytes until it holds `cap`, then refuses, which stops the serializer.
+    struct Capped {
+        bytes: Vec<u8>,
+        cap: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let room = self.cap - self.bytes.len();
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let n = b.len().min(room);
+            self.bytes.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // `max` characters take at most `4 * max` bytes, so they are whole within the cap.
+    let mut w = Capped { bytes: Vec::with_capacity(max.min(512)), cap: 4 * max };
+    let _ = serde_json::to_writer(&mut w, value);
+    String::from_utf8_lossy(&w.bytes).chars().take(max).collect()
+}
+
+/// Adds an executed result to the session's digest, keeping the latest [`DIGEST_ENTRIES`].
+pub(super) fn push_digest(session: &mut SessionState, tool: &str, result: &Value) {
+    let text = json_prefix(result, DIGEST_ENTRY_CHARS);
+    session.digest.push_back(DigestEntry { tool: tool.to_owned(), result: text });
+    while session.digest.len() > DIGEST_ENTRIES {
+        session.digest.pop_front();
+    }
+}
+
+/// History replay: at most `max` messages, starting on a user message, text only.
+pub(super) fn replay(history: &[ChatMessage], max: usize) -> Vec<ChatMessage> {
+    let text_only: Vec<&ChatMessage> =
+        history.iter().filter(|m| matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant { .. })).collect();
+    let start = text_only.len().saturating_sub(max);
+    let mut out: Vec<ChatMessage> = text_only[start..]
+        .iter()
+        .map(|m| match m {
+            ChatMessage::Assistant { content, .. } => {
+                ChatMessage::Assistant { content: content.clone(), tool_calls: Vec::new() }
+            }
+            other => (*other).clone(),
+        })
+        .collect();
+    while matches!(out.first(), Some(ChatMessage::Assistant { .. })) {
+        out.remove(0);
+    }
+    out
+}
+
+/// The digest as the system prompt carries it: the latest entries that fit
+/// [`DIGEST_TOTAL_CHARS`], oldest first; empty when there are none.
+pub(super) fn digest_text(digest: &VecDeque<DigestEntry>) -> String {
+    if digest.is_empty() {
+        return String::new();
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut total = 0;
+    for d in digest.iter().rev() {
+        let line = format!("- {}: {}", d.tool, d.result);
+        if total + line.len() > DIGEST_TOTAL_CHARS {
+            break;
+        }
+        total += line.len();
+        lines.push(line);
+    }
+    lines.reverse();
+    format!(
+        "\n\nFacts already established earlier in THIS conversation (results you and the user have already seen, reuse these ids/values instead of looking them up again):\n{}",
+        lines.join("\n")
+    )
+}
+
+/// Appends the turn's input and answer to the history, keeping four times the replayed count.
+pub(super) fn remember_turn(session: &mut SessionState, input: String, answer: &str, history_messages: usize) {
+    session.history.push(ChatMessage::User { content: input });
+    if !answer.is_empty() {
+        session.history.push(ChatMessage::Assistant { content: answer.to_owned(), tool_calls: Vec::new() });
+    }
+    let cap = 4 * history_messages;
+    if session.history.len() > cap {
+        let drop = session.history.len() - cap;
+        session.history.drain(..drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolCallRequest;
+    use serde_json::json;
+
+    #[test]
+    fn a_json_prefix_is_the_start_of_the_whole_text() {
+        let long = json!({"ids": (0..500).collect::<Vec<_>>(), "name": "Zoë 🎉".repeat(100)});
+        let short = json!({"a": "é", "b": [1, 2]});
+        for v in [long, short, json!("🎉".repeat(300)), json!(null)] {
+            for max in [0, 1, 7, 280, 5000] {
+                let whole: String = v.to_string().chars().take(max).collect();
+                assert_eq!(json_prefix(&v, max), whole, "{max}");
+            }
+        }
+    }
+
+    #[test]
+    fn replay_caps_and_starts_on_a_user_message_without_tool_rounds() {
+        let mut h = Vec::new();
+        for i in 0..30 {
+            h.push(ChatMessage::User { content: format!("u{i}") });
+            h.push(ChatMessage::Tool { call_id: "c".into(), name: "t".into(), content: "{}".into(), is_error: false });
+            h.push(ChatMessage::Assistant {
+                content: format!("a{i}"),
+                tool_calls: vec![ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() }],
+            });
+        }
+        let r = replay(&h, 41);
+        assert!(r.len() <= 41);
+        assert!(matches!(r.first(), Some(ChatMessage::User { .. })));
+        assert!(r.iter().all(|m| !matches!(m, ChatMessage::Tool { .. })));
+        assert!(r.iter().all(|m| !matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty())));
+        let r = replay(&h, 40);
+        assert_eq!(r.len(), 40);
+        assert!(matches!(&r[0], ChatMessage::User { content } if content == "u10"));
+    }
+
+    #[test]
+    fn digest_keeps_the_latest_within_the_cap_in_order() {
+        let d: VecDeque<DigestEntry> =
+            (0..20).map(|i| DigestEntry { tool: format!("t{i}"), result: "x".repeat(DIGEST_ENTRY_CHARS) }).collect();
+        let text = digest_text(&d);
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        assert!(lines.iter().map(|l| l.len()).sum::<usize>() <= DIGEST_TOTAL_CHARS);
+        assert_eq!(lines.len(), 12, "3500 characters hold 12 entries of 280");
+        assert!(lines[0].starts_with("- t8:"), "{}", lines[0]);
+        assert!(lines[11].starts_with("- t19:"), "{}", lines[11]);
+    }
+}
