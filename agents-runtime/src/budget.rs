@@ -50,6 +50,7 @@
 //! uncounted. Either way the failure is audited.
 
 use crate::BoxFuture;
+use crate::provider::{ChatRequest, ChatResponse, Provider, ProviderError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -117,6 +118,39 @@ pub trait BudgetStore: Send + Sync {
     /// Releases a reservation and records the call's actual cost. A negative or non-finite
     /// cost is refused and changes nothing (the hold stays until settled with a valid cost).
     fn settle(&self, reservation: Reservation, cost_usd: f64) -> BoxFuture<'_, Result<(), BudgetError>>;
+}
+
+/// How an auxiliary model call — one a component such as a
+/// [`ModelClassifier`](crate::classifier::ModelClassifier) makes besides the agent's own — is
+/// made. Inside a run the runtime hands the component its gate: the call is reserved, made
+/// within the provider timeout and settled like the agent's calls, and its cost is part of
+/// the run's. A call the budget refuses is not made and fails with
+/// [`ProviderError::Other`] saying so.
+pub trait MeteredCalls: Send + Sync {
+    /// Makes one call of `provider`, metered.
+    fn chat<'a>(
+        &'a self,
+        provider: &'a dyn Provider,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+}
+
+/// Calls made directly and counted nowhere: for components used outside a run (a test, a
+/// tool of one's own). The runtime never uses it for a run's calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unmetered;
+
+impl MeteredCalls for Unmetered {
+    fn chat<'a>(
+        &'a self,
+        provider: &'a dyn Provider,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let ignore = |_: &str| {};
+            provider.chat(request, &ignore).await
+        })
+    }
 }
 
 /// Checks an amount of money given to a store.

@@ -38,6 +38,7 @@
 //! expected reading.
 
 use crate::BoxFuture;
+use crate::budget::{MeteredCalls, Unmetered};
 use crate::provider::{ChatMessage, ChatRequest, Provider};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -99,11 +100,34 @@ pub struct ProposalSummary {
 pub trait ConfirmationClassifier: Send + Sync {
     /// The classification.
     fn classify<'a>(&'a self, proposal: &'a ProposalSummary, reply: &'a str) -> BoxFuture<'a, Classification>;
+
+    /// The classification, with every model call made through `calls`: the runtime calls
+    /// this with the run's budget gate, so a classifier's paid calls are reserved, counted and
+    /// recorded like the agent's. A classifier that calls a model overrides it; the default
+    /// (for classifiers that make no model call) is [`classify`](Self::classify).
+    fn classify_metered<'a>(
+        &'a self,
+        proposal: &'a ProposalSummary,
+        reply: &'a str,
+        calls: &'a dyn MeteredCalls,
+    ) -> BoxFuture<'a, Classification> {
+        let _ = calls;
+        self.classify(proposal, reply)
+    }
 }
 
 impl<C: ConfirmationClassifier + ?Sized> ConfirmationClassifier for Arc<C> {
     fn classify<'a>(&'a self, proposal: &'a ProposalSummary, reply: &'a str) -> BoxFuture<'a, Classification> {
         (**self).classify(proposal, reply)
+    }
+
+    fn classify_metered<'a>(
+        &'a self,
+        proposal: &'a ProposalSummary,
+        reply: &'a str,
+        calls: &'a dyn MeteredCalls,
+    ) -> BoxFuture<'a, Classification> {
+        (**self).classify_metered(proposal, reply, calls)
     }
 }
 
@@ -544,10 +568,19 @@ impl Chain {
 
 impl ConfirmationClassifier for Chain {
     fn classify<'a>(&'a self, proposal: &'a ProposalSummary, reply: &'a str) -> BoxFuture<'a, Classification> {
+        self.classify_metered(proposal, reply, &Unmetered)
+    }
+
+    fn classify_metered<'a>(
+        &'a self,
+        proposal: &'a ProposalSummary,
+        reply: &'a str,
+        calls: &'a dyn MeteredCalls,
+    ) -> BoxFuture<'a, Classification> {
         Box::pin(async move {
             let mut reading = Classification::Confirm;
             for c in &self.classifiers {
-                reading = reading.strictest(c.classify(proposal, reply).await);
+                reading = reading.strictest(c.classify_metered(proposal, reply, calls).await);
                 if reading == Classification::Cancel {
                     break;
                 }
@@ -621,14 +654,23 @@ impl<P: Provider> ModelClassifier<P> {
 }
 
 impl<P: Provider> ConfirmationClassifier for ModelClassifier<P> {
+    /// Outside a run: the model call is [`Unmetered`].
     fn classify<'a>(&'a self, proposal: &'a ProposalSummary, reply: &'a str) -> BoxFuture<'a, Classification> {
+        self.classify_metered(proposal, reply, &Unmetered)
+    }
+
+    fn classify_metered<'a>(
+        &'a self,
+        proposal: &'a ProposalSummary,
+        reply: &'a str,
+        calls: &'a dyn MeteredCalls,
+    ) -> BoxFuture<'a, Classification> {
         Box::pin(async move {
             let offline = KeywordClassifier::classify_reply(Some(proposal), reply);
             if offline == Classification::Cancel {
                 return offline;
             }
-            let sink = |_: &str| {};
-            let model = match self.provider.chat(&Self::request(proposal, reply), &sink).await {
+            let model = match calls.chat(&self.provider, &Self::request(proposal, reply)).await {
                 Ok(resp) => Self::read_label(&resp.content),
                 Err(_) => Classification::Unclear,
             };

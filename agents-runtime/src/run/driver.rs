@@ -6,15 +6,17 @@ use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::record::RecordFields;
 use super::session::{PendingProposal, digest_text, remember_turn, replay};
+use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunOutcome, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
+use crate::budget::Reservation;
 use crate::classifier::{Classification, ProposalSummary};
 use crate::events::Event;
 use crate::provider::{ChatMessage, ChatRequest, ChatResponse, ToolDefinition};
 use crate::tool::Registry;
 use serde_json::{Value, json};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Runs one turn of agent `A` on `input` to its end.
@@ -57,8 +59,10 @@ struct Turn<A: Registry> {
     definitions: Vec<ToolDefinition>,
     response_schema: Option<Value>,
     messages: Vec<ChatMessage>,
-    /// The budget's headroom, read once before the first paid call.
-    remaining: Option<f64>,
+    /// What the turn spent, its own calls and its classifier's.
+    spend: Mutex<Spend>,
+    /// The headroom held for the model call about to be made.
+    reservation: Option<Reservation>,
 }
 
 impl<A: Registry> Turn<A> {
@@ -94,7 +98,8 @@ impl<A: Registry> Turn<A> {
             definitions,
             response_schema,
             messages: history,
-            remaining: None,
+            spend: Mutex::new(Spend::default()),
+            reservation: None,
             ctx,
         };
         (turn, pending)
@@ -106,7 +111,9 @@ impl<A: Registry> Turn<A> {
     async fn classify_reply(&mut self, p: PendingProposal, input: &str) {
         let (ctx, inner) = (&self.ctx, &self.ctx.inner);
         let summary = ProposalSummary { tool: p.tool.clone(), title: p.title.clone(), args: p.args.as_value().clone() };
-        let class = inner.classifier.classify(&summary, input).await;
+        let meter = Meter { ctx, spend: &self.spend };
+        let class = inner.classifier.classify_metered(&summary, input, &meter).await;
+        self.outcome.cost_usd = lock(&self.spend).cost_usd;
         let mut f = RecordFields::new(match class {
             Classification::Confirm => AuditStatus::Confirmed,
             Classification::Modify | Classification::Cancel => AuditStatus::Rejected,
@@ -156,38 +163,36 @@ impl<A: Registry> Turn<A> {
         true
     }
 
-    /// Before the first paid call and before every further one: the turn stops when its
-    /// spending reached the budget's headroom (audited as a notice).
+    /// Before every paid call: headroom is reserved for it, or the turn stops (audited as a
+    /// notice) when none is left beyond the calls in flight, or when the store fails and the
+    /// runtime fails closed.
     async fn budget_gate(&mut self) -> ControlFlow<()> {
-        let (ctx, inner) = (&self.ctx, &self.ctx.inner);
-        let Some(budget) = inner.budget.as_ref().filter(|_| inner.provider.is_paid()) else {
-            return ControlFlow::Continue(());
-        };
-        let headroom = match self.remaining {
-            Some(r) => r,
-            None => {
-                let r = match budget.remaining(&ctx.principal.org_id, &ctx.principal.user_id).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "budget store unavailable; the run is allowed");
-                        f64::INFINITY
-                    }
-                };
-                *self.remaining.insert(r)
+        let ctx = &self.ctx;
+        let meter = Meter { ctx, spend: &self.spend };
+        let stop = match meter.reserve(&*ctx.inner.provider).await {
+            Ok(reservation) => {
+                self.reservation = reservation;
+                return ControlFlow::Continue(());
             }
+            Err(stop) => stop,
         };
         let outcome = &mut self.outcome;
-        if outcome.cost_usd < headroom && headroom > 0.0 {
-            return ControlFlow::Continue(());
+        match &stop {
+            BudgetStop::Exhausted { .. } => {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.text = if outcome.iterations == 0 {
+                    "This turn was not started because the monthly budget is used up. An administrator can raise the cap."
+                        .into()
+                } else {
+                    "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
+                };
+            }
+            BudgetStop::StoreFailed(_) => {
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(format!("the budget could not be checked, so no paid call was made: {stop}"));
+            }
         }
-        outcome.status = RunStatus::BudgetExhausted;
-        outcome.text = if outcome.iterations == 0 {
-            "This turn was not started because the monthly budget is used up. An administrator can raise the cap."
-                .into()
-        } else {
-            "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
-        };
-        let reason = format!("budget gate: spent {:.6} USD of {:.6} USD headroom", outcome.cost_usd, headroom);
+        let reason = format!("budget gate: this turn spent {:.6} USD; {stop}", outcome.cost_usd);
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
         ControlFlow::Break(())
     }
@@ -195,7 +200,8 @@ impl<A: Registry> Turn<A> {
     /// Calls the model (tokens stream as events), within the provider timeout and unless the
     /// run is stopped; records the spend. `None` when the turn ends here.
     async fn call_model(&mut self) -> Option<ChatResponse> {
-        let (ctx, inner) = (&self.ctx, &self.ctx.inner);
+        let ctx = self.ctx.clone();
+        let inner = &ctx.inner;
         let request = ChatRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),
@@ -209,7 +215,15 @@ impl<A: Registry> Turn<A> {
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
         // A panicking provider fails the call instead of the run's task.
         let chat = tokio::time::timeout(per_call, crate::provider::chat_contained(&*inner.provider, &request, &sink));
-        let Some(response) = unless_cancelled(&ctx.cancel, chat).await else {
+        let answer = unless_cancelled(&ctx.cancel, chat).await;
+        // The reservation is settled whatever happened: with the cost the provider reported,
+        // or nothing when it reported none (a failed, timed-out or stopped call).
+        let cost = match &answer {
+            Some(Ok(Ok(r))) => r.usage.cost_usd,
+            _ => 0.0,
+        };
+        self.record_spend(cost).await;
+        let Some(response) = answer else {
             self.outcome.status = RunStatus::Cancelled;
             return None;
         };
@@ -232,22 +246,14 @@ impl<A: Registry> Turn<A> {
                 return None;
             }
         };
-        self.record_spend(response.usage.cost_usd).await;
         Some(response)
     }
 
-    /// Adds a provider call's cost to the turn's and records it with the budget store.
+    /// Settles the model call's reservation with its cost, in the store and the turn's total.
     async fn record_spend(&mut self, cost_usd: f64) {
-        if cost_usd <= 0.0 {
-            return;
-        }
-        self.outcome.cost_usd += cost_usd;
-        let principal = &self.ctx.principal;
-        if let Some(budget) = &self.ctx.inner.budget
-            && let Err(e) = budget.record(&principal.org_id, &principal.user_id, cost_usd).await
-        {
-            tracing::error!(error = %e, "spend could not be recorded");
-        }
+        let meter = Meter { ctx: &self.ctx, spend: &self.spend };
+        meter.settle(self.reservation.take(), cost_usd).await;
+        self.outcome.cost_usd = lock(&self.spend).cost_usd;
     }
 
     /// An answer without tool calls (or with tools unbound) ends the turn; otherwise each call

@@ -13,7 +13,8 @@
 //! - `confirm`: how a person decides on an action, one method per confirmation mode;
 //! - `record`: the audit records of a run and the final record a call owes;
 //! - `driver`: the run loop, step by step;
-//! - `outcome`: how a run ends and the handle that waits for it.
+//! - `outcome`: how a run ends and the handle that waits for it;
+//! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's.
 
 mod confirm;
 mod context;
@@ -23,6 +24,7 @@ mod outcome;
 mod record;
 mod runtime;
 mod session;
+mod spend;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};

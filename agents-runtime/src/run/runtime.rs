@@ -9,7 +9,7 @@ use super::session::{DirectSession, SessionState};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
-use crate::budget::BudgetStore;
+use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
 use crate::core::redact::RedactionKeys;
 use crate::core::{Limits, Principal, RoleMap};
@@ -57,6 +57,7 @@ pub(super) struct Inner {
     pub(super) disabled_fallback: DisabledFallback,
     pub(super) interceptors: Vec<Arc<dyn Interceptor>>,
     pub(super) budget: Option<Arc<dyn BudgetStore>>,
+    pub(super) budget_fallback: BudgetFallback,
     pub(super) classifier: Arc<dyn ConfirmationClassifier>,
     pub(super) confirm_mode: ConfirmMode,
     pub(super) tokens: TokenStore,
@@ -115,6 +116,7 @@ pub struct RuntimeBuilder {
     disabled_fallback: DisabledFallback,
     interceptors: Vec<Arc<dyn Interceptor>>,
     budget: Option<Arc<dyn BudgetStore>>,
+    budget_fallback: BudgetFallback,
     classifier: Arc<dyn ConfirmationClassifier>,
     confirm_mode: ConfirmMode,
     key: Option<[u8; 32]>,
@@ -163,7 +165,14 @@ impl RuntimeBuilder {
         self.budget = Some(b);
         self
     }
-    /// The confirmation classifier (conversational mode).
+    /// What to do when the budget store cannot answer before a paid call (default
+    /// [`BudgetFallback::FailClosed`]: the call is not made and the run fails, audited).
+    pub fn budget_fallback(mut self, f: BudgetFallback) -> Self {
+        self.budget_fallback = f;
+        self
+    }
+    /// The confirmation classifier (conversational mode). Its model calls go through the
+    /// run's budget gate ([`ConfirmationClassifier::classify_metered`]).
     pub fn classifier(mut self, c: Arc<dyn ConfirmationClassifier>) -> Self {
         self.classifier = c;
         self
@@ -225,6 +234,7 @@ impl RuntimeBuilder {
                 disabled_fallback: self.disabled_fallback,
                 interceptors: self.interceptors,
                 budget: self.budget,
+                budget_fallback: self.budget_fallback,
                 classifier: self.classifier,
                 confirm_mode: self.confirm_mode,
                 tokens: TokenStore::new(self.key.unwrap_or_else(crate::token::random_bytes::<32>)),
@@ -299,6 +309,7 @@ impl Runtime {
             disabled_fallback: DisabledFallback::default(),
             interceptors: Vec::new(),
             budget: None,
+            budget_fallback: BudgetFallback::default(),
             classifier: Arc::new(KeywordClassifier),
             confirm_mode: ConfirmMode::default(),
             key: None,
