@@ -111,7 +111,10 @@ impl fmt::Display for AuditStatus {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum AuditResult {
-    /// SHA-256 of the result's canonical JSON.
+    /// A 32-byte digest of the result's canonical JSON, written `{"sha256": "<hex>"}`: plain
+    /// SHA-256 from [`AuditResult::sha256_of`]; the runtime's records carry HMAC-SHA-256 under
+    /// the runtime's key instead (`agents_runtime::token::TokenStore::result_mac`), so a
+    /// low-entropy result cannot be recovered from the log by hashing candidates.
     Sha256([u8; 32]),
     /// The value itself.
     Value(Value),

@@ -22,7 +22,7 @@ pub mod seal;
 
 pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
-pub use principal::{Principal, RoleMap};
+pub use principal::{Principal, PrincipalError, RoleMap};
 pub use secret::Secret;
 pub use shared_str::SharedStr;
 pub use shared_value::SharedValue;

@@ -17,8 +17,56 @@ pub struct Principal {
     pub subject: Option<String>,
 }
 
+/// Why a principal was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrincipalError {
+    /// The named field is empty (or only white space).
+    #[error("the principal's {0} is empty")]
+    Empty(&'static str),
+    /// The named field holds a control character or white space at either end.
+    #[error("the principal's {0} holds a control character or surrounding white space")]
+    Malformed(&'static str),
+    /// The named field is longer than [`Principal::MAX_ID_BYTES`].
+    #[error("the principal's {0} is longer than {max} bytes", max = Principal::MAX_ID_BYTES)]
+    TooLong(&'static str),
+}
+
 impl Principal {
-    /// A principal without a linked subject.
+    /// The longest user id, organisation id or role a principal may carry, in bytes.
+    pub const MAX_ID_BYTES: usize = 256;
+
+    /// A principal without a linked subject, refused when the user id, organisation id or
+    /// role is empty, longer than [`Principal::MAX_ID_BYTES`], holds a control character, or
+    /// starts or ends with white space. The runtime refuses to run for a principal that
+    /// fails these checks however it was built ([`Principal::validate`]).
+    pub fn try_new(
+        user_id: impl Into<String>,
+        org_id: impl Into<String>,
+        role: impl Into<String>,
+    ) -> Result<Self, PrincipalError> {
+        let p = Principal::new(user_id, org_id, role);
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Checks the identity fields as [`Principal::try_new`] does.
+    pub fn validate(&self) -> Result<(), PrincipalError> {
+        for (field, text) in [("user id", &self.user_id), ("organisation id", &self.org_id), ("role", &self.role)] {
+            if text.trim().is_empty() {
+                return Err(PrincipalError::Empty(field));
+            }
+            if text.len() > Principal::MAX_ID_BYTES {
+                return Err(PrincipalError::TooLong(field));
+            }
+            if text.chars().any(char::is_control) || text.trim() != text.as_str() {
+                return Err(PrincipalError::Malformed(field));
+            }
+        }
+        Ok(())
+    }
+
+    /// A principal without a linked subject, unchecked (see [`Principal::try_new`]).
     pub fn new(user_id: impl Into<String>, org_id: impl Into<String>, role: impl Into<String>) -> Self {
         Principal { user_id: user_id.into(), org_id: org_id.into(), role: role.into(), subject: None }
     }

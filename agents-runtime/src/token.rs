@@ -122,6 +122,17 @@ impl TokenStore {
         agents_core::canonical::digest_hex(&m.finalize().into_bytes().into())
     }
 
+    /// The keyed digest of a result's canonical JSON text that audit records carry:
+    /// HMAC-SHA-256 under the server key of `result:` followed by the text. Without the key, a
+    /// reader of the log cannot confirm a guessed result (a low-entropy answer such as `"yes"`
+    /// or a four-digit code) by hashing candidates.
+    pub fn result_mac(&self, canonical_json: &[u8]) -> [u8; 32] {
+        let mut m = self.keyed.clone();
+        m.update(b"result:");
+        m.update(canonical_json);
+        m.finalize().into_bytes().into()
+    }
+
     /// HMAC-SHA-256 of the canonical JSON of `args`.
     pub fn args_mac(&self, args: &Value) -> String {
         self.mac(&["args", &agents_core::canonical::to_string(args)])

@@ -238,8 +238,10 @@ impl<A: Registry> RunCtx<A> {
         })
     }
 
-    /// What a record keeps of a result: its SHA-256, or the redacted value when the runtime
-    /// records raw results.
+    /// What a record keeps of a result: its keyed digest ([`TokenStore::result_mac`]), or the
+    /// redacted value when the runtime records raw results.
+    ///
+    /// [`TokenStore::result_mac`]: crate::token::TokenStore::result_mac
     pub(super) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
         if self.inner.raw_results {
             AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
@@ -252,7 +254,7 @@ impl<A: Registry> RunCtx<A> {
             TEXT.with_borrow_mut(|text| {
                 text.clear();
                 agents_core::canonical::write_to(schema_free, text);
-                let digest = AuditResult::sha256_of(text.as_bytes());
+                let digest = AuditResult::Sha256(self.inner.tokens.result_mac(text.as_bytes()));
                 if text.capacity() > RESULT_TEXT_KEPT {
                     *text = String::new();
                 }

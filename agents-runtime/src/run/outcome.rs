@@ -20,6 +20,9 @@ pub enum StartError {
     /// The audit log refused the session's first record; nothing may run without it.
     #[error("the audit log is unavailable; fix the audit sink (see the logs) and try again")]
     AuditUnavailable,
+    /// The principal's ids are empty or malformed (see `Principal::validate`); nothing runs.
+    #[error("the principal was refused: {0}")]
+    InvalidPrincipal(#[from] crate::core::PrincipalError),
     /// The agent's registry does not produce exactly its `MANIFEST`: nothing of it runs.
     #[error(transparent)]
     RegistryMismatch(#[from] crate::tool::RegistryMismatch),

@@ -192,7 +192,8 @@ impl RuntimeBuilder {
         self.redaction = k;
         self
     }
-    /// Store (redacted) results in audit records instead of their SHA-256.
+    /// Store (redacted) results in audit records instead of their keyed digest (HMAC-SHA-256
+    /// under the server key, see [`TokenStore::result_mac`](crate::token::TokenStore::result_mac)).
     pub fn record_raw_results(mut self, yes: bool) -> Self {
         self.raw_results = yes;
         self
@@ -380,6 +381,7 @@ impl Runtime {
         input: A::Input,
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
+        principal.validate()?;
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
@@ -413,6 +415,7 @@ impl Runtime {
         confirmer: Option<Arc<dyn Confirmer>>,
     ) -> Result<DirectSession<A>, StartError> {
         crate::tool::verified_registry::<A>()?;
+        principal.validate()?;
         self.inner.bind_session(session_id, &principal)?;
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let confirm = match confirmer {
