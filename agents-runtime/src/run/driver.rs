@@ -5,7 +5,7 @@
 use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::record::RecordFields;
-use super::session::{PendingProposal, digest_text, remember_turn, replay};
+use super::session::{PendingProposal, digest_message, remember_turn, replay};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunOutcome, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -66,7 +66,7 @@ struct Turn<A: Registry> {
 }
 
 impl<A: Registry> Turn<A> {
-    /// The turn's start from the session: replayed history, the digest in the system prompt,
+    /// The turn's start from the session: replayed history, then the digest as a data message,
     /// the tools of the availability snapshot; and the proposal the user's message answers.
     fn open(ctx: Arc<RunCtx<A>>) -> (Self, Option<PendingProposal>) {
         let (history, digest, pending) = {
@@ -74,7 +74,7 @@ impl<A: Registry> Turn<A> {
             let s = sessions.get(ctx.ids.session_id.as_str());
             (
                 s.map(|s| replay(&s.history, ctx.limits.history_messages as usize)).unwrap_or_default(),
-                s.map(|s| digest_text(&s.digest)).unwrap_or_default(),
+                s.and_then(|s| digest_message(&s.digest)),
                 s.and_then(|s| s.pending.clone()),
             )
         };
@@ -93,11 +93,11 @@ impl<A: Registry> Turn<A> {
         };
         let turn = Turn {
             outcome: RunOutcome::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
-            system: format!("{}{}", ctx.inner.system_prompt, digest),
+            system: ctx.inner.system_prompt.clone(),
             bind_tools: true,
             definitions,
             response_schema,
-            messages: history,
+            messages: history.into_iter().chain(digest).collect(),
             spend: Mutex::new(Spend::default()),
             reservation: None,
             ctx,

@@ -5,6 +5,20 @@
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
 //!
+//! # Which channel carries what
+//!
+//! What the model reads comes in channels it trusts differently, and untrusted text never
+//! enters the most trusted one:
+//!
+//! - **system**: the application's system prompt and the runtime's own instructions about
+//!   the turn (a proposal confirmed, changed, cancelled or waiting), which name tools and
+//!   titles from code only. Never a tool result, a user's words or anything a tool read;
+//! - **user messages**: the person's input, the replayed history (text of earlier turns), and
+//!   the digest of earlier tool results: one message, opened with a sentence saying it is
+//!   data, whose facts are a JSON array of `{"tool", "result"}` objects between
+//!   `<earlier_tool_results>` markers (a result cannot close the block: its `<` is escaped);
+//! - **tool messages**: this turn's tool results, each answering its call.
+//!
 //! The rooms of this module:
 //! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
 //! - `session`: the state a session keeps between turns, and [`DirectSession`];
