@@ -491,3 +491,34 @@ async fn a_failing_budget_store_fails_closed_by_default_and_open_when_set() {
     let notices = with_status(&audit, AuditStatus::Notice);
     assert!(notices.iter().any(|n| n.reason.as_deref().unwrap().contains("fail open")), "{notices:?}");
 }
+
+/// One answer asking for more tool calls than the cap: the first ones run, the rest do not,
+/// are answered to the model as refused and are audited as denied.
+#[tokio::test]
+async fn tool_calls_beyond_the_per_answer_cap_do_not_run() {
+    use agents_runtime::run::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER;
+    for (cap, asked, session) in [(Some(2), 5, "cap-2"), (None, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER + 3, "cap-default")] {
+        let audit = Arc::new(MemorySink::new());
+        let calls: Vec<(&str, &str)> = (0..asked).map(|_| ("list_athletes", "{}")).collect();
+        let provider = Arc::new(ScriptedProvider::new([tool_calls(calls), reply("done")]));
+        let mut builder = Runtime::builder(audit.clone(), provider.clone()).roles(roles());
+        if let Some(cap) = cap {
+            builder = builder.max_tool_calls_per_answer(cap);
+        }
+        let max = cap.unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_ANSWER);
+        let out = builder.build().start::<Clinic>(me(), session, "list".into()).unwrap().wait().await;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(ran(session), max, "only the first {max} calls ran");
+        let told = tool_messages(&provider.requests()[1]);
+        assert_eq!(told.len(), asked, "every call is answered");
+        for (i, (_, content, is_error)) in told.iter().enumerate() {
+            assert_eq!(*is_error, i >= max, "{i}: {content}");
+            if i >= max {
+                assert!(content.contains("refused") && content.contains(&format!("at most {max}")), "{content}");
+            }
+        }
+        let denied = with_status(&audit, AuditStatus::Denied);
+        assert_eq!(denied.len(), asked - max);
+        assert!(denied.iter().all(|d| d.reason.as_deref().unwrap().contains("per answer")), "{denied:?}");
+    }
+}

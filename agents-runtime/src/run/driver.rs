@@ -271,8 +271,17 @@ impl<A: Registry> Turn<A> {
         }
         let calls = response.tool_calls.clone();
         self.messages.push(ChatMessage::Assistant { content: response.content, tool_calls: response.tool_calls });
-        for call in calls {
-            let out = gate_call(ctx, CallRef::from(&call)).await;
+        let (asked, max) = (calls.len(), ctx.inner.max_tool_calls_per_answer);
+        for (i, call) in calls.into_iter().enumerate() {
+            let out = if i < max {
+                gate_call(ctx, CallRef::from(&call)).await
+            } else {
+                let reason = format!(
+                    "refused: this answer asked for {asked} tool calls and at most {max} run per answer; this \
+                     call did not run. Ask for fewer calls at a time."
+                );
+                ctx.deny(CallRef::from(&call), None, None, reason).await
+            };
             if out.executed {
                 ctx.push_digest(&call.name, &out.content);
             }

@@ -74,6 +74,8 @@ pub(super) struct Inner {
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
     pub(super) max_result_bytes: usize,
+    /// Tool calls of one model answer that run; the rest are refused.
+    pub(super) max_tool_calls_per_answer: usize,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -126,10 +128,13 @@ pub struct RuntimeBuilder {
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
+    max_tool_calls_per_answer: usize,
 }
 
 /// The default of [`RuntimeBuilder::tool_timeout`]: five minutes.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`RuntimeBuilder::max_tool_calls_per_answer`]: 8.
+pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -224,6 +229,15 @@ impl RuntimeBuilder {
         self.max_result_bytes = max;
         self
     }
+    /// How many tool calls of one model answer run (default
+    /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`]). The first `max` pass the gate in order; each
+    /// further call does not run: it is audited as `denied`, emitted as `tool_denied`, and
+    /// answered to the model as refused, so a hijacked model cannot fan one answer out into
+    /// thousands of calls. `0` refuses every call.
+    pub fn max_tool_calls_per_answer(mut self, max: usize) -> Self {
+        self.max_tool_calls_per_answer = max;
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         Runtime {
@@ -249,6 +263,7 @@ impl RuntimeBuilder {
                 detached: InFlight::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
+                max_tool_calls_per_answer: self.max_tool_calls_per_answer,
             }),
         }
     }
@@ -323,6 +338,7 @@ impl Runtime {
                 .to_owned(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
         }
     }
 
