@@ -206,7 +206,9 @@ async fn an_answer_that_does_not_fit_the_output_type_fails_naming_the_type() {
 async fn a_subscriber_that_never_reads_does_not_block_the_run() {
     let calls: Vec<(&str, &str)> = (0..300).map(|_| ("find_athlete", r#"{"turn": 1}"#)).collect();
     let provider = Arc::new(ScriptedProvider::new([tool_calls(calls), reply("done")]));
-    let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
+    // Three hundred calls in one answer, so that events outrun the subscriber.
+    let rt =
+        Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).max_tool_calls_per_answer(300).build();
     let run = rt.start::<Clinic>(me(), "slow-sub", "go".into()).unwrap();
     // Two subscribers that never read: the run's own stream and one more.
     let mut slow = run.subscribe();

@@ -4,7 +4,8 @@
 
 use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
-use super::record::FinalOwed;
+use super::proposal::State;
+use super::record::{FinalOwed, RecordFields};
 use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
@@ -309,9 +310,17 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     pub(super) async fn conversational(self, approved: Option<(ConfirmationToken, String, String)>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, spec, .. } = proposal.checked;
-        if let Some((token, _, _)) = approved.filter(|(_, t, _)| t == spec.name) {
-            let session = ctx.ids.session_id.as_str();
+        let session = ctx.ids.session_id.as_str();
+        if let Some((token, _, proposal_call)) = approved.filter(|(_, t, _)| t == spec.name) {
+            // The approved proposal moves to `executing` once: a second use finds it gone.
+            let turn = ctx.ids.run_id.as_str();
+            let Some(running) = ctx.inner.proposals.claim_execution(session, &proposal_call, turn) else {
+                let reason = "the approval is no longer valid (used, expired or ended with its turn); nothing ran";
+                let _ = proposal.record(AuditStatus::Denied, reason).await;
+                return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
+            };
             if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+                running.abort();
                 let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
                 ctx.emit(|| Event::ToolDenied {
                     run_id: ctx.ids.run_id.to_string(),
@@ -323,11 +332,30 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                     "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
                 ));
             }
+            running.commit(None);
             let owed = proposal.owed(AuditStatus::Failed);
-            return execute_approved(proposal.checked, run, typed, &token, owed).await;
+            let out = execute_approved(proposal.checked, run, typed, &token, owed).await;
+            let end = if out.executed { State::Executed } else { State::Failed };
+            // The executed or failed record is written; the proposal's life is over.
+            if let Some(done) = ctx.inner.proposals.claim(session, &proposal_call, end) {
+                done.commit(None);
+            }
+            return out;
         }
         if !proposal.propose().await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
+        }
+        ctx.inner.proposals.open(session, call.id, ctx.ids.run_id.as_str());
+        // An older undecided proposal in the session is replaced by this one.
+        for old in ctx.inner.proposals.proposed_in(session, call.id) {
+            let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
+            let record = || {
+                ctx.audit(
+                    RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
+                        .reason(reason),
+                )
+            };
+            let _ = ctx.inner.proposals.transition(session, &old, State::Superseded, None, record).await;
         }
         ctx.emit(|| proposal.confirm_required());
         if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {

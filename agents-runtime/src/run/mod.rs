@@ -35,6 +35,7 @@ mod context;
 mod driver;
 mod gate;
 mod outcome;
+mod proposal;
 mod record;
 mod runtime;
 mod session;

@@ -4,6 +4,7 @@
 use super::confirm::{DirectConfirm, PendingDecision};
 use super::context::{RunCtx, availability};
 use super::driver::run_loop;
+use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, StartError, Verdict, lock};
@@ -70,6 +71,8 @@ pub(super) struct Inner {
     pub(super) decisions: Mutex<HashMap<String, PendingDecision>>,
     /// Final records written after their call's future was dropped, not yet durable.
     pub(super) detached: InFlight,
+    /// The open proposals of every confirmation channel.
+    pub(super) proposals: Book,
     /// How long one tool call may run before it is ended.
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
@@ -261,6 +264,7 @@ impl RuntimeBuilder {
                 sessions: Mutex::new(HashMap::new()),
                 decisions: Mutex::new(HashMap::new()),
                 detached: InFlight::default(),
+                proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
