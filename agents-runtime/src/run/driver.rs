@@ -6,7 +6,7 @@ use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::proposal::{Refused, State};
 use super::record::RecordFields;
-use super::session::{PendingProposal, digest_message, remember_turn, replay};
+use super::session::{PendingProposal, digest_message, owner_of, remember_turn, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunOutcome, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -74,7 +74,8 @@ impl<A: Registry> Turn<A> {
             let sessions = lock(&ctx.inner.sessions);
             let s = sessions.get(ctx.ids.session_id.as_str());
             (
-                s.map(|s| replay(&s.history, ctx.limits.history_messages as usize)).unwrap_or_default(),
+                s.map(|s| replay_within(&s.history, ctx.limits.history_messages as usize, ctx.inner.history_bytes))
+                    .unwrap_or_default(),
                 s.and_then(|s| digest_message(&s.digest)),
                 s.and_then(|s| s.pending.clone()),
             )
@@ -336,8 +337,13 @@ impl<A: Registry> Turn<A> {
         }
         {
             let mut sessions = lock(&ctx.inner.sessions);
-            let s = sessions.entry(ctx.ids.session_id.to_string()).or_default();
-            remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize);
+            // Only into the session as this run's principal holds it: a session ended, expired
+            // or rebound to another role meanwhile does not take this turn's text.
+            let me = owner_of(&ctx.principal);
+            if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
+                remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize);
+                s.last_used = Some(tokio::time::Instant::now());
+            }
         }
         resolve_turn(&ctx, outcome.status).await;
         let mut f = RecordFields::new(AuditStatus::RunFinished).reason(outcome.status.as_str());

@@ -44,8 +44,8 @@ mod spend;
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use runtime::{
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools,
-    Runtime, RuntimeBuilder,
+    DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

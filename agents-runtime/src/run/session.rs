@@ -35,10 +35,20 @@ pub(super) struct PendingProposal {
     pub(super) tier: Tier,
 }
 
+/// Who a session belongs to: user, organisation and role.
+pub(super) type Owner = (String, String, String);
+
+/// The owner a principal would be.
+pub(super) fn owner_of(principal: &Principal) -> Owner {
+    (principal.user_id.clone(), principal.org_id.clone(), principal.role.clone())
+}
+
 /// A session's state between turns.
 #[derive(Debug, Default)]
 pub(super) struct SessionState {
-    pub(super) owner: Option<(String, String)>,
+    pub(super) owner: Option<Owner>,
+    /// When a run or direct session last started or finished in it.
+    pub(super) last_used: Option<tokio::time::Instant>,
     pub(super) history: Vec<ChatMessage>,
     pub(super) digest: VecDeque<DigestEntry>,
     pub(super) pending: Option<PendingProposal>,
@@ -47,19 +57,69 @@ pub(super) struct SessionState {
 }
 
 impl Inner {
-    /// Binds `session_id` to `principal` on first use; refuses a session bound to someone else.
+    /// Binds `session_id` to `principal` on first use; refuses a session bound to another
+    /// user or organisation. A session idle for longer than the idle timeout, or bound to the
+    /// same person under another role, starts afresh: nothing read under one role (history,
+    /// digest, a pending proposal or an approval) reaches a run under another, and the old
+    /// context's tokens are revoked.
     pub(super) fn bind_session(&self, session_id: &str, principal: &Principal) -> Result<(), StartError> {
+        let now = tokio::time::Instant::now();
         let mut sessions = lock(&self.sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
-        let me = (principal.user_id.clone(), principal.org_id.clone());
-        match &s.owner {
-            Some(o) if *o != me => Err(StartError::SessionNotYours(session_id.to_owned())),
-            Some(_) => Ok(()),
-            None => {
-                s.owner = Some(me);
-                Ok(())
-            }
+        let me = owner_of(principal);
+        if let Some((user, org, _)) = &s.owner
+            && (*user != me.0 || *org != me.1)
+        {
+            return Err(StartError::SessionNotYours(session_id.to_owned()));
         }
+        let idle = s.last_used.is_some_and(|t| now.duration_since(t) > self.session_idle_timeout);
+        if s.owner.is_some() && (idle || s.owner.as_ref() != Some(&me)) {
+            *s = SessionState::default();
+            self.tokens.revoke_session(session_id);
+        }
+        s.owner = Some(me);
+        s.last_used = Some(now);
+        Ok(())
+    }
+
+    /// Ends a session: its state is dropped and its tokens revoked. Refused for a session
+    /// bound to another user or organisation. `Ok(false)` when there was none.
+    pub(super) fn end_session(&self, session_id: &str, principal: &Principal) -> Result<bool, StartError> {
+        let mut sessions = lock(&self.sessions);
+        match sessions.get(session_id).and_then(|s| s.owner.as_ref()) {
+            Some((user, org, _)) if *user != principal.user_id || *org != principal.org_id => {
+                return Err(StartError::SessionNotYours(session_id.to_owned()));
+            }
+            _ => {}
+        }
+        let existed = sessions.remove(session_id).is_some();
+        drop(sessions);
+        self.tokens.revoke_session(session_id);
+        Ok(existed)
+    }
+
+    /// Drops sessions idle for longer than the idle timeout, with their tokens; returns how
+    /// many.
+    pub(super) fn purge_idle_sessions(&self) -> usize {
+        let now = tokio::time::Instant::now();
+        let mut sessions = lock(&self.sessions);
+        let idle: Vec<String> = sessions
+            .iter()
+            .filter(|(_, s)| s.last_used.is_some_and(|t| now.duration_since(t) > self.session_idle_timeout))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle {
+            sessions.remove(id);
+        }
+        if !idle.is_empty() {
+            let keep = sessions.len() * 2;
+            sessions.shrink_to(keep);
+        }
+        drop(sessions);
+        for id in &idle {
+            self.tokens.revoke_session(id);
+        }
+        idle.len()
     }
 }
 
@@ -185,6 +245,36 @@ pub(super) fn push_digest(session: &mut SessionState, tool: &str, result: &Value
     while session.digest.len() > DIGEST_ENTRIES {
         session.digest.pop_front();
     }
+}
+
+/// The bytes of text a message carries.
+fn text_bytes(m: &ChatMessage) -> usize {
+    match m {
+        ChatMessage::User { content } | ChatMessage::Assistant { content, .. } => content.len(),
+        ChatMessage::Tool { content, .. } => content.len(),
+    }
+}
+
+/// History replay: the latest messages within `max` messages and `max_bytes` bytes of text,
+/// starting on a user message, text only. A message larger than `max_bytes` ends the replay
+/// there (it and everything before it are left out), so one huge message cannot break every
+/// later turn.
+pub(super) fn replay_within(history: &[ChatMessage], max: usize, max_bytes: usize) -> Vec<ChatMessage> {
+    let mut out = replay(history, max);
+    let mut total = 0usize;
+    let mut keep = out.len();
+    for (i, m) in out.iter().enumerate().rev() {
+        total = total.saturating_add(text_bytes(m));
+        if total > max_bytes {
+            break;
+        }
+        keep = i;
+    }
+    out.drain(..keep);
+    while matches!(out.first(), Some(ChatMessage::Assistant { .. })) {
+        out.remove(0);
+    }
+    out
 }
 
 /// History replay: at most `max` messages, starting on a user message, text only.
