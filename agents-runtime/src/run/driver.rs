@@ -341,7 +341,7 @@ impl<A: Registry> Turn<A> {
             // or rebound to another role meanwhile does not take this turn's text.
             let me = owner_of(&ctx.principal);
             if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
-                remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize);
+                remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize, ctx.inner.history_bytes);
                 s.last_used = Some(tokio::time::Instant::now());
             }
         }

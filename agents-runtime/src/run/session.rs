@@ -333,8 +333,15 @@ pub(super) fn digest_message(digest: &VecDeque<DigestEntry>) -> Option<ChatMessa
     Some(ChatMessage::User { content: format!("{DIGEST_PREAMBLE}\n{DIGEST_OPEN}\n{quoted}\n{DIGEST_CLOSE}") })
 }
 
-/// Appends the turn's input and answer to the history, keeping four times the replayed count.
-pub(super) fn remember_turn(session: &mut SessionState, input: String, answer: &str, history_messages: usize) {
+/// Appends the turn's input and answer to the history, keeping four times the replayed count
+/// and four times the replayed bytes, so what one session holds is bounded.
+pub(super) fn remember_turn(
+    session: &mut SessionState,
+    input: String,
+    answer: &str,
+    history_messages: usize,
+    history_bytes: usize,
+) {
     session.history.push(ChatMessage::User { content: input });
     if !answer.is_empty() {
         session.history.push(ChatMessage::Assistant { content: answer.to_owned(), tool_calls: Vec::new() });
@@ -344,6 +351,14 @@ pub(super) fn remember_turn(session: &mut SessionState, input: String, answer: &
         let drop = session.history.len() - cap;
         session.history.drain(..drop);
     }
+    let byte_cap = history_bytes.saturating_mul(4);
+    let mut total: usize = session.history.iter().map(text_bytes).sum();
+    let mut drop = 0;
+    while total > byte_cap && drop < session.history.len() {
+        total -= text_bytes(&session.history[drop]);
+        drop += 1;
+    }
+    session.history.drain(..drop);
 }
 
 #[cfg(test)]
@@ -396,6 +411,22 @@ mod tests {
         assert_eq!(facts[0]["tool"], "t8");
         assert_eq!(facts[11]["tool"], "t19");
         assert!(digest_message(&VecDeque::new()).is_none());
+    }
+
+    #[test]
+    fn a_session_keeps_at_most_four_times_the_replayed_messages_and_bytes() {
+        let mut s = SessionState::default();
+        for i in 0..100 {
+            remember_turn(&mut s, format!("{i}:{}", "u".repeat(1000)), &"a".repeat(1000), 40, 10_000);
+        }
+        let bytes: usize = s.history.iter().map(text_bytes).sum();
+        assert!(bytes <= 40_000, "{bytes} bytes kept");
+        assert!(matches!(&s.history[s.history.len() - 2], ChatMessage::User { content } if content.starts_with("99:")));
+        let mut s = SessionState::default();
+        for i in 0..100 {
+            remember_turn(&mut s, format!("{i}"), "a", 40, 1 << 20);
+        }
+        assert_eq!(s.history.len(), 160);
     }
 
     #[test]
