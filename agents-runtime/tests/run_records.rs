@@ -77,3 +77,14 @@ async fn empty_or_malformed_principals_are_refused_when_built_and_when_a_run_sta
     assert!(audit.records().is_empty(), "a refused principal leaves no trace and runs nothing");
     assert_eq!(ran("bad-principal"), 0);
 }
+
+#[test]
+fn starting_a_run_outside_a_tokio_runtime_is_an_error_not_a_panic() {
+    let audit = Arc::new(MemorySink::new());
+    let rt = runtime(audit.clone());
+    let me = Principal::new("u1", "org1", "analyst");
+    let refused = rt.start::<Recorder>(me.clone(), "no-runtime", "go".into()).unwrap_err();
+    assert_eq!(refused, StartError::NoAsyncRuntime);
+    assert_eq!(rt.active_runs(&me), 0, "a refused start takes no slot");
+    assert!(audit.records().is_empty());
+}

@@ -37,8 +37,7 @@ pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;
 pub mod pricing;
-#[cfg(feature = "http")]
-mod redact;
+pub(crate) mod redact;
 pub mod scripted;
 #[cfg(feature = "http")]
 pub mod wire;

@@ -21,8 +21,11 @@
 //! or encodings stacked on top of one another (base64 of hex). The model's own answer (text
 //! and tool arguments) is not an error text and is passed through as the model wrote it.
 
+#[cfg(feature = "http")]
 use super::ProviderError;
+#[cfg(feature = "http")]
 use super::http::ApiKey;
+#[cfg(feature = "http")]
 use super::truncate;
 use base64::Engine as _;
 
@@ -48,10 +51,20 @@ impl std::fmt::Debug for Redactor {
 
 impl Redactor {
     /// A redactor for `key` (none: texts pass unchanged).
+    #[cfg(feature = "http")]
     pub(crate) fn new(key: Option<&ApiKey>) -> Self {
-        let Some(key) = key.map(|k| k.expose().as_bytes().to_vec()).filter(|k| !k.is_empty()) else {
+        match key {
+            Some(k) => Self::of_bytes(k.expose().as_bytes()),
+            None => Self::default(),
+        }
+    }
+
+    /// A redactor for any secret text (empty: texts pass unchanged).
+    pub(crate) fn of_bytes(key: &[u8]) -> Self {
+        if key.is_empty() {
             return Self::default();
-        };
+        }
+        let key = key.to_vec();
         let mut exact = Vec::new();
         for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
             for shift in 0..3usize {
@@ -106,11 +119,13 @@ impl Redactor {
 
     /// At most `max_chars` characters of server text, redacted before it is cut (so that a
     /// cut can never leave part of the key).
+    #[cfg(feature = "http")]
     pub(crate) fn quote(&self, text: &str, max_chars: usize) -> String {
         truncate(&self.redact(text), max_chars)
     }
 
     /// The error with every text it carries redacted: the last step of every provider call.
+    #[cfg(feature = "http")]
     pub(crate) fn error(&self, error: ProviderError) -> ProviderError {
         if self.key.is_empty() { error } else { error.map_text(|t| self.redact(t)) }
     }
@@ -195,7 +210,7 @@ fn parse_hex(s: &[u8]) -> Option<u32> {
     u32::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
 

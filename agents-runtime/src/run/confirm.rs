@@ -4,7 +4,7 @@
 
 use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
-use super::proposal::State;
+use super::proposal::{Refused, State};
 use super::record::{FinalOwed, RecordFields};
 use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
@@ -169,6 +169,31 @@ pub(super) struct PendingDecision {
     pub(super) tx: oneshot::Sender<Verdict>,
 }
 
+/// A dialog proposal's entry in the book, closed however the call ends (its final record is
+/// owed separately, see [`FinalOwed`]).
+struct OpenProposal<'a> {
+    book: &'a super::proposal::Book,
+    session: &'a str,
+    call_id: &'a str,
+    /// This call opened the entry (so it closes it).
+    opened: bool,
+}
+
+impl<'a> OpenProposal<'a> {
+    fn new(book: &'a super::proposal::Book, session: &'a str, call_id: &'a str, turn: &str) -> Self {
+        let opened = book.open(session, call_id, turn);
+        OpenProposal { book, session, call_id, opened }
+    }
+}
+
+impl Drop for OpenProposal<'_> {
+    fn drop(&mut self) {
+        if self.opened {
+            self.book.close(self.session, self.call_id);
+        }
+    }
+}
+
 /// How a dialog wait ended.
 enum Waited {
     /// A person decided, or the question ended undecided for this reason.
@@ -218,6 +243,12 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         ctx.audit(base(status, redacted.clone()).reason(reason)).await.is_ok()
     }
 
+    /// Writes the record `status` of this call with `reason`, with the log's answer.
+    async fn record_durable(&self, status: AuditStatus, reason: String) -> Result<(), crate::audit::AuditError> {
+        let Checked { ctx, base, redacted, .. } = &self.checked;
+        ctx.audit(base(status, redacted.clone()).reason(reason)).await
+    }
+
     /// Writes this call's `proposed` record; whether the log took it.
     async fn propose(&self) -> bool {
         let Checked { ctx, base, redacted, .. } = &self.checked;
@@ -229,10 +260,23 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         FinalOwed::new(self.checked.ctx, (self.checked.base)(status, self.checked.redacted.clone()))
     }
 
-    /// Ends the proposal without running it: the record, and a `tool_result` event.
+    /// Ends the proposal without running it: the transition (its record first), and a
+    /// `tool_result` event. The proposal ends even when the log refuses the record.
     async fn end(&self, owed: FinalOwed<'a, A>, status: AuditStatus, reason: impl Into<String>) {
         owed.paid();
-        let _ = self.record(status, reason).await;
+        let Checked { ctx, call, .. } = &self.checked;
+        let reason = reason.into();
+        let to = match Undecided::of_reason(&reason) {
+            _ if status == AuditStatus::Rejected => State::Rejected,
+            Some(Undecided::TimedOut) => State::Expired,
+            _ => State::Cancelled,
+        };
+        let record = || self.record_durable(status, reason.clone());
+        let session = ctx.ids.session_id.as_str();
+        if let Err(Refused::NotAllowed) = ctx.inner.proposals.transition(session, call.id, to, None, record).await {
+            // Not open in the book (a channel that keeps none): the record is still owed.
+            let _ = self.record(status, reason.clone()).await;
+        }
         let shown = if status == AuditStatus::Rejected { "rejected" } else { "skipped" };
         self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
     }
@@ -345,9 +389,8 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         if !proposal.propose().await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         }
-        ctx.inner.proposals.open(session, call.id, ctx.ids.run_id.as_str());
-        // An older undecided proposal in the session is replaced by this one.
-        for old in ctx.inner.proposals.proposed_in(session, call.id) {
+        // An older undecided proposal in the session (under any call id) is replaced by this one.
+        for old in ctx.inner.proposals.proposed_in(session) {
             let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
             let record = || {
                 ctx.audit(
@@ -355,8 +398,11 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                         .reason(reason),
                 )
             };
-            let _ = ctx.inner.proposals.transition(session, &old, State::Superseded, None, record).await;
+            if ctx.inner.proposals.transition(session, &old, State::Superseded, None, record).await.is_err() {
+                ctx.inner.proposals.close(session, &old);
+            }
         }
+        ctx.inner.proposals.open(session, call.id, ctx.ids.run_id.as_str());
         ctx.emit(|| proposal.confirm_required());
         if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
             s.pending = Some(PendingProposal {
@@ -395,6 +441,13 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     /// confirmer, whichever answers first, within the confirmation timeout.
     pub(super) async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
+        let Checked { ctx, call, .. } = proposal.checked;
+        let session = ctx.ids.session_id.as_str();
+        // The proposal's entry in the book, closed however this call ends; one per call id.
+        let open = OpenProposal::new(&ctx.inner.proposals, session, call.id, ctx.ids.run_id.as_str());
+        if !open.opened {
+            return CallOutcome::err("a call with this id is already waiting for a decision; nothing ran");
+        }
         if !proposal.propose().await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         }
@@ -427,21 +480,31 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     /// and the token is redeemed for what will run.
     async fn approved(self, owed: FinalOwed<'a, A>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
-        let Checked { ctx, spec, .. } = proposal.checked;
-        let session = ctx.ids.session_id.as_str();
+        let Checked { ctx, call, spec, .. } = proposal.checked;
+        let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.proposals);
         let token = ctx.inner.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl());
-        if !proposal.record(AuditStatus::Confirmed, format!("approved by the user; token {}", token.id())).await {
-            // The approval is not on record, so nothing runs; the proposal still ends.
+        let reason = format!("approved by the user; token {}", token.id());
+        let confirmed = book
+            .transition(session, call.id, State::Confirmed, None, || {
+                proposal.record_durable(AuditStatus::Confirmed, reason)
+            })
+            .await;
+        let running = confirmed.ok().and_then(|()| book.claim_execution(session, call.id, turn));
+        let Some(running) = running else {
+            // The approval is not on record (or the proposal ended meanwhile), so nothing runs;
+            // the proposal still ends.
             owed.paid();
             let reason = "the approval could not be recorded in the audit log; nothing ran";
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the audit log is unavailable; nothing ran");
-        }
+        };
         if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+            running.abort();
             owed.paid();
             let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
             return CallOutcome::err(format!("{e}; nothing ran"));
         }
+        running.commit(None);
         execute_approved(proposal.checked, run, typed, &token, owed).await
     }
 }

@@ -28,7 +28,64 @@
 //! - `record`: the audit records of a run and the final record a call owes;
 //! - `driver`: the run loop, step by step;
 //! - `outcome`: how a run ends and the handle that waits for it;
-//! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's.
+//! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's;
+//! - `proposal`: the one state machine every proposed action goes through;
+//! - `secrets`: the values of a call's secrets, masked in the texts derived from the call.
+//!
+//! # Confirmation channels: what holds on which path
+//!
+//! An action runs only after a person approved exactly its arguments, and at most once per
+//! approval. The channels differ in how the person is asked:
+//!
+//! | Channel | How the person answers | Proposal ends as |
+//! |---|---|---|
+//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] from the run's own user and organisation | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
+//! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever comes first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
+//! | Direct session without a confirmer | cannot ask | `skipped` at once; the caller gets a structured "confirmation required" result |
+//! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired` |
+//!
+//! On every path:
+//! - the `proposed` record is durable before the person is asked, and every later step of
+//!   the proposal is recorded before it takes effect; a step whose record the log refuses
+//!   does not happen (a refused `confirmed` record runs nothing, in every mode);
+//! - the token minted on approval is bound to the session, the tool and the MAC of the exact
+//!   arguments, and is redeemed once; the role's permission is checked again before the run;
+//! - a conversational proposal is one entry of the runtime's proposal book: of concurrent
+//!   answers to it (two "yes" messages, an answer racing a stop) exactly one decides it, and
+//!   it starts executing at most once;
+//! - an approval not used in the turn that granted it lapses when that turn ends (`skipped`,
+//!   reason `expired`): a later message never rides on an earlier "yes"; a proposal made in a
+//!   turn that ends other than waiting for the answer (stopped, failed, iteration or budget
+//!   limit) ends `skipped` with reason `cancelled`; a newer proposal in the session ends an
+//!   undecided older one (`superseded`). A final record the log refuses at a turn's end does
+//!   not keep the proposal open: it ends without one (failing closed) and the error is logged;
+//! - a dialog proposal owes exactly one final record from the moment it is proposed, written
+//!   by the call or, if the call's future is dropped, on its own ([`Runtime::records_settled`]).
+//!
+//! A running tool is contained: a panic fails the call (`failed`, reason `panicked`, its text
+//! withheld) and the run goes on; a call that outlives [`RuntimeBuilder::tool_timeout`] or a
+//! stop of the run is ended (`failed`, reason `timeout` or `stopped`); a result larger than
+//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it.
+//!
+//! # Redaction: what holds on which path
+//!
+//! - Arguments in records, events and confirmation requests are redacted by the tool's input
+//!   schema: every position marked `x-agents-secret` (a [`Secret`](crate::Secret) field,
+//!   nested in structs, options, vectors and maps) is masked, as is every key on the
+//!   runtime's [`RedactionKeys`](crate::core::redact::RedactionKeys) list.
+//! - The *values* found at schema-marked positions are masked wherever else they appear in
+//!   texts derived from the call: the typed-parse refusal (a serde error quoting an
+//!   argument), an interceptor's denial reason, other argument positions, the tool's error
+//!   message and its result (as the model, the events and the records receive it), and an
+//!   interceptor's substitute result. Each value is matched as written, with any byte
+//!   percent-, `\x`-, `\u00`- or HTML-escaped, in hex and in base64 (values of six bytes or
+//!   more); values shorter than four bytes are not searched for.
+//! - Not covered: a strict-parse refusal (the arguments are not JSON, so no position is known
+//!   to be secret), values at positions only the key list masks, schema constructs the
+//!   schema walker does not follow (see `agents_core::redact`), text a tool writes to its own
+//!   logs or to tracing, and encodings stacked on one another.
+//! - Results are recorded as a keyed digest (HMAC-SHA-256 under the server key), or, with
+//!   [`RuntimeBuilder::record_raw_results`], as the redacted value.
 
 mod confirm;
 mod context;
@@ -38,6 +95,7 @@ mod outcome;
 mod proposal;
 mod record;
 mod runtime;
+mod secrets;
 mod session;
 mod spend;
 

@@ -99,10 +99,17 @@ pub(super) struct Claim<'a> {
 }
 
 impl Book {
-    /// Opens a proposal (its `proposed` record is durable) in `session`, owned by `turn`.
-    pub(super) fn open(&self, session: &str, call_id: &str, turn: &str) {
+    /// Opens a proposal (its `proposed` record is durable) in `session`, owned by `turn`;
+    /// `false`, changing nothing, when a proposal under that call id is open already.
+    pub(super) fn open(&self, session: &str, call_id: &str, turn: &str) -> bool {
         let entry = Entry { state: State::Proposed, session: session.into(), turn: turn.into(), busy: false };
-        lock(&self.entries).insert((session.to_owned(), call_id.to_owned()), entry);
+        match lock(&self.entries).entry((session.to_owned(), call_id.to_owned())) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(entry);
+                true
+            }
+        }
     }
 
     /// The state of an open proposal; `None` once it ended (or never existed).
@@ -179,12 +186,12 @@ impl Book {
         open
     }
 
-    /// The open, undecided proposals of `session` other than `except`.
-    pub(super) fn proposed_in(&self, session: &str, except: &str) -> Vec<String> {
+    /// The open, undecided proposals of `session` that no transition holds.
+    pub(super) fn proposed_in(&self, session: &str) -> Vec<String> {
         let entries = lock(&self.entries);
         let mut ids: Vec<String> = entries
             .iter()
-            .filter(|((_, id), e)| e.session == session && e.state == State::Proposed && id.as_str() != except)
+            .filter(|(_, e)| e.session == session && e.state == State::Proposed && !e.busy)
             .map(|((_, id), _)| id.clone())
             .collect();
         ids.sort();
@@ -238,7 +245,8 @@ mod tests {
     #[test]
     fn a_refused_record_leaves_the_proposal_where_it_was_and_a_durable_one_moves_it() {
         let book = Book::default();
-        book.open("s", "c", "t1");
+        assert!(book.open("s", "c", "t1"));
+        assert!(!book.open("s", "c", "t2"), "one open proposal per call id");
         let refused = futures::executor::block_on(
             book.transition("s", "c", State::Confirmed, None, || async { Err(AuditError::Refused("no".into())) }),
         );
@@ -306,7 +314,7 @@ mod tests {
                     Op::Propose(p) => {
                         if let std::collections::btree_map::Entry::Vacant(v) = proposed_in.entry(p) {
                             v.insert(turn);
-                            book.open(session, &id(p), &turn.to_string());
+                            prop_assert!(book.open(session, &id(p), &turn.to_string()));
                         }
                     }
                     Op::BeginDecide { a, p, approve } => {

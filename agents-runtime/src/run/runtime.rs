@@ -436,6 +436,7 @@ impl Runtime {
 
     /// Starts a run of agent `A` for `principal` in `session_id` (created on first use and
     /// bound to the principal). The fourth concurrent run of a user is refused, not queued.
+    /// Outside a tokio runtime it returns [`StartError::NoAsyncRuntime`] and changes nothing.
     pub fn start<A: Registry>(
         &self,
         principal: Principal,
@@ -444,6 +445,7 @@ impl Runtime {
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
@@ -458,7 +460,7 @@ impl Runtime {
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
         let run_id = ctx.ids.run_id.to_string();
         let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
-        let join = tokio::spawn(
+        let join = handle.spawn(
             async move {
                 let _slot = slot;
                 run_loop(ctx, input_text).await

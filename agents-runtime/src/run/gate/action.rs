@@ -40,7 +40,7 @@ pub(in crate::run) async fn execute_approved<A: Registry>(
     token: &ConfirmationToken,
     mut owed: FinalOwed<'_, A>,
 ) -> CallOutcome {
-    let Checked { ctx, call, spec, base, redacted } = &checked;
+    let Checked { ctx, call, spec, base, redacted, .. } = &checked;
     // Defence in depth: the permission is checked again after the wait.
     if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
         owed.paid();

@@ -10,7 +10,7 @@ use serde_json::json;
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.
 pub(super) async fn call<A: Registry>(checked: Checked<'_, A, impl RecordOf>) -> CallOutcome {
-    let Checked { ctx, call, spec, base, redacted } = checked;
+    let Checked { ctx, call, spec, base, redacted, .. } = checked;
     let record = HandoffRecord {
         call_id: call.id.to_owned(),
         tool: spec.name.to_owned(),

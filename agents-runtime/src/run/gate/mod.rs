@@ -11,6 +11,7 @@ pub(in crate::run) use contain::run_contained;
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
+use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::core::redact::SecretSchema;
 use crate::core::{SharedValue, Tier, ToolSpec};
@@ -29,6 +30,8 @@ pub(in crate::run) struct Checked<'a, A, F> {
     /// Builds a record of this call with a status and its (redacted) arguments.
     pub(in crate::run) base: F,
     pub(in crate::run) redacted: SharedValue,
+    /// The values of the call's secrets, masked in every text derived from the call.
+    pub(in crate::run) secrets: CallSecrets,
 }
 
 /// What builds the records of one call (see [`Checked::base`]).
@@ -42,6 +45,7 @@ struct Admitted {
     typed: ErasedArgs,
     args_hash: String,
     redacted: SharedValue,
+    secrets: CallSecrets,
 }
 
 /// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
@@ -58,7 +62,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         let spec = entry.spec;
         let facts = ctx.facts(index, &entry);
         // 2.-3. parse, permission, interceptors.
-        let Admitted { typed, args_hash, redacted } = match check(ctx, call, &entry, facts).await {
+        let Admitted { typed, args_hash, redacted, secrets } = match check(ctx, call, &entry, facts).await {
             Ok(admitted) => admitted,
             Err(refused) => return refused,
         };
@@ -78,7 +82,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
             f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
             f
         };
-        let checked = Checked { ctx, call, spec, base, redacted };
+        let checked = Checked { ctx, call, spec, base, redacted, secrets };
         // 4. tier.
         match entry.handler {
             Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
@@ -124,31 +128,49 @@ async fn check<A: Registry>(
         Ok(v) => v,
         Err(reason) => return Err(ctx.deny(call, Some(spec), None, reason).await),
     };
+    // The values at secret positions, masked wherever else they appear (only a schema that
+    // marks secrets has any).
+    let mut secrets = CallSecrets::default();
+    if schema.marks_secrets() {
+        secrets = CallSecrets::of(&args, &ctx.redact_args(schema, &args));
+    }
     // The redacted copy the records hold is made once the arguments are final (below); the
     // event and the refusals before that redact on the spot.
     ctx.emit(|| Event::ToolCall {
         run_id: ctx.ids.run_id.to_string(),
         call_id: call.id.to_owned(),
         tool: call.name.to_owned(),
-        args: Some(ctx.redact_args(schema, &args)),
+        args: Some(secrets.value(ctx.redact_args(schema, &args))),
     });
     let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
     let mut typed = match parsed {
         Ok(t) => t,
-        Err(reason) => return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await),
+        Err(reason) => {
+            // A serde error may quote the argument it refused: a secret one is masked.
+            let shown = secrets.value(ctx.redact_args(schema, &args));
+            return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+        }
     };
     // Permission is decided before any business check (defence in depth on top of the snapshot).
     if !facts.permitted {
         let reason = format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role);
-        return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, &args)), reason).await);
+        let shown = secrets.value(ctx.redact_args(schema, &args));
+        return Err(ctx.deny(call, Some(spec), Some(shown), reason).await);
     }
-    intercept(ctx, call, entry, schema, &mut args, &mut typed).await?;
+    intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets).await?;
     // Binds a person's approval to the exact arguments: action calls only.
     let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
     // The arguments are final: the records' redacted copy is the value itself when nothing in
-    // it is secret.
-    let redacted = SharedValue::from(schema.redact_owned(args, &ctx.inner.redaction));
-    Ok(Admitted { typed, args_hash, redacted })
+    // it is secret; when something is, the secret values are kept to mask derived texts.
+    let redacted = if schema.marks_secrets() {
+        let redacted = ctx.redact_args(schema, &args);
+        // An interceptor may have replaced the arguments: their secrets are masked too.
+        secrets.extend(CallSecrets::of(&args, &redacted));
+        secrets.value(redacted)
+    } else {
+        schema.redact_owned(args, &ctx.inner.redaction)
+    };
+    Ok(Admitted { typed, args_hash, redacted: SharedValue::from(redacted), secrets })
 }
 
 /// The interceptors, in the order added: each may let the call through, refuse it, replace
@@ -160,6 +182,7 @@ async fn intercept<A: Registry>(
     schema: SecretSchema<'static>,
     args: &mut Value,
     typed: &mut ErasedArgs,
+    secrets: &CallSecrets,
 ) -> Result<(), CallOutcome> {
     let spec = entry.spec;
     for interceptor in &ctx.inner.interceptors {
@@ -179,7 +202,7 @@ async fn intercept<A: Registry>(
                             call_id: Some(call.id.into()),
                             tool: Some(spec.name.into()),
                             tier: Some(spec.tier),
-                            args: Some(ctx.redact_args(schema, args).into()),
+                            args: Some(secrets.value(ctx.redact_args(schema, args)).into()),
                             reason: Some("an interceptor replaced the arguments".into()),
                             ..RecordFields::new(AuditStatus::Modified)
                         });
@@ -190,10 +213,14 @@ async fn intercept<A: Registry>(
                     }
                 }
             }
-            Decision::Substitute(result) => return Err(substitute(ctx, call, spec, schema, args, result).await),
+            Decision::Substitute(result) => {
+                let (shown, result) = (secrets.value(ctx.redact_args(schema, args)), secrets.value(result));
+                return Err(substitute(ctx, call, spec, shown, result).await);
+            }
         };
         if let Some(reason) = refusal {
-            return Err(ctx.deny(call, Some(spec), Some(ctx.redact_args(schema, args)), reason).await);
+            let shown = secrets.value(ctx.redact_args(schema, args));
+            return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
         }
     }
     Ok(())
@@ -205,15 +232,14 @@ async fn substitute<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
     spec: &'static ToolSpec,
-    schema: SecretSchema<'static>,
-    args: &Value,
+    shown_args: Value,
     result: Value,
 ) -> CallOutcome {
     let substituted = ctx.audit(RecordFields {
         call_id: Some(call.id.into()),
         tool: Some(spec.name.into()),
         tier: Some(spec.tier),
-        args: Some(ctx.redact_args(schema, args).into()),
+        args: Some(shown_args.into()),
         result: Some(ctx.result_for_audit(&result)),
         ..RecordFields::new(AuditStatus::Substituted)
     });
@@ -230,17 +256,19 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
     checked: Checked<'a, A, impl RecordOf>,
     result: Result<Value, ToolError>,
 ) -> impl Future<Output = CallOutcome> + 'a {
-    let Checked { ctx, call, spec, base, redacted } = checked;
+    let Checked { ctx, call, spec, base, redacted, secrets } = checked;
     let (record, status, outcome) = match result {
         Ok(value) => {
-            let (value, cut) = contain::bounded(value, ctx.inner.max_result_bytes);
+            // A result that echoes a secret shows it to nobody; then it is bounded.
+            let (value, cut) = contain::bounded(secrets.value(value), ctx.inner.max_result_bytes);
             let mut f = base(AuditStatus::Executed, redacted);
             f.reason = cut;
             f.result = Some(ctx.result_for_audit(&value));
             (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
-            (base(AuditStatus::Failed, redacted).reason(e.message.clone()), "failed", CallOutcome::err(e.message))
+            let message = if secrets.is_empty() { e.message } else { secrets.text(&e.message) };
+            (base(AuditStatus::Failed, redacted).reason(message.clone()), "failed", CallOutcome::err(message))
         }
     };
     let audited = ctx.audit(record);

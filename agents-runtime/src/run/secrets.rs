@@ -1,0 +1,130 @@
+//! The values of one call's secrets, masked in every text the runtime derives from the call.
+//!
+//! Redaction by schema masks the secret *positions* of the arguments the records and events
+//! carry. A secret's value also travels in texts built from it: a serde error that quotes an
+//! argument, a tool's error message, a result that echoes its input. [`CallSecrets`] holds
+//! the values found at the positions the tool's schema marks secret (`x-agents-secret`), and
+//! masks each of them, as written and in the forms a text may carry it (percent, `\xXX`,
+//! `\u00XX` and HTML escapes of any byte, hex, base64 at any alignment), in: the typed-parse
+//! refusal, an interceptor's denial reason, the tool's error message, and its result (as the
+//! model, the events and the audit log receive it).
+//!
+//! Values shorter than [`MIN_SECRET_BYTES`] are not searched for (a two-character secret
+//! would mask every occurrence of those characters in ordinary text); neither are values at
+//! positions only the key list ([`RedactionKeys`](crate::core::redact::RedactionKeys))
+//! masks. Base64 forms are matched for values of six bytes or more.
+
+use crate::core::redact::MASK;
+use crate::provider::redact::Redactor;
+use serde_json::Value;
+
+/// The shortest secret value searched for in derived texts, in bytes.
+pub(super) const MIN_SECRET_BYTES: usize = 4;
+
+/// The secret values of one call.
+#[derive(Default)]
+pub(super) struct CallSecrets {
+    redactors: Vec<Redactor>,
+}
+
+impl CallSecrets {
+    /// The values of `args` at the positions `redacted` (its redacted copy) masks.
+    pub(super) fn of(args: &Value, redacted: &Value) -> Self {
+        let mut values = Vec::new();
+        masked_leaves(args, redacted, &mut values);
+        values.sort();
+        values.dedup();
+        // Longer first, so a secret that contains another is masked whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        CallSecrets { redactors: values.iter().map(|v| Redactor::of_bytes(v.as_bytes())).collect() }
+    }
+
+    /// Adds the values of `other`.
+    pub(super) fn extend(&mut self, other: CallSecrets) {
+        self.redactors.extend(other.redactors);
+    }
+
+    /// Whether there is nothing to mask.
+    pub(super) fn is_empty(&self) -> bool {
+        self.redactors.is_empty()
+    }
+
+    /// `text` with every secret value masked.
+    pub(super) fn text(&self, text: &str) -> String {
+        if self.is_empty() {
+            return text.to_owned();
+        }
+        let mut out = text.to_owned();
+        for r in &self.redactors {
+            out = r.redact(&out);
+        }
+        out
+    }
+
+    /// `value` with every secret value masked in its strings (keys included).
+    pub(super) fn value(&self, value: Value) -> Value {
+        if self.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(s) => Value::String(self.text(&s)),
+            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.value(v)).collect()),
+            Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (self.text(&k), self.value(v))).collect()),
+            other => {
+                // A number or boolean that is itself a secret value is masked whole.
+                let text = other.to_string();
+                if self.text(&text) != text { Value::String(MASK.to_owned()) } else { other }
+            }
+        }
+    }
+}
+
+/// Collects the texts of `args` where `redacted` holds the mask.
+fn masked_leaves(args: &Value, redacted: &Value, out: &mut Vec<String>) {
+    match (args, redacted) {
+        (a, Value::String(m)) if m == MASK && a.as_str() != Some(MASK) => leaves(a, out),
+        (Value::Object(a), Value::Object(r)) => {
+            for (k, v) in a {
+                if let Some(rv) = r.get(k) {
+                    masked_leaves(v, rv, out);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(r)) => {
+            for (v, rv) in a.iter().zip(r) {
+                masked_leaves(v, rv, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every scalar of `value` as text, when long enough to search for.
+fn leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s.len() >= MIN_SECRET_BYTES => out.push(s.clone()),
+        Value::Number(n) if n.to_string().len() >= MIN_SECRET_BYTES => out.push(n.to_string()),
+        Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_values_at_masked_positions_are_masked_in_texts_and_values() {
+        let args = json!({"name": "ann", "login": {"pin": "4401-zq-77", "user": "ann"}, "codes": ["abcd-1", "no"]});
+        let redacted = json!({"name": "ann", "login": {"pin": MASK, "user": "ann"}, "codes": MASK});
+        let s = CallSecrets::of(&args, &redacted);
+        assert_eq!(s.text("bad pin 4401-zq-77 for ann"), "bad pin **** for ann");
+        assert_eq!(s.text("hex 343430312d7a712d3737"), "hex ****");
+        assert_eq!(s.text("pct %34%34%30%31-zq-77"), "pct ****");
+        assert_eq!(s.text("code abcd-1, no"), "code ****, no", "a value under four bytes is left");
+        assert_eq!(s.value(json!({"echo": ["4401-zq-77"]})), json!({"echo": ["****"]}));
+        assert!(CallSecrets::of(&args, &args).is_empty());
+    }
+}
