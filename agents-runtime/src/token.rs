@@ -159,6 +159,15 @@ impl TokenStore {
         self.lock().sweep(Instant::now())
     }
 
+    /// Revokes every token minted for `session` (the session ended or expired). Returns how
+    /// many were held.
+    pub fn revoke_session(&self, session: &str) -> usize {
+        let mut entries = self.lock();
+        let before = entries.map.len();
+        entries.map.retain(|_, e| &*e.session != session);
+        before - entries.map.len()
+    }
+
     /// Tokens held (minted, not yet redeemed or purged).
     pub fn len(&self) -> usize {
         self.lock().map.len()

@@ -1,6 +1,6 @@
 //! Limits of the MCP HTTP server against hostile clients: a thousand connections that send
 //! their headers one byte a second do not stop a legitimate client and are cut off at the
-//! header timeout; event streams per principal are capped; duplicate JSON keys are refused
+//! header timeout; event streams and sessions per principal are capped; duplicate JSON keys are refused
 //! with the error stdio gives; the bearer scheme is matched in any case; ended sessions are
 //! purged on a timer.
 
@@ -181,6 +181,38 @@ async fn event_streams_per_principal_are_capped() {
         assert!(tokio::time::Instant::now() < deadline, "the closed stream's slot never came back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    s.shutdown();
+    s.wait().await;
+}
+
+#[tokio::test]
+async fn sessions_per_principal_are_capped() {
+    let audit = Arc::new(MemorySink::new());
+    let s = server(&audit, HttpLimits { max_sessions_per_principal: 2, ..HttpLimits::default() }).await;
+    let addr = s.local_addr();
+    let mut alice = Vec::new();
+    for _ in 0..2 {
+        let mut c = Client::new(addr, "alice-token");
+        c.initialize(false).await;
+        alice.push(c);
+    }
+    assert_eq!(s.session_count(), 2);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": mcp_common::PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let third = Client::new(addr, "alice-token").post(&init).await;
+    assert_eq!(third.status, 429, "a third session of the same principal");
+    assert!(third.header("mcp-session-id").is_none(), "no session was made");
+    let text = third.text().await;
+    assert!(text.contains("already has 2 open MCP sessions"), "{text}");
+    assert_eq!(s.session_count(), 2, "the refused request made no session");
+    // Another principal has sessions of its own.
+    let mut bob = Client::new(addr, "bob-token");
+    bob.initialize(false).await;
+    // Ending a session gives its slot back.
+    assert_eq!(alice[0].delete().await.status, 202);
+    let mut again = Client::new(addr, "alice-token");
+    again.initialize(false).await;
+    assert_eq!(again.call(1, "read_note", json!({"id": 1})).await.status, 200, "the new session works");
     s.shutdown();
     s.wait().await;
 }

@@ -17,7 +17,7 @@ fn provider_with_timeout(server: &TestServer, timeout: Duration) -> AnthropicPro
     AnthropicProvider::new(
         AnthropicConfig::new(MODEL, ApiKey::new(KEY))
             .with_base_url(server.base_url.clone())
-            .with_prices(PriceTable::new().with_price("claude-sonnet-4-5*", 3.0, 15.0))
+            .with_prices(PriceTable::new().with_price("claude-sonnet-4-5*", 3.0, 15.0).unwrap())
             .with_http(fast_http(timeout)),
     )
     .unwrap()

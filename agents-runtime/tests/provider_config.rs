@@ -150,6 +150,10 @@ fn invalid_numbers_say_what_is_expected() {
         ("AGENTS_TIMEOUT_SECS", "ninety"),
         ("AGENTS_PRICE", "0.15"),
         ("AGENTS_PRICE", "-1,2"),
+        ("AGENTS_PRICE", "1,-0.5"),
+        ("AGENTS_PRICE", "NaN,1"),
+        ("AGENTS_PRICE", "1,inf"),
+        ("AGENTS_PRICE", "-inf,1"),
         ("AGENTS_MAX_TOKENS", "0"),
     ] {
         let err = parse(&[("AGENTS_MODEL", "openai:gpt-4o-mini"), ("OPENAI_API_KEY", "k"), (var, value)]).unwrap_err();

@@ -18,7 +18,7 @@ fn provider(server: &TestServer) -> OpenAiProvider {
 
 fn provider_with_timeout(server: &TestServer, timeout: Duration) -> OpenAiProvider {
     let config = OpenAiConfig::openai("gpt-4o-mini", ApiKey::new(KEY))
-        .with_prices(PriceTable::new().with_price("gpt-4o-mini", 0.15, 0.60))
+        .with_prices(PriceTable::new().with_price("gpt-4o-mini", 0.15, 0.60).unwrap())
         .with_http(fast_http(timeout));
     OpenAiProvider::new(OpenAiConfig { base_url: format!("{}/v1", server.base_url), ..config }).unwrap()
 }

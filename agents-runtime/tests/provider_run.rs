@@ -185,7 +185,7 @@ async fn unreadable_usage_of_a_paid_call_is_counted_against_the_budget_by_the_es
         let server = TestServer::start(vec![Reply::Bytes(openai_answer(usage.clone()))]).await;
         // A paid server (as if remote) with a price: 1 USD per million tokens both ways.
         let mut config = OpenAiConfig::compatible("m", format!("{}/v1", server.base_url))
-            .with_prices(PriceTable::new().with_price("m", 1.0, 1.0))
+            .with_prices(PriceTable::new().with_price("m", 1.0, 1.0).unwrap())
             .with_http(fast_http(Duration::from_secs(20)));
         config.paid = true;
         let budget = Arc::new(InMemoryBudget::new().with_user_cap("org1", "u1", 10.0));

@@ -257,8 +257,9 @@ async fn strict_parse_refuses_ambiguous_and_ill_typed_arguments() {
     let mut calls: Vec<(&str, &str)> = cases.iter().map(|(args, _)| ("log_session", *args)).collect();
     calls.push(("log_session", r#"{"count": 9007199254740992, "load": 1.5, "note": "ok"}"#));
     let audit = Arc::new(MemorySink::new());
+    let n = calls.len();
     let provider = Arc::new(ScriptedProvider::new([tool_calls(calls), reply("done")]));
-    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
+    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).max_tool_calls_per_answer(n).build();
     let out = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "strict", "log".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
 

@@ -279,3 +279,44 @@ async fn an_approval_lapses_with_its_turn_whatever_the_token_lifetime() {
     assert_eq!(ran(session), 0);
     assert!(with_status(&audit, AuditStatus::Skipped)[0].reason.as_deref().unwrap().starts_with("expired:"));
 }
+
+/// A model-backed classifier's paid call is a budget event of the run: reserved, counted in
+/// the run's cost and recorded in the store; with no headroom it is not made, and the reply
+/// reads as unclear.
+#[tokio::test]
+async fn the_classifier_model_call_passes_the_budget_gate_and_counts() {
+    use agents_runtime::budget::InMemoryBudget;
+    use agents_runtime::classifier::ModelClassifier;
+    let labelled = |label: &str, usd: f64| {
+        let mut r = reply(format!(r#"{{"label":"{label}"}}"#));
+        r.usage.cost_usd = usd;
+        r
+    };
+    for (cap, session) in [(10.0, "c-paid-classifier"), (0.0, "c-broke-classifier")] {
+        let audit = Arc::new(MemorySink::new());
+        let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
+        let judge = Arc::new(ScriptedProvider::new([labelled("confirm", 0.02)]).with_paid(true));
+        let budget = Arc::new(InMemoryBudget::new().with_user_cap("acme", "emp-1", cap));
+        let rt = Runtime::builder(audit.clone(), provider.clone())
+            .roles(RoleMap::new().role("employee", ["leave.write"]))
+            .confirm_mode(ConfirmMode::Conversational)
+            .classifier(Arc::new(ModelClassifier::new(judge.clone())))
+            .budget(budget.clone())
+            .build();
+        propose_three(&rt, &audit, &provider, session).await;
+        if cap > 0.0 {
+            let script = vec![tool_call("submit_leave", THREE), reply("Submitted.")];
+            let out = turn(&rt, &provider, session, "yes please", script).await;
+            assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+            assert_eq!(judge.requests().len(), 1, "the classifier's model was asked");
+            assert!((out.cost_usd - 0.02).abs() < 1e-12, "the run's cost includes the classifier's: {out:?}");
+            assert!((budget.user_spend("acme", "emp-1") - 0.02).abs() < 1e-12, "and so does the store");
+            assert_eq!(budget.user_held("acme", "emp-1"), 0.0);
+        } else {
+            let out = turn(&rt, &provider, session, "yes please", vec![reply("Please answer yes or no.")]).await;
+            assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+            assert!(judge.requests().is_empty(), "no headroom: the classifier's paid call was not made");
+            assert_eq!(ran(session), 0, "an unanswered classifier confirms nothing");
+        }
+    }
+}

@@ -375,3 +375,150 @@ async fn parallel_calls_in_one_response_are_one_iteration() {
     assert_eq!(out.iterations, 2);
     assert_eq!(ran("par"), 2);
 }
+
+/// A paid provider whose every answer costs `cost` and asks for another tool call, after
+/// yielding a few times so that the calls of concurrent runs are in flight together.
+struct Lockstep {
+    cost: f64,
+    calls: std::sync::atomic::AtomicUsize,
+}
+impl Provider for Lockstep {
+    fn name(&self) -> &str {
+        "lockstep"
+    }
+    fn model(&self) -> &str {
+        "lockstep"
+    }
+    fn chat<'a>(
+        &'a self,
+        _: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+            }
+            let mut r = tool_call("list_athletes", "{}");
+            r.usage.cost_usd = self.cost;
+            Ok(r)
+        })
+    }
+}
+
+/// Three runs of one user at once, each wanting a dozen paid calls: the budget binds all of
+/// them together, and the month's spend ends within the cap plus one call per run.
+#[tokio::test]
+async fn concurrent_runs_of_one_user_exceed_the_cap_by_at_most_one_call_each() {
+    const CAP: f64 = 0.10;
+    const CALL: f64 = 0.03;
+    let budget = Arc::new(InMemoryBudget::new().with_user_cap("org1", "u1", CAP));
+    let provider = Arc::new(Lockstep { cost: CALL, calls: Default::default() });
+    let rt =
+        Runtime::builder(Arc::new(MemorySink::new()), provider.clone()).roles(roles()).budget(budget.clone()).build();
+    let runs: Vec<_> =
+        (0..3).map(|i| rt.start::<Clinic>(me(), &format!("b-conc-{i}"), "hello".into()).unwrap()).collect();
+    let mut total = 0.0;
+    for run in runs {
+        let out = run.wait().await;
+        assert_eq!(out.status, RunStatus::BudgetExhausted, "{out:?}");
+        total += out.cost_usd;
+    }
+    let spend = budget.user_spend("org1", "u1");
+    assert!((spend - total).abs() < 1e-9, "the store and the runs agree: {spend} vs {total}");
+    assert!(spend < CAP + 3.0 * CALL + 1e-9, "spent {spend} USD against a cap of {CAP} USD");
+    assert!(spend >= CAP, "the runs used the budget: {spend}");
+    assert_eq!(budget.user_held("org1", "u1"), 0.0, "every reservation was settled");
+}
+
+/// A budget store that cannot answer.
+struct BrokenBudget;
+impl BudgetStore for BrokenBudget {
+    fn remaining<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<f64, agents_runtime::budget::BudgetError>> {
+        Box::pin(async { Err(agents_runtime::budget::BudgetError("database down".into())) })
+    }
+    fn record<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: f64,
+    ) -> BoxFuture<'a, Result<(), agents_runtime::budget::BudgetError>> {
+        Box::pin(async { Err(agents_runtime::budget::BudgetError("database down".into())) })
+    }
+    fn reserve<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: f64,
+    ) -> BoxFuture<'a, Result<agents_runtime::budget::Admission, agents_runtime::budget::BudgetError>> {
+        Box::pin(async { Err(agents_runtime::budget::BudgetError("database down".into())) })
+    }
+    fn settle(
+        &self,
+        _: agents_runtime::budget::Reservation,
+        _: f64,
+    ) -> BoxFuture<'_, Result<(), agents_runtime::budget::BudgetError>> {
+        Box::pin(async { Err(agents_runtime::budget::BudgetError("database down".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_failing_budget_store_fails_closed_by_default_and_open_when_set() {
+    use agents_runtime::budget::BudgetFallback;
+    let audit = Arc::new(MemorySink::new());
+    let provider = Arc::new(ScriptedProvider::new([costing(reply("hi"), 0.01)]).with_paid(true));
+    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).budget(Arc::new(BrokenBudget)).build();
+    let out = rt.start::<Clinic>(me(), "b-broken", "hello".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert!(out.error.as_deref().unwrap().contains("budget could not be checked"), "{out:?}");
+    assert!(provider.requests().is_empty(), "no paid call was made");
+    let notice = &with_status(&audit, AuditStatus::Notice)[0];
+    assert!(notice.reason.as_deref().unwrap().contains("database down"), "{notice:?}");
+
+    let audit = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(audit.clone(), provider.clone())
+        .roles(roles())
+        .budget(Arc::new(BrokenBudget))
+        .budget_fallback(BudgetFallback::FailOpen)
+        .build();
+    let out = rt.start::<Clinic>(me(), "b-open", "hello".into()).unwrap().wait().await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(provider.requests().len(), 1);
+    let notices = with_status(&audit, AuditStatus::Notice);
+    assert!(notices.iter().any(|n| n.reason.as_deref().unwrap().contains("fail open")), "{notices:?}");
+}
+
+/// One answer asking for more tool calls than the cap: the first ones run, the rest do not,
+/// are answered to the model as refused and are audited as denied.
+#[tokio::test]
+async fn tool_calls_beyond_the_per_answer_cap_do_not_run() {
+    use agents_runtime::run::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER;
+    for (cap, asked, session) in [(Some(2), 5, "cap-2"), (None, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER + 3, "cap-default")] {
+        let audit = Arc::new(MemorySink::new());
+        let calls: Vec<(&str, &str)> = (0..asked).map(|_| ("list_athletes", "{}")).collect();
+        let provider = Arc::new(ScriptedProvider::new([tool_calls(calls), reply("done")]));
+        let mut builder = Runtime::builder(audit.clone(), provider.clone()).roles(roles());
+        if let Some(cap) = cap {
+            builder = builder.max_tool_calls_per_answer(cap);
+        }
+        let max = cap.unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_ANSWER);
+        let out = builder.build().start::<Clinic>(me(), session, "list".into()).unwrap().wait().await;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(ran(session), max, "only the first {max} calls ran");
+        let told = tool_messages(&provider.requests()[1]);
+        assert_eq!(told.len(), asked, "every call is answered");
+        for (i, (_, content, is_error)) in told.iter().enumerate() {
+            assert_eq!(*is_error, i >= max, "{i}: {content}");
+            if i >= max {
+                assert!(content.contains("refused") && content.contains(&format!("at most {max}")), "{content}");
+            }
+        }
+        let denied = with_status(&audit, AuditStatus::Denied);
+        assert_eq!(denied.len(), asked - max);
+        assert!(denied.iter().all(|d| d.reason.as_deref().unwrap().contains("per answer")), "{denied:?}");
+    }
+}

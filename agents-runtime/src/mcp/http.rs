@@ -16,8 +16,8 @@
 //!   error the stdio transport answers (`-32600`), before rmcp parses it (its parse would
 //!   keep the last duplicate silently);
 //! - limits ([`HttpLimits`]) bound connections, the time to send headers, idle connections,
-//!   open event streams per principal, and back off when `accept` fails (descriptors
-//!   exhausted) instead of spinning;
+//!   open event streams and open MCP sessions per principal, and back off when `accept`
+//!   fails (descriptors exhausted) instead of spinning;
 //! - a timer purges the records of ended sessions and expired confirmation tokens.
 
 use super::server::ClientGone;
@@ -71,6 +71,11 @@ pub struct HttpLimits {
     /// Event streams (GET, including a resume with `Last-Event-ID`) one principal may hold
     /// open at once; more get 429.
     pub max_sse_streams_per_principal: usize,
+    /// MCP sessions one principal (user in an organisation) may hold open at once; a further
+    /// `initialize` gets 429 with a message saying so, and no session is made. A session
+    /// counts until it is deleted (DELETE) or, once closed for idleness, purged (within
+    /// `purge_interval`).
+    pub max_sessions_per_principal: usize,
     /// An MCP session with no request for this long is closed.
     pub session_idle_timeout: Duration,
     /// First wait after `accept` fails (out of descriptors, ...); doubled on each failure in
@@ -91,6 +96,7 @@ impl Default for HttpLimits {
             idle_timeout: Duration::from_secs(120),
             sse_keep_alive: Duration::from_secs(15),
             max_sse_streams_per_principal: 16,
+            max_sessions_per_principal: 32,
             session_idle_timeout: Duration::from_secs(300),
             accept_backoff_min: Duration::from_millis(5),
             accept_backoff_max: Duration::from_secs(1),
@@ -107,6 +113,9 @@ impl HttpLimits {
         }
         if self.max_sse_streams_per_principal == 0 {
             return zero("max_sse_streams_per_principal");
+        }
+        if self.max_sessions_per_principal == 0 {
+            return zero("max_sessions_per_principal");
         }
         for (name, d) in [
             ("header_read_timeout", self.header_read_timeout),
@@ -230,21 +239,46 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Which principal opened each MCP session, and how many event streams each principal holds.
+/// Which principal opened each MCP session, how many event streams each principal holds, and
+/// how many sessions each principal is opening right now.
 #[derive(Debug, Default)]
 struct SessionOwners {
     owners: Mutex<HashMap<String, Principal>>,
     streams: Mutex<HashMap<(String, String), usize>>,
+    opening: Mutex<HashMap<(String, String), usize>>,
+}
+
+/// The key limits are counted by: the user in their organisation.
+fn limit_key(principal: &Principal) -> (String, String) {
+    (principal.org_id.clone(), principal.user_id.clone())
 }
 
 impl SessionOwners {
+    /// Takes a slot for one more session of `principal` if its open sessions and those it is
+    /// opening are fewer than `max`. Counted under one lock, so concurrent `initialize`
+    /// requests cannot pass the cap together.
+    fn begin_session(self: &Arc<Self>, principal: &Principal, max: usize) -> Option<OpeningSlot> {
+        let key = limit_key(principal);
+        let mut opening = lock(&self.opening);
+        let open = lock(&self.owners).values().filter(|p| limit_key(p) == key).count();
+        let n = opening.entry(key.clone()).or_insert(0);
+        if open + *n >= max {
+            if *n == 0 {
+                opening.remove(&key);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(OpeningSlot { owners: self.clone(), key })
+    }
+
     fn owned_by(&self, session: &str, principal: &Principal) -> bool {
         lock(&self.owners).get(session).is_some_and(|owner| owner == principal)
     }
 
     /// Takes one event-stream slot of `principal`, if one is free.
     fn open_stream(self: &Arc<Self>, principal: &Principal, max: usize) -> Option<StreamSlot> {
-        let key = (principal.org_id.clone(), principal.user_id.clone());
+        let key = limit_key(principal);
         let mut streams = lock(&self.streams);
         let n = streams.entry(key.clone()).or_insert(0);
         if *n >= max {
@@ -252,6 +286,25 @@ impl SessionOwners {
         }
         *n += 1;
         Some(StreamSlot { owners: self.clone(), key })
+    }
+}
+
+/// A session being opened, counted against its principal until dropped (by then the session,
+/// if made, is in `owners`).
+struct OpeningSlot {
+    owners: Arc<SessionOwners>,
+    key: (String, String),
+}
+
+impl Drop for OpeningSlot {
+    fn drop(&mut self) {
+        let mut opening = lock(&self.owners.opening);
+        if let Some(n) = opening.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                opening.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -518,6 +571,7 @@ struct Shared<A: Registry> {
     owners: Arc<SessionOwners>,
     runtime: Runtime,
     max_streams: usize,
+    max_sessions: usize,
 }
 
 impl<A: Registry> Shared<A> {
@@ -574,6 +628,24 @@ impl<A: Registry> Shared<A> {
                 None => {
                     let text = "too many requests: close one of your open event streams first";
                     return (plain(StatusCode::TOO_MANY_REQUESTS, text), None);
+                }
+            }
+        } else {
+            None
+        };
+        // A POST without a session asks for a new one (`initialize`): checked before rmcp
+        // makes it, so a refused request makes no session.
+        let _opening = if method == Method::POST && session.is_none() {
+            match self.owners.begin_session(&principal, self.max_sessions) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::warn!(user = %principal.user_id, max = self.max_sessions, "MCP session refused: too many open sessions");
+                    let text = format!(
+                        "too many requests: this principal already has {} open MCP sessions, the most allowed; \
+                         end one (DELETE with its Mcp-Session-Id) or wait for an idle one to close",
+                        self.max_sessions
+                    );
+                    return (plain(StatusCode::TOO_MANY_REQUESTS, &text), None);
                 }
             }
         } else {
@@ -652,6 +724,7 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> 
         owners: owners.clone(),
         runtime: runtime.clone(),
         max_streams: limits.max_sse_streams_per_principal,
+        max_sessions: limits.max_sessions_per_principal,
     });
     live.spawn(purge_loop(owners.clone(), manager, runtime.clone(), limits.purge_interval, cancel.clone()));
     let stop = cancel.clone();
@@ -829,6 +902,8 @@ mod tests {
     fn limits_are_checked() {
         assert!(HttpLimits::default().check().is_ok());
         let bad = HttpLimits { max_connections: 0, ..HttpLimits::default() };
+        assert!(bad.check().is_err());
+        let bad = HttpLimits { max_sessions_per_principal: 0, ..HttpLimits::default() };
         assert!(bad.check().is_err());
         let bad = HttpLimits { idle_timeout: Duration::from_secs(10), ..HttpLimits::default() };
         assert!(bad.check().is_err(), "an idle timeout under the stream keep-alive would cut quiet streams");

@@ -15,7 +15,7 @@
 //!         "claude-sonnet-4-5",
 //!         ApiKey::new(std::env::var("ANTHROPIC_API_KEY")?),
 //!     )
-//!     .with_prices(PriceTable::new().with_price("claude-sonnet-4-5*", 3.0, 15.0)),
+//!     .with_prices(PriceTable::new().with_price("claude-sonnet-4-5*", 3.0, 15.0)?),
 //! )?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

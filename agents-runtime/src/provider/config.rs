@@ -243,18 +243,24 @@ impl ProviderConfig {
 
         let mut prices = PriceTable::new();
         if let Some(text) = var("AGENTS_PRICE") {
+            // The same check as every other way a price enters a table.
             let parsed = text
                 .split_once(',')
-                .and_then(|(i, o)| Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?)))
-                .filter(|(i, o)| i.is_finite() && o.is_finite() && *i >= 0.0 && *o >= 0.0);
-            let Some((input, output)) = parsed else {
-                return Err(ConfigError::Invalid {
-                    variable: "AGENTS_PRICE".into(),
-                    value: text,
-                    expected: "`<input>,<output>` in USD per million tokens, such as 0.15,0.60".into(),
-                });
+                .and_then(|(i, o)| Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?)));
+            let checked = parsed.ok_or(None).and_then(|(i, o)| prices.clone().with_price(model, i, o).map_err(Some));
+            prices = match checked {
+                Ok(prices) => prices,
+                Err(refused) => {
+                    return Err(ConfigError::Invalid {
+                        variable: "AGENTS_PRICE".into(),
+                        value: text,
+                        expected: match refused {
+                            Some(e) => format!("`<input>,<output>` in USD per million tokens, such as 0.15,0.60 ({e})"),
+                            None => "`<input>,<output>` in USD per million tokens, such as 0.15,0.60".into(),
+                        },
+                    });
+                }
             };
-            prices = prices.with_price(model, input, output);
         }
 
         let max_tokens = match var("AGENTS_MAX_TOKENS") {

@@ -51,7 +51,7 @@ pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
 pub use limits::{ProviderLimit, ProviderLimits};
 #[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};
-pub use pricing::{ModelPrice, PriceTable};
+pub use pricing::{ModelPrice, PriceError, PriceTable};
 pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
 #[cfg(feature = "http")]
 pub use wire::{DecodedAnswer, WireFormat};
@@ -272,6 +272,27 @@ pub trait Provider: Send + Sync {
         request: &'a ChatRequest,
         tokens: &'a dyn TokenSink,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+}
+
+/// A shared provider is a provider (the runtime holds its provider as `Arc<dyn Provider>`; a
+/// [`ModelClassifier`](crate::classifier::ModelClassifier) may share it).
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn model(&self) -> &str {
+        (**self).model()
+    }
+    fn is_paid(&self) -> bool {
+        (**self).is_paid()
+    }
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        tokens: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        (**self).chat(request, tokens)
+    }
 }
 
 impl fmt::Debug for dyn Provider {

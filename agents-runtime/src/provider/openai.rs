@@ -13,7 +13,7 @@
 //! // Hosted OpenAI, with a price so the budget counts the calls.
 //! let openai = OpenAiProvider::new(
 //!     OpenAiConfig::openai("gpt-4o-mini", ApiKey::new(std::env::var("OPENAI_API_KEY")?))
-//!         .with_prices(PriceTable::new().with_price("gpt-4o-mini", 0.15, 0.60)),
+//!         .with_prices(PriceTable::new().with_price("gpt-4o-mini", 0.15, 0.60)?),
 //! )?;
 //!
 //! // A local Ollama server: no key, not paid, a longer timeout for a slow machine.

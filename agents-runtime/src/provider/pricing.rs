@@ -29,8 +29,31 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Why a price was refused: every price is a finite number of US dollars, 0 or more. A
+/// negative or NaN price would count calls as free (or lower the recorded spend), an infinite
+/// one would stop every call; both are typos, refused where the price enters
+/// ([`ModelPrice::new`], [`PriceTable::with_price`], [`PriceTable::insert`], deserializing, and
+/// `AGENTS_PRICE` in [`ProviderConfig`](super::ProviderConfig)).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "price refused{}: `{field}` is {value}; a price must be a finite number of USD per million tokens, 0 or more",
+    model.as_deref().map(|m| format!(" for model `{m}`")).unwrap_or_default()
+)]
+pub struct PriceError {
+    /// The model the price was for, when known.
+    pub model: Option<String>,
+    /// `input_per_million` or `output_per_million`.
+    pub field: &'static str,
+    /// The refused value.
+    pub value: f64,
+}
+
 /// The price of one model, in US dollars per million tokens.
+///
+/// Built with [`ModelPrice::new`] or deserialized, it is valid (finite, 0 or more); a value
+/// built from its public fields is checked when it enters a [`PriceTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawModelPrice")]
 pub struct ModelPrice {
     /// USD per million prompt (input) tokens.
     pub input_per_million: f64,
@@ -38,7 +61,41 @@ pub struct ModelPrice {
     pub output_per_million: f64,
 }
 
+/// The serialized form of a [`ModelPrice`], before its check.
+#[derive(Deserialize)]
+struct RawModelPrice {
+    input_per_million: f64,
+    output_per_million: f64,
+}
+
+impl TryFrom<RawModelPrice> for ModelPrice {
+    type Error = PriceError;
+
+    fn try_from(raw: RawModelPrice) -> Result<Self, PriceError> {
+        ModelPrice::new(raw.input_per_million, raw.output_per_million)
+    }
+}
+
 impl ModelPrice {
+    /// A price in USD per million input and output tokens; negative, NaN and infinite values
+    /// are refused.
+    pub fn new(input_per_million: f64, output_per_million: f64) -> Result<Self, PriceError> {
+        let price = ModelPrice { input_per_million, output_per_million };
+        price.check().map(|()| price)
+    }
+
+    /// Whether both values are finite and 0 or more.
+    pub fn check(&self) -> Result<(), PriceError> {
+        for (field, value) in
+            [("input_per_million", self.input_per_million), ("output_per_million", self.output_per_million)]
+        {
+            if !value.is_finite() || value < 0.0 {
+                return Err(PriceError { model: None, field, value });
+            }
+        }
+        Ok(())
+    }
+
     /// The cost of a call with these token counts.
     pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
         (input_tokens as f64 * self.input_per_million + output_tokens as f64 * self.output_per_million) / 1_000_000.0
@@ -52,12 +109,18 @@ impl ModelPrice {
 /// use agents_runtime::provider::PriceTable;
 ///
 /// let prices = PriceTable::new()
-///     .with_price("gpt-4o-mini", 0.15, 0.60)
-///     .with_price("claude-sonnet-4-5*", 3.0, 15.0);
+///     .with_price("gpt-4o-mini", 0.15, 0.60)?
+///     .with_price("claude-sonnet-4-5*", 3.0, 15.0)?;
 /// assert_eq!(prices.cost("gpt-4o-mini", 1_000_000, 1_000_000), Some(0.75));
 /// assert!(prices.cost("claude-sonnet-4-5-20250929", 10, 10).is_some());
 /// assert_eq!(prices.cost("gpt-4o", 10, 10), None); // unknown: no prefix matching without `*`
+///
+/// // A typo is refused, and the table is not changed.
+/// assert!(PriceTable::new().with_price("gpt-4o", -2.5, 10.0).is_err());
+/// # Ok::<(), agents_runtime::provider::PriceError>(())
 /// ```
+///
+/// Every price in a table is finite and 0 or more, however the table was built.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PriceTable {
     prices: BTreeMap<String, ModelPrice>,
@@ -69,15 +132,21 @@ impl PriceTable {
         Self::default()
     }
 
-    /// Adds a price in USD per million input and output tokens.
-    pub fn with_price(mut self, model: impl Into<String>, input: f64, output: f64) -> Self {
-        self.insert(model, ModelPrice { input_per_million: input, output_per_million: output });
-        self
+    /// Adds a price in USD per million input and output tokens. A negative, NaN or infinite
+    /// price is refused with an error naming the model and the value.
+    pub fn with_price(mut self, model: impl Into<String>, input: f64, output: f64) -> Result<Self, PriceError> {
+        self.insert(model, ModelPrice { input_per_million: input, output_per_million: output })?;
+        Ok(self)
     }
 
-    /// Adds or replaces a price.
-    pub fn insert(&mut self, model: impl Into<String>, price: ModelPrice) {
-        self.prices.insert(model.into(), price);
+    /// Adds or replaces a price; returns the price it replaced. A negative, NaN or infinite
+    /// price is refused and the table is left as it was.
+    pub fn insert(&mut self, model: impl Into<String>, price: ModelPrice) -> Result<Option<ModelPrice>, PriceError> {
+        let model = model.into();
+        if let Err(e) = price.check() {
+            return Err(PriceError { model: Some(model), ..e });
+        }
+        Ok(self.prices.insert(model, price))
     }
 
     /// The price of `model`: the exact key, else the longest `prefix*` key it starts with.
@@ -185,11 +254,11 @@ mod tests {
 
     #[test]
     fn exact_key_beats_prefix_and_longest_prefix_wins() {
-        let t = PriceTable::new().with_price("claude*", 1.0, 1.0).with_price("claude-opus*", 15.0, 75.0).with_price(
-            "claude-opus-4-1",
-            2.0,
-            2.0,
-        );
+        let t = PriceTable::new()
+            .with_price("claude*", 1.0, 1.0)
+            .and_then(|t| t.with_price("claude-opus*", 15.0, 75.0))
+            .and_then(|t| t.with_price("claude-opus-4-1", 2.0, 2.0))
+            .unwrap();
         assert_eq!(t.lookup("claude-opus-4-1").unwrap().input_per_million, 2.0);
         assert_eq!(t.lookup("claude-opus-4-0").unwrap().input_per_million, 15.0);
         assert_eq!(t.lookup("claude-haiku").unwrap().input_per_million, 1.0);
@@ -200,5 +269,54 @@ mod tests {
     fn cost_is_per_million_tokens() {
         let p = ModelPrice { input_per_million: 3.0, output_per_million: 15.0 };
         assert!((p.cost(2_000, 500) - 0.0135).abs() < 1e-12);
+    }
+
+    const BAD: [f64; 5] = [-1.0, -0.0001, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+
+    #[test]
+    fn with_price_and_new_refuse_negative_and_non_finite_prices() {
+        for bad in BAD {
+            for (i, o) in [(bad, 1.0), (1.0, bad)] {
+                let e = PriceTable::new().with_price("m", i, o).unwrap_err();
+                assert_eq!(e.model.as_deref(), Some("m"));
+                assert!(e.to_string().contains("finite number of USD per million tokens, 0 or more"), "{e}");
+                assert!(ModelPrice::new(i, o).is_err(), "{i} {o}");
+            }
+        }
+        assert!(ModelPrice::new(0.0, 0.0).is_ok(), "a free model is a valid price");
+    }
+
+    #[test]
+    fn insert_refuses_and_leaves_the_table_as_it_was() {
+        let mut t = PriceTable::new().with_price("m", 1.0, 2.0).unwrap();
+        let before = t.clone();
+        for bad in BAD {
+            let e = t.insert("m", ModelPrice { input_per_million: bad, output_per_million: 1.0 }).unwrap_err();
+            assert_eq!(e.field, "input_per_million");
+            let e = t.insert("other", ModelPrice { input_per_million: 1.0, output_per_million: bad }).unwrap_err();
+            assert_eq!((e.model.as_deref(), e.field), (Some("other"), "output_per_million"));
+            assert_eq!(t, before);
+        }
+        let old = t.insert("m", ModelPrice { input_per_million: 3.0, output_per_million: 4.0 }).unwrap();
+        assert_eq!(old, Some(ModelPrice { input_per_million: 1.0, output_per_million: 2.0 }));
+    }
+
+    #[test]
+    fn deserializing_refuses_negative_and_non_finite_prices() {
+        let e =
+            serde_json::from_str::<PriceTable>(r#"{"prices":{"m":{"input_per_million":-3,"output_per_million":1}}}"#)
+                .unwrap_err();
+        assert!(e.to_string().contains("`input_per_million` is -3"), "{e}");
+        let ok =
+            serde_json::from_str::<PriceTable>(r#"{"prices":{"m":{"input_per_million":3,"output_per_million":1}}}"#)
+                .unwrap();
+        assert_eq!(ok.cost("m", 1_000_000, 0), Some(3.0));
+        // JSON has no NaN or infinity; formats that do reach the same check.
+        use serde::de::value::{Error, MapDeserializer};
+        for bad in BAD {
+            let fields = [("input_per_million", 1.0), ("output_per_million", bad)];
+            let de: MapDeserializer<'_, _, Error> = MapDeserializer::new(fields.into_iter());
+            assert!(ModelPrice::deserialize(de).is_err(), "{bad}");
+        }
     }
 }

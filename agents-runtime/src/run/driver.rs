@@ -6,16 +6,18 @@ use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::proposal::{Refused, State};
 use super::record::RecordFields;
-use super::session::{PendingProposal, digest_text, remember_turn, replay};
+use super::session::{PendingProposal, digest_message, owner_of, remember_turn, replay_within};
+use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunOutcome, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
+use crate::budget::Reservation;
 use crate::classifier::{Classification, ProposalSummary};
 use crate::events::Event;
 use crate::provider::{ChatMessage, ChatRequest, ChatResponse, ToolDefinition};
 use crate::tool::Registry;
 use serde_json::{Value, json};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Runs one turn of agent `A` on `input` to its end.
@@ -58,20 +60,23 @@ struct Turn<A: Registry> {
     definitions: Vec<ToolDefinition>,
     response_schema: Option<Value>,
     messages: Vec<ChatMessage>,
-    /// The budget's headroom, read once before the first paid call.
-    remaining: Option<f64>,
+    /// What the turn spent, its own calls and its classifier's.
+    spend: Mutex<Spend>,
+    /// The headroom held for the model call about to be made.
+    reservation: Option<Reservation>,
 }
 
 impl<A: Registry> Turn<A> {
-    /// The turn's start from the session: replayed history, the digest in the system prompt,
+    /// The turn's start from the session: replayed history, then the digest as a data message,
     /// the tools of the availability snapshot; and the proposal the user's message answers.
     fn open(ctx: Arc<RunCtx<A>>) -> (Self, Option<PendingProposal>) {
         let (history, digest, pending) = {
             let sessions = lock(&ctx.inner.sessions);
             let s = sessions.get(ctx.ids.session_id.as_str());
             (
-                s.map(|s| replay(&s.history, ctx.limits.history_messages as usize)).unwrap_or_default(),
-                s.map(|s| digest_text(&s.digest)).unwrap_or_default(),
+                s.map(|s| replay_within(&s.history, ctx.limits.history_messages as usize, ctx.inner.history_bytes))
+                    .unwrap_or_default(),
+                s.and_then(|s| digest_message(&s.digest)),
                 s.and_then(|s| s.pending.clone()),
             )
         };
@@ -90,12 +95,13 @@ impl<A: Registry> Turn<A> {
         };
         let turn = Turn {
             outcome: RunOutcome::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
-            system: format!("{}{}", ctx.inner.system_prompt, digest),
+            system: ctx.inner.system_prompt.clone(),
             bind_tools: true,
             definitions,
             response_schema,
-            messages: history,
-            remaining: None,
+            messages: history.into_iter().chain(digest).collect(),
+            spend: Mutex::new(Spend::default()),
+            reservation: None,
             ctx,
         };
         (turn, pending)
@@ -110,7 +116,10 @@ impl<A: Registry> Turn<A> {
         let ctx = self.ctx.clone();
         let session = ctx.ids.session_id.as_str();
         let summary = ProposalSummary { tool: p.tool.clone(), title: p.title.clone(), args: p.args.as_value().clone() };
-        let class = ctx.inner.classifier.classify(&summary, input).await;
+        // The classifier's model calls pass the run's budget gate and count in its spend.
+        let meter = Meter { ctx: &ctx, spend: &self.spend };
+        let class = ctx.inner.classifier.classify_metered(&summary, input, &meter).await;
+        self.outcome.cost_usd = lock(&self.spend).cost_usd;
         let to = match class {
             Classification::Confirm => State::Confirmed,
             Classification::Modify | Classification::Cancel => State::Rejected,
@@ -164,38 +173,36 @@ impl<A: Registry> Turn<A> {
         true
     }
 
-    /// Before the first paid call and before every further one: the turn stops when its
-    /// spending reached the budget's headroom (audited as a notice).
+    /// Before every paid call: headroom is reserved for it, or the turn stops (audited as a
+    /// notice) when none is left beyond the calls in flight, or when the store fails and the
+    /// runtime fails closed.
     async fn budget_gate(&mut self) -> ControlFlow<()> {
-        let (ctx, inner) = (&self.ctx, &self.ctx.inner);
-        let Some(budget) = inner.budget.as_ref().filter(|_| inner.provider.is_paid()) else {
-            return ControlFlow::Continue(());
-        };
-        let headroom = match self.remaining {
-            Some(r) => r,
-            None => {
-                let r = match budget.remaining(&ctx.principal.org_id, &ctx.principal.user_id).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "budget store unavailable; the run is allowed");
-                        f64::INFINITY
-                    }
-                };
-                *self.remaining.insert(r)
+        let ctx = &self.ctx;
+        let meter = Meter { ctx, spend: &self.spend };
+        let stop = match meter.reserve(&*ctx.inner.provider).await {
+            Ok(reservation) => {
+                self.reservation = reservation;
+                return ControlFlow::Continue(());
             }
+            Err(stop) => stop,
         };
         let outcome = &mut self.outcome;
-        if outcome.cost_usd < headroom && headroom > 0.0 {
-            return ControlFlow::Continue(());
+        match &stop {
+            BudgetStop::Exhausted { .. } => {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.text = if outcome.iterations == 0 {
+                    "This turn was not started because the monthly budget is used up. An administrator can raise the cap."
+                        .into()
+                } else {
+                    "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
+                };
+            }
+            BudgetStop::StoreFailed(_) => {
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(format!("the budget could not be checked, so no paid call was made: {stop}"));
+            }
         }
-        outcome.status = RunStatus::BudgetExhausted;
-        outcome.text = if outcome.iterations == 0 {
-            "This turn was not started because the monthly budget is used up. An administrator can raise the cap."
-                .into()
-        } else {
-            "I stopped partway through because this turn reached the remaining budget for the month. An administrator can raise the cap.".into()
-        };
-        let reason = format!("budget gate: spent {:.6} USD of {:.6} USD headroom", outcome.cost_usd, headroom);
+        let reason = format!("budget gate: this turn spent {:.6} USD; {stop}", outcome.cost_usd);
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
         ControlFlow::Break(())
     }
@@ -203,7 +210,8 @@ impl<A: Registry> Turn<A> {
     /// Calls the model (tokens stream as events), within the provider timeout and unless the
     /// run is stopped; records the spend. `None` when the turn ends here.
     async fn call_model(&mut self) -> Option<ChatResponse> {
-        let (ctx, inner) = (&self.ctx, &self.ctx.inner);
+        let ctx = self.ctx.clone();
+        let inner = &ctx.inner;
         let request = ChatRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),
@@ -217,7 +225,15 @@ impl<A: Registry> Turn<A> {
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
         // A panicking provider fails the call instead of the run's task.
         let chat = tokio::time::timeout(per_call, crate::provider::chat_contained(&*inner.provider, &request, &sink));
-        let Some(response) = unless_cancelled(&ctx.cancel, chat).await else {
+        let answer = unless_cancelled(&ctx.cancel, chat).await;
+        // The reservation is settled whatever happened: with the cost the provider reported,
+        // or nothing when it reported none (a failed, timed-out or stopped call).
+        let cost = match &answer {
+            Some(Ok(Ok(r))) => r.usage.cost_usd,
+            _ => 0.0,
+        };
+        self.record_spend(cost).await;
+        let Some(response) = answer else {
             self.outcome.status = RunStatus::Cancelled;
             return None;
         };
@@ -240,22 +256,14 @@ impl<A: Registry> Turn<A> {
                 return None;
             }
         };
-        self.record_spend(response.usage.cost_usd).await;
         Some(response)
     }
 
-    /// Adds a provider call's cost to the turn's and records it with the budget store.
+    /// Settles the model call's reservation with its cost, in the store and the turn's total.
     async fn record_spend(&mut self, cost_usd: f64) {
-        if cost_usd <= 0.0 {
-            return;
-        }
-        self.outcome.cost_usd += cost_usd;
-        let principal = &self.ctx.principal;
-        if let Some(budget) = &self.ctx.inner.budget
-            && let Err(e) = budget.record(&principal.org_id, &principal.user_id, cost_usd).await
-        {
-            tracing::error!(error = %e, "spend could not be recorded");
-        }
+        let meter = Meter { ctx: &self.ctx, spend: &self.spend };
+        meter.settle(self.reservation.take(), cost_usd).await;
+        self.outcome.cost_usd = lock(&self.spend).cost_usd;
     }
 
     /// An answer without tool calls (or with tools unbound) ends the turn; otherwise each call
@@ -273,8 +281,17 @@ impl<A: Registry> Turn<A> {
         }
         let calls = response.tool_calls.clone();
         self.messages.push(ChatMessage::Assistant { content: response.content, tool_calls: response.tool_calls });
-        for call in calls {
-            let out = gate_call(ctx, CallRef::from(&call)).await;
+        let (asked, max) = (calls.len(), ctx.inner.max_tool_calls_per_answer);
+        for (i, call) in calls.into_iter().enumerate() {
+            let out = if i < max {
+                gate_call(ctx, CallRef::from(&call)).await
+            } else {
+                let reason = format!(
+                    "refused: this answer asked for {asked} tool calls and at most {max} run per answer; this \
+                     call did not run. Ask for fewer calls at a time."
+                );
+                ctx.deny(CallRef::from(&call), None, None, reason).await
+            };
             if out.executed {
                 ctx.push_digest(&call.name, &out.content);
             }
@@ -320,8 +337,13 @@ impl<A: Registry> Turn<A> {
         }
         {
             let mut sessions = lock(&ctx.inner.sessions);
-            let s = sessions.entry(ctx.ids.session_id.to_string()).or_default();
-            remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize);
+            // Only into the session as this run's principal holds it: a session ended, expired
+            // or rebound to another role meanwhile does not take this turn's text.
+            let me = owner_of(&ctx.principal);
+            if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
+                remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize, ctx.inner.history_bytes);
+                s.last_used = Some(tokio::time::Instant::now());
+            }
         }
         resolve_turn(&ctx, outcome.status).await;
         let mut f = RecordFields::new(AuditStatus::RunFinished).reason(outcome.status.as_str());

@@ -5,6 +5,20 @@
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
 //!
+//! # Which channel carries what
+//!
+//! What the model reads comes in channels it trusts differently, and untrusted text never
+//! enters the most trusted one:
+//!
+//! - **system**: the application's system prompt and the runtime's own instructions about
+//!   the turn (a proposal confirmed, changed, cancelled or waiting), which name tools and
+//!   titles from code only. Never a tool result, a user's words or anything a tool read;
+//! - **user messages**: the person's input, the replayed history (text of earlier turns), and
+//!   the digest of earlier tool results: one message, opened with a sentence saying it is
+//!   data, whose facts are a JSON array of `{"tool", "result"}` objects between
+//!   `<earlier_tool_results>` markers (a result cannot close the block: its `<` is escaped);
+//! - **tool messages**: this turn's tool results, each answering its call.
+//!
 //! The rooms of this module:
 //! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
 //! - `session`: the state a session keeps between turns, and [`DirectSession`];
@@ -14,6 +28,7 @@
 //! - `record`: the audit records of a run and the final record a call owes;
 //! - `driver`: the run loop, step by step;
 //! - `outcome`: how a run ends and the handle that waits for it;
+//! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's;
 //! - `proposal`: the one state machine every proposed action goes through;
 //! - `secrets`: the values of a call's secrets, masked in the texts derived from the call.
 //!
@@ -82,11 +97,13 @@ mod record;
 mod runtime;
 mod secrets;
 mod session;
+mod spend;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use runtime::{
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
+    DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

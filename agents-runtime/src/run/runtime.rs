@@ -10,7 +10,7 @@ use super::session::{DirectSession, SessionState};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
-use crate::budget::BudgetStore;
+use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
 use crate::core::redact::RedactionKeys;
 use crate::core::{Limits, Principal, RoleMap};
@@ -58,6 +58,7 @@ pub(super) struct Inner {
     pub(super) disabled_fallback: DisabledFallback,
     pub(super) interceptors: Vec<Arc<dyn Interceptor>>,
     pub(super) budget: Option<Arc<dyn BudgetStore>>,
+    pub(super) budget_fallback: BudgetFallback,
     pub(super) classifier: Arc<dyn ConfirmationClassifier>,
     pub(super) confirm_mode: ConfirmMode,
     pub(super) tokens: TokenStore,
@@ -76,6 +77,12 @@ pub(super) struct Inner {
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
     pub(super) max_result_bytes: usize,
+    /// Tool calls of one model answer that run; the rest are refused.
+    pub(super) max_tool_calls_per_answer: usize,
+    /// A session unused for this long starts afresh, and is purged.
+    pub(super) session_idle_timeout: Duration,
+    /// Bytes of text of replayed history.
+    pub(super) history_bytes: usize,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -118,6 +125,7 @@ pub struct RuntimeBuilder {
     disabled_fallback: DisabledFallback,
     interceptors: Vec<Arc<dyn Interceptor>>,
     budget: Option<Arc<dyn BudgetStore>>,
+    budget_fallback: BudgetFallback,
     classifier: Arc<dyn ConfirmationClassifier>,
     confirm_mode: ConfirmMode,
     key: Option<[u8; 32]>,
@@ -127,10 +135,19 @@ pub struct RuntimeBuilder {
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
+    max_tool_calls_per_answer: usize,
+    session_idle_timeout: Duration,
+    history_bytes: usize,
 }
 
 /// The default of [`RuntimeBuilder::tool_timeout`]: five minutes.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`RuntimeBuilder::max_tool_calls_per_answer`]: 8.
+pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
+/// The default of [`RuntimeBuilder::session_idle_timeout`]: 30 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default of [`RuntimeBuilder::history_bytes`]: 64 KiB.
+pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -166,7 +183,14 @@ impl RuntimeBuilder {
         self.budget = Some(b);
         self
     }
-    /// The confirmation classifier (conversational mode).
+    /// What to do when the budget store cannot answer before a paid call (default
+    /// [`BudgetFallback::FailClosed`]: the call is not made and the run fails, audited).
+    pub fn budget_fallback(mut self, f: BudgetFallback) -> Self {
+        self.budget_fallback = f;
+        self
+    }
+    /// The confirmation classifier (conversational mode). Its model calls go through the
+    /// run's budget gate ([`ConfirmationClassifier::classify_metered`]).
     pub fn classifier(mut self, c: Arc<dyn ConfirmationClassifier>) -> Self {
         self.classifier = c;
         self
@@ -218,6 +242,30 @@ impl RuntimeBuilder {
         self.max_result_bytes = max;
         self
     }
+    /// How many tool calls of one model answer run (default
+    /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`]). The first `max` pass the gate in order; each
+    /// further call does not run: it is audited as `denied`, emitted as `tool_denied`, and
+    /// answered to the model as refused, so a hijacked model cannot fan one answer out into
+    /// thousands of calls. `0` refuses every call.
+    pub fn max_tool_calls_per_answer(mut self, max: usize) -> Self {
+        self.max_tool_calls_per_answer = max;
+        self
+    }
+    /// How long a session may go unused (no run or direct session starting or ending in it)
+    /// before it expires (default [`DEFAULT_SESSION_IDLE_TIMEOUT`]): the next run in it starts
+    /// afresh, [`Runtime::purge_expired`] drops it, and the confirmation tokens minted in it
+    /// are revoked either way. [`Runtime::end_session`] ends a session at once.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.session_idle_timeout = idle;
+        self
+    }
+    /// The most bytes of text the replayed history of a session may carry (default
+    /// [`DEFAULT_HISTORY_BYTES`]), besides the agent's `history_messages`: the latest messages
+    /// that fit are replayed, starting on a user message.
+    pub fn history_bytes(mut self, max: usize) -> Self {
+        self.history_bytes = max;
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         Runtime {
@@ -229,6 +277,7 @@ impl RuntimeBuilder {
                 disabled_fallback: self.disabled_fallback,
                 interceptors: self.interceptors,
                 budget: self.budget,
+                budget_fallback: self.budget_fallback,
                 classifier: self.classifier,
                 confirm_mode: self.confirm_mode,
                 tokens: TokenStore::new(self.key.unwrap_or_else(crate::token::random_bytes::<32>)),
@@ -243,6 +292,9 @@ impl RuntimeBuilder {
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
+                max_tool_calls_per_answer: self.max_tool_calls_per_answer,
+                session_idle_timeout: self.session_idle_timeout,
+                history_bytes: self.history_bytes,
             }),
         }
     }
@@ -304,6 +356,7 @@ impl Runtime {
             disabled_fallback: DisabledFallback::default(),
             interceptors: Vec::new(),
             budget: None,
+            budget_fallback: BudgetFallback::default(),
             classifier: Arc::new(KeywordClassifier),
             confirm_mode: ConfirmMode::default(),
             key: None,
@@ -316,6 +369,9 @@ impl Runtime {
                 .to_owned(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            history_bytes: DEFAULT_HISTORY_BYTES,
         }
     }
 
@@ -334,7 +390,20 @@ impl Runtime {
     /// Drops what the runtime keeps for decisions that can no longer be used: expired
     /// confirmation tokens. Cheap when nothing expired; servers call it on a timer.
     pub fn purge_expired(&self) -> usize {
-        self.inner.tokens.purge_expired()
+        self.inner.tokens.purge_expired() + self.inner.purge_idle_sessions()
+    }
+
+    /// Ends a session of `principal` now: its history, digest, pending proposal and approval
+    /// are dropped and its confirmation tokens revoked; the next run with this id starts
+    /// afresh. Refused ([`StartError::SessionNotYours`]) for a session of another user or
+    /// organisation; `Ok(false)` when no such session was held.
+    pub fn end_session(&self, principal: &Principal, session_id: &str) -> Result<bool, StartError> {
+        self.inner.end_session(session_id, principal)
+    }
+
+    /// Sessions the runtime holds (for monitoring and memory checks).
+    pub fn session_count(&self) -> usize {
+        lock(&self.inner.sessions).len()
     }
 
     /// Audits a refused request that reached no run: `denied`, with the principal who sent

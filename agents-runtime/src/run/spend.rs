@@ -1,0 +1,137 @@
+//! Every paid model call of a run — the agent's and any auxiliary one, such as a
+//! model-backed classifier's — is a budget event: headroom is reserved before the call
+//! (estimated at the run's previous call's cost), the call is made, and the reservation is
+//! settled with the call's actual cost, in the store and in the run's own total. See
+//! [`crate::budget`] for the guarantee this gives under concurrency.
+
+use super::context::RunCtx;
+use super::lock;
+use super::record::RecordFields;
+use crate::BoxFuture;
+use crate::audit::AuditStatus;
+use crate::budget::{Admission, BudgetFallback, MeteredCalls, Reservation};
+use crate::provider::{ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::tool::Registry;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What a run has spent.
+#[derive(Debug, Default)]
+pub(super) struct Spend {
+    /// The run's total, in USD.
+    pub(super) cost_usd: f64,
+    /// The latest paid call's cost: the estimate the next reservation holds.
+    last_cost: f64,
+}
+
+/// Why a paid call may not be made.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum BudgetStop {
+    /// No headroom is left beyond the holds of calls in flight.
+    Exhausted { headroom: f64 },
+    /// The store failed and the runtime fails closed.
+    StoreFailed(String),
+}
+
+impl std::fmt::Display for BudgetStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BudgetStop::Exhausted { headroom } => {
+                write!(f, "no headroom is left ({headroom:.6} USD beyond the calls in flight)")
+            }
+            BudgetStop::StoreFailed(e) => {
+                write!(f, "the budget store failed ({e}); no paid call is made (fail closed)")
+            }
+        }
+    }
+}
+
+/// The budget gate of one run, shared by its own calls and its auxiliary ones.
+pub(super) struct Meter<'a, A> {
+    pub(super) ctx: &'a RunCtx<A>,
+    pub(super) spend: &'a Mutex<Spend>,
+}
+
+impl<A: Registry> Meter<'_, A> {
+    /// Before a call of `provider`: a reservation when the provider is paid and a store is
+    /// set (`None` otherwise, or when the store failed and the runtime fails open).
+    pub(super) async fn reserve(&self, provider: &dyn Provider) -> Result<Option<Reservation>, BudgetStop> {
+        let inner = &self.ctx.inner;
+        let Some(budget) = inner.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
+        let estimate = lock(self.spend).last_cost;
+        let p = &self.ctx.principal;
+        match budget.reserve(&p.org_id, &p.user_id, estimate).await {
+            Ok(Admission::Granted(r)) => Ok(Some(r)),
+            Ok(Admission::Refused { headroom }) => Err(BudgetStop::Exhausted { headroom }),
+            Err(e) => match inner.budget_fallback {
+                BudgetFallback::FailClosed => {
+                    tracing::warn!(error = %e, "budget store unavailable; the paid call is not made");
+                    Err(BudgetStop::StoreFailed(e.to_string()))
+                }
+                BudgetFallback::FailOpen => {
+                    tracing::warn!(error = %e, "budget store unavailable; the call is made uncounted (fail open)");
+                    let reason = format!("budget store unavailable ({e}); the paid call is made uncounted (fail open)");
+                    let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    /// After a call: its cost joins the run's total and the store (settling the reservation,
+    /// or recorded when there was none). A cost that is negative or not finite is a provider
+    /// fault: the reservation's estimate is charged instead, so recorded spend never goes
+    /// down, and the fault is audited.
+    pub(super) async fn settle(&self, reservation: Option<Reservation>, cost_usd: f64) {
+        let cost = if cost_usd.is_finite() && cost_usd >= 0.0 {
+            cost_usd
+        } else {
+            let charged = reservation.as_ref().map_or(0.0, |r| r.amount);
+            tracing::error!(cost_usd, charged, "the provider reported an invalid cost");
+            let reason = format!("the provider reported a cost of {cost_usd} USD; {charged} USD was charged instead");
+            let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+            charged
+        };
+        {
+            let mut s = lock(self.spend);
+            s.cost_usd += cost;
+            if cost > 0.0 {
+                s.last_cost = cost;
+            }
+        }
+        let (inner, p) = (&self.ctx.inner, &self.ctx.principal);
+        let Some(budget) = &inner.budget else { return };
+        let stored = match reservation {
+            Some(r) => budget.settle(r, cost).await,
+            None if cost > 0.0 => budget.record(&p.org_id, &p.user_id, cost).await,
+            None => Ok(()),
+        };
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "spend could not be recorded");
+        }
+    }
+}
+
+impl<A: Registry> MeteredCalls for Meter<'_, A> {
+    fn chat<'a>(
+        &'a self,
+        provider: &'a dyn Provider,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let reservation = self.reserve(provider).await.map_err(|stop| {
+                ProviderError::Other(format!("the budget gate refused an auxiliary model call: {stop}"))
+            })?;
+            let ignore = |_: &str| {};
+            let secs = self.ctx.limits.provider_timeout_secs;
+            let call = crate::provider::chat_contained(provider, request, &ignore);
+            let answer = match tokio::time::timeout(Duration::from_secs(secs), call).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ProviderError::Timeout { secs }),
+            };
+            let cost = answer.as_ref().map_or(0.0, |r| r.usage.cost_usd);
+            self.settle(reservation, cost).await;
+            answer
+        })
+    }
+}
