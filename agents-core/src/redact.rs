@@ -82,13 +82,15 @@ fn length_bit(key: &str) -> u64 {
 ///   then `items` (or `additionalItems`) for the rest, so tuples and tuple structs are followed.
 /// - **Conservative rule**: a property or element for which no candidate gives a schema (a key
 ///   given under a `#[serde(alias)]`, which schemas do not list, or any key the schema does
-///   not name, or a tuple element beyond the described ones) is masked whole when the schema of
-///   the object or array that holds it can reach a secret mark anywhere beneath it (through any
-///   keyword or `$ref`). Where the schema holds no secret, such a value is kept.
+///   not name, or a tuple element beyond the described ones; a `false` schema gives none, a
+///   `true` schema, any value, does) is masked whole when the schema of the object or array
+///   that holds it can reach a secret mark anywhere beneath it (through any keyword or `$ref`).
+///   Where the schema holds no secret, such a value is kept.
 /// - **Key list**: the value under any object key that `keys` names is masked, at any depth,
 ///   with or without a schema.
-/// - **Depth**: anything nested deeper than 128 levels is masked, and so is a position whose
-///   `$ref`/`anyOf`/`oneOf`/`allOf` chain nests deeper than 64.
+/// - **Depth**: anything nested deeper than 128 levels is masked; so is, when the schema marks
+///   anything secret, a position whose `$ref`/`anyOf`/`oneOf`/`allOf` chain nests deeper
+///   than 64 (a schema that marks nothing never masks more than no schema).
 ///
 /// What is not masked: a value the schema does not mark, under a key the schema names and the
 /// list does not; everything when `schema` is `None` and no key matches. Secrets that appear in
@@ -230,12 +232,16 @@ struct Candidates<'a> {
     nodes: Vec<&'a Value>,
     /// A branch nested deeper than [`MAX_REF_DEPTH`] was not followed.
     truncated: bool,
+    /// Some schema other than `false` was given for the position, even if only `true` (any
+    /// value) or one with no keyword that describes a part of it.
+    described: bool,
 }
 
 impl<'a> Candidates<'a> {
     fn of(schemas: impl IntoIterator<Item = &'a Value>, root: Option<&'a Value>) -> Self {
         let mut out = Candidates::default();
         for s in schemas {
+            out.described |= *s != Value::Bool(false);
             out.add(s, root, 0);
         }
         out
@@ -261,9 +267,11 @@ impl<'a> Candidates<'a> {
         }
     }
 
-    /// Whether any candidate marks the position secret (or the schema nests too deep to tell).
-    fn secret(&self) -> bool {
-        self.truncated || self.nodes.iter().any(|n| n.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true))
+    /// Whether any candidate marks the position secret (or the schema nests too deep to tell,
+    /// and marks something secret somewhere).
+    fn secret(&self, root: Option<&Value>) -> bool {
+        (self.truncated && marks_anything(root))
+            || self.nodes.iter().any(|n| n.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true))
     }
 
     /// The candidates for the value under `key` of an object at this position.
@@ -307,8 +315,14 @@ impl<'a> Candidates<'a> {
     /// `$ref` (the definitions themselves are reached only through references).
     fn hold_secret(&self, root: Option<&Value>) -> bool {
         let mut seen = Vec::new();
-        self.truncated || self.nodes.iter().any(|n| holds_secret(n, root, &mut seen, 0))
+        (self.truncated && marks_anything(root)) || self.nodes.iter().any(|n| holds_secret(n, root, &mut seen, 0))
     }
+}
+
+/// Whether the schema marks anything secret anywhere: the answer where it nests too deep to
+/// follow, so that a schema without marks never masks more than no schema.
+fn marks_anything(root: Option<&Value>) -> bool {
+    root.is_some_and(|r| mentions(r, SECRET_SCHEMA_KEY))
 }
 
 fn resolve_ref<'a>(reference: &str, root: Option<&'a Value>) -> Option<&'a Value> {
@@ -327,7 +341,7 @@ fn resolve_ref<'a>(reference: &str, root: Option<&'a Value>) -> Option<&'a Value
 
 fn holds_secret<'a>(node: &'a Value, root: Option<&'a Value>, seen: &mut Vec<*const Value>, depth: usize) -> bool {
     if depth > MAX_WALK_DEPTH {
-        return true;
+        return marks_anything(root);
     }
     match node {
         Value::Object(map) => {
@@ -353,13 +367,13 @@ fn holds_secret<'a>(node: &'a Value, root: Option<&'a Value>, seen: &mut Vec<*co
 }
 
 fn walk(value: &Value, schema: &Candidates<'_>, root: Option<&Value>, keys: &RedactionKeys, depth: usize) -> Value {
-    if schema.secret() || depth > MAX_WALK_DEPTH {
+    if schema.secret(root) || depth > MAX_WALK_DEPTH {
         return Value::String(MASK.to_owned());
     }
     // Computed at most once per object or array, and only when a child has no schema.
     let mut holds = None;
     let mut unknown_child = |child: &Candidates<'_>| {
-        child.nodes.is_empty() && !schema.nodes.is_empty() && *holds.get_or_insert_with(|| schema.hold_secret(root))
+        !child.described && !schema.nodes.is_empty() && *holds.get_or_insert_with(|| schema.hold_secret(root))
     };
     match value {
         Value::Object(map) => {

@@ -129,6 +129,36 @@ fn renamed_and_flattened_fields_are_followed() {
     );
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct WithAnyValue {
+    pin: Secret<String>,
+    extra: Value,
+}
+
+#[test]
+fn a_named_key_whose_schema_allows_any_value_keeps_it() {
+    // `serde_json::Value` has the schema `true`: named, and nothing in it is marked.
+    let schema = schema_of::<WithAnyValue>();
+    let value = json!({"pin": "S3", "extra": {"a": [1, "b"]}});
+    assert_eq!(redact(&value, Some(&schema), &none()), json!({"pin": MASK, "extra": {"a": [1, "b"]}}));
+}
+
+#[test]
+fn a_schema_nested_too_deep_to_follow_masks_nothing_more_when_it_marks_nothing() {
+    let mut plain = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    for _ in 0..80 {
+        plain = json!({"anyOf": [plain]});
+    }
+    let value = json!({"name": "ann", "other": 1});
+    assert_eq!(redact(&value, Some(&plain), &none()), value);
+    // With a mark anywhere, what lies too deep to follow is masked.
+    let mut marked = json!({"type": "object", "properties": {"pin": {"x-agents-secret": true}}});
+    for _ in 0..80 {
+        marked = json!({"anyOf": [marked]});
+    }
+    assert_eq!(redact(&json!({"pin": "S3"}), Some(&marked), &none()), json!(MASK));
+}
+
 // ---- The property test: real schemas, random values, no secret in the redacted text. ----
 
 /// Every secret starts with this; no other generated text contains an upper-case letter.
