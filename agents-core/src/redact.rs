@@ -95,7 +95,9 @@ fn length_bit(key: &str) -> u64 {
 /// What is not masked: a value the schema does not mark, under a key the schema names and the
 /// list does not; everything when `schema` is `None` and no key matches. Secrets that appear in
 /// *other* texts (error messages and the like) are out of reach here. Redacting twice gives the
-/// same result as once.
+/// same result as once. These rules hold against whoever reads the redacted copy (records,
+/// events, confirmation cards), whatever the value is, whether or not it would deserialize
+/// into the schema's type.
 ///
 /// ```
 /// use agents_core::redact::{redact, RedactionKeys};
@@ -103,6 +105,15 @@ fn length_bit(key: &str) -> u64 {
 /// let v = json!({"user": {"name": "ann", "password": "x"}, "list": [{"api_key": "k"}]});
 /// let r = redact(&v, None, &RedactionKeys::default());
 /// assert_eq!(r, json!({"user": {"name": "ann", "password": "•••"}, "list": [{"api_key": "•••"}]}));
+///
+/// // Two branches name `value`, one marks it; `pass` is an alias the schema does not list.
+/// let schema = json!({"anyOf": [
+///     {"properties": {"value": {"type": "integer"}}},
+///     {"properties": {"value": {"type": "string", "x-agents-secret": true}, "name": {}}},
+/// ]});
+/// let v = json!({"value": "s3cret", "name": "ann", "pass": "hunter2"});
+/// let r = redact(&v, Some(&schema), &RedactionKeys::none());
+/// assert_eq!(r, json!({"value": "•••", "name": "ann", "pass": "•••"}));
 /// ```
 pub fn redact(value: &Value, schema: Option<&Value>, keys: &RedactionKeys) -> Value {
     let root = schema;
