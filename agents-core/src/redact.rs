@@ -61,9 +61,43 @@ fn length_bit(key: &str) -> u64 {
     1 << key.len().min(63)
 }
 
-/// A redacted copy of `value`. `schema` is the argument type's JSON schema (with `$defs`);
-/// any node it marks secret is masked, as is any value under a listed key, at any depth.
-/// Redacting twice gives the same result as once.
+/// A redacted copy of `value`: the copy that is stored or shown; the caller keeps the real one.
+///
+/// `schema` is the JSON schema of the value's type, with its `$defs` (as `schemars` makes it
+/// for a tool's arguments; [`crate::Secret`] and `#[secret]` mark a node with
+/// `"x-agents-secret": true`). Each position of the value (the root, a property of an object,
+/// an element of an array) is matched against the *set* of schema nodes that may describe it:
+/// every branch of every `anyOf`, `oneOf` and `allOf`, with local `$ref`s (`#/...`) resolved.
+/// Then, for a position:
+///
+/// - **Marked secret**: when *any* candidate carries the mark, the whole value there (object,
+///   array, scalar or `null` alike) is replaced by [`MASK`], whichever branch the value
+///   actually matches.
+/// - **Object property**: its candidates are, from every candidate of the object, the
+///   `properties` entry of that name, *every* `patternProperties` schema (patterns are not
+///   evaluated, which can only mask more), and `additionalProperties` when that node does not
+///   name the key. Renamed fields (`#[serde(rename)]`, `rename_all`), tags and flattened
+///   fields are found this way, because `schemars` writes them into the schema.
+/// - **Array element**: by index through `prefixItems` (or the older array form of `items`),
+///   then `items` (or `additionalItems`) for the rest, so tuples and tuple structs are followed.
+/// - **Conservative rule**: a property or element for which no candidate gives a schema (a key
+///   given under a `#[serde(alias)]`, which schemas do not list, or any key the schema does
+///   not name, or a tuple element beyond the described ones; a `false` schema gives none, a
+///   `true` schema, any value, does) is masked whole when the schema of the object or array
+///   that holds it can reach a secret mark anywhere beneath it (through any keyword or `$ref`).
+///   Where the schema holds no secret, such a value is kept.
+/// - **Key list**: the value under any object key that `keys` names is masked, at any depth,
+///   with or without a schema.
+/// - **Depth**: anything nested deeper than 128 levels is masked; so is, when the schema marks
+///   anything secret, a position whose `$ref`/`anyOf`/`oneOf`/`allOf` chain nests deeper
+///   than 64 (a schema that marks nothing never masks more than no schema).
+///
+/// What is not masked: a value the schema does not mark, under a key the schema names and the
+/// list does not; everything when `schema` is `None` and no key matches. Secrets that appear in
+/// *other* texts (error messages and the like) are out of reach here. Redacting twice gives the
+/// same result as once. These rules hold against whoever reads the redacted copy (records,
+/// events, confirmation cards), whatever the value is, whether or not it would deserialize
+/// into the schema's type.
 ///
 /// ```
 /// use agents_core::redact::{redact, RedactionKeys};
@@ -71,10 +105,19 @@ fn length_bit(key: &str) -> u64 {
 /// let v = json!({"user": {"name": "ann", "password": "x"}, "list": [{"api_key": "k"}]});
 /// let r = redact(&v, None, &RedactionKeys::default());
 /// assert_eq!(r, json!({"user": {"name": "ann", "password": "•••"}, "list": [{"api_key": "•••"}]}));
+///
+/// // Two branches name `value`, one marks it; `pass` is an alias the schema does not list.
+/// let schema = json!({"anyOf": [
+///     {"properties": {"value": {"type": "integer"}}},
+///     {"properties": {"value": {"type": "string", "x-agents-secret": true}, "name": {}}},
+/// ]});
+/// let v = json!({"value": "s3cret", "name": "ann", "pass": "hunter2"});
+/// let r = redact(&v, Some(&schema), &RedactionKeys::none());
+/// assert_eq!(r, json!({"value": "•••", "name": "ann", "pass": "•••"}));
 /// ```
 pub fn redact(value: &Value, schema: Option<&Value>, keys: &RedactionKeys) -> Value {
     let root = schema;
-    walk(value, schema, root, keys, 0)
+    walk(value, &Candidates::of(schema, root), root, keys, 0)
 }
 
 /// [`redact`] for a schema that lives for the whole program, such as a tool's cached input
@@ -130,7 +173,11 @@ impl<'a> SecretSchema<'a> {
     /// [`redact`] with this schema; a schema that marks nothing is not consulted (the key list
     /// still applies).
     pub fn redact(&self, value: &Value, keys: &RedactionKeys) -> Value {
-        if self.marks_secrets { redact(value, Some(self.schema), keys) } else { walk(value, None, None, keys, 0) }
+        if self.marks_secrets {
+            redact(value, Some(self.schema), keys)
+        } else {
+            walk(value, &Candidates::default(), None, keys, 0)
+        }
     }
 
     /// [`SecretSchema::redact`] taking the value: returned as it is, with no copy, when
@@ -141,7 +188,7 @@ impl<'a> SecretSchema<'a> {
         } else if untouched_by_keys(&value, keys, 0) {
             value
         } else {
-            walk(&value, None, None, keys, 0)
+            walk(&value, &Candidates::default(), None, keys, 0)
         }
     }
 }
@@ -161,6 +208,10 @@ fn untouched_by_keys(value: &Value, keys: &RedactionKeys, depth: usize) -> bool 
 
 /// Below this depth [`walk`] masks whatever it finds.
 const MAX_WALK_DEPTH: usize = 128;
+
+/// How deep `$ref`s and `anyOf`/`oneOf`/`allOf` may nest when a position's candidate schemas
+/// are gathered; a schema nested deeper makes the position count as secret.
+const MAX_REF_DEPTH: usize = 64;
 
 /// Whether the schema marks any node secret, remembered per schema address.
 fn marks_secrets(schema: &'static Value) -> bool {
@@ -185,85 +236,156 @@ fn mentions(value: &Value, key: &str) -> bool {
     }
 }
 
-const MAX_REF_DEPTH: usize = 64;
-
-fn resolve<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, depth: usize) -> Option<&'a Value> {
-    let s = schema?;
-    if depth > MAX_REF_DEPTH {
-        return None;
-    }
-    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let target = r.strip_prefix("#/").and_then(|path| path.split('/').try_fold(root?, |node, seg| node.get(seg)));
-        return resolve(target, root, depth + 1).or(Some(s));
-    }
-    Some(s)
+/// The schema nodes that may describe one position of the value: every branch of every
+/// `anyOf`/`oneOf`/`allOf`, `$ref`s resolved against the root, each node once.
+#[derive(Default)]
+struct Candidates<'a> {
+    nodes: Vec<&'a Value>,
+    /// A branch nested deeper than [`MAX_REF_DEPTH`] was not followed.
+    truncated: bool,
+    /// Some schema other than `false` was given for the position, even if only `true` (any
+    /// value) or one with no keyword that describes a part of it.
+    described: bool,
 }
 
-fn is_secret(schema: Option<&Value>, root: Option<&Value>, depth: usize) -> bool {
-    let Some(s) = schema else { return false };
-    if s.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true) {
-        return true;
+impl<'a> Candidates<'a> {
+    fn of(schemas: impl IntoIterator<Item = &'a Value>, root: Option<&'a Value>) -> Self {
+        let mut out = Candidates::default();
+        for s in schemas {
+            out.described |= *s != Value::Bool(false);
+            out.add(s, root, 0);
+        }
+        out
     }
-    if depth > MAX_REF_DEPTH {
-        return false;
+
+    fn add(&mut self, schema: &'a Value, root: Option<&'a Value>, depth: usize) {
+        // Boolean schemas (`true`: anything, `false`: nothing) describe no part of a value.
+        if !schema.is_object() || self.nodes.iter().any(|n| std::ptr::eq(*n, schema)) {
+            return;
+        }
+        if depth > MAX_REF_DEPTH {
+            self.truncated = true;
+            return;
+        }
+        self.nodes.push(schema);
+        if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| resolve_ref(r, root)) {
+            self.add(target, root, depth + 1);
+        }
+        for k in ["anyOf", "oneOf", "allOf"] {
+            for branch in schema.get(k).and_then(Value::as_array).into_iter().flatten() {
+                self.add(branch, root, depth + 1);
+            }
+        }
     }
-    if let Some(r) = resolve(Some(s), root, depth)
-        && !std::ptr::eq(r, s)
-    {
-        return is_secret(Some(r), root, depth + 1);
+
+    /// Whether any candidate marks the position secret (or the schema nests too deep to tell,
+    /// and marks something secret somewhere).
+    fn secret(&self, root: Option<&Value>) -> bool {
+        (self.truncated && marks_anything(root))
+            || self.nodes.iter().any(|n| n.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true))
     }
-    // `Option<Secret<T>>` and friends: secret when any branch is.
-    ["anyOf", "oneOf", "allOf"].iter().any(|k| {
-        s.get(*k)
-            .and_then(Value::as_array)
-            .is_some_and(|branches| branches.iter().any(|b| is_secret(Some(b), root, depth + 1)))
+
+    /// The candidates for the value under `key` of an object at this position.
+    fn property(&self, key: &str, root: Option<&'a Value>) -> Self {
+        let mut subs = Vec::new();
+        for n in &self.nodes {
+            let named = n.get("properties").and_then(|p| p.get(key));
+            subs.extend(named);
+            // Patterns are not evaluated: every `patternProperties` schema is taken to apply,
+            // which can only mask more.
+            let patterns = n.get("patternProperties").and_then(Value::as_object);
+            subs.extend(patterns.into_iter().flat_map(|p| p.values()));
+            if named.is_none()
+                && let Some(extra) = n.get("additionalProperties")
+            {
+                subs.push(extra);
+            }
+        }
+        Candidates::of(subs, root)
+    }
+
+    /// The candidates for the element at `index` of an array at this position: `prefixItems`
+    /// (or the older array form of `items`) by index, then `items` (or `additionalItems`).
+    fn item(&self, index: usize, root: Option<&'a Value>) -> Self {
+        let mut subs = Vec::new();
+        for n in &self.nodes {
+            let items = n.get("items");
+            match (n.get("prefixItems").and_then(Value::as_array), items) {
+                (Some(prefix), _) if index < prefix.len() => subs.push(&prefix[index]),
+                (Some(_), Some(rest)) => subs.push(rest),
+                (None, Some(Value::Array(tuple))) if index < tuple.len() => subs.push(&tuple[index]),
+                (None, Some(Value::Array(_))) => subs.extend(n.get("additionalItems")),
+                (None, Some(each)) => subs.push(each),
+                _ => {}
+            }
+        }
+        Candidates::of(subs, root)
+    }
+
+    /// Whether a secret mark can be reached from any candidate, through any keyword and
+    /// `$ref` (the definitions themselves are reached only through references).
+    fn hold_secret(&self, root: Option<&Value>) -> bool {
+        let mut seen = Vec::new();
+        (self.truncated && marks_anything(root)) || self.nodes.iter().any(|n| holds_secret(n, root, &mut seen, 0))
+    }
+}
+
+/// Whether the schema marks anything secret anywhere: the answer where it nests too deep to
+/// follow, so that a schema without marks never masks more than no schema.
+fn marks_anything(root: Option<&Value>) -> bool {
+    root.is_some_and(|r| mentions(r, SECRET_SCHEMA_KEY))
+}
+
+fn resolve_ref<'a>(reference: &str, root: Option<&'a Value>) -> Option<&'a Value> {
+    let path = reference.strip_prefix('#')?;
+    if path.is_empty() {
+        return root;
+    }
+    path.strip_prefix('/')?.split('/').try_fold(root?, |node, seg| {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        match node {
+            Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
+            _ => node.get(seg.as_str()),
+        }
     })
 }
 
-fn property_schema<'a>(schema: Option<&'a Value>, root: Option<&'a Value>, key: &str) -> Option<&'a Value> {
-    let s = resolve(schema, root, 0)?;
-    if let Some(p) = s.get("properties").and_then(|p| p.get(key)) {
-        return Some(p);
-    }
-    for k in ["anyOf", "oneOf", "allOf"] {
-        if let Some(branches) = s.get(k).and_then(Value::as_array) {
-            for b in branches {
-                if let Some(p) = property_schema(Some(b), root, key) {
-                    return Some(p);
-                }
-            }
-        }
-    }
-    match s.get("additionalProperties") {
-        Some(v @ Value::Object(_)) => Some(v),
-        _ => None,
-    }
-}
-
-fn item_schema<'a>(schema: Option<&'a Value>, root: Option<&'a Value>) -> Option<&'a Value> {
-    let s = resolve(schema, root, 0)?;
-    if let Some(i) = s.get("items") {
-        return Some(i);
-    }
-    for k in ["anyOf", "oneOf"] {
-        if let Some(branches) = s.get(k).and_then(Value::as_array) {
-            for b in branches {
-                if let Some(i) = item_schema(Some(b), root) {
-                    return Some(i);
-                }
-            }
-        }
-    }
-    None
-}
-
-fn walk(value: &Value, schema: Option<&Value>, root: Option<&Value>, keys: &RedactionKeys, depth: usize) -> Value {
-    if is_secret(schema, root, 0) {
-        return Value::String(MASK.to_owned());
-    }
+fn holds_secret<'a>(node: &'a Value, root: Option<&'a Value>, seen: &mut Vec<*const Value>, depth: usize) -> bool {
     if depth > MAX_WALK_DEPTH {
+        return marks_anything(root);
+    }
+    match node {
+        Value::Object(map) => {
+            if map.get(SECRET_SCHEMA_KEY).and_then(Value::as_bool) == Some(true) {
+                return true;
+            }
+            if let Some(target) = map.get("$ref").and_then(Value::as_str).and_then(|r| resolve_ref(r, root)) {
+                let address = std::ptr::from_ref(target);
+                if !seen.contains(&address) {
+                    seen.push(address);
+                    if holds_secret(target, root, seen, depth + 1) {
+                        return true;
+                    }
+                }
+            }
+            map.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "$defs" | "definitions"))
+                .any(|(_, v)| holds_secret(v, root, seen, depth + 1))
+        }
+        Value::Array(items) => items.iter().any(|v| holds_secret(v, root, seen, depth + 1)),
+        _ => false,
+    }
+}
+
+fn walk(value: &Value, schema: &Candidates<'_>, root: Option<&Value>, keys: &RedactionKeys, depth: usize) -> Value {
+    if schema.secret(root) || depth > MAX_WALK_DEPTH {
         return Value::String(MASK.to_owned());
     }
+    // Computed at most once per object or array, and only when a child has no schema.
+    let mut holds = None;
+    let mut unknown_child = |child: &Candidates<'_>| {
+        !child.described && !schema.nodes.is_empty() && *holds.get_or_insert_with(|| schema.hold_secret(root))
+    };
     match value {
         Value::Object(map) => {
             let mut out = Map::with_capacity(map.len());
@@ -271,16 +393,31 @@ fn walk(value: &Value, schema: Option<&Value>, root: Option<&Value>, keys: &Reda
                 let redacted = if keys.matches(k) {
                     Value::String(MASK.to_owned())
                 } else {
-                    walk(v, property_schema(schema, root, k), root, keys, depth + 1)
+                    let child = schema.property(k, root);
+                    if unknown_child(&child) {
+                        Value::String(MASK.to_owned())
+                    } else {
+                        walk(v, &child, root, keys, depth + 1)
+                    }
                 };
                 out.insert(k.clone(), redacted);
             }
             Value::Object(out)
         }
-        Value::Array(items) => {
-            let item = item_schema(schema, root);
-            Value::Array(items.iter().map(|v| walk(v, item, root, keys, depth + 1)).collect())
-        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let child = schema.item(i, root);
+                    if unknown_child(&child) {
+                        Value::String(MASK.to_owned())
+                    } else {
+                        walk(v, &child, root, keys, depth + 1)
+                    }
+                })
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
