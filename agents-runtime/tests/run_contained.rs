@@ -137,8 +137,18 @@ async fn the_default_deadline_is_a_setting() {
 
 #[tokio::test]
 async fn a_20_mb_result_is_cut_before_the_model_the_events_and_the_audit_log_see_it() {
+    a_20_mb_result_is_cut(true).await;
+}
+
+/// The default runtime keeps a result's keyed digest, measured from the same canonical text.
+#[tokio::test]
+async fn a_20_mb_result_is_cut_when_the_record_keeps_its_digest() {
+    a_20_mb_result_is_cut(false).await;
+}
+
+async fn a_20_mb_result_is_cut(raw_results: bool) {
     let (rt, audit, provider) =
-        runtime(vec![tool_call("flood", r#"{"megabytes": 20}"#), reply("big")], |b| b.record_raw_results(true));
+        runtime(vec![tool_call("flood", r#"{"megabytes": 20}"#), reply("big")], |b| b.record_raw_results(raw_results));
     let mut run = rt.start::<Failing>(me(), "flood", "go".into()).unwrap();
     let events = events_until_done(&mut run).await;
     assert_eq!(run.wait().await.status, RunStatus::Completed);

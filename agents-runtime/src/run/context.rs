@@ -246,21 +246,31 @@ impl<A: Registry> RunCtx<A> {
         if self.inner.raw_results {
             AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
         } else {
-            // The canonical text is written into a buffer each thread keeps between calls
-            // (dropped when a large result grew it), then hashed.
-            thread_local! {
-                static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-            }
-            TEXT.with_borrow_mut(|text| {
-                text.clear();
-                agents_core::canonical::write_to(schema_free, text);
-                let digest = AuditResult::Sha256(self.inner.tokens.result_mac(text.as_bytes()));
-                if text.capacity() > RESULT_TEXT_KEPT {
-                    *text = String::new();
-                }
-                digest
-            })
+            self.digest_within(schema_free, usize::MAX).expect("no canonical text is longer than usize::MAX")
         }
+    }
+
+    /// The keyed digest of a result whose canonical JSON text is at most `max` bytes long;
+    /// `None` when it is longer, or when the runtime records raw results. The text is written
+    /// once, for both the length and the digest, into a buffer each thread keeps between calls
+    /// (dropped when a large result grew it).
+    pub(super) fn digest_within(&self, schema_free: &Value, max: usize) -> Option<AuditResult> {
+        if self.inner.raw_results {
+            return None;
+        }
+        thread_local! {
+            static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        TEXT.with_borrow_mut(|text| {
+            text.clear();
+            agents_core::canonical::write_to(schema_free, text);
+            let digest =
+                (text.len() <= max).then(|| AuditResult::Sha256(self.inner.tokens.result_mac(text.as_bytes())));
+            if text.capacity() > RESULT_TEXT_KEPT {
+                *text = String::new();
+            }
+            digest
+        })
     }
 
     /// Remembers an executed result in the session's digest.

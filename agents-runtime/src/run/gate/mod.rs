@@ -259,11 +259,22 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
     let Checked { ctx, call, spec, base, redacted, secrets } = checked;
     let (record, status, outcome) = match result {
         Ok(value) => {
-            // A result that echoes a secret shows it to nobody; then it is bounded.
-            let (value, cut) = contain::bounded(secrets.value(value), ctx.inner.max_result_bytes);
+            // A result that echoes a secret shows it to nobody; then it is bounded. Its canonical
+            // text is written once: its length is the bound's measure and the digest covers it;
+            // only a result over the bound (or a raw-results runtime) is measured again and cut.
+            let value = secrets.value(value);
+            let max = ctx.inner.max_result_bytes;
+            let (value, cut, kept) = match ctx.digest_within(&value, max) {
+                Some(kept) => (value, None, kept),
+                None => {
+                    let (value, cut) = contain::bounded(value, max);
+                    let kept = ctx.result_for_audit(&value);
+                    (value, cut, kept)
+                }
+            };
             let mut f = base(AuditStatus::Executed, redacted);
             f.reason = cut;
-            f.result = Some(ctx.result_for_audit(&value));
+            f.result = Some(kept);
             (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
