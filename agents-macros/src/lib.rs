@@ -7,10 +7,12 @@
 //! | [`permissions!`] | declares the application's permissions once, as types |
 
 mod agent;
+mod chain;
 mod context;
 mod crate_path;
 mod permissions;
 mod shape;
+mod source;
 mod tool;
 mod util;
 
@@ -64,7 +66,12 @@ use proc_macro::TokenStream;
 ///   `&ToolContext<'_>` (the call's context), or a capability handle (`FsAccess`, `NetAccess`,
 ///   `EnvAccess`) for the tool's declared `policy`.
 /// - Each JSON argument is described to the model by the doc comment's `# Arguments` section
-///   (`` * `name` - what it is ``).
+///   (`` * `name` - what it is ``). An action (`mutating`) tool describes every one: the
+///   person who approves the call reads them. A read tool's argument may go undescribed (its
+///   schema then carries no description, never a placeholder).
+/// - The context and the capability handles are told by their names as written
+///   (`ToolContext`, `FsAccess`, `NetAccess`, `EnvAccess`), before names are resolved: write
+///   them under these names, not through a type alias or a renamed import.
 /// - The only type parameter is the agent, for a tool that invokes other tools:
 ///   `async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>) -> ...`.
 /// - Handoff tools have no body: the signature ends with `;`.
@@ -79,6 +86,9 @@ use proc_macro::TokenStream;
 /// | `-> Result<u64, PlanError>`, no `Display` | ``a tool's error is shown to the model and the person as text, but `PlanError` does not implement `std::fmt::Display` `` |
 /// | a parameter `week: Week` without `Deserialize` | ``` `Week` cannot be a tool parameter: the model sends it as JSON, ... ``` |
 /// | `&self` | ``tool `list_names` takes `&self`, but a tool is a free function ... not a method`` |
+/// | `#[tool]` on an associated function in an `impl` block | ``tool `open` is written in an `impl` block, but a tool is a free function ... help: move `open` out of the `impl` block`` |
+/// | `cx: &Cx<'_>` where `type Cx<'a> = ToolContext<'a>` | ``parameter `cx` of tool `whoami` takes `&Cx<'_>`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` ... help: ... write `cx: &ToolContext<'_>` `` |
+/// | an action tool's parameter missing from `# Arguments` | ``parameter `note` of action tool `record_injury` has no description ... help: describe it in the tool's doc comment, in a `# Arguments` section`` |
 /// | `fn echo<T>(value: T)` | ``tool `echo` is generic over `T`, but the model sends its arguments as JSON ...`` |
 /// | `tags: Vec<&str>` | ``parameter `tags` of tool `tag_note` borrows (`Vec<&str>`) ... help: take `tags: Vec<String>` `` |
 /// | `permission = "athlete.read"` | ``` `permission` takes the path of a permission declared with `permissions!`, e.g. ... ``` |
@@ -140,6 +150,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `limits: { max_iterations: 0 }` | ``limit `max_iterations` is 0, out of range for its type `u32`: write an integer from 1 to ...`` |
 /// | `limit: { ... }` | ``unknown `agent!` key `limit`; did you mean `limits`?`` |
 /// | a tool outside the ceiling | ``the permission `perms::injury::write` lies outside the ceiling of the agent `Physio` `` |
+/// | a second `agent!` declaring `struct Physio` in the same module | ``agent `Physio` is declared twice in this module ... help: give this agent a type name of its own`` |
 ///
 /// # Guarantees
 ///

@@ -1,6 +1,7 @@
 //! The shapes of function `#[tool]` refuses before anything is generated: a method (`self`,
-//! `Self`), a generic parameter other than the agent, `impl Trait` arguments, and parameters
-//! that borrow in a way the macro cannot turn into an owned JSON value.
+//! `Self`, or a function written in an `impl` block), a generic parameter other than the
+//! agent, `impl Trait` arguments, the context under another name, and parameters that borrow
+//! in a way the macro cannot turn into an owned JSON value.
 //!
 //! Each refusal is one error on the user's token with the fix; the expansion is then the
 //! function as written and nothing else (as serde_derive emits its error and a minimal item),
@@ -88,6 +89,17 @@ pub(crate) fn refusals(sig: &Signature, tool: &str, is_json_arg: impl Fn(&Type) 
         ));
         return out;
     }
+    // Without `self` or `Self`, only the file around the function tells that it stands in an
+    // `impl` block (see `source`).
+    if crate::source::in_impl_block(fn_ident) {
+        out.push(syn::Error::new_spanned(
+            fn_ident,
+            format!(
+                "tool `{tool}` is written in an `impl` block, but a tool is a free function the runtime calls with the model's arguments, not an associated function\nhelp: move `{fn_ident}` out of the `impl` block to the module level; the tool is then named `{fn_ident}` in `agent! {{ tools: [...] }}`"
+            ),
+        ));
+        return out;
+    }
     for gp in &sig.generics.params {
         match gp {
             GenericParam::Lifetime(_) => {}
@@ -128,6 +140,16 @@ pub(crate) fn refusals(sig: &Signature, tool: &str, is_json_arg: impl Fn(&Type) 
             continue;
         }
         let name = type_string(&pt.pat);
+        if let Some(written) = context_under_another_name(&pt.ty) {
+            out.push(syn::Error::new_spanned(
+                &pt.ty,
+                format!(
+                    "parameter `{name}` of tool `{tool}` takes `{}`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` (it reads the type as written, before names are resolved), so it would read `{written}` as a JSON argument from the model\nhelp: if `{written}` is `ToolContext` under another name (a type alias or `use ... as`), write `{name}: &ToolContext<'_>` (or `&ToolContext<'_, A>` in a tool generic over its agent `A`)",
+                    type_string(&pt.ty)
+                ),
+            ));
+            continue;
+        }
         if let Some(problem) = unowned(&pt.ty) {
             out.push(syn::Error::new_spanned(
                 &pt.ty,
@@ -139,6 +161,19 @@ pub(crate) fn refusals(sig: &Signature, tool: &str, is_json_arg: impl Fn(&Type) 
         }
     }
     out
+}
+
+/// The name a parameter's type gives what has the context's shape, `&Name<'_, ...>` (a borrow
+/// of a type whose first argument is a lifetime), when the name is not `ToolContext`: the
+/// parameter kinds are told by name, so an alias of the context would be read as a JSON
+/// argument. (`Cow`, the one such type a JSON argument could be, is left to the borrow check.)
+fn context_under_another_name(ty: &Type) -> Option<String> {
+    let Type::Reference(r) = ty else { return None };
+    let Type::Path(p) = &*r.elem else { return None };
+    let last = p.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
+    let first_is_lifetime = matches!(a.args.first(), Some(syn::GenericArgument::Lifetime(_)));
+    (first_is_lifetime && last.ident != "Cow").then(|| last.ident.to_string())
 }
 
 /// What keeps a parameter's type from being owned, when the macro cannot own it itself (it
@@ -240,6 +275,18 @@ mod tests {
         assert!(
             refused(syn::parse_quote!(fn t<A: Grants<x>>(cx: &ToolContext<'_, A>) -> Result<u8, String>)).is_empty()
         );
+    }
+
+    #[test]
+    fn the_context_under_another_name_is_explained() {
+        let errs = refused(syn::parse_quote!(fn t(cx: &Cx<'_>, n: u64) -> Result<u8, String>));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("tells the context by its name"), "{errs:?}");
+        assert!(errs[0].contains("write `cx: &ToolContext<'_>`"), "{errs:?}");
+        // The context itself, and a borrowed `Cow`, are not taken for it.
+        assert!(refused(syn::parse_quote!(fn t(cx: &ToolContext<'_>) -> Result<u8, String>)).is_empty());
+        let errs = refused(syn::parse_quote!(fn t(c: &Cow<'_, str>) -> Result<u8, String>));
+        assert!(errs[0].contains("borrows inside a borrow"), "{errs:?}");
     }
 
     #[test]

@@ -517,15 +517,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // --- expansion ----------------------------------------------------------------------
     let vis = &func.vis;
     let args_ident = format_ident!("{}Args", camel(&plain_name), span = fn_ident.span());
-    // Unique within the crate: identical tools may appear in several modules (the exported
-    // macro lives at the crate root). The counter only names a hidden item; the manifest does
-    // not depend on it. The name leaves the body out on purpose: editing a body must not rename
-    // an item at the crate root, which would make an incremental build redo every module.
-    static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let macro_ident = format_ident!("__agents_chain_{}_{}", n, plain_name);
-    // The name `agent!` reaches the chain macro by, beside the tool (see `chain_ident`).
-    let chain_ident = crate::util::chain_ident(fn_ident);
     let doc_attrs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
 
     let arg_params: Vec<&Param> = params.iter().filter(|p| matches!(p.kind, ParamKind::Arg)).collect();
@@ -539,6 +530,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         .iter()
         .map(|k| described.iter().find(|(n, _)| n == k).map(|(_, d)| d.clone()).unwrap_or_default())
         .collect();
+    if tier == Tier::Action {
+        let idents: Vec<&Ident> = arg_params.iter().map(|p| &p.ident).collect();
+        crate::util::require_argument_docs(&tool_name, &idents, &descriptions, &errors);
+    }
     let field_defs = arg_params.iter().zip(&field_types).zip(&descriptions).map(|((p, ty), desc)| {
         let ident = &p.ident;
         let doc = if desc.is_empty() { format!("Argument `{ident}` of the tool.") } else { desc.clone() };
@@ -624,8 +619,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
-    let entry_digest = crate::util::entry_digest(&fragment);
-    let fn_ident_str = plain_name.clone();
+    let entry_digest = crate::chain::entry_digest(&fragment);
 
     let spec = spec_tokens(&SpecParts {
         rt: &rt,
@@ -713,6 +707,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // The tool's name in the value namespace: calling it like a function is an error that says
     // how a tool is called, rather than rustc's "expected function, found struct".
     let direct_call = direct_call_tokens(&func, &rt);
+    // What `agent!` reads of this tool (see `chain`).
+    let link = crate::chain::tool_link(fn_ident, vis, &fragment);
     let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
@@ -734,16 +730,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 
         #args_impls
 
-        #[doc(hidden)]
-        #[macro_export]
-        macro_rules! #macro_ident {
-            ([ $next:path $(, $rest:path)* ] { $($state:tt)* } { $($frags:tt)* }) => {
-                $next! { [ $($rest),* ] { $($state)* } { $($frags)* #fn_ident_str #fragment } }
-            };
-        }
-        #[doc(hidden)]
-        #[allow(unused_imports)]
-        #vis use #macro_ident as #chain_ident;
+        #link
 
         // schemars' derive calls `.into()` on its text: in a `#[no_implicit_prelude]` module the
         // trait is brought in unnamed, so it shadows nothing.

@@ -78,70 +78,6 @@ pub(crate) fn camel(name: &str) -> String {
         .collect()
 }
 
-/// The first 128 bits of the SHA-256 of a tool's manifest entry text, as a literal.
-pub(crate) fn entry_digest(fragment: &str) -> proc_macro2::Literal {
-    let digest = agents_core::canonical::sha256_hex(fragment.as_bytes());
-    let n = u128::from_str_radix(&digest[..32], 16).expect("hex");
-    proc_macro2::Literal::u128_suffixed(n)
-}
-
-/// Macros of this crate: a tool named like one would clash with the user's import of it, so its
-/// chain macro is reached as `__agents_tool_<name>` instead of by the tool's own name.
-const OWN_MACROS: &[&str] = &["agent", "tool", "permissions"];
-
-/// The name `agent!` reaches a tool's chain macro by: the tool's own name (so that any import
-/// of the tool brings it along), or `__agents_tool_<name>` for a tool named like one of this
-/// crate's macros or a std macro (a macro made by a macro may not shadow the prelude's, and
-/// would clash with the user's import of `agent!`). Such a tool is granted by a path to its
-/// module (`tools::format`) or in the module that declares it.
-pub(crate) fn chain_ident(fn_ident: &syn::Ident) -> syn::Ident {
-    let plain = syn::ext::IdentExt::unraw(fn_ident).to_string();
-    if OWN_MACROS.contains(&plain.as_str()) || STD_MACROS.contains(&plain.as_str()) {
-        syn::Ident::new(&format!("__agents_tool_{plain}"), fn_ident.span())
-    } else {
-        fn_ident.clone()
-    }
-}
-
-/// The standard library's macros a user's module may call by their bare names.
-pub(crate) const STD_MACROS: &[&str] = &[
-    "assert",
-    "assert_eq",
-    "assert_ne",
-    "cfg",
-    "column",
-    "compile_error",
-    "concat",
-    "dbg",
-    "debug_assert",
-    "debug_assert_eq",
-    "debug_assert_ne",
-    "env",
-    "eprint",
-    "eprintln",
-    "file",
-    "format",
-    "format_args",
-    "include",
-    "include_bytes",
-    "include_str",
-    "line",
-    "matches",
-    "module_path",
-    "option_env",
-    "panic",
-    "print",
-    "println",
-    "stringify",
-    "thread_local",
-    "todo",
-    "unimplemented",
-    "unreachable",
-    "vec",
-    "write",
-    "writeln",
-];
-
 /// The parameter descriptions of a doc comment, in the rustdoc convention: a `# Arguments`
 /// section of list items `` * `name` - what it is `` (a `-` item or a `:` separator is read
 /// too). A description may continue on the lines below its item.
@@ -179,6 +115,30 @@ pub(crate) fn argument_docs(attrs: &[syn::Attribute]) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// An action tool's JSON arguments are each described (`descriptions` in the order of
+/// `params`, empty when the `# Arguments` section has no entry): the person who approves the
+/// call reads them, and the model fills them in from their descriptions. A read tool's
+/// argument may go without one (its schema then has no description, never a placeholder).
+pub(crate) fn require_argument_docs(
+    tool: &str,
+    params: &[&syn::Ident],
+    descriptions: &[String],
+    errors: &crate::context::Errors,
+) {
+    for (ident, desc) in params.iter().zip(descriptions) {
+        if !desc.trim().is_empty() {
+            continue;
+        }
+        let name = syn::ext::IdentExt::unraw(*ident);
+        errors.spanned(
+            ident,
+            format!(
+                "parameter `{name}` of action tool `{tool}` has no description: the model fills it in from its description, and the person who approves the call reads it\nhelp: describe it in the tool's doc comment, in a `# Arguments` section, with the line: /// * `{name}` - what it is"
+            ),
+        );
+    }
 }
 
 /// A description without its `# Arguments` section (up to the next heading), which the

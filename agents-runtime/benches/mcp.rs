@@ -50,6 +50,13 @@ async fn search_tickets(
 }
 
 /// Opens a ticket.
+///
+/// # Arguments
+///
+/// * `summary` - the summary
+/// * `severity` - the severity
+/// * `component` - the component
+/// * `watchers` - the watchers
 #[tool(permission = perms::bench::write, mutating, title = "Open a ticket", risk = high)]
 async fn open_ticket(
     summary: String,

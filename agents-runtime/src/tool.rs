@@ -736,6 +736,10 @@ mod witness_tests {
     static RAN: AtomicUsize = AtomicUsize::new(0);
 
     /// Deletes everything: the body counts its runs.
+    ///
+    /// # Arguments
+    ///
+    /// * `n` - returned as it is
     #[crate::tool(permission = public, mutating, title = "Delete everything")]
     async fn delete_everything(n: u64) -> Result<u64, String> {
         RAN.fetch_add(1, Ordering::SeqCst);

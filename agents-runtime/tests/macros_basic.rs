@@ -31,6 +31,11 @@ mod tools {
     }
 
     /// Records an injury.
+    ///
+    /// # Arguments
+    ///
+    /// * `athlete_id` - the athlete id
+    /// * `note` - the note
     #[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = medium)]
     pub async fn create_injury(athlete_id: u64, #[secret] note: String) -> Result<u64, AppError> {
         let _ = note;

@@ -20,6 +20,11 @@ macro_rules! variant {
         mod $m {
             use super::*;
             /// Reads an athlete's file.
+            ///
+            /// # Arguments
+            ///
+            /// * `id` - the athlete's id
+            /// * `api_key` - the key of the files' store
             #[tool($($attr)*)]
             pub(crate) fn read_file(id: u64, #[secret] api_key: String) -> Result<u64, E> {
                 let _ = api_key;

@@ -24,6 +24,11 @@ async fn read_note(id: u32) -> Result<String, String> {
 }
 
 /// Writes a note.
+///
+/// # Arguments
+///
+/// * `id` - the id
+/// * `text` - the text
 #[tool(permission = perms::note::write, mutating, title = "Write a note")]
 async fn write_note(id: u32, text: String) -> Result<String, String> {
     Ok(format!("{id}: {text}"))

@@ -30,6 +30,11 @@ async fn read_note(id: u32) -> Result<String, String> {
 }
 
 /// Writes a note.
+///
+/// # Arguments
+///
+/// * `id` - the id
+/// * `text` - the text
 #[tool(permission = perms::note::write, mutating, title = "Write a note")]
 async fn write_note(ctx: &agents_runtime::ToolContext<'_>, id: u32, text: String) -> Result<String, String> {
     WRITTEN.lock().unwrap().push((ctx.principal().user_id.clone(), id, text.clone()));

@@ -1,5 +1,6 @@
 //! A parameter's description in the schema sent to the model comes from the tool's doc comment
-//! (`# Arguments`), and nothing stands in for a missing one.
+//! (`# Arguments`), and nothing stands in for a missing one (a read tool may leave one out; an
+//! action tool may not, which `ui-tests` shows).
 
 use agents_runtime::{Tool, tool};
 
@@ -10,7 +11,7 @@ use agents_runtime::{Tool, tool};
 /// * `athlete_id` - the athlete's id, as the squad list shows it
 /// * `side` - `left`, `right` or `n/a`;
 ///   `n/a` for a midline injury
-#[tool(permission = public, mutating, title = "Record injury")]
+#[tool(permission = public)]
 async fn record_injury(athlete_id: String, side: String, note: Option<String>) -> Result<String, String> {
     Ok(format!("{athlete_id} {side} {note:?}"))
 }

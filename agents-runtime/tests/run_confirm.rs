@@ -25,6 +25,11 @@ async fn list_athletes(cx: &ToolContext<'_>) -> Result<Vec<String>, String> {
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
+/// * `note` - the note
 #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
 async fn create_injury(cx: &ToolContext<'_>, athlete_id: u64, note: String) -> Result<String, String> {
     // The `proposed` record must be in the log before any handler runs.
@@ -75,6 +80,10 @@ async fn enrol(cx: &ToolContext<'_>, profile: Profile) -> Result<String, String>
 }
 
 /// Creates an account.
+///
+/// # Arguments
+///
+/// * `profile` - the profile
 #[tool(permission = perms::account::write, mutating, title = "Create account")]
 async fn create_account(cx: &ToolContext<'_>, profile: Profile) -> Result<String, String> {
     bump(cx.session_id());

@@ -37,6 +37,10 @@ async fn boom(cx: &ToolContext<'_>) -> Result<String, String> {
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
 #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
 async fn create_injury(cx: &ToolContext<'_>, athlete_id: u64) -> Result<String, String> {
     bump(cx.session_id());

@@ -18,6 +18,10 @@ permissions! {
 }
 
 /// Submits a leave request.
+///
+/// # Arguments
+///
+/// * `days` - the days
 #[tool(permission = perms::leave::write, mutating, title = "Submit leave request")]
 async fn submit_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
     bump(cx.session_id());

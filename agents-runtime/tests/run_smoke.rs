@@ -18,6 +18,11 @@ async fn list_athletes(cx: &ToolContext<'_>) -> Result<Vec<String>, String> {
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
+/// * `note` - the note
 #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
 async fn create_injury(athlete_id: u64, #[secret] note: String) -> Result<String, String> {
     Ok(format!("injury for {athlete_id}: {} chars", note.len()))

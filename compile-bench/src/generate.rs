@@ -141,6 +141,14 @@ fn agents_tool(i: usize) -> String {
     format!(
         "//! Tool {i}.\n\nuse crate::{{BenchError, perms}};\nuse agents_runtime::tool;\nuse serde_json::{{Map, Value}};\n\n\
          /// Bench tool {i}: combines its arguments into a JSON object.\n\
+         ///\n\
+         /// # Arguments\n\
+         ///\n\
+         /// * `id` - The `id` parameter.\n\
+         /// * `name` - The `name` parameter.\n\
+         /// * `note` - The `note` parameter.\n\
+         /// * `flag` - The `flag` parameter.\n\
+         /// * `items` - The `items` parameter.\n\
          #[tool({attr})]\n\
          pub async fn {name}({PARAMS}) -> Result<Value, BenchError> {{\n{body}}}\n",
         body = body(i, 1)

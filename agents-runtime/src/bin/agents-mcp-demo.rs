@@ -33,6 +33,12 @@ async fn lookup_policy(topic: String) -> Result<String, String> {
 }
 
 /// Opens a support ticket.
+///
+/// # Arguments
+///
+/// * `summary` - the summary
+/// * `severity` - the severity
+/// * `contact` - the contact
 #[tool(permission = perms::ticket::write, mutating, title = "Open a support ticket", risk = high)]
 async fn open_ticket(
     cx: &ToolContext<'_>,
@@ -53,6 +59,10 @@ async fn open_ticket(
 fn reset_password(user: String);
 
 /// Deletes a user account.
+///
+/// # Arguments
+///
+/// * `user` - the user
 #[tool(permission = perms::account::delete, mutating, title = "Delete an account", risk = critical)]
 async fn delete_account(user: String) -> Result<String, String> {
     Ok(format!("deleted {user}"))

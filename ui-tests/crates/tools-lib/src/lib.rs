@@ -20,6 +20,11 @@ pub async fn list_athletes(cx: &ToolContext<'_>, squad: Option<String>) -> Resul
 }
 
 /// Records an injury for an athlete.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
+/// * `note` - the note
 #[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = high)]
 pub async fn create_injury(athlete_id: u64, #[secret] note: String) -> Result<String, String> {
     Ok(format!("injury for {athlete_id}: {} chars", note.len()))

@@ -14,6 +14,10 @@ async fn list_athletes() -> Result<Vec<String>, String> {
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
 #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
 async fn create_injury(athlete_id: u64) -> Result<u64, String> {
     Ok(athlete_id)

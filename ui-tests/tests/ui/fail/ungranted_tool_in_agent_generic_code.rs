@@ -14,6 +14,10 @@ async fn read_ticket(id: u64) -> Result<String, String> {
 }
 
 /// Deletes a user account.
+///
+/// # Arguments
+///
+/// * `id` - the id
 #[tool(permission = perms::user::delete, mutating, title = "Delete user")]
 async fn delete_user(id: u64) -> Result<(), String> {
     let _ = id;

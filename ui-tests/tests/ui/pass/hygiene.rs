@@ -38,6 +38,11 @@ async fn list_athletes(
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete id
+/// * `note` - the note
 #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
 async fn create_injury(
     athlete_id: u64,

@@ -10,6 +10,10 @@ mod tools {
     }
 
     /// Records an injury.
+    ///
+    /// # Arguments
+    ///
+    /// * `athlete_id` - the athlete id
     #[tool(permission = public, mutating, title = "Record injury", name = "record_injury")]
     pub async fn create_injury(athlete_id: u64) -> Result<u64, String> {
         Ok(athlete_id)

@@ -9,6 +9,10 @@ fn add(a: i64, b: i64) -> Result<i64, String> {
 }
 
 /// Stores a note.
+///
+/// # Arguments
+///
+/// * `text` - the text
 #[tool(permission = public, mutating, title = "Store note")]
 fn store_note(text: String) -> Result<usize, String> {
     Ok(text.len())

@@ -25,6 +25,10 @@ mod tools {
         use agents_runtime::tool;
 
         /// Records an injury.
+        ///
+        /// # Arguments
+        ///
+        /// * `athlete_id` - the athlete id
         #[tool(permission = crate::auth::perms::injury::write, mutating, title = "Record injury")]
         pub async fn create_injury(athlete_id: u64) -> Result<u64, String> {
             Ok(athlete_id)

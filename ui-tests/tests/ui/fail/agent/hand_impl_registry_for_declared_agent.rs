@@ -17,6 +17,10 @@ async fn read_ticket(id: u64) -> Result<u64, String> {
 }
 
 /// Deletes a user.
+///
+/// # Arguments
+///
+/// * `id` - the id
 #[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
 async fn delete_user(id: u64) -> Result<u64, String> {
     Ok(id)

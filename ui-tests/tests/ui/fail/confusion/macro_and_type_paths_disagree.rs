@@ -28,6 +28,10 @@ mod danger {
     use agents_runtime::tool;
 
     /// Deletes a user.
+    ///
+    /// # Arguments
+    ///
+    /// * `id` - the id
     #[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
     pub async fn delete_user(id: u64) -> Result<u64, String> {
         Ok(id)

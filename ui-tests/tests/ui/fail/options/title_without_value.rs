@@ -8,6 +8,10 @@ permissions! {
 }
 
 /// Records an injury.
+///
+/// # Arguments
+///
+/// * `athlete` - the athlete
 #[tool(permission = perms::injury::write, mutating, title)]
 async fn record_injury(athlete: String) -> Result<String, String> {
     Ok(athlete)

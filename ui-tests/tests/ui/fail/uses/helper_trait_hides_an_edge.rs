@@ -12,6 +12,10 @@ permissions! {
 }
 
 /// Deletes a user.
+///
+/// # Arguments
+///
+/// * `id` - the id
 #[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
 async fn delete_user(id: u64) -> Result<u64, String> {
     Ok(id)

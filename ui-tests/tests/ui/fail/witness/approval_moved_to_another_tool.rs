@@ -17,12 +17,20 @@ async fn read_ticket(id: u64) -> Result<u64, String> {
 }
 
 /// Deletes a user.
+///
+/// # Arguments
+///
+/// * `id` - the id
 #[tool(permission = perms::user::delete, mutating, title = "Delete user", risk = critical)]
 async fn delete_user(id: u64) -> Result<u64, String> {
     Ok(id)
 }
 
 /// Wipes a disk.
+///
+/// # Arguments
+///
+/// * `disk` - the disk
 #[tool(permission = perms::user::delete, mutating, title = "Wipe disk", risk = critical)]
 async fn wipe_disk(disk: String) -> Result<String, String> {
     Ok(disk)

@@ -14,6 +14,10 @@ mod bare {
     }
 
     /// Closes a ticket.
+    ///
+    /// # Arguments
+    ///
+    /// * `id` - the id
     #[tool(permission = public, mutating, title = "Close ticket")]
     fn close_ticket(id: u64) -> ::std::result::Result<u64, ::std::string::String> {
         ::std::result::Result::Ok(id)

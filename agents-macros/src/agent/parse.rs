@@ -1,0 +1,218 @@
+//! The input of `agent!`, as written: every key read, each mistake kept as an error spanned
+//! on its token (so that one mistake does not hide the next).
+
+use crate::util::suggest;
+use agents_core::Limits;
+use proc_macro2::TokenTree;
+use syn::parse::{Parse, ParseStream};
+use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
+
+const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits"];
+const LIMIT_KEYS: &[&str] = &[
+    "max_iterations",
+    "provider_timeout_secs",
+    "confirm_timeout_secs",
+    "max_concurrent_runs",
+    "token_ttl_secs",
+    "history_messages",
+];
+
+pub(crate) struct AgentInput {
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) ident: Ident,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) input: Option<Type>,
+    pub(crate) output: Option<Type>,
+    pub(crate) tools: Vec<syn::Path>,
+    pub(crate) skills: Vec<(Ident, Vec<syn::Path>)>,
+    pub(crate) ceiling: Option<Vec<syn::Path>>,
+    pub(crate) limits: Vec<(Ident, LitInt)>,
+    /// Errors found while parsing, reported with the expansion.
+    pub(crate) errors: Vec<syn::Error>,
+}
+
+fn path_list(input: ParseStream<'_>) -> syn::Result<Vec<syn::Path>> {
+    let content;
+    syn::bracketed!(content in input);
+    Ok(content.parse_terminated(syn::Path::parse_mod_style, Token![,])?.into_iter().collect())
+}
+
+impl Parse for AgentInput {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input
+            .parse::<Token![struct]>()
+            .map_err(|e| syn::Error::new(e.span(), "an agent starts with its type: `pub struct MyAgent;`"))?;
+        let ident: Ident = input.parse()?;
+        input.parse::<Token![;]>()?;
+        let mut out = AgentInput {
+            attrs,
+            vis,
+            ident,
+            name: None,
+            input: None,
+            output: None,
+            tools: Vec::new(),
+            skills: Vec::new(),
+            ceiling: None,
+            limits: Vec::new(),
+            errors: Vec::new(),
+        };
+        let mut seen: Vec<String> = Vec::new();
+        while !input.is_empty() {
+            let key: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected a key of `agent!`, written `key: value`, e.g. `tools: [list_athletes]`",
+                )
+            })?;
+            let k = key.to_string();
+            input.parse::<Token![:]>().map_err(|e| {
+                syn::Error::new(e.span(), format!("write `{k}: ...` with a colon; `{k}` takes {}", key_takes(&k)))
+            })?;
+            if KEYS.contains(&k.as_str()) {
+                if seen.contains(&k) {
+                    out.errors
+                        .push(syn::Error::new(key.span(), format!("duplicate `agent!` key `{k}`; give each key once")));
+                }
+                seen.push(k.clone());
+            }
+            out.parse_value(&key, input)?;
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        if !seen.iter().any(|k| k == "tools") {
+            out.errors.push(syn::Error::new(
+                out.ident.span(),
+                format!("agent `{}` grants no tools: add `tools: [...]`", out.ident),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl AgentInput {
+    /// The value of the key `key`; a value of another shape is refused with what it takes.
+    fn parse_value(&mut self, key: &Ident, input: ParseStream<'_>) -> syn::Result<()> {
+        let k = key.to_string();
+        let wrong = |e: syn::Error| syn::Error::new(e.span(), format!("`{k}` takes {}", key_takes(&k)));
+        match k.as_str() {
+            "name" => self.name = Some(input.parse().map_err(wrong)?),
+            "input" => self.input = Some(input.parse().map_err(wrong)?),
+            "output" => self.output = Some(input.parse().map_err(wrong)?),
+            "tools" => self.tools = path_list(input).map_err(wrong)?,
+            "ceiling" => self.ceiling = Some(path_list(input).map_err(wrong)?),
+            "skills" | "limits" => {
+                if !input.peek(syn::token::Brace) {
+                    return Err(wrong(input.error("")));
+                }
+                let content;
+                syn::braced!(content in input);
+                while !content.is_empty() {
+                    let entry: Ident = content.parse().map_err(wrong)?;
+                    content.parse::<Token![:]>().map_err(wrong)?;
+                    if k == "skills" {
+                        let tools = path_list(&content).map_err(wrong)?;
+                        self.skills.push((entry, tools));
+                    } else {
+                        let v: LitInt = content.parse().map_err(wrong)?;
+                        self.check_limit(&entry, &v);
+                        self.limits.push((entry, v));
+                    }
+                    if !content.is_empty() {
+                        content.parse::<Token![,]>()?;
+                    }
+                }
+            }
+            other => {
+                self.errors.push(syn::Error::new(
+                    key.span(),
+                    format!("unknown `agent!` key `{other}`{}", suggest(other, KEYS)),
+                ));
+                // Skip the value up to the next top-level comma.
+                while !input.is_empty() && !input.peek(Token![,]) {
+                    input.parse::<TokenTree>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A limit's name is known, given once, and its value in range for its type.
+    fn check_limit(&mut self, lk: &Ident, v: &LitInt) {
+        let name = lk.to_string();
+        let mut refuse = |span, msg: String| self.errors.push(syn::Error::new(span, msg));
+        if !LIMIT_KEYS.contains(&name.as_str()) {
+            return refuse(lk.span(), format!("unknown limit `{name}`{}", suggest(&name, LIMIT_KEYS)));
+        }
+        if self.limits.iter().any(|(k, _)| k == lk) {
+            return refuse(lk.span(), format!("limit `{name}` is given twice; give each limit once"));
+        }
+        let (max, ty) = limit_range(&name);
+        if !v.suffix().is_empty() && v.suffix() != ty {
+            return refuse(
+                v.span(),
+                format!("limit `{name}` is a `{ty}`: write the number without the `{}` suffix", v.suffix()),
+            );
+        }
+        if !matches!(v.base10_parse::<u128>(), Ok(n) if n != 0 && n <= max) {
+            refuse(
+                v.span(),
+                format!(
+                    "limit `{name}` is {}, out of range for its type `{ty}`: write an integer from 1 to {max}",
+                    v.base10_digits()
+                ),
+            );
+        }
+    }
+
+    /// The limits, the defaults overridden by the ones given.
+    pub(crate) fn limits(&self) -> Limits {
+        let mut l = Limits::DEFAULT;
+        for (k, v) in &self.limits {
+            // In range: checked when parsed (an out-of-range limit never reaches here).
+            let wide: u64 = v.base10_parse().unwrap_or(0);
+            let narrow = || u32::try_from(wide).unwrap_or(0);
+            match k.to_string().as_str() {
+                "max_iterations" => l.max_iterations = narrow(),
+                "provider_timeout_secs" => l.provider_timeout_secs = wide,
+                "confirm_timeout_secs" => l.confirm_timeout_secs = wide,
+                "max_concurrent_runs" => l.max_concurrent_runs = narrow(),
+                "token_ttl_secs" => l.token_ttl_secs = wide,
+                "history_messages" => l.history_messages = narrow(),
+                _ => {}
+            }
+        }
+        l
+    }
+}
+
+/// What a key of `agent!` takes, with an example of the right form (for the error of a value
+/// of another shape).
+fn key_takes(key: &str) -> &'static str {
+    match key {
+        "name" => "the agent's name as a string, e.g. `name: \"triage\"`",
+        "input" => "the type of the agent's input, e.g. `input: String`",
+        "output" => "the type of the agent's output, e.g. `output: Summary`",
+        "tools" => {
+            "the tools it grants, as paths in square brackets, e.g. `tools: [list_athletes, tools::record_injury]`"
+        }
+        "ceiling" => {
+            "the permissions it may never exceed, as paths in square brackets (not strings), e.g. `ceiling: [perms::athlete::read]`"
+        }
+        "skills" => "named groups of its tools in braces, e.g. `skills: { triage: [list_athletes, record_injury] }`",
+        "limits" => "limits in braces, each a name and a positive integer, e.g. `limits: { max_iterations: 8 }`",
+        _ => "a value",
+    }
+}
+
+/// The largest value of a limit and its type's name, as `Limits` declares it.
+fn limit_range(key: &str) -> (u128, &'static str) {
+    match key {
+        "provider_timeout_secs" | "confirm_timeout_secs" | "token_ttl_secs" => (u128::from(u64::MAX), "u64"),
+        _ => (u128::from(u32::MAX), "u32"),
+    }
+}
