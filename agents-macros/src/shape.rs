@@ -125,42 +125,40 @@ pub(crate) fn refusals(sig: &Signature, tool: &str, is_json_arg: impl Fn(&Type) 
         }
     }
     for input in &sig.inputs {
-        let FnArg::Typed(pt) = input else { continue };
-        if let Type::ImplTrait(_) = &*pt.ty {
-            out.push(syn::Error::new_spanned(
-                &pt.ty,
-                format!(
-                    "tool `{tool}` takes `{}`, but the model sends its arguments as JSON, so each parameter has one concrete type\nhelp: take the concrete type, e.g. `String` instead of `impl Into<String>`",
-                    type_string(&pt.ty)
-                ),
-            ));
-            continue;
-        }
-        if !is_json_arg(&pt.ty) {
-            continue;
-        }
-        let name = type_string(&pt.pat);
-        if let Some(written) = context_under_another_name(&pt.ty) {
-            out.push(syn::Error::new_spanned(
-                &pt.ty,
-                format!(
-                    "parameter `{name}` of tool `{tool}` takes `{}`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` (it reads the type as written, before names are resolved), so it would read `{written}` as a JSON argument from the model\nhelp: if `{written}` is `ToolContext` under another name (a type alias or `use ... as`), write `{name}: &ToolContext<'_>` (or `&ToolContext<'_, A>` in a tool generic over its agent `A`)",
-                    type_string(&pt.ty)
-                ),
-            ));
-            continue;
-        }
-        if let Some(problem) = unowned(&pt.ty) {
-            out.push(syn::Error::new_spanned(
-                &pt.ty,
-                format!(
-                    "parameter `{name}` of tool `{tool}` {problem}; the arguments are read from the model's JSON into owned values\nhelp: take `{name}: {}`",
-                    owned_suggestion(&pt.ty)
-                ),
-            ));
+        if let FnArg::Typed(pt) = input
+            && let Some(e) = param_refusal(pt, tool, &is_json_arg)
+        {
+            out.push(e);
         }
     }
     out
+}
+
+/// The refusal of a parameter's type: `impl Trait`, the context under another name, or a
+/// borrow the macro cannot own.
+fn param_refusal(pt: &syn::PatType, tool: &str, is_json_arg: impl Fn(&Type) -> bool) -> Option<syn::Error> {
+    let refuse = |msg: String| Some(syn::Error::new_spanned(&pt.ty, msg));
+    if let Type::ImplTrait(_) = &*pt.ty {
+        return refuse(format!(
+            "tool `{tool}` takes `{}`, but the model sends its arguments as JSON, so each parameter has one concrete type\nhelp: take the concrete type, e.g. `String` instead of `impl Into<String>`",
+            type_string(&pt.ty)
+        ));
+    }
+    if !is_json_arg(&pt.ty) {
+        return None;
+    }
+    let name = type_string(&pt.pat);
+    if let Some(written) = context_under_another_name(&pt.ty) {
+        return refuse(format!(
+            "parameter `{name}` of tool `{tool}` takes `{}`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` (it reads the type as written, before names are resolved), so it would read `{written}` as a JSON argument from the model\nhelp: if `{written}` is `ToolContext` under another name (a type alias or `use ... as`), write `{name}: &ToolContext<'_>` (or `&ToolContext<'_, A>` in a tool generic over its agent `A`)",
+            type_string(&pt.ty)
+        ));
+    }
+    let problem = unowned(&pt.ty)?;
+    refuse(format!(
+        "parameter `{name}` of tool `{tool}` {problem}; the arguments are read from the model's JSON into owned values\nhelp: take `{name}: {}`",
+        owned_suggestion(&pt.ty)
+    ))
 }
 
 /// The name a parameter's type gives what has the context's shape, `&Name<'_, ...>` (a borrow

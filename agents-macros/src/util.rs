@@ -172,6 +172,29 @@ mod tests {
     }
 
     #[test]
+    fn an_action_tool_describes_every_argument_and_a_read_tool_need_not() {
+        let tool = |args: proc_macro2::TokenStream| {
+            crate::tool::expand(
+                args,
+                quote::quote! {
+                    /// Records an injury.
+                    ///
+                    /// # Arguments
+                    ///
+                    /// * `athlete` - the athlete's id
+                    async fn record_injury(athlete: u64, note: String) -> Result<String, String> { todo!() }
+                },
+            )
+            .to_string()
+        };
+        let action = tool(quote::quote!(permission = public, mutating, title = "Record injury"));
+        assert!(action.contains("parameter `note` of action tool `record_injury` has no description"), "{action}");
+        assert!(!action.contains("parameter `athlete`"), "{action}");
+        let read = tool(quote::quote!(permission = public));
+        assert!(!read.contains("compile_error"), "{read}");
+    }
+
+    #[test]
     fn argument_descriptions_come_from_the_arguments_section() {
         let attrs: Vec<syn::Attribute> = vec![
             syn::parse_quote!(#[doc = " Records an injury."]),
