@@ -553,6 +553,7 @@ impl PreparedRecord {
 
 /// Where a chain stops being trustworthy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainError {
     /// The line is not an audit record.
     #[error("line {line}: not an audit record: {detail}")]

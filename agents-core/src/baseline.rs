@@ -88,6 +88,7 @@ pub enum Outcome {
 
 /// Why the baseline gate failed.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BaselineError {
     /// The text to check is not a manifest this crate reads.
     InvalidManifest(ManifestError),

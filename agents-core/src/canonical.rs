@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 /// Why a value has no canonical form.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CanonicalError {
     /// NaN and the infinities have no JSON form.
     #[error("non-finite number `{0}` has no JSON form")]

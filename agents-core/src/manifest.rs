@@ -183,6 +183,7 @@ pub fn type_names_secret(rust_type: &str) -> bool {
 
 /// Why a manifest cannot be built or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     /// Two granted tools share a name.
     #[error("two tools are named `{0}`; tool names must be unique within an agent")]

@@ -43,6 +43,7 @@ pub const MAX_EXACT_INTEGER: u64 = 1 << 53;
 
 /// Why arguments were refused. Each message says what is wrong and where.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StrictError {
     /// The text is not JSON (or ends early, or nests too deeply).
     #[error(

@@ -154,6 +154,7 @@ impl FsAccess {
 
 /// A filesystem call refused by the policy or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// Outside the policy.
     #[error(transparent)]
@@ -307,6 +308,7 @@ impl NetClient {
 /// A network call refused by the policy or failed.
 #[cfg(feature = "http")]
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetError {
     /// Outside the policy.
     #[error(transparent)]

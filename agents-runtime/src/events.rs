@@ -13,6 +13,7 @@ pub const SUBSCRIBER_BUFFER: usize = 256;
 /// What a run reports while it works.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// The run's state changed (`started`, `thinking`, `waiting_for_confirmation`, ...).
     Status {

@@ -34,6 +34,7 @@ impl ConfirmationToken {
 
 /// Why a token was refused. Each refusal is audited.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     /// Never minted, already used, or forged.
     #[error("the confirmation token is unknown or was already used")]

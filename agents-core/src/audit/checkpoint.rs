@@ -45,6 +45,7 @@ pub struct Checkpoint {
 
 /// Why a checkpoint does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CheckpointError {
     /// The line is not a checkpoint.
     #[error("not an audit checkpoint: {0}")]

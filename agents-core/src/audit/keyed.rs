@@ -117,6 +117,7 @@ impl fmt::Debug for ChainKey {
 
 /// Why a key could not be made or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// The text is not 64 hex digits.
     #[error("not an audit chain key: expected 64 hex digits")]

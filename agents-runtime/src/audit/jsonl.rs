@@ -48,6 +48,7 @@ pub struct JsonlSink {
 
 /// Why [`JsonlSink::open`] (or a verification of a file) refused a log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JsonlOpenError {
     /// The file could not be opened, read, locked, synced or truncated.
     #[error("audit log `{}`: {source}; check that the path exists and is readable and writable", path.display())]

@@ -77,6 +77,7 @@ pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite};
 
 /// Why an audit write failed. A failed write stops the call (fail closed).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuditError {
     /// I/O failed.
     #[error("audit write failed: {0}")]

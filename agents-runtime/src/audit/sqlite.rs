@@ -76,6 +76,7 @@ pub struct SqliteSink {
 
 /// Why the SQLite sink or its verifier refused a database.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SqliteAuditError {
     /// SQLite failed (cannot open, not a database, no `audit_log` table, locked).
     #[error("audit database `{}`: {source}; check the path, its permissions, and that it holds an `audit_log` table", path.display())]

@@ -106,6 +106,7 @@ impl Default for McpOptions {
 
 /// Why an MCP server stopped or could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpError {
     /// The client did not complete the MCP handshake.
     #[error("the MCP client did not complete the handshake: {0}; check that it speaks MCP over this transport")]

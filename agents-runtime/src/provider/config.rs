@@ -77,6 +77,7 @@ impl fmt::Display for ProviderKind {
 
 /// Why the provider configuration could not be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// `AGENTS_MODEL` is set but not in an accepted form.
     #[error("AGENTS_MODEL=`{value}` is not understood ({reason}); accepted forms: {ACCEPTED_FORMS}")]

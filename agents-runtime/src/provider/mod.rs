@@ -154,6 +154,7 @@ pub struct ChatResponse {
 
 /// Why a provider call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProviderError {
     /// The key was refused (HTTP 401/403).
     #[error("the provider refused the API key (HTTP {status}); check the key in {env_var}")]

@@ -119,6 +119,7 @@ pub enum ConfirmAnswer {
 
 /// Why a decision was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecisionError {
     /// No call waits under this id (decided already, timed out, or never existed).
     #[error("no action is waiting for a decision under `{0}`")]

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Why a run could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The user already has the maximum number of runs.
     #[error("you already have {0} runs in progress; wait for one to finish or stop one, then try again")]
