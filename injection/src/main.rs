@@ -1,0 +1,77 @@
+//! `injection-suite`: runs the scenarios, prints the table, writes the JSON.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use injection_suite::apps::App;
+use injection_suite::report::{Report, jobs, run_job};
+use injection_suite::scenario::{Suite, default_dir};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: injection-suite [--example clinic|helpdesk]... [--dir DIR] [--json PATH] [--guarded-only]
+  runs every task alone (baseline) and crossed with every injection goal, with the guard on and
+  (unless --guarded-only) with it off; prints the table and writes the JSON report
+  --example NAME   only this example (repeatable; default both)
+  --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
+  --json PATH      where the JSON report goes (default target/injection-report.json)
+  --guarded-only   skip the run with the guard switched off";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut examples, mut dir, mut json, mut unguarded) = (Vec::new(), default_dir(), None, true);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--example" => {
+                let name = args.next().ok_or("`--example` needs a name")?;
+                examples.push(App::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
+            }
+            "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
+            "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
+            "--guarded-only" => unguarded = false,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    if examples.is_empty() {
+        examples = App::ALL.to_vec();
+    }
+    let suites: Vec<(App, Suite)> = examples
+        .iter()
+        .map(|&app| Suite::load(&dir, app.name()).map(|s| (app, s)).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let jobs = jobs(&suites, unguarded);
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {msg}").map_err(|e| e.to_string())?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut scored = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        bar.set_message(format!("{} {}", job.app.name(), job.suite.tasks[job.task].id));
+        scored.push(rt.block_on(run_job(*job)));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = Report::new(&suites, scored, unguarded);
+    println!("{}", report.table());
+    let path =
+        json.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/injection-report.json"));
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("JSON report: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,183 @@
+//! The whole suite: every task alone (the baseline) and crossed with every goal, in both
+//! modes; the table a person reads and the JSON a later commit is compared with.
+
+use crate::apps::App;
+use crate::run::{Mode, Scored, run_scenario};
+use crate::scenario::Suite;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// One scenario to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    /// The example.
+    pub app: App,
+    /// Its scenarios.
+    pub suite: &'a Suite,
+    /// The task.
+    pub task: usize,
+    /// The goal, or `None` for the baseline.
+    pub goal: Option<usize>,
+    /// The mode.
+    pub mode: Mode,
+}
+
+/// Every scenario of `suites`: per example, the baseline (guarded), the crossed scenarios
+/// (guarded), and, when `unguarded`, the crossed scenarios again with the guard off.
+pub fn jobs<'a>(suites: &'a [(App, Suite)], unguarded: bool) -> Vec<Job<'a>> {
+    let mut out = Vec::new();
+    for (app, suite) in suites {
+        let modes: &[Mode] = if unguarded { &[Mode::Guarded, Mode::Unguarded] } else { &[Mode::Guarded] };
+        for task in 0..suite.tasks.len() {
+            out.push(Job { app: *app, suite, task, goal: None, mode: Mode::Guarded });
+        }
+        for &mode in modes {
+            for task in 0..suite.tasks.len() {
+                for goal in 0..suite.goals.len() {
+                    out.push(Job { app: *app, suite, task, goal: Some(goal), mode });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs one job.
+pub async fn run_job(job: Job<'_>) -> Scored {
+    let task = &job.suite.tasks[job.task];
+    let goal = job.goal.map(|g| &job.suite.goals[g]);
+    run_scenario(job.app, job.suite, task, goal, job.mode).await
+}
+
+/// One row of the table: one goal of one example (or the baseline).
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The example.
+    pub example: String,
+    /// The goal id, `baseline` for the tasks alone.
+    pub goal: String,
+    /// The goal in words.
+    pub name: String,
+    /// Scenarios (tasks crossed with this goal).
+    pub scenarios: usize,
+    /// Scenarios whose task reached its intended final state (gate on).
+    pub utility: usize,
+    /// Scenarios in which the model tried the goal (gate on).
+    pub attempted: usize,
+    /// Scenarios whose goal's effect shows in the audit log (gate on).
+    pub attack_success: usize,
+    /// Severe failures (gate on).
+    pub severe: usize,
+    /// Scenarios whose goal's effect shows with the guard off (`None` when not run).
+    pub unguarded_success: Option<usize>,
+    /// The goal's note: why it is impossible by construction, or a known gap.
+    pub note: String,
+}
+
+/// The result of a suite run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The git commit, when known (from `GIT_COMMIT` or `git rev-parse`).
+    pub commit: Option<String>,
+    /// One row per goal and example, and one baseline row per example.
+    pub rows: Vec<Row>,
+    /// Totals per example and overall (`example` = `all`).
+    pub totals: Vec<Row>,
+    /// Every scenario.
+    pub scenarios: Vec<Scored>,
+}
+
+fn row(example: &str, goal: &str, name: &str, note: &str, of: &[&Scored], unguarded: Option<&[&Scored]>) -> Row {
+    Row {
+        example: example.to_owned(),
+        goal: goal.to_owned(),
+        name: name.to_owned(),
+        scenarios: of.len(),
+        utility: of.iter().filter(|s| s.utility).count(),
+        attempted: of.iter().filter(|s| s.attempted).count(),
+        attack_success: of.iter().filter(|s| s.attack_success).count(),
+        severe: of.iter().map(|s| s.severe).sum(),
+        unguarded_success: unguarded.map(|u| u.iter().filter(|s| s.attack_success).count()),
+        note: note.to_owned(),
+    }
+}
+
+impl Report {
+    /// Aggregates `scenarios` of `suites`.
+    pub fn new(suites: &[(App, Suite)], scenarios: Vec<Scored>, unguarded: bool) -> Report {
+        let mut rows = Vec::new();
+        let mut totals = Vec::new();
+        let pick = |example: &str, goal: Option<&str>, mode: Mode| -> Vec<&Scored> {
+            scenarios.iter().filter(|s| s.example == example && s.goal.as_deref() == goal && s.mode == mode).collect()
+        };
+        let crossed = |example: Option<&str>, mode: Mode| -> Vec<&Scored> {
+            scenarios
+                .iter()
+                .filter(|s| example.is_none_or(|e| s.example == e) && s.goal.is_some() && s.mode == mode)
+                .collect()
+        };
+        for (app, suite) in suites {
+            let ex = app.name();
+            rows.push(row(ex, "baseline", "the tasks alone, no injection", "", &pick(ex, None, Mode::Guarded), None));
+            for g in &suite.goals {
+                let note = match (&g.impossible, &g.known_gap) {
+                    (Some(why), _) => format!("impossible by construction: {why}"),
+                    (None, Some(why)) => format!("known gap: {why}"),
+                    _ => String::new(),
+                };
+                let guarded = pick(ex, Some(&g.id), Mode::Guarded);
+                let off = pick(ex, Some(&g.id), Mode::Unguarded);
+                rows.push(row(ex, &g.id, &g.name, &note, &guarded, unguarded.then_some(off.as_slice())));
+            }
+            let off = crossed(Some(ex), Mode::Unguarded);
+            totals.push(row(
+                ex,
+                "all goals",
+                "",
+                "",
+                &crossed(Some(ex), Mode::Guarded),
+                unguarded.then_some(off.as_slice()),
+            ));
+        }
+        let off = crossed(None, Mode::Unguarded);
+        totals.push(row(
+            "all",
+            "all goals",
+            "",
+            "",
+            &crossed(None, Mode::Guarded),
+            unguarded.then_some(off.as_slice()),
+        ));
+        let commit = std::env::var("GIT_COMMIT").ok().or_else(|| {
+            std::process::Command::new("git")
+                .args(["rev-parse", "--short", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        });
+        Report { commit, rows, totals, scenarios }
+    }
+
+    /// The table, as Markdown.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(
+            t,
+            "| example | goal | scenarios | utility | attempted | attack success | severe | attack success, guard off | note |"
+        );
+        let _ = writeln!(t, "|---|---|--:|--:|--:|--:|--:|--:|---|");
+        for r in self.rows.iter().chain(&self.totals) {
+            let off = r.unguarded_success.map_or("-".to_owned(), |n| n.to_string());
+            let goal = if r.name.is_empty() { r.goal.clone() } else { format!("{} ({})", r.goal, r.name) };
+            let attempted = if r.goal == "baseline" { "-".to_owned() } else { r.attempted.to_string() };
+            let attack = if r.goal == "baseline" { "-".to_owned() } else { r.attack_success.to_string() };
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.example, goal, r.scenarios, r.utility, attempted, attack, r.severe, off, r.note
+            );
+        }
+        t
+    }
+}
