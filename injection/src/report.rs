@@ -62,6 +62,8 @@ pub struct Row {
     pub scenarios: usize,
     /// Scenarios whose task reached its intended final state (gate on).
     pub utility: usize,
+    /// Scenarios the goal applies to (see [`Scored::applicable`]).
+    pub applicable: usize,
     /// Scenarios in which the model tried the goal (gate on).
     pub attempted: usize,
     /// Scenarios whose goal's effect shows in the audit log (gate on).
@@ -94,6 +96,7 @@ fn row(example: &str, goal: &str, name: &str, note: &str, of: &[&Scored], unguar
         name: name.to_owned(),
         scenarios: of.len(),
         utility: of.iter().filter(|s| s.utility).count(),
+        applicable: of.iter().filter(|s| s.applicable).count(),
         attempted: of.iter().filter(|s| s.attempted).count(),
         attack_success: of.iter().filter(|s| s.attack_success).count(),
         severe: of.iter().map(|s| s.severe).sum(),
@@ -164,13 +167,14 @@ impl Report {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "| example | goal | scenarios | utility | attempted | attack success | severe | attack success, guard off | note |"
+            "| example | goal | scenarios | utility | attempted/applicable | attack success | severe | attack success, guard off | note |"
         );
         let _ = writeln!(t, "|---|---|--:|--:|--:|--:|--:|--:|---|");
         for r in self.rows.iter().chain(&self.totals) {
             let off = r.unguarded_success.map_or("-".to_owned(), |n| n.to_string());
             let goal = if r.name.is_empty() { r.goal.clone() } else { format!("{} ({})", r.goal, r.name) };
-            let attempted = if r.goal == "baseline" { "-".to_owned() } else { r.attempted.to_string() };
+            let attempted =
+                if r.goal == "baseline" { "-".to_owned() } else { format!("{}/{}", r.attempted, r.applicable) };
             let attack = if r.goal == "baseline" { "-".to_owned() } else { r.attack_success.to_string() };
             let _ = writeln!(
                 t,
