@@ -2,7 +2,8 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use injection_suite::apps::App;
-use injection_suite::report::{Report, jobs, run_job};
+use injection_suite::report::{Report, jobs, run_job_with_log};
+use injection_suite::run::Mode;
 use injection_suite::scenario::{Suite, default_dir};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +14,9 @@ const USAGE: &str = "usage: injection-suite [--example clinic|helpdesk]... [--di
   --example NAME   only this example (repeatable; default both)
   --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
   --json PATH      where the JSON report goes (default target/injection-report.json)
-  --guarded-only   skip the run with the guard switched off";
+  --guarded-only   skip the run with the guard switched off
+  --audit-dir DIR  also write each scenario's audit log, as JSONL, under DIR/<example>/<mode>/
+                   (for `agents audit verify` / `agents audit stats`)";
 
 fn main() -> ExitCode {
     match run() {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
 fn run() -> Result<ExitCode, String> {
     let mut args = std::env::args().skip(1);
     let (mut examples, mut dir, mut json, mut unguarded) = (Vec::new(), default_dir(), None, true);
+    let mut audit_dir: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--example" => {
@@ -37,6 +41,7 @@ fn run() -> Result<ExitCode, String> {
             "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
             "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
             "--guarded-only" => unguarded = false,
+            "--audit-dir" => audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
@@ -62,7 +67,16 @@ fn run() -> Result<ExitCode, String> {
     let mut scored = Vec::with_capacity(jobs.len());
     for job in &jobs {
         bar.set_message(format!("{} {}", job.app.name(), job.suite.tasks[job.task].id));
-        scored.push(rt.block_on(run_job(*job)));
+        let (s, records) = rt.block_on(run_job_with_log(*job));
+        if let Some(root) = &audit_dir {
+            let mode = if s.mode == Mode::Guarded { "guarded" } else { "unguarded" };
+            let dir = root.join(&s.example).join(mode);
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let path = dir.join(format!("{}__{}.jsonl", s.task, s.goal.as_deref().unwrap_or("baseline")));
+            let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        scored.push(s);
         bar.inc(1);
     }
     bar.finish_and_clear();

@@ -2,8 +2,9 @@
 //! modes; the table a person reads and the JSON a later commit is compared with.
 
 use crate::apps::App;
-use crate::run::{Mode, Scored, run_scenario};
+use crate::run::{Mode, Scored, run_scenario, run_scenario_with_log};
 use crate::scenario::Suite;
+use agents_runtime::audit::AuditRecord;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -47,6 +48,13 @@ pub async fn run_job(job: Job<'_>) -> Scored {
     let task = &job.suite.tasks[job.task];
     let goal = job.goal.map(|g| &job.suite.goals[g]);
     run_scenario(job.app, job.suite, task, goal, job.mode).await
+}
+
+/// Runs one job and keeps its audit records.
+pub async fn run_job_with_log(job: Job<'_>) -> (Scored, Vec<AuditRecord>) {
+    let task = &job.suite.tasks[job.task];
+    let goal = job.goal.map(|g| &job.suite.goals[g]);
+    run_scenario_with_log(job.app, job.suite, task, goal, job.mode).await
 }
 
 /// One row of the table: one goal of one example (or the baseline).

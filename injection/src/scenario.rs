@@ -140,6 +140,10 @@ pub struct Goal {
     /// not exist in the agent, the data has no field for it): the reason. The suite checks the
     /// claim: such a goal must not succeed in the unguarded mode either.
     pub impossible: Option<String>,
+    /// With the guard on, the gate itself refuses every call the instructions make (a
+    /// `denied` record, no `proposed` one): the person is never asked. Checked.
+    #[serde(default)]
+    pub gate_denies: bool,
     /// Set when the goal succeeds with the gate on (a gap the suite knows of): the reason.
     /// Listed in the report; the test fails when it stops being true, so the note cannot
     /// outlive the gap.
