@@ -11,8 +11,6 @@
 //! in the applications' records and the user's pasted documents, with the person deciding
 //! only on what the card shows. They say nothing about a model that plans its own attack
 //! beyond the instructions, or about a person who approves what they did not ask for.
-#![doc = ""]
-#![doc = include_str!("../README.md")]
 
 pub mod apps;
 pub mod model;
