@@ -12,6 +12,51 @@ use examples::helpdesk::{self, DeskLoop, store::Store as HelpdeskStore};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
+/// How a person is asked to confirm an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// A confirm dialog: the run pauses and the person's click reaches
+    /// [`Runtime::decide`](agents_runtime::Runtime::decide) (the terminal card's path).
+    Dialog,
+    /// The person's next message, classified by the runtime.
+    Conversational,
+    /// A direct session (the MCP server's path) whose [`Confirmer`](agents_runtime::run::Confirmer)
+    /// asks the person, as MCP elicitation does; the model is the client's.
+    Elicitation,
+}
+
+/// An example as the suite runs it: the application and the confirmation channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The application.
+    pub app: App,
+    /// How its person confirms.
+    pub channel: Channel,
+}
+
+impl Target {
+    /// The clinic with its dialog, the helpdesk in its chat, and the helpdesk served over MCP.
+    pub const ALL: [Target; 3] = [
+        Target { app: App::Clinic, channel: Channel::Dialog },
+        Target { app: App::Helpdesk, channel: Channel::Conversational },
+        Target { app: App::Helpdesk, channel: Channel::Elicitation },
+    ];
+
+    /// The name in the table: the example's, with `-mcp` for the elicitation channel.
+    pub fn name(self) -> String {
+        match self.channel {
+            Channel::Elicitation => format!("{}-mcp", self.app.name()),
+            _ => self.app.name().to_owned(),
+        }
+    }
+
+    /// By name (`clinic`, `helpdesk`, `helpdesk-mcp`).
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
 /// One of the examples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum App {
@@ -23,25 +68,12 @@ pub enum App {
 }
 
 impl App {
-    /// Both examples.
-    pub const ALL: [App; 2] = [App::Clinic, App::Helpdesk];
-
     /// The example's directory name under the scenarios.
     pub fn name(self) -> &'static str {
         match self {
             App::Clinic => "clinic",
             App::Helpdesk => "helpdesk",
         }
-    }
-
-    /// By name.
-    pub fn from_name(name: &str) -> Option<App> {
-        App::ALL.into_iter().find(|a| a.name() == name)
-    }
-
-    /// Whether confirmations are answered in the conversation.
-    pub fn conversational(self) -> bool {
-        self == App::Helpdesk
     }
 
     /// The principal of one of the example's people.

@@ -1,17 +1,19 @@
 //! `injection-suite`: runs the scenarios, prints the table, writes the JSON.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use injection_suite::apps::App;
+use injection_suite::apps::Target;
 use injection_suite::report::{Report, jobs, run_job_with_log};
 use injection_suite::run::Mode;
 use injection_suite::scenario::{Suite, default_dir};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: injection-suite [--example clinic|helpdesk]... [--dir DIR] [--json PATH] [--guarded-only]
+const USAGE: &str =
+    "usage: injection-suite [--example clinic|helpdesk|helpdesk-mcp]... [--dir DIR] [--json PATH] [--guarded-only]
   runs every task alone (baseline) and crossed with every injection goal, with the guard on and
   (unless --guarded-only) with it off; prints the table and writes the JSON report
-  --example NAME   only this example (repeatable; default both)
+  --example NAME   only this example (repeatable; default all three: the clinic's dialog, the
+                   helpdesk's chat, the helpdesk served over MCP with elicitation)
   --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
   --json PATH      where the JSON report goes (default target/injection-report.json)
   --guarded-only   skip the run with the guard switched off
@@ -36,7 +38,7 @@ fn run() -> Result<ExitCode, String> {
         match a.as_str() {
             "--example" => {
                 let name = args.next().ok_or("`--example` needs a name")?;
-                examples.push(App::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
+                examples.push(Target::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
             }
             "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
             "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
@@ -50,11 +52,11 @@ fn run() -> Result<ExitCode, String> {
         }
     }
     if examples.is_empty() {
-        examples = App::ALL.to_vec();
+        examples = Target::ALL.to_vec();
     }
-    let suites: Vec<(App, Suite)> = examples
+    let suites: Vec<(Target, Suite)> = examples
         .iter()
-        .map(|&app| Suite::load(&dir, app.name()).map(|s| (app, s)).map_err(|e| e.to_string()))
+        .map(|&t| Suite::load(&dir, t.app.name()).map(|s| (t, s)).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
     let jobs = jobs(&suites, unguarded);
     let bar = ProgressBar::new(jobs.len() as u64);
@@ -66,7 +68,7 @@ fn run() -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let mut scored = Vec::with_capacity(jobs.len());
     for job in &jobs {
-        bar.set_message(format!("{} {}", job.app.name(), job.suite.tasks[job.task].id));
+        bar.set_message(format!("{} {}", job.target.name(), job.suite.tasks[job.task].id));
         let (s, records) = rt.block_on(run_job_with_log(*job));
         if let Some(root) = &audit_dir {
             let mode = if s.mode == Mode::Guarded { "guarded" } else { "unguarded" };

@@ -1,7 +1,7 @@
 //! The whole suite: every task alone (the baseline) and crossed with every goal, in both
 //! modes; the table a person reads and the JSON a later commit is compared with.
 
-use crate::apps::App;
+use crate::apps::Target;
 use crate::run::{Mode, Scored, run_scenario, run_scenario_with_log};
 use crate::scenario::Suite;
 use agents_runtime::audit::AuditRecord;
@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 /// One scenario to run.
 #[derive(Debug, Clone, Copy)]
 pub struct Job<'a> {
-    /// The example.
-    pub app: App,
+    /// The example and its channel.
+    pub target: Target,
     /// Its scenarios.
     pub suite: &'a Suite,
     /// The task.
@@ -25,17 +25,18 @@ pub struct Job<'a> {
 
 /// Every scenario of `suites`: per example, the baseline (guarded), the crossed scenarios
 /// (guarded), and, when `unguarded`, the crossed scenarios again with the guard off.
-pub fn jobs<'a>(suites: &'a [(App, Suite)], unguarded: bool) -> Vec<Job<'a>> {
+pub fn jobs<'a>(suites: &'a [(Target, Suite)], unguarded: bool) -> Vec<Job<'a>> {
     let mut out = Vec::new();
-    for (app, suite) in suites {
+    for (target, suite) in suites {
         let modes: &[Mode] = if unguarded { &[Mode::Guarded, Mode::Unguarded] } else { &[Mode::Guarded] };
-        for task in 0..suite.tasks.len() {
-            out.push(Job { app: *app, suite, task, goal: None, mode: Mode::Guarded });
+        let tasks: Vec<usize> = (0..suite.tasks.len()).filter(|&t| suite.tasks[t].runs_in(target.channel)).collect();
+        for &task in &tasks {
+            out.push(Job { target: *target, suite, task, goal: None, mode: Mode::Guarded });
         }
         for &mode in modes {
-            for task in 0..suite.tasks.len() {
+            for &task in &tasks {
                 for goal in 0..suite.goals.len() {
-                    out.push(Job { app: *app, suite, task, goal: Some(goal), mode });
+                    out.push(Job { target: *target, suite, task, goal: Some(goal), mode });
                 }
             }
         }
@@ -47,14 +48,14 @@ pub fn jobs<'a>(suites: &'a [(App, Suite)], unguarded: bool) -> Vec<Job<'a>> {
 pub async fn run_job(job: Job<'_>) -> Scored {
     let task = &job.suite.tasks[job.task];
     let goal = job.goal.map(|g| &job.suite.goals[g]);
-    run_scenario(job.app, job.suite, task, goal, job.mode).await
+    run_scenario(job.target, job.suite, task, goal, job.mode).await
 }
 
 /// Runs one job and keeps its audit records.
 pub async fn run_job_with_log(job: Job<'_>) -> (Scored, Vec<AuditRecord>) {
     let task = &job.suite.tasks[job.task];
     let goal = job.goal.map(|g| &job.suite.goals[g]);
-    run_scenario_with_log(job.app, job.suite, task, goal, job.mode).await
+    run_scenario_with_log(job.target, job.suite, task, goal, job.mode).await
 }
 
 /// One row of the table: one goal of one example (or the baseline).
@@ -115,7 +116,7 @@ fn row(example: &str, goal: &str, name: &str, note: &str, of: &[&Scored], unguar
 
 impl Report {
     /// Aggregates `scenarios` of `suites`.
-    pub fn new(suites: &[(App, Suite)], scenarios: Vec<Scored>, unguarded: bool) -> Report {
+    pub fn new(suites: &[(Target, Suite)], scenarios: Vec<Scored>, unguarded: bool) -> Report {
         let mut rows = Vec::new();
         let mut totals = Vec::new();
         let pick = |example: &str, goal: Option<&str>, mode: Mode| -> Vec<&Scored> {
@@ -127,8 +128,9 @@ impl Report {
                 .filter(|s| example.is_none_or(|e| s.example == e) && s.goal.is_some() && s.mode == mode)
                 .collect()
         };
-        for (app, suite) in suites {
-            let ex = app.name();
+        for (target, suite) in suites {
+            let name = target.name();
+            let ex = name.as_str();
             rows.push(row(ex, "baseline", "the tasks alone, no injection", "", &pick(ex, None, Mode::Guarded), None));
             for g in &suite.goals {
                 let note = match (&g.impossible, &g.known_gap) {

@@ -1,7 +1,7 @@
 //! Running one scenario (a task, with or without a goal planted) and scoring it from its audit
 //! log and the application's final state.
 
-use crate::apps::App;
+use crate::apps::{App, Channel, Target};
 use crate::model::GullibleModel;
 use crate::person::{Answer, Card, Person};
 use crate::scenario::{Carrier, Effect, Expect, Goal, Suite, Task};
@@ -9,14 +9,16 @@ use agents_runtime::audit::MemorySink;
 use agents_runtime::audit::severe::severe_failures;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::events::Event;
+use agents_runtime::provider::{ChatMessage, ChatRequest, Provider, ToolDefinition};
+use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
 use agents_runtime::tool::Registry;
-use agents_runtime::{ConfirmMode, Principal, RunStatus, Runtime, Verdict};
+use agents_runtime::{BoxFuture, ConfirmMode, Principal, RunStatus, Runtime, Verdict};
 use examples::clinic::Kinetix;
 use examples::helpdesk::DeskLoop;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Whether the runtime's guard is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,6 +74,76 @@ fn card_of(tool: String, title: String, args: Value) -> Card {
     Card { tool, title, args }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The person behind MCP elicitation: each request is a form with the card on it, answered
+/// accept or decline.
+struct Elicitation(Arc<Mutex<Person>>);
+
+impl Confirmer for Elicitation {
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer> {
+        let card = card_of(request.tool, request.title, request.args);
+        let approves = lock(&self.0).decide(&card, false).approves();
+        Box::pin(async move { ConfirmAnswer::Decided(if approves { Verdict::Approve } else { Verdict::Reject }) })
+    }
+}
+
+/// The MCP path: a direct session whose confirmer is the person, driven by the client's model
+/// (the gullible one) in the client's own loop: each message, then the model's calls and their
+/// results, until it answers in text (at most [`MAX_TURNS`] rounds per message). The client
+/// keeps its conversation across messages, as an MCP client's chat does.
+async fn converse_direct<A: Registry>(
+    rt: &Runtime,
+    principal: &Principal,
+    session: &str,
+    messages: Vec<String>,
+    person: Arc<Mutex<Person>>,
+    model: &GullibleModel,
+) -> Result<(), String> {
+    let confirmer: Arc<dyn Confirmer> = Arc::new(Elicitation(person));
+    let direct = rt.direct::<A>(principal.clone(), session, Some(confirmer)).await.map_err(|e| e.to_string())?;
+    let tools: Vec<ToolDefinition> = direct
+        .available()
+        .iter()
+        .map(|t| ToolDefinition {
+            name: t.name.to_owned(),
+            description: t.description.to_owned(),
+            input_schema: direct.input_schema(t.name).cloned().unwrap_or(Value::Null),
+        })
+        .collect();
+    let mut conversation = Vec::new();
+    let ignore = |_: &str| {};
+    for message in messages {
+        conversation.push(ChatMessage::User { content: message });
+        for _ in 0..MAX_TURNS {
+            let request = ChatRequest {
+                system: String::new(),
+                messages: conversation.clone(),
+                tools: tools.clone(),
+                response_schema: None,
+            };
+            let answer = model.chat(&request, &ignore).await.map_err(|e| e.to_string())?;
+            let calls = answer.tool_calls.clone();
+            conversation.push(ChatMessage::Assistant { content: answer.content, tool_calls: answer.tool_calls });
+            if calls.is_empty() {
+                break;
+            }
+            for call in calls {
+                let out = direct.call(&call.id, &call.name, &call.arguments).await;
+                conversation.push(ChatMessage::Tool {
+                    call_id: call.id,
+                    name: call.name,
+                    content: out.content.to_string(),
+                    is_error: out.is_error,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One conversation: the first message, the person's answers to what is proposed, and an
 /// optional later message in a second run.
 async fn converse<A: Registry<Input = String>>(
@@ -79,9 +151,10 @@ async fn converse<A: Registry<Input = String>>(
     principal: &Principal,
     session: &str,
     messages: Vec<String>,
-    person: &mut Person,
+    person: &Mutex<Person>,
     conversational: bool,
 ) -> Result<(), String> {
+    let decide = |card: &Card, conversational: bool| lock(person).decide(card, conversational);
     for first in messages {
         let mut next = Some(first);
         let mut turns = 0;
@@ -100,7 +173,7 @@ async fn converse<A: Registry<Input = String>>(
                             pending = Some(card);
                         } else {
                             let verdict =
-                                if person.decide(&card, false).approves() { Verdict::Approve } else { Verdict::Reject };
+                                if decide(&card, false).approves() { Verdict::Approve } else { Verdict::Reject };
                             rt.decide(&call_id, principal, verdict).map_err(|e| e.to_string())?;
                         }
                     }
@@ -112,8 +185,9 @@ async fn converse<A: Registry<Input = String>>(
             if outcome.status != RunStatus::AwaitingConfirmation {
                 continue;
             }
-            if let Some(card) = pending.or_else(|| person.seen.last().map(|(c, _)| c.clone())) {
-                let answer = person.decide(&card, true);
+            let last = lock(person).seen.last().map(|(c, _)| c.clone());
+            if let Some(card) = pending.or(last) {
+                let answer = decide(&card, true);
                 next = Some(answer.words().to_owned());
             }
         }
@@ -121,21 +195,21 @@ async fn converse<A: Registry<Input = String>>(
     Ok(())
 }
 
-/// Runs `task` of `app`, with `goal` planted when given, in `mode`, and scores it.
-pub async fn run_scenario(app: App, suite: &Suite, task: &Task, goal: Option<&Goal>, mode: Mode) -> Scored {
-    run_scenario_with_log(app, suite, task, goal, mode).await.0
+/// Runs `task` of `target`, with `goal` planted when given, in `mode`, and scores it.
+pub async fn run_scenario(target: Target, suite: &Suite, task: &Task, goal: Option<&Goal>, mode: Mode) -> Scored {
+    run_scenario_with_log(target, suite, task, goal, mode).await.0
 }
 
 /// As [`run_scenario`], with the scenario's audit records (to read what happened).
 pub async fn run_scenario_with_log(
-    app: App,
+    target: Target,
     suite: &Suite,
     task: &Task,
     goal: Option<&Goal>,
     mode: Mode,
 ) -> (Scored, Vec<AuditRecord>) {
     let mut scored = Scored {
-        example: app.name().to_owned(),
+        example: target.name(),
         task: task.id.clone(),
         goal: goal.map(|g| g.id.clone()),
         mode,
@@ -149,6 +223,7 @@ pub async fn run_scenario_with_log(
         records: 0,
         cards: Vec::new(),
     };
+    let app = target.app;
     let Some(principal) = app.person(&task.user) else {
         scored.utility_misses.push(format!("unknown person `{}`", task.user));
         return (scored, Vec::new());
@@ -180,10 +255,11 @@ pub async fn run_scenario_with_log(
     }
     let model = Arc::new(GullibleModel::new(task.steps(), actions.clone()));
     let sink = Arc::new(MemorySink::new());
-    let mut builder = Runtime::builder(sink.clone(), model)
-        .confirm_mode(if app.conversational() { ConfirmMode::Conversational } else { ConfirmMode::Dialog })
+    let conversational = target.channel == Channel::Conversational;
+    let mut builder = Runtime::builder(sink.clone(), model.clone())
+        .confirm_mode(if conversational { ConfirmMode::Conversational } else { ConfirmMode::Dialog })
         .record_raw_results(true);
-    let mut person = match mode {
+    let person = match mode {
         Mode::Guarded => {
             builder = builder.roles(app.roles());
             if !suite.settings.disabled.is_empty() {
@@ -201,10 +277,16 @@ pub async fn run_scenario_with_log(
     };
     let rt = builder.build();
     let session = format!("s-{}-{}", task.id, goal.map_or("none", |g| g.id.as_str()));
-    let conversational = app.conversational();
-    let result = match app {
-        App::Clinic => converse::<Kinetix>(&rt, &principal, &session, messages, &mut person, conversational).await,
-        App::Helpdesk => converse::<DeskLoop>(&rt, &principal, &session, messages, &mut person, conversational).await,
+    let person = Arc::new(Mutex::new(person));
+    let result = match (app, target.channel) {
+        (App::Clinic, Channel::Elicitation) => {
+            converse_direct::<Kinetix>(&rt, &principal, &session, messages, person.clone(), &model).await
+        }
+        (App::Helpdesk, Channel::Elicitation) => {
+            converse_direct::<DeskLoop>(&rt, &principal, &session, messages, person.clone(), &model).await
+        }
+        (App::Clinic, _) => converse::<Kinetix>(&rt, &principal, &session, messages, &person, conversational).await,
+        (App::Helpdesk, _) => converse::<DeskLoop>(&rt, &principal, &session, messages, &person, conversational).await,
     };
     if let Err(e) = result {
         scored.utility_misses.push(format!("the conversation failed: {e}"));
@@ -221,6 +303,7 @@ pub async fn run_scenario_with_log(
         scored.attempted = attempted(g, &records);
         scored.proposed = records.iter().any(|r| r.status == AuditStatus::Proposed && of_goal(g, r));
     }
+    let person = lock(&person);
     scored.cards = person.seen.iter().map(|(c, a)| (c.tool.clone(), c.args.clone(), answer_word(a))).collect();
     (scored, records)
 }

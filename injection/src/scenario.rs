@@ -83,6 +83,9 @@ pub struct Task {
     pub yes: Option<String>,
     /// How they say no (default `no, I did not ask for that`).
     pub no: Option<String>,
+    /// The confirmation channels the task can be done in (default all): a change said in
+    /// words (`say`/`then`) needs the conversational one, a form has no field for it.
+    pub channels: Option<Vec<crate::apps::Channel>>,
     /// The model's plan for the task, in order.
     pub plan: Vec<PlanStep>,
     /// The intended final state.
@@ -151,6 +154,11 @@ pub struct Goal {
 }
 
 impl Task {
+    /// Whether the task can be done through `channel`.
+    pub fn runs_in(&self, channel: crate::apps::Channel) -> bool {
+        self.channels.as_ref().is_none_or(|c| c.contains(&channel))
+    }
+
     /// The model's plan.
     pub fn steps(&self) -> Vec<Step> {
         self.plan.iter().map(|p| Step { tool: p.tool.clone(), args: p.args.clone(), changed: p.then.clone() }).collect()

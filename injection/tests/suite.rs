@@ -5,15 +5,15 @@
 //! reaching a person, and on a goal that cannot be shown to
 //! succeed with the guard off unless its file says why no code path reaches it.
 
-use injection_suite::apps::App;
+use injection_suite::apps::Target;
 use injection_suite::report::{jobs, run_job};
 use injection_suite::run::{Mode, Scored};
 use injection_suite::scenario::{Suite, default_dir};
 use std::collections::BTreeMap;
 
-fn run_all() -> (Vec<(App, Suite)>, Vec<Scored>) {
-    let suites: Vec<(App, Suite)> =
-        App::ALL.iter().map(|&app| (app, Suite::load(&default_dir(), app.name()).unwrap())).collect();
+fn run_all() -> (Vec<(Target, Suite)>, Vec<Scored>) {
+    let suites: Vec<(Target, Suite)> =
+        Target::ALL.iter().map(|&t| (t, Suite::load(&default_dir(), t.app.name()).unwrap())).collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let scored = jobs(&suites, true).into_iter().map(|job| rt.block_on(run_job(job))).collect();
     (suites, scored)
@@ -23,9 +23,10 @@ fn run_all() -> (Vec<(App, Suite)>, Vec<Scored>) {
 fn the_whole_suite_holds_with_the_guard_on_and_each_goal_can_fail_without_it() {
     let (suites, scored) = run_all();
     let mut problems = Vec::new();
-    for (app, suite) in &suites {
-        let ex = app.name();
-        assert!(suite.tasks.len() >= 15, "{ex}: {} tasks", suite.tasks.len());
+    for (target, suite) in &suites {
+        let name = target.name();
+        let ex = name.as_str();
+        assert!(suite.tasks.len() >= 15, "{ex}: {} task files", suite.tasks.len());
         assert!(suite.goals.len() >= 10, "{ex}: {} goals", suite.goals.len());
         let of = |goal: Option<&str>, mode: Mode| -> Vec<&Scored> {
             scored.iter().filter(|s| s.example == ex && s.goal.as_deref() == goal && s.mode == mode).collect()
@@ -33,7 +34,9 @@ fn the_whole_suite_holds_with_the_guard_on_and_each_goal_can_fail_without_it() {
         // The baseline: which tasks reach their intended state alone.
         let baseline: BTreeMap<&str, bool> =
             of(None, Mode::Guarded).iter().map(|s| (s.task.as_str(), s.utility)).collect();
-        assert_eq!(baseline.len(), suite.tasks.len());
+        let runnable = suite.tasks.iter().filter(|t| t.runs_in(target.channel)).count();
+        assert!(runnable >= 14, "{ex}: {runnable} tasks run in its channel");
+        assert_eq!(baseline.len(), runnable);
         for s in of(None, Mode::Guarded) {
             if !s.utility {
                 problems.push(format!("{ex}/{}: fails without any injection: {:?}", s.task, s.utility_misses));
@@ -42,8 +45,8 @@ fn the_whole_suite_holds_with_the_guard_on_and_each_goal_can_fail_without_it() {
         for g in &suite.goals {
             let guarded = of(Some(&g.id), Mode::Guarded);
             let off = of(Some(&g.id), Mode::Unguarded);
-            assert_eq!(guarded.len(), suite.tasks.len());
-            assert_eq!(off.len(), suite.tasks.len());
+            assert_eq!(guarded.len(), runnable);
+            assert_eq!(off.len(), runnable);
             for s in &guarded {
                 let at = format!("{ex}/{} × {}", s.task, g.id);
                 if s.severe > 0 {
