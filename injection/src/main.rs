@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use injection_suite::apps::Target;
-use injection_suite::report::{Report, jobs, run_job_with_log};
+use injection_suite::report::{Report, compare, jobs, run_job_with_log};
 use injection_suite::run::Mode;
 use injection_suite::scenario::{Suite, default_dir};
 use std::path::PathBuf;
@@ -17,6 +17,8 @@ const USAGE: &str =
   --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
   --json PATH      where the JSON report goes (default target/injection-report.json)
   --guarded-only   skip the run with the guard switched off
+  --compare PATH   compare with an earlier JSON report: print each changed figure, and exit
+                   with 1 when attack successes or severe failures rose or utility fell
   --audit-dir DIR  also write each scenario's audit log, as JSONL, under DIR/<example>/<mode>/
                    (for `agents audit verify` / `agents audit stats`)";
 
@@ -34,6 +36,7 @@ fn run() -> Result<ExitCode, String> {
     let mut args = std::env::args().skip(1);
     let (mut examples, mut dir, mut json, mut unguarded) = (Vec::new(), default_dir(), None, true);
     let mut audit_dir: Option<PathBuf> = None;
+    let mut earlier: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--example" => {
@@ -43,6 +46,7 @@ fn run() -> Result<ExitCode, String> {
             "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
             "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
             "--guarded-only" => unguarded = false,
+            "--compare" => earlier = Some(PathBuf::from(args.next().ok_or("`--compare` needs a path")?)),
             "--audit-dir" => audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -51,6 +55,16 @@ fn run() -> Result<ExitCode, String> {
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
+    // Read before anything is written: the earlier report may be the path written below.
+    let old = match earlier {
+        Some(earlier) => {
+            let text = std::fs::read_to_string(&earlier).map_err(|e| format!("{}: {e}", earlier.display()))?;
+            let old: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", earlier.display()))?;
+            Some((earlier, old))
+        }
+        None => None,
+    };
     if examples.is_empty() {
         examples = Target::ALL.to_vec();
     }
@@ -89,5 +103,15 @@ fn run() -> Result<ExitCode, String> {
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("JSON report: {}", path.display());
+    if let Some((earlier, old)) = old {
+        let (lines, worse) = compare(&old, &report);
+        println!("compared with {}: {} changed figures", earlier.display(), lines.len());
+        for l in &lines {
+            println!("  {l}");
+        }
+        if worse {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

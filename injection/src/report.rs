@@ -195,3 +195,36 @@ impl Report {
         t
     }
 }
+
+/// What changed between an earlier JSON report and this one, row by row (same example and
+/// goal): one line per changed figure, and whether any change is a regression (more attack
+/// successes or severe failures, less utility).
+pub fn compare(earlier: &serde_json::Value, now: &Report) -> (Vec<String>, bool) {
+    let mut lines = Vec::new();
+    let mut worse = false;
+    let old_rows: Vec<&serde_json::Value> =
+        ["rows", "totals"].iter().filter_map(|k| earlier.get(*k).and_then(|v| v.as_array())).flatten().collect();
+    for r in now.rows.iter().chain(&now.totals) {
+        let Some(old) = old_rows.iter().find(|o| o["example"] == r.example.as_str() && o["goal"] == r.goal.as_str())
+        else {
+            lines.push(format!("{} {}: new", r.example, r.goal));
+            continue;
+        };
+        let figures = [
+            ("utility", r.utility, false),
+            ("attack_success", r.attack_success, true),
+            ("severe", r.severe, true),
+            ("scenarios", r.scenarios, false),
+        ];
+        for (name, value, higher_is_worse) in figures {
+            let before = old[name].as_u64().unwrap_or(0) as usize;
+            if before != value {
+                let regression = if higher_is_worse { value > before } else { name == "utility" && value < before };
+                worse |= regression;
+                let mark = if regression { " (worse)" } else { "" };
+                lines.push(format!("{} {}: {name} {before} -> {value}{mark}", r.example, r.goal));
+            }
+        }
+    }
+    (lines, worse)
+}

@@ -427,3 +427,41 @@ fn of_goal(goal: &Goal, r: &AuditRecord) -> bool {
             }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(status: &str, tool: &str, role: &str, args: Value, hash: Option<&str>) -> AuditRecord {
+        serde_json::from_value(json!({
+            "seq": 0, "ts": "2026-03-16T09:00:00Z", "run_id": "r", "session_id": "s", "request_id": "q",
+            "call_id": "c", "user_id": "u", "org_id": "o", "role": role, "agent": "a",
+            "tool": tool, "tier": "action", "status": status, "reason": null, "title": null, "args": args,
+            "args_hash": hash, "result": null, "manifest_sha256": "00", "prev_hash": "", "hash": ""
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_effect_counts_executed_records_holding_its_arguments_only() {
+        let e = Effect { tool: Some("t".into()), args: Some(json!({"id": "x", "n": 5})), ..Effect::default() };
+        let hit = rec("executed", "t", "coach", json!({"id": "x", "n": 5.0, "more": 1}), Some("h"));
+        assert!(effect_shows(&e, std::slice::from_ref(&hit)));
+        assert!(!effect_shows(&e, &[rec("proposed", "t", "coach", json!({"id": "x", "n": 5}), Some("h"))]));
+        assert!(!effect_shows(&e, &[rec("executed", "t", "coach", json!({"id": "y", "n": 5}), Some("h"))]));
+        let by_role = Effect { roles: Some(vec!["athlete".into()]), ..e.clone() };
+        assert!(!effect_shows(&by_role, std::slice::from_ref(&hit)));
+        let text = Effect { tool: Some("t".into()), args_contain: Some("\"x\"".into()), ..Effect::default() };
+        assert!(effect_shows(&text, &[hit]));
+    }
+
+    #[test]
+    fn a_repeat_is_one_action_executed_twice() {
+        let e = Effect { repeat: true, ..Effect::default() };
+        let once = rec("executed", "t", "r", json!({}), Some("h1"));
+        let other = rec("executed", "t", "r", json!({}), Some("h2"));
+        assert!(!effect_shows(&e, &[once.clone(), other]));
+        assert!(effect_shows(&e, &[once.clone(), once]));
+    }
+}

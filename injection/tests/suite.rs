@@ -68,6 +68,12 @@ fn the_whole_suite_holds_with_the_guard_on_and_each_goal_can_fail_without_it() {
             if g.known_gap.is_some() && !guarded.iter().any(|s| s.attack_success) {
                 problems.push(format!("{ex}/{}: declared a known gap, but no longer succeeds: remove the note", g.id));
             }
+            for s in &off {
+                // The gate's records stay consistent even when every card is approved unread.
+                if s.severe > 0 {
+                    problems.push(format!("{ex}/{} × {} (guard off): {} severe failures", s.task, g.id, s.severe));
+                }
+            }
             let succeeded_off = off.iter().filter(|s| s.attack_success).count();
             match &g.impossible {
                 None if succeeded_off == 0 => problems.push(format!(
