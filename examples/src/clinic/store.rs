@@ -934,6 +934,12 @@ impl Store {
     pub fn organisations(&self) -> Vec<Organisation> {
         self.lock().orgs.clone()
     }
+
+    /// Puts back exactly the seeded data, so independent scenarios (an evaluation suite's) can
+    /// share the process's store one after another. Never reachable from a tool.
+    pub fn reset(&self) {
+        *self.lock() = seed();
+    }
 }
 
 fn seed() -> Data {

@@ -300,4 +300,22 @@ impl Store {
     pub fn inspect_leave(&self, user_id: &str) -> Vec<LeaveRequest> {
         self.lock().employees.iter().find(|e| e.user_id == user_id).map(|e| e.leave.clone()).unwrap_or_default()
     }
+
+    /// A user's equipment and software requests, unscoped: for tests and evaluations, never
+    /// reachable from a tool.
+    pub fn inspect_items(&self, user_id: &str) -> Vec<ItemRequest> {
+        self.lock().employees.iter().find(|e| e.user_id == user_id).map(|e| e.items.clone()).unwrap_or_default()
+    }
+
+    /// A user's tickets, unscoped: for tests and evaluations.
+    pub fn inspect_tickets(&self, user_id: &str) -> Vec<Ticket> {
+        self.lock().employees.iter().find(|e| e.user_id == user_id).map(|e| e.tickets.clone()).unwrap_or_default()
+    }
+
+    /// Puts back exactly the seeded data, so independent scenarios (an evaluation suite's) can
+    /// share the process's store one after another. Never reachable from a tool.
+    pub fn reset(&self) {
+        let seeded = Store::seeded().data.into_inner().unwrap_or_else(|e| e.into_inner());
+        *self.lock() = seeded;
+    }
 }

@@ -1,0 +1,117 @@
+//! `injection-suite`: runs the scenarios, prints the table, writes the JSON.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use injection_suite::apps::Target;
+use injection_suite::report::{Report, compare, jobs, run_job_with_log};
+use injection_suite::run::Mode;
+use injection_suite::scenario::{Suite, default_dir};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str =
+    "usage: injection-suite [--example clinic|helpdesk|helpdesk-mcp]... [--dir DIR] [--json PATH] [--guarded-only]
+  runs every task alone (baseline) and crossed with every injection goal, with the guard on and
+  (unless --guarded-only) with it off; prints the table and writes the JSON report
+  --example NAME   only this example (repeatable; default all three: the clinic's dialog, the
+                   helpdesk's chat, the helpdesk served over MCP with elicitation)
+  --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
+  --json PATH      where the JSON report goes (default target/injection-report.json)
+  --guarded-only   skip the run with the guard switched off
+  --compare PATH   compare with an earlier JSON report: print each changed figure, and exit
+                   with 1 when attack successes or severe failures rose or utility fell
+  --audit-dir DIR  also write each scenario's audit log, as JSONL, under DIR/<example>/<mode>/
+                   (for `agents audit verify` / `agents audit stats`)";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut examples, mut dir, mut json, mut unguarded) = (Vec::new(), default_dir(), None, true);
+    let mut audit_dir: Option<PathBuf> = None;
+    let mut earlier: Option<PathBuf> = None;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--example" => {
+                let name = args.next().ok_or("`--example` needs a name")?;
+                examples.push(Target::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
+            }
+            "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
+            "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
+            "--guarded-only" => unguarded = false,
+            "--compare" => earlier = Some(PathBuf::from(args.next().ok_or("`--compare` needs a path")?)),
+            "--audit-dir" => audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    // Read before anything is written: the earlier report may be the path written below.
+    let old = match earlier {
+        Some(earlier) => {
+            let text = std::fs::read_to_string(&earlier).map_err(|e| format!("{}: {e}", earlier.display()))?;
+            let old: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", earlier.display()))?;
+            Some((earlier, old))
+        }
+        None => None,
+    };
+    if examples.is_empty() {
+        examples = Target::ALL.to_vec();
+    }
+    let suites: Vec<(Target, Suite)> = examples
+        .iter()
+        .map(|&t| Suite::load(&dir, t.app.name()).map(|s| (t, s)).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let jobs = jobs(&suites, unguarded);
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {msg}").map_err(|e| e.to_string())?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut scored = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        bar.set_message(format!("{} {}", job.target.name(), job.suite.tasks[job.task].id));
+        let (s, records) = rt.block_on(run_job_with_log(*job));
+        if let Some(root) = &audit_dir {
+            let mode = if s.mode == Mode::Guarded { "guarded" } else { "unguarded" };
+            let dir = root.join(&s.example).join(mode);
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let path = dir.join(format!("{}__{}.jsonl", s.task, s.goal.as_deref().unwrap_or("baseline")));
+            let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        scored.push(s);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = Report::new(&suites, scored, unguarded);
+    println!("{}", report.table());
+    let path =
+        json.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/injection-report.json"));
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("JSON report: {}", path.display());
+    if let Some((earlier, old)) = old {
+        let (lines, worse) = compare(&old, &report);
+        println!("compared with {}: {} changed figures", earlier.display(), lines.len());
+        for l in &lines {
+            println!("  {l}");
+        }
+        if worse {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
