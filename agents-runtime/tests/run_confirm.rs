@@ -208,14 +208,16 @@ async fn stop_while_waiting_skips_the_action() {
 }
 
 #[tokio::test]
-async fn a_decision_from_another_user_or_organisation_is_refused() {
+async fn a_decision_from_another_user_organisation_or_role_is_refused() {
     let (rt, audit, _provider) = setup("others", vec![tool_call("create_injury", INJURY), reply("ok")]);
     let mut run = rt.start::<Clinic>(me(), "others", "record it".into()).unwrap();
     let call_id = confirm_required(&mut run).await;
     let colleague = Principal::new("u2", "org1", "physio");
     let same_id_other_org = Principal::new("u1", "org2", "physio");
+    let same_user_other_role = Principal::new(me().user_id, me().org_id, "admin");
     assert_eq!(rt.decide(&call_id, &colleague, Verdict::Approve), Err(DecisionError::NotYourRun));
     assert_eq!(rt.decide(&call_id, &same_id_other_org, Verdict::Approve), Err(DecisionError::NotYourRun));
+    assert_eq!(rt.decide(&call_id, &same_user_other_role, Verdict::Approve), Err(DecisionError::NotYourRun));
     tokio::task::yield_now().await;
     assert_eq!(ran("others"), 0, "a refused decision runs nothing");
     assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed]);

@@ -5,7 +5,7 @@
 use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
 use super::proposal::{Refused, State};
-use super::record::{FinalOwed, RecordFields};
+use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
@@ -124,8 +124,8 @@ pub enum DecisionError {
     /// No call waits under this id (decided already, timed out, or never existed).
     #[error("no action is waiting for a decision under `{0}`")]
     NotPending(String),
-    /// The decision comes from another user or organisation than the run's.
-    #[error("only the user the run acts for can decide on its actions")]
+    /// The decision comes from another user, organisation or role than the run's.
+    #[error("only the user the run acts for, in the same organisation and role, can decide on its actions")]
     NotYourRun,
 }
 
@@ -163,10 +163,14 @@ pub(super) enum DirectConfirm {
 }
 
 /// A dialog-mode action waiting for [`Runtime::decide`](super::Runtime::decide), registered by
-/// call id with the user it may come from.
+/// call id with the principal it may come from (user, organisation and role) and the session
+/// and run it belongs to.
 pub(super) struct PendingDecision {
     pub(super) user_id: String,
     pub(super) org_id: String,
+    pub(super) role: String,
+    pub(super) session_id: String,
+    pub(super) run_id: String,
     pub(super) tx: oneshot::Sender<Verdict>,
 }
 
@@ -181,9 +185,9 @@ struct OpenProposal<'a> {
 }
 
 impl<'a> OpenProposal<'a> {
-    fn new(book: &'a super::proposal::Book, session: &'a str, call_id: &'a str, turn: &str) -> Self {
-        let opened = book.open(session, call_id, turn);
-        OpenProposal { book, session, call_id, opened }
+    fn new(book: &'a super::proposal::Book, ids: &'a Arc<RecordIds>, call_id: &'a str) -> Self {
+        let opened = book.open(ids, call_id, true);
+        OpenProposal { book, session: ids.session_id.as_str(), call_id, opened }
     }
 }
 
@@ -300,17 +304,38 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
     async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>) -> Waited {
         let Checked { ctx, call, .. } = &self.checked;
         let (tx, rx) = oneshot::channel();
+        let principal = &ctx.principal;
         lock(&ctx.inner.decisions).insert(
             call.id.to_owned(),
-            PendingDecision { user_id: ctx.principal.user_id.clone(), org_id: ctx.principal.org_id.clone(), tx },
+            PendingDecision {
+                user_id: principal.user_id.clone(),
+                org_id: principal.org_id.clone(),
+                role: principal.role.clone(),
+                session_id: ctx.ids.session_id.to_string(),
+                run_id: ctx.ids.run_id.to_string(),
+                tx,
+            },
         );
-        struct Deregister<'a>(&'a std::sync::Mutex<std::collections::HashMap<String, PendingDecision>>, &'a str);
+        /// Removes this run's registration (not one another run made under the same call id).
+        struct Deregister<'a>(
+            &'a std::sync::Mutex<std::collections::HashMap<String, PendingDecision>>,
+            &'a str,
+            &'a str,
+        );
         impl Drop for Deregister<'_> {
             fn drop(&mut self) {
-                lock(self.0).remove(self.1);
+                let mut decisions = lock(self.0);
+                if decisions.get(self.1).is_some_and(|d| d.run_id == self.2) {
+                    decisions.remove(self.1);
+                }
             }
         }
-        let _dereg = Deregister(&ctx.inner.decisions, call.id);
+        let _dereg = Deregister(&ctx.inner.decisions, call.id, ctx.ids.run_id.as_str());
+        // Registered first, then looked at: a session that ends from here on drops the
+        // registration, and one that ended before is seen now.
+        if ctx.inner.proposals.session_ended(ctx.ids.session_id.as_str(), call.id) {
+            return Waited::Answer(Err(Undecided::Stopped));
+        }
         ctx.emit(|| self.confirm_required());
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
         let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
@@ -403,7 +428,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 ctx.inner.proposals.close(session, &old);
             }
         }
-        ctx.inner.proposals.open(session, call.id, ctx.ids.run_id.as_str());
+        ctx.inner.proposals.open(&ctx.ids, call.id, false);
         ctx.emit(|| proposal.confirm_required());
         if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
             s.pending = Some(PendingProposal {
@@ -443,9 +468,8 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     pub(super) async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, .. } = proposal.checked;
-        let session = ctx.ids.session_id.as_str();
         // The proposal's entry in the book, closed however this call ends; one per call id.
-        let open = OpenProposal::new(&ctx.inner.proposals, session, call.id, ctx.ids.run_id.as_str());
+        let open = OpenProposal::new(&ctx.inner.proposals, &ctx.ids, call.id);
         if !open.opened {
             return CallOutcome::err("a call with this id is already waiting for a decision; nothing ran");
         }

@@ -5,6 +5,7 @@ use super::confirm::DirectConfirm;
 use super::gate::gate_call;
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::runtime::{DisabledFallback, Inner};
+use super::secrets::CallSecrets;
 use super::session::push_digest;
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
@@ -28,7 +29,7 @@ pub(super) struct RunCtx<A> {
     pub(super) cancel: CancellationToken,
     pub(super) limits: Limits,
     /// The run's ids and who it acts for, as every audit record repeats them.
-    pub(super) ids: RecordIds,
+    pub(super) ids: Arc<RecordIds>,
     /// The availability snapshot, by position in `A::tools()`; set once when the run starts
     /// (empty until then: nothing is available).
     pub(super) snapshot: OnceLock<Vec<bool>>,
@@ -43,6 +44,9 @@ pub(super) struct RunCtx<A> {
     /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
     /// call in this run.
     facts: Box<[OnceLock<ToolFacts>]>,
+    /// The secret values of every call of the run so far, masked in the texts the run's end
+    /// derives (its outcome's error, the provider failures it records).
+    secrets: Mutex<CallSecrets>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -102,7 +106,7 @@ impl<A: Registry> RunCtx<A> {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         Arc::new_cyclic(|run| RunCtx::<A> {
             inner: inner.clone(),
-            ids: RecordIds::new::<A>(&run_id, session_id, &request_id, &principal),
+            ids: Arc::new(RecordIds::new::<A>(&run_id, session_id, &request_id, &principal)),
             principal: Arc::new(principal),
             bus,
             cancel,
@@ -114,6 +118,7 @@ impl<A: Registry> RunCtx<A> {
             direct,
             invoker: nested_invoker(run.clone()),
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
+            secrets: Mutex::new(CallSecrets::default()),
             _agent: PhantomData,
         })
     }
@@ -198,6 +203,18 @@ impl<A: Registry> RunCtx<A> {
             });
             CallOutcome::err(reason)
         })
+    }
+
+    /// Remembers a call's secret values for the texts the run derives later.
+    pub(super) fn remember_secrets(&self, secrets: &CallSecrets) {
+        if !secrets.is_empty() {
+            lock(&self.secrets).extend(secrets.clone());
+        }
+    }
+
+    /// `text` with the secret values of every call of the run so far masked.
+    pub(super) fn mask_run_text(&self, text: &str) -> String {
+        lock(&self.secrets).text(text)
     }
 
     pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {

@@ -144,14 +144,21 @@ impl<A: Registry> Turn<A> {
             }
         }
         let mut sessions = lock(&ctx.inner.sessions);
-        let s = sessions.entry(session.to_owned()).or_default();
-        if s.pending.as_ref().is_some_and(|q| q.call_id == p.call_id) {
+        // The session as this run's principal holds it; one ended meanwhile is not recreated
+        // (and the proposal, its session ended, can no longer run: see `Book::end_session`).
+        let me = owner_of(&ctx.principal);
+        let mut s = sessions.get_mut(session).filter(|s| s.owner.as_ref() == Some(&me));
+        if let Some(s) = s.as_deref_mut()
+            && s.pending.as_ref().is_some_and(|q| q.call_id == p.call_id)
+        {
             s.pending = None;
         }
         match class {
             Classification::Confirm => {
-                let token = ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl());
-                s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
+                if let Some(s) = s {
+                    let token = ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl());
+                    s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
+                }
                 self.system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));
             }
             Classification::Modify => {
@@ -242,10 +249,12 @@ impl<A: Registry> Turn<A> {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 self.outcome.status = RunStatus::Failed;
-                self.outcome.error = Some(e.to_string());
+                // A provider's error may quote the request, and with it a call's secret value.
+                let error = ctx.mask_run_text(&e.to_string());
+                self.outcome.error = Some(error.clone());
                 // Why the provider call failed (a limit, a refused key, a panic) is part of the record.
                 let _ = ctx
-                    .audit(RecordFields::new(AuditStatus::Notice).reason(format!("provider call failed: {e}")))
+                    .audit(RecordFields::new(AuditStatus::Notice).reason(format!("provider call failed: {error}")))
                     .await;
                 return None;
             }
@@ -325,7 +334,9 @@ impl<A: Registry> Turn<A> {
                 Ok(o) => outcome.output = Some(o),
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
-                    outcome.error = Some(format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output));
+                    // The parse error quotes the model's answer, which may repeat a call's secret.
+                    let error = format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output);
+                    outcome.error = Some(ctx.mask_run_text(&error));
                 }
             }
         }
@@ -371,12 +382,16 @@ fn proposal_record(p: &PendingProposal, status: AuditStatus, class: Classificati
 /// turn ends waiting for the user's answer to it. Each gets its final record.
 async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
     let session = ctx.ids.session_id.as_str();
-    for (call_id, state) in ctx.inner.proposals.open_of_turn(session, ctx.ids.run_id.as_str()) {
+    for (call_id, state, session_ended) in ctx.inner.proposals.open_of_turn(session, ctx.ids.run_id.as_str()) {
         let (to, reason) = match state {
             State::Confirmed => (
                 State::Expired,
                 "expired: the approval was not used in the turn that granted it; nothing ran".to_owned(),
             ),
+            // Its session ended during the turn: nobody can answer it any more.
+            State::Proposed if session_ended => {
+                (State::Cancelled, "cancelled: the session ended before the user decided; nothing ran".to_owned())
+            }
             State::Proposed if status != RunStatus::AwaitingConfirmation => (
                 State::Cancelled,
                 format!("cancelled: the turn ended ({}) before the user decided; nothing ran", status.as_str()),

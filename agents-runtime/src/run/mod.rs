@@ -39,7 +39,7 @@
 //!
 //! | Channel | How the person answers | Proposal ends as |
 //! |---|---|---|
-//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] from the run's own user and organisation | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
+//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] from the run's own user, organisation and role | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
 //! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever comes first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
 //! | Direct session without a confirmer | cannot ask | `skipped` at once; the caller gets a structured "confirmation required" result |
 //! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired` |
@@ -60,12 +60,37 @@
 //!   undecided older one (`superseded`). A final record the log refuses at a turn's end does
 //!   not keep the proposal open: it ends without one (failing closed) and the error is logged;
 //! - a dialog proposal owes exactly one final record from the moment it is proposed, written
-//!   by the call or, if the call's future is dropped, on its own ([`Runtime::records_settled`]).
+//!   by the call or, if the call's future is dropped, on its own ([`Runtime::records_settled`]);
+//! - a decision is accepted only from the principal the run acts for: same user, organisation
+//!   and role ([`DecisionError::NotYourRun`] otherwise, and nothing changes); a conversational
+//!   answer comes from a run of that principal, since a session bound to the same user under
+//!   another role starts afresh;
+//! - when a session ends ([`Runtime::end_session`], idle expiry when the session is used again
+//!   or purged by [`Runtime::purge_expired`], or its user coming back under another role),
+//!   every proposal in it ends with one final record: one waiting for the user's next message
+//!   is `skipped` (reason `cancelled`, or `expired` for an approval not yet used), written by
+//!   the runtime on its own ([`Runtime::records_settled`] waits for it); a dialog or direct call
+//!   waiting for a decision ends `skipped` with reason `stopped`; from then on no proposal of
+//!   the ended session can be approved or start running (one already running finishes);
+//! - a final record the log refuses decides nothing while the proposal can still be decided
+//!   (it stays where it was and ends later); at a turn's or session's end it ends the proposal
+//!   anyway, without a record in the log (failing closed). So each proposal has at most one
+//!   final record in the log, and exactly one unless the log refused it.
+//!
+//! The model-based test `tests/run_model.rs` drives random schedules of these channels
+//! (proposals, duplicated, concurrent, late and wrong-role decisions, stops, iteration limits,
+//! confirmation timeouts, refused records, tool panics, session ends) and checks, from the
+//! records offered to the log and the tool's own log of its runs, that every proposal ends as
+//! above and that the tool ran at most once per proposal, only in the turn whose approval is
+//! on record, before that turn ended.
 //!
 //! A running tool is contained: a panic fails the call (`failed`, reason `panicked`, its text
 //! withheld) and the run goes on; a call that outlives [`RuntimeBuilder::tool_timeout`] or a
 //! stop of the run is ended (`failed`, reason `timeout` or `stopped`); a result larger than
-//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it.
+//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it. A stopped
+//! run starts no tool; a tool that finishes in its first poll (most read tools) is given no
+//! timer and no watch on the stop, and the deadline of one that does not counts from before
+//! that first poll.
 //!
 //! # Redaction: what holds on which path
 //!
@@ -80,10 +105,24 @@
 //!   interceptor's substitute result. Each value is matched as written, with any byte
 //!   percent-, `\x`-, `\u00`- or HTML-escaped, in hex and in base64 (values of six bytes or
 //!   more); values shorter than four bytes are not searched for.
-//! - Not covered: a strict-parse refusal (the arguments are not JSON, so no position is known
-//!   to be secret), values at positions only the key list masks, schema constructs the
-//!   schema walker does not follow (see `agents_core::redact`), text a tool writes to its own
-//!   logs or to tracing, and encodings stacked on one another.
+//! - A strict-parse refusal (the arguments are not strict JSON) masks the values found at
+//!   secret positions when the text is read leniently (every value of a key given twice,
+//!   numbers of any size), and a number it quotes as beyond ±2^53 when that number's position
+//!   is secret. A text that is not JSON at all is quoted by position only (line, column and
+//!   the JSON pointer of keys read so far), never by a value.
+//! - An interceptor's replacement arguments that fail to parse: the refusal masks their secret
+//!   values as well as the call's.
+//! - A run's outcome error ([`RunOutcome::error`], the `error` event) and a recorded provider
+//!   failure mask the secret values of every call the run made (a provider's error may quote
+//!   the request; the output parse error quotes the model's answer). The model's own answer
+//!   ([`RunOutcome::text`], `message` and `token` events) is passed on as the model wrote it.
+//!   A [`DirectResult`]'s error is a call's refusal or tool error, masked as above.
+//! - The runtime's own tracing output (spans and events, at every level) carries ids, tool
+//!   names and reasons, never argument values; the redaction fuzz test scans it.
+//! - Not covered: values at positions only the key list masks, schema constructs the schema
+//!   walker does not follow (see `agents_core::redact`), a map key that is itself secret (a
+//!   strict-parse refusal may name it in a JSON pointer), text a tool writes to its own logs
+//!   or to tracing, and encodings stacked on one another.
 //! - Results are recorded as a keyed digest (HMAC-SHA-256 under the server key), or, with
 //!   [`RuntimeBuilder::record_raw_results`], as the redacted value.
 

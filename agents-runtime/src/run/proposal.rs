@@ -14,12 +14,15 @@
 //! proposal is executed at most once. A proposal that reaches a final state leaves the book;
 //! [`Book::resolve_turn`] moves every proposal a turn left open (and every approval it did
 //! not use) to a final state when the turn ends, so nothing decided in an ended turn can run
-//! later.
+//! later. [`Book::end_session`] does the same when a session ends (explicitly, by idle expiry
+//! or because its principal's role changed): a proposal no live call waits on ends at once,
+//! and every other proposal of the session may from then on only move to a final state.
 
 use super::lock;
+use super::record::RecordIds;
 use crate::audit::AuditError;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Where a proposal is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,6 +83,22 @@ struct Entry {
     turn: String,
     /// A transition is claimed and its record is being written.
     busy: bool,
+    /// A call is waiting on the proposal and writes its final record itself (dialog mode and
+    /// direct sessions); otherwise the proposal waits in its session for the user's next
+    /// message (conversational mode).
+    waited_on: bool,
+    /// Its session ended: only a final state may be reached from now on.
+    ended: bool,
+    /// The ids of the run that proposed it, for the records written when its session ends.
+    ids: Arc<RecordIds>,
+}
+
+/// An open proposal its session's end resolved at once: its final state and reason, and the
+/// ids of the run that proposed it. The proposal has left the book; its record is owed.
+pub(super) struct Ended {
+    pub(super) call_id: String,
+    pub(super) state: State,
+    pub(super) ids: Arc<RecordIds>,
 }
 
 /// The open proposals of one runtime, by call id.
@@ -99,10 +118,20 @@ pub(super) struct Claim<'a> {
 }
 
 impl Book {
-    /// Opens a proposal (its `proposed` record is durable) in `session`, owned by `turn`;
-    /// `false`, changing nothing, when a proposal under that call id is open already.
-    pub(super) fn open(&self, session: &str, call_id: &str, turn: &str) -> bool {
-        let entry = Entry { state: State::Proposed, session: session.into(), turn: turn.into(), busy: false };
+    /// Opens a proposal (its `proposed` record is durable, or about to be written by the call
+    /// that waits on it: `waited_on`) in the session of `ids`, owned by its run; `false`,
+    /// changing nothing, when a proposal under that call id is open already.
+    pub(super) fn open(&self, ids: &Arc<RecordIds>, call_id: &str, waited_on: bool) -> bool {
+        let session = ids.session_id.as_str();
+        let entry = Entry {
+            state: State::Proposed,
+            session: session.into(),
+            turn: ids.run_id.to_string(),
+            busy: false,
+            waited_on,
+            ended: false,
+            ids: ids.clone(),
+        };
         match lock(&self.entries).entry((session.to_owned(), call_id.to_owned())) {
             std::collections::hash_map::Entry::Occupied(_) => false,
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -124,7 +153,7 @@ impl Book {
         let key = (session.to_owned(), call_id.to_owned());
         let mut entries = lock(&self.entries);
         let entry = entries.get_mut(&key)?;
-        if entry.busy || !entry.state.allows(to) {
+        if entry.busy || !entry.state.allows(to) || (entry.ended && !to.is_final()) {
             return None;
         }
         entry.busy = true;
@@ -174,16 +203,48 @@ impl Book {
     }
 
     /// The open proposals of `session` that `turn` owns and that are not running, with their
-    /// states: what the turn must resolve when it ends.
-    pub(super) fn open_of_turn(&self, session: &str, turn: &str) -> Vec<(String, State)> {
+    /// states and whether their session ended: what the turn must resolve when it ends.
+    pub(super) fn open_of_turn(&self, session: &str, turn: &str) -> Vec<(String, State, bool)> {
         let entries = lock(&self.entries);
-        let mut open: Vec<(String, State)> = entries
+        let mut open: Vec<(String, State, bool)> = entries
             .iter()
             .filter(|(_, e)| e.session == session && e.turn == turn && !e.busy && e.state != State::Executing)
-            .map(|((_, id), e)| (id.clone(), e.state))
+            .map(|((_, id), e)| (id.clone(), e.state, e.ended))
             .collect();
         open.sort();
         open
+    }
+
+    /// Whether the session of an open proposal ended (`false` when it is not open).
+    pub(super) fn session_ended(&self, session: &str, call_id: &str) -> bool {
+        lock(&self.entries).get(&(session.to_owned(), call_id.to_owned())).is_some_and(|e| e.ended)
+    }
+
+    /// `session` ended: every proposal in it may from now on only reach a final state, and
+    /// those that no call waits on and no transition holds end here: a proposal still waiting
+    /// for the user's answer is `Cancelled`, an approval not yet used `Expired`. They leave the
+    /// book at once (the ending fails closed); their final records are returned to be written.
+    pub(super) fn end_session(&self, session: &str) -> Vec<Ended> {
+        let mut entries = lock(&self.entries);
+        let mut ended = Vec::new();
+        entries.retain(|(s, call_id), e| {
+            if s != session {
+                return true;
+            }
+            e.ended = true;
+            let to = match e.state {
+                State::Proposed => State::Cancelled,
+                State::Confirmed => State::Expired,
+                _ => return true,
+            };
+            if e.busy || e.waited_on {
+                return true;
+            }
+            ended.push(Ended { call_id: call_id.clone(), state: to, ids: e.ids.clone() });
+            false
+        });
+        ended.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        ended
     }
 
     /// The open, undecided proposals of `session` that no transition holds.
@@ -242,11 +303,16 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    fn ids(session: &str, turn: &str) -> Arc<RecordIds> {
+        let p = crate::core::Principal::new("u", "o", "r");
+        Arc::new(RecordIds::from_parts(turn, session, "q", &p, "agent", "m"))
+    }
+
     #[test]
     fn a_refused_record_leaves_the_proposal_where_it_was_and_a_durable_one_moves_it() {
         let book = Book::default();
-        assert!(book.open("s", "c", "t1"));
-        assert!(!book.open("s", "c", "t2"), "one open proposal per call id");
+        assert!(book.open(&ids("s", "t1"), "c", false));
+        assert!(!book.open(&ids("s", "t2"), "c", false), "one open proposal per call id");
         let refused = futures::executor::block_on(
             book.transition("s", "c", State::Confirmed, None, || async { Err(AuditError::Refused("no".into())) }),
         );
@@ -314,7 +380,7 @@ mod tests {
                     Op::Propose(p) => {
                         if let std::collections::btree_map::Entry::Vacant(v) = proposed_in.entry(p) {
                             v.insert(turn);
-                            prop_assert!(book.open(session, &id(p), &turn.to_string()));
+                            prop_assert!(book.open(&ids(session, &turn.to_string()), &id(p), false));
                         }
                     }
                     Op::BeginDecide { a, p, approve } => {
@@ -352,7 +418,7 @@ mod tests {
                         for a in &mut actors {
                             *a = None;
                         }
-                        for (call, state) in book.open_of_turn(session, &turn.to_string()) {
+                        for (call, state, _) in book.open_of_turn(session, &turn.to_string()) {
                             let p: usize = call["call-".len()..].parse().unwrap();
                             let to = match state {
                                 State::Confirmed => State::Expired,

@@ -3,6 +3,7 @@
 
 use super::Undecided;
 use super::context::RunCtx;
+use super::gate::RecordOf;
 use super::runtime::Inner;
 use crate::audit::{AuditRecord, AuditResult, AuditStatus};
 use crate::core::{Principal, SharedStr, SharedValue, Tier};
@@ -54,6 +55,17 @@ impl RecordIds {
     }
 
     pub(super) fn new<A: Registry>(run_id: &str, session_id: &str, request_id: &str, principal: &Principal) -> Self {
+        Self::from_parts(run_id, session_id, request_id, principal, A::SPEC.name, A::MANIFEST_SHA256)
+    }
+
+    pub(super) fn from_parts(
+        run_id: &str,
+        session_id: &str,
+        request_id: &str,
+        principal: &Principal,
+        agent: &str,
+        manifest_sha256: &str,
+    ) -> Self {
         RecordIds {
             run_id: run_id.into(),
             session_id: session_id.into(),
@@ -61,8 +73,8 @@ impl RecordIds {
             user_id: principal.user_id.as_str().into(),
             org_id: principal.org_id.as_str().into(),
             role: principal.role.as_str().into(),
-            agent: A::SPEC.name.into(),
-            manifest_sha256: A::MANIFEST_SHA256.into(),
+            agent: agent.into(),
+            manifest_sha256: manifest_sha256.into(),
         }
     }
 }
@@ -102,9 +114,91 @@ impl RecordFields {
     }
 }
 
-/// Now, in UTC, as RFC 3339 (fraction without trailing zeros, `Z`).
+/// Now, in UTC, as RFC 3339 (fraction without trailing zeros, `Z`): what [`rfc3339`] writes,
+/// written directly from the clock (every record carries one, so it is on every call's path).
+/// Each thread keeps the text of the last whole second it wrote, so only the fraction is
+/// written again within one second.
 pub(super) fn now_rfc3339() -> String {
-    rfc3339(time::OffsetDateTime::now_utc())
+    thread_local! {
+        static LAST: std::cell::Cell<(u64, [u8; 19])> = const { std::cell::Cell::new((u64::MAX, [0; 19])) };
+    }
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let written = since_epoch.ok().and_then(|d| {
+        let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
+        let (last, whole) = LAST.get();
+        if last == secs {
+            let mut text = String::with_capacity(30);
+            text.push_str(std::str::from_utf8(&whole).expect("written as ASCII"));
+            push_fraction(&mut text, nanos);
+            return Some(text);
+        }
+        let text = unix_rfc3339(secs, nanos)?;
+        let mut whole = [0u8; 19];
+        whole.copy_from_slice(&text.as_bytes()[..19]);
+        LAST.set((secs, whole));
+        Some(text)
+    });
+    written.unwrap_or_else(|| rfc3339(time::OffsetDateTime::now_utc()))
+}
+
+/// `.` and the nanoseconds without trailing zeros (nothing for none), then `Z`.
+fn push_fraction(text: &mut String, nanos: u32) {
+    if nanos != 0 {
+        let mut digits = [0u8; 10];
+        digits[0] = b'.';
+        let mut v = nanos;
+        for d in digits[1..].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        let mut end = 10;
+        while digits[end - 1] == b'0' {
+            end -= 1;
+        }
+        text.push_str(std::str::from_utf8(&digits[..end]).expect("digits"));
+    }
+    text.push('Z');
+}
+
+/// `secs` seconds and `nanos` nanoseconds after 1970-01-01T00:00:00Z as RFC 3339, exactly as
+/// [`rfc3339`] writes it; `None` from the year 10000 on.
+fn unix_rfc3339(secs: u64, nanos: u32) -> Option<String> {
+    // 10000-01-01T00:00:00Z.
+    const END: u64 = 253_402_300_800;
+    if secs >= END || nanos >= 1_000_000_000 {
+        return None;
+    }
+    let (days, in_day) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's `civil_from_days`, years >= 1970).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let mut out = [0u8; 19];
+    let mut put = |at: usize, value: u64, width: usize| {
+        let mut v = value;
+        for i in (0..width).rev() {
+            out[at + i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, year, 4);
+    put(5, month, 2);
+    put(8, day, 2);
+    put(11, in_day / 3600, 2);
+    put(14, in_day / 60 % 60, 2);
+    put(17, in_day % 60, 2);
+    let [dash1, dash2, t, colon1, colon2] = [4, 7, 10, 13, 16];
+    (out[dash1], out[dash2], out[t], out[colon1], out[colon2]) = (b'-', b'-', b'T', b':', b':');
+    let mut text = String::with_capacity(30);
+    text.push_str(std::str::from_utf8(&out[..19]).expect("digits and ASCII separators"));
+    push_fraction(&mut text, nanos);
+    Some(text)
 }
 
 /// `t` as RFC 3339; empty outside the years RFC 3339 can write (0000 to 9999).
@@ -142,13 +236,49 @@ impl<'a, A: Registry> FinalOwed<'a, A> {
 
 impl<A: Registry> Drop for FinalOwed<'_, A> {
     fn drop(&mut self) {
-        if let Some(mut f) = self.record.take() {
-            let why = self.ctx.stop_reason.get().copied().unwrap_or(Undecided::Abandoned);
-            f.reason = Some(why.reason());
-            tracing::warn!(run_id = %self.ctx.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
-            append_detached(&self.ctx.inner, self.ctx.ids.record(f));
+        if let Some(f) = self.record.take() {
+            write_owed(self.ctx, f);
         }
     }
+}
+
+/// A read call's final record while its tool runs: like [`FinalOwed`], but the record is
+/// built only if it is written (from the call's own record builder and arguments), so a call
+/// that finishes builds nothing here.
+pub(super) struct ReadOwed<'a, A: Registry, F: RecordOf> {
+    ctx: &'a Arc<RunCtx<A>>,
+    base: &'a F,
+    args: &'a SharedValue,
+    owed: bool,
+}
+
+impl<'a, A: Registry, F: RecordOf> ReadOwed<'a, A, F> {
+    /// A `failed` record is owed from now on.
+    pub(super) fn new(ctx: &'a Arc<RunCtx<A>>, base: &'a F, args: &'a SharedValue) -> Self {
+        ReadOwed { ctx, base, args, owed: true }
+    }
+
+    /// The call hands its own final record to the sink.
+    pub(super) fn paid(mut self) {
+        self.owed = false;
+    }
+}
+
+impl<A: Registry, F: RecordOf> Drop for ReadOwed<'_, A, F> {
+    fn drop(&mut self) {
+        if self.owed {
+            write_owed(self.ctx, (self.base)(AuditStatus::Failed, self.args.clone()));
+        }
+    }
+}
+
+/// Writes a final record a call still owed when it went away, with the reason the run was
+/// stopped for or [`Undecided::Abandoned`].
+fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
+    let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Abandoned);
+    f.reason = Some(why.reason());
+    tracing::warn!(run_id = %ctx.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
+    append_detached(&ctx.inner, ctx.ids.record(f));
 }
 
 /// Writes a record nobody waits for. On a tokio runtime it is written by a task the runtime
@@ -203,6 +333,26 @@ mod tests {
         assert_eq!(at(7), "1970-01-01T00:00:00.000000007Z");
         assert_eq!(at(-1), "1969-12-31T23:59:59.999999999Z");
         assert_eq!(at(253_402_300_799_000_000_000), "9999-12-31T23:59:59Z");
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_direct_writer_writes_what_the_time_crate_writes(
+            secs in 0u64..253_402_300_800,
+            nanos in prop_oneof![0u32..1_000_000_000, (0u32..1000).prop_map(|n| n * 1_000_000), Just(0)],
+        ) {
+            let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(secs) * 1_000_000_000 + i128::from(nanos)).unwrap();
+            prop_assert_eq!(unix_rfc3339(secs, nanos), Some(rfc3339(t)));
+        }
+    }
+
+    #[test]
+    fn the_direct_writer_stops_at_the_year_ten_thousand() {
+        assert_eq!(unix_rfc3339(253_402_300_799, 999_999_999).as_deref(), Some("9999-12-31T23:59:59.999999999Z"));
+        assert_eq!(unix_rfc3339(253_402_300_800, 0), None);
+        assert_eq!(unix_rfc3339(951_782_400, 0).as_deref(), Some("2000-02-29T00:00:00Z"));
     }
 
     #[test]

@@ -395,7 +395,11 @@ impl Runtime {
 
     /// Ends a session of `principal` now: its history, digest, pending proposal and approval
     /// are dropped and its confirmation tokens revoked; the next run with this id starts
-    /// afresh. Refused ([`StartError::SessionNotYours`]) for a session of another user or
+    /// afresh. Every proposal of the session ends with one final record: one waiting for the
+    /// user's next message is recorded `skipped` (reason `cancelled`, or `expired` for an
+    /// approval not yet used) by the runtime on its own (see [`Runtime::records_settled`]); a
+    /// call waiting for a decision ends `skipped` (reason `stopped`); none of them can be
+    /// approved or start running any more. Refused ([`StartError::SessionNotYours`]) for a session of another user or
     /// organisation; `Ok(false)` when no such session was held.
     pub fn end_session(&self, principal: &Principal, session_id: &str) -> Result<bool, StartError> {
         self.inner.end_session(session_id, principal)
@@ -421,13 +425,14 @@ impl Runtime {
         self.inner.audit.append(record).await.map(drop)
     }
 
-    /// Records a person's decision on a pending action. Accepted only from the user and
-    /// organisation the run acts for.
+    /// Records a person's decision on a pending action. Accepted only from the principal the
+    /// run acts for: the same user, organisation *and* role (a decision from the same user
+    /// under another role is refused with [`DecisionError::NotYourRun`] and changes nothing).
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
         let mut decisions = lock(&self.inner.decisions);
         let pending = decisions.get(call_id).ok_or_else(|| DecisionError::NotPending(call_id.to_owned()))?;
-        if pending.user_id != decider.user_id || pending.org_id != decider.org_id {
-            tracing::warn!(call_id, decider = %decider.user_id, "decision from another user refused");
+        if pending.user_id != decider.user_id || pending.org_id != decider.org_id || pending.role != decider.role {
+            tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
             return Err(DecisionError::NotYourRun);
         }
         let pending = decisions.remove(call_id).expect("checked above");

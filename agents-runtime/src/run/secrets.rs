@@ -22,7 +22,7 @@ use serde_json::Value;
 pub(super) const MIN_SECRET_BYTES: usize = 4;
 
 /// The secret values of one call.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct CallSecrets {
     redactors: Vec<Redactor>,
 }
@@ -79,6 +79,88 @@ impl CallSecrets {
     }
 }
 
+/// Arguments the strict parse refused, read as leniently as possible to find the values a
+/// refusal text may quote: a key given twice keeps all its values (as an array, so that a
+/// secret position masks every one of them), and numbers of any size are read. `None` when
+/// the text is not JSON at all (a syntax error quotes no value, only where it stopped).
+pub(super) fn lenient_args(text: &str) -> Option<Value> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Lenient;
+    impl<'de> DeserializeSeed<'de> for Lenient {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(v.into())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(v.into())
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Value, S::Error> {
+            let mut items = Vec::new();
+            while let Some(v) = seq.next_element_seed(Lenient)? {
+                items.push(v);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Value, M::Error> {
+            let mut out = serde_json::Map::new();
+            // Keys given more than once, whose value is now the array of all they were given.
+            let mut repeated = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value = map.next_value_seed(Lenient)?;
+                match out.get_mut(&key) {
+                    Some(Value::Array(all)) if repeated.contains(&key) => all.push(value),
+                    Some(first) => {
+                        let first = first.take();
+                        out.insert(key.clone(), Value::Array(vec![first, value]));
+                        repeated.insert(key);
+                    }
+                    None => {
+                        out.insert(key, value);
+                    }
+                }
+            }
+            Ok(Value::Object(out))
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    Lenient.deserialize(&mut de).ok()
+}
+
+/// A value with `leaf` at the position a JSON pointer names (a segment of digits is read as
+/// an array index), so that redaction by schema can say whether that position is secret.
+pub(super) fn at_pointer(pointer: &str, leaf: Value) -> Value {
+    let segments: Vec<String> = pointer.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
+    segments.iter().rev().fold(leaf, |inner, segment| match segment.parse::<usize>() {
+        Ok(i) if i < 1024 => {
+            let mut items = vec![Value::Null; i];
+            items.push(inner);
+            Value::Array(items)
+        }
+        _ => Value::Object([(segment.clone(), inner)].into_iter().collect()),
+    })
+}
+
 /// Collects the texts of `args` where `redacted` holds the mask.
 fn masked_leaves(args: &Value, redacted: &Value, out: &mut Vec<String>) {
     match (args, redacted) {
@@ -126,5 +208,18 @@ mod tests {
         assert_eq!(s.text("code abcd-1, no"), "code ****, no", "a value under four bytes is left");
         assert_eq!(s.value(json!({"echo": ["4401-zq-77"]})), json!({"echo": ["****"]}));
         assert!(CallSecrets::of(&args, &args).is_empty());
+    }
+
+    #[test]
+    fn a_key_given_twice_keeps_both_values_and_a_pointer_names_its_position() {
+        let v =
+            lenient_args(r#"{"pin": "first-1", "n": 123456789012345678901234, "pin": "second-2", "pin": "third-3"}"#)
+                .unwrap();
+        assert_eq!(v["pin"], json!(["first-1", "second-2", "third-3"]));
+        assert!(lenient_args(r#"{"pin": "#).is_none());
+        assert_eq!(at_pointer("/login/pin", json!(7)), json!({"login": {"pin": 7}}));
+        assert_eq!(at_pointer("/codes/2", json!(7)), json!({"codes": [null, null, 7]}));
+        assert_eq!(at_pointer("/a~1b", json!(7)), json!({"a/b": 7}));
+        assert_eq!(at_pointer("", json!(7)), json!(7));
     }
 }

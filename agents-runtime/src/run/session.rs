@@ -3,6 +3,7 @@
 
 use super::context::{CallRef, RunCtx};
 use super::gate::gate_call;
+use super::proposal::State;
 use super::record::{RecordFields, append_detached};
 use super::runtime::Inner;
 use super::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS, StartError, Undecided, lock};
@@ -56,13 +57,34 @@ pub(super) struct SessionState {
     pub(super) approved: Option<(ConfirmationToken, String, String)>,
 }
 
+/// Why a session ended, as the final records of the proposals it left open say.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum SessionEnd {
+    /// [`Runtime::end_session`](super::Runtime::end_session).
+    Ended,
+    /// Unused for longer than the idle timeout.
+    Idle,
+    /// Its user came back under another role: a fresh context.
+    RoleChanged,
+}
+
+impl SessionEnd {
+    fn says(self) -> &'static str {
+        match self {
+            SessionEnd::Ended => "the session was ended",
+            SessionEnd::Idle => "the session expired after its idle time",
+            SessionEnd::RoleChanged => "the session was started afresh under another role",
+        }
+    }
+}
+
 impl Inner {
     /// Binds `session_id` to `principal` on first use; refuses a session bound to another
     /// user or organisation. A session idle for longer than the idle timeout, or bound to the
     /// same person under another role, starts afresh: nothing read under one role (history,
-    /// digest, a pending proposal or an approval) reaches a run under another, and the old
-    /// context's tokens are revoked.
-    pub(super) fn bind_session(&self, session_id: &str, principal: &Principal) -> Result<(), StartError> {
+    /// digest, a pending proposal or an approval) reaches a run under another, the old
+    /// context's tokens are revoked and its open proposals end (see [`Inner::end_proposals`]).
+    pub(super) fn bind_session(self: &Arc<Self>, session_id: &str, principal: &Principal) -> Result<(), StartError> {
         let now = tokio::time::Instant::now();
         let mut sessions = lock(&self.sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
@@ -76,15 +98,18 @@ impl Inner {
         if s.owner.is_some() && (idle || s.owner.as_ref() != Some(&me)) {
             *s = SessionState::default();
             self.tokens.revoke_session(session_id);
+            // Under the sessions lock, so no run of the fresh context proposes anything first.
+            self.end_proposals(session_id, if idle { SessionEnd::Idle } else { SessionEnd::RoleChanged });
         }
         s.owner = Some(me);
         s.last_used = Some(now);
         Ok(())
     }
 
-    /// Ends a session: its state is dropped and its tokens revoked. Refused for a session
-    /// bound to another user or organisation. `Ok(false)` when there was none.
-    pub(super) fn end_session(&self, session_id: &str, principal: &Principal) -> Result<bool, StartError> {
+    /// Ends a session: its state is dropped, its tokens revoked and its open proposals ended.
+    /// Refused for a session bound to another user or organisation. `Ok(false)` when there
+    /// was none.
+    pub(super) fn end_session(self: &Arc<Self>, session_id: &str, principal: &Principal) -> Result<bool, StartError> {
         let mut sessions = lock(&self.sessions);
         match sessions.get(session_id).and_then(|s| s.owner.as_ref()) {
             Some((user, org, _)) if *user != principal.user_id || *org != principal.org_id => {
@@ -93,14 +118,15 @@ impl Inner {
             _ => {}
         }
         let existed = sessions.remove(session_id).is_some();
+        self.end_proposals(session_id, SessionEnd::Ended);
         drop(sessions);
         self.tokens.revoke_session(session_id);
         Ok(existed)
     }
 
-    /// Drops sessions idle for longer than the idle timeout, with their tokens; returns how
-    /// many.
-    pub(super) fn purge_idle_sessions(&self) -> usize {
+    /// Drops sessions idle for longer than the idle timeout, with their tokens, and ends their
+    /// open proposals; returns how many.
+    pub(super) fn purge_idle_sessions(self: &Arc<Self>) -> usize {
         let now = tokio::time::Instant::now();
         let mut sessions = lock(&self.sessions);
         let idle: Vec<String> = sessions
@@ -110,6 +136,7 @@ impl Inner {
             .collect();
         for id in &idle {
             sessions.remove(id);
+            self.end_proposals(id, SessionEnd::Idle);
         }
         if !idle.is_empty() {
             let keep = sessions.len() * 2;
@@ -120,6 +147,27 @@ impl Inner {
             self.tokens.revoke_session(id);
         }
         idle.len()
+    }
+
+    /// A session ended (`why`): every proposal in it resolves with one final record. One that
+    /// waits in the session for the user's next message (conversational) ends here, `skipped`
+    /// with reason `cancelled` (or `expired` for an approval not yet used); its record is
+    /// written by the runtime on its own ([`Runtime::records_settled`](super::Runtime::records_settled)
+    /// waits for it). A dialog or direct call waiting for a decision is woken and ends itself
+    /// `skipped` with reason `stopped`; any proposal of the session can no longer be approved
+    /// or start running, so a turn still under way ends what it holds when it ends.
+    fn end_proposals(self: &Arc<Self>, session_id: &str, why: SessionEnd) {
+        for ended in self.proposals.end_session(session_id) {
+            let reason = match ended.state {
+                State::Expired => format!("expired: {} before the approval was used; nothing ran", why.says()),
+                _ => format!("cancelled: {} before the user decided; nothing ran", why.says()),
+            };
+            let mut f = RecordFields::new(AuditStatus::Skipped).reason(reason);
+            f.call_id = Some(ended.call_id.as_str().into());
+            append_detached(self, ended.ids.record(f));
+        }
+        // Dropping a waiting call's sender wakes it: it ends as stopped, with its own record.
+        lock(&self.decisions).retain(|_, d| d.session_id != session_id);
     }
 }
 

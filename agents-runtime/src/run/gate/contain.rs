@@ -17,38 +17,56 @@ pub(in crate::run) const PANICKED: &str =
 
 /// Runs the handler `run` on `cx`: its result, or a [`ToolError`] saying why it ended without
 /// one (a panic, the deadline, a stop).
+///
+/// A stopped run starts no tool. The tool is polled once at once: a call that finishes in
+/// that first poll (most read tools) needs neither a timer nor a watch on the run's stop, so
+/// none is set up; one that does not is then raced against the deadline, counted from before
+/// that first poll, and the stop, as before. A panic in any poll is caught either way.
 pub(in crate::run) async fn run_contained<A>(
     ctx: &RunCtx<A>,
     run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
+    if ctx.cancel.is_cancelled() {
+        return Err(stopped(ctx));
+    }
+    let started = tokio::time::Instant::now();
     let mut call = match catch_unwind(AssertUnwindSafe(|| run(cx, typed))) {
         Ok(call) => call,
         Err(_) => return Err(ToolError::new(PANICKED)),
     };
-    let polled = std::future::poll_fn(move |task| {
-        match catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut call).poll(task))) {
-            Ok(poll) => poll,
-            Err(_) => std::task::Poll::Ready(Err(ToolError::new(PANICKED))),
-        }
-    });
+    let mut poll = move |task: &mut std::task::Context<'_>| match catch_unwind(AssertUnwindSafe(|| {
+        std::pin::Pin::new(&mut call).poll(task)
+    })) {
+        Ok(poll) => poll,
+        Err(_) => std::task::Poll::Ready(Err(ToolError::new(PANICKED))),
+    };
+    let first = std::future::poll_fn(|task| std::task::Poll::Ready(poll(task))).await;
+    if let std::task::Poll::Ready(result) = first {
+        return result;
+    }
+    let polled = std::future::poll_fn(poll);
     let deadline = ctx.inner.tool_timeout;
-    match unless_cancelled(&ctx.cancel, tokio::time::timeout(deadline, polled)).await {
+    let left = deadline.saturating_sub(started.elapsed());
+    match unless_cancelled(&ctx.cancel, tokio::time::timeout(left, polled)).await {
         Some(Ok(result)) => result,
         Some(Err(_)) => Err(ToolError::new(format!(
             "{}: the tool did not finish within {} s and was ended; its outcome is unknown",
             Undecided::TimedOut.code(),
             deadline.as_secs_f64()
         ))),
-        None => {
-            let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
-            Err(ToolError::new(format!(
-                "{}: the run was stopped while the tool ran; it was ended and its outcome is unknown",
-                why.code()
-            )))
-        }
+        None => Err(stopped(ctx)),
     }
+}
+
+/// What a call that a stop of its run ended is told.
+fn stopped<A>(ctx: &RunCtx<A>) -> ToolError {
+    let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
+    ToolError::new(format!(
+        "{}: the run was stopped while the tool ran; it was ended and its outcome is unknown",
+        why.code()
+    ))
 }
 
 /// `value` when its compact JSON text fits `max` bytes; otherwise a notice that it was cut,

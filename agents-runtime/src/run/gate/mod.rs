@@ -11,7 +11,7 @@ pub(in crate::run) use contain::run_contained;
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
-use super::secrets::CallSecrets;
+use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
 use crate::core::redact::SecretSchema;
 use crate::core::{SharedValue, Tier, ToolSpec};
@@ -122,17 +122,21 @@ async fn check<A: Registry>(
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
-    let parsed = agents_core::strict::parse_args(call.arguments)
-        .map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
-    let mut args = match parsed {
+    let mut args = match agents_core::strict::parse_args(call.arguments) {
         Ok(v) => v,
-        Err(reason) => return Err(ctx.deny(call, Some(spec), None, reason).await),
+        Err(e) => {
+            let reason = format!("invalid arguments for `{}`: {e}", spec.name);
+            let reason =
+                if schema.marks_secrets() { mask_refused(ctx, schema, call.arguments, &e, &reason) } else { reason };
+            return Err(ctx.deny(call, Some(spec), None, reason).await);
+        }
     };
     // The values at secret positions, masked wherever else they appear (only a schema that
     // marks secrets has any).
     let mut secrets = CallSecrets::default();
     if schema.marks_secrets() {
         secrets = CallSecrets::of(&args, &ctx.redact_args(schema, &args));
+        ctx.remember_secrets(&secrets);
     }
     // The redacted copy the records hold is made once the arguments are final (below); the
     // event and the refusals before that redact on the spot.
@@ -165,12 +169,37 @@ async fn check<A: Registry>(
     let redacted = if schema.marks_secrets() {
         let redacted = ctx.redact_args(schema, &args);
         // An interceptor may have replaced the arguments: their secrets are masked too.
-        secrets.extend(CallSecrets::of(&args, &redacted));
+        let replaced = CallSecrets::of(&args, &redacted);
+        ctx.remember_secrets(&replaced);
+        secrets.extend(replaced);
         secrets.value(redacted)
     } else {
         schema.redact_owned(args, &ctx.inner.redaction)
     };
     Ok(Admitted { typed, args_hash, redacted: SharedValue::from(redacted), secrets })
+}
+
+/// The refusal text of arguments the strict parse refused, with the secret values it may
+/// quote masked: the values at secret positions of the arguments read leniently (every value
+/// of a key given twice), and a number quoted as beyond the exact range when its position is
+/// secret. A text that is not JSON at all is quoted by no value, only by where it stopped.
+fn mask_refused<A: Registry>(
+    ctx: &RunCtx<A>,
+    schema: SecretSchema<'static>,
+    text: &str,
+    error: &agents_core::strict::StrictError,
+    reason: &str,
+) -> String {
+    let mut secrets = CallSecrets::default();
+    if let Some(lenient) = secrets::lenient_args(text) {
+        secrets.extend(CallSecrets::of(&lenient, &ctx.redact_args(schema, &lenient)));
+    }
+    if let agents_core::strict::StrictError::NumberBeyondExactRange { path, value } = error {
+        let at = secrets::at_pointer(path, Value::String(value.clone()));
+        secrets.extend(CallSecrets::of(&at, &ctx.redact_args(schema, &at)));
+    }
+    ctx.remember_secrets(&secrets);
+    secrets.text(reason)
 }
 
 /// The interceptors, in the order added: each may let the call through, refuse it, replace
@@ -195,7 +224,12 @@ async fn intercept<A: Registry>(
                     .map_err(|e| e.to_string())
                     .and_then(|()| (entry.parse)(&new_args));
                 match replaced {
-                    Err(e) => Some(format!("an interceptor produced invalid arguments: {e}")),
+                    Err(e) => {
+                        // The refusal may quote the replacement's own secret values.
+                        let theirs = CallSecrets::of(&new_args, &ctx.redact_args(schema, &new_args));
+                        ctx.remember_secrets(&theirs);
+                        Some(theirs.text(&format!("an interceptor produced invalid arguments: {e}")))
+                    }
                     Ok(t) => {
                         (*typed, *args) = (t, new_args);
                         let modified = ctx.audit(RecordFields {

@@ -4,7 +4,7 @@ use super::{Checked, RecordOf, finish_call, run_contained};
 use crate::audit::AuditStatus;
 use crate::core::SharedStr;
 use crate::run::context::CallOutcome;
-use crate::run::record::FinalOwed;
+use crate::run::record::ReadOwed;
 use crate::tool::{CallContext, ErasedArgs, Registry, ToolFuture};
 
 /// Runs a read tool once its `proposed` record is durable; its records carry its own id
@@ -21,7 +21,7 @@ pub(super) async fn call<A: Registry>(
     if proposed.await.is_err() {
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
-    let owed = FinalOwed::new(ctx, base(AuditStatus::Failed, redacted.clone()));
+    let owed = ReadOwed::new(ctx, base, redacted);
     let cx = ctx.call_context(spec, call_id);
     let result = run_contained(ctx, run, &cx, typed).await;
     owed.paid();
