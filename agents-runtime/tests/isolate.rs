@@ -126,11 +126,18 @@ async fn never_returns() -> Result<String, String> {
     }
 }
 
-/// Attaches to the runtime's process with `ptrace`.
+/// Attaches to the runtime's process with `ptrace`, then asks to be traced by it.
 #[tool(permission = public, isolated)]
 async fn trace_parent() -> Result<String, String> {
     let parent = nix::unistd::getppid();
-    nix::sys::ptrace::attach(parent).map(|()| "attached".to_owned()).map_err(|e| format!("ptrace attach {parent}: {e}"))
+    let attach = nix::sys::ptrace::attach(parent);
+    // Asking to be traced needs no permission over another process: only the seccomp filter
+    // refuses it.
+    let traceme = nix::sys::ptrace::traceme();
+    match (attach, traceme) {
+        (Err(a), Err(t)) => Err(format!("ptrace attach {parent}: {a}; ptrace traceme: {t}")),
+        (a, t) => Ok(format!("ptrace allowed: attach {a:?}, traceme {t:?}")),
+    }
 }
 
 /// Reads a declared and an undeclared environment variable directly.
@@ -311,13 +318,16 @@ const CASES: &[(&str, Case)] = cases![
     what_the_tool_prints_cannot_forge_its_result,
     a_result_over_the_bound_fails_the_call,
     an_isolated_action_runs_after_approval,
+    the_manifest_records_isolation,
+    without_landlock_an_isolated_tool_is_refused,
+    without_landlock_degraded_mode_runs_it_and_says_so,
 ];
 
 async fn read_inside_the_root_works_and_the_notice_names_the_confinement(w: Arc<World>) -> Result<(), String> {
     let c = w.call("read_raw", serde_json::json!({"path": path("allowed/ok.txt")})).await;
     let notice = c.succeeded()?;
     ensure(c.text.contains("allowed content"), c.text.clone())?;
-    ensure(notice.starts_with("isolated: exit 0"), notice.clone())?;
+    ensure(notice.starts_with("isolated: result delivered"), notice.clone())?;
     for part in ["seccomp", "no_new_privs", "user namespace", "private network namespace", "rlimits"] {
         ensure(notice.contains(part), format!("`{part}` missing from: {notice}"))?;
     }
@@ -460,7 +470,7 @@ async fn a_tool_that_never_returns_is_killed_at_the_deadline(w: Arc<World>) -> R
 }
 
 async fn ptrace_of_the_runtime_is_refused(w: Arc<World>) -> Result<(), String> {
-    w.call("trace_parent", serde_json::json!({})).await.refused("ptrace attach")?;
+    w.call("trace_parent", serde_json::json!({})).await.refused("ptrace traceme: EPERM")?;
     Ok(())
 }
 
@@ -489,6 +499,72 @@ async fn an_isolated_action_runs_after_approval(w: Arc<World>) -> Result<(), Str
     ensure(std::fs::read_to_string(path("out/note.txt")).ok().as_deref() == Some("approved note"), "no note")
 }
 
+async fn the_manifest_records_isolation(_: Arc<World>) -> Result<(), String> {
+    let m: serde_json::Value = serde_json::from_str(Escapes::MANIFEST).map_err(|e| e.to_string())?;
+    let tools = m["tools"].as_array().ok_or("no tools")?;
+    ensure(tools.iter().all(|t| t["policy"]["isolated"] == serde_json::json!(true)), Escapes::MANIFEST)
+}
+
+/// The environment variable that makes this binary run one probe call as if the kernel had no
+/// Landlock (its value: `refuse` or `degraded`).
+const NO_LANDLOCK: &str = "ISOLATE_TEST_NO_LANDLOCK";
+
+/// A kernel without Landlock, as the runtime and its workers see it: a seccomp filter (set
+/// before anything else, inherited by every worker) answers Landlock's system calls `ENOSYS`,
+/// which is what a kernel built without Landlock answers.
+fn hide_landlock() {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    let rules = [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect();
+    let arch = std::env::consts::ARCH.try_into().unwrap();
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch).unwrap();
+    let program: BpfProgram = filter.try_into().unwrap();
+    seccompiler::apply_filter(&program).unwrap();
+}
+
+/// Runs this binary as a kernel without Landlock would, with or without degraded mode, and
+/// returns what its probe call printed.
+fn probe_without_landlock(mode: &str) -> Result<String, String> {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(NO_LANDLOCK, mode)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    ensure(out.status.success(), format!("the probe failed: {text} {}", String::from_utf8_lossy(&out.stderr)))?;
+    Ok(text)
+}
+
+async fn without_landlock_an_isolated_tool_is_refused(_: Arc<World>) -> Result<(), String> {
+    let text = probe_without_landlock("refuse")?;
+    ensure(text.contains("PROBE failed=true"), text.clone())?;
+    ensure(text.contains("Landlock ABI 4") && text.contains("nothing ran"), text.clone())?;
+    ensure(text.contains("notice=isolated: refused, nothing ran"), text.clone())?;
+    ensure(!text.contains("allowed content"), text)
+}
+
+async fn without_landlock_degraded_mode_runs_it_and_says_so(_: Arc<World>) -> Result<(), String> {
+    let text = probe_without_landlock("degraded")?;
+    ensure(text.contains("PROBE failed=false"), text.clone())?;
+    ensure(text.contains("allowed content"), text.clone())?;
+    ensure(text.contains("no landlock") && text.contains("DEGRADED"), text)
+}
+
+/// The probe of a run without Landlock: one read of an allowed file.
+fn probe(mode: &str) {
+    hide_landlock();
+    isolate::init_with(Settings::default().allow_degraded(mode == "degraded"));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let w = World::new("probe").await;
+        let c = w.call("read_raw", serde_json::json!({"path": path("allowed/ok.txt")})).await;
+        let notice = c.notice().unwrap_or_else(|e| e);
+        println!("PROBE failed={} text={} notice={notice}", c.failed, c.text);
+    });
+}
+
 /// Landlock ABI ≥ 4 and user namespaces, asked of the kernel; a loud failure when missing.
 fn require_kernel() {
     use landlock::{ABI, Access, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr};
@@ -508,6 +584,9 @@ fn require_kernel() {
 }
 
 fn main() {
+    if let Ok(mode) = std::env::var(NO_LANDLOCK) {
+        return probe(&mode);
+    }
     // First: in a worker this serves the call and exits.
     isolate::init_with(
         Settings::default()

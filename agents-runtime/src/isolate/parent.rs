@@ -35,6 +35,8 @@ struct Worker {
     stdin: Option<ChildStdin>,
     frames: Receiver<Frame>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// The thread that keeps the start of stderr; it ends when every holder of the pipe is gone.
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     confinement: Confinement,
 }
 
@@ -95,7 +97,7 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
     };
     let stderr = Arc::new(Mutex::new(Vec::new()));
     let kept = stderr.clone();
-    std::thread::spawn(move || {
+    let stderr_reader = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = stderr_pipe.read(&mut buf) {
             if n == 0 {
@@ -136,6 +138,7 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
         stdin: None,
         frames,
         stderr,
+        stderr_reader: Some(stderr_reader),
         confinement: Confinement {
             landlock_abi: None,
             user_namespace: false,
@@ -315,8 +318,13 @@ fn blocking_call(
     };
     let result = match received {
         Ok(Frame::Outcome(outcome)) => {
-            let status = wait_exit(&mut worker, Duration::from_secs(1));
-            let ended = format!("isolated: {}; confined by {confined}", describe_exit(status, &worker.stderr));
+            // The result is in: nothing of the tool may run on. Its process group is killed at
+            // once and reaped off the call's path.
+            kill_group(worker.pid());
+            std::thread::spawn(move || drop(worker));
+            let ended = format!(
+                "isolated: result delivered, then the worker's process group was killed; confined by {confined}"
+            );
             match outcome {
                 Outcome::Ok(value) => (Ok(value), ended),
                 Outcome::Err(message) => (Err(ToolError::new(message)), ended),
@@ -365,19 +373,25 @@ fn blocking_call(
     result
 }
 
-/// The worker's exit status, waiting at most `within` (then its group is killed).
+/// The worker's exit status, waiting at most `within` (then its group is killed), once all it
+/// wrote to stderr has been read.
 fn wait_exit(worker: &mut Worker, within: Duration) -> Option<ExitStatus> {
     let until = Instant::now() + within;
-    loop {
+    let status = loop {
         match worker.child.try_wait() {
             Ok(Some(status)) => {
                 kill_group(worker.pid());
-                return Some(status);
+                break Some(status);
             }
             Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_micros(50)),
-            _ => return worker.kill(),
+            _ => break worker.kill(),
         }
+    };
+    // The whole group is gone, so the pipe is closed and the reader ends.
+    if let Some(reader) = worker.stderr_reader.take() {
+        let _ = reader.join();
     }
+    status
 }
 
 /// How a worker ended, in the words of the audit notice.

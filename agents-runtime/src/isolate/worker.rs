@@ -54,21 +54,29 @@ pub(super) fn serve() -> ! {
             std::process::exit(EXIT_PROTOCOL);
         }
     }
-    // Confined: from here on, the code may be hostile.
+    // Confined. The async runtime is built before the call arrives (a warm worker waits
+    // ready to run); from here on, the code may be hostile.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = write_frame(&mut out, &Outcome::Err(format!("the worker could not start its async runtime: {e}")));
+            std::process::exit(EXIT_PROTOCOL);
+        }
+    };
     let call: CallFrame = match read_frame(&mut input, header.max_message_bytes) {
         Ok(c) => c,
         // The runtime closed the pipe: a warm worker it no longer needs.
         Err(_) => std::process::exit(0),
     };
     drop(input);
-    let outcome = run(tool, call);
+    let outcome = run(tool, call, &runtime);
     let written = write_frame(&mut out, &outcome);
     let _ = out.flush();
     std::process::exit(if written.is_ok() { 0 } else { EXIT_PROTOCOL });
 }
 
 /// Runs the tool's handler on the call.
-fn run(tool: &super::IsolatedTool, call: CallFrame) -> Outcome {
+fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Runtime) -> Outcome {
     let typed = match (tool.parse)(&call.args) {
         Ok(t) => t,
         Err(e) => return Outcome::Err(format!("invalid arguments for `{}`: {e}", tool.spec.name)),
@@ -91,10 +99,6 @@ fn run(tool: &super::IsolatedTool, call: CallFrame) -> Outcome {
     let run = match (tool.handler)() {
         Handler::Read(f) | Handler::Action(f) => f,
         Handler::Handoff(_) => return Outcome::Err("a handoff tool has no execution path".to_owned()),
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => return Outcome::Err(format!("the worker could not start its async runtime: {e}")),
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(&cx, typed))));
     match result {
