@@ -76,6 +76,14 @@ async fn connect_undeclared(port: u16) -> Result<String, String> {
         .map_err(|e| format!("connect {port}: {e}"))
 }
 
+/// Sends a UDP datagram (which Landlock does not govern) without declaring any network.
+#[tool(permission = public, isolated)]
+async fn udp_undeclared(port: u16) -> Result<String, String> {
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", 0)).map_err(|e| format!("udp bind: {e}"))?;
+    socket.send_to(b"leak", ("127.0.0.1", port)).map_err(|e| format!("udp send {port}: {e}"))?;
+    Ok("sent".to_owned())
+}
+
 /// Starts a shell.
 #[tool(permission = public, isolated)]
 async fn spawn_shell() -> Result<String, String> {
@@ -175,7 +183,7 @@ async fn write_note(text: String) -> Result<String, String> {
 agent! {
     /// Tools that try to leave their policy.
     pub struct Escapes;
-    tools: [read_raw, read_after_chdir, write_raw, read_with_handle, connect_tcp, connect_undeclared, spawn_shell,
+    tools: [udp_undeclared, read_raw, read_after_chdir, write_raw, read_with_handle, connect_tcp, connect_undeclared, spawn_shell,
             thread_bomb, memory_hog, burn_cpu, never_returns, trace_parent, read_env_raw, chatty, big_result,
             write_note],
 }
@@ -308,6 +316,7 @@ const CASES: &[(&str, Case)] = cases![
     the_capability_handle_works_inside_the_worker,
     connect_to_an_undeclared_port_is_refused,
     connect_without_a_declared_network_is_refused,
+    udp_without_a_declared_network_goes_nowhere,
     spawning_a_shell_is_refused,
     a_thread_bomb_is_stopped_by_the_process_limit,
     a_memory_hog_is_killed_by_the_address_space_limit,
@@ -436,6 +445,16 @@ async fn connect_without_a_declared_network_is_refused(w: Arc<World>) -> Result<
     let c = w.call("connect_undeclared", serde_json::json!({"port": 47_003})).await;
     c.refused("connect 47003")?;
     Ok(())
+}
+
+async fn udp_without_a_declared_network_goes_nowhere(w: Arc<World>) -> Result<(), String> {
+    let listener = std::net::UdpSocket::bind(("127.0.0.1", 47_004)).map_err(|e| e.to_string())?;
+    // The worker's own network namespace has no usable interface: the datagram has no route.
+    let c = w.call("udp_undeclared", serde_json::json!({"port": 47_004})).await;
+    c.refused("udp ")?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 16];
+    ensure(listener.recv(&mut buf).is_err(), "a datagram arrived from the worker")
 }
 
 async fn spawning_a_shell_is_refused(w: Arc<World>) -> Result<(), String> {
