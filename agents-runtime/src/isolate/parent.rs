@@ -14,7 +14,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a worker may take to start and confine itself.
@@ -292,8 +292,6 @@ fn blocking_call(
         Some(w) => Ok(w),
         None => spawn(spec, settings),
     };
-    // Refill in the background for the next call.
-    prewarm(spec, settings);
     let mut worker = match worker {
         Ok(w) => w,
         Err(why) => {
@@ -321,7 +319,7 @@ fn blocking_call(
             // The result is in: nothing of the tool may run on. Its process group is killed at
             // once and reaped off the call's path.
             kill_group(worker.pid());
-            std::thread::spawn(move || drop(worker));
+            reap(worker);
             let ended = format!(
                 "isolated: result delivered, then the worker's process group was killed; confined by {confined}"
             );
@@ -370,7 +368,22 @@ fn blocking_call(
         }
     };
     pid.store(0, Ordering::SeqCst);
+    // Refill in the background for the next call (off this call's path: it has its result).
+    prewarm(spec, settings);
     result
+}
+
+/// Reaps a killed worker on the reaper thread, off the call's path.
+fn reap(worker: Worker) {
+    static REAPER: OnceLock<Mutex<std::sync::mpsc::Sender<Worker>>> = OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Worker>();
+        std::thread::spawn(move || rx.into_iter().for_each(drop));
+        Mutex::new(tx)
+    });
+    if let Err(returned) = reaper.lock().unwrap_or_else(|e| e.into_inner()).send(worker) {
+        drop(returned.0);
+    }
 }
 
 /// The worker's exit status, waiting at most `within` (then its group is killed), once all it
