@@ -10,6 +10,7 @@ pub mod interceptor;
 pub mod mcp;
 pub mod provider;
 pub mod run;
+pub mod store;
 pub mod token;
 pub mod tool;
 

@@ -1,0 +1,2 @@
+//! Store round trips (written next).
+fn main() {}
