@@ -244,8 +244,8 @@ impl Store for SqliteStore {
         self.run(move |conn| {
             let now = now_ms();
             conn.execute(
-                "UPDATE agents_run_slots SET lease_until = ?2 WHERE id = ?1 AND lease_until > ?3",
-                params![id, now.saturating_add(millis(lease)), now],
+                "UPDATE agents_run_slots SET lease_until = ?2 WHERE id = ?1",
+                params![id, now.saturating_add(millis(lease))],
             )
             .map(|n| n == 1)
             .map_err(sql_error)

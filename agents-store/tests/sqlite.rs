@@ -55,8 +55,9 @@ async fn state_survives_a_restart() {
         "the slot is still leased"
     );
     tokio::time::sleep(common::SHORT * 2).await;
-    assert!(!after.renew_slot(&slot, common::LONG).await.unwrap(), "the dead process's slot lapsed");
-    assert!(after.acquire_slot(&common::owner("ann"), 1, common::LONG).await.unwrap().is_some());
+    let place = after.acquire_slot(&common::owner("ann"), 1, common::LONG).await.unwrap();
+    assert!(place.is_some(), "the dead process's slot lapsed");
+    assert!(!after.renew_slot(&slot, common::LONG).await.unwrap(), "and stays gone");
     after.append_audit("clinic", vec![agents_store::testing::sample_record(1, "a")]).await.unwrap();
     assert_eq!(after.verify_audit("clinic").await.unwrap().records, 2, "the chain continues across the restart");
 }

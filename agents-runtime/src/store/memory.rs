@@ -22,9 +22,14 @@ pub struct MemoryStore {
     state: Mutex<State>,
 }
 
+/// How often minting sweeps expired tokens out of a [`MemoryStore`], at most.
+pub const MEMORY_SWEEP_EVERY: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Default)]
 struct State {
-    tokens: HashMap<String, (TokenGrant, Instant, bool)>,
+    /// Live tokens: a redeemed one is removed at once (nothing can use it again).
+    tokens: HashMap<String, (TokenGrant, Instant)>,
+    next_token_sweep: Option<Instant>,
     slots: HashMap<String, (SlotOwner, Instant)>,
     proposals: HashMap<String, (ProposalState, u64)>,
     proposal_counter: u64,
@@ -45,9 +50,22 @@ impl MemoryStore {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Tokens held (minted, not pruned), redeemed or not.
+    /// Tokens held: minted, not redeemed, not yet swept or pruned.
     pub fn token_count(&self) -> usize {
         self.lock().tokens.len()
+    }
+}
+
+impl State {
+    fn sweep_tokens(&mut self, now: Instant) -> u64 {
+        let before = self.tokens.len();
+        self.tokens.retain(|_, (_, expires)| *expires > now);
+        // A burst that expired leaves its table behind unless it is given back.
+        if self.tokens.capacity() > 64 && self.tokens.len() < self.tokens.capacity() / 4 {
+            self.tokens.shrink_to_fit();
+        }
+        self.next_token_sweep = Some(now + MEMORY_SWEEP_EVERY);
+        (before - self.tokens.len()) as u64
     }
 }
 
@@ -57,22 +75,25 @@ fn ready<T: Send + 'static>(value: StoreResult<T>) -> BoxFuture<'static, StoreRe
 
 impl Store for MemoryStore {
     fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        let now = Instant::now();
         let mut state = self.lock();
         if state.tokens.contains_key(&grant.id) {
             return ready(Err(StoreError::Invalid(format!("token id `{}` is taken", grant.id))));
         }
-        state.tokens.insert(grant.id.clone(), (grant.clone(), Instant::now() + ttl, false));
+        // Expired tokens are swept out when a sweep is due, so memory stays bounded by the
+        // tokens minted within one lifetime plus the sweep interval, even without pruning.
+        if state.next_token_sweep.is_none_or(|due| due <= now) {
+            state.sweep_tokens(now);
+        }
+        state.tokens.insert(grant.id.clone(), (grant.clone(), now + ttl));
         ready(Ok(()))
     }
 
     fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
         let mut state = self.lock();
-        let answer = match state.tokens.get_mut(id) {
-            Some((grant, expires, redeemed)) if !*redeemed => {
-                *redeemed = true;
-                Redeemed::Taken { grant: grant.clone(), expired: Instant::now() >= *expires }
-            }
-            _ => Redeemed::Unknown,
+        let answer = match state.tokens.remove(id) {
+            Some((grant, expires)) => Redeemed::Taken { grant, expired: Instant::now() >= expires },
+            None => Redeemed::Unknown,
         };
         ready(Ok(answer))
     }
@@ -80,17 +101,12 @@ impl Store for MemoryStore {
     fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
         let mut state = self.lock();
         let before = state.tokens.len();
-        state.tokens.retain(|_, (g, _, _)| g.session_id != session_id);
+        state.tokens.retain(|_, (g, _)| g.session_id != session_id);
         ready(Ok((before - state.tokens.len()) as u64))
     }
 
     fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>> {
-        let now = Instant::now();
-        let mut state = self.lock();
-        let before = state.tokens.len();
-        state.tokens.retain(|_, (_, expires, redeemed)| !*redeemed && *expires > now);
-        state.tokens.shrink_to_fit();
-        ready(Ok((before - state.tokens.len()) as u64))
+        ready(Ok(self.lock().sweep_tokens(Instant::now())))
     }
 
     fn acquire_slot<'a>(
@@ -115,7 +131,7 @@ impl Store for MemoryStore {
         let now = Instant::now();
         let mut state = self.lock();
         let renewed = match state.slots.get_mut(&slot.0) {
-            Some((_, until)) if *until > now => {
+            Some((_, until)) => {
                 *until = now + lease;
                 true
             }

@@ -31,7 +31,7 @@
 mod memory;
 mod sink;
 
-pub use memory::MemoryStore;
+pub use memory::{MEMORY_SWEEP_EVERY, MemoryStore};
 pub use sink::{STORE_MAX_BATCH, StoreAuditSink};
 
 use crate::BoxFuture;
@@ -252,8 +252,9 @@ pub trait Store: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, StoreResult<Option<SlotId>>>;
 
-    /// Extends a held slot's lease to `lease` from now. `false` when the slot is gone (it
-    /// lapsed, or was released).
+    /// Extends a held slot's lease to `lease` from now. `false` when the slot is gone: it
+    /// was released, or it lapsed and an acquisition of its owner took its place (a lapsed
+    /// slot still in place is renewed: the cap never counted a slot that was not there).
     fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Gives a slot back. Releasing a slot that is gone does nothing.
@@ -355,4 +356,39 @@ pub fn seal_after(
         lines.push(line);
     }
     (sealed, lines, seq, prev)
+}
+
+/// `future`'s output if it is ready at once (the in-memory store's always is), or the future.
+pub(crate) fn answer_now<F: Future + Unpin>(mut future: F) -> Result<F::Output, F> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::Pin::new(&mut future).poll(&mut cx) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(future),
+    }
+}
+
+/// `future`'s answer if it has one at once; otherwise it goes on as a task of the current
+/// tokio runtime (or, outside one, is dropped with a warning) and the answer is `None`.
+pub(crate) fn now_or_in_background<T: Send + 'static>(
+    what: &'static str,
+    future: impl Future<Output = StoreResult<T>> + Send + 'static,
+) -> Option<T> {
+    match answer_now(Box::pin(future)) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "{what}: the state store failed");
+            None
+        }
+        Err(future) => {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn(async move {
+                    if let Err(e) = future.await {
+                        tracing::warn!(error = %e, "{what}: the state store failed");
+                    }
+                })),
+                Err(_) => tracing::warn!("{what}: the state store did not answer at once and no tokio runtime runs"),
+            }
+            None
+        }
+    }
 }

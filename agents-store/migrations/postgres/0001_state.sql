@@ -77,3 +77,17 @@ END
 $$;
 CREATE TRIGGER agents_audit_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON agents_audit
     FOR EACH STATEMENT EXECUTE FUNCTION agents_audit_append_only();
+
+-- Advances a stream's head from exactly (p_from, p_from_hash), holding the head row's lock
+-- until the transaction ends; a head that moved on (another node appended) is refused with
+-- SQLSTATE 40001, so the caller's transaction stores nothing and it re-reads the head.
+CREATE FUNCTION agents_audit_advance(p_stream TEXT, p_from BIGINT, p_from_hash TEXT, p_to BIGINT, p_to_hash TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agents_audit_heads SET seq = p_to, hash = p_to_hash
+        WHERE stream = p_stream AND seq = p_from AND hash = p_from_hash;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'audit stream % is no longer at record %', p_stream, p_from USING ERRCODE = '40001';
+    END IF;
+END
+$$;

@@ -13,6 +13,8 @@ use agents_runtime::store::{
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::future::{join, join3, join5};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
@@ -32,6 +34,9 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7473_0001;
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// The head of each audit stream as this node last left it: a guess, checked by the
+    /// database on every append.
+    heads: Arc<Mutex<HashMap<String, (i64, String)>>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -59,7 +64,7 @@ impl PostgresStore {
             conninfo.parse().map_err(|e| StoreError::Invalid(format!("PostgreSQL connection string: {e}")))?;
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager).max_size(max_connections.max(1)).build().map_err(pg_error)?;
-        let store = PostgresStore { pool };
+        let store = PostgresStore { pool, heads: Arc::default() };
         store.migrate().await?;
         Ok(store)
     }
@@ -272,7 +277,7 @@ impl Store for PostgresStore {
             let n = client
                 .execute(
                     "UPDATE agents_run_slots SET lease_until = now() + $2::BIGINT * interval '1 millisecond' \
-                     WHERE id = $1 AND lease_until > now()",
+                     WHERE id = $1",
                     &[&slot.0, &millis(lease)],
                 )
                 .await
@@ -478,54 +483,32 @@ impl Store for PostgresStore {
                 return Ok(Vec::new());
             }
             let client = store.client().await?;
-            // Takes the head row's lock and reads the head in one statement (creating the head
-            // of a new stream): a writer on another node blocks here until this transaction
-            // ends, then reads the head it left.
-            let head = client
-                .prepare_cached(
-                    "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
-                     ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash",
-                )
-                .await
-                .map_err(pg_error)?;
-            let insert = client
-                .prepare_cached(
-                    "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
-                     SELECT $1, * FROM unnest($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])",
-                )
-                .await
-                .map_err(pg_error)?;
-            let advance = client
-                .prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1")
-                .await
-                .map_err(pg_error)?;
-            let (begin, head) =
-                join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
-            let head = match begin.and(head) {
-                Ok(row) => row,
-                Err(e) => {
-                    abandon(&client).await;
-                    return Err(pg_error(e));
+            let cached = lock(&store.heads).get(&stream).cloned();
+            if let Some(head) = cached {
+                match append_after(&client, &stream, &head, records.clone()).await {
+                    Ok((sealed, new_head)) => {
+                        lock(&store.heads).insert(stream, new_head);
+                        return Ok(sealed);
+                    }
+                    // Another node appended since: read the head under its lock below.
+                    Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                        abandon(&client).await;
+                    }
+                    Err(e) => {
+                        abandon(&client).await;
+                        lock(&store.heads).remove(&stream);
+                        return Err(pg_error(e));
+                    }
                 }
-            };
-            let (seq, prev): (i64, String) = (head.get(0), head.get(1));
-            let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
-            let seqs: Vec<i64> = sealed.iter().map(|r| r.seq as i64).collect();
-            let prevs: Vec<&str> = sealed.iter().map(|r| r.prev_hash.as_str()).collect();
-            let hashes: Vec<&str> = sealed.iter().map(|r| r.hash.as_str()).collect();
-            let last_seq = last_seq as i64;
-            // Insert, advance and commit in one pipeline. If the insert fails, the
-            // transaction is aborted and COMMIT rolls it back: nothing is stored.
-            let (inserted, advanced, commit) = join3(
-                client.execute(&insert, &[&stream, &seqs, &prevs, &hashes, &lines]),
-                client.execute(&advance, &[&stream, &last_seq, &last_hash]),
-                client.batch_execute("COMMIT"),
-            )
-            .await;
-            match inserted.and(advanced).and(commit) {
-                Ok(()) => Ok(sealed),
+            }
+            match append_locked(&client, &stream, records).await {
+                Ok((sealed, new_head)) => {
+                    lock(&store.heads).insert(stream, new_head);
+                    Ok(sealed)
+                }
                 Err(e) => {
                     abandon(&client).await;
+                    lock(&store.heads).remove(&stream);
                     Err(pg_error(e))
                 }
             }
@@ -541,5 +524,95 @@ impl Store for PostgresStore {
                 .map_err(pg_error)?;
             verify_lines(stream, rows.iter().map(|r| r.get::<_, &str>(0)))
         })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A stream's head: the last record's `seq` and `hash`.
+type Head = (i64, String);
+
+/// The insert of one batch of sealed records.
+const INSERT_RECORDS: &str = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
+                              SELECT $1, * FROM unnest($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])";
+
+/// Seals `records` after `head` as this node last saw it and stores them, in one pipeline
+/// (one round trip): `BEGIN`, advance the head from exactly `head` (which takes the head
+/// row's lock, waiting for another node's append to end, and fails with SQLSTATE 40001 if the
+/// head moved on), insert, `COMMIT`. On failure the transaction stored nothing.
+async fn append_after(
+    client: &Object,
+    stream: &str,
+    head: &Head,
+    records: Vec<AuditRecord>,
+) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
+    let advance = client.prepare_cached("SELECT agents_audit_advance($1, $2, $3, $4, $5)").await?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await?;
+    let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
+    let columns = Columns::of(&sealed);
+    let last_seq = last_seq as i64;
+    let (begin, advanced, inserted, commit) = futures::future::join4(
+        client.batch_execute("BEGIN"),
+        client.execute(&advance, &[&stream, &head.0, &head.1, &last_seq, &last_hash]),
+        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        client.batch_execute("COMMIT"),
+    )
+    .await;
+    // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
+    // error is the answer and nothing was stored.
+    begin.and(advanced).and(inserted).and(commit)?;
+    Ok((sealed, (last_seq, last_hash)))
+}
+
+/// Reads the head under its row lock (creating a new stream's head), seals `records` after
+/// it, inserts them and advances the head, in one transaction of two round trips. A writer
+/// on another node blocks on the lock until this transaction ends, then reads the head it
+/// left.
+async fn append_locked(
+    client: &Object,
+    stream: &str,
+    records: Vec<AuditRecord>,
+) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
+    let head = client
+        .prepare_cached(
+            "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
+             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash",
+        )
+        .await?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await?;
+    let advance = client.prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1").await?;
+    let (begin, head) = join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
+    begin?;
+    let head = head?;
+    let (seq, prev): (i64, String) = (head.get(0), head.get(1));
+    let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
+    let columns = Columns::of(&sealed);
+    let last_seq = last_seq as i64;
+    let (inserted, advanced, commit) = join3(
+        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        client.execute(&advance, &[&stream, &last_seq, &last_hash]),
+        client.batch_execute("COMMIT"),
+    )
+    .await;
+    inserted.and(advanced).and(commit)?;
+    Ok((sealed, (last_seq, last_hash)))
+}
+
+/// The chain columns of sealed records, as arrays for `unnest`.
+struct Columns<'a> {
+    seqs: Vec<i64>,
+    prevs: Vec<&'a str>,
+    hashes: Vec<&'a str>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(sealed: &'a [AuditRecord]) -> Self {
+        Columns {
+            seqs: sealed.iter().map(|r| r.seq as i64).collect(),
+            prevs: sealed.iter().map(|r| r.prev_hash.as_str()).collect(),
+            hashes: sealed.iter().map(|r| r.hash.as_str()).collect(),
+        }
     }
 }

@@ -81,8 +81,9 @@ async fn tokens(store: &dyn Store) {
     assert_eq!(store.redeem_token("t2").await.unwrap(), Redeemed::Taken { grant: grant("t2", "s1"), expired: true });
     store.mint_token(&grant("t5", "s1"), SHORT).await.unwrap();
     tokio::time::sleep(SHORT * 2).await;
-    // t1 and t2 redeemed, t5 expired; t3 and t4 live.
-    assert_eq!(store.prune_tokens().await.unwrap(), 3);
+    // t5 expired (t1 and t2 are used up, which a store may have dropped at once); t3 and t4 live.
+    assert!(store.prune_tokens().await.unwrap() >= 1);
+    assert_eq!(store.redeem_token("t5").await.unwrap(), Redeemed::Unknown, "pruned");
     assert_eq!(store.revoke_session_tokens("s1").await.unwrap(), 1);
     assert_eq!(store.redeem_token("t3").await.unwrap(), Redeemed::Unknown, "revoked with its session");
     assert!(taken(&store.redeem_token("t4").await.unwrap()), "another session's token is kept");
@@ -107,8 +108,8 @@ async fn slots(store: &dyn Store) {
     assert_eq!(store.acquire_slot(&cid, 1, LONG).await.unwrap(), None);
     tokio::time::sleep(SHORT * 2).await;
     assert_eq!(store.active_slots(&cid).await.unwrap(), 0, "a lease not renewed lapses");
-    assert!(!store.renew_slot(&short, SHORT).await.unwrap(), "a lapsed slot cannot be renewed");
     assert!(store.acquire_slot(&cid, 1, LONG).await.unwrap().is_some(), "its place is free");
+    assert!(!store.renew_slot(&short, SHORT).await.unwrap(), "a lapsed slot whose place was taken stays gone");
 }
 
 async fn proposals(store: &dyn Store) {
@@ -200,7 +201,7 @@ pub async fn race_redemptions(a: Arc<dyn Store>, b: Arc<dyn Store>) {
 
 /// Rounds of 24 concurrent acquisitions under a cap of 3 over both nodes: exactly 3 each round.
 pub async fn race_slots(a: Arc<dyn Store>, b: Arc<dyn Store>) {
-    for round in 0..5 {
+    for round in 0..20 {
         let user = owner(&format!("racer-{round}"));
         let barrier = Arc::new(tokio::sync::Barrier::new(24));
         let tasks: Vec<_> = (0..24)
