@@ -179,7 +179,7 @@ async fn a_killed_nodes_slot_comes_back_after_its_lease() {
     let cluster = cluster();
     let (url, a) = store(&cluster, "killed").await;
     let user = common::owner("solo");
-    let lease = Duration::from_millis(1500);
+    let lease = Duration::from_secs(3);
     let mut b = Node::spawn(&url, &["hold", "org-a", "solo", "1", &lease.as_millis().to_string()]);
     assert!(b.line().await.starts_with("held "));
     // While the node lives it renews: its slot outlasts several leases.

@@ -184,3 +184,14 @@ impl Drop for TempCluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_that_cannot_start_says_what_to_install() {
+        let text = HarnessError("no initdb".into()).to_string();
+        assert!(text.contains("no initdb") && text.contains("apt-get install -y postgresql"), "{text}");
+    }
+}

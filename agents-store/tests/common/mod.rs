@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub const LONG: Duration = Duration::from_secs(600);
-/// A lease or lifetime that the tests wait out.
-pub const SHORT: Duration = Duration::from_millis(300);
+/// A lease or lifetime that the tests wait out (long enough that a loaded machine does not
+/// outlast it between two steps that must both fall within it).
+pub const SHORT: Duration = Duration::from_secs(1);
 
 pub fn grant(id: &str, session: &str) -> TokenGrant {
     TokenGrant { id: id.into(), session_id: session.into(), tool: "submit_leave".into(), args_mac: "mac-1".into() }
