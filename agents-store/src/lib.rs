@@ -36,21 +36,25 @@ pub const SQLITE_MIGRATIONS: &[Migration] =
 pub const POSTGRES_MIGRATIONS: &[Migration] =
     &[Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") }];
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// The newest version in `migrations`.
 fn newest(migrations: &[Migration]) -> i64 {
     migrations.last().map_or(0, |m| m.version)
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// Refuses a database whose schema is newer than this build knows.
 fn check_version(found: i64, migrations: &[Migration]) -> StoreResult<()> {
     let known = newest(migrations);
     if found > known { Err(StoreError::NewerSchema { found, known }) } else { Ok(()) }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
