@@ -201,7 +201,8 @@ fn token_memory() {
     const N: usize = 1_000_000;
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     rt.block_on(async {
-        let store = TokenStore::new([7; 32]);
+        let memory = std::sync::Arc::new(agents_runtime::store::MemoryStore::new());
+        let store = TokenStore::with_store([7; 32], memory.clone());
         let args = store.args_mac(&json!({"summary": "printer on fire", "severity": 3}));
         let ttl = Duration::from_secs(180);
         let base = rss_mib();
@@ -210,7 +211,7 @@ fn token_memory() {
             let t = Instant::now();
             for i in 0..N {
                 let session = format!("mcp-session-{}", i % 1000);
-                std::hint::black_box(store.mint(&session, "open_ticket", &args, ttl));
+                std::hint::black_box(store.mint(&session, "open_ticket", &args, ttl).await.unwrap());
             }
             let minted = rss_mib();
             let mint_time = t.elapsed();
@@ -223,7 +224,7 @@ fn token_memory() {
             println!(
                 "round {round}: {N} minted in {mint_time:?}: {minted:.1} MiB ({:.0} B per token held); expired and purged {purged} in {purge_time:?}: {after:.1} MiB, {} tokens held",
                 (minted - base) * 1024.0 * 1024.0 / N as f64,
-                store.len()
+                memory.token_count()
             );
         }
         println!("bounded: the resident set after each round stays near the first round's, it does not add a round's worth");

@@ -11,6 +11,7 @@ pub mod isolate;
 pub mod mcp;
 pub mod provider;
 pub mod run;
+pub mod store;
 pub mod token;
 pub mod tool;
 

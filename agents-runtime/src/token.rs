@@ -2,13 +2,12 @@
 //! the tool and an HMAC-SHA-256 of the canonical arguments, single use, expiring. Never shown
 //! to the model. Change one argument and the token is worthless.
 
+use crate::store::{MemoryStore, Redeemed, Store, TokenGrant, now_or_in_background};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -54,35 +53,25 @@ pub enum TokenError {
     /// Minted for other arguments.
     #[error("the confirmation token was approved for other arguments; the person must approve these")]
     WrongArguments,
+    /// The state store could not keep or find the token; nothing runs without it.
+    #[error("the confirmation token store is unavailable: {0}")]
+    Unavailable(String),
 }
 
-/// What the store keeps of one token, compactly: boxed text rather than growable strings, and
-/// the id as its 16 bytes.
-struct Entry {
-    session: Box<str>,
-    tool: Box<str>,
-    args_mac: Box<str>,
-    expires: Instant,
-}
-
-/// How often minting sweeps expired tokens out, at most.
-const SWEEP_EVERY: Duration = Duration::from_secs(10);
-
-/// Mints and redeems tokens with a server key.
+/// Mints and redeems tokens with a server key, keeping what each token is bound to in a
+/// [`Store`] (by default a [`MemoryStore`] of this process; a shared store makes a token
+/// single-use across every node that shares it).
 ///
-/// Memory is bounded by the tokens minted within one token lifetime plus [`SWEEP_EVERY`]:
-/// minting sweeps expired tokens out when a sweep is due, and a server's timer calls
-/// [`TokenStore::purge_expired`] (see [`Runtime::purge_expired`](crate::Runtime::purge_expired)).
+/// The token's MAC never reaches the store: a token is accepted only by a runtime holding the
+/// server key, whatever the store holds. Memory of the default store is bounded by the tokens
+/// minted within one token lifetime plus ten seconds (minting sweeps expired tokens out when
+/// a sweep is due), and a server's timer calls [`TokenStore::purge_expired`] (see
+/// [`Runtime::purge_expired`](crate::Runtime::purge_expired)).
 pub struct TokenStore {
     /// HMAC-SHA-256 already keyed with the server key (cloned per MAC: the key schedule is
     /// done once).
     keyed: HmacSha256,
-    entries: Mutex<Entries>,
-}
-
-struct Entries {
-    map: HashMap<[u8; 16], Entry>,
-    next_sweep: Instant,
+    store: Arc<dyn Store>,
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -106,12 +95,14 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
 }
 
 impl TokenStore {
-    /// A store with a server key.
+    /// A store with a server key, holding tokens in this process's memory.
     pub fn new(key: [u8; 32]) -> Self {
-        TokenStore {
-            keyed: HmacSha256::new_from_slice(&key).expect("HMAC takes any key length"),
-            entries: Mutex::new(Entries { map: HashMap::new(), next_sweep: Instant::now() + SWEEP_EVERY }),
-        }
+        Self::with_store(key, Arc::new(MemoryStore::new()))
+    }
+
+    /// A token store with a server key that keeps what tokens are bound to in `store`.
+    pub fn with_store(key: [u8; 32], store: Arc<dyn Store>) -> Self {
+        TokenStore { keyed: HmacSha256::new_from_slice(&key).expect("HMAC takes any key length"), store }
     }
 
     fn mac(&self, parts: &[&str]) -> String {
@@ -140,48 +131,43 @@ impl TokenStore {
     }
 
     /// Mints a token for one approved call, valid for `ttl` (the agent's `token_ttl_secs`).
-    pub fn mint(&self, session: &str, tool: &str, args_mac: &str, ttl: Duration) -> ConfirmationToken {
-        let now = Instant::now();
-        let raw_id = random_bytes::<16>();
-        let id = hex::encode(raw_id);
+    /// Fails ([`TokenError::Unavailable`]) when the store cannot keep it: no token, nothing
+    /// may run.
+    pub async fn mint(
+        &self,
+        session: &str,
+        tool: &str,
+        args_mac: &str,
+        ttl: Duration,
+    ) -> Result<ConfirmationToken, TokenError> {
+        let id = hex::encode(random_bytes::<16>());
         let mac = self.mac(&["token", &id, session, tool, args_mac]);
-        let entry = Entry { session: session.into(), tool: tool.into(), args_mac: args_mac.into(), expires: now + ttl };
-        let mut entries = self.lock();
-        if entries.next_sweep <= now {
-            entries.sweep(now);
-        }
-        entries.map.insert(raw_id, entry);
-        ConfirmationToken { id, mac }
+        let grant = TokenGrant { id, session_id: session.into(), tool: tool.into(), args_mac: args_mac.into() };
+        self.store.mint_token(&grant, ttl).await.map_err(|e| TokenError::Unavailable(e.to_string()))?;
+        Ok(ConfirmationToken { id: grant.id, mac })
     }
 
-    /// Drops every expired token (expired tokens can only be refused anyway) and gives back
-    /// the memory they held. Returns how many were dropped.
+    /// Drops every expired and used token from the store. Returns how many, when the store
+    /// answers at once (the in-memory store does); a shared store's purge goes on in the
+    /// background and counts 0 here.
     pub fn purge_expired(&self) -> usize {
-        self.lock().sweep(Instant::now())
+        let store = self.store.clone();
+        now_or_in_background("purge expired tokens", async move { store.prune_tokens().await }).unwrap_or(0) as usize
     }
 
     /// Revokes every token minted for `session` (the session ended or expired). Returns how
-    /// many were held.
+    /// many were held, when the store answers at once (the in-memory store does); a shared
+    /// store's revocation goes on in the background and counts 0 here.
     pub fn revoke_session(&self, session: &str) -> usize {
-        let mut entries = self.lock();
-        let before = entries.map.len();
-        entries.map.retain(|_, e| &*e.session != session);
-        before - entries.map.len()
+        let (store, session) = (self.store.clone(), session.to_owned());
+        now_or_in_background("revoke a session's tokens", async move { store.revoke_session_tokens(&session).await })
+            .unwrap_or(0) as usize
     }
 
-    /// Tokens held (minted, not yet redeemed or purged).
-    pub fn len(&self) -> usize {
-        self.lock().map.len()
-    }
-
-    /// Whether no token is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Redeems a token for a call. Any presentation uses the token up, so a refused token
-    /// cannot be retried with other arguments.
-    pub fn redeem(
+    /// Redeems a token for a call. Any presentation uses the token up (one conditional
+    /// operation of the store: of concurrent presentations, on any node sharing the store,
+    /// one finds it), so a refused token cannot be retried with other arguments.
+    pub async fn redeem(
         &self,
         token: &ConfirmationToken,
         session: &str,
@@ -190,28 +176,27 @@ impl TokenStore {
     ) -> Result<(), TokenError> {
         let mut raw_id = [0u8; 16];
         hex::decode_to_slice(&token.id, &mut raw_id).map_err(|_| TokenError::Unknown)?;
-        let entry = self.lock().map.remove(&raw_id).ok_or(TokenError::Unknown)?;
-        let expected = self.mac(&["token", &token.id, &entry.session, &entry.tool, &entry.args_mac]);
+        let taken = self.store.redeem_token(&token.id).await.map_err(|e| TokenError::Unavailable(e.to_string()))?;
+        let Redeemed::Taken { grant, expired } = taken else {
+            return Err(TokenError::Unknown);
+        };
+        let expected = self.mac(&["token", &token.id, &grant.session_id, &grant.tool, &grant.args_mac]);
         if !constant_time_eq(expected.as_bytes(), token.mac.as_bytes()) {
             return Err(TokenError::Tampered);
         }
-        if Instant::now() >= entry.expires {
+        if expired {
             return Err(TokenError::Expired);
         }
-        if &*entry.session != session {
+        if grant.session_id != session {
             return Err(TokenError::WrongSession);
         }
-        if &*entry.tool != tool {
+        if grant.tool != tool {
             return Err(TokenError::WrongTool);
         }
-        if !constant_time_eq(entry.args_mac.as_bytes(), args_mac.as_bytes()) {
+        if !constant_time_eq(grant.args_mac.as_bytes(), args_mac.as_bytes()) {
             return Err(TokenError::WrongArguments);
         }
         Ok(())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     #[cfg(test)]
@@ -219,19 +204,6 @@ impl TokenStore {
         let mut t = token.clone();
         t.mac.replace_range(0..1, if t.mac.starts_with('0') { "1" } else { "0" });
         t
-    }
-}
-
-impl Entries {
-    fn sweep(&mut self, now: Instant) -> usize {
-        let before = self.map.len();
-        self.map.retain(|_, e| e.expires > now);
-        // A burst that expired leaves its table behind unless it is given back.
-        if self.map.capacity() > 64 && self.map.len() < self.map.capacity() / 4 {
-            self.map.shrink_to_fit();
-        }
-        self.next_sweep = now + SWEEP_EVERY;
-        before - self.map.len()
     }
 }
 
@@ -251,24 +223,30 @@ mod tests {
         TokenStore::new([7; 32])
     }
 
+    /// A token store on a memory store the test can look into.
+    fn store_with_memory() -> (TokenStore, Arc<MemoryStore>) {
+        let memory = Arc::new(MemoryStore::new());
+        (TokenStore::with_store([7; 32], memory.clone()), memory)
+    }
+
     #[tokio::test]
     async fn binds_session_tool_and_arguments() {
         let s = store();
         let m3 = s.args_mac(&json!({"days": 3}));
         let m5 = s.args_mac(&json!({"days": 5}));
-        let t = s.mint("s1", "submit_leave", &m3, TTL);
-        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m5), Err(TokenError::WrongArguments));
+        let t = s.mint("s1", "submit_leave", &m3, TTL).await.unwrap();
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m5).await, Err(TokenError::WrongArguments));
         // used up by the refused presentation
-        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
-        let t = s.mint("s1", "submit_leave", &m3, TTL);
-        assert_eq!(s.redeem(&t, "s2", "submit_leave", &m3), Err(TokenError::WrongSession));
-        let t = s.mint("s1", "submit_leave", &m3, TTL);
-        assert_eq!(s.redeem(&t, "s1", "open_ticket", &m3), Err(TokenError::WrongTool));
-        let t = s.mint("s1", "submit_leave", &m3, TTL);
-        assert_eq!(s.redeem(&TokenStore::tamper(&t), "s1", "submit_leave", &m3), Err(TokenError::Tampered));
-        let t = s.mint("s1", "submit_leave", &m3, TTL);
-        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Ok(()));
-        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3), Err(TokenError::Unknown));
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3).await, Err(TokenError::Unknown));
+        let t = s.mint("s1", "submit_leave", &m3, TTL).await.unwrap();
+        assert_eq!(s.redeem(&t, "s2", "submit_leave", &m3).await, Err(TokenError::WrongSession));
+        let t = s.mint("s1", "submit_leave", &m3, TTL).await.unwrap();
+        assert_eq!(s.redeem(&t, "s1", "open_ticket", &m3).await, Err(TokenError::WrongTool));
+        let t = s.mint("s1", "submit_leave", &m3, TTL).await.unwrap();
+        assert_eq!(s.redeem(&TokenStore::tamper(&t), "s1", "submit_leave", &m3).await, Err(TokenError::Tampered));
+        let t = s.mint("s1", "submit_leave", &m3, TTL).await.unwrap();
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3).await, Ok(()));
+        assert_eq!(s.redeem(&t, "s1", "submit_leave", &m3).await, Err(TokenError::Unknown));
     }
 
     #[test]
@@ -281,53 +259,56 @@ mod tests {
     async fn expires() {
         let s = store();
         let m = s.args_mac(&json!({}));
-        let t = s.mint("s", "t", &m, TTL);
+        let t = s.mint("s", "t", &m, TTL).await.unwrap();
         tokio::time::advance(Duration::from_secs(181)).await;
-        assert_eq!(s.redeem(&t, "s", "t", &m), Err(TokenError::Expired));
-        let t = s.mint("s", "t", &m, TTL);
+        assert_eq!(s.redeem(&t, "s", "t", &m).await, Err(TokenError::Expired));
+        let t = s.mint("s", "t", &m, TTL).await.unwrap();
         tokio::time::advance(Duration::from_secs(179)).await;
-        assert_eq!(s.redeem(&t, "s", "t", &m), Ok(()));
+        assert_eq!(s.redeem(&t, "s", "t", &m).await, Ok(()));
     }
 
     #[tokio::test(start_paused = true)]
     async fn expired_tokens_are_purged_and_live_ones_kept() {
-        let s = store();
+        let (s, memory) = store_with_memory();
         let m = s.args_mac(&json!({}));
-        let short: Vec<_> = (0..1000).map(|_| s.mint("s", "t", &m, Duration::from_secs(5))).collect();
-        let long = s.mint("s", "t", &m, TTL);
-        assert_eq!(s.len(), 1001);
+        let mut short = Vec::new();
+        for _ in 0..1000 {
+            short.push(s.mint("s", "t", &m, Duration::from_secs(5)).await.unwrap());
+        }
+        let long = s.mint("s", "t", &m, TTL).await.unwrap();
+        assert_eq!(memory.token_count(), 1001);
         assert_eq!(s.purge_expired(), 0, "nothing expired yet");
         tokio::time::advance(Duration::from_secs(6)).await;
         assert_eq!(s.purge_expired(), 1000);
-        assert_eq!(s.len(), 1);
-        assert_eq!(s.redeem(&short[0], "s", "t", &m), Err(TokenError::Unknown), "purged: as good as used");
-        assert_eq!(s.redeem(&long, "s", "t", &m), Ok(()), "a live token survives the purge");
+        assert_eq!(memory.token_count(), 1);
+        assert_eq!(s.redeem(&short[0], "s", "t", &m).await, Err(TokenError::Unknown), "purged: as good as used");
+        assert_eq!(s.redeem(&long, "s", "t", &m).await, Ok(()), "a live token survives the purge");
     }
 
     #[tokio::test(start_paused = true)]
     async fn minting_sweeps_when_a_sweep_is_due() {
-        let s = store();
+        let (s, memory) = store_with_memory();
         let m = s.args_mac(&json!({}));
         for _ in 0..100 {
-            s.mint("s", "t", &m, Duration::from_secs(1));
+            s.mint("s", "t", &m, Duration::from_secs(1)).await.unwrap();
         }
-        tokio::time::advance(SWEEP_EVERY).await;
-        s.mint("s", "t", &m, Duration::from_secs(1));
-        assert_eq!(s.len(), 1, "the hundred expired tokens went with the next mint");
+        tokio::time::advance(crate::store::MEMORY_SWEEP_EVERY).await;
+        s.mint("s", "t", &m, Duration::from_secs(1)).await.unwrap();
+        assert_eq!(memory.token_count(), 1, "the hundred expired tokens went with the next mint");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_thousand_concurrent_redemptions_succeed_once() {
         let s = Arc::new(store());
         let m = s.args_mac(&json!({"x": 1}));
-        let t = s.mint("s", "t", &m, TTL);
+        let t = s.mint("s", "t", &m, TTL).await.unwrap();
         let barrier = Arc::new(tokio::sync::Barrier::new(1000));
         let tasks: Vec<_> = (0..1000)
             .map(|_| {
                 let (s, t, m, b) = (s.clone(), t.clone(), m.clone(), barrier.clone());
                 tokio::spawn(async move {
                     b.wait().await;
-                    s.redeem(&t, "s", "t", &m).is_ok()
+                    s.redeem(&t, "s", "t", &m).await.is_ok()
                 })
             })
             .collect();

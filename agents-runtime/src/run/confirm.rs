@@ -389,7 +389,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 let _ = proposal.record(AuditStatus::Denied, reason).await;
                 return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
             };
-            if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+            if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
                 running.abort();
                 let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
                 ctx.emit(|| Event::ToolDenied {
@@ -507,7 +507,15 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, spec, .. } = proposal.checked;
         let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.proposals);
-        let token = ctx.inner.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl());
+        let token = match ctx.inner.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl()).await {
+            Ok(token) => token,
+            Err(e) => {
+                // No token, no execution; the proposal still ends.
+                owed.paid();
+                let _ = proposal.record(AuditStatus::Skipped, format!("{e}; nothing ran")).await;
+                return CallOutcome::err(format!("{e}; nothing ran"));
+            }
+        };
         let reason = format!("approved by the user; token {}", token.id());
         let confirmed = book
             .transition(session, call.id, State::Confirmed, None, || {
@@ -523,7 +531,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         };
-        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash) {
+        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
             running.abort();
             owed.paid();
             let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;

@@ -143,6 +143,21 @@ impl<A: Registry> Turn<A> {
                 return;
             }
         }
+        // Minted before the session's lock is taken: a shared token store answers later.
+        let token = match class {
+            Classification::Confirm => {
+                match ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl()).await {
+                    Ok(token) => Some(token),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the approval's confirmation token could not be stored");
+                        self.bind_tools = false;
+                        self.system.push_str("\n\nThe user's confirmation could not be acted on because the confirmation store is unavailable, so nothing ran. Tell them, and ask them to try again later.");
+                        return;
+                    }
+                }
+            }
+            _ => None,
+        };
         let mut sessions = lock(&ctx.inner.sessions);
         // The session as this run's principal holds it; one ended meanwhile is not recreated
         // (and the proposal, its session ended, can no longer run: see `Book::end_session`).
@@ -153,15 +168,14 @@ impl<A: Registry> Turn<A> {
         {
             s.pending = None;
         }
-        match class {
-            Classification::Confirm => {
+        match (class, token) {
+            (Classification::Confirm, Some(token)) => {
                 if let Some(s) = s {
-                    let token = ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl());
                     s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
                 }
                 self.system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));
             }
-            Classification::Modify => {
+            (Classification::Modify, _) => {
                 self.system.push_str("\n\nThe user asked to change the pending action; it did not run. Explain that the confirmation did not belong to the changed request, then propose the changed action so they can confirm it.");
             }
             _ => self.system.push_str(&format!("\n\n{REJECTED_MESSAGE}")),

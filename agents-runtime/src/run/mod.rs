@@ -142,7 +142,7 @@ pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, Decisio
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use runtime::{
     DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
-    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, Runtime, RuntimeBuilder,
+    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

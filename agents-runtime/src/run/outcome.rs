@@ -28,6 +28,9 @@ pub enum StartError {
     /// the run's task cannot be spawned; nothing ran.
     #[error("a run needs a tokio runtime to run on; call `start` from within one")]
     NoAsyncRuntime,
+    /// The state store (run slots) could not answer; nothing ran.
+    #[error("the state store is unavailable ({0}); try again later")]
+    StateUnavailable(String),
     /// The agent's registry does not produce exactly its `MANIFEST`: nothing of it runs.
     #[error(transparent)]
     RegistryMismatch(#[from] crate::tool::RegistryMismatch),

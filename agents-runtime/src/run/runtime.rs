@@ -7,16 +7,17 @@ use super::driver::run_loop;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
-use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, StartError, Verdict, lock};
+use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunOutcome, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
 use crate::core::redact::RedactionKeys;
 use crate::core::{Limits, Principal, RoleMap};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::interceptor::Interceptor;
 use crate::provider::Provider;
+use crate::store::{MemoryStore, SlotId, SlotOwner, Store, answer_now, now_or_in_background};
 use crate::token::TokenStore;
 use crate::tool::Registry;
 use serde_json::Value;
@@ -62,6 +63,8 @@ pub(super) struct Inner {
     pub(super) classifier: Arc<dyn ConfirmationClassifier>,
     pub(super) confirm_mode: ConfirmMode,
     pub(super) tokens: TokenStore,
+    /// Where tokens and run slots are kept (shared with other nodes when it is a shared store).
+    pub(super) store: Arc<dyn Store>,
     pub(super) redaction: RedactionKeys,
     pub(super) raw_results: bool,
     pub(super) limits: Option<Limits>,
@@ -129,6 +132,7 @@ pub struct RuntimeBuilder {
     classifier: Arc<dyn ConfirmationClassifier>,
     confirm_mode: ConfirmMode,
     key: Option<[u8; 32]>,
+    store: Option<Arc<dyn Store>>,
     redaction: RedactionKeys,
     raw_results: bool,
     limits: Option<Limits>,
@@ -140,6 +144,9 @@ pub struct RuntimeBuilder {
     history_bytes: usize,
 }
 
+/// How long a run's slot is leased in the store: a live run renews it every third of this;
+/// the slots of a process that died come back once it runs out.
+pub const RUN_SLOT_LEASE: Duration = Duration::from_secs(60);
 /// The default of [`RuntimeBuilder::tool_timeout`]: five minutes.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default of [`RuntimeBuilder::max_tool_calls_per_answer`]: 8.
@@ -205,6 +212,20 @@ impl RuntimeBuilder {
         self.key = Some(key);
         self
     }
+    /// The state store that keeps confirmation tokens and per-user run slots (default: a
+    /// [`MemoryStore`] of this process). Give every node of a service the same shared store
+    /// (`agents_store::PostgresStore`, or `agents_store::SqliteStore` on one host) and a
+    /// token is single-use, and the per-user cap of concurrent runs holds, across all of them.
+    ///
+    /// A store that answers at once (the in-memory one) refuses a user's run beyond the cap in
+    /// [`Runtime::start`] itself. A shared store answers later: `start` then returns the
+    /// handle at once and the run first waits for its slot; a refusal ends it
+    /// [`RunStatus::Failed`](super::RunStatus::Failed) with the
+    /// [`StartError::TooManyRuns`] message as its error, before anything ran or was recorded.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
     /// Keys redacted wherever they appear.
     pub fn redaction_keys(mut self, k: RedactionKeys) -> Self {
         self.redaction = k;
@@ -268,6 +289,7 @@ impl RuntimeBuilder {
     }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
+        let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Runtime {
             inner: Arc::new(Inner {
                 roles: self.roles,
@@ -280,7 +302,11 @@ impl RuntimeBuilder {
                 budget_fallback: self.budget_fallback,
                 classifier: self.classifier,
                 confirm_mode: self.confirm_mode,
-                tokens: TokenStore::new(self.key.unwrap_or_else(crate::token::random_bytes::<32>)),
+                tokens: TokenStore::with_store(
+                    self.key.unwrap_or_else(crate::token::random_bytes::<32>),
+                    store.clone(),
+                ),
+                store,
                 redaction: self.redaction,
                 raw_results: self.raw_results,
                 limits: self.limits,
@@ -312,28 +338,90 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// One of a user's concurrent runs; the count goes down when the run's task ends.
+/// One of a user's concurrent runs: a slot of the store, leased and renewed while the run
+/// lives, and this runtime's own count of the user's runs. Both go down when the run's task
+/// ends.
 struct SlotGuard {
     inner: Arc<Inner>,
     key: (String, String),
+    slot: Option<SlotId>,
+    renewal: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// A slot the store will answer about later (a shared store).
+type PendingSlot = BoxFuture<'static, crate::store::StoreResult<Option<SlotId>>>;
+
 impl SlotGuard {
-    /// Takes a slot for `principal`, or refuses when they hold `max` already.
-    fn take(inner: &Arc<Inner>, principal: &Principal, max: u32) -> Result<Self, StartError> {
-        let key = (principal.org_id.clone(), principal.user_id.clone());
-        let mut active = lock(&inner.active);
-        let n = active.entry(key.clone()).or_insert(0);
-        if *n >= max {
-            return Err(StartError::TooManyRuns(max));
+    /// Asks the store for a slot for `principal` (at most `max` at once). A store that
+    /// answers at once gives the guard or the refusal now; a shared store's answer is awaited
+    /// by [`SlotGuard::settle`] in the run's task.
+    fn take(inner: &Arc<Inner>, principal: &Principal, max: u32) -> Result<Result<Self, PendingSlot>, StartError> {
+        let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
+        let store = inner.store.clone();
+        let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, RUN_SLOT_LEASE).await });
+        match answer_now(acquire) {
+            Ok(answer) => Self::granted(inner, principal, max, answer).map(Ok),
+            Err(pending) => Ok(Err(pending)),
         }
-        *n += 1;
-        Ok(SlotGuard { inner: inner.clone(), key })
+    }
+
+    /// Awaits a shared store's answer.
+    async fn settle(
+        inner: &Arc<Inner>,
+        principal: &Principal,
+        max: u32,
+        pending: PendingSlot,
+    ) -> Result<Self, StartError> {
+        Self::granted(inner, principal, max, pending.await)
+    }
+
+    fn granted(
+        inner: &Arc<Inner>,
+        principal: &Principal,
+        max: u32,
+        answer: crate::store::StoreResult<Option<SlotId>>,
+    ) -> Result<Self, StartError> {
+        let slot = match answer {
+            Ok(Some(slot)) => slot,
+            Ok(None) => return Err(StartError::TooManyRuns(max)),
+            Err(e) => return Err(StartError::StateUnavailable(e.to_string())),
+        };
+        let key = (principal.org_id.clone(), principal.user_id.clone());
+        *lock(&inner.active).entry(key.clone()).or_insert(0) += 1;
+        Ok(SlotGuard { inner: inner.clone(), key, slot: Some(slot), renewal: None })
+    }
+
+    /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
+    /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
+    fn keep_renewed(&mut self, cancel: CancellationToken) {
+        let (store, slot) = (self.inner.store.clone(), self.slot.clone().expect("held until drop"));
+        self.renewal = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RUN_SLOT_LEASE / 3).await;
+                match store.renew_slot(&slot, RUN_SLOT_LEASE).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
+                        cancel.cancel();
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = %e, slot = %slot.0, "the run's slot could not be renewed"),
+                }
+            }
+        }));
     }
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+        }
+        if let Some(slot) = self.slot.take() {
+            let store = self.inner.store.clone();
+            // A slot whose release fails lapses with its lease.
+            now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });
+        }
         let mut active = lock(&self.inner.active);
         if let Some(n) = active.get_mut(&self.key) {
             *n -= 1;
@@ -360,6 +448,7 @@ impl Runtime {
             classifier: Arc::new(KeywordClassifier),
             confirm_mode: ConfirmMode::default(),
             key: None,
+            store: None,
             redaction: RedactionKeys::default(),
             raw_results: false,
             limits: None,
@@ -375,7 +464,8 @@ impl Runtime {
         }
     }
 
-    /// Runs currently active for a user.
+    /// Runs this runtime (this process) is running for a user. With a shared store, the
+    /// user's runs on all nodes are `Store::active_slots`.
     pub fn active_runs(&self, principal: &Principal) -> u32 {
         lock(&self.inner.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
     }
@@ -458,7 +548,8 @@ impl Runtime {
             Err(e) => return Err(StartError::Input(e.to_string())),
         };
         self.inner.bind_session(session_id, &principal)?;
-        let slot = SlotGuard::take(&self.inner, &principal, limits.max_concurrent_runs)?;
+        let max_runs = limits.max_concurrent_runs;
+        let slot = SlotGuard::take(&self.inner, &principal, max_runs)?;
         let bus = Arc::new(EventBus::new());
         let events = bus.subscribe();
         let cancel = CancellationToken::new();
@@ -467,7 +558,21 @@ impl Runtime {
         let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
         let join = handle.spawn(
             async move {
-                let _slot = slot;
+                let mut slot = match slot {
+                    Ok(slot) => slot,
+                    Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, max_runs, pending).await {
+                        Ok(slot) => slot,
+                        Err(e) => {
+                            // Refused before anything ran: subscribers see it end, as a run
+                            // the audit log refused.
+                            let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
+                            ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
+                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: "failed".into() });
+                            return RunOutcome { error: Some(error), ..RunOutcome::empty(run_id, RunStatus::Failed) };
+                        }
+                    },
+                };
+                slot.keep_renewed(ctx.cancel.clone());
                 run_loop(ctx, input_text).await
             }
             .instrument(span),

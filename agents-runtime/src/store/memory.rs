@@ -1,0 +1,268 @@
+//! The in-memory store: one process, one lock, the runtime's default.
+
+use super::{
+    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
+    StoreError, StoreResult, StoredVerdict, TokenGrant,
+};
+use crate::BoxFuture;
+use crate::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Holds the runtime's state in this process's memory: what one process agrees with itself.
+/// Nothing survives the process, and other processes do not see it; use a durable store
+/// (`agents_store`) for that.
+///
+/// Expiry is measured on tokio's clock, so tests that pause time see tokens, slots and
+/// sessions expire as time is advanced.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+/// How often minting sweeps expired tokens out of a [`MemoryStore`], at most.
+pub const MEMORY_SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Default)]
+struct State {
+    /// Live tokens: a redeemed one is removed at once (nothing can use it again).
+    tokens: HashMap<String, (TokenGrant, Instant)>,
+    next_token_sweep: Option<Instant>,
+    slots: HashMap<String, (SlotOwner, Instant)>,
+    proposals: HashMap<String, (ProposalState, u64)>,
+    proposal_counter: u64,
+    sessions: HashMap<String, (SessionRecord, Instant)>,
+    streams: HashMap<String, Vec<String>>,
+    heads: HashMap<String, (u64, String)>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update is a whole insert, remove or field write: a panic elsewhere cannot
+        // leave a half-made entry.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tokens held: minted, not redeemed, not yet swept or pruned.
+    pub fn token_count(&self) -> usize {
+        self.lock().tokens.len()
+    }
+}
+
+impl State {
+    fn sweep_tokens(&mut self, now: Instant) -> u64 {
+        let before = self.tokens.len();
+        self.tokens.retain(|_, (_, expires)| *expires > now);
+        // A burst that expired leaves its table behind unless it is given back.
+        if self.tokens.capacity() > 64 && self.tokens.len() < self.tokens.capacity() / 4 {
+            self.tokens.shrink_to_fit();
+        }
+        self.next_token_sweep = Some(now + MEMORY_SWEEP_EVERY);
+        (before - self.tokens.len()) as u64
+    }
+}
+
+fn ready<T: Send + 'static>(value: StoreResult<T>) -> BoxFuture<'static, StoreResult<T>> {
+    Box::pin(std::future::ready(value))
+}
+
+impl Store for MemoryStore {
+    fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if state.tokens.contains_key(&grant.id) {
+            return ready(Err(StoreError::Invalid(format!("token id `{}` is taken", grant.id))));
+        }
+        // Expired tokens are swept out when a sweep is due, so memory stays bounded by the
+        // tokens minted within one lifetime plus the sweep interval, even without pruning.
+        if state.next_token_sweep.is_none_or(|due| due <= now) {
+            state.sweep_tokens(now);
+        }
+        state.tokens.insert(grant.id.clone(), (grant.clone(), now + ttl));
+        ready(Ok(()))
+    }
+
+    fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
+        let mut state = self.lock();
+        let answer = match state.tokens.remove(id) {
+            Some((grant, expires)) => Redeemed::Taken { grant, expired: Instant::now() >= expires },
+            None => Redeemed::Unknown,
+        };
+        ready(Ok(answer))
+    }
+
+    fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        let mut state = self.lock();
+        let before = state.tokens.len();
+        state.tokens.retain(|_, (g, _)| g.session_id != session_id);
+        ready(Ok((before - state.tokens.len()) as u64))
+    }
+
+    fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        ready(Ok(self.lock().sweep_tokens(Instant::now())))
+    }
+
+    fn acquire_slot<'a>(
+        &'a self,
+        owner: &'a SlotOwner,
+        cap: u32,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SlotId>>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        state.slots.retain(|_, (_, until)| *until > now);
+        let held = state.slots.values().filter(|(o, _)| o == owner).count();
+        if held >= cap as usize {
+            return ready(Ok(None));
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        state.slots.insert(id.clone(), (owner.clone(), now + lease));
+        ready(Ok(Some(SlotId(id))))
+    }
+
+    fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let renewed = match state.slots.get_mut(&slot.0) {
+            Some((_, until)) => {
+                *until = now + lease;
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(renewed))
+    }
+
+    fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
+        self.lock().slots.remove(&slot.0);
+        ready(Ok(()))
+    }
+
+    fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
+        let now = Instant::now();
+        let n = self.lock().slots.values().filter(|(o, until)| o == owner && *until > now).count();
+        ready(Ok(n as u32))
+    }
+
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
+        let mut state = self.lock();
+        if state.proposals.contains_key(&proposal.call_id) {
+            return ready(Err(StoreError::Invalid(format!("call id `{}` is taken", proposal.call_id))));
+        }
+        state.proposal_counter += 1;
+        let order = state.proposal_counter;
+        let entry = ProposalState { proposal: proposal.clone(), verdict: None, reason: None, claimed_by: None };
+        state.proposals.insert(proposal.call_id.clone(), (entry, order));
+        ready(Ok(()))
+    }
+
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        org_id: &'a str,
+        user_id: &'a str,
+        verdict: StoredVerdict,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
+        let mut state = self.lock();
+        let outcome = match state.proposals.get_mut(call_id) {
+            None => DecideOutcome::Unknown,
+            Some((p, _)) if p.proposal.org_id != org_id || p.proposal.user_id != user_id => DecideOutcome::NotYours,
+            Some((p, _)) if p.verdict.is_some() => DecideOutcome::AlreadyDecided,
+            Some((p, _)) => {
+                p.verdict = Some(verdict);
+                p.reason = reason.map(str::to_owned);
+                DecideOutcome::Recorded
+            }
+        };
+        ready(Ok(outcome))
+    }
+
+    fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
+        ready(Ok(self.lock().proposals.get(call_id).map(|(p, _)| p.clone())))
+    }
+
+    fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
+        let state = self.lock();
+        let mut pending: Vec<_> = state
+            .proposals
+            .values()
+            .filter(|(p, _)| p.verdict.is_none() && p.proposal.org_id == org_id && p.proposal.user_id == user_id)
+            .map(|(p, order)| (*order, p.proposal.clone()))
+            .collect();
+        pending.sort_by_key(|(order, _)| *order);
+        ready(Ok(pending.into_iter().map(|(_, p)| p).collect()))
+    }
+
+    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut state = self.lock();
+        let claimed = match state.proposals.get_mut(call_id) {
+            Some((p, _)) if p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none() => {
+                p.claimed_by = Some(node.to_owned());
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(claimed))
+    }
+
+    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+        let mut state = self.lock();
+        if let Some((held, _)) = state.sessions.get(&session.session_id)
+            && (held.org_id != session.org_id || held.user_id != session.user_id)
+        {
+            return ready(Ok(SessionSaved::NotYours));
+        }
+        state.sessions.insert(session.session_id.clone(), (session.clone(), Instant::now()));
+        ready(Ok(SessionSaved::Stored))
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        let now = Instant::now();
+        let state = self.lock();
+        let found = state.sessions.get(session_id).filter(|(_, used)| now < *used + idle).map(|(s, _)| s.clone());
+        ready(Ok(found))
+    }
+
+    fn delete_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        ready(Ok(self.lock().sessions.remove(session_id).is_some()))
+    }
+
+    fn prune_sessions(&self, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let before = state.sessions.len();
+        state.sessions.retain(|_, (_, used)| now < *used + idle);
+        ready(Ok((before - state.sessions.len()) as u64))
+    }
+
+    fn append_audit<'a>(
+        &'a self,
+        stream: &'a str,
+        records: Vec<AuditRecord>,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let mut state = self.lock();
+        let (seq, prev) = state.heads.get(stream).cloned().unwrap_or_else(|| (0, GENESIS_HASH.to_owned()));
+        let (sealed, lines, seq, prev) = super::seal_after(seq, &prev, records);
+        state.streams.entry(stream.to_owned()).or_default().extend(lines);
+        state.heads.insert(stream.to_owned(), (seq, prev));
+        ready(Ok(sealed))
+    }
+
+    fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
+        let state = self.lock();
+        let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
+        ready(super::verify_lines(stream, lines.iter().map(String::as_str)))
+    }
+}

@@ -1,0 +1,394 @@
+//! The state seam: everything the gate must agree on across processes, behind one trait.
+//!
+//! A [`Store`] holds confirmation tokens, per-user run slots, pending proposals and their
+//! decisions, sessions, and appends to audit chains. Implementations:
+//!
+//! | store | holds state in | several processes |
+//! | --- | --- | --- |
+//! | [`MemoryStore`] | this process (the runtime's default) | no |
+//! | `agents_store::SqliteStore` | one SQLite file, WAL | one host: every process opening the file |
+//! | `agents_store::PostgresStore` | a PostgreSQL database | any number of nodes |
+//!
+//! # Where correctness comes from
+//!
+//! Every guarantee below is one conditional statement or one transaction of the store, never
+//! a lock inside one process, so it holds against other processes (nodes) using the same
+//! database as well as against concurrent tasks of this one:
+//!
+//! - a token is redeemed at most once ([`Store::redeem_token`]: one conditional update);
+//! - a user holds at most `cap` unexpired run slots ([`Store::acquire_slot`]: count and insert
+//!   in one transaction serialised per user); a slot whose holder stops renewing it (a
+//!   crashed node) lapses when its lease ends;
+//! - a proposal is decided once, only by its own user and organisation, and an approved
+//!   proposal is claimed for execution once ([`Store::decide`], [`Store::claim_execution`]);
+//! - each audit stream is one hash chain, whatever number of writers append to it
+//!   ([`Store::append_audit`]: the chain's head is read and advanced under a lock of the
+//!   database, in the transaction that inserts the records).
+//!
+//! Ids that key decisions ([`ProposalRecord::call_id`]) are minted by the runtime, never
+//! taken from a model provider (providers reuse ids such as `call_1` across runs).
+
+mod memory;
+mod sink;
+
+pub use memory::{MEMORY_SWEEP_EVERY, MemoryStore};
+pub use sink::{STORE_MAX_BATCH, StoreAuditSink};
+
+use crate::BoxFuture;
+use crate::audit::{AuditRecord, ChainSummary};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Why a store could not answer. The runtime fails closed on every one of them.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or failed the operation.
+    #[error("state store unavailable: {0}")]
+    Unavailable(String),
+    /// The database's schema is newer than this code knows: a newer version of the
+    /// application migrated it. Nothing was changed.
+    #[error(
+        "the state store's schema is at version {found}, newer than version {known} that this build knows; run the \
+         newer build, or restore the database from before its migration"
+    )]
+    NewerSchema {
+        /// The version the database holds.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// The request was refused as malformed (nothing changed).
+    #[error("state store refused the request: {0}")]
+    Invalid(String),
+    /// An audit chain held by the store does not verify.
+    #[error("audit stream `{stream}` does not verify: {detail}")]
+    BrokenChain {
+        /// The stream.
+        stream: String,
+        /// Where and how it breaks.
+        detail: String,
+    },
+}
+
+/// What [`Store`] methods return.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What the store keeps of a minted confirmation token: what it was bound to. The token's MAC
+/// is not stored; the runtime recomputes it with its server key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenGrant {
+    /// The token's id (lowercase hex of 16 random bytes).
+    pub id: String,
+    /// The session the token was minted for.
+    pub session_id: String,
+    /// The tool it was approved for.
+    pub tool: String,
+    /// The HMAC of the canonical arguments it was approved for.
+    pub args_mac: String,
+}
+
+/// What a redemption found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redeemed {
+    /// This redemption used the token up; `expired` tells whether its expiry had passed (an
+    /// expired token is used up too, and must be refused).
+    Taken {
+        /// What the token was bound to.
+        grant: TokenGrant,
+        /// Whether it had expired.
+        expired: bool,
+    },
+    /// Never minted, already redeemed, or pruned.
+    Unknown,
+}
+
+/// The user a run slot is counted against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SlotOwner {
+    /// The organisation.
+    pub org_id: String,
+    /// The user.
+    pub user_id: String,
+}
+
+/// A held run slot. Release it with [`Store::release_slot`]; renew it with
+/// [`Store::renew_slot`] before its lease ends, or it lapses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SlotId(pub String);
+
+/// A person's decision, as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredVerdict {
+    /// Approved.
+    Approved,
+    /// Rejected.
+    Rejected,
+}
+
+impl StoredVerdict {
+    /// The word stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredVerdict::Approved => "approved",
+            StoredVerdict::Rejected => "rejected",
+        }
+    }
+
+    /// The verdict a stored word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "approved" => Some(StoredVerdict::Approved),
+            "rejected" => Some(StoredVerdict::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// A proposed action waiting for (or past) a person's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposalRecord {
+    /// The runtime's own id of the call (minted by the runtime, unique per call).
+    pub call_id: String,
+    /// The run that proposed it.
+    pub run_id: String,
+    /// The run's session.
+    pub session_id: String,
+    /// The organisation the run acts for.
+    pub org_id: String,
+    /// The user the run acts for; only they may decide.
+    pub user_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The title a person reads.
+    pub title: String,
+    /// The arguments as the decider's card shows them.
+    pub args: Value,
+    /// The HMAC of the canonical arguments (what a token will be bound to).
+    pub args_mac: String,
+}
+
+/// A proposal with its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposalState {
+    /// The proposal.
+    pub proposal: ProposalRecord,
+    /// The decision, once made.
+    pub verdict: Option<StoredVerdict>,
+    /// The rejection reason, if one was given.
+    pub reason: Option<String>,
+    /// The node that claimed the approved call's execution, once claimed.
+    pub claimed_by: Option<String>,
+}
+
+/// Why a decision was not recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecideOutcome {
+    /// Recorded: this decision is the proposal's one decision.
+    Recorded,
+    /// No such proposal.
+    Unknown,
+    /// The decider is not the run's own user and organisation; nothing changed.
+    NotYours,
+    /// Already decided (by this or another node); nothing changed.
+    AlreadyDecided,
+}
+
+/// A session's durable state: whose it is, its replayed history and the digest of its
+/// executed tool results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    /// The session id.
+    pub session_id: String,
+    /// The organisation it is bound to.
+    pub org_id: String,
+    /// The user it is bound to.
+    pub user_id: String,
+    /// The replayed history (JSON, as the runtime writes it).
+    pub history: Value,
+    /// The digest of executed tool results (JSON).
+    pub digest: Value,
+}
+
+/// What [`Store::save_session`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSaved {
+    /// Stored (created or replaced).
+    Stored,
+    /// The session id belongs to another user or organisation; nothing changed.
+    NotYours,
+}
+
+/// The state store. See the [module documentation](self) for what each method guarantees
+/// and against whom.
+///
+/// Durations are measured on the store's own clock (the database server's, for a shared
+/// store), so nodes whose clocks differ agree on expiry.
+pub trait Store: Send + Sync + 'static {
+    // -- confirmation tokens ------------------------------------------------------------
+
+    /// Stores a minted token, redeemable until `ttl` from now.
+    fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Uses the token up, in one conditional operation: of any number of concurrent
+    /// redemptions of one token, on any number of nodes, exactly one gets
+    /// [`Redeemed::Taken`].
+    fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>>;
+
+    /// Drops every token of `session_id` (the session ended). Returns how many.
+    fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>>;
+
+    /// Drops redeemed and expired tokens. Returns how many.
+    fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    // -- run slots ----------------------------------------------------------------------
+
+    /// Takes one of `owner`'s run slots with a lease of `lease`, or `None` when they hold
+    /// `cap` unexpired slots already. Count and insert are one transaction serialised per
+    /// owner, so the cap holds across nodes.
+    fn acquire_slot<'a>(
+        &'a self,
+        owner: &'a SlotOwner,
+        cap: u32,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SlotId>>>;
+
+    /// Extends a held slot's lease to `lease` from now. `false` when the slot is gone: it
+    /// was released, or it lapsed and an acquisition of its owner took its place (a lapsed
+    /// slot still in place is renewed: the cap never counted a slot that was not there).
+    fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Gives a slot back. Releasing a slot that is gone does nothing.
+    fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// `owner`'s unexpired slots.
+    fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>>;
+
+    // -- proposals and decisions --------------------------------------------------------
+
+    /// Stores a proposal, undecided. Refused ([`StoreError::Invalid`]) when its call id is
+    /// taken.
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Records `verdict` on the proposal, only when `org_id`/`user_id` are the run's own and
+    /// it is undecided (one conditional update).
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        org_id: &'a str,
+        user_id: &'a str,
+        verdict: StoredVerdict,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<DecideOutcome>>;
+
+    /// The proposal and its state.
+    fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>>;
+
+    /// The undecided proposals of one user, oldest first (what a person still has to decide,
+    /// whatever events they missed).
+    fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>>;
+
+    /// Claims an approved proposal's execution for `node`: `true` for exactly one claim of
+    /// an approved proposal, ever; `false` when it is not approved or already claimed.
+    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    // -- sessions -----------------------------------------------------------------------
+
+    /// Stores a session's state and marks it used now. Refused (nothing changes) when the id
+    /// belongs to another user or organisation.
+    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>>;
+
+    /// A session used within `idle`, or `None` (never stored, or idle longer).
+    fn load_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>>;
+
+    /// Drops a session (and nothing else). Returns whether it was held.
+    fn delete_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Drops sessions unused for longer than `idle`. Returns how many.
+    fn prune_sessions(&self, idle: Duration) -> BoxFuture<'_, StoreResult<u64>>;
+
+    // -- audit chains -------------------------------------------------------------------
+
+    /// Seals `records` (a plain chain: `seq`, `prev_hash`, `hash`) after the head of
+    /// `stream` and stores them, in one transaction that holds the stream's head locked, so
+    /// concurrent appenders on any node extend one chain. Returns the sealed records.
+    fn append_audit<'a>(
+        &'a self,
+        stream: &'a str,
+        records: Vec<AuditRecord>,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>>;
+
+    /// Verifies `stream`'s chain from its first record.
+    fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>>;
+}
+
+/// Verifies a chain given as canonical JSON lines in `seq` order (what the stores keep).
+pub fn verify_lines<'a>(stream: &str, lines: impl IntoIterator<Item = &'a str>) -> StoreResult<ChainSummary> {
+    let mut verifier = agents_core::audit::ChainVerifier::new();
+    let broken = |e: agents_core::audit::ChainError| StoreError::BrokenChain {
+        stream: stream.to_owned(),
+        detail: e.to_string(),
+    };
+    for (i, line) in lines.into_iter().enumerate() {
+        verifier.line(line, i + 1).map_err(broken)?;
+    }
+    verifier.finish().map_err(broken)
+}
+
+/// Seals `records` after `(seq, prev_hash)` in a plain chain; returns them with their lines
+/// and the new head.
+pub fn seal_after(
+    mut seq: u64,
+    prev_hash: &str,
+    records: Vec<AuditRecord>,
+) -> (Vec<AuditRecord>, Vec<String>, u64, String) {
+    let mut prev = prev_hash.to_owned();
+    let mut sealed = Vec::with_capacity(records.len());
+    let mut lines = Vec::with_capacity(records.len());
+    for record in records {
+        seq += 1;
+        let (record, line) = agents_core::audit::PreparedRecord::new(record).seal(seq, &prev);
+        prev.clone_from(&record.hash);
+        sealed.push(record);
+        lines.push(line);
+    }
+    (sealed, lines, seq, prev)
+}
+
+/// `future`'s output if it is ready at once (the in-memory store's always is), or the future.
+pub(crate) fn answer_now<F: Future + Unpin>(mut future: F) -> Result<F::Output, F> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::Pin::new(&mut future).poll(&mut cx) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(future),
+    }
+}
+
+/// `future`'s answer if it has one at once; otherwise it goes on as a task of the current
+/// tokio runtime (or, outside one, is dropped with a warning) and the answer is `None`.
+pub(crate) fn now_or_in_background<T: Send + 'static>(
+    what: &'static str,
+    future: impl Future<Output = StoreResult<T>> + Send + 'static,
+) -> Option<T> {
+    match answer_now(Box::pin(future)) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "{what}: the state store failed");
+            None
+        }
+        Err(future) => {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn(async move {
+                    if let Err(e) = future.await {
+                        tracing::warn!(error = %e, "{what}: the state store failed");
+                    }
+                })),
+                Err(_) => tracing::warn!("{what}: the state store did not answer at once and no tokio runtime runs"),
+            }
+            None
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! A second node for the PostgreSQL store's multi-process tests and benchmark: connects to a
+//! database, waits for `go` on standard input where a race needs a common start, does one
+//! thing many times concurrently, and prints what it got.
+//!
+//! ```text
+//! agents-store-node CONNINFO redeem TOKEN_ID N          -> taken K
+//! agents-store-node CONNINFO acquire ORG USER CAP N MS  -> acquired K
+//! agents-store-node CONNINFO hold ORG USER CAP MS       -> held ID   (then renews until killed)
+//! agents-store-node CONNINFO decide CALL_ID ORG USER    -> decided OUTCOME
+//! agents-store-node CONNINFO claim CALL_ID N            -> claimed K
+//! agents-store-node CONNINFO audit STREAM PRODUCERS PER -> appended K
+//! ```
+
+use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, StoredVerdict};
+use agents_store::PostgresStore;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main]
+async fn main() -> Result<(), Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [conninfo, command, rest @ ..] = args.as_slice() else {
+        return Err("usage: agents-store-node CONNINFO COMMAND ARGS...".into());
+    };
+    let store = Arc::new(PostgresStore::connect(conninfo, 32).await?);
+    let arg = |i: usize| rest.get(i).cloned().ok_or_else(|| format!("`{command}` needs argument {}", i + 1));
+    let num = |i: usize| -> Result<usize, Failure> { Ok(arg(i)?.parse()?) };
+    match command.as_str() {
+        "redeem" => {
+            let (id, n) = (arg(0)?, num(1)?);
+            go().await?;
+            let tasks: Vec<_> = (0..n)
+                .map(|_| {
+                    let (store, id) = (store.clone(), id.clone());
+                    tokio::spawn(async move { store.redeem_token(&id).await })
+                })
+                .collect();
+            let mut taken = 0;
+            for t in tasks {
+                if let agents_runtime::store::Redeemed::Taken { .. } = t.await?? {
+                    taken += 1;
+                }
+            }
+            println!("taken {taken}");
+        }
+        "acquire" => {
+            let owner = SlotOwner { org_id: arg(0)?, user_id: arg(1)? };
+            let (cap, n, ms) = (num(2)? as u32, num(3)?, num(4)? as u64);
+            go().await?;
+            let tasks: Vec<_> = (0..n)
+                .map(|_| {
+                    let (store, owner) = (store.clone(), owner.clone());
+                    tokio::spawn(async move { store.acquire_slot(&owner, cap, Duration::from_millis(ms)).await })
+                })
+                .collect();
+            let mut acquired = 0;
+            for t in tasks {
+                acquired += usize::from(t.await??.is_some());
+            }
+            println!("acquired {acquired}");
+        }
+        "hold" => {
+            let owner = SlotOwner { org_id: arg(0)?, user_id: arg(1)? };
+            let (cap, ms) = (num(2)? as u32, num(3)? as u64);
+            let lease = Duration::from_millis(ms);
+            let Some(slot) = store.acquire_slot(&owner, cap, lease).await? else {
+                println!("refused");
+                return Ok(());
+            };
+            println!("held {}", slot.0);
+            // A live holder renews its lease; only a dead one lets it lapse.
+            loop {
+                tokio::time::sleep(lease / 4).await;
+                if !store.renew_slot(&slot, lease).await? {
+                    return Err("the held slot lapsed while renewing".into());
+                }
+            }
+        }
+        "decide" => {
+            let outcome = store.decide(&arg(0)?, &arg(1)?, &arg(2)?, StoredVerdict::Approved, None).await?;
+            println!("decided {outcome:?}");
+        }
+        "claim" => {
+            let (call_id, n) = (arg(0)?, num(1)?);
+            go().await?;
+            let tasks: Vec<_> = (0..n)
+                .map(|i| {
+                    let (store, call_id) = (store.clone(), call_id.clone());
+                    tokio::spawn(async move { store.claim_execution(&call_id, &format!("node-b-{i}")).await })
+                })
+                .collect();
+            let mut claimed = 0;
+            for t in tasks {
+                claimed += usize::from(t.await??);
+            }
+            println!("claimed {claimed}");
+        }
+        "audit" => {
+            let (stream, producers, per) = (arg(0)?, num(1)?, num(2)?);
+            let sink = StoreAuditSink::new(store.clone(), stream);
+            go().await?;
+            let tasks: Vec<_> = (0..producers)
+                .map(|p| {
+                    let sink = sink.clone();
+                    tokio::spawn(async move {
+                        for i in 0..per {
+                            use agents_runtime::audit::AuditSink;
+                            sink.append(agents_store::testing::sample_record(p * per + i, "b")).await?;
+                        }
+                        Ok::<_, agents_runtime::audit::AuditError>(per)
+                    })
+                })
+                .collect();
+            let mut appended = 0;
+            for t in tasks {
+                appended += t.await??;
+            }
+            println!("appended {appended}");
+        }
+        other => return Err(format!("unknown command `{other}`").into()),
+    }
+    Ok(())
+}
+
+/// Says `ready` and waits for a `go` line.
+async fn go() -> Result<(), Failure> {
+    println!("ready");
+    let mut line = String::new();
+    tokio::io::BufReader::new(tokio::io::stdin()).read_line(&mut line).await?;
+    if line.trim() == "go" { Ok(()) } else { Err(format!("expected `go`, read {line:?}").into()) }
+}

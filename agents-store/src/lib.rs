@@ -1,0 +1,94 @@
+#![doc = include_str!("../README.md")]
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+
+pub use agents_runtime::store::{Store, StoreError, StoreResult};
+
+/// One schema migration: its version and its SQL, embedded at build time.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The version the schema is at once this migration is applied (1, 2, ...).
+    pub version: i64,
+    /// What it does, in a few words.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// The table that records the applied migrations, in every backend.
+pub const VERSION_TABLE: &str = "agents_schema_migrations";
+
+/// The migrations of the SQLite schema, in order.
+#[cfg(feature = "sqlite")]
+pub const SQLITE_MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "state", sql: include_str!("../migrations/sqlite/0001_state.sql") }];
+
+/// The migrations of the PostgreSQL schema, in order.
+#[cfg(feature = "postgres")]
+pub const POSTGRES_MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") }];
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// The newest version in `migrations`.
+fn newest(migrations: &[Migration]) -> i64 {
+    migrations.last().map_or(0, |m| m.version)
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// Refuses a database whose schema is newer than this build knows.
+fn check_version(found: i64, migrations: &[Migration]) -> StoreResult<()> {
+    let known = newest(migrations);
+    if found > known { Err(StoreError::NewerSchema { found, known }) } else { Ok(()) }
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("{what}: {e}"))
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Support for tests and benchmarks of stores.
+pub mod testing {
+    use agents_runtime::Tier;
+    use agents_runtime::audit::{AuditRecord, AuditStatus};
+
+    /// An unsealed audit record whose content depends on `i` (a tool call's proposal).
+    pub fn sample_record(i: usize, node: &str) -> AuditRecord {
+        AuditRecord {
+            seq: 0,
+            ts: format!("2026-01-01T00:{:02}:{:02}Z", (i / 60) % 60, i % 60),
+            run_id: format!("run-{node}-{}", i % 7).into(),
+            session_id: format!("session-{}", i % 3).into(),
+            request_id: format!("req-{node}-{i}").into(),
+            call_id: Some(format!("call-{node}-{i}").into()),
+            epoch: None,
+            user_id: "u-ann".into(),
+            org_id: "org-clinic".into(),
+            role: "nurse".into(),
+            agent: "clinic".into(),
+            tool: Some("orders.place".into()),
+            tier: Some(Tier::Action),
+            status: AuditStatus::Proposed,
+            reason: None,
+            title: Some("Place an order".into()),
+            args: Some(serde_json::json!({"patient": format!("p-{i}"), "dose_mg": i % 500}).into()),
+            args_hash: Some(format!("{:064x}", i * 7919)),
+            result: None,
+            manifest_sha256: "5f1c9e0b7a3d2c4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6".into(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+}

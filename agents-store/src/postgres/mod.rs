@@ -1,0 +1,618 @@
+//! The PostgreSQL store: one database shared by every node of a service.
+
+mod harness;
+
+pub use harness::{HarnessError, TempCluster};
+
+use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
+use agents_runtime::BoxFuture;
+use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use agents_runtime::store::{
+    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use futures::future::{join, join3, join5};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+/// The advisory lock key that serialises migrations of one database across nodes.
+const MIGRATION_LOCK: i64 = 0x6167_656e_7473_0001;
+
+/// The runtime's state in a PostgreSQL database, shared by every node that connects to it.
+///
+/// Each guarantee of [`Store`] is one conditional statement or one transaction on the
+/// server, so it holds across nodes (see the crate documentation for which statement backs
+/// which guarantee). Expiry is measured on the database server's clock (`now()`), so nodes
+/// whose clocks differ agree on it.
+///
+/// Connections come from a `deadpool-postgres` pool. A multi-statement operation is sent as
+/// one pipeline (one round trip) and runs in its own task, so a caller that gives up half way
+/// never leaves a connection inside a transaction.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    /// The head of each audit stream as this node last left it: a guess, checked by the
+    /// database on every append.
+    heads: Arc<Mutex<HashMap<String, (i64, String)>>>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore").field("pool", &self.pool.status()).finish()
+    }
+}
+
+fn pg_error(e: impl std::fmt::Display) -> StoreError {
+    unavailable("PostgreSQL", e)
+}
+
+fn is_unique_violation(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+impl PostgresStore {
+    /// Connects with a libpq-style connection string (`host=... port=... user=... dbname=...`
+    /// or a `postgresql://` URL) and a pool of at most `max_connections`, then applies the
+    /// schema migrations the database lacks (under an advisory lock, so nodes starting
+    /// together migrate once). Refuses ([`StoreError::NewerSchema`], nothing changed) a
+    /// database migrated by a newer build.
+    pub async fn connect(conninfo: &str, max_connections: usize) -> StoreResult<Self> {
+        let config: tokio_postgres::Config =
+            conninfo.parse().map_err(|e| StoreError::Invalid(format!("PostgreSQL connection string: {e}")))?;
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager).max_size(max_connections.max(1)).build().map_err(pg_error)?;
+        let store = PostgresStore { pool, heads: Arc::default() };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn client(&self) -> StoreResult<Object> {
+        self.pool.get().await.map_err(pg_error)
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(pg_error)?;
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version BIGINT PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        ))
+        .await
+        .map_err(pg_error)?;
+        let found: i64 = tx
+            .query_one(&format!("SELECT COALESCE(MAX(version), 0)::BIGINT FROM {VERSION_TABLE}"), &[])
+            .await
+            .map_err(pg_error)?
+            .get(0);
+        check_version(found, POSTGRES_MIGRATIONS)?;
+        for m in POSTGRES_MIGRATIONS.iter().filter(|m| m.version > found) {
+            tx.batch_execute(m.sql)
+                .await
+                .map_err(|e| unavailable(&format!("migration {} ({})", m.version, m.name), e))?;
+            tx.execute(&format!("INSERT INTO {VERSION_TABLE} (version, name) VALUES ($1, $2)"), &[&m.version, &m.name])
+                .await
+                .map_err(pg_error)?;
+        }
+        tx.commit().await.map_err(pg_error)
+    }
+
+    /// The schema version the database is at.
+    pub async fn schema_version(&self) -> StoreResult<i64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(&format!("SELECT COALESCE(MAX(version), 0)::BIGINT FROM {VERSION_TABLE}"), &[])
+            .await
+            .map_err(pg_error)?;
+        Ok(row.get(0))
+    }
+
+    /// Runs `f` in its own task, so it completes (or rolls back) even if the caller stops
+    /// waiting.
+    fn spawned<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = StoreResult<T>> + Send + 'static,
+    ) -> BoxFuture<'static, StoreResult<T>> {
+        Box::pin(async move { tokio::spawn(f).await.map_err(|e| unavailable("PostgreSQL task", e))? })
+    }
+}
+
+/// Ends a transaction that failed half way, so the connection goes back to the pool clean.
+async fn abandon(client: &Object) {
+    if let Err(e) = client.batch_execute("ROLLBACK").await {
+        tracing::warn!(error = %e, "rollback of a failed state-store transaction failed");
+    }
+}
+
+const PROPOSAL_COLUMNS: &str =
+    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by";
+
+fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
+    let verdict: Option<String> = row.get(9);
+    ProposalState {
+        proposal: ProposalRecord {
+            call_id: row.get(0),
+            run_id: row.get(1),
+            session_id: row.get(2),
+            org_id: row.get(3),
+            user_id: row.get(4),
+            tool: row.get(5),
+            title: row.get(6),
+            args: row.get(7),
+            args_mac: row.get(8),
+        },
+        verdict: verdict.as_deref().and_then(StoredVerdict::parse),
+        reason: row.get(10),
+        claimed_by: row.get(11),
+    }
+}
+
+impl Store for PostgresStore {
+    fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "INSERT INTO agents_tokens (id, session_id, tool, args_mac, expires_at) \
+                     VALUES ($1, $2, $3, $4, now() + $5::BIGINT * interval '1 millisecond')",
+                )
+                .await
+                .map_err(pg_error)?;
+            client
+                .execute(&stmt, &[&grant.id, &grant.session_id, &grant.tool, &grant.args_mac, &millis(ttl)])
+                .await
+                .map_err(|e| {
+                    if is_unique_violation(&e) {
+                        StoreError::Invalid(format!("token id `{}` is taken", grant.id))
+                    } else {
+                        pg_error(e)
+                    }
+                })
+                .map(drop)
+        })
+    }
+
+    fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent redemption waits for this row's lock and
+            // then re-checks `redeemed_at IS NULL` on the updated row, which fails.
+            let stmt = client
+                .prepare_cached(
+                    "UPDATE agents_tokens SET redeemed_at = now() WHERE id = $1 AND redeemed_at IS NULL \
+                     RETURNING id, session_id, tool, args_mac, expires_at <= now()",
+                )
+                .await
+                .map_err(pg_error)?;
+            let row = client.query_opt(&stmt, &[&id]).await.map_err(pg_error)?;
+            Ok(match row {
+                Some(r) => Redeemed::Taken {
+                    grant: TokenGrant { id: r.get(0), session_id: r.get(1), tool: r.get(2), args_mac: r.get(3) },
+                    expired: r.get(4),
+                },
+                None => Redeemed::Unknown,
+            })
+        })
+    }
+
+    fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client.execute("DELETE FROM agents_tokens WHERE session_id = $1", &[&session_id]).await.map_err(pg_error)
+        })
+    }
+
+    fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute("DELETE FROM agents_tokens WHERE redeemed_at IS NOT NULL OR expires_at <= now()", &[])
+                .await
+                .map_err(pg_error)
+        })
+    }
+
+    fn acquire_slot<'a>(
+        &'a self,
+        owner: &'a SlotOwner,
+        cap: u32,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SlotId>>> {
+        let store = self.clone();
+        let owner = owner.clone();
+        self.spawned(async move {
+            let client = store.client().await?;
+            let lock = client
+                .prepare_cached(
+                    "INSERT INTO agents_slot_owners (org_id, user_id) VALUES ($1, $2) \
+                     ON CONFLICT (org_id, user_id) DO UPDATE SET org_id = EXCLUDED.org_id",
+                )
+                .await
+                .map_err(pg_error)?;
+            let expire = client
+                .prepare_cached(
+                    "DELETE FROM agents_run_slots WHERE org_id = $1 AND user_id = $2 AND lease_until <= now()",
+                )
+                .await
+                .map_err(pg_error)?;
+            let take = client
+                .prepare_cached(
+                    "INSERT INTO agents_run_slots (id, org_id, user_id, lease_until) \
+                     SELECT $3, $1, $2, now() + $4::BIGINT * interval '1 millisecond' \
+                     WHERE (SELECT count(*) FROM agents_run_slots WHERE org_id = $1 AND user_id = $2) < $5::BIGINT \
+                     RETURNING id",
+                )
+                .await
+                .map_err(pg_error)?;
+            let id = uuid::Uuid::new_v4().to_string();
+            let (org, user, lease_ms, cap) = (&owner.org_id, &owner.user_id, millis(lease), i64::from(cap));
+            // One pipeline, one round trip. The statements run in order on the server: the
+            // owner's row lock is held before the count is taken, so the count sees every slot
+            // committed by whoever held the lock before.
+            let (begin, locked, expired, taken, commit) = join5(
+                client.batch_execute("BEGIN"),
+                client.execute(&lock, &[org, user]),
+                client.execute(&expire, &[org, user]),
+                client.query_opt(&take, &[org, user, &id, &lease_ms, &cap]),
+                client.batch_execute("COMMIT"),
+            )
+            .await;
+            let outcome = begin.and(locked).and(expired).and(taken).and_then(|t| commit.map(|()| t));
+            match outcome {
+                Ok(taken) => Ok(taken.map(|_| SlotId(id))),
+                Err(e) => {
+                    abandon(&client).await;
+                    Err(pg_error(e))
+                }
+            }
+        })
+    }
+
+    fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute(
+                    "UPDATE agents_run_slots SET lease_until = now() + $2::BIGINT * interval '1 millisecond' \
+                     WHERE id = $1",
+                    &[&slot.0, &millis(lease)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client.execute("DELETE FROM agents_run_slots WHERE id = $1", &[&slot.0]).await.map_err(pg_error).map(drop)
+        })
+    }
+
+    fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM agents_run_slots WHERE org_id = $1 AND user_id = $2 AND lease_until > now()",
+                    &[&owner.org_id, &owner.user_id],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX))
+        })
+    }
+
+    fn put_proposal<'a>(&'a self, p: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO agents_proposals (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    &[&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac],
+                )
+                .await
+                .map_err(|e| {
+                    if is_unique_violation(&e) {
+                        StoreError::Invalid(format!("call id `{}` is taken", p.call_id))
+                    } else {
+                        pg_error(e)
+                    }
+                })
+                .map(drop)
+        })
+    }
+
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        org_id: &'a str,
+        user_id: &'a str,
+        verdict: StoredVerdict,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now() \
+                     WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL",
+                    &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason],
+                )
+                .await
+                .map_err(pg_error)?;
+            if n == 1 {
+                return Ok(DecideOutcome::Recorded);
+            }
+            let row = client
+                .query_opt("SELECT org_id, user_id FROM agents_proposals WHERE call_id = $1", &[&call_id])
+                .await
+                .map_err(pg_error)?;
+            Ok(match row {
+                None => DecideOutcome::Unknown,
+                Some(r) if r.get::<_, &str>(0) != org_id || r.get::<_, &str>(1) != user_id => DecideOutcome::NotYours,
+                Some(_) => DecideOutcome::AlreadyDecided,
+            })
+        })
+    }
+
+    fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(&format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = $1"), &[&call_id])
+                .await
+                .map_err(pg_error)?;
+            Ok(row.as_ref().map(proposal_row))
+        })
+    }
+
+    fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                         WHERE org_id = $1 AND user_id = $2 AND verdict IS NULL ORDER BY ord"
+                    ),
+                    &[&org_id, &user_id],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(rows.iter().map(|r| proposal_row(r).proposal).collect())
+        })
+    }
+
+    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now() \
+                     WHERE call_id = $1 AND verdict = 'approved' AND claimed_by IS NULL",
+                    &[&call_id, &node],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn save_session<'a>(&'a self, s: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute(
+                    "INSERT INTO agents_sessions (session_id, org_id, user_id, history, digest, used_at) \
+                     VALUES ($1, $2, $3, $4, $5, now()) \
+                     ON CONFLICT (session_id) DO UPDATE SET history = EXCLUDED.history, digest = EXCLUDED.digest, \
+                     used_at = now() \
+                     WHERE agents_sessions.org_id = EXCLUDED.org_id AND agents_sessions.user_id = EXCLUDED.user_id",
+                    &[&s.session_id, &s.org_id, &s.user_id, &s.history, &s.digest],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(if n == 1 { SessionSaved::Stored } else { SessionSaved::NotYours })
+        })
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT session_id, org_id, user_id, history, digest FROM agents_sessions \
+                     WHERE session_id = $1 AND used_at > now() - $2::BIGINT * interval '1 millisecond'",
+                    &[&session_id, &millis(idle)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(row.map(|r| SessionRecord {
+                session_id: r.get(0),
+                org_id: r.get(1),
+                user_id: r.get(2),
+                history: r.get(3),
+                digest: r.get(4),
+            }))
+        })
+    }
+
+    fn delete_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute("DELETE FROM agents_sessions WHERE session_id = $1", &[&session_id])
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn prune_sessions(&self, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "DELETE FROM agents_sessions WHERE used_at <= now() - $1::BIGINT * interval '1 millisecond'",
+                    &[&millis(idle)],
+                )
+                .await
+                .map_err(pg_error)
+        })
+    }
+
+    fn append_audit<'a>(
+        &'a self,
+        stream: &'a str,
+        records: Vec<AuditRecord>,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let store = self.clone();
+        let stream = stream.to_owned();
+        self.spawned(async move {
+            if records.is_empty() {
+                return Ok(Vec::new());
+            }
+            let client = store.client().await?;
+            let cached = lock(&store.heads).get(&stream).cloned();
+            if let Some(head) = cached {
+                match append_after(&client, &stream, &head, records.clone()).await {
+                    Ok((sealed, new_head)) => {
+                        lock(&store.heads).insert(stream, new_head);
+                        return Ok(sealed);
+                    }
+                    // Another node appended since: read the head under its lock below.
+                    Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                        abandon(&client).await;
+                    }
+                    Err(e) => {
+                        abandon(&client).await;
+                        lock(&store.heads).remove(&stream);
+                        return Err(pg_error(e));
+                    }
+                }
+            }
+            match append_locked(&client, &stream, records).await {
+                Ok((sealed, new_head)) => {
+                    lock(&store.heads).insert(stream, new_head);
+                    Ok(sealed)
+                }
+                Err(e) => {
+                    abandon(&client).await;
+                    lock(&store.heads).remove(&stream);
+                    Err(pg_error(e))
+                }
+            }
+        })
+    }
+
+    fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query("SELECT line FROM agents_audit WHERE stream = $1 ORDER BY seq", &[&stream])
+                .await
+                .map_err(pg_error)?;
+            verify_lines(stream, rows.iter().map(|r| r.get::<_, &str>(0)))
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A stream's head: the last record's `seq` and `hash`.
+type Head = (i64, String);
+
+/// The insert of one batch of sealed records.
+const INSERT_RECORDS: &str = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
+                              SELECT $1, * FROM unnest($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])";
+
+/// Seals `records` after `head` as this node last saw it and stores them, in one pipeline
+/// (one round trip): `BEGIN`, advance the head from exactly `head` (which takes the head
+/// row's lock, waiting for another node's append to end, and fails with SQLSTATE 40001 if the
+/// head moved on), insert, `COMMIT`. On failure the transaction stored nothing.
+async fn append_after(
+    client: &Object,
+    stream: &str,
+    head: &Head,
+    records: Vec<AuditRecord>,
+) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
+    let advance = client.prepare_cached("SELECT agents_audit_advance($1, $2, $3, $4, $5)").await?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await?;
+    let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
+    let columns = Columns::of(&sealed);
+    let last_seq = last_seq as i64;
+    let (begin, advanced, inserted, commit) = futures::future::join4(
+        client.batch_execute("BEGIN"),
+        client.execute(&advance, &[&stream, &head.0, &head.1, &last_seq, &last_hash]),
+        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        client.batch_execute("COMMIT"),
+    )
+    .await;
+    // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
+    // error is the answer and nothing was stored.
+    begin.and(advanced).and(inserted).and(commit)?;
+    Ok((sealed, (last_seq, last_hash)))
+}
+
+/// Reads the head under its row lock (creating a new stream's head), seals `records` after
+/// it, inserts them and advances the head, in one transaction of two round trips. A writer
+/// on another node blocks on the lock until this transaction ends, then reads the head it
+/// left.
+async fn append_locked(
+    client: &Object,
+    stream: &str,
+    records: Vec<AuditRecord>,
+) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
+    let head = client
+        .prepare_cached(
+            "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
+             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash",
+        )
+        .await?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await?;
+    let advance = client.prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1").await?;
+    let (begin, head) = join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
+    begin?;
+    let head = head?;
+    let (seq, prev): (i64, String) = (head.get(0), head.get(1));
+    let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
+    let columns = Columns::of(&sealed);
+    let last_seq = last_seq as i64;
+    let (inserted, advanced, commit) = join3(
+        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        client.execute(&advance, &[&stream, &last_seq, &last_hash]),
+        client.batch_execute("COMMIT"),
+    )
+    .await;
+    inserted.and(advanced).and(commit)?;
+    Ok((sealed, (last_seq, last_hash)))
+}
+
+/// The chain columns of sealed records, as arrays for `unnest`.
+struct Columns<'a> {
+    seqs: Vec<i64>,
+    prevs: Vec<&'a str>,
+    hashes: Vec<&'a str>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(sealed: &'a [AuditRecord]) -> Self {
+        Columns {
+            seqs: sealed.iter().map(|r| r.seq as i64).collect(),
+            prevs: sealed.iter().map(|r| r.prev_hash.as_str()).collect(),
+            hashes: sealed.iter().map(|r| r.hash.as_str()).collect(),
+        }
+    }
+}

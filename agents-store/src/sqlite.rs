@@ -1,0 +1,482 @@
+//! The SQLite store: one file in WAL mode, for one node.
+
+use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
+use agents_runtime::BoxFuture;
+use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use agents_runtime::store::{
+    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The runtime's state in one SQLite file (WAL mode, `synchronous = FULL`): it survives a
+/// restart of the process, and every process that opens the same file shares it (SQLite's
+/// file locks serialise their writes).
+///
+/// Each guarantee of [`Store`] is one statement or one `BEGIN IMMEDIATE` transaction, so it
+/// holds across connections and processes, not only inside this value. Expiry uses this
+/// host's clock.
+///
+/// Operations run on tokio's blocking pool, one at a time per `SqliteStore`.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, millis)
+}
+
+fn sql_error(e: rusqlite::Error) -> StoreError {
+    unavailable("SQLite", e)
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path`, applying the schema migrations it lacks.
+    /// Refuses ([`StoreError::NewerSchema`], nothing changed) a file migrated by a newer build.
+    pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let path = path.as_ref().to_path_buf();
+        let at = |e: rusqlite::Error| unavailable(&format!("SQLite store `{}`", path.display()), e);
+        let mut conn = Connection::open(&path).map_err(at)?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(at)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(at)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), %mode, "state store is not in WAL mode");
+        }
+        conn.pragma_update(None, "synchronous", "FULL").map_err(at)?;
+        migrate(&mut conn, SQLITE_MIGRATIONS)?;
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version the file is at.
+    pub fn schema_version(&self) -> StoreResult<i64> {
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        version(&conn).map_err(sql_error)
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    ) -> BoxFuture<'static, StoreResult<T>> {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // A panic inside `f` rolls its transaction back (the transaction is dropped),
+                // so the connection is consistent after it.
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                f(&mut conn)
+            })
+            .await
+            .map_err(|e| unavailable("SQLite task", e))?
+        })
+    }
+}
+
+fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(&format!("SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}"), [], |r| r.get(0))
+}
+
+/// Applies the migrations the file lacks, in one `IMMEDIATE` transaction (a second process
+/// opening the file at the same time waits, then finds them applied).
+pub(crate) fn migrate(conn: &mut Connection, migrations: &[Migration]) -> StoreResult<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+    tx.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT"
+    ))
+    .map_err(sql_error)?;
+    let found = version(&tx).map_err(sql_error)?;
+    check_version(found, migrations)?;
+    for m in migrations.iter().filter(|m| m.version > found) {
+        tx.execute_batch(m.sql).map_err(|e| unavailable(&format!("migration {} ({})", m.version, m.name), e))?;
+        tx.execute(
+            &format!("INSERT INTO {VERSION_TABLE} (version, name, applied_at) VALUES (?1, ?2, ?3)"),
+            params![m.version, m.name, now_ms()],
+        )
+        .map_err(sql_error)?;
+    }
+    tx.commit().map_err(sql_error)
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    v.to_string()
+}
+
+fn json_value(text: &str) -> rusqlite::Result<serde_json::Value> {
+    serde_json::from_str(text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e)))
+}
+
+fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
+    let args: String = row.get(7)?;
+    let verdict: Option<String> = row.get(9)?;
+    Ok(ProposalState {
+        proposal: ProposalRecord {
+            call_id: row.get(0)?,
+            run_id: row.get(1)?,
+            session_id: row.get(2)?,
+            org_id: row.get(3)?,
+            user_id: row.get(4)?,
+            tool: row.get(5)?,
+            title: row.get(6)?,
+            args: json_value(&args)?,
+            args_mac: row.get(8)?,
+        },
+        verdict: verdict.as_deref().and_then(StoredVerdict::parse),
+        reason: row.get(10)?,
+        claimed_by: row.get(11)?,
+    })
+}
+
+const PROPOSAL_COLUMNS: &str =
+    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by";
+
+impl Store for SqliteStore {
+    fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        let grant = grant.clone();
+        self.run(move |conn| {
+            conn.execute(
+                "INSERT INTO agents_tokens (id, session_id, tool, args_mac, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![grant.id, grant.session_id, grant.tool, grant.args_mac, now_ms().saturating_add(millis(ttl))],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                    StoreError::Invalid(format!("token id `{}` is taken", grant.id))
+                }
+                _ => sql_error(e),
+            })
+            .map(drop)
+        })
+    }
+
+    fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
+        let id = id.to_owned();
+        self.run(move |conn| {
+            let now = now_ms();
+            conn.query_row(
+                "UPDATE agents_tokens SET redeemed_at = ?2 WHERE id = ?1 AND redeemed_at IS NULL \
+                 RETURNING id, session_id, tool, args_mac, expires_at <= ?2",
+                params![id, now],
+                |r| {
+                    Ok(Redeemed::Taken {
+                        grant: TokenGrant {
+                            id: r.get(0)?,
+                            session_id: r.get(1)?,
+                            tool: r.get(2)?,
+                            args_mac: r.get(3)?,
+                        },
+                        expired: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .map(|found| found.unwrap_or(Redeemed::Unknown))
+            .map_err(sql_error)
+        })
+    }
+
+    fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            conn.execute("DELETE FROM agents_tokens WHERE session_id = ?1", [session_id])
+                .map(|n| n as u64)
+                .map_err(sql_error)
+        })
+    }
+
+    fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |conn| {
+            conn.execute("DELETE FROM agents_tokens WHERE redeemed_at IS NOT NULL OR expires_at <= ?1", [now_ms()])
+                .map(|n| n as u64)
+                .map_err(sql_error)
+        })
+    }
+
+    fn acquire_slot<'a>(
+        &'a self,
+        owner: &'a SlotOwner,
+        cap: u32,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SlotId>>> {
+        let owner = owner.clone();
+        self.run(move |conn| {
+            // IMMEDIATE: the write lock is taken before the count, so no other connection or
+            // process can insert between the count and the insert.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+            let now = now_ms();
+            tx.execute(
+                "DELETE FROM agents_run_slots WHERE org_id = ?1 AND user_id = ?2 AND lease_until <= ?3",
+                params![owner.org_id, owner.user_id, now],
+            )
+            .map_err(sql_error)?;
+            let held: i64 = tx
+                .query_row(
+                    "SELECT count(*) FROM agents_run_slots WHERE org_id = ?1 AND user_id = ?2",
+                    params![owner.org_id, owner.user_id],
+                    |r| r.get(0),
+                )
+                .map_err(sql_error)?;
+            if held >= i64::from(cap) {
+                return Ok(None);
+            }
+            let id = uuid::Uuid::new_v4().to_string();
+            tx.execute(
+                "INSERT INTO agents_run_slots (id, org_id, user_id, lease_until) VALUES (?1, ?2, ?3, ?4)",
+                params![id, owner.org_id, owner.user_id, now.saturating_add(millis(lease))],
+            )
+            .map_err(sql_error)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(Some(SlotId(id)))
+        })
+    }
+
+    fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let id = slot.0.clone();
+        self.run(move |conn| {
+            let now = now_ms();
+            conn.execute(
+                "UPDATE agents_run_slots SET lease_until = ?2 WHERE id = ?1",
+                params![id, now.saturating_add(millis(lease))],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
+    fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
+        let id = slot.0.clone();
+        self.run(move |conn| {
+            conn.execute("DELETE FROM agents_run_slots WHERE id = ?1", [id]).map(drop).map_err(sql_error)
+        })
+    }
+
+    fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
+        let owner = owner.clone();
+        self.run(move |conn| {
+            conn.query_row(
+                "SELECT count(*) FROM agents_run_slots WHERE org_id = ?1 AND user_id = ?2 AND lease_until > ?3",
+                params![owner.org_id, owner.user_id, now_ms()],
+                |r| r.get(0),
+            )
+            .map_err(sql_error)
+        })
+    }
+
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
+        let p = proposal.clone();
+        self.run(move |conn| {
+            conn.execute(
+                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac) \
+                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                    StoreError::Invalid(format!("call id `{}` is taken", p.call_id))
+                }
+                _ => sql_error(e),
+            })
+            .map(drop)
+        })
+    }
+
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        org_id: &'a str,
+        user_id: &'a str,
+        verdict: StoredVerdict,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
+        let (call_id, org_id, user_id, reason) =
+            (call_id.to_owned(), org_id.to_owned(), user_id.to_owned(), reason.map(str::to_owned));
+        self.run(move |conn| {
+            let n = conn
+                .execute(
+                    "UPDATE agents_proposals SET verdict = ?4, reason = ?5 \
+                     WHERE call_id = ?1 AND org_id = ?2 AND user_id = ?3 AND verdict IS NULL",
+                    params![call_id, org_id, user_id, verdict.as_str(), reason],
+                )
+                .map_err(sql_error)?;
+            if n == 1 {
+                return Ok(DecideOutcome::Recorded);
+            }
+            let found: Option<(String, String)> = conn
+                .query_row("SELECT org_id, user_id FROM agents_proposals WHERE call_id = ?1", [&call_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(sql_error)?;
+            Ok(match found {
+                None => DecideOutcome::Unknown,
+                Some((o, u)) if o != org_id || u != user_id => DecideOutcome::NotYours,
+                Some(_) => DecideOutcome::AlreadyDecided,
+            })
+        })
+    }
+
+    fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
+        let call_id = call_id.to_owned();
+        self.run(move |conn| {
+            conn.query_row(
+                &format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = ?1"),
+                [call_id],
+                proposal_row,
+            )
+            .optional()
+            .map_err(sql_error)
+        })
+    }
+
+    fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
+        let (org_id, user_id) = (org_id.to_owned(), user_id.to_owned());
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE org_id = ?1 AND user_id = ?2 AND verdict IS NULL ORDER BY ord"
+                ))
+                .map_err(sql_error)?;
+            let rows = stmt.query_map(params![org_id, user_id], proposal_row).map_err(sql_error)?;
+            rows.map(|r| r.map(|s| s.proposal)).collect::<rusqlite::Result<_>>().map_err(sql_error)
+        })
+    }
+
+    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node) = (call_id.to_owned(), node.to_owned());
+        self.run(move |conn| {
+            conn.execute(
+                "UPDATE agents_proposals SET claimed_by = ?2 \
+                 WHERE call_id = ?1 AND verdict = 'approved' AND claimed_by IS NULL",
+                params![call_id, node],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
+    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+        let s = session.clone();
+        self.run(move |conn| {
+            let n = conn
+                .execute(
+                    "INSERT INTO agents_sessions (session_id, org_id, user_id, history, digest, used_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                     ON CONFLICT (session_id) DO UPDATE SET history = excluded.history, digest = excluded.digest, \
+                     used_at = excluded.used_at \
+                     WHERE agents_sessions.org_id = excluded.org_id AND agents_sessions.user_id = excluded.user_id",
+                    params![s.session_id, s.org_id, s.user_id, json_text(&s.history), json_text(&s.digest), now_ms()],
+                )
+                .map_err(sql_error)?;
+            Ok(if n == 1 { SessionSaved::Stored } else { SessionSaved::NotYours })
+        })
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            conn.query_row(
+                "SELECT session_id, org_id, user_id, history, digest FROM agents_sessions \
+                 WHERE session_id = ?1 AND used_at > ?2",
+                params![session_id, now_ms().saturating_sub(millis(idle))],
+                |r| {
+                    let (history, digest): (String, String) = (r.get(3)?, r.get(4)?);
+                    Ok(SessionRecord {
+                        session_id: r.get(0)?,
+                        org_id: r.get(1)?,
+                        user_id: r.get(2)?,
+                        history: json_value(&history)?,
+                        digest: json_value(&digest)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(sql_error)
+        })
+    }
+
+    fn delete_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            conn.execute("DELETE FROM agents_sessions WHERE session_id = ?1", [session_id])
+                .map(|n| n == 1)
+                .map_err(sql_error)
+        })
+    }
+
+    fn prune_sessions(&self, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |conn| {
+            conn.execute("DELETE FROM agents_sessions WHERE used_at <= ?1", [now_ms().saturating_sub(millis(idle))])
+                .map(|n| n as u64)
+                .map_err(sql_error)
+        })
+    }
+
+    fn append_audit<'a>(
+        &'a self,
+        stream: &'a str,
+        records: Vec<AuditRecord>,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let stream = stream.to_owned();
+        self.run(move |conn| {
+            // IMMEDIATE: the head is read under the database's write lock, so another
+            // connection or process appending to the stream waits and then continues it.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+            let head: Option<(i64, String)> = tx
+                .query_row("SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(sql_error)?;
+            let (seq, prev) = head.unwrap_or_else(|| (0, GENESIS_HASH.to_owned()));
+            let (sealed, lines, seq, prev) = seal_after(seq as u64, &prev, records);
+            {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )
+                    .map_err(sql_error)?;
+                for (record, line) in sealed.iter().zip(&lines) {
+                    insert
+                        .execute(params![stream, record.seq as i64, record.prev_hash, record.hash, line])
+                        .map_err(sql_error)?;
+                }
+            }
+            tx.execute(
+                "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                params![stream, seq as i64, prev],
+            )
+            .map_err(sql_error)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(sealed)
+        })
+    }
+
+    fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
+        let stream = stream.to_owned();
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT line FROM agents_audit WHERE stream = ?1 ORDER BY seq")
+                .map_err(sql_error)?;
+            let lines: Vec<String> = stmt
+                .query_map([&stream], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(sql_error)?;
+            verify_lines(&stream, lines.iter().map(String::as_str))
+        })
+    }
+}

@@ -1,0 +1,274 @@
+//! What every store must do, run against each implementation, and the races run between two
+//! handles ("nodes") of one database.
+
+#![allow(dead_code, unreachable_pub)]
+
+use agents_runtime::audit::AuditSink;
+use agents_runtime::store::{
+    DecideOutcome, ProposalRecord, Redeemed, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, StoreError,
+    StoredVerdict, TokenGrant,
+};
+use agents_store::testing::sample_record;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const LONG: Duration = Duration::from_secs(600);
+/// A lease or lifetime that the tests wait out (long enough that a loaded machine does not
+/// outlast it between two steps that must both fall within it).
+pub const SHORT: Duration = Duration::from_secs(1);
+
+pub fn grant(id: &str, session: &str) -> TokenGrant {
+    TokenGrant { id: id.into(), session_id: session.into(), tool: "submit_leave".into(), args_mac: "mac-1".into() }
+}
+
+pub fn owner(user: &str) -> SlotOwner {
+    SlotOwner { org_id: "org-a".into(), user_id: user.into() }
+}
+
+pub fn proposal(call_id: &str, user: &str) -> ProposalRecord {
+    ProposalRecord {
+        call_id: call_id.into(),
+        run_id: "run-1".into(),
+        session_id: "s-1".into(),
+        org_id: "org-a".into(),
+        user_id: user.into(),
+        tool: "submit_leave".into(),
+        title: "Submit leave".into(),
+        args: json!({"days": 3, "note": "für Ärztin"}),
+        args_mac: "mac-1".into(),
+    }
+}
+
+pub fn session(id: &str, user: &str, turn: u32) -> SessionRecord {
+    SessionRecord {
+        session_id: id.into(),
+        org_id: "org-a".into(),
+        user_id: user.into(),
+        history: json!([{"role": "user", "content": format!("turn {turn}")}]),
+        digest: json!([{"tool": "chart.read", "result": "ok"}]),
+    }
+}
+
+fn taken(r: &Redeemed) -> bool {
+    matches!(r, Redeemed::Taken { .. })
+}
+
+/// Every method's contract, on one handle.
+pub async fn conformance(store: &dyn Store) {
+    tokens(store).await;
+    slots(store).await;
+    proposals(store).await;
+    sessions(store).await;
+    audit(store).await;
+}
+
+async fn tokens(store: &dyn Store) {
+    store.mint_token(&grant("t1", "s1"), LONG).await.unwrap();
+    assert!(matches!(store.mint_token(&grant("t1", "s2"), LONG).await, Err(StoreError::Invalid(_))), "ids are unique");
+    let first = store.redeem_token("t1").await.unwrap();
+    assert_eq!(
+        first,
+        Redeemed::Taken { grant: grant("t1", "s1"), expired: false },
+        "the duplicate mint changed nothing"
+    );
+    assert_eq!(store.redeem_token("t1").await.unwrap(), Redeemed::Unknown, "single use");
+    assert_eq!(store.redeem_token("never").await.unwrap(), Redeemed::Unknown);
+
+    store.mint_token(&grant("t2", "s1"), SHORT).await.unwrap();
+    store.mint_token(&grant("t3", "s1"), LONG).await.unwrap();
+    store.mint_token(&grant("t4", "s9"), LONG).await.unwrap();
+    tokio::time::sleep(SHORT * 2).await;
+    assert_eq!(store.redeem_token("t2").await.unwrap(), Redeemed::Taken { grant: grant("t2", "s1"), expired: true });
+    store.mint_token(&grant("t5", "s1"), SHORT).await.unwrap();
+    tokio::time::sleep(SHORT * 2).await;
+    // t5 expired (t1 and t2 are used up, which a store may have dropped at once); t3 and t4 live.
+    assert!(store.prune_tokens().await.unwrap() >= 1);
+    assert_eq!(store.redeem_token("t5").await.unwrap(), Redeemed::Unknown, "pruned");
+    assert_eq!(store.revoke_session_tokens("s1").await.unwrap(), 1);
+    assert_eq!(store.redeem_token("t3").await.unwrap(), Redeemed::Unknown, "revoked with its session");
+    assert!(taken(&store.redeem_token("t4").await.unwrap()), "another session's token is kept");
+}
+
+async fn slots(store: &dyn Store) {
+    let ann = owner("ann");
+    let a = store.acquire_slot(&ann, 2, LONG).await.unwrap().expect("first slot");
+    let b = store.acquire_slot(&ann, 2, LONG).await.unwrap().expect("second slot");
+    assert_eq!(store.acquire_slot(&ann, 2, LONG).await.unwrap(), None, "the third is refused under a cap of 2");
+    assert!(store.acquire_slot(&owner("bob"), 2, LONG).await.unwrap().is_some(), "the cap is per user");
+    assert_eq!(store.active_slots(&ann).await.unwrap(), 2);
+    store.release_slot(&a).await.unwrap();
+    store.release_slot(&a).await.unwrap();
+    assert_eq!(store.active_slots(&ann).await.unwrap(), 1);
+    assert!(store.acquire_slot(&ann, 2, LONG).await.unwrap().is_some(), "a released slot is free again");
+    store.release_slot(&b).await.unwrap();
+
+    let cid = owner("cid");
+    let short = store.acquire_slot(&cid, 1, SHORT).await.unwrap().expect("slot");
+    assert!(store.renew_slot(&short, SHORT).await.unwrap());
+    assert_eq!(store.acquire_slot(&cid, 1, LONG).await.unwrap(), None);
+    tokio::time::sleep(SHORT * 2).await;
+    assert_eq!(store.active_slots(&cid).await.unwrap(), 0, "a lease not renewed lapses");
+    assert!(store.acquire_slot(&cid, 1, LONG).await.unwrap().is_some(), "its place is free");
+    assert!(!store.renew_slot(&short, SHORT).await.unwrap(), "a lapsed slot whose place was taken stays gone");
+}
+
+async fn proposals(store: &dyn Store) {
+    store.put_proposal(&proposal("c1", "ann")).await.unwrap();
+    store.put_proposal(&proposal("c2", "ann")).await.unwrap();
+    store.put_proposal(&proposal("c3", "bob")).await.unwrap();
+    assert!(matches!(store.put_proposal(&proposal("c1", "bob")).await, Err(StoreError::Invalid(_))));
+    let pending: Vec<_> = store.pending_for("org-a", "ann").await.unwrap().into_iter().map(|p| p.call_id).collect();
+    assert_eq!(pending, ["c1", "c2"], "a user's own undecided proposals, oldest first");
+    assert_eq!(store.proposal("c1").await.unwrap().unwrap().proposal, proposal("c1", "ann"));
+
+    assert!(!store.claim_execution("c1", "n1").await.unwrap(), "an undecided call cannot be claimed");
+    let d = |call, org, user, v| store.decide(call, org, user, v, None);
+    assert_eq!(d("c1", "org-a", "bob", StoredVerdict::Approved).await.unwrap(), DecideOutcome::NotYours);
+    assert_eq!(d("c1", "org-b", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::NotYours);
+    assert_eq!(d("zz", "org-a", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::Unknown);
+    assert_eq!(store.proposal("c1").await.unwrap().unwrap().verdict, None, "a refused decision changed nothing");
+    assert_eq!(d("c1", "org-a", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::Recorded);
+    assert_eq!(d("c1", "org-a", "ann", StoredVerdict::Rejected).await.unwrap(), DecideOutcome::AlreadyDecided);
+    let rejected = store.decide("c2", "org-a", "ann", StoredVerdict::Rejected, Some("not today")).await.unwrap();
+    assert_eq!(rejected, DecideOutcome::Recorded);
+    assert!(store.pending_for("org-a", "ann").await.unwrap().is_empty());
+
+    assert!(store.claim_execution("c1", "n1").await.unwrap());
+    assert!(!store.claim_execution("c1", "n2").await.unwrap(), "one claim");
+    assert!(!store.claim_execution("c2", "n1").await.unwrap(), "a rejected call cannot be claimed");
+    let c1 = store.proposal("c1").await.unwrap().unwrap();
+    assert_eq!((c1.verdict, c1.claimed_by.as_deref()), (Some(StoredVerdict::Approved), Some("n1")));
+    let c2 = store.proposal("c2").await.unwrap().unwrap();
+    assert_eq!((c2.verdict, c2.reason.as_deref()), (Some(StoredVerdict::Rejected), Some("not today")));
+}
+
+async fn sessions(store: &dyn Store) {
+    assert_eq!(store.save_session(&session("s1", "ann", 1)).await.unwrap(), SessionSaved::Stored);
+    assert_eq!(store.save_session(&session("s1", "ann", 2)).await.unwrap(), SessionSaved::Stored);
+    assert_eq!(store.save_session(&session("s1", "bob", 3)).await.unwrap(), SessionSaved::NotYours);
+    assert_eq!(
+        store.load_session("s1", LONG).await.unwrap(),
+        Some(session("s1", "ann", 2)),
+        "bob's save changed nothing"
+    );
+    assert_eq!(store.load_session("nope", LONG).await.unwrap(), None);
+    store.save_session(&session("old", "ann", 1)).await.unwrap();
+    tokio::time::sleep(SHORT * 2).await;
+    store.save_session(&session("s1", "ann", 4)).await.unwrap();
+    assert_eq!(store.load_session("old", SHORT).await.unwrap(), None, "idle longer than the timeout");
+    assert_eq!(store.prune_sessions(SHORT).await.unwrap(), 1);
+    assert_eq!(store.load_session("old", LONG).await.unwrap(), None, "pruned");
+    assert!(store.load_session("s1", SHORT).await.unwrap().is_some(), "a used session is kept");
+    assert!(store.delete_session("s1").await.unwrap());
+    assert!(!store.delete_session("s1").await.unwrap());
+}
+
+async fn audit(store: &dyn Store) {
+    let first = store.append_audit("clinic", (0..3).map(|i| sample_record(i, "a")).collect()).await.unwrap();
+    assert_eq!(first.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(first[0].prev_hash, agents_runtime::audit::GENESIS_HASH);
+    let more = store.append_audit("clinic", vec![sample_record(3, "a")]).await.unwrap();
+    assert_eq!((more[0].seq, more[0].prev_hash.as_str()), (4, first[2].hash.as_str()));
+    store.append_audit("hr", vec![sample_record(9, "a")]).await.unwrap();
+    assert_eq!(store.verify_audit("clinic").await.unwrap().records, 4);
+    assert_eq!(store.verify_audit("hr").await.unwrap().records, 1, "streams are separate chains");
+    assert_eq!(store.verify_audit("none").await.unwrap().records, 0);
+}
+
+/// What comes back from a race.
+pub struct Counts(pub usize);
+
+/// 1,000 concurrent redemptions of one token, half through each node: exactly one succeeds.
+pub async fn race_redemptions(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    a.mint_token(&grant("race", "s1"), LONG).await.unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(1000));
+    let tasks: Vec<_> = (0..1000)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store.redeem_token("race").await
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tasks {
+        wins += usize::from(taken(&t.await.unwrap().unwrap()));
+    }
+    assert_eq!(wins, 1, "exactly one of 1,000 concurrent redemptions uses the token");
+}
+
+/// Rounds of 24 concurrent acquisitions under a cap of 3 over both nodes: exactly 3 each round.
+pub async fn race_slots(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    for round in 0..20 {
+        let user = owner(&format!("racer-{round}"));
+        let barrier = Arc::new(tokio::sync::Barrier::new(24));
+        let tasks: Vec<_> = (0..24)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let (barrier, user) = (barrier.clone(), user.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    store.acquire_slot(&user, 3, LONG).await
+                })
+            })
+            .collect();
+        let mut held = 0;
+        for t in tasks {
+            held += usize::from(t.await.unwrap().unwrap().is_some());
+        }
+        assert_eq!(held, 3, "round {round}: the cap of 3 holds under concurrent acquisitions");
+        assert_eq!(a.active_slots(&user).await.unwrap(), 3);
+    }
+}
+
+/// A proposal made through `a`, decided through `b`, claimed concurrently through both:
+/// exactly one claim.
+pub async fn proposal_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    a.put_proposal(&proposal("across", "ann")).await.unwrap();
+    let listed = b.pending_for("org-a", "ann").await.unwrap();
+    assert!(listed.iter().any(|p| p.call_id == "across"), "the other node lists it");
+    assert_eq!(
+        b.decide("across", "org-a", "ann", StoredVerdict::Approved, None).await.unwrap(),
+        DecideOutcome::Recorded
+    );
+    assert_eq!(a.proposal("across").await.unwrap().unwrap().verdict, Some(StoredVerdict::Approved));
+    let barrier = Arc::new(tokio::sync::Barrier::new(200));
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store.claim_execution("across", &format!("node-{i}")).await
+            })
+        })
+        .collect();
+    let mut claims = 0;
+    for t in tasks {
+        claims += usize::from(t.await.unwrap().unwrap());
+    }
+    assert_eq!(claims, 1, "exactly one claim to execute");
+}
+
+/// 8 producers per node append 50 records each through each node's group-committing sink;
+/// the stream is then one chain holding all 800.
+pub async fn audit_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    let sinks = [StoreAuditSink::new(a.clone(), "shared"), StoreAuditSink::new(b.clone(), "shared")];
+    let tasks: Vec<_> = (0..16)
+        .map(|p| {
+            let sink = sinks[p % 2].clone();
+            tokio::spawn(async move {
+                for i in 0..50 {
+                    sink.append(sample_record(p * 50 + i, if p % 2 == 0 { "a" } else { "b" })).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(b.verify_audit("shared").await.unwrap().records, 800);
+}
