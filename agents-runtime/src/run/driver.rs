@@ -325,7 +325,12 @@ impl<A: Registry> Turn<A> {
                 Ok(o) => outcome.output = Some(o),
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
-                    outcome.error = Some(format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output));
+                    let error = format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output);
+                    // The refusal is part of the record, not only of the caller's outcome: a
+                    // reviewer reading the log sees why the run returned no output.
+                    let reason = format!("output refused: {error}");
+                    let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+                    outcome.error = Some(error);
                 }
             }
         }
