@@ -207,10 +207,8 @@ impl DemoFiles {
     /// to read `/etc/passwd`), one whose utility bill is a symlink to `/etc/passwd` (c-1002),
     /// and one with eight pages (c-1003).
     pub fn create() -> io::Result<Self> {
-        std::fs::create_dir_all(UPLOADS_ROOT)?;
-        std::fs::create_dir_all(NOTES_ROOT)?;
-        let uploads = tempfile::Builder::new().prefix("case-").tempdir_in(UPLOADS_ROOT)?;
-        let notes = tempfile::Builder::new().prefix("case-").tempdir_in(NOTES_ROOT)?;
+        let uploads = fresh_dir_beneath(UPLOADS_ROOT)?;
+        let notes = fresh_dir_beneath(NOTES_ROOT)?;
         let files = DemoFiles { uploads, notes };
         let c1 = files.uploads.path().join("c-1001");
         std::fs::create_dir(&c1)?;
@@ -264,6 +262,24 @@ impl DemoFiles {
     }
 }
 
+/// A new private directory beneath `root`, which is created when missing. A shared `/tmp`
+/// lets another user create `root` first: a root that is a symlink, or that belongs to
+/// someone else than the directories this process creates, is refused with a clear error.
+fn fresh_dir_beneath(root: &str) -> io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::create_dir_all(root)?;
+    let meta = std::fs::symlink_metadata(root)?;
+    let dir = tempfile::Builder::new().prefix("case-").tempdir_in(root)?;
+    let mine = std::fs::metadata(dir.path())?.uid();
+    if !meta.is_dir() || meta.uid() != mine {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("`{root}` is not a directory of this user (a symlink, or another user's); remove it and run again"),
+        ));
+    }
+    Ok(dir)
+}
+
 /// One attempt of the side-by-side section, as each level answered it.
 #[derive(Debug, Clone)]
 pub struct Attempt {
@@ -301,8 +317,14 @@ pub struct DemoReport {
 
 /// One event of a run, for a person.
 fn show_event(screen: &mut Screen<'_>, event: Event) -> io::Result<()> {
+    show_event_of(screen, "kyc-reviewer", event)
+}
+
+/// One event, its tool calls attributed to `caller` (the model in a run, the application in
+/// a direct call).
+fn show_event_of(screen: &mut Screen<'_>, caller: &str, event: Event) -> io::Result<()> {
     match event {
-        Event::ToolCall { tool, args, .. } => screen.tool_call("kyc-reviewer", &tool, args.as_ref())?,
+        Event::ToolCall { tool, args, .. } => screen.tool_call(caller, &tool, args.as_ref())?,
         Event::ConfirmRequired { title, tool, args, .. } => {
             writeln!(screen.out, "  analyst asked: {title}: {tool} {}", canonical(&args))?
         }
@@ -374,7 +396,9 @@ impl Stage<'_> {
         let text = canonical(args);
         let result = self
             .screen
-            .show_turn(&mut events, &mut self.records, session.call(call_id, tool, &text), show_event)
+            .show_turn(&mut events, &mut self.records, session.call(call_id, tool, &text), |s, e| {
+                show_event_of(s, "the application", e)
+            })
             .await?;
         let records = self.since(from);
         drop(session);
