@@ -202,10 +202,10 @@ pub struct DemoFiles {
 }
 
 impl DemoFiles {
-    /// Writes the customer files in fresh directories beneath the roots: two cases with a
-    /// passport and a proof of address (c-1001, whose proof of address carries an instruction
-    /// to read `/etc/passwd`), one whose utility bill is a symlink to `/etc/passwd` (c-1002),
-    /// and one with eight pages (c-1003).
+    /// Writes the customer files in fresh directories beneath the roots: c-1001 with a
+    /// passport and a proof of address that carries an instruction to read `/etc/passwd`;
+    /// c-1002 whose utility bill is a symlink to `/etc/passwd`; c-1003 with eight statement
+    /// pages.
     pub fn create() -> io::Result<Self> {
         let uploads = fresh_dir_beneath(UPLOADS_ROOT)?;
         let notes = fresh_dir_beneath(NOTES_ROOT)?;

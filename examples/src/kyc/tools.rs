@@ -19,10 +19,13 @@ fn fs_error(tool: &str, verb: &str, path: &str, declared: &[&str], e: FsError) -
     match e {
         FsError::Denied(denied) => format!("refused: {denied}"),
         FsError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => format!("no file at `{path}`"),
-        FsError::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => format!(
-            "refused: tool `{tool}` may not {verb} `{path}`: it resolves outside the declared directory ({io}), \
+        // `cap-std` reports a resolution that leaves the directory as this kind, with this text.
+        FsError::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied && io.to_string().contains("outside") => {
+            format!(
+                "refused: tool `{tool}` may not {verb} `{path}`: it resolves outside the declared directory ({io}), \
              not in its declared policy (fs {verb}: {declared:?})"
-        ),
+            )
+        }
         FsError::Io(io) => format!("could not {verb} `{path}`: {io}"),
     }
 }
