@@ -13,6 +13,7 @@
 //! | a tool added / removed | widening / narrowing |
 //! | the permission changed (to `public`: widening; from `public`: narrowing; otherwise widening, because other roles may hold the new permission) | see left |
 //! | `mutating` removed / added | widening / narrowing |
+//! | `isolated` removed / added (the kernel no longer / now enforces the policy) | widening / narrowing |
 //! | tier lowered (handoff → action → read) / raised | widening / narrowing |
 //! | risk lowered / raised | widening / narrowing |
 //! | a filesystem glob or host added or broadened / removed or narrowed | widening / narrowing |
@@ -106,6 +107,10 @@ pub enum Rule {
     MutatingRemoved,
     /// A tool became `mutating`.
     MutatingAdded,
+    /// A tool is no longer `isolated`: its policy binds only cooperating code.
+    IsolationRemoved,
+    /// A tool became `isolated`: the kernel enforces its policy in a confined process.
+    IsolationAdded,
     /// A tool's tier moved towards `read` (handoff → action → read).
     TierLowered,
     /// A tool's tier moved towards `handoff`.
@@ -177,6 +182,8 @@ impl Rule {
             Rule::PermissionChanged => "permission_changed",
             Rule::MutatingRemoved => "mutating_removed",
             Rule::MutatingAdded => "mutating_added",
+            Rule::IsolationRemoved => "isolation_removed",
+            Rule::IsolationAdded => "isolation_added",
             Rule::TierLowered => "tier_lowered",
             Rule::TierRaised => "tier_raised",
             Rule::RiskLowered => "risk_lowered",
@@ -618,6 +625,27 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
             Some(a.tier.to_string()),
             Some(b.tier.to_string()),
             format!("tier changed from {} to {}: {why}", a.tier, b.tier),
+        ));
+    }
+
+    if a.policy.isolated != b.policy.isolated {
+        let (kind, rule, why) = if a.policy.isolated {
+            (
+                ChangeKind::Widening,
+                Rule::IsolationRemoved,
+                "`isolated` removed: the policy no longer binds a body that ignores it (no confined process)",
+            )
+        } else {
+            (ChangeKind::Narrowing, Rule::IsolationAdded, "`isolated` added: the kernel now enforces the policy")
+        };
+        out.push(change(
+            kind,
+            rule,
+            name,
+            "policy.isolated",
+            Some(a.policy.isolated.to_string()),
+            Some(b.policy.isolated.to_string()),
+            why.to_owned(),
         ));
     }
 

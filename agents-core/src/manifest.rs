@@ -124,6 +124,14 @@ pub struct PolicyEntry {
     pub net: NetPolicyEntry,
     /// Environment variables.
     pub env: EnvPolicyEntry,
+    /// Enforced by the kernel in a confined child process (`#[tool(isolated)]`). Written only
+    /// when `true`, so a manifest without isolated tools keeps its bytes and its hash.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub isolated: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Filesystem part of a policy.
@@ -276,6 +284,7 @@ impl ToolEntry {
                 fs: FsPolicyEntry { read: owned(spec.policy.fs_read), write: owned(spec.policy.fs_write) },
                 net: NetPolicyEntry { hosts: owned(spec.policy.net_hosts) },
                 env: EnvPolicyEntry { vars: owned(spec.policy.env_vars) },
+                isolated: spec.policy.isolated,
             },
             parameters: spec
                 .params

@@ -140,6 +140,37 @@ enum Raw {
     Alt(Vec<Vec<Raw>>),
 }
 
+/// The literal directory root of a glob: the absolute path before the first component that
+/// holds a pattern character (`*`, `?`, `[`, `{`, or an escape `\\`), or the whole glob when it
+/// has none. `None` when that root is not an absolute path below `/` (a relative glob, one
+/// that starts with a pattern, or one whose root would be `/` itself).
+///
+/// Isolated tools need one: the kernel's filesystem rules (Landlock) are set on directories
+/// (or files), so a tool running in a confined process may reach everything beneath its
+/// globs' roots, and the glob's finer shape is enforced by the capability handles only.
+///
+/// ```
+/// use agents_core::policy::glob_literal_root;
+/// assert_eq!(glob_literal_root("/srv/app/uploads/**/*.pdf"), Some("/srv/app/uploads"));
+/// assert_eq!(glob_literal_root("/srv/app/*.txt"), Some("/srv/app"));
+/// assert_eq!(glob_literal_root("/srv/app/report.txt"), Some("/srv/app/report.txt"));
+/// assert_eq!(glob_literal_root("/data/{in,out}/**"), Some("/data"));
+/// assert_eq!(glob_literal_root("**/*.txt"), None);
+/// assert_eq!(glob_literal_root("/*/secrets"), None);
+/// assert_eq!(glob_literal_root("/**"), None);
+/// ```
+pub fn glob_literal_root(glob: &str) -> Option<&str> {
+    if !glob.starts_with('/') {
+        return None;
+    }
+    let root = match glob.find(['*', '?', '[', '{', '\\']) {
+        // The components before the one holding the pattern.
+        Some(at) => &glob[..glob[..at].rfind('/').unwrap_or(0)],
+        None => glob.trim_end_matches('/'),
+    };
+    (!root.is_empty()).then_some(root)
+}
+
 /// A parsed glob: its text and the alternatives it matches (any one suffices).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Glob {

@@ -75,11 +75,17 @@ pub struct PolicySpec {
     pub net_hosts: &'static [&'static str],
     /// Environment variables the tool may read.
     pub env_vars: &'static [&'static str],
+    /// Enforced from outside the process (`#[tool(isolated)]`): each call runs in a child
+    /// process that the kernel confines to this policy (Landlock rules from the globs' literal
+    /// roots and the hosts' ports, a seccomp deny list, resource limits). Without it the
+    /// policy binds cooperating tool code only (the capability handles).
+    pub isolated: bool,
 }
 
 impl PolicySpec {
     /// A policy that touches nothing.
-    pub const NONE: PolicySpec = PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[] };
+    pub const NONE: PolicySpec =
+        PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[], isolated: false };
 }
 
 /// One parameter of a tool, as the model sees it and as the reviewer reads it.

@@ -117,6 +117,18 @@ fn mutating_removed_widens_and_added_narrows() {
 }
 
 #[test]
+fn isolation_removed_widens_and_added_narrows() {
+    let (plain, isolated) = (base(), edited(|m| tool_mut(m, "lookup").policy.isolated = true));
+    only(&isolated, &plain, Rule::IsolationRemoved, ChangeKind::Widening);
+    only(&plain, &isolated, Rule::IsolationAdded, ChangeKind::Narrowing);
+    // Written only when set: a manifest without isolated tools keeps its bytes and its hash.
+    assert!(!plain.to_canonical_string().contains("isolated"));
+    let text = isolated.to_canonical_string();
+    assert!(text.contains(r#""isolated":true"#), "{text}");
+    assert_eq!(Manifest::parse(&text).unwrap(), isolated);
+}
+
+#[test]
 fn tier_towards_read_widens() {
     both_ways(|m| tool_mut(m, "submit").tier = Tier::Read, Rule::TierLowered, Rule::TierRaised);
     both_ways(|m| tool_mut(m, "reset_password").tier = Tier::Action, Rule::TierLowered, Rule::TierRaised);

@@ -11,7 +11,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
 
-const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name"];
+const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name", "isolated"];
 const POLICY_ARGS: &[&str] = &["fs", "net", "env"];
 const FS_ARGS: &[&str] = &["read", "write"];
 const RISKS: &[&str] = &["low", "medium", "high", "critical"];
@@ -91,6 +91,8 @@ struct ToolArgs {
     risk: Option<(Risk, Span)>,
     policy: Policy,
     name: Option<LitStr>,
+    /// `isolated`: each call runs in a child process the kernel confines to the policy.
+    isolated: Option<Span>,
 }
 
 enum ParamKind {
@@ -190,6 +192,7 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
         risk: None,
         policy: Policy::default(),
         name: None,
+        isolated: None,
     };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
@@ -224,6 +227,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
             "handoff" => {
                 parse_flag(&meta, errors)?;
                 args.handoff = Some(meta.path.span());
+            }
+            "isolated" => {
+                parse_flag(&meta, errors)?;
+                args.isolated = Some(meta.path.span());
             }
             "title" => {
                 let lit: LitStr = parse_value(
@@ -508,6 +515,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     check_policy(&targs.policy, &errors);
 
     let (agent_param, uses, use_types) = agent_and_uses(&func.sig, &tool_name, &errors);
+    if let Some(at) = targs.isolated {
+        check_isolated(at, &targs.policy, tier, agent_param, &tool_name, &errors);
+    }
 
     let params = classify_params(&func.sig, &targs, &tool_name, &errors);
 
@@ -613,6 +623,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             },
             net: NetPolicyEntry { hosts: targs.policy.net_hosts.iter().map(LitStr::value).collect() },
             env: EnvPolicyEntry { vars: targs.policy.env_vars.iter().map(LitStr::value).collect() },
+            isolated: targs.isolated.is_some(),
         },
         parameters: arg_params
             .iter()
@@ -636,6 +647,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         tier,
         risk,
         policy: &targs.policy,
+        isolated: targs.isolated.is_some(),
         params: arg_params
             .iter()
             .zip(&rust_types)
@@ -713,6 +725,16 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // The tool's name in the value namespace: calling it like a function is an error that says
     // how a tool is called, rather than rustc's "expected function, found struct".
     let direct_call = direct_call_tokens(&func, &rt);
+    // An isolated tool is also registered for the worker process, which finds it by name.
+    let isolated_registration = if targs.isolated.is_some() && agent_param.is_none() && tier != Tier::Handoff {
+        quote! {
+            #rt::__private::inventory::submit! {
+                #rt::isolate::IsolatedTool::of::<#fn_ident>()
+            }
+        }
+    } else {
+        quote!()
+    };
     let args_ty_doc = format!("The tool `{tool_name}`: a marker type; its arguments are `{args_name_str}`.");
     quote! {
         #errs
@@ -781,6 +803,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             #rt::__private::inventory::submit! {
                 #rt::tool::ToolRegistration { spec: &<#fn_ident as #rt::Tool>::SPEC }
             }
+
+            #isolated_registration
         };
     }
 }
@@ -878,6 +902,52 @@ fn check_contexts(
 /// Policy entries are read by `agents_core::policy`, the dialect the runtime's matchers and
 /// the manifest diff share: an entry they would read differently from the manifest, or that
 /// can never match, is refused here.
+/// What `isolated` needs: an execution path, no nested calls (they cannot cross the process
+/// boundary), a literal directory root for every glob (the kernel's rules are set on
+/// directories) and a port for every host (the kernel's network rules are per TCP port).
+fn check_isolated(
+    at: Span,
+    policy: &Policy,
+    tier: Tier,
+    agent_param: Option<&syn::TypeParam>,
+    tool_name: &str,
+    errors: &Errors,
+) {
+    if tier == Tier::Handoff {
+        errors.at(
+            at,
+            format!(
+                "handoff tool `{tool_name}` has no execution path, so there is nothing to isolate; remove `isolated`"
+            ),
+        );
+    }
+    if let Some(a) = agent_param {
+        errors.spanned(
+            a,
+            format!("isolated tool `{tool_name}` cannot invoke other tools: its calls run in a separate process, outside the gate; remove the agent parameter or `isolated`"),
+        );
+    }
+    for g in policy.fs_read.iter().chain(&policy.fs_write) {
+        let text = g.value();
+        if agents_core::policy::Glob::parse(&text).is_ok() && agents_core::policy::glob_literal_root(&text).is_none() {
+            errors.spanned(
+                g,
+                format!("isolated tool `{tool_name}`: the glob `{text}` has no literal directory root; the kernel confines an isolated tool to directories, so begin the glob with an absolute directory below `/`, e.g. `/srv/app/{}`", text.trim_start_matches('/')),
+            );
+        }
+    }
+    for h in &policy.net_hosts {
+        let text = h.value();
+        let port = text.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
+        if agents_core::policy::HostPattern::parse(&text).is_ok() && port.is_none() {
+            errors.spanned(
+                h,
+                format!("isolated tool `{tool_name}`: the host `{text}` has no port; the kernel's network rules for an isolated tool are per TCP port, so write one, e.g. `{text}:443`"),
+            );
+        }
+    }
+}
+
 fn check_policy(policy: &Policy, errors: &Errors) {
     for g in policy.fs_read.iter().chain(&policy.fs_write) {
         validate_glob(g, errors);
@@ -1250,6 +1320,7 @@ struct SpecParts<'a> {
     tier: Tier,
     risk: Risk,
     policy: &'a Policy,
+    isolated: bool,
     /// Each JSON argument with its type as text and its key.
     params: Vec<(&'a Param, &'a str, &'a str)>,
     uses: &'a [syn::TypePath],
@@ -1277,6 +1348,7 @@ fn spec_tokens(s: &SpecParts<'_>) -> TokenStream {
         quote!(#rt::ParamSpec { name: #key, rust_type: #ty, secret: #secret })
     });
     let uses = s.uses;
+    let isolated = s.isolated;
     quote! {
         #rt::ToolSpec {
             name: #name,
@@ -1290,6 +1362,7 @@ fn spec_tokens(s: &SpecParts<'_>) -> TokenStream {
                 fs_write: &[#(#fs_write),*],
                 net_hosts: &[#(#net_hosts),*],
                 env_vars: &[#(#env_vars),*],
+                isolated: #isolated,
             },
             params: &[#(#params),*],
             uses: &[#(<#uses as #rt::Tool>::NAME),*],

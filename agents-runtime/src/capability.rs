@@ -360,6 +360,7 @@ mod tests {
             fs_write: &[],
             net_hosts: &["api.example.com:443", "*.internal"],
             env_vars: &["APP_REGION"],
+            isolated: false,
         },
         params: &[],
         uses: &[],

@@ -29,6 +29,7 @@ fn spec(fs_read: Vec<String>, fs_write: Vec<String>, net_hosts: Vec<&'static str
             fs_write: list(fs_write),
             net_hosts: Box::leak(net_hosts.into_boxed_slice()),
             env_vars: &[],
+            isolated: false,
         },
         params: &[],
         uses: &[],

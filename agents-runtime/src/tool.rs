@@ -456,13 +456,16 @@ impl<A> ToolEntry<A> {
     where
         A: crate::core::Grants<T>,
     {
-        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse: parse_erased::<T>, handler: T::handler() }
+        // An isolated tool's arguments cross to its worker process as JSON: the parse checks
+        // them as strictly as any tool's and keeps the checked value (see `crate::isolate`).
+        let parse = if T::SPEC.policy.isolated { crate::isolate::parse_for_worker::<T> } else { parse_erased::<T> };
+        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse, handler: T::handler() }
     }
 }
 
 /// Typed deserialization of one tool's arguments; generic over the tool only, so every agent
 /// that grants it shares one copy.
-fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
+pub(crate) fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
     // A `match`, not `map`/`map_err` closures: this is instantiated once per tool, and every
     // closure is one more function to compile for each.
     match T::parse_args(v) {

@@ -17,12 +17,15 @@ pub(in crate::run) const PANICKED: &str =
 
 /// Runs the handler `run` on `cx`: its result, or a [`ToolError`] saying why it ended without
 /// one (a panic, the deadline, a stop).
-pub(in crate::run) async fn run_contained<A>(
+pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     ctx: &RunCtx<A>,
     run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
+    if cx.spec.policy.isolated {
+        return run_isolated(ctx, cx, typed).await;
+    }
     let mut call = match catch_unwind(AssertUnwindSafe(|| run(cx, typed))) {
         Ok(call) => call,
         Err(_) => return Err(ToolError::new(PANICKED)),
@@ -49,6 +52,32 @@ pub(in crate::run) async fn run_contained<A>(
             )))
         }
     }
+}
+
+/// An isolated tool's call, carried out by a confined worker process ([`crate::isolate`]) under
+/// the per-call deadline; how the worker ended is audited as a notice before the call's own
+/// `executed` or `failed` record. A stop of the run drops the call, which kills the worker.
+async fn run_isolated<A: crate::tool::Registry>(
+    ctx: &RunCtx<A>,
+    cx: &CallContext,
+    typed: ErasedArgs,
+) -> Result<Value, ToolError> {
+    let call = crate::isolate::call(cx, typed, ctx.inner.tool_timeout);
+    let Some((result, ended)) = unless_cancelled(&ctx.cancel, call).await else {
+        let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
+        return Err(ToolError::new(format!(
+            "{}: the run was stopped while the isolated tool ran; its worker process was killed and its outcome is unknown",
+            why.code()
+        )));
+    };
+    let notice = crate::run::record::RecordFields {
+        call_id: Some(cx.call_id.clone()),
+        tool: Some(cx.spec.name.into()),
+        tier: Some(cx.spec.tier),
+        ..crate::run::record::RecordFields::new(crate::audit::AuditStatus::Notice).reason(ended)
+    };
+    let _ = ctx.audit(notice).await;
+    result
 }
 
 /// `value` when its compact JSON text fits `max` bytes; otherwise a notice that it was cut,

@@ -1,0 +1,260 @@
+//! The kernel's confinement of a worker, set by the worker on itself while it is still the
+//! only thread of a freshly started process and before it reads the call: namespaces, limits,
+//! Landlock, `no_new_privs`, seccomp. No `unsafe`: `nix`, `landlock` and `seccompiler` wrap
+//! each system call safely.
+
+use super::protocol::{Confinement, Header};
+use crate::core::ToolSpec;
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use nix::sched::CloneFlags;
+use nix::sys::resource::{Resource, setrlimit};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+};
+use std::collections::BTreeMap;
+
+/// The system calls an isolated tool is refused (`EPERM`): tracing other processes, mounting
+/// and changing the root, namespaces, kernel modules, kexec and reboot, BPF, keyrings,
+/// performance counters, swap, clocks, raising limits, leaving the worker's process group,
+/// running another program, and a few legacy or privileged calls. `clone` with a namespace
+/// flag is refused as well, and `clone3` answers `ENOSYS` (see the module docs).
+pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("kcmp", libc::SYS_kcmp),
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("move_mount", libc::SYS_move_mount),
+    ("open_tree", libc::SYS_open_tree),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("chroot", libc::SYS_chroot),
+    ("unshare", libc::SYS_unshare),
+    ("setns", libc::SYS_setns),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+    ("reboot", libc::SYS_reboot),
+    ("bpf", libc::SYS_bpf),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("swapon", libc::SYS_swapon),
+    ("swapoff", libc::SYS_swapoff),
+    ("acct", libc::SYS_acct),
+    ("quotactl", libc::SYS_quotactl),
+    ("syslog", libc::SYS_syslog),
+    ("settimeofday", libc::SYS_settimeofday),
+    ("clock_settime", libc::SYS_clock_settime),
+    ("clock_adjtime", libc::SYS_clock_adjtime),
+    ("adjtimex", libc::SYS_adjtimex),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("name_to_handle_at", libc::SYS_name_to_handle_at),
+    ("open_by_handle_at", libc::SYS_open_by_handle_at),
+    ("fanotify_init", libc::SYS_fanotify_init),
+    ("personality", libc::SYS_personality),
+    ("setrlimit", libc::SYS_setrlimit),
+    ("prlimit64", libc::SYS_prlimit64),
+    ("setsid", libc::SYS_setsid),
+    ("setpgid", libc::SYS_setpgid),
+    ("execve", libc::SYS_execve),
+    ("execveat", libc::SYS_execveat),
+    ("vhangup", libc::SYS_vhangup),
+    ("sethostname", libc::SYS_sethostname),
+    ("setdomainname", libc::SYS_setdomainname),
+];
+
+/// Files a resolver reads: granted (read only) when the policy declares hosts.
+const RESOLVER_FILES: &[&str] =
+    &["/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
+
+/// Confines the calling process (which must be single-threaded) to `spec`'s policy.
+pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
+    let policy = &spec.policy;
+    let mut report = Confinement {
+        landlock_abi: None,
+        user_namespace: false,
+        network_namespace: false,
+        seccomp: false,
+        degraded: false,
+        missing_roots: Vec::new(),
+    };
+    let degrade = |what: String, report: &mut Confinement| {
+        if header.allow_degraded {
+            report.degraded = true;
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}; the isolated tool was refused and nothing ran (the application may allow degraded mode explicitly)"
+            ))
+        }
+    };
+
+    // 0. An application running as root starts its workers as root: the worker becomes the
+    //    unprivileged user of the settings first (the kernel exempts real uid 0 from the
+    //    process limit, and root's files would stay its own).
+    if nix::unistd::getuid().is_root() {
+        let (uid, gid) = header.worker_user;
+        let (uid, gid) = (nix::unistd::Uid::from_raw(uid), nix::unistd::Gid::from_raw(gid));
+        nix::unistd::setgroups(&[]).map_err(|e| format!("dropping the worker's groups failed: {e}"))?;
+        nix::unistd::setresgid(gid, gid, gid).map_err(|e| format!("setting the worker's group failed: {e}"))?;
+        nix::unistd::setresuid(uid, uid, uid).map_err(|e| format!("setting the worker's user failed: {e}"))?;
+    }
+
+    // 1. Namespaces: no capability in the parent's user namespace; no network unless declared.
+    let no_network = policy.net_hosts.is_empty();
+    let mut flags = CloneFlags::CLONE_NEWUSER;
+    if no_network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    match nix::sched::unshare(flags) {
+        Ok(()) => {
+            report.user_namespace = true;
+            report.network_namespace = no_network;
+        }
+        Err(e) => degrade(format!("the kernel refused a user namespace for the worker ({e})"), &mut report)?,
+    }
+
+    // 2. Resource limits (hard = soft, but CPU: SIGXCPU first, SIGKILL one second later).
+    let l = &header.limits;
+    let set = |r: Resource, soft: u64, hard: u64| {
+        setrlimit(r, soft, hard).map_err(|e| format!("setting the worker's limit {r:?} failed: {e}"))
+    };
+    set(Resource::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds + 1)?;
+    set(Resource::RLIMIT_AS, l.memory_bytes, l.memory_bytes)?;
+    set(Resource::RLIMIT_NOFILE, l.open_files, l.open_files)?;
+    set(Resource::RLIMIT_NPROC, l.processes, l.processes)?;
+    set(Resource::RLIMIT_FSIZE, l.file_bytes, l.file_bytes)?;
+    set(Resource::RLIMIT_CORE, 0, 0)?;
+
+    // 3. Landlock.
+    match landlock_rules(spec, &mut report.missing_roots) {
+        Ok(abi) => report.landlock_abi = Some(abi),
+        Err(e) => degrade(format!("the kernel cannot confine the worker with Landlock ABI 4 ({e})"), &mut report)?,
+    }
+
+    // 4. No new privileges (Landlock set it already when it is in force; said again for the
+    //    degraded path and for seccomp).
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}"))?;
+
+    // 5. seccomp.
+    seccomp().map_err(|e| format!("installing the worker's seccomp filter failed: {e}"))?;
+    report.seccomp = true;
+    Ok(report)
+}
+
+/// The Landlock domain of `spec`'s policy, in force on return; the ABI the kernel enforces.
+fn landlock_rules(spec: &ToolSpec, missing: &mut Vec<String>) -> Result<i32, String> {
+    let err = |e: landlock::RulesetError| e.to_string();
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let mut write = AccessFs::from_all(ABI::V4);
+    write.remove(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock);
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V4))
+        .map_err(err)?
+        .handle_access(AccessNet::from_all(ABI::V4))
+        .map_err(err)?
+        // Newer rights and scopes where the kernel has them; granted nowhere.
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI::V6))
+        .map_err(err)?
+        .scope(Scope::from_all(ABI::V6))
+        .map_err(err)?
+        .create()
+        .map_err(err)?;
+    let mut rules: Vec<PathBeneath<PathFd>> = Vec::new();
+    let mut grant = |path: &str, access: landlock::BitFlags<AccessFs>| match PathFd::new(path) {
+        Ok(fd) => {
+            // A file gets only the rights that apply to files.
+            let is_dir = std::path::Path::new(path).is_dir();
+            let access = if is_dir { access } else { access & AccessFs::from_file(ABI::V4) };
+            rules.push(PathBeneath::new(fd, access));
+        }
+        Err(_) => missing.push(path.to_owned()),
+    };
+    for glob in spec.policy.fs_read {
+        if let Some(root) = agents_core::policy::glob_literal_root(glob) {
+            grant(root, read);
+        }
+    }
+    for glob in spec.policy.fs_write {
+        if let Some(root) = agents_core::policy::glob_literal_root(glob) {
+            grant(root, write);
+        }
+    }
+    if !spec.policy.net_hosts.is_empty() {
+        for file in RESOLVER_FILES {
+            if std::path::Path::new(file).exists() {
+                grant(file, AccessFs::ReadFile.into());
+            }
+        }
+    }
+    let mut ruleset = ruleset.add_rules(rules.into_iter().map(Ok::<_, landlock::RulesetError>)).map_err(err)?;
+    let mut ports: Vec<u16> =
+        spec.policy.net_hosts.iter().filter_map(|h| h.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    for port in ports {
+        ruleset = ruleset.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(err)?;
+    }
+    let status = ruleset.restrict_self().map_err(err)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("the kernel enforced none of the rules".to_owned());
+    }
+    Ok(match status.landlock {
+        landlock::LandlockStatus::Available { kernel_abi: Some(v), .. } => v,
+        landlock::LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
+        _ => 0,
+    })
+}
+
+/// The deny list, and `clone3` answered `ENOSYS`.
+fn seccomp() -> Result<(), String> {
+    let arch = std::env::consts::ARCH.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|&(_, nr)| (nr, Vec::new())).collect();
+    let namespaces = [
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWNET,
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWCGROUP,
+    ];
+    let mut clone_rules = Vec::new();
+    for flag in namespaces {
+        let flag = flag as u64;
+        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag)
+            .map_err(|e| e.to_string())?;
+        clone_rules.push(SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?);
+    }
+    rules.insert(libc::SYS_clone, clone_rules);
+    let deny = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
+        .map_err(|e| e.to_string())?;
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    for filter in [deny, clone3] {
+        let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+        seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

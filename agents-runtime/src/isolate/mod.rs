@@ -1,0 +1,309 @@
+//! Isolated tools: the third level of policy enforcement. A tool declared
+//! `#[tool(..., isolated)]` runs each call in a child process that the **kernel** confines to
+//! the tool's declared policy, so a body that ignores its capability handles (calls `std::fs`,
+//! `std::net` or `std::process` directly, or is not Rust the team wrote) still cannot reach
+//! what the manifest does not show.
+//!
+//! # Using it
+//!
+//! The worker is the application's own executable, started again in a worker mode. Call
+//! [`init`] (or [`init_with`]) first thing in `main`, before any thread or runtime starts: in a
+//! worker it confines the process, serves one call and exits (it never returns); in the
+//! application it records that workers are available and returns. A runtime whose process did
+//! not call it refuses every isolated call (audited; nothing runs), so an application's `main`
+//! is never started in place of a worker by accident.
+//!
+//! ```no_run
+//! use agents_runtime::{isolate, tool};
+//!
+//! /// Reads a document the applicant uploaded.
+//! #[tool(permission = public, isolated, policy(fs(read = ["/srv/kyc/uploads/**"])))]
+//! async fn read_upload(name: String) -> Result<String, String> {
+//!     std::fs::read_to_string(format!("/srv/kyc/uploads/{name}")).map_err(|e| e.to_string())
+//! }
+//!
+//! fn main() {
+//!     // First thing: a worker process serves its call here and exits.
+//!     isolate::init_with(isolate::Settings::default().warm_workers(2));
+//!     // ... build the runtime and run agents as usual; `read_upload` runs confined.
+//! }
+//! ```
+//!
+//! # What confines a worker (in this order, before the tool's code runs)
+//!
+//! 0. **User**: when the application runs as root, the worker first becomes an unprivileged
+//!    user ([`Settings::worker_user`], `nobody` by default): the kernel exempts root from the
+//!    process limit.
+//! 1. **Namespaces**: a new user namespace (the worker holds no capability in the parent's
+//!    namespace, even when the application runs as root, so it cannot raise its limits back)
+//!    and, when the policy declares no host, a new network namespace (no interface but a
+//!    loopback that is down: no TCP, no UDP, no DNS).
+//! 2. **Resource limits** ([`Settings`]): CPU seconds (`SIGKILL` past them), address space,
+//!    open files, processes (threads count), file size, no core dumps.
+//! 3. **Landlock** (crate `landlock`, the kernel's own unprivileged sandbox): every filesystem
+//!    access right the kernel knows is handled, and only these are granted: read (files and
+//!    directories) beneath each `fs.read` glob's literal root
+//!    ([`agents_core::policy::glob_literal_root`]), read and write beneath each `fs.write`
+//!    root, and, when hosts are declared, reading the resolver's files (`/etc/hosts`,
+//!    `/etc/resolv.conf`, `/etc/nsswitch.conf`, `/etc/gai.conf`, `/etc/host.conf`). Nothing may
+//!    be executed. TCP connect is allowed only to the declared hosts' ports; TCP bind never.
+//!    Where the kernel has it (ABI 6), signals and abstract Unix sockets are scoped to the
+//!    worker. ABI 4 (filesystem and TCP rules) is required.
+//! 4. **No new privileges** (`PR_SET_NO_NEW_PRIVS`).
+//! 5. **seccomp** (crate `seccompiler`): a deny list, answered `EPERM`, of calls no tool needs:
+//!    [`DENIED_SYSCALLS`] (tracing, mounting, namespaces, modules, kexec, BPF, keyrings,
+//!    perf, raising limits, leaving the process group, `execve`), `clone` with any namespace
+//!    flag, and `clone3` answered `ENOSYS` (its flags cannot be read by a filter; the C
+//!    library then falls back to `clone`).
+//!
+//! The parent keeps a **wall-clock deadline** (the smaller of [`Settings::deadline`] and the
+//! runtime's per-call deadline) and kills the worker's whole process group when it passes;
+//! the worker cannot leave that group (`setsid`/`setpgid` are denied). Arguments go in and the
+//! result comes out as length-prefixed JSON over the worker's stdin and a duplicate of its
+//! stdout (the tool's own stdout is sent to stderr), each bounded by
+//! [`Settings::max_message_bytes`]. The environment is cleared but for the variables the
+//! policy declares. Inside, the tool receives the same typed arguments and the same
+//! `FsAccess`/`NetAccess`/`EnvAccess` handles as in-process.
+//!
+//! # What it holds against, and what it does not
+//!
+//! Against the tool's own code (any code, `unsafe` included, running in the worker): it reaches
+//! no file outside its globs' roots (symlinks, `/proc/self/root`, `..` and `chdir` resolve to
+//! the same refused objects), no TCP port outside the declared ones, runs no other program,
+//! cannot trace or signal other processes, and is killed past its CPU, memory, process and
+//! time limits. Not held by the kernel: the glob's shape below its root (`/srv/*.pdf` lets the
+//! kernel grant all of `/srv`; the handle narrows it for cooperating code), the host name
+//! (Landlock rules are per port: a declared `api.example.com:443` lets the worker connect to
+//! any address on port 443), UDP when hosts are declared, and the CPU time it burns within
+//! the limits. A kernel bug is outside the guarantee.
+//!
+//! # Kernels without Landlock
+//!
+//! A worker that cannot set Landlock's ABI 4 rules (or create its user namespace) refuses to
+//! run the tool: the call fails, audited, and nothing runs. Only an application that calls
+//! [`Settings::allow_degraded`] runs it with what the kernel has (seccomp, limits), and the
+//! audit notice of every such call says `degraded`. Never silently unconfined.
+//!
+//! # Audit
+//!
+//! Each isolated call gets a `notice` record, before its `executed` or `failed` record, whose
+//! reason starts with `isolated:` and says how the worker ended (`exit 0`, the limit hit, the
+//! signal, a refusal) and what confined it (Landlock ABI, namespaces, seccomp).
+//!
+//! # Warm workers
+//!
+//! Starting a worker (exec, confinement) costs milliseconds; [`Settings::warm_workers`] keeps
+//! that many started and confined workers per isolated tool, each waiting for one call. A
+//! worker still serves **one** call and exits, so no state (and no data of another user)
+//! passes from one call to the next; the pool only moves the start out of the call's path.
+
+mod confine;
+mod parent;
+mod protocol;
+mod worker;
+
+pub use confine::DENIED_SYSCALLS;
+pub(crate) use parent::call;
+
+use crate::core::{Tool, ToolSpec};
+use crate::tool::{Dispatch, ErasedArgs, Handler};
+use serde_json::Value;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The environment variable that starts the executable as a worker. Set only by the runtime
+/// on the processes it starts; [`init`] serves in that case and never returns.
+pub const WORKER_ENV: &str = "AGENTS_ISOLATE_WORKER";
+
+/// How isolated calls are confined and bounded. The defaults suit a tool that reads or
+/// writes a few files or calls one service.
+///
+/// ```
+/// use agents_runtime::isolate::Settings;
+/// use std::time::Duration;
+///
+/// let s = Settings::default()
+///     .deadline(Duration::from_secs(10))
+///     .cpu_seconds(5)
+///     .memory_bytes(512 << 20)
+///     .warm_workers(2);
+/// assert_eq!(s.limits().cpu_seconds, 5);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Settings {
+    limits: Limits,
+    deadline: Duration,
+    allow_degraded: bool,
+    warm_workers: usize,
+    max_message_bytes: usize,
+    worker_user: (u32, u32),
+}
+
+/// The resource limits set in a worker before the tool runs (`setrlimit`, hard and soft).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    /// CPU time in seconds (`RLIMIT_CPU`): `SIGXCPU` at the limit, `SIGKILL` one second later.
+    pub cpu_seconds: u64,
+    /// Address space in bytes (`RLIMIT_AS`): an allocation beyond it fails.
+    pub memory_bytes: u64,
+    /// Open file descriptors (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+    /// Processes and threads (`RLIMIT_NPROC`, counted in the worker's user namespace).
+    pub processes: u64,
+    /// Largest file the worker may write, in bytes (`RLIMIT_FSIZE`).
+    pub file_bytes: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            limits: Limits {
+                cpu_seconds: 10,
+                memory_bytes: 1 << 30,
+                open_files: 64,
+                processes: 16,
+                file_bytes: 64 << 20,
+            },
+            deadline: Duration::from_secs(30),
+            allow_degraded: false,
+            warm_workers: 0,
+            max_message_bytes: 16 << 20,
+            worker_user: (65534, 65534),
+        }
+    }
+}
+
+impl Settings {
+    /// The wall-clock deadline of one call (default 30 s); the runtime's own per-call deadline
+    /// applies too, and the smaller one wins. Past it the worker's process group is killed.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+    /// CPU seconds per call (default 10).
+    pub fn cpu_seconds(mut self, seconds: u64) -> Self {
+        self.limits.cpu_seconds = seconds.max(1);
+        self
+    }
+    /// Address space in bytes (default 1 GiB).
+    pub fn memory_bytes(mut self, bytes: u64) -> Self {
+        self.limits.memory_bytes = bytes;
+        self
+    }
+    /// Open file descriptors (default 64).
+    pub fn open_files(mut self, n: u64) -> Self {
+        self.limits.open_files = n;
+        self
+    }
+    /// Processes and threads (default 16).
+    pub fn processes(mut self, n: u64) -> Self {
+        self.limits.processes = n.max(1);
+        self
+    }
+    /// Largest file a worker may write (default 64 MiB).
+    pub fn file_bytes(mut self, bytes: u64) -> Self {
+        self.limits.file_bytes = bytes;
+        self
+    }
+    /// Runs isolated tools on a kernel without Landlock ABI 4 or user namespaces, with what
+    /// the kernel has (seccomp, limits); every such call's audit notice says `degraded`.
+    /// Off by default: such a call is refused and nothing runs.
+    pub fn allow_degraded(mut self, allow: bool) -> Self {
+        self.allow_degraded = allow;
+        self
+    }
+    /// How many started and confined workers to keep waiting per isolated tool (default 0:
+    /// a worker is started for each call). Each still serves one call.
+    pub fn warm_workers(mut self, n: usize) -> Self {
+        self.warm_workers = n;
+        self
+    }
+    /// The largest arguments or result, in bytes of JSON, that cross the pipe (default 16 MiB);
+    /// a larger result fails the call and the worker is killed.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+    /// The user and group (numeric ids) a worker runs as when the application runs as root
+    /// (default `65534`, `nobody`/`nogroup`): the kernel exempts root from the process limit,
+    /// and a worker should not own root's files. The declared roots must then be readable
+    /// (and the write roots writable) by that user. An application that does not run as root
+    /// keeps its own user in its workers.
+    pub fn worker_user(mut self, uid: u32, gid: u32) -> Self {
+        self.worker_user = (uid, gid);
+        self
+    }
+    /// The resource limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+}
+
+/// What [`init`] recorded in the application process.
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// [`init_with`] the default [`Settings`].
+pub fn init() {
+    init_with(Settings::default());
+}
+
+/// Call first thing in `main`, before any thread or async runtime starts.
+///
+/// - In a worker process (started by the runtime, with [`WORKER_ENV`] set): confines the
+///   process, runs the one call it is sent, writes the result and exits. **Never returns.**
+/// - Otherwise: records `settings` (the first call wins) and that workers are available, and
+///   returns. Isolated tools are refused in a process that did not call it.
+pub fn init_with(settings: Settings) {
+    if std::env::var_os(WORKER_ENV).is_some() {
+        worker::serve();
+    }
+    let _ = SETTINGS.set(settings);
+}
+
+/// The settings [`init`] recorded, or `None` when this process did not call it.
+pub fn settings() -> Option<&'static Settings> {
+    SETTINGS.get()
+}
+
+/// Starts the warm workers of `T` now (they are otherwise started at its first call), so the
+/// first call does not wait for one. Does nothing without [`init`] or warm workers.
+pub fn prewarm<T: Tool>() {
+    if let Some(settings) = SETTINGS.get() {
+        parent::prewarm(&T::SPEC, settings);
+    }
+}
+
+/// An isolated tool, as its worker finds it by name. `#[tool(isolated)]` registers one per
+/// tool; not for other code.
+#[doc(hidden)]
+pub struct IsolatedTool {
+    pub(crate) spec: &'static ToolSpec,
+    pub(crate) parse: fn(&Value) -> Result<ErasedArgs, String>,
+    pub(crate) handler: fn() -> Handler<()>,
+}
+
+impl IsolatedTool {
+    /// The registration of the tool `T` (`#[tool(isolated)]` generates the call).
+    pub const fn of<T: Dispatch<()>>() -> Self {
+        IsolatedTool { spec: &T::SPEC, parse: crate::tool::parse_erased::<T>, handler: <T as Dispatch<()>>::handler }
+    }
+}
+
+inventory::collect!(IsolatedTool);
+
+/// The registration of the isolated tool `name` linked into this executable.
+fn registered(name: &str) -> Option<&'static IsolatedTool> {
+    inventory::iter::<IsolatedTool>.into_iter().find(|t| t.spec.name == name)
+}
+
+/// Checked arguments of an isolated call, kept as JSON for the worker.
+pub(crate) struct WorkerArgs(pub(crate) Value);
+
+/// The registry's parse of an isolated tool: as strict as any tool's (the typed parse must
+/// accept them), keeping the checked JSON value that the worker parses again.
+pub(crate) fn parse_for_worker<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
+    match T::parse_args(v) {
+        Ok(_) => Ok(ErasedArgs::new(WorkerArgs(v.clone()))),
+        Err(e) => Err(e),
+    }
+}

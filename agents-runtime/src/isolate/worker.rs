@@ -1,0 +1,109 @@
+//! The worker process: reads which tool to serve, confines itself, answers "ready", reads one
+//! call, runs the tool's own handler on a single-threaded async runtime, writes the outcome
+//! and exits.
+
+use super::protocol::{CallFrame, Header, Outcome, Ready, read_frame, write_frame};
+use crate::tool::{ApprovedCall, CallContext, Handler};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// What the model and the record are told when the tool panicked (its own text may quote the
+/// arguments; it goes to the worker's stderr only).
+const PANICKED: &str = "panicked: the tool failed unexpectedly and its message is withheld; its outcome is unknown";
+
+/// Exit codes of a worker that could not serve (the parent reads them as "refused").
+pub(super) const EXIT_PROTOCOL: i32 = 97;
+
+/// Serves one call and exits; never returns.
+pub(super) fn serve() -> ! {
+    // The protocol's output is a duplicate of stdout; the tool's own stdout goes to stderr, so
+    // nothing the tool prints can pass for a frame.
+    let out: OwnedFd = match nix::unistd::dup(std::io::stdout()) {
+        Ok(fd) => fd,
+        Err(_) => std::process::exit(EXIT_PROTOCOL),
+    };
+    if nix::unistd::dup2_stdout(std::io::stderr()).is_err() {
+        std::process::exit(EXIT_PROTOCOL);
+    }
+    let mut out = std::fs::File::from(out);
+    let mut input = std::io::stdin().lock();
+    let header: Header = match read_frame(&mut input, 64 << 10) {
+        Ok(h) => h,
+        Err(_) => {
+            eprintln!(
+                "{}: this process was started as an isolated-tool worker without a valid request",
+                super::WORKER_ENV
+            );
+            std::process::exit(EXIT_PROTOCOL);
+        }
+    };
+    let Some(tool) = super::registered(&header.tool) else {
+        let _ =
+            write_frame(&mut out, &Ready::Refused(format!("no isolated tool `{}` in this executable", header.tool)));
+        std::process::exit(EXIT_PROTOCOL);
+    };
+    match super::confine::confine(tool.spec, &header) {
+        Ok(confinement) => {
+            if write_frame(&mut out, &Ready::Confined(confinement)).is_err() {
+                std::process::exit(EXIT_PROTOCOL);
+            }
+        }
+        Err(reason) => {
+            let _ = write_frame(&mut out, &Ready::Refused(reason));
+            std::process::exit(EXIT_PROTOCOL);
+        }
+    }
+    // Confined. The async runtime is built before the call arrives (a warm worker waits
+    // ready to run); from here on, the code may be hostile.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = write_frame(&mut out, &Outcome::Err(format!("the worker could not start its async runtime: {e}")));
+            std::process::exit(EXIT_PROTOCOL);
+        }
+    };
+    let call: CallFrame = match read_frame(&mut input, header.max_message_bytes) {
+        Ok(c) => c,
+        // The runtime closed the pipe: a warm worker it no longer needs.
+        Err(_) => std::process::exit(0),
+    };
+    drop(input);
+    let outcome = run(tool, call, &runtime);
+    let written = write_frame(&mut out, &outcome);
+    let _ = out.flush();
+    std::process::exit(if written.is_ok() { 0 } else { EXIT_PROTOCOL });
+}
+
+/// Runs the tool's handler on the call.
+fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Runtime) -> Outcome {
+    let typed = match (tool.parse)(&call.args) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Err(format!("invalid arguments for `{}`: {e}", tool.spec.name)),
+    };
+    let cx = CallContext {
+        principal: Arc::new(call.principal),
+        run_id: call.run_id.as_str().into(),
+        session_id: call.session_id.as_str().into(),
+        call_id: call.call_id.as_str().into(),
+        spec: tool.spec,
+        invoker: None,
+        // The runtime redeemed the token before it started this call: the handler's witness
+        // is minted from this record, as in-process.
+        approved: call.token_id.map(|token_id| ApprovedCall {
+            token_id,
+            tool: tool.spec.name,
+            nonce: crate::token::random_bytes::<16>(),
+        }),
+    };
+    let run = match (tool.handler)() {
+        Handler::Read(f) | Handler::Action(f) => f,
+        Handler::Handoff(_) => return Outcome::Err("a handoff tool has no execution path".to_owned()),
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(&cx, typed))));
+    match result {
+        Ok(Ok(value)) => Outcome::Ok(value),
+        Ok(Err(e)) => Outcome::Err(e.message),
+        Err(_) => Outcome::Err(PANICKED.to_owned()),
+    }
+}
