@@ -28,6 +28,21 @@ fn manifest_matches_baseline() {
 }
 
 #[test]
+fn extractor_manifest_matches_baseline_and_records_isolation() {
+    use examples::kyc::vendor::KycExtractor;
+    assert_baseline(
+        KycExtractor::MANIFEST,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/kyc-extractor.manifest.json"),
+    );
+    let m = Manifest::parse(KycExtractor::MANIFEST).unwrap();
+    let vendor = m.tool("vendor_extract_text").unwrap();
+    assert!(vendor.policy.isolated);
+    // Declared exactly as the reviewer's read tool.
+    assert_eq!(vendor.policy.fs, manifest().tool("read_customer_file").unwrap().policy.fs);
+    assert!(vendor.policy.net.hosts.is_empty() && vendor.policy.env.vars.is_empty());
+}
+
+#[test]
 fn manifest_command_prints_exactly_the_manifest() {
     let mut out = Vec::new();
     main_with(&["manifest".to_owned()], &mut out).unwrap();

@@ -2,6 +2,7 @@
 //! check and the tool-call budget) and the manifest commands.
 
 use super::tools::{read_customer_file, save_review_note};
+use super::vendor::{KycExtractor, vendor_extract_text};
 use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
@@ -11,6 +12,7 @@ use agents_runtime::events::Event;
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::scripted::{ScriptedProvider, reply, tool_call};
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
+use agents_runtime::tool::Registry;
 use agents_runtime::{BoxFuture, Principal, RunStatus, Runtime, Tier, Tool, ToolSpec, Verdict};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -208,6 +210,8 @@ impl DemoFiles {
     /// pages.
     pub fn create() -> io::Result<Self> {
         let uploads = fresh_dir_beneath(UPLOADS_ROOT)?;
+        // Readable by the user an isolated tool's worker runs as when the demo runs as root.
+        std::fs::set_permissions(uploads.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
         let notes = fresh_dir_beneath(NOTES_ROOT)?;
         let files = DemoFiles { uploads, notes };
         let c1 = files.uploads.path().join("c-1001");
@@ -296,6 +300,11 @@ pub struct Attempt {
     /// The records of the same call through a gate without the path check: what the
     /// [`FsAccess`](agents_runtime::FsAccess) handle decides.
     pub in_process: Vec<AuditRecord>,
+    /// The records of the same attempt by [`vendor_extract_text`], whose body calls `std::fs`
+    /// directly and runs in a kernel-confined worker: `None` for a write where notes go (the
+    /// extractor declares none), or when this process did not call
+    /// [`agents_runtime::isolate::init`].
+    pub out_of_process: Option<Vec<AuditRecord>>,
 }
 
 /// What the demo leaves behind, for checks.
@@ -384,10 +393,16 @@ impl Stage<'_> {
 
     /// One direct call through `rt` (a session of its own, closed afterwards), shown with its
     /// records; returns those records.
-    async fn direct(&mut self, gated: bool, call_id: &str, tool: &str, args: &Value) -> io::Result<Vec<AuditRecord>> {
+    async fn direct<A: Registry>(
+        &mut self,
+        gated: bool,
+        call_id: &str,
+        tool: &str,
+        args: &Value,
+    ) -> io::Result<Vec<AuditRecord>> {
         let rt = if gated { &self.gated } else { &self.plain };
         let session_id = format!("kyc-direct-{call_id}");
-        let open = rt.direct::<KycReviewer>(analyst(), &session_id, Some(Arc::new(AnalystApproves)));
+        let open = rt.direct::<A>(analyst(), &session_id, Some(Arc::new(AnalystApproves)));
         let mut none = no_events();
         let session = self.screen.show_turn(&mut none, &mut self.records, open, |_, _| Ok(())).await?;
         let session = session.map_err(io::Error::other)?;
@@ -521,8 +536,9 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         stage.screen.out,
         "Each attempt is checked against the manifest's own globs (declared), then called through the gate\n\
          with the declared path check (at the gate), then through a gate without it, so that the FsAccess\n\
-         handle built from the tool's declaration decides (in process). Out of process (a kernel-confined\n\
-         tool process) is not used by this example."
+         handle built from the tool's declaration decides (in process); then by a vendor's extractor declared\n\
+         the same way, whose body calls std::fs directly, run in a worker process the kernel confines to\n\
+         the declaration (out of process)."
     )?;
     let read_globs = manifest.tool("read_customer_file").map(|t| t.policy.fs.read.clone()).unwrap_or_default();
     let write_globs = manifest.tool("save_review_note").map(|t| t.policy.fs.write.clone()).unwrap_or_default();
@@ -582,10 +598,30 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             if write { &write_globs } else { &read_globs }
         )?;
         writeln!(stage.screen.out, "   at the gate:")?;
-        let at_gate = stage.direct(true, &format!("gate-{}", i + 1), tool, &args).await?;
+        let at_gate = stage.direct::<KycReviewer>(true, &format!("gate-{}", i + 1), tool, &args).await?;
         writeln!(stage.screen.out, "   in process:")?;
-        let in_process = stage.direct(false, &format!("handle-{}", i + 1), tool, &args).await?;
-        attempts.push(Attempt { what, tool, path: p, declared_allows, at_gate, in_process });
+        let in_process = stage.direct::<KycReviewer>(false, &format!("handle-{}", i + 1), tool, &args).await?;
+        let vendor_args = match i {
+            5 => None,
+            4 => Some(json!({"path": p, "overwrite": true})),
+            _ => Some(json!({"path": p})),
+        };
+        let out_of_process = match vendor_args {
+            Some(args) if agents_runtime::isolate::settings().is_some() => {
+                writeln!(stage.screen.out, "   out of process (the vendor's body, std::fs, in a confined worker):")?;
+                let name = <vendor_extract_text as Tool>::NAME;
+                Some(stage.direct::<KycExtractor>(false, &format!("kernel-{}", i + 1), name, &args).await?)
+            }
+            Some(_) => {
+                writeln!(
+                    stage.screen.out,
+                    "   out of process: not shown (this process did not call agents_runtime::isolate::init)"
+                )?;
+                None
+            }
+            None => None,
+        };
+        attempts.push(Attempt { what, tool, path: p, declared_allows, at_gate, in_process, out_of_process });
     }
 
     writeln!(stage.screen.out, "\n=== 4. A budget on tool calls: {MAX_TOOL_CALLS_PER_RUN} per run ===")?;
@@ -635,9 +671,19 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
     let Stage { mut screen, gated, plain, .. } = stage;
     drop(gated);
     drop(plain);
-    let summary = verify_jsonl_file(path, Some(KycReviewer::MANIFEST_SHA256)).map_err(io::Error::other)?;
-    writeln!(screen.out, "\naudit log verified: {} records, hash chain intact", summary.records)?;
+    // Two agents share the log (the extractor's records carry its own manifest's hash), so the
+    // chain is verified alone and each record's hash is checked against the two manifests.
+    let summary = verify_jsonl_file(path, None).map_err(io::Error::other)?;
     let records = std::mem::take(&mut screen.shown);
+    let known = [KycReviewer::MANIFEST_SHA256, KycExtractor::MANIFEST_SHA256];
+    if let Some(r) = records.iter().find(|r| !known.contains(&r.manifest_sha256.as_str())) {
+        return Err(io::Error::other(format!("audit record {} carries an unknown manifest hash", r.seq)));
+    }
+    writeln!(
+        screen.out,
+        "\naudit log verified: {} records, hash chain intact, each carrying the kyc-reviewer or kyc-extractor manifest hash",
+        summary.records
+    )?;
     drop(files);
     Ok(DemoReport {
         audit_path: path.to_path_buf(),

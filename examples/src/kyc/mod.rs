@@ -22,8 +22,13 @@
 //!      tool refuses `../../etc/passwd`, a symlink that leads out of the uploads directory,
 //!      and a write (each a `failed` record whose reason names the path and the policy).
 //!      This binds cooperating tool code: a body that calls `std::fs` directly is not
-//!      stopped at this level (only a kernel-confined tool process stops it, which this
-//!      example does not use).
+//!      stopped at this level;
+//!   4. *out of process*: [`vendor::vendor_extract_text`], declared the same way but with a
+//!      body that calls `std::fs` directly, runs `isolated`: in a worker process the kernel
+//!      confines to the declaration (Landlock, seccomp, namespaces), which refuses the climb
+//!      out, the symlink and the write (`Permission denied`, a `failed` record naming the
+//!      path after a `notice` saying how the worker was confined). The program's `main`
+//!      calls [`agents_runtime::isolate::init`] first, so it can serve as that worker.
 //! - **A budget on tool calls.** [`app::ToolCallBudget`] allows six tool calls per run; the
 //!   seventh is refused and audited (`denied`, "budget exceeded: maxToolCalls").
 //!
@@ -38,6 +43,7 @@
 
 pub mod app;
 pub mod tools;
+pub mod vendor;
 
 pub use app::main_with;
 
