@@ -482,9 +482,26 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             none(&t.policy.env.vars)
         )?;
     }
+    let extractor = Manifest::parse(KycExtractor::MANIFEST).map_err(io::Error::other)?;
+    for t in &extractor.tools {
+        writeln!(
+            out,
+            "agent {} (sha256 {}): {} tier={} risk={} fs read: {} fs write: {} net: {} env: {} isolated: {}",
+            extractor.agent.name,
+            KycExtractor::MANIFEST_SHA256,
+            t.name,
+            t.tier.as_str(),
+            t.risk.as_str(),
+            none(&t.policy.fs.read),
+            none(&t.policy.fs.write),
+            none(&t.policy.net.hosts),
+            none(&t.policy.env.vars),
+            t.policy.isolated
+        )?;
+    }
     writeln!(
         out,
-        "(baseline: examples/baselines/kyc.manifest.json; the capability report: \
+        "(baselines: examples/baselines/kyc.manifest.json, kyc-extractor.manifest.json; the capability report: \
          `cargo run -q -p examples --example kyc -- manifest > kyc.json && agents manifest render kyc.json -o kyc.html`)"
     )?;
 
