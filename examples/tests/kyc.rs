@@ -270,7 +270,7 @@ async fn the_manifest_policy_is_what_the_handle_enforces() {
         files.escape_by_dots(),
         UPLOADS_ROOT.to_owned(),
         format!("{UPLOADS_ROOT}x/a.txt"),
-        format!("{NOTES_ROOT}/a.txt"),
+        format!("{NOTES_ROOT}/{}.txt", files.uploads().file_name().unwrap().to_string_lossy()),
         files.note("n.txt"),
         "/etc/passwd".into(),
         "../../etc/passwd".into(),
@@ -315,6 +315,8 @@ async fn the_manifest_policy_is_what_the_handle_enforces() {
         .await;
     assert!(r.content["text"].as_str().unwrap().contains("LINDGREN"), "{}", r.content);
     assert!(std::fs::read_to_string(files.note("n.txt")).unwrap().contains("reviewed by u-kim"));
+    // The note written directly beneath the notes root is this test's to remove.
+    std::fs::remove_file(&paths[9]).unwrap();
     // The specs the handles are built from are the manifest's entries.
     for (tool, spec_globs, manifest_globs) in [
         (
