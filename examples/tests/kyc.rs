@@ -275,7 +275,8 @@ async fn the_manifest_policy_is_what_the_handle_enforces() {
         "/etc/passwd".into(),
         "../../etc/passwd".into(),
         "passport.txt".into(),
-        "/tmp/agents-kyc/uploads/../notes/a.txt".into(),
+        // The same note as above, reached from the uploads root with `..`.
+        format!("{UPLOADS_ROOT}/../notes/{}.txt", files.uploads().file_name().unwrap().to_string_lossy()),
     ];
     let sink = Arc::new(MemorySink::new());
     let rt = Runtime::builder(sink, Arc::new(ScriptedProvider::new([]))).roles(examples::kyc::roles().clone()).build();
