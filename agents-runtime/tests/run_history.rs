@@ -2,7 +2,7 @@
 
 mod run_common;
 
-use agents_runtime::audit::MemorySink;
+use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::SUBSCRIBER_BUFFER;
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
 use agents_runtime::provider::{ChatMessage, ChatResponse, ScriptedProvider};
@@ -196,10 +196,17 @@ async fn an_answer_that_does_not_fit_the_output_type_fails_naming_the_type() {
     assert!(error.contains("does not fit `Triage`"), "{error}");
 
     let provider = Arc::new(ScriptedProvider::new([reply(r#"{"severity": 300, "summary": "x"}"#)]));
-    let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
+    let sink = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(sink.clone(), provider).roles(roles()).build();
     let out = rt.start::<Triager>(me(), "typed-bad-2", "triage this".into()).unwrap().wait().await;
     assert_eq!(out.status, RunStatus::Failed);
-    assert!(out.error.unwrap().contains("Triage"));
+    let error = out.error.unwrap();
+    assert!(error.contains("Triage"));
+    // The refusal is audited with its reason, before the run's end.
+    let records = sink.records();
+    let notice = records.iter().position(|r| r.status == AuditStatus::Notice).expect("an audited refusal");
+    assert_eq!(records[notice].reason.as_deref(), Some(format!("output refused: {error}").as_str()));
+    assert_eq!(records[notice + 1].status, AuditStatus::RunFinished);
 }
 
 #[tokio::test(start_paused = true)]

@@ -349,8 +349,15 @@ impl<A: Registry> Turn<A> {
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
                     // The parse error quotes the model's answer, which may repeat a call's secret.
-                    let error = format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output);
-                    outcome.error = Some(ctx.mask_run_text(&error));
+                    let error = ctx.mask_run_text(&format!(
+                        "the model's final answer does not fit `{}`: {e}",
+                        A::SPEC.output
+                    ));
+                    // The refusal is part of the record, not only of the caller's outcome: a
+                    // reviewer reading the log sees why the run returned no output.
+                    let reason = format!("output refused: {error}");
+                    let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+                    outcome.error = Some(error);
                 }
             }
         }
