@@ -349,10 +349,8 @@ impl<A: Registry> Turn<A> {
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
                     // The parse error quotes the model's answer, which may repeat a call's secret.
-                    let error = ctx.mask_run_text(&format!(
-                        "the model's final answer does not fit `{}`: {e}",
-                        A::SPEC.output
-                    ));
+                    let error =
+                        ctx.mask_run_text(&format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output));
                     // The refusal is part of the record, not only of the caller's outcome: a
                     // reviewer reading the log sees why the run returned no output.
                     let reason = format!("output refused: {error}");
