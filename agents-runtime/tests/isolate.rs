@@ -174,6 +174,10 @@ async fn big_result(n: usize) -> Result<String, String> {
 }
 
 /// Writes a note: an isolated action, run only after a person approved it.
+///
+/// # Arguments
+///
+/// * `text` - the text of the note
 #[tool(permission = public, isolated, mutating, title = "Write a note", policy(fs(write = ["/tmp/agents-isolate-escape/out/**"])))]
 async fn write_note(text: String) -> Result<String, String> {
     std::fs::write(format!("{BASE}/out/note.txt"), &text).map_err(|e| e.to_string())?;

@@ -23,6 +23,10 @@ permissions! {
 }
 
 /// Submits a leave request.
+///
+/// # Arguments
+///
+/// * `days` - the number of working days of leave asked for
 #[tool(permission = perms::leave::write, mutating, title = "Submit leave request")]
 async fn submit_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
     bump(cx.session_id());

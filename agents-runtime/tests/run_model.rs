@@ -42,6 +42,10 @@ fn worlds() -> &'static Mutex<HashMap<String, World>> {
 }
 
 /// Submits a leave request; panics when the schedule says so.
+///
+/// # Arguments
+///
+/// * `days` - the number of working days of leave asked for
 #[tool(permission = perms::leave::write, mutating, title = "Submit leave")]
 async fn submit(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
     let panics = {

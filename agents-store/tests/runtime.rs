@@ -27,6 +27,10 @@ fn executed(session: &str) -> usize {
 }
 
 /// Submits a leave request.
+///
+/// # Arguments
+///
+/// * `days` - the number of working days of leave asked for
 #[tool(permission = perms::leave::write, mutating, title = "Submit leave")]
 async fn submit_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
     *EXECUTED.lock().unwrap().entry(cx.session_id().to_owned()).or_default() += 1;

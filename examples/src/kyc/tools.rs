@@ -27,6 +27,7 @@ fn fs_error(tool: &str, verb: &str, path: &str, declared: &[&str], e: FsError) -
             )
         }
         FsError::Io(io) => format!("could not {verb} `{path}`: {io}"),
+        other => format!("could not {verb} `{path}`: {other}"),
     }
 }
 
