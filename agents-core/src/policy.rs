@@ -48,7 +48,7 @@
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// The most alternatives one glob may expand to (braces and `/**/` each multiply them).
 pub const MAX_ALTERNATIVES: usize = 64;
@@ -586,6 +586,37 @@ impl GlobSet {
             None => false,
         }
     }
+}
+
+/// An absolute path with `.` and `..` resolved as text (no filesystem access, symlinks not
+/// followed); `None` for a relative path or one that climbs above the root. The one
+/// normalisation a path gets before it is matched against a [`GlobSet`].
+///
+/// ```
+/// use agents_core::policy::lexical_path;
+/// assert_eq!(lexical_path("/srv/up/../up/./a.txt").unwrap(), std::path::Path::new("/srv/up/a.txt"));
+/// assert!(lexical_path("/../etc").is_none());
+/// assert!(lexical_path("relative/a.txt").is_none());
+/// ```
+pub fn lexical_path(path: impl AsRef<Path>) -> Option<PathBuf> {
+    let path = path.as_ref();
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => out.push(c.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(p) => out.push(p),
+        }
+    }
+    Some(out)
 }
 
 /// Which hosts a pattern names.

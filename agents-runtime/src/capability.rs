@@ -6,8 +6,8 @@
 //! the tool in a sandboxed subprocess.
 
 use crate::core::ToolSpec;
-use crate::core::policy::GlobSet;
-use std::path::{Component, Path, PathBuf};
+use crate::core::policy::{GlobSet, lexical_path};
+use std::path::{Path, PathBuf};
 
 /// A use of a capability outside the declared policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,27 +25,6 @@ pub struct CapabilityError {
 /// this matcher, the macros' validation and the manifest diff.
 fn globset(globs: &[&str]) -> GlobSet {
     GlobSet::new(globs)
-}
-
-/// Lexically normalizes an absolute path; refuses relative paths and `..` above the root.
-fn normalize(path: &Path) -> Option<PathBuf> {
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) => out.push(c.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(p) => out.push(p),
-        }
-    }
-    Some(out)
 }
 
 /// The directory a glob's matches all lie beneath: its leading components without a glob
@@ -109,7 +88,7 @@ impl FsAccess {
             what: format!("{verb} `{}`", path.display()),
             declared: format!("fs {verb}: {declared:?}"),
         };
-        let lexical = normalize(path).ok_or_else(err)?;
+        let lexical = lexical_path(path).ok_or_else(err)?;
         if !set.is_match(&lexical) {
             return Err(err());
         }

@@ -7,7 +7,7 @@ use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLO
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::core::manifest::Manifest;
-use agents_runtime::core::policy::GlobSet;
+use agents_runtime::core::policy::{GlobSet, lexical_path};
 use agents_runtime::events::Event;
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::scripted::{ScriptedProvider, reply, tool_call};
@@ -17,7 +17,7 @@ use agents_runtime::{BoxFuture, Principal, RunStatus, Runtime, Tier, Tool, ToolS
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -91,7 +91,7 @@ impl DeclaredPathCheck {
             // Not a filesystem tool: its `path` names something else.
             return Decision::Proceed;
         }
-        if lexical(path).is_some_and(|p| GlobSet::new(globs).is_match(p)) {
+        if lexical_path(path).is_some_and(|p| GlobSet::new(globs).is_match(p)) {
             Decision::Proceed
         } else {
             Decision::Deny(format!(
@@ -107,29 +107,6 @@ impl Interceptor for DeclaredPathCheck {
         let decision = Self::decide(call.spec, call.args);
         Box::pin(async move { decision })
     }
-}
-
-/// An absolute path with `.` and `..` resolved as text; `None` for a relative path or one that
-/// climbs above `/`.
-fn lexical(path: &str) -> Option<PathBuf> {
-    let path = Path::new(path);
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) => out.push(c.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(p) => out.push(p),
-        }
-    }
-    Some(out)
 }
 
 /// A budget on tool calls: each run may make `max` calls that reach the gate; every further
@@ -603,8 +580,8 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         let mut args = extra;
         args["path"] = json!(p);
         let write = tool == <save_review_note as Tool>::NAME;
-        let declared_allows =
-            lexical(&p).is_some_and(|l| if write { declared_write.is_match(&l) } else { declared_read.is_match(&l) });
+        let declared_allows = lexical_path(&p)
+            .is_some_and(|l| if write { declared_write.is_match(&l) } else { declared_read.is_match(&l) });
         let out = &mut stage.screen.out;
         writeln!(out, "\n-- {}. {what}: {tool} {}", i + 1, canonical(&args))?;
         writeln!(
