@@ -73,6 +73,66 @@ fn millis(d: std::time::Duration) -> i64 {
 
 /// Support for tests and benchmarks of stores.
 pub mod testing {
+    /// A one-tool HR agent for the multi-node tests (shared by the test binaries and the
+    /// `agents-store-node` process, so both run one agent with one manifest). Each execution
+    /// of its action appends a line to [`leave::executions_file`] of its session, so a test
+    /// counts executions across processes.
+    pub mod leave {
+        use agents_runtime::{Principal, RoleMap, ToolContext, agent, permissions, tool};
+        use std::path::PathBuf;
+
+        permissions! {
+            pub mod perms { leave.write }
+        }
+
+        /// The server key every node of the tests shares (a resumption on another node needs
+        /// the key the arguments' MAC was made with).
+        pub const SERVER_KEY: [u8; 32] = [7; 32];
+
+        /// Where the executions of the action in `session` are counted.
+        pub fn executions_file(session: &str) -> PathBuf {
+            std::env::temp_dir().join(format!("agents-store-executions-{session}.log"))
+        }
+
+        /// How often the action ran in `session`, in any process.
+        pub fn executions(session: &str) -> usize {
+            std::fs::read_to_string(executions_file(session)).map_or(0, |s| s.lines().count())
+        }
+
+        /// Submits a leave request.
+        ///
+        /// # Arguments
+        ///
+        /// * `days` - the number of working days of leave asked for
+        #[tool(permission = perms::leave::write, mutating, title = "Submit leave")]
+        async fn submit_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
+            use std::io::Write;
+            let mut log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(executions_file(cx.session_id()))
+                .map_err(|e| e.to_string())?;
+            writeln!(log, "{days} days by {}", cx.principal().user_id).map_err(|e| e.to_string())?;
+            Ok(format!("{days} days submitted"))
+        }
+
+        agent! {
+            /// HR assistant.
+            pub struct Hr;
+            tools: [submit_leave],
+        }
+
+        /// The user the tests act for.
+        pub fn employee() -> Principal {
+            Principal::new("ann", "org-hr", "employee")
+        }
+
+        /// The roles: employees may submit leave.
+        pub fn roles() -> RoleMap {
+            RoleMap::new().role("employee", ["leave.write"])
+        }
+    }
+
     use agents_runtime::Tier;
     use agents_runtime::audit::{AuditRecord, AuditStatus};
 

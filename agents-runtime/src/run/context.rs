@@ -107,9 +107,23 @@ impl<A: Registry> RunCtx<A> {
         direct: Option<DirectConfirm>,
     ) -> Arc<Self> {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+        let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, &principal);
+        Self::with_ids(inner, principal, ids, limits, bus, cancel, direct)
+    }
+
+    /// A run (or direct session) of `A` under the given ids.
+    pub(super) fn with_ids(
+        inner: &Arc<Inner>,
+        principal: Principal,
+        ids: RecordIds,
+        limits: Limits,
+        bus: Arc<EventBus>,
+        cancel: CancellationToken,
+        direct: Option<DirectConfirm>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|run| RunCtx::<A> {
             inner: inner.clone(),
-            ids: Arc::new(RecordIds::new::<A>(&run_id, session_id, &request_id, &principal)),
+            ids: Arc::new(ids),
             principal: Arc::new(principal),
             bus,
             cancel,
@@ -360,7 +374,7 @@ pub(super) async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Ve
 
 /// Grants ∩ role ∩ not disabled, by position in `A::tools()`, and the notice to record when
 /// the disable list could not be read.
-async fn snapshot_of<A: Registry>(ctx: &RunCtx<A>) -> (Vec<bool>, Option<String>) {
+pub(super) async fn snapshot_of<A: Registry>(ctx: &RunCtx<A>) -> (Vec<bool>, Option<String>) {
     let inner = &ctx.inner;
     let role_set: Vec<bool> =
         A::tools().iter().map(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).collect();

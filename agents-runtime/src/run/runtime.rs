@@ -79,6 +79,8 @@ pub(super) struct Inner {
     pub(super) decision_poll: Duration,
     /// Asks a person for the actions of model runs (dialog mode), beside [`Runtime::decide`].
     pub(super) confirmer: Option<Arc<dyn Confirmer>>,
+    /// The lease of a run's slot in the store.
+    pub(super) slot_lease: Duration,
     /// Final records written after their call's future was dropped, not yet durable.
     pub(super) detached: InFlight,
     /// The open proposals of every confirmation channel.
@@ -151,6 +153,7 @@ pub struct RuntimeBuilder {
     history_bytes: usize,
     decision_poll: Duration,
     confirmer: Option<Arc<dyn Confirmer>>,
+    slot_lease: Duration,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -314,6 +317,13 @@ impl RuntimeBuilder {
         self.confirmer = Some(confirmer);
         self
     }
+    /// The lease of a run's slot in the state store (default [`RUN_SLOT_LEASE`]); a live run
+    /// renews it every third of it. A shorter lease frees the slots of a node that died
+    /// sooner, and lets [`Runtime::resume_orphaned`] carry out its approved calls sooner.
+    pub fn run_slot_lease(mut self, lease: Duration) -> Self {
+        self.slot_lease = lease.max(Duration::from_millis(30));
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -344,6 +354,7 @@ impl RuntimeBuilder {
                 node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
                 decision_poll: self.decision_poll,
                 confirmer: self.confirmer,
+                slot_lease: self.slot_lease,
                 detached: InFlight::default(),
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
@@ -388,7 +399,8 @@ impl SlotGuard {
     fn take(inner: &Arc<Inner>, principal: &Principal, max: u32) -> Result<Result<Self, PendingSlot>, StartError> {
         let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
         let store = inner.store.clone();
-        let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, RUN_SLOT_LEASE).await });
+        let lease = inner.slot_lease;
+        let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, lease).await });
         match answer_now(acquire) {
             Ok(answer) => Self::granted(inner, principal, max, answer).map(Ok),
             Err(pending) => Ok(Err(pending)),
@@ -425,10 +437,11 @@ impl SlotGuard {
     /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
     fn keep_renewed(&mut self, cancel: CancellationToken) {
         let (store, slot) = (self.inner.store.clone(), self.slot.clone().expect("held until drop"));
+        let lease = self.inner.slot_lease;
         self.renewal = Some(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(RUN_SLOT_LEASE / 3).await;
-                match store.renew_slot(&slot, RUN_SLOT_LEASE).await {
+                tokio::time::sleep(lease / 3).await;
+                match store.renew_slot(&slot, lease).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
@@ -493,6 +506,7 @@ impl Runtime {
             history_bytes: DEFAULT_HISTORY_BYTES,
             decision_poll: DEFAULT_DECISION_POLL,
             confirmer: None,
+            slot_lease: RUN_SLOT_LEASE,
         }
     }
 

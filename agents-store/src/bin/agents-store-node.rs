@@ -9,7 +9,13 @@
 //! agents-store-node CONNINFO decide CALL_ID ORG USER    -> decided OUTCOME
 //! agents-store-node CONNINFO claim CALL_ID N            -> claimed K
 //! agents-store-node CONNINFO audit STREAM PRODUCERS PER -> appended K
+//! agents-store-node STORE propose SESSION LEASE_MS      -> waiting CALL_ID, then finished STATUS
 //! ```
+//!
+//! `propose` runs the test agent (`agents_store::testing::leave::Hr`) on a runtime whose state
+//! and audit log (stream `audit`) are in STORE (a PostgreSQL CONNINFO, or `sqlite:PATH`): its
+//! model proposes one action, the process says which call waits for a decision, and the run
+//! goes on once the decision arrives through the store (or the process is killed).
 
 use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, StoredVerdict};
 use agents_store::PostgresStore;
@@ -25,6 +31,9 @@ async fn main() -> Result<(), Failure> {
     let [conninfo, command, rest @ ..] = args.as_slice() else {
         return Err("usage: agents-store-node CONNINFO COMMAND ARGS...".into());
     };
+    if command == "propose" {
+        return propose(conninfo, rest).await;
+    }
     let store = Arc::new(PostgresStore::connect(conninfo, 32).await?);
     let arg = |i: usize| rest.get(i).cloned().ok_or_else(|| format!("`{command}` needs argument {}", i + 1));
     let num = |i: usize| -> Result<usize, Failure> { Ok(arg(i)?.parse()?) };
@@ -122,6 +131,38 @@ async fn main() -> Result<(), Failure> {
         }
         other => return Err(format!("unknown command `{other}`").into()),
     }
+    Ok(())
+}
+
+/// Runs the test agent until its action waits for a decision, says so, and waits for the
+/// run's end.
+async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
+    use agents_runtime::events::Event;
+    use agents_runtime::provider::ScriptedProvider;
+    use agents_runtime::provider::scripted::{reply, tool_call};
+    use agents_store::testing::leave::{Hr, SERVER_KEY, employee, roles};
+    let [session, lease_ms] = rest else { return Err("usage: agents-store-node STORE propose SESSION LEASE_MS".into()) };
+    let store: Arc<dyn Store> = match spec.strip_prefix("sqlite:") {
+        Some(path) => Arc::new(agents_store::SqliteStore::open(path)?),
+        None => Arc::new(PostgresStore::connect(spec, 4).await?),
+    };
+    let provider = ScriptedProvider::new(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("done")]);
+    let runtime = agents_runtime::Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(provider))
+        .roles(roles())
+        .server_key(SERVER_KEY)
+        .store(store)
+        .run_slot_lease(Duration::from_millis(lease_ms.parse()?))
+        .decision_poll(Duration::from_millis(20))
+        .build();
+    let mut run = runtime.start::<Hr>(employee(), session, "three days off".into())?;
+    while let Some(event) = run.events().recv().await {
+        if let Event::ConfirmRequired { call_id, .. } = event {
+            println!("waiting {call_id}");
+            break;
+        }
+    }
+    let outcome = run.wait().await;
+    println!("finished {:?}", outcome.status);
     Ok(())
 }
 

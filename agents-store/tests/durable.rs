@@ -1,0 +1,226 @@
+//! Proposals and decisions through the state store: a proposal made through one runtime
+//! ("node") is listed and approved through another and runs exactly once; provider-reused
+//! call ids never cross; a run whose process was killed while it waited is completed on the
+//! decision by a resumption, exactly once; the audit chain verifies after all of it. On the
+//! in-memory store (two runtimes in one process), SQLite (a second process, killed) and a real
+//! PostgreSQL (a second process, killed).
+
+use agents_runtime::events::Event;
+use agents_runtime::provider::scripted::reply;
+use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
+use agents_runtime::store::{MemoryStore, Store, StoreAuditSink};
+use agents_runtime::run::DecisionError;
+use agents_runtime::{Principal, RunHandle, RunStatus, Runtime, Verdict};
+use agents_store::postgres::TempCluster;
+use agents_store::testing::leave::{Hr, SERVER_KEY, employee, executions, roles};
+use agents_store::{PostgresStore, SqliteStore};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A model answer that calls `submit_leave` under the provider's own id `id`.
+fn call_with_id(id: &str, days: u32) -> ChatResponse {
+    ChatResponse {
+        content: String::new(),
+        tool_calls: vec![ToolCallRequest {
+            id: id.into(),
+            name: "submit_leave".into(),
+            arguments: format!(r#"{{"days": {days}}}"#),
+        }],
+        usage: Default::default(),
+    }
+}
+
+fn node(store: Arc<dyn Store>, script: Vec<ChatResponse>) -> Runtime {
+    Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(roles())
+        .server_key(SERVER_KEY)
+        .store(store)
+        .decision_poll(Duration::from_millis(20))
+        .build()
+}
+
+/// A unique session id (the execution log is per session, in the temp dir).
+fn session(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The call waiting for a decision.
+async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
+    while let Some(e) = run.events().recv().await {
+        match e {
+            Event::ConfirmRequired { call_id, .. } => return call_id,
+            Event::Done { status, .. } => panic!("the run ended ({status}) before asking"),
+            _ => {}
+        }
+    }
+    panic!("the run's events ended before it asked")
+}
+
+/// The proposal made through node A is listed on node B, decided there only by its own
+/// principal and only once, and runs exactly once, on A (whose run is alive: B's resumption
+/// leaves it alone).
+async fn approved_through_another_node_runs_once(a: Arc<dyn Store>, b: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let node_a = node(a, vec![call_with_id("call_1", 3), reply("done")]);
+    let node_b = node(b.clone(), vec![]);
+    let mut run = node_a.start::<Hr>(employee(), &s, "three days off".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    assert_ne!(call_id, "call_1", "decisions are keyed by the runtime's id, not the provider's");
+
+    let listed = node_b.pending_decisions(&employee()).await.unwrap();
+    let p = listed.iter().find(|p| p.call_id == call_id).expect("listed on the other node");
+    assert_eq!((p.tool.as_str(), p.title.as_str(), p.agent.as_str()), ("submit_leave", "Submit leave", "Hr"));
+    assert_eq!(p.arguments, serde_json::json!({"days": 3}));
+    assert_eq!(p.session_id.as_deref(), Some(s.as_str()));
+    assert!(!p.proposed_at.is_empty() && !p.risk.is_empty());
+    let other_role = Principal::new("ann", "org-hr", "manager");
+    assert!(node_b.pending_decisions(&other_role).await.unwrap().iter().all(|p| p.call_id != call_id));
+    let stranger = Principal::new("bob", "org-hr", "employee");
+    assert!(node_b.pending_decisions(&stranger).await.unwrap().is_empty());
+
+    // Refused from another user, or from the same user under another role; nothing changes.
+    for intruder in [&stranger, &other_role] {
+        assert_eq!(
+            node_b.decide_async(&call_id, intruder, Verdict::Approve, None).await,
+            Err(DecisionError::NotYourRun)
+        );
+    }
+    assert_eq!(executions(&s), 0);
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    // The run that proposed it is alive (its slot renewed): a resumption leaves it to it.
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "a live run's call is not taken over");
+    assert!(matches!(
+        node_b.decide_async(&call_id, &employee(), Verdict::Reject, None).await,
+        Err(DecisionError::NotPending(_))
+    ));
+    let outcome = run.wait().await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
+    assert_eq!(executions(&s), 1, "executed exactly once");
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    assert!(node_b.pending_decisions(&employee()).await.unwrap().iter().all(|p| p.call_id != call_id));
+    b.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// Two runs whose provider uses the id `call_1` for both proposals: each is decided on its
+/// own; approving one never runs (or ends) the other.
+async fn reused_provider_ids_do_not_cross(store: Arc<dyn Store>, prefix: &str) {
+    let (s1, s2) = (session(&format!("{prefix}-one")), session(&format!("{prefix}-two")));
+    let rt = node(store, vec![call_with_id("call_1", 1), call_with_id("call_1", 2), reply("ok"), reply("ok")]);
+    let mut one = rt.start::<Hr>(employee(), &s1, "one day".into()).unwrap();
+    let first = confirm_required(&mut one).await;
+    let mut two = rt.start::<Hr>(employee(), &s2, "two days".into()).unwrap();
+    let second = confirm_required(&mut two).await;
+    assert_ne!(first, second, "each proposal has its own id");
+    assert_eq!(rt.pending_decisions(&employee()).await.unwrap().iter().filter(|p| [&first, &second].contains(&&p.call_id)).count(), 2);
+    rt.decide_async(&second, &employee(), Verdict::Reject, Some("not now")).await.unwrap();
+    assert_eq!(two.wait().await.status, RunStatus::Completed);
+    rt.decide_async(&first, &employee(), Verdict::Approve, None).await.unwrap();
+    assert_eq!(one.wait().await.status, RunStatus::Completed);
+    assert_eq!((executions(&s1), executions(&s2)), (1, 0), "only the approved proposal ran");
+}
+
+/// A second process running the agent on `spec`'s store, stopped at its proposal.
+struct ProposingNode {
+    child: Child,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl ProposingNode {
+    async fn start(spec: &str, session: &str, lease_ms: u64) -> (Self, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agents-store-node"))
+            .args([spec, "propose", session, &lease_ms.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start agents-store-node");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next_line().await.unwrap().expect("the node stopped early; see its stderr above");
+        let call_id = first.strip_prefix("waiting ").unwrap_or_else(|| panic!("expected `waiting CALL_ID`, read {first:?}"));
+        (ProposingNode { child, lines }, call_id.to_owned())
+    }
+}
+
+/// The process that proposed an action is killed (`kill -9`) while it waits; the decision
+/// made through another node completes it: the approved call runs exactly once, through a
+/// resumption that waits for the dead run's slot to lapse, whatever number of nodes resume.
+async fn a_killed_proposer_is_completed_once(spec: &str, b: Arc<dyn Store>, c: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let lease_ms = 3000;
+    let (mut proposer, call_id) = ProposingNode::start(spec, &s, lease_ms).await;
+    let node_b = node(b.clone(), vec![]);
+    let node_c = node(c, vec![]);
+    assert!(node_b.pending_decisions(&employee()).await.unwrap().iter().any(|p| p.call_id == call_id));
+    proposer.child.kill().await.expect("kill -9 the proposing node");
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    // Its slot's lease has not run out yet: the run might still be alive, so nobody takes over.
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "taken over before the lease lapsed");
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
+    let resumed = loop {
+        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the dead run's call was never resumed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(resumed.len(), 1, "one node resumed it: {resumed:?}");
+    assert_eq!(resumed[0].call_id, call_id);
+    assert_eq!(resumed[0].status, agents_runtime::audit::AuditStatus::Executed, "{resumed:?}");
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    assert!(node_c.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    assert_eq!(executions(&s), 1, "executed exactly once");
+    assert!(matches!(
+        node_c.decide_async(&call_id, &employee(), Verdict::Approve, None).await,
+        Err(DecisionError::NotPending(_))
+    ));
+    b.verify_audit("audit").await.expect("the chain verifies after the kill");
+    let _ = proposer.lines.next_line().await;
+}
+
+/// The proposing process lives: the decision made through this process reaches it through
+/// the store, and it runs the call itself, once.
+async fn a_live_proposer_runs_the_call_decided_elsewhere(spec: &str, b: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let (mut proposer, call_id) = ProposingNode::start(spec, &s, 3000).await;
+    let node_b = node(b, vec![]);
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    let last = proposer.lines.next_line().await.unwrap().expect("the node reports its run's end");
+    assert_eq!(last, "finished Completed");
+    assert_eq!(executions(&s), 1);
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_two_runtimes_one_store() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    approved_through_another_node_runs_once(store.clone(), store.clone(), "mem").await;
+    reused_provider_ids_do_not_cross(store, "mem").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_nodes_and_a_killed_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let open = || -> Arc<dyn Store> { Arc::new(SqliteStore::open(&path).unwrap()) };
+    approved_through_another_node_runs_once(open(), open(), "sqlite").await;
+    reused_provider_ids_do_not_cross(open(), "sqlite").await;
+    let spec = format!("sqlite:{}", path.display());
+    a_live_proposer_runs_the_call_decided_elsewhere(&spec, open(), "sqlite-live").await;
+    a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_and_a_killed_process() {
+    let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = cluster.create_database("durable").await.unwrap_or_else(|e| panic!("{e}"));
+    let connect = || async { Arc::new(PostgresStore::connect(&url, 8).await.unwrap()) as Arc<dyn Store> };
+    approved_through_another_node_runs_once(connect().await, connect().await, "pg").await;
+    reused_provider_ids_do_not_cross(connect().await, "pg").await;
+    a_live_proposer_runs_the_call_decided_elsewhere(&url, connect().await, "pg-live").await;
+    a_killed_proposer_is_completed_once(&url, connect().await, connect().await, "pg-killed").await;
+}
