@@ -320,7 +320,14 @@ async fn a_dropped_call_still_gets_its_final_record() {
     rt.records_settled().await;
     let records = audit.records();
     let by_call = finals(&records);
-    let action = &by_call["c-action"];
+    // An action's records carry the id the runtime minted for it, not the caller's.
+    let minted = records
+        .iter()
+        .find(|r| r.status == AuditStatus::Proposed && r.tool.as_deref() == Some("write_note"))
+        .and_then(|r| r.call_id.as_deref())
+        .expect("the action was proposed");
+    assert_ne!(minted, "c-action");
+    let action = &by_call[minted];
     assert_eq!(action.len(), 1, "{action:?}");
     assert_eq!((action[0].status, reason_of(action[0])), (AuditStatus::Skipped, Some(Undecided::Abandoned)));
     let read = &by_call["c-read"];
@@ -337,7 +344,13 @@ async fn a_dropped_call_still_gets_its_final_record() {
     drop(session);
     rt.records_settled().await;
     let records = audit.records();
-    let after = &finals(&records)["c-after"];
+    let after_id = records
+        .iter()
+        .rev()
+        .find(|r| r.status == AuditStatus::Proposed && r.tool.as_deref() == Some("write_note"))
+        .and_then(|r| r.call_id.as_deref())
+        .expect("the later action was proposed");
+    let after = &finals(&records)[after_id];
     assert_eq!((after[0].status, reason_of(after[0])), (AuditStatus::Skipped, Some(Undecided::Shutdown)));
     let end = records.last().unwrap();
     assert_eq!((end.status, end.reason.as_deref()), (AuditStatus::RunFinished, Some("shutdown")));

@@ -106,12 +106,14 @@ async fn a_plain_confirm_lets_the_reissued_identical_call_run() {
     assert!(reqs[2].system.contains("confirmed the pending action"));
     let confirmed = with_status(&audit, AuditStatus::Confirmed);
     assert_eq!(confirmed.len(), 1);
-    assert_eq!(confirmed[0].call_id.as_deref(), Some("call_1"), "the confirmation belongs to the proposal");
+    // Records carry the id the runtime minted for the proposal, not the provider's `call_1`.
+    assert_eq!(confirmed[0].call_id, with_status(&audit, AuditStatus::Proposed)[0].call_id, "the confirmation belongs to the proposal");
+    assert_ne!(confirmed[0].call_id.as_deref(), Some("call_1"));
     let proposed = &with_status(&audit, AuditStatus::Proposed)[0];
     let executed = &with_status(&audit, AuditStatus::Executed)[0];
     assert_eq!(executed.args_hash, proposed.args_hash, "what ran is what was proposed");
     assert_eq!(
-        call_statuses(&audit, "call_1"),
+        call_statuses(&audit, proposed.call_id.as_deref().unwrap()),
         vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed],
         "the proposal, its confirmation and the execution join on the proposal's call id"
     );
@@ -138,7 +140,7 @@ async fn yes_but_changed_is_a_modification_and_the_changed_call_becomes_a_new_pr
     assert_eq!(ran("c-modify"), 0, "neither three nor five days were submitted");
     let rejected = with_status(&audit, AuditStatus::Rejected);
     assert_eq!(rejected.len(), 1);
-    assert_eq!(rejected[0].call_id.as_deref(), Some("call_1"));
+    assert_eq!(rejected[0].call_id, with_status(&audit, AuditStatus::Proposed)[0].call_id);
     assert_eq!(rejected[0].reason.as_deref(), Some("reply classified as modify"));
     assert!(with_status(&audit, AuditStatus::Confirmed).is_empty());
     let proposals = with_status(&audit, AuditStatus::Proposed);
@@ -183,7 +185,7 @@ async fn a_token_presented_for_other_arguments_is_refused_audited_and_spent() {
     // The retry with the original arguments found no token: it is a new proposal.
     let proposals = with_status(&audit, AuditStatus::Proposed);
     assert_eq!(proposals.len(), 2);
-    assert_eq!(proposals[1].call_id.as_deref(), Some("call_3"));
+    assert_ne!(proposals[1].call_id, proposals[0].call_id, "a new proposal, under a new id");
     assert!(with_status(&audit, AuditStatus::Executed).is_empty());
 }
 
@@ -208,7 +210,7 @@ async fn a_fake_system_directive_is_unclear_and_the_proposal_stays_pending() {
     let notices = with_status(&audit, AuditStatus::Notice);
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].reason.as_deref(), Some("reply classified as unclear"));
-    assert_eq!(notices[0].call_id.as_deref(), Some("call_1"));
+    assert_eq!(notices[0].call_id, with_status(&audit, AuditStatus::Proposed)[0].call_id);
     assert!(with_status(&audit, AuditStatus::Confirmed).is_empty());
 
     // A second attempt meets the same wall.

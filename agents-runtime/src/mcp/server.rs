@@ -322,7 +322,7 @@ impl Confirmer for ElicitConfirmer {
         let peer = self.peer.clone();
         let timeout = self.timeout;
         let shutdown = self.shutdown.clone();
-        let gone = lock(&self.calls).get(&request.call_id).cloned();
+        let gone = lock(&self.calls).get(&request.caller_call_id).cloned();
         Box::pin(async move {
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,

@@ -145,8 +145,10 @@ pub enum DecisionError {
 /// What a person is asked to decide.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConfirmRequest {
-    /// The call.
+    /// The call, by the id the runtime minted for it (what decisions are keyed by).
     pub call_id: String,
+    /// The id the caller gave the call (a direct session caller's, or the model provider's).
+    pub caller_call_id: String,
     /// The tool.
     pub tool: String,
     /// The title a person reads.
@@ -392,6 +394,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         let Checked { call, spec, redacted, .. } = &self.checked;
         ConfirmRequest {
             call_id: call.id.to_owned(),
+            caller_call_id: call.given_id.to_owned(),
             tool: spec.name.into(),
             title: self.title().into(),
             args: redacted.as_value().clone(),

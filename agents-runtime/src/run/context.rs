@@ -67,14 +67,18 @@ pub(super) struct ToolFacts {
 /// One tool call as the gate reads it, borrowed from the request that carries it.
 #[derive(Clone, Copy)]
 pub(super) struct CallRef<'a> {
+    /// The id the call is known by in records, events and decisions: for an action, one the
+    /// runtime minted; otherwise the caller's.
     pub(super) id: &'a str,
+    /// The id the caller gave (the model provider's, or a direct session caller's).
+    pub(super) given_id: &'a str,
     pub(super) name: &'a str,
     pub(super) arguments: &'a str,
 }
 
 impl<'a> From<&'a ToolCallRequest> for CallRef<'a> {
     fn from(call: &'a ToolCallRequest) -> Self {
-        CallRef { id: &call.id, name: &call.name, arguments: &call.arguments }
+        CallRef { id: &call.id, given_id: &call.id, name: &call.name, arguments: &call.arguments }
     }
 }
 

@@ -176,7 +176,7 @@ impl Runtime {
             return refuse(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
         }
         let owed = FinalOwed::new(&ctx, base(AuditStatus::Failed, redacted.clone()));
-        let call = CallRef { id: &p.call_id, name: &p.tool, arguments: "" };
+        let call = CallRef { id: &p.call_id, given_id: &p.call_id, name: &p.tool, arguments: "" };
         let checked = Checked { ctx: &ctx, call, spec, base, redacted, secrets };
         let out = execute_approved(checked, run, typed, &token, owed).await;
         if out.executed {

@@ -254,7 +254,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
     pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
-        let out = gate_call(&self.ctx, CallRef { id: call_id, name, arguments }).await;
+        let out = gate_call(&self.ctx, CallRef { id: call_id, given_id: call_id, name, arguments }).await;
         DirectResult { content: out.content, is_error: out.is_error }
     }
 }

@@ -31,8 +31,10 @@ struct State {
     tokens: HashMap<String, (TokenGrant, Instant)>,
     next_token_sweep: Option<Instant>,
     slots: HashMap<String, (SlotOwner, Instant)>,
-    proposals: HashMap<String, (ProposalState, u64)>,
+    /// Proposals, with their order and, once over (rejected, or approved and claimed), when.
+    proposals: HashMap<String, (ProposalState, u64, Option<Instant>)>,
     proposal_counter: u64,
+    next_proposal_sweep: Option<Instant>,
     sessions: HashMap<String, (SessionRecord, Instant)>,
     streams: HashMap<String, Vec<String>>,
     heads: HashMap<String, (u64, String)>,
@@ -53,6 +55,12 @@ impl MemoryStore {
     /// Tokens held: minted, not redeemed, not yet swept or pruned.
     pub fn token_count(&self) -> usize {
         self.lock().tokens.len()
+    }
+
+    /// Proposals held: open ones, and those over but not yet swept out (a proposal is swept
+    /// when another is stored, [`MEMORY_SWEEP_EVERY`] after it ended).
+    pub fn proposal_count(&self) -> usize {
+        self.lock().proposals.len()
     }
 }
 
@@ -165,10 +173,17 @@ impl Store for MemoryStore {
         if state.proposals.contains_key(&proposal.call_id) {
             return ready(Err(StoreError::Invalid(format!("call id `{}` is taken", proposal.call_id))));
         }
+        // Proposals that are over are swept out a sweep interval after they ended (until then
+        // a second decision still finds them decided), so memory stays bounded.
+        let now = Instant::now();
+        if state.next_proposal_sweep.is_none_or(|due| due <= now) {
+            state.proposals.retain(|_, (_, _, over)| over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
+            state.next_proposal_sweep = Some(now + MEMORY_SWEEP_EVERY);
+        }
         state.proposal_counter += 1;
         let order = state.proposal_counter;
         let entry = ProposalState { proposal: proposal.clone(), verdict: None, reason: None, claimed_by: None };
-        state.proposals.insert(proposal.call_id.clone(), (entry, order));
+        state.proposals.insert(proposal.call_id.clone(), (entry, order, None));
         ready(Ok(()))
     }
 
@@ -183,11 +198,14 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         let outcome = match state.proposals.get_mut(call_id) {
             None => DecideOutcome::Unknown,
-            Some((p, _)) if p.proposal.org_id != org_id || p.proposal.user_id != user_id => DecideOutcome::NotYours,
-            Some((p, _)) if p.verdict.is_some() => DecideOutcome::AlreadyDecided,
-            Some((p, _)) => {
+            Some((p, _, _)) if p.proposal.org_id != org_id || p.proposal.user_id != user_id => DecideOutcome::NotYours,
+            Some((p, _, _)) if p.verdict.is_some() => DecideOutcome::AlreadyDecided,
+            Some((p, _, over)) => {
                 p.verdict = Some(verdict);
                 p.reason = reason.map(str::to_owned);
+                if verdict == StoredVerdict::Rejected {
+                    *over = Some(Instant::now());
+                }
                 DecideOutcome::Recorded
             }
         };
@@ -195,7 +213,7 @@ impl Store for MemoryStore {
     }
 
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
-        ready(Ok(self.lock().proposals.get(call_id).map(|(p, _)| p.clone())))
+        ready(Ok(self.lock().proposals.get(call_id).map(|(p, _, _)| p.clone())))
     }
 
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
@@ -203,8 +221,8 @@ impl Store for MemoryStore {
         let mut pending: Vec<_> = state
             .proposals
             .values()
-            .filter(|(p, _)| p.verdict.is_none() && p.proposal.org_id == org_id && p.proposal.user_id == user_id)
-            .map(|(p, order)| (*order, p.proposal.clone()))
+            .filter(|(p, _, _)| p.verdict.is_none() && p.proposal.org_id == org_id && p.proposal.user_id == user_id)
+            .map(|(p, order, _)| (*order, p.proposal.clone()))
             .collect();
         pending.sort_by_key(|(order, _)| *order);
         ready(Ok(pending.into_iter().map(|(_, p)| p).collect()))
@@ -213,8 +231,9 @@ impl Store for MemoryStore {
     fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         let mut state = self.lock();
         let claimed = match state.proposals.get_mut(call_id) {
-            Some((p, _)) if p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none() => {
+            Some((p, _, over)) if p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none() => {
                 p.claimed_by = Some(node.to_owned());
+                *over = Some(Instant::now());
                 true
             }
             _ => false,
@@ -227,8 +246,8 @@ impl Store for MemoryStore {
         let mut found: Vec<_> = state
             .proposals
             .values()
-            .filter(|(p, _)| p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none())
-            .map(|(p, order)| (*order, p.clone()))
+            .filter(|(p, _, _)| p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none())
+            .map(|(p, order, _)| (*order, p.clone()))
             .collect();
         found.sort_by_key(|(order, _)| *order);
         ready(Ok(found.into_iter().take(limit as usize).map(|(_, p)| p).collect()))
@@ -285,5 +304,48 @@ impl Store for MemoryStore {
         let state = self.lock();
         let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
         ready(super::verify_lines(stream, lines.iter().map(String::as_str)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(call_id: &str) -> ProposalRecord {
+        ProposalRecord {
+            call_id: call_id.into(),
+            run_id: "r".into(),
+            session_id: "s".into(),
+            org_id: "o".into(),
+            user_id: "u".into(),
+            tool: "t".into(),
+            title: "T".into(),
+            args: serde_json::json!({}),
+            args_mac: "m".into(),
+            detail: serde_json::json!({}),
+        }
+    }
+
+    /// Proposals that are over leave memory a sweep interval after they ended; open ones and
+    /// approved ones nobody claimed (a resumption may still run them) stay.
+    #[tokio::test(start_paused = true)]
+    async fn proposals_that_are_over_are_swept_and_open_ones_stay() {
+        let store = MemoryStore::new();
+        for id in ["rejected", "claimed", "approved", "open"] {
+            store.put_proposal(&proposal(id)).await.unwrap();
+        }
+        store.decide("rejected", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
+        store.decide("claimed", "o", "u", StoredVerdict::Approved, None).await.unwrap();
+        assert!(store.claim_execution("claimed", "n").await.unwrap());
+        store.decide("approved", "o", "u", StoredVerdict::Approved, None).await.unwrap();
+        // Within the interval a second decision still finds the first.
+        let again = store.decide("rejected", "o", "u", StoredVerdict::Approved, None).await.unwrap();
+        assert_eq!(again, DecideOutcome::AlreadyDecided);
+        tokio::time::advance(MEMORY_SWEEP_EVERY + Duration::from_secs(1)).await;
+        store.put_proposal(&proposal("next")).await.unwrap();
+        let mut held: Vec<String> = store.lock().proposals.keys().cloned().collect();
+        held.sort();
+        assert_eq!(held, ["approved", "next", "open"]);
+        assert_eq!(store.proposal_count(), 3);
     }
 }
