@@ -195,11 +195,91 @@ async fn a_live_proposer_runs_the_call_decided_elsewhere(spec: &str, b: Arc<dyn 
     assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
 }
 
+/// A proposal whose wait timed out is withdrawn from the store: no longer listed, a late
+/// approval is refused, and no resumption runs it, even once the run's slot is gone.
+async fn a_timed_out_proposal_is_withdrawn(store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let limits = agents_runtime::Limits { confirm_timeout_secs: 1, ..agents_runtime::Limits::default() };
+    let rt = Runtime::builder(
+        Arc::new(StoreAuditSink::new(store.clone(), "audit")),
+        Arc::new(ScriptedProvider::new(vec![call_with_id("call_1", 4), reply("done")])),
+    )
+    .roles(roles())
+    .server_key(SERVER_KEY)
+    .store(store.clone())
+    .limits(limits)
+    .build();
+    let mut run = rt.start::<Hr>(employee(), &s, "four days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    assert_eq!(run.wait().await.status, RunStatus::Cancelled, "the confirmation timed out");
+    assert!(rt.pending_decisions(&employee()).await.unwrap().iter().all(|p| p.call_id != call_id));
+    assert!(matches!(
+        rt.decide_async(&call_id, &employee(), Verdict::Approve, None).await,
+        Err(DecisionError::NotPending(_))
+    ));
+    assert!(rt.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    assert_eq!(executions(&s), 0);
+}
+
+/// A subscriber that reads no event at all: the confirm request is still listed, and decided
+/// through the list; a [`Confirmer`](agents_runtime::run::Confirmer) plugged into model runs is
+/// asked too, and whichever decision the store records first holds.
+async fn missed_events_and_a_confirmer_in_model_runs(store: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
+    let s = session(prefix);
+    let rt = node(store.clone(), vec![call_with_id("call_1", 5), reply("done")]);
+    let run = rt.start::<Hr>(employee(), &s, "five days".into()).unwrap();
+    let listed = loop {
+        let mine: Vec<_> =
+            rt.pending_decisions(&employee()).await.unwrap().into_iter().filter(|p| p.session_id.as_deref() == Some(s.as_str())).collect();
+        if !mine.is_empty() {
+            break mine;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    rt.decide(&listed[0].call_id, &employee(), Verdict::Approve).unwrap();
+    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(executions(&s), 1);
+
+    /// Approves what it is asked, and remembers the request.
+    struct Approves(std::sync::Mutex<Vec<ConfirmRequest>>);
+    impl Confirmer for Approves {
+        fn confirm(&self, request: ConfirmRequest) -> agents_runtime::BoxFuture<'static, ConfirmAnswer> {
+            self.0.lock().unwrap().push(request);
+            Box::pin(async { ConfirmAnswer::Decided(Verdict::Approve) })
+        }
+    }
+    let s2 = session(prefix);
+    let asked = Arc::new(Approves(Default::default()));
+    let rt = Runtime::builder(
+        Arc::new(StoreAuditSink::new(store.clone(), "audit")),
+        Arc::new(ScriptedProvider::new(vec![call_with_id("call_1", 6), reply("done")])),
+    )
+    .roles(roles())
+    .store(store)
+    .confirmer(asked.clone())
+    .build();
+    let run = rt.start::<Hr>(employee(), &s2, "six days".into()).unwrap();
+    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(executions(&s2), 1);
+    let requests = asked.0.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].caller_call_id, "call_1");
+    assert_ne!(requests[0].call_id, "call_1");
+    assert!(matches!(
+        rt.decide_async(&requests[0].call_id, &employee(), Verdict::Reject, None).await,
+        Err(DecisionError::NotPending(_))
+    ));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_two_runtimes_one_store() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     approved_through_another_node_runs_once(store.clone(), store.clone(), "mem").await;
-    reused_provider_ids_do_not_cross(store, "mem").await;
+    reused_provider_ids_do_not_cross(store.clone(), "mem").await;
+    a_timed_out_proposal_is_withdrawn(store.clone(), "mem").await;
+    missed_events_and_a_confirmer_in_model_runs(store.clone(), "mem").await;
+    store.verify_audit("audit").await.expect("the chain verifies");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,6 +289,7 @@ async fn sqlite_nodes_and_a_killed_process() {
     let open = || -> Arc<dyn Store> { Arc::new(SqliteStore::open(&path).unwrap()) };
     approved_through_another_node_runs_once(open(), open(), "sqlite").await;
     reused_provider_ids_do_not_cross(open(), "sqlite").await;
+    a_timed_out_proposal_is_withdrawn(open(), "sqlite").await;
     let spec = format!("sqlite:{}", path.display());
     a_live_proposer_runs_the_call_decided_elsewhere(&spec, open(), "sqlite-live").await;
     a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
