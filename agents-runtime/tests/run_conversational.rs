@@ -107,7 +107,11 @@ async fn a_plain_confirm_lets_the_reissued_identical_call_run() {
     let confirmed = with_status(&audit, AuditStatus::Confirmed);
     assert_eq!(confirmed.len(), 1);
     // Records carry the id the runtime minted for the proposal, not the provider's `call_1`.
-    assert_eq!(confirmed[0].call_id, with_status(&audit, AuditStatus::Proposed)[0].call_id, "the confirmation belongs to the proposal");
+    assert_eq!(
+        confirmed[0].call_id,
+        with_status(&audit, AuditStatus::Proposed)[0].call_id,
+        "the confirmation belongs to the proposal"
+    );
     assert_ne!(confirmed[0].call_id.as_deref(), Some("call_1"));
     let proposed = &with_status(&audit, AuditStatus::Proposed)[0];
     let executed = &with_status(&audit, AuditStatus::Executed)[0];

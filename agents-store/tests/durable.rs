@@ -8,8 +8,8 @@
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
-use agents_runtime::store::{MemoryStore, Store, StoreAuditSink};
 use agents_runtime::run::DecisionError;
+use agents_runtime::store::{MemoryStore, Store, StoreAuditSink};
 use agents_runtime::{Principal, RunHandle, RunStatus, Runtime, Verdict};
 use agents_store::postgres::TempCluster;
 use agents_store::testing::leave::{Hr, SERVER_KEY, employee, executions, roles};
@@ -114,7 +114,15 @@ async fn reused_provider_ids_do_not_cross(store: Arc<dyn Store>, prefix: &str) {
     let mut two = rt.start::<Hr>(employee(), &s2, "two days".into()).unwrap();
     let second = confirm_required(&mut two).await;
     assert_ne!(first, second, "each proposal has its own id");
-    assert_eq!(rt.pending_decisions(&employee()).await.unwrap().iter().filter(|p| [&first, &second].contains(&&p.call_id)).count(), 2);
+    assert_eq!(
+        rt.pending_decisions(&employee())
+            .await
+            .unwrap()
+            .iter()
+            .filter(|p| [&first, &second].contains(&&p.call_id))
+            .count(),
+        2
+    );
     rt.decide_async(&second, &employee(), Verdict::Reject, Some("not now")).await.unwrap();
     assert_eq!(two.wait().await.status, RunStatus::Completed);
     rt.decide_async(&first, &employee(), Verdict::Approve, None).await.unwrap();
@@ -139,7 +147,8 @@ impl ProposingNode {
             .expect("start agents-store-node");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next_line().await.unwrap().expect("the node stopped early; see its stderr above");
-        let call_id = first.strip_prefix("waiting ").unwrap_or_else(|| panic!("expected `waiting CALL_ID`, read {first:?}"));
+        let call_id =
+            first.strip_prefix("waiting ").unwrap_or_else(|| panic!("expected `waiting CALL_ID`, read {first:?}"));
         (ProposingNode { child, lines }, call_id.to_owned())
     }
 }
@@ -230,8 +239,13 @@ async fn missed_events_and_a_confirmer_in_model_runs(store: Arc<dyn Store>, pref
     let rt = node(store.clone(), vec![call_with_id("call_1", 5), reply("done")]);
     let run = rt.start::<Hr>(employee(), &s, "five days".into()).unwrap();
     let listed = loop {
-        let mine: Vec<_> =
-            rt.pending_decisions(&employee()).await.unwrap().into_iter().filter(|p| p.session_id.as_deref() == Some(s.as_str())).collect();
+        let mine: Vec<_> = rt
+            .pending_decisions(&employee())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.session_id.as_deref() == Some(s.as_str()))
+            .collect();
         if !mine.is_empty() {
             break mine;
         }
@@ -262,7 +276,7 @@ async fn missed_events_and_a_confirmer_in_model_runs(store: Arc<dyn Store>, pref
     let run = rt.start::<Hr>(employee(), &s2, "six days".into()).unwrap();
     assert_eq!(run.wait().await.status, RunStatus::Completed);
     assert_eq!(executions(&s2), 1);
-    let requests = asked.0.lock().unwrap();
+    let requests = asked.0.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].caller_call_id, "call_1");
     assert_ne!(requests[0].call_id, "call_1");

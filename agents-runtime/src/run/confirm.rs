@@ -4,15 +4,15 @@
 
 use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
+use super::pending::{Heard, SharedStore, detail_of, verdict_of, withdraw};
 use super::proposal::{Refused, State};
 use super::record::{FinalOwed, RecordFields, RecordIds};
-use super::pending::{Heard, SharedStore, detail_of, verdict_of, withdraw};
 use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
-use crate::store::{DecideOutcome, ProposalRecord};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::events::Event;
+use crate::store::{DecideOutcome, ProposalRecord};
 use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
 use serde_json::{Value, json};
@@ -421,11 +421,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             },
         );
         /// Removes this run's registration (not one another run made under the same call id).
-        struct Deregister<'a>(
-            &'a std::sync::Mutex<std::collections::HashMap<String, LocalWaiter>>,
-            &'a str,
-            &'a str,
-        );
+        struct Deregister<'a>(&'a std::sync::Mutex<std::collections::HashMap<String, LocalWaiter>>, &'a str, &'a str);
         impl Drop for Deregister<'_> {
             fn drop(&mut self) {
                 let mut decisions = lock(self.0);

@@ -30,6 +30,9 @@
 //! - `outcome`: how a run ends and the handle that waits for it;
 //! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's;
 //! - `proposal`: the one state machine every proposed action goes through;
+//! - `pending`: proposals as the state store keeps them: [`Runtime::pending_decisions`],
+//!   [`Runtime::decide_async`], runtime-minted call ids;
+//! - `resume`: [`Runtime::resume_orphaned`], carrying out approved calls whose run is gone;
 //! - `secrets`: the values of a call's secrets, masked in the texts derived from the call.
 //!
 //! # Confirmation channels: what holds on which path
@@ -39,12 +42,25 @@
 //!
 //! | Channel | How the person answers | Proposal ends as |
 //! |---|---|---|
-//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] from the run's own user, organisation and role | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
-//! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever comes first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
+//! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] / [`Runtime::decide_async`] (any node sharing the store) from the run's own user, organisation and role, or the runtime's [`Confirmer`] ([`RuntimeBuilder::confirmer`]), whichever the store records first | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
+//! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever the store records first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
 //! | Direct session without a confirmer | cannot ask | `skipped` at once; the caller gets a structured "confirmation required" result |
 //! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired` |
 //!
 //! On every path:
+//! - an action call is known by a call id the runtime mints for it (`call-` and 32 hex
+//!   digits): its records, events, confirm requests and decisions carry that id, never the
+//!   provider's (providers reuse ids such as `call_1` across runs); the model's own answer
+//!   keeps the provider's id, and [`ConfirmRequest::caller_call_id`] the caller's;
+//! - a dialog proposal (and a direct session's with a confirmer) is put in the state store
+//!   before the person is asked: listed by [`Runtime::pending_decisions`] whatever events a
+//!   subscriber missed, decided there once (one conditional update, whatever node or channel
+//!   the decision comes through, the first one recorded holds), and run only by the node whose
+//!   claim of its execution the store grants. A call that ends undecided (timeout, stop, a
+//!   dropped caller) withdraws it, so a later decision runs nothing. A call waiting on one
+//!   node hears a decision made on another by looking in the store every
+//!   [`RuntimeBuilder::decision_poll`]; when its process is gone, [`Runtime::resume_orphaned`]
+//!   carries the approved call out, exactly once;
 //! - the `proposed` record is durable before the person is asked, and every later step of
 //!   the proposal is recorded before it takes effect; a step whose record the log refuses
 //!   does not happen (a refused `confirmed` record runs nothing, in every mode);
@@ -145,8 +161,9 @@ pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use pending::PendingDecision;
 pub use resume::{RESUME_BATCH, ResumedCall};
 pub use runtime::{
-    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
-    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
+    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime,
+    RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

@@ -18,12 +18,12 @@
 //! and rejected proposals of a gone run (nothing runs; their `proposed` record has no final
 //! record beside the store's verdict).
 
+use super::Runtime;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
 use super::pending::{detail, detail_str, principal_of};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
-use super::Runtime;
 use crate::audit::AuditStatus;
 use crate::core::{SharedStr, SharedValue};
 use crate::events::EventBus;
@@ -132,10 +132,15 @@ impl Runtime {
             return refuse(AuditStatus::Failed, "not an action tool; nothing ran".to_owned()).await;
         };
         let raw = p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null);
-        let typed = match agents_core::strict::check_value(&raw).map_err(|e| e.to_string()).and_then(|()| (entry.parse)(&raw))
+        let typed = match agents_core::strict::check_value(&raw)
+            .map_err(|e| e.to_string())
+            .and_then(|()| (entry.parse)(&raw))
         {
             Ok(typed) => typed,
-            Err(e) => return refuse(AuditStatus::Failed, format!("the stored arguments do not parse ({e}); nothing ran")).await,
+            Err(e) => {
+                return refuse(AuditStatus::Failed, format!("the stored arguments do not parse ({e}); nothing ran"))
+                    .await;
+            }
         };
         let args_mac = inner.tokens.args_mac(&raw);
         if args_mac != p.args_mac {
@@ -145,8 +150,11 @@ impl Runtime {
         }
         let facts = ctx.facts(index, &entry);
         let spec = entry.spec;
-        let secrets =
-            if facts.schema.marks_secrets() { CallSecrets::of(&raw, &ctx.redact_args(facts.schema, &raw)) } else { CallSecrets::default() };
+        let secrets = if facts.schema.marks_secrets() {
+            CallSecrets::of(&raw, &ctx.redact_args(facts.schema, &raw))
+        } else {
+            CallSecrets::default()
+        };
         let (name, title) = (facts.name.clone(), facts.title.clone());
         let base = |status: AuditStatus, args: SharedValue| {
             let mut f = RecordFields::new(status);

@@ -2,9 +2,9 @@
 //! provider, the token store, the sessions and the decisions waiting for a person.
 
 use super::confirm::{DirectConfirm, LocalWaiter};
-use super::pending::Heard;
 use super::context::{RunCtx, availability};
 use super::driver::run_loop;
+use super::pending::Heard;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
@@ -573,8 +573,7 @@ impl Runtime {
         {
             let mut decisions = lock(&self.inner.decisions);
             if let Some(waiter) = decisions.get(call_id) {
-                if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role
-                {
+                if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role {
                     tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
                     return Err(DecisionError::NotYourRun);
                 }

@@ -20,7 +20,9 @@
 //!   in one transaction serialised per user); a slot whose holder stops renewing it (a
 //!   crashed node) lapses when its lease ends;
 //! - a proposal is decided once, only by its own user and organisation, and an approved
-//!   proposal is claimed for execution once ([`Store::decide`], [`Store::claim_execution`]);
+//!   proposal is claimed for execution once ([`Store::decide`], [`Store::claim_execution`]),
+//!   by the run waiting for it or, when that run's slot lapsed ([`Store::slot_held`]), by a
+//!   resumption on any node ([`Store::approved_unclaimed`]);
 //! - each audit stream is one hash chain, whatever number of writers append to it
 //!   ([`Store::append_audit`]: the chain's head is read and advanced under a lock of the
 //!   database, in the transaction that inserts the records).

@@ -141,19 +141,22 @@ async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
     use agents_runtime::provider::ScriptedProvider;
     use agents_runtime::provider::scripted::{reply, tool_call};
     use agents_store::testing::leave::{Hr, SERVER_KEY, employee, roles};
-    let [session, lease_ms] = rest else { return Err("usage: agents-store-node STORE propose SESSION LEASE_MS".into()) };
+    let [session, lease_ms] = rest else {
+        return Err("usage: agents-store-node STORE propose SESSION LEASE_MS".into());
+    };
     let store: Arc<dyn Store> = match spec.strip_prefix("sqlite:") {
         Some(path) => Arc::new(agents_store::SqliteStore::open(path)?),
         None => Arc::new(PostgresStore::connect(spec, 4).await?),
     };
     let provider = ScriptedProvider::new(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("done")]);
-    let runtime = agents_runtime::Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(provider))
-        .roles(roles())
-        .server_key(SERVER_KEY)
-        .store(store)
-        .run_slot_lease(Duration::from_millis(lease_ms.parse()?))
-        .decision_poll(Duration::from_millis(20))
-        .build();
+    let runtime =
+        agents_runtime::Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(provider))
+            .roles(roles())
+            .server_key(SERVER_KEY)
+            .store(store)
+            .run_slot_lease(Duration::from_millis(lease_ms.parse()?))
+            .decision_poll(Duration::from_millis(20))
+            .build();
     let mut run = runtime.start::<Hr>(employee(), session, "three days off".into())?;
     while let Some(event) = run.events().recv().await {
         if let Event::ConfirmRequired { call_id, .. } = event {
