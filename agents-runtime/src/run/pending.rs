@@ -183,7 +183,6 @@ pub(super) struct Heard {
 
 /// What the store keeps of a proposal beside the card: the detail [`ProposalRecord::detail`]
 /// documents.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn detail_of(
     principal: &Principal,
     agent: &str,
