@@ -31,7 +31,7 @@ pub use agents_macros::{agent, permissions, tool};
 #[cfg(feature = "http")]
 pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
-pub use run::{ConfirmMode, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
+pub use run::{ConfirmMode, PendingDecision, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict};
 pub use tool::{
     ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry, ToolError,
     linked_tools,

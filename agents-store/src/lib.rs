@@ -28,13 +28,25 @@ pub const VERSION_TABLE: &str = "agents_schema_migrations";
 
 /// The migrations of the SQLite schema, in order.
 #[cfg(feature = "sqlite")]
-pub const SQLITE_MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "state", sql: include_str!("../migrations/sqlite/0001_state.sql") }];
+pub const SQLITE_MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "state", sql: include_str!("../migrations/sqlite/0001_state.sql") },
+    Migration {
+        version: 2,
+        name: "proposal detail",
+        sql: include_str!("../migrations/sqlite/0002_proposal_detail.sql"),
+    },
+];
 
 /// The migrations of the PostgreSQL schema, in order.
 #[cfg(feature = "postgres")]
-pub const POSTGRES_MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") }];
+pub const POSTGRES_MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") },
+    Migration {
+        version: 2,
+        name: "proposal detail",
+        sql: include_str!("../migrations/postgres/0002_proposal_detail.sql"),
+    },
+];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// The newest version in `migrations`.

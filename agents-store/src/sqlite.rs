@@ -130,6 +130,7 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
             title: row.get(6)?,
             args: json_value(&args)?,
             args_mac: row.get(8)?,
+            detail: json_value(&row.get::<_, String>(12)?)?,
         },
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10)?,
@@ -138,7 +139,7 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
 }
 
 const PROPOSAL_COLUMNS: &str =
-    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by";
+    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by, detail";
 
 impl Store for SqliteStore {
     fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
@@ -252,6 +253,18 @@ impl Store for SqliteStore {
         })
     }
 
+    fn slot_held<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
+        let id = slot.0.clone();
+        self.run(move |conn| {
+            conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM agents_run_slots WHERE id = ?1 AND lease_until > ?2)",
+                params![id, now_ms()],
+                |r| r.get(0),
+            )
+            .map_err(sql_error)
+        })
+    }
+
     fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
         let id = slot.0.clone();
         self.run(move |conn| {
@@ -275,9 +288,9 @@ impl Store for SqliteStore {
         let p = proposal.clone();
         self.run(move |conn| {
             conn.execute(
-                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac) \
-                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac],
+                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
+                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail)],
             )
             .map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::ConstraintViolation) => {
@@ -360,6 +373,19 @@ impl Store for SqliteStore {
             )
             .map(|n| n == 1)
             .map_err(sql_error)
+        })
+    }
+
+    fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                     WHERE verdict = 'approved' AND claimed_by IS NULL ORDER BY ord LIMIT ?1"
+                ))
+                .map_err(sql_error)?;
+            let rows = stmt.query_map([limit], proposal_row).map_err(sql_error)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
         })
     }
 

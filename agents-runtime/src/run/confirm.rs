@@ -6,8 +6,10 @@ use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
 use super::proposal::{Refused, State};
 use super::record::{FinalOwed, RecordFields, RecordIds};
+use super::pending::{Heard, SharedStore, detail_of, verdict_of, withdraw};
 use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
+use crate::store::{DecideOutcome, ProposalRecord};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::events::Event;
@@ -127,6 +129,17 @@ pub enum DecisionError {
     /// The decision comes from another user, organisation or role than the run's.
     #[error("only the user the run acts for, in the same organisation and role, can decide on its actions")]
     NotYourRun,
+    /// [`Runtime::decide`](super::Runtime::decide) (which does not wait) found no call waiting
+    /// under this id on this node, and the state store does not answer at once.
+    #[error(
+        "no action waits under `{0}` on this node; decide it with `Runtime::decide_async`, which reaches every node \
+         sharing the state store"
+    )]
+    NotHere(String),
+    /// The state store could not be asked or could not record the decision; nothing changed
+    /// that the store did not record. Try again.
+    #[error("the decision could not be recorded: {0}")]
+    Unavailable(String),
 }
 
 /// What a person is asked to decide.
@@ -162,16 +175,76 @@ pub(super) enum DirectConfirm {
     Unavailable,
 }
 
-/// A dialog-mode action waiting for [`Runtime::decide`](super::Runtime::decide), registered by
-/// call id with the principal it may come from (user, organisation and role) and the session
-/// and run it belongs to.
-pub(super) struct PendingDecision {
+/// A dialog-mode action waiting on this node for [`Runtime::decide`](super::Runtime::decide),
+/// registered by call id with the principal it may come from (user, organisation and role)
+/// and the session and run it belongs to. A decision made on another node reaches the call
+/// through the state store instead.
+pub(super) struct LocalWaiter {
     pub(super) user_id: String,
     pub(super) org_id: String,
     pub(super) role: String,
     pub(super) session_id: String,
     pub(super) run_id: String,
-    pub(super) tx: oneshot::Sender<Verdict>,
+    pub(super) tx: oneshot::Sender<Heard>,
+}
+
+/// A dialog proposal's entry in the state store, withdrawn (in the background) if the call
+/// ends without settling it, so a later decision on it runs nothing.
+struct StoredProposal {
+    store: SharedStore,
+    record: ProposalRecord,
+    settled: bool,
+}
+
+impl StoredProposal {
+    /// Records a verdict heard from this node (the confirmer's answer, or `decide` on this
+    /// node); when another decision got there first, that one holds.
+    async fn record(&self, verdict: Verdict) -> Result<Verdict, String> {
+        let p = &self.record;
+        let stored = match verdict {
+            Verdict::Approve => crate::store::StoredVerdict::Approved,
+            Verdict::Reject => crate::store::StoredVerdict::Rejected,
+        };
+        let outcome = self.store.decide(&p.call_id, &p.org_id, &p.user_id, stored, None).await;
+        match outcome.map_err(|e| e.to_string())? {
+            DecideOutcome::Recorded => Ok(verdict),
+            DecideOutcome::AlreadyDecided => {
+                let found = self.store.proposal(&p.call_id).await.map_err(|e| e.to_string())?;
+                found.and_then(|f| f.verdict).map(verdict_of).ok_or_else(|| "the decision vanished".to_owned())
+            }
+            other => Err(format!("the state store refused the decision ({other:?})")),
+        }
+    }
+
+    /// The verdict recorded in the store, if any.
+    async fn decided(&self) -> Option<Verdict> {
+        match self.store.proposal(&self.record.call_id).await {
+            Ok(found) => found.and_then(|f| f.verdict).map(verdict_of),
+            Err(e) => {
+                tracing::warn!(error = %e, call_id = %self.record.call_id, "the state store could not be asked for a decision");
+                None
+            }
+        }
+    }
+
+    /// Ends the stored proposal without running it (see [`withdraw`]).
+    async fn withdraw(&mut self, reason: &str) {
+        self.settled = true;
+        if let Err(e) = withdraw(&*self.store, &self.record, reason).await {
+            tracing::warn!(error = %e, call_id = %self.record.call_id, "a stored proposal could not be withdrawn");
+        }
+    }
+}
+
+impl Drop for StoredProposal {
+    fn drop(&mut self) {
+        if !self.settled {
+            let (store, record) = (self.store.clone(), self.record.clone());
+            crate::store::now_or_in_background("withdraw a proposal", async move {
+                withdraw(&*store, &record, "abandoned: the call ended before it was settled").await
+            });
+        }
+    }
 }
 
 /// A dialog proposal's entry in the book, closed however the call ends (its final record is
@@ -202,7 +275,7 @@ impl Drop for OpenProposal<'_> {
 /// How a dialog wait ended.
 enum Waited {
     /// A person decided, or the question ended undecided for this reason.
-    Answer(Result<Verdict, Undecided>),
+    Answer(Result<Heard, Undecided>),
     /// Nobody answered within the confirmation timeout.
     TimedOut,
 }
@@ -221,6 +294,8 @@ pub(super) struct Confirmation<'a, A, F> {
 struct Proposal<'a, A, F> {
     checked: Checked<'a, A, F>,
     args_hash: &'a str,
+    /// The arguments as the tool receives them (kept in the store for a resumption).
+    raw: Value,
     /// A normalized description of exactly what would run.
     description: String,
 }
@@ -286,6 +361,32 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
     }
 
+    /// The proposal as the state store keeps it.
+    fn store_record(&self) -> ProposalRecord {
+        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
+        let slot = ctx.slot.get().map(|s| s.0.as_str());
+        ProposalRecord {
+            call_id: call.id.to_owned(),
+            run_id: ctx.ids.run_id.to_string(),
+            session_id: ctx.ids.session_id.to_string(),
+            org_id: ctx.principal.org_id.clone(),
+            user_id: ctx.principal.user_id.clone(),
+            tool: spec.name.into(),
+            title: self.title().into(),
+            args: redacted.as_value().clone(),
+            args_mac: self.args_hash.to_owned(),
+            detail: detail_of(
+                &ctx.principal,
+                A::SPEC.name,
+                A::MANIFEST_SHA256,
+                spec.risk.as_str(),
+                &self.raw,
+                slot,
+                ctx.ids.request_id.as_str(),
+            ),
+        }
+    }
+
     /// What the confirmer shows the person.
     fn request(&self) -> ConfirmRequest {
         let Checked { call, spec, redacted, .. } = &self.checked;
@@ -301,13 +402,13 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
 
     /// Registers the call for [`Runtime::decide`](super::Runtime::decide) (deregistered on
     /// every exit, so a late decision finds nothing) and waits for it or the confirmer.
-    async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>) -> Waited {
+    async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>, stored: &StoredProposal) -> Waited {
         let Checked { ctx, call, .. } = &self.checked;
         let (tx, rx) = oneshot::channel();
         let principal = &ctx.principal;
         lock(&ctx.inner.decisions).insert(
             call.id.to_owned(),
-            PendingDecision {
+            LocalWaiter {
                 user_id: principal.user_id.clone(),
                 org_id: principal.org_id.clone(),
                 role: principal.role.clone(),
@@ -318,7 +419,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         );
         /// Removes this run's registration (not one another run made under the same call id).
         struct Deregister<'a>(
-            &'a std::sync::Mutex<std::collections::HashMap<String, PendingDecision>>,
+            &'a std::sync::Mutex<std::collections::HashMap<String, LocalWaiter>>,
             &'a str,
             &'a str,
         );
@@ -339,20 +440,31 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         ctx.emit(|| self.confirm_required());
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
         let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
+        let poll = ctx.inner.decision_poll;
         let decision = async move {
             // A confirmer without an answer leaves the decision to `decide` or the timeout.
             let from_confirmer = async move {
                 if let Some(f) = asked {
                     match f.await {
-                        ConfirmAnswer::Decided(v) => return Ok(v),
+                        ConfirmAnswer::Decided(verdict) => return Ok(Heard { verdict, recorded: false }),
                         ConfirmAnswer::Undecided(why) => return Err(why),
                         ConfirmAnswer::NoAnswer => {}
                     }
                 }
                 std::future::pending().await
             };
+            // A decision made through another node (or runtime) sharing the store.
+            let from_store = async move {
+                loop {
+                    tokio::time::sleep(poll).await;
+                    if let Some(verdict) = stored.decided().await {
+                        return Ok(Heard { verdict, recorded: true });
+                    }
+                }
+            };
             // The sender goes only with the registration, which lives as long as this wait.
-            first_of(from_confirmer, async move { rx.await.map_err(|_| Undecided::Stopped) }).await
+            let here = async move { rx.await.map_err(|_| Undecided::Stopped) };
+            first_of(from_confirmer, first_of(here, from_store)).await
         };
         match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
             Some(Ok(answer)) => Waited::Answer(answer),
@@ -363,7 +475,13 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
 }
 
 impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
-    pub(super) fn new(checked: Checked<'a, A, F>, args_hash: &'a str, run: ActionFn, typed: ErasedArgs) -> Self {
+    pub(super) fn new(
+        checked: Checked<'a, A, F>,
+        args_hash: &'a str,
+        raw: Value,
+        run: ActionFn,
+        typed: ErasedArgs,
+    ) -> Self {
         let spec = checked.spec;
         let description = format!(
             "{}: `{}` with {}",
@@ -371,7 +489,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             spec.name,
             agents_core::canonical::to_string(&checked.redacted)
         );
-        Confirmation { proposal: Proposal { checked, args_hash, description }, run, typed }
+        Confirmation { proposal: Proposal { checked, args_hash, raw, description }, run, typed }
     }
 
     /// Conversational mode. With the session's approval for this tool, the token is redeemed
@@ -478,8 +596,39 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         }
         // From here the proposal owes exactly one final record, whatever happens to this future.
         let owed = proposal.owed(AuditStatus::Skipped);
+        // Durable and decidable from any node sharing the store before the person is asked.
+        let record = proposal.store_record();
+        if let Err(e) = ctx.inner.store.put_proposal(&record).await {
+            let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            proposal.end(owed, AuditStatus::Skipped, reason).await;
+            return CallOutcome::err("the state store is unavailable; nothing ran");
+        }
+        let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, settled: false };
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
-        match proposal.wait(asked).await {
+        let waited = proposal.wait(asked, &stored).await;
+        // The store is the arbiter: a verdict heard here is recorded there, and the one
+        // recorded first (from any node) holds.
+        let waited = match waited {
+            Waited::Answer(Ok(Heard { verdict, recorded: false })) => match stored.record(verdict).await {
+                Ok(verdict) => Waited::Answer(Ok(Heard { verdict, recorded: true })),
+                Err(e) => {
+                    stored.withdraw("the decision could not be recorded").await;
+                    let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
+                    proposal.end(owed, AuditStatus::Skipped, reason).await;
+                    return CallOutcome::err("the state store is unavailable; nothing ran");
+                }
+            },
+            Waited::TimedOut => {
+                stored.withdraw(&Undecided::TimedOut.reason()).await;
+                Waited::TimedOut
+            }
+            Waited::Answer(Err(why)) => {
+                stored.withdraw(&why.reason()).await;
+                Waited::Answer(Err(why))
+            }
+            recorded => recorded,
+        };
+        match waited {
             Waited::TimedOut => {
                 proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;
                 proposal.checked.ctx.cancel.cancel();
@@ -493,11 +642,35 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                     _ => "The user's confirmation did not arrive, so the action did not run. Do not retry it unasked.",
                 })
             }
-            Waited::Answer(Ok(Verdict::Reject)) => {
+            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, .. })) => {
+                stored.settled = true;
                 proposal.end(owed, AuditStatus::Rejected, "the user declined").await;
                 CallOutcome::err(REJECTED_MESSAGE)
             }
-            Waited::Answer(Ok(Verdict::Approve)) => Confirmation { proposal, run, typed }.approved(owed).await,
+            Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => {
+                // Exactly one node runs an approved call: the one whose claim the store grants.
+                let node = ctx.inner.node_id.as_str();
+                match ctx.inner.store.claim_execution(&stored.record.call_id, node).await {
+                    Ok(true) => {
+                        stored.settled = true;
+                        Confirmation { proposal, run, typed }.approved(owed).await
+                    }
+                    Ok(false) => {
+                        // Claimed by a resumption on another node, which writes its records.
+                        stored.settled = true;
+                        owed.paid();
+                        CallOutcome::err(
+                            "The approved action is carried out by another server; its outcome is in the audit log.",
+                        )
+                    }
+                    Err(e) => {
+                        stored.withdraw("the execution could not be claimed").await;
+                        let reason = format!("the state store could not grant the execution ({e}); nothing ran");
+                        proposal.end(owed, AuditStatus::Skipped, reason).await;
+                        CallOutcome::err("the state store is unavailable; nothing ran")
+                    }
+                }
+            }
         }
     }
 

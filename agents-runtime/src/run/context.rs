@@ -39,6 +39,9 @@ pub(super) struct RunCtx<A> {
     /// Why `cancel` was cancelled, when someone said (a direct session's owner); a plain stop
     /// otherwise.
     pub(super) stop_reason: OnceLock<Undecided>,
+    /// The run's slot in the store, once granted (direct sessions hold none): a proposal
+    /// keeps it, so a resumption can tell whether the run that proposed it is alive.
+    pub(super) slot: OnceLock<crate::store::SlotId>,
     /// What the run's tools call other granted tools through (see [`nested_invoker`]).
     invoker: NestedInvoker,
     /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
@@ -115,6 +118,7 @@ impl<A: Registry> RunCtx<A> {
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
             stop_reason: OnceLock::new(),
+            slot: OnceLock::new(),
             direct,
             invoker: nested_invoker(run.clone()),
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),

@@ -131,6 +131,7 @@ mod context;
 mod driver;
 mod gate;
 mod outcome;
+mod pending;
 mod proposal;
 mod record;
 mod runtime;
@@ -140,8 +141,9 @@ mod spend;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
+pub use pending::PendingDecision;
 pub use runtime::{
-    DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_SESSION_IDLE_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};

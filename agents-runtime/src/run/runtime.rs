@@ -1,7 +1,8 @@
 //! The runtime, its builder, and what it shares between runs: roles, the audit sink, the
 //! provider, the token store, the sessions and the decisions waiting for a person.
 
-use super::confirm::{DirectConfirm, PendingDecision};
+use super::confirm::{DirectConfirm, LocalWaiter};
+use super::pending::Heard;
 use super::context::{RunCtx, availability};
 use super::driver::run_loop;
 use super::proposal::Book;
@@ -71,7 +72,13 @@ pub(super) struct Inner {
     pub(super) system_prompt: String,
     pub(super) active: Mutex<HashMap<(String, String), u32>>,
     pub(super) sessions: Mutex<HashMap<String, SessionState>>,
-    pub(super) decisions: Mutex<HashMap<String, PendingDecision>>,
+    pub(super) decisions: Mutex<HashMap<String, LocalWaiter>>,
+    /// This runtime's name in the store's execution claims.
+    pub(super) node_id: String,
+    /// How often a call waiting for a decision looks in the store for one made elsewhere.
+    pub(super) decision_poll: Duration,
+    /// Asks a person for the actions of model runs (dialog mode), beside [`Runtime::decide`].
+    pub(super) confirmer: Option<Arc<dyn Confirmer>>,
     /// Final records written after their call's future was dropped, not yet durable.
     pub(super) detached: InFlight,
     /// The open proposals of every confirmation channel.
@@ -142,7 +149,12 @@ pub struct RuntimeBuilder {
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
     history_bytes: usize,
+    decision_poll: Duration,
+    confirmer: Option<Arc<dyn Confirmer>>,
 }
+
+/// The default of [`RuntimeBuilder::decision_poll`]: half a second.
+pub const DEFAULT_DECISION_POLL: Duration = Duration::from_millis(500);
 
 /// How long a run's slot is leased in the store: a live run renews it every third of this;
 /// the slots of a process that died come back once it runs out.
@@ -287,6 +299,21 @@ impl RuntimeBuilder {
         self.history_bytes = max;
         self
     }
+    /// How often a call waiting for a decision looks in the state store for one made through
+    /// another node (default [`DEFAULT_DECISION_POLL`]); a decision made through this runtime
+    /// reaches it at once.
+    pub fn decision_poll(mut self, every: Duration) -> Self {
+        self.decision_poll = every.max(Duration::from_millis(1));
+        self
+    }
+    /// Asks a person for the actions of model runs (dialog mode) through `confirmer` (for
+    /// example a push to the user's device), besides [`Runtime::decide`] and
+    /// [`Runtime::decide_async`]: whichever decision the state store records first holds.
+    /// Direct sessions take their own confirmer ([`Runtime::direct`]).
+    pub fn confirmer(mut self, confirmer: Arc<dyn Confirmer>) -> Self {
+        self.confirmer = Some(confirmer);
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -314,6 +341,9 @@ impl RuntimeBuilder {
                 active: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
                 decisions: Mutex::new(HashMap::new()),
+                node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
+                decision_poll: self.decision_poll,
+                confirmer: self.confirmer,
                 detached: InFlight::default(),
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
@@ -461,6 +491,8 @@ impl Runtime {
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             history_bytes: DEFAULT_HISTORY_BYTES,
+            decision_poll: DEFAULT_DECISION_POLL,
+            confirmer: None,
         }
     }
 
@@ -515,18 +547,37 @@ impl Runtime {
         self.inner.audit.append(record).await.map(drop)
     }
 
-    /// Records a person's decision on a pending action. Accepted only from the principal the
-    /// run acts for: the same user, organisation *and* role (a decision from the same user
-    /// under another role is refused with [`DecisionError::NotYourRun`] and changes nothing).
+    /// Records a person's decision on a pending action, without waiting: for a call waiting
+    /// on this runtime (which then records it in the state store, where a decision made first
+    /// through another node holds), or through a store that answers at once (the in-memory
+    /// one). Any other call is refused with [`DecisionError::NotHere`]: decide it with
+    /// [`Runtime::decide_async`], which reaches every node sharing the store. Accepted only
+    /// from the principal the run acts for: the same user, organisation *and* role (a
+    /// decision from the same user under another role is refused with
+    /// [`DecisionError::NotYourRun`] and changes nothing).
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
-        let mut decisions = lock(&self.inner.decisions);
-        let pending = decisions.get(call_id).ok_or_else(|| DecisionError::NotPending(call_id.to_owned()))?;
-        if pending.user_id != decider.user_id || pending.org_id != decider.org_id || pending.role != decider.role {
-            tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
-            return Err(DecisionError::NotYourRun);
+        {
+            let mut decisions = lock(&self.inner.decisions);
+            if let Some(waiter) = decisions.get(call_id) {
+                if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role
+                {
+                    tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
+                    return Err(DecisionError::NotYourRun);
+                }
+                let waiter = decisions.remove(call_id).expect("checked above");
+                return waiter
+                    .tx
+                    .send(Heard { verdict, recorded: false })
+                    .map_err(|_| DecisionError::NotPending(call_id.to_owned()));
+            }
         }
-        let pending = decisions.remove(call_id).expect("checked above");
-        pending.tx.send(verdict).map_err(|_| DecisionError::NotPending(call_id.to_owned()))
+        if !self.inner.store.answers_at_once() {
+            return Err(DecisionError::NotHere(call_id.to_owned()));
+        }
+        match answer_now(Box::pin(self.decide_async(call_id, decider, verdict, None))) {
+            Ok(answer) => answer,
+            Err(_) => Err(DecisionError::NotHere(call_id.to_owned())),
+        }
     }
 
     /// Starts a run of agent `A` for `principal` in `session_id` (created on first use and
@@ -573,6 +624,9 @@ impl Runtime {
                     },
                 };
                 slot.keep_renewed(ctx.cancel.clone());
+                if let Some(id) = &slot.slot {
+                    let _ = ctx.slot.set(id.clone());
+                }
                 run_loop(ctx, input_text).await
             }
             .instrument(span),

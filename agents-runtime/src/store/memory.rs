@@ -74,6 +74,10 @@ fn ready<T: Send + 'static>(value: StoreResult<T>) -> BoxFuture<'static, StoreRe
 }
 
 impl Store for MemoryStore {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
     fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
         let now = Instant::now();
         let mut state = self.lock();
@@ -145,6 +149,11 @@ impl Store for MemoryStore {
         ready(Ok(()))
     }
 
+    fn slot_held<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
+        let now = Instant::now();
+        ready(Ok(self.lock().slots.get(&slot.0).is_some_and(|(_, until)| *until > now)))
+    }
+
     fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
         let now = Instant::now();
         let n = self.lock().slots.values().filter(|(o, until)| o == owner && *until > now).count();
@@ -211,6 +220,18 @@ impl Store for MemoryStore {
             _ => false,
         };
         ready(Ok(claimed))
+    }
+
+    fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        let state = self.lock();
+        let mut found: Vec<_> = state
+            .proposals
+            .values()
+            .filter(|(p, _)| p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none())
+            .map(|(p, order)| (*order, p.clone()))
+            .collect();
+        found.sort_by_key(|(order, _)| *order);
+        ready(Ok(found.into_iter().take(limit as usize).map(|(_, p)| p).collect()))
     }
 
     fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {

@@ -165,6 +165,12 @@ pub struct ProposalRecord {
     pub args: Value,
     /// The HMAC of the canonical arguments (what a token will be bound to).
     pub args_mac: String,
+    /// What the runtime keeps beside the proposal, opaque to the store (JSON object): the
+    /// run's role, agent, the tool's risk, when it was proposed, and what carrying out the
+    /// approved call needs once the run that proposed it is gone (the principal, the
+    /// arguments as the tool receives them, the run's slot). Those arguments include values
+    /// the records mask: the state database is as sensitive as the application's own.
+    pub detail: Value,
 }
 
 /// A proposal with its state.
@@ -224,6 +230,12 @@ pub enum SessionSaved {
 /// Durations are measured on the store's own clock (the database server's, for a shared
 /// store), so nodes whose clocks differ agree on expiry.
 pub trait Store: Send + Sync + 'static {
+    /// Whether every method's future is ready when first polled (an in-memory store), so a
+    /// caller that cannot wait may use it. `false` unless the store says otherwise.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+
     // -- confirmation tokens ------------------------------------------------------------
 
     /// Stores a minted token, redeemable until `ttl` from now.
@@ -260,6 +272,9 @@ pub trait Store: Send + Sync + 'static {
     /// Gives a slot back. Releasing a slot that is gone does nothing.
     fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>>;
 
+    /// Whether `slot` is held and its lease has not run out (its holder is alive).
+    fn slot_held<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>>;
+
     /// `owner`'s unexpired slots.
     fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>>;
 
@@ -290,6 +305,10 @@ pub trait Store: Send + Sync + 'static {
     /// Claims an approved proposal's execution for `node`: `true` for exactly one claim of
     /// an approved proposal, ever; `false` when it is not approved or already claimed.
     fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Approved proposals whose execution nobody claimed, oldest first, at most `limit`:
+    /// what a node resuming the calls of runs that are gone looks at.
+    fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
 
     // -- sessions -----------------------------------------------------------------------
 

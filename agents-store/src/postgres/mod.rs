@@ -128,7 +128,7 @@ async fn abandon(client: &Object) {
 }
 
 const PROPOSAL_COLUMNS: &str =
-    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by";
+    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by, detail";
 
 fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
     let verdict: Option<String> = row.get(9);
@@ -143,6 +143,7 @@ fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
             title: row.get(6),
             args: row.get(7),
             args_mac: row.get(8),
+            detail: row.get(12),
         },
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10),
@@ -286,6 +287,20 @@ impl Store for PostgresStore {
         })
     }
 
+    fn slot_held<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM agents_run_slots WHERE id = $1 AND lease_until > now())",
+                    &[&slot.0],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(row.get(0))
+        })
+    }
+
     fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let client = self.client().await?;
@@ -312,9 +327,9 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             client
                 .execute(
-                    "INSERT INTO agents_proposals (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    &[&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac],
+                    "INSERT INTO agents_proposals (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    &[&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail],
                 )
                 .await
                 .map_err(|e| {
@@ -401,6 +416,23 @@ impl Store for PostgresStore {
                 .await
                 .map_err(pg_error)?;
             Ok(n == 1)
+        })
+    }
+
+    fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                         WHERE verdict = 'approved' AND claimed_by IS NULL ORDER BY ord LIMIT $1"
+                    ),
+                    &[&i64::from(limit)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(rows.iter().map(proposal_row).collect())
         })
     }
 

@@ -37,6 +37,7 @@ pub fn proposal(call_id: &str, user: &str) -> ProposalRecord {
         title: "Submit leave".into(),
         args: json!({"days": 3, "note": "für Ärztin"}),
         args_mac: "mac-1".into(),
+        detail: json!({"role": "employee"}),
     }
 }
 

@@ -19,16 +19,17 @@ pub(super) async fn call<A: Registry>(
     checked: Checked<'_, A, impl RecordOf>,
     args_hash: &str,
     approved: Option<(ConfirmationToken, String, String)>,
+    raw: serde_json::Value,
     run: ActionFn,
     typed: ErasedArgs,
 ) -> CallOutcome {
     let ctx = checked.ctx;
-    let confirmation = Confirmation::new(checked, args_hash, run, typed);
+    let confirmation = Confirmation::new(checked, args_hash, raw, run, typed);
     match &ctx.direct {
         None if ctx.inner.confirm_mode == ConfirmMode::Conversational => confirmation.conversational(approved).await,
         Some(DirectConfirm::Unavailable) => confirmation.unavailable().await,
         Some(DirectConfirm::Ask(confirmer)) => confirmation.dialog(Some(confirmer.clone())).await,
-        None => confirmation.dialog(None).await,
+        None => confirmation.dialog(ctx.inner.confirmer.clone()).await,
     }
 }
 

@@ -43,6 +43,8 @@ impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 /// only, else empty) and the redacted copy the records hold.
 struct Admitted {
     typed: ErasedArgs,
+    /// An action's final arguments as the tool receives them (`Null` for other tiers).
+    raw: Value,
     args_hash: String,
     redacted: SharedValue,
     secrets: CallSecrets,
@@ -60,9 +62,18 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
         let spec = entry.spec;
+        // An action's call is known by an id the runtime mints (its proposal is decided under
+        // it); the model keeps its own id for the answer. Other tiers keep the provider's id.
+        let minted;
+        let call = if spec.tier == Tier::Action {
+            minted = crate::run::pending::new_call_id();
+            CallRef { id: &minted, ..call }
+        } else {
+            call
+        };
         let facts = ctx.facts(index, &entry);
         // 2.-3. parse, permission, interceptors.
-        let Admitted { typed, args_hash, redacted, secrets } = match check(ctx, call, &entry, facts).await {
+        let Admitted { typed, raw, args_hash, redacted, secrets } = match check(ctx, call, &entry, facts).await {
             Ok(admitted) => admitted,
             Err(refused) => return refused,
         };
@@ -91,7 +102,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
                 drop(approved);
                 read::call(checked, shared_call_id.clone(), run, typed).await
             }
-            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, run, typed)).await,
+            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed)).await,
         }
     }
     .instrument(span)
@@ -163,7 +174,11 @@ async fn check<A: Registry>(
     }
     intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets).await?;
     // Binds a person's approval to the exact arguments: action calls only.
-    let args_hash = if spec.tier == Tier::Action { ctx.inner.tokens.args_mac(&args) } else { String::new() };
+    let (args_hash, raw) = if spec.tier == Tier::Action {
+        (ctx.inner.tokens.args_mac(&args), args.clone())
+    } else {
+        (String::new(), Value::Null)
+    };
     // The arguments are final: the records' redacted copy is the value itself when nothing in
     // it is secret; when something is, the secret values are kept to mask derived texts.
     let redacted = if schema.marks_secrets() {
@@ -176,7 +191,7 @@ async fn check<A: Registry>(
     } else {
         schema.redact_owned(args, &ctx.inner.redaction)
     };
-    Ok(Admitted { typed, args_hash, redacted: SharedValue::from(redacted), secrets })
+    Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets })
 }
 
 /// The refusal text of arguments the strict parse refused, with the secret values it may

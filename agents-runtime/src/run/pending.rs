@@ -1,0 +1,217 @@
+//! Proposals waiting for a person, as the state store keeps them: what a decider may list
+//! ([`Runtime::pending_decisions`]), how a decision reaches the store from any node
+//! ([`Runtime::decide_async`]), and the runtime's own side of a stored proposal (its detail,
+//! how a call that ends undecided withdraws it).
+//!
+//! A dialog proposal (and a direct session's, and a model run's with a
+//! [`Confirmer`](super::Confirmer)) is put in the store under a call id the runtime mints
+//! before the person is asked. From then on the store is the arbiter: a decision is one
+//! conditional update there, whatever node or channel it comes through, and an approved call
+//! runs only on the node whose claim of its execution the store granted (exactly one).
+
+use super::{DecisionError, Runtime, Verdict, lock};
+use crate::core::Principal;
+use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// One proposal waiting for a person, as its decider may see it.
+///
+/// Listed by [`Runtime::pending_decisions`] from the state store, so a confirm request that a
+/// slow event subscriber missed (events are a lossy live view) is still listed and decidable,
+/// on any node sharing the store.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PendingDecision {
+    /// The call's id, minted by the runtime (never a model provider's): what
+    /// [`Runtime::decide`] and [`Runtime::decide_async`] take.
+    pub call_id: String,
+    /// The run that proposed it.
+    pub run_id: String,
+    /// The run's session.
+    pub session_id: Option<String>,
+    /// The agent.
+    pub agent: String,
+    /// The tool.
+    pub tool: String,
+    /// The title a person reads.
+    pub title: String,
+    /// The tool's declared risk (`low`, `medium`, `high`, `critical`).
+    pub risk: String,
+    /// The arguments, masked as the confirm card shows them.
+    pub arguments: Value,
+    /// When it was proposed (RFC 3339, UTC).
+    pub proposed_at: String,
+}
+
+/// A fresh call id for a proposal: the runtime's own, unique per call (a provider's ids, such
+/// as `call_1`, repeat across runs).
+pub(super) fn new_call_id() -> String {
+    format!("call-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The fields of [`ProposalRecord::detail`] the runtime writes.
+pub(super) mod detail {
+    pub(in crate::run) const ROLE: &str = "role";
+    pub(in crate::run) const AGENT: &str = "agent";
+    pub(in crate::run) const MANIFEST: &str = "manifest_sha256";
+    pub(in crate::run) const RISK: &str = "risk";
+    pub(in crate::run) const PROPOSED_AT: &str = "proposed_at";
+    pub(in crate::run) const SUBJECT: &str = "subject";
+    pub(in crate::run) const ARGUMENTS: &str = "arguments";
+    pub(in crate::run) const SLOT: &str = "slot";
+    pub(in crate::run) const REQUEST: &str = "request_id";
+}
+
+/// A text field of a proposal's detail (empty when absent).
+pub(super) fn detail_str<'a>(p: &'a ProposalRecord, key: &str) -> &'a str {
+    p.detail.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn stored(verdict: Verdict) -> StoredVerdict {
+    match verdict {
+        Verdict::Approve => StoredVerdict::Approved,
+        Verdict::Reject => StoredVerdict::Rejected,
+    }
+}
+
+/// The verdict the store holds.
+pub(super) fn verdict_of(stored: StoredVerdict) -> Verdict {
+    match stored {
+        StoredVerdict::Approved => Verdict::Approve,
+        StoredVerdict::Rejected => Verdict::Reject,
+    }
+}
+
+fn unavailable(e: StoreError) -> DecisionError {
+    DecisionError::Unavailable(e.to_string())
+}
+
+/// The node that claims a call it withdrew: nobody may run it any more.
+pub(super) const WITHDRAWN: &str = "withdrawn";
+
+/// Withdraws a stored proposal whose call ended without running it (timeout, stop, a dropped
+/// caller): recorded as rejected with `reason` when still undecided; when a decision got there
+/// first, its execution is claimed for nobody, so no node (nor a resumption) runs it later.
+pub(super) async fn withdraw(store: &dyn Store, p: &ProposalRecord, reason: &str) -> Result<(), StoreError> {
+    match store.decide(&p.call_id, &p.org_id, &p.user_id, StoredVerdict::Rejected, Some(reason)).await? {
+        DecideOutcome::AlreadyDecided => store.claim_execution(&p.call_id, WITHDRAWN).await.map(drop),
+        _ => Ok(()),
+    }
+}
+
+impl Runtime {
+    /// The proposals waiting for `principal`'s decision: those of runs acting for the same
+    /// user, organisation and role (the only principal whose decision is accepted), oldest
+    /// first, from the state store, so every node sharing the store lists them, including
+    /// those of a run whose process is gone (a decision on one is carried out by
+    /// [`Runtime::resume_orphaned`]).
+    ///
+    /// Conversational proposals are answered by the user's next message and are not listed.
+    ///
+    /// ```no_run
+    /// # async fn f(rt: agents_runtime::Runtime, me: agents_runtime::Principal) {
+    /// for p in rt.pending_decisions(&me).await.unwrap() {
+    ///     println!("{} wants to {} ({})", p.agent, p.title, p.call_id);
+    /// }
+    /// # }
+    /// ```
+    pub async fn pending_decisions(&self, principal: &Principal) -> Result<Vec<PendingDecision>, DecisionError> {
+        let store = &self.inner.store;
+        let pending = store.pending_for(&principal.org_id, &principal.user_id).await.map_err(unavailable)?;
+        Ok(pending
+            .into_iter()
+            .filter(|p| detail_str(p, detail::ROLE) == principal.role)
+            .map(|p| PendingDecision {
+                agent: detail_str(&p, detail::AGENT).to_owned(),
+                risk: detail_str(&p, detail::RISK).to_owned(),
+                proposed_at: detail_str(&p, detail::PROPOSED_AT).to_owned(),
+                call_id: p.call_id,
+                run_id: p.run_id,
+                session_id: Some(p.session_id),
+                tool: p.tool,
+                title: p.title,
+                arguments: p.args,
+            })
+            .collect())
+    }
+
+    /// Records a person's decision on a pending action, through the state store, so it is
+    /// accepted on any node sharing the store: the run waiting for it (on this node or
+    /// another) goes on, or, when that run's process is gone, [`Runtime::resume_orphaned`]
+    /// carries out an approved call. Accepted only from the principal the run acts for (same
+    /// user, organisation and role; [`DecisionError::NotYourRun`] otherwise, and nothing
+    /// changes), and only once ([`DecisionError::NotPending`] for a proposal decided already,
+    /// by whatever node or channel). `reason` is kept with a rejection.
+    pub async fn decide_async(
+        &self,
+        call_id: &str,
+        decider: &Principal,
+        verdict: Verdict,
+        reason: Option<&str>,
+    ) -> Result<(), DecisionError> {
+        let not_pending = || DecisionError::NotPending(call_id.to_owned());
+        let store = &self.inner.store;
+        let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
+        let p = &found.proposal;
+        if p.user_id != decider.user_id || p.org_id != decider.org_id || detail_str(p, detail::ROLE) != decider.role {
+            tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
+            return Err(DecisionError::NotYourRun);
+        }
+        if found.verdict.is_some() {
+            return Err(not_pending());
+        }
+        match store.decide(call_id, &p.org_id, &p.user_id, stored(verdict), reason).await.map_err(unavailable)? {
+            DecideOutcome::Recorded => {}
+            DecideOutcome::NotYours => return Err(DecisionError::NotYourRun),
+            DecideOutcome::Unknown | DecideOutcome::AlreadyDecided => return Err(not_pending()),
+        }
+        // A run waiting here hears it at once; one on another node finds it in the store.
+        if let Some(waiter) = lock(&self.inner.decisions).remove(call_id) {
+            let _ = waiter.tx.send(Heard { verdict, recorded: true });
+        }
+        Ok(())
+    }
+}
+
+/// A decision as a waiting call hears it through this runtime.
+pub(super) struct Heard {
+    pub(super) verdict: Verdict,
+    /// Already recorded in the store (else the waiting call records it).
+    pub(super) recorded: bool,
+}
+
+/// What the store keeps of a proposal beside the card: the detail [`ProposalRecord::detail`]
+/// documents.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn detail_of(
+    principal: &Principal,
+    agent: &str,
+    manifest: &str,
+    risk: &str,
+    arguments: &Value,
+    slot: Option<&str>,
+    request_id: &str,
+) -> Value {
+    json!({
+        detail::ROLE: principal.role,
+        detail::AGENT: agent,
+        detail::MANIFEST: manifest,
+        detail::RISK: risk,
+        detail::PROPOSED_AT: super::record::now_rfc3339(),
+        detail::SUBJECT: principal.subject,
+        detail::ARGUMENTS: arguments,
+        detail::SLOT: slot,
+        detail::REQUEST: request_id,
+    })
+}
+
+/// The principal a stored proposal's run acted for.
+pub(super) fn principal_of(p: &ProposalRecord) -> Principal {
+    let mut principal = Principal::new(p.user_id.as_str(), p.org_id.as_str(), detail_str(p, detail::ROLE));
+    principal.subject = p.detail.get(detail::SUBJECT).and_then(Value::as_str).map(str::to_owned);
+    principal
+}
+
+/// Keeps the store's handle for background withdrawals.
+pub(super) type SharedStore = Arc<dyn Store>;
