@@ -2,7 +2,7 @@
 
 use crate::audit::{AuditQuery, MAX_PAGE, Selection};
 use crate::error::{ApiError, json_refusals};
-use crate::runs::{RunEntry, StartRefusal, lock};
+use crate::runs::{RunEntry, StartRefusal};
 use crate::sse::{StreamSlot, record_event, run_events, run_records};
 use crate::Shared;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -311,14 +312,21 @@ fn too_many_streams(max: usize) -> ApiError {
     )
 }
 
-async fn pending(State(shared): St, Caller(caller): Caller) -> Response {
-    let mut decisions: Vec<Value> = Vec::new();
-    for entry in shared.runs.of(&caller) {
-        let journal = lock(&entry.journal);
-        decisions.extend(journal.waiting.values().cloned());
+async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, ApiError> {
+    // From the runtimes' state stores: also what a slow event stream missed, and (with a
+    // durable store) what was proposed before a restart.
+    let mut decisions: BTreeMap<String, Value> = BTreeMap::new();
+    for kind in shared.agents.values() {
+        let listed = kind.runtime().pending_decisions(&caller).await.map_err(|e| {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "state_unavailable", format!("{e}; try again"))
+        })?;
+        for p in listed {
+            let value = serde_json::to_value(&p).map_err(|e| ApiError::internal("listing decisions", e))?;
+            decisions.insert(p.call_id, value);
+        }
     }
-    decisions.sort_by(|a, b| a["call_id"].as_str().cmp(&b["call_id"].as_str()));
-    axum::Json(json!({ "decisions": decisions })).into_response()
+    let decisions: Vec<Value> = decisions.into_values().collect();
+    Ok(axum::Json(json!({ "decisions": decisions })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -363,7 +371,7 @@ async fn decide(
         None => shared.agents.values().cloned().collect(),
     };
     for kind in kinds {
-        match kind.runtime().decide(&call_id, &caller, verdict) {
+        match kind.runtime().decide_async(&call_id, &caller, verdict, body.reason.as_deref()).await {
             Ok(()) => {
                 if let Some(reason) = &body.reason {
                     let record = service_record(
@@ -385,6 +393,13 @@ async fn decide(
                 let reason = format!("refused: a decision on call {call_id}, which waits for another principal");
                 audit_refusal(&shared, &caller, asking.as_deref(), Some(&call_id), reason).await;
                 return Err(ApiError::not_found("pending decision"));
+            }
+            Err(DecisionError::Unavailable(e)) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "state_unavailable",
+                    format!("the decision could not be recorded ({e}); try again"),
+                ));
             }
             Err(_) => {}
         }
