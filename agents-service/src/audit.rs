@@ -137,6 +137,9 @@ impl AuditReader for SqliteReader {
     fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
         let conn = rusqlite::Connection::open_with_flags(&self.path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))?;
+        // The sink may be writing: wait for its lock rather than fail.
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))?;
         agents_core::audit::sqlite::for_each_record(&conn, |_, row| match row {
             Ok(r) => each(&r),
             Err(_) => ControlFlow::Continue(()),

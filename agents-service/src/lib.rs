@@ -98,6 +98,8 @@ pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_tok
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use runs::RunSummary;
+/// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
+pub use axum;
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::AuditSink;
