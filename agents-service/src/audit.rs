@@ -201,7 +201,9 @@ pub(crate) const MAX_PAGE: usize = 1000;
 impl Selection {
     pub(crate) fn parse(query: AuditQuery) -> Result<Self, String> {
         let list = |v: &Option<String>| -> Vec<String> {
-            v.as_deref().map(|s| s.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect()).unwrap_or_default()
+            v.as_deref()
+                .map(|s| s.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect())
+                .unwrap_or_default()
         };
         let statuses = list(&query.status)
             .into_iter()

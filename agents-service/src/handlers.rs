@@ -1,10 +1,10 @@
 //! The routes and their handlers.
 
+use crate::Shared;
 use crate::audit::{AuditQuery, MAX_PAGE, Selection};
 use crate::error::{ApiError, json_refusals};
 use crate::runs::{RunEntry, StartRefusal};
 use crate::sse::{StreamSlot, record_event, run_events, run_records};
-use crate::Shared;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::run::{DecisionError, StartError};
 use agents_runtime::{Principal, Verdict};
@@ -68,11 +68,10 @@ impl<T: DeserializeOwned> FromRequest<Arc<Shared>> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, shared: &Arc<Shared>) -> Result<Self, ApiError> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+        let is_json =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+                v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
         if !is_json {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -91,16 +90,26 @@ impl<T: DeserializeOwned> FromRequest<Arc<Shared>> for JsonBody<T> {
                 ApiError::invalid("the body could not be read")
             }
         })?;
-        let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the body is not UTF-8"))?;
-        let value = agents_core::strict::parse_args(text)
-            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not strict JSON: {e}")))?;
-        serde_json::from_value(value).map(JsonBody).map_err(|e| ApiError::invalid(format!("the body does not fit: {e}")))
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the body is not UTF-8"))?;
+        let value = agents_core::strict::parse_args(text).map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not strict JSON: {e}"))
+        })?;
+        serde_json::from_value(value)
+            .map(JsonBody)
+            .map_err(|e| ApiError::invalid(format!("the body does not fit: {e}")))
     }
 }
 
 /// Records a refused request on someone else's state: `denied`, with the principal who sent
 /// it. A refusal the log does not take is logged; the request is refused either way.
-async fn audit_refusal(shared: &Shared, caller: &Principal, entry: Option<&RunEntry>, call_id: Option<&str>, reason: String) {
+async fn audit_refusal(
+    shared: &Shared,
+    caller: &Principal,
+    entry: Option<&RunEntry>,
+    call_id: Option<&str>,
+    reason: String,
+) {
     let (agent, manifest) = match entry {
         Some(e) => (e.agent, e.manifest_sha256),
         None => match shared.agents.values().next() {
@@ -125,9 +134,7 @@ fn service_record(
     let id = uuid::Uuid::new_v4().to_string();
     AuditRecord {
         seq: 0,
-        ts: time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
+        ts: time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         run_id: id.as_str().into(),
         session_id: "http".into(),
         request_id: id.as_str().into(),
@@ -182,7 +189,11 @@ struct StartBody {
     session_id: Option<String>,
 }
 
-async fn start_run(State(shared): St, Caller(caller): Caller, JsonBody(body): JsonBody<StartBody>) -> Result<Response, ApiError> {
+async fn start_run(
+    State(shared): St,
+    Caller(caller): Caller,
+    JsonBody(body): JsonBody<StartBody>,
+) -> Result<Response, ApiError> {
     let kind = shared.agents.get(body.agent.as_str()).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -192,7 +203,9 @@ async fn start_run(State(shared): St, Caller(caller): Caller, JsonBody(body): Js
     })?;
     let session_id = match body.session_id {
         Some(s) if s.is_empty() || s.len() > 128 || s.chars().any(|c| c.is_control() || c.is_whitespace()) => {
-            return Err(ApiError::invalid("`session_id` must be 1 to 128 characters without spaces or control characters"));
+            return Err(ApiError::invalid(
+                "`session_id` must be 1 to 128 characters without spaces or control characters",
+            ));
         }
         Some(s) => s,
         None => uuid::Uuid::new_v4().to_string(),
@@ -203,7 +216,14 @@ async fn start_run(State(shared): St, Caller(caller): Caller, JsonBody(body): Js
         Err(StartRefusal::Input(m)) => return Err(ApiError::invalid(m)),
         Err(StartRefusal::Start(e)) => {
             if matches!(e, StartError::SessionNotYours(_)) {
-                audit_refusal(&shared, &caller, None, None, format!("refused: a run in session {session_id}, which belongs to another principal")).await;
+                audit_refusal(
+                    &shared,
+                    &caller,
+                    None,
+                    None,
+                    format!("refused: a run in session {session_id}, which belongs to another principal"),
+                )
+                .await;
             }
             return Err(start_error(e));
         }
@@ -256,7 +276,11 @@ struct EventsQuery {
 
 fn parse_last_id(text: &str) -> Result<u64, ApiError> {
     text.trim().parse::<u64>().map_err(|_| {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_last_event_id", "Last-Event-ID must be an event id this service sent (a number)")
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_last_event_id",
+            "Last-Event-ID must be an event id this service sent (a number)",
+        )
     })
 }
 
@@ -278,7 +302,14 @@ async fn events(
     let keep_alive = KeepAlive::new().interval(shared.limits.sse_keep_alive);
     if let Some(entry) = shared.runs.get(&run_id) {
         if !entry.owned_by(&caller) {
-            audit_refusal(&shared, &caller, Some(&entry), None, format!("refused: the events of run {run_id}, which acts for another principal")).await;
+            audit_refusal(
+                &shared,
+                &caller,
+                Some(&entry),
+                None,
+                format!("refused: the events of run {run_id}, which acts for another principal"),
+            )
+            .await;
             return Err(ApiError::not_found("run"));
         }
         let slot = StreamSlot::take(&shared, key, max).ok_or_else(|| too_many_streams(max))?;
@@ -293,7 +324,8 @@ async fn events(
         return Err(ApiError::not_found("run"));
     }
     let slot = StreamSlot::take(&shared, key, max).ok_or_else(|| too_many_streams(max))?;
-    let mut out: Vec<Result<SseEvent, std::convert::Infallible>> = records.iter().map(|r| Ok(record_event(r))).collect();
+    let mut out: Vec<Result<SseEvent, std::convert::Infallible>> =
+        records.iter().map(|r| Ok(record_event(r))).collect();
     out.push(Ok(SseEvent::default().event("end").data(
         json!({"code": "run_not_live", "message": "this service does not hold the run (it ended a while ago, or the service restarted); these are its audit records"}).to_string(),
     )));

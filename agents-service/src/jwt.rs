@@ -168,9 +168,10 @@ impl JwtAuthenticator {
     /// The principal a token names, or why it is refused.
     pub fn check(&self, token: &str) -> Result<Principal, ApiError> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
-            ErrorKind::InvalidAlgorithmName | ErrorKind::Json(_) => {
-                unauthorized("algorithm_not_allowed", "the token's header does not name an accepted signature algorithm")
-            }
+            ErrorKind::InvalidAlgorithmName | ErrorKind::Json(_) => unauthorized(
+                "algorithm_not_allowed",
+                "the token's header does not name an accepted signature algorithm",
+            ),
             _ => unauthorized("invalid_token", "the token is not a JWT (header.payload.signature)"),
         })?;
         let key = match &header.kid {
@@ -208,9 +209,11 @@ impl JwtAuthenticator {
         })?;
         let claims = data.claims;
         let text = |name: &str| -> Result<String, ApiError> {
-            claims.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
-                unauthorized("invalid_principal", format!("the token has no string claim `{name}`"))
-            })
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| unauthorized("invalid_principal", format!("the token has no string claim `{name}`")))
         };
         let mut principal = Principal::try_new(
             text(&self.config.user_claim)?,

@@ -95,11 +95,11 @@ mod sse;
 
 pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
+/// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
+pub use axum;
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use runs::RunSummary;
-/// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
-pub use axum;
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::AuditSink;
@@ -242,7 +242,9 @@ pub struct Service {
 
 impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service").field("agents", &self.shared.agents.keys().collect::<Vec<_>>()).finish_non_exhaustive()
+        f.debug_struct("Service")
+            .field("agents", &self.shared.agents.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
     }
 }
 

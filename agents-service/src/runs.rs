@@ -227,8 +227,7 @@ where
     ) -> Result<Arc<RunEntry>, StartRefusal> {
         let input: A::Input = serde_json::from_value(input)
             .map_err(|e| StartRefusal::Input(format!("the input does not fit agent `{}`: {e}", A::SPEC.name)))?;
-        let mut handle =
-            self.runtime.start::<A>(principal.clone(), session_id, input).map_err(StartRefusal::Start)?;
+        let mut handle = self.runtime.start::<A>(principal.clone(), session_id, input).map_err(StartRefusal::Start)?;
         // The receiver subscribed at start: every event from the first.
         let (_unused, placeholder) = tokio::sync::mpsc::channel(1);
         let mut events = std::mem::replace(handle.events(), placeholder);
@@ -286,10 +285,8 @@ impl Runs {
         let now = Instant::now();
         runs.retain(|_, e| lock(&e.ended).as_ref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
         if runs.len() >= self.max_retained {
-            let mut ended: Vec<(Instant, String)> = runs
-                .iter()
-                .filter_map(|(id, e)| lock(&e.ended).as_ref().map(|(at, _)| (*at, id.clone())))
-                .collect();
+            let mut ended: Vec<(Instant, String)> =
+                runs.iter().filter_map(|(id, e)| lock(&e.ended).as_ref().map(|(at, _)| (*at, id.clone()))).collect();
             ended.sort();
             for (_, id) in ended.into_iter().take(runs.len() + 1 - self.max_retained) {
                 runs.remove(&id);

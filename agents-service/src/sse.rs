@@ -77,8 +77,7 @@ pub(crate) fn run_events(
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let idle = shared.limits.sse_idle_timeout;
     let progress = entry.progress.subscribe();
-    let state =
-        State { shared, entry, cursor, progress, pending: VecDeque::new(), idle, done: false, _slot: slot };
+    let state = State { shared, entry, cursor, progress, pending: VecDeque::new(), idle, done: false, _slot: slot };
     futures::stream::unfold(state, |mut s| async move {
         loop {
             if let Some(e) = s.pending.pop_front() {
@@ -95,7 +94,8 @@ pub(crate) fn run_events(
             if s.cursor + 1 < first_held {
                 let resume_at = first_held - 1;
                 let records = run_records(&s.shared, &s.entry.run_id).await;
-                let (count, truncated) = (records.as_ref().map_or(0, Vec::len), records.as_ref().is_ok_and(|r| r.len() >= GAP_RECORDS));
+                let (count, truncated) =
+                    (records.as_ref().map_or(0, Vec::len), records.as_ref().is_ok_and(|r| r.len() >= GAP_RECORDS));
                 s.pending.push_back(
                     SseEvent::default().id(resume_at.to_string()).event("gap").data(
                         json!({

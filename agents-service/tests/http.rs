@@ -58,13 +58,24 @@ async fn reconnecting_with_last_event_id_misses_nothing() {
     let mid = whole[2].id.unwrap();
     let r = call(s.base, "GET", &format!("/v1/runs/{run}/events?last_event_id={mid}"), &[dev(&alice())], None).await;
     assert_eq!(r.status, 200);
-    assert!(r.body.starts_with(&format!("id: {}\n", mid + 1)) || r.body.contains(&format!("\nid: {}\n", mid + 1)), "{}", &r.body[..200.min(r.body.len())]);
+    assert!(
+        r.body.starts_with(&format!("id: {}\n", mid + 1)) || r.body.contains(&format!("\nid: {}\n", mid + 1)),
+        "{}",
+        &r.body[..200.min(r.body.len())]
+    );
     assert!(!r.body.contains(&format!("id: {mid}\n")));
     whole.clear();
     // A malformed id is refused.
     let bad = open(s.base, &run, &alice(), None).await;
     drop(bad);
-    let r = call(s.base, "GET", &format!("/v1/runs/{run}/events"), &[dev(&alice()), ("Last-Event-ID".into(), "x1".into())], None).await;
+    let r = call(
+        s.base,
+        "GET",
+        &format!("/v1/runs/{run}/events"),
+        &[dev(&alice()), ("Last-Event-ID".into(), "x1".into())],
+        None,
+    )
+    .await;
     assert_eq!((r.status, r.code().as_str()), (400, "invalid_last_event_id"));
 }
 
@@ -132,7 +143,9 @@ async fn reject_with_a_reason_runs_nothing_and_records_the_reason() {
     assert_eq!(post(s.base, &format!("/v1/decisions/{call}"), &alice(), &long).await.status, 400);
     // Refused input changed nothing: still pending.
     assert_eq!(pending_call(s.base, &alice()).await, call);
-    let r = post(s.base, &format!("/v1/decisions/{call}"), &alice(), r#"{"verdict": "reject", "reason": "wrong week"}"#).await;
+    let r =
+        post(s.base, &format!("/v1/decisions/{call}"), &alice(), r#"{"verdict": "reject", "reason": "wrong week"}"#)
+            .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(ended(s.base, &alice(), &run).await["status"], "completed");
     assert_eq!(executed("reject-1"), 0);
@@ -148,11 +161,16 @@ async fn another_user_cannot_see_decide_stop_or_stream_a_run_and_is_audited() {
     let s = serve(limits()).await;
     let run = start(s.base, &alice(), "cross-1", "submit a request").await;
     let call = pending_call(s.base, &alice()).await;
-    for intruder in [bob(), carol(), Principal::new("alice", "acme", "auditor"), Principal::new("alice", "globex", "employee")] {
+    for intruder in
+        [bob(), carol(), Principal::new("alice", "acme", "auditor"), Principal::new("alice", "globex", "employee")]
+    {
         let who = format!("{}/{}/{}", intruder.user_id, intruder.org_id, intruder.role);
         let r = post(s.base, &format!("/v1/decisions/{call}"), &intruder, r#"{"verdict": "approve"}"#).await;
         assert_eq!((r.status, r.code().as_str()), (404, "not_found"), "{who} decide");
-        assert!(get(s.base, "/v1/decisions", &intruder).await.json()["decisions"].as_array().unwrap().is_empty(), "{who}");
+        assert!(
+            get(s.base, "/v1/decisions", &intruder).await.json()["decisions"].as_array().unwrap().is_empty(),
+            "{who}"
+        );
         let same_org_user = intruder.user_id == "alice" && intruder.org_id == "acme";
         if !same_org_user {
             let r = get(s.base, &format!("/v1/runs/{run}"), &intruder).await;
@@ -336,3 +354,28 @@ async fn after_a_restart_the_events_of_a_run_are_its_durable_records() {
 }
 
 use agents_runtime::Principal;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_stream_ends_after_the_idle_timeout_and_resumes() {
+    let mut l = limits();
+    l.sse_idle_timeout = std::time::Duration::from_millis(300);
+    l.sse_keep_alive = std::time::Duration::from_millis(100);
+    let s = serve(l).await;
+    let agents = get(s.base, "/v1/agents", &alice()).await.json();
+    assert_eq!(agents["agents"][0]["name"], AGENT);
+    let run = start(s.base, &alice(), "idle-1", "submit a request").await;
+    let mut stream = open(s.base, &run, &alice(), None).await;
+    let seen = stream.until("confirm_required").await;
+    // The run waits for a decision: nothing more comes, so the stream ends with `idle`.
+    let rest = stream.rest().await;
+    let last = rest.last().expect("an idle event");
+    assert_eq!((last.event.as_str(), last.json()["code"].as_str()), ("idle", Some("idle_timeout")), "{rest:?}");
+    assert!(rest.iter().all(|e| e.event == "idle" || e.id.is_some()));
+    // Its place is given back and it resumes where it was.
+    let last_id = rest.iter().rev().find_map(|e| e.id).unwrap_or(seen.last().unwrap().id.unwrap());
+    let call_id = seen.last().unwrap().json()["call_id"].as_str().unwrap().to_owned();
+    post(s.base, &format!("/v1/decisions/{call_id}"), &alice(), r#"{"verdict": "reject"}"#).await;
+    let after = open(s.base, &run, &alice(), Some(last_id)).await.rest().await;
+    assert_eq!(after.first().unwrap().id, Some(last_id + 1));
+    assert_eq!(after.last().unwrap().event, "done");
+}

@@ -107,13 +107,17 @@ async fn every_bad_token_is_refused_with_its_code() {
         ("no organisation", with(|c| drop(c.as_object_mut().unwrap().remove("org_id"))), "invalid_principal"),
         ("control character in the user", with(|c| c["sub"] = json!("al\nice")), "invalid_principal"),
         ("signed by another key", signed(json!({"alg": "EdDSA", "kid": "k1"}), &claims(), &other_key), "bad_signature"),
-        ("tampered claims", {
-            let t = token(&claims());
-            let parts: Vec<&str> = t.split('.').collect();
-            let mut c = claims();
-            c["role"] = json!("auditor");
-            format!("{}.{}.{}", parts[0], B64.encode(c.to_string()), parts[2])
-        }, "bad_signature"),
+        (
+            "tampered claims",
+            {
+                let t = token(&claims());
+                let parts: Vec<&str> = t.split('.').collect();
+                let mut c = claims();
+                c["role"] = json!("auditor");
+                format!("{}.{}.{}", parts[0], B64.encode(c.to_string()), parts[2])
+            },
+            "bad_signature",
+        ),
         ("alg none", unsigned, "algorithm_not_allowed"),
         ("HS256 keyed with the public key", confused, "algorithm_not_allowed"),
         ("unknown kid", signed(json!({"alg": "EdDSA", "kid": "k2"}), &claims(), &key()), "unknown_key"),
@@ -124,10 +128,9 @@ async fn every_bad_token_is_refused_with_its_code() {
         assert_eq!((r.status, r.code().as_str()), (401, code), "{what}: {}", r.body);
         assert!(r.headers.get("www-authenticate").is_some_and(|v| v.starts_with("Bearer")), "{what}");
     }
-    for (what, header, code) in [
-        ("no token", "Bearer ", "missing_token"),
-        ("basic scheme", "Basic YWxpY2U6eA==", "missing_token"),
-    ] {
+    for (what, header, code) in
+        [("no token", "Bearer ", "missing_token"), ("basic scheme", "Basic YWxpY2U6eA==", "missing_token")]
+    {
         let r = with_auth(&s, header).await;
         assert_eq!((r.status, r.code().as_str()), (401, code), "{what}: {}", r.body);
     }
@@ -135,7 +138,14 @@ async fn every_bad_token_is_refused_with_its_code() {
     assert_eq!((r.status, r.code().as_str()), (401, "missing_token"));
     // Two Authorization headers: refused, not one of them picked.
     let good = format!("Bearer {}", token(&claims()));
-    let r = call(s.base, "GET", "/v1/runs", &[("Authorization".into(), good.clone()), ("Authorization".into(), good)], None).await;
+    let r = call(
+        s.base,
+        "GET",
+        "/v1/runs",
+        &[("Authorization".into(), good.clone()), ("Authorization".into(), good)],
+        None,
+    )
+    .await;
     assert_eq!((r.status, r.code().as_str()), (401, "invalid_token"));
     assert!(s.audit.records().is_empty(), "nothing ran for a refused token");
 }
@@ -150,6 +160,12 @@ fn key_sets_that_would_allow_forgery_are_refused() {
     let mismatched = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "alg": "RS256"}]}).to_string();
     assert!(matches!(JwtAuthenticator::new(JwtConfig::new(ISS, AUD, mismatched)), Err(JwtConfigError::Key { .. })));
     assert!(matches!(JwtAuthenticator::new(JwtConfig::new(ISS, AUD, "not json")), Err(JwtConfigError::KeySet(_))));
-    assert!(matches!(JwtAuthenticator::new(JwtConfig::new("", AUD, jwks(&key()))), Err(JwtConfigError::Missing("issuer"))));
-    assert!(matches!(JwtAuthenticator::new(JwtConfig::new(ISS, " ", jwks(&key()))), Err(JwtConfigError::Missing("audience"))));
+    assert!(matches!(
+        JwtAuthenticator::new(JwtConfig::new("", AUD, jwks(&key()))),
+        Err(JwtConfigError::Missing("issuer"))
+    ));
+    assert!(matches!(
+        JwtAuthenticator::new(JwtConfig::new(ISS, " ", jwks(&key()))),
+        Err(JwtConfigError::Missing("audience"))
+    ));
 }

@@ -14,7 +14,9 @@
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
 use agents_runtime::provider::Provider;
 use agents_runtime::{Principal, RoleMap, Runtime};
-use agents_service::{AuditReader, Authenticator, DevAuthenticator, JwtAuthenticator, JwtConfig, Service, SqliteReader};
+use agents_service::{
+    AuditReader, Authenticator, DevAuthenticator, JwtAuthenticator, JwtConfig, Service, SqliteReader,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -127,12 +129,22 @@ async fn run() -> Result<(), String> {
         "helpdesk" => {
             let provider = Arc::new(examples::helpdesk::app::HelpdeskModel::new().provider());
             let rt = runtime(sink, provider, examples::helpdesk::roles().clone(), store);
-            (builder.agent::<examples::helpdesk::DeskLoop>(rt), "deskloop", examples::helpdesk::app::alex(), "I need 2 days of leave from 2026-04-02")
+            (
+                builder.agent::<examples::helpdesk::DeskLoop>(rt),
+                "deskloop",
+                examples::helpdesk::app::alex(),
+                "I need 2 days of leave from 2026-04-02",
+            )
         }
         _ => {
             let provider = Arc::new(examples::clinic::app::clinic_model());
             let rt = runtime(sink, provider, examples::clinic::roles().clone(), store);
-            (builder.agent::<examples::clinic::Kinetix>(rt), "kinetix", examples::clinic::app::people::priya(), "list my athletes")
+            (
+                builder.agent::<examples::clinic::Kinetix>(rt),
+                "kinetix",
+                examples::clinic::app::people::priya(),
+                "list my athletes",
+            )
         }
     };
     let service = builder.build();

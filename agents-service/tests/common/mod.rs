@@ -92,9 +92,7 @@ fn model() -> RuleProvider {
 }
 
 pub fn roles() -> RoleMap {
-    RoleMap::new()
-        .role("employee", ["items.read", "items.write"])
-        .role("auditor", ["items.read"])
+    RoleMap::new().role("employee", ["items.read", "items.write"]).role("auditor", ["items.read"])
 }
 
 pub struct Served {
@@ -120,10 +118,8 @@ pub async fn serve_with(
         let runtime = Runtime::builder(audit.clone(), Arc::new(model())).roles(roles()).build();
         (audit, runtime)
     });
-    let service = Service::builder(auth, audit.clone(), audit.clone())
-        .agent::<Desk>(runtime.clone())
-        .limits(limits)
-        .build();
+    let service =
+        Service::builder(auth, audit.clone(), audit.clone()).agent::<Desk>(runtime.clone()).limits(limits).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = listener.local_addr().unwrap();
     let router = service.router();
@@ -167,7 +163,13 @@ async fn head(reader: &mut BufReader<TcpStream>) -> (u16, HashMap<String, String
     (status, headers)
 }
 
-async fn send(base: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: Option<&str>) -> TcpStream {
+async fn send(
+    base: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
+) -> TcpStream {
     let mut stream = TcpStream::connect(base).await.unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -186,7 +188,13 @@ async fn send(base: SocketAddr, method: &str, path: &str, headers: &[(String, St
 }
 
 /// One request, `Connection: close`, the whole response read.
-pub async fn call(base: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: Option<&str>) -> Reply {
+pub async fn call(
+    base: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
+) -> Reply {
     let stream = send(base, method, path, headers, body).await;
     let mut reader = BufReader::new(stream);
     let (status, headers) = head(&mut reader).await;
@@ -203,8 +211,7 @@ pub async fn call(base: SocketAddr, method: &str, path: &str, headers: &[(String
 fn dechunk(raw: &[u8]) -> String {
     let mut out = Vec::new();
     let mut rest = raw;
-    loop {
-        let Some(pos) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(pos) = rest.windows(2).position(|w| w == b"\r\n") {
         let size = usize::from_str_radix(std::str::from_utf8(&rest[..pos]).unwrap().trim(), 16).unwrap();
         rest = &rest[pos + 2..];
         if size == 0 || rest.len() < size {
