@@ -76,7 +76,7 @@ pub fn dev(p: &Principal) -> (String, String) {
     ("x-dev-principal".into(), format!("{}/{}/{}", p.user_id, p.org_id, p.role))
 }
 
-fn model() -> RuleProvider {
+pub fn test_model() -> RuleProvider {
     RuleProvider::new()
         .when(|req| {
             let flood = last_user_message(req).is_some_and(|m| m.contains("flood"));
@@ -115,7 +115,7 @@ pub async fn serve_with(
 ) -> Served {
     let (audit, runtime) = shared.unwrap_or_else(|| {
         let audit = Arc::new(MemorySink::new());
-        let runtime = Runtime::builder(audit.clone(), Arc::new(model())).roles(roles()).build();
+        let runtime = Runtime::builder(audit.clone(), Arc::new(test_model())).roles(roles()).build();
         (audit, runtime)
     });
     let service =
