@@ -1,0 +1,261 @@
+//! Reading the audit log back: the records a query selects, and the chain's verdict.
+//!
+//! The runtime's sinks only append; the service reads the same log through an [`AuditReader`]
+//! (the JSONL file, the SQLite database, or the in-memory sink of tests). A query scans the
+//! log in order, in bounded memory apart from the page it returns.
+
+use agents_runtime::Tier;
+use agents_runtime::audit::{
+    AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file, verify_sqlite,
+};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Why the log could not be read (not a finding about its chain).
+#[derive(Debug, thiserror::Error)]
+#[error("the audit log could not be read: {0}")]
+pub struct AuditReadError(pub String);
+
+/// Reads an audit log. Calls block (file or database reads); the service runs them on tokio's
+/// blocking pool.
+pub trait AuditReader: Send + Sync + 'static {
+    /// Hands every record, in log order, to `each` until it breaks.
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError>;
+    /// The chain's verdict (every hash and link; the manifest hash of each record when given).
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError>;
+}
+
+impl AuditReader for MemorySink {
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        for r in self.records() {
+            if each(&r).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        let mut verifier = ChainVerifier::new();
+        for (i, r) in self.records().iter().enumerate() {
+            if let Err(e) = verifier.record(r, i + 1) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(verifier.finish())
+    }
+}
+
+impl<R: AuditReader + ?Sized> AuditReader for Arc<R> {
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        (**self).scan(each)
+    }
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        (**self).verify()
+    }
+}
+
+/// The JSONL log a [`JsonlSink`](agents_runtime::audit::JsonlSink) writes (plain chain).
+#[derive(Debug, Clone)]
+pub struct JsonlReader {
+    path: PathBuf,
+}
+
+impl JsonlReader {
+    /// A reader of the log at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        JsonlReader { path: path.into() }
+    }
+}
+
+/// The longest line read (far above any record).
+const MAX_LINE: usize = 1 << 20;
+
+impl AuditReader for JsonlReader {
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        let file = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(AuditReadError(format!("{}: {e}", self.path.display()))),
+        };
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = std::io::Read::take(&mut reader, MAX_LINE as u64 + 1)
+                .read_line(&mut line)
+                .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))?;
+            if n == 0 {
+                return Ok(());
+            }
+            if n > MAX_LINE {
+                return Err(AuditReadError(format!("{}: a line is longer than {MAX_LINE} bytes", self.path.display())));
+            }
+            // A torn last line (a crash mid-write) is not a record yet.
+            if !line.ends_with('\n') {
+                return Ok(());
+            }
+            let Ok(record) = serde_json::from_str::<AuditRecord>(line.trim_end()) else { continue };
+            if each(&record).is_break() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        if !self.path.exists() {
+            return Ok(Ok(ChainSummary::empty()));
+        }
+        match verify_jsonl_file(&self.path, None) {
+            Ok(summary) => Ok(Ok(summary)),
+            Err(agents_runtime::audit::JsonlOpenError::Broken { source, .. }) => Ok(Err(source)),
+            Err(e) => Err(AuditReadError(e.to_string())),
+        }
+    }
+}
+
+/// The SQLite database a [`SqliteSink`](agents_runtime::audit::SqliteSink) writes.
+#[derive(Debug, Clone)]
+pub struct SqliteReader {
+    path: PathBuf,
+}
+
+impl SqliteReader {
+    /// A reader of the database at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SqliteReader { path: path.into() }
+    }
+}
+
+impl AuditReader for SqliteReader {
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        let conn = rusqlite::Connection::open_with_flags(&self.path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))?;
+        // The sink may be writing: wait for its lock rather than fail.
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))?;
+        agents_core::audit::sqlite::for_each_record(&conn, |_, row| match row {
+            Ok(r) => each(&r),
+            Err(_) => ControlFlow::Continue(()),
+        })
+        .map_err(|e| AuditReadError(format!("{}: {e}", self.path.display())))
+    }
+
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        match verify_sqlite(&self.path, None) {
+            Ok(summary) => Ok(Ok(summary)),
+            Err(agents_runtime::audit::SqliteAuditError::Broken { source, .. }) => Ok(Err(source)),
+            Err(e) => Err(AuditReadError(e.to_string())),
+        }
+    }
+}
+
+/// The filters of an audit query: those of `agents audit show`, plus paging.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only this run id.
+    pub run: Option<String>,
+    /// Only this session id.
+    pub session: Option<String>,
+    /// Only this user id.
+    pub user: Option<String>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only this call id.
+    pub call: Option<String>,
+    /// Only these statuses, separated with commas (e.g. `executed,denied`).
+    pub status: Option<String>,
+    /// Only these tiers, separated with commas (`read`, `action`, `handoff`).
+    pub tier: Option<String>,
+    /// Only records at or after this RFC 3339 time.
+    pub since: Option<String>,
+    /// Only records at or before this RFC 3339 time.
+    pub until: Option<String>,
+    /// Only records after this sequence number (the `next_after` of the previous page).
+    pub after: Option<u64>,
+    /// Records per page (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// The filters parsed once.
+#[derive(Debug)]
+pub(crate) struct Selection {
+    query: AuditQuery,
+    statuses: BTreeSet<AuditStatus>,
+    tiers: BTreeSet<Tier>,
+    since: Option<OffsetDateTime>,
+    until: Option<OffsetDateTime>,
+    pub(crate) limit: usize,
+}
+
+/// The largest page.
+pub(crate) const MAX_PAGE: usize = 1000;
+
+impl Selection {
+    pub(crate) fn parse(query: AuditQuery) -> Result<Self, String> {
+        let list = |v: &Option<String>| -> Vec<String> {
+            v.as_deref()
+                .map(|s| s.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect())
+                .unwrap_or_default()
+        };
+        let statuses = list(&query.status)
+            .into_iter()
+            .map(|n| {
+                serde_json::from_value::<AuditStatus>(serde_json::Value::String(n.clone())).map_err(|_| {
+                    format!("unknown status `{n}`; use one of: run_started, run_finished, proposed, confirmed, executed, failed, rejected, skipped, denied, handed_off, modified, substituted, notice")
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let tiers = list(&query.tier)
+            .into_iter()
+            .map(|n| {
+                serde_json::from_value::<Tier>(serde_json::Value::String(n.clone()))
+                    .map_err(|_| format!("unknown tier `{n}`; use one of: read, action, handoff"))
+            })
+            .collect::<Result<_, _>>()?;
+        let time = |v: &Option<String>, name: &str| -> Result<Option<OffsetDateTime>, String> {
+            v.as_deref()
+                .map(|s| {
+                    OffsetDateTime::parse(s, &Rfc3339)
+                        .map_err(|_| format!("`{name}` is not an RFC 3339 time (write it like 2026-05-27T14:00:00Z)"))
+                })
+                .transpose()
+        };
+        let since = time(&query.since, "since")?;
+        let until = time(&query.until, "until")?;
+        let limit = match query.limit {
+            None => 100,
+            Some(0) => return Err("`limit` must be at least 1".into()),
+            Some(n) if n > MAX_PAGE => return Err(format!("`limit` must be at most {MAX_PAGE}")),
+            Some(n) => n,
+        };
+        Ok(Selection { query, statuses, tiers, since, until, limit })
+    }
+
+    pub(crate) fn selects(&self, r: &AuditRecord) -> bool {
+        let eq = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| have == Some(w));
+        let q = &self.query;
+        let by_fields = q.after.is_none_or(|a| r.seq > a)
+            && eq(&q.run, Some(&r.run_id))
+            && eq(&q.session, Some(&r.session_id))
+            && eq(&q.user, Some(&r.user_id))
+            && eq(&q.tool, r.tool.as_deref())
+            && eq(&q.call, r.call_id.as_deref())
+            && (self.statuses.is_empty() || self.statuses.contains(&r.status))
+            && (self.tiers.is_empty() || r.tier.is_some_and(|t| self.tiers.contains(&t)));
+        if !by_fields || (self.since.is_none() && self.until.is_none()) {
+            return by_fields;
+        }
+        match OffsetDateTime::parse(&r.ts, &Rfc3339) {
+            Ok(ts) => self.since.is_none_or(|s| ts >= s) && self.until.is_none_or(|u| ts <= u),
+            Err(_) => false,
+        }
+    }
+}

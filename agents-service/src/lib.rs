@@ -1,0 +1,278 @@
+//! The HTTP service of bounded agents: an axum [`Router`] an application mounts, serving the
+//! agents it registers to the principals its [`Authenticator`] names.
+//!
+//! | method and path | what |
+//! |---|---|
+//! | `GET /v1/agents` | the agents served, with their manifest hash |
+//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` |
+//! | `GET /v1/runs` | the caller's runs |
+//! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
+//! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
+//! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
+//! | `GET /v1/decisions` | actions waiting for the caller's decision |
+//! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` |
+//! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
+//! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
+//!
+//! # Who sees what
+//!
+//! Every request is authenticated ([`Authenticator`]; there is no service principal). A run,
+//! its events and its decisions belong to the principal who started it (user and
+//! organisation; deciding also needs the same role, as [`Runtime::decide`] requires). Anyone
+//! else gets the same 404 as for an id that does not exist, nothing changes, and the attempt
+//! is audited as `denied`. Audit queries see the caller's own records; the
+//! [reviewer roles](ServiceBuilder::reviewer_roles) see their organisation's; nobody sees
+//! another organisation's.
+//!
+//! # Events, numbering and resume: what survives what
+//!
+//! Each event of a run gets the next number of that run (from 1), sent as the SSE `id`. The
+//! service keeps the latest events of each run in a journal bounded by
+//! [`ServiceLimits::journal_events`] and [`ServiceLimits::journal_bytes`], filled by a task
+//! that only moves events (no I/O, never waits for a reader), so a slow or stalled client
+//! never slows its run. A stream resumed with `Last-Event-ID: n` gets every event after `n`
+//! the journal holds; when some of them were already dropped, it first gets a `gap` event
+//! (code `events_lost`) followed by the run's audit records (`record` events) read from the
+//! durable log, then the events still held. Ended runs stay in the journal for
+//! [`ServiceLimits::retain_ended_runs`].
+//!
+//! A restart of the service loses the journals (and, today, the runs themselves: a run lives
+//! in the process that started it). What survives is the audit log: the events endpoint of
+//! a run the service no longer holds streams that run's audit records, then an `end` event
+//! with code `run_not_live`; `GET /v1/audit?run=...` reads them too.
+//!
+//! # Refusals
+//!
+//! Every refusal is JSON, `{"error": {"code": "...", "message": "..."}}`, with a stable code:
+//! `missing_token`, `invalid_token`, `token_expired`, ... (401), `not_found` (404, also for
+//! other principals' runs), `body_too_large` (413), `too_many_streams`, `too_many_runs`
+//! (429), `invalid_request`, `invalid_json` (400), `unknown_agent` (404), `reviewer_only`
+//! (403), `request_timeout` (408).
+//!
+//! # Mounting it
+//!
+//! ```no_run
+//! use agents_runtime::audit::MemorySink;
+//! use agents_runtime::provider::ScriptedProvider;
+//! use agents_runtime::{Runtime, agent, permissions, tool};
+//! use agents_service::{DevAuthenticator, Service};
+//! use std::sync::Arc;
+//!
+//! permissions! { pub mod perms { notes.read } }
+//!
+//! /// Reads the notes.
+//! #[tool(permission = perms::notes::read)]
+//! async fn notes() -> Result<String, String> {
+//!     Ok("none".into())
+//! }
+//!
+//! agent! {
+//!     /// Answers about notes.
+//!     pub struct Notes;
+//!     tools: [notes],
+//! }
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let audit = Arc::new(MemorySink::new());
+//! let runtime = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([]))).build();
+//! let service = Service::builder(Arc::new(DevAuthenticator::enabled()), audit.clone(), audit)
+//!     .agent::<Notes>(runtime)
+//!     .build();
+//! // Mount it beside the application's own routes.
+//! let app = axum::Router::new().merge(service.router());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+
+mod audit;
+mod auth;
+mod error;
+mod handlers;
+mod jwt;
+mod runs;
+mod sse;
+
+pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
+pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
+/// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
+pub use axum;
+pub use error::ApiError;
+pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
+pub use runs::RunSummary;
+
+use agents_runtime::Runtime;
+use agents_runtime::audit::AuditSink;
+use agents_runtime::tool::Registry;
+use axum::Router;
+use runs::{AgentKind, Kind, Runs};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Limits of the service. Every default is safe for a service reachable by untrusted clients.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServiceLimits {
+    /// The largest request body (bytes); larger ones get 413 `body_too_large`. Default 64 KiB.
+    pub max_body_bytes: usize,
+    /// Event streams one user (in one organisation) may hold open at once; more get 429
+    /// `too_many_streams`. Default 8.
+    pub max_streams_per_user: usize,
+    /// Interval of the keep-alive comments on event streams. Default 15 s.
+    pub sse_keep_alive: Duration,
+    /// An event stream with no new event for this long ends with an `idle` event (code
+    /// `idle_timeout`); the client reconnects with its last id. Default 10 min.
+    pub sse_idle_timeout: Duration,
+    /// Time a request other than an event stream may take; then 408 `request_timeout`.
+    /// Default 30 s.
+    pub request_timeout: Duration,
+    /// Events kept per run for resuming streams. Default 2048.
+    pub journal_events: usize,
+    /// Bytes of event JSON kept per run. Default 4 MiB.
+    pub journal_bytes: usize,
+    /// How long an ended run stays readable (status and events). Default 15 min.
+    pub retain_ended_runs: Duration,
+    /// Runs held at most (the oldest ended ones are forgotten first). Default 10 000.
+    pub max_retained_runs: usize,
+    /// The longest reason a person may give for a rejection (characters). Default 1000.
+    pub max_reason_chars: usize,
+}
+
+impl Default for ServiceLimits {
+    fn default() -> Self {
+        ServiceLimits {
+            max_body_bytes: 64 * 1024,
+            max_streams_per_user: 8,
+            sse_keep_alive: Duration::from_secs(15),
+            sse_idle_timeout: Duration::from_secs(600),
+            request_timeout: Duration::from_secs(30),
+            journal_events: 2048,
+            journal_bytes: 4 << 20,
+            retain_ended_runs: Duration::from_secs(900),
+            max_retained_runs: 10_000,
+            max_reason_chars: 1000,
+        }
+    }
+}
+
+/// What every request of one service shares.
+pub(crate) struct Shared {
+    pub(crate) agents: BTreeMap<&'static str, Arc<dyn AgentKind>>,
+    pub(crate) auth: Arc<dyn Authenticator>,
+    pub(crate) runs: Runs,
+    pub(crate) audit_sink: Arc<dyn AuditSink>,
+    pub(crate) audit_reader: Arc<dyn AuditReader>,
+    pub(crate) limits: ServiceLimits,
+    pub(crate) streams: Mutex<HashMap<(String, String), usize>>,
+    pub(crate) reviewer_roles: BTreeSet<String>,
+}
+
+/// Configures a [`Service`].
+pub struct ServiceBuilder {
+    agents: BTreeMap<&'static str, Arc<dyn AgentKind>>,
+    auth: Arc<dyn Authenticator>,
+    audit_sink: Arc<dyn AuditSink>,
+    audit_reader: Arc<dyn AuditReader>,
+    limits: ServiceLimits,
+    reviewer_roles: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for ServiceBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceBuilder")
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceBuilder {
+    /// Serves agent `A` (under its name, `A::SPEC.name`) with `runtime`. Several agents may
+    /// share one runtime. A second agent of the same name replaces the first.
+    pub fn agent<A>(mut self, runtime: Runtime) -> Self
+    where
+        A: Registry,
+        A::Input: serde::de::DeserializeOwned,
+    {
+        self.agents.insert(A::SPEC.name, Arc::new(Kind::<A> { runtime, _agent: std::marker::PhantomData }));
+        self
+    }
+
+    /// The limits (default [`ServiceLimits::default`]).
+    pub fn limits(mut self, limits: ServiceLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Roles that may read their whole organisation's audit records and verify the chain
+    /// (default: `auditor`). Everyone else reads only their own records.
+    pub fn reviewer_roles<I, S>(mut self, roles: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reviewer_roles = roles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Builds the service.
+    pub fn build(self) -> Service {
+        let limits = self.limits;
+        Service {
+            shared: Arc::new(Shared {
+                agents: self.agents,
+                auth: self.auth,
+                runs: Runs::new(limits.retain_ended_runs, limits.max_retained_runs.max(1)),
+                audit_sink: self.audit_sink,
+                audit_reader: self.audit_reader,
+                limits,
+                streams: Mutex::new(HashMap::new()),
+                reviewer_roles: self.reviewer_roles,
+            }),
+        }
+    }
+}
+
+/// The service: agents, an authenticator, the audit log, limits. Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("agents", &self.shared.agents.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// A builder. `audit_sink` is where the service records its own refusals and a
+    /// rejection's reason; `audit_reader` reads the log back for queries, verification and
+    /// resuming streams. Give both the log the agents' runtimes write to (a
+    /// [`JsonlSink`](agents_runtime::audit::JsonlSink) with a [`JsonlReader`] of its path, a
+    /// [`SqliteSink`](agents_runtime::audit::SqliteSink) with a [`SqliteReader`], or one
+    /// [`MemorySink`](agents_runtime::audit::MemorySink) as both).
+    pub fn builder(
+        auth: Arc<dyn Authenticator>,
+        audit_sink: Arc<dyn AuditSink>,
+        audit_reader: Arc<dyn AuditReader>,
+    ) -> ServiceBuilder {
+        ServiceBuilder {
+            agents: BTreeMap::new(),
+            auth,
+            audit_sink,
+            audit_reader,
+            limits: ServiceLimits::default(),
+            reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
+        }
+    }
+
+    /// The routes (see the crate documentation), with the body limit, the request timeout
+    /// and JSON refusals as layers. Merge or nest it into the application's router.
+    pub fn router(&self) -> Router {
+        handlers::router(self.shared.clone())
+    }
+}

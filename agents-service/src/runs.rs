@@ -1,0 +1,311 @@
+//! The runs this service started: who each acts for, how to stop it, and its journal of
+//! events (numbered per run) that event streams read and resume from.
+
+use agents_runtime::events::Event;
+use agents_runtime::run::{RunOutcome, StartError};
+use agents_runtime::tool::Registry;
+use agents_runtime::{Principal, Runtime};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The guard's lock, also after a panic elsewhere (every update is a single step).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One event of a run's journal: its number in the run (from 1), its type and its JSON.
+#[derive(Debug, Clone)]
+pub(crate) struct Numbered {
+    pub(crate) id: u64,
+    pub(crate) kind: &'static str,
+    pub(crate) data: Arc<str>,
+}
+
+/// A run's events, the latest ones kept within a count and a byte bound.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    events: VecDeque<Numbered>,
+    bytes: usize,
+    last_id: u64,
+    /// Calls waiting for a decision (their `confirm_required` event), by call id.
+    pub(crate) waiting: HashMap<String, Value>,
+}
+
+impl Journal {
+    /// The id of the oldest event still held (`last_id + 1` when none is).
+    pub(crate) fn first_held(&self) -> u64 {
+        self.events.front().map_or(self.last_id + 1, |e| e.id)
+    }
+
+    pub(crate) fn last_id(&self) -> u64 {
+        self.last_id
+    }
+
+    /// Events after `cursor`, at most `max`.
+    pub(crate) fn after(&self, cursor: u64, max: usize) -> Vec<Numbered> {
+        let start = self.events.partition_point(|e| e.id <= cursor);
+        self.events.range(start..).take(max).cloned().collect()
+    }
+
+    fn push(&mut self, kind: &'static str, data: String, limits: (usize, usize)) {
+        self.last_id += 1;
+        self.bytes += data.len();
+        self.events.push_back(Numbered { id: self.last_id, kind, data: data.into() });
+        let (max_events, max_bytes) = limits;
+        while self.events.len() > max_events || (self.bytes > max_bytes && self.events.len() > 1) {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.data.len();
+            }
+        }
+    }
+}
+
+/// How a run stands, as the API reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run.
+    pub run_id: String,
+    /// The agent's name.
+    pub agent: String,
+    /// The session.
+    pub session_id: String,
+    /// `running`, or how it ended (`completed`, `failed`, `cancelled`, ...).
+    pub status: String,
+    /// The model's final text, once it ended.
+    pub text: Option<String>,
+    /// What went wrong, when something did.
+    pub error: Option<String>,
+    /// The id of the last event of the run so far.
+    pub last_event_id: u64,
+}
+
+/// One run started through the service.
+pub(crate) struct RunEntry {
+    pub(crate) run_id: String,
+    pub(crate) agent: &'static str,
+    pub(crate) manifest_sha256: &'static str,
+    pub(crate) session_id: String,
+    pub(crate) owner: Principal,
+    pub(crate) stop: CancellationToken,
+    pub(crate) journal: Mutex<Journal>,
+    /// The last event id, and whether the run ended; streams wait on it.
+    pub(crate) progress: watch::Sender<(u64, bool)>,
+    pub(crate) ended: Mutex<Option<(Instant, RunSummary)>>,
+    limits: (usize, usize),
+}
+
+impl RunEntry {
+    /// Whether `p` is the principal this run acts for (user and organisation).
+    pub(crate) fn owned_by(&self, p: &Principal) -> bool {
+        self.owner.user_id == p.user_id && self.owner.org_id == p.org_id
+    }
+
+    pub(crate) fn summary(&self) -> RunSummary {
+        if let Some((_, s)) = lock(&self.ended).as_ref() {
+            return s.clone();
+        }
+        RunSummary {
+            run_id: self.run_id.clone(),
+            agent: self.agent.to_owned(),
+            session_id: self.session_id.clone(),
+            status: "running".into(),
+            text: None,
+            error: None,
+            last_event_id: lock(&self.journal).last_id(),
+        }
+    }
+
+    fn record(&self, event: &Event) {
+        let Ok(value) = serde_json::to_value(event) else { return };
+        let kind = match event {
+            Event::Status { .. } => "status",
+            Event::Token { .. } => "token",
+            Event::ToolCall { .. } => "tool_call",
+            Event::ConfirmRequired { .. } => "confirm_required",
+            Event::ToolResult { .. } => "tool_result",
+            Event::ToolDenied { .. } => "tool_denied",
+            Event::Handoff { .. } => "handoff",
+            Event::Message { .. } => "message",
+            Event::Done { .. } => "done",
+            Event::Error { .. } => "error",
+            _ => "event",
+        };
+        let last = {
+            let mut journal = lock(&self.journal);
+            match event {
+                Event::ConfirmRequired { call_id, .. } => {
+                    journal.waiting.insert(call_id.clone(), value.clone());
+                }
+                Event::ToolResult { call_id, .. } | Event::ToolDenied { call_id, .. } => {
+                    journal.waiting.remove(call_id);
+                }
+                _ => {}
+            }
+            journal.push(kind, value.to_string(), self.limits);
+            journal.last_id()
+        };
+        self.progress.send_replace((last, false));
+    }
+
+    fn finish<O>(&self, outcome: RunOutcome<O>) {
+        let last = {
+            let mut journal = lock(&self.journal);
+            journal.waiting.clear();
+            journal.last_id()
+        };
+        let summary = RunSummary {
+            run_id: self.run_id.clone(),
+            agent: self.agent.to_owned(),
+            session_id: self.session_id.clone(),
+            status: serde_json::to_value(outcome.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "ended".into()),
+            text: Some(outcome.text),
+            error: outcome.error,
+            last_event_id: last,
+        };
+        *lock(&self.ended) = Some((Instant::now(), summary));
+        self.progress.send_replace((last, true));
+    }
+}
+
+/// Starts runs of one agent type with one runtime.
+pub(crate) trait AgentKind: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn manifest_sha256(&self) -> &'static str;
+    fn runtime(&self) -> &Runtime;
+    /// Starts a run; the entry's pump task feeds its journal until it ends.
+    fn start(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: Value,
+        limits: (usize, usize),
+    ) -> Result<Arc<RunEntry>, StartRefusal>;
+}
+
+/// Why a run did not start.
+pub(crate) enum StartRefusal {
+    Input(String),
+    Start(StartError),
+}
+
+pub(crate) struct Kind<A> {
+    pub(crate) runtime: Runtime,
+    pub(crate) _agent: std::marker::PhantomData<fn() -> A>,
+}
+
+impl<A> AgentKind for Kind<A>
+where
+    A: Registry,
+    A::Input: serde::de::DeserializeOwned,
+{
+    fn name(&self) -> &'static str {
+        A::SPEC.name
+    }
+
+    fn manifest_sha256(&self) -> &'static str {
+        A::MANIFEST_SHA256
+    }
+
+    fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    fn start(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: Value,
+        limits: (usize, usize),
+    ) -> Result<Arc<RunEntry>, StartRefusal> {
+        let input: A::Input = serde_json::from_value(input)
+            .map_err(|e| StartRefusal::Input(format!("the input does not fit agent `{}`: {e}", A::SPEC.name)))?;
+        let mut handle = self.runtime.start::<A>(principal.clone(), session_id, input).map_err(StartRefusal::Start)?;
+        // The receiver subscribed at start: every event from the first.
+        let (_unused, placeholder) = tokio::sync::mpsc::channel(1);
+        let mut events = std::mem::replace(handle.events(), placeholder);
+        let entry = Arc::new(RunEntry {
+            run_id: handle.run_id().to_owned(),
+            agent: A::SPEC.name,
+            manifest_sha256: A::MANIFEST_SHA256,
+            session_id: session_id.to_owned(),
+            owner: principal,
+            stop: handle.stopper(),
+            journal: Mutex::new(Journal::default()),
+            progress: watch::channel((0, false)).0,
+            ended: Mutex::new(None),
+            limits,
+        });
+        let pump = entry.clone();
+        // The pump only moves events into the journal (no I/O, no waiting on readers), so the
+        // run's bus never fills on its account and a slow reader never slows the run.
+        tokio::spawn(async move {
+            let wait = handle.wait();
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(event) = events.recv() => pump.record(&event),
+                    outcome = &mut wait => {
+                        while let Ok(event) = events.try_recv() {
+                            pump.record(&event);
+                        }
+                        pump.finish(outcome);
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(entry)
+    }
+}
+
+/// The runs of this service, live and recently ended.
+pub(crate) struct Runs {
+    runs: Mutex<HashMap<String, Arc<RunEntry>>>,
+    retain: Duration,
+    max_retained: usize,
+}
+
+impl Runs {
+    pub(crate) fn new(retain: Duration, max_retained: usize) -> Self {
+        Runs { runs: Mutex::new(HashMap::new()), retain, max_retained }
+    }
+
+    pub(crate) fn insert(&self, entry: Arc<RunEntry>) {
+        let mut runs = lock(&self.runs);
+        // Forget ended runs past their retention, and the oldest ended ones beyond the cap.
+        let now = Instant::now();
+        runs.retain(|_, e| lock(&e.ended).as_ref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
+        if runs.len() >= self.max_retained {
+            let mut ended: Vec<(Instant, String)> =
+                runs.iter().filter_map(|(id, e)| lock(&e.ended).as_ref().map(|(at, _)| (*at, id.clone()))).collect();
+            ended.sort();
+            for (_, id) in ended.into_iter().take(runs.len() + 1 - self.max_retained) {
+                runs.remove(&id);
+            }
+        }
+        runs.insert(entry.run_id.clone(), entry);
+    }
+
+    pub(crate) fn get(&self, run_id: &str) -> Option<Arc<RunEntry>> {
+        lock(&self.runs).get(run_id).cloned()
+    }
+
+    /// The runs of `p` (user and organisation).
+    pub(crate) fn of(&self, p: &Principal) -> Vec<Arc<RunEntry>> {
+        lock(&self.runs).values().filter(|e| e.owned_by(p)).cloned().collect()
+    }
+
+    /// The run that asked for a decision on `call_id`, if this service holds it.
+    pub(crate) fn waiting_on(&self, call_id: &str) -> Option<Arc<RunEntry>> {
+        lock(&self.runs).values().find(|e| lock(&e.journal).waiting.contains_key(call_id)).cloned()
+    }
+}

@@ -1,0 +1,174 @@
+//! Serves the helpdesk or clinic agent over HTTP (runs, server-sent events, decisions, audit
+//! queries; see the `agents-service` crate), offline with the scripted model:
+//!
+//! ```sh
+//! cargo run -p examples --example serve -- --agent helpdesk --addr 127.0.0.1:8080 --dev-login
+//! ```
+//!
+//! State and audit log are SQLite files in `--data DIR` (default: `agents-serve-<agent>` in the
+//! system's temporary directory), kept across restarts; `--memory` keeps both in memory.
+//! `--dev-login` enables the development login (`X-Dev-Principal: user/organisation/role`,
+//! no proof of anything: for your own machine only); without it every request is refused
+//! until a real authenticator is configured (`--jwks FILE --issuer URL --audience NAME`).
+
+use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
+use agents_runtime::provider::Provider;
+use agents_runtime::{Principal, RoleMap, Runtime};
+use agents_service::{
+    AuditReader, Authenticator, DevAuthenticator, JwtAuthenticator, JwtConfig, Service, SqliteReader,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const USAGE: &str = "usage: serve --agent helpdesk|clinic [--addr HOST:PORT] [--data DIR | --memory] \
+                     [--dev-login | --jwks FILE --issuer URL --audience NAME]";
+
+struct Options {
+    agent: String,
+    addr: String,
+    data: Option<PathBuf>,
+    memory: bool,
+    dev_login: bool,
+    jwt: (Option<PathBuf>, Option<String>, Option<String>),
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        agent: String::new(),
+        addr: "127.0.0.1:8080".into(),
+        data: None,
+        memory: false,
+        dev_login: false,
+        jwt: (None, None, None),
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("`{flag}` needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--agent" => o.agent = value()?,
+            "--addr" => o.addr = value()?,
+            "--data" => o.data = Some(PathBuf::from(value()?)),
+            "--memory" => o.memory = true,
+            "--dev-login" => o.dev_login = true,
+            "--jwks" => o.jwt.0 = Some(PathBuf::from(value()?)),
+            "--issuer" => o.jwt.1 = Some(value()?),
+            "--audience" => o.jwt.2 = Some(value()?),
+            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
+        }
+    }
+    if !matches!(o.agent.as_str(), "helpdesk" | "clinic") {
+        return Err(format!("name the agent: `--agent helpdesk` or `--agent clinic`\n{USAGE}"));
+    }
+    if o.memory && o.data.is_some() {
+        return Err(format!("`--memory` and `--data` exclude each other\n{USAGE}"));
+    }
+    Ok(o)
+}
+
+fn authenticator(o: &Options) -> Result<Arc<dyn Authenticator>, String> {
+    match &o.jwt {
+        (Some(jwks), Some(issuer), Some(audience)) => {
+            let keys = std::fs::read_to_string(jwks).map_err(|e| format!("{}: {e}", jwks.display()))?;
+            let auth = JwtAuthenticator::new(JwtConfig::new(issuer, audience, keys)).map_err(|e| e.to_string())?;
+            Ok(Arc::new(auth))
+        }
+        (None, None, None) if o.dev_login => Ok(Arc::new(DevAuthenticator::enabled())),
+        (None, None, None) => Ok(Arc::new(DevAuthenticator::disabled())),
+        _ => Err(format!("`--jwks`, `--issuer` and `--audience` go together\n{USAGE}")),
+    }
+}
+
+type Storage = (Arc<dyn AuditSink>, Arc<dyn AuditReader>, Option<Arc<dyn agents_runtime::store::Store>>);
+
+fn storage(o: &Options) -> Result<Storage, String> {
+    if o.memory {
+        let sink = Arc::new(MemorySink::new());
+        return Ok((sink.clone(), sink, None));
+    }
+    let dir = o.data.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("agents-serve-{}", o.agent)));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let audit = dir.join("audit.db");
+    let sink = SqliteSink::open(&audit).map_err(|e| e.to_string())?;
+    let store = agents_store::SqliteStore::open(dir.join("state.db")).map_err(|e| e.to_string())?;
+    eprintln!("state and audit log in {} (kept; `--memory` keeps nothing)", dir.display());
+    Ok((Arc::new(sink), Arc::new(SqliteReader::new(audit)), Some(Arc::new(store))))
+}
+
+fn runtime(
+    sink: Arc<dyn AuditSink>,
+    provider: Arc<dyn Provider>,
+    roles: RoleMap,
+    store: Option<Arc<dyn agents_runtime::store::Store>>,
+) -> Runtime {
+    let mut b = Runtime::builder(sink, provider).roles(roles);
+    if let Some(store) = store {
+        b = b.store(store);
+    }
+    b.build()
+}
+
+fn header(p: &Principal) -> String {
+    format!("X-Dev-Principal: {}/{}/{}", p.user_id, p.org_id, p.role)
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("serve: {e}");
+        std::process::exit(2);
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = parse(&args)?;
+    let auth = authenticator(&o)?;
+    let (sink, reader, store) = storage(&o)?;
+    let builder = Service::builder(auth, sink.clone(), reader);
+    let (builder, agent, who, input) = match o.agent.as_str() {
+        "helpdesk" => {
+            let provider = Arc::new(examples::helpdesk::app::HelpdeskModel::new().provider());
+            let rt = runtime(sink, provider, examples::helpdesk::roles().clone(), store);
+            (
+                builder.agent::<examples::helpdesk::DeskLoop>(rt),
+                "deskloop",
+                examples::helpdesk::app::alex(),
+                "I need 2 days of leave from 2026-04-02",
+            )
+        }
+        _ => {
+            let provider = Arc::new(examples::clinic::app::clinic_model());
+            let rt = runtime(sink, provider, examples::clinic::roles().clone(), store);
+            (
+                builder.agent::<examples::clinic::Kinetix>(rt),
+                "kinetix",
+                examples::clinic::app::people::priya(),
+                "list my athletes",
+            )
+        }
+    };
+    let service = builder.build();
+    let listener = tokio::net::TcpListener::bind(&o.addr).await.map_err(|e| format!("{}: {e}", o.addr))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("serving `{agent}` at http://{addr}/v1 (Ctrl-C stops)");
+    if o.dev_login {
+        eprintln!("development login enabled: anyone who reaches this port can act as anyone");
+        eprintln!("try:");
+        eprintln!(
+            "  curl -s -H '{}' -H 'Content-Type: application/json' -d '{{\"agent\":\"{agent}\",\"input\":\"{input}\"}}' http://{addr}/v1/runs",
+            header(&who)
+        );
+        eprintln!("  curl -sN -H '{}' http://{addr}/v1/runs/RUN_ID/events", header(&who));
+        eprintln!("  curl -s -H '{}' http://{addr}/v1/decisions", header(&who));
+        eprintln!(
+            "  curl -s -H '{}' -H 'Content-Type: application/json' -d '{{\"verdict\":\"approve\"}}' http://{addr}/v1/decisions/CALL_ID",
+            header(&who)
+        );
+    }
+    agents_service::axum::serve(listener, service.router())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+}
