@@ -19,6 +19,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
             ParamEntry { name: "token".into(), rust_type: "String".into(), secret: true },
         ],
         uses: vec![],
+        import: None,
     }
 }
 

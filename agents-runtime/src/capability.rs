@@ -344,7 +344,7 @@ mod tests {
             isolated: false,
         },
         params: &[],
-        uses: &[],
+        uses: &[], import: None,
     };
 
     #[test]

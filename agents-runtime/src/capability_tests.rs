@@ -32,7 +32,7 @@ fn spec(fs_read: Vec<String>, fs_write: Vec<String>, net_hosts: Vec<&'static str
             isolated: false,
         },
         params: &[],
-        uses: &[],
+        uses: &[], import: None,
     }))
 }
 

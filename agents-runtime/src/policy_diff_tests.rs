@@ -323,7 +323,7 @@ fn spec(field: Field, list: &[String]) -> &'static ToolSpec {
         risk: Risk::Low,
         policy,
         params: &[],
-        uses: &[],
+        uses: &[], import: None,
     }))
 }
 

@@ -86,6 +86,9 @@ pub(super) struct Inner {
     pub(super) session_idle_timeout: Duration,
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
+    /// The MCP servers imported tools are called on.
+    #[cfg(feature = "mcp")]
+    pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -142,6 +145,8 @@ pub struct RuntimeBuilder {
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
     history_bytes: usize,
+    #[cfg(feature = "mcp")]
+    mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
 }
 
 /// How long a run's slot is leased in the store: a live run renews it every third of this;
@@ -287,6 +292,14 @@ impl RuntimeBuilder {
         self.history_bytes = max;
         self
     }
+    /// The MCP servers that tools declared with [`mcp_import!`](crate::mcp_import) are called
+    /// on, by the server names the declarations give (see [`crate::mcp::import`]). Without
+    /// it, a call of an imported tool is refused and audited, and nothing is sent anywhere.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_imports(mut self, imports: Arc<crate::mcp::import::McpImports>) -> Self {
+        self.mcp_imports = Some(imports);
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -321,6 +334,8 @@ impl RuntimeBuilder {
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
                 history_bytes: self.history_bytes,
+                #[cfg(feature = "mcp")]
+                mcp_imports: self.mcp_imports,
             }),
         }
     }
@@ -461,6 +476,8 @@ impl Runtime {
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             history_bytes: DEFAULT_HISTORY_BYTES,
+            #[cfg(feature = "mcp")]
+            mcp_imports: None,
         }
     }
 
