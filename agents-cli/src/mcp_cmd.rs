@@ -22,17 +22,17 @@ fn source(t: &Target<'_>) -> Result<ImportSource, CliError> {
     match (t.stdio, t.http) {
         (Some(cmd), None) => {
             let mut words = cmd.split_whitespace();
-            let program = words
-                .next()
-                .ok_or_else(|| CliError::new("`--stdio` is empty").hint("give the command that serves MCP on stdio, e.g. `--stdio \"tracker-mcp --stdio\"`"))?;
+            let program = words.next().ok_or_else(|| {
+                CliError::new("`--stdio` is empty")
+                    .hint("give the command that serves MCP on stdio, e.g. `--stdio \"tracker-mcp --stdio\"`")
+            })?;
             let mut s = ImportSource::stdio(program);
             for w in words {
                 s = s.arg(w);
             }
             for kv in t.env {
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| CliError::new(format!("`--env {kv}` is not `KEY=VALUE`")))?;
+                let (k, v) =
+                    kv.split_once('=').ok_or_else(|| CliError::new(format!("`--env {kv}` is not `KEY=VALUE`")))?;
                 s = s.env(k, v);
             }
             Ok(s)
@@ -41,7 +41,8 @@ fn source(t: &Target<'_>) -> Result<ImportSource, CliError> {
             let mut s = ImportSource::http(url);
             if let Some(var) = t.bearer_env {
                 let token = std::env::var(var).map_err(|_| {
-                    CliError::new(format!("`--bearer-env {var}`: the variable is not set")).hint("export the bearer token in that variable; it is never written to the lock file")
+                    CliError::new(format!("`--bearer-env {var}`: the variable is not set"))
+                        .hint("export the bearer token in that variable; it is never written to the lock file")
                 })?;
                 s = s.bearer(token);
             }
@@ -62,7 +63,11 @@ fn changes(old: Option<&LockedServer>, new: &LockedServer, out: &mut String) -> 
             }
             Some(o) if o.sha256 != t.sha256 => {
                 changed = true;
-                let _ = writeln!(out, "~ {name}  {} -> {}  (description or schema changed: review the diff)", o.sha256, t.sha256);
+                let _ = writeln!(
+                    out,
+                    "~ {name}  {} -> {}  (description or schema changed: review the diff)",
+                    o.sha256, t.sha256
+                );
                 if o.description != t.description {
                     let _ = writeln!(out, "    description was: {:?}", o.description);
                     let _ = writeln!(out, "    description now: {:?}", t.description);

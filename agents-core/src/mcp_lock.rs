@@ -84,7 +84,11 @@ pub struct LockedTool {
 impl LockedTool {
     /// Pins a tool as a server describes it.
     pub fn pin(name: &str, description: &str, input_schema: Value) -> Self {
-        LockedTool { sha256: pin_sha256(name, description, &input_schema), description: description.to_owned(), input_schema }
+        LockedTool {
+            sha256: pin_sha256(name, description, &input_schema),
+            description: description.to_owned(),
+            input_schema,
+        }
     }
 }
 
@@ -96,7 +100,9 @@ pub enum LockError {
     #[error("not an MCP lock file: {0}")]
     NotALockFile(String),
     /// Another format or version.
-    #[error("unsupported MCP lock file: format `{format}` version {version}; this build reads `{FORMAT}` version {VERSION}")]
+    #[error(
+        "unsupported MCP lock file: format `{format}` version {version}; this build reads `{FORMAT}` version {VERSION}"
+    )]
     Unsupported {
         /// The `format` field.
         format: String,

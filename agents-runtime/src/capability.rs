@@ -344,7 +344,8 @@ mod tests {
             isolated: false,
         },
         params: &[],
-        uses: &[], import: None,
+        uses: &[],
+        import: None,
     };
 
     #[test]

@@ -32,7 +32,8 @@ fn spec(fs_read: Vec<String>, fs_write: Vec<String>, net_hosts: Vec<&'static str
             isolated: false,
         },
         params: &[],
-        uses: &[], import: None,
+        uses: &[],
+        import: None,
     }))
 }
 

@@ -323,7 +323,8 @@ fn spec(field: Field, list: &[String]) -> &'static ToolSpec {
         risk: Risk::Low,
         policy,
         params: &[],
-        uses: &[], import: None,
+        uses: &[],
+        import: None,
     }))
 }
 

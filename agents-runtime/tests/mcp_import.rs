@@ -130,7 +130,10 @@ async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_descrip
     // Tier and risk are ours: the server says nothing about them.
     let m = agents_runtime::core::manifest::Manifest::parse(Notes::MANIFEST).unwrap();
     let add = m.tool("add_note").unwrap();
-    assert_eq!((add.tier, add.risk, add.title.as_deref()), (agents_runtime::Tier::Action, agents_runtime::Risk::High, Some("Add a note")));
+    assert_eq!(
+        (add.tier, add.risk, add.title.as_deref()),
+        (agents_runtime::Tier::Action, agents_runtime::Risk::High, Some("Add a note"))
+    );
     assert!(<search as Tool>::SPEC.returns_untrusted(), "an imported result is untrusted content");
     assert!(<search as Tool>::input_schema()["properties"]["query"].is_object());
     // Even while the server gives a poisoned description, the model is offered the pinned one.
@@ -230,10 +233,7 @@ async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(server.effects(), ["add_note call the vendor"]);
-    assert_eq!(
-        call_statuses(&audit, &call_id),
-        [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
-    );
+    assert_eq!(call_statuses(&audit, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
 
     // Rejected: nothing reaches the server.
     let (rt, audit, _provider) =
@@ -296,7 +296,11 @@ async fn a_tool_the_server_adds_is_invisible() {
     );
     let _ = rt.start::<Notes>(me(), "added", "go".into()).unwrap().wait().await;
     assert_eq!(offered(&provider.requests()[0]), ["add_note", "crash", "search"]);
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed], "other tools unaffected");
+    assert_eq!(
+        tool_statuses(&audit, "search"),
+        [AuditStatus::Proposed, AuditStatus::Executed],
+        "other tools unaffected"
+    );
     assert_eq!(tool_statuses(&audit, "exfiltrate"), [AuditStatus::Denied]);
     assert!(!server.effects().iter().any(|e| e == "exfiltrate"));
     imports.close().await;
@@ -311,7 +315,10 @@ async fn a_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome(
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(server.effects(), ["crash"], "the call reached the server, which then ended");
     let told = &tool_messages(&provider.requests()[1])[0];
-    assert!(told.2 && told.1.contains("ended during the call of `crash`") && told.1.contains("outcome is unknown"), "{told:?}");
+    assert!(
+        told.2 && told.1.contains("ended during the call of `crash`") && told.1.contains("outcome is unknown"),
+        "{told:?}"
+    );
     assert_eq!(tool_statuses(&audit, "crash"), [AuditStatus::Proposed, AuditStatus::Failed]);
     assert!(reason(&audit, "crash", AuditStatus::Failed).contains("ended during the call"));
 
@@ -324,7 +331,8 @@ async fn a_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome(
 
 #[tokio::test]
 async fn without_the_server_configured_nothing_is_sent_and_the_refusal_is_audited() {
-    let (rt, audit, provider) = runtime(Arc::new(McpImports::new()), vec![tool_call("search", r#"{"query": "x"}"#), reply("ok")]);
+    let (rt, audit, provider) =
+        runtime(Arc::new(McpImports::new()), vec![tool_call("search", r#"{"query": "x"}"#), reply("ok")]);
     let _ = rt.start::<Notes>(me(), "unconfigured", "go".into()).unwrap().wait().await;
     let told = &tool_messages(&provider.requests()[1])[0];
     assert!(told.2 && told.1.contains("not configured"), "{told:?}");

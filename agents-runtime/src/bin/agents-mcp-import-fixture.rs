@@ -87,7 +87,9 @@ impl ServerHandler for Fixture {
         r: CallToolRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arg = |k: &str| r.arguments.as_ref().and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let arg = |k: &str| {
+            r.arguments.as_ref().and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default().to_owned()
+        };
         let text = match r.name.as_ref() {
             "search" => format!("found 1 note about {}", arg("query")),
             "add_note" => {

@@ -295,7 +295,10 @@ async fn connect(
             if let Some(token) = bearer {
                 config = config.auth_header(token.clone());
             }
-            client.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| unreachable(e.to_string()))
+            client
+                .serve(StreamableHttpClientTransport::from_config(config))
+                .await
+                .map_err(|e| unreachable(e.to_string()))
         }
     }
 }
@@ -337,9 +340,8 @@ impl ImportedArgs {
     /// schema requires and, when it sets `additionalProperties: false`, no key it does not
     /// declare. The rest of the schema is the server's to check.
     #[doc(hidden)]
-    pub fn parse(v: &Value, spec: &ImportSpec) -> Result<Self, String> {
+    pub fn parse(v: &Value, schema: &Value) -> Result<Self, String> {
         let Value::Object(map) = v else { return Err("the arguments must be a JSON object".to_owned()) };
-        let schema = pinned_schema(spec);
         if let Some(required) = schema.get("required").and_then(Value::as_array) {
             for r in required.iter().filter_map(Value::as_str) {
                 if !map.contains_key(r) {
@@ -420,11 +422,15 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
             )));
         }
     };
-    let text = || {
-        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n")
-    };
+    let text =
+        || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
     if result.is_error == Some(true) {
-        return Err(ToolError::new(format!("MCP server `{}` reports an error from `{}`: {}", import.server, spec.name, text())));
+        return Err(ToolError::new(format!(
+            "MCP server `{}` reports an error from `{}`: {}",
+            import.server,
+            spec.name,
+            text()
+        )));
     }
     if let Some(structured) = &result.structured_content {
         return Ok(structured.clone());
@@ -495,13 +501,15 @@ mod tests {
 
     #[test]
     fn arguments_are_read_against_the_pinned_schema() {
-        assert!(ImportedArgs::parse(&serde_json::json!({"a": "x"}), &SPEC).is_ok());
-        assert_eq!(ImportedArgs::parse(&serde_json::json!({}), &SPEC).unwrap_err(), "missing field `a`");
+        let schema = pinned_schema(&SPEC);
+        let schema = &schema;
+        assert!(ImportedArgs::parse(&serde_json::json!({"a": "x"}), schema).is_ok());
+        assert_eq!(ImportedArgs::parse(&serde_json::json!({}), schema).unwrap_err(), "missing field `a`");
         assert_eq!(
-            ImportedArgs::parse(&serde_json::json!({"a": "x", "b": 1}), &SPEC).unwrap_err(),
+            ImportedArgs::parse(&serde_json::json!({"a": "x", "b": 1}), schema).unwrap_err(),
             "unknown field `b`"
         );
-        assert!(ImportedArgs::parse(&serde_json::json!([1]), &SPEC).is_err());
+        assert!(ImportedArgs::parse(&serde_json::json!([1]), schema).is_err());
     }
 
     #[test]
