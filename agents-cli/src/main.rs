@@ -5,7 +5,7 @@
 //! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
 //! `show` (filtered), `stats` (counts and severe failures), `recover` (the records before a
 //! torn or corrupt tail, copied to a new log) and `keygen` (the keys of a keyed chain, in new
-//! files). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
+//! files). MCP imports: `mcp pin` (the pins of a server's tools, in a lock file). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
 //!
 //! Every value printed that came from a manifest, an audit record or a file name is escaped
 //! for the terminal (see `term`).
@@ -14,6 +14,7 @@ mod audit_cmd;
 mod error;
 mod load;
 mod manifest_cmd;
+mod mcp_cmd;
 mod render;
 mod table;
 mod term;
@@ -42,6 +43,39 @@ enum Command {
     /// Audit logs (JSONL or SQLite): verify, show, stats, recover; keygen for a keyed chain.
     #[command(subcommand)]
     Audit(Box<audit_cmd::AuditCmd>),
+    /// Tools imported from MCP servers: pin their descriptions and schemas in a lock file.
+    #[command(subcommand)]
+    Mcp(McpCmd),
+}
+
+#[derive(Subcommand)]
+enum McpCmd {
+    /// Connects to an MCP server and pins every tool it lists (name, description, input
+    /// schema, SHA-256) under `--server` in the lock file `--out`, keeping other servers'
+    /// pins. Prints what changed; review the file's diff before committing it.
+    Pin {
+        /// The name `mcp_import!` gives the server.
+        #[arg(long)]
+        server: String,
+        /// A command that serves MCP on its stdin/stdout (split on whitespace).
+        #[arg(long, value_name = "COMMAND")]
+        stdio: Option<String>,
+        /// A streamable HTTP endpoint.
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
+        /// The environment variable holding the HTTP bearer token (never written out).
+        #[arg(long, value_name = "VAR")]
+        bearer_env: Option<String>,
+        /// `KEY=VALUE` set for the stdio command (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// The lock file (created when absent).
+        #[arg(long, value_name = "LOCK_JSON")]
+        out: PathBuf,
+        /// Compare only: exit 1 when the live server differs from the pins; write nothing.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -101,6 +135,16 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
                 manifest_cmd::render(&file, diff.as_deref(), roles.as_deref(), &output, out)
             }
         },
+        Command::Mcp(McpCmd::Pin { server, stdio, http, bearer_env, env, out: file, check }) => {
+            let target = mcp_cmd::Target {
+                server: &server,
+                stdio: stdio.as_deref(),
+                http: http.as_deref(),
+                bearer_env: bearer_env.as_deref(),
+                env: &env,
+            };
+            mcp_cmd::pin(&target, &file, check, out)
+        }
         Command::Audit(_) => unreachable!("audit commands write as they go (`audit_cmd::run`)"),
     }
 }

@@ -320,6 +320,7 @@ mod tests {
                 policy: PolicyEntry::default(),
                 parameters: vec![],
                 uses: vec![],
+                import: None,
             })
             .collect();
         Manifest::from_entries(agent, tools).unwrap().to_canonical_string()

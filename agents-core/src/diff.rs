@@ -25,6 +25,7 @@
 //! | parameters reordered | neutral |
 //! | a tool it `uses` added / removed | widening / narrowing |
 //! | title or description changed | neutral |
+//! | an imported tool's pin, server or remote name changed, or a tool became / stopped being imported | widening |
 //!
 //! and for the agent:
 //!
@@ -171,6 +172,10 @@ pub enum Rule {
     AgentDescriptionChanged,
     /// The agent's input or output type changed.
     IoTypeChanged,
+    /// An imported tool's pin, server or name on its server changed (or a tool became or
+    /// stopped being imported): the text the model reads and the schema it fills come from
+    /// elsewhere now.
+    ImportChanged,
 }
 
 impl Rule {
@@ -213,6 +218,7 @@ impl Rule {
             Rule::AgentRenamed => "agent_renamed",
             Rule::AgentDescriptionChanged => "agent_description_changed",
             Rule::IoTypeChanged => "io_type_changed",
+            Rule::ImportChanged => "import_changed",
         }
     }
 }
@@ -625,6 +631,27 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
             Some(a.tier.to_string()),
             Some(b.tier.to_string()),
             format!("tier changed from {} to {}: {why}", a.tier, b.tier),
+        ));
+    }
+
+    if a.import != b.import {
+        let show = |i: &Option<crate::manifest::ImportEntry>| {
+            i.as_ref().map(|i| format!("{}/{} pin {}", i.server, i.tool, i.sha256))
+        };
+        let said = |v: &Option<String>| v.clone().unwrap_or_else(|| "a tool written in Rust".to_owned());
+        let (old, new) = (show(&a.import), show(&b.import));
+        out.push(change(
+            ChangeKind::Widening,
+            Rule::ImportChanged,
+            name,
+            "import",
+            old.clone(),
+            new.clone(),
+            format!(
+                "imported from {} before, {} now: the server's description and input schema were re-pinned; review the lock file's diff (what the model reads and fills in)",
+                said(&old),
+                said(&new)
+            ),
         ));
     }
 

@@ -112,6 +112,22 @@ pub struct ToolEntry {
     pub parameters: Vec<ParamEntry>,
     /// Other tools it invokes, sorted.
     pub uses: Vec<String>,
+    /// For a tool imported from an MCP server: the server, the tool's name there and its pin.
+    /// Written only for imported tools, so a manifest without them keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportEntry>,
+}
+
+/// Where an imported tool comes from, in a manifest (see [`crate::mcp_lock`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportEntry {
+    /// The name the application gives the MCP server.
+    pub server: String,
+    /// The tool's name on that server.
+    pub tool: String,
+    /// The pin: SHA-256 of the name, description and input schema the server gave.
+    pub sha256: String,
 }
 
 /// A policy in a manifest; every list sorted and without duplicates.
@@ -293,6 +309,11 @@ impl ToolEntry {
                 .map(|p| ParamEntry { name: p.name.to_owned(), rust_type: p.rust_type.to_owned(), secret: p.secret })
                 .collect(),
             uses: owned(spec.uses),
+            import: spec.import.map(|i| ImportEntry {
+                server: i.server.to_owned(),
+                tool: i.tool.to_owned(),
+                sha256: i.sha256.to_owned(),
+            }),
         }
         .normalized()
     }

@@ -120,12 +120,37 @@ pub struct ToolSpec {
     pub params: &'static [ParamSpec],
     /// Other tools this tool invokes (each must also be granted by the agent).
     pub uses: &'static [&'static str],
+    /// For a tool imported from an MCP server (`mcp_import!`): the server and the pin. `None`
+    /// for a tool written in Rust.
+    pub import: Option<&'static ImportSpec>,
+}
+
+/// Where an imported tool comes from and what it was pinned as: written by `mcp_import!` from
+/// the checked-in lock file (see [`crate::mcp_lock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportSpec {
+    /// The name the application gives the MCP server.
+    pub server: &'static str,
+    /// The tool's name on that server.
+    pub tool: &'static str,
+    /// The pin: [`crate::mcp_lock::pin_sha256`] of the name, description and input schema the
+    /// server gave when the tool was pinned.
+    pub sha256: &'static str,
+    /// The pinned input schema, as canonical JSON.
+    pub input_schema: &'static str,
 }
 
 impl ToolSpec {
     /// Whether the tool changes something (an action tool).
     pub const fn mutating(&self) -> bool {
         matches!(self.tier, Tier::Action)
+    }
+
+    /// Whether what the tool returns is untrusted content: true for a tool imported from an MCP
+    /// server, whose results another party writes (a provenance check treats values copied
+    /// from them as the model's, not the user's).
+    pub const fn returns_untrusted(&self) -> bool {
+        self.import.is_some()
     }
 
     /// Names of the parameters marked `#[secret]`.

@@ -19,6 +19,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
             ParamEntry { name: "token".into(), rust_type: "String".into(), secret: true },
         ],
         uses: vec![],
+        import: None,
     }
 }
 
@@ -365,4 +366,22 @@ fn changes_are_ordered_agent_first_then_tools_by_name() {
     let d = diff(&base(), &new);
     let subjects: Vec<Option<&str>> = d.changes.iter().map(|c| c.tool.as_deref()).collect();
     assert_eq!(subjects, [None, Some("lookup"), Some("submit")]);
+}
+
+#[test]
+fn a_re_pinned_import_widens_and_shows_both_pins() {
+    use agents_core::manifest::ImportEntry;
+    let pinned = |sha: &str| ImportEntry { server: "tracker".into(), tool: "lookup".into(), sha256: sha.into() };
+    let old = edited(|m| tool_mut(m, "lookup").import = Some(pinned("aaa")));
+    let new = edited(|m| tool_mut(m, "lookup").import = Some(pinned("bbb")));
+    let d = only(&old, &new, Rule::ImportChanged, ChangeKind::Widening);
+    assert_eq!(d.changes[0].old.as_deref(), Some("tracker/lookup pin aaa"));
+    assert_eq!(d.changes[0].new.as_deref(), Some("tracker/lookup pin bbb"));
+    assert_ne!(old.sha256(), new.sha256(), "the pin is part of the manifest's hash");
+    // A tool that becomes imported (its text now comes from elsewhere) is a widening too.
+    only(&base(), &old, Rule::ImportChanged, ChangeKind::Widening);
+    // A manifest without imports keeps its bytes: no `import` key is written.
+    assert!(!base().to_canonical_string().contains("\"import\""));
+    // And the manifest with a pin reads back.
+    assert_eq!(Manifest::parse(&old.to_canonical_string()).unwrap(), old);
 }

@@ -24,6 +24,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
             ParamEntry { name: "pin".into(), rust_type: "String".into(), secret: true },
         ],
         uses: vec![],
+        import: None,
     }
 }
 

@@ -5,11 +5,13 @@
 //! | [`macro@tool`] | turns a function into a tool: marker type, typed args, spec, execution by tier |
 //! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, registry, `MANIFEST` |
 //! | [`permissions!`] | declares the application's permissions once, as types |
+//! | [`mcp_import!`] | declares tools of another MCP server, pinned by a checked-in lock file |
 
 mod agent;
 mod chain;
 mod context;
 mod crate_path;
+mod import;
 mod permissions;
 mod shape;
 mod source;
@@ -191,6 +193,54 @@ pub fn agent(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn permissions(input: TokenStream) -> TokenStream {
     permissions::expand(input.into()).into()
+}
+
+/// Declares tools served by another MCP server, to grant in `agent!` like tools written here.
+///
+/// ```ignore
+/// use agents_runtime::{mcp_import, permissions};
+///
+/// permissions! { pub mod perms { ticket.read, ticket.write } }
+///
+/// mcp_import! {
+///     server = "tracker", lock = "mcp.lock.json";
+///     #[tool(permission = perms::ticket::read, risk = low)]
+///     pub fn list_tickets;
+///     #[tool(permission = perms::ticket::write, mutating, title = "Close a ticket", risk = high, remote = "close-ticket")]
+///     pub fn close_ticket;
+/// }
+/// ```
+///
+/// Each `fn` becomes a marker type, as `#[tool]` makes one: `agent! { tools: [list_tickets] }`
+/// grants it, and an agent that does not grant it cannot name it. Tier (`mutating` makes an
+/// action a person confirms), permission, risk and title are declared here, never taken from
+/// the server. The description the model reads and the input schema are the ones pinned in
+/// the lock file (`lock`, relative to the crate's `Cargo.toml`), which `agents mcp pin`
+/// writes from the live server; they enter the agent's `MANIFEST`, with the server's name,
+/// the tool's name there (`remote`, default: the `fn` name) and the pin's SHA-256. At run
+/// time the runtime compares the server's `tools/list` with the pins and refuses a tool whose
+/// description or schema changed.
+///
+/// # Arguments of `#[tool(...)]` here
+///
+/// | argument | takes |
+/// | --- | --- |
+/// | `permission` | the path of a permission declared with `permissions!`, or `public` (required) |
+/// | `mutating` | a flag: an action a person confirms before it runs |
+/// | `title` | what the person reads before approving (required with `mutating`) |
+/// | `risk` | `low`, `medium` (the default), `high` or `critical` |
+/// | `remote` | the tool's name on the server, when it differs from the `fn` name |
+///
+/// # Mistakes and the messages they give
+///
+/// | you wrote | you read |
+/// | --- | --- |
+/// | a tool the lock file does not pin | ``tool `x` of server `s` is not pinned in `mcp.lock.json`: pin it with `agents mcp pin` ...`` |
+/// | a lock file edited by hand | ``the MCP lock file `mcp.lock.json` is refused: the pin of tool `x` ... does not match its own text ...`` |
+/// | no lock file | ``cannot read the MCP lock file ...: write it with `agents mcp pin` ...`` |
+#[proc_macro]
+pub fn mcp_import(input: TokenStream) -> TokenStream {
+    import::expand(input.into()).into()
 }
 
 #[doc(hidden)]

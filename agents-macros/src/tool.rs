@@ -627,6 +627,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             .map(|((p, ty), name)| ParamEntry { name: name.clone(), rust_type: ty.clone(), secret: is_secret(p, ty) })
             .collect(),
         uses: uses.clone(),
+        import: None,
     }
     .normalized();
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
@@ -1353,6 +1354,7 @@ fn spec_tokens(s: &SpecParts<'_>) -> TokenStream {
             },
             params: &[#(#params),*],
             uses: &[#(<#uses as #rt::Tool>::NAME),*],
+            import: ::core::option::Option::None,
         }
     }
 }

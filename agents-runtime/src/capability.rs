@@ -345,6 +345,7 @@ mod tests {
         },
         params: &[],
         uses: &[],
+        import: None,
     };
 
     #[test]

@@ -24,9 +24,11 @@ extern crate self as agents_runtime;
 
 pub use agents_core as core;
 pub use agents_core::{
-    Agent, AgentSpec, Grants, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap, Secret,
-    SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
+    Agent, AgentSpec, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap,
+    Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
+#[cfg(feature = "mcp")]
+pub use agents_macros::mcp_import;
 pub use agents_macros::{agent, permissions, tool};
 #[cfg(feature = "http")]
 pub use capability::NetClient;

@@ -324,6 +324,7 @@ fn spec(field: Field, list: &[String]) -> &'static ToolSpec {
         policy,
         params: &[],
         uses: &[],
+        import: None,
     }))
 }
 

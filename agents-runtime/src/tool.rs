@@ -40,6 +40,9 @@ pub struct CallContext {
     pub(crate) invoker: Option<NestedInvoker>,
     /// Set by the gate after it redeemed this call's confirmation token (action calls only).
     pub(crate) approved: Option<ApprovedCall>,
+    /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
+    #[cfg(feature = "mcp")]
+    pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
 }
 
 /// The gate's record that a person approved this call: the redeemed token's id, the tool, and
@@ -758,6 +761,8 @@ mod witness_tests {
             spec: &<delete_everything as Tool>::SPEC,
             invoker: None,
             approved,
+            #[cfg(feature = "mcp")]
+            imports: None,
         }
     }
 

@@ -53,6 +53,7 @@ fn tool(name: &str, tier: Tier, permission: &str, risk: Risk, description: &str)
         policy: PolicyEntry::default(),
         parameters: vec![],
         uses: vec![],
+        import: None,
     }
 }
 

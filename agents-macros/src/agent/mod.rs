@@ -95,6 +95,7 @@ mod tests {
             policy: PolicyEntry::default(),
             parameters: Vec::new(),
             uses: uses.iter().map(|u| (*u).to_owned()).collect(),
+            import: None,
         };
         serde_json::to_string(&e).unwrap()
     }

@@ -95,6 +95,8 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
             tool: tool.spec.name,
             nonce: crate::token::random_bytes::<16>(),
         }),
+        #[cfg(feature = "mcp")]
+        imports: None,
     };
     let run = match (tool.handler)() {
         Handler::Read(f) | Handler::Action(f) => f,

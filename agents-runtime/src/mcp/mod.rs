@@ -60,6 +60,7 @@
 //! ```
 
 mod http;
+pub mod import;
 mod server;
 mod stdio;
 

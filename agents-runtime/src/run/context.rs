@@ -329,6 +329,8 @@ impl<A: Registry> RunCtx<A> {
             spec,
             invoker: Some(self.invoker.clone()),
             approved: None,
+            #[cfg(feature = "mcp")]
+            imports: self.inner.mcp_imports.clone(),
         }
     }
 }

@@ -95,6 +95,9 @@ pub(super) struct Inner {
     pub(super) session_idle_timeout: Duration,
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
+    /// The MCP servers imported tools are called on.
+    #[cfg(feature = "mcp")]
+    pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -154,6 +157,8 @@ pub struct RuntimeBuilder {
     decision_poll: Duration,
     confirmer: Option<Arc<dyn Confirmer>>,
     slot_lease: Duration,
+    #[cfg(feature = "mcp")]
+    mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -324,6 +329,14 @@ impl RuntimeBuilder {
         self.slot_lease = lease.max(Duration::from_millis(30));
         self
     }
+    /// The MCP servers that tools declared with [`mcp_import!`](crate::mcp_import) are called
+    /// on, by the server names the declarations give (see [`crate::mcp::import`]). Without
+    /// it, a call of an imported tool is refused and audited, and nothing is sent anywhere.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_imports(mut self, imports: Arc<crate::mcp::import::McpImports>) -> Self {
+        self.mcp_imports = Some(imports);
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -362,6 +375,8 @@ impl RuntimeBuilder {
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
                 history_bytes: self.history_bytes,
+                #[cfg(feature = "mcp")]
+                mcp_imports: self.mcp_imports,
             }),
         }
     }
@@ -507,6 +522,8 @@ impl Runtime {
             decision_poll: DEFAULT_DECISION_POLL,
             confirmer: None,
             slot_lease: RUN_SLOT_LEASE,
+            #[cfg(feature = "mcp")]
+            mcp_imports: None,
         }
     }
 

@@ -18,7 +18,7 @@ impl Tool for Sneaky {
         risk: Risk::Low,
         policy: PolicySpec::NONE,
         params: &[],
-        uses: &[],
+        uses: &[], import: None,
     };
     fn input_schema() -> &'static serde_json::Value {
         unimplemented!()

@@ -1,0 +1,524 @@
+//! Tools served by another MCP server, granted to an agent and pinned in its manifest.
+//!
+//! # The threat
+//!
+//! An MCP server describes its own tools: the description the model reads (and may obey)
+//! and the input schema it fills in. A server that hides instructions there ("tool
+//! poisoning"), or that changes them after a reviewer approved the agent (a "rug pull"),
+//! would change what the agent does with no change in this repository.
+//!
+//! # What holds
+//!
+//! - Tier, permission, risk and title of an imported tool are declared in Rust
+//!   ([`mcp_import!`](crate::mcp_import)); the server cannot choose them. An imported action
+//!   goes through the same gate as any action: proposed, confirmed by a person, executed once
+//!   with this call's approval, each step audited.
+//! - The name, description and input schema of each imported tool are pinned by SHA-256 in a
+//!   checked-in lock file (`agents mcp pin` writes it; see [`agents_core::mcp_lock`]). The pins
+//!   are compiled into the agent's `MANIFEST` (its `import` entries and the pinned
+//!   descriptions), so a re-pin changes `MANIFEST_SHA256` and shows in the reviewer's diff.
+//! - The model sees only the pinned description and schema, never what the server says now.
+//! - Before the first call of each run, and again whenever the server announces
+//!   `notifications/tools/list_changed`, the runtime reads the server's `tools/list` and
+//!   compares each imported tool with its pin. A tool whose description or schema changed, or
+//!   that the server no longer offers, is refused (nothing is sent to the server) with a reason
+//!   naming the server, the tool and both hashes, audited like any failed call, until someone
+//!   reviews the change and re-pins it. A tool the server adds is invisible: no marker type
+//!   names it, so no agent grants it and the model is never told of it.
+//! - What an imported tool returns is written by another party: its spec says so
+//!   ([`ToolSpec::returns_untrusted`](crate::ToolSpec::returns_untrusted)), for a provenance
+//!   check of later calls' arguments.
+//! - A server that ends during a call (its process dies, its connection drops) gives the model
+//!   an error that says the outcome is unknown, and the call is audited as `failed` with that
+//!   reason; the next call starts the server again (stdio) or reconnects (HTTP) and checks the
+//!   pins before anything is sent.
+//! - The import client declares no client capabilities: a server's elicitation or sampling
+//!   requests are never answered (they would let the server ask our person, or our model,
+//!   something outside the gate).
+//!
+//! # What the pin does not guarantee
+//!
+//! The pin fixes what the server *says* its tool is, not what the server *does*: behind an
+//! unchanged description a server can change its behaviour, return different data, or act on
+//! arguments differently. The pin keeps the model's instructions and the reviewer's view
+//! stable; the tier, permission and confirmation declared here bound what a call may cause on
+//! our side; trust in the server's behaviour remains trust in its operator. A server that
+//! changes its `tools/list` between two lists without announcing it is caught at the next
+//! run's first call, not in the middle of a run. The schema check is the server's job: the
+//! runtime passes the arguments on after checking that they form an object with the pinned
+//! schema's required keys and, when the schema forbids others, no other key.
+//!
+//! # Re-pinning
+//!
+//! When a call is refused because a pin no longer matches: run
+//! `agents mcp pin --server <name> --stdio "<command>" --out mcp.lock.json` (or `--http <url>`),
+//! read the lock file's diff (the new description is the text the model will obey), commit it,
+//! rebuild (the manifest hash changes), and review the manifest diff like any other change.
+//!
+//! ```no_run
+//! use agents_runtime::mcp::import::{ImportSource, McpImports};
+//! let imports = McpImports::new()
+//!     .server("tracker", ImportSource::stdio("tracker-mcp").arg("--stdio"))
+//!     .server("wiki", ImportSource::http("https://wiki.example.com/mcp").bearer("token"));
+//! # let _ = imports;
+//! ```
+
+use crate::ImportSpec;
+use crate::core::mcp_lock::{LockedServer, LockedTool, pin_sha256};
+use crate::tool::{CallContext, ToolError, ToolFuture};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool as RemoteTool,
+};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where an imported server is reached: a command that serves MCP on its stdin/stdout, or a
+/// streamable HTTP endpoint.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ImportSource {
+    /// A child process started with this program, arguments and environment.
+    Stdio {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Environment variables set for it (the rest is inherited).
+        env: Vec<(String, String)>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint's URL (`http://127.0.0.1:8080/mcp`).
+        url: String,
+        /// The bearer token sent with every request, if any.
+        bearer: Option<String>,
+    },
+}
+
+impl fmt::Debug for ImportSource {
+    // The bearer token and the environment's values stay out of logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl ImportSource {
+    /// A server started as a child process: `program`, serving MCP on its stdin/stdout.
+    pub fn stdio(program: impl Into<String>) -> Self {
+        ImportSource::Stdio { program: program.into(), args: Vec::new(), env: Vec::new() }
+    }
+
+    /// A streamable HTTP endpoint.
+    pub fn http(url: impl Into<String>) -> Self {
+        ImportSource::Http { url: url.into(), bearer: None }
+    }
+
+    /// Adds an argument (stdio only; ignored for HTTP).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        if let ImportSource::Stdio { args, .. } = &mut self {
+            args.push(arg.into());
+        }
+        self
+    }
+
+    /// Sets an environment variable for the child (stdio only; ignored for HTTP).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let ImportSource::Stdio { env, .. } = &mut self {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Sets the bearer token (HTTP only; ignored for stdio).
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        if let ImportSource::Http { bearer, .. } = &mut self {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// What the lock file records as the pins' source: `stdio: <program> <args>` or
+    /// `http: <url>` (never a token or an environment value).
+    pub fn describe(&self) -> String {
+        match self {
+            ImportSource::Stdio { program, args, .. } => {
+                let mut s = format!("stdio: {program}");
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            ImportSource::Http { url, .. } => format!("http: {url}"),
+        }
+    }
+}
+
+/// Why a server could not be reached or listed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The process did not start or the connection failed, or the MCP handshake failed.
+    #[error("cannot reach MCP server `{server}` ({source_description}): {detail}")]
+    Unreachable {
+        /// The server's name.
+        server: String,
+        /// [`ImportSource::describe`].
+        source_description: String,
+        /// What failed.
+        detail: String,
+    },
+    /// `tools/list` failed.
+    #[error("MCP server `{server}` did not list its tools: {detail}")]
+    ListFailed {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// The MCP servers a runtime imports tools from, by the names `mcp_import!` gives them. Set
+/// with [`RuntimeBuilder::mcp_imports`](crate::RuntimeBuilder::mcp_imports). Each server is
+/// connected on first use and kept; a server that ended is started (or reconnected) again
+/// at the next call.
+#[derive(Debug, Default)]
+pub struct McpImports {
+    servers: HashMap<String, Arc<ServerSlot>>,
+}
+
+impl McpImports {
+    /// No servers.
+    pub fn new() -> Self {
+        McpImports::default()
+    }
+
+    /// Adds (or replaces) the server `name`: where its tools are reached.
+    pub fn server(mut self, name: impl Into<String>, source: ImportSource) -> Self {
+        let name = name.into();
+        self.servers.insert(name.clone(), Arc::new(ServerSlot { name, source, live: tokio::sync::Mutex::new(None) }));
+        self
+    }
+
+    /// Ends every connection (stdio servers are stopped).
+    pub async fn close(&self) {
+        for slot in self.servers.values() {
+            if let Some(live) = slot.live.lock().await.take() {
+                let _ = live.service.cancel().await;
+            }
+        }
+    }
+}
+
+/// One configured server and its connection, if any.
+struct ServerSlot {
+    name: String,
+    source: ImportSource,
+    live: tokio::sync::Mutex<Option<Live>>,
+}
+
+impl fmt::Debug for ServerSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerSlot").field("name", &self.name).field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// A live connection and what its last `tools/list` said.
+struct Live {
+    service: RunningService<RoleClient, ImportClient>,
+    /// Tool name → SHA-256 of what the server said, at the last list.
+    listed: HashMap<String, String>,
+    /// The run whose first call read the list (the list is read again for each run).
+    listed_for: Option<String>,
+    /// Set when the server announces that its list changed.
+    stale: Arc<AtomicBool>,
+}
+
+/// The import side's MCP client: no capabilities (no elicitation, no sampling, no roots),
+/// and a note when the server says its tool list changed.
+#[derive(Clone)]
+struct ImportClient {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for ImportClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agents-runtime-import", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Connects to a server: starts it (stdio) or opens a session (HTTP), and completes the MCP
+/// handshake.
+async fn connect(
+    name: &str,
+    source: &ImportSource,
+    stale: Arc<AtomicBool>,
+) -> Result<RunningService<RoleClient, ImportClient>, ImportError> {
+    let unreachable = |detail: String| ImportError::Unreachable {
+        server: name.to_owned(),
+        source_description: source.describe(),
+        detail,
+    };
+    let client = ImportClient { stale };
+    match source {
+        ImportSource::Stdio { program, args, env } => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| unreachable(format!("the command did not start: {e}")))?;
+            client.serve(transport).await.map_err(|e| unreachable(e.to_string()))
+        }
+        ImportSource::Http { url, bearer } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            #[cfg(feature = "http")]
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(token) = bearer {
+                config = config.auth_header(token.clone());
+            }
+            client
+                .serve(StreamableHttpClientTransport::from_config(config))
+                .await
+                .map_err(|e| unreachable(e.to_string()))
+        }
+    }
+}
+
+/// The server's tools as `tools/list` gives them now.
+async fn list(name: &str, peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, ImportError> {
+    peer.list_all_tools().await.map_err(|e| ImportError::ListFailed { server: name.to_owned(), detail: e.to_string() })
+}
+
+/// The pin of a tool as a server describes it.
+fn remote_pin(t: &RemoteTool) -> String {
+    pin_sha256(&t.name, t.description.as_deref().unwrap_or_default(), &Value::Object((*t.input_schema).clone()))
+}
+
+/// Connects to `source` and pins every tool it lists: what `agents mcp pin` writes.
+pub async fn pin_server(name: &str, source: &ImportSource) -> Result<LockedServer, ImportError> {
+    let service = connect(name, source, Arc::new(AtomicBool::new(false))).await?;
+    let tools = list(name, service.peer()).await;
+    let _ = service.cancel().await;
+    let mut out = BTreeMap::new();
+    for t in tools? {
+        let schema = Value::Object((*t.input_schema).clone());
+        out.insert(t.name.to_string(), LockedTool::pin(&t.name, t.description.as_deref().unwrap_or_default(), schema));
+    }
+    Ok(LockedServer { source: source.describe(), tools: out })
+}
+
+/// The arguments of an imported tool: a JSON object, passed to the server as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedArgs(Map<String, Value>);
+
+impl ImportedArgs {
+    /// The arguments as a JSON object.
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    /// Reads a call's arguments against the pinned schema: an object, with every key the
+    /// schema requires and, when it sets `additionalProperties: false`, no key it does not
+    /// declare. The rest of the schema is the server's to check.
+    #[doc(hidden)]
+    pub fn parse(v: &Value, schema: &Value) -> Result<Self, String> {
+        let Value::Object(map) = v else { return Err("the arguments must be a JSON object".to_owned()) };
+        if let Some(required) = schema.get("required").and_then(Value::as_array) {
+            for r in required.iter().filter_map(Value::as_str) {
+                if !map.contains_key(r) {
+                    return Err(format!("missing field `{r}`"));
+                }
+            }
+        }
+        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+            let declared = schema.get("properties").and_then(Value::as_object);
+            if let Some(k) = map.keys().find(|k| !declared.is_some_and(|d| d.contains_key(*k))) {
+                return Err(format!("unknown field `{k}`"));
+            }
+        }
+        Ok(ImportedArgs(map.clone()))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ImportedArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Map::deserialize(d).map(ImportedArgs)
+    }
+}
+
+impl schemars::JsonSchema for ImportedArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ImportedArgs")
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
+}
+
+/// The pinned input schema of an imported tool: what the model is given.
+#[doc(hidden)]
+pub fn pinned_schema(spec: &ImportSpec) -> Value {
+    serde_json::from_str(spec.input_schema).expect("mcp_import! writes the pinned schema as JSON")
+}
+
+/// The handler of every imported tool: checks the server's current description of the tool
+/// against its pin, then calls it. Reached only through the tool's `ReadTool::run` or, for
+/// an action, `ActionTool::run_approved` after the witness of this call's approval.
+#[doc(hidden)]
+pub fn call_imported(call: &CallContext, args: ImportedArgs) -> ToolFuture<'_> {
+    ToolFuture::new(async move { call_checked(call, args).await })
+}
+
+async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, ToolError> {
+    let spec = call.spec;
+    let Some(import) = spec.import else {
+        return Err(ToolError::new(format!("`{}` is not an imported tool; nothing ran", spec.name)));
+    };
+    let Some(slot) = call.imports.as_ref().and_then(|i| i.servers.get(import.server)) else {
+        return Err(ToolError::new(format!(
+            "MCP server `{}` (of tool `{}`) is not configured in this runtime; nothing ran (the application adds it with `RuntimeBuilder::mcp_imports`)",
+            import.server, spec.name
+        )));
+    };
+    let peer = checked_peer(slot, call.run_id.as_str(), import, spec.name).await?;
+    let mut params = CallToolRequestParams::new(import.tool.to_owned());
+    params.arguments = Some(args.0);
+    let result = match peer.call_tool(params).await {
+        Ok(r) => r,
+        Err(e) => {
+            // The connection is of no further use when the transport ended: the next call
+            // starts again and checks the pins before anything is sent.
+            let ended = peer.is_transport_closed()
+                || matches!(e, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_));
+            if ended {
+                *slot.live.lock().await = None;
+                return Err(ToolError::new(format!(
+                    "MCP server `{}` ended during the call of `{}` (its tool `{}`, pin {}): {e}. The outcome is unknown: the server may or may not have acted on the call; tell the user rather than retrying",
+                    import.server, spec.name, import.tool, import.sha256
+                )));
+            }
+            return Err(ToolError::new(format!(
+                "MCP server `{}` refused the call of `{}` (its tool `{}`): {e}",
+                import.server, spec.name, import.tool
+            )));
+        }
+    };
+    let text =
+        || result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
+    if result.is_error == Some(true) {
+        return Err(ToolError::new(format!(
+            "MCP server `{}` reports an error from `{}`: {}",
+            import.server,
+            spec.name,
+            text()
+        )));
+    }
+    if let Some(structured) = &result.structured_content {
+        return Ok(structured.clone());
+    }
+    if result.content.iter().all(|c| c.as_text().is_some()) {
+        return Ok(Value::String(text()));
+    }
+    serde_json::to_value(&result.content)
+        .map_err(|e| ToolError::new(format!("the result of `{}` could not be read: {e}", spec.name)))
+}
+
+/// The connection to `slot`'s server, after its current `tools/list` was compared with the
+/// pin of `import` (read again for each run and after a `list_changed` notice).
+async fn checked_peer(
+    slot: &ServerSlot,
+    run_id: &str,
+    import: &ImportSpec,
+    tool: &str,
+) -> Result<Peer<RoleClient>, ToolError> {
+    let mut guard = slot.live.lock().await;
+    if guard.as_ref().is_some_and(|l| l.service.peer().is_transport_closed()) {
+        *guard = None;
+    }
+    if guard.is_none() {
+        let stale = Arc::new(AtomicBool::new(true));
+        let service = connect(&slot.name, &slot.source, stale.clone())
+            .await
+            .map_err(|e| ToolError::new(format!("{e}; `{tool}` did not run")))?;
+        *guard = Some(Live { service, listed: HashMap::new(), listed_for: None, stale });
+    }
+    let live = guard.as_mut().expect("connected above");
+    let stale = live.stale.swap(false, Ordering::SeqCst);
+    if stale || live.listed_for.as_deref() != Some(run_id) {
+        match list(&slot.name, live.service.peer()).await {
+            Ok(tools) => {
+                live.listed = tools.iter().map(|t| (t.name.to_string(), remote_pin(t))).collect();
+                live.listed_for = Some(run_id.to_owned());
+            }
+            Err(e) => {
+                *guard = None;
+                return Err(ToolError::new(format!("{e}; `{tool}` did not run")));
+            }
+        }
+    }
+    match live.listed.get(import.tool) {
+        Some(now) if now == import.sha256 => Ok(live.service.peer().clone()),
+        Some(now) => Err(ToolError::new(format!(
+            "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
+            slot.name, import.tool, import.sha256
+        ))),
+        None => Err(ToolError::new(format!(
+            "tool `{tool}` is unavailable: MCP server `{}` no longer lists its tool `{}` (pinned sha256 {}); nothing was sent to the server",
+            slot.name, import.tool, import.sha256
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static SPEC: ImportSpec = ImportSpec {
+        server: "s",
+        tool: "t",
+        sha256: "0",
+        input_schema: r#"{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}"#,
+    };
+
+    #[test]
+    fn arguments_are_read_against_the_pinned_schema() {
+        let schema = pinned_schema(&SPEC);
+        let schema = &schema;
+        assert!(ImportedArgs::parse(&serde_json::json!({"a": "x"}), schema).is_ok());
+        assert_eq!(ImportedArgs::parse(&serde_json::json!({}), schema).unwrap_err(), "missing field `a`");
+        assert_eq!(
+            ImportedArgs::parse(&serde_json::json!({"a": "x", "b": 1}), schema).unwrap_err(),
+            "unknown field `b`"
+        );
+        assert!(ImportedArgs::parse(&serde_json::json!([1]), schema).is_err());
+    }
+
+    #[test]
+    fn a_source_is_described_without_its_secrets() {
+        let s = ImportSource::http("http://127.0.0.1:1/mcp").bearer("hunter2");
+        assert_eq!(s.describe(), "http: http://127.0.0.1:1/mcp");
+        assert!(!format!("{s:?}").contains("hunter2"));
+        let s = ImportSource::stdio("srv").arg("--x").env("TOKEN", "hunter2");
+        assert_eq!(s.describe(), "stdio: srv --x");
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}
