@@ -103,7 +103,6 @@ mod protocol;
 mod worker;
 
 pub use confine::DENIED_SYSCALLS;
-pub(crate) use parent::call;
 
 use crate::core::{Tool, ToolSpec};
 use crate::tool::{Dispatch, ErasedArgs, Handler};
@@ -137,6 +136,7 @@ pub struct Settings {
     warm_workers: usize,
     max_message_bytes: usize,
     worker_user: (u32, u32),
+    idle_lifetime: Duration,
 }
 
 /// The resource limits set in a worker before the tool runs (`setrlimit`, hard and soft).
@@ -169,6 +169,7 @@ impl Default for Settings {
             warm_workers: 0,
             max_message_bytes: 16 << 20,
             worker_user: (65534, 65534),
+            idle_lifetime: Duration::from_secs(60),
         }
     }
 }
@@ -233,6 +234,13 @@ impl Settings {
         self.worker_user = (uid, gid);
         self
     }
+    /// How long a warm worker may wait for a call (default 60 s). Past it the worker is killed,
+    /// and its tool's pool is not refilled until the tool is called again: a tool nobody calls
+    /// keeps no process alive.
+    pub fn idle_lifetime(mut self, idle: Duration) -> Self {
+        self.idle_lifetime = idle.max(Duration::from_millis(1));
+        self
+    }
     /// The resource limits.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -241,6 +249,13 @@ impl Settings {
 
 /// What [`init`] recorded in the application process.
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// The warm workers of runtimes that use the settings of [`init`].
+fn default_pools() -> Option<&'static parent::Pools> {
+    static POOLS: OnceLock<parent::Pools> = OnceLock::new();
+    let settings = SETTINGS.get()?;
+    Some(POOLS.get_or_init(|| parent::Pools::new(settings.clone())))
+}
 
 /// [`init_with`] the default [`Settings`].
 pub fn init() {
@@ -268,9 +283,23 @@ pub fn settings() -> Option<&'static Settings> {
 /// Starts the warm workers of `T` now (they are otherwise started at its first call), so the
 /// first call does not wait for one. Does nothing without [`init`] or warm workers.
 pub fn prewarm<T: Tool>() {
-    if let Some(settings) = SETTINGS.get() {
-        parent::prewarm(&T::SPEC, settings);
+    if let Some(pools) = default_pools() {
+        pools.prewarm(&T::SPEC);
     }
+}
+
+/// Carries out an isolated call; its result and the audit notice's reason (`isolated: ...`).
+pub(crate) async fn call(
+    cx: &crate::tool::CallContext,
+    typed: ErasedArgs,
+    runtime_deadline: Duration,
+) -> (Result<Value, crate::tool::ToolError>, String) {
+    let Some(pools) = default_pools() else {
+        let why = "this process did not call `agents_runtime::isolate::init()` at the top of `main`, so no worker can be started";
+        let message = format!("the isolated tool `{}` was refused and nothing ran: {why}", cx.spec.name);
+        return (Err(crate::tool::ToolError::new(message)), format!("isolated: refused, nothing ran: {why}"));
+    };
+    parent::call(pools, cx, typed, runtime_deadline).await
 }
 
 /// An isolated tool, as its worker finds it by name. `#[tool(isolated)]` registers one per
