@@ -290,6 +290,11 @@ impl Pools {
         self.shared.wake.notify_one();
     }
 
+    /// How many workers of `tool` wait for a call.
+    pub(crate) fn warm(&self, tool: &str) -> usize {
+        self.shared.lock().pools.get(tool).map_or(0, |p| p.idle.len())
+    }
+
     /// A warm worker, when one waits.
     fn take(&self, spec: &'static ToolSpec) -> Option<Worker> {
         let mut state = self.shared.lock();
