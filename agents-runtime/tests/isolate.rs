@@ -607,7 +607,8 @@ async fn a_runtime_setting_isolates_a_tool_its_code_does_not_mark(_: Arc<World>)
     let c = call_on(&audit, &session, "read_unmarked", serde_json::json!({"path": path("outside/secret.txt")})).await;
     ensure(!c.failed && c.text.contains(SECRET), format!("in-process read: {}", c.text))?;
     // With it, the same body runs in a confined worker and the kernel refuses the read.
-    let isolation = Isolation::new(test_settings()).isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
+    let mut isolation = Isolation::new(test_settings());
+    isolation.isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
     let (audit, session) = unmarked(Some(isolation)).await;
     let c = call_on(&audit, &session, "read_unmarked", serde_json::json!({"path": path("outside/secret.txt")})).await;
     let notice = c.refused("Permission denied")?;
@@ -626,7 +627,8 @@ async fn a_runtime_setting_isolates_a_tool_its_code_does_not_mark(_: Arc<World>)
 async fn a_runtime_setting_refuses_what_it_cannot_isolate_and_cannot_remove_isolation(
     _: Arc<World>,
 ) -> Result<(), String> {
-    let refused = |name: &str| Isolation::new(test_settings()).isolate_tool(name).map(|_| ()).err();
+    let mut isolation = Isolation::new(test_settings());
+    let mut refused = |name: &str| isolation.isolate_tool(name).map(|_| ()).err();
     ensure(
         matches!(refused("no_such_tool"), Some(IsolationError::Unknown(n)) if n == "no_such_tool"),
         format!("{:?}", refused("no_such_tool")),
@@ -640,7 +642,8 @@ async fn a_runtime_setting_refuses_what_it_cannot_isolate_and_cannot_remove_isol
     // A refused tool changes nothing: it still runs in-process on a runtime without the setting.
     // A runtime whose setting does not name an `isolated` tool still isolates it: the setting
     // can only add isolation.
-    let isolation = Isolation::new(test_settings()).isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
+    let mut isolation = Isolation::new(test_settings());
+    isolation.isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
     let (audit, session) = unmarked(Some(isolation)).await;
     let c = call_on(&audit, &session, "read_raw", serde_json::json!({"path": path("outside/secret.txt")})).await;
     let notice = c.refused("Permission denied")?;

@@ -93,9 +93,33 @@
 //! # Warm workers
 //!
 //! Starting a worker (exec, confinement) costs milliseconds; [`Settings::warm_workers`] keeps
-//! that many started and confined workers per isolated tool, each waiting for one call. A
+//! that many started and confined workers per isolated tool, each blocked reading its call. A
 //! worker still serves **one** call and exits, so no state (and no data of another user)
 //! passes from one call to the next; the pool only moves the start out of the call's path.
+//! The call's frame is written and its result read on the calling task (no thread between
+//! them); the pool is refilled once the call has its result.
+//!
+//! Workers do not outlive their purpose:
+//!
+//! - **Idle lifetime** ([`Settings::idle_lifetime`], 60 s): a warm worker no call took within
+//!   it is killed, and its tool's pool is refilled only when the tool is called again.
+//! - **Parent death**: each worker sets its parent-death signal (`SIGKILL`) and then checks
+//!   that its parent is still the runtime that started it (a runtime that died before the
+//!   signal was set is caught by that check). All workers are started by one long-lived
+//!   thread per set of pools, since the kernel ties the signal to the starting thread.
+//!   Processes a tool body forks are not covered by the signal (they stay confined, in the
+//!   worker's process group, and within its limits).
+//! - **Per runtime**: a runtime built with [`Isolation`]
+//!   ([`RuntimeBuilder::isolation`](crate::run::RuntimeBuilder::isolation)) has its own
+//!   settings and its own pools: two runtimes never share a worker. Runtimes without one share
+//!   the pools of the settings given to [`init_with`].
+//!
+//! # Isolating a tool at run time
+//!
+//! [`Isolation::isolate_tool`] isolates a tool its code does not mark (third-party or
+//! generated code the team decides not to trust). It can only add isolation, never remove it;
+//! the manifest (fixed by the code) does not show it, so each such call's audit notice says
+//! `isolated by the runtime's setting`.
 
 mod confine;
 mod parent;
@@ -326,9 +350,8 @@ pub(crate) async fn call(
 /// use agents_runtime::isolate::{Isolation, Settings};
 ///
 /// // In `main`, after `agents_runtime::isolate::init()`:
-/// let isolation = Isolation::new(Settings::default().warm_workers(2))
-///     .isolate_tool("convert_document")
-///     .expect("an isolable tool");
+/// let mut isolation = Isolation::new(Settings::default().warm_workers(2));
+/// isolation.isolate_tool("convert_document").expect("an isolable tool");
 /// // Runtime::builder(audit, provider).isolation(isolation).build()
 /// ```
 #[derive(Clone)]
@@ -384,8 +407,9 @@ impl Isolation {
 
     /// Also isolates the tool `name`, which its code does not mark `isolated`. Refused when
     /// no single tool of that name can run in a worker, or when its policy cannot be expressed
-    /// as the kernel's rules (the same checks `#[tool(isolated)]` makes at compile time).
-    pub fn isolate_tool(mut self, name: &str) -> Result<Self, IsolationError> {
+    /// as the kernel's rules (the same checks `#[tool(isolated)]` makes at compile time); a
+    /// refusal changes nothing. A runtime built earlier keeps what it was given.
+    pub fn isolate_tool(&mut self, name: &str) -> Result<&mut Self, IsolationError> {
         let tool = unique(name)?;
         let policy = &tool.spec.policy;
         for glob in policy.fs_read.iter().chain(policy.fs_write) {
