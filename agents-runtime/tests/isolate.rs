@@ -246,7 +246,12 @@ impl World {
 }
 
 /// Calls `tool` in `session`; the result text, whether it failed, and the call's records.
-async fn call_on<A: Registry>(audit: &MemorySink, session: &DirectSession<A>, tool: &str, args: serde_json::Value) -> Call {
+async fn call_on<A: Registry>(
+    audit: &MemorySink,
+    session: &DirectSession<A>,
+    tool: &str,
+    args: serde_json::Value,
+) -> Call {
     let id = format!("call-{}", uuid());
     let r = session.call(&id, tool, &args.to_string()).await;
     let records: Vec<AuditRecord> =

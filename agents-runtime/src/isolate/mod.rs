@@ -332,7 +332,9 @@ pub(crate) async fn call(
     };
     let (result, mut ended) = parent::call(pools, cx, typed, runtime_deadline).await;
     if !cx.spec.policy.isolated {
-        ended.push_str("; isolated by the runtime's setting (the tool is not marked `isolated`, so its manifest does not show it)");
+        ended.push_str(
+            "; isolated by the runtime's setting (the tool is not marked `isolated`, so its manifest does not show it)",
+        );
     }
     (result, ended)
 }
@@ -389,7 +391,9 @@ pub enum IsolationError {
         glob: String,
     },
     /// A host of the tool's policy has no port for the kernel's per-port rules.
-    #[error("tool `{tool}`: the host `{host}` has no port, and the kernel's network rules are per TCP port; declare one, e.g. `{host}:443`")]
+    #[error(
+        "tool `{tool}`: the host `{host}` has no port, and the kernel's network rules are per TCP port; declare one, e.g. `{host}:443`"
+    )]
     NoPort {
         /// The tool.
         tool: String,

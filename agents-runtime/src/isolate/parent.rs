@@ -207,8 +207,7 @@ fn read_ready(stdout: &mut std::fs::File, until: Instant) -> Result<Ready, Optio
 
 /// Reads the result frame from the worker's pipe on the calling task (no thread between the
 /// worker's write and the caller), at most `max` bytes.
-async fn read_outcome(stdout: OwnedFd, max: usize) -> Result<Outcome, FrameError> {
-    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout).map_err(|_| FrameError::Closed)?;
+async fn read_outcome(pipe: tokio::net::unix::pipe::Receiver, max: usize) -> Result<Outcome, FrameError> {
     let mut len = [0u8; 4];
     let mut have = 0;
     while have < len.len() {
@@ -224,6 +223,13 @@ async fn read_outcome(stdout: OwnedFd, max: usize) -> Result<Outcome, FrameError
         have += read_some(&pipe, &mut bytes[have..]).await?;
     }
     serde_json::from_slice(&bytes).map_err(|e| FrameError::Malformed(e.to_string()))
+}
+
+/// The worker's result pipe, registered with the calling task's reactor; `None` when the
+/// runtime has no I/O driver (tokio panics then, which is caught here).
+fn result_pipe(stdout: OwnedFd) -> Option<tokio::net::unix::pipe::Receiver> {
+    let register = std::panic::AssertUnwindSafe(move || tokio::net::unix::pipe::Receiver::from_owned_fd(stdout));
+    std::panic::catch_unwind(register).ok()?.ok()
 }
 
 /// Some bytes (at least one) from the pipe, waiting until it is readable.
@@ -373,7 +379,11 @@ impl Shared {
                     if let Some(pool) = state.pools.values().find(|p| p.idle.len() < p.want) {
                         break Some(Job::Fill(pool.spec));
                     }
-                    state = self.wake.wait_timeout(state, next.saturating_duration_since(now)).map(|(s, _)| s).unwrap_or_else(|e| e.into_inner().0);
+                    state = self
+                        .wake
+                        .wait_timeout(state, next.saturating_duration_since(now))
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
                 }
             };
             // Killed outside the lock.
@@ -461,20 +471,25 @@ pub(crate) async fn call(
         },
     };
     let confined = worker.confinement.describe();
+    // The result pipe joins the calling task's reactor before anything is sent, so a runtime
+    // that cannot read it refuses the call with nothing run.
+    let Some(pipe) = worker.stdout.take().and_then(result_pipe) else {
+        return refused(
+            "the async runtime running the call has no I/O driver (build it with `enable_io` or `enable_all`)"
+                .to_owned(),
+        );
+    };
     let started = Instant::now();
     let sent = match worker.stdin.take() {
         Some(mut stdin) if bytes.len() <= INLINE_FRAME => stdin.write_all(&bytes).is_ok(),
-        Some(mut stdin) => {
-            tokio::task::spawn_blocking(move || stdin.write_all(&bytes).is_ok()).await.unwrap_or(false)
-        }
+        Some(mut stdin) => tokio::task::spawn_blocking(move || stdin.write_all(&bytes).is_ok()).await.unwrap_or(false),
         None => false,
     };
-    let received = match worker.stdout.take() {
-        Some(stdout) if sent => {
-            let outcome = read_outcome(stdout, settings.max_message_bytes);
-            tokio::time::timeout(deadline.saturating_sub(started.elapsed()), outcome).await
-        }
-        _ => Ok(Err(FrameError::Closed)),
+    let received = if sent {
+        let outcome = read_outcome(pipe, settings.max_message_bytes);
+        tokio::time::timeout(deadline.saturating_sub(started.elapsed()), outcome).await
+    } else {
+        Ok(Err(FrameError::Closed))
     };
     match received {
         Ok(Ok(outcome)) => {
@@ -495,12 +510,18 @@ pub(crate) async fn call(
                 "its result of {n} bytes is larger than the {} bytes allowed; the worker was killed",
                 settings.max_message_bytes
             );
-            fail(format!("the isolated tool `{}` failed: {why}", spec.name), format!("isolated: {why}; confined by {confined}"))
+            fail(
+                format!("the isolated tool `{}` failed: {why}", spec.name),
+                format!("isolated: {why}; confined by {confined}"),
+            )
         }
         Ok(Err(FrameError::Malformed(e))) => {
             drop(worker);
             let why = format!("its result frame was not valid ({e}); the worker was killed");
-            fail(format!("the isolated tool `{}` failed: {why}", spec.name), format!("isolated: {why}; confined by {confined}"))
+            fail(
+                format!("the isolated tool `{}` failed: {why}", spec.name),
+                format!("isolated: {why}; confined by {confined}"),
+            )
         }
         Err(_) => {
             drop(worker);
