@@ -722,8 +722,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let direct_call = direct_call_tokens(&func, &rt);
     // What `agent!` reads of this tool (see `chain`).
     let link = crate::chain::tool_link(fn_ident, vis, &fragment);
-    // An isolated tool is also registered for the worker process, which finds it by name.
-    let isolated_registration = if targs.isolated.is_some() && agent_param.is_none() && tier != Tier::Handoff {
+    // A tool that can run in a worker process is registered for it, which finds it by name:
+    // isolated in code, or by a runtime's setting (`isolate::Isolation::isolate_tool`).
+    let isolated_registration = if agent_param.is_none() && tier != Tier::Handoff {
         quote! {
             #rt::__private::inventory::submit! {
                 #rt::isolate::IsolatedTool::of::<#fn_ident>()

@@ -413,6 +413,9 @@ pub struct ToolEntry<A> {
     pub(crate) schema: fn() -> &'static Value,
     /// Typed deserialization of already-strictly-parsed arguments (borrowed: no copy).
     pub(crate) parse: fn(&Value) -> Result<ErasedArgs, String>,
+    /// The parse for a worker process (keeps the checked JSON): a runtime setting may isolate
+    /// a tool its code does not mark `isolated` (see `crate::isolate::Isolation`).
+    pub(crate) parse_isolated: fn(&Value) -> Result<ErasedArgs, String>,
     /// How to carry it out.
     pub(crate) handler: Handler<A>,
 }
@@ -462,7 +465,8 @@ impl<A> ToolEntry<A> {
         // An isolated tool's arguments cross to its worker process as JSON: the parse checks
         // them as strictly as any tool's and keeps the checked value (see `crate::isolate`).
         let parse = if T::SPEC.policy.isolated { crate::isolate::parse_for_worker::<T> } else { parse_erased::<T> };
-        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse, handler: T::handler() }
+        let parse_isolated = crate::isolate::parse_for_worker::<T>;
+        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse, parse_isolated, handler: T::handler() }
     }
 }
 

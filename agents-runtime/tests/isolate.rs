@@ -11,9 +11,10 @@
 //! fails loudly when they are missing (it never skips).
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::isolate::{self, Settings};
+use agents_runtime::isolate::{self, Isolation, IsolationError, Settings};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DirectSession};
+use agents_runtime::tool::Registry;
 use agents_runtime::{EnvAccess, FsAccess, Principal, RoleMap, Runtime, Verdict, agent, tool};
 use std::future::Future;
 use std::io::{Read, Write};
@@ -192,6 +193,24 @@ agent! {
             write_note],
 }
 
+/// Reads a file with `std::fs`, ignoring any handle; not marked `isolated` in its code.
+#[tool(permission = public, policy(fs(read = ["/tmp/agents-isolate-escape/allowed/**"])))]
+async fn read_unmarked(path: String) -> Result<String, String> {
+    std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))
+}
+
+/// Reads text files anywhere below the working directory: a glob the kernel cannot express.
+#[tool(permission = public, policy(fs(read = ["**/*.txt"])))]
+async fn read_rootless(path: String) -> Result<String, String> {
+    std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))
+}
+
+agent! {
+    /// Tools whose code does not ask for isolation, and one that does.
+    pub struct Unmarked;
+    tools: [read_unmarked, read_rootless, read_raw],
+}
+
 struct Approves;
 
 impl Confirmer for Approves {
@@ -222,12 +241,53 @@ impl World {
 
     /// Calls `tool`; returns the result text, whether it failed, and the call's records.
     async fn call(&self, tool: &str, args: serde_json::Value) -> Call {
-        let id = format!("call-{}", uuid());
-        let r = self.session.call(&id, tool, &args.to_string()).await;
-        let records: Vec<AuditRecord> =
-            self.audit.records().into_iter().filter(|r| r.call_id.as_deref() == Some(id.as_str())).collect();
-        Call { text: r.content.to_string(), failed: r.is_error, records }
+        call_on(&self.audit, &self.session, tool, args).await
     }
+}
+
+/// Calls `tool` in `session`; the result text, whether it failed, and the call's records.
+async fn call_on<A: Registry>(
+    audit: &MemorySink,
+    session: &DirectSession<A>,
+    tool: &str,
+    args: serde_json::Value,
+) -> Call {
+    let id = format!("call-{}", uuid());
+    let r = session.call(&id, tool, &args.to_string()).await;
+    let records: Vec<AuditRecord> =
+        audit.records().into_iter().filter(|r| r.call_id.as_deref() == Some(id.as_str())).collect();
+    Call { text: r.content.to_string(), failed: r.is_error, records }
+}
+
+/// A session of `Escapes` on a runtime with its own `isolation`.
+async fn escapes(isolation: Isolation) -> (Arc<MemorySink>, DirectSession<Escapes>) {
+    let audit = Arc::new(MemorySink::new());
+    let session = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new(vec![])))
+        .roles(RoleMap::new().role("analyst", Vec::<&str>::new()))
+        .tool_timeout(Duration::from_secs(300))
+        .isolation(isolation)
+        .build()
+        .direct::<Escapes>(Principal::new("u1", "org1", "analyst"), "escapes", None)
+        .await
+        .expect("direct session");
+    (audit, session)
+}
+
+/// A session of `Unmarked` on a runtime with `isolation` (or none).
+async fn unmarked(isolation: Option<Isolation>) -> (Arc<MemorySink>, DirectSession<Unmarked>) {
+    let audit = Arc::new(MemorySink::new());
+    let mut builder = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new(vec![])))
+        .roles(RoleMap::new().role("analyst", Vec::<&str>::new()))
+        .tool_timeout(Duration::from_secs(30));
+    if let Some(isolation) = isolation {
+        builder = builder.isolation(isolation);
+    }
+    let session = builder
+        .build()
+        .direct::<Unmarked>(Principal::new("u1", "org1", "analyst"), "unmarked", None)
+        .await
+        .expect("direct session");
+    (audit, session)
 }
 
 fn uuid() -> String {
@@ -334,6 +394,11 @@ const CASES: &[(&str, Case)] = cases![
     the_manifest_records_isolation,
     without_landlock_an_isolated_tool_is_refused,
     without_landlock_degraded_mode_runs_it_and_says_so,
+    a_runtime_setting_isolates_a_tool_its_code_does_not_mark,
+    a_runtime_setting_refuses_what_it_cannot_isolate_and_cannot_remove_isolation,
+    two_runtimes_do_not_share_workers,
+    an_idle_worker_is_retired_and_not_replaced_until_called,
+    a_killed_runtime_takes_its_workers_along,
 ];
 
 async fn read_inside_the_root_works_and_the_notice_names_the_confinement(w: Arc<World>) -> Result<(), String> {
@@ -480,8 +545,11 @@ async fn a_memory_hog_is_killed_by_the_address_space_limit(w: Arc<World>) -> Res
     ensure(notice.contains("limit hit: address space"), notice)
 }
 
-async fn a_cpu_burner_is_killed_by_the_cpu_limit(w: Arc<World>) -> Result<(), String> {
-    let c = w.call("burn_cpu", serde_json::json!({})).await;
+async fn a_cpu_burner_is_killed_by_the_cpu_limit(_: Arc<World>) -> Result<(), String> {
+    // A wall-clock deadline far past the CPU limit, so that a loaded machine (where one CPU
+    // second takes many wall seconds) still sees the CPU limit hit first.
+    let (audit, session) = escapes(Isolation::new(test_settings().deadline(Duration::from_secs(120)))).await;
+    let c = call_on(&audit, &session, "burn_cpu", serde_json::json!({})).await;
     let notice = c.refused("ended without a result")?;
     ensure(notice.contains("limit hit: CPU time"), notice)
 }
@@ -526,6 +594,189 @@ async fn the_manifest_records_isolation(_: Arc<World>) -> Result<(), String> {
     let m: serde_json::Value = serde_json::from_str(Escapes::MANIFEST).map_err(|e| e.to_string())?;
     let tools = m["tools"].as_array().ok_or("no tools")?;
     ensure(tools.iter().all(|t| t["policy"]["isolated"] == serde_json::json!(true)), Escapes::MANIFEST)
+}
+
+/// The settings of this binary's workers (as `main` gives them to `init_with`).
+fn test_settings() -> Settings {
+    Settings::default()
+        .deadline(Duration::from_secs(4))
+        .cpu_seconds(1)
+        .memory_bytes(512 << 20)
+        .processes(PROCESSES)
+        .max_message_bytes(1 << 20)
+}
+
+async fn a_runtime_setting_isolates_a_tool_its_code_does_not_mark(_: Arc<World>) -> Result<(), String> {
+    // Without the setting, the body's own `std::fs` read is not stopped (level 2, documented).
+    let (audit, session) = unmarked(None).await;
+    let c = call_on(&audit, &session, "read_unmarked", serde_json::json!({"path": path("outside/secret.txt")})).await;
+    ensure(!c.failed && c.text.contains(SECRET), format!("in-process read: {}", c.text))?;
+    // With it, the same body runs in a confined worker and the kernel refuses the read.
+    let mut isolation = Isolation::new(test_settings());
+    isolation.isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
+    let (audit, session) = unmarked(Some(isolation)).await;
+    let c = call_on(&audit, &session, "read_unmarked", serde_json::json!({"path": path("outside/secret.txt")})).await;
+    let notice = c.refused("Permission denied")?;
+    ensure(!c.text.contains(SECRET), c.text.clone())?;
+    ensure(notice.contains("isolated by the runtime's setting") && notice.contains("landlock abi"), notice)?;
+    let c = call_on(&audit, &session, "read_unmarked", serde_json::json!({"path": path("allowed/ok.txt")})).await;
+    let notice = c.succeeded()?;
+    ensure(c.text.contains("allowed content"), c.text.clone())?;
+    ensure(notice.contains("isolated by the runtime's setting"), notice)?;
+    // The manifest cannot show it (its hash is the code's): the notice is where it is said.
+    let m: serde_json::Value = serde_json::from_str(Unmarked::MANIFEST).map_err(|e| e.to_string())?;
+    let entry = m["tools"].as_array().and_then(|t| t.iter().find(|t| t["name"] == "read_unmarked")).cloned();
+    ensure(entry.is_some_and(|e| e["policy"]["isolated"] != serde_json::json!(true)), Unmarked::MANIFEST)
+}
+
+async fn a_runtime_setting_refuses_what_it_cannot_isolate_and_cannot_remove_isolation(
+    _: Arc<World>,
+) -> Result<(), String> {
+    let mut isolation = Isolation::new(test_settings());
+    let mut refused = |name: &str| isolation.isolate_tool(name).map(|_| ()).err();
+    ensure(
+        matches!(refused("no_such_tool"), Some(IsolationError::Unknown(n)) if n == "no_such_tool"),
+        format!("{:?}", refused("no_such_tool")),
+    )?;
+    let rootless = refused("read_rootless");
+    ensure(
+        matches!(&rootless, Some(IsolationError::NoLiteralRoot { glob, .. }) if glob == "**/*.txt"),
+        format!("{rootless:?}"),
+    )?;
+    ensure(rootless.is_some_and(|e| e.to_string().contains("literal directory root")), "the error says what to do")?;
+    // A refused tool changes nothing: it still runs in-process on a runtime without the setting.
+    // A runtime whose setting does not name an `isolated` tool still isolates it: the setting
+    // can only add isolation.
+    let mut isolation = Isolation::new(test_settings());
+    isolation.isolate_tool("read_unmarked").map_err(|e| e.to_string())?;
+    let (audit, session) = unmarked(Some(isolation)).await;
+    let c = call_on(&audit, &session, "read_raw", serde_json::json!({"path": path("outside/secret.txt")})).await;
+    let notice = c.refused("Permission denied")?;
+    ensure(!notice.contains("runtime's setting"), notice)?;
+    let c = call_on(&audit, &session, "read_rootless", serde_json::json!({"path": path("outside/secret.txt")})).await;
+    ensure(!c.failed && c.notice().is_err(), format!("read_rootless is not isolated: {c:?}"))
+}
+
+async fn two_runtimes_do_not_share_workers(_: Arc<World>) -> Result<(), String> {
+    // Two runtimes isolate the same tool with different limits, each with a warm worker.
+    let slow = test_settings().deadline(Duration::from_secs(120)).cpu_seconds(60);
+    let small = Isolation::new(slow.clone().memory_bytes(192 << 20).warm_workers(1));
+    let large = Isolation::new(slow.memory_bytes(1 << 30).warm_workers(1));
+    small.prewarm::<memory_hog>();
+    large.prewarm::<memory_hog>();
+    wait_until(Duration::from_secs(20), || small.warm("memory_hog") == 1 && large.warm("memory_hog") == 1).await?;
+    let (a_small, s_small) = escapes(small.clone()).await;
+    let (a_large, s_large) = escapes(large.clone()).await;
+    // 256 MiB fits the large runtime's worker and not the small one's.
+    let c = call_on(&a_large, &s_large, "memory_hog", serde_json::json!({"mb": 256})).await;
+    c.succeeded()?;
+    ensure(small.warm("memory_hog") == 1, "the large runtime's call took the small runtime's worker")?;
+    let c = call_on(&a_small, &s_small, "memory_hog", serde_json::json!({"mb": 256})).await;
+    let notice = c.refused("ended without a result")?;
+    ensure(notice.contains("limit hit: address space"), notice)
+}
+
+/// Polls `done` every 20 ms until it holds, or fails after `within`.
+async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> Result<(), String> {
+    let until = std::time::Instant::now() + within;
+    while !done() {
+        if std::time::Instant::now() > until {
+            return Err(format!("not reached within {within:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// The live (not zombie) children of process `parent`, from `/proc`.
+fn children(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next().and_then(|p| p.parse::<u32>().ok()));
+        if ppid == Some(parent) && state != Some("Z") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` is gone (absent, or a zombie nobody reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.split_whitespace().next() == Some("Z")),
+    }
+}
+
+async fn an_idle_worker_is_retired_and_not_replaced_until_called(_: Arc<World>) -> Result<(), String> {
+    let lifetime = Duration::from_millis(400);
+    let isolation = Isolation::new(test_settings().warm_workers(1).idle_lifetime(lifetime));
+    let before = children(std::process::id());
+    isolation.prewarm::<read_raw>();
+    wait_until(Duration::from_secs(20), || isolation.warm("read_raw") == 1).await?;
+    let started: Vec<u32> = children(std::process::id()).into_iter().filter(|p| !before.contains(p)).collect();
+    ensure(started.len() == 1, format!("expected one new worker, found {started:?}"))?;
+    let worker = started[0];
+    // Past its idle lifetime it is killed and reaped, and nothing replaces it.
+    wait_until(Duration::from_secs(10), || gone(worker)).await.map_err(|e| format!("worker {worker} kept: {e}"))?;
+    ensure(isolation.warm("read_raw") == 0, "the pool still counts a worker")?;
+    tokio::time::sleep(lifetime * 2).await;
+    let after: Vec<u32> = children(std::process::id()).into_iter().filter(|p| !before.contains(p)).collect();
+    ensure(after.is_empty(), format!("the pool was refilled while idle: {after:?}"))?;
+    // A call starts its own worker and refills the pool.
+    let (audit, session) = escapes(isolation.clone()).await;
+    let c = call_on(&audit, &session, "read_raw", serde_json::json!({"path": path("allowed/ok.txt")})).await;
+    c.succeeded()?;
+    wait_until(Duration::from_secs(20), || isolation.warm("read_raw") == 1).await
+}
+
+/// The environment variable that makes this binary a runtime with a warm worker and a worker
+/// busy with a call that never returns, which the test then kills.
+const ORPHAN: &str = "ISOLATE_TEST_ORPHAN";
+
+/// The runtime the test kills: prints `READY` once its workers run, then waits.
+fn orphan_parent() {
+    isolate::init_with(test_settings().deadline(Duration::from_secs(120)).warm_workers(1));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        isolate::prewarm::<never_returns>();
+        let w = Arc::new(World::new("orphan").await);
+        let caller = w.clone();
+        tokio::spawn(async move { caller.call("never_returns", serde_json::json!({})).await });
+        // The busy worker, and the pool's refilled one.
+        let _ = wait_until(Duration::from_secs(30), || children(std::process::id()).len() >= 2).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        println!("READY");
+        let _ = std::io::stdout().flush();
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    });
+}
+
+async fn a_killed_runtime_takes_its_workers_along(_: Arc<World>) -> Result<(), String> {
+    let mut parent = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(ORPHAN, "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
+    let _ = std::io::BufRead::read_line(&mut out, &mut line);
+    let workers = children(parent.id());
+    let _ = parent.kill();
+    let _ = parent.wait();
+    ensure(line.trim() == "READY", format!("the runtime did not start its workers: {line:?}"))?;
+    ensure(workers.len() >= 2, format!("expected a busy and a warm worker, found {workers:?}"))?;
+    let all_gone = wait_until(Duration::from_secs(5), || workers.iter().all(|&p| gone(p))).await;
+    let survivors: Vec<u32> = workers.iter().copied().filter(|&p| !gone(p)).collect();
+    for &p in &survivors {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p as i32), nix::sys::signal::Signal::SIGKILL);
+    }
+    all_gone.map_err(|e| format!("workers {survivors:?} outlived their runtime: {e}"))
 }
 
 /// The environment variable that makes this binary run one probe call as if the kernel had no
@@ -610,15 +861,11 @@ fn main() {
     if let Ok(mode) = std::env::var(NO_LANDLOCK) {
         return probe(&mode);
     }
+    if std::env::var_os(ORPHAN).is_some() {
+        return orphan_parent();
+    }
     // First: in a worker this serves the call and exits.
-    isolate::init_with(
-        Settings::default()
-            .deadline(Duration::from_secs(4))
-            .cpu_seconds(1)
-            .memory_bytes(512 << 20)
-            .processes(PROCESSES)
-            .max_message_bytes(1 << 20),
-    );
+    isolate::init_with(test_settings());
     require_kernel();
     // Two variables in the runtime's environment, one declared by `read_env_raw`: set by
     // starting this binary again with them (setting them in-process would need `unsafe`).

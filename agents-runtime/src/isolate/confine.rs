@@ -114,6 +114,9 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
         nix::unistd::setresuid(uid, uid, uid).map_err(|e| format!("setting the worker's user failed: {e}"))?;
     }
 
+    // The parent-death signal, again: a change of credentials clears it.
+    super::worker::tie_to_parent()?;
+
     // 1. Namespaces: no capability in the parent's user namespace; no network unless declared.
     let no_network = policy.net_hosts.is_empty();
     let mut flags = CloneFlags::CLONE_NEWUSER;
@@ -127,6 +130,9 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
         }
         Err(e) => degrade(format!("the kernel refused a user namespace for the worker ({e})"), &mut report)?,
     }
+
+    // And once more: the new user namespace is a change of credentials too.
+    super::worker::tie_to_parent()?;
 
     // 2. Resource limits (hard = soft, but CPU: SIGXCPU first, SIGKILL one second later).
     let l = &header.limits;

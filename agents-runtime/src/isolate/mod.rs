@@ -93,9 +93,33 @@
 //! # Warm workers
 //!
 //! Starting a worker (exec, confinement) costs milliseconds; [`Settings::warm_workers`] keeps
-//! that many started and confined workers per isolated tool, each waiting for one call. A
+//! that many started and confined workers per isolated tool, each blocked reading its call. A
 //! worker still serves **one** call and exits, so no state (and no data of another user)
 //! passes from one call to the next; the pool only moves the start out of the call's path.
+//! The call's frame is written and its result read on the calling task (no thread between
+//! them); the pool is refilled once the call has its result.
+//!
+//! Workers do not outlive their purpose:
+//!
+//! - **Idle lifetime** ([`Settings::idle_lifetime`], 60 s): a warm worker no call took within
+//!   it is killed, and its tool's pool is refilled only when the tool is called again.
+//! - **Parent death**: each worker sets its parent-death signal (`SIGKILL`) and then checks
+//!   that its parent is still the runtime that started it (a runtime that died before the
+//!   signal was set is caught by that check). All workers are started by one long-lived
+//!   thread per set of pools, since the kernel ties the signal to the starting thread.
+//!   Processes a tool body forks are not covered by the signal (they stay confined, in the
+//!   worker's process group, and within its limits).
+//! - **Per runtime**: a runtime built with [`Isolation`]
+//!   ([`RuntimeBuilder::isolation`](crate::run::RuntimeBuilder::isolation)) has its own
+//!   settings and its own pools: two runtimes never share a worker. Runtimes without one share
+//!   the pools of the settings given to [`init_with`].
+//!
+//! # Isolating a tool at run time
+//!
+//! [`Isolation::isolate_tool`] isolates a tool its code does not mark (third-party or
+//! generated code the team decides not to trust). It can only add isolation, never remove it;
+//! the manifest (fixed by the code) does not show it, so each such call's audit notice says
+//! `isolated by the runtime's setting`.
 
 mod confine;
 mod parent;
@@ -103,7 +127,6 @@ mod protocol;
 mod worker;
 
 pub use confine::DENIED_SYSCALLS;
-pub(crate) use parent::call;
 
 use crate::core::{Tool, ToolSpec};
 use crate::tool::{Dispatch, ErasedArgs, Handler};
@@ -137,6 +160,7 @@ pub struct Settings {
     warm_workers: usize,
     max_message_bytes: usize,
     worker_user: (u32, u32),
+    idle_lifetime: Duration,
 }
 
 /// The resource limits set in a worker before the tool runs (`setrlimit`, hard and soft).
@@ -169,6 +193,7 @@ impl Default for Settings {
             warm_workers: 0,
             max_message_bytes: 16 << 20,
             worker_user: (65534, 65534),
+            idle_lifetime: Duration::from_secs(60),
         }
     }
 }
@@ -233,6 +258,13 @@ impl Settings {
         self.worker_user = (uid, gid);
         self
     }
+    /// How long a warm worker may wait for a call (default 60 s). Past it the worker is killed,
+    /// and its tool's pool is not refilled until the tool is called again: a tool nobody calls
+    /// keeps no process alive.
+    pub fn idle_lifetime(mut self, idle: Duration) -> Self {
+        self.idle_lifetime = idle.max(Duration::from_millis(1));
+        self
+    }
     /// The resource limits.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -241,6 +273,13 @@ impl Settings {
 
 /// What [`init`] recorded in the application process.
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// The warm workers of runtimes that use the settings of [`init`].
+fn default_pools() -> Option<&'static parent::Pools> {
+    static POOLS: OnceLock<parent::Pools> = OnceLock::new();
+    let settings = SETTINGS.get()?;
+    Some(POOLS.get_or_init(|| parent::Pools::new(settings.clone())))
+}
 
 /// [`init_with`] the default [`Settings`].
 pub fn init() {
@@ -268,13 +307,166 @@ pub fn settings() -> Option<&'static Settings> {
 /// Starts the warm workers of `T` now (they are otherwise started at its first call), so the
 /// first call does not wait for one. Does nothing without [`init`] or warm workers.
 pub fn prewarm<T: Tool>() {
-    if let Some(settings) = SETTINGS.get() {
-        parent::prewarm(&T::SPEC, settings);
+    if let Some(pools) = default_pools() {
+        pools.prewarm(&T::SPEC);
     }
 }
 
-/// An isolated tool, as its worker finds it by name. `#[tool(isolated)]` registers one per
-/// tool; not for other code.
+/// Carries out an isolated call with the runtime's own [`Isolation`], or the process's
+/// settings when it has none; its result and the audit notice's reason (`isolated: ...`).
+pub(crate) async fn call(
+    isolation: Option<&Isolation>,
+    cx: &crate::tool::CallContext,
+    typed: ErasedArgs,
+    runtime_deadline: Duration,
+) -> (Result<Value, crate::tool::ToolError>, String) {
+    let pools = match isolation {
+        Some(i) if SETTINGS.get().is_some() => Some(&*i.pools),
+        Some(_) => None,
+        None => default_pools(),
+    };
+    let Some(pools) = pools else {
+        let why = "this process did not call `agents_runtime::isolate::init()` at the top of `main`, so no worker can be started";
+        let message = format!("the isolated tool `{}` was refused and nothing ran: {why}", cx.spec.name);
+        return (Err(crate::tool::ToolError::new(message)), format!("isolated: refused, nothing ran: {why}"));
+    };
+    let (result, mut ended) = parent::call(pools, cx, typed, runtime_deadline).await;
+    if !cx.spec.policy.isolated {
+        ended.push_str(
+            "; isolated by the runtime's setting (the tool is not marked `isolated`, so its manifest does not show it)",
+        );
+    }
+    (result, ended)
+}
+
+/// A runtime's own isolation ([`RuntimeBuilder::isolation`](crate::run::RuntimeBuilder::isolation)):
+/// its [`Settings`], its own warm workers (two runtimes never share a worker), and the tools
+/// it isolates although their code does not mark them `isolated`.
+///
+/// Isolation can only be **added** at run time: a tool marked `isolated` in code is isolated
+/// by every runtime, and nothing here can take that away. A tool isolated by this setting
+/// alone is not shown as isolated by its manifest (whose hash is fixed by the code), so every
+/// such call's audit notice says that the runtime's setting isolated it.
+///
+/// ```no_run
+/// use agents_runtime::isolate::{Isolation, Settings};
+///
+/// // In `main`, after `agents_runtime::isolate::init()`:
+/// let mut isolation = Isolation::new(Settings::default().warm_workers(2));
+/// isolation.isolate_tool("convert_document").expect("an isolable tool");
+/// // Runtime::builder(audit, provider).isolation(isolation).build()
+/// ```
+#[derive(Clone)]
+pub struct Isolation {
+    pools: std::sync::Arc<parent::Pools>,
+    added: Vec<&'static str>,
+}
+
+impl std::fmt::Debug for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Isolation").field("settings", self.pools.settings()).field("added", &self.added).finish()
+    }
+}
+
+/// Why [`Isolation::isolate_tool`] refused a tool (nothing was changed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IsolationError {
+    /// No tool of that name can run in a worker of this executable.
+    #[error(
+        "no tool `{0}` in this executable can be isolated: check the name; a handoff tool, or one that takes the agent parameter to call other tools, cannot run in a worker process"
+    )]
+    Unknown(String),
+    /// Two linked tools have that name: a worker could not tell which to run.
+    #[error("two tools in this executable are named `{0}`: rename one before isolating it")]
+    Ambiguous(String),
+    /// A glob of the tool's policy has no literal directory root for the kernel's rules.
+    #[error(
+        "tool `{tool}`: the glob `{glob}` has no literal directory root, so the kernel cannot confine it; begin the glob with an absolute directory"
+    )]
+    NoLiteralRoot {
+        /// The tool.
+        tool: String,
+        /// The glob.
+        glob: String,
+    },
+    /// A host of the tool's policy has no port for the kernel's per-port rules.
+    #[error(
+        "tool `{tool}`: the host `{host}` has no port, and the kernel's network rules are per TCP port; declare one, e.g. `{host}:443`"
+    )]
+    NoPort {
+        /// The tool.
+        tool: String,
+        /// The host.
+        host: String,
+    },
+}
+
+impl Isolation {
+    /// A runtime's isolation with `settings` and its own pools of warm workers. The process
+    /// must still call [`init`] first thing in `main` (that is what lets it serve as a worker).
+    pub fn new(settings: Settings) -> Self {
+        Isolation { pools: std::sync::Arc::new(parent::Pools::new(settings)), added: Vec::new() }
+    }
+
+    /// Also isolates the tool `name`, which its code does not mark `isolated`. Refused when
+    /// no single tool of that name can run in a worker, or when its policy cannot be expressed
+    /// as the kernel's rules (the same checks `#[tool(isolated)]` makes at compile time); a
+    /// refusal changes nothing. A runtime built earlier keeps what it was given.
+    pub fn isolate_tool(&mut self, name: &str) -> Result<&mut Self, IsolationError> {
+        let tool = unique(name)?;
+        let policy = &tool.spec.policy;
+        for glob in policy.fs_read.iter().chain(policy.fs_write) {
+            if agents_core::policy::glob_literal_root(glob).is_none() {
+                return Err(IsolationError::NoLiteralRoot { tool: name.to_owned(), glob: (*glob).to_owned() });
+            }
+        }
+        for host in policy.net_hosts {
+            if host.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
+                return Err(IsolationError::NoPort { tool: name.to_owned(), host: (*host).to_owned() });
+            }
+        }
+        if !policy.isolated && !self.added.contains(&tool.spec.name) {
+            self.added.push(tool.spec.name);
+        }
+        Ok(self)
+    }
+
+    /// Whether this runtime isolates the tool of `spec` (marked in code, or added here).
+    pub fn isolates(&self, spec: &ToolSpec) -> bool {
+        spec.policy.isolated || self.adds(spec.name)
+    }
+
+    /// Whether `tool` is isolated by this setting although its code does not mark it.
+    pub(crate) fn adds(&self, tool: &str) -> bool {
+        self.added.contains(&tool)
+    }
+
+    /// Starts the warm workers of `T` now (they are otherwise started after its first call).
+    pub fn prewarm<T: Tool>(&self) {
+        if SETTINGS.get().is_some() && self.isolates(&T::SPEC) {
+            self.pools.prewarm(&T::SPEC);
+        }
+    }
+
+    /// How many started and confined workers of `tool` wait for a call.
+    pub fn warm(&self, tool: &str) -> usize {
+        self.pools.warm(tool)
+    }
+}
+
+/// The one tool named `name` that can run in a worker of this executable.
+fn unique(name: &str) -> Result<&'static IsolatedTool, IsolationError> {
+    let mut found = inventory::iter::<IsolatedTool>.into_iter().filter(|t| t.spec.name == name);
+    match (found.next(), found.next()) {
+        (Some(tool), None) => Ok(tool),
+        (Some(_), Some(_)) => Err(IsolationError::Ambiguous(name.to_owned())),
+        (None, _) => Err(IsolationError::Unknown(name.to_owned())),
+    }
+}
+
+/// A tool that can run in a worker, as the worker finds it by name. `#[tool]` registers each
+/// tool that has an execution path and does not take the agent parameter; not for other code.
 #[doc(hidden)]
 pub struct IsolatedTool {
     pub(crate) spec: &'static ToolSpec,
@@ -291,9 +483,9 @@ impl IsolatedTool {
 
 inventory::collect!(IsolatedTool);
 
-/// The registration of the isolated tool `name` linked into this executable.
+/// The registration of the tool `name` linked into this executable, when exactly one has it.
 fn registered(name: &str) -> Option<&'static IsolatedTool> {
-    inventory::iter::<IsolatedTool>.into_iter().find(|t| t.spec.name == name)
+    unique(name).ok()
 }
 
 /// Checked arguments of an isolated call, kept as JSON for the worker.

@@ -1,64 +1,61 @@
 //! The runtime's side: starting (or taking a warm) worker, sending the call, waiting for the
 //! result under the deadline, killing the worker's process group, and saying how it ended.
+//!
+//! Workers are started by one long-lived thread per set of pools (the *spawner*): a worker's
+//! parent-death signal fires when the thread that started it ends, so no short-lived thread
+//! may start one. A call takes a warm worker (or asks the spawner for one), writes its frame on
+//! the calling task, and awaits the result that the worker's reader thread hands over; the
+//! spawner refills the pool once the call has its result, and retires workers left idle.
 
 use super::protocol::{CallFrame, Confinement, FrameError, Outcome, Ready, read_frame, write_frame};
-use super::{SETTINGS, Settings, WORKER_ENV, WorkerArgs};
+use super::{Settings, WORKER_ENV, WorkerArgs};
 use crate::core::ToolSpec;
 use crate::tool::{CallContext, ErasedArgs, ToolError};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::io::Read;
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
 
 /// How long a worker may take to start and confine itself.
 const START_DEADLINE: Duration = Duration::from_secs(10);
 /// How much of a worker's stderr is kept (to recognise a failed allocation).
 const STDERR_KEPT: usize = 16 << 10;
+/// A call frame up to this size is written on the calling task: the worker that reported
+/// itself confined is blocked reading its call, so the write completes at once. A larger one
+/// is written on a blocking thread.
+const INLINE_FRAME: usize = 16 << 10;
 
-/// A frame from a worker's stdout, read by its reader thread.
-enum Frame {
-    Ready(Ready),
-    Outcome(Outcome),
-    Failed(FrameError),
-}
-
-/// A started worker: confined and waiting for its call once `confinement` is set.
+/// A started worker: confined and waiting for its call.
 struct Worker {
-    child: Child,
+    /// `None` once handed to the reaper.
+    child: Option<Child>,
+    pid: i32,
     stdin: Option<ChildStdin>,
-    frames: Receiver<Frame>,
+    /// The protocol's output (the result frame), read on the calling task.
+    stdout: Option<OwnedFd>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// The thread that keeps the start of stderr; it ends when every holder of the pipe is gone.
     stderr_reader: Option<std::thread::JoinHandle<()>>,
     confinement: Confinement,
-}
-
-impl Worker {
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Kills the worker's process group (the worker and anything it started) and reaps it.
-    fn kill(&mut self) -> Option<ExitStatus> {
-        kill_group(self.pid());
-        self.child.wait().ok()
-    }
+    /// When it reported itself confined (a warm worker's idle time counts from here).
+    since: Instant,
 }
 
 impl Drop for Worker {
+    /// Kills the worker's process group (the worker and anything it started) and hands the
+    /// child to the reaper thread, off the caller's path.
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            self.kill();
-        } else {
-            // Exited: anything it left in its group goes too.
-            kill_group(self.pid());
+        // Once reaped (`child` taken), its pid may be another process's: not signalled.
+        if let Some(child) = self.child.take() {
+            kill_group(self.pid);
+            reap(child);
         }
     }
 }
@@ -70,11 +67,34 @@ fn kill_group(pid: i32) {
     }
 }
 
-/// Starts a worker for `spec` and waits until it is confined (or refused).
+/// Waits for killed workers on the reaper thread.
+fn reap(child: Child) {
+    static REAPER: OnceLock<Mutex<std::sync::mpsc::Sender<Child>>> = OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Child>();
+        std::thread::Builder::new()
+            .name("agents-isolate-reaper".to_owned())
+            .spawn(move || {
+                for mut child in rx {
+                    let _ = child.wait();
+                }
+            })
+            .expect("start the isolated workers' reaper thread");
+        Mutex::new(tx)
+    });
+    if let Err(returned) = reaper.lock().unwrap_or_else(|e| e.into_inner()).send(child) {
+        let mut child = returned.0;
+        let _ = child.wait();
+    }
+}
+
+/// Starts a worker for `spec` and waits until it is confined (or refused). Called on the
+/// spawner thread only (see the module docs).
 fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String> {
     let exe = std::env::current_exe().map_err(|e| format!("the current executable cannot be found: {e}"))?;
     let mut command = Command::new(exe);
-    command.env_clear().env(WORKER_ENV, "1");
+    // The worker checks its parent against this pid after setting its parent-death signal.
+    command.env_clear().env(WORKER_ENV, std::process::id().to_string());
     for var in spec.policy.env_vars {
         if let Some(value) = std::env::var_os(var) {
             command.env(var, value);
@@ -88,11 +108,12 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
         .process_group(0)
         .spawn()
         .map_err(|e| format!("the worker process could not be started: {e}"))?;
-    let (Some(mut stdin), Some(mut stdout), Some(mut stderr_pipe)) =
+    let pid = child.id() as i32;
+    let (Some(mut stdin), Some(stdout), Some(mut stderr_pipe)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        kill_group(child.id() as i32);
-        let _ = child.wait();
+        kill_group(pid);
+        reap(child);
         return Err("the worker's pipes could not be opened".to_owned());
     };
     let stderr = Arc::new(Mutex::new(Vec::new()));
@@ -108,24 +129,6 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
             kept.extend_from_slice(&buf[..n.min(room)]);
         }
     });
-    let (tx, frames) = sync_channel(2);
-    let max = settings.max_message_bytes;
-    std::thread::spawn(move || {
-        let ready = match read_frame::<Ready>(&mut stdout, 64 << 10) {
-            Ok(r) => Frame::Ready(r),
-            Err(e) => {
-                let _ = tx.send(Frame::Failed(e));
-                return;
-            }
-        };
-        if tx.send(ready).is_err() {
-            return;
-        }
-        let _ = tx.send(match read_frame::<Outcome>(&mut stdout, max) {
-            Ok(o) => Frame::Outcome(o),
-            Err(e) => Frame::Failed(e),
-        });
-    });
     let header = super::protocol::Header {
         tool: spec.name.to_owned(),
         limits: settings.limits,
@@ -134,9 +137,10 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
         worker_user: settings.worker_user,
     };
     let mut worker = Worker {
-        child,
+        child: Some(child),
+        pid,
         stdin: None,
-        frames,
+        stdout: None,
         stderr,
         stderr_reader: Some(stderr_reader),
         confinement: Confinement {
@@ -147,113 +151,299 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
             degraded: false,
             missing_roots: Vec::new(),
         },
+        since: Instant::now(),
     };
     if write_frame(&mut stdin, &header).is_err() {
-        let status = worker.kill();
+        let status = wait_exit(&mut worker, Duration::from_secs(1));
         return Err(format!("the worker did not take its request ({})", describe_exit(status, &worker.stderr)));
     }
     worker.stdin = Some(stdin);
-    match worker.frames.recv_timeout(START_DEADLINE) {
-        Ok(Frame::Ready(Ready::Confined(c))) => {
+    let mut stdout = std::fs::File::from(OwnedFd::from(stdout));
+    match read_ready(&mut stdout, Instant::now() + START_DEADLINE) {
+        Ok(Ready::Confined(c)) => {
             worker.confinement = c;
+            worker.stdout = Some(stdout.into());
+            worker.since = Instant::now();
             Ok(worker)
         }
-        Ok(Frame::Ready(Ready::Refused(reason))) => {
-            worker.kill();
-            Err(format!("refused by the worker: {reason}"))
-        }
-        Ok(_) | Err(RecvTimeoutError::Disconnected) => {
-            let status = worker.kill();
+        Ok(Ready::Refused(reason)) => Err(format!("refused by the worker: {reason}")),
+        Err(None) => Err(format!(
+            "the worker did not report its confinement within {} s and was killed",
+            START_DEADLINE.as_secs()
+        )),
+        Err(Some(_)) => {
+            let status = wait_exit(&mut worker, Duration::from_secs(1));
             Err(format!(
                 "the worker ended before it was confined ({}); is `agents_runtime::isolate::init()` the first call in `main`?",
                 describe_exit(status, &worker.stderr)
             ))
         }
-        Err(RecvTimeoutError::Timeout) => {
-            worker.kill();
-            Err(format!(
-                "the worker did not report its confinement within {} s and was killed",
-                START_DEADLINE.as_secs()
-            ))
+    }
+}
+
+/// Reads the worker's ready frame before `until`: `Err(None)` when the time ran out.
+fn read_ready(stdout: &mut std::fs::File, until: Instant) -> Result<Ready, Option<FrameError>> {
+    struct Deadlined<'a>(&'a mut std::fs::File, Instant);
+    impl Read for Deadlined<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+            let left = self.1.saturating_duration_since(Instant::now());
+            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(self.0.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, timeout) {
+                Ok(0) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+                Ok(_) => self.0.read(buf),
+                Err(e) => Err(std::io::Error::from(e)),
+            }
+        }
+    }
+    let mut input = Deadlined(stdout, until);
+    match read_frame::<Ready>(&mut input, 64 << 10) {
+        Ok(ready) => Ok(ready),
+        Err(_) if Instant::now() >= until => Err(None),
+        Err(e) => Err(Some(e)),
+    }
+}
+
+/// Reads the result frame from the worker's pipe on the calling task (no thread between the
+/// worker's write and the caller), at most `max` bytes.
+async fn read_outcome(pipe: tokio::net::unix::pipe::Receiver, max: usize) -> Result<Outcome, FrameError> {
+    let mut len = [0u8; 4];
+    let mut have = 0;
+    while have < len.len() {
+        have += read_some(&pipe, &mut len[have..]).await?;
+    }
+    let n = u32::from_le_bytes(len) as usize;
+    if n > max {
+        return Err(FrameError::TooLarge(n));
+    }
+    let mut bytes = vec![0u8; n];
+    let mut have = 0;
+    while have < n {
+        have += read_some(&pipe, &mut bytes[have..]).await?;
+    }
+    serde_json::from_slice(&bytes).map_err(|e| FrameError::Malformed(e.to_string()))
+}
+
+/// The worker's result pipe, registered with the calling task's reactor; `None` when the
+/// runtime has no I/O driver (tokio panics then, which is caught here).
+fn result_pipe(stdout: OwnedFd) -> Option<tokio::net::unix::pipe::Receiver> {
+    let register = std::panic::AssertUnwindSafe(move || tokio::net::unix::pipe::Receiver::from_owned_fd(stdout));
+    std::panic::catch_unwind(register).ok()?.ok()
+}
+
+/// Some bytes (at least one) from the pipe, waiting until it is readable.
+async fn read_some(pipe: &tokio::net::unix::pipe::Receiver, buf: &mut [u8]) -> Result<usize, FrameError> {
+    loop {
+        match pipe.try_read(buf) {
+            Ok(0) => return Err(FrameError::Closed),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                pipe.readable().await.map_err(|_| FrameError::Closed)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(FrameError::Closed),
         }
     }
 }
 
-/// Warm workers, per tool, each confined and waiting for one call.
-static POOL: Mutex<Option<HashMap<&'static str, Pool>>> = Mutex::new(None);
+/// Warm workers per tool, and the spawner thread that starts every worker of this set.
+pub(crate) struct Pools {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    settings: Settings,
+    state: Mutex<State>,
+    wake: Condvar,
+}
 
 #[derive(Default)]
+struct State {
+    pools: HashMap<&'static str, Pool>,
+    /// Calls that found no warm worker, waiting for one started for them.
+    cold: VecDeque<(&'static ToolSpec, oneshot::Sender<Result<Worker, String>>)>,
+    spawner: bool,
+    closed: bool,
+}
+
 struct Pool {
-    idle: Vec<Worker>,
-    filling: bool,
+    spec: &'static ToolSpec,
+    /// Confined workers waiting for a call, oldest first.
+    idle: VecDeque<Worker>,
+    /// How many to keep waiting: the settings' number once the tool was called (or
+    /// prewarmed), 0 after the pool was left idle past the idle lifetime or a start failed.
+    want: usize,
 }
 
-/// A warm worker for `spec`, when one is waiting.
-fn take_warm(spec: &'static ToolSpec) -> Option<Worker> {
-    let mut pools = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    pools.get_or_insert_with(HashMap::new).get_mut(spec.name).and_then(|p| p.idle.pop())
-}
-
-/// Starts warm workers for `spec` in the background until `settings.warm_workers` wait.
-pub(super) fn prewarm(spec: &'static ToolSpec, settings: &'static Settings) {
-    if settings.warm_workers == 0 {
-        return;
+impl Pools {
+    pub(crate) fn new(settings: Settings) -> Self {
+        let shared = Shared { settings, state: Mutex::new(State::default()), wake: Condvar::new() };
+        Pools { shared: Arc::new(shared) }
     }
-    {
-        let mut pools = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let pool = pools.get_or_insert_with(HashMap::new).entry(spec.name).or_default();
-        if pool.filling || pool.idle.len() >= settings.warm_workers {
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.shared.settings
+    }
+
+    /// Asks for `spec`'s pool to be filled (off the caller's path: the spawner does it).
+    pub(crate) fn prewarm(&self, spec: &'static ToolSpec) {
+        let mut state = self.shared.lock();
+        let want = self.shared.settings.warm_workers;
+        state.pools.entry(spec.name).or_insert_with(|| Pool { spec, idle: VecDeque::new(), want: 0 }).want = want;
+        self.shared.start_spawner(&mut state);
+        drop(state);
+        self.shared.wake.notify_one();
+    }
+
+    /// How many workers of `tool` wait for a call.
+    pub(crate) fn warm(&self, tool: &str) -> usize {
+        self.shared.lock().pools.get(tool).map_or(0, |p| p.idle.len())
+    }
+
+    /// A warm worker, when one waits.
+    fn take(&self, spec: &'static ToolSpec) -> Option<Worker> {
+        let mut state = self.shared.lock();
+        state.pools.get_mut(spec.name).and_then(|p| p.idle.pop_front())
+    }
+
+    /// A worker started for this call by the spawner.
+    async fn cold(&self, spec: &'static ToolSpec) -> Result<Worker, String> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = self.shared.lock();
+            state.cold.push_back((spec, tx));
+            self.shared.start_spawner(&mut state);
+        }
+        self.shared.wake.notify_one();
+        rx.await.unwrap_or_else(|_| Err("the worker spawner thread ended".to_owned()))
+    }
+}
+
+impl Drop for Pools {
+    /// The spawner ends and kills the waiting workers.
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn start_spawner(self: &Arc<Self>, state: &mut State) {
+        if state.spawner {
             return;
         }
-        pool.filling = true;
+        let shared = self.clone();
+        let started = std::thread::Builder::new().name("agents-isolate-spawner".to_owned()).spawn(move || shared.run());
+        state.spawner = started.is_ok();
     }
-    std::thread::spawn(move || {
+
+    /// The spawner: serves cold starts first, then fills the pools that want workers, and
+    /// retires workers idle past the idle lifetime. Never ends before the pools are dropped
+    /// (a worker's parent-death signal is tied to this thread).
+    fn run(&self) {
+        let lifetime = self.settings.idle_lifetime;
         loop {
-            let worker = spawn(spec, settings);
-            let mut pools = POOL.lock().unwrap_or_else(|e| e.into_inner());
-            let pool = pools.get_or_insert_with(HashMap::new).entry(spec.name).or_default();
-            match worker {
-                Ok(w) if pool.idle.len() < settings.warm_workers => pool.idle.push(w),
-                // Full, or the worker was refused: the next call starts (and reports) its own.
-                _ => {
-                    pool.filling = false;
-                    return;
+            let mut retired = Vec::new();
+            let job = {
+                let mut state = self.lock();
+                loop {
+                    if state.closed {
+                        let pools = std::mem::take(&mut state.pools);
+                        drop(state);
+                        drop(pools);
+                        return;
+                    }
+                    if let Some((spec, reply)) = state.cold.pop_front() {
+                        break Some(Job::Cold(spec, reply));
+                    }
+                    let now = Instant::now();
+                    let mut next = now + Duration::from_secs(3600);
+                    for pool in state.pools.values_mut() {
+                        while pool.idle.front().is_some_and(|w| now.duration_since(w.since) >= lifetime) {
+                            retired.extend(pool.idle.pop_front());
+                            // Left idle that long: no refill until the tool is called again.
+                            pool.want = 0;
+                        }
+                        if let Some(w) = pool.idle.front() {
+                            next = next.min(w.since + lifetime);
+                        }
+                    }
+                    if !retired.is_empty() {
+                        break None;
+                    }
+                    if let Some(pool) = state.pools.values().find(|p| p.idle.len() < p.want) {
+                        break Some(Job::Fill(pool.spec));
+                    }
+                    state = self
+                        .wake
+                        .wait_timeout(state, next.saturating_duration_since(now))
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+            };
+            // Killed outside the lock.
+            drop(retired);
+            match job {
+                None => {}
+                Some(Job::Cold(spec, reply)) => {
+                    // A worker nobody waits for any more is dropped, which kills it.
+                    let _ = reply.send(spawn(spec, &self.settings));
+                }
+                Some(Job::Fill(spec)) => {
+                    let worker = spawn(spec, &self.settings);
+                    let mut state = self.lock();
+                    if let Some(pool) = state.pools.get_mut(spec.name) {
+                        match worker {
+                            Ok(w) if pool.idle.len() < pool.want => pool.idle.push_back(w),
+                            Ok(_) => {}
+                            // Refused: the next call starts (and reports) its own.
+                            Err(_) => pool.want = 0,
+                        }
+                    }
                 }
             }
-            if pool.idle.len() >= settings.warm_workers {
-                pool.filling = false;
-                return;
-            }
         }
-    });
+    }
 }
 
-/// Kills the worker whose pid it holds when the call's future is dropped before the worker
-/// ended (a stopped run, the runtime's own deadline).
-struct KillOnDrop(Arc<AtomicI32>);
+enum Job {
+    Cold(&'static ToolSpec, oneshot::Sender<Result<Worker, String>>),
+    Fill(&'static ToolSpec),
+}
 
-impl Drop for KillOnDrop {
+/// Refills the pool of the tool it names when dropped: after the call has its result, or when
+/// the call's future is dropped.
+struct Refill<'a>(&'a Pools, &'static ToolSpec);
+
+impl Drop for Refill<'_> {
     fn drop(&mut self) {
-        kill_group(self.0.swap(0, Ordering::SeqCst));
+        if self.0.shared.settings.warm_workers > 0 {
+            self.0.prewarm(self.1);
+        }
     }
 }
 
 /// Carries out an isolated call: its result, and how the worker ended (for the audit notice,
 /// starting with `isolated:`).
 pub(crate) async fn call(
+    pools: &Pools,
     cx: &CallContext,
     typed: ErasedArgs,
     runtime_deadline: Duration,
 ) -> (Result<Value, ToolError>, String) {
     let spec = cx.spec;
+    let settings = pools.settings();
+    let fail = |message: String, ended: String| (Err(ToolError::new(message)), ended);
     let refused = |why: String| {
-        let message = format!("the isolated tool `{}` was refused and nothing ran: {why}", spec.name);
-        (Err(ToolError::new(message)), format!("isolated: refused, nothing ran: {why}"))
-    };
-    let Some(settings) = SETTINGS.get() else {
-        return refused(
-            "this process did not call `agents_runtime::isolate::init()` at the top of `main`, so no worker can be started".to_owned(),
-        );
+        fail(
+            format!("the isolated tool `{}` was refused and nothing ran: {why}", spec.name),
+            format!("isolated: refused, nothing ran: {why}"),
+        )
     };
     let Some(WorkerArgs(args)) = typed.take::<WorkerArgs>() else {
         return refused("its arguments were not kept for a worker".to_owned());
@@ -266,60 +456,46 @@ pub(crate) async fn call(
         token_id: cx.approved.as_ref().map(|a| a.token_id.clone()),
         args,
     };
+    let mut bytes = Vec::new();
+    if let Err(e) = write_frame(&mut bytes, &frame) {
+        return refused(format!("its arguments could not be written ({e})"));
+    }
+    drop(frame);
     let deadline = settings.deadline.min(runtime_deadline);
-    let pid = Arc::new(AtomicI32::new(0));
-    let guard = KillOnDrop(pid.clone());
-    let job = tokio::task::spawn_blocking(move || blocking_call(spec, settings, frame, deadline, &pid));
-    let outcome = match job.await {
-        Ok(outcome) => outcome,
-        Err(_) => refused("the thread that ran the call failed".to_owned()),
+    let _refill = Refill(pools, spec);
+    let mut worker = match pools.take(spec) {
+        Some(w) => w,
+        None => match pools.cold(spec).await {
+            Ok(w) => w,
+            Err(why) => return refused(why),
+        },
     };
-    drop(guard);
-    outcome
-}
-
-/// The call, on a blocking thread.
-fn blocking_call(
-    spec: &'static ToolSpec,
-    settings: &'static Settings,
-    frame: CallFrame,
-    deadline: Duration,
-    pid: &AtomicI32,
-) -> (Result<Value, ToolError>, String) {
-    let fail = |message: String, ended: String| (Err(ToolError::new(message)), ended);
-    let warm = take_warm(spec);
-    let worker = match warm {
-        Some(w) => Ok(w),
-        None => spawn(spec, settings),
-    };
-    let mut worker = match worker {
-        Ok(w) => w,
-        Err(why) => {
-            return fail(
-                format!("the isolated tool `{}` was refused and nothing ran: {why}", spec.name),
-                format!("isolated: refused, nothing ran: {why}"),
-            );
-        }
-    };
-    pid.store(worker.pid(), Ordering::SeqCst);
     let confined = worker.confinement.describe();
+    // The result pipe joins the calling task's reactor before anything is sent, so a runtime
+    // that cannot read it refuses the call with nothing run.
+    let Some(pipe) = worker.stdout.take().and_then(result_pipe) else {
+        return refused(
+            "the async runtime running the call has no I/O driver (build it with `enable_io` or `enable_all`)"
+                .to_owned(),
+        );
+    };
     let started = Instant::now();
     let sent = match worker.stdin.take() {
-        Some(mut stdin) => write_frame(&mut stdin, &frame).is_ok(),
+        Some(mut stdin) if bytes.len() <= INLINE_FRAME => stdin.write_all(&bytes).is_ok(),
+        Some(mut stdin) => tokio::task::spawn_blocking(move || stdin.write_all(&bytes).is_ok()).await.unwrap_or(false),
         None => false,
     };
-    drop(frame);
     let received = if sent {
-        worker.frames.recv_timeout(deadline.saturating_sub(started.elapsed()))
+        let outcome = read_outcome(pipe, settings.max_message_bytes);
+        tokio::time::timeout(deadline.saturating_sub(started.elapsed()), outcome).await
     } else {
-        Err(RecvTimeoutError::Disconnected)
+        Ok(Err(FrameError::Closed))
     };
-    let result = match received {
-        Ok(Frame::Outcome(outcome)) => {
+    match received {
+        Ok(Ok(outcome)) => {
             // The result is in: nothing of the tool may run on. Its process group is killed at
-            // once and reaped off the call's path.
-            kill_group(worker.pid());
-            reap(worker);
+            // once (dropping the worker) and reaped off the call's path.
+            drop(worker);
             let ended = format!(
                 "isolated: result delivered, then the worker's process group was killed; confined by {confined}"
             );
@@ -328,8 +504,8 @@ fn blocking_call(
                 Outcome::Err(message) => (Err(ToolError::new(message)), ended),
             }
         }
-        Ok(Frame::Failed(FrameError::TooLarge(n))) => {
-            worker.kill();
+        Ok(Err(FrameError::TooLarge(n))) => {
+            drop(worker);
             let why = format!(
                 "its result of {n} bytes is larger than the {} bytes allowed; the worker was killed",
                 settings.max_message_bytes
@@ -339,16 +515,16 @@ fn blocking_call(
                 format!("isolated: {why}; confined by {confined}"),
             )
         }
-        Ok(Frame::Failed(FrameError::Malformed(e))) => {
-            worker.kill();
+        Ok(Err(FrameError::Malformed(e))) => {
+            drop(worker);
             let why = format!("its result frame was not valid ({e}); the worker was killed");
             fail(
                 format!("the isolated tool `{}` failed: {why}", spec.name),
                 format!("isolated: {why}; confined by {confined}"),
             )
         }
-        Err(RecvTimeoutError::Timeout) => {
-            worker.kill();
+        Err(_) => {
+            drop(worker);
             let why = format!(
                 "limit hit: wall-clock deadline of {} s; the worker's process group was killed",
                 deadline.as_secs_f64()
@@ -358,31 +534,19 @@ fn blocking_call(
                 format!("isolated: {why}; confined by {confined}"),
             )
         }
-        Ok(_) | Err(RecvTimeoutError::Disconnected) => {
-            let status = wait_exit(&mut worker, deadline.saturating_sub(started.elapsed()));
-            let why = describe_exit(status, &worker.stderr);
+        Ok(Err(FrameError::Closed)) => {
+            let within = deadline.saturating_sub(started.elapsed());
+            let why = tokio::task::spawn_blocking(move || {
+                let status = wait_exit(&mut worker, within);
+                describe_exit(status, &worker.stderr)
+            })
+            .await
+            .unwrap_or_else(|_| "its exit status is unknown".to_owned());
             fail(
                 format!("the isolated tool `{}` ended without a result: {why}; its outcome is unknown", spec.name),
                 format!("isolated: {why}; confined by {confined}"),
             )
         }
-    };
-    pid.store(0, Ordering::SeqCst);
-    // Refill in the background for the next call (off this call's path: it has its result).
-    prewarm(spec, settings);
-    result
-}
-
-/// Reaps a killed worker on the reaper thread, off the call's path.
-fn reap(worker: Worker) {
-    static REAPER: OnceLock<Mutex<std::sync::mpsc::Sender<Worker>>> = OnceLock::new();
-    let reaper = REAPER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Worker>();
-        std::thread::spawn(move || rx.into_iter().for_each(drop));
-        Mutex::new(tx)
-    });
-    if let Err(returned) = reaper.lock().unwrap_or_else(|e| e.into_inner()).send(worker) {
-        drop(returned.0);
     }
 }
 
@@ -390,17 +554,19 @@ fn reap(worker: Worker) {
 /// wrote to stderr has been read.
 fn wait_exit(worker: &mut Worker, within: Duration) -> Option<ExitStatus> {
     let until = Instant::now() + within;
+    let mut child = worker.child.take()?;
     let status = loop {
-        match worker.child.try_wait() {
-            Ok(Some(status)) => {
-                kill_group(worker.pid());
-                break Some(status);
-            }
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_micros(50)),
-            _ => break worker.kill(),
+            _ => {
+                kill_group(worker.pid);
+                break child.wait().ok();
+            }
         }
     };
-    // The whole group is gone, so the pipe is closed and the reader ends.
+    // Anything it left in its group goes too; then the pipe is closed and the reader ends.
+    kill_group(worker.pid);
     if let Some(reader) = worker.stderr_reader.take() {
         let _ = reader.join();
     }

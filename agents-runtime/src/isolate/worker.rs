@@ -17,6 +17,10 @@ pub(super) const EXIT_PROTOCOL: i32 = 97;
 
 /// Serves one call and exits; never returns.
 pub(super) fn serve() -> ! {
+    // Dies with the runtime: the kernel kills it when the thread that started it ends.
+    if tie_to_parent().is_err() {
+        std::process::exit(EXIT_PROTOCOL);
+    }
     // The protocol's output is a duplicate of stdout; the tool's own stdout goes to stderr, so
     // nothing the tool prints can pass for a frame.
     let out: OwnedFd = match nix::unistd::dup(std::io::stdout()) {
@@ -63,6 +67,7 @@ pub(super) fn serve() -> ! {
             std::process::exit(EXIT_PROTOCOL);
         }
     };
+    warm_up(&runtime);
     let call: CallFrame = match read_frame(&mut input, header.max_message_bytes) {
         Ok(c) => c,
         // The runtime closed the pipe: a warm worker it no longer needs.
@@ -73,6 +78,29 @@ pub(super) fn serve() -> ! {
     let written = write_frame(&mut out, &outcome);
     let _ = out.flush();
     std::process::exit(if written.is_ok() { 0 } else { EXIT_PROTOCOL });
+}
+
+/// Runs once what every call runs (reading a frame, the async runtime, writing a frame) on
+/// made-up data, so that a warm worker has touched that code and memory before its call comes:
+/// the first touch of each page of a fresh process costs a fault, which would otherwise fall
+/// on the call's path.
+fn warm_up(runtime: &tokio::runtime::Runtime) {
+    let sample = CallFrame {
+        principal: crate::core::Principal::new("user", "org", "role"),
+        run_id: "run".to_owned(),
+        session_id: "session".to_owned(),
+        call_id: "call".to_owned(),
+        token_id: None,
+        args: serde_json::json!({"text": "warm up", "n": 1, "list": [true, null, 1.5]}),
+    };
+    let mut bytes = Vec::new();
+    if write_frame(&mut bytes, &sample).is_ok() {
+        let _ = read_frame::<CallFrame>(&mut bytes.as_slice(), bytes.len());
+    }
+    runtime.block_on(async { tokio::task::yield_now().await });
+    let mut out = Vec::new();
+    let _ = write_frame(&mut out, &Outcome::Ok(serde_json::json!({"warm": "up"})));
+    std::hint::black_box(out);
 }
 
 /// Runs the tool's handler on the call.
@@ -108,4 +136,19 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
         Ok(Err(e)) => Outcome::Err(e.message),
         Err(_) => Outcome::Err(PANICKED.to_owned()),
     }
+}
+
+/// Sets the worker's parent-death signal (`SIGKILL`), then checks that its parent is still the
+/// runtime that started it: a runtime that ended before the signal was set left the worker to
+/// another parent, which the signal does not cover, and the worker exits. Set again after each
+/// change of credentials (the kernel clears it then).
+pub(super) fn tie_to_parent() -> Result<(), String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
+    let expected = std::env::var(super::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    let parent = nix::unistd::getppid().as_raw();
+    if expected != Some(parent) {
+        return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
+    }
+    Ok(())
 }

@@ -89,6 +89,8 @@ pub(super) struct Inner {
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
     pub(super) max_result_bytes: usize,
+    /// The runtime's own isolation settings, workers and added isolated tools.
+    pub(crate) isolation: Option<crate::isolate::Isolation>,
     /// Tool calls of one model answer that run; the rest are refused.
     pub(super) max_tool_calls_per_answer: usize,
     /// A session unused for this long starts afresh, and is purged.
@@ -151,6 +153,7 @@ pub struct RuntimeBuilder {
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
+    isolation: Option<crate::isolate::Isolation>,
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
     history_bytes: usize,
@@ -337,6 +340,13 @@ impl RuntimeBuilder {
         self.mcp_imports = Some(imports);
         self
     }
+    /// This runtime's isolated tools: its own settings and warm workers, and tools isolated
+    /// although their code does not mark them (see [`crate::isolate::Isolation`]). Without
+    /// it, isolated tools use the settings of [`crate::isolate::init_with`].
+    pub fn isolation(mut self, isolation: crate::isolate::Isolation) -> Self {
+        self.isolation = Some(isolation);
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -372,6 +382,7 @@ impl RuntimeBuilder {
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
+                isolation: self.isolation,
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
                 history_bytes: self.history_bytes,
@@ -516,6 +527,7 @@ impl Runtime {
                 .to_owned(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            isolation: None,
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             history_bytes: DEFAULT_HISTORY_BYTES,

@@ -31,7 +31,7 @@ pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     if ctx.cancel.is_cancelled() {
         return Err(stopped(ctx));
     }
-    if cx.spec.policy.isolated {
+    if cx.spec.policy.isolated || ctx.inner.isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
         return run_isolated(ctx, cx, typed).await;
     }
     let started = tokio::time::Instant::now();
@@ -80,7 +80,7 @@ async fn run_isolated<A: crate::tool::Registry>(
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
-    let call = crate::isolate::call(cx, typed, ctx.inner.tool_timeout);
+    let call = crate::isolate::call(ctx.inner.isolation.as_ref(), cx, typed, ctx.inner.tool_timeout);
     let Some((result, ended)) = unless_cancelled(&ctx.cancel, call).await else {
         let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
         return Err(ToolError::new(format!(

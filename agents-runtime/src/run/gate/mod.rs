@@ -157,7 +157,7 @@ async fn check<A: Registry>(
         tool: call.name.to_owned(),
         args: Some(secrets.value(ctx.redact_args(schema, &args))),
     });
-    let parsed = (entry.parse)(&args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+    let parsed = parse_args(ctx, entry, &args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
     let mut typed = match parsed {
         Ok(t) => t,
         Err(reason) => {
@@ -192,6 +192,15 @@ async fn check<A: Registry>(
         schema.redact_owned(args, &ctx.inner.redaction)
     };
     Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets })
+}
+
+/// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
+/// JSON for its worker (see `crate::isolate::Isolation`).
+fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &ToolEntry<A>, args: &Value) -> Result<ErasedArgs, String> {
+    match &ctx.inner.isolation {
+        Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
+        _ => (entry.parse)(args),
+    }
 }
 
 /// The refusal text of arguments the strict parse refused, with the secret values it may
@@ -237,7 +246,7 @@ async fn intercept<A: Registry>(
             Decision::ProceedWith(new_args) => {
                 let replaced = agents_core::strict::check_value(&new_args)
                     .map_err(|e| e.to_string())
-                    .and_then(|()| (entry.parse)(&new_args));
+                    .and_then(|()| parse_args(ctx, entry, &new_args));
                 match replaced {
                     Err(e) => {
                         // The refusal may quote the replacement's own secret values.
