@@ -207,6 +207,17 @@ enum Waited {
     TimedOut,
 }
 
+impl Waited {
+    /// What came of the wait, as the `agents.decision` attribute names it.
+    fn decision(&self) -> &'static str {
+        match self {
+            Waited::Answer(Ok(Verdict::Approve)) => "approved",
+            Waited::Answer(Ok(Verdict::Reject)) => "rejected",
+            Waited::Answer(Err(_)) | Waited::TimedOut => "undecided",
+        }
+    }
+}
+
 /// One action call past the gate's checks, waiting for a person: one method per way of
 /// asking ([`conversational`](Self::conversational), [`unavailable`](Self::unavailable),
 /// [`dialog`](Self::dialog)).
@@ -479,7 +490,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         // From here the proposal owes exactly one final record, whatever happens to this future.
         let owed = proposal.owed(AuditStatus::Skipped);
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
-        match proposal.wait(asked).await {
+        let (since, waited) = (std::time::Instant::now(), proposal.wait(asked).await);
+        crate::telemetry::confirmation_waited(call.name, since.elapsed(), waited.decision());
+        match waited {
             Waited::TimedOut => {
                 proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;
                 proposal.checked.ctx.cancel.cancel();
