@@ -31,10 +31,11 @@
 //! - `execute_tool`: `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`,
 //!   `gen_ai.tool.type` (`function`), `agents.run.id`, `agents.tool.tier`, `agents.tool.risk`
 //!   (both absent for a name the agent does not have), `agents.audit.outcome` (the status of
-//!   the call's last audit record: `executed`, `failed`, `denied`, `rejected`, `skipped`,
-//!   `handed_off`, `substituted`, or `proposed` while a conversational proposal waits) and
-//!   `agents.decision` (`approved`, `rejected` or `undecided`, action calls only);
-//!   `error.type` (the outcome) when the call did not run or failed.
+//!   the call's final audit record: `executed`, `failed`, `denied`, `rejected`, `skipped`,
+//!   `handed_off` or `substituted`; absent when the call ends as a conversational proposal
+//!   waiting for the user's next message) and `agents.decision` (`approved`, `rejected` or
+//!   `undecided`: an action that waited for a person's decision); `error.type` (the outcome)
+//!   and an error status when the call did not run or failed.
 //!
 //! **Never recorded**: argument values, result values, the model's text, the prompt, tool
 //! descriptions, confirmation tokens, API keys. Only names, ids, counts, enumerations and the
@@ -103,7 +104,7 @@ pub(crate) fn run_ended(agent: &str, status: &'static str, iterations: u32) {
     let span = Span::current();
     if !span.is_disabled() {
         span.record("agents.run.status", status);
-        span.record("agents.run.iterations", iterations);
+        span.record("agents.run.iterations", i64::from(iterations));
         if status == "failed" {
             span.record("otel.status_code", "error");
         }
@@ -145,55 +146,42 @@ pub(crate) fn tool_span(name: &str, call_id: &str, run_id: &str, spec: impl FnOn
     span
 }
 
-/// Every audit record of a run passes here: a call's record sets the outcome (and for an
-/// action the decision) on the current `execute_tool` span, and a call's final record counts
-/// it. Spans without these fields (the run's) ignore them.
+/// Every audit record of a run passes here: a call's final record sets its outcome on the
+/// current `execute_tool` span and counts the call. Spans without these fields (the run's)
+/// ignore them. (An attribute is recorded once: a second value would be exported as a second
+/// attribute of the same name.)
 pub(crate) fn audited(status: AuditStatus, tool: Option<&str>, tier: Option<Tier>) {
     let Some(tool) = tool else { return };
-    let decision = match status {
-        AuditStatus::Confirmed => Some("approved"),
-        AuditStatus::Rejected => Some("rejected"),
-        AuditStatus::Skipped if tier == Some(Tier::Action) => Some("undecided"),
-        _ => None,
-    };
-    let fin = matches!(
-        status,
-        AuditStatus::Executed
-            | AuditStatus::Failed
-            | AuditStatus::Rejected
-            | AuditStatus::Skipped
-            | AuditStatus::Denied
-            | AuditStatus::HandedOff
-            | AuditStatus::Substituted
-    );
+    let error = matches!(status, AuditStatus::Failed | AuditStatus::Rejected | AuditStatus::Skipped | AuditStatus::Denied);
+    if !error && !matches!(status, AuditStatus::Executed | AuditStatus::HandedOff | AuditStatus::Substituted) {
+        return;
+    }
     let outcome = status.as_str();
     let span = Span::current();
     if !span.is_disabled() {
-        if fin || status == AuditStatus::Proposed {
-            span.record("agents.audit.outcome", outcome);
-        }
-        if let Some(decision) = decision {
-            span.record("agents.decision", decision);
-        }
-        if matches!(status, AuditStatus::Failed | AuditStatus::Denied | AuditStatus::Skipped | AuditStatus::Rejected) {
+        span.record("agents.audit.outcome", outcome);
+        if error {
             span.record("error.type", outcome);
             span.record("otel.status_code", "error");
         }
     }
-    if fin {
-        tracing::event!(
-            target: METRICS_TARGET,
-            tracing::Level::DEBUG,
-            monotonic_counter.agents.tool.calls = 1u64,
-            gen_ai.tool.name = tool,
-            agents.tool.tier = tier.map(Tier::as_str),
-            agents.audit.outcome = outcome,
-        );
-    }
+    tracing::event!(
+        target: METRICS_TARGET,
+        tracing::Level::DEBUG,
+        monotonic_counter.agents.tool.calls = 1u64,
+        gen_ai.tool.name = tool,
+        agents.tool.tier = tier.map(Tier::as_str),
+        agents.audit.outcome = outcome,
+    );
 }
 
-/// How long an action waited for a person's decision, and what came of it.
+/// How long an action waited for a person's decision and what came of it: on the current
+/// `execute_tool` span, and as a metric.
 pub(crate) fn confirmation_waited(tool: &str, waited: Duration, decision: &'static str) {
+    let span = Span::current();
+    if !span.is_disabled() {
+        span.record("agents.decision", decision);
+    }
     tracing::event!(
         target: METRICS_TARGET,
         tracing::Level::DEBUG,
@@ -232,8 +220,8 @@ pub(crate) fn chat_answered(
     if !span.is_disabled() {
         match answer {
             Ok(r) => {
-                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+                span.record("gen_ai.usage.input_tokens", as_i64(r.usage.input_tokens));
+                span.record("gen_ai.usage.output_tokens", as_i64(r.usage.output_tokens));
             }
             Err(_) => {
                 span.record("error.type", error);
@@ -263,4 +251,10 @@ pub(crate) fn chat_answered(
             );
         }
     }
+}
+
+/// A count as the signed integer OpenTelemetry attributes hold (`tracing-opentelemetry` records
+/// an unsigned field as text).
+fn as_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
