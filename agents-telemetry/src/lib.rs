@@ -2,7 +2,9 @@
 
 use agents_runtime::telemetry::METRICS_TARGET;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use std::sync::Arc;
+use std::time::Duration;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
@@ -189,6 +191,15 @@ pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Telem
         }
     }
     let service = var("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
+    let timeout = match var("OTEL_EXPORTER_OTLP_TIMEOUT") {
+        None => DEFAULT_EXPORT_TIMEOUT,
+        Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| TelemetryError::Unsupported {
+            var: "OTEL_EXPORTER_OTLP_TIMEOUT",
+            value: ms.clone(),
+            why: "it is a whole number of milliseconds, such as `10000`",
+        })?),
+    };
+    let client = http_client(timeout)?;
     let built = |e: opentelemetry_otlp::ExporterBuildError| TelemetryError::Exporter(e.to_string());
     let spans = match traces {
         Some(url) => Some(
@@ -196,6 +207,8 @@ pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Telem
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_endpoint(url)
+                .with_timeout(timeout)
+                .with_http_client(client.clone())
                 .build()
                 .map_err(built)?,
         ),
@@ -207,6 +220,8 @@ pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Telem
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_endpoint(url)
+                .with_timeout(timeout)
+                .with_http_client(client.clone())
                 .build()
                 .map_err(built)?,
         ),
@@ -214,6 +229,37 @@ pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Telem
     };
     Ok(Some(Telemetry::build(&service, spans, metrics)))
 }
+/// How long one export may take when `OTEL_EXPORTER_OTLP_TIMEOUT` does not say (the
+/// specification's default).
+pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The exporters' HTTP client: rustls with the `ring` provider and the platform's verifier,
+/// no redirects. Built (and later used) on threads of its own: a blocking client must not be
+/// built inside an async runtime's worker.
+fn http_client(timeout: Duration) -> Result<reqwest::blocking::Client, TelemetryError> {
+    let build = move || {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+            .map_err(|e| format!("the system's TLS certificate verifier could not be loaded: {e}"))?;
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS could not be configured: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .build()
+            .map_err(|e| format!("the HTTP client could not be built: {e}"))
+    };
+    std::thread::spawn(build)
+        .join()
+        .map_err(|_| TelemetryError::Exporter("building the HTTP client panicked".into()))?
+        .map_err(TelemetryError::Exporter)
+}
+
 /// The one call an application (or an example, or `agents serve`) makes at start: when the
 /// `OTEL_*` variables ask for export ([`from_env`]), installs a global `tracing` subscriber
 /// with the OpenTelemetry layer ([`Telemetry::layer`]) and a `fmt` layer filtered by
