@@ -120,7 +120,12 @@ pub(crate) fn run_ended(agent: &str, status: &'static str, iterations: u32) {
 
 /// The span of one tool call: `execute_tool {tool}`. `spec` is the tool's when the agent has
 /// one of that name.
-pub(crate) fn tool_span(name: &str, call_id: &str, run_id: &str, spec: impl FnOnce() -> Option<&'static ToolSpec>) -> Span {
+pub(crate) fn tool_span(
+    name: &str,
+    call_id: &str,
+    run_id: &str,
+    spec: impl FnOnce() -> Option<&'static ToolSpec>,
+) -> Span {
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = format!("execute_tool {name}"),
@@ -152,7 +157,8 @@ pub(crate) fn tool_span(name: &str, call_id: &str, run_id: &str, spec: impl FnOn
 /// attribute of the same name.)
 pub(crate) fn audited(status: AuditStatus, tool: Option<&str>, tier: Option<Tier>) {
     let Some(tool) = tool else { return };
-    let error = matches!(status, AuditStatus::Failed | AuditStatus::Rejected | AuditStatus::Skipped | AuditStatus::Denied);
+    let error =
+        matches!(status, AuditStatus::Failed | AuditStatus::Rejected | AuditStatus::Skipped | AuditStatus::Denied);
     if !error && !matches!(status, AuditStatus::Executed | AuditStatus::HandedOff | AuditStatus::Substituted) {
         return;
     }

@@ -3,12 +3,12 @@
 use agents_runtime::telemetry::METRICS_TARGET;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
-use std::sync::Arc;
-use std::time::Duration;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanExporter};
+use std::sync::Arc;
+use std::time::Duration;
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
@@ -178,7 +178,8 @@ pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Telem
     if traces.is_none() && metrics.is_none() {
         return Ok(None);
     }
-    for name in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]
+    for name in
+        ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]
     {
         if let Some(value) = var(name)
             && value.trim() != "http/protobuf"
@@ -287,5 +288,8 @@ pub fn init_from_env() -> Result<Option<Telemetry>, TelemetryError> {
 
 /// `RUST_LOG` as a `target=level` list (`info` when unset or unreadable).
 fn rust_log() -> Targets {
-    std::env::var("RUST_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO))
+    std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO))
 }

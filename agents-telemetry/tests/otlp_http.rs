@@ -108,7 +108,11 @@ fn spans_and_metrics_arrive_over_otlp_http() {
 
     // Traces: decode every request and collect the spans with their service name.
     let trace_bodies = bodies("/v1/traces");
-    assert!(!trace_bodies.is_empty(), "no request reached /v1/traces: {:?}", received.iter().map(|r| &r.0).collect::<Vec<_>>());
+    assert!(
+        !trace_bodies.is_empty(),
+        "no request reached /v1/traces: {:?}",
+        received.iter().map(|r| &r.0).collect::<Vec<_>>()
+    );
     let mut spans: Vec<Span> = Vec::new();
     for body in &trace_bodies {
         let request = ExportTraceServiceRequest::decode(body.clone()).expect("a valid OTLP trace request");
@@ -151,9 +155,11 @@ fn spans_and_metrics_arrive_over_otlp_http() {
     input_tokens.sort();
     assert_eq!(input_tokens, ["10", "20", "30", "40"]);
 
-    for (tool, tier, outcome) in
-        [("lookup_patient", "read", "executed"), ("book_visit", "action", "executed"), ("refer_to_specialist", "handoff", "handed_off")]
-    {
+    for (tool, tier, outcome) in [
+        ("lookup_patient", "read", "executed"),
+        ("book_visit", "action", "executed"),
+        ("refer_to_specialist", "handoff", "handed_off"),
+    ] {
         let s = one(&format!("execute_tool {tool}"));
         assert_eq!(s.parent_span_id, run.span_id);
         assert_eq!(s.kind, SpanKind::Internal as i32);

@@ -52,15 +52,15 @@ type Point = (String, Vec<KeyValue>, f64);
 fn points(metrics: &[ResourceMetrics]) -> Vec<Point> {
     fn of<T: Copy + Into<f64>>(name: &str, data: &MetricData<T>, out: &mut Vec<Point>) {
         match data {
-            MetricData::Sum(s) => {
-                out.extend(s.data_points().map(|p| (name.to_owned(), p.attributes().cloned().collect(), p.value().into())))
-            }
+            MetricData::Sum(s) => out.extend(
+                s.data_points().map(|p| (name.to_owned(), p.attributes().cloned().collect(), p.value().into())),
+            ),
             MetricData::Histogram(h) => out.extend(
                 h.data_points().map(|p| (name.to_owned(), p.attributes().cloned().collect(), p.count() as f64)),
             ),
-            MetricData::Gauge(g) => {
-                out.extend(g.data_points().map(|p| (name.to_owned(), p.attributes().cloned().collect(), p.value().into())))
-            }
+            MetricData::Gauge(g) => out.extend(
+                g.data_points().map(|p| (name.to_owned(), p.attributes().cloned().collect(), p.value().into())),
+            ),
             MetricData::ExponentialHistogram(_) => {}
         }
     }
@@ -74,14 +74,16 @@ fn points(metrics: &[ResourceMetrics]) -> Vec<Point> {
                         // u64 → f64 is lossy only beyond 2^53, far above any count here.
                         let mut tmp = Vec::new();
                         match d {
-                            MetricData::Sum(s) => tmp.extend(
-                                s.data_points()
-                                    .map(|p| (m.name().to_owned(), p.attributes().cloned().collect(), p.value() as f64)),
-                            ),
-                            MetricData::Histogram(h) => tmp.extend(
-                                h.data_points()
-                                    .map(|p| (m.name().to_owned(), p.attributes().cloned().collect(), p.count() as f64)),
-                            ),
+                            MetricData::Sum(s) => {
+                                tmp.extend(s.data_points().map(|p| {
+                                    (m.name().to_owned(), p.attributes().cloned().collect(), p.value() as f64)
+                                }))
+                            }
+                            MetricData::Histogram(h) => {
+                                tmp.extend(h.data_points().map(|p| {
+                                    (m.name().to_owned(), p.attributes().cloned().collect(), p.count() as f64)
+                                }))
+                            }
                             _ => {}
                         }
                         out.extend(tmp);
@@ -89,8 +91,9 @@ fn points(metrics: &[ResourceMetrics]) -> Vec<Point> {
                     AggregatedMetrics::I64(d) => {
                         if let MetricData::Sum(s) = d {
                             out.extend(
-                                s.data_points()
-                                    .map(|p| (m.name().to_owned(), p.attributes().cloned().collect(), p.value() as f64)),
+                                s.data_points().map(|p| {
+                                    (m.name().to_owned(), p.attributes().cloned().collect(), p.value() as f64)
+                                }),
                             );
                         }
                     }
@@ -214,7 +217,10 @@ fn span_tree_attributes_and_metrics_of_a_run() {
     assert_eq!(point(calls, &[("agents.tool.tier", "read"), ("agents.audit.outcome", "executed")]), 1.0);
     assert_eq!(point(calls, &[("agents.tool.tier", "action"), ("agents.audit.outcome", "executed")]), 1.0);
     assert_eq!(point(calls, &[("agents.tool.tier", "handoff"), ("agents.audit.outcome", "handed_off")]), 1.0);
-    assert_eq!(point("agents.confirmation.wait", &[("agents.decision", "approved"), ("gen_ai.tool.name", "book_visit")]), 1.0);
+    assert_eq!(
+        point("agents.confirmation.wait", &[("agents.decision", "approved"), ("gen_ai.tool.name", "book_visit")]),
+        1.0
+    );
     assert_eq!(point("gen_ai.client.operation.duration", &[("gen_ai.request.model", MODEL)]), 4.0);
     assert_eq!(point("gen_ai.client.token.usage", &[("gen_ai.token.type", "input")]), 4.0);
     assert_eq!(point("gen_ai.client.token.usage", &[("gen_ai.token.type", "output")]), 4.0);
