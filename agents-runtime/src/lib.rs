@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod provider;
 pub mod run;
 pub mod store;
+pub mod telemetry;
 pub mod token;
 pub mod tool;
 

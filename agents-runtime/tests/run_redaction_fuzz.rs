@@ -213,7 +213,7 @@ proptest! {
             seen
         });
         let traced = capture.text.lock().unwrap().clone();
-        prop_assert!(traced.contains("agent.tool_call"), "the tool call's span is traced: {}", traced);
+        prop_assert!(traced.contains("span execute_tool"), "the tool call's span is traced: {}", traced);
         let seen = format!("{seen}{traced}");
         for f in forms(&secret) {
             prop_assert!(!seen.contains(&f), "`{}` leaked as `{}` in {}", secret, f, seen);

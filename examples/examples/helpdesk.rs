@@ -6,6 +6,15 @@
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Spans and metrics go to an OpenTelemetry collector when OTEL_EXPORTER_OTLP_ENDPOINT is
+    // set; nothing is installed otherwise. Kept until exit: dropping it flushes.
+    let _telemetry = match agents_telemetry::init_from_env() {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("helpdesk: {e}");
+            std::process::exit(1);
+        }
+    };
     // Not locked: `mcp` writes JSON-RPC to stdout from the server's own writer.
     let mut out = std::io::stdout();
     if let Err(e) = examples::helpdesk::main_with(&args, &mut out) {

@@ -229,6 +229,22 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// A short, stable name of the kind of failure (the `error.type` of a `chat` span); it
+    /// carries none of the error's text.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::UnknownModel { .. } => "unknown_model",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Timeout { .. } => "timeout",
+            Self::Upstream { .. } => "upstream",
+            Self::Protocol(_) => "protocol",
+            Self::Other(_) => "other",
+            Self::CleartextKey { .. } => "cleartext_key",
+            Self::LimitExceeded { .. } => "limit_exceeded",
+        }
+    }
+
     /// The same error with `f` applied to every text it carries.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
@@ -305,8 +321,22 @@ impl fmt::Debug for dyn Provider {
 /// One call of `provider`, with a panic — while the call is made or while its future is
 /// polled — turned into [`ProviderError::Other`], so that the run loop ends the run as failed,
 /// with its final event and record, instead of losing the run's task. The panicked future is
-/// dropped, never polled again.
+/// dropped, never polled again. The call is traced as a `chat {model}` span (see
+/// [`telemetry`](crate::telemetry)).
 pub(crate) async fn chat_contained(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    tokens: &dyn TokenSink,
+) -> Result<ChatResponse, ProviderError> {
+    use tracing::Instrument;
+    let span = crate::telemetry::chat_span(provider.name(), provider.model());
+    let started = std::time::Instant::now();
+    let answer = chat_caught(provider, request, tokens).instrument(span.clone()).await;
+    crate::telemetry::chat_answered(&span, provider.name(), provider.model(), started.elapsed(), &answer);
+    answer
+}
+
+async fn chat_caught(
     provider: &dyn Provider,
     request: &ChatRequest,
     tokens: &dyn TokenSink,

@@ -282,6 +282,17 @@ enum Waited {
     TimedOut,
 }
 
+impl Waited {
+    /// What came of the wait, as the `agents.decision` attribute names it.
+    fn decision(&self) -> &'static str {
+        match self {
+            Waited::Answer(Ok(Verdict::Approve)) => "approved",
+            Waited::Answer(Ok(Verdict::Reject)) => "rejected",
+            Waited::Answer(Err(_)) | Waited::TimedOut => "undecided",
+        }
+    }
+}
+
 /// One action call past the gate's checks, waiting for a person: one method per way of
 /// asking ([`conversational`](Self::conversational), [`unavailable`](Self::unavailable),
 /// [`dialog`](Self::dialog)).
@@ -604,6 +615,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         }
         let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, settled: false };
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
+        let since = std::time::Instant::now();
         let waited = proposal.wait(asked, &stored).await;
         // The store is the arbiter: a verdict heard here is recorded there, and the one
         // recorded first (from any node) holds.
@@ -627,6 +639,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             }
             recorded => recorded,
         };
+        crate::telemetry::confirmation_waited(call.name, since.elapsed(), waited.decision());
         match waited {
             Waited::TimedOut => {
                 proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;

@@ -184,6 +184,7 @@ impl<A: Registry> RunCtx<A> {
     /// (it holds no record, so the gate's own future stays small). The sealed record the sink
     /// returns is not needed here: it is dropped where it arrives rather than passed up.
     pub(super) fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
+        crate::telemetry::audited(f.status, f.tool.as_deref(), f.tier);
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.

@@ -39,7 +39,9 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
             break;
         }
     }
-    turn.finish(input).await
+    let outcome = turn.finish(input).await;
+    crate::telemetry::run_ended(A::SPEC.name, outcome.status.as_str(), outcome.iterations);
+    outcome
 }
 
 /// The audit log refused `run_started`: the run ends before anything happens (fail closed).
@@ -47,6 +49,7 @@ fn not_started<A: Registry>(ctx: &RunCtx<A>) -> RunOutcome<A::Output> {
     let error = "the audit log is unavailable; the run did not start".to_owned();
     ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: error.clone() });
     ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: "failed".into() });
+    crate::telemetry::run_ended(A::SPEC.name, RunStatus::Failed.as_str(), 0);
     RunOutcome { error: Some(error), ..RunOutcome::empty(ctx.ids.run_id.to_string(), RunStatus::Failed) }
 }
 

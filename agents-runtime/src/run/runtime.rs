@@ -648,7 +648,18 @@ impl Runtime {
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
         let run_id = ctx.ids.run_id.to_string();
-        let span = tracing::info_span!("agent.run", run_id = %run_id, agent = A::SPEC.name, user = %ctx.principal.user_id, org = %ctx.principal.org_id);
+        let (ids, provider) = (&ctx.ids, &ctx.inner.provider);
+        let span = crate::telemetry::run_span(
+            A::SPEC.name,
+            &run_id,
+            &ids.session_id,
+            &ids.manifest_sha256,
+            provider.name(),
+            provider.model(),
+            &ids.user_id,
+            &ids.org_id,
+            &ids.role,
+        );
         let join = handle.spawn(
             async move {
                 let mut slot = match slot {

@@ -56,7 +56,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
     ctx: &'a Arc<RunCtx<A>>,
     call: CallRef<'a>,
 ) -> impl Future<Output = CallOutcome> + Send + 'a {
-    let span = tracing::info_span!("agent.tool_call", run_id = %ctx.ids.run_id, tool = %call.name, call_id = %call.id);
+    let span = crate::telemetry::tool_span(call.name, call.id, &ctx.ids.run_id, || A::tool_spec(call.name));
     async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
         let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
