@@ -33,8 +33,10 @@ pub const SQLITE_MIGRATIONS: &[Migration] =
 
 /// The migrations of the PostgreSQL schema, in order.
 #[cfg(feature = "postgres")]
-pub const POSTGRES_MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") }];
+pub const POSTGRES_MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "state", sql: include_str!("../migrations/postgres/0001_state.sql") },
+    Migration { version: 2, name: "checkpoints", sql: include_str!("../migrations/postgres/0002_checkpoints.sql") },
+];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// The newest version in `migrations`.
