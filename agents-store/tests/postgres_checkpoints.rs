@@ -41,8 +41,10 @@ async fn checkpoints_in_postgres_catch_a_cut_log_and_refuse_forged_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     let publisher_url = url.clone();
-    let published =
-        tokio::task::spawn_blocking(move || PostgresCheckpoints::connect(&publisher_url, STREAM)).await.unwrap().unwrap();
+    let published = tokio::task::spawn_blocking(move || PostgresCheckpoints::connect(&publisher_url, STREAM))
+        .await
+        .unwrap()
+        .unwrap();
     let options = ChainOptions {
         key: Some(SealingKey::in_memory(chain_key.epoch_key(), POLICY)),
         checkpoints: Some(Checkpoints::new(CheckpointSigningKey::from_bytes([22; 32]), published, EVERY)),
@@ -139,7 +141,8 @@ async fn insert_row_in(client: &tokio_postgres::Client, stream: &str, seq: i64, 
 #[test]
 fn a_publisher_that_cannot_connect_says_so() {
     // Port 1 on loopback: nothing listens there.
-    let err = PostgresCheckpoints::connect("host=127.0.0.1 port=1 user=postgres connect_timeout=2", STREAM).unwrap_err();
+    let err =
+        PostgresCheckpoints::connect("host=127.0.0.1 port=1 user=postgres connect_timeout=2", STREAM).unwrap_err();
     assert!(err.to_string().contains("unavailable"), "{err}");
     let err = PostgresCheckpoints::connect("host=127.0.0.1", "").unwrap_err();
     assert!(err.to_string().contains("stream name is empty"), "{err}");

@@ -253,7 +253,7 @@ impl CheckpointPublisher for PostgresCheckpoints {
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 self.stuck = true;
                 Err(io::Error::new(
-                io::ErrorKind::TimedOut,
+                    io::ErrorKind::TimedOut,
                     format!("publishing checkpoint {} to PostgreSQL took over {:?}", checkpoint.seq, self.timeout),
                 ))
             }
