@@ -287,7 +287,7 @@ impl AuditRecord {
 
     /// The canonical JSON line (without the newline).
     pub fn to_line(&self) -> String {
-        self.members().write_line(self.chain(), &self.hash).0
+        self.members().write_line(self.chain(), Some(&self.hash)).0
     }
 
     fn chain(&self) -> Chain<'_> {
@@ -365,18 +365,14 @@ struct Chain<'a> {
     epoch: Option<u64>,
 }
 
-/// The hex digits `hash` holds while a line is being sealed, replaced by the seal once the rest
-/// of the line is hashed.
-const HASH_PLACEHOLDER: &str = GENESIS_HASH;
-
 impl Members {
     /// Writes the record's whole canonical line in one pass over the rendered members, with
-    /// `hash` as the `hash` member; returns it with the byte range of that member
-    /// (`,"hash":"…"`), which is what the seal does not cover.
-    fn write_line(&self, chain: Chain<'_>, hash: &str) -> (String, std::ops::Range<usize>) {
+    /// `hash` as the `hash` member (none: the text the seal covers); returns it with the byte
+    /// range of that member (`,"hash":"…"`, empty without one), which the seal does not cover.
+    fn write_line(&self, chain: Chain<'_>, hash: Option<&str>) -> (String, std::ops::Range<usize>) {
         let [a, b, c] = self.cuts;
         let t = &self.text;
-        let mut line = String::with_capacity(t.len() + chain.prev_hash.len() + hash.len() + 80);
+        let mut line = String::with_capacity(t.len() + chain.prev_hash.len() + hash.map_or(64, str::len) + 80);
         line.push('{');
         line.push_str(&t[..a]);
         if let Some(epoch) = chain.epoch {
@@ -384,8 +380,10 @@ impl Members {
             crate::canonical::write_u64(epoch, &mut line);
         }
         let hash_at = line.len();
-        line.push_str(",\"hash\":");
-        crate::canonical::write_str_to(hash, &mut line);
+        if let Some(hash) = hash {
+            line.push_str(",\"hash\":");
+            crate::canonical::write_str_to(hash, &mut line);
+        }
         let after_hash = line.len();
         line.push_str(&t[a..b]);
         line.push_str(",\"prev_hash\":");
@@ -401,18 +399,21 @@ impl Members {
 
     /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`.
     fn digest(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> [u8; 32] {
-        let (line, hash) = self.write_line(chain, HASH_PLACEHOLDER);
+        let (line, hash) = self.write_line(chain, None);
         digest_around(&line, hash, key)
     }
 
-    /// Seals in one pass: the line is written once (the `hash` member holding a placeholder of
-    /// its length), the digest is fed the line around that member, and its hex is written over
-    /// the placeholder. Returns the hex and the line.
+    /// Seals in one pass: the line is written once without its `hash` member (that text is
+    /// exactly what the seal covers), the digest is fed the whole of it, and the member is
+    /// inserted in place. Returns the hex and the line.
     fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
-        let (mut line, hash) = self.write_line(chain, HASH_PLACEHOLDER);
+        let (mut line, hash) = self.write_line(chain, None);
         let hex = crate::canonical::digest_hex(&digest_around(&line, hash.clone(), key));
-        // `,"hash":"` is nine bytes, then the 64 hex digits.
-        line.replace_range(hash.start + 9..hash.end - 1, &hex);
+        // Room for the member, so the three inserts below only move the line's tail.
+        line.reserve(hex.len() + 10);
+        line.insert(hash.start, '"');
+        line.insert_str(hash.start, &hex);
+        line.insert_str(hash.start, ",\"hash\":\"");
         (hex, line)
     }
 }
@@ -877,7 +878,7 @@ impl ChainVerifier {
         let key = self.check_mode(&record, line)?;
         // The record's canonical line, written once: its seal is checked over it, then it must
         // be the given text.
-        let (canonical, hash) = record.members().write_line(record.chain(), &record.hash);
+        let (canonical, hash) = record.members().write_line(record.chain(), Some(&record.hash));
         // A keyed record's seal needs the key; without it only its form and links are checked.
         if (key.is_some() || record.epoch.is_none())
             && crate::canonical::digest_hex(&digest_around(&canonical, hash, key.as_ref())) != record.hash
