@@ -26,7 +26,6 @@ pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointS
 pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMESTAMP_GRACE, unix_seconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::digest::Update;
 use std::fmt;
 
 /// The `prev_hash` of the first record of a chain.
@@ -259,15 +258,13 @@ pub struct AuditRecord {
 impl AuditRecord {
     /// The plain hash this record should carry: SHA-256 of its canonical JSON without `hash`.
     pub fn compute_hash(&self) -> String {
-        let members = self.members();
-        crate::canonical::digest_hex(&members.digest(&self.chain_members(), None))
+        crate::canonical::digest_hex(&self.members().digest(self.chain(), None))
     }
 
     /// The keyed seal this record should carry: HMAC-SHA-256 of its canonical JSON without
     /// `hash` under `key` (the key of the record's `epoch`).
     pub fn compute_mac(&self, key: &EpochKey) -> String {
-        let members = self.members();
-        crate::canonical::digest_hex(&members.digest(&self.chain_members(), Some(key)))
+        crate::canonical::digest_hex(&self.members().digest(self.chain(), Some(key)))
     }
 
     /// Sets `seq`, `prev_hash` and a plain `hash` (and clears `epoch`) so the record follows
@@ -290,11 +287,11 @@ impl AuditRecord {
 
     /// The canonical JSON line (without the newline).
     pub fn to_line(&self) -> String {
-        self.members().line(&self.chain_members(), &self.hash)
+        self.members().write_line(self.chain(), Some(&self.hash)).0
     }
 
-    fn chain_members(&self) -> ChainMembers {
-        ChainMembers::new(self.seq, &self.prev_hash, self.epoch)
+    fn chain(&self) -> Chain<'_> {
+        Chain { seq: self.seq, prev_hash: &self.prev_hash, epoch: self.epoch }
     }
 
     /// Renders every member except the four the chain decides (`epoch`, `hash`, `prev_hash`,
@@ -360,83 +357,82 @@ struct Members {
     cuts: [usize; 3],
 }
 
-/// The members the chain decides, rendered once: `,"epoch":N` (or nothing),
-/// `,"prev_hash":"…"` and `,"seq":N`.
-struct ChainMembers {
-    epoch: String,
-    prev_hash: String,
-    seq: String,
-}
-
-impl ChainMembers {
-    fn new(seq: u64, prev_hash: &str, epoch: Option<u64>) -> Self {
-        let mut e = String::new();
-        if let Some(epoch) = epoch {
-            e.push_str(",\"epoch\":");
-            crate::canonical::write_to(&Value::from(epoch), &mut e);
-        }
-        let mut p = String::with_capacity(prev_hash.len() + 16);
-        p.push_str(",\"prev_hash\":");
-        crate::canonical::write_str_to(prev_hash, &mut p);
-        let mut s = String::with_capacity(24);
-        s.push_str(",\"seq\":");
-        // Through the canonical number writer: beyond 2^53 a number is written as a double.
-        crate::canonical::write_to(&Value::from(seq), &mut s);
-        ChainMembers { epoch: e, prev_hash: p, seq: s }
-    }
+/// The members the chain decides: `seq`, `prev_hash` and `epoch` (absent in a plain chain).
+#[derive(Clone, Copy)]
+struct Chain<'a> {
+    seq: u64,
+    prev_hash: &'a str,
+    epoch: Option<u64>,
 }
 
 impl Members {
-    /// The pieces of the record's canonical JSON without `hash`, in order.
-    fn hashed_pieces<'a>(&'a self, chain: &'a ChainMembers) -> [&'a str; 9] {
+    /// Writes the record's whole canonical line in one pass over the rendered members, with
+    /// `hash` as the `hash` member (none: the text the seal covers); returns it with the byte
+    /// range of that member (`,"hash":"…"`, empty without one), which the seal does not cover.
+    fn write_line(&self, chain: Chain<'_>, hash: Option<&str>) -> (String, std::ops::Range<usize>) {
         let [a, b, c] = self.cuts;
         let t = &self.text;
-        ["{", &t[..a], &chain.epoch, &t[a..b], &chain.prev_hash, &t[b..c], &chain.seq, &t[c..], "}"]
+        let mut line = String::with_capacity(t.len() + chain.prev_hash.len() + hash.map_or(64, str::len) + 80);
+        line.push('{');
+        line.push_str(&t[..a]);
+        if let Some(epoch) = chain.epoch {
+            line.push_str(",\"epoch\":");
+            crate::canonical::write_u64(epoch, &mut line);
+        }
+        let hash_at = line.len();
+        if let Some(hash) = hash {
+            line.push_str(",\"hash\":");
+            crate::canonical::write_str_to(hash, &mut line);
+        }
+        let after_hash = line.len();
+        line.push_str(&t[a..b]);
+        line.push_str(",\"prev_hash\":");
+        crate::canonical::write_str_to(chain.prev_hash, &mut line);
+        line.push_str(&t[b..c]);
+        line.push_str(",\"seq\":");
+        // Through the canonical number writer: beyond 2^53 a number is written as a double.
+        crate::canonical::write_u64(chain.seq, &mut line);
+        line.push_str(&t[c..]);
+        line.push('}');
+        (line, hash_at..after_hash)
     }
 
-    /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`,
-    /// fed piece by piece: the text is never assembled for hashing.
-    fn digest(&self, chain: &ChainMembers, key: Option<&EpochKey>) -> [u8; 32] {
-        fn feed<H: Update>(mut h: H, pieces: &[&str]) -> H {
-            for p in pieces {
-                h.update(p.as_bytes());
-            }
-            h
-        }
-        let pieces = self.hashed_pieces(chain);
-        match key {
-            None => {
-                use sha2::Digest;
-                feed(sha2::Sha256::new(), &pieces).finalize().into()
-            }
-            Some(key) => {
-                use hmac::Mac;
-                feed(key.mac().clone(), &pieces).finalize().into_bytes().into()
-            }
-        }
+    /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`.
+    fn digest(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> [u8; 32] {
+        let (line, hash) = self.write_line(chain, None);
+        digest_around(&line, hash, key)
     }
 
-    /// The full line, written once: the hashed pieces with `"hash"` spliced in after `epoch`.
-    fn line(&self, chain: &ChainMembers, hash: &str) -> String {
-        let pieces = self.hashed_pieces(chain);
-        let len: usize = pieces.iter().map(|p| p.len()).sum::<usize>() + hash.len() + 12;
-        let mut out = String::with_capacity(len);
-        for (i, p) in pieces.iter().enumerate() {
-            out.push_str(p);
-            if i == 2 {
-                out.push_str(",\"hash\":");
-                crate::canonical::write_str_to(hash, &mut out);
-            }
-        }
-        out
+    /// Seals in one pass: the line is written once without its `hash` member (that text is
+    /// exactly what the seal covers), the digest is fed the whole of it, and the member is
+    /// inserted in place. Returns the hex and the line.
+    fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
+        let (mut line, hash) = self.write_line(chain, None);
+        let hex = crate::canonical::digest_hex(&digest_around(&line, hash.clone(), key));
+        // Room for the member, so the three inserts below only move the line's tail.
+        line.reserve(hex.len() + 10);
+        line.insert(hash.start, '"');
+        line.insert_str(hash.start, &hex);
+        line.insert_str(hash.start, ",\"hash\":\"");
+        (hex, line)
     }
+}
 
-    /// Seals in one pass over the rendered members: the digest is fed the pieces, then the
-    /// line is written once with the hex digest spliced in.
-    fn seal(&self, chain: &ChainMembers, key: Option<&EpochKey>) -> (String, String) {
-        let hash = crate::canonical::digest_hex(&self.digest(chain, key));
-        let line = self.line(chain, &hash);
-        (hash, line)
+/// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `line` without the bytes in `skip`.
+fn digest_around(line: &str, skip: std::ops::Range<usize>, key: Option<&EpochKey>) -> [u8; 32] {
+    let (before, after) = (&line.as_bytes()[..skip.start], &line.as_bytes()[skip.end..]);
+    match key {
+        None => {
+            use sha2::Digest;
+            sha2::Sha256::new().chain_update(before).chain_update(after).finalize().into()
+        }
+        Some(key) => {
+            use hmac::Mac;
+            let mut mac = key.mac().clone();
+            mac.update(before);
+            mac.update(after);
+            mac.finalize().into_bytes().into()
+        }
     }
 }
 
@@ -541,8 +537,7 @@ impl PreparedRecord {
     pub fn seal_with(self, seq: u64, prev_hash: &str, key: Option<&EpochKey>) -> (AuditRecord, String) {
         let PreparedRecord { mut record, members } = self;
         let epoch = key.map(EpochKey::epoch);
-        let chain = ChainMembers::new(seq, prev_hash, epoch);
-        let (hash, line) = members.seal(&chain, key);
+        let (hash, line) = members.seal(Chain { seq, prev_hash, epoch }, key);
         record.seq = seq;
         record.epoch = epoch;
         prev_hash.clone_into(&mut record.prev_hash);
@@ -880,18 +875,19 @@ impl ChainVerifier {
     pub fn line(&mut self, text: &str, line: usize) -> Result<AuditRecord, ChainError> {
         let record: AuditRecord =
             serde_json::from_str(text).map_err(|e| ChainError::Malformed { line, detail: e.to_string() })?;
-        let members = record.members();
-        let chain = record.chain_members();
         let key = self.check_mode(&record, line)?;
+        // The record's canonical line, written once: its seal is checked over it, then it must
+        // be the given text.
+        let (canonical, hash) = record.members().write_line(record.chain(), Some(&record.hash));
         // A keyed record's seal needs the key; without it only its form and links are checked.
         if (key.is_some() || record.epoch.is_none())
-            && crate::canonical::digest_hex(&members.digest(&chain, key.as_ref())) != record.hash
+            && crate::canonical::digest_hex(&digest_around(&canonical, hash, key.as_ref())) != record.hash
         {
             return Err(self.seal_error(line));
         }
         // The seal covers the parsed record, so a line re-encoded without changing its meaning
         // (`1E+21` for `1e+21`, an escaped letter) would still match it: require the exact bytes.
-        if members.line(&chain, &record.hash) != text {
+        if canonical != text {
             return Err(ChainError::Malformed {
                 line,
                 detail: "the line is not the record's canonical JSON (it was re-encoded after it was written)"
@@ -907,8 +903,7 @@ impl ChainVerifier {
     pub fn record(&mut self, record: &AuditRecord, line: usize) -> Result<(), ChainError> {
         let key = self.check_mode(record, line)?;
         if (key.is_some() || record.epoch.is_none())
-            && crate::canonical::digest_hex(&record.members().digest(&record.chain_members(), key.as_ref()))
-                != record.hash
+            && crate::canonical::digest_hex(&record.members().digest(record.chain(), key.as_ref())) != record.hash
         {
             return Err(self.seal_error(line));
         }

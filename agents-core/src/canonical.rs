@@ -154,6 +154,16 @@ pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 const EXACT_INT: u64 = 1 << 53;
 
+/// Appends the canonical text of an unsigned integer: its digits up to 2^53, the IEEE double
+/// it rounds to beyond (as RFC 8785 requires), exactly as [`write_to`] writes `Value::from(n)`.
+pub(crate) fn write_u64(n: u64, out: &mut String) {
+    if n <= EXACT_INT {
+        out.push_str(itoa::Buffer::new().format(n));
+    } else {
+        write_number(&Number::from(n), out);
+    }
+}
+
 fn write_number(n: &Number, out: &mut String) {
     if let Some(u) = n.as_u64() {
         if u <= EXACT_INT {

@@ -46,6 +46,7 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "proposal detail",
         sql: include_str!("../migrations/postgres/0002_proposal_detail.sql"),
     },
+    Migration { version: 3, name: "checkpoints", sql: include_str!("../migrations/postgres/0003_checkpoints.sql") },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -1,7 +1,9 @@
 //! The PostgreSQL store: one database shared by every node of a service.
 
+mod checkpoints;
 mod harness;
 
+pub use checkpoints::{CheckpointReadError, PostgresCheckpoints};
 pub use harness::{HarnessError, TempCluster};
 
 use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
