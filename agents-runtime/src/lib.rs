@@ -6,6 +6,7 @@ pub mod capability;
 pub mod classifier;
 pub mod events;
 pub mod interceptor;
+pub mod provenance;
 pub mod isolate;
 #[cfg(feature = "mcp")]
 pub mod mcp;
