@@ -24,8 +24,10 @@
 //! A value is from a tool result when, normalised,
 //! - it occurs within one of the result's values ([`Match::Exact`] when it does so as written,
 //!   [`Match::Normalised`] only after normalising): a URL or an address the model copied;
-//! - or one of the result's values of at least [`MIN_VALUE_CHARS`] characters occurs within it
-//!   ([`Match::Contains`]): a record's value the model put inside a URL or a query;
+//! - or one of the result's values, or one word of a result's text (split at white space,
+//!   punctuation trimmed from its ends), of at least [`MIN_VALUE_CHARS`] characters occurs
+//!   within it ([`Match::Contains`]): a record's value or a link from a message the model put
+//!   inside a URL or a query;
 //! - or such a result value occurs across two of the call's values joined, in either order
 //!   ([`Match::Split`]): a value cut in two and passed as two arguments;
 //!
@@ -33,14 +35,17 @@
 //! typed themselves is theirs, even when a tool also returned it). A value found in neither is
 //! [`Origin::Unknown`]: the model made it up, or assembled it.
 //!
+//! A value the user typed and a tool also returned is the user's: the check cannot tell
+//! which of the two the model copied, and the user asked for it.
+//!
 //! # What it cannot see
 //!
 //! String provenance compares text. A model that paraphrases a value, encodes it in a way the
 //! normalisation does not undo (base64, hex, HTML entities, one character per argument,
 //! spelled out in words), or assembles it from fragments shorter than [`MIN_VALUE_CHARS`] or
 //! from three or more arguments defeats it: the value is then `unknown`, and the call runs as a
-//! read. A value inside a longer string is found only when the whole result value is inside
-//! it (a fragment of a result value is not). The declared hosts still hold whatever the check
+//! read. A fragment of a result value or word (part of a date, the middle of a token) is not
+//! traced. The declared hosts still hold whatever the check
 //! sees: a URL or host name in the arguments outside them is refused before anything else.
 //! Once a session's results exceed [`MAX_LEDGER_BYTES`] the oldest are forgotten, and from
 //! then on every value the user did not type waits for a person (fail closed).
@@ -222,6 +227,9 @@ fn percent_decode(s: &str) -> Option<String> {
     (d != s).then_some(d)
 }
 
+/// What is trimmed from the ends of a word of a result's text.
+const WORD_EDGE: &[char] = &[',', '.', ';', ':', '!', '?', '(', ')', '[', ']', '{', '}', '<', '>', '"', '\'', '`'];
+
 /// One tool result as the check keeps it.
 #[derive(Debug)]
 struct Seen {
@@ -246,10 +254,19 @@ impl Ledger {
     /// Keeps a tool result's values.
     pub(crate) fn result(&mut self, tool: &str, call_id: &str, value: &Value) {
         let mut values = Vec::new();
-        leaves(value, &mut |raw| {
+        let mut keep = |raw: &str| {
             let n = normalise(raw);
             if n.chars().count() >= MIN_VALUE_CHARS {
                 values.push((n, raw.to_owned()));
+            }
+        };
+        leaves(value, &mut |raw| {
+            keep(raw);
+            // The words of a text too, so that a value inside a message (a link, an address,
+            // a number) is found inside an argument.
+            let words: Vec<&str> = raw.split_whitespace().map(|w| w.trim_matches(WORD_EDGE)).collect();
+            if words.len() > 1 {
+                words.into_iter().for_each(&mut keep);
             }
         });
         if values.is_empty() {
