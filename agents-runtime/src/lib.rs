@@ -6,10 +6,10 @@ pub mod capability;
 pub mod classifier;
 pub mod events;
 pub mod interceptor;
-pub mod provenance;
 pub mod isolate;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod provenance;
 pub mod provider;
 pub mod run;
 pub mod store;

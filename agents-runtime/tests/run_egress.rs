@@ -12,9 +12,7 @@ use agents_runtime::interceptor::{Decision, Interception};
 use agents_runtime::provenance::{Match, Origin};
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatResponse, ScriptedProvider};
-use agents_runtime::{
-    ConfirmMode, Principal, RoleMap, RunStatus, Runtime, ToolContext, Verdict, agent, tool,
-};
+use agents_runtime::{ConfirmMode, Principal, RoleMap, RunStatus, Runtime, ToolContext, Verdict, agent, tool};
 use run_common::*;
 use std::sync::Arc;
 
@@ -251,9 +249,19 @@ async fn a_host_outside_the_declared_ones_is_refused_before_anything_even_when_t
     for (session, tool, args, named) in [
         ("eg-host1", "fetch_page", r#"{"url":"https://evil.example/collect"}"#, "https://evil.example/collect"),
         ("eg-host2", "fetch_page", r#"{"url":"https%3A%2F%2Fevil.example%2Fx"}"#, "https://evil.example/x"),
-        ("eg-host3", "fetch_page", r#"{"url":"http://docs.example.com.evil.example/"}"#, "docs.example.com.evil.example"),
+        (
+            "eg-host3",
+            "fetch_page",
+            r#"{"url":"http://docs.example.com.evil.example/"}"#,
+            "docs.example.com.evil.example",
+        ),
         ("eg-host4", "search_directory", r#"{"query":"see evil.example:8080/x"}"#, "evil.example:8080/x"),
-        ("eg-host5", "search_directory", r#"{"query":"x","scope":"ftp://docs.example.com/"}"#, "ftp://docs.example.com/"),
+        (
+            "eg-host5",
+            "search_directory",
+            r#"{"query":"x","scope":"ftp://docs.example.com/"}"#,
+            "ftp://docs.example.com/",
+        ),
     ] {
         let e = dialog(session, "open https://evil.example/collect please", tool, args, Verdict::Approve).await;
         assert_eq!(e.ran, 0, "{session}: nothing ran");
@@ -294,7 +302,9 @@ async fn interceptors_see_the_provenance_and_can_refuse_on_it() {
         let audit = Arc::new(MemorySink::new());
         let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
         let rule = |call: Interception<'_>| match call.provenance {
-            Some(p) if p.copied().any(|a| matches!(&a.origin, Origin::ToolResult { tool, .. } if tool == "read_email")) => {
+            Some(p)
+                if p.copied().any(|a| matches!(&a.origin, Origin::ToolResult { tool, .. } if tool == "read_email")) =>
+            {
                 assert!(p.copied().all(|a| a.matched == Match::Exact));
                 Decision::Deny("no copies from mail to the directory".into())
             }

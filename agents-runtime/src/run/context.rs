@@ -7,13 +7,13 @@ use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::runtime::{DisabledFallback, Inner};
 use super::secrets::CallSecrets;
 use super::session::push_digest;
-use crate::provenance::{Ledger, Provenance};
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
 use crate::core::redact::{SecretSchema, redact};
 use crate::core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus};
+use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
 use crate::tool::{CallContext, NestedInvoker, Registry, ToolEntry, ToolError};
@@ -110,8 +110,8 @@ impl<A: Registry> RunCtx<A> {
     ) -> Arc<Self> {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
-        let ledger = reaches_out
-            .then(|| lock(&inner.sessions).entry(session_id.to_owned()).or_default().provenance.clone());
+        let ledger =
+            reaches_out.then(|| lock(&inner.sessions).entry(session_id.to_owned()).or_default().provenance.clone());
         Arc::new_cyclic(|run| RunCtx::<A> {
             inner: inner.clone(),
             ids: Arc::new(RecordIds::new::<A>(&run_id, session_id, &request_id, &principal)),
@@ -265,10 +265,7 @@ impl<A: Registry> RunCtx<A> {
         call_id: &str,
         confirmed: bool,
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
-        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational
-            && confirmed
-            && self.direct.is_none()
-        {
+        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
             lock(&self.inner.sessions).get_mut(self.ids.session_id.as_str()).and_then(|s| s.approved.take())
         } else {
             None

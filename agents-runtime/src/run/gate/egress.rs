@@ -54,7 +54,8 @@ fn allowed(net: &NetAccess, token: &str) -> Option<bool> {
     if let Some(at) = token.find("://") {
         // A URL (any scheme): only http(s) to a declared host passes; one that does not parse
         // names a host the check cannot read, and is refused.
-        let url = &token[token[..at].rfind(|c: char| !c.is_ascii_alphanumeric() && !"+-.".contains(c)).map_or(0, |i| i + 1)..];
+        let url = &token
+            [token[..at].rfind(|c: char| !c.is_ascii_alphanumeric() && !"+-.".contains(c)).map_or(0, |i| i + 1)..];
         return Some(url::Url::parse(url).is_ok_and(|u| net.allows_url(&u)));
     }
     if let Some(rest) = token.strip_prefix("//") {
@@ -76,7 +77,9 @@ fn allowed(net: &NetAccess, token: &str) -> Option<bool> {
 fn is_host_name(s: &str) -> bool {
     let labels: Vec<&str> = s.split('.').collect();
     labels.len() >= 2
-        && labels.iter().all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
         && labels.last().is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()))
 }
 

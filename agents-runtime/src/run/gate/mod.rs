@@ -186,11 +186,8 @@ async fn check<A: Registry>(
     }
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
-    let args_hash = if spec.tier == Tier::Action || why.is_some() {
-        ctx.inner.tokens.args_mac(&args)
-    } else {
-        String::new()
-    };
+    let args_hash =
+        if spec.tier == Tier::Action || why.is_some() { ctx.inner.tokens.args_mac(&args) } else { String::new() };
     // The arguments are final: the records' redacted copy is the value itself when nothing in
     // it is secret; when something is, the secret values are kept to mask derived texts.
     let redacted = if schema.marks_secrets() {
@@ -226,9 +223,7 @@ async fn egress_check<A: Registry>(
         call_id: Some(call.id.into()),
         tool: Some(spec.name.into()),
         tier: Some(spec.tier),
-        result: Some(crate::audit::AuditResult::Value(
-            serde_json::to_value(&provenance).unwrap_or(Value::Null),
-        )),
+        result: Some(crate::audit::AuditResult::Value(serde_json::to_value(&provenance).unwrap_or(Value::Null))),
         ..RecordFields::new(AuditStatus::Notice).reason(egress::describe(&provenance))
     };
     if ctx.audit(notice).await.is_err() {
