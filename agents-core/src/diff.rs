@@ -14,6 +14,7 @@
 //! | the permission changed (to `public`: widening; from `public`: narrowing; otherwise widening, because other roles may hold the new permission) | see left |
 //! | `mutating` removed / added | widening / narrowing |
 //! | `isolated` removed / added (the kernel no longer / now enforces the policy) | widening / narrowing |
+//! | `egress` removed / added (arguments copied from tool results no longer / now wait for a person) | widening / narrowing |
 //! | tier lowered (handoff → action → read) / raised | widening / narrowing |
 //! | risk lowered / raised | widening / narrowing |
 //! | a filesystem glob or host added or broadened / removed or narrowed | widening / narrowing |
@@ -112,6 +113,11 @@ pub enum Rule {
     IsolationRemoved,
     /// A tool became `isolated`: the kernel enforces its policy in a confined process.
     IsolationAdded,
+    /// A tool is no longer marked `egress`: values copied from tool results into its
+    /// arguments no longer wait for a person (unless it declares a host).
+    EgressRemoved,
+    /// A tool became `egress`: its calls' arguments are checked for where they came from.
+    EgressAdded,
     /// A tool's tier moved towards `read` (handoff → action → read).
     TierLowered,
     /// A tool's tier moved towards `handoff`.
@@ -189,6 +195,8 @@ impl Rule {
             Rule::MutatingAdded => "mutating_added",
             Rule::IsolationRemoved => "isolation_removed",
             Rule::IsolationAdded => "isolation_added",
+            Rule::EgressRemoved => "egress_removed",
+            Rule::EgressAdded => "egress_added",
             Rule::TierLowered => "tier_lowered",
             Rule::TierRaised => "tier_raised",
             Rule::RiskLowered => "risk_lowered",
@@ -672,6 +680,31 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
             "policy.isolated",
             Some(a.policy.isolated.to_string()),
             Some(b.policy.isolated.to_string()),
+            why.to_owned(),
+        ));
+    }
+
+    if a.policy.egress != b.policy.egress {
+        let (kind, rule, why) = if a.policy.egress {
+            (
+                ChangeKind::Widening,
+                Rule::EgressRemoved,
+                "`egress` removed: values copied from tool results into its arguments no longer wait for a person",
+            )
+        } else {
+            (
+                ChangeKind::Narrowing,
+                Rule::EgressAdded,
+                "`egress` added: values copied from tool results into its arguments now wait for a person",
+            )
+        };
+        out.push(change(
+            kind,
+            rule,
+            name,
+            "policy.egress",
+            Some(a.policy.egress.to_string()),
+            Some(b.policy.egress.to_string()),
             why.to_owned(),
         ));
     }

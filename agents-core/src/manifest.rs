@@ -144,6 +144,10 @@ pub struct PolicyEntry {
     /// when `true`, so a manifest without isolated tools keeps its bytes and its hash.
     #[serde(default, skip_serializing_if = "is_false")]
     pub isolated: bool,
+    /// Its arguments leave the application (`#[tool(egress)]`): each call's arguments are
+    /// checked for values copied from tool results. Written only when `true`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub egress: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -302,6 +306,7 @@ impl ToolEntry {
                 net: NetPolicyEntry { hosts: owned(spec.policy.net_hosts) },
                 env: EnvPolicyEntry { vars: owned(spec.policy.env_vars) },
                 isolated: spec.policy.isolated,
+                egress: spec.policy.egress,
             },
             parameters: spec
                 .params

@@ -80,12 +80,30 @@ pub struct PolicySpec {
     /// roots and the hosts' ports, a seccomp deny list, resource limits). Without it the
     /// policy binds cooperating tool code only (the capability handles).
     pub isolated: bool,
+    /// Its arguments leave the application (`#[tool(egress)]`): a request to another server, an
+    /// address a browser opens, a query another service logs. Like a declared host, it makes
+    /// the runtime check each call's arguments for values copied from tool results (the
+    /// egress provenance check of the gate): a read call carrying one waits for a person.
+    pub egress: bool,
 }
 
 impl PolicySpec {
     /// A policy that touches nothing.
     pub const NONE: PolicySpec =
-        PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[], isolated: false };
+        PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &[], env_vars: &[], isolated: false, egress: false };
+
+    /// Whether calls reach the outside world: the tool declares a network host or is marked
+    /// `egress`. The gate checks such calls' arguments for where their values came from.
+    ///
+    /// ```
+    /// use agents_core::PolicySpec;
+    /// assert!(!PolicySpec::NONE.reaches_out());
+    /// assert!(PolicySpec { net_hosts: &["api.example.com"], ..PolicySpec::NONE }.reaches_out());
+    /// assert!(PolicySpec { egress: true, ..PolicySpec::NONE }.reaches_out());
+    /// ```
+    pub const fn reaches_out(&self) -> bool {
+        self.egress || !self.net_hosts.is_empty()
+    }
 }
 
 /// One parameter of a tool, as the model sees it and as the reviewer reads it.

@@ -130,6 +130,18 @@ fn isolation_removed_widens_and_added_narrows() {
 }
 
 #[test]
+fn egress_removed_widens_and_added_narrows() {
+    let (plain, egress) = (base(), edited(|m| tool_mut(m, "lookup").policy.egress = true));
+    only(&egress, &plain, Rule::EgressRemoved, ChangeKind::Widening);
+    only(&plain, &egress, Rule::EgressAdded, ChangeKind::Narrowing);
+    // Written only when set: a manifest without egress tools keeps its bytes and its hash.
+    assert!(!plain.to_canonical_string().contains("egress"));
+    let text = egress.to_canonical_string();
+    assert!(text.contains(r#""egress":true"#), "{text}");
+    assert_eq!(Manifest::parse(&text).unwrap(), egress);
+}
+
+#[test]
 fn tier_towards_read_widens() {
     both_ways(|m| tool_mut(m, "submit").tier = Tier::Read, Rule::TierLowered, Rule::TierRaised);
     both_ways(|m| tool_mut(m, "reset_password").tier = Tier::Action, Rule::TierLowered, Rule::TierRaised);

@@ -56,6 +56,8 @@ use proc_macro::TokenStream;
 /// | `policy(fs(...))` | `read` and `write`: lists of absolute path globs | `policy(fs(read = ["/srv/app/uploads/**"]))` |
 /// | `policy(net(...))` | `hosts`: a list of `host` or `host:port` | `policy(net(hosts = ["api.example.com:443"]))` |
 /// | `policy(env(...))` | `vars`: a list of environment variable names | `policy(env(vars = ["APP_REGION"]))` |
+/// | `isolated` | a flag: each call runs in a confined worker process | `isolated` |
+/// | `egress` | a flag: the arguments leave the application (an address a browser opens, a query another service sees); like a declared host, it makes the gate check where each argument value came from | `egress` |
 ///
 /// A parameter is marked `#[secret]` to keep its value out of logs, events and the audit log.
 ///

@@ -11,7 +11,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, LitStr, Pat, Signature, Token, Type, Visibility};
 
-const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name", "isolated"];
+const ARGS: &[&str] = &["permission", "mutating", "handoff", "title", "risk", "policy", "name", "isolated", "egress"];
 const POLICY_ARGS: &[&str] = &["fs", "net", "env"];
 const FS_ARGS: &[&str] = &["read", "write"];
 const RISKS: &[&str] = &["low", "medium", "high", "critical"];
@@ -93,6 +93,8 @@ struct ToolArgs {
     name: Option<LitStr>,
     /// `isolated`: each call runs in a child process the kernel confines to the policy.
     isolated: Option<Span>,
+    /// `egress`: the tool's arguments leave the application; the gate checks where they came from.
+    egress: Option<Span>,
 }
 
 enum ParamKind {
@@ -193,6 +195,7 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
         policy: Policy::default(),
         name: None,
         isolated: None,
+        egress: None,
     };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
@@ -231,6 +234,10 @@ fn parse_args(tokens: TokenStream, errors: &Errors) -> ToolArgs {
             "isolated" => {
                 parse_flag(&meta, errors)?;
                 args.isolated = Some(meta.path.span());
+            }
+            "egress" => {
+                parse_flag(&meta, errors)?;
+                args.egress = Some(meta.path.span());
             }
             "title" => {
                 let lit: LitStr = parse_value(
@@ -619,6 +626,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             net: NetPolicyEntry { hosts: targs.policy.net_hosts.iter().map(LitStr::value).collect() },
             env: EnvPolicyEntry { vars: targs.policy.env_vars.iter().map(LitStr::value).collect() },
             isolated: targs.isolated.is_some(),
+            egress: targs.egress.is_some(),
         },
         parameters: arg_params
             .iter()
@@ -643,6 +651,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         risk,
         policy: &targs.policy,
         isolated: targs.isolated.is_some(),
+        egress: targs.egress.is_some(),
         params: arg_params
             .iter()
             .zip(&rust_types)
@@ -1310,6 +1319,7 @@ struct SpecParts<'a> {
     risk: Risk,
     policy: &'a Policy,
     isolated: bool,
+    egress: bool,
     /// Each JSON argument with its type as text and its key.
     params: Vec<(&'a Param, &'a str, &'a str)>,
     uses: &'a [syn::TypePath],
@@ -1337,7 +1347,7 @@ fn spec_tokens(s: &SpecParts<'_>) -> TokenStream {
         quote!(#rt::ParamSpec { name: #key, rust_type: #ty, secret: #secret })
     });
     let uses = s.uses;
-    let isolated = s.isolated;
+    let (isolated, egress) = (s.isolated, s.egress);
     quote! {
         #rt::ToolSpec {
             name: #name,
@@ -1352,6 +1362,7 @@ fn spec_tokens(s: &SpecParts<'_>) -> TokenStream {
                 net_hosts: &[#(#net_hosts),*],
                 env_vars: &[#(#env_vars),*],
                 isolated: #isolated,
+                egress: #egress,
             },
             params: &[#(#params),*],
             uses: &[#(<#uses as #rt::Tool>::NAME),*],

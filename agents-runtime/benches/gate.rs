@@ -272,6 +272,7 @@ where
                     spec: entry.spec(),
                     args: &value,
                     run_id: "bench",
+                    provenance: None,
                 })
                 .await;
             assert_eq!(d, Decision::Proceed);

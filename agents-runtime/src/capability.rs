@@ -342,6 +342,7 @@ mod tests {
             net_hosts: &["api.example.com:443", "*.internal"],
             env_vars: &["APP_REGION"],
             isolated: false,
+            egress: false,
         },
         params: &[],
         uses: &[],

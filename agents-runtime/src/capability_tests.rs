@@ -30,6 +30,7 @@ fn spec(fs_read: Vec<String>, fs_write: Vec<String>, net_hosts: Vec<&'static str
             net_hosts: Box::leak(net_hosts.into_boxed_slice()),
             env_vars: &[],
             isolated: false,
+            egress: false,
         },
         params: &[],
         uses: &[],

@@ -54,6 +54,10 @@ pub enum Event {
         args: Value,
         /// Declared risk.
         risk: String,
+        /// Why a person is asked beyond the tool's tier: for a tool that reaches the outside
+        /// world, which argument was copied from which tool result. Absent for a plain action.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// A call finished (executed, failed, rejected, skipped, substituted).
     ToolResult {

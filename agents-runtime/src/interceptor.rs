@@ -29,6 +29,10 @@ pub struct Interception<'a> {
     pub args: &'a Value,
     /// The run.
     pub run_id: &'a str,
+    /// For a tool that reaches the outside world (a declared host, or `#[tool(egress)]`):
+    /// where each argument value came from, as the gate's egress check found it (see
+    /// [`crate::provenance`]). `None` for other tools.
+    pub provenance: Option<&'a crate::provenance::Provenance>,
 }
 
 /// A hook before every tool call.

@@ -9,6 +9,7 @@ pub mod interceptor;
 pub mod isolate;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod provenance;
 pub mod provider;
 pub mod run;
 pub mod store;

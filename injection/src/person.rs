@@ -22,6 +22,9 @@ pub struct Card {
     pub title: String,
     /// The arguments as shown.
     pub args: Value,
+    /// Why the runtime asks, when the tool alone would not say (a read that would carry a
+    /// value copied from a tool result out).
+    pub why: Option<String>,
 }
 
 /// One action the person asked for.
@@ -152,7 +155,7 @@ mod tests {
     use serde_json::json;
 
     fn card(tool: &str, args: Value) -> Card {
-        Card { tool: tool.into(), title: String::new(), args }
+        Card { tool: tool.into(), title: String::new(), args, why: None }
     }
 
     #[test]

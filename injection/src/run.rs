@@ -70,8 +70,8 @@ pub struct Scored {
     pub cards: Vec<(String, Value, String)>,
 }
 
-fn card_of(tool: String, title: String, args: Value) -> Card {
-    Card { tool, title, args }
+fn card_of(tool: String, title: String, args: Value, why: Option<String>) -> Card {
+    Card { tool, title, args, why }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -84,7 +84,7 @@ struct Elicitation(Arc<Mutex<Person>>);
 
 impl Confirmer for Elicitation {
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer> {
-        let card = card_of(request.tool, request.title, request.args);
+        let card = card_of(request.tool, request.title, request.args, request.why);
         let approves = lock(&self.0).decide(&card, false).approves();
         Box::pin(async move { ConfirmAnswer::Decided(if approves { Verdict::Approve } else { Verdict::Reject }) })
     }
@@ -167,8 +167,8 @@ async fn converse<A: Registry<Input = String>>(
             let mut pending: Option<Card> = None;
             while let Some(event) = run.events().recv().await {
                 match event {
-                    Event::ConfirmRequired { call_id, tool, title, args, .. } => {
-                        let card = card_of(tool, title, args);
+                    Event::ConfirmRequired { call_id, tool, title, args, why, .. } => {
+                        let card = card_of(tool, title, args, why);
                         if conversational {
                             pending = Some(card);
                         } else {

@@ -296,8 +296,10 @@ struct ElicitConfirmer {
 /// The text a person reads before deciding.
 pub(crate) fn elicitation_message(request: &ConfirmRequest) -> String {
     let args = serde_json::to_string_pretty(&request.args).unwrap_or_else(|_| request.args.to_string());
+    // A read that carries a value copied from a tool result out says so first.
+    let why = request.why.as_deref().map(|w| format!("\n\nWhy you are asked: {w}.")).unwrap_or_default();
     format!(
-        "Confirm action: {}\n\nTool `{}` (risk: {}) will run with exactly these arguments (secrets masked):\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
+        "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments (secrets masked):\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
         request.title, request.tool, request.risk, args
     )
 }

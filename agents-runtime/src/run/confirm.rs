@@ -159,6 +159,10 @@ pub struct ConfirmRequest {
     pub risk: String,
     /// A normalized description of exactly what would run.
     pub description: String,
+    /// Why a person is asked when the tool alone would not say: for a tool that reaches the
+    /// outside world, which argument was copied from which tool result ("argument `url` was
+    /// copied from the result of `read_email` (call c1)"). `None` for a plain action.
+    pub why: Option<String>,
 }
 
 /// Asks a person (for example through MCP elicitation).
@@ -311,6 +315,8 @@ struct Proposal<'a, A, F> {
     raw: Value,
     /// A normalized description of exactly what would run.
     description: String,
+    /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]).
+    why: Option<String>,
 }
 
 impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
@@ -327,6 +333,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             title: self.title().into(),
             args: redacted.as_value().clone(),
             risk: spec.risk.as_str().into(),
+            why: self.why.clone(),
         }
     }
 
@@ -411,6 +418,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             args: redacted.as_value().clone(),
             risk: spec.risk.as_str().into(),
             description: self.description.clone(),
+            why: self.why.clone(),
         }
     }
 
@@ -491,15 +499,19 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         raw: Value,
         run: ActionFn,
         typed: ErasedArgs,
+        why: Option<String>,
     ) -> Self {
         let spec = checked.spec;
-        let description = format!(
+        let mut description = format!(
             "{}: `{}` with {}",
             spec.title.unwrap_or(spec.name),
             spec.name,
             agents_core::canonical::to_string(&checked.redacted)
         );
-        Confirmation { proposal: Proposal { checked, args_hash, raw, description }, run, typed }
+        if let Some(why) = &why {
+            description.push_str(&format!(" (needs confirmation: {why})"));
+        }
+        Confirmation { proposal: Proposal { checked, args_hash, raw, description, why }, run, typed }
     }
 
     /// Conversational mode. With the session's approval for this tool, the token is redeemed

@@ -13,6 +13,7 @@ use crate::audit::{AuditError, AuditResult, AuditStatus};
 use crate::core::redact::{SecretSchema, redact};
 use crate::core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus};
+use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
 use crate::tool::{CallContext, NestedInvoker, Registry, ToolEntry, ToolError};
@@ -50,6 +51,10 @@ pub(super) struct RunCtx<A> {
     /// The secret values of every call of the run so far, masked in the texts the run's end
     /// derives (its outcome's error, the provider failures it records).
     secrets: Mutex<CallSecrets>,
+    /// The session's tool results and user messages, for the egress provenance check; only
+    /// when the agent has a tool that reaches the outside world (shared with the session, so
+    /// later turns see earlier results).
+    ledger: Option<Arc<Mutex<Ledger>>>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -125,6 +130,9 @@ impl<A: Registry> RunCtx<A> {
         cancel: CancellationToken,
         direct: Option<DirectConfirm>,
     ) -> Arc<Self> {
+        let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
+        let ledger = reaches_out
+            .then(|| lock(&inner.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
         Arc::new_cyclic(|run| RunCtx::<A> {
             inner: inner.clone(),
             ids: Arc::new(ids),
@@ -141,6 +149,7 @@ impl<A: Registry> RunCtx<A> {
             invoker: nested_invoker(run.clone()),
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             secrets: Mutex::new(CallSecrets::default()),
+            ledger,
             _agent: PhantomData,
         })
     }
@@ -244,19 +253,42 @@ impl<A: Registry> RunCtx<A> {
         schema.redact(args, &self.inner.redaction)
     }
 
-    /// The approval a conversational action call redeems (taken from the session, so it is
-    /// used at most once), and the call id its records carry: the proposal's when the call
-    /// carries out an approved proposal, so proposal, confirmation and execution join in the
-    /// audit log; otherwise the call's own.
+    /// Keeps a tool result for the egress provenance check (when the agent has a tool that
+    /// reaches out).
+    pub(super) fn note_result(&self, call_id: &str, tool: &str, result: &Value) {
+        if let Some(l) = &self.ledger {
+            lock(l).result(tool, call_id, result);
+        }
+    }
+
+    /// Keeps the user's message for the egress provenance check.
+    pub(super) fn note_user(&self, text: &str) {
+        if let Some(l) = &self.ledger {
+            lock(l).user(text);
+        }
+    }
+
+    /// Where the values of `args` came from (a tool that reaches out).
+    pub(super) fn provenance_of(&self, args: &Value) -> Provenance {
+        let application = crate::provenance::normalise(&self.inner.system_prompt);
+        match &self.ledger {
+            Some(l) => lock(l).assess(args, &application),
+            None => Ledger::default().assess(args, &application),
+        }
+    }
+
+    /// The approval a conversational call that a person confirms (`confirmed`: an action, or
+    /// a read carrying a value copied from a tool result) redeems (taken from the session, so
+    /// it is used at most once), and the call id its records carry: the proposal's when the
+    /// call carries out an approved proposal, so proposal, confirmation and execution join in
+    /// the audit log; otherwise the call's own.
     pub(super) fn approval(
         &self,
         spec: &'static ToolSpec,
         call_id: &str,
+        confirmed: bool,
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
-        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational
-            && spec.tier == Tier::Action
-            && self.direct.is_none()
-        {
+        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
             lock(&self.inner.sessions).get_mut(self.ids.session_id.as_str()).and_then(|s| s.approved.take())
         } else {
             None

@@ -25,6 +25,7 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "started".into() });
     let Some(snapshot) = availability(&ctx).await else { return not_started(&ctx) };
     let _ = ctx.snapshot.set(snapshot);
+    ctx.note_user(&input);
     let (mut turn, pending) = Turn::open(ctx);
     if let Some(proposal) = pending {
         turn.classify_reply(proposal, &input).await;

@@ -5,6 +5,22 @@
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
 //!
+//! # Tools that reach out: egress provenance
+//!
+//! A tool whose policy declares a network host, or that is marked `#[tool(egress)]`, carries
+//! data out in its arguments. Its calls pass one more check, between the permission and the
+//! tier (see [`crate::provenance`] for exactly what it compares and what it cannot see):
+//! every argument value is classified by where it was seen before (the user's messages, the
+//! application's system prompt, a tool result of the session, nowhere), and the facts are given
+//! to the interceptors ([`Interception::provenance`](crate::interceptor::Interception::provenance));
+//! after them, any URL or host name outside the declared hosts is refused (`denied`, naming the
+//! value and the hosts), and the facts are recorded (a `notice` before the call's records).
+//! A read call carrying a value copied from a tool result, not typed by the user, is then
+//! decided like an action, on every channel below, its card's
+//! [`why`](ConfirmRequest::why) naming the argument and the result it came from. The check
+//! is string provenance: a model that paraphrases, encodes or assembles a value defeats it,
+//! and the host allowlist still holds.
+//!
 //! # Which channel carries what
 //!
 //! What the model reads comes in channels it trusts differently, and untrusted text never
@@ -23,7 +39,8 @@
 //! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
 //! - `session`: the state a session keeps between turns, and [`DirectSession`];
 //! - `context`: one run's context (who it acts for, its availability snapshot, its records);
-//! - `gate`: the checks every call passes, then one room per tier (read, action, handoff);
+//! - `gate`: the checks every call passes (with the egress check of tools that reach out),
+//!   then one room per tier (read, action, handoff);
 //! - `confirm`: how a person decides on an action, one method per confirmation mode;
 //! - `record`: the audit records of a run and the final record a call owes;
 //! - `driver`: the run loop, step by step;

@@ -15,7 +15,7 @@ use crate::token::ConfirmationToken;
 use crate::tool::Registry;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// One executed result the session remembers, as the model is reminded of it.
@@ -55,6 +55,9 @@ pub(super) struct SessionState {
     pub(super) pending: Option<PendingProposal>,
     /// A token minted when the user confirmed a proposal: (token, tool, the proposal's call id).
     pub(super) approved: Option<(ConfirmationToken, String, String)>,
+    /// The session's tool results and user messages, as the egress provenance check keeps
+    /// them (filled only by agents with a tool that reaches the outside world).
+    pub(super) provenance: Arc<Mutex<crate::provenance::Ledger>>,
 }
 
 /// Why a session ended, as the final records of the proposals it left open say.

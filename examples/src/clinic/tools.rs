@@ -504,7 +504,10 @@ pub async fn generate_report(cx: &ToolContext<'_>, athlete_id: String) -> Result
 ///
 /// * `page` - the page: `athlete`, `injuries`, `rtp`, `workload`, `wellness`, `videos` or `reports`
 /// * `id` - the record to open the page on, if any
-#[tool(permission = public, risk = low)]
+// Marked `egress`: the address goes to the user's browser, which requests it (the server's
+// logs and every script on the page see it), so the runtime checks where its values came
+// from, and one copied from a record waits for the user's confirmation.
+#[tool(permission = public, risk = low, egress)]
 pub async fn open_page(page: String, id: Option<String>) -> Result<Value, ServiceError> {
     const PAGES: &[&str] = &["athlete", "injuries", "rtp", "workload", "wellness", "videos", "reports"];
     if !PAGES.contains(&page.as_str()) {

@@ -17,7 +17,10 @@ fn store() -> &'static Store {
 /// # Arguments
 ///
 /// * `topic` - what the policy is about, e.g. `parental leave`
-#[tool(permission = public, risk = low)]
+// Marked `egress`: the topic is a search query, which a deployment sends to the company's
+// policy search outside this application; the runtime checks where its words came from, and
+// one copied from a record waits for the user's confirmation.
+#[tool(permission = public, risk = low, egress)]
 pub async fn lookup_policy(topic: String) -> Result<Value, ServiceError> {
     let t = topic.to_lowercase();
     POLICIES.iter().find(|(k, _)| t.contains(k)).map(|(k, v)| json!({"topic": k, "policy": v})).ok_or_else(|| {

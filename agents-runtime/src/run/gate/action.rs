@@ -1,4 +1,5 @@
-//! An action call: a person decides on exactly these arguments before it runs (dialog or
+//! An action call (or a read of a tool that reaches out, carrying a value copied from a tool
+//! result): a person decides on exactly these arguments before it runs (dialog or
 //! conversational mode, or a direct session's confirmer); the approval is a token bound to
 //! the arguments, redeemed here, and the permission is checked again before the tool runs.
 
@@ -22,9 +23,10 @@ pub(super) async fn call<A: Registry>(
     raw: serde_json::Value,
     run: ActionFn,
     typed: ErasedArgs,
+    why: Option<String>,
 ) -> CallOutcome {
     let ctx = checked.ctx;
-    let confirmation = Confirmation::new(checked, args_hash, raw, run, typed);
+    let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
     match &ctx.direct {
         None if ctx.inner.confirm_mode == ConfirmMode::Conversational => confirmation.conversational(approved).await,
         Some(DirectConfirm::Unavailable) => confirmation.unavailable().await,

@@ -1,8 +1,12 @@
 //! The gate every tool call passes: lookup in the availability snapshot → strict parse →
-//! typed parse → permission → interceptors → the call's tier (`read`, `action`, `handoff`).
+//! typed parse → permission → (a tool that reaches out: its arguments' provenance) →
+//! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
+//! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
+//! copied from a tool result goes the action's way: a person decides first ([`egress`]).
 
 mod action;
 mod contain;
+mod egress;
 mod handoff;
 mod read;
 
@@ -48,6 +52,9 @@ struct Admitted {
     args_hash: String,
     redacted: SharedValue,
     secrets: CallSecrets,
+    /// Why a person must decide on this call although it is a read (or, for an action, what
+    /// its card adds): an argument copied from a tool result into a tool that reaches out.
+    why: Option<String>,
 }
 
 /// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
@@ -62,10 +69,11 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
         let spec = entry.spec;
-        // An action's call is known by an id the runtime mints (its proposal is decided under
-        // it); the model keeps its own id for the answer. Other tiers keep the provider's id.
+        // An action's call, and a call of a read that reaches out (a copied value makes it a
+        // proposal), is known by an id the runtime mints (a proposal is decided under it); the
+        // model keeps its own id for the answer. Other calls keep the provider's id.
         let minted;
-        let call = if spec.tier == Tier::Action {
+        let call = if spec.tier == Tier::Action || (spec.tier == Tier::Read && spec.policy.reaches_out()) {
             minted = crate::run::pending::new_call_id();
             CallRef { id: &minted, ..call }
         } else {
@@ -73,14 +81,15 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         };
         let facts = ctx.facts(index, &entry);
         // 2.-3. parse, permission, interceptors.
-        let Admitted { typed, raw, args_hash, redacted, secrets } = match check(ctx, call, &entry, facts).await {
+        let Admitted { typed, raw, args_hash, redacted, secrets, why } = match check(ctx, call, &entry, facts).await {
             Ok(admitted) => admitted,
             Err(refused) => return refused,
         };
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
-        let (approved, shared_call_id) = ctx.approval(spec, call.id);
+        let confirmed = spec.tier == Tier::Action || (spec.tier == Tier::Read && why.is_some());
+        let (approved, shared_call_id) = ctx.approval(spec, call.id, confirmed);
         let (shared_tool, shared_title) = (&facts.name, &facts.title);
         // A record of this call; its records share the redacted arguments.
         let base = |status: AuditStatus, args: SharedValue| {
@@ -97,12 +106,16 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         // 4. tier.
         match entry.handler {
             Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
+            // A read that carries a value copied from a tool result out: decided like an action.
+            Handler::Read(run) if why.is_some() => {
+                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await
+            }
             Handler::Read(run) => {
                 // Only actions are approved; not kept in the gate's future across the waits.
                 drop(approved);
                 read::call(checked, shared_call_id.clone(), run, typed).await
             }
-            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed)).await,
+            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await,
         }
     }
     .instrument(span)
@@ -172,9 +185,20 @@ async fn check<A: Registry>(
         let shown = secrets.value(ctx.redact_args(schema, &args));
         return Err(ctx.deny(call, Some(spec), Some(shown), reason).await);
     }
-    intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets).await?;
-    // Binds a person's approval to the exact arguments: action calls only.
-    let (args_hash, raw) = if spec.tier == Tier::Action {
+    // A tool that reaches out: where its argument values came from, for the interceptors.
+    let reaches_out = spec.policy.reaches_out() && spec.tier != Tier::Handoff;
+    let mut provenance = if reaches_out { Some(ctx.provenance_of(&args)) } else { None };
+    let replaced = intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets, provenance.as_ref()).await?;
+    let mut why = None;
+    if reaches_out {
+        if replaced {
+            provenance = Some(ctx.provenance_of(&args));
+        }
+        why = Box::pin(egress_check(ctx, call, spec, schema, &args, &secrets, provenance.unwrap_or_default())).await?;
+    }
+    // Binds a person's approval to the exact arguments: action calls, and reads that wait
+    // for a person.
+    let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
         (ctx.inner.tokens.args_mac(&args), args.clone())
     } else {
         (String::new(), Value::Null)
@@ -191,7 +215,7 @@ async fn check<A: Registry>(
     } else {
         schema.redact_owned(args, &ctx.inner.redaction)
     };
-    Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets })
+    Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets, why })
 }
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
@@ -201,6 +225,36 @@ fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &ToolEntry<A>, args: &Value) 
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
     }
+}
+
+
+/// A tool that reaches out: a URL or host outside its declared hosts is refused; the
+/// provenance of its arguments is recorded (a `notice`); and the reason a person must decide
+/// on it, when a value was copied from a tool result.
+async fn egress_check<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    schema: SecretSchema<'static>,
+    args: &Value,
+    secrets: &CallSecrets,
+    provenance: crate::provenance::Provenance,
+) -> Result<Option<String>, CallOutcome> {
+    if let Some(reason) = egress::host_refusal(spec, args) {
+        let shown = secrets.value(ctx.redact_args(schema, args));
+        return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+    }
+    let notice = RecordFields {
+        call_id: Some(call.id.into()),
+        tool: Some(spec.name.into()),
+        tier: Some(spec.tier),
+        result: Some(crate::audit::AuditResult::Value(serde_json::to_value(&provenance).unwrap_or(Value::Null))),
+        ..RecordFields::new(AuditStatus::Notice).reason(egress::describe(&provenance))
+    };
+    if ctx.audit(notice).await.is_err() {
+        return Err(CallOutcome::err("the audit log is unavailable; nothing ran"));
+    }
+    Ok(provenance.reason())
 }
 
 /// The refusal text of arguments the strict parse refused, with the secret values it may
@@ -227,7 +281,9 @@ fn mask_refused<A: Registry>(
 }
 
 /// The interceptors, in the order added: each may let the call through, refuse it, replace
-/// its arguments (audited `modified`) or answer in its place (audited `substituted`).
+/// its arguments (audited `modified`) or answer in its place (audited `substituted`). Whether
+/// one replaced the arguments.
+#[allow(clippy::too_many_arguments)]
 async fn intercept<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
@@ -236,10 +292,13 @@ async fn intercept<A: Registry>(
     args: &mut Value,
     typed: &mut ErasedArgs,
     secrets: &CallSecrets,
-) -> Result<(), CallOutcome> {
+    provenance: Option<&crate::provenance::Provenance>,
+) -> Result<bool, CallOutcome> {
     let spec = entry.spec;
+    let mut replaced_any = false;
     for interceptor in &ctx.inner.interceptors {
-        let interception = Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str() };
+        let interception =
+            Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str(), provenance };
         let refusal = match interceptor.before_call(interception).await {
             Decision::Proceed => None,
             Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
@@ -256,6 +315,7 @@ async fn intercept<A: Registry>(
                     }
                     Ok(t) => {
                         (*typed, *args) = (t, new_args);
+                        replaced_any = true;
                         let modified = ctx.audit(RecordFields {
                             call_id: Some(call.id.into()),
                             tool: Some(spec.name.into()),
@@ -281,7 +341,7 @@ async fn intercept<A: Registry>(
             return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
         }
     }
-    Ok(())
+    Ok(replaced_any)
 }
 
 /// An interceptor answered in the tool's place: audited `substituted`, and that answer is the
@@ -304,6 +364,7 @@ async fn substitute<A: Registry>(
     if substituted.await.is_err() {
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
+    ctx.note_result(call.id, spec.name, &result);
     ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
     CallOutcome::ok(result)
 }
@@ -321,6 +382,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // text is written once: its length is the bound's measure and the digest covers it;
             // only a result over the bound (or a raw-results runtime) is measured again and cut.
             let value = secrets.value(value);
+            ctx.note_result(call.id, spec.name, &value);
             let max = ctx.inner.max_result_bytes;
             let (value, cut, kept) = match ctx.digest_within(&value, max) {
                 Some(kept) => (value, None, kept),

@@ -10,7 +10,7 @@ static MADE_UP: ToolSpec = ToolSpec {
     permission: "public",
     tier: Tier::Read,
     risk: Risk::Low,
-    policy: PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &["*.evil.example"], env_vars: &[], isolated: false },
+    policy: PolicySpec { fs_read: &[], fs_write: &[], net_hosts: &["*.evil.example"], env_vars: &[], isolated: false, egress: false },
     params: &[],
     uses: &[], import: None,
 };
