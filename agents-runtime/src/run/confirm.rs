@@ -290,8 +290,8 @@ impl Waited {
     /// What came of the wait, as the `agents.decision` attribute names it.
     fn decision(&self) -> &'static str {
         match self {
-            Waited::Answer(Ok(Verdict::Approve)) => "approved",
-            Waited::Answer(Ok(Verdict::Reject)) => "rejected",
+            Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => "approved",
+            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, .. })) => "rejected",
             Waited::Answer(Err(_)) | Waited::TimedOut => "undecided",
         }
     }
