@@ -122,14 +122,18 @@ impl Runtime {
                 ended(status, Some(reason))
             }
         };
-        // Available to the run's role now, not disabled meanwhile, and an action.
+        // Available to the run's role now, not disabled meanwhile, and with an execution path.
         let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
         let Some((index, entry)) = found else {
             let reason = "the tool is no longer available to the run's role; nothing ran".to_owned();
             return refuse(AuditStatus::Failed, reason).await;
         };
-        let Handler::Action(run) = entry.handler else {
-            return refuse(AuditStatus::Failed, "not an action tool; nothing ran".to_owned()).await;
+        // An action, or a read that reaches out and was proposed for a copied value.
+        let run = match entry.handler {
+            Handler::Action(run) | Handler::Read(run) => run,
+            Handler::Handoff(_) => {
+                return refuse(AuditStatus::Failed, "a handoff has no execution path; nothing ran".to_owned()).await;
+            }
         };
         let raw = p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null);
         let typed = match agents_core::strict::check_value(&raw)

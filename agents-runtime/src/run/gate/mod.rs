@@ -227,7 +227,6 @@ fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &ToolEntry<A>, args: &Value) 
     }
 }
 
-
 /// A tool that reaches out: a URL or host outside its declared hosts is refused; the
 /// provenance of its arguments is recorded (a `notice`); and the reason a person must decide
 /// on it, when a value was copied from a tool result.
