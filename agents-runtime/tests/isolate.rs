@@ -253,9 +253,12 @@ async fn call_on<A: Registry>(
     args: serde_json::Value,
 ) -> Call {
     let id = format!("call-{}", uuid());
+    // The records of this call are the ones written while it ran: the runtime keys an action's
+    // records, and those of a tool that reaches out, by an id it mints itself.
+    let before = audit.records().len();
     let r = session.call(&id, tool, &args.to_string()).await;
     let records: Vec<AuditRecord> =
-        audit.records().into_iter().filter(|r| r.call_id.as_deref() == Some(id.as_str())).collect();
+        audit.records().into_iter().skip(before).filter(|r| r.call_id.is_some()).collect();
     Call { text: r.content.to_string(), failed: r.is_error, records }
 }
 

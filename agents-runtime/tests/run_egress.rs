@@ -127,12 +127,18 @@ async fn dialog(session: &str, input: &str, tool: &str, args: &str, verdict: Ver
     Ended { audit, cards, ran: ran(session) }
 }
 
-/// The provenance notice of the egress call (`call_2`), as JSON.
+/// The id the records give the second call of a run (the first is `call_1`, `read_email`):
+/// the runtime mints one for a call of a tool that reaches out, as for an action.
+fn egress_call(audit: &MemorySink) -> String {
+    audit.records().into_iter().filter_map(|r| r.call_id).find(|id| id != "call_1").expect("a second call")
+}
+
+/// The provenance notice of the egress call (the run's second), as JSON.
 fn provenance(audit: &MemorySink) -> serde_json::Value {
     let notice = audit
         .records()
         .into_iter()
-        .find(|r| r.status == AuditStatus::Notice && r.call_id.as_deref() == Some("call_2"))
+        .find(|r| r.status == AuditStatus::Notice && r.call_id == Some(egress_call(audit)))
         .expect("a provenance notice for the egress call");
     assert!(notice.reason.as_deref().unwrap().starts_with("provenance: "), "{notice:?}");
     match notice.result {
@@ -148,13 +154,13 @@ fn declined(e: &Ended, why: &str) {
     let card = e.cards[0].as_deref().expect("the card says why");
     assert!(card.contains(why), "{card}");
     assert_eq!(
-        call_statuses(&e.audit, "call_2"),
+        call_statuses(&e.audit, &egress_call(&e.audit)),
         [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Rejected],
         "{:?}",
         e.audit.records()
     );
     let proposed = with_status(&e.audit, AuditStatus::Proposed);
-    let proposed = proposed.iter().find(|r| r.call_id.as_deref() == Some("call_2")).unwrap();
+    let proposed = proposed.iter().find(|r| r.call_id == Some(egress_call(&e.audit))).unwrap();
     assert!(proposed.args_hash.is_some(), "the proposal is bound to its arguments");
 }
 
@@ -222,7 +228,7 @@ async fn an_approved_copy_runs_once_with_the_proposal_joined_to_the_run() {
     let e = dialog("eg-approve", "what is in my mail?", "fetch_page", url, Verdict::Approve).await;
     assert_eq!(e.ran, 1);
     assert_eq!(
-        call_statuses(&e.audit, "call_2"),
+        call_statuses(&e.audit, &egress_call(&e.audit)),
         [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
     );
 }
@@ -234,7 +240,7 @@ async fn a_value_the_user_typed_runs_as_a_read_even_when_a_result_holds_it_too()
     let e = dialog("eg-user", input, "fetch_page", url, Verdict::Reject).await;
     assert_eq!(e.ran, 1, "the user's own link runs");
     assert!(e.cards.is_empty(), "nobody is asked");
-    assert_eq!(call_statuses(&e.audit, "call_2"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
     assert_eq!(provenance(&e.audit)["args"][0]["origin"]["from"], "user");
     assert!(with_status(&e.audit, AuditStatus::Proposed).iter().all(|r| r.args_hash.is_none()), "reads as reads");
     // The application's own text is trusted too.
@@ -270,7 +276,7 @@ async fn a_host_outside_the_declared_ones_is_refused_before_anything_even_when_t
         assert_eq!(denied.len(), 1, "{session}");
         let reason = denied[0].reason.as_deref().unwrap();
         assert!(reason.contains(named) && reason.contains("net hosts"), "{session}: {reason}");
-        assert_eq!(call_statuses(&e.audit, "call_2"), [AuditStatus::Denied], "{session}");
+        assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Denied], "{session}");
     }
 }
 
@@ -293,7 +299,7 @@ async fn a_tool_that_does_not_reach_out_is_not_checked() {
     let about = r#"{"about":"mallory@evil.example"}"#;
     let e = dialog("eg-local", "what is in my mail?", "count_notes", about, Verdict::Reject).await;
     assert_eq!(e.ran, 1);
-    assert_eq!(call_statuses(&e.audit, "call_2"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Proposed, AuditStatus::Executed]);
 }
 
 #[tokio::test]
@@ -346,7 +352,7 @@ async fn in_a_chat_the_copy_is_a_proposal_the_users_yes_runs_once() {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(ran("eg-chat"), 1);
     assert_eq!(
-        call_statuses(&audit, "call_2"),
+        call_statuses(&audit, &egress_call(&audit)),
         [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
     );
     // A later turn still knows where the value came from (the session keeps the results).

@@ -120,6 +120,9 @@ async fn main() {
 }
 
 async fn run() -> Result<(), String> {
+    // Spans and metrics go to an OpenTelemetry collector when OTEL_EXPORTER_OTLP_ENDPOINT is
+    // set; nothing is installed otherwise. Kept while the service runs: dropping it flushes.
+    let _telemetry = agents_telemetry::init_from_env().map_err(|e| e.to_string())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = parse(&args)?;
     let auth = authenticator(&o)?;

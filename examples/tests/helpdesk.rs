@@ -179,7 +179,7 @@ fn the_demo_shows_its_audit_log_word_for_word_and_in_causal_order() {
             if let Some(call) = line.strip_prefix("deskloop calls ") {
                 let tool = call.split(' ').next().unwrap();
                 let next = audit.iter().find(|&&a| a > i).map(|&a| lines[a]).unwrap();
-                assert!(next.contains(&format!(" {tool} (call_")), "`{line}` is followed by `{next}`");
+                assert!(next.contains(&format!(" {tool} (call")), "`{line}` is followed by `{next}`");
             }
         }
     }
