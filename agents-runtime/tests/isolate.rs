@@ -257,8 +257,7 @@ async fn call_on<A: Registry>(
     // records, and those of a tool that reaches out, by an id it mints itself.
     let before = audit.records().len();
     let r = session.call(&id, tool, &args.to_string()).await;
-    let records: Vec<AuditRecord> =
-        audit.records().into_iter().skip(before).filter(|r| r.call_id.is_some()).collect();
+    let records: Vec<AuditRecord> = audit.records().into_iter().skip(before).filter(|r| r.call_id.is_some()).collect();
     Call { text: r.content.to_string(), failed: r.is_error, records }
 }
 

@@ -130,7 +130,7 @@ async fn dialog(session: &str, input: &str, tool: &str, args: &str, verdict: Ver
 /// The id the records give the second call of a run (the first is `call_1`, `read_email`):
 /// the runtime mints one for a call of a tool that reaches out, as for an action.
 fn egress_call(audit: &MemorySink) -> String {
-    audit.records().into_iter().filter_map(|r| r.call_id).find(|id| id != "call_1").expect("a second call")
+    audit.records().into_iter().filter_map(|r| r.call_id).find(|id| id != "call_1").expect("a second call").to_string()
 }
 
 /// The provenance notice of the egress call (the run's second), as JSON.
@@ -138,7 +138,7 @@ fn provenance(audit: &MemorySink) -> serde_json::Value {
     let notice = audit
         .records()
         .into_iter()
-        .find(|r| r.status == AuditStatus::Notice && r.call_id == Some(egress_call(audit)))
+        .find(|r| r.status == AuditStatus::Notice && r.call_id.as_deref() == Some(egress_call(audit).as_str()))
         .expect("a provenance notice for the egress call");
     assert!(notice.reason.as_deref().unwrap().starts_with("provenance: "), "{notice:?}");
     match notice.result {
@@ -160,7 +160,7 @@ fn declined(e: &Ended, why: &str) {
         e.audit.records()
     );
     let proposed = with_status(&e.audit, AuditStatus::Proposed);
-    let proposed = proposed.iter().find(|r| r.call_id == Some(egress_call(&e.audit))).unwrap();
+    let proposed = proposed.iter().find(|r| r.call_id.as_deref() == Some(egress_call(&e.audit).as_str())).unwrap();
     assert!(proposed.args_hash.is_some(), "the proposal is bound to its arguments");
 }
 
@@ -240,7 +240,10 @@ async fn a_value_the_user_typed_runs_as_a_read_even_when_a_result_holds_it_too()
     let e = dialog("eg-user", input, "fetch_page", url, Verdict::Reject).await;
     assert_eq!(e.ran, 1, "the user's own link runs");
     assert!(e.cards.is_empty(), "nobody is asked");
-    assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(
+        call_statuses(&e.audit, &egress_call(&e.audit)),
+        [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]
+    );
     assert_eq!(provenance(&e.audit)["args"][0]["origin"]["from"], "user");
     assert!(with_status(&e.audit, AuditStatus::Proposed).iter().all(|r| r.args_hash.is_none()), "reads as reads");
     // The application's own text is trusted too.
