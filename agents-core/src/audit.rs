@@ -14,6 +14,7 @@
 //! often the writer publishes checkpoints bounds that loss.
 
 pub mod checkpoint;
+pub mod filter;
 pub mod keyed;
 pub mod lines;
 pub mod severe;
@@ -23,6 +24,7 @@ pub mod sqlite;
 use crate::tool::Tier;
 use crate::{SharedStr, SharedValue};
 pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointSigningKey, CheckpointVerifyingKey};
+pub use filter::{RecordFilter, Selected};
 pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMESTAMP_GRACE, unix_seconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -8,8 +8,8 @@ use agents_runtime::Tier;
 use agents_runtime::audit::{
     AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file, verify_sqlite,
 };
+use agents_runtime::core::audit::{RecordFilter, Selected};
 use serde::Deserialize;
-use std::collections::BTreeSet;
 use std::io::BufRead;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -187,11 +187,8 @@ pub struct AuditQuery {
 /// The filters parsed once.
 #[derive(Debug)]
 pub(crate) struct Selection {
-    query: AuditQuery,
-    statuses: BTreeSet<AuditStatus>,
-    tiers: BTreeSet<Tier>,
-    since: Option<OffsetDateTime>,
-    until: Option<OffsetDateTime>,
+    filter: RecordFilter,
+    after: Option<u64>,
     pub(crate) limit: usize,
 }
 
@@ -236,26 +233,21 @@ impl Selection {
             Some(n) if n > MAX_PAGE => return Err(format!("`limit` must be at most {MAX_PAGE}")),
             Some(n) => n,
         };
-        Ok(Selection { query, statuses, tiers, since, until, limit })
+        let filter = RecordFilter {
+            run: query.run,
+            session: query.session,
+            user: query.user,
+            tool: query.tool,
+            call: query.call,
+            statuses,
+            tiers,
+            since,
+            until,
+        };
+        Ok(Selection { filter, after: query.after, limit })
     }
 
     pub(crate) fn selects(&self, r: &AuditRecord) -> bool {
-        let eq = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| have == Some(w));
-        let q = &self.query;
-        let by_fields = q.after.is_none_or(|a| r.seq > a)
-            && eq(&q.run, Some(&r.run_id))
-            && eq(&q.session, Some(&r.session_id))
-            && eq(&q.user, Some(&r.user_id))
-            && eq(&q.tool, r.tool.as_deref())
-            && eq(&q.call, r.call_id.as_deref())
-            && (self.statuses.is_empty() || self.statuses.contains(&r.status))
-            && (self.tiers.is_empty() || r.tier.is_some_and(|t| self.tiers.contains(&t)));
-        if !by_fields || (self.since.is_none() && self.until.is_none()) {
-            return by_fields;
-        }
-        match OffsetDateTime::parse(&r.ts, &Rfc3339) {
-            Ok(ts) => self.since.is_none_or(|s| ts >= s) && self.until.is_none_or(|u| ts <= u),
-            Err(_) => false,
-        }
+        self.after.is_none_or(|a| r.seq > a) && self.filter.select(r) == Selected::Yes
     }
 }

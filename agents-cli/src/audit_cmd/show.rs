@@ -7,7 +7,7 @@ use crate::error::{CliError, CmdResult};
 use crate::table::{Table, clip};
 use crate::term;
 use agents_core::Tier;
-use agents_core::audit::{AuditRecord, AuditStatus};
+use agents_core::audit::{AuditRecord, AuditStatus, RecordFilter, Selected};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -77,36 +77,21 @@ fn parse_tiers(names: &[String]) -> Result<BTreeSet<Tier>, CliError> {
         .collect()
 }
 
-/// The filters, parsed once.
-struct Selection<'a> {
-    filter: &'a ShowFilter,
-    statuses: BTreeSet<AuditStatus>,
-    tiers: BTreeSet<Tier>,
-    since: Option<OffsetDateTime>,
-    until: Option<OffsetDateTime>,
+/// The filters, parsed once, and how many records a time window could not read.
+struct Selection {
+    filter: RecordFilter,
     unparsable_ts: u64,
 }
 
-impl Selection<'_> {
+impl Selection {
     fn selects(&mut self, r: &AuditRecord) -> bool {
-        let eq = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| have == Some(w));
-        let f = self.filter;
-        let by_fields = eq(&f.run, Some(&r.run_id))
-            && eq(&f.session, Some(&r.session_id))
-            && eq(&f.user, Some(&r.user_id))
-            && eq(&f.tool, r.tool.as_deref())
-            && eq(&f.call, r.call_id.as_deref())
-            && (self.statuses.is_empty() || self.statuses.contains(&r.status))
-            && (self.tiers.is_empty() || r.tier.is_some_and(|t| self.tiers.contains(&t)));
-        if !by_fields || (self.since.is_none() && self.until.is_none()) {
-            return by_fields;
-        }
-        match OffsetDateTime::parse(&r.ts, &Rfc3339) {
-            Ok(ts) => self.since.is_none_or(|s| ts >= s) && self.until.is_none_or(|u| ts <= u),
-            Err(_) => {
+        match self.filter.select(r) {
+            Selected::Yes => true,
+            Selected::UnreadableTime => {
                 self.unparsable_ts += 1;
                 false
             }
+            _ => false,
         }
     }
 }
@@ -120,11 +105,17 @@ pub(crate) fn show(
     out: &mut dyn Write,
 ) -> CmdResult {
     let mut selection = Selection {
-        filter,
-        statuses: parse_statuses(&filter.status)?,
-        tiers: parse_tiers(&filter.tier)?,
-        since: filter.since.as_deref().map(|s| parse_time(s, "--since")).transpose()?,
-        until: filter.until.as_deref().map(|s| parse_time(s, "--until")).transpose()?,
+        filter: RecordFilter {
+            run: filter.run.clone(),
+            session: filter.session.clone(),
+            user: filter.user.clone(),
+            tool: filter.tool.clone(),
+            call: filter.call.clone(),
+            statuses: parse_statuses(&filter.status)?,
+            tiers: parse_tiers(&filter.tier)?,
+            since: filter.since.as_deref().map(|s| parse_time(s, "--since")).transpose()?,
+            until: filter.until.as_deref().map(|s| parse_time(s, "--until")).transpose()?,
+        },
         unparsable_ts: 0,
     };
     let mut table = PagedTable::new(HEADER);
