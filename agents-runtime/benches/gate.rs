@@ -410,6 +410,14 @@ fn ratios() {
             }),
         ),
     ];
+    // `GATE_BENCH_ONLY=<part of a label>`: run that one path once (N calls) and nothing else,
+    // for instruction counts under `valgrind --tool=callgrind`, which do not depend on the load.
+    if let Ok(only) = std::env::var("GATE_BENCH_ONLY") {
+        let (label, p) = paths.iter().find(|(l, _)| l.contains(only.as_str())).expect("no path has that label");
+        p();
+        println!("ran `{label}` {N} times");
+        return;
+    }
     let mut best = vec![f64::INFINITY; paths.len()];
     for _ in 0..7 {
         for (i, (_, p)) in paths.iter().enumerate() {
@@ -461,6 +469,9 @@ fn seal_cost() -> f64 {
 criterion_group!(benches, bench);
 
 fn main() {
+    if std::env::var_os("GATE_BENCH_ONLY").is_some() {
+        return ratios();
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     ratios();
