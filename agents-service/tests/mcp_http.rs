@@ -73,6 +73,10 @@ impl Authenticator for Tokens {
 const LIMIT: usize = 16 * 1024;
 
 async fn serve() -> (SocketAddr, Arc<MemorySink>) {
+    serve_with(|_| {}).await
+}
+
+async fn serve_with(adjust: impl FnOnce(&mut McpEndpoint)) -> (SocketAddr, Arc<MemorySink>) {
     let audit = Arc::new(MemorySink::new());
     let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([])))
         .roles(RoleMap::new().role("writer", ["note.read", "note.write"]))
@@ -80,6 +84,7 @@ async fn serve() -> (SocketAddr, Arc<MemorySink>) {
     let mut endpoint = McpEndpoint::default();
     endpoint.allowed_origins = vec!["https://app.example".into()];
     endpoint.max_body_bytes = LIMIT;
+    adjust(&mut endpoint);
     let service = Service::builder(Arc::new(Tokens), audit.clone(), audit.clone())
         .agent::<Notes>(rt.clone())
         .mcp::<Notes>(rt, endpoint)
@@ -325,4 +330,70 @@ async fn duplicate_keys_get_the_json_rpc_error_stdio_answers() {
     assert_eq!(v["id"], 6, "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("duplicate"), "{v}");
     assert!(statuses(&audit.records(), "read_note").is_empty(), "nothing reached the runtime");
+}
+
+#[tokio::test]
+async fn sessions_and_event_streams_are_capped_per_user() {
+    let (addr, _audit) = serve_with(|e| {
+        e.max_sessions_per_user = 2;
+        e.max_streams_per_user = 1;
+        e.sse_keep_alive = Duration::from_millis(50);
+    })
+    .await;
+    let mut first = Client::new(addr, "alice-token");
+    first.initialize(false).await;
+    let mut second = Client::new(addr, "alice-token");
+    second.initialize(false).await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": mcp_common::PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let r = Client::new(addr, "alice-token").post(&init).await;
+    assert_eq!(r.status, 429, "a third session of the same user");
+    assert!(r.header("mcp-session-id").is_none(), "no session was made");
+    let mut bob = Client::new(addr, "bob-token");
+    bob.initialize(false).await;
+    // Ending one of hers frees its place.
+    let r = second.delete().await;
+    assert!(r.status == 200 || r.status == 202 || r.status == 204, "{}", r.status);
+    Client::new(addr, "alice-token").initialize(false).await;
+
+    let held = first.get_stream(None).await;
+    assert_eq!(held.status, 200);
+    assert_eq!(first.get_stream(None).await.status, 429, "a second stream of the same user");
+    assert_eq!(bob.get_stream(None).await.status, 200, "another user's stream is his own count");
+    // A stream given up gives its place back (once the server notices the closed connection).
+    drop(held);
+    let mut reopened = false;
+    for _ in 0..200 {
+        let r = first.get_stream(None).await;
+        if r.status == 200 {
+            reopened = true;
+            break;
+        }
+        assert_eq!(r.status, 429);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(reopened, "the closed stream's place came back");
+}
+
+#[test]
+fn an_endpoint_that_cannot_be_served_is_refused_when_mounted() {
+    let audit = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([]))).build();
+    let builder = || Service::builder(Arc::new(Tokens), audit.clone(), audit.clone());
+    let with = |f: fn(&mut McpEndpoint)| {
+        let mut e = McpEndpoint::default();
+        f(&mut e);
+        e
+    };
+    for (what, endpoint) in [
+        ("under /v1/", with(|e| e.path = "/v1/mcp".into())),
+        ("no leading slash", with(|e| e.path = "mcp".into())),
+        ("no body allowed", with(|e| e.max_body_bytes = 0)),
+        ("no stream allowed", with(|e| e.max_streams_per_user = 0)),
+    ] {
+        let err = builder().mcp::<Notes>(rt.clone(), endpoint).unwrap_err();
+        assert!(err.to_string().starts_with("invalid MCP endpoint"), "{what}: {err}");
+    }
+    let twice = builder().mcp::<Notes>(rt.clone(), McpEndpoint::default()).unwrap().mcp::<Notes>(rt, McpEndpoint::default());
+    assert!(twice.unwrap_err().to_string().contains("already serves"));
 }
