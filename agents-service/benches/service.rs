@@ -12,7 +12,6 @@
 //! `cargo bench -p agents-service --bench service` (add `-- --no-postgres` to skip the
 //! cluster).
 
-#[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 
@@ -113,7 +112,12 @@ async fn one(base: SocketAddr, executed: &Mutex<HashMap<String, Instant>>, i: us
     (round_trip, at.saturating_duration_since(decided))
 }
 
-async fn measure(name: &str, sink: Arc<dyn AuditSink>, reader: Arc<dyn AuditReader>, store: Option<Arc<dyn Store>>) -> Figures {
+async fn measure(
+    name: &str,
+    sink: Arc<dyn AuditSink>,
+    reader: Arc<dyn AuditReader>,
+    store: Option<Arc<dyn Store>>,
+) -> Figures {
     let executed = Arc::new(Mutex::new(HashMap::new()));
     let timed: Arc<dyn AuditSink> = Arc::new(Timed { inner: sink, executed: executed.clone() });
     let base = serve(timed, reader, store).await;

@@ -219,7 +219,12 @@ impl Drop for Slot {
 /// Audits a request refused on a session the caller did not open.
 type AuditRefusal = fn(Runtime, Principal, String, String) -> BoxFuture<'static, ()>;
 
-fn audit_refusal<A: Registry>(runtime: Runtime, who: Principal, session: String, reason: String) -> BoxFuture<'static, ()> {
+fn audit_refusal<A: Registry>(
+    runtime: Runtime,
+    who: Principal,
+    session: String,
+    reason: String,
+) -> BoxFuture<'static, ()> {
     Box::pin(async move {
         if let Err(e) = runtime.audit_refusal::<A>(&who, &session, reason).await {
             tracing::error!(error = %e, "the refusal could not be audited");
@@ -292,7 +297,8 @@ async fn bind_session(State(b): State<Binding>, mut req: Request, next: Next) ->
     b.start_purging();
     let Some(principal) = req.extensions().get::<Principal>().cloned() else {
         // Only reachable if the layers were assembled without authentication.
-        return ApiError::new(StatusCode::UNAUTHORIZED, "missing_token", "no principal for this request").into_response();
+        return ApiError::new(StatusCode::UNAUTHORIZED, "missing_token", "no principal for this request")
+            .into_response();
     };
     let method = req.method().clone();
     let session = req.headers().get(SESSION_HEADER).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
@@ -474,7 +480,8 @@ async fn strict_json(req: Request, next: Next) -> Response {
     };
     if let Some((id, message)) = strict_refusal(&bytes) {
         tracing::debug!(%message, "MCP request body refused by the strict parse");
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": INVALID_REQUEST, "message": message}});
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": INVALID_REQUEST, "message": message}});
         return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
@@ -545,4 +552,3 @@ impl crate::ServiceBuilder {
         Ok(self)
     }
 }
-

@@ -109,7 +109,8 @@ async fn a_tool_call_through_the_mcp_endpoint_acts_for_the_token_s_principal() {
     let mut list = alice.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
     assert_eq!(list.status, 200);
     let list = response_to(&mut list, 1).await;
-    let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names, ["read_note", "write_note"], "{list}");
     let mut call = alice.call(2, "read_note", json!({"id": 7})).await;
     assert_eq!(call.status, 200);
@@ -322,7 +323,8 @@ async fn duplicate_keys_get_the_json_rpc_error_stdio_answers() {
     let (addr, audit) = serve().await;
     let mut alice = Client::new(addr, "alice-token");
     alice.initialize(false).await;
-    let body = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_note","arguments":{"id":1,"id":2}}}"#;
+    let body =
+        br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_note","arguments":{"id":1,"id":2}}}"#;
     let r = alice.post_raw(body).await;
     assert_eq!(r.status, 400);
     let v: serde_json::Value = serde_json::from_str(&r.text().await).unwrap();
@@ -394,6 +396,7 @@ fn an_endpoint_that_cannot_be_served_is_refused_when_mounted() {
         let err = builder().mcp::<Notes>(rt.clone(), endpoint).unwrap_err();
         assert!(err.to_string().starts_with("invalid MCP endpoint"), "{what}: {err}");
     }
-    let twice = builder().mcp::<Notes>(rt.clone(), McpEndpoint::default()).unwrap().mcp::<Notes>(rt, McpEndpoint::default());
+    let twice =
+        builder().mcp::<Notes>(rt.clone(), McpEndpoint::default()).unwrap().mcp::<Notes>(rt, McpEndpoint::default());
     assert!(twice.unwrap_err().to_string().contains("already serves"));
 }
