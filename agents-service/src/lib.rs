@@ -42,6 +42,14 @@
 //! a run the service no longer holds streams that run's audit records, then an `end` event
 //! with code `run_not_live`; `GET /v1/audit?run=...` reads them too.
 //!
+//! # MCP in the same router
+//!
+//! [`ServiceBuilder::mcp`] also serves an agent over MCP streamable HTTP (rmcp's own service)
+//! at [`McpEndpoint::path`] (default `/mcp`), for the principals the same [`Authenticator`]
+//! names. Its refusals are MCP's, not the JSON ones below: 403 for a foreign `Origin`, 401
+//! from the authenticator, 413 over [`McpEndpoint::max_body_bytes`], and for any request on an
+//! MCP session its caller did not open the 404 of an unknown session (audited as `denied`).
+//!
 //! # Refusals
 //!
 //! Every refusal is JSON, `{"error": {"code": "...", "message": "..."}}`, with a stable code:

@@ -1,33 +1,4 @@
-//! An agent served over MCP streamable HTTP beside the REST routes: rmcp's own
-//! [`StreamableHttpService`] behind tower layers, every request acting for the principal the
-//! service's [`Authenticator`] names (the same mapping as the REST API).
-//!
-//! The layers, outermost first:
-//!
-//! 1. **Origin**: a request with an `Origin` header not on
-//!    [`McpEndpoint::allowed_origins`] gets 403 (a request without one passes; `Host` is
-//!    checked by rmcp against [`McpEndpoint::allowed_hosts`]).
-//! 2. **Bearer**: the [`Authenticator`] maps the request to a [`Principal`] or refuses it (401,
-//!    the REST API's JSON refusal). The `Authorization` header is removed: rmcp, the agent and
-//!    its tools never see the token.
-//! 3. **Body limit**: tower-http's [`RequestBodyLimitLayer`]; a larger body gets 413.
-//! 4. **Session binding**: an MCP session belongs to the principal whose `initialize` opened
-//!    it. Every request naming a session (`Mcp-Session-Id`) from anyone else (POST, including
-//!    the JSON-RPC response that answers an elicitation; GET, with or without
-//!    `Last-Event-ID`; DELETE) gets rmcp's own 404 for an unknown session, word for word,
-//!    changes nothing and is audited as `denied`. It also caps open sessions and event streams
-//!    per principal (429), and tells the agent when a client goes away before its response is
-//!    complete (a confirmation asked then ends as `disconnected`).
-//! 5. **Strict JSON**: a POST body with duplicate keys or integers beyond 2^53 gets the
-//!    JSON-RPC error stdio answers (`-32600`), before rmcp parses it.
-//!
-//! Confirmation of action tools is the runtime's MCP server's: a form elicitation on the
-//! session of the call, answered once, by the principal that owns the session, for the request
-//! id it was sent under (see [`agents_runtime::mcp`]).
-//!
-//! Connection limits (connections at once, header read timeout, keep-alive) belong to the
-//! server that serves the whole router, not to one route; the standalone server
-//! [`serve_http`](agents_runtime::mcp::serve_http) (used by `agents serve`) sets them itself.
+//! An agent over MCP streamable HTTP in the service's router (see [`McpEndpoint`]).
 
 use crate::Authenticator;
 use crate::error::ApiError;
@@ -65,7 +36,38 @@ const SESSION_NOT_FOUND: &str = "Not Found: Session not found";
 /// The body limit rmcp applies on its own (it sits behind the body-limit layer).
 const RMCP_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
-/// Where and how the MCP endpoint is mounted (see [`ServiceBuilder::mcp`](crate::ServiceBuilder::mcp)).
+/// An agent served over MCP streamable HTTP beside the REST routes: rmcp's own
+/// [`StreamableHttpService`] behind tower layers, every request acting for the principal the
+/// service's [`Authenticator`] names (the same mapping as the REST API).
+///
+/// The layers, outermost first:
+///
+/// 1. **Origin**: a request with an `Origin` header not on
+///    [`McpEndpoint::allowed_origins`] gets 403 (a request without one passes; `Host` is
+///    checked by rmcp against [`McpEndpoint::allowed_hosts`]).
+/// 2. **Bearer**: the [`Authenticator`] maps the request to a [`Principal`] or refuses it (401,
+///    the REST API's JSON refusal). The `Authorization` header is removed: rmcp, the agent and
+///    its tools never see the token.
+/// 3. **Body limit**: tower-http's [`RequestBodyLimitLayer`]; a larger body gets 413.
+/// 4. **Session binding**: an MCP session belongs to the principal whose `initialize` opened
+///    it. Every request naming a session (`Mcp-Session-Id`) from anyone else (POST, including
+///    the JSON-RPC response that answers an elicitation; GET, with or without
+///    `Last-Event-ID`; DELETE) gets rmcp's own 404 for an unknown session, word for word,
+///    changes nothing and is audited as `denied`. It also caps open sessions and event streams
+///    per principal (429), and tells the agent when a client goes away before its response is
+///    complete (a confirmation asked then ends as `disconnected`).
+/// 5. **Strict JSON**: a POST body with duplicate keys or integers beyond 2^53 gets the
+///    JSON-RPC error stdio answers (`-32600`), before rmcp parses it.
+///
+/// Confirmation of action tools is the runtime's MCP server's: a form elicitation on the
+/// session of the call, answered once, by the principal that owns the session, for the request
+/// id it was sent under (see [`agents_runtime::mcp`]).
+///
+/// Connection limits (connections at once, header read timeout, keep-alive) belong to the
+/// server that serves the whole router, not to one route; the standalone server
+/// [`serve_http`](agents_runtime::mcp::serve_http) (used by `agents serve`) sets them itself.
+///
+/// These options say where and how it is mounted ([`ServiceBuilder::mcp`](crate::ServiceBuilder::mcp)).
 /// Every default is safe for an endpoint reachable by untrusted clients.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -541,7 +543,7 @@ pub struct McpEndpointError(String);
 impl crate::ServiceBuilder {
     /// Also serves agent `A` over MCP streamable HTTP at [`McpEndpoint::path`], in the same
     /// router as the REST API and for the principals the same [`Authenticator`] names (see
-    /// the [module docs](self)). Several agents may be mounted at different paths.
+    /// [`McpEndpoint`]). Several agents may be mounted at different paths.
     pub fn mcp<A: Registry>(mut self, runtime: Runtime, endpoint: McpEndpoint) -> Result<Self, McpEndpointError> {
         if self.mcp.iter().any(|(path, _)| *path == endpoint.path) {
             return Err(McpEndpointError(format!("the path `{}` already serves an MCP endpoint", endpoint.path)));
