@@ -400,3 +400,32 @@ fn an_endpoint_that_cannot_be_served_is_refused_when_mounted() {
         builder().mcp::<Notes>(rt.clone(), McpEndpoint::default()).unwrap().mcp::<Notes>(rt, McpEndpoint::default());
     assert!(twice.unwrap_err().to_string().contains("already serves"));
 }
+
+#[tokio::test]
+async fn a_session_closed_for_idleness_is_purged_and_frees_its_place() {
+    let (addr, _audit) = serve_with(|e| {
+        e.max_sessions_per_user = 1;
+        e.session_idle_timeout = Duration::from_millis(200);
+        e.purge_interval = Duration::from_millis(50);
+    })
+    .await;
+    let mut first = Client::new(addr, "alice-token");
+    first.initialize(false).await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": mcp_common::PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    assert_eq!(Client::new(addr, "alice-token").post(&init).await.status, 429, "her one place is taken");
+    // Once rmcp closes the idle session, the purge forgets its owner and the place is free.
+    let mut opened = false;
+    for _ in 0..200 {
+        let r = Client::new(addr, "alice-token").post(&init).await;
+        if r.status == 200 {
+            opened = true;
+            break;
+        }
+        assert_eq!(r.status, 429);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(opened, "the idle session was purged");
+    let r = first.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(r.status, 404, "the closed session is unknown");
+}
