@@ -13,6 +13,7 @@
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
 //! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
+//! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
 //!
 //! # Who sees what
 //!
@@ -40,6 +41,14 @@
 //! in the process that started it). What survives is the audit log: the events endpoint of
 //! a run the service no longer holds streams that run's audit records, then an `end` event
 //! with code `run_not_live`; `GET /v1/audit?run=...` reads them too.
+//!
+//! # MCP in the same router
+//!
+//! [`ServiceBuilder::mcp`] also serves an agent over MCP streamable HTTP (rmcp's own service)
+//! at [`McpEndpoint::path`] (default `/mcp`), for the principals the same [`Authenticator`]
+//! names. Its refusals are MCP's, not the JSON ones below: 403 for a foreign `Origin`, 401
+//! from the authenticator, 413 over [`McpEndpoint::max_body_bytes`], and for any request on an
+//! MCP session its caller did not open the 404 of an unknown session (audited as `denied`).
 //!
 //! # Refusals
 //!
@@ -90,6 +99,7 @@ mod auth;
 mod error;
 mod handlers;
 mod jwt;
+mod mcp;
 mod runs;
 mod sse;
 
@@ -99,6 +109,7 @@ pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_tok
 pub use axum;
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
+pub use mcp::{McpEndpoint, McpEndpointError};
 pub use runs::RunSummary;
 
 use agents_runtime::Runtime;
@@ -166,6 +177,8 @@ pub(crate) struct Shared {
     pub(crate) limits: ServiceLimits,
     pub(crate) streams: Mutex<HashMap<(String, String), usize>>,
     pub(crate) reviewer_roles: BTreeSet<String>,
+    /// The MCP endpoints ([`ServiceBuilder::mcp`]), each with its own layers.
+    pub(crate) mcp: Vec<Router>,
 }
 
 /// Configures a [`Service`].
@@ -176,6 +189,8 @@ pub struct ServiceBuilder {
     audit_reader: Arc<dyn AuditReader>,
     limits: ServiceLimits,
     reviewer_roles: BTreeSet<String>,
+    /// The MCP endpoints, by path.
+    mcp: Vec<(String, Router)>,
 }
 
 impl std::fmt::Debug for ServiceBuilder {
@@ -229,6 +244,7 @@ impl ServiceBuilder {
                 limits,
                 streams: Mutex::new(HashMap::new()),
                 reviewer_roles: self.reviewer_roles,
+                mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
             }),
         }
     }
@@ -267,12 +283,14 @@ impl Service {
             audit_reader,
             limits: ServiceLimits::default(),
             reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
+            mcp: Vec::new(),
         }
     }
 
     /// The routes (see the crate documentation), with the body limit, the request timeout
     /// and JSON refusals as layers. Merge or nest it into the application's router.
     pub fn router(&self) -> Router {
-        handlers::router(self.shared.clone())
+        let rest = handlers::router(self.shared.clone());
+        self.shared.mcp.iter().fold(rest, |r, mcp| r.merge(mcp.clone()))
     }
 }

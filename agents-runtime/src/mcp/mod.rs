@@ -65,7 +65,7 @@ mod server;
 mod stdio;
 
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpOptions, HttpServer, serve_http};
-pub use server::McpServer;
+pub use server::{ClientGone, McpServer};
 
 use crate::core::Principal;
 use crate::run::Runtime;
@@ -126,6 +126,17 @@ pub enum McpError {
     /// The options are inconsistent.
     #[error("invalid MCP options: {0}")]
     Options(String),
+}
+
+/// The JSON-RPC error code both transports answer a strict-JSON refusal with (`-32600`).
+pub const INVALID_REQUEST: i64 = stdio::INVALID_REQUEST;
+
+/// A JSON-RPC message that is JSON but breaks the strict rules (duplicate keys, integers
+/// beyond 2^53): its request id and the message of the `-32600` error both transports answer
+/// with. `None` for anything else (syntax errors are left to the ordinary parse). For a
+/// transport mounted elsewhere that must refuse what [`serve_stdio`] and [`serve_http`] refuse.
+pub fn strict_refusal(message: &[u8]) -> Option<(serde_json::Value, String)> {
+    stdio::strict_refusal(message)
 }
 
 /// Serves agent `A` for `principal` over stdin/stdout until the client disconnects.

@@ -23,10 +23,11 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-/// Put in a request's extensions by the HTTP transport: cancelled when the client goes away
-/// before the response to this request is complete.
+/// Put in a request's extensions by an HTTP transport: cancelled when the client goes away
+/// before the response to this request is complete. A confirmation asked during that request
+/// then ends as `disconnected` instead of waiting for its timeout.
 #[derive(Clone, Debug)]
-pub(crate) struct ClientGone(pub(crate) CancellationToken);
+pub struct ClientGone(pub CancellationToken);
 
 /// The disconnect signal of each call waiting in this session, by call id.
 type Calls = Arc<Mutex<HashMap<String, CancellationToken>>>;

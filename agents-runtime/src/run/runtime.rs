@@ -578,7 +578,7 @@ impl Runtime {
     /// Audits a refused request that reached no run: `denied`, with the principal who sent
     /// it, the session it named and why (a server's own refusals, e.g. a request on someone
     /// else's MCP session). Fails closed like every record: the caller refuses anyway.
-    pub(crate) async fn audit_refusal<A: Registry>(
+    pub async fn audit_refusal<A: Registry>(
         &self,
         principal: &Principal,
         session_id: &str,
