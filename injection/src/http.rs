@@ -195,11 +195,12 @@ impl Client {
             head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
         }
         head.push_str("\r\n");
+        // One write: a body sent after its head would wait for the head's acknowledgement.
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body.as_deref().unwrap_or_default().as_bytes());
+        stream.set_nodelay(true).map_err(io)?;
         let mut reader = BufReader::new(stream);
-        reader.get_mut().write_all(head.as_bytes()).await.map_err(io)?;
-        if let Some(b) = &body {
-            reader.get_mut().write_all(b.as_bytes()).await.map_err(io)?;
-        }
+        reader.get_mut().write_all(&request).await.map_err(io)?;
         let mut line = String::new();
         reader.read_line(&mut line).await.map_err(io)?;
         let status: u16 = line
