@@ -243,7 +243,8 @@ impl Client {
     }
 }
 
-/// The card a decision of `GET /v1/decisions` shows: its tool, title and arguments as listed.
+/// The card a decision of `GET /v1/decisions` shows: its tool, title and arguments as listed,
+/// and why it is asked when the listing says so.
 pub fn card_of_decision(decision: &Value) -> Result<Card, String> {
     let text = |k: &str| {
         decision
@@ -254,7 +255,8 @@ pub fn card_of_decision(decision: &Value) -> Result<Card, String> {
     };
     let args =
         decision.get("arguments").cloned().ok_or_else(|| format!("a listed decision without arguments: {decision}"))?;
-    Ok(Card { tool: text("tool")?, title: text("title")?, args, why: None })
+    let why = decision.get("why").and_then(Value::as_str).map(str::to_owned);
+    Ok(Card { tool: text("tool")?, title: text("title")?, args, why })
 }
 
 /// Lists the decisions waiting for the client's principal and answers each one not answered
