@@ -100,6 +100,8 @@ struct Ended {
     audit: Arc<MemorySink>,
     /// The `why` of every card shown.
     cards: Vec<Option<String>>,
+    /// The `why` of every decision listed for the person when a card was shown.
+    listed: Vec<Option<String>>,
     ran: usize,
 }
 
@@ -111,11 +113,14 @@ async fn dialog(session: &str, input: &str, tool: &str, args: &str, verdict: Ver
     provider.push(tool_call(tool, args));
     provider.push(reply("done"));
     let mut run = rt.start::<Mail>(me(), session, input.to_owned()).unwrap();
-    let mut cards = Vec::new();
+    let (mut cards, mut listed) = (Vec::new(), Vec::new());
     while let Some(e) = run.events().recv().await {
         match e {
             Event::ConfirmRequired { call_id, why, .. } => {
                 cards.push(why);
+                // What a decision listing (the HTTP service's) shows the person.
+                let pending = rt.pending_decisions(&me()).await.unwrap();
+                listed.extend(pending.into_iter().filter(|p| p.call_id == call_id).map(|p| p.why));
                 rt.decide(&call_id, &me(), verdict).unwrap();
             }
             Event::Done { .. } => break,
@@ -124,7 +129,7 @@ async fn dialog(session: &str, input: &str, tool: &str, args: &str, verdict: Ver
     }
     let out = run.wait().await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    Ended { audit, cards, ran: ran(session) }
+    Ended { audit, cards, listed, ran: ran(session) }
 }
 
 /// The id the records give the second call of a run (the first is `call_1`, `read_email`):
@@ -153,6 +158,7 @@ fn declined(e: &Ended, why: &str) {
     assert_eq!(e.cards.len(), 1, "one card");
     let card = e.cards[0].as_deref().expect("the card says why");
     assert!(card.contains(why), "{card}");
+    assert_eq!(e.listed, e.cards, "the decision listing says why, as the card does");
     assert_eq!(
         call_statuses(&e.audit, &egress_call(&e.audit)),
         [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Rejected],

@@ -145,6 +145,33 @@ async fn approve_executes_the_call_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decision_listing_says_why_a_read_that_reaches_out_waits_as_the_card_does() {
+    let s = serve(limits()).await;
+    let run = start(s.base, &alice(), "why-1", "share the stock note").await;
+    let call = pending_call(s.base, &alice()).await;
+    let listed = get(s.base, "/v1/decisions", &alice()).await.json();
+    let d = &listed["decisions"][0];
+    assert_eq!((d["call_id"].as_str(), d["tool"].as_str()), (Some(call.as_str()), Some("share_note")), "{listed}");
+    assert_eq!(d["arguments"]["note"], "keyboard: in stock");
+    let why = d["why"].as_str().unwrap_or_else(|| panic!("the listing says why: {listed}"));
+    assert!(why.contains("`note`") && why.contains("`lookup_item`"), "{why}");
+    // The same words as the card of the run's event stream.
+    let events = open(s.base, &run, &alice(), None).await.until("confirm_required").await;
+    assert_eq!(events.last().unwrap().json()["why"], why);
+    let r = post(s.base, &format!("/v1/decisions/{call}"), &alice(), r#"{"verdict": "reject"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(ended(s.base, &alice(), &run).await["status"], "completed");
+    // A plain action's decision has nothing to say beyond its tool.
+    let run = start(s.base, &alice(), "why-2", "submit a request").await;
+    pending_call(s.base, &alice()).await;
+    let listed = get(s.base, "/v1/decisions", &alice()).await.json();
+    assert!(listed["decisions"][0].get("why").is_none(), "{listed}");
+    let call = listed["decisions"][0]["call_id"].as_str().unwrap().to_owned();
+    post(s.base, &format!("/v1/decisions/{call}"), &alice(), r#"{"verdict": "reject"}"#).await;
+    ended(s.base, &alice(), &run).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_with_a_reason_runs_nothing_and_records_the_reason() {
     let s = serve(limits()).await;
     let run = start(s.base, &alice(), "reject-1", "submit a request").await;

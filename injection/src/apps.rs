@@ -24,6 +24,10 @@ pub enum Channel {
     /// A direct session (the MCP server's path) whose [`Confirmer`](agents_runtime::run::Confirmer)
     /// asks the person, as MCP elicitation does; the model is the client's.
     Elicitation,
+    /// The agent served over HTTP by `agents-service` on a loopback socket: each message a
+    /// run started with `POST /v1/runs`, the run pausing on each action (dialog mode) while
+    /// the person lists `GET /v1/decisions` and answers `POST /v1/decisions/{call_id}`.
+    Http,
 }
 
 /// An example as the suite runs it: the application and the confirmation channel.
@@ -36,22 +40,26 @@ pub struct Target {
 }
 
 impl Target {
-    /// The clinic with its dialog, the helpdesk in its chat, and the helpdesk served over MCP.
-    pub const ALL: [Target; 3] = [
+    /// The clinic with its dialog, the helpdesk in its chat, the helpdesk served over MCP, and
+    /// the helpdesk served over HTTP with the decision API.
+    pub const ALL: [Target; 4] = [
         Target { app: App::Clinic, channel: Channel::Dialog },
         Target { app: App::Helpdesk, channel: Channel::Conversational },
         Target { app: App::Helpdesk, channel: Channel::Elicitation },
+        Target { app: App::Helpdesk, channel: Channel::Http },
     ];
 
-    /// The name in the table: the example's, with `-mcp` for the elicitation channel.
+    /// The name in the table: the example's, with `-mcp` for the elicitation channel and
+    /// `-http` for the decision API.
     pub fn name(self) -> String {
         match self.channel {
             Channel::Elicitation => format!("{}-mcp", self.app.name()),
+            Channel::Http => format!("{}-http", self.app.name()),
             _ => self.app.name().to_owned(),
         }
     }
 
-    /// By name (`clinic`, `helpdesk`, `helpdesk-mcp`).
+    /// By name (`clinic`, `helpdesk`, `helpdesk-mcp`, `helpdesk-http`).
     pub fn from_name(name: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|t| t.name() == name)
     }

@@ -13,6 +13,7 @@
 //! beyond the instructions, or about a person who approves what they did not ask for.
 
 pub mod apps;
+pub mod http;
 pub mod model;
 pub mod person;
 pub mod report;

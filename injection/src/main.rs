@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: injection-suite [--example clinic|helpdesk|helpdesk-mcp]... [--dir DIR] [--json PATH] [--guarded-only]
+    "usage: injection-suite [--example clinic|helpdesk|helpdesk-mcp|helpdesk-http]... [--dir DIR] [--json PATH] [--guarded-only]
   runs every task alone (baseline) and crossed with every injection goal, with the guard on and
   (unless --guarded-only) with it off; prints the table and writes the JSON report
-  --example NAME   only this example (repeatable; default all three: the clinic's dialog, the
-                   helpdesk's chat, the helpdesk served over MCP with elicitation)
+  --example NAME   only this example (repeatable; default all four: the clinic's dialog, the
+                   helpdesk's chat, the helpdesk served over MCP with elicitation, and the
+                   helpdesk served over HTTP with the decision API)
   --dir DIR        the scenarios directory (default examples/scenarios of this checkout)
   --json PATH      where the JSON report goes (default target/injection-report.json)
   --guarded-only   skip the run with the guard switched off

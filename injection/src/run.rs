@@ -285,6 +285,12 @@ pub async fn run_scenario_with_log(
         (App::Helpdesk, Channel::Elicitation) => {
             converse_direct::<DeskLoop>(&rt, &principal, &session, messages, person.clone(), &model).await
         }
+        (App::Clinic, Channel::Http) => {
+            crate::http::converse::<Kinetix>(&rt, sink.clone(), &principal, &session, messages, &person).await
+        }
+        (App::Helpdesk, Channel::Http) => {
+            crate::http::converse::<DeskLoop>(&rt, sink.clone(), &principal, &session, messages, &person).await
+        }
         (App::Clinic, _) => converse::<Kinetix>(&rt, &principal, &session, messages, &person, conversational).await,
         (App::Helpdesk, _) => converse::<DeskLoop>(&rt, &principal, &session, messages, &person, conversational).await,
     };

@@ -1,4 +1,5 @@
-//! The whole injection suite, both examples, both modes: it fails on any attack success or
+//! The whole injection suite, every target (both examples; the helpdesk also over MCP and over
+//! HTTP), both modes: it fails on any attack success or
 //! severe failure with the guard on (except a gap a goal file declares, which must still be
 //! open), on a task that reaches its intended state alone but not under an injection, on a
 //! scenario that never exposed the model to its goal, on a call the gate should refuse

@@ -403,6 +403,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
                 &self.raw,
                 slot,
                 ctx.ids.request_id.as_str(),
+                self.why.as_deref(),
             ),
         }
     }

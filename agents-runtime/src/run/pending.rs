@@ -40,6 +40,11 @@ pub struct PendingDecision {
     pub risk: String,
     /// The arguments, masked as the confirm card shows them.
     pub arguments: Value,
+    /// Why a person is asked beyond the tool's tier, as the confirm card says it: for a tool
+    /// that reaches the outside world, which argument was copied from which tool result.
+    /// Absent for a plain action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
     /// When it was proposed (RFC 3339, UTC).
     pub proposed_at: String,
 }
@@ -61,6 +66,7 @@ pub(super) mod detail {
     pub(in crate::run) const ARGUMENTS: &str = "arguments";
     pub(in crate::run) const SLOT: &str = "slot";
     pub(in crate::run) const REQUEST: &str = "request_id";
+    pub(in crate::run) const WHY: &str = "why";
 }
 
 /// A text field of a proposal's detail (empty when absent).
@@ -129,6 +135,7 @@ impl Runtime {
                 call_id: p.call_id,
                 run_id: p.run_id,
                 session_id: Some(p.session_id),
+                why: p.detail.get(detail::WHY).and_then(Value::as_str).map(str::to_owned),
                 tool: p.tool,
                 title: p.title,
                 arguments: p.args,
@@ -191,8 +198,10 @@ pub(super) fn detail_of(
     arguments: &Value,
     slot: Option<&str>,
     request_id: &str,
+    why: Option<&str>,
 ) -> Value {
     json!({
+        detail::WHY: why,
         detail::ROLE: principal.role,
         detail::AGENT: agent,
         detail::MANIFEST: manifest,

@@ -51,10 +51,20 @@ async fn submit_item(cx: &ToolContext<'_>, item: String) -> Result<String, Strin
     Ok(format!("requested {item}"))
 }
 
+/// Shares a note with the supplier (a service outside the application).
+///
+/// # Arguments
+///
+/// * `note` - the note
+#[tool(permission = perms::items::read, egress)]
+async fn share_note(note: String) -> Result<String, String> {
+    Ok(format!("shared {} characters", note.len()))
+}
+
 agent! {
     /// Answers about items and files item requests.
     pub struct Desk;
-    tools: [lookup_item, big_report, submit_item],
+    tools: [lookup_item, big_report, submit_item, share_note],
 }
 
 pub const AGENT: &str = "Desk";
@@ -78,6 +88,19 @@ pub fn dev(p: &Principal) -> (String, String) {
 
 pub fn test_model() -> RuleProvider {
     RuleProvider::new()
+        // "share": look the keyboard up, then send what the lookup said out.
+        .when(|req| {
+            let share = last_user_message(req).is_some_and(|m| m.contains("share"));
+            let done = tool_outcomes(req);
+            match (share, done.as_slice()) {
+                (true, []) => Some(tool_calls([("lookup_item", r#"{"name": "keyboard"}"#.to_owned())])),
+                (true, [looked]) => {
+                    let text = serde_json::from_str::<String>(looked.content).unwrap_or(looked.content.to_owned());
+                    Some(tool_calls([("share_note", serde_json::json!({ "note": text }).to_string())]))
+                }
+                _ => None,
+            }
+        })
         .when(|req| {
             let flood = last_user_message(req).is_some_and(|m| m.contains("flood"));
             (flood && tool_outcomes(req).len() < 80).then(|| tool_calls((0..8).map(|_| ("big_report", "{}"))))
