@@ -35,6 +35,11 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "proposal detail",
         sql: include_str!("../migrations/sqlite/0002_proposal_detail.sql"),
     },
+    Migration {
+        version: 3,
+        name: "settlement and budgets",
+        sql: include_str!("../migrations/sqlite/0003_settlement_budget.sql"),
+    },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -47,6 +52,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0002_proposal_detail.sql"),
     },
     Migration { version: 3, name: "checkpoints", sql: include_str!("../migrations/postgres/0003_checkpoints.sql") },
+    Migration {
+        version: 4,
+        name: "settlement and budgets",
+        sql: include_str!("../migrations/postgres/0004_settlement_budget.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -135,11 +135,12 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10)?,
         claimed_by: row.get(11)?,
+        settled_by: row.get(13)?,
     })
 }
 
-const PROPOSAL_COLUMNS: &str =
-    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by, detail";
+const PROPOSAL_COLUMNS: &str = "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, \
+                                reason, claimed_by, detail, settled_by";
 
 impl Store for SqliteStore {
     fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
@@ -288,9 +289,9 @@ impl Store for SqliteStore {
         let p = proposal.clone();
         self.run(move |conn| {
             conn.execute(
-                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
-                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail)],
+                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail, created_at) \
+                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail), now_ms()],
             )
             .map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::ConstraintViolation) => {
@@ -367,9 +368,9 @@ impl Store for SqliteStore {
         let (call_id, node) = (call_id.to_owned(), node.to_owned());
         self.run(move |conn| {
             conn.execute(
-                "UPDATE agents_proposals SET claimed_by = ?2 \
+                "UPDATE agents_proposals SET claimed_by = ?2, over_at = ?3 \
                  WHERE call_id = ?1 AND verdict = 'approved' AND claimed_by IS NULL",
-                params![call_id, node],
+                params![call_id, node, now_ms()],
             )
             .map(|n| n == 1)
             .map_err(sql_error)
@@ -386,6 +387,63 @@ impl Store for SqliteStore {
                 .map_err(sql_error)?;
             let rows = stmt.query_map([limit], proposal_row).map_err(sql_error)?;
             rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+        })
+    }
+
+    fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node) = (call_id.to_owned(), node.to_owned());
+        self.run(move |conn| {
+            conn.execute(
+                "UPDATE agents_proposals SET settled_by = ?2, over_at = ?3 \
+                 WHERE call_id = ?1 AND verdict = 'rejected' AND settled_by IS NULL",
+                params![call_id, node, now_ms()],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
+    fn close_undecided<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node, reason) = (call_id.to_owned(), node.to_owned(), reason.to_owned());
+        self.run(move |conn| {
+            conn.execute(
+                "UPDATE agents_proposals SET verdict = 'rejected', reason = ?3, settled_by = ?2, over_at = ?4 \
+                 WHERE call_id = ?1 AND verdict IS NULL",
+                params![call_id, node, reason, now_ms()],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
+    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                     WHERE (verdict = 'approved' AND claimed_by IS NULL) OR (verdict = 'rejected' AND settled_by IS NULL) \
+                     OR (verdict IS NULL AND created_at <= ?2) ORDER BY ord LIMIT ?1"
+                ))
+                .map_err(sql_error)?;
+            let before = now_ms().saturating_sub(millis(undecided_for));
+            let rows = stmt.query_map(params![limit, before], proposal_row).map_err(sql_error)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+        })
+    }
+
+    fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |conn| {
+            conn.execute(
+                "DELETE FROM agents_proposals WHERE over_at IS NOT NULL AND over_at <= ?1",
+                [now_ms().saturating_sub(millis(retention))],
+            )
+            .map(|n| n as u64)
+            .map_err(sql_error)
         })
     }
 
