@@ -78,6 +78,18 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
 }
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// Checks an amount of money given to a budget store.
+fn budget_amount(what: &str, usd: f64) -> Result<f64, agents_runtime::budget::BudgetError> {
+    if usd.is_finite() && usd >= 0.0 {
+        Ok(usd)
+    } else {
+        Err(agents_runtime::budget::BudgetError(format!(
+            "{what} of {usd} USD refused: it must be a finite number, 0 or more"
+        )))
+    }
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

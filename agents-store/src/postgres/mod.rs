@@ -1,5 +1,6 @@
 //! The PostgreSQL store: one database shared by every node of a service.
 
+mod budget;
 mod checkpoints;
 mod harness;
 
