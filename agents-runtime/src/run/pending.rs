@@ -152,7 +152,9 @@ impl Runtime {
     /// carries out an approved call. Accepted only from the principal the run acts for (same
     /// user, organisation and role; [`DecisionError::NotYourRun`] otherwise, and nothing
     /// changes), and only once ([`DecisionError::NotPending`] for a proposal decided already,
-    /// by whatever node or channel). `reason` is kept with a rejection.
+    /// by whatever node or channel). `reason` is kept with a rejection and written in the call's
+    /// `rejected` record (`"the user declined: <reason>"`), by the run or, when its process is
+    /// gone, by [`Runtime::resume_orphaned`].
     pub async fn decide_async(
         &self,
         call_id: &str,
