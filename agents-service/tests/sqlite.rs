@@ -85,12 +85,18 @@ fn orphaned(call_id: &str, session: &str) -> agents_runtime::store::ProposalReco
     }
 }
 
-/// A service node whose upkeep runs every 50 ms, with a confirmation window of one second.
+/// A service node whose upkeep runs every 50 ms, with a confirmation window of one second,
+/// sessions idle after 200 ms and proposals kept 500 ms once over.
 async fn upkeeping_node(dir: &std::path::Path, sink: Arc<SqliteSink>) -> std::net::SocketAddr {
     let store = agents_store::SqliteStore::open(dir.join("state.db")).expect("the state store opens");
     let limits = agents_runtime::Limits { confirm_timeout_secs: 1, ..agents_runtime::Limits::default() };
-    let runtime =
-        Runtime::builder(sink.clone(), Arc::new(test_model())).roles(roles()).store(Arc::new(store)).limits(limits).build();
+    let runtime = Runtime::builder(sink.clone(), Arc::new(test_model()))
+        .roles(roles())
+        .store(Arc::new(store))
+        .limits(limits)
+        .session_idle_timeout(std::time::Duration::from_millis(200))
+        .proposal_retention(std::time::Duration::from_millis(500))
+        .build();
     let mut limits = ServiceLimits::default();
     limits.maintenance_every = Some(std::time::Duration::from_millis(50));
     let service =
@@ -119,7 +125,8 @@ async fn records_through(base: std::net::SocketAddr, call: &str) -> Vec<(String,
 /// The node that proposed two actions died. Alice rejects one through the service, with a
 /// reason; nobody decides the other. Without application code, the service's upkeep (on two
 /// nodes at once) gives each exactly one final record: `rejected` with her reason, and
-/// `skipped` (timeout) once its window passed. The chain verifies.
+/// `skipped` (timeout) once its window passed. The chain verifies. The same upkeep prunes the
+/// store: the settled proposals after their retention, a stale session, a used-up token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_settles_the_proposals_of_a_node_that_died() {
     use agents_runtime::store::Store;
@@ -128,6 +135,23 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
     let store = agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap();
     store.put_proposal(&orphaned("call-rejected", "dead-1")).await.unwrap();
     store.put_proposal(&orphaned("call-undecided", "dead-1")).await.unwrap();
+    let stale = agents_runtime::store::SessionRecord {
+        session_id: "stale-1".into(),
+        org_id: "acme".into(),
+        user_id: "alice".into(),
+        history: serde_json::json!([]),
+        digest: serde_json::json!([]),
+    };
+    store.save_session(&stale).await.unwrap();
+    let grant = agents_runtime::store::TokenGrant {
+        id: "used-up".into(),
+        session_id: "stale-1".into(),
+        tool: "submit_item".into(),
+        args_mac: "0".repeat(64),
+    };
+    store.mint_token(&grant, std::time::Duration::from_secs(600)).await.unwrap();
+    assert!(matches!(store.redeem_token("used-up").await.unwrap(), agents_runtime::store::Redeemed::Taken { .. }));
+    let long = std::time::Duration::from_secs(3600);
     let a = upkeeping_node(dir.path(), sink.clone()).await;
     let b = upkeeping_node(dir.path(), sink.clone()).await;
     let body = r#"{"verdict": "reject", "reason": "wrong week"}"#;
@@ -155,4 +179,14 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
     let v = get(a, "/v1/audit/verify", &audrey()).await.json();
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(executed("dead-1"), 0);
+    // Pruned by the upkeep: the proposals once over for longer than their retention, the
+    // session idle past its timeout, the redeemed token.
+    while store.proposal("call-rejected").await.unwrap().is_some() || store.proposal("call-undecided").await.unwrap().is_some()
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the settled proposals were never pruned");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.load_session("stale-1", long).await.unwrap(), None, "the stale session was pruned");
+    assert_eq!(store.prune_tokens().await.unwrap(), 0, "the used-up token was pruned already");
+    assert_eq!(records_through(a, "call-rejected").await.len(), 1, "the record stays in the audit log");
 }
