@@ -99,11 +99,14 @@ async fn upkeeping_node(dir: &std::path::Path, sink: Arc<SqliteSink>) -> std::ne
         .build();
     let mut limits = ServiceLimits::default();
     limits.maintenance_every = Some(std::time::Duration::from_millis(50));
-    let service =
-        Service::builder(Arc::new(DevAuthenticator::enabled()), sink, Arc::new(SqliteReader::new(dir.join("audit.db"))))
-            .agent::<Desk>(runtime)
-            .limits(limits)
-            .build();
+    let service = Service::builder(
+        Arc::new(DevAuthenticator::enabled()),
+        sink,
+        Arc::new(SqliteReader::new(dir.join("audit.db"))),
+    )
+    .agent::<Desk>(runtime)
+    .limits(limits)
+    .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = listener.local_addr().unwrap();
     let router = service.router();
@@ -181,7 +184,8 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
     assert_eq!(executed("dead-1"), 0);
     // Pruned by the upkeep: the proposals once over for longer than their retention, the
     // session idle past its timeout, the redeemed token.
-    while store.proposal("call-rejected").await.unwrap().is_some() || store.proposal("call-undecided").await.unwrap().is_some()
+    while store.proposal("call-rejected").await.unwrap().is_some()
+        || store.proposal("call-undecided").await.unwrap().is_some()
     {
         assert!(tokio::time::Instant::now() < deadline, "the settled proposals were never pruned");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;

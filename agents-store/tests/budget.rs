@@ -48,7 +48,11 @@ impl Provider for Paid {
     fn is_paid(&self) -> bool {
         true
     }
-    fn chat<'a>(&'a self, _: &'a ChatRequest, _: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        _: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             for _ in 0..20 {
                 tokio::task::yield_now().await;

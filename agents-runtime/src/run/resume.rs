@@ -27,13 +27,13 @@
 //! them; they hold no run slot).
 
 use super::Runtime;
+use super::Undecided;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
+use super::pending::declined;
 use super::pending::{detail, detail_str, principal_of};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
-use super::Undecided;
-use super::pending::declined;
 use crate::audit::AuditStatus;
 use crate::core::{SharedStr, SharedValue};
 use crate::events::EventBus;

@@ -77,7 +77,8 @@ struct Held {
 impl State {
     /// The proposals `keep` selects, oldest first, at most `limit`.
     fn oldest(&self, limit: u32, keep: impl Fn(&Held) -> bool) -> Vec<ProposalState> {
-        let mut found: Vec<_> = self.proposals.values().filter(|h| keep(h)).map(|h| (h.order, h.state.clone())).collect();
+        let mut found: Vec<_> =
+            self.proposals.values().filter(|h| keep(h)).map(|h| (h.order, h.state.clone())).collect();
         found.sort_by_key(|(order, _)| *order);
         found.into_iter().take(limit as usize).map(|(_, p)| p).collect()
     }
@@ -266,9 +267,9 @@ impl Store for MemoryStore {
     }
 
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
-        let found = self.lock().oldest(limit, |h| {
-            h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none()
-        });
+        let found = self
+            .lock()
+            .oldest(limit, |h| h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none());
         ready(Ok(found))
     }
 

@@ -155,11 +155,18 @@ async fn settlement(store: &dyn Store) {
     let ids = |found: Vec<agents_runtime::store::ProposalState>| -> Vec<String> {
         found.into_iter().map(|p| p.proposal.call_id).filter(|id| id.starts_with("st-")).collect()
     };
-    assert!(!store.claim_settlement("st-open", "n1").await.unwrap(), "an undecided proposal has no rejection to record");
+    assert!(
+        !store.claim_settlement("st-open", "n1").await.unwrap(),
+        "an undecided proposal has no rejection to record"
+    );
     store.decide("st-rejected", "org-a", "dora", StoredVerdict::Rejected, Some("wrong week")).await.unwrap();
     store.decide("st-approved", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
     assert!(!store.claim_settlement("st-approved", "n1").await.unwrap(), "an approval is claimed for execution");
-    assert_eq!(ids(store.unsettled(100, LONG).await.unwrap()), ["st-rejected", "st-approved"], "young undecided ones wait");
+    assert_eq!(
+        ids(store.unsettled(100, LONG).await.unwrap()),
+        ["st-rejected", "st-approved"],
+        "young undecided ones wait"
+    );
     tokio::time::sleep(SHORT * 2).await;
     store.put_proposal(&proposal("st-late", "dora")).await.unwrap();
     assert_eq!(
