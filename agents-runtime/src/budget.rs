@@ -11,8 +11,9 @@
 //! already in flight, and holds the call's estimate (the run's previous call's cost; 0 for
 //! its first call). After the call the run [`settle`](BudgetStore::settle)s: the estimate is
 //! released and the call's actual cost is added to the spend. Admission and holding happen
-//! in one step of the store (one lock for [`InMemoryBudget`]; a shared store does it in one
-//! transaction), so two runs cannot both take the last headroom.
+//! in one step of the store (one lock for [`InMemoryBudget`]; `agents_store`'s SQLite and
+//! PostgreSQL stores, shared by every node, do it with one conditional `UPDATE` per cap in one
+//! transaction), so two runs cannot both take the last headroom, on one node or several.
 //!
 //! # The exact guarantee
 //!

@@ -405,19 +405,7 @@ async fn decide(
     for kind in kinds {
         match kind.runtime().decide_async(&call_id, &caller, verdict, body.reason.as_deref()).await {
             Ok(()) => {
-                if let Some(reason) = &body.reason {
-                    let record = service_record(
-                        &caller,
-                        kind.name(),
-                        kind.manifest_sha256(),
-                        Some(&call_id),
-                        AuditStatus::Notice,
-                        format!("the reason given for rejecting: {reason}"),
-                    );
-                    if let Err(e) = shared.audit_sink.append(record).await {
-                        tracing::error!(error = %e, "a rejection's reason could not be audited");
-                    }
-                }
+                // The reason is kept with the decision and written in the call's `rejected` record.
                 let shown = if verdict == Verdict::Approve { "approve" } else { "reject" };
                 return Ok(axum::Json(json!({ "call_id": call_id, "verdict": shown })).into_response());
             }

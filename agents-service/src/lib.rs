@@ -10,7 +10,7 @@
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
 //! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
 //! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, arguments (masked), and `why` when a read would carry a copied value out |
-//! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` |
+//! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
 //! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
 //! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
@@ -49,6 +49,18 @@
 //! names. Its refusals are MCP's, not the JSON ones below: 403 for a foreign `Origin`, 401
 //! from the authenticator, 413 over [`McpEndpoint::max_body_bytes`], and for any request on an
 //! MCP session its caller did not open the 404 of an unknown session (audited as `denied`).
+//!
+//! # Decisions after a node died
+//!
+//! A decision is recorded in the state store, so it is accepted on any node. When the run
+//! that asked is gone (its process crashed or was killed), the service settles its proposal
+//! itself, on start and every [`ServiceLimits::maintenance_every`]
+//! ([`Service::maintain`]): an approved call is carried out, a rejected one gets its
+//! `rejected` record with the reason given, and one nobody decided within its confirmation
+//! window gets a `skipped` record (reason `timeout: ...`). Every `proposed` record gets exactly
+//! one final record: the run, the person and every node race for one claim in the store, and
+//! only its winner writes it. The same upkeep prunes the store: redeemed and expired tokens,
+//! idle sessions, and proposals over for longer than the runtime's proposal retention.
 //!
 //! # Refusals
 //!
@@ -99,6 +111,7 @@ mod auth;
 mod error;
 mod handlers;
 mod jwt;
+mod maintain;
 mod mcp;
 mod runs;
 mod sse;
@@ -148,6 +161,10 @@ pub struct ServiceLimits {
     pub max_retained_runs: usize,
     /// The longest reason a person may give for a rejection (characters). Default 1000.
     pub max_reason_chars: usize,
+    /// How often the service settles the proposals of runs whose process is gone and prunes
+    /// the state store ([`Service::maintain`]), starting when it is built; `None`: never on its
+    /// own. Default 30 s.
+    pub maintenance_every: Option<Duration>,
 }
 
 impl Default for ServiceLimits {
@@ -163,6 +180,7 @@ impl Default for ServiceLimits {
             retain_ended_runs: Duration::from_secs(900),
             max_retained_runs: 10_000,
             max_reason_chars: 1000,
+            maintenance_every: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -231,10 +249,13 @@ impl ServiceBuilder {
         self
     }
 
-    /// Builds the service.
+    /// Builds the service. Inside a tokio runtime, its upkeep of the state store starts now
+    /// (see [`ServiceLimits::maintenance_every`]) and stops when the last clone of the service
+    /// is dropped.
     pub fn build(self) -> Service {
         let limits = self.limits;
-        Service {
+        let every = limits.maintenance_every;
+        let service = Service {
             shared: Arc::new(Shared {
                 agents: self.agents,
                 auth: self.auth,
@@ -246,7 +267,11 @@ impl ServiceBuilder {
                 reviewer_roles: self.reviewer_roles,
                 mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
             }),
+        };
+        if let Some(every) = every {
+            maintain::start(&service.shared, every);
         }
+        service
     }
 }
 
@@ -265,8 +290,8 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// A builder. `audit_sink` is where the service records its own refusals and a
-    /// rejection's reason; `audit_reader` reads the log back for queries, verification and
+    /// A builder. `audit_sink` is where the service records its own refusals (a rejection's
+    /// reason is in the runtime's `rejected` record); `audit_reader` reads the log back for queries, verification and
     /// resuming streams. Give both the log the agents' runtimes write to (a
     /// [`JsonlSink`](agents_runtime::audit::JsonlSink) with a [`JsonlReader`] of its path, a
     /// [`SqliteSink`](agents_runtime::audit::SqliteSink) with a [`SqliteReader`], or one
@@ -285,6 +310,16 @@ impl Service {
             reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
             mcp: Vec::new(),
         }
+    }
+
+    /// Settles the proposals of runs whose process is gone, for every agent served
+    /// ([`Runtime::resume_orphaned`]: an approved call is carried out, a rejection recorded
+    /// `rejected` with the reason given, an undecided proposal past its confirmation window
+    /// recorded `skipped`; each exactly once across the nodes sharing the state store), and
+    /// prunes the state store ([`Runtime::prune_state`]). The service does this on its own on
+    /// start and every [`ServiceLimits::maintenance_every`].
+    pub async fn maintain(&self) {
+        maintain::once(&self.shared).await;
     }
 
     /// The routes (see the crate documentation), with the body limit, the request timeout

@@ -2,7 +2,8 @@
 //! events (numbered per run) that event streams read and resume from.
 
 use agents_runtime::events::Event;
-use agents_runtime::run::{RunOutcome, StartError};
+use agents_runtime::run::{ResumedCall, RunOutcome, StartError};
+use agents_runtime::store::StoreError;
 use agents_runtime::tool::Registry;
 use agents_runtime::{Principal, Runtime};
 use serde::Serialize;
@@ -180,6 +181,8 @@ pub(crate) trait AgentKind: Send + Sync {
     fn name(&self) -> &'static str;
     fn manifest_sha256(&self) -> &'static str;
     fn runtime(&self) -> &Runtime;
+    /// Settles the agent's proposals whose run is gone ([`Runtime::resume_orphaned`]).
+    fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>>;
     /// Starts a run; the entry's pump task feeds its journal until it ends.
     fn start(
         &self,
@@ -206,6 +209,10 @@ where
     A: Registry,
     A::Input: serde::de::DeserializeOwned,
 {
+    fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>> {
+        Box::pin(self.runtime.resume_orphaned::<A>())
+    }
+
     fn name(&self) -> &'static str {
         A::SPEC.name
     }

@@ -196,10 +196,11 @@ async fn reject_with_a_reason_runs_nothing_and_records_the_reason() {
     assert_eq!(ended(s.base, &alice(), &run).await["status"], "completed");
     assert_eq!(executed("reject-1"), 0);
     let records = records_of(&s.audit, &call);
-    assert!(records.iter().any(|r| r.status == AuditStatus::Rejected));
-    let notice = records.iter().find(|r| r.status == AuditStatus::Notice).expect("the reason is on record");
-    assert!(notice.reason.as_deref().unwrap().ends_with("wrong week"));
-    assert_eq!(*notice.user_id, *"alice");
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Rejected], "one final record, no separate notice");
+    let rejected = &records[1];
+    assert_eq!(rejected.reason.as_deref(), Some("the user declined: wrong week"), "the reason is in the record");
+    assert_eq!(*rejected.user_id, *"alice");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

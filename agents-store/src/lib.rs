@@ -35,6 +35,11 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "proposal detail",
         sql: include_str!("../migrations/sqlite/0002_proposal_detail.sql"),
     },
+    Migration {
+        version: 3,
+        name: "settlement and budgets",
+        sql: include_str!("../migrations/sqlite/0003_settlement_budget.sql"),
+    },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -47,6 +52,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0002_proposal_detail.sql"),
     },
     Migration { version: 3, name: "checkpoints", sql: include_str!("../migrations/postgres/0003_checkpoints.sql") },
+    Migration {
+        version: 4,
+        name: "settlement and budgets",
+        sql: include_str!("../migrations/postgres/0004_settlement_budget.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -65,6 +75,18 @@ fn check_version(found: i64, migrations: &[Migration]) -> StoreResult<()> {
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// Checks an amount of money given to a budget store.
+fn budget_amount(what: &str, usd: f64) -> Result<f64, agents_runtime::budget::BudgetError> {
+    if usd.is_finite() && usd >= 0.0 {
+        Ok(usd)
+    } else {
+        Err(agents_runtime::budget::BudgetError(format!(
+            "{what} of {usd} USD refused: it must be a finite number, 0 or more"
+        )))
+    }
 }
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

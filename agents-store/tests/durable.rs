@@ -191,6 +191,68 @@ async fn a_killed_proposer_is_completed_once(spec: &str, b: Arc<dyn Store>, c: A
     let _ = proposer.lines.next_line().await;
 }
 
+/// The audit records of `call_id` in stream `audit` of `spec`'s store (a PostgreSQL CONNINFO,
+/// or `sqlite:PATH`), in chain order.
+async fn records_of(spec: &str, call_id: &str) -> Vec<agents_runtime::audit::AuditRecord> {
+    let lines: Vec<String> = if let Some(path) = spec.strip_prefix("sqlite:") {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let mut stmt = conn.prepare("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq").unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    } else {
+        let (client, connection) = tokio_postgres::connect(spec, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let rows =
+            client.query("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq", &[]).await.unwrap();
+        rows.iter().map(|r| r.get(0)).collect()
+    };
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<agents_runtime::audit::AuditRecord>(l).unwrap())
+        .filter(|r| r.call_id.as_deref() == Some(call_id))
+        .collect()
+}
+
+/// The process that proposed an action is killed (`kill -9`) while it waits, and the person
+/// rejects the action through another node, with a reason: once the dead run's slot lapsed, a
+/// resumption (of several nodes at once) writes exactly one final record, `rejected` with the
+/// reason, and nothing runs. The chain verifies.
+async fn a_killed_proposers_rejection_is_recorded_once(spec: &str, b: Arc<dyn Store>, c: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::audit::AuditStatus;
+    let s = session(prefix);
+    let lease_ms = 3000;
+    let (mut proposer, call_id) = ProposingNode::start(spec, &s, lease_ms).await;
+    let node_b = node(b.clone(), vec![]);
+    let node_c = node(c, vec![]);
+    proposer.child.kill().await.expect("kill -9 the proposing node");
+    node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("wrong week")).await.unwrap();
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled before the lease lapsed");
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
+    let settled = loop {
+        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the dead run's rejection was never recorded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(settled.len(), 1, "one node settled it: {settled:?}");
+    assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Rejected));
+    assert!(settled[0].recorded);
+    for _ in 0..3 {
+        assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
+        assert!(node_c.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    }
+    let records = records_of(spec, &call_id).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Rejected], "exactly one final record");
+    assert_eq!(records[1].reason.as_deref(), Some("the user declined: wrong week"));
+    assert_eq!((&*records[1].run_id, &*records[1].session_id), (&*records[0].run_id, &*records[0].session_id));
+    assert_eq!(executions(&s), 0, "nothing ran");
+    b.verify_audit("audit").await.expect("the chain verifies after the kill");
+    let _ = proposer.lines.next_line().await;
+}
+
 /// The proposing process lives: the decision made through this process reaches it through
 /// the store, and it runs the call itself, once.
 async fn a_live_proposer_runs_the_call_decided_elsewhere(spec: &str, b: Arc<dyn Store>, prefix: &str) {
@@ -307,6 +369,7 @@ async fn sqlite_nodes_and_a_killed_process() {
     let spec = format!("sqlite:{}", path.display());
     a_live_proposer_runs_the_call_decided_elsewhere(&spec, open(), "sqlite-live").await;
     a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
+    a_killed_proposers_rejection_is_recorded_once(&spec, open(), open(), "sqlite-rejected").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,4 +381,5 @@ async fn postgres_nodes_and_a_killed_process() {
     reused_provider_ids_do_not_cross(connect().await, "pg").await;
     a_live_proposer_runs_the_call_decided_elsewhere(&url, connect().await, "pg-live").await;
     a_killed_proposer_is_completed_once(&url, connect().await, connect().await, "pg-killed").await;
+    a_killed_proposers_rejection_is_recorded_once(&url, connect().await, connect().await, "pg-rejected").await;
 }

@@ -4,7 +4,7 @@
 
 use super::context::CallOutcome;
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
-use super::pending::{Heard, SharedStore, detail_of, verdict_of, withdraw};
+use super::pending::{Heard, SharedStore, declined, detail_of, verdict_of, withdraw};
 use super::proposal::{Refused, State};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::session::PendingProposal;
@@ -204,8 +204,8 @@ struct StoredProposal {
 
 impl StoredProposal {
     /// Records a verdict heard from this node (the confirmer's answer, or `decide` on this
-    /// node); when another decision got there first, that one holds.
-    async fn record(&self, verdict: Verdict) -> Result<Verdict, String> {
+    /// node); when another decision got there first, that one (and its reason) holds.
+    async fn record(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
         let p = &self.record;
         let stored = match verdict {
             Verdict::Approve => crate::store::StoredVerdict::Approved,
@@ -213,19 +213,21 @@ impl StoredProposal {
         };
         let outcome = self.store.decide(&p.call_id, &p.org_id, &p.user_id, stored, None).await;
         match outcome.map_err(|e| e.to_string())? {
-            DecideOutcome::Recorded => Ok(verdict),
+            DecideOutcome::Recorded => Ok((verdict, None)),
             DecideOutcome::AlreadyDecided => {
                 let found = self.store.proposal(&p.call_id).await.map_err(|e| e.to_string())?;
-                found.and_then(|f| f.verdict).map(verdict_of).ok_or_else(|| "the decision vanished".to_owned())
+                found
+                    .and_then(|f| Some((verdict_of(f.verdict?), f.reason)))
+                    .ok_or_else(|| "the decision vanished".to_owned())
             }
             other => Err(format!("the state store refused the decision ({other:?})")),
         }
     }
 
-    /// The verdict recorded in the store, if any.
-    async fn decided(&self) -> Option<Verdict> {
+    /// The verdict recorded in the store, if any, with its reason.
+    async fn decided(&self) -> Option<(Verdict, Option<String>)> {
         match self.store.proposal(&self.record.call_id).await {
-            Ok(found) => found.and_then(|f| f.verdict).map(verdict_of),
+            Ok(found) => found.and_then(|f| Some((verdict_of(f.verdict?), f.reason))),
             Err(e) => {
                 tracing::warn!(error = %e, call_id = %self.record.call_id, "the state store could not be asked for a decision");
                 None
@@ -465,7 +467,9 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             let from_confirmer = async move {
                 if let Some(f) = asked {
                     match f.await {
-                        ConfirmAnswer::Decided(verdict) => return Ok(Heard { verdict, recorded: false }),
+                        ConfirmAnswer::Decided(verdict) => {
+                            return Ok(Heard { verdict, recorded: false, reason: None });
+                        }
                         ConfirmAnswer::Undecided(why) => return Err(why),
                         ConfirmAnswer::NoAnswer => {}
                     }
@@ -476,8 +480,8 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             let from_store = async move {
                 loop {
                     tokio::time::sleep(poll).await;
-                    if let Some(verdict) = stored.decided().await {
-                        return Ok(Heard { verdict, recorded: true });
+                    if let Some((verdict, reason)) = stored.decided().await {
+                        return Ok(Heard { verdict, recorded: true, reason });
                     }
                 }
             };
@@ -633,8 +637,8 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         // The store is the arbiter: a verdict heard here is recorded there, and the one
         // recorded first (from any node) holds.
         let waited = match waited {
-            Waited::Answer(Ok(Heard { verdict, recorded: false })) => match stored.record(verdict).await {
-                Ok(verdict) => Waited::Answer(Ok(Heard { verdict, recorded: true })),
+            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match stored.record(verdict).await {
+                Ok((verdict, reason)) => Waited::Answer(Ok(Heard { verdict, recorded: true, reason })),
                 Err(e) => {
                     stored.withdraw("the decision could not be recorded").await;
                     let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
@@ -667,9 +671,19 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                     _ => "The user's confirmation did not arrive, so the action did not run. Do not retry it unasked.",
                 })
             }
-            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, .. })) => {
+            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, reason, .. })) => {
                 stored.settled = true;
-                proposal.end(owed, AuditStatus::Rejected, "the user declined").await;
+                // Exactly one final record: this run's, unless a resumption on another node
+                // (which took this run for gone) claimed and wrote it.
+                match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
+                    Ok(false) => {
+                        owed.paid();
+                        return CallOutcome::err(REJECTED_MESSAGE);
+                    }
+                    Ok(true) => {}
+                    Err(e) => tracing::warn!(error = %e, "the rejection's record could not be claimed; writing it"),
+                }
+                proposal.end(owed, AuditStatus::Rejected, declined(reason.as_deref())).await;
                 CallOutcome::err(REJECTED_MESSAGE)
             }
             Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => {

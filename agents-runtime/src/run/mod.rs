@@ -176,11 +176,11 @@ mod spend;
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use pending::PendingDecision;
-pub use resume::{RESUME_BATCH, ResumedCall};
+pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{
     DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime,
-    RuntimeBuilder,
+    DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools,
+    RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

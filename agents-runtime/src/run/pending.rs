@@ -97,12 +97,22 @@ fn unavailable(e: StoreError) -> DecisionError {
 pub(super) const WITHDRAWN: &str = "withdrawn";
 
 /// Withdraws a stored proposal whose call ended without running it (timeout, stop, a dropped
-/// caller): recorded as rejected with `reason` when still undecided; when a decision got there
-/// first, its execution is claimed for nobody, so no node (nor a resumption) runs it later.
+/// caller), and claims its final record for the call (which writes it): recorded as rejected
+/// with `reason` when still undecided; when a decision got there first, its execution and its
+/// record are claimed for nobody else, so no node (nor a resumption) runs or records it later.
 pub(super) async fn withdraw(store: &dyn Store, p: &ProposalRecord, reason: &str) -> Result<(), StoreError> {
-    match store.decide(&p.call_id, &p.org_id, &p.user_id, StoredVerdict::Rejected, Some(reason)).await? {
-        DecideOutcome::AlreadyDecided => store.claim_execution(&p.call_id, WITHDRAWN).await.map(drop),
-        _ => Ok(()),
+    if store.close_undecided(&p.call_id, WITHDRAWN, reason).await? {
+        return Ok(());
+    }
+    store.claim_execution(&p.call_id, WITHDRAWN).await?;
+    store.claim_settlement(&p.call_id, WITHDRAWN).await.map(drop)
+}
+
+/// The `reason` of a `rejected` record: that the user declined, and the reason they gave.
+pub(super) fn declined(reason: Option<&str>) -> String {
+    match reason {
+        Some(why) => format!("the user declined: {why}"),
+        None => "the user declined".to_owned(),
     }
 }
 
@@ -149,7 +159,9 @@ impl Runtime {
     /// carries out an approved call. Accepted only from the principal the run acts for (same
     /// user, organisation and role; [`DecisionError::NotYourRun`] otherwise, and nothing
     /// changes), and only once ([`DecisionError::NotPending`] for a proposal decided already,
-    /// by whatever node or channel). `reason` is kept with a rejection.
+    /// by whatever node or channel). `reason` is kept with a rejection and written in the call's
+    /// `rejected` record (`"the user declined: <reason>"`), by the run or, when its process is
+    /// gone, by [`Runtime::resume_orphaned`].
     pub async fn decide_async(
         &self,
         call_id: &str,
@@ -175,7 +187,7 @@ impl Runtime {
         }
         // A run waiting here hears it at once; one on another node finds it in the store.
         if let Some(waiter) = lock(&self.inner.decisions).remove(call_id) {
-            let _ = waiter.tx.send(Heard { verdict, recorded: true });
+            let _ = waiter.tx.send(Heard { verdict, recorded: true, reason: reason.map(str::to_owned) });
         }
         Ok(())
     }
@@ -186,6 +198,8 @@ pub(super) struct Heard {
     pub(super) verdict: Verdict,
     /// Already recorded in the store (else the waiting call records it).
     pub(super) recorded: bool,
+    /// The reason given with a rejection.
+    pub(super) reason: Option<String>,
 }
 
 /// What the store keeps of a proposal beside the card: the detail [`ProposalRecord::detail`]

@@ -1,42 +1,64 @@
-//! Carrying out approved calls whose run is gone: the run that proposed an action waits for
-//! the decision while its process lives; when the process died (a crash, `kill -9`, a
-//! restart) the proposal stays in the state store, listed and decidable on every node, and
-//! [`Runtime::resume_orphaned`] carries out the approved ones, exactly once.
+//! Settling the proposals whose run is gone: the run that proposed an action waits for the
+//! decision while its process lives; when the process died (a crash, `kill -9`, a restart)
+//! the proposal stays in the state store, listed and decidable on every node, and
+//! [`Runtime::resume_orphaned`] gives each one its final record, exactly once: it carries out
+//! the approved ones, records the rejected ones `rejected` (with the reason the person gave),
+//! and ends those whose confirmation window passed undecided as `skipped` (reason
+//! `timeout: ...`, see [`Undecided::TimedOut`](super::Undecided::TimedOut)).
 //!
-//! A call is orphaned when it is approved, nobody claimed its execution, and the run slot of
-//! the run that proposed it has lapsed (its process stopped renewing the lease, see
+//! A proposal is orphaned when nobody claimed its final record (its execution, for an
+//! approved one) and the run slot of the run that proposed it has lapsed (its process stopped renewing the lease, see
 //! [`RuntimeBuilder::run_slot_lease`](super::RuntimeBuilder::run_slot_lease)). The execution is
 //! claimed in the store first (one conditional update: of any number of nodes resuming, and
 //! the original run should it come back, exactly one runs it), then carried out as the run
 //! would have: under the run's own principal and session, with a token bound to the stored
 //! arguments' MAC minted and redeemed, the permission and the availability (role and disable
 //! list) checked again, and its records (`confirmed`, then `executed` or `failed`) written
-//! under the run's id and the runtime's call id.
+//! under the run's id and the runtime's call id. A rejected proposal's record is claimed the
+//! same way ([`Store::claim_settlement`](crate::store::Store::claim_settlement)), and an
+//! undecided one past its window is ended and claimed in one conditional update
+//! ([`Store::close_undecided`](crate::store::Store::close_undecided)): the run itself (should
+//! it come back), the person deciding late, and every resuming node race for the same claim,
+//! and only the winner writes the final record. A node that dies between winning a claim and
+//! writing the record leaves that one record unwritten.
 //!
 //! What is not resumed: the model's conversation (the run's turn is over; the session's
-//! next turn starts afresh), proposals of direct sessions (their caller is gone with them),
-//! and rejected proposals of a gone run (nothing runs; their `proposed` record has no final
-//! record beside the store's verdict).
+//! next turn starts afresh), and proposals of direct sessions (their caller is gone with
+//! them; they hold no run slot).
 
 use super::Runtime;
+use super::Undecided;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
+use super::pending::declined;
 use super::pending::{detail, detail_str, principal_of};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::core::{SharedStr, SharedValue};
 use crate::events::EventBus;
-use crate::store::{ProposalRecord, SlotId, StoreError};
+use crate::store::{ProposalRecord, SlotId, StoreError, StoredVerdict};
 use crate::tool::{Handler, Registry};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// How many approved calls one [`Runtime::resume_orphaned`] looks at.
+/// What [`Runtime::prune_state`] dropped from the state store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pruned {
+    /// Confirmation tokens redeemed or expired.
+    pub tokens: u64,
+    /// Sessions unused for longer than the session idle timeout.
+    pub sessions: u64,
+    /// Proposals over for longer than the proposal retention.
+    pub proposals: u64,
+}
+
+/// How many proposals one [`Runtime::resume_orphaned`] looks at.
 pub const RESUME_BATCH: u32 = 100;
 
-/// What [`Runtime::resume_orphaned`] did with one approved call whose run is gone.
+/// What [`Runtime::resume_orphaned`] did with one proposal whose run is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResumedCall {
@@ -46,21 +68,26 @@ pub struct ResumedCall {
     pub run_id: String,
     /// The tool.
     pub tool: String,
-    /// How it ended: `Executed`, `Failed` (it ran and failed, or could not run: see
-    /// `reason`), `Denied` (its token was refused) or `Skipped` (its approval could not be
-    /// recorded).
+    /// How it ended: approved, `Executed`, `Failed` (it ran and failed, or could not run:
+    /// see `reason`), `Denied` (its token was refused) or `Skipped` (its approval could not be
+    /// recorded); rejected, `Rejected`; undecided past its confirmation window, `Skipped`
+    /// (reason `timeout: ...`).
     pub status: AuditStatus,
-    /// Why it did not execute.
+    /// Why it did not execute (the `rejected` record's reason, with the person's own).
     pub reason: Option<String>,
+    /// Whether its final record was written (`false`: the audit log refused it).
+    pub recorded: bool,
 }
 
 impl Runtime {
-    /// Carries out the approved calls of agent `A` whose run is gone (see the rules in
-    /// [`ResumedCall`]'s module: approved, unclaimed, the proposing run's slot lapsed), each
-    /// exactly once across every node sharing the state store, and returns what happened to
-    /// each call this node claimed. Calls of other agents, or of another build of `A` (another
-    /// manifest), are left alone. A service calls it on start and on a timer, for every agent
-    /// it serves.
+    /// Settles the proposals of agent `A` whose run is gone (see the rules in
+    /// [`ResumedCall`]'s module: nobody claimed their final record, the proposing run's slot
+    /// lapsed): carries out the approved ones, records the rejected ones `rejected` with the
+    /// reason given, and ends the undecided ones older than the confirmation timeout as
+    /// `skipped`; each exactly once across every node sharing the state store. Returns what
+    /// happened to each proposal this node claimed. Proposals of other agents, or of another
+    /// build of `A` (another manifest), are left alone. A service calls it on start and on a
+    /// timer, for every agent it serves (`agents_service` does).
     ///
     /// The stored arguments must hash to the approved MAC under this runtime's server key:
     /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
@@ -69,24 +96,84 @@ impl Runtime {
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
         let store = &self.inner.store;
+        let node = self.inner.node_id.as_str();
+        let window = std::time::Duration::from_secs(self.inner.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
         let mut done = Vec::new();
-        for found in store.approved_unclaimed(RESUME_BATCH).await? {
+        for found in store.unsettled(RESUME_BATCH, window).await? {
             let p = found.proposal;
             if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
                 continue;
             }
             // A direct session's proposal has no slot: its caller is gone with it.
             let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str) else { continue };
-            // A live run (its lease renewed) picks its decision up itself.
+            // A live run (its lease renewed) settles its proposal itself.
             if store.slot_held(&SlotId(slot.to_owned())).await? {
                 continue;
             }
-            if !store.claim_execution(&p.call_id, &self.inner.node_id).await? {
-                continue;
+            match found.verdict {
+                Some(StoredVerdict::Approved) => {
+                    if store.claim_execution(&p.call_id, node).await? {
+                        done.push(self.carry_out::<A>(p).await);
+                    }
+                }
+                Some(StoredVerdict::Rejected) => {
+                    if store.claim_settlement(&p.call_id, node).await? {
+                        let reason = declined(found.reason.as_deref());
+                        done.push(self.settle::<A>(p, AuditStatus::Rejected, reason).await);
+                    }
+                }
+                None => {
+                    let reason = Undecided::TimedOut.reason();
+                    if store.close_undecided(&p.call_id, node, &reason).await? {
+                        done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
+                    }
+                }
             }
-            done.push(self.carry_out::<A>(p).await);
         }
         Ok(done)
+    }
+
+    /// Drops from the state store what can no longer be used, on every node's behalf:
+    /// redeemed and expired confirmation tokens, sessions unused for longer than the
+    /// [session idle timeout](super::RuntimeBuilder::session_idle_timeout), and proposals over
+    /// for longer than the [proposal retention](super::RuntimeBuilder::proposal_retention)
+    /// (an open proposal, or one whose final record nobody has claimed, is never dropped). A
+    /// service calls it on a timer (`agents_service` does).
+    pub async fn prune_state(&self) -> Result<Pruned, StoreError> {
+        let store = &self.inner.store;
+        Ok(Pruned {
+            tokens: store.prune_tokens().await?,
+            sessions: store.prune_sessions(self.inner.session_idle_timeout).await?,
+            proposals: store.prune_proposals(self.inner.proposal_retention).await?,
+        })
+    }
+
+    /// Writes the final record of a claimed proposal that does not run.
+    async fn settle<A: Registry>(&self, p: ProposalRecord, status: AuditStatus, reason: String) -> ResumedCall {
+        let principal = principal_of(&p);
+        let request_id = match detail_str(&p, detail::REQUEST) {
+            "" => uuid::Uuid::new_v4().to_string(),
+            given => given.to_owned(),
+        };
+        let ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+        let record = RecordFields {
+            call_id: Some(p.call_id.as_str().into()),
+            tool: Some(p.tool.as_str().into()),
+            title: Some(p.title.as_str().into()),
+            args: Some(SharedValue::from(p.args.clone())),
+            args_hash: Some(p.args_mac.clone()),
+            ..RecordFields::new(status)
+        }
+        .reason(reason.clone());
+        crate::telemetry::audited(status, Some(p.tool.as_str()), None);
+        let recorded = match self.inner.audit.append(ids.record(record)).await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(call_id = %p.call_id, error = %e, "the final record of a gone run's proposal could not be written");
+                false
+            }
+        };
+        ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
 
     /// Runs one claimed call as its run would have.
@@ -107,6 +194,7 @@ impl Runtime {
             tool: p.tool.clone(),
             status,
             reason,
+            recorded: true,
         };
         let refuse = |status: AuditStatus, reason: String| {
             let ctx = &ctx;

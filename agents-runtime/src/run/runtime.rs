@@ -95,6 +95,8 @@ pub(super) struct Inner {
     pub(super) max_tool_calls_per_answer: usize,
     /// A session unused for this long starts afresh, and is purged.
     pub(super) session_idle_timeout: Duration,
+    /// How long proposals that are over stay in the state store.
+    pub(super) proposal_retention: Duration,
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
     /// The MCP servers imported tools are called on.
@@ -156,6 +158,7 @@ pub struct RuntimeBuilder {
     isolation: Option<crate::isolate::Isolation>,
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
+    proposal_retention: Duration,
     history_bytes: usize,
     decision_poll: Duration,
     confirmer: Option<Arc<dyn Confirmer>>,
@@ -176,6 +179,8 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 /// The default of [`RuntimeBuilder::session_idle_timeout`]: 30 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default of [`RuntimeBuilder::proposal_retention`]: 7 days.
+pub const DEFAULT_PROPOSAL_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The default of [`RuntimeBuilder::history_bytes`]: 64 KiB.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
@@ -303,6 +308,13 @@ impl RuntimeBuilder {
         self.session_idle_timeout = idle;
         self
     }
+    /// How long a proposal that is over (carried out, or rejected, withdrawn or expired, its
+    /// final record written) stays in the state store before [`Runtime::prune_state`] drops
+    /// it (default [`DEFAULT_PROPOSAL_RETENTION`]). Its records stay in the audit log.
+    pub fn proposal_retention(mut self, retention: Duration) -> Self {
+        self.proposal_retention = retention;
+        self
+    }
     /// The most bytes of text the replayed history of a session may carry (default
     /// [`DEFAULT_HISTORY_BYTES`]), besides the agent's `history_messages`: the latest messages
     /// that fit are replayed, starting on a user message.
@@ -385,6 +397,7 @@ impl RuntimeBuilder {
                 isolation: self.isolation,
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
+                proposal_retention: self.proposal_retention,
                 history_bytes: self.history_bytes,
                 #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,
@@ -530,6 +543,7 @@ impl Runtime {
             isolation: None,
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            proposal_retention: DEFAULT_PROPOSAL_RETENTION,
             history_bytes: DEFAULT_HISTORY_BYTES,
             decision_poll: DEFAULT_DECISION_POLL,
             confirmer: None,
@@ -609,7 +623,7 @@ impl Runtime {
                 let waiter = decisions.remove(call_id).expect("checked above");
                 return waiter
                     .tx
-                    .send(Heard { verdict, recorded: false })
+                    .send(Heard { verdict, recorded: false, reason: None })
                     .map_err(|_| DecisionError::NotPending(call_id.to_owned()));
             }
         }

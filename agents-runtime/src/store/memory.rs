@@ -31,8 +31,8 @@ struct State {
     tokens: HashMap<String, (TokenGrant, Instant)>,
     next_token_sweep: Option<Instant>,
     slots: HashMap<String, (SlotOwner, Instant)>,
-    /// Proposals, with their order and, once over (rejected, or approved and claimed), when.
-    proposals: HashMap<String, (ProposalState, u64, Option<Instant>)>,
+    /// Proposals, by call id.
+    proposals: HashMap<String, Held>,
     proposal_counter: u64,
     next_proposal_sweep: Option<Instant>,
     sessions: HashMap<String, (SessionRecord, Instant)>,
@@ -64,7 +64,25 @@ impl MemoryStore {
     }
 }
 
+/// A proposal with its order, when it was stored and, once over (its final record claimed:
+/// approved and claimed, or rejected and settled), when.
+#[derive(Debug)]
+struct Held {
+    state: ProposalState,
+    order: u64,
+    put: Instant,
+    over: Option<Instant>,
+}
+
 impl State {
+    /// The proposals `keep` selects, oldest first, at most `limit`.
+    fn oldest(&self, limit: u32, keep: impl Fn(&Held) -> bool) -> Vec<ProposalState> {
+        let mut found: Vec<_> =
+            self.proposals.values().filter(|h| keep(h)).map(|h| (h.order, h.state.clone())).collect();
+        found.sort_by_key(|(order, _)| *order);
+        found.into_iter().take(limit as usize).map(|(_, p)| p).collect()
+    }
+
     fn sweep_tokens(&mut self, now: Instant) -> u64 {
         let before = self.tokens.len();
         self.tokens.retain(|_, (_, expires)| *expires > now);
@@ -177,13 +195,19 @@ impl Store for MemoryStore {
         // a second decision still finds them decided), so memory stays bounded.
         let now = Instant::now();
         if state.next_proposal_sweep.is_none_or(|due| due <= now) {
-            state.proposals.retain(|_, (_, _, over)| over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
+            state.proposals.retain(|_, held| held.over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
             state.next_proposal_sweep = Some(now + MEMORY_SWEEP_EVERY);
         }
         state.proposal_counter += 1;
         let order = state.proposal_counter;
-        let entry = ProposalState { proposal: proposal.clone(), verdict: None, reason: None, claimed_by: None };
-        state.proposals.insert(proposal.call_id.clone(), (entry, order, None));
+        let entry = ProposalState {
+            proposal: proposal.clone(),
+            verdict: None,
+            reason: None,
+            claimed_by: None,
+            settled_by: None,
+        };
+        state.proposals.insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None });
         ready(Ok(()))
     }
 
@@ -198,14 +222,13 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         let outcome = match state.proposals.get_mut(call_id) {
             None => DecideOutcome::Unknown,
-            Some((p, _, _)) if p.proposal.org_id != org_id || p.proposal.user_id != user_id => DecideOutcome::NotYours,
-            Some((p, _, _)) if p.verdict.is_some() => DecideOutcome::AlreadyDecided,
-            Some((p, _, over)) => {
-                p.verdict = Some(verdict);
-                p.reason = reason.map(str::to_owned);
-                if verdict == StoredVerdict::Rejected {
-                    *over = Some(Instant::now());
-                }
+            Some(h) if h.state.proposal.org_id != org_id || h.state.proposal.user_id != user_id => {
+                DecideOutcome::NotYours
+            }
+            Some(h) if h.state.verdict.is_some() => DecideOutcome::AlreadyDecided,
+            Some(h) => {
+                h.state.verdict = Some(verdict);
+                h.state.reason = reason.map(str::to_owned);
                 DecideOutcome::Recorded
             }
         };
@@ -213,7 +236,7 @@ impl Store for MemoryStore {
     }
 
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
-        ready(Ok(self.lock().proposals.get(call_id).map(|(p, _, _)| p.clone())))
+        ready(Ok(self.lock().proposals.get(call_id).map(|h| h.state.clone())))
     }
 
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
@@ -221,8 +244,10 @@ impl Store for MemoryStore {
         let mut pending: Vec<_> = state
             .proposals
             .values()
-            .filter(|(p, _, _)| p.verdict.is_none() && p.proposal.org_id == org_id && p.proposal.user_id == user_id)
-            .map(|(p, order, _)| (*order, p.proposal.clone()))
+            .filter(|h| {
+                h.state.verdict.is_none() && h.state.proposal.org_id == org_id && h.state.proposal.user_id == user_id
+            })
+            .map(|h| (h.order, h.state.proposal.clone()))
             .collect();
         pending.sort_by_key(|(order, _)| *order);
         ready(Ok(pending.into_iter().map(|(_, p)| p).collect()))
@@ -231,9 +256,9 @@ impl Store for MemoryStore {
     fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         let mut state = self.lock();
         let claimed = match state.proposals.get_mut(call_id) {
-            Some((p, _, over)) if p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none() => {
-                p.claimed_by = Some(node.to_owned());
-                *over = Some(Instant::now());
+            Some(h) if h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none() => {
+                h.state.claimed_by = Some(node.to_owned());
+                h.over = Some(Instant::now());
                 true
             }
             _ => false,
@@ -242,15 +267,61 @@ impl Store for MemoryStore {
     }
 
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
-        let state = self.lock();
-        let mut found: Vec<_> = state
-            .proposals
-            .values()
-            .filter(|(p, _, _)| p.verdict == Some(StoredVerdict::Approved) && p.claimed_by.is_none())
-            .map(|(p, order, _)| (*order, p.clone()))
-            .collect();
-        found.sort_by_key(|(order, _)| *order);
-        ready(Ok(found.into_iter().take(limit as usize).map(|(_, p)| p).collect()))
+        let found = self
+            .lock()
+            .oldest(limit, |h| h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none());
+        ready(Ok(found))
+    }
+
+    fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut state = self.lock();
+        let claimed = match state.proposals.get_mut(call_id) {
+            Some(h) if h.state.verdict == Some(StoredVerdict::Rejected) && h.state.settled_by.is_none() => {
+                h.state.settled_by = Some(node.to_owned());
+                h.over = Some(Instant::now());
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(claimed))
+    }
+
+    fn close_undecided<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut state = self.lock();
+        let closed = match state.proposals.get_mut(call_id) {
+            Some(h) if h.state.verdict.is_none() => {
+                h.state.verdict = Some(StoredVerdict::Rejected);
+                h.state.reason = Some(reason.to_owned());
+                h.state.settled_by = Some(node.to_owned());
+                h.over = Some(Instant::now());
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(closed))
+    }
+
+    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        let now = Instant::now();
+        let found = self.lock().oldest(limit, |h| match h.state.verdict {
+            Some(StoredVerdict::Approved) => h.state.claimed_by.is_none(),
+            Some(StoredVerdict::Rejected) => h.state.settled_by.is_none(),
+            None => h.put + undecided_for <= now,
+        });
+        ready(Ok(found))
+    }
+
+    fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let before = state.proposals.len();
+        state.proposals.retain(|_, h| h.over.is_none_or(|at| at + retention > now));
+        ready(Ok((before - state.proposals.len()) as u64))
     }
 
     fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
@@ -326,15 +397,18 @@ mod tests {
         }
     }
 
-    /// Proposals that are over leave memory a sweep interval after they ended; open ones and
-    /// approved ones nobody claimed (a resumption may still run them) stay.
+    /// Proposals that are over leave memory a sweep interval after they ended; open ones,
+    /// approved ones nobody claimed (a resumption may still run them) and rejected ones whose
+    /// final record nobody claimed (a resumption may still write it) stay.
     #[tokio::test(start_paused = true)]
     async fn proposals_that_are_over_are_swept_and_open_ones_stay() {
         let store = MemoryStore::new();
-        for id in ["rejected", "claimed", "approved", "open"] {
+        for id in ["rejected", "unsettled", "claimed", "approved", "open"] {
             store.put_proposal(&proposal(id)).await.unwrap();
         }
         store.decide("rejected", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
+        assert!(store.claim_settlement("rejected", "n").await.unwrap());
+        store.decide("unsettled", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
         store.decide("claimed", "o", "u", StoredVerdict::Approved, None).await.unwrap();
         assert!(store.claim_execution("claimed", "n").await.unwrap());
         store.decide("approved", "o", "u", StoredVerdict::Approved, None).await.unwrap();
@@ -345,7 +419,7 @@ mod tests {
         store.put_proposal(&proposal("next")).await.unwrap();
         let mut held: Vec<String> = store.lock().proposals.keys().cloned().collect();
         held.sort();
-        assert_eq!(held, ["approved", "next", "open"]);
-        assert_eq!(store.proposal_count(), 3);
+        assert_eq!(held, ["approved", "next", "open", "unsettled"]);
+        assert_eq!(store.proposal_count(), 4);
     }
 }

@@ -22,7 +22,15 @@
 //! - a proposal is decided once, only by its own user and organisation, and an approved
 //!   proposal is claimed for execution once ([`Store::decide`], [`Store::claim_execution`]),
 //!   by the run waiting for it or, when that run's slot lapsed ([`Store::slot_held`]), by a
-//!   resumption on any node ([`Store::approved_unclaimed`]);
+//!   resumption on any node ([`Store::unsettled`]);
+//! - a rejected proposal's final record is claimed once ([`Store::claim_settlement`]), by
+//!   the run that heard the rejection, the run withdrawing it, or a resumption on any node
+//!   once the run is gone; an undecided proposal is ended (rejected and claimed) in the same
+//!   conditional update ([`Store::close_undecided`]), so of a late decision and a run's
+//!   timeout, or a resumption expiring a gone run's proposal, exactly one holds;
+//! - proposals that are over (claimed or settled) are dropped once older than a retention
+//!   ([`Store::prune_proposals`]), tokens once redeemed or expired
+//!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
 //! - each audit stream is one hash chain, whatever number of writers append to it
 //!   ([`Store::append_audit`]: the chain's head is read and advanced under a lock of the
 //!   database, in the transaction that inserts the records).
@@ -186,6 +194,9 @@ pub struct ProposalState {
     pub reason: Option<String>,
     /// The node that claimed the approved call's execution, once claimed.
     pub claimed_by: Option<String>,
+    /// Who claimed a rejected proposal's final record (a node, or the run that withdrew
+    /// it), once claimed.
+    pub settled_by: Option<String>,
 }
 
 /// Why a decision was not recorded.
@@ -308,9 +319,32 @@ pub trait Store: Send + Sync + 'static {
     /// an approved proposal, ever; `false` when it is not approved or already claimed.
     fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Approved proposals whose execution nobody claimed, oldest first, at most `limit`:
-    /// what a node resuming the calls of runs that are gone looks at.
+    /// Approved proposals whose execution nobody claimed, oldest first, at most `limit`.
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+
+    /// Claims a rejected proposal's final record for `node`: `true` for exactly one claim of
+    /// a rejected proposal, ever; `false` when it is not rejected or already claimed.
+    fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Ends an undecided proposal: records it rejected with `reason` and claims its final
+    /// record for `node`, in one conditional update. `true` when this call ended it; `false`
+    /// when it was decided already (or is unknown), and nothing changed.
+    fn close_undecided<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Proposals whose final record nobody has claimed, oldest first, at most `limit`:
+    /// approved ones whose execution nobody claimed, rejected ones whose record nobody
+    /// claimed, and undecided ones stored more than `undecided_for` ago. What a node
+    /// settling the proposals of runs that are gone looks at.
+    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+
+    /// Drops proposals that are over (approved and claimed, or rejected and their record
+    /// claimed) since longer than `retention`. Returns how many.
+    fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>>;
 
     // -- sessions -----------------------------------------------------------------------
 

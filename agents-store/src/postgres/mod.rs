@@ -1,5 +1,6 @@
 //! The PostgreSQL store: one database shared by every node of a service.
 
+mod budget;
 mod checkpoints;
 mod harness;
 
@@ -129,8 +130,8 @@ async fn abandon(client: &Object) {
     }
 }
 
-const PROPOSAL_COLUMNS: &str =
-    "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, reason, claimed_by, detail";
+const PROPOSAL_COLUMNS: &str = "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, \
+                                reason, claimed_by, detail, settled_by";
 
 fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
     let verdict: Option<String> = row.get(9);
@@ -150,6 +151,7 @@ fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10),
         claimed_by: row.get(11),
+        settled_by: row.get(13),
     }
 }
 
@@ -435,6 +437,76 @@ impl Store for PostgresStore {
                 .await
                 .map_err(pg_error)?;
             Ok(rows.iter().map(proposal_row).collect())
+        })
+    }
+
+    fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now() \
+                     WHERE call_id = $1 AND verdict = 'rejected' AND settled_by IS NULL",
+                    &[&call_id, &node],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn close_undecided<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent decision waits for this row's lock and then
+            // re-checks `verdict IS NULL` on the updated row, which fails (and the other way round).
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
+                     settled_by = $2, settled_at = now() WHERE call_id = $1 AND verdict IS NULL",
+                    &[&call_id, &node, &reason],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                         WHERE (verdict = 'approved' AND claimed_by IS NULL) OR (verdict = 'rejected' AND settled_by IS NULL) \
+                         OR (verdict IS NULL AND created_at <= now() - $2::BIGINT * interval '1 millisecond') \
+                         ORDER BY ord LIMIT $1"
+                    ),
+                    &[&i64::from(limit), &millis(undecided_for)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(rows.iter().map(proposal_row).collect())
+        })
+    }
+
+    fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "DELETE FROM agents_proposals \
+                     WHERE COALESCE(claimed_at, settled_at) <= now() - $1::BIGINT * interval '1 millisecond'",
+                    &[&millis(retention)],
+                )
+                .await
+                .map_err(pg_error)
         })
     }
 

@@ -60,6 +60,7 @@ pub async fn conformance(store: &dyn Store) {
     tokens(store).await;
     slots(store).await;
     proposals(store).await;
+    settlement(store).await;
     sessions(store).await;
     audit(store).await;
 }
@@ -142,6 +143,68 @@ async fn proposals(store: &dyn Store) {
     assert_eq!((c1.verdict, c1.claimed_by.as_deref()), (Some(StoredVerdict::Approved), Some("n1")));
     let c2 = store.proposal("c2").await.unwrap().unwrap();
     assert_eq!((c2.verdict, c2.reason.as_deref()), (Some(StoredVerdict::Rejected), Some("not today")));
+}
+
+/// Every proposal's final record is claimed once: a rejection's, an undecided proposal's
+/// ending (rejected and claimed in one step), an approval's execution; what nobody claimed
+/// is listed as unsettled; what is over goes after the retention, and nothing else does.
+async fn settlement(store: &dyn Store) {
+    for id in ["st-rejected", "st-open", "st-approved", "st-young"] {
+        store.put_proposal(&proposal(id, "dora")).await.unwrap();
+    }
+    let ids = |found: Vec<agents_runtime::store::ProposalState>| -> Vec<String> {
+        found.into_iter().map(|p| p.proposal.call_id).filter(|id| id.starts_with("st-")).collect()
+    };
+    assert!(
+        !store.claim_settlement("st-open", "n1").await.unwrap(),
+        "an undecided proposal has no rejection to record"
+    );
+    store.decide("st-rejected", "org-a", "dora", StoredVerdict::Rejected, Some("wrong week")).await.unwrap();
+    store.decide("st-approved", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
+    assert!(!store.claim_settlement("st-approved", "n1").await.unwrap(), "an approval is claimed for execution");
+    assert_eq!(
+        ids(store.unsettled(100, LONG).await.unwrap()),
+        ["st-rejected", "st-approved"],
+        "young undecided ones wait"
+    );
+    tokio::time::sleep(SHORT * 2).await;
+    store.put_proposal(&proposal("st-late", "dora")).await.unwrap();
+    assert_eq!(
+        ids(store.unsettled(100, SHORT).await.unwrap()),
+        ["st-rejected", "st-open", "st-approved", "st-young"],
+        "undecided ones past the window are listed, oldest first"
+    );
+    assert_eq!(store.unsettled(2, SHORT).await.unwrap().len(), 2, "at most the limit");
+
+    assert!(store.claim_settlement("st-rejected", "n1").await.unwrap());
+    assert!(!store.claim_settlement("st-rejected", "n2").await.unwrap(), "one claim");
+    let rejected = store.proposal("st-rejected").await.unwrap().unwrap();
+    assert_eq!((rejected.settled_by.as_deref(), rejected.reason.as_deref()), (Some("n1"), Some("wrong week")));
+
+    assert!(!store.close_undecided("st-rejected", "n2", "timeout: late").await.unwrap(), "decided already");
+    assert!(store.close_undecided("st-open", "n2", "timeout: no decision").await.unwrap());
+    assert!(!store.close_undecided("st-open", "n3", "timeout: again").await.unwrap(), "ended once");
+    let open = store.proposal("st-open").await.unwrap().unwrap();
+    assert_eq!(
+        (open.verdict, open.reason.as_deref(), open.settled_by.as_deref()),
+        (Some(StoredVerdict::Rejected), Some("timeout: no decision"), Some("n2"))
+    );
+    let late = store.decide("st-open", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
+    assert_eq!(late, DecideOutcome::AlreadyDecided, "a decision after the ending changes nothing");
+    assert!(!store.claim_settlement("st-open", "n3").await.unwrap(), "its record is claimed already");
+    assert!(store.claim_execution("st-approved", "n1").await.unwrap());
+    assert_eq!(ids(store.unsettled(100, LONG).await.unwrap()), Vec::<String>::new(), "every final record is claimed");
+
+    // Over: st-rejected, st-open, st-approved. Open: st-young, st-late.
+    assert_eq!(store.prune_proposals(LONG).await.unwrap(), 0, "nothing is over for that long");
+    tokio::time::sleep(SHORT * 2).await;
+    assert!(store.prune_proposals(SHORT).await.unwrap() >= 3);
+    for gone in ["st-rejected", "st-open", "st-approved"] {
+        assert_eq!(store.proposal(gone).await.unwrap(), None, "{gone} was pruned");
+    }
+    for kept in ["st-young", "st-late"] {
+        assert!(store.proposal(kept).await.unwrap().is_some(), "{kept} is open and kept");
+    }
 }
 
 async fn sessions(store: &dyn Store) {
