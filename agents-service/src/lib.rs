@@ -9,7 +9,7 @@
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
 //! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
-//! | `GET /v1/decisions` | actions waiting for the caller's decision |
+//! | `GET /v1/decisions` | actions waiting for the caller's decision: `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal) |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
 //! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |

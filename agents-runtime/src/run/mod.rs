@@ -173,7 +173,9 @@ mod secrets;
 mod session;
 mod spend;
 
-pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
+pub use confirm::{
+    ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, Undecided, Verdict,
+};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use pending::PendingDecision;
 pub use resume::{RESUME_BATCH, ResumedCall};
