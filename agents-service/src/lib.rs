@@ -14,6 +14,9 @@
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
 //! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
 //!
+//! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
+//! routes by [`Console`]; see the [`console`] module.
+//!
 //! # Who sees what
 //!
 //! Every request is authenticated ([`Authenticator`]; there is no service principal). A run,
@@ -87,6 +90,7 @@
 
 mod audit;
 mod auth;
+pub mod console;
 mod error;
 mod handlers;
 mod jwt;
@@ -94,6 +98,7 @@ mod runs;
 mod sse;
 
 pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
+pub use console::{Console, Person};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;
