@@ -157,16 +157,15 @@
       refreshDecisions();
     }
 
+    // From the run's first event the service still holds (after a reload too, so the page
+    // shows the whole run); the browser resumes a dropped stream with `Last-Event-ID` itself.
     function follow(runId) {
       if (source) source.close();
-      const last = sessionStorage.getItem("last:" + runId);
-      const url = "/v1/runs/" + encodeURIComponent(runId) + "/events" + (last ? "?last_event_id=" + encodeURIComponent(last) : "");
-      source = new EventSource(url);
+      source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
         "message", "done", "error", "gap", "end", "idle", "record"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
-          if (e.lastEventId) sessionStorage.setItem("last:" + runId, e.lastEventId);
           let data = {};
           try { data = JSON.parse(e.data); } catch (_) { data = {}; }
           onEvent(kind, data);
@@ -300,7 +299,7 @@
         found.push(...r.records);
         for (const rec of r.records) {
           tbody.append(el("tr", { "data-status": rec.status },
-            el("td", { text: rec.seq }), el("td", { text: rec.ts }), el("td", { text: rec.user_id }),
+            el("td", { class: "nowrap", text: rec.seq }), el("td", { text: rec.ts }), el("td", { text: rec.user_id }),
             el("td", { text: rec.tool || "" }), el("td", { class: "status st-" + rec.status, text: rec.status }),
             el("td", { text: rec.reason || "" }), el("td", { class: "mono", text: rec.run_id }),
             el("td", { class: "mono", title: rec.manifest_sha256, text: short(rec.manifest_sha256) })));

@@ -114,6 +114,8 @@ try {
   const decisions = await marco.page.evaluate(async () =>
     (await fetch("/v1/decisions", { headers: { "x-agents-console": "1" } })).json());
   check(decisions.decisions.length === 0, "another user is listed a proposal: " + JSON.stringify(decisions));
+  // The refusals below are expected; the browser logs each as a failed load.
+  const before = problems.length;
   const pending = await page.locator("article.card").getAttribute("data-call");
   const stolen = await marco.page.evaluate(async (id) => (await fetch("/v1/decisions/" + id, {
     method: "POST", headers: { "x-agents-console": "1", "content-type": "application/json" },
@@ -123,6 +125,8 @@ try {
   const forged = await page.evaluate(async (id) => (await fetch("/v1/decisions/" + id, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ verdict: "approve" }) })).status, pending);
   check(forged === 403, "a cookie-authenticated write without the console header got " + forged);
+  const expected = problems.splice(before);
+  check(expected.length === 2 && expected.every((p) => p.includes("Failed to load resource")), "unexpected: " + expected);
   await shot(marco.page, "06-other-user");
   await marco.context.close();
 
