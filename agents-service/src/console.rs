@@ -117,7 +117,9 @@ impl Console {
     /// **For development only.** A console whose login page lets anyone who reaches the
     /// service act as any of `people`. Logs a warning.
     pub fn dev_login(people: impl IntoIterator<Item = Person>) -> Self {
-        tracing::warn!("the console's development login is enabled: anyone who reaches this service can act as the people it lists");
+        tracing::warn!(
+            "the console's development login is enabled: anyone who reaches this service can act as the people it lists"
+        );
         Console { inner: Arc::new(Inner { people: people.into_iter().collect(), sessions: Mutex::default() }) }
     }
 
@@ -198,9 +200,9 @@ impl Authenticator for ConsoleAuth {
         }
         Box::pin(async move {
             same_site_write(&request.method, &request.headers)?;
-            self.inner
-                .session(&request.headers)
-                .ok_or_else(|| unauthorized("session_expired", "your console session ended; sign in again at /console/login"))
+            self.inner.session(&request.headers).ok_or_else(|| {
+                unauthorized("session_expired", "your console session ended; sign in again at /console/login")
+            })
         })
     }
 }

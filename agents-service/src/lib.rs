@@ -98,10 +98,10 @@ mod runs;
 mod sse;
 
 pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
-pub use console::{Console, Person};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;
+pub use console::{Console, Person};
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use runs::RunSummary;

@@ -197,7 +197,13 @@ async fn the_console_in_a_real_browser() {
 }
 
 /// One HTTP/1.1 request with `Connection: close`: status, headers, body.
-async fn http(base: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, String, String) {
+async fn http(
+    base: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = tokio::net::TcpStream::connect(base).await.unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -245,9 +251,14 @@ async fn only_the_runs_own_user_is_shown_the_typed_value_and_cookie_writes_need_
     let (status, _, body) = http(s.base, "POST", "/v1/runs", &[("cookie", &priya)], Some(&start)).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("console_header_missing"), "{body}");
-    let (status, _, body) =
-        http(s.base, "POST", "/v1/runs", &[("cookie", &priya), ("sec-fetch-site", "cross-site"), ("x-agents-console", "1")], Some(&start))
-            .await;
+    let (status, _, body) = http(
+        s.base,
+        "POST",
+        "/v1/runs",
+        &[("cookie", &priya), ("sec-fetch-site", "cross-site"), ("x-agents-console", "1")],
+        Some(&start),
+    )
+    .await;
     assert_eq!(status, 403, "{body}");
     let (status, _, body) =
         http(s.base, "POST", "/v1/runs", &[("cookie", &priya), ("x-agents-console", "1")], Some(&start)).await;
@@ -272,11 +283,17 @@ async fn only_the_runs_own_user_is_shown_the_typed_value_and_cookie_writes_need_
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["decisions"], json!([]), "{body}");
     }
     // The run's events and the audit log: masked. (Stop the run so its stream ends.)
-    let (status, _, _) =
-        http(s.base, "POST", &format!("/v1/runs/{run_id}/stop"), &[("cookie", &priya), ("x-agents-console", "1")], Some("{}"))
-            .await;
+    let (status, _, _) = http(
+        s.base,
+        "POST",
+        &format!("/v1/runs/{run_id}/stop"),
+        &[("cookie", &priya), ("x-agents-console", "1")],
+        Some("{}"),
+    )
+    .await;
     assert_eq!(status, 202);
-    let (status, _, events) = http(s.base, "GET", &format!("/v1/runs/{run_id}/events"), &[("cookie", &priya)], None).await;
+    let (status, _, events) =
+        http(s.base, "GET", &format!("/v1/runs/{run_id}/events"), &[("cookie", &priya)], None).await;
     assert_eq!(status, 200);
     assert!(events.contains("confirm_required"), "{events}");
     assert!(!events.contains(typed), "an event carries the typed value: {events}");
