@@ -67,7 +67,7 @@ impl Confirmer for Records {
 async fn a_model_runs_confirmer_sees_the_typed_value_while_events_and_records_are_masked() {
     let audit = Arc::new(MemorySink::new());
     let asked = Arc::new(Records::default());
-    let provider = Arc::new(ScriptedProvider::new([tool_call("change_password", &args()), reply("done")]));
+    let provider = Arc::new(ScriptedProvider::new([tool_call("change_password", args()), reply("done")]));
     let rt = Runtime::builder(audit.clone(), provider).roles(roles()).confirmer(asked.clone()).build();
     let mut run = rt.start::<Accounts>(ann(), "s-confirmer", "change my password".to_owned()).unwrap();
     let mut events = Vec::new();
@@ -101,7 +101,7 @@ async fn a_model_runs_confirmer_sees_the_typed_value_while_events_and_records_ar
 #[tokio::test]
 async fn the_pending_decision_shows_its_decider_the_typed_value_and_nobody_else_anything() {
     let audit = Arc::new(MemorySink::new());
-    let provider = Arc::new(ScriptedProvider::new([tool_call("change_password", &args()), reply("done")]));
+    let provider = Arc::new(ScriptedProvider::new([tool_call("change_password", args()), reply("done")]));
     let rt = Runtime::builder(audit.clone(), provider).roles(roles()).build();
     let mut run = rt.start::<Accounts>(ann(), "s-pending", "change my password".to_owned()).unwrap();
     let call_id = loop {

@@ -83,7 +83,11 @@
     const auditLive = document.getElementById("audit-live");
     const auditRun = document.getElementById("audit-run");
     // Per tab: the chat's session, the current run and the last event seen of it.
-    if (!sessionStorage.getItem("session")) sessionStorage.setItem("session", crypto.randomUUID());
+    if (!sessionStorage.getItem("session")) {
+      // `getRandomValues` also works outside a secure context (unlike `randomUUID`).
+      const bytes = crypto.getRandomValues(new Uint8Array(16));
+      sessionStorage.setItem("session", "console-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(""));
+    }
     let source = null;
     let bubble = null;
     let poll = null;

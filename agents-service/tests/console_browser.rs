@@ -310,3 +310,33 @@ async fn only_the_runs_own_user_is_shown_the_typed_value_and_cookie_writes_need_
         http(s.base, "GET", "/v1/decisions", &[("cookie", "agents_console=0123456789abcdef")], None).await;
     assert_eq!(status, 401, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_proposal_is_listed_with_its_decider_view_by_a_service_that_never_saw_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = serve(dir.path()).await;
+    let priya = sign_in(first.base, 0).await;
+    let typed = "Typed-before-restart";
+    let start = format!(
+        r#"{{"agent": "Physio", "input": "change the portal password of ath-1 to {typed}", "session_id": "restart-1"}}"#
+    );
+    let (status, _, body) =
+        http(first.base, "POST", "/v1/runs", &[("cookie", &priya), ("x-agents-console", "1")], Some(&start)).await;
+    assert_eq!(status, 201, "{body}");
+    // The same SQLite files under a new service and runtime: what a restart leaves.
+    let second = serve(dir.path()).await;
+    let priya_again = sign_in(second.base, 0).await;
+    let mut listed = Value::Null;
+    for _ in 0..200 {
+        let (_, _, body) = http(second.base, "GET", "/v1/decisions", &[("cookie", &priya_again)], None).await;
+        listed = serde_json::from_str(&body).unwrap();
+        if !listed["decisions"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(listed["decisions"][0]["decider_arguments"]["new_password"], typed, "{listed}");
+    let marco = sign_in(second.base, 1).await;
+    let (_, _, body) = http(second.base, "GET", "/v1/decisions", &[("cookie", &marco)], None).await;
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["decisions"], json!([]), "{body}");
+}
