@@ -353,7 +353,12 @@ async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, 
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "state_unavailable", format!("{e}; try again"))
         })?;
         for p in listed {
-            let value = serde_json::to_value(&p).map_err(|e| ApiError::internal("listing decisions", e))?;
+            let mut value = serde_json::to_value(&p).map_err(|e| ApiError::internal("listing decisions", e))?;
+            // The caller is the principal the run acts for (the runtime lists no one else's):
+            // their card shows the arguments they are bound by, secret values included.
+            if let Value::Object(fields) = &mut value {
+                fields.insert("decider_arguments".into(), p.decider_arguments.as_value().clone());
+            }
             decisions.insert(p.call_id, value);
         }
     }

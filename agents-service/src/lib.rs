@@ -9,11 +9,14 @@
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
 //! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
-//! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, arguments (masked), and `why` when a read would carry a copied value out |
+//! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal), and `why` when a read would carry a copied value out |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
 //! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
 //! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
+//!
+//! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
+//! routes by [`Console`]; see the [`console`] module.
 //!
 //! # Who sees what
 //!
@@ -108,6 +111,7 @@
 
 mod audit;
 mod auth;
+pub mod console;
 mod error;
 mod handlers;
 mod jwt;
@@ -120,6 +124,7 @@ pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteRead
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;
+pub use console::{Console, Person};
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use mcp::{McpEndpoint, McpEndpointError};

@@ -5,6 +5,9 @@
 //! cargo run -p examples --example serve -- --agent helpdesk --addr 127.0.0.1:8080 --dev-login
 //! ```
 //!
+//! With `--dev-login` the web console is served too, at `http://127.0.0.1:8080/console`: pick
+//! a person, chat with the agent, decide on its proposals, read the audit log.
+//!
 //! State and audit log are SQLite files in `--data DIR` (default: `agents-serve-<agent>` in the
 //! system's temporary directory), kept across restarts; `--memory` keeps both in memory.
 //! `--dev-login` enables the development login (`X-Dev-Principal: user/organisation/role`,
@@ -15,7 +18,7 @@ use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
 use agents_runtime::provider::Provider;
 use agents_runtime::{Principal, RoleMap, Runtime};
 use agents_service::{
-    AuditReader, Authenticator, DevAuthenticator, JwtAuthenticator, JwtConfig, Service, SqliteReader,
+    AuditReader, Authenticator, Console, DevAuthenticator, JwtAuthenticator, JwtConfig, Person, Service, SqliteReader,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,6 +110,28 @@ fn runtime(
     b.build()
 }
 
+/// The people the console's development login offers for `agent`.
+fn people(agent: &str) -> Vec<Person> {
+    let p = |principal: Principal, label: &str| Person { principal, label: label.to_owned() };
+    match agent {
+        "helpdesk" => vec![
+            p(examples::helpdesk::app::alex(), "Alex Kim (employee)"),
+            p(Principal::new("u-blake", "org-deskloop", "employee"), "Blake Lee (employee)"),
+            p(Principal::new("u-rita", "org-deskloop", "auditor"), "Rita Park (auditor)"),
+        ],
+        _ => {
+            use examples::clinic::app::people::*;
+            vec![
+                p(priya(), "Priya Shah (physiotherapist)"),
+                p(okafor(), "Dr. Ngozi Okafor (doctor)"),
+                p(marco(), "Marco Rossi (coach)"),
+                p(erik(), "Erik Holm (physiotherapist, Harbour Rowing Club)"),
+                p(Principal::new("u-audit", "org-northside", "auditor"), "Sasha Reed (auditor)"),
+            ]
+        }
+    }
+}
+
 fn header(p: &Principal) -> String {
     format!("X-Dev-Principal: {}/{}/{}", p.user_id, p.org_id, p.role)
 }
@@ -125,7 +150,12 @@ async fn run() -> Result<(), String> {
     let _telemetry = agents_telemetry::init_from_env().map_err(|e| e.to_string())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = parse(&args)?;
-    let auth = authenticator(&o)?;
+    let mut auth = authenticator(&o)?;
+    // The web console signs people in through the development login only.
+    let console = o.dev_login.then(|| Console::dev_login(people(&o.agent)));
+    if let Some(c) = &console {
+        auth = c.authenticator(auth);
+    }
     let (sink, reader, store) = storage(&o)?;
     let builder = Service::builder(auth, sink.clone(), reader);
     let (builder, agent, who, input) = match o.agent.as_str() {
@@ -168,7 +198,12 @@ async fn run() -> Result<(), String> {
             header(&who)
         );
     }
-    agents_service::axum::serve(listener, service.router())
+    let mut app = service.router();
+    if let Some(c) = &console {
+        app = app.merge(c.router(&service));
+        eprintln!("web console: http://{addr}/console");
+    }
+    agents_service::axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -294,13 +294,17 @@ struct ElicitConfirmer {
     calls: Calls,
 }
 
-/// The text a person reads before deciding.
+/// The text a person reads before deciding: the arguments as the tool will receive them,
+/// secret values included ([`ConfirmRequest::decider_args`]): the person is bound by exactly
+/// these values, and the client that asks them sent the call, so it holds them already. The
+/// audit records of the call keep the masked copy.
 pub(crate) fn elicitation_message(request: &ConfirmRequest) -> String {
-    let args = serde_json::to_string_pretty(&request.args).unwrap_or_else(|_| request.args.to_string());
+    let shown = request.decider_args.as_value();
+    let args = serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string());
     // A read that carries a value copied from a tool result out says so first.
     let why = request.why.as_deref().map(|w| format!("\n\nWhy you are asked: {w}.")).unwrap_or_default();
     format!(
-        "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments (secrets masked):\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
+        "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments:\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
         request.title, request.tool, request.risk, args
     )
 }

@@ -153,8 +153,13 @@ pub struct ConfirmRequest {
     pub tool: String,
     /// The title a person reads.
     pub title: String,
-    /// Redacted arguments.
+    /// The arguments as the audit log and the run's events hold them: secret values masked.
     pub args: Value,
+    /// The arguments as the tool will receive them, secret values included: what the person
+    /// the run acts for is asked to approve (a value they cannot see is a value they cannot
+    /// approve). For the card shown to that person only; never serialized, never in `Debug`.
+    #[serde(skip)]
+    pub decider_args: DeciderView,
     /// Declared risk.
     pub risk: String,
     /// A normalized description of exactly what would run.
@@ -163,6 +168,40 @@ pub struct ConfirmRequest {
     /// outside world, which argument was copied from which tool result ("argument `url` was
     /// copied from the result of `read_email` (call c1)"). `None` for a plain action.
     pub why: Option<String>,
+}
+
+/// The arguments of a proposal as its decider sees them: the exact values the call will be
+/// bound to, secrets included (the audit records and the broadcast events hold the masked
+/// copy, [`ConfirmRequest::args`]).
+///
+/// Only the principal the run acts for is ever shown it: it is handed to that run's
+/// [`Confirmer`] and listed by [`Runtime::pending_decisions`](super::Runtime::pending_decisions)
+/// for that principal alone. It has no `Serialize` and its `Debug` prints no value, so it does
+/// not reach a log or an event by accident.
+#[derive(Clone, PartialEq, Default)]
+pub struct DeciderView(Value);
+
+impl DeciderView {
+    /// Wraps the arguments as the tool will receive them.
+    pub(crate) fn new(args: Value) -> Self {
+        DeciderView(args)
+    }
+
+    /// The arguments, secret values included.
+    pub fn as_value(&self) -> &Value {
+        &self.0
+    }
+
+    /// The arguments, secret values included.
+    pub fn into_value(self) -> Value {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for DeciderView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeciderView(..)")
+    }
 }
 
 /// Asks a person (for example through MCP elicitation).
@@ -419,6 +458,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             tool: spec.name.into(),
             title: self.title().into(),
             args: redacted.as_value().clone(),
+            decider_args: DeciderView::new(self.raw.clone()),
             risk: spec.risk.as_str().into(),
             description: self.description.clone(),
             why: self.why.clone(),

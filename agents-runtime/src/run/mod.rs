@@ -21,6 +21,17 @@
 //! is string provenance: a model that paraphrases, encodes or assembles a value defeats it,
 //! and the host allowlist still holds.
 //!
+//! # What the person deciding sees
+//!
+//! A proposal's values at `#[secret]` positions are masked in its audit records, in the run's
+//! broadcast events (`confirm_required` included) and in [`ConfirmRequest::args`]. The person
+//! asked to approve is shown the arguments as the tool will receive them, secret values
+//! included ([`DeciderView`]: [`ConfirmRequest::decider_args`] for a [`Confirmer`] such as MCP
+//! elicitation, [`PendingDecision::decider_arguments`] for the principal the run acts for, the
+//! only one [`Runtime::pending_decisions`] lists a proposal to). A value a person cannot see is
+//! not a value they can approve. [`DeciderView`] has no `Serialize` and prints no value in
+//! `Debug`, so it reaches no record, event or log by accident.
+//!
 //! # Which channel carries what
 //!
 //! What the model reads comes in channels it trusts differently, and untrusted text never
@@ -173,7 +184,9 @@ mod secrets;
 mod session;
 mod spend;
 
-pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
+pub use confirm::{
+    ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, Undecided, Verdict,
+};
 pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
 pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};

@@ -9,7 +9,7 @@
 //! conditional update there, whatever node or channel it comes through, and an approved call
 //! runs only on the node whose claim of its execution the store granted (exactly one).
 
-use super::{DecisionError, Runtime, Verdict, lock};
+use super::{DeciderView, DecisionError, Runtime, Verdict, lock};
 use crate::core::Principal;
 use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
 use serde_json::{Value, json};
@@ -38,13 +38,18 @@ pub struct PendingDecision {
     pub title: String,
     /// The tool's declared risk (`low`, `medium`, `high`, `critical`).
     pub risk: String,
-    /// The arguments, masked as the confirm card shows them.
+    /// The arguments as the audit log holds them: secret values masked.
     pub arguments: Value,
     /// Why a person is asked beyond the tool's tier, as the confirm card says it: for a tool
     /// that reaches the outside world, which argument was copied from which tool result.
     /// Absent for a plain action.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The arguments as the tool will receive them, secret values included: the card of the
+    /// person the run acts for (the only principal this list is ever made for). Not
+    /// serialized: a front end adds it deliberately to the answer for that person.
+    #[serde(skip)]
+    pub decider_arguments: DeciderView,
     /// When it was proposed (RFC 3339, UTC).
     pub proposed_at: String,
 }
@@ -141,6 +146,7 @@ impl Runtime {
             .map(|p| PendingDecision {
                 agent: detail_str(&p, detail::AGENT).to_owned(),
                 risk: detail_str(&p, detail::RISK).to_owned(),
+                decider_arguments: DeciderView::new(p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null)),
                 proposed_at: detail_str(&p, detail::PROPOSED_AT).to_owned(),
                 call_id: p.call_id,
                 run_id: p.run_id,

@@ -1,0 +1,351 @@
+// The web console's script. It builds every node with `el` (text goes in through
+// `textContent`, never `innerHTML`), talks only to this service's `/v1` API, and sends
+// `X-Agents-Console: 1` with every request, which the service requires of a
+// cookie-authenticated request that changes something.
+"use strict";
+
+(function () {
+  const HEADER = { "x-agents-console": "1" };
+
+  /** An element with attributes and children; strings become text nodes. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "text") node.textContent = String(v);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      node.append(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return node;
+  }
+
+  /** A JSON request to the API; a refusal throws its message. */
+  async function api(path, options) {
+    const opts = Object.assign({ credentials: "same-origin" }, options || {});
+    opts.headers = Object.assign({}, HEADER, opts.body ? { "content-type": "application/json" } : {});
+    const r = await fetch(path, opts);
+    let body = null;
+    try { body = await r.json(); } catch (_) { body = null; }
+    if (!r.ok) {
+      const m = body && body.error ? body.error.message + " (" + body.error.code + ")" : "HTTP " + r.status;
+      throw new Error(m);
+    }
+    return body;
+  }
+
+  function show(value) {
+    return typeof value === "string" ? value : JSON.stringify(value);
+  }
+
+  function short(hash) {
+    return hash ? String(hash).slice(0, 12) + "…" : "";
+  }
+
+  // --- sign in / out ------------------------------------------------------------------
+
+  function loginPage() {
+    const form = document.getElementById("login-form");
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const chosen = form.querySelector("input[name=person]:checked");
+      try {
+        const r = await api("/console/login", { method: "POST", body: JSON.stringify({ person: Number(chosen.value) }) });
+        sessionStorage.clear();
+        location.assign(r.to);
+      } catch (err) {
+        document.getElementById("login-error").textContent = err.message;
+      }
+    });
+  }
+
+  function logoutButton() {
+    const b = document.getElementById("logout");
+    if (!b) return;
+    b.addEventListener("click", async () => {
+      const r = await api("/console/logout", { method: "POST", body: "{}" });
+      sessionStorage.clear();
+      location.assign(r.to);
+    });
+  }
+
+  // --- the chat -----------------------------------------------------------------------
+
+  function appPage() {
+    const log = document.getElementById("log");
+    const form = document.getElementById("chat-form");
+    const input = document.getElementById("message");
+    const agent = document.getElementById("agent");
+    const decisions = document.getElementById("decisions");
+    const noDecisions = document.getElementById("no-decisions");
+    const auditLive = document.getElementById("audit-live");
+    const auditRun = document.getElementById("audit-run");
+    // Per tab: the chat's session, the current run and the last event seen of it.
+    if (!sessionStorage.getItem("session")) {
+      // `getRandomValues` also works outside a secure context (unlike `randomUUID`).
+      const bytes = crypto.getRandomValues(new Uint8Array(16));
+      sessionStorage.setItem("session", "console-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(""));
+    }
+    let source = null;
+    let bubble = null;
+    let poll = null;
+
+    function say(cls, text) {
+      const li = el("li", { class: cls, text });
+      log.append(li);
+      li.scrollIntoView({ block: "nearest" });
+      return li;
+    }
+
+    function onEvent(kind, data) {
+      switch (kind) {
+        case "token":
+          if (!bubble) bubble = say("assistant", "");
+          bubble.textContent += data.text;
+          break;
+        case "message":
+          if (!bubble) bubble = say("assistant", "");
+          bubble.textContent = data.text;
+          bubble = null;
+          break;
+        case "tool_call": {
+          bubble = null;
+          const details = el("details", {}, el("summary", { text: "Tool call: " + data.tool }),
+            el("pre", { text: JSON.stringify(data.args, null, 2) }));
+          log.append(el("li", { class: "tool", "data-call": data.call_id }, details));
+          break;
+        }
+        case "confirm_required":
+          say("note", "Waiting for your decision: " + data.title);
+          refreshDecisions();
+          break;
+        case "tool_result":
+          say("tool", data.tool + ": " + data.status);
+          refreshDecisions();
+          break;
+        case "tool_denied":
+          say("tool", data.tool + " denied: " + data.reason);
+          break;
+        case "handoff": {
+          const r = data.record || {};
+          log.append(el("li", { class: "handoff" }, el("strong", { text: "Handed over: " + r.tool }),
+            el("div", { text: r.description || "" })));
+          break;
+        }
+        case "done":
+          say("note", "Run " + data.status + ".");
+          endRun();
+          break;
+        case "error":
+          say("note error", data.message);
+          break;
+        case "gap":
+          say("note", "Some events were missed; the audit records follow.");
+          break;
+        case "end":
+        case "idle":
+          endRun();
+          break;
+        default:
+          break;
+      }
+      refreshAudit();
+    }
+
+    function endRun() {
+      if (source) { source.close(); source = null; }
+      if (poll) { clearInterval(poll); poll = null; }
+      refreshAudit();
+      refreshDecisions();
+    }
+
+    // From the run's first event the service still holds (after a reload too, so the page
+    // shows the whole run); the browser resumes a dropped stream with `Last-Event-ID` itself.
+    function follow(runId) {
+      if (source) source.close();
+      source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
+      const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
+        "message", "done", "error", "gap", "end", "idle", "record"];
+      for (const kind of kinds) {
+        source.addEventListener(kind, (e) => {
+          let data = {};
+          try { data = JSON.parse(e.data); } catch (_) { data = {}; }
+          onEvent(kind, data);
+        });
+      }
+      source.onerror = () => { if (source && source.readyState === EventSource.CLOSED) endRun(); };
+      auditRun.textContent = "run " + runId;
+      if (!poll) poll = setInterval(refreshAudit, 1500);
+      refreshAudit();
+    }
+
+    async function refreshAudit() {
+      const runId = sessionStorage.getItem("run");
+      if (!runId) return;
+      try {
+        const r = await api("/v1/audit?run=" + encodeURIComponent(runId) + "&limit=200");
+        auditLive.replaceChildren(...r.records.map((rec) => el("li", { "data-status": rec.status },
+          el("span", { class: "status st-" + rec.status, text: rec.status }), " ",
+          el("span", { text: rec.tool || "run" }), " ",
+          el("span", { class: "mono", title: "manifest " + rec.manifest_sha256, text: "manifest " + short(rec.manifest_sha256) }),
+          rec.reason ? el("div", { class: "hint", text: rec.reason }) : null)));
+      } catch (err) {
+        auditLive.replaceChildren(el("li", { class: "error", text: err.message }));
+      }
+    }
+
+    function card(d) {
+      const id = "card-" + d.call_id;
+      const args = d.decider_arguments && typeof d.decider_arguments === "object" ? d.decider_arguments : {};
+      const rows = [];
+      for (const [k, v] of Object.entries(args)) {
+        rows.push(el("dt", { text: k }), el("dd", { text: show(v) }));
+      }
+      const reason = el("input", { id: id + "-reason", "aria-label": "Reason for rejecting " + d.title, placeholder: "Reason (optional)" });
+      const status = el("p", { class: "error", role: "alert" });
+      const approve = el("button", { type: "button", class: "approve", text: "Approve" });
+      const reject = el("button", { type: "button", class: "danger reject", text: "Reject" });
+      async function decide(body) {
+        approve.disabled = reject.disabled = true;
+        try {
+          await api("/v1/decisions/" + encodeURIComponent(d.call_id), { method: "POST", body: JSON.stringify(body) });
+          node.remove();
+          refreshDecisions();
+          refreshAudit();
+        } catch (err) {
+          status.textContent = err.message;
+          approve.disabled = reject.disabled = false;
+        }
+      }
+      approve.addEventListener("click", () => decide({ verdict: "approve" }));
+      reject.addEventListener("click", () => {
+        const text = reason.value.trim();
+        decide(text ? { verdict: "reject", reason: text } : { verdict: "reject" });
+      });
+      const node = el("article", { class: "card", id, "aria-labelledby": id + "-h", "data-call": d.call_id, "data-tool": d.tool },
+        el("h3", { id: id + "-h", text: d.title }),
+        el("span", { class: "risk risk-" + d.risk, text: "risk: " + d.risk }), " ",
+        el("code", { text: d.tool }),
+        el("dl", {}, ...rows),
+        el("p", { class: "hint", text: "Proposed " + d.proposed_at + " by " + d.agent }),
+        el("div", { class: "buttons" }, approve, reason, reject),
+        status);
+      return node;
+    }
+
+    async function refreshDecisions() {
+      try {
+        const r = await api("/v1/decisions");
+        decisions.replaceChildren(...r.decisions.map(card));
+        noDecisions.hidden = r.decisions.length > 0;
+        // A proposal of a run this tab has not followed (another tab, before a restart).
+        const mine = sessionStorage.getItem("run");
+        const other = r.decisions.find((d) => d.run_id !== mine);
+        if (!mine && other) {
+          sessionStorage.setItem("run", other.run_id);
+          refreshAudit();
+        }
+      } catch (err) {
+        decisions.replaceChildren(el("p", { class: "error", text: err.message }));
+      }
+    }
+
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      input.value = "";
+      say("user", text);
+      bubble = null;
+      try {
+        const r = await api("/v1/runs", { method: "POST", body: JSON.stringify({
+          agent: agent.value, input: text, session_id: sessionStorage.getItem("session") }) });
+        sessionStorage.setItem("run", r.run_id);
+        auditLive.replaceChildren();
+        follow(r.run_id);
+      } catch (err) {
+        say("note error", err.message);
+      }
+    });
+
+    // After a reload: the decisions waiting, and the current run's stream from where it was.
+    refreshDecisions();
+    const current = sessionStorage.getItem("run");
+    if (current) follow(current);
+  }
+
+  // --- the reviewers' audit view ------------------------------------------------------
+
+  function auditPage() {
+    const form = document.getElementById("search");
+    const tbody = document.querySelector("#records tbody");
+    const more = document.getElementById("more");
+    const result = document.getElementById("search-result");
+    let found = [];
+    let next = null;
+
+    function query(after) {
+      const params = new URLSearchParams();
+      for (const [k, v] of new FormData(form).entries()) {
+        if (String(v).trim()) params.set(k, String(v).trim());
+      }
+      if (after !== null && after !== undefined) params.set("after", String(after));
+      params.set("limit", "500");
+      return "/v1/audit?" + params.toString();
+    }
+
+    async function search(after) {
+      try {
+        const r = await api(query(after));
+        if (after === null) { found = []; tbody.replaceChildren(); }
+        found.push(...r.records);
+        for (const rec of r.records) {
+          tbody.append(el("tr", { "data-status": rec.status },
+            el("td", { class: "nowrap", text: rec.seq }), el("td", { text: rec.ts }), el("td", { text: rec.user_id }),
+            el("td", { text: rec.tool || "" }), el("td", { class: "status st-" + rec.status, text: rec.status }),
+            el("td", { text: rec.reason || "" }), el("td", { class: "mono", text: rec.run_id }),
+            el("td", { class: "mono", title: rec.manifest_sha256, text: short(rec.manifest_sha256) })));
+        }
+        next = r.next_after;
+        more.hidden = next === null || next === undefined;
+        result.textContent = found.length + " record(s)";
+      } catch (err) {
+        result.textContent = err.message;
+      }
+    }
+
+    form.addEventListener("submit", (e) => { e.preventDefault(); search(null); });
+    more.addEventListener("click", () => search(next));
+    document.getElementById("verify").addEventListener("click", async () => {
+      const out = document.getElementById("verify-result");
+      try {
+        const v = await api("/v1/audit/verify");
+        out.replaceChildren(v.ok
+          ? el("span", { class: "ok", text: "Chain verified: " + v.records + " record(s), last hash " + short(v.last_hash) + ". " + (v.guarantee || "") })
+          : el("span", { class: "broken", text: "Chain broken at line " + v.broken_at + " (" + v.kind + "): " + v.message }));
+      } catch (err) {
+        out.textContent = err.message;
+      }
+    });
+    document.getElementById("export").addEventListener("click", () => {
+      const text = found.map((r) => JSON.stringify(r)).join("\n") + (found.length ? "\n" : "");
+      const url = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
+      const a = el("a", { href: url, download: "audit.jsonl" });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    });
+    search(null);
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    logoutButton();
+    const page = document.body.dataset.page;
+    if (page === "login") loginPage();
+    else if (page === "app") appPage();
+    else if (page === "audit") auditPage();
+  });
+})();

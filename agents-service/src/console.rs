@@ -1,0 +1,332 @@
+//! The web console: a chat with an agent beside the live audit of its run, the cards of the
+//! proposals waiting for the signed-in person, and an audit view for reviewers, served by the
+//! service itself.
+//!
+//! ```text
+//! GET  /console            the chat, the decisions waiting for you, the audit of the current run
+//! GET  /console/audit      the audit view: search, chain verification, export as JSON lines
+//! GET  /console/login      the development login: pick a person
+//! POST /console/login      signs in (JSON `{"person": n}`), sets the session cookie
+//! POST /console/logout     signs out
+//! GET  /console/assets/*   the console's script and style sheet
+//! ```
+//!
+//! # How it is safe
+//!
+//! - **Everything is in the binary.** Pages are askama templates compiled in; the script and
+//!   the style sheet are `include_str!`'d. A page loads nothing from anywhere else: its
+//!   Content-Security-Policy ([`CSP`]) allows scripts, styles and requests from the service's
+//!   own origin only, no inline script, no frames, no plug-ins.
+//! - **Escaping by construction.** Every value a template prints is HTML-escaped (the
+//!   templates mark nothing `|safe`); the script builds the page with `textContent` and DOM
+//!   nodes, never `innerHTML`, so a tool argument or a model's text is always text.
+//! - **The API decides who sees what.** The console is a client of the `/v1` API with the
+//!   signed-in person's principal: another user's proposals are not listed nor decidable for
+//!   them, another organisation's records are not readable, exactly as for any client.
+//! - **The session cookie** is a 244-bit random token, `HttpOnly` (no script reads it),
+//!   `SameSite=Strict` (no other site's page sends it) and `Path=/`. Every request that changes
+//!   something and is authenticated by it must carry the header `X-Agents-Console: 1`, which
+//!   a cross-site form cannot send and a cross-site script cannot send without a CORS
+//!   preflight this service never grants; a request a browser marks `Sec-Fetch-Site:
+//!   cross-site` is refused outright. Sessions live in memory for [`SESSION_TTL`] and end
+//!   with the process.
+//!
+//! # Signing in
+//!
+//! Today the console signs people in through the **development login** only
+//! ([`Console::dev_login`]): a page that lets whoever reaches the service pick one of the
+//! people the application named, with no proof of anything, like
+//! [`DevAuthenticator`](crate::DevAuthenticator). For your own machine only. Requests without
+//! the console's cookie go to the service's own authenticator unchanged.
+
+use crate::auth::{Authenticator, unauthorized};
+use crate::error::ApiError;
+use crate::{Service, Shared};
+use agents_runtime::Principal;
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The Content-Security-Policy of every console response: the service's own script, styles
+/// and API; nothing inline, nothing from elsewhere, no frames.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; \
+                       form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The name of the console's session cookie.
+pub const SESSION_COOKIE: &str = "agents_console";
+
+/// The header every cookie-authenticated request that changes something must carry.
+pub const CONSOLE_HEADER: &str = "x-agents-console";
+
+/// How long a console session lasts.
+pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+
+const SCRIPT: &str = include_str!("../assets/console.js");
+const STYLE: &str = include_str!("../assets/console.css");
+
+/// One person the development login offers.
+#[derive(Debug, Clone)]
+pub struct Person {
+    /// Who they act as.
+    pub principal: Principal,
+    /// What the login page calls them, e.g. `Priya (clinician)`.
+    pub label: String,
+}
+
+struct Inner {
+    people: Vec<Person>,
+    sessions: Mutex<HashMap<String, (Principal, Instant)>>,
+}
+
+/// The web console. Build it, wrap the service's authenticator with
+/// [`authenticator`](Console::authenticator), and merge [`router`](Console::router) beside the
+/// service's routes.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use agents_runtime::audit::MemorySink;
+/// # use agents_service::{Console, DevAuthenticator, Service};
+/// # fn f(audit: Arc<MemorySink>, people: Vec<agents_service::Person>) -> agents_service::axum::Router {
+/// let console = Console::dev_login(people);
+/// let auth = console.authenticator(Arc::new(DevAuthenticator::enabled()));
+/// let service = Service::builder(auth, audit.clone(), audit).build();
+/// service.router().merge(console.router(&service))
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Console {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").field("people", &self.inner.people.len()).finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// **For development only.** A console whose login page lets anyone who reaches the
+    /// service act as any of `people`. Logs a warning.
+    pub fn dev_login(people: impl IntoIterator<Item = Person>) -> Self {
+        tracing::warn!(
+            "the console's development login is enabled: anyone who reaches this service can act as the people it lists"
+        );
+        Console { inner: Arc::new(Inner { people: people.into_iter().collect(), sessions: Mutex::default() }) }
+    }
+
+    /// An authenticator that takes the principal of a console session from its cookie, and
+    /// hands every request without the cookie to `fallback` (the service's own).
+    pub fn authenticator(&self, fallback: Arc<dyn Authenticator>) -> Arc<dyn Authenticator> {
+        Arc::new(ConsoleAuth { inner: self.inner.clone(), fallback })
+    }
+
+    /// The console's pages and assets, for `service`.
+    pub fn router(&self, service: &Service) -> Router {
+        let state = Arc::new(Pages { inner: self.inner.clone(), shared: service.shared.clone() });
+        Router::new()
+            .route("/", get(|| async { Redirect::to("/console") }))
+            .route("/console", get(app))
+            .route("/console/audit", get(audit))
+            .route("/console/login", get(login_page).post(login))
+            .route("/console/logout", post(logout))
+            .route("/console/assets/{name}", get(asset))
+            .with_state(state)
+            .layer(axum::middleware::map_response(secure_headers))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The value of cookie `name` in a request's `Cookie` headers.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+impl Inner {
+    /// The principal of the session `headers` carry, if it is live.
+    fn session(&self, headers: &HeaderMap) -> Option<Principal> {
+        let token = cookie(headers, SESSION_COOKIE)?;
+        let mut sessions = lock(&self.sessions);
+        let now = Instant::now();
+        sessions.retain(|_, (_, at)| now.duration_since(*at) < SESSION_TTL);
+        sessions.get(token).map(|(p, _)| p.clone())
+    }
+}
+
+/// A request that changes something with a cookie's authority must say it comes from the
+/// console's own script.
+fn same_site_write(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, "cross_site", "requests from other sites are refused"));
+    }
+    let safe = matches!(*method, Method::GET | Method::HEAD);
+    if !safe && headers.get(CONSOLE_HEADER).is_none_or(|v| v.as_bytes() != b"1") {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "console_header_missing",
+            "a console request that changes something carries `X-Agents-Console: 1`",
+        ));
+    }
+    Ok(())
+}
+
+struct ConsoleAuth {
+    inner: Arc<Inner>,
+    fallback: Arc<dyn Authenticator>,
+}
+
+impl Authenticator for ConsoleAuth {
+    fn authenticate<'a>(&'a self, request: &'a Parts) -> BoxFuture<'a, Result<Principal, ApiError>> {
+        if cookie(&request.headers, SESSION_COOKIE).is_none() {
+            return self.fallback.authenticate(request);
+        }
+        Box::pin(async move {
+            same_site_write(&request.method, &request.headers)?;
+            self.inner.session(&request.headers).ok_or_else(|| {
+                unauthorized("session_expired", "your console session ended; sign in again at /console/login")
+            })
+        })
+    }
+}
+
+struct Pages {
+    inner: Arc<Inner>,
+    shared: Arc<Shared>,
+}
+
+type St = State<Arc<Pages>>;
+
+async fn secure_headers(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn html(page: impl Template) -> Response {
+    match page.render() {
+        Ok(body) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response(),
+        Err(e) => ApiError::internal("rendering a console page", e).into_response(),
+    }
+}
+
+/// The signed-in person, as a page shows them.
+struct Who {
+    user: String,
+    org: String,
+    role: String,
+    reviewer: bool,
+}
+
+fn who(pages: &Pages, p: Principal) -> Who {
+    let reviewer = pages.shared.reviewer_roles.contains(&p.role);
+    Who { user: p.user_id, org: p.org_id, role: p.role, reviewer }
+}
+
+#[derive(Template)]
+#[template(path = "console/app.html")]
+struct AppPage {
+    who: Who,
+    agents: Vec<(String, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "console/audit.html")]
+struct AuditPage {
+    who: Who,
+}
+
+#[derive(Template)]
+#[template(path = "console/login.html")]
+struct LoginPage {
+    people: Vec<(usize, String, String)>,
+}
+
+async fn app(State(pages): St, headers: HeaderMap) -> Response {
+    let Some(p) = pages.inner.session(&headers) else { return Redirect::to("/console/login").into_response() };
+    let agents = pages.shared.agents.values().map(|k| (k.name().to_owned(), k.manifest_sha256().to_owned())).collect();
+    html(AppPage { who: who(&pages, p), agents })
+}
+
+async fn audit(State(pages): St, headers: HeaderMap) -> Response {
+    let Some(p) = pages.inner.session(&headers) else { return Redirect::to("/console/login").into_response() };
+    html(AuditPage { who: who(&pages, p) })
+}
+
+async fn login_page(State(pages): St) -> Response {
+    let people = pages
+        .inner
+        .people
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let id = format!("{} / {} / {}", p.principal.user_id, p.principal.org_id, p.principal.role);
+            (i, p.label.clone(), id)
+        })
+        .collect();
+    html(LoginPage { people })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginBody {
+    person: usize,
+}
+
+async fn login(State(pages): St, headers: HeaderMap, body: axum::body::Bytes) -> Result<Response, ApiError> {
+    same_site_write(&Method::POST, &headers)?;
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    if !is_json {
+        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send JSON"));
+    }
+    let LoginBody { person } =
+        serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body does not fit: {e}")))?;
+    let chosen = pages.inner.people.get(person).ok_or_else(|| ApiError::invalid("no such person"))?;
+    let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    lock(&pages.inner.sessions).insert(token.clone(), (chosen.principal.clone(), Instant::now()));
+    let set = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_TTL.as_secs());
+    let body = axum::Json(serde_json::json!({"to": "/console"}));
+    Ok(([(header::SET_COOKIE, set)], body).into_response())
+}
+
+async fn logout(State(pages): St, headers: HeaderMap) -> Result<Response, ApiError> {
+    same_site_write(&Method::POST, &headers)?;
+    if let Some(token) = cookie(&headers, SESSION_COOKIE) {
+        lock(&pages.inner.sessions).remove(token);
+    }
+    let clear = format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    Ok(([(header::SET_COOKIE, clear)], axum::Json(serde_json::json!({"to": "/console/login"}))).into_response())
+}
+
+async fn asset(Path(name): Path<String>) -> Response {
+    let (body, kind) = match name.as_str() {
+        "console.js" => (SCRIPT, "text/javascript; charset=utf-8"),
+        "console.css" => (STYLE, "text/css; charset=utf-8"),
+        _ => return ApiError::not_found("asset").into_response(),
+    };
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
