@@ -16,12 +16,15 @@ use std::sync::Arc;
 pub struct ToolError {
     /// What went wrong, for the model and the audit record.
     pub message: String,
+    /// For an imported tool refused because its server no longer says what was pinned: the
+    /// SHA-256 of what the server says now, for the call's `failed` record.
+    pub(crate) listed_sha256: Option<String>,
 }
 
 impl ToolError {
     /// A tool error.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into() }
+        ToolError { message: message.into(), listed_sha256: None }
     }
 }
 

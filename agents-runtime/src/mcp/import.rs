@@ -142,8 +142,10 @@ impl ImportSource {
         self
     }
 
-    /// What the lock file records as the pins' source: `stdio: <program> <args>` or
-    /// `http: <url>` (never a token or an environment value).
+    /// What the lock file and the audit records say of the server: `stdio: <program> <args>`
+    /// or `http: <url>`, never a token or an environment value; a URL is given without its
+    /// user information and with its query and fragment replaced by `?...`, where
+    /// credentials are sometimes put.
     pub fn describe(&self) -> String {
         match self {
             ImportSource::Stdio { program, args, .. } => {
@@ -154,9 +156,33 @@ impl ImportSource {
                 }
                 s
             }
-            ImportSource::Http { url, .. } => format!("http: {url}"),
+            ImportSource::Http { url, .. } => format!("http: {}", url_without_credentials(url)),
         }
     }
+}
+
+/// `url` without user information (`user:password@`), and with its query and fragment
+/// replaced by `?...`.
+fn url_without_credentials(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let (before, cut) = match rest.find(['?', '#']) {
+        Some(at) => (&rest[..at], true),
+        None => (rest, false),
+    };
+    let authority_end = before.find('/').unwrap_or(before.len());
+    let (authority, path) = before.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let mut out = String::with_capacity(url.len());
+    if !scheme.is_empty() {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    out.push_str(host);
+    out.push_str(path);
+    if cut {
+        out.push_str("?...");
+    }
+    out
 }
 
 /// Why a server could not be reached or listed.
@@ -203,6 +229,12 @@ impl McpImports {
         let name = name.into();
         self.servers.insert(name.clone(), Arc::new(ServerSlot { name, source, live: tokio::sync::Mutex::new(None) }));
         self
+    }
+
+    /// What the audit records of the calls of `server`'s tools say of where it is reached
+    /// ([`ImportSource::describe`]); `None` when no such server is configured.
+    pub fn source_of(&self, server: &str) -> Option<String> {
+        self.servers.get(server).map(|slot| slot.source.describe())
     }
 
     /// Ends every connection (stdio servers are stopped).
@@ -477,10 +509,13 @@ async fn checked_peer(
     }
     match live.listed.get(import.tool) {
         Some(now) if now == import.sha256 => Ok(live.service.peer().clone()),
-        Some(now) => Err(ToolError::new(format!(
-            "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
-            slot.name, import.tool, import.sha256
-        ))),
+        Some(now) => Err(ToolError {
+            listed_sha256: Some(now.clone()),
+            ..ToolError::new(format!(
+                "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
+                slot.name, import.tool, import.sha256
+            ))
+        }),
         None => Err(ToolError::new(format!(
             "tool `{tool}` is unavailable: MCP server `{}` no longer lists its tool `{}` (pinned sha256 {}); nothing was sent to the server",
             slot.name, import.tool, import.sha256
@@ -517,6 +552,10 @@ mod tests {
         let s = ImportSource::http("http://127.0.0.1:1/mcp").bearer("hunter2");
         assert_eq!(s.describe(), "http: http://127.0.0.1:1/mcp");
         assert!(!format!("{s:?}").contains("hunter2"));
+        let s = ImportSource::http("https://me:hunter2@wiki.example.com:8443/mcp?key=hunter2#x");
+        assert_eq!(s.describe(), "http: https://wiki.example.com:8443/mcp?...");
+        let s = ImportSource::http("http://127.0.0.1:9/mcp#hunter2");
+        assert_eq!(s.describe(), "http: http://127.0.0.1:9/mcp?...");
         let s = ImportSource::stdio("srv").arg("--x").env("TOKEN", "hunter2");
         assert_eq!(s.describe(), "stdio: srv --x");
         assert!(!format!("{s:?}").contains("hunter2"));
