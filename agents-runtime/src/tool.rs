@@ -46,6 +46,10 @@ pub struct CallContext {
     /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
     #[cfg(feature = "mcp")]
     pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
+    /// Set when this call of an imported tool was refused because its server no longer says
+    /// what was pinned: the SHA-256 of what it says now (the gate copies it into the error).
+    #[cfg(feature = "mcp")]
+    pub(crate) listed_sha256: std::sync::OnceLock<String>,
 }
 
 /// The gate's record that a person approved this call: the redeemed token's id, the tool, and
@@ -770,6 +774,8 @@ mod witness_tests {
             approved,
             #[cfg(feature = "mcp")]
             imports: None,
+            #[cfg(feature = "mcp")]
+            listed_sha256: std::sync::OnceLock::new(),
         }
     }
 

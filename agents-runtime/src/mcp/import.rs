@@ -431,7 +431,7 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
             import.server, spec.name
         )));
     };
-    let peer = checked_peer(slot, call.run_id.as_str(), import, spec.name).await?;
+    let peer = checked_peer(slot, call, import, spec.name).await?;
     let mut params = CallToolRequestParams::new(import.tool.to_owned());
     params.arguments = Some(args.0);
     let result = match peer.call_tool(params).await {
@@ -478,10 +478,11 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
 /// pin of `import` (read again for each run and after a `list_changed` notice).
 async fn checked_peer(
     slot: &ServerSlot,
-    run_id: &str,
+    call: &CallContext,
     import: &ImportSpec,
     tool: &str,
 ) -> Result<Peer<RoleClient>, ToolError> {
+    let run_id = call.run_id.as_str();
     let mut guard = slot.live.lock().await;
     if guard.as_ref().is_some_and(|l| l.service.peer().is_transport_closed()) {
         *guard = None;
@@ -509,13 +510,14 @@ async fn checked_peer(
     }
     match live.listed.get(import.tool) {
         Some(now) if now == import.sha256 => Ok(live.service.peer().clone()),
-        Some(now) => Err(ToolError {
-            listed_sha256: Some(now.clone()),
-            ..ToolError::new(format!(
+        Some(now) => {
+            // For the call's record: the hash the server gives now, beside the pin.
+            let _ = call.listed_sha256.set(now.clone());
+            Err(ToolError::new(format!(
                 "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
                 slot.name, import.tool, import.sha256
-            ))
-        }),
+            )))
+        }
         None => Err(ToolError::new(format!(
             "tool `{tool}` is unavailable: MCP server `{}` no longer lists its tool `{}` (pinned sha256 {}); nothing was sent to the server",
             slot.name, import.tool, import.sha256

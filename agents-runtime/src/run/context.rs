@@ -387,6 +387,8 @@ impl<A: Registry> RunCtx<A> {
             approved: None,
             #[cfg(feature = "mcp")]
             imports: self.inner.mcp_imports.clone(),
+            #[cfg(feature = "mcp")]
+            listed_sha256: std::sync::OnceLock::new(),
         }
     }
 }
