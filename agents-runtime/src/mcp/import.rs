@@ -25,6 +25,12 @@
 //!   naming the server, the tool and both hashes, audited like any failed call, until someone
 //!   reviews the change and re-pins it. A tool the server adds is invisible: no marker type
 //!   names it, so no agent grants it and the model is never told of it.
+//! - Every audit record of an imported tool's call (proposed, confirmed, executed, failed,
+//!   denied) carries [`AuditRecord::import`](crate::audit::AuditRecord::import): the server's
+//!   name, where this runtime reaches it ([`ImportSource::describe`]: never a token, an
+//!   environment value or a URL's user information or query), the server's name for the tool
+//!   and the pin checked; a refusal for a changed pin adds the hash the server gives now
+//!   (`listed_sha256`).
 //! - What an imported tool returns is written by another party: its spec says so
 //!   ([`ToolSpec::returns_untrusted`](crate::ToolSpec::returns_untrusted)), for a provenance
 //!   check of later calls' arguments.
