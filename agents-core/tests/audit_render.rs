@@ -2,7 +2,9 @@
 //! the generic route: serialize the record to a value and write its canonical JSON.
 
 use agents_core::Tier;
-use agents_core::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord};
+use agents_core::audit::{
+    AuditImport, AuditRecord, AuditResult, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord,
+};
 use agents_core::canonical;
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -12,10 +12,10 @@
 mod run_common;
 
 use agents_runtime::audit::{AuditImport, AuditStatus, MemorySink};
+use agents_runtime::events::Event;
 use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
-use agents_runtime::events::Event;
 use agents_runtime::{
     Principal, RoleMap, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions, tool,
 };
@@ -353,7 +353,10 @@ async fn a_value_copied_from_an_imported_result_into_a_tool_that_reaches_out_wai
     let _ = run.wait().await;
     // The recipient came from the server's result, not from the user: a person decides first.
     assert_eq!(cards.len(), 1, "{cards:?}");
-    assert!(cards[0].as_deref().is_some_and(|w| w.contains("the result of `search`")), "the card names the source: {cards:?}");
+    assert!(
+        cards[0].as_deref().is_some_and(|w| w.contains("the result of `search`")),
+        "the card names the source: {cards:?}"
+    );
     assert!(SENT.lock().unwrap().is_empty(), "declined: nothing was sent");
     assert_eq!(tool_statuses(&audit, "send_summary").last(), Some(&AuditStatus::Rejected));
     imports.close().await;

@@ -84,11 +84,9 @@ pub fn has_import_column(conn: &Connection) -> rusqlite::Result<bool> {
 }
 
 fn has_column(conn: &Connection, column: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        &format!("SELECT COUNT(*) > 0 FROM pragma_table_info('{TABLE}') WHERE name = ?1"),
-        [column],
-        |row| row.get(0),
-    )
+    conn.query_row(&format!("SELECT COUNT(*) > 0 FROM pragma_table_info('{TABLE}') WHERE name = ?1"), [column], |row| {
+        row.get(0)
+    })
 }
 
 /// How many rows the table holds (for a progress bar; the count can change under a writer).
