@@ -386,3 +386,48 @@ fn show_refuses_unknown_statuses_and_bad_times() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--since `yesterday` is not an RFC 3339 timestamp"), "{}", stderr(&o));
 }
+
+#[test]
+fn show_names_the_server_tool_and_pins_of_an_imported_call_and_an_edited_pin_breaks_the_chain() {
+    use agents_core::audit::AuditImport;
+    let (pin, now) = ("1a2b3c4d5e6f".repeat(5) + "7a8b", "9f8e7d6c5b4a".repeat(5) + "3a2b");
+    let import = AuditImport {
+        server: "tracker".into(),
+        source: Some("stdio: tracker-mcp --stdio".into()),
+        tool: "create_issue".into(),
+        sha256: pin.clone(),
+        listed_sha256: None,
+    };
+    let mut records = normal_run();
+    let mut ran = call(AuditStatus::Executed, "file_issue", Tier::Action, "c9", "h9");
+    ran.import = Some(import.clone());
+    let mut refused = call(AuditStatus::Failed, "file_issue", Tier::Action, "c10", "h10");
+    refused.reason = Some("tool `file_issue` is unavailable: MCP server `tracker` changed ...".into());
+    refused.import = Some(AuditImport { listed_sha256: Some(now.clone()), ..import });
+    records.extend([ran, refused]);
+    let dir = tempdir();
+    let log = log_file(dir.path(), records);
+
+    // The table leads an imported call's detail with the server, its tool and the pin(s).
+    let o = run(&["show", "--tool", "file_issue"], &log);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("[mcp tracker:create_issue pin 1a2b3c4d5e6f]"), "{s}");
+    assert!(s.contains("[mcp tracker:create_issue pin 1a2b3c4d5e6f -> 9f8e7d6c5b4a] tool `file_issue`"), "{s}");
+    // The JSON lines carry the whole fields, and read back as written.
+    let shown = show_json(&log, &["--tool", "file_issue"]);
+    assert_eq!(shown[0].import.as_ref().unwrap().source.as_deref(), Some("stdio: tracker-mcp --stdio"));
+    assert_eq!(shown[1].import.as_ref().unwrap().listed_sha256.as_deref(), Some(now.as_str()));
+    assert!(shown.iter().all(|r| r.compute_hash() == r.hash));
+    // Records without the field (every record of `normal_run`) are written without it.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("\"import\"").count(), 2, "{text}");
+    let o = run(&["verify"], &log);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+
+    // The pin is sealed with the record: changing it breaks the chain there.
+    std::fs::write(&log, text.replacen(&pin, &"0".repeat(64), 1)).unwrap();
+    let o = run(&["verify"], &log);
+    assert_ne!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(format!("{}{}", stdout(&o), stderr(&o)).contains("line 12"), "{}{}", stdout(&o), stderr(&o));
+}

@@ -198,6 +198,62 @@ impl<'de> Deserialize<'de> for AuditResult {
     }
 }
 
+/// Where the call of a tool imported from an MCP server went, in its records
+/// ([`AuditRecord::import`]): which server, which of its tools, and the pin checked.
+///
+/// ```
+/// use agents_core::audit::AuditImport;
+///
+/// let import = AuditImport {
+///     server: "tracker".to_owned(),
+///     source: Some("stdio: tracker-mcp --stdio".to_owned()),
+///     tool: "create_issue".to_owned(),
+///     sha256: "a".repeat(64),
+///     listed_sha256: None,
+/// };
+/// let json = import.to_value();
+/// assert_eq!(json["source"], "stdio: tracker-mcp --stdio");
+/// assert!(json.get("listed_sha256").is_none(), "absent, not null, while the pin matches");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditImport {
+    /// The server's name, as `mcp_import!` and the lock file give it.
+    pub server: String,
+    /// Where the server is reached: `stdio: <program> <args>` or `http: <url>`, without a
+    /// token, an environment value or a URL's user information. Absent when the runtime has no
+    /// such server configured (the call was refused before anything was sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The server's name for the tool.
+    pub tool: String,
+    /// The SHA-256 pin of the tool's name, description and input schema the call was checked
+    /// against (from the lock file, compiled into the manifest).
+    pub sha256: String,
+    /// What the server's `tools/list` gave for the tool when it no longer matched the pin: the
+    /// call was refused and nothing was sent. Absent while the pin matches (and when the
+    /// server no longer lists the tool; the record's reason says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_sha256: Option<String>,
+}
+
+impl AuditImport {
+    /// As JSON, as the record holds it.
+    pub fn to_value(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        if let Some(listed) = &self.listed_sha256 {
+            map.insert("listed_sha256".to_owned(), Value::String(listed.clone()));
+        }
+        map.insert("server".to_owned(), Value::String(self.server.clone()));
+        map.insert("sha256".to_owned(), Value::String(self.sha256.clone()));
+        if let Some(source) = &self.source {
+            map.insert("source".to_owned(), Value::String(source.clone()));
+        }
+        map.insert("tool".to_owned(), Value::String(self.tool.clone()));
+        Value::Object(map)
+    }
+}
+
 /// One audit record. `seq`, `prev_hash` and `hash` are set by the sink when it appends.
 ///
 /// The ids and names that every record of a run or call repeats are [`SharedStr`]s: the
@@ -248,6 +304,11 @@ pub struct AuditRecord {
     pub args_hash: Option<String>,
     /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
     pub result: Option<AuditResult>,
+    /// For a tool imported from an MCP server: the server, its name for the tool, and the pin
+    /// the call was checked against. Absent (not `null`) for every other record, so records
+    /// written before imported tools existed keep their JSON and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<AuditImport>,
     /// The agent's `MANIFEST_SHA256`.
     pub manifest_sha256: SharedStr,
     /// The `hash` of the previous record, or [`GENESIS_HASH`].
@@ -321,6 +382,7 @@ impl AuditRecord {
             args,
             args_hash,
             result,
+            import,
             manifest_sha256,
             prev_hash: _,
             hash: _,
@@ -331,6 +393,9 @@ impl AuditRecord {
         w.opt_string("args_hash", args_hash.as_deref());
         w.opt_string("call_id", call_id.as_deref());
         let before_hash = w.0.len();
+        if let Some(import) = import {
+            w.json("import", Some(&import.to_value()));
+        }
         w.string("manifest_sha256", manifest_sha256);
         w.string("org_id", org_id);
         let before_prev = w.0.len();

@@ -27,6 +27,7 @@ fn record(i: u64) -> AuditRecord {
         args: Some(json!({"ticket": i, "note": "ünïcode \"quoted\"", "ratio": 0.25}).into()),
         args_hash: None,
         result: None,
+        import: None,
         manifest_sha256: MANIFEST.into(),
         prev_hash: String::new(),
         hash: String::new(),
@@ -147,4 +148,37 @@ fn a_line_re_encoded_without_changing_its_meaning_is_refused() {
             other => panic!("{from} -> {to}: {other:?}"),
         }
     }
+}
+
+/// A record written before records could name an MCP import: no `import` member at all.
+const WRITTEN_BEFORE_IMPORTS: &str = r#"{"agent":"notes","args":{"query":"x"},"args_hash":null,"call_id":"c1","hash":"524da09da3bc3c7e5d72a30df75f51fa414e24fdb811f431770862fb92b52e6b","manifest_sha256":"cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd","org_id":"o","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","reason":null,"request_id":"q","result":{"sha256":"abababababababababababababababababababababababababababababababab"},"role":"clerk","run_id":"run-1","seq":1,"session_id":"s","status":"executed","tier":"read","title":null,"tool":"search","ts":"2026-05-27T10:00:00Z","user_id":"u"}"#;
+
+#[test]
+fn a_log_written_before_imports_still_verifies_and_an_import_is_sealed_with_its_record() {
+    let summary = verify_jsonl(&format!("{WRITTEN_BEFORE_IMPORTS}\n"), None).unwrap();
+    assert_eq!(summary.records, 1);
+    let old: AuditRecord = serde_json::from_str(WRITTEN_BEFORE_IMPORTS).unwrap();
+    assert_eq!(old.import, None);
+    assert_eq!(old.to_line(), WRITTEN_BEFORE_IMPORTS, "a record without an import is written as before");
+
+    // The same call of an imported tool: its record names the server, the tool and the pin,
+    // and they are covered by the hash.
+    let mut r = old.clone();
+    r.import = Some(agents_core::audit::AuditImport {
+        server: "notes-server".into(),
+        source: Some("http: https://notes.example/mcp".into()),
+        tool: "search_notes".into(),
+        sha256: "12".repeat(32),
+        listed_sha256: None,
+    });
+    r.seal(1, GENESIS_HASH);
+    assert_ne!(r.hash, old.hash);
+    let line = r.to_line();
+    assert!(line.contains(r#""import":{"server":"notes-server","sha256":"1212"#), "{line}");
+    assert_eq!(verify_jsonl(&format!("{line}\n"), None).unwrap().records, 1);
+    let edited = line.replace("notes-server", "other-server");
+    assert!(matches!(verify_jsonl(&format!("{edited}\n"), None), Err(ChainError::HashMismatch { line: 1 })));
+    // An unknown member inside `import` is not a record.
+    let extra = line.replace(r#""tool":"search_notes""#, r#""tool":"search_notes","x":1"#);
+    assert!(matches!(verify_jsonl(&format!("{extra}\n"), None), Err(ChainError::Malformed { .. })));
 }

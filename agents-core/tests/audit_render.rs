@@ -2,7 +2,9 @@
 //! the generic route: serialize the record to a value and write its canonical JSON.
 
 use agents_core::Tier;
-use agents_core::audit::{AuditRecord, AuditResult, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord};
+use agents_core::audit::{
+    AuditImport, AuditRecord, AuditResult, AuditStatus, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord,
+};
 use agents_core::canonical;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -40,6 +42,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         args: args.map(Into::into),
         args_hash: None,
         result: result.map(AuditResult::from),
+        import: None,
         manifest_sha256: "m".into(),
         prev_hash: "stale".to_owned(),
         hash: "stale".to_owned(),
@@ -158,7 +161,7 @@ proptest! {
     #[test]
     fn any_record_renders_like_the_generic_route(
         strings in prop::collection::vec(any::<String>(), 9),
-        optional in prop::collection::vec(prop::option::of(any::<String>()), 5),
+        optional in prop::collection::vec(prop::option::of(any::<String>()), 8),
         args in prop::option::of(json_value()),
         result in prop::option::of(prop_oneof![
             json_value().prop_map(AuditResult::from),
@@ -189,6 +192,13 @@ proptest! {
             args: args.map(Into::into),
             args_hash: optional[4].clone(),
             result,
+            import: optional[5].clone().map(|server| AuditImport {
+                server,
+                source: optional[6].clone(),
+                tool: strings[0].clone(),
+                sha256: strings[1].clone(),
+                listed_sha256: optional[7].clone(),
+            }),
             manifest_sha256: strings[8].clone().into(),
             prev_hash: String::new(),
             hash: String::new(),

@@ -47,6 +47,7 @@ fn record(i: u64) -> AuditRecord {
         args: Some(json!({"patient": format!("p-{i}"), "items": [{"sku": "a-1", "qty": 2}], "password": "•••"}).into()),
         args_hash: Some("ab".repeat(32)),
         result: None,
+        import: None,
         manifest_sha256: "cd".repeat(32).into(),
         prev_hash: String::new(),
         hash: String::new(),

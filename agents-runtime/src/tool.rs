@@ -16,12 +16,15 @@ use std::sync::Arc;
 pub struct ToolError {
     /// What went wrong, for the model and the audit record.
     pub message: String,
+    /// For an imported tool refused because its server no longer says what was pinned: the
+    /// SHA-256 of what the server says now, for the call's `failed` record.
+    pub(crate) listed_sha256: Option<String>,
 }
 
 impl ToolError {
     /// A tool error.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into() }
+        ToolError { message: message.into(), listed_sha256: None }
     }
 }
 
@@ -43,6 +46,10 @@ pub struct CallContext {
     /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
     #[cfg(feature = "mcp")]
     pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
+    /// Set when this call of an imported tool was refused because its server no longer says
+    /// what was pinned: the SHA-256 of what it says now (the gate copies it into the error).
+    #[cfg(feature = "mcp")]
+    pub(crate) listed_sha256: std::sync::OnceLock<String>,
 }
 
 /// The gate's record that a person approved this call: the redeemed token's id, the tool, and
@@ -767,6 +774,8 @@ mod witness_tests {
             approved,
             #[cfg(feature = "mcp")]
             imports: None,
+            #[cfg(feature = "mcp")]
+            listed_sha256: std::sync::OnceLock::new(),
         }
     }
 

@@ -7,7 +7,7 @@
 
 mod run_common;
 
-use agents_runtime::audit::{AuditStatus, MemorySink};
+use agents_runtime::audit::{AuditImport, AuditStatus, MemorySink};
 use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -118,6 +118,17 @@ fn reason(audit: &MemorySink, tool: &str, status: AuditStatus) -> String {
         .unwrap_or_else(|| panic!("no `{status:?}` record of `{tool}` with a reason: {:?}", audit.records()))
 }
 
+/// What the records of `tool`'s calls with `status` say of the MCP import (each must say it).
+fn named_imports(audit: &MemorySink, tool: &str, status: AuditStatus) -> Vec<AuditImport> {
+    let records: Vec<_> =
+        audit.records().into_iter().filter(|r| r.tool.as_deref() == Some(tool) && r.status == status).collect();
+    assert!(!records.is_empty(), "no `{status:?}` record of `{tool}`");
+    records
+        .iter()
+        .map(|r| r.import.clone().unwrap_or_else(|| panic!("the record does not name the import: {r:?}")))
+        .collect()
+}
+
 const PINNED_SEARCH: &str = "Searches the notes for a word.";
 
 #[tokio::test]
@@ -164,6 +175,19 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_stdio() {
     assert_eq!(told[0].1, "\"policy on vpn: ask the service desk\"", "{told:?}");
     assert!(!told[0].2);
     assert_eq!(tool_statuses(&audit, "lookup_policy"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    let pin = <lookup_policy as Tool>::SPEC.import.unwrap().sha256;
+    for status in [AuditStatus::Proposed, AuditStatus::Executed] {
+        assert_eq!(
+            named_imports(&audit, "lookup_policy", status),
+            [AuditImport {
+                server: "desk".into(),
+                source: Some(format!("stdio: {DEMO}")),
+                tool: "lookup_policy".into(),
+                sha256: pin.into(),
+                listed_sha256: None,
+            }]
+        );
+    }
     imports.close().await;
     // The serving side audited the call too: one call, executed.
     let theirs = std::fs::read_to_string(&server_audit).unwrap();
@@ -207,6 +231,9 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_http() {
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"policy on mail: ask the service desk\"", "{told:?}");
     assert_eq!(tool_statuses(&audit, "lookup_policy"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    let named = &named_imports(&audit, "lookup_policy", AuditStatus::Executed)[0];
+    assert_eq!(named.source.as_deref(), Some(format!("http: {url}").as_str()));
+    assert!(audit.records().iter().all(|r| !r.to_line().contains("import-token")), "the token stays out of the log");
     imports.close().await;
 
     // A wrong token: the server refuses the session, the call fails with the reason, audited.
@@ -234,6 +261,12 @@ async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(server.effects(), ["add_note call the vendor"]);
     assert_eq!(call_statuses(&audit, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    for status in [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed] {
+        let named = &named_imports(&audit, "add_note", status)[0];
+        assert_eq!((named.server.as_str(), named.tool.as_str()), ("fixture", "add_note"));
+        assert_eq!(named.sha256, <add_note as Tool>::SPEC.import.unwrap().sha256);
+        assert_eq!(named.source.as_deref(), Some(format!("stdio: {FIXTURE}").as_str()));
+    }
 
     // Rejected: nothing reaches the server.
     let (rt, audit, _provider) =
@@ -274,6 +307,13 @@ async fn a_rug_pull_makes_the_tool_unavailable_with_an_audited_reason_until_it_m
         let why = reason(&audit, "search", AuditStatus::Failed);
         let pin = <search as Tool>::SPEC.import.unwrap().sha256;
         assert!(why.contains("`fixture`") && why.contains(pin), "{why}");
+        // The record names the pin and what the server gives now, as fields.
+        let named = &named_imports(&audit, "search", AuditStatus::Failed)[0];
+        assert_eq!((named.server.as_str(), named.tool.as_str(), named.sha256.as_str()), ("fixture", "search", pin));
+        let now = named.listed_sha256.as_deref().expect("the refusal names the hash the server gives now");
+        assert_ne!(now, pin);
+        assert!(why.contains(now), "{why}");
+        assert_eq!(named_imports(&audit, "search", AuditStatus::Proposed)[0].listed_sha256, None);
         assert!(!told.1.contains("evil.example"), "the changed text never reaches the model");
     }
 
@@ -321,6 +361,8 @@ async fn a_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome(
     );
     assert_eq!(tool_statuses(&audit, "crash"), [AuditStatus::Proposed, AuditStatus::Failed]);
     assert!(reason(&audit, "crash", AuditStatus::Failed).contains("ended during the call"));
+    let named = &named_imports(&audit, "crash", AuditStatus::Failed)[0];
+    assert_eq!((named.tool.as_str(), named.listed_sha256.as_deref()), ("crash", None));
 
     // The next call starts the server again and checks the pins before sending anything.
     let (rt, audit, _provider) = runtime(imports.clone(), vec![tool_call("search", r#"{"query": "x"}"#), reply("ok")]);
@@ -337,6 +379,9 @@ async fn without_the_server_configured_nothing_is_sent_and_the_refusal_is_audite
     let told = &tool_messages(&provider.requests()[1])[0];
     assert!(told.2 && told.1.contains("not configured"), "{told:?}");
     assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Failed]);
+    // The record names the server and the pin, but no source: none is configured.
+    let named = &named_imports(&audit, "search", AuditStatus::Failed)[0];
+    assert_eq!((named.server.as_str(), named.source.as_deref()), ("fixture", None));
 }
 
 #[tokio::test]
@@ -350,6 +395,7 @@ async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
     let _ = rt.start::<Notes>(me(), "schema-args", "go".into()).unwrap().wait().await;
     assert_eq!(tool_statuses(&audit, "add_note"), [AuditStatus::Denied]);
     assert!(reason(&audit, "add_note", AuditStatus::Denied).contains("unknown field `bcc`"));
+    assert_eq!(named_imports(&audit, "add_note", AuditStatus::Denied)[0].tool, "add_note");
     assert!(server.effects().is_empty());
     imports.close().await;
 }

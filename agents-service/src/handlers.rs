@@ -152,6 +152,7 @@ fn service_record(
         args: None,
         args_hash: None,
         result: None,
+        import: None,
         manifest_sha256: manifest.into(),
         prev_hash: String::new(),
         hash: String::new(),

@@ -181,6 +181,7 @@ pub mod testing {
             args: Some(serde_json::json!({"patient": format!("p-{i}"), "dose_mg": i % 500}).into()),
             args_hash: Some(format!("{:064x}", i * 7919)),
             result: None,
+            import: None,
             manifest_sha256: "5f1c9e0b7a3d2c4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6".into(),
             prev_hash: String::new(),
             hash: String::new(),

@@ -154,7 +154,17 @@ fn print_json_line(out: &mut dyn Write, r: &AuditRecord) {
 
 /// The table cells of one record.
 fn row_cells(r: &AuditRecord) -> Vec<String> {
-    let detail = r.reason.as_deref().or(r.title.as_deref()).unwrap_or("");
+    let said = r.reason.as_deref().or(r.title.as_deref()).unwrap_or("");
+    // An imported tool's call leads with its server, the server's tool and the pin (and what
+    // the server gave instead, when the call was refused for it): the reason may be clipped.
+    let detail = match &r.import {
+        Some(i) => {
+            let short = |h: &str| h.chars().take(12).collect::<String>();
+            let changed = i.listed_sha256.as_deref().map_or_else(String::new, |now| format!(" -> {}", short(now)));
+            clip(&format!("[mcp {}:{} pin {}{changed}] {said}", i.server, i.tool, short(&i.sha256)), 100)
+        }
+        None => clip(said, 60),
+    };
     vec![
         r.seq.to_string(),
         r.ts.clone(),
@@ -165,7 +175,7 @@ fn row_cells(r: &AuditRecord) -> Vec<String> {
         r.tier.map_or_else(|| "-".into(), |t| t.to_string()),
         r.status.to_string(),
         r.call_id.as_deref().unwrap_or("-").to_owned(),
-        clip(detail, 60),
+        detail,
     ]
 }
 

@@ -198,6 +198,7 @@ pub fn record(status: AuditStatus) -> AuditRecord {
         args: None,
         args_hash: None,
         result: None,
+        import: None,
         manifest_sha256: manifest_hash().into(),
         prev_hash: String::new(),
         hash: String::new(),

@@ -1,7 +1,8 @@
 //! The SQLite form of an audit log, read and written in one place (feature `sqlite`).
 //!
 //! A log kept in SQLite is one table, [`TABLE`], with one column per [`AuditRecord`] field
-//! (`args` and `result` hold canonical JSON, `tier` and `status` their snake_case names). The
+//! (`args`, `result` and `import` hold canonical JSON, `tier` and `status` their snake_case
+//! names). The
 //! runtime's SQLite sink writes rows with [`insert_records`]; the sink's own verifier and the
 //! `agents audit` commands read them back with [`for_each_record`], so a row means the same
 //! record to the writer, to the sink reopening its table and to a reviewer's CLI.
@@ -22,7 +23,7 @@ pub const TABLE: &str = "audit_log";
 
 /// The record columns in the order [`insert_records`] binds them and [`for_each_record`] reads
 /// them.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 23] = [
     "seq",
     "ts",
     "run_id",
@@ -45,10 +46,14 @@ pub const COLUMNS: [&str; 22] = [
     "prev_hash",
     "hash",
     "epoch",
+    "import",
 ];
 
-/// The index of `epoch` in [`COLUMNS`]: the one column a table made before keyed chains lacks.
+/// The index of `epoch` in [`COLUMNS`]: the column a table made before keyed chains lacks.
 const EPOCH: usize = 21;
+
+/// The index of `import` in [`COLUMNS`]: the column a table made before imported tools lacks.
+const IMPORT: usize = 22;
 
 /// A row that is not an audit record: the column and what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,11 +74,19 @@ impl RowError {
 /// Whether the table has the `epoch` column (tables made before keyed chains do not; their
 /// records read with `epoch: None`).
 pub fn has_epoch_column(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
-        &format!("SELECT COUNT(*) > 0 FROM pragma_table_info('{TABLE}') WHERE name = '{}'", COLUMNS[EPOCH]),
-        [],
-        |row| row.get(0),
-    )
+    has_column(conn, COLUMNS[EPOCH])
+}
+
+/// Whether the table has the `import` column (tables made before imported tools do not; their
+/// records read with `import: None`).
+pub fn has_import_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, COLUMNS[IMPORT])
+}
+
+fn has_column(conn: &Connection, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(&format!("SELECT COUNT(*) > 0 FROM pragma_table_info('{TABLE}') WHERE name = ?1"), [column], |row| {
+        row.get(0)
+    })
 }
 
 /// How many rows the table holds (for a progress bar; the count can change under a writer).
@@ -94,8 +107,9 @@ pub fn for_each_record(
     mut each: impl FnMut(usize, Result<AuditRecord, RowError>) -> ControlFlow<()>,
 ) -> rusqlite::Result<()> {
     let epoch = if has_epoch_column(conn)? { COLUMNS[EPOCH] } else { "NULL" };
+    let import = if has_import_column(conn)? { COLUMNS[IMPORT] } else { "NULL" };
     let columns = COLUMNS[..EPOCH].join(", ");
-    let mut stmt = conn.prepare(&format!("SELECT {columns}, {epoch} FROM {TABLE} ORDER BY seq"))?;
+    let mut stmt = conn.prepare(&format!("SELECT {columns}, {epoch}, {import} FROM {TABLE} ORDER BY seq"))?;
     let mut rows = stmt.query([])?;
     let mut position = 0;
     while let Some(row) = rows.next()? {
@@ -109,7 +123,8 @@ pub fn for_each_record(
 
 /// Appends `records` to the table as they are (already sealed), in one prepared statement.
 /// Wrap the call in a transaction to make a batch atomic; the table's triggers, where present,
-/// refuse a row that does not continue the chain.
+/// refuse a row that does not continue the chain. The table needs every column of
+/// [`COLUMNS`] (the runtime's sink adds `epoch` and `import` to older tables when it opens them).
 pub fn insert_records(conn: &Connection, records: &[AuditRecord]) -> rusqlite::Result<()> {
     let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
     let sql = format!("INSERT INTO {TABLE} ({}) VALUES ({})", COLUMNS.join(", "), placeholders.join(", "));
@@ -139,6 +154,7 @@ pub fn insert_records(conn: &Connection, records: &[AuditRecord]) -> rusqlite::R
             r.prev_hash,
             r.hash,
             r.epoch.map(i64::try_from).transpose().map_err(too_large)?,
+            r.import.as_ref().map(|i| crate::canonical::to_string(&i.to_value())),
         ])?;
     }
     Ok(())
@@ -184,6 +200,9 @@ fn record_from_row(row: &Row<'_>) -> Result<AuditRecord, RowError> {
         prev_hash: text(row, 19)?,
         hash: text(row, 20)?,
         epoch: unsigned(row, EPOCH)?,
+        import: json(row, IMPORT)?
+            .map(|v| serde_json::from_value(v).map_err(|e| RowError::new(IMPORT, e)))
+            .transpose()?,
     })
 }
 
@@ -219,6 +238,7 @@ mod tests {
             args: Some(SharedValue::from(json!({"amount": 3, "note": "é"}))),
             args_hash: Some("ab".repeat(32)),
             result: Some(AuditResult::from(json!({"ok": true}))),
+            import: None,
             manifest_sha256: "cd".repeat(32).into(),
             prev_hash: String::new(),
             hash: String::new(),
@@ -250,10 +270,17 @@ mod tests {
     #[test]
     fn rows_read_back_as_the_records_written_and_the_chain_verifies() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
         let mut records = chained(3);
         records[2].result = None;
         records[2].tier = None;
+        records[2].import = Some(crate::audit::AuditImport {
+            server: "tracker".into(),
+            source: Some("stdio: tracker-mcp".into()),
+            tool: "create_issue".into(),
+            sha256: "ef".repeat(32),
+            listed_sha256: Some("01".repeat(32)),
+        });
         let prev = records[1].hash.clone();
         records[2].seal(3, &prev);
         insert_records(&conn, &records).unwrap();
@@ -294,7 +321,7 @@ mod tests {
     #[test]
     fn a_row_that_is_not_a_record_names_its_column_and_the_pass_goes_on() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
         insert_records(&conn, &chained(3)).unwrap();
         conn.execute_batch("UPDATE audit_log SET status = 'teleported' WHERE seq = 2").unwrap();
         let read = read_all(&conn);
@@ -313,7 +340,7 @@ mod tests {
     #[test]
     fn a_break_stops_the_pass() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
         insert_records(&conn, &chained(5)).unwrap();
         let mut seen = Vec::new();
         for_each_record(&conn, |n, _| {

@@ -37,7 +37,8 @@ fn schema() -> String {
             manifest_sha256 TEXT NOT NULL,
             prev_hash TEXT NOT NULL,
             hash TEXT NOT NULL UNIQUE,
-            epoch INTEGER
+            epoch INTEGER,
+            import TEXT
         ) STRICT;
         CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log
         BEGIN
@@ -132,7 +133,7 @@ impl SqliteSink {
         let head = {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite_error)?;
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
-            add_epoch_column(&tx).map_err(sqlite_error)?;
+            add_missing_columns(&tx).map_err(sqlite_error)?;
             let policy = options.key.as_ref().map(super::SealingKey::policy);
             let head = verify_connection(&tx, None, policy, &path)?;
             tx.commit().map_err(sqlite_error)?;
@@ -219,11 +220,14 @@ fn verify_connection(
         .map_err(|source| SqliteAuditError::Broken { path: path.to_path_buf(), source })
 }
 
-/// Databases made before keyed chains have no `epoch` column: add it (empty, so their plain
-/// records read as before).
-fn add_epoch_column(conn: &Connection) -> rusqlite::Result<()> {
+/// Databases made before keyed chains have no `epoch` column, and those made before imported
+/// tools no `import` column: add them (empty, so their records read as before).
+fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
     if !sqlite::has_epoch_column(conn)? {
         conn.execute_batch("ALTER TABLE audit_log ADD COLUMN epoch INTEGER")?;
+    }
+    if !sqlite::has_import_column(conn)? {
+        conn.execute_batch("ALTER TABLE audit_log ADD COLUMN import TEXT")?;
     }
     Ok(())
 }

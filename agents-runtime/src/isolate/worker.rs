@@ -125,6 +125,8 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
         }),
         #[cfg(feature = "mcp")]
         imports: None,
+        #[cfg(feature = "mcp")]
+        listed_sha256: std::sync::OnceLock::new(),
     };
     let run = match (tool.handler)() {
         Handler::Read(f) | Handler::Action(f) => f,

@@ -25,6 +25,12 @@
 //!   naming the server, the tool and both hashes, audited like any failed call, until someone
 //!   reviews the change and re-pins it. A tool the server adds is invisible: no marker type
 //!   names it, so no agent grants it and the model is never told of it.
+//! - Every audit record of an imported tool's call (proposed, confirmed, executed, failed,
+//!   denied) carries [`AuditRecord::import`](crate::audit::AuditRecord::import): the server's
+//!   name, where this runtime reaches it ([`ImportSource::describe`]: never a token, an
+//!   environment value or a URL's user information or query), the server's name for the tool
+//!   and the pin checked; a refusal for a changed pin adds the hash the server gives now
+//!   (`listed_sha256`).
 //! - What an imported tool returns is written by another party: its spec says so
 //!   ([`ToolSpec::returns_untrusted`](crate::ToolSpec::returns_untrusted)), for a provenance
 //!   check of later calls' arguments.
@@ -142,8 +148,10 @@ impl ImportSource {
         self
     }
 
-    /// What the lock file records as the pins' source: `stdio: <program> <args>` or
-    /// `http: <url>` (never a token or an environment value).
+    /// What the lock file and the audit records say of the server: `stdio: <program> <args>`
+    /// or `http: <url>`, never a token or an environment value; a URL is given without its
+    /// user information and with its query and fragment replaced by `?...`, where
+    /// credentials are sometimes put.
     pub fn describe(&self) -> String {
         match self {
             ImportSource::Stdio { program, args, .. } => {
@@ -154,9 +162,33 @@ impl ImportSource {
                 }
                 s
             }
-            ImportSource::Http { url, .. } => format!("http: {url}"),
+            ImportSource::Http { url, .. } => format!("http: {}", url_without_credentials(url)),
         }
     }
+}
+
+/// `url` without user information (`user:password@`), and with its query and fragment
+/// replaced by `?...`.
+fn url_without_credentials(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let (before, cut) = match rest.find(['?', '#']) {
+        Some(at) => (&rest[..at], true),
+        None => (rest, false),
+    };
+    let authority_end = before.find('/').unwrap_or(before.len());
+    let (authority, path) = before.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let mut out = String::with_capacity(url.len());
+    if !scheme.is_empty() {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    out.push_str(host);
+    out.push_str(path);
+    if cut {
+        out.push_str("?...");
+    }
+    out
 }
 
 /// Why a server could not be reached or listed.
@@ -203,6 +235,12 @@ impl McpImports {
         let name = name.into();
         self.servers.insert(name.clone(), Arc::new(ServerSlot { name, source, live: tokio::sync::Mutex::new(None) }));
         self
+    }
+
+    /// What the audit records of the calls of `server`'s tools say of where it is reached
+    /// ([`ImportSource::describe`]); `None` when no such server is configured.
+    pub fn source_of(&self, server: &str) -> Option<String> {
+        self.servers.get(server).map(|slot| slot.source.describe())
     }
 
     /// Ends every connection (stdio servers are stopped).
@@ -399,7 +437,7 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
             import.server, spec.name
         )));
     };
-    let peer = checked_peer(slot, call.run_id.as_str(), import, spec.name).await?;
+    let peer = checked_peer(slot, call, import, spec.name).await?;
     let mut params = CallToolRequestParams::new(import.tool.to_owned());
     params.arguments = Some(args.0);
     let result = match peer.call_tool(params).await {
@@ -446,10 +484,11 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
 /// pin of `import` (read again for each run and after a `list_changed` notice).
 async fn checked_peer(
     slot: &ServerSlot,
-    run_id: &str,
+    call: &CallContext,
     import: &ImportSpec,
     tool: &str,
 ) -> Result<Peer<RoleClient>, ToolError> {
+    let run_id = call.run_id.as_str();
     let mut guard = slot.live.lock().await;
     if guard.as_ref().is_some_and(|l| l.service.peer().is_transport_closed()) {
         *guard = None;
@@ -477,10 +516,14 @@ async fn checked_peer(
     }
     match live.listed.get(import.tool) {
         Some(now) if now == import.sha256 => Ok(live.service.peer().clone()),
-        Some(now) => Err(ToolError::new(format!(
-            "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
-            slot.name, import.tool, import.sha256
-        ))),
+        Some(now) => {
+            // For the call's record: the hash the server gives now, beside the pin.
+            let _ = call.listed_sha256.set(now.clone());
+            Err(ToolError::new(format!(
+                "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
+                slot.name, import.tool, import.sha256
+            )))
+        }
         None => Err(ToolError::new(format!(
             "tool `{tool}` is unavailable: MCP server `{}` no longer lists its tool `{}` (pinned sha256 {}); nothing was sent to the server",
             slot.name, import.tool, import.sha256
@@ -517,6 +560,10 @@ mod tests {
         let s = ImportSource::http("http://127.0.0.1:1/mcp").bearer("hunter2");
         assert_eq!(s.describe(), "http: http://127.0.0.1:1/mcp");
         assert!(!format!("{s:?}").contains("hunter2"));
+        let s = ImportSource::http("https://me:hunter2@wiki.example.com:8443/mcp?key=hunter2#x");
+        assert_eq!(s.describe(), "http: https://wiki.example.com:8443/mcp?...");
+        let s = ImportSource::http("http://127.0.0.1:9/mcp#hunter2");
+        assert_eq!(s.describe(), "http: http://127.0.0.1:9/mcp?...");
         let s = ImportSource::stdio("srv").arg("--x").env("TOKEN", "hunter2");
         assert_eq!(s.describe(), "stdio: srv --x");
         assert!(!format!("{s:?}").contains("hunter2"));

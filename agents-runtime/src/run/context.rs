@@ -67,6 +67,9 @@ pub(super) struct ToolFacts {
     /// Whether the run's role holds the tool's permission, read from the role map (which does
     /// not change while the runtime lives), not from the availability snapshot.
     pub(super) permitted: bool,
+    /// For a tool imported from an MCP server: what each record of its calls says of the
+    /// server, its tool and the pin.
+    pub(super) import: Option<crate::audit::AuditImport>,
 }
 
 /// One tool call as the gate reads it, borrowed from the request that carries it.
@@ -224,6 +227,7 @@ impl<A: Registry> RunCtx<A> {
             f.call_id = Some(call.id.into());
             f.tool = Some(call.name.into());
             f.tier = spec.map(|s| s.tier);
+            f.import = spec.and_then(|s| self.import_of(s));
             f.reason = Some(reason.clone());
             f.args = args.map(SharedValue::from);
             let _ = self.audit(f).await;
@@ -307,6 +311,25 @@ impl<A: Registry> RunCtx<A> {
             title: entry.spec.title.map(Into::into),
             schema: SecretSchema::new((entry.schema)()),
             permitted: self.inner.roles.has_permission(&self.principal.role, entry.spec.permission),
+            import: self.import_of(entry.spec),
+        })
+    }
+
+    /// What the records of a call of `spec` say of the MCP server it is imported from (none
+    /// for a tool of this program): the server, where this runtime reaches it, its tool and
+    /// the pin.
+    pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
+        let import = spec.import?;
+        #[cfg(feature = "mcp")]
+        let source = self.inner.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
+        #[cfg(not(feature = "mcp"))]
+        let source = None;
+        Some(crate::audit::AuditImport {
+            server: import.server.to_owned(),
+            source,
+            tool: import.tool.to_owned(),
+            sha256: import.sha256.to_owned(),
+            listed_sha256: None,
         })
     }
 
@@ -364,6 +387,8 @@ impl<A: Registry> RunCtx<A> {
             approved: None,
             #[cfg(feature = "mcp")]
             imports: self.inner.mcp_imports.clone(),
+            #[cfg(feature = "mcp")]
+            listed_sha256: std::sync::OnceLock::new(),
         }
     }
 }

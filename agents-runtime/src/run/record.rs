@@ -5,7 +5,7 @@ use super::Undecided;
 use super::context::RunCtx;
 use super::gate::RecordOf;
 use super::runtime::Inner;
-use crate::audit::{AuditRecord, AuditResult, AuditStatus};
+use crate::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus};
 use crate::core::{Principal, SharedStr, SharedValue, Tier};
 use crate::tool::Registry;
 use std::sync::Arc;
@@ -48,6 +48,7 @@ impl RecordIds {
             args: f.args,
             args_hash: f.args_hash,
             result: f.result,
+            import: f.import,
             manifest_sha256: self.manifest_sha256.clone(),
             prev_hash: String::new(),
             hash: String::new(),
@@ -91,6 +92,8 @@ pub(super) struct RecordFields {
     pub(super) args: Option<SharedValue>,
     pub(super) args_hash: Option<String>,
     pub(super) result: Option<AuditResult>,
+    /// For a tool imported from an MCP server: the server, its tool, and the pin checked.
+    pub(super) import: Option<AuditImport>,
 }
 
 impl RecordFields {
@@ -110,6 +113,7 @@ impl RecordFields {
             args: None,
             args_hash: None,
             result: None,
+            import: None,
         }
     }
 }

@@ -247,7 +247,7 @@ impl Runtime {
         } else {
             CallSecrets::default()
         };
-        let (name, title) = (facts.name.clone(), facts.title.clone());
+        let (name, title, import) = (facts.name.clone(), facts.title.clone(), facts.import.clone());
         let base = |status: AuditStatus, args: SharedValue| {
             let mut f = RecordFields::new(status);
             f.call_id = Some(call_id.clone());
@@ -256,6 +256,7 @@ impl Runtime {
             f.title = title.clone();
             f.args = Some(args);
             f.args_hash = Some(args_mac.clone());
+            f.import.clone_from(&import);
             f
         };
         let redacted = SharedValue::from(p.args.clone());

@@ -48,6 +48,7 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
             2 => Some(agents_runtime::audit::AuditResult::sha256_of(i.to_string().as_bytes())),
             _ => None,
         },
+        import: None,
         manifest_sha256: MANIFEST.into(),
         prev_hash: String::new(),
         hash: String::new(),

@@ -28,6 +28,24 @@ pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
+    #[cfg(feature = "mcp")]
+    if cx.spec.import.is_some() {
+        // An imported tool refused for a changed pin says, for its record, what the server
+        // gives now (the tool's error reaches here as text only).
+        return contained(ctx, run, cx, typed).await.map_err(|mut e| {
+            e.listed_sha256 = cx.listed_sha256.get().cloned();
+            e
+        });
+    }
+    contained(ctx, run, cx, typed).await
+}
+
+async fn contained<A: crate::tool::Registry>(
+    ctx: &RunCtx<A>,
+    run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
+    cx: &CallContext,
+    typed: ErasedArgs,
+) -> Result<Value, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(stopped(ctx));
     }

@@ -90,7 +90,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         // confirmation and the execution join in the audit log.
         let confirmed = spec.tier == Tier::Action || (spec.tier == Tier::Read && why.is_some());
         let (approved, shared_call_id) = ctx.approval(spec, call.id, confirmed);
-        let (shared_tool, shared_title) = (&facts.name, &facts.title);
+        let (shared_tool, shared_title, import) = (&facts.name, &facts.title, &facts.import);
         // A record of this call; its records share the redacted arguments.
         let base = |status: AuditStatus, args: SharedValue| {
             let mut f = RecordFields::new(status);
@@ -100,6 +100,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
             f.title = shared_title.clone();
             f.args = Some(args);
             f.args_hash = (!args_hash.is_empty()).then(|| args_hash.clone());
+            f.import.clone_from(import);
             f
         };
         let checked = Checked { ctx, call, spec, base, redacted, secrets };
@@ -397,8 +398,12 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
+            let mut f = base(AuditStatus::Failed, redacted);
+            if let (Some(import), Some(listed)) = (&mut f.import, e.listed_sha256) {
+                import.listed_sha256 = Some(listed);
+            }
             let message = if secrets.is_empty() { e.message } else { secrets.text(&e.message) };
-            (base(AuditStatus::Failed, redacted).reason(message.clone()), "failed", CallOutcome::err(message))
+            (f.reason(message.clone()), "failed", CallOutcome::err(message))
         }
     };
     let audited = ctx.audit(record);
