@@ -237,7 +237,10 @@ mod tests {
     use super::*;
 
     fn refused(sig: Signature) -> Vec<String> {
-        refusals(&sig, "t", |ty| !type_string(ty).contains("Cx") && !type_string(ty).contains("ToolContext")).into_iter().map(|e| e.to_string()).collect()
+        refusals(&sig, "t", |ty| !type_string(ty).contains("Cx") && !type_string(ty).contains("ToolContext"))
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]

@@ -181,14 +181,7 @@ fn check_policy(policy: &Policy, errors: &Errors) {
 /// What `isolated` needs: an execution path, no nested calls (they cannot cross the process
 /// boundary), a literal directory root for every glob (the kernel's rules are set on
 /// directories) and a port for every host (the kernel's network rules are per TCP port).
-fn check_isolated(
-    at: Span,
-    policy: &Policy,
-    tier: Tier,
-    agent: Option<&syn::TypeParam>,
-    name: &str,
-    errors: &Errors,
-) {
+fn check_isolated(at: Span, policy: &Policy, tier: Tier, agent: Option<&syn::TypeParam>, name: &str, errors: &Errors) {
     if tier == Tier::Handoff {
         errors.at(
             at,

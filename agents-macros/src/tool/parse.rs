@@ -196,7 +196,13 @@ fn parse_policy(meta: &ParseNestedMeta<'_>, policy: &mut Policy, errors: &Errors
                 expect_parens(&pm, "net(hosts = [\"api.example.com:443\"])")?;
                 policy.net_declared = true;
                 pm.parse_nested_meta(|nm| {
-                    list_entry(&nm, "net", ("hosts", "hosts = [\"api.example.com:443\"]"), &mut policy.net_hosts, errors)
+                    list_entry(
+                        &nm,
+                        "net",
+                        ("hosts", "hosts = [\"api.example.com:443\"]"),
+                        &mut policy.net_hosts,
+                        errors,
+                    )
                 })
             }
             "env" => {

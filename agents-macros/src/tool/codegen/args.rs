@@ -31,7 +31,11 @@ pub(super) fn items(tool: &Tool<'_>, args_ident: &Ident, rt: &TokenStream) -> To
     });
     let debug_fields = tool.args.iter().map(|f| {
         let (ident, key, arg) = (&f.ident, &f.key, as_arg(f, rt));
-        if f.marked_secret { quote!(.field(#key, &"•••")) } else { quote!(.field(#key, #arg::debug_field(&self.#ident))) }
+        if f.marked_secret {
+            quote!(.field(#key, &"•••"))
+        } else {
+            quote!(.field(#key, #arg::debug_field(&self.#ident)))
+        }
     });
     let clone_fields = tool.args.iter().map(|f| {
         let (ident, arg) = (&f.ident, as_arg(f, rt));
