@@ -103,6 +103,8 @@ struct ImportArgs {
     remote: Option<LitStr>,
 }
 
+/// The `#[tool(...)]` of one imported tool, with the arguments it needs (`permission`, and
+/// `title` for an action); `None` when it cannot be read or is missing.
 fn parse_tool_attr(item: &ImportedItem, errors: &Errors) -> Option<ImportArgs> {
     let mut out = ImportArgs::default();
     let mut found = false;
@@ -261,6 +263,7 @@ fn parameters(schema: &serde_json::Value) -> Vec<ParamEntry> {
     out
 }
 
+/// The expansion of `mcp_import!`: the lock file read and checked, then each tool's items.
 pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
     let input: ImportInput = match syn::parse2(tokens) {
         Ok(i) => i,
@@ -463,6 +466,7 @@ fn tool_impl(
     }
 }
 
+/// One imported tool's items: its marker type, its link for `agent!`, and its impls.
 fn expand_tool(
     item: &ImportedItem,
     args: &ImportArgs,

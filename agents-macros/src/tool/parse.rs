@@ -16,8 +16,11 @@ use syn::{Attribute, Ident, LitStr, Signature, Token, Visibility};
 /// lists the same).
 pub(crate) const ARGS: &[&str] =
     &["permission", "mutating", "handoff", "title", "risk", "policy", "name", "isolated", "egress"];
+/// The sections of `policy(...)`.
 const POLICY_ARGS: &[&str] = &["fs", "net", "env"];
+/// The keys of `fs(...)`.
 const FS_ARGS: &[&str] = &["read", "write"];
+/// The values of `risk`.
 const RISKS: &[&str] = &["low", "medium", "high", "critical"];
 
 /// The function as written; the body is optional so a handoff tool can have none. The body
