@@ -4,6 +4,8 @@
 use proc_macro2::TokenStream;
 use std::cell::RefCell;
 
+/// The errors of one expansion. Each rule reports here and goes on, so that one build shows
+/// every mistake; `into_tokens` emits them as `compile_error!`s, each at its own span.
 #[derive(Default)]
 pub(crate) struct Errors {
     errors: RefCell<Vec<syn::Error>>,

@@ -103,6 +103,8 @@ struct ImportArgs {
     remote: Option<LitStr>,
 }
 
+/// The `#[tool(...)]` of one imported tool, with the arguments it needs (`permission`, and
+/// `title` for an action); `None` when it cannot be read or is missing.
 fn parse_tool_attr(item: &ImportedItem, errors: &Errors) -> Option<ImportArgs> {
     let mut out = ImportArgs::default();
     let mut found = false;
@@ -122,59 +124,7 @@ fn parse_tool_attr(item: &ImportedItem, errors: &Errors) -> Option<ImportArgs> {
                 errors.spanned(&meta.path, format!("duplicate `tool` argument `{key}`; give each argument once"));
             }
             seen.push(key.clone());
-            match key.as_str() {
-                "permission" => {
-                    let path: syn::Path = meta.value()?.parse()?;
-                    if path.is_ident("public") {
-                        out.permission = Some((None, "public".to_owned()));
-                    } else if let Some(n) = permission_name(&path) {
-                        out.permission = Some((Some(path), n));
-                    } else {
-                        errors.spanned(&path, "write the permission as the path of a declared permission ending in `area::action`, or `public`");
-                    }
-                }
-                "mutating" => {
-                    if meta.input.peek(Token![=]) {
-                        errors.spanned(&meta.path, "`mutating` is a flag and takes no value: write `#[tool(..., mutating, ...)]`");
-                        let _: syn::Expr = meta.value()?.parse()?;
-                    }
-                    out.mutating = Some(meta.path.span());
-                }
-                "title" => {
-                    let lit: LitStr = meta.value()?.parse()?;
-                    if lit.value().trim().is_empty() {
-                        errors.spanned(&lit, "`title` is what a person reads before approving: it cannot be empty");
-                    }
-                    out.title = Some(lit);
-                }
-                "remote" => out.remote = Some(meta.value()?.parse()?),
-                "risk" => {
-                    let ident: Ident = meta.value()?.parse()?;
-                    out.risk = Some(match ident.to_string().as_str() {
-                        "low" => Risk::Low,
-                        "medium" => Risk::Medium,
-                        "high" => Risk::High,
-                        "critical" => Risk::Critical,
-                        _ => {
-                            errors.spanned(&ident, "`risk` takes one of `low`, `medium`, `high`, `critical`, written without quotes");
-                            Risk::Medium
-                        }
-                    });
-                }
-                other => {
-                    errors.spanned(
-                        &meta.path,
-                        format!(
-                            "unknown `tool` argument `{other}` for an imported tool; expected one of {}",
-                            ARGS.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
-                        ),
-                    );
-                    if meta.input.peek(Token![=]) {
-                        let _: syn::Expr = meta.value()?.parse()?;
-                    }
-                }
-            }
-            Ok(())
+            import_arg(&meta, &key, &mut out, errors)
         });
         if let Err(e) = r {
             errors.push(e);
@@ -202,6 +152,77 @@ fn parse_tool_attr(item: &ImportedItem, errors: &Errors) -> Option<ImportArgs> {
         );
     }
     Some(out)
+}
+
+/// One argument of an imported tool's `#[tool(...)]`, by its key.
+fn import_arg(
+    meta: &syn::meta::ParseNestedMeta<'_>,
+    key: &str,
+    out: &mut ImportArgs,
+    errors: &Errors,
+) -> syn::Result<()> {
+    match key {
+        "permission" => {
+            let path: syn::Path = meta.value()?.parse()?;
+            if path.is_ident("public") {
+                out.permission = Some((None, "public".to_owned()));
+            } else if let Some(n) = permission_name(&path) {
+                out.permission = Some((Some(path), n));
+            } else {
+                errors.spanned(
+                    &path,
+                    "write the permission as the path of a declared permission ending in `area::action`, or `public`",
+                );
+            }
+        }
+        "mutating" => {
+            if meta.input.peek(Token![=]) {
+                errors.spanned(
+                    &meta.path,
+                    "`mutating` is a flag and takes no value: write `#[tool(..., mutating, ...)]`",
+                );
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            out.mutating = Some(meta.path.span());
+        }
+        "title" => {
+            let lit: LitStr = meta.value()?.parse()?;
+            if lit.value().trim().is_empty() {
+                errors.spanned(&lit, "`title` is what a person reads before approving: it cannot be empty");
+            }
+            out.title = Some(lit);
+        }
+        "remote" => out.remote = Some(meta.value()?.parse()?),
+        "risk" => {
+            let ident: Ident = meta.value()?.parse()?;
+            out.risk = Some(match ident.to_string().as_str() {
+                "low" => Risk::Low,
+                "medium" => Risk::Medium,
+                "high" => Risk::High,
+                "critical" => Risk::Critical,
+                _ => {
+                    errors.spanned(
+                        &ident,
+                        "`risk` takes one of `low`, `medium`, `high`, `critical`, written without quotes",
+                    );
+                    Risk::Medium
+                }
+            });
+        }
+        other => {
+            errors.spanned(
+                &meta.path,
+                format!(
+                    "unknown `tool` argument `{other}` for an imported tool; expected one of {}",
+                    ARGS.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+                ),
+            );
+            if meta.input.peek(Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The lock file, read from the crate's directory.
@@ -242,6 +263,7 @@ fn parameters(schema: &serde_json::Value) -> Vec<ParamEntry> {
     out
 }
 
+/// The expansion of `mcp_import!`: the lock file read and checked, then each tool's items.
 pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
     let input: ImportInput = match syn::parse2(tokens) {
         Ok(i) => i,
@@ -304,68 +326,12 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
     }
 }
 
-fn expand_tool(
-    item: &ImportedItem,
-    args: &ImportArgs,
-    name: &str,
-    remote: &str,
-    server: &str,
-    pinned: &LockedTool,
-    rt: &TokenStream,
-) -> TokenStream {
-    let (ident, vis) = (&item.ident, &item.vis);
-    let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
-    let risk = args.risk.unwrap_or(Risk::Medium);
-    let perm_name = args.permission.as_ref().map(|(_, n)| n.clone()).unwrap_or_else(|| "public".to_owned());
-    let schema_text = agents_core::canonical::to_string(&pinned.input_schema);
-    let entry = ToolEntry {
-        name: name.to_owned(),
-        title: args.title.as_ref().map(LitStr::value),
-        description: pinned.description.clone(),
-        permission: perm_name.clone(),
-        tier,
-        mutating: tier == Tier::Action,
-        risk,
-        policy: PolicyEntry::default(),
-        parameters: parameters(&pinned.input_schema),
-        uses: Vec::new(),
-        import: Some(ImportEntry { server: server.to_owned(), tool: remote.to_owned(), sha256: pinned.sha256.clone() }),
-    }
-    .normalized();
-    let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
-    let digest = crate::chain::entry_digest(&fragment);
-    let link = crate::chain::tool_link(ident, vis, &fragment);
-
-    let perm_ty = match &args.permission {
-        Some((Some(p), _)) => quote!(#p),
-        _ => quote!(#rt::Public),
-    };
-    let perm_check = match &args.permission {
-        Some((Some(p), n)) => {
-            let msg = format!(
-                "the permission is not declared as `{n}`: write the path that ends in its declared `area::action`"
-            );
-            quote_spanned! {p.span()=>
-                const _: () = ::core::assert!(#rt::__private::str_eq(#rt::__private::tool_permission_name::<#ident>(), #n), #msg);
-            }
-        }
-        _ => quote!(),
-    };
-    let title = match &args.title {
-        Some(t) => quote!(::core::option::Option::Some(#t)),
-        None => quote!(::core::option::Option::None),
-    };
-    let tier_ident = Ident::new(&format!("{tier:?}"), Span::call_site());
-    let risk_ident = Ident::new(&format!("{risk:?}"), Span::call_site());
-    let description = &pinned.description;
-    let sha = &pinned.sha256;
-    let params = entry.parameters.iter().map(|p| {
-        let (n, t) = (&p.name, &p.rust_type);
-        quote!(#rt::ParamSpec { name: #n, rust_type: #t, secret: false })
-    });
+/// The execution impl of an imported tool's tier, and its registry handler: the call goes
+/// to the server through `call_imported`, an action's only with its witness.
+fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStream) {
     let args_ty = quote!(#rt::mcp::import::ImportedArgs);
     let seal = quote!(#rt::__private::seal);
-    let (exec_impl, handler) = match tier {
+    match tier {
         Tier::Action => (
             quote! {
                 impl #seal::ActionByToolMacro for #ident {}
@@ -395,12 +361,138 @@ fn expand_tool(
             },
             quote!(#rt::tool::Handler::Read(#rt::__private::read_handler::<#ident>)),
         ),
+    }
+}
+
+/// An imported tool's manifest entry: declared here (tier, permission, risk, title) and
+/// pinned (description, parameters, the pin's SHA-256).
+fn import_entry(args: &ImportArgs, name: &str, remote: &str, server: &str, pinned: &LockedTool) -> ToolEntry {
+    let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
+    let perm_name = args.permission.as_ref().map(|(_, n)| n.clone()).unwrap_or_else(|| "public".to_owned());
+    ToolEntry {
+        name: name.to_owned(),
+        title: args.title.as_ref().map(LitStr::value),
+        description: pinned.description.clone(),
+        permission: perm_name,
+        tier,
+        mutating: tier == Tier::Action,
+        risk: args.risk.unwrap_or(Risk::Medium),
+        policy: PolicyEntry::default(),
+        parameters: parameters(&pinned.input_schema),
+        uses: Vec::new(),
+        import: Some(ImportEntry { server: server.to_owned(), tool: remote.to_owned(), sha256: pinned.sha256.clone() }),
+    }
+    .normalized()
+}
+
+/// The compile-time check that the permission's path names the permission it was declared as.
+fn permission_check(args: &ImportArgs, ident: &Ident, rt: &TokenStream) -> TokenStream {
+    match &args.permission {
+        Some((Some(p), n)) => {
+            let msg = format!(
+                "the permission is not declared as `{n}`: write the path that ends in its declared `area::action`"
+            );
+            quote_spanned! {p.span()=>
+                const _: () = ::core::assert!(#rt::__private::str_eq(#rt::__private::tool_permission_name::<#ident>(), #n), #msg);
+            }
+        }
+        _ => quote!(),
+    }
+}
+
+/// The imported tool's pin, as a static, and its `impl Tool`: the spec from the entry, the
+/// arguments checked against the pinned schema.
+fn tool_impl(
+    args: &ImportArgs,
+    entry: &ToolEntry,
+    ident: &Ident,
+    pinned: &LockedTool,
+    rt: &TokenStream,
+) -> TokenStream {
+    let name = &entry.name;
+    let import = entry.import.as_ref().expect("an imported tool's entry names its server");
+    let (server, remote, sha) = (&import.server, &import.tool, &pinned.sha256);
+    let schema_text = agents_core::canonical::to_string(&pinned.input_schema);
+    let spec_ident = format_ident!("__AGENTS_IMPORT_{}", name.to_uppercase());
+    let perm_ty = match &args.permission {
+        Some((Some(p), _)) => quote!(#p),
+        _ => quote!(#rt::Public),
     };
+    let perm_name = &entry.permission;
+    let title = match &args.title {
+        Some(t) => quote!(::core::option::Option::Some(#t)),
+        None => quote!(::core::option::Option::None),
+    };
+    let tier_ident = Ident::new(&format!("{:?}", entry.tier), Span::call_site());
+    let risk_ident = Ident::new(&format!("{:?}", entry.risk), Span::call_site());
+    let description = &pinned.description;
+    let params = entry.parameters.iter().map(|p| {
+        let (n, t) = (&p.name, &p.rust_type);
+        quote!(#rt::ParamSpec { name: #n, rust_type: #t, secret: false })
+    });
+    let args_ty = quote!(#rt::mcp::import::ImportedArgs);
+    quote! {
+        #[allow(non_upper_case_globals)]
+        static #spec_ident: #rt::ImportSpec = #rt::ImportSpec {
+            server: #server,
+            tool: #remote,
+            sha256: #sha,
+            input_schema: #schema_text,
+        };
+        impl #rt::Tool for #ident {
+            type Args = #args_ty;
+            type Permission = #perm_ty;
+            const NAME: &'static str = #name;
+            const SPEC: #rt::ToolSpec = #rt::ToolSpec {
+                name: #name,
+                title: #title,
+                description: #description,
+                permission: #perm_name,
+                tier: #rt::Tier::#tier_ident,
+                risk: #rt::Risk::#risk_ident,
+                policy: #rt::PolicySpec::NONE,
+                params: &[#(#params),*],
+                uses: &[],
+                import: ::core::option::Option::Some(&#spec_ident),
+            };
+            fn parse_args(__v: &#rt::__private::serde_json::Value) -> ::core::result::Result<#args_ty, ::std::string::String> {
+                #rt::mcp::import::ImportedArgs::parse(__v, <Self as #rt::Tool>::input_schema())
+            }
+            fn input_schema() -> &'static #rt::__private::serde_json::Value {
+                static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
+                SCHEMA.get_or_init(|| #rt::mcp::import::pinned_schema(&#spec_ident))
+            }
+        }
+    }
+}
+
+/// One imported tool's items: its marker type, its link for `agent!`, and its impls.
+fn expand_tool(
+    item: &ImportedItem,
+    args: &ImportArgs,
+    name: &str,
+    remote: &str,
+    server: &str,
+    pinned: &LockedTool,
+    rt: &TokenStream,
+) -> TokenStream {
+    let (ident, vis) = (&item.ident, &item.vis);
+    let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
+    let entry = import_entry(args, name, remote, server, pinned);
+    let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
+    let digest = crate::chain::entry_digest(&fragment);
+    let link = crate::chain::tool_link(ident, vis, &fragment);
+
+    let perm_check = permission_check(args, ident, rt);
+    let description = &pinned.description;
+    let sha = &pinned.sha256;
+    let seal = quote!(#rt::__private::seal);
+    let (exec_impl, handler) = exec(tier, ident, rt);
+    let tool_impl = tool_impl(args, &entry, ident, pinned, rt);
     let type_doc = format!(
         "Imported from the MCP server `{server}` (its tool `{remote}`, pin `{sha}`). The model reads the pinned description:\n\n{description}"
     );
     let user_docs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
-    let spec_ident = format_ident!("__AGENTS_IMPORT_{}", name.to_uppercase());
     quote! {
         #(#user_docs)*
         #[doc = #type_doc]
@@ -416,37 +508,7 @@ fn expand_tool(
         #link
 
         const _: () = {
-            #[allow(non_upper_case_globals)]
-            static #spec_ident: #rt::ImportSpec = #rt::ImportSpec {
-                server: #server,
-                tool: #remote,
-                sha256: #sha,
-                input_schema: #schema_text,
-            };
-            impl #rt::Tool for #ident {
-                type Args = #args_ty;
-                type Permission = #perm_ty;
-                const NAME: &'static str = #name;
-                const SPEC: #rt::ToolSpec = #rt::ToolSpec {
-                    name: #name,
-                    title: #title,
-                    description: #description,
-                    permission: #perm_name,
-                    tier: #rt::Tier::#tier_ident,
-                    risk: #rt::Risk::#risk_ident,
-                    policy: #rt::PolicySpec::NONE,
-                    params: &[#(#params),*],
-                    uses: &[],
-                    import: ::core::option::Option::Some(&#spec_ident),
-                };
-                fn parse_args(__v: &#rt::__private::serde_json::Value) -> ::core::result::Result<#args_ty, ::std::string::String> {
-                    #rt::mcp::import::ImportedArgs::parse(__v, <Self as #rt::Tool>::input_schema())
-                }
-                fn input_schema() -> &'static #rt::__private::serde_json::Value {
-                    static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
-                    SCHEMA.get_or_init(|| #rt::mcp::import::pinned_schema(&#spec_ident))
-                }
-            }
+            #tool_impl
 
             #perm_check
 

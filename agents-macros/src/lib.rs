@@ -1,4 +1,7 @@
-//! Proc macros for bounded agents. Use them through `agents-runtime`, which re-exports them.
+//! Proc macros for bounded agents. Use them through `agents-runtime`, which re-exports them
+//! (`agents_runtime::{tool, agent, permissions, mcp_import}`); the examples there are compiled
+//! and run as doctests, the ones here are the same code, marked `ignore` because a proc-macro
+//! crate cannot link the runtime its expansions name.
 //!
 //! | macro | what it does |
 //! | --- | --- |
@@ -6,6 +9,104 @@
 //! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, registry, `MANIFEST` |
 //! | [`permissions!`] | declares the application's permissions once, as types |
 //! | [`mcp_import!`] | declares tools of another MCP server, pinned by a checked-in lock file |
+//!
+//! # From one tool to a served agent
+//!
+//! **1. Declare the permissions** the application's tools need, once. Each is a type, so a
+//! misspelt permission does not compile:
+//!
+//! ```ignore
+//! use agents_runtime::{agent, permissions, tool};
+//!
+//! permissions! {
+//!     pub mod perms {
+//!         /// Read the squad list.
+//!         athlete.read,
+//!         /// Record an injury.
+//!         injury.write,
+//!     }
+//! }
+//! ```
+//!
+//! **2. Write a tool**: an ordinary function. Its doc comment is what the model and the
+//! reviewer read; its `# Arguments` section describes each parameter in the JSON schema. A read
+//! tool runs when the model calls it:
+//!
+//! ```ignore
+//! /// Lists the athletes of the caller's squad.
+//! #[tool(permission = perms::athlete::read, risk = low)]
+//! async fn list_athletes(cx: &ToolContext<'_>) -> Result<Vec<String>, String> {
+//!     Ok(vec![format!("athletes of {}", cx.principal().user_id)])
+//! }
+//! ```
+//!
+//! **3. Make an action** with `mutating`: a person approves each call, reading its `title`
+//! and its arguments, before the body runs:
+//!
+//! ```ignore
+//! /// Records an injury for an athlete.
+//! ///
+//! /// # Arguments
+//! ///
+//! /// * `athlete` - the athlete's id, as the squad list shows it
+//! /// * `note` - what happened, in the physio's words
+//! #[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = high)]
+//! async fn record_injury(athlete: u64, note: String) -> Result<String, String> {
+//!     Ok(format!("recorded for {athlete}: {note}"))
+//! }
+//! ```
+//!
+//! **4. Declare the agent**: the tools it grants and the permissions it may never exceed. Its
+//! `MANIFEST` (JSON) is what a reviewer reads and `agents manifest show` prints; the compiler
+//! refuses a tool outside the ceiling:
+//!
+//! ```ignore
+//! agent! {
+//!     /// Answers questions about the squad and records injuries.
+//!     pub struct Physio;
+//!     name: "physio",
+//!     tools: [list_athletes, record_injury],
+//!     ceiling: [perms::athlete::read, perms::injury::write],
+//!     limits: { max_iterations: 8 },
+//! }
+//! ```
+//!
+//! **5. Run it**: a `Runtime` holds the audit log and the model provider, and runs any agent;
+//! the gate checks each call against the principal's roles, the grants and the policy:
+//!
+//! ```ignore
+//! let runtime = agents_runtime::Runtime::builder(audit_sink, provider).roles(roles).build();
+//! let run = runtime.start::<Physio>(principal, "session-1", "list my athletes")?;
+//! ```
+//!
+//! **6. Serve it** over HTTP with `agents-service` (runs, their events as server-sent events,
+//! pending decisions to approve or reject, audit queries), or over MCP with
+//! `agents_runtime::mcp::serve_http::<Physio>(runtime, options)`:
+//!
+//! ```ignore
+//! let service = agents_service::Service::builder(auth, audit_sink, audit_reader)
+//!     .agent::<Physio>(runtime)
+//!     .build();
+//! agents_service::axum::serve(listener, service.router()).await?;
+//! ```
+//!
+//! `cargo run -p examples --example serve -- --agent helpdesk --dev-login` runs exactly this
+//! for the helpdesk example.
+//!
+//! # How the macros are built
+//!
+//! Each macro goes in steps, as serde_derive does: parse the input as written (the grammar
+//! only), check every rule (each reported on the token it is about, all reported together,
+//! see `context::Errors`), and generate from the checked model alone (`tool/`: `parse`,
+//! `check` into `model`, `codegen`; `agent/` likewise). `#[tool]` and `agent!` meet through
+//! one protocol, `chain`: a macro sees only its own tokens, so each tool leaves a hidden
+//! `macro_rules!` that hands its manifest entry to the agents that grant it. Attributes are
+//! parsed with `syn::meta` rather than darling: each argument's refusal names the argument,
+//! what it takes and an example (`risk = "low"` reads ``` `risk` takes one of `low`,
+//! `medium`, `high`, `critical`, written without quotes ```), parsing goes on after a mistake
+//! to report the next, and nested sections (`policy(fs(read = [...]))`) take lists of string
+//! literals; darling's generic messages and its `FromMeta` shapes would give up the first
+//! two and need a custom parser for the third.
 
 mod agent;
 mod chain;
@@ -45,39 +146,168 @@ use proc_macro::TokenStream;
 ///
 /// # Arguments of `#[tool(...)]`
 ///
-/// | argument | takes | example |
-/// | --- | --- | --- |
-/// | `permission` | the path of a permission declared with `permissions!`, or `public` (required) | `permission = perms::athlete::read` |
-/// | `mutating` | a flag: an action a person confirms before it runs | `mutating` |
-/// | `title` | a string: what the person reads before approving (required with `mutating`) | `title = "Record injury"` |
-/// | `handoff` | a flag: a tool with no body, which ends the run and hands over | `handoff` |
-/// | `risk` | `low`, `medium` (the default), `high` or `critical`, without quotes | `risk = high` |
-/// | `name` | a string: the name the model calls (default: the function's name) | `name = "list-athletes"` |
-/// | `policy(fs(...))` | `read` and `write`: lists of absolute path globs | `policy(fs(read = ["/srv/app/uploads/**"]))` |
-/// | `policy(net(...))` | `hosts`: a list of `host` or `host:port` | `policy(net(hosts = ["api.example.com:443"]))` |
-/// | `policy(env(...))` | `vars`: a list of environment variable names | `policy(env(vars = ["APP_REGION"]))` |
-/// | `isolated` | a flag: each call runs in a confined worker process | `isolated` |
-/// | `egress` | a flag: the arguments leave the application (an address a browser opens, a query another service sees); like a declared host, it makes the gate check where each argument value came from | `egress` |
+/// Every argument the parser reads, each given at most once, in any order:
 ///
-/// A parameter is marked `#[secret]` to keep its value out of logs, events and the audit log.
+/// | argument | takes | default |
+/// | --- | --- | --- |
+/// | [`permission`](#permission) | a path declared with `permissions!`, or `public` | required |
+/// | [`mutating`](#mutating) | a flag | a read tool |
+/// | [`title`](#title) | a string | required with `mutating` |
+/// | [`handoff`](#handoff) | a flag | — |
+/// | [`risk`](#risk) | `low`, `medium`, `high`, `critical` | `medium` |
+/// | [`name`](#name) | a string | the function's name |
+/// | [`policy`](#policy) | `fs(read, write)`, `net(hosts)`, `env(vars)` | no access |
+/// | [`isolated`](#isolated) | a flag | runs in the application's process |
+/// | [`egress`](#egress) | a flag | — |
+///
+/// and, on a parameter, [`#[secret]`](#secret).
+///
+/// ## `permission`
+///
+/// The permission a principal's role must hold to call the tool: the path of a permission
+/// declared with `permissions!` (a path, not a string), ending in its `area::action`, or
+/// `public` for a tool any user may call. Required.
+///
+/// ```ignore
+/// #[tool(permission = perms::athlete::read)]
+/// #[tool(permission = public)]
+/// ```
+///
+/// ## `mutating`
+///
+/// A flag: the tool is an action. The model proposes a call, a person approves it (reading
+/// the `title` and the arguments), and only then does the body run, with the witness of that
+/// approval. Without it the tool reads: it runs when the model calls it.
+///
+/// ```ignore
+/// #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
+/// ```
+///
+/// ## `title`
+///
+/// What the person reads before approving an action, as a string; not empty. Required with
+/// `mutating`.
+///
+/// ```ignore
+/// #[tool(permission = perms::leave::write, mutating, title = "Book leave")]
+/// ```
+///
+/// ## `handoff`
+///
+/// A flag: the tool has no execution path. Calling it ends the run and hands over (to a
+/// person, another agent); the signature ends with `;` and has no body.
+///
+/// ```ignore
+/// /// Hands the conversation to a person at the front desk.
+/// #[tool(permission = public, handoff)]
+/// fn escalate(reason: String) -> Result<(), String>;
+/// ```
+///
+/// ## `risk`
+///
+/// How much harm a wrong call can do, as the manifest and the approval show it: `low`,
+/// `medium` (the default), `high` or `critical`, written without quotes.
+///
+/// ```ignore
+/// #[tool(permission = perms::account::close, mutating, title = "Close account", risk = critical)]
+/// ```
+///
+/// ## `name`
+///
+/// The name the model calls the tool by, as a string of 1 to 64 characters of `a-z`, `A-Z`,
+/// `0-9`, `_` and `-`. The default is the function's name (without `r#`). The Rust name still
+/// grants it (`tools: [list_athletes]`).
+///
+/// ```ignore
+/// #[tool(permission = perms::athlete::read, name = "list-athletes")]
+/// ```
+///
+/// ## `policy`
+///
+/// What the tool's body may touch, through the capability handle it takes as a parameter
+/// (`FsAccess`, `NetAccess`, `EnvAccess`): the gate checks each call against it, the handle
+/// enforces it, and the manifest lists it. Three sections, each a list of string literals:
+///
+/// - `fs(read = [...], write = [...])`: absolute path globs (`/srv/app/uploads/**`,
+///   `/srv/app/out/*.txt`);
+/// - `net(hosts = [...])`: `host` or `host:port`, no scheme or path (`api.example.com:443`,
+///   `*.internal`);
+/// - `env(vars = [...])`: environment variable names (`APP_REGION`).
+///
+/// ```ignore
+/// /// Reads an uploaded document.
+/// #[tool(permission = perms::kyc::review, policy(fs(read = ["/srv/app/uploads/**"])))]
+/// async fn read_upload(fs: FsAccess, path: String) -> Result<usize, String> {
+///     fs.read(path).map(|b| b.len()).map_err(|e| e.to_string())
+/// }
+/// ```
+///
+/// A handle parameter without its section is refused; a section without entries (`read = []`)
+/// is refused as admitting nothing.
+///
+/// ## `isolated`
+///
+/// A flag: each call runs in a child process that the kernel confines to the tool's policy,
+/// so a body that ignores its handle (calling `std::fs` itself) is bound too. An isolated tool
+/// has a body, invokes no other tool, gives each glob a literal directory root and each host a
+/// port.
+///
+/// ```ignore
+/// #[tool(permission = perms::kyc::review, isolated, policy(fs(read = ["/srv/app/uploads/**"])))]
+/// ```
+///
+/// ## `egress`
+///
+/// A flag: the tool's arguments leave the application (an address a browser opens, a query
+/// another service sees). Like a declared host, it makes the gate check where each argument
+/// value came from before the call runs.
+///
+/// ```ignore
+/// #[tool(permission = perms::web::browse, egress)]
+/// ```
+///
+/// ## `#[secret]`
+///
+/// On a parameter: its value is kept out of logs, events and the audit log (masked in the
+/// arguments' `Debug`, marked in the schema, the spec and the manifest). A parameter whose
+/// type is `Secret<...>` is secret without the mark.
+///
+/// ```ignore
+/// /// Signs in to the archive.
+/// #[tool(permission = perms::archive::read)]
+/// async fn sign_in(user: String, #[secret] password: String) -> Result<bool, String> {
+///     Ok(!user.is_empty() && !password.is_empty())
+/// }
+/// ```
 ///
 /// # The function
 ///
 /// - A free function (not a method), `async` or not, returning `Result<T, E>` where
 ///   `T: serde::Serialize` and `E: Display`.
-/// - Each parameter is a JSON argument (a type that is `Deserialize`, `JsonSchema`, `Clone`
-///   and `Debug`; `&str` and `Option<&str>` are read as owned values and lent to the body),
-///   `&ToolContext<'_>` (the call's context), or a capability handle (`FsAccess`, `NetAccess`,
-///   `EnvAccess`) for the tool's declared `policy`.
+/// - Each parameter is one of three kinds:
+///   - a JSON argument the model sends: a type that is `Deserialize`, `JsonSchema`, `Clone`
+///     and `Debug`, owned (`String`, `u64`, your own type); `&str`, `&T` and `Option<&T>`
+///     are read as owned values and lent to the body;
+///   - the call's context, `&ToolContext<'_>` (or `&ToolContext<'_, A>` in a tool generic
+///     over its agent `A`), under its name or any other: a type alias or a renamed import of
+///     `ToolContext` is the context;
+///   - a capability handle for the tool's declared `policy`: `FsAccess`, `NetAccess`,
+///     `EnvAccess`, written under these names.
+///
+///   What the runtime gives (the context, a handle) is chosen by the compiler from the
+///   parameter's type (`agents_runtime::tool::Supplied`), not from its spelling. The macro
+///   only tells a JSON argument from what the runtime gives, by shape: `&Name<'_, ...>` (a
+///   borrow of a type whose first argument is a lifetime, which no JSON argument is) or one
+///   of the names above. A mistaken reading is refused by the compiler either way: the
+///   context or a handle read as a JSON argument (`cx: Cx` by value, a handle under an alias)
+///   is not `Deserialize`, and a type of your own written `&Mine<'_>` is not given by the
+///   runtime. No alias turns the context into a value the model sends.
 /// - Each JSON argument is described to the model by the doc comment's `# Arguments` section
 ///   (`` * `name` - what it is ``). An action (`mutating`) tool describes every one: the
 ///   person who approves the call reads them. A read tool's argument may go undescribed (its
 ///   schema then carries no description, never a placeholder).
-/// - The context and the capability handles are told by their names as written
-///   (`ToolContext`, `FsAccess`, `NetAccess`, `EnvAccess`), before names are resolved: write
-///   them under these names, not through a type alias or a renamed import.
-/// - The only type parameter is the agent, for a tool that invokes other tools:
-///   `async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>) -> ...`.
+/// - The only type parameter is the agent, for a tool that invokes other tools, each declared
+///   by a `Grants` bound: `async fn summary<A: Grants<list_athletes>>(cx: &ToolContext<'_, A>)`.
 /// - Handoff tools have no body: the signature ends with `;`.
 ///
 /// # Mistakes and the messages they give
@@ -89,9 +319,10 @@ use proc_macro::TokenStream;
 /// | `-> Result<Plan, String>`, `Plan` not `Serialize` | ``a tool's success value is sent to the model as JSON, but `Plan` does not implement `serde::Serialize` `` |
 /// | `-> Result<u64, PlanError>`, no `Display` | ``a tool's error is shown to the model and the person as text, but `PlanError` does not implement `std::fmt::Display` `` |
 /// | a parameter `week: Week` without `Deserialize` | ``` `Week` cannot be a tool parameter: the model sends it as JSON, ... ``` |
+/// | `cx: Cx` where `type Cx = ToolContext<'static>` | ``` `ToolContext<'static>` cannot be a tool parameter: the model sends it as JSON, ... ``` |
+/// | `mine: &Mine<'_>`, a type of your own | ``` `Mine<'_>` is not given by the runtime: a tool's parameter is a JSON argument, the context `&ToolContext<'_>` or a capability handle ... ``` |
 /// | `&self` | ``tool `list_names` takes `&self`, but a tool is a free function ... not a method`` |
 /// | `#[tool]` on an associated function in an `impl` block | ``tool `open` is written in an `impl` block, but a tool is a free function ... help: move `open` out of the `impl` block`` |
-/// | `cx: &Cx<'_>` where `type Cx<'a> = ToolContext<'a>` | ``parameter `cx` of tool `whoami` takes `&Cx<'_>`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` ... help: ... write `cx: &ToolContext<'_>` `` |
 /// | an action tool's parameter missing from `# Arguments` | ``parameter `note` of action tool `record_injury` has no description ... help: describe it in the tool's doc comment, in a `# Arguments` section`` |
 /// | `fn echo<T>(value: T)` | ``tool `echo` is generic over `T`, but the model sends its arguments as JSON ...`` |
 /// | `tags: Vec<&str>` | ``parameter `tags` of tool `tag_note` borrows (`Vec<&str>`) ... help: take `tags: Vec<String>` `` |
@@ -132,17 +363,96 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
+/// The input starts with the agent's type, `struct Name;` (with its doc comment, the
+/// description reviewers read, and its visibility); then each key is written `key: value`,
+/// separated by commas, in any order, each at most once.
+///
 /// # Keys
 ///
-/// | key | takes | example |
+/// | key | takes | default |
 /// | --- | --- | --- |
-/// | `tools` | the tools it grants, as paths in square brackets (required) | `tools: [list_athletes, tools::record_injury]` |
-/// | `ceiling` | the permissions its tools may never exceed, as paths (not strings) | `ceiling: [perms::athlete::read]` |
-/// | `skills` | named groups of its tools, in braces | `skills: { triage: [list_athletes] }` |
-/// | `limits` | positive integers, in braces: `max_iterations`, `provider_timeout_secs`, `confirm_timeout_secs`, `max_concurrent_runs`, `token_ttl_secs`, `history_messages` | `limits: { max_iterations: 8 }` |
-/// | `name` | the agent's name as a string (default: the type's name) | `name: "physio"` |
-/// | `input` | the type of its input | `input: String` |
-/// | `output` | the type of its output | `output: Summary` |
+/// | [`tools`](#tools) | paths of tools, in square brackets | required |
+/// | [`ceiling`](#ceiling) | paths of permissions, in square brackets | no ceiling checked |
+/// | [`skills`](#skills) | named lists of its tools, in braces | none |
+/// | [`limits`](#limits) | named positive integers, in braces | `Limits::DEFAULT` |
+/// | [`name`](#name) | a string | the type's name |
+/// | [`input`](#input) | a type | `String` |
+/// | [`output`](#output) | a type | `String` |
+///
+/// ## `tools`
+///
+/// The tools the agent grants, as paths (`#[tool]` functions or `mcp_import!` declarations),
+/// in square brackets; the model sees these and no others. A path that does not name a tool,
+/// or two paths naming tools of the same name, do not compile.
+///
+/// ```ignore
+/// tools: [list_athletes, tools::record_injury],
+/// ```
+///
+/// ## `ceiling`
+///
+/// The permissions the agent's tools may never exceed, as paths (not strings): a granted tool
+/// whose permission lies outside is a compile error naming it. `public` tools are always
+/// within it.
+///
+/// ```ignore
+/// ceiling: [perms::athlete::read, perms::injury::write],
+/// ```
+///
+/// ## `skills`
+///
+/// Named groups of the agent's own tools, in braces, which the manifest lists under `skills`.
+/// A skill naming a tool the agent does not grant, or a name two of its tools share, is
+/// refused.
+///
+/// ```ignore
+/// skills: { triage: [list_athletes, record_injury], review: [list_athletes] },
+/// ```
+///
+/// ## `limits`
+///
+/// Positive integers in braces, each at most once; the ones left out keep their default
+/// (`Limits::DEFAULT`):
+///
+/// | limit | what | default |
+/// | --- | --- | --- |
+/// | `max_iterations` | model iterations per run (`u32`) | 12 |
+/// | `provider_timeout_secs` | seconds for one provider call (`u64`) | 90 |
+/// | `confirm_timeout_secs` | seconds a confirmation may wait for a person (`u64`) | 600 |
+/// | `max_concurrent_runs` | concurrent runs per user; one more is refused (`u32`) | 3 |
+/// | `token_ttl_secs` | seconds a confirmation token stays valid after approval (`u64`) | 180 |
+/// | `history_messages` | messages of history replayed to the model (`u32`) | 40 |
+///
+/// ```ignore
+/// limits: { max_iterations: 8, confirm_timeout_secs: 120 },
+/// ```
+///
+/// ## `name`
+///
+/// The agent's name in its manifest, the audit log and the service's routes, as a string.
+///
+/// ```ignore
+/// name: "physio",
+/// ```
+///
+/// ## `input`
+///
+/// The type a run starts from; the model reads it as JSON, so it is `Serialize` (and, to be
+/// read back from a request, `Deserialize`).
+///
+/// ```ignore
+/// input: RawRequest,
+/// ```
+///
+/// ## `output`
+///
+/// The type of the run's result: the model's final answer is parsed with its `Deserialize`
+/// and described to the model by its `JsonSchema`, so an answer that breaks its rules never
+/// reaches the application.
+///
+/// ```ignore
+/// output: ApprovalDecision,
+/// ```
 ///
 /// # Mistakes and the messages they give
 ///
@@ -183,7 +493,10 @@ pub fn agent(input: TokenStream) -> TokenStream {
 /// // and `agent! { ceiling: [...] }` name them, so a misspelt permission does not compile.
 /// ```
 ///
-/// Each entry is `area.action` (names, without quotes); a permission given twice is an error.
+/// The input is one module, `<vis> mod <name> { ... }`, holding the permissions separated by
+/// commas. Each entry is `area.action` (names, without quotes), optionally with a doc comment
+/// (what a reviewer reads of it); a permission given twice is an error. Each becomes the type
+/// `<name>::<area>::<action>`.
 ///
 /// # Mistakes and the messages they give
 ///
@@ -217,21 +530,46 @@ pub fn permissions(input: TokenStream) -> TokenStream {
 /// grants it, and an agent that does not grant it cannot name it. Tier (`mutating` makes an
 /// action a person confirms), permission, risk and title are declared here, never taken from
 /// the server. The description the model reads and the input schema are the ones pinned in
-/// the lock file (`lock`, relative to the crate's `Cargo.toml`), which `agents mcp pin`
-/// writes from the live server; they enter the agent's `MANIFEST`, with the server's name,
-/// the tool's name there (`remote`, default: the `fn` name) and the pin's SHA-256. At run
+/// the lock file, which `agents mcp pin` writes from the live server; they enter the agent's
+/// `MANIFEST`, with the server's name, the tool's name there and the pin's SHA-256. At run
 /// time the runtime compares the server's `tools/list` with the pins and refuses a tool whose
-/// description or schema changed.
+/// description or schema changed. (The doctest of `agents_runtime::mcp_import` is marked
+/// `ignore`: a lock file is read relative to the declaring crate's `Cargo.toml`.)
+///
+/// # Keys
+///
+/// First `server = "...", lock = "...";` (both required, each once), then the tools, each
+/// `#[tool(...)] <vis> fn <name>;`.
+///
+/// ## `server`
+///
+/// The server's name, as the lock file and the runtime's MCP client configuration know it.
+///
+/// ```ignore
+/// server = "tracker", lock = "mcp.lock.json";
+/// ```
+///
+/// ## `lock`
+///
+/// The lock file, relative to the crate's `Cargo.toml`, that pins each tool's description and
+/// schema (written by `agents mcp pin`, checked in).
+///
+/// ```ignore
+/// server = "tracker", lock = "locks/tracker.lock.json";
+/// ```
 ///
 /// # Arguments of `#[tool(...)]` here
 ///
-/// | argument | takes |
-/// | --- | --- |
-/// | `permission` | the path of a permission declared with `permissions!`, or `public` (required) |
-/// | `mutating` | a flag: an action a person confirms before it runs |
-/// | `title` | what the person reads before approving (required with `mutating`) |
-/// | `risk` | `low`, `medium` (the default), `high` or `critical` |
-/// | `remote` | the tool's name on the server, when it differs from the `fn` name |
+/// The same as [`macro@tool`]'s for `permission`, `mutating`, `title` and `risk`, and one of
+/// its own, `remote`. Nothing else: the policy, isolation and the body belong to the server.
+///
+/// | argument | takes | example |
+/// | --- | --- | --- |
+/// | `permission` | the path of a permission declared with `permissions!`, or `public` (required) | `permission = perms::ticket::read` |
+/// | `mutating` | a flag: an action a person confirms before it runs | `mutating` |
+/// | `title` | what the person reads before approving (required with `mutating`) | `title = "Close a ticket"` |
+/// | `risk` | `low`, `medium` (the default), `high` or `critical` | `risk = high` |
+/// | `remote` | the tool's name on the server, when it differs from the `fn` name | `remote = "close-ticket"` |
 ///
 /// # Mistakes and the messages they give
 ///

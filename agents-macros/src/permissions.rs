@@ -10,7 +10,9 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, Token, Visibility};
 
+/// One entry, `area.action`, with its doc comment.
 struct PermissionDecl {
+    /// The doc comment, kept on the permission's type.
     attrs: Vec<Attribute>,
     area: Ident,
     action: Ident,
@@ -35,6 +37,7 @@ impl Parse for PermissionDecl {
     }
 }
 
+/// `<vis> mod <name> { area.action, ... }`.
 struct Input {
     attrs: Vec<Attribute>,
     vis: Visibility,
@@ -59,6 +62,8 @@ impl Parse for Input {
     }
 }
 
+/// The expansion of `permissions!`: a module with a module per area and a type per
+/// permission, each implementing `Permission` with its `area.action` name.
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
     let input: Input = match syn::parse2(input) {
         Ok(i) => i,

@@ -1,7 +1,7 @@
 //! The shapes of function `#[tool]` refuses before anything is generated: a method (`self`,
 //! `Self`, or a function written in an `impl` block), a generic parameter other than the
-//! agent, `impl Trait` arguments, the context under another name, and parameters that borrow
-//! in a way the macro cannot turn into an owned JSON value.
+//! agent, `impl Trait` arguments, and parameters that borrow in a way the macro cannot turn
+//! into an owned JSON value.
 //!
 //! Each refusal is one error on the user's token with the fix; the expansion is then the
 //! function as written and nothing else (as serde_derive emits its error and a minimal item),
@@ -41,18 +41,20 @@ pub(crate) fn is_agent_param(sig: &Signature, tp: &syn::TypeParam) -> bool {
     })
 }
 
+/// Whether the type is the context of the agent `agent`: `&Name<'_, agent>`, under any name
+/// (see `tool::model::ParamKind::of`).
 fn names_context_of(ty: &Type, agent: &syn::Ident) -> bool {
-    let ty = match ty {
-        Type::Reference(r) => &*r.elem,
-        other => other,
+    let (elem, by_ref) = match ty {
+        Type::Reference(r) => (&*r.elem, true),
+        other => (other, false),
     };
-    let Type::Path(p) = ty else { return false };
+    let Type::Path(p) = elem else { return false };
     let Some(last) = p.path.segments.last() else { return false };
-    if last.ident != "ToolContext" {
-        return false;
-    }
     let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return false };
-    a.args.iter().any(|g| matches!(g, syn::GenericArgument::Type(Type::Path(t)) if t.path.is_ident(agent)))
+    let context_shaped = last.ident == "ToolContext"
+        || (by_ref && last.ident != "Cow" && matches!(a.args.first(), Some(syn::GenericArgument::Lifetime(_))));
+    context_shaped
+        && a.args.iter().any(|g| matches!(g, syn::GenericArgument::Type(Type::Path(t)) if t.path.is_ident(agent)))
 }
 
 /// Whether the tokens mention `Self` (the function is written inside an `impl` block).
@@ -134,8 +136,7 @@ pub(crate) fn refusals(sig: &Signature, tool: &str, is_json_arg: impl Fn(&Type) 
     out
 }
 
-/// The refusal of a parameter's type: `impl Trait`, the context under another name, or a
-/// borrow the macro cannot own.
+/// The refusal of a parameter's type: `impl Trait`, or a borrow the macro cannot own.
 fn param_refusal(pt: &syn::PatType, tool: &str, is_json_arg: impl Fn(&Type) -> bool) -> Option<syn::Error> {
     let refuse = |msg: String| Some(syn::Error::new_spanned(&pt.ty, msg));
     if let Type::ImplTrait(_) = &*pt.ty {
@@ -148,30 +149,11 @@ fn param_refusal(pt: &syn::PatType, tool: &str, is_json_arg: impl Fn(&Type) -> b
         return None;
     }
     let name = type_string(&pt.pat);
-    if let Some(written) = context_under_another_name(&pt.ty) {
-        return refuse(format!(
-            "parameter `{name}` of tool `{tool}` takes `{}`, shaped like the context, but `#[tool]` tells the context by its name `ToolContext` (it reads the type as written, before names are resolved), so it would read `{written}` as a JSON argument from the model\nhelp: if `{written}` is `ToolContext` under another name (a type alias or `use ... as`), write `{name}: &ToolContext<'_>` (or `&ToolContext<'_, A>` in a tool generic over its agent `A`)",
-            type_string(&pt.ty)
-        ));
-    }
     let problem = unowned(&pt.ty)?;
     refuse(format!(
         "parameter `{name}` of tool `{tool}` {problem}; the arguments are read from the model's JSON into owned values\nhelp: take `{name}: {}`",
         owned_suggestion(&pt.ty)
     ))
-}
-
-/// The name a parameter's type gives what has the context's shape, `&Name<'_, ...>` (a borrow
-/// of a type whose first argument is a lifetime), when the name is not `ToolContext`: the
-/// parameter kinds are told by name, so an alias of the context would be read as a JSON
-/// argument. (`Cow`, the one such type a JSON argument could be, is left to the borrow check.)
-fn context_under_another_name(ty: &Type) -> Option<String> {
-    let Type::Reference(r) = ty else { return None };
-    let Type::Path(p) = &*r.elem else { return None };
-    let last = p.path.segments.last()?;
-    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
-    let first_is_lifetime = matches!(a.args.first(), Some(syn::GenericArgument::Lifetime(_)));
-    (first_is_lifetime && last.ident != "Cow").then(|| last.ident.to_string())
 }
 
 /// What keeps a parameter's type from being owned, when the macro cannot own it itself (it
@@ -255,7 +237,10 @@ mod tests {
     use super::*;
 
     fn refused(sig: Signature) -> Vec<String> {
-        refusals(&sig, "t", |ty| !type_string(ty).contains("ToolContext")).into_iter().map(|e| e.to_string()).collect()
+        refusals(&sig, "t", |ty| !type_string(ty).contains("Cx") && !type_string(ty).contains("ToolContext"))
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]
@@ -276,15 +261,16 @@ mod tests {
     }
 
     #[test]
-    fn the_context_under_another_name_is_explained() {
-        let errs = refused(syn::parse_quote!(fn t(cx: &Cx<'_>, n: u64) -> Result<u8, String>));
-        assert_eq!(errs.len(), 1, "{errs:?}");
-        assert!(errs[0].contains("tells the context by its name"), "{errs:?}");
-        assert!(errs[0].contains("write `cx: &ToolContext<'_>`"), "{errs:?}");
-        // The context itself, and a borrowed `Cow`, are not taken for it.
-        assert!(refused(syn::parse_quote!(fn t(cx: &ToolContext<'_>) -> Result<u8, String>)).is_empty());
+    fn a_borrowed_cow_is_refused_as_a_borrow() {
         let errs = refused(syn::parse_quote!(fn t(c: &Cow<'_, str>) -> Result<u8, String>));
         assert!(errs[0].contains("borrows inside a borrow"), "{errs:?}");
+    }
+
+    #[test]
+    fn the_agent_of_a_context_under_another_name_is_the_agent() {
+        assert!(refused(syn::parse_quote!(fn t<A>(cx: &Cx<'_, A>) -> Result<u8, String>)).is_empty());
+        let errs = refused(syn::parse_quote!(fn t<A>(cx: Vec<A>) -> Result<u8, String>));
+        assert!(errs[0].contains("generic over `A`"), "{errs:?}");
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn opener(header: &[&str]) -> Opener {
     }
 }
 
+/// The offset after the block comment opening at `i` (`/* ... */`, nested as Rust nests them).
 fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
     let mut depth = 0usize;
     while i + 1 < b.len() {

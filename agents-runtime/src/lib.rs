@@ -31,7 +31,144 @@ pub use agents_core::{
 };
 #[cfg(feature = "mcp")]
 pub use agents_macros::mcp_import;
-pub use agents_macros::{agent, permissions, tool};
+/// Every argument of `#[tool]` in use, and what the tool's spec says of each (this example is
+/// compiled and run as a doctest; the reference follows).
+///
+/// ```
+/// use agents_runtime::{EnvAccess, FsAccess, Risk, Tier, Tool, ToolContext, permissions, tool};
+///
+/// permissions! {
+///     pub mod perms {
+///         injury.write,
+///         upload.read,
+///         web.browse,
+///     }
+/// }
+///
+/// /// Records an injury for an athlete.
+/// ///
+/// /// # Arguments
+/// ///
+/// /// * `athlete` - the athlete's id, as the squad list shows it
+/// /// * `note` - what happened, in the physio's words
+/// #[tool(permission = perms::injury::write, mutating, title = "Record injury", risk = high, name = "record-injury")]
+/// async fn record_injury(athlete: u64, note: String) -> Result<String, String> {
+///     Ok(format!("recorded for {athlete}: {note}"))
+/// }
+///
+/// /// Reads an uploaded document, in a confined worker process.
+/// #[tool(permission = perms::upload::read, isolated, policy(fs(read = ["/srv/app/uploads/**"])))]
+/// async fn read_upload(fs: FsAccess, path: String) -> Result<usize, String> {
+///     fs.read(path).map(|b| b.len()).map_err(|e| e.to_string())
+/// }
+///
+/// /// Opens a page; the address leaves the application.
+/// #[tool(permission = perms::web::browse, egress, policy(net(hosts = ["example.com:443"])))]
+/// fn open_page(url: String) -> Result<String, String> {
+///     Ok(url)
+/// }
+///
+/// /// Tells the region, and signs in with a secret.
+/// #[tool(permission = public, risk = low, policy(env(vars = ["APP_REGION"])))]
+/// fn region(cx: &ToolContext<'_>, env: EnvAccess, #[secret] key: String) -> Result<String, String> {
+///     let _ = (cx.run_id(), key);
+///     env.var("APP_REGION").map(|v| v.unwrap_or_default()).map_err(|e| e.to_string())
+/// }
+///
+/// /// Hands the conversation to a person at the front desk.
+/// #[tool(permission = public, handoff)]
+/// fn escalate(reason: String) -> Result<(), String>;
+///
+/// fn main() {
+///     let spec = <record_injury as Tool>::SPEC;
+///     assert_eq!((spec.name, spec.tier, spec.risk, spec.title), ("record-injury", Tier::Action, Risk::High, Some("Record injury")));
+///     assert_eq!(spec.permission, "injury.write");
+///     assert_eq!(spec.params.iter().map(|p| p.name).collect::<Vec<_>>(), ["athlete", "note"]);
+///     let upload = <read_upload as Tool>::SPEC;
+///     assert!(upload.policy.isolated);
+///     assert_eq!(upload.policy.fs_read, ["/srv/app/uploads/**"]);
+///     // The context and the capability handle are given by the runtime, not sent by the model.
+///     let region = <region as Tool>::SPEC;
+///     assert_eq!((region.permission, region.risk), ("public", Risk::Low));
+///     assert_eq!(region.params.len(), 1);
+///     assert!(region.params[0].secret);
+///     assert!(<open_page as Tool>::SPEC.policy.egress);
+///     assert_eq!(<escalate as Tool>::SPEC.tier, Tier::Handoff);
+/// }
+/// ```
+pub use agents_macros::tool;
+
+/// Every key of `agent!` in use, and what the agent's spec and `MANIFEST` say (compiled and
+/// run as a doctest; the reference follows).
+///
+/// ```
+/// use agents_runtime::{Agent, permissions, tool, agent};
+///
+/// permissions! {
+///     pub mod perms {
+///         athlete.read,
+///         injury.write,
+///     }
+/// }
+///
+/// /// Lists the athletes of the squad.
+/// #[tool(permission = perms::athlete::read)]
+/// async fn list_athletes() -> Result<Vec<String>, String> {
+///     Ok(vec!["Ada".into()])
+/// }
+///
+/// /// Records an injury.
+/// ///
+/// /// # Arguments
+/// ///
+/// /// * `note` - what happened
+/// #[tool(permission = perms::injury::write, mutating, title = "Record injury")]
+/// async fn record_injury(note: String) -> Result<String, String> {
+///     Ok(note)
+/// }
+///
+/// agent! {
+///     /// Answers questions about the squad and records injuries.
+///     pub struct Physio;
+///     name: "physio",
+///     input: String,
+///     output: String,
+///     tools: [list_athletes, record_injury],
+///     ceiling: [perms::athlete::read, perms::injury::write],
+///     skills: { triage: [list_athletes, record_injury] },
+///     limits: { max_iterations: 8, confirm_timeout_secs: 120 },
+/// }
+///
+/// fn main() {
+///     assert_eq!(Physio::SPEC.name, "physio");
+///     assert_eq!(Physio::SPEC.limits.max_iterations, 8);
+///     assert_eq!(Physio::SPEC.limits.confirm_timeout_secs, 120);
+///     assert_eq!(Physio::SPEC.skills[0].name, "triage");
+///     assert_eq!(Physio::tools().len(), 2);
+///     let manifest: serde_json::Value = serde_json::from_str(Physio::MANIFEST).unwrap();
+///     let tools = manifest["tools"].as_array().unwrap();
+///     assert!(tools.iter().any(|t| t["name"] == "record_injury" && t["title"] == "Record injury"));
+/// }
+/// ```
+pub use agents_macros::agent;
+
+/// A permission is a type (compiled and run as a doctest; the reference follows).
+///
+/// ```
+/// use agents_runtime::{Permission, permissions};
+///
+/// permissions! {
+///     pub mod perms {
+///         /// Read the squad list.
+///         athlete.read,
+///     }
+/// }
+///
+/// fn main() {
+///     assert_eq!(<perms::athlete::read as Permission>::NAME, "athlete.read");
+/// }
+/// ```
+pub use agents_macros::permissions;
 #[cfg(feature = "http")]
 pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};

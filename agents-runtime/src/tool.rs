@@ -717,6 +717,56 @@ where
     }
 }
 
+/// What the runtime gives a tool's parameter, rather than the model: the call's context
+/// (`&ToolContext<'_>`, `&ToolContext<'_, A>`) and the capability handles (`FsAccess`,
+/// `NetAccess`, `EnvAccess`) for the tool's declared policy.
+///
+/// `#[tool]` passes each such parameter `Supplied::supply(call)`, so the compiler, not the
+/// spelling of the type, decides what the parameter gets: the context under a type alias or a
+/// renamed import is the context. Sealed: only the runtime's own types are supplied.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not given by the runtime: a tool's parameter is a JSON argument, the context `&ToolContext<'_>` or a capability handle (`FsAccess`, `NetAccess`, `EnvAccess`)",
+    label = "taken as what the runtime gives, since it is written `&Name<'_>`",
+    note = "a JSON argument is owned, `&T` or `Option<&T>`: take `String`, `u64` or your own `Deserialize` type"
+)]
+pub trait Supplied<'a>: Sized + supplied::Sealed {
+    /// The value for this call.
+    #[doc(hidden)]
+    fn supply(call: &'a CallContext) -> Self;
+}
+
+mod supplied {
+    pub trait Sealed {}
+    impl<A> Sealed for super::ToolContext<'_, A> {}
+    impl Sealed for crate::FsAccess {}
+    impl Sealed for crate::NetAccess {}
+    impl Sealed for crate::EnvAccess {}
+}
+
+impl<'a, A> Supplied<'a> for ToolContext<'a, A> {
+    fn supply(call: &'a CallContext) -> Self {
+        ToolContext::__new(call)
+    }
+}
+
+impl Supplied<'_> for crate::FsAccess {
+    fn supply(call: &CallContext) -> Self {
+        crate::FsAccess::for_spec(call.spec)
+    }
+}
+
+impl Supplied<'_> for crate::NetAccess {
+    fn supply(call: &CallContext) -> Self {
+        crate::NetAccess::for_spec(call.spec)
+    }
+}
+
+impl Supplied<'_> for crate::EnvAccess {
+    fn supply(call: &CallContext) -> Self {
+        crate::EnvAccess::for_spec(call.spec)
+    }
+}
+
 /// The last step of `agent!` (it receives the tools' manifest entries); named so because the
 /// compiler names it in the note of an error that arises in an agent's expansion.
 #[doc(hidden)]

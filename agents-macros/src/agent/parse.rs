@@ -7,7 +7,9 @@ use proc_macro2::TokenTree;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
+/// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
 const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits"];
+/// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
     "provider_timeout_secs",
@@ -17,21 +19,33 @@ const LIMIT_KEYS: &[&str] = &[
     "history_messages",
 ];
 
+/// `agent! { ... }` as written: read once by `agent!` (for the type and the chain) and again
+/// by the finishing macro, which receives these tokens back with the tools' entries.
 pub(crate) struct AgentInput {
+    /// The doc comment (the agent's description) and other attributes of `struct Name;`.
     pub(crate) attrs: Vec<Attribute>,
     pub(crate) vis: Visibility,
+    /// The agent's type.
     pub(crate) ident: Ident,
+    /// `name: "..."`: the agent's name (default: the type's name).
     pub(crate) name: Option<LitStr>,
+    /// `input: Type` (default: `String`).
     pub(crate) input: Option<Type>,
+    /// `output: Type` (default: `String`).
     pub(crate) output: Option<Type>,
+    /// `tools: [...]`: the granted tools' paths, in order.
     pub(crate) tools: Vec<syn::Path>,
+    /// `skills: { name: [...] }`.
     pub(crate) skills: Vec<(Ident, Vec<syn::Path>)>,
+    /// `ceiling: [...]`: the permissions' paths; `None` without a ceiling.
     pub(crate) ceiling: Option<Vec<syn::Path>>,
+    /// `limits: { name: value }`, checked against each limit's type by the model.
     pub(crate) limits: Vec<(Ident, LitInt)>,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
 
+/// `[a, b::c]`: paths in square brackets, separated by commas.
 fn path_list(input: ParseStream<'_>) -> syn::Result<Vec<syn::Path>> {
     let content;
     syn::bracketed!(content in input);
