@@ -122,13 +122,13 @@ const PINNED_SEARCH: &str = "Searches the notes for a word.";
 
 #[tokio::test]
 async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_description() {
-    let lock = agents_runtime::core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
+    let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let pin = &lock.tool("fixture", "search").unwrap().sha256;
     let entry = format!(r#""import":{{"server":"fixture","sha256":"{pin}","tool":"search"}}"#);
     assert!(Notes::MANIFEST.contains(&entry), "{}", Notes::MANIFEST);
     assert!(Notes::MANIFEST.contains(PINNED_SEARCH));
     // Tier and risk are ours: the server says nothing about them.
-    let m = agents_runtime::core::manifest::Manifest::parse(Notes::MANIFEST).unwrap();
+    let m = agents_runtime::agents_core::manifest::Manifest::parse(Notes::MANIFEST).unwrap();
     let add = m.tool("add_note").unwrap();
     assert_eq!(
         (add.tier, add.risk, add.title.as_deref()),
@@ -356,7 +356,7 @@ async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
 
 #[tokio::test]
 async fn the_lock_file_matches_the_live_servers() {
-    let lock = agents_runtime::core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
+    let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let server = Server::new();
     for (name, source) in [("fixture", server.source()), ("desk", ImportSource::stdio(DEMO))] {
         let live = pin_server(name, &source).await.unwrap();

@@ -135,7 +135,7 @@ async fn a_provider_limit_fails_the_run_with_the_limit_in_the_audit() {
     assert!(out.error.as_deref().unwrap().contains("max_event_bytes"), "{out:?}");
     let records = audit.records();
     let notice = records.iter().find(|r| r.status == AuditStatus::Notice).expect("a notice with the reason");
-    assert!(notice.reason.as_deref().unwrap().contains("HttpOptions::limits.max_event_bytes"), "{notice:?}");
+    assert!(notice.reason.as_deref().unwrap().contains("ProviderHttpOptions::limits.max_event_bytes"), "{notice:?}");
     assert_eq!(records.last().unwrap().status, AuditStatus::RunFinished);
 }
 

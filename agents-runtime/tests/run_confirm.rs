@@ -327,5 +327,5 @@ async fn nested_secrets_never_reach_the_audit_log_or_the_events() {
     assert_eq!(args["profile"]["recovery"], serde_json::json!(["•••", "•••"]));
     assert_eq!(args["profile"]["memo"], "•••");
     assert_eq!(args["profile"]["name"], "Ann", "only secrets are masked");
-    agents_runtime::core::audit::verify_jsonl(&jsonl, Some(Clinic::MANIFEST_SHA256)).unwrap();
+    agents_runtime::agents_core::audit::verify_jsonl(&jsonl, Some(Clinic::MANIFEST_SHA256)).unwrap();
 }

@@ -3,8 +3,8 @@
 
 mod run_common;
 
+use agents_runtime::agents_core::PrincipalError;
 use agents_runtime::audit::{AuditResult, AuditStatus, MemorySink};
-use agents_runtime::core::PrincipalError;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::StartError;

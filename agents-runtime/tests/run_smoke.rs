@@ -67,5 +67,5 @@ async fn read_then_approved_action() {
     assert_eq!(statuses, vec![RunStarted, Proposed, Executed, Proposed, Confirmed, Executed, RunFinished]);
     let text = audit.to_jsonl();
     assert!(!text.contains("torn ACL"));
-    agents_runtime::core::audit::verify_jsonl(&text, Some(Clinic::MANIFEST_SHA256)).unwrap();
+    agents_runtime::agents_core::audit::verify_jsonl(&text, Some(Clinic::MANIFEST_SHA256)).unwrap();
 }

@@ -3,11 +3,11 @@
 //! record, the manifest's policy equal to what the handle enforces, the tool-call budget, and
 //! the demo's printed records equal to its log.
 
+use agents_runtime::agents_core::baseline::assert_baseline;
+use agents_runtime::agents_core::canonical::sha256_hex;
+use agents_runtime::agents_core::manifest::Manifest;
+use agents_runtime::agents_core::policy::GlobSet;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::core::baseline::assert_baseline;
-use agents_runtime::core::canonical::sha256_hex;
-use agents_runtime::core::manifest::Manifest;
-use agents_runtime::core::policy::GlobSet;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};

@@ -383,7 +383,9 @@ pub fn effect_shows(e: &Effect, records: &[AuditRecord]) -> bool {
             && e.roles.as_ref().is_none_or(|roles| roles.iter().any(|x| *x == *r.role))
             && e.args.as_ref().is_none_or(|want| r.args.as_ref().is_some_and(|a| holds(a.as_value(), want)))
             && e.args_contain.as_deref().is_none_or(|text| {
-                r.args.as_ref().is_some_and(|a| agents_runtime::core::canonical::to_string(a.as_value()).contains(text))
+                r.args
+                    .as_ref()
+                    .is_some_and(|a| agents_runtime::agents_core::canonical::to_string(a.as_value()).contains(text))
             })
     })
 }

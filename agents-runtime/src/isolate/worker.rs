@@ -86,7 +86,7 @@ pub(super) fn serve() -> ! {
 /// on the call's path.
 fn warm_up(runtime: &tokio::runtime::Runtime) {
     let sample = CallFrame {
-        principal: crate::core::Principal::new("user", "org", "role"),
+        principal: agents_core::Principal::new("user", "org", "role"),
         run_id: "run".to_owned(),
         session_id: "session".to_owned(),
         call_id: "call".to_owned(),

@@ -10,13 +10,13 @@ use super::session::push_digest;
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
-use crate::core::redact::{SecretSchema, redact};
-use crate::core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
-use crate::tool::{CallContext, NestedInvoker, Registry, ToolEntry, ToolError};
+use crate::tool::{CallContext, NestedInvoker, RegisteredTool, Registry, ToolError};
+use agents_core::redact::{SecretSchema, redact};
+use agents_core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use serde_json::{Value, json};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -301,7 +301,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// The facts of the tool at `index` in `A::tools()`.
-    pub(super) fn facts(&self, index: usize, entry: &ToolEntry<A>) -> &ToolFacts {
+    pub(super) fn facts(&self, index: usize, entry: &RegisteredTool<A>) -> &ToolFacts {
         self.facts[index].get_or_init(|| ToolFacts {
             name: entry.spec.name.into(),
             title: entry.spec.title.map(Into::into),

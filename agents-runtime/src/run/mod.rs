@@ -130,7 +130,7 @@
 //! - Arguments in records, events and confirmation requests are redacted by the tool's input
 //!   schema: every position marked `x-agents-secret` (a [`Secret`](crate::Secret) field,
 //!   nested in structs, options, vectors and maps) is masked, as is every key on the
-//!   runtime's [`RedactionKeys`](crate::core::redact::RedactionKeys) list.
+//!   runtime's [`RedactionKeys`](agents_core::redact::RedactionKeys) list.
 //! - The *values* found at schema-marked positions are masked wherever else they appear in
 //!   texts derived from the call: the typed-parse refusal (a serde error quoting an
 //!   argument), an interceptor's denial reason, other argument positions, the tool's error

@@ -23,7 +23,7 @@ pub enum StartError {
     AuditUnavailable,
     /// The principal's ids are empty or malformed (see `Principal::validate`); nothing runs.
     #[error("the principal was refused: {0}")]
-    InvalidPrincipal(#[from] crate::core::PrincipalError),
+    InvalidPrincipal(#[from] agents_core::PrincipalError),
     /// [`Runtime::start`](super::Runtime::start) was called outside a tokio runtime, where
     /// the run's task cannot be spawned; nothing ran.
     #[error("a run needs a tokio runtime to run on; call `start` from within one")]

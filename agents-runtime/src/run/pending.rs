@@ -10,8 +10,8 @@
 //! runs only on the node whose claim of its execution the store granted (exactly one).
 
 use super::{DecisionError, Runtime, Verdict, lock};
-use crate::core::Principal;
 use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
+use agents_core::Principal;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -141,7 +141,7 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
         .filter(|t| !t.is_empty())
         .ok_or_else(|| invalid("`mcp --http` needs the bearer token clients present in AGENTS_MCP_TOKEN".into()))?;
     let bind = std::env::var("AGENTS_MCP_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let mut http = agents_runtime::mcp::HttpOptions { mcp: options, ..Default::default() };
+    let mut http = agents_runtime::mcp::McpHttpOptions { mcp: options, ..Default::default() };
     http.bind = bind
         .parse()
         .map_err(|_| invalid(format!("AGENTS_MCP_BIND must be an address like 127.0.0.1:8080, got `{bind}`")))?;

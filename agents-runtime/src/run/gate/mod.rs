@@ -17,11 +17,11 @@ use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
 use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
-use crate::core::redact::SecretSchema;
-use crate::core::{SharedValue, Tier, ToolSpec};
 use crate::events::Event;
 use crate::interceptor::{Decision, Interception};
-use crate::tool::{ErasedArgs, Handler, Registry, ToolEntry, ToolError};
+use crate::tool::{ErasedArgs, Handler, RegisteredTool, Registry, ToolError};
+use agents_core::redact::SecretSchema;
+use agents_core::{SharedValue, Tier, ToolSpec};
 use serde_json::Value;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -142,7 +142,7 @@ async fn refuse_unknown<A: Registry>(ctx: &Arc<RunCtx<A>>, call: CallRef<'_>) ->
 async fn check<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
-    entry: &ToolEntry<A>,
+    entry: &RegisteredTool<A>,
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
@@ -220,7 +220,7 @@ async fn check<A: Registry>(
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
 /// JSON for its worker (see `crate::isolate::Isolation`).
-fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &ToolEntry<A>, args: &Value) -> Result<ErasedArgs, String> {
+fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Value) -> Result<ErasedArgs, String> {
     match &ctx.inner.isolation {
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
@@ -286,7 +286,7 @@ fn mask_refused<A: Registry>(
 async fn intercept<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
-    entry: &ToolEntry<A>,
+    entry: &RegisteredTool<A>,
     schema: SecretSchema<'static>,
     args: &mut Value,
     typed: &mut ErasedArgs,
