@@ -38,10 +38,11 @@ pub use agents_macros::{agent, permissions, tool};
 pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{
-    ConfirmMode, PendingDecision, ResumedCall, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict,
+    CallStatus, CallSummary, ConfirmMode, PendingDecision, ResumedCall, RunError, RunHandle, RunOutput, RunReport,
+    RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
 };
 pub use tool::{
-    ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry, ToolContext,
+    ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry, ToolContext,
     ToolError, linked_tools,
 };
 

@@ -10,18 +10,97 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// An error a tool returns to the model.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// An error a tool returns to the model. Its text ([`ToolError::message`], also its
+/// `Display`) is what the model and the audit record receive; the typed cause, when there is
+/// one, stays with the Rust caller ([`std::error::Error::source`]).
+#[derive(Clone)]
 pub struct ToolError {
     /// What went wrong, for the model and the audit record.
     pub message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl ToolError {
     /// A tool error.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into() }
+        ToolError { message: message.into(), source: None }
+    }
+
+    /// A tool error with its typed cause: the model reads `message`; a caller that holds the
+    /// error (a tool that invoked another, a direct session) can downcast the cause.
+    ///
+    /// ```
+    /// use agents_runtime::ToolError;
+    /// use std::error::Error as _;
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let e = ToolError::with_source("the report is missing", io);
+    /// assert_eq!(e.to_string(), "the report is missing");
+    /// let cause = e.source().and_then(|s| s.downcast_ref::<std::io::Error>()).unwrap();
+    /// assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+    /// ```
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ToolError { message: message.into(), source: Some(Arc::new(source)) }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ToolError");
+        d.field("message", &self.message);
+        if let Some(s) = &self.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two tool errors are equal when their texts are (what the model and the record see).
+impl PartialEq for ToolError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for ToolError {}
+
+/// The application's values the tools read by type ([`RuntimeBuilder::state`](crate::RuntimeBuilder::state),
+/// [`ToolContext::state`]). Cheap to clone: one reference count.
+#[derive(Clone, Default)]
+pub struct AppState(Option<Arc<std::collections::HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>>);
+
+impl AppState {
+    /// Adds `value` under its type (replacing an earlier value of that type).
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        let mut map = self.0.as_deref().cloned().unwrap_or_default();
+        map.insert(std::any::TypeId::of::<T>(), value);
+        self.0 = Some(Arc::new(map));
+    }
+
+    /// The value of type `T`, when the application gave one.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.0.as_ref()?.get(&std::any::TypeId::of::<T>())?.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AppState({} values)", self.0.as_ref().map_or(0, |m| m.len()))
     }
 }
 
@@ -40,6 +119,8 @@ pub struct CallContext {
     pub(crate) invoker: Option<NestedInvoker>,
     /// Set by the gate after it redeemed this call's confirmation token (action calls only).
     pub(crate) approved: Option<ApprovedCall>,
+    /// The application's state (empty in a worker process).
+    pub(crate) state: AppState,
     /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
     #[cfg(feature = "mcp")]
     pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
@@ -124,6 +205,21 @@ impl<'a, A> ToolContext<'a, A> {
     /// This tool's spec.
     pub fn spec(&self) -> &'static ToolSpec {
         self.call.spec
+    }
+    /// The application's value of type `T`, handed to the runtime with
+    /// [`RuntimeBuilder::state`](crate::RuntimeBuilder::state); `None` when it gave none (and
+    /// in a worker process, where an isolated tool runs).
+    ///
+    /// ```ignore
+    /// #[tool(permission = perms::leave::read)]
+    /// /// Reads the user's leave balance.
+    /// async fn leave_balance(cx: &ToolContext<'_>) -> Result<f64, String> {
+    ///     let db = cx.state::<Db>().ok_or("the leave database is not configured")?;
+    ///     db.balance(cx.principal())
+    /// }
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&'a T> {
+        self.call.state.get::<T>()
     }
 }
 
@@ -765,6 +861,7 @@ mod witness_tests {
             spec: &<delete_everything as Tool>::SPEC,
             invoker: None,
             approved,
+            state: AppState::default(),
             #[cfg(feature = "mcp")]
             imports: None,
         }

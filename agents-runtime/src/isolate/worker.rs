@@ -123,6 +123,8 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
             tool: tool.spec.name,
             nonce: crate::token::random_bytes::<16>(),
         }),
+        // The application's state stays in its process.
+        state: crate::tool::AppState::default(),
         #[cfg(feature = "mcp")]
         imports: None,
     };

@@ -245,8 +245,8 @@ impl ProviderError {
         }
     }
 
-    /// The same error with `f` applied to every text it carries.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// The same error with `f` applied to every text it carries (the run masks the secret
+    /// values of its calls in a provider's error this way: it may quote the request).
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::UnknownModel { model, detail } => Self::UnknownModel { model: f(&model), detail: f(&detail) },

@@ -8,7 +8,8 @@ use super::pending::Heard;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
-use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunOutcome, RunStatus, StartError, Verdict, lock};
+use super::outcome::{Ending, Failure};
+use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
@@ -100,6 +101,8 @@ pub(super) struct Inner {
     /// The MCP servers imported tools are called on.
     #[cfg(feature = "mcp")]
     pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    /// The application's state, reachable from every tool's context.
+    pub(super) state: crate::tool::AppState,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -162,6 +165,7 @@ pub struct RuntimeBuilder {
     slot_lease: Duration,
     #[cfg(feature = "mcp")]
     mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    state: crate::tool::AppState,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -247,6 +251,29 @@ impl RuntimeBuilder {
     /// [`StartError::TooManyRuns`] message as its error, before anything ran or was recorded.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
+        self
+    }
+    /// Hands the tools a value of the application's (a database pool, a service client, a
+    /// store): a tool reads it with [`ToolContext::state`](crate::ToolContext::state), by its
+    /// type. One value per type; a second value of the same type replaces the first. A tool
+    /// that runs in a worker process ([`RuntimeBuilder::isolation`]) has no state.
+    ///
+    /// ```
+    /// # use agents_runtime::{Runtime, audit::MemorySink, provider::ScriptedProvider};
+    /// # use std::sync::Arc;
+    /// struct Db { url: String }
+    /// let rt = Runtime::builder(Arc::new(MemorySink::new()), Arc::new(ScriptedProvider::new([])))
+    ///     .state(Db { url: "postgres://localhost/app".into() })
+    ///     .build();
+    /// # drop(rt);
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.shared_state(Arc::new(value))
+    }
+    /// [`RuntimeBuilder::state`] for a value the application shares with others (the
+    /// tools read it as `T`, the application keeps its `Arc`).
+    pub fn shared_state<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.state.insert(value);
         self
     }
     /// Keys redacted wherever they appear.
@@ -388,6 +415,7 @@ impl RuntimeBuilder {
                 history_bytes: self.history_bytes,
                 #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,
+                state: self.state,
             }),
         }
     }
@@ -536,6 +564,7 @@ impl Runtime {
             slot_lease: RUN_SLOT_LEASE,
             #[cfg(feature = "mcp")]
             mcp_imports: None,
+            state: crate::tool::AppState::default(),
         }
     }
 
@@ -671,8 +700,10 @@ impl Runtime {
                             // the audit log refused.
                             let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
                             ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
-                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: "failed".into() });
-                            return RunOutcome { error: Some(error), ..RunOutcome::empty(run_id, RunStatus::Failed) };
+                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
+                            let mut ending = Ending::empty(run_id, RunStatus::Failed);
+                            ending.failure = Some(Failure::NotStarted(e));
+                            return ending;
                         }
                     },
                 };

@@ -364,7 +364,7 @@ async fn substitute<A: Registry>(
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
     ctx.note_result(call.id, spec.name, &result);
-    ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
+    ctx.emit_result(call.id, spec.name, AuditStatus::Substituted, Some(&result));
     CallOutcome::ok(result)
 }
 
@@ -394,11 +394,11 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             let mut f = base(AuditStatus::Executed, redacted);
             f.reason = cut;
             f.result = Some(kept);
-            (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
+            (f, AuditStatus::Executed, CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
             let message = if secrets.is_empty() { e.message } else { secrets.text(&e.message) };
-            (base(AuditStatus::Failed, redacted).reason(message.clone()), "failed", CallOutcome::err(message))
+            (base(AuditStatus::Failed, redacted).reason(message.clone()), AuditStatus::Failed, CallOutcome::err(message))
         }
     };
     let audited = ctx.audit(record);
