@@ -39,7 +39,7 @@ pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{
     CallStatus, CallSummary, ConfirmMode, PendingDecision, ResumedCall, RunError, RunHandle, RunOutput, RunReport,
-    RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
+    RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
 };
 pub use tool::{
     ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry, ToolContext,

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use run_common::*;
 use std::sync::Arc;
 use std::time::Duration;
+use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { leave.write }
@@ -99,9 +100,9 @@ async fn a_confirmation_the_audit_log_refuses_approves_nothing() {
     let sink = Arc::new(RefusingSink::new([AuditStatus::Confirmed]));
     let rt = runtime(sink.clone());
     let out = rt.start::<Desk>(me(), "p-refused", "three days please".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     let out = rt.start::<Desk>(me(), "p-refused", "yes".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "the proposal still waits: {out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "the proposal still waits: {out:?}");
     assert_eq!(ran("p-refused"), 0, "nothing runs on an approval that is not on record");
     assert!(with_status(&sink.inner, AuditStatus::Confirmed).is_empty());
     assert!(with_status(&sink.inner, AuditStatus::Executed).is_empty());
@@ -112,7 +113,7 @@ async fn two_concurrent_yes_messages_decide_the_proposal_once_and_run_it_once() 
     let audit = Arc::new(MemorySink::new());
     let rt = runtime(audit.clone());
     let out = rt.start::<Desk>(me(), "p-twice", "three days please".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     let proposal = with_status(&audit, AuditStatus::Proposed)[0].call_id.clone().unwrap();
     let first = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();
     let second = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();

@@ -15,6 +15,7 @@ use agents_runtime::{Principal, RoleMap, Runtime, Secret, ToolContext, agent, pe
 use base64::Engine as _;
 use proptest::prelude::*;
 use std::sync::Arc;
+use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { vault.open }
@@ -177,11 +178,11 @@ proptest! {
                 let run = runtime.start::<VaultRun>(principal, "fuzz-run", "go".into()).unwrap();
                 let mut events = run.subscribe();
                 let out = run.wait().await;
-                assert!(out.error.is_some(), "the answer does not fit the output type: {out:?}");
+                assert!(out.error_text().is_some(), "the answer does not fit the output type: {out:?}");
                 runtime.records_settled().await;
                 // The model's own answer (the outcome's text, the message and token events) is
                 // passed on as the model wrote it; every text the runtime derives is scanned.
-                let mut seen = format!("{:?}{}", out.error, serde_json::to_string(&audit.records()).unwrap());
+                let mut seen = format!("{:?}{}", out.error_text(), serde_json::to_string(&audit.records()).unwrap());
                 while let Ok(e) = events.try_recv() {
                     if !matches!(e, Event::Message { .. } | Event::Token { .. }) {
                         seen.push_str(&format!("{e:?}"));

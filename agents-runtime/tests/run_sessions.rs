@@ -10,6 +10,7 @@ use agents_runtime::run::StartError;
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
+use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { case.read }
@@ -51,7 +52,7 @@ async fn turn(
         p.push(r);
     }
     let out = rt.start::<Cases>(who, session, input.to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 }
 
 /// Everything the model was sent in a request, as one text.

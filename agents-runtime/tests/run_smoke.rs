@@ -6,6 +6,7 @@ use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, ToolContext, Verdict, agent, permissions, tool};
 use std::sync::Arc;
+use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { athlete.read, injury.write }
@@ -60,8 +61,8 @@ async fn read_then_approved_action() {
         }
     }
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.output.as_deref(), Some("done"));
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().map(|s| s.as_str()), Some("done"));
     let statuses: Vec<_> = audit.records().iter().map(|r| r.status).collect();
     use AuditStatus::*;
     assert_eq!(statuses, vec![RunStarted, Proposed, Executed, Proposed, Confirmed, Executed, RunFinished]);

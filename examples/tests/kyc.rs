@@ -17,6 +17,7 @@ use examples::kyc::app::{DemoFiles, MAX_TOOL_CALLS_PER_RUN, analyst, run_demo};
 use examples::kyc::{ApprovalDecision, DecisionKind, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with};
 use serde_json::json;
 use std::sync::Arc;
+use agents_runtime::RunResultExt as _;
 
 fn manifest() -> Manifest {
     Manifest::parse(KycReviewer::MANIFEST).unwrap()
@@ -139,9 +140,9 @@ async fn a_malformed_decision_is_refused_with_a_clear_error_and_audited() {
         let sink = Arc::new(MemorySink::new());
         let rt = Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build();
         let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Failed, "{answer}");
-        assert!(out.output.is_none());
-        let error = out.error.unwrap();
+        assert_eq!(out.status(), RunStatus::Failed, "{answer}");
+        assert!(out.output().is_none());
+        let error = out.error_text().unwrap();
         assert!(error.starts_with("the model's final answer does not fit `ApprovalDecision`: "), "{error}");
         assert!(error.contains(why), "{error}");
         let records = sink.records();

@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use agents_runtime::RunResultExt as _;
 
 /// Whether the runtime's guard is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -182,7 +183,7 @@ async fn converse<A: Registry<Input = String>>(
                 }
             }
             let outcome = run.wait().await;
-            if outcome.status != RunStatus::AwaitingConfirmation {
+            if outcome.status() != RunStatus::AwaitingConfirmation {
                 continue;
             }
             let last = lock(person).seen.last().map(|(c, _)| c.clone());

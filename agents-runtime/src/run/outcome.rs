@@ -334,6 +334,59 @@ impl RunError {
     }
 }
 
+/// What a run's result tells whether the run answered or not: its status, its report and its
+/// error text, read the same way from both sides of [`RunHandle::wait`]'s `Result`.
+///
+/// ```
+/// # use agents_runtime::{RunError, RunOutput, RunResultExt, RunStatus};
+/// fn summary<O>(result: &Result<RunOutput<O>, RunError>) -> String {
+///     let calls = result.calls().len();
+///     match result.error_text() {
+///         None => format!("{} after {calls} calls: {}", result.status(), result.text()),
+///         Some(e) => format!("{} after {calls} calls: {e}", result.status()),
+///     }
+/// }
+/// ```
+pub trait RunResultExt<O> {
+    /// How the run ended.
+    fn status(&self) -> RunStatus;
+    /// What the run did.
+    fn report(&self) -> &RunReport;
+    /// The typed output, when the run completed.
+    fn output(&self) -> Option<&O>;
+    /// The error's text, when the run ended without an answer.
+    fn error_text(&self) -> Option<String>;
+    /// The model's last text.
+    fn text(&self) -> &str {
+        &self.report().text
+    }
+    /// The tool calls the run made.
+    fn calls(&self) -> &[CallSummary] {
+        &self.report().calls
+    }
+}
+
+impl<O> RunResultExt<O> for Result<RunOutput<O>, RunError> {
+    fn status(&self) -> RunStatus {
+        match self {
+            Ok(o) => o.status,
+            Err(e) => e.status(),
+        }
+    }
+    fn report(&self) -> &RunReport {
+        match self {
+            Ok(o) => &o.report,
+            Err(e) => e.report(),
+        }
+    }
+    fn output(&self) -> Option<&O> {
+        self.as_ref().ok().and_then(|o| o.output.as_ref())
+    }
+    fn error_text(&self) -> Option<String> {
+        self.as_ref().err().map(ToString::to_string)
+    }
+}
+
 /// Why a run without an answer ended, as the run loop notes it (the status alone tells the
 /// iteration limit, the budget and a stop apart).
 #[derive(Debug)]

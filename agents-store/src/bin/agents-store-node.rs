@@ -22,6 +22,7 @@ use agents_store::PostgresStore;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
+use agents_runtime::RunResultExt as _;
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -165,7 +166,7 @@ async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
         }
     }
     let outcome = run.wait().await;
-    println!("finished {:?}", outcome.status);
+    println!("finished {:?}", outcome.status());
     Ok(())
 }
 

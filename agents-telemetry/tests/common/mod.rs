@@ -9,6 +9,7 @@ use agents_runtime::provider::{ChatResponse, ScriptedProvider, Usage};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Secret, Verdict, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
+use agents_runtime::RunResultExt as _;
 
 /// A value that must never reach a span, an event or a metric.
 pub const SECRET: &str = "PIN-7c1e5a0f-never-exported";
@@ -103,6 +104,6 @@ pub async fn run_scenario() -> Ran {
     };
     tokio::time::timeout(Duration::from_secs(60), wait).await.expect("the run finished");
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    Ran { run_id, status: out.status }
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    Ran { run_id, status: out.status() }
 }

@@ -7,11 +7,12 @@ use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ToolOutcome;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
-use agents_runtime::{Principal, RunOutcome, Runtime, Verdict};
+use agents_runtime::{Principal, RunError, RunOutput, Runtime, Verdict};
 use serde_json::{Value, json};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use agents_runtime::RunResultExt as _;
 
 const USAGE: &str =
     "usage: clinic [--demo | chat [--as physio|doctor|coach|athlete|admin] | manifest | manifest-sha256]
@@ -102,7 +103,7 @@ async fn turn(
     session: &str,
     message: &str,
     decider: Decider<'_>,
-) -> io::Result<RunOutcome<String>> {
+) -> io::Result<Result<RunOutput<String>, RunError>> {
     if let Some(label) = label {
         writeln!(screen.out, "\n{label}> {message}")?;
     }
@@ -335,7 +336,7 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
     while let Some(line) = screen.next_request().await? {
         let line = line.as_str();
         let outcome = turn(&rt, &mut screen, &who, None, "chat", line, Decider::Terminal).await?;
-        if let Some(e) = outcome.error {
+        if let Some(e) = outcome.error_text() {
             writeln!(screen.out, "(the run ended: {e})")?;
         }
     }

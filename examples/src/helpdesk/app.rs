@@ -17,6 +17,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
+use agents_runtime::RunResultExt as _;
 
 const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | mcp | manifest | manifest-sha256]
   (no arguments)   chat on a terminal; set AGENTS_MODEL to use a real model, otherwise rules answer
@@ -190,7 +191,7 @@ async fn turn(
     // The events are read here while the run is awaited below.
     let mut events = std::mem::replace(run.events(), tokio::sync::mpsc::channel(1).1);
     let outcome = screen.show_turn(&mut events, records, run.wait(), show_event).await?;
-    if let Some(e) = outcome.error {
+    if let Some(e) = outcome.error_text() {
         writeln!(screen.out, "  (the run ended: {e})")?;
     }
     Ok(())

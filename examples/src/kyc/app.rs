@@ -20,6 +20,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
+use agents_runtime::RunResultExt as _;
 
 const USAGE: &str = "usage: kyc [--demo [--keep-log] | manifest | manifest-sha256]
   --demo           (also with no arguments) the offline demo: a scripted model, customer files the
@@ -348,7 +349,7 @@ impl Stage<'_> {
         &mut self,
         request: &RawRequest,
         script: Vec<agents_runtime::provider::ChatResponse>,
-    ) -> io::Result<agents_runtime::RunOutcome<ApprovalDecision>> {
+    ) -> io::Result<Result<agents_runtime::RunOutput<ApprovalDecision>, agents_runtime::RunError>> {
         for r in script {
             self.model.push(r);
         }
@@ -362,8 +363,8 @@ impl Stage<'_> {
         let mut events = std::mem::replace(run.events(), no_events());
         let outcome = self.screen.show_turn(&mut events, &mut self.records, run.wait(), show_event).await?;
         self.budget.forget(&outcome.run_id);
-        if let Some(e) = &outcome.error {
-            writeln!(self.screen.out, "  (the run ended {:?}: {e})", outcome.status)?;
+        if let Some(e) = &outcome.error_text() {
+            writeln!(self.screen.out, "  (the run ended {:?}: {e})", outcome.status())?;
         }
         Ok(outcome)
     }
@@ -513,7 +514,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             ],
         )
         .await?;
-    let decision = outcome.output.clone();
+    let decision = outcome.output().clone();
     if let Some(d) = &decision {
         writeln!(
             stage.screen.out,
@@ -638,7 +639,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         .to_string(),
     ));
     let budget_outcome = stage.review(&c1003, script).await?;
-    if let Some(d) = &budget_outcome.output {
+    if let Some(d) = &budget_outcome.output() {
         writeln!(
             stage.screen.out,
             "  >> typed output: decision {:?} after {} documents",
@@ -659,7 +660,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
     writeln!(
         stage.screen.out,
         "  >> no decision reached the application (output: {:?})",
-        malformed.output.as_ref().map(|d| d.decision)
+        malformed.output().as_ref().map(|d| d.decision)
     )?;
 
     let Stage { mut screen, gated, plain, .. } = stage;
@@ -684,8 +685,8 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         records,
         decision,
         attempts,
-        budget_decision: budget_outcome.output,
-        malformed: (malformed.status, malformed.error),
+        budget_decision: budget_outcome.output(),
+        malformed: (malformed.status(), malformed.error_text()),
     })
 }
 

@@ -8,6 +8,7 @@ use agents::{Agent, Principal, Registry, RoleMap, RunStatus, Runtime};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use ui_agent_app::Clinic;
+use agents_runtime::RunResultExt as _;
 
 #[test]
 fn the_manifest_hash_is_the_sha256_of_the_manifest_bytes() {
@@ -48,7 +49,7 @@ async fn a_tool_from_the_other_crate_invokes_another_through_the_gate() {
     let me = Principal::new("u1", "org1", "physio");
     let run = rt.start::<Clinic>(me, "s1", "summarise".to_owned()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 
     // The nested call went through the gate and was audited before the outer one finished.
     let executed: Vec<String> = audit
