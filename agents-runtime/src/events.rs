@@ -236,8 +236,14 @@ mod tests {
                 Event::Status { run_id: "r".into(), status: RunPhase::WaitingForConfirmation },
                 r#"{"type":"status","run_id":"r","status":"waiting_for_confirmation"}"#,
             ),
-            (Event::Status { run_id: "r".into(), status: RunPhase::Started }, r#"{"type":"status","run_id":"r","status":"started"}"#),
-            (Event::Status { run_id: "r".into(), status: RunPhase::Thinking }, r#"{"type":"status","run_id":"r","status":"thinking"}"#),
+            (
+                Event::Status { run_id: "r".into(), status: RunPhase::Started },
+                r#"{"type":"status","run_id":"r","status":"started"}"#,
+            ),
+            (
+                Event::Status { run_id: "r".into(), status: RunPhase::Thinking },
+                r#"{"type":"status","run_id":"r","status":"thinking"}"#,
+            ),
             (
                 Event::Done { run_id: "r".into(), status: RunStatus::AwaitingConfirmation },
                 r#"{"type":"done","run_id":"r","status":"awaiting_confirmation"}"#,

@@ -42,8 +42,8 @@ pub use run::{
     RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
 };
 pub use tool::{
-    ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry, ToolContext,
-    ToolError, linked_tools,
+    ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry,
+    ToolContext, ToolError, linked_tools,
 };
 
 /// A boxed future that may move between threads: what the runtime's traits return (a

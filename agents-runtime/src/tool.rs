@@ -39,10 +39,7 @@ impl ToolError {
     /// let cause = e.source().and_then(|s| s.downcast_ref::<std::io::Error>()).unwrap();
     /// assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
     /// ```
-    pub fn with_source(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_source(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         ToolError { message: message.into(), source: Some(Arc::new(source)) }
     }
 }

@@ -8,6 +8,7 @@
 
 mod mcp_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::mcp::{HttpLimits, HttpServer, McpHttpOptions, McpOptions, serve_http, serve_io};
 use agents_runtime::provider::ScriptedProvider;
@@ -18,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { note.read, note.write }

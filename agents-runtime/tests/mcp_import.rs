@@ -42,8 +42,8 @@ mcp_import! {
     pub fn lookup_policy;
 }
 
-use fixture::{add_note, crash, search};
 use agents_runtime::RunResultExt as _;
+use fixture::{add_note, crash, search};
 
 agent! {
     /// Keeps notes through a third party's server.

@@ -7,6 +7,7 @@
 
 mod mcp_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::mcp::{HttpServer, McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
@@ -18,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { note.read, note.write }

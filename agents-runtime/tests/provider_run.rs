@@ -6,6 +6,7 @@
 
 mod provider_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::budget::InMemoryBudget;
 use agents_runtime::events::Event;
@@ -20,7 +21,6 @@ use provider_common::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { notes.read }

@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -12,7 +13,6 @@ use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Secret, ToolContext
 use run_common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { athlete.read, injury.write, account.write }

@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -11,7 +12,6 @@ use agents_runtime::{ConfirmMode, Principal, RoleMap, RunStatus, Runtime, ToolCo
 use run_common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { leave.write }
@@ -320,7 +320,10 @@ async fn the_classifier_model_call_passes_the_budget_gate_and_counts() {
             let out = turn(&rt, &provider, session, "yes please", script).await;
             assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
             assert_eq!(judge.requests().len(), 1, "the classifier's model was asked");
-            assert!((out.report().usage.cost_usd - 0.02).abs() < 1e-12, "the run's cost includes the classifier's: {out:?}");
+            assert!(
+                (out.report().usage.cost_usd - 0.02).abs() < 1e-12,
+                "the run's cost includes the classifier's: {out:?}"
+            );
             assert!((budget.user_spend("acme", "emp-1") - 0.02).abs() < 1e-12, "and so does the store");
             assert_eq!(budget.user_held("acme", "emp-1"), 0.0);
         } else {

@@ -4,6 +4,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -17,7 +18,6 @@ use run_common::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { leave.write }
@@ -213,7 +213,11 @@ async fn a_stopped_turn_lets_the_approval_it_granted_expire() {
     assert_eq!(say(&rt, me(), "stop-yes", "propose").await, RunStatus::AwaitingConfirmation);
     model.hang.store(true, Ordering::SeqCst);
     let mut run = rt.start::<Desk>(me(), "stop-yes", "yes".into()).unwrap();
-    until(&mut run, |e| matches!(e, Event::Status { status, .. } if *status == agents_runtime::events::RunPhase::Thinking)).await;
+    until(
+        &mut run,
+        |e| matches!(e, Event::Status { status, .. } if *status == agents_runtime::events::RunPhase::Thinking),
+    )
+    .await;
     run.stop();
     assert_eq!(run.wait().await.status(), RunStatus::Cancelled);
     model.hang.store(false, Ordering::SeqCst);

@@ -2,6 +2,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::SUBSCRIBER_BUFFER;
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
@@ -10,7 +11,6 @@ use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, ToolContext, agent,
 use run_common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { athlete.read }

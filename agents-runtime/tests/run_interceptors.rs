@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::interceptor::{Decision, Interception};
 use agents_runtime::provider::ScriptedProvider;
@@ -12,7 +13,6 @@ use run_common::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { files.read }

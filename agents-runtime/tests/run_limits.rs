@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::budget::{BudgetStore, InMemoryBudget};
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
@@ -17,7 +18,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { athlete.read, injury.write }

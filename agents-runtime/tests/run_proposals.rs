@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::classifier::{Classification, ConfirmationClassifier, ProposalSummary};
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -12,7 +13,6 @@ use futures::future::BoxFuture;
 use run_common::*;
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { leave.write }

@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::PrincipalError;
 use agents_runtime::audit::{AuditResult, AuditStatus, MemorySink};
 use agents_runtime::provider::ScriptedProvider;
@@ -13,7 +14,6 @@ use hmac::{Hmac, Mac};
 use run_common::*;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { data.read }

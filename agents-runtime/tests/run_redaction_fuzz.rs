@@ -7,6 +7,7 @@
 //! `AGENTS_REDACTION_CASES` sets the number of cases (10^4 by default; the full proof runs
 //! 10^5: `AGENTS_REDACTION_CASES=100000 cargo test -p agents-runtime --test run_redaction_fuzz`).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -15,7 +16,6 @@ use agents_runtime::{Principal, RoleMap, Runtime, Secret, ToolContext, agent, pe
 use base64::Engine as _;
 use proptest::prelude::*;
 use std::sync::Arc;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { vault.open }

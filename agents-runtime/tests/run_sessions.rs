@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatMessage, ChatRequest, ChatResponse, ScriptedProvider};
@@ -10,7 +11,6 @@ use agents_runtime::run::StartError;
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { case.read }

@@ -1,12 +1,12 @@
 //! A run end to end with the scripted provider: a read, an approved action, audit order.
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, ToolContext, Verdict, agent, permissions, tool};
 use std::sync::Arc;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { athlete.read, injury.write }

@@ -5,13 +5,13 @@
 //! `cargo test -p agents-runtime --test session_memory -- --nocapture` prints the figures.
 
 use agents_runtime::BoxFuture;
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{Appended, AuditRecord, AuditSink};
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 /// The process's resident set size in bytes (`VmRSS` of `/proc/self/status`).
 fn rss() -> isize {

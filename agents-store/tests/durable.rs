@@ -5,6 +5,7 @@
 //! in-memory store (two runtimes in one process), SQLite (a second process, killed) and a real
 //! PostgreSQL (a second process, killed).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
@@ -19,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use agents_runtime::RunResultExt as _;
 
 /// A model answer that calls `submit_leave` under the provider's own id `id`.
 fn call_with_id(id: &str, days: u32) -> ChatResponse {

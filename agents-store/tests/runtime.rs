@@ -1,6 +1,7 @@
 //! The runtime on a durable store: confirmation tokens and per-user run slots go through it,
 //! so the cap of concurrent runs holds across two runtimes ("nodes") sharing one database.
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -14,7 +15,6 @@ use agents_store::{PostgresStore, SqliteStore};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use agents_runtime::RunResultExt as _;
 
 permissions! {
     pub mod perms { leave.write }

@@ -3,6 +3,7 @@
 //! record, the manifest's policy equal to what the handle enforces, the tool-call budget, and
 //! the demo's printed records equal to its log.
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::baseline::assert_baseline;
 use agents_runtime::agents_core::canonical::sha256_hex;
 use agents_runtime::agents_core::manifest::Manifest;
@@ -17,7 +18,6 @@ use examples::kyc::app::{DemoFiles, MAX_TOOL_CALLS_PER_RUN, analyst, run_demo};
 use examples::kyc::{ApprovalDecision, DecisionKind, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with};
 use serde_json::json;
 use std::sync::Arc;
-use agents_runtime::RunResultExt as _;
 
 fn manifest() -> Manifest {
     Manifest::parse(KycReviewer::MANIFEST).unwrap()

@@ -5,6 +5,7 @@ use crate::apps::{App, Channel, Target};
 use crate::model::GullibleModel;
 use crate::person::{Answer, Card, Person};
 use crate::scenario::{Carrier, Effect, Expect, Goal, Suite, Task};
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::audit::severe::severe_failures;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
@@ -19,7 +20,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use agents_runtime::RunResultExt as _;
 
 /// Whether the runtime's guard is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -259,7 +259,8 @@ pub async fn run_scenario_with_log(
     let conversational = target.channel == Channel::Conversational;
     let mut builder = Runtime::builder(sink.clone(), model.clone())
         .confirm_mode(if conversational { ConfirmMode::Conversational } else { ConfirmMode::Dialog })
-        .record_raw_results(true);
+        .record_raw_results(true)
+        .shared_state(examples::helpdesk::store::Store::shared());
     let person = match mode {
         Mode::Guarded => {
             builder = builder.roles(app.roles());

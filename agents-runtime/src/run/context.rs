@@ -3,11 +3,11 @@
 
 use super::confirm::DirectConfirm;
 use super::gate::gate_call;
+use super::outcome::{CallStatus, CallSummary};
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::runtime::{DisabledFallback, Inner};
 use super::secrets::CallSecrets;
 use super::session::push_digest;
-use super::outcome::{CallStatus, CallSummary};
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};

@@ -4,11 +4,11 @@
 
 use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
+use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::RecordFields;
 use super::session::{PendingProposal, digest_message, owner_of, remember_turn, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
-use super::outcome::{Ending, Failure};
 use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
 use crate::budget::Reservation;
@@ -391,7 +391,13 @@ impl<A: Registry> Turn<A> {
             // or rebound to another role meanwhile does not take this turn's text.
             let me = owner_of(&ctx.principal);
             if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
-                remember_turn(s, input, &outcome.report.text, ctx.limits.history_messages as usize, ctx.inner.history_bytes);
+                remember_turn(
+                    s,
+                    input,
+                    &outcome.report.text,
+                    ctx.limits.history_messages as usize,
+                    ctx.inner.history_bytes,
+                );
                 s.last_used = Some(tokio::time::Instant::now());
             }
         }

@@ -174,7 +174,9 @@ mod session;
 mod spend;
 
 pub use confirm::{ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DecisionError, Undecided, Verdict};
-pub use outcome::{CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError};
+pub use outcome::{
+    CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
+};
 pub use pending::PendingDecision;
 pub use resume::{RESUME_BATCH, ResumedCall};
 pub use runtime::{

@@ -4,11 +4,11 @@
 use super::confirm::{DirectConfirm, LocalWaiter};
 use super::context::{RunCtx, availability};
 use super::driver::run_loop;
+use super::outcome::{Ending, Failure};
 use super::pending::Heard;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
-use super::outcome::{Ending, Failure};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};

@@ -17,12 +17,12 @@
 //! model proposes one action, the process says which call waits for a decision, and the run
 //! goes on once the decision arrives through the store (or the process is killed).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, StoredVerdict};
 use agents_store::PostgresStore;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
-use agents_runtime::RunResultExt as _;
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 

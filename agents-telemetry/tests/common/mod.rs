@@ -2,6 +2,7 @@
 //! shared by the span, OTLP and redaction tests.
 #![allow(dead_code, unreachable_pub)]
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -9,7 +10,6 @@ use agents_runtime::provider::{ChatResponse, ScriptedProvider, Usage};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Secret, Verdict, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
-use agents_runtime::RunResultExt as _;
 
 /// A value that must never reach a span, an event or a metric.
 pub const SECRET: &str = "PIN-7c1e5a0f-never-exported";

@@ -3,6 +3,7 @@
 use super::store::Store;
 use super::{ADMIN, ATHLETE, COACH, DOCTOR, Kinetix, PHYSIO};
 use crate::console::{Screen, provider_or_offline, read_line, severe_failures, short, temp_audit_path, tokio_runtime};
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ToolOutcome;
@@ -12,7 +13,6 @@ use serde_json::{Value, json};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use agents_runtime::RunResultExt as _;
 
 const USAGE: &str =
     "usage: clinic [--demo | chat [--as physio|doctor|coach|athlete|admin] | manifest | manifest-sha256]

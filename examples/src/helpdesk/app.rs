@@ -5,6 +5,7 @@ use super::{DeskLoop, EMPLOYEE};
 use crate::console::{
     Screen, ShowingSink, Shown, canonical, provider_or_offline, severe_failures, temp_audit_path, tokio_runtime,
 };
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::severe::SevereFailure;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
@@ -17,7 +18,6 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
-use agents_runtime::RunResultExt as _;
 
 const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | mcp | manifest | manifest-sha256]
   (no arguments)   chat on a terminal; set AGENTS_MODEL to use a real model, otherwise rules answer
@@ -131,6 +131,7 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
     let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
     let rt = Runtime::builder(Arc::new(sink), Arc::new(HelpdeskModel::new().provider()))
         .roles(super::roles().clone())
+        .shared_state(Store::shared())
         .build();
     let options = agents_runtime::mcp::McpOptions::default();
     if !http {
@@ -227,6 +228,7 @@ fn build_runtime(provider: Arc<dyn Provider>, path: &Path) -> io::Result<(Runtim
     let rt = Runtime::builder(Arc::new(sink), provider)
         .roles(super::roles().clone())
         .confirm_mode(ConfirmMode::Conversational)
+        .shared_state(Store::shared())
         .build();
     Ok((rt, records))
 }

@@ -5,6 +5,7 @@ use super::tools::{read_customer_file, save_review_note};
 use super::vendor::{KycExtractor, vendor_extract_text};
 use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
+use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::agents_core::policy::{GlobSet, lexical_path};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
@@ -20,7 +21,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
-use agents_runtime::RunResultExt as _;
 
 const USAGE: &str = "usage: kyc [--demo [--keep-log] | manifest | manifest-sha256]
   --demo           (also with no arguments) the offline demo: a scripted model, customer files the

@@ -398,7 +398,11 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
         }
         Err(e) => {
             let message = if secrets.is_empty() { e.message } else { secrets.text(&e.message) };
-            (base(AuditStatus::Failed, redacted).reason(message.clone()), AuditStatus::Failed, CallOutcome::err(message))
+            (
+                base(AuditStatus::Failed, redacted).reason(message.clone()),
+                AuditStatus::Failed,
+                CallOutcome::err(message),
+            )
         }
     };
     let audited = ctx.audit(record);

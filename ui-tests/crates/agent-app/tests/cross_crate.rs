@@ -5,10 +5,10 @@ use agents::core::manifest::Manifest;
 use agents::provider::scripted::{reply, tool_call};
 use agents::provider::{ChatMessage, ScriptedProvider};
 use agents::{Agent, Principal, Registry, RoleMap, RunStatus, Runtime};
+use agents_runtime::RunResultExt as _;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use ui_agent_app::Clinic;
-use agents_runtime::RunResultExt as _;
 
 #[test]
 fn the_manifest_hash_is_the_sha256_of_the_manifest_bytes() {
