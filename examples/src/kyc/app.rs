@@ -514,7 +514,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             ],
         )
         .await?;
-    let decision = outcome.output().clone();
+    let decision = outcome.output().cloned();
     if let Some(d) = &decision {
         writeln!(
             stage.screen.out,
@@ -639,7 +639,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         .to_string(),
     ));
     let budget_outcome = stage.review(&c1003, script).await?;
-    if let Some(d) = &budget_outcome.output() {
+    if let Some(d) = budget_outcome.output() {
         writeln!(
             stage.screen.out,
             "  >> typed output: decision {:?} after {} documents",
@@ -660,7 +660,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
     writeln!(
         stage.screen.out,
         "  >> no decision reached the application (output: {:?})",
-        malformed.output().as_ref().map(|d| d.decision)
+        malformed.output().map(|d| d.decision)
     )?;
 
     let Stage { mut screen, gated, plain, .. } = stage;
@@ -685,7 +685,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         records,
         decision,
         attempts,
-        budget_decision: budget_outcome.output(),
+        budget_decision: budget_outcome.output().cloned(),
         malformed: (malformed.status(), malformed.error_text()),
     })
 }
