@@ -8,7 +8,6 @@
 
 mod mcp_common;
 
-use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::mcp::{HttpLimits, HttpServer, McpHttpOptions, McpOptions, serve_http, serve_io};
 use agents_runtime::provider::ScriptedProvider;
@@ -168,22 +167,22 @@ async fn event_streams_per_principal_are_capped() {
     }
     let first = sessions[0].get_stream(None).await;
     let second = sessions[1].get_stream(None).await;
-    assert_eq!((first.status(), second.status()), (200, 200));
+    assert_eq!((first.status, second.status), (200, 200));
     let third = sessions[2].get_stream(None).await;
-    assert_eq!(third.status(), 429, "a third stream of the same principal");
+    assert_eq!(third.status, 429, "a third stream of the same principal");
     // Another principal has slots of its own.
     let mut bob = Client::new(addr, "bob-token");
     bob.initialize(false).await;
-    assert_eq!(bob.get_stream(None).await.status(), 200);
+    assert_eq!(bob.get_stream(None).await.status, 200);
     // A closed stream gives its slot back.
     drop(first);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let again = sessions[2].get_stream(None).await;
-        if again.status() == 200 {
+        if again.status == 200 {
             break;
         }
-        assert_eq!(again.status(), 429);
+        assert_eq!(again.status, 429);
         assert!(tokio::time::Instant::now() < deadline, "the closed stream's slot never came back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -206,7 +205,7 @@ async fn sessions_per_principal_are_capped() {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": mcp_common::PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
     let third = Client::new(addr, "alice-token").post(&init).await;
-    assert_eq!(third.status(), 429, "a third session of the same principal");
+    assert_eq!(third.status, 429, "a third session of the same principal");
     assert!(third.header("mcp-session-id").is_none(), "no session was made");
     let text = third.text().await;
     assert!(text.contains("already has 2 open MCP sessions"), "{text}");
@@ -215,10 +214,10 @@ async fn sessions_per_principal_are_capped() {
     let mut bob = Client::new(addr, "bob-token");
     bob.initialize(false).await;
     // Ending a session gives its slot back.
-    assert_eq!(alice[0].delete().await.status(), 202);
+    assert_eq!(alice[0].delete().await.status, 202);
     let mut again = Client::new(addr, "alice-token");
     again.initialize(false).await;
-    assert_eq!(again.call(1, "read_note", json!({"id": 1})).await.status(), 200, "the new session works");
+    assert_eq!(again.call(1, "read_note", json!({"id": 1})).await.status, 200, "the new session works");
     s.shutdown();
     s.wait().await;
 }

@@ -7,7 +7,6 @@
 
 mod mcp_common;
 
-use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::mcp::{HttpServer, McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
@@ -123,7 +122,7 @@ async fn a_client_that_disconnects_while_asked_is_recorded_as_disconnected_not_d
     elicitation_id(&mut call).await;
     drop(call);
     let last = final_of(&audit, "user-1").await;
-    assert_eq!(last.status(), AuditStatus::Skipped, "{last:?}");
+    assert_eq!(last.status, AuditStatus::Skipped, "{last:?}");
     assert_eq!(reason_of(&last), Some(Undecided::Disconnected), "{last:?}");
     assert_eq!(written(101), 0);
     s.shutdown();
@@ -141,7 +140,7 @@ async fn an_unanswered_question_is_recorded_as_timeout() {
     let answer = response_to(&mut call, 1).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     let last = final_of(&audit, "user-2").await;
-    assert_eq!((last.status(), reason_of(&last)), (AuditStatus::Skipped, Some(Undecided::TimedOut)), "{last:?}");
+    assert_eq!((last.status, reason_of(&last)), (AuditStatus::Skipped, Some(Undecided::TimedOut)), "{last:?}");
     assert_eq!(written(102), 0);
     s.shutdown();
     s.wait().await;
@@ -163,7 +162,7 @@ async fn dismissing_is_not_declining_and_declining_is() {
         assert_eq!(r.status, 202);
         response_to(&mut call, 1).await;
         let last = final_of(&audit, &format!("user-{user}")).await;
-        assert_eq!((last.status(), reason_of(&last)), (status, reason), "{action}: {last:?}");
+        assert_eq!((last.status, reason_of(&last)), (status, reason), "{action}: {last:?}");
         if status == AuditStatus::Rejected {
             assert_eq!(last.reason.as_deref(), Some("the user declined"));
         }
@@ -186,11 +185,11 @@ async fn a_shutdown_while_asked_is_recorded_as_shutdown_and_ends_the_session() {
     tokio::time::timeout(Duration::from_secs(10), s.wait()).await.expect("the server stops");
     let records = audit.records();
     let last = final_of(&audit, "user-5").await;
-    assert_eq!((last.status(), reason_of(&last)), (AuditStatus::Skipped, Some(Undecided::Shutdown)), "{last:?}");
+    assert_eq!((last.status, reason_of(&last)), (AuditStatus::Skipped, Some(Undecided::Shutdown)), "{last:?}");
     let of_session: Vec<&AuditRecord> = records.iter().filter(|r| r.session_id.as_str() == session).collect();
     assert_eq!(of_session.first().unwrap().status, AuditStatus::RunStarted);
     let end = of_session.last().unwrap();
-    assert_eq!((end.status(), end.reason.as_deref()), (AuditStatus::RunFinished, Some("shutdown")), "{of_session:?}");
+    assert_eq!((end.status, end.reason.as_deref()), (AuditStatus::RunFinished, Some("shutdown")), "{of_session:?}");
     assert_eq!(written(104), 0);
     drop(call);
 }
@@ -229,7 +228,7 @@ async fn two_hundred_sessions_with_disconnects_and_a_shutdown_in_the_middle() {
             asked.fetch_add(1, Ordering::SeqCst);
             match fate {
                 Fate::Approve | Fate::Decline => {
-                    assert_eq!(c.answer(&q, fate == Fate::Approve).await.status(), 202);
+                    assert_eq!(c.answer(&q, fate == Fate::Approve).await.status, 202);
                     response_to(&mut call, 1).await;
                     let _ = done_tx.send(()).await;
                     None
@@ -285,7 +284,7 @@ async fn two_hundred_sessions_with_disconnects_and_a_shutdown_in_the_middle() {
             Fate::Disconnect => (AuditStatus::Skipped, Some(Undecided::Disconnected)),
             Fate::Wait => (AuditStatus::Skipped, Some(Undecided::Shutdown)),
         };
-        assert_eq!((end.status(), reason_of(end)), expected, "seed {seed}: {user} ({fate:?}): {end:?}");
+        assert_eq!((end.status, reason_of(end)), expected, "seed {seed}: {user} ({fate:?}): {end:?}");
         assert_eq!(written(1000 + i as u32), usize::from(fate == &Fate::Approve), "seed {seed}: {user}");
         // And the session's own start and end.
         let session: Vec<&AuditRecord> = records.iter().filter(|r| r.session_id == proposed.session_id).collect();
@@ -354,6 +353,6 @@ async fn a_dropped_call_still_gets_its_final_record() {
     let after = &finals(&records)[after_id];
     assert_eq!((after[0].status, reason_of(after[0])), (AuditStatus::Skipped, Some(Undecided::Shutdown)));
     let end = records.last().unwrap();
-    assert_eq!((end.status(), end.reason.as_deref()), (AuditStatus::RunFinished, Some("shutdown")));
+    assert_eq!((end.status, end.reason.as_deref()), (AuditStatus::RunFinished, Some("shutdown")));
     assert_eq!(written(105), 0);
 }

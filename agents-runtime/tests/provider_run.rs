@@ -96,7 +96,7 @@ async fn a_panicking_provider_fails_the_run_with_its_final_event_and_record() {
         assert!(ended.is_ok(), "no final event within 10 s: {events:?}");
         let out = run.wait().await;
         assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
-        let error = out.error_text().as_deref().unwrap();
+        let error = out.error_text().unwrap();
         assert!(error.contains("the model provider panicked"), "{error}");
         assert!(!error.contains("the run task failed"), "{error}");
         assert!(

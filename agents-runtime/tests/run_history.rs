@@ -176,14 +176,14 @@ async fn a_typed_agent_returns_its_output_type() {
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider.clone()).roles(roles()).build();
     let out = rt.start::<Triager>(me(), "typed", "triage this".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
-    assert_eq!(out.output(), Some(Triage { severity: 3, summary: "grade 2 ankle sprain".into() }));
+    assert_eq!(out.output(), Some(&Triage { severity: 3, summary: "grade 2 ankle sprain".into() }));
     let schema = provider.requests()[0].response_schema.clone().expect("the output schema is sent to the model");
     assert!(schema["properties"]["severity"].is_object(), "{schema}");
 
     // A fenced block is read too.
     provider.push(reply("```json\n{\"severity\": 1, \"summary\": \"bruise\"}\n```"));
     let out = rt.start::<Triager>(me(), "typed", "and this".into()).unwrap().wait().await;
-    assert_eq!(out.output(), Some(Triage { severity: 1, summary: "bruise".into() }));
+    assert_eq!(out.output(), Some(&Triage { severity: 1, summary: "bruise".into() }));
 }
 
 #[tokio::test]

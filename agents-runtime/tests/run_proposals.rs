@@ -118,8 +118,8 @@ async fn two_concurrent_yes_messages_decide_the_proposal_once_and_run_it_once() 
     let first = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();
     let second = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();
     let (a, b) = tokio::join!(first.wait(), second.wait());
-    assert_ne!(a.status, RunStatus::Failed, "{a:?}");
-    assert_ne!(b.status, RunStatus::Failed, "{b:?}");
+    assert_ne!(a.status(), RunStatus::Failed, "{a:?}");
+    assert_ne!(b.status(), RunStatus::Failed, "{b:?}");
     assert_eq!(ran("p-twice"), 1, "one approval, one execution");
     let decided: Vec<_> = call_statuses(&audit, &proposal);
     assert_eq!(decided, vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed], "{decided:?}");

@@ -48,9 +48,11 @@ agent! {
     tools: [read_balance, add],
 }
 
+/// A figure the model answers with.
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
-struct Figure {
-    amount: u64,
+pub struct Figure {
+    /// How much.
+    pub amount: u64,
 }
 
 agent! {

@@ -362,7 +362,7 @@ impl Stage<'_> {
             self.gated.start::<KycReviewer>(analyst(), "kyc-demo", request.clone()).map_err(io::Error::other)?;
         let mut events = std::mem::replace(run.events(), no_events());
         let outcome = self.screen.show_turn(&mut events, &mut self.records, run.wait(), show_event).await?;
-        self.budget.forget(&outcome.run_id);
+        self.budget.forget(&outcome.report().run_id);
         if let Some(e) = &outcome.error_text() {
             writeln!(self.screen.out, "  (the run ended {:?}: {e})", outcome.status())?;
         }

@@ -1,11 +1,11 @@
 //! The agent's manifest, registry and a run, over tools defined in another crate.
 
+use agents::agents_core::manifest::Manifest;
 use agents::audit::{AuditStatus, MemorySink};
-use agents::core::manifest::Manifest;
 use agents::provider::scripted::{reply, tool_call};
 use agents::provider::{ChatMessage, ScriptedProvider};
+use agents::RunResultExt as _;
 use agents::{Agent, Principal, Registry, RoleMap, RunStatus, Runtime};
-use agents_runtime::RunResultExt as _;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use ui_agent_app::Clinic;
