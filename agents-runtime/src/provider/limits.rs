@@ -27,6 +27,7 @@ use std::fmt;
 /// One of the [`ProviderLimits`], as named by
 /// [`ProviderError::LimitExceeded`](super::ProviderError::LimitExceeded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ProviderLimit {
     /// [`ProviderLimits::max_body_bytes`].
     Body,

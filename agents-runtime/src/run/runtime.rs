@@ -246,9 +246,9 @@ impl RuntimeBuilder {
     ///
     /// A store that answers at once (the in-memory one) refuses a user's run beyond the cap in
     /// [`Runtime::start`] itself. A shared store answers later: `start` then returns the
-    /// handle at once and the run first waits for its slot; a refusal ends it
-    /// [`RunStatus::Failed`](super::RunStatus::Failed) with the
-    /// [`StartError::TooManyRuns`] message as its error, before anything ran or was recorded.
+    /// handle at once and the run first waits for its slot; a refusal ends it with
+    /// [`RunError::NotStarted`](super::RunError::NotStarted) holding
+    /// [`StartError::TooManyRuns`], before anything ran or was recorded.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
         self
