@@ -148,7 +148,11 @@ async fn a_provider_that_never_answers_fails_the_run_after_90_s() {
     let t0 = tokio::time::Instant::now();
     let out = rt.start::<Clinic>(me(), "hang", "hello".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
-    assert_eq!(out.error_text().as_deref(), Some("the model did not answer within 90 s"));
+    assert_eq!(out.error_text().as_deref(), Some("the provider did not answer within 90 s"));
+    assert!(
+        matches!(&out, Err(agents_runtime::RunError::Provider { source: ProviderError::Timeout { secs: 90 }, .. })),
+        "{out:?}"
+    );
     assert_eq!(t0.elapsed(), Duration::from_secs(90));
     assert_eq!(rt.active_runs(&me()), 0);
 }
