@@ -263,7 +263,7 @@ where
     async fn call(&self, name: &str, text: &str) -> serde_json::Value {
         let index = A::tool_index(name).filter(|&i| self.snapshot[i]);
         let entry = index.and_then(A::entry_at).expect("available");
-        let value = agents_runtime::core::strict::parse_args(text).unwrap();
+        let value = agents_runtime::agents_core::strict::parse_args(text).unwrap();
         let typed = entry.parse(&value).unwrap();
         for i in &self.interceptors {
             let d = i

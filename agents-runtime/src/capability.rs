@@ -5,8 +5,8 @@
 //! globs, hosts and names. This binds cooperating tool code; for code you do not trust, run
 //! the tool in a sandboxed subprocess.
 
-use crate::core::ToolSpec;
-use crate::core::policy::{GlobSet, lexical_path};
+use agents_core::ToolSpec;
+use agents_core::policy::{GlobSet, lexical_path};
 use std::path::{Path, PathBuf};
 
 /// A use of a capability outside the declared policy.
@@ -171,7 +171,7 @@ impl NetAccess {
         }
     }
 
-    /// The one reading of a declared host ([`crate::core::policy`], shared with the manifest
+    /// The one reading of a declared host ([`agents_core::policy`], shared with the manifest
     /// diff), applied to the host as the `url` crate resolved it; one trailing dot of a name
     /// is dropped, as DNS reads it.
     fn allows_host(&self, host: &url::Host<String>, port: Option<u16>) -> bool {
@@ -180,7 +180,7 @@ impl NetAccess {
             url::Host::Domain(_) => text.strip_suffix('.').unwrap_or(&text),
             _ => &text,
         };
-        crate::core::policy::host_allowed(self.hosts, text, port)
+        agents_core::policy::host_allowed(self.hosts, text, port)
     }
 
     /// Whether a parsed URL may be reached: `http` or `https`, no user name or password, and
@@ -312,7 +312,7 @@ impl EnvAccess {
 
     /// The value of a declared variable (`Ok(None)` when unset); an undeclared name is refused.
     pub fn var(&self, name: &str) -> Result<Option<String>, CapabilityError> {
-        if crate::core::policy::env_var_granted(self.vars, name) {
+        if agents_core::policy::env_var_granted(self.vars, name) {
             Ok(std::env::var(name).ok())
         } else {
             Err(CapabilityError {
@@ -327,7 +327,7 @@ impl EnvAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{PolicySpec, Risk, Tier};
+    use agents_core::{PolicySpec, Risk, Tier};
 
     static SPEC: ToolSpec = ToolSpec {
         name: "t",

@@ -3,7 +3,7 @@
 //! URLs exactly as the `url` crate (the HTTP client's parser) does.
 
 use super::*;
-use crate::core::{PolicySpec, Risk, Tier};
+use agents_core::{PolicySpec, Risk, Tier};
 use proptest::prelude::*;
 use std::os::unix::fs::symlink;
 use std::sync::Arc;

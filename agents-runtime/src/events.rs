@@ -1,6 +1,9 @@
 //! Events: a live view of a run. A slow subscriber loses events; the run never waits for it.
 //! The audit log, not this stream, is the record.
 
+use crate::audit::AuditStatus;
+use crate::run::RunStatus;
+use agents_core::Risk;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Mutex;
@@ -20,7 +23,7 @@ pub enum Event {
         /// The run.
         run_id: String,
         /// The state.
-        status: String,
+        status: RunPhase,
     },
     /// A fragment of the model's text.
     Token {
@@ -53,7 +56,7 @@ pub enum Event {
         /// Redacted arguments.
         args: Value,
         /// Declared risk.
-        risk: String,
+        risk: Risk,
         /// Why a person is asked beyond the tool's tier: for a tool that reaches the outside
         /// world, which argument was copied from which tool result. Absent for a plain action.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,8 +70,9 @@ pub enum Event {
         call_id: String,
         /// The tool.
         tool: String,
-        /// The audit status.
-        status: String,
+        /// The audit status of the call's final record (`executed`, `failed`, `rejected`,
+        /// `skipped`, `substituted`).
+        status: AuditStatus,
         /// The result shown in the timeline (redacted), when it ran.
         result: Option<Value>,
     },
@@ -101,8 +105,8 @@ pub enum Event {
     Done {
         /// The run.
         run_id: String,
-        /// `completed`, `failed`, `cancelled`, `awaiting_confirmation`.
-        status: String,
+        /// How it ended (`completed`, `failed`, `cancelled`, `awaiting_confirmation`, ...).
+        status: RunStatus,
     },
     /// Something went wrong.
     Error {
@@ -111,6 +115,36 @@ pub enum Event {
         /// What.
         message: String,
     },
+}
+
+/// Where a running run is (the `status` of an [`Event::Status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunPhase {
+    /// The run began (its first record is durable).
+    Started,
+    /// A model call is being made.
+    Thinking,
+    /// An action waits for a person's decision.
+    WaitingForConfirmation,
+}
+
+impl RunPhase {
+    /// The snake_case name, as the JSON form carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunPhase::Started => "started",
+            RunPhase::Thinking => "thinking",
+            RunPhase::WaitingForConfirmation => "waiting_for_confirmation",
+        }
+    }
+}
+
+impl std::fmt::Display for RunPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a human queue receives for a handoff call. Nothing ran.
@@ -193,6 +227,72 @@ mod tests {
 
     fn ev(i: usize) -> Event {
         Event::Token { run_id: "r".into(), text: i.to_string() }
+    }
+
+    #[test]
+    fn events_keep_the_json_form_clients_read() {
+        let cases = [
+            (
+                Event::Status { run_id: "r".into(), status: RunPhase::WaitingForConfirmation },
+                r#"{"type":"status","run_id":"r","status":"waiting_for_confirmation"}"#,
+            ),
+            (
+                Event::Status { run_id: "r".into(), status: RunPhase::Started },
+                r#"{"type":"status","run_id":"r","status":"started"}"#,
+            ),
+            (
+                Event::Status { run_id: "r".into(), status: RunPhase::Thinking },
+                r#"{"type":"status","run_id":"r","status":"thinking"}"#,
+            ),
+            (
+                Event::Done { run_id: "r".into(), status: RunStatus::AwaitingConfirmation },
+                r#"{"type":"done","run_id":"r","status":"awaiting_confirmation"}"#,
+            ),
+            (
+                Event::Done { run_id: "r".into(), status: RunStatus::IterationLimit },
+                r#"{"type":"done","run_id":"r","status":"iteration_limit"}"#,
+            ),
+            (
+                Event::ToolResult {
+                    run_id: "r".into(),
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    status: AuditStatus::Substituted,
+                    result: None,
+                },
+                r#"{"type":"tool_result","run_id":"r","call_id":"c","tool":"t","status":"substituted","result":null}"#,
+            ),
+            (
+                Event::ConfirmRequired {
+                    run_id: "r".into(),
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    title: "T".into(),
+                    args: serde_json::json!({}),
+                    risk: Risk::Critical,
+                    why: None,
+                },
+                r#"{"type":"confirm_required","run_id":"r","call_id":"c","tool":"t","title":"T","args":{},"risk":"critical"}"#,
+            ),
+        ];
+        for (event, json) in cases {
+            assert_eq!(serde_json::to_string(&event).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Event>(json).unwrap(), event, "{json}");
+        }
+        // Every status a run ends with is written as its `as_str` name (the audit record's reason).
+        for s in [
+            RunStatus::Completed,
+            RunStatus::AwaitingConfirmation,
+            RunStatus::IterationLimit,
+            RunStatus::BudgetExhausted,
+            RunStatus::Cancelled,
+            RunStatus::Failed,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(s.as_str()));
+        }
+        for p in [RunPhase::Started, RunPhase::Thinking, RunPhase::WaitingForConfirmation] {
+            assert_eq!(serde_json::to_value(p).unwrap(), serde_json::json!(p.as_str()));
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! and before the tier. Each decision is audited; a deny is a `denied` record.
 
 use crate::BoxFuture;
-use crate::core::{Principal, ToolSpec};
+use agents_core::{Principal, ToolSpec};
 use serde_json::Value;
 
 /// What an interceptor decides about one call.

@@ -24,7 +24,9 @@ pub mod __private;
 #[cfg(test)]
 extern crate self as agents_runtime;
 
-pub use agents_core as core;
+/// The manifest, audit record, canonical JSON and policy types this crate builds on, under their
+/// own crate's name (`agents_runtime::agents_core::manifest::Manifest`, ...).
+pub use agents_core;
 pub use agents_core::{
     Agent, AgentSpec, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap,
     Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
@@ -173,11 +175,12 @@ pub use agents_macros::permissions;
 pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
 pub use run::{
-    ConfirmMode, PendingDecision, ResumedCall, RunHandle, RunOutcome, RunStatus, Runtime, RuntimeBuilder, Verdict,
+    CallStatus, CallSummary, ConfirmMode, PendingDecision, ResumedCall, RunError, RunHandle, RunOutput, RunReport,
+    RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
 };
 pub use tool::{
-    ActionTool, Approval, CallContext, Dispatch, HandoffTool, ReadTool, Registry, ToolContext, ToolEntry, ToolError,
-    linked_tools,
+    ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry,
+    ToolContext, ToolError, linked_tools,
 };
 
 /// A boxed future that may move between threads: what the runtime's traits return (a

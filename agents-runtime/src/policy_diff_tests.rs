@@ -11,10 +11,10 @@
 //! and variable names) are drawn from what the new entries admit and from near misses. The
 //! verdicts come from `FsAccess`, `NetAccess` and `EnvAccess` themselves.
 
-use crate::core::diff::diff;
-use crate::core::manifest::{AgentEntry, LimitsEntry, Manifest, ToolEntry};
-use crate::core::{Limits, PolicySpec, Risk, Tier, ToolSpec};
 use crate::{EnvAccess, FsAccess, NetAccess};
+use agents_core::diff::diff;
+use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ToolEntry};
+use agents_core::{Limits, PolicySpec, Risk, Tier, ToolSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -57,8 +57,8 @@
 //! | `gen_ai.client.token.usage` | histogram | `{token}` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.token.type` (`input`/`output`) |
 
 use crate::audit::AuditStatus;
-use crate::core::{Tier, ToolSpec};
 use crate::provider::{ChatResponse, ProviderError};
+use agents_core::{Tier, ToolSpec};
 use std::time::Duration;
 use tracing::Span;
 use tracing::field::Empty;

@@ -3,28 +3,104 @@
 //! crate can mint; handoff tools implement no execution trait at all.
 
 use crate::BoxFuture;
-use crate::core::{Principal, Tool, ToolSpec};
+use agents_core::{Principal, Tool, ToolSpec};
 use serde_json::Value;
 use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// An error a tool returns to the model.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// An error a tool returns to the model. Its text ([`ToolError::message`], also its
+/// `Display`) is what the model and the audit record receive; the typed cause, when there is
+/// one, stays with the Rust caller ([`std::error::Error::source`]).
+#[derive(Clone)]
 pub struct ToolError {
     /// What went wrong, for the model and the audit record.
     pub message: String,
     /// For an imported tool refused because its server no longer says what was pinned: the
     /// SHA-256 of what the server says now, for the call's `failed` record.
     pub(crate) listed_sha256: Option<String>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl ToolError {
     /// A tool error.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into(), listed_sha256: None }
+        ToolError { message: message.into(), listed_sha256: None, source: None }
+    }
+
+    /// A tool error with its typed cause: the model reads `message`; a caller that holds the
+    /// error (a tool that invoked another, a direct session) can downcast the cause.
+    ///
+    /// ```
+    /// use agents_runtime::ToolError;
+    /// use std::error::Error as _;
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let e = ToolError::with_source("the report is missing", io);
+    /// assert_eq!(e.to_string(), "the report is missing");
+    /// let cause = e.source().and_then(|s| s.downcast_ref::<std::io::Error>()).unwrap();
+    /// assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+    /// ```
+    pub fn with_source(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ToolError { message: message.into(), listed_sha256: None, source: Some(Arc::new(source)) }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ToolError");
+        d.field("message", &self.message);
+        if let Some(s) = &self.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two tool errors are equal when their texts are (what the model and the record see).
+impl PartialEq for ToolError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for ToolError {}
+
+/// The application's values the tools read by type ([`RuntimeBuilder::state`](crate::RuntimeBuilder::state),
+/// [`ToolContext::state`]). Cheap to clone: one reference count.
+#[derive(Clone, Default)]
+pub struct AppState(Option<Arc<std::collections::HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>>);
+
+impl AppState {
+    /// Adds `value` under its type (replacing an earlier value of that type).
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        let mut map = self.0.as_deref().cloned().unwrap_or_default();
+        map.insert(std::any::TypeId::of::<T>(), value);
+        self.0 = Some(Arc::new(map));
+    }
+
+    /// The value of type `T`, when the application gave one.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.0.as_ref()?.get(&std::any::TypeId::of::<T>())?.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AppState({} values)", self.0.as_ref().map_or(0, |m| m.len()))
     }
 }
 
@@ -36,13 +112,15 @@ pub(crate) type NestedInvoker =
 pub struct CallContext {
     // Shared with the run: building a call's context copies no text but the call id.
     pub(crate) principal: Arc<Principal>,
-    pub(crate) run_id: crate::core::SharedStr,
-    pub(crate) session_id: crate::core::SharedStr,
-    pub(crate) call_id: crate::core::SharedStr,
+    pub(crate) run_id: agents_core::SharedStr,
+    pub(crate) session_id: agents_core::SharedStr,
+    pub(crate) call_id: agents_core::SharedStr,
     pub(crate) spec: &'static ToolSpec,
     pub(crate) invoker: Option<NestedInvoker>,
     /// Set by the gate after it redeemed this call's confirmation token (action calls only).
     pub(crate) approved: Option<ApprovedCall>,
+    /// The application's state (empty in a worker process).
+    pub(crate) state: AppState,
     /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
     #[cfg(feature = "mcp")]
     pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
@@ -132,9 +210,24 @@ impl<'a, A> ToolContext<'a, A> {
     pub fn spec(&self) -> &'static ToolSpec {
         self.call.spec
     }
+    /// The application's value of type `T`, handed to the runtime with
+    /// [`RuntimeBuilder::state`](crate::RuntimeBuilder::state); `None` when it gave none (and
+    /// in a worker process, where an isolated tool runs).
+    ///
+    /// ```ignore
+    /// #[tool(permission = perms::leave::read)]
+    /// /// Reads the user's leave balance.
+    /// async fn leave_balance(cx: &ToolContext<'_>) -> Result<f64, String> {
+    ///     let db = cx.state::<Db>().ok_or("the leave database is not configured")?;
+    ///     db.balance(cx.principal())
+    /// }
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&'a T> {
+        self.call.state.get::<T>()
+    }
 }
 
-impl<A: crate::core::Agent> ToolContext<'_, A> {
+impl<A: agents_core::Agent> ToolContext<'_, A> {
     /// Invokes another tool through the gate (availability, strict parse, interceptors,
     /// audit and, for action tools, a person's confirmation). Compiles only when the agent
     /// grants `T`: declare the bound `A: Grants<T>` on the tool function.
@@ -144,7 +237,7 @@ impl<A: crate::core::Agent> ToolContext<'_, A> {
     /// be taken, even through a helper trait that implies the grant.
     pub fn invoke<T: Tool>(&self, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>
     where
-        A: crate::core::Grants<T>,
+        A: agents_core::Grants<T>,
     {
         let spec = self.call.spec;
         if !spec.uses.contains(&T::NAME) {
@@ -352,7 +445,7 @@ impl<'a, F: std::future::Future<Output: IntoToolResult> + Send + 'a> IntoToolFut
     note = "an action tool (`mutating`) runs only with the `Approval` the runtime mints after a person approves the exact call; a handoff tool has no execution path at all",
     note = "let the runtime carry out the call (`Runtime::start`, `Runtime::direct`): it checks the grant, asks a person to confirm an action and audits the call"
 )]
-pub trait ReadTool: Tool + crate::core::seal::ReadByToolMacro {
+pub trait ReadTool: Tool + agents_core::seal::ReadByToolMacro {
     /// Runs the tool.
     fn run<'a>(cx: &'a CallContext, args: Self::Args) -> ToolFuture<'a>;
 }
@@ -365,7 +458,7 @@ pub trait ReadTool: Tool + crate::core::seal::ReadByToolMacro {
     label = "only a tool declared `mutating` runs with an `Approval`",
     note = "a handoff tool has no execution path at all: a call to it becomes a record for a person to act on; a read tool runs through `ReadTool::run`"
 )]
-pub trait ActionTool: Tool + crate::core::seal::ActionByToolMacro {
+pub trait ActionTool: Tool + agents_core::seal::ActionByToolMacro {
     /// Runs the tool, consuming the witness of a person's approval of this call. A witness
     /// that is not this call's runs nothing and returns an error.
     fn run_approved<'a>(cx: &'a CallContext, args: Self::Args, approval: Approval<'a, Self>) -> ToolFuture<'a>;
@@ -373,7 +466,7 @@ pub trait ActionTool: Tool + crate::core::seal::ActionByToolMacro {
 
 /// A handoff tool: no execution path exists; a call becomes a record for a human queue.
 /// Sealed (only `#[tool]` implements it, for `handoff` tools).
-pub trait HandoffTool: Tool + crate::core::seal::HandoffByToolMacro {}
+pub trait HandoffTool: Tool + agents_core::seal::HandoffByToolMacro {}
 
 /// How the registry carries out a tool of agent `A`.
 pub enum Handler<A> {
@@ -404,16 +497,16 @@ impl<A> fmt::Debug for Handler<A> {
     label = "`{Self}` invokes tools that `{A}` does not grant",
     note = "a tool that invokes other tools (its `A: Grants<...>` bounds) needs every agent that grants it to grant those tools too; add them to the agent's `tools`"
 )]
-pub trait Dispatch<A>: Tool + crate::core::seal::DispatchedByToolMacro<A> {
+pub trait Dispatch<A>: Tool + agents_core::seal::DispatchedByToolMacro<A> {
     /// The handler.
     fn handler() -> Handler<A>;
 }
 
 /// A registry entry: the spec, a strict typed parse, and the handler.
 ///
-/// Built only by [`ToolEntry::of`], from one tool's own `#[tool]` declaration: an entry cannot
+/// Built only by [`RegisteredTool::of`], from one tool's own `#[tool]` declaration: an entry cannot
 /// pair one tool's spec with another tool's handler, parse or schema.
-pub struct ToolEntry<A> {
+pub struct RegisteredTool<A> {
     /// The tool's spec.
     pub(crate) spec: &'static ToolSpec,
     /// The cached input schema.
@@ -427,13 +520,13 @@ pub struct ToolEntry<A> {
     pub(crate) handler: Handler<A>,
 }
 
-impl<A> fmt::Debug for ToolEntry<A> {
+impl<A> fmt::Debug for RegisteredTool<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolEntry").field("tool", &self.spec.name).field("handler", &self.handler).finish()
+        f.debug_struct("RegisteredTool").field("tool", &self.spec.name).field("handler", &self.handler).finish()
     }
 }
 
-impl<A> ToolEntry<A> {
+impl<A> RegisteredTool<A> {
     /// The tool's spec.
     pub fn spec(&self) -> &'static ToolSpec {
         self.spec
@@ -456,24 +549,24 @@ impl<A> ToolEntry<A> {
     }
 
     /// The tool's tier, as its handler carries it out.
-    pub fn tier(&self) -> crate::core::Tier {
+    pub fn tier(&self) -> agents_core::Tier {
         match self.handler {
-            Handler::Read(_) => crate::core::Tier::Read,
-            Handler::Action(_) => crate::core::Tier::Action,
-            Handler::Handoff(_) => crate::core::Tier::Handoff,
+            Handler::Read(_) => agents_core::Tier::Read,
+            Handler::Action(_) => agents_core::Tier::Action,
+            Handler::Handoff(_) => agents_core::Tier::Handoff,
         }
     }
 
     /// The entry of tool `T`, which the agent must grant.
     pub fn of<T: Dispatch<A>>() -> Self
     where
-        A: crate::core::Grants<T>,
+        A: agents_core::Grants<T>,
     {
         // An isolated tool's arguments cross to its worker process as JSON: the parse checks
         // them as strictly as any tool's and keeps the checked value (see `crate::isolate`).
         let parse = if T::SPEC.policy.isolated { crate::isolate::parse_for_worker::<T> } else { parse_erased::<T> };
         let parse_isolated = crate::isolate::parse_for_worker::<T>;
-        ToolEntry { spec: &T::SPEC, schema: T::input_schema, parse, parse_isolated, handler: T::handler() }
+        RegisteredTool { spec: &T::SPEC, schema: T::input_schema, parse, parse_isolated, handler: T::handler() }
     }
 }
 
@@ -489,16 +582,16 @@ pub(crate) fn parse_erased<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
 }
 
 /// The registry `agent!` generates: a `match` on the tool's position in
-/// [`Agent::tools`](crate::core::Agent::tools).
+/// [`Agent::tools`](agents_core::Agent::tools).
 ///
 /// Sealed (a hand-written impl does not compile), and checked: `Runtime::start` and
 /// `Runtime::direct` refuse, once per agent type, an agent whose registry does not produce
 /// exactly its `MANIFEST` bytes (see [`verify_registry`]).
-pub trait Registry: crate::core::Agent + Sized {
+pub trait Registry: agents_core::Agent + Sized {
     /// The entry of the tool at `index` in `tools()`.
-    fn entry_at(index: usize) -> Option<ToolEntry<Self>>;
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>>;
     /// The entry of a granted tool, by name.
-    fn entry(name: &str) -> Option<ToolEntry<Self>> {
+    fn entry(name: &str) -> Option<RegisteredTool<Self>> {
         Self::tool_index(name).and_then(Self::entry_at)
     }
 }
@@ -546,7 +639,7 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if tools.windows(2).any(|w| w[0].name >= w[1].name) {
         return refuse("`tools()` is not sorted by name without duplicates".to_owned());
     }
-    let rebuilt = match crate::core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
+    let rebuilt = match agents_core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
         Ok(m) => m.to_canonical_string(),
         Err(e) => return refuse(e.to_string()),
     };
@@ -563,7 +656,7 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
             near(A::MANIFEST)
         ));
     }
-    if crate::core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
+    if agents_core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
         return refuse("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`".to_owned());
     }
     Ok(())
@@ -822,6 +915,7 @@ mod witness_tests {
             spec: &<delete_everything as Tool>::SPEC,
             invoker: None,
             approved,
+            state: AppState::default(),
             #[cfg(feature = "mcp")]
             imports: None,
             #[cfg(feature = "mcp")]

@@ -6,12 +6,12 @@
 
 mod audit_common;
 
+use agents_runtime::agents_core::audit::unix_seconds;
 use agents_runtime::audit::{
     AuditRecord, AuditSink, AuditStatus, ChainError, ChainKey, ChainOptions, ChainSummary, ChainVerifier, Checkpoint,
     CheckpointFile, CheckpointSigningKey, CheckpointVerifyingKey, Checkpoints, EpochKey, EpochPolicy, JsonlSink,
     SealCheck, SealingKey,
 };
-use agents_runtime::core::audit::unix_seconds;
 use audit_common::record;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -114,7 +114,7 @@ fn edit(rng: &mut StdRng, line: &str) -> String {
         "ts" => Value::from("2026-01-01T00:00:00Z"),
         _ => Value::from(format!("forged-{}", rng.r#gen::<u32>())),
     };
-    agents_runtime::core::canonical::to_string(&v)
+    agents_runtime::agents_core::canonical::to_string(&v)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

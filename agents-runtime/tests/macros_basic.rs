@@ -83,11 +83,11 @@ agent! {
 fn manifest_is_canonical_and_hashed() {
     let m = Clinic::MANIFEST;
     assert!(m.starts_with("{\"agent\":{"), "{m}");
-    assert_eq!(agents_runtime::core::canonical::sha256_hex(m.as_bytes()), Clinic::MANIFEST_SHA256);
+    assert_eq!(agents_runtime::agents_core::canonical::sha256_hex(m.as_bytes()), Clinic::MANIFEST_SHA256);
     assert_eq!(Clinic::MANIFEST, ClinicReordered::MANIFEST);
-    let parsed = agents_runtime::core::manifest::Manifest::parse(m).unwrap();
+    let parsed = agents_runtime::agents_core::manifest::Manifest::parse(m).unwrap();
     assert_eq!(parsed.to_canonical_string(), m);
-    let runtime = agents_runtime::core::manifest::Manifest::from_specs(&Clinic::SPEC, Clinic::tools()).unwrap();
+    let runtime = agents_runtime::agents_core::manifest::Manifest::from_specs(&Clinic::SPEC, Clinic::tools()).unwrap();
     assert_eq!(runtime.to_canonical_string(), m);
     println!("{m}");
 }

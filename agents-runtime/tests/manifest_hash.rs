@@ -1,6 +1,6 @@
 //! The manifest hash moves with every capability change and with nothing else.
 
-use agents_runtime::core::manifest::Manifest;
+use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::{Agent, agent, permissions, tool};
 
 permissions! {
@@ -121,7 +121,7 @@ fn hash_is_sha256_of_exactly_the_manifest_bytes_and_round_trips() {
         (base::Base::MANIFEST, base::Base::MANIFEST_SHA256),
         (made_action::MadeAction::MANIFEST, made_action::MadeAction::MANIFEST_SHA256),
     ] {
-        assert_eq!(agents_runtime::core::canonical::sha256_hex(m.as_bytes()), h);
+        assert_eq!(agents_runtime::agents_core::canonical::sha256_hex(m.as_bytes()), h);
         let parsed = Manifest::parse(m).unwrap();
         assert_eq!(parsed.to_canonical_string(), m);
         let value: serde_json::Value = serde_json::from_str(m).unwrap();

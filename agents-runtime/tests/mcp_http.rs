@@ -4,7 +4,7 @@
 #![cfg(feature = "mcp")]
 
 use agents_runtime::audit::MemorySink;
-use agents_runtime::mcp::{HttpOptions, HttpServer, serve_http};
+use agents_runtime::mcp::{HttpServer, McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
 use serde_json::{Value, json};
@@ -47,10 +47,10 @@ async fn server() -> (HttpServer, Arc<MemorySink>) {
     let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([])))
         .roles(RoleMap::new().role("reader", ["note.read"]).role("writer", ["note.read", "note.write"]))
         .build();
-    let mut opts = HttpOptions {
+    let mut opts = McpHttpOptions {
         allowed_origins: vec!["http://app.example:3000".into()],
         max_body_bytes: LIMIT,
-        ..HttpOptions::default()
+        ..McpHttpOptions::default()
     };
     opts.bearer_tokens.insert("reader-token".into(), Principal::new("r1", "org1", "reader"));
     opts.bearer_tokens.insert("writer-token".into(), Principal::new("w1", "org1", "writer"));

@@ -8,7 +8,7 @@
 mod mcp_common;
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::mcp::{HttpOptions, HttpServer, serve_http};
+use agents_runtime::mcp::{HttpServer, McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
 use mcp_common::{Client, elicitation_id, request, response_to};
@@ -56,7 +56,7 @@ async fn server() -> (HttpServer, Arc<MemorySink>) {
     let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([])))
         .roles(RoleMap::new().role("writer", ["note.read", "note.write"]))
         .build();
-    let mut opts = HttpOptions::default();
+    let mut opts = McpHttpOptions::default();
     opts.bearer_tokens.insert("alice-token".into(), Principal::new("alice", "org1", "writer"));
     opts.bearer_tokens.insert("bob-token".into(), Principal::new("bob", "org1", "writer"));
     (serve_http::<Notes>(rt, opts).await.unwrap(), audit)

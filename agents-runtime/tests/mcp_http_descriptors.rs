@@ -6,7 +6,7 @@
 #![cfg(feature = "mcp")]
 
 use agents_runtime::audit::MemorySink;
-use agents_runtime::mcp::{HttpOptions, serve_http};
+use agents_runtime::mcp::{McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
 use std::io::{Read, Seek};
@@ -54,7 +54,7 @@ async fn descriptor_exhaustion_does_not_spin_the_accept_loop() {
     let rt = Runtime::builder(audit, Arc::new(ScriptedProvider::new([])))
         .roles(RoleMap::new().role("r", ["note.read"]))
         .build();
-    let mut opts = HttpOptions::default();
+    let mut opts = McpHttpOptions::default();
     opts.bearer_tokens.insert("t".into(), Principal::new("u", "o", "r"));
     let s = serve_http::<Notes>(rt, opts).await.unwrap();
     let addr = s.local_addr();

@@ -9,7 +9,7 @@
 mod mcp_common;
 
 use agents_runtime::audit::{AuditStatus, MemorySink};
-use agents_runtime::mcp::{HttpLimits, HttpOptions, HttpServer, McpOptions, serve_http, serve_io};
+use agents_runtime::mcp::{HttpLimits, HttpServer, McpHttpOptions, McpOptions, serve_http, serve_io};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
 use mcp_common::{Client, request};
@@ -53,7 +53,7 @@ fn runtime(audit: &Arc<MemorySink>) -> Runtime {
 }
 
 async fn server(audit: &Arc<MemorySink>, limits: HttpLimits) -> HttpServer {
-    let mut opts = HttpOptions { limits, ..HttpOptions::default() };
+    let mut opts = McpHttpOptions { limits, ..McpHttpOptions::default() };
     opts.bearer_tokens.insert("alice-token".into(), Principal::new("alice", "org1", "writer"));
     opts.bearer_tokens.insert("bob-token".into(), Principal::new("bob", "org1", "writer"));
     serve_http::<Notes>(runtime(audit), opts).await.unwrap()

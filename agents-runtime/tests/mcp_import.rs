@@ -42,6 +42,7 @@ mcp_import! {
     pub fn lookup_policy;
 }
 
+use agents_runtime::RunResultExt as _;
 use fixture::{add_note, crash, search};
 
 agent! {
@@ -133,13 +134,13 @@ const PINNED_SEARCH: &str = "Searches the notes for a word.";
 
 #[tokio::test]
 async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_description() {
-    let lock = agents_runtime::core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
+    let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let pin = &lock.tool("fixture", "search").unwrap().sha256;
     let entry = format!(r#""import":{{"server":"fixture","sha256":"{pin}","tool":"search"}}"#);
     assert!(Notes::MANIFEST.contains(&entry), "{}", Notes::MANIFEST);
     assert!(Notes::MANIFEST.contains(PINNED_SEARCH));
     // Tier and risk are ours: the server says nothing about them.
-    let m = agents_runtime::core::manifest::Manifest::parse(Notes::MANIFEST).unwrap();
+    let m = agents_runtime::agents_core::manifest::Manifest::parse(Notes::MANIFEST).unwrap();
     let add = m.tool("add_note").unwrap();
     assert_eq!(
         (add.tier, add.risk, add.title.as_deref()),
@@ -153,7 +154,7 @@ async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_descrip
     let imports = Arc::new(McpImports::new().server("fixture", server.source()));
     let (rt, _audit, provider) = runtime(imports.clone(), vec![reply("nothing to do")]);
     let out = rt.start::<Notes>(me(), "pinned", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let offered = &provider.requests()[0].tools;
     let search_def = offered.iter().find(|t| t.name == "search").unwrap();
     assert_eq!(search_def.description, PINNED_SEARCH);
@@ -170,7 +171,7 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_stdio() {
     let (rt, audit, provider) =
         runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "vpn"}"#), reply("done")]);
     let out = rt.start::<PolicyDesk>(me(), "desk-stdio", "vpn?".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"policy on vpn: ask the service desk\"", "{told:?}");
     assert!(!told[0].2);
@@ -227,7 +228,7 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_http() {
     let (rt, audit, provider) =
         runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "mail"}"#), reply("done")]);
     let out = rt.start::<PolicyDesk>(me(), "desk-http", "mail?".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"policy on mail: ask the service desk\"", "{told:?}");
     assert_eq!(tool_statuses(&audit, "lookup_policy"), [AuditStatus::Proposed, AuditStatus::Executed]);
@@ -258,7 +259,7 @@ async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
     assert!(server.effects().is_empty(), "nothing reaches the server before the decision");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(server.effects(), ["add_note call the vendor"]);
     assert_eq!(call_statuses(&audit, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
     for status in [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed] {
@@ -289,7 +290,7 @@ async fn a_rug_pull_makes_the_tool_unavailable_with_an_audited_reason_until_it_m
     // Run 1: the server lists what was pinned.
     let (rt, audit, provider) = runtime(imports.clone(), search_call());
     let out = rt.start::<Notes>(me(), "rug-1", "find".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(tool_messages(&provider.requests()[1])[0].1, "\"found 1 note about vendor\"");
     assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
 
@@ -352,7 +353,7 @@ async fn a_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome(
     let imports = Arc::new(McpImports::new().server("fixture", server.source()));
     let (rt, audit, provider) = runtime(imports.clone(), vec![tool_call("crash", "{}"), reply("it failed")]);
     let out = rt.start::<Notes>(me(), "dies", "go".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(server.effects(), ["crash"], "the call reached the server, which then ended");
     let told = &tool_messages(&provider.requests()[1])[0];
     assert!(
@@ -402,7 +403,7 @@ async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
 
 #[tokio::test]
 async fn the_lock_file_matches_the_live_servers() {
-    let lock = agents_runtime::core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
+    let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let server = Server::new();
     for (name, source) in [("fixture", server.source()), ("desk", ImportSource::stdio(DEMO))] {
         let live = pin_server(name, &source).await.unwrap();

@@ -8,7 +8,7 @@
 mod mcp_common;
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::mcp::{HttpOptions, HttpServer, serve_http};
+use agents_runtime::mcp::{HttpServer, McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer, Undecided};
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
@@ -65,7 +65,7 @@ fn runtime(audit: &Arc<MemorySink>) -> Runtime {
 }
 
 async fn server(audit: &Arc<MemorySink>, elicitation_timeout: Duration) -> HttpServer {
-    let mut opts = HttpOptions::default();
+    let mut opts = McpHttpOptions::default();
     opts.mcp.elicitation_timeout = elicitation_timeout;
     for i in 0..200 {
         opts.bearer_tokens.insert(format!("token-{i}"), Principal::new(format!("user-{i}"), "org1", "writer"));

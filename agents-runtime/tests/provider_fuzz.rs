@@ -12,7 +12,8 @@
 mod provider_common;
 
 use agents_runtime::provider::{
-    DecodedAnswer, HttpOptions, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderLimits, WireFormat,
+    DecodedAnswer, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderHttpOptions, ProviderLimits,
+    WireFormat,
 };
 use proptest::prelude::*;
 use provider_common::hostile::{Body, Hostile};
@@ -295,7 +296,7 @@ fn arbitrary_header_bytes_over_a_real_socket_never_panic() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (server, provider) = runtime.block_on(async {
         let server = Hostile::start(Vec::new(), Body::Fixed(Vec::new())).await;
-        let http = HttpOptions { max_attempts: 2, ..fast_http(Duration::from_secs(5)) };
+        let http = ProviderHttpOptions { max_attempts: 2, ..fast_http(Duration::from_secs(5)) };
         let config = OpenAiConfig::compatible("m", format!("{}/v1", server.base_url)).with_http(http);
         (server, OpenAiProvider::new(config).unwrap())
     });

@@ -8,7 +8,8 @@ mod provider_common;
 
 use agents_runtime::provider::config::{ConfigError, ProviderConfig};
 use agents_runtime::provider::{
-    AnthropicConfig, AnthropicProvider, ApiKey, HttpOptions, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+    AnthropicConfig, AnthropicProvider, ApiKey, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+    ProviderHttpOptions,
 };
 use base64::Engine as _;
 use provider_common::hostile::{Body, Hostile};
@@ -23,7 +24,7 @@ enum Format {
     Anthropic,
 }
 
-fn provider(format: Format, base_url: &str, http: HttpOptions) -> Box<dyn Provider> {
+fn provider(format: Format, base_url: &str, http: ProviderHttpOptions) -> Box<dyn Provider> {
     match format {
         Format::OpenAi => Box::new(
             OpenAiProvider::new(OpenAiConfig {
@@ -41,7 +42,7 @@ fn provider(format: Format, base_url: &str, http: HttpOptions) -> Box<dyn Provid
     }
 }
 
-fn quick() -> HttpOptions {
+fn quick() -> ProviderHttpOptions {
     let mut http = fast_http(Duration::from_secs(10));
     http.max_attempts = 2;
     http
@@ -377,7 +378,7 @@ async fn a_timeout_too_large_for_the_clock_means_no_deadline_not_a_panic() {
         Body::Fixed(ok.as_bytes().to_vec()),
     )
     .await;
-    let http = HttpOptions { timeout: Duration::MAX, ..quick() };
+    let http = ProviderHttpOptions { timeout: Duration::MAX, ..quick() };
     let response = ask(&*provider(Format::OpenAi, &server.base_url, http)).await.unwrap();
     assert_eq!(response.content, "ok");
 }
@@ -405,7 +406,7 @@ fn a_key_over_http_to_another_machine_is_refused_when_the_provider_is_built() {
     assert!(OpenAiProvider::new(with_key("https://10.0.0.5:8000/v1")).is_ok());
     assert!(OpenAiProvider::new(with_key("http://127.0.0.1:8000/v1")).is_ok());
     assert!(OpenAiProvider::new(with_key("http://localhost:8000/v1")).is_ok());
-    let opted_in = HttpOptions { allow_cleartext_key: true, ..HttpOptions::default() };
+    let opted_in = ProviderHttpOptions { allow_cleartext_key: true, ..ProviderHttpOptions::default() };
     assert!(OpenAiProvider::new(with_key("http://10.0.0.5:8000/v1").with_http(opted_in.clone())).is_ok());
     assert!(
         AnthropicProvider::new(

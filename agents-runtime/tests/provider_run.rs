@@ -6,6 +6,7 @@
 
 mod provider_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::budget::InMemoryBudget;
 use agents_runtime::events::Event;
@@ -94,12 +95,12 @@ async fn a_panicking_provider_fails_the_run_with_its_final_event_and_record() {
         let ended = tokio::time::timeout(Duration::from_secs(10), collect).await;
         assert!(ended.is_ok(), "no final event within 10 s: {events:?}");
         let out = run.wait().await;
-        assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-        let error = out.error.as_deref().unwrap();
+        assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+        let error = out.error_text().unwrap();
         assert!(error.contains("the model provider panicked"), "{error}");
         assert!(!error.contains("the run task failed"), "{error}");
         assert!(
-            events.iter().any(|e| matches!(e, Event::Done { status, .. } if status == "failed")),
+            events.iter().any(|e| matches!(e, Event::Done { status, .. } if *status == RunStatus::Failed)),
             "the final event is sent: {events:?}"
         );
         let finished: Vec<_> = audit.records().into_iter().filter(|r| r.status == AuditStatus::RunFinished).collect();
@@ -131,11 +132,11 @@ async fn a_provider_limit_fails_the_run_with_the_limit_in_the_audit() {
     let audit = Arc::new(MemorySink::new());
     let rt = runtime(audit.clone(), Arc::new(OpenAiProvider::new(config).unwrap()));
     let out = rt.start::<Assistant>(me(), "limit", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert!(out.error.as_deref().unwrap().contains("max_event_bytes"), "{out:?}");
+    assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+    assert!(out.error_text().as_deref().unwrap().contains("max_event_bytes"), "{out:?}");
     let records = audit.records();
     let notice = records.iter().find(|r| r.status == AuditStatus::Notice).expect("a notice with the reason");
-    assert!(notice.reason.as_deref().unwrap().contains("HttpOptions::limits.max_event_bytes"), "{notice:?}");
+    assert!(notice.reason.as_deref().unwrap().contains("ProviderHttpOptions::limits.max_event_bytes"), "{notice:?}");
     assert_eq!(records.last().unwrap().status, AuditStatus::RunFinished);
 }
 
@@ -195,7 +196,7 @@ async fn unreadable_usage_of_a_paid_call_is_counted_against_the_budget_by_the_es
             .budget(budget.clone())
             .build();
         let out = rt.start::<Assistant>(me(), &format!("usage-{i}"), "hello".into()).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
         let spent = budget.user_spend("org1", "u1");
         assert!(spent > 0.0, "{usage}: an unreadable usage is never free");
         // The estimate: the request's size for unreadable input tokens, the answer's size
@@ -204,7 +205,7 @@ async fn unreadable_usage_of_a_paid_call_is_counted_against_the_budget_by_the_es
         let input = usage.get("prompt_tokens").and_then(|v| v.as_u64()).unwrap_or(request_bytes);
         let output = usage.get("completion_tokens").and_then(|v| v.as_u64()).unwrap_or(2);
         assert!((spent - (input + output) as f64 / 1e6).abs() < 1e-12, "{usage}: spent {spent}");
-        assert_eq!(out.cost_usd, spent);
+        assert_eq!(out.report().usage.cost_usd, spent);
     }
 }
 

@@ -2,11 +2,11 @@
 //! produce exactly its `MANIFEST` bytes. The agents refused here are written by hand, as code
 //! that names the doc-hidden seals could write them; `agent!` cannot produce them.
 
+use agents_runtime::agents_core::seal;
 use agents_runtime::audit::MemorySink;
-use agents_runtime::core::seal;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::run::StartError;
-use agents_runtime::tool::{RegistryMismatch, ToolEntry, verify_registry};
+use agents_runtime::tool::{RegisteredTool, RegistryMismatch, verify_registry};
 use agents_runtime::{
     Agent, AgentSpec, Grants, Principal, Registry, RoleMap, Runtime, ToolSpec, agent, permissions, tool,
 };
@@ -58,8 +58,8 @@ impl Agent for Forged {
 }
 
 impl Registry for Forged {
-    fn entry_at(index: usize) -> Option<ToolEntry<Self>> {
-        (index == 0).then(ToolEntry::of::<delete_user>)
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>> {
+        (index == 0).then(RegisteredTool::of::<delete_user>)
     }
 }
 
@@ -83,8 +83,8 @@ impl Agent for Swapped {
 }
 
 impl Registry for Swapped {
-    fn entry_at(index: usize) -> Option<ToolEntry<Self>> {
-        (index == 0).then(ToolEntry::of::<delete_user>)
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>> {
+        (index == 0).then(RegisteredTool::of::<delete_user>)
     }
 }
 
@@ -107,8 +107,8 @@ impl Agent for WrongHash {
 }
 
 impl Registry for WrongHash {
-    fn entry_at(index: usize) -> Option<ToolEntry<Self>> {
-        (index == 0).then(ToolEntry::of::<read_ticket>)
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>> {
+        (index == 0).then(RegisteredTool::of::<read_ticket>)
     }
 }
 

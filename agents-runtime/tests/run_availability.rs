@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -110,7 +111,7 @@ async fn a_granted_tool_the_role_lacks_is_denied_and_nothing_runs() {
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
     let run = rt.start::<Clinic>(Principal::new("coach-1", "org1", "coach"), "lacks", "injuries?".into()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("lacks"), 0, "the handler must not run");
     let reason = denied_reason(&audit, "list_injuries");
     assert!(reason.contains("not available to you"), "{reason}");
@@ -133,7 +134,7 @@ async fn an_unknown_name_is_denied() {
     let mut run = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "unknown", "drop it".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     let reason = denied_reason(&audit, "drop_database");
     assert_eq!(reason, "unknown tool `drop_database`");
     assert!(events.iter().any(|e| matches!(e, Event::ToolDenied { tool, .. } if tool == "drop_database")));
@@ -152,7 +153,7 @@ async fn the_disable_list_only_removes() {
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).disabled_tools(Arc::new(off)).build();
     let run = rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "disable", "go".into()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(offered(&provider.requests()[0]), names(&["list_athletes", "log_session", "reset_password"]));
     assert!(denied_reason(&audit, "get_vitals").contains("not available"));
     assert!(denied_reason(&audit, "list_injuries").contains("not available"));
@@ -170,7 +171,7 @@ async fn an_unreadable_disable_list_falls_back_to_the_role_only_set_with_a_notic
         Runtime::builder(audit.clone(), provider.clone()).roles(roles()).disabled_tools(Arc::new(Unreadable)).build();
     let run = rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "fallback", "vitals".into()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(
         offered(&provider.requests()[0]),
         names(&["get_vitals", "list_athletes", "log_session", "reset_password"])
@@ -194,7 +195,7 @@ async fn fail_closed_offers_no_tools() {
         .build();
     let run = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "closed", "list".into()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert!(provider.requests()[0].tools.is_empty());
     assert!(denied_reason(&audit, "list_athletes").contains("not available"));
     assert_eq!(ran("closed"), 0);
@@ -221,7 +222,7 @@ async fn the_snapshot_is_grants_and_role_and_enabled_taken_at_start() {
     let me = Principal::new("c1", "org1", "coach");
 
     let out = rt.start::<Clinic>(me.clone(), "snapshot", "one".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let reqs = provider.requests();
     // grants ∩ role: the coach lacks injury.read, so list_injuries is not offered.
     let first = names(&["get_vitals", "list_athletes", "log_session", "reset_password"]);
@@ -231,7 +232,7 @@ async fn the_snapshot_is_grants_and_role_and_enabled_taken_at_start() {
     assert_eq!(live.reads.load(Ordering::SeqCst), 1, "the disable list is read once, at start");
 
     let out = rt.start::<Clinic>(me, "snapshot", "two".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     let reqs = provider.requests();
     assert_eq!(offered(&reqs[3]), names(&["get_vitals", "log_session", "reset_password"]));
     assert_eq!(ran("snapshot"), 2, "the next run took a new snapshot without it");
@@ -261,7 +262,7 @@ async fn strict_parse_refuses_ambiguous_and_ill_typed_arguments() {
     let provider = Arc::new(ScriptedProvider::new([tool_calls(calls), reply("done")]));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).max_tool_calls_per_answer(n).build();
     let out = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "strict", "log".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 
     assert_eq!(ran("strict"), 1, "only the well-formed call ran");
     assert_eq!(seen_in("strict"), vec!["9007199254740992/1.5/ok".to_owned()]);
@@ -293,7 +294,7 @@ async fn a_handoff_becomes_a_record_and_nothing_runs() {
         rt.start::<Clinic>(Principal::new("c1", "org1", "coach"), "handoff", "reset my password".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::HandedOff]);
     let rec = &with_status(&audit, AuditStatus::HandedOff)[0];
@@ -322,7 +323,7 @@ async fn a_session_belongs_to_the_user_who_opened_it() {
     let provider = Arc::new(ScriptedProvider::new([reply("hi")]));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
     let out = rt.start::<Clinic>(Principal::new("p1", "org1", "physio"), "owned", "hi".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     let colleague = Principal::new("p2", "org1", "physio");
     let same_id_other_org = Principal::new("p1", "org2", "physio");
     for other in [colleague, same_id_other_org] {

@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -129,7 +130,7 @@ async fn approve_records_proposed_confirmed_executed_and_proposed_is_durable_fir
     assert_eq!(proposed.title.as_deref(), Some("Record injury"));
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("approve"), 1);
     assert_eq!(seen_in("approve"), vec!["proposed=true confirmed=true executed=false".to_owned()]);
     assert_eq!(
@@ -154,7 +155,7 @@ async fn reject_is_recorded_and_the_model_is_told_not_to_retry() {
     let call_id = confirm_required(&mut run).await;
     rt.decide(&call_id, &me(), Verdict::Reject).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("reject"), 0);
     assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed, AuditStatus::Rejected]);
     let told = tool_messages(&provider.requests()[1]);
@@ -176,7 +177,7 @@ async fn no_decision_within_the_timeout_skips_and_cancels_the_run() {
 
     tokio::time::advance(Duration::from_secs(2)).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Cancelled, "{out:?}");
     let waited = started.elapsed();
     assert!(waited >= Duration::from_secs(600) && waited < Duration::from_secs(602), "{waited:?}");
     assert_eq!(ran("timeout"), 0);
@@ -199,7 +200,7 @@ async fn stop_while_waiting_skips_the_action() {
     let call_id = confirm_required(&mut run).await;
     run.stop();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Cancelled, "{out:?}");
     assert_eq!(ran("stop"), 0);
     assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed, AuditStatus::Skipped]);
     assert!(with_status(&audit, AuditStatus::Skipped)[0].reason.as_deref().unwrap().contains("stopped"));
@@ -224,7 +225,7 @@ async fn a_decision_from_another_user_organisation_or_role_is_refused() {
     // The call still waits for its own user.
     rt.decide(&call_id, &me(), Verdict::Reject).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     assert_eq!(ran("others"), 0);
     assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed, AuditStatus::Rejected]);
 }
@@ -241,7 +242,7 @@ async fn a_failed_proposed_write_stops_the_call() {
     let mut run = rt.start::<Clinic>(me(), "audit-down", "go".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("audit-down"), 0, "neither the read nor the action ran");
     assert!(
         !events.iter().any(|e| matches!(e, Event::ConfirmRequired { .. })),
@@ -264,7 +265,7 @@ async fn a_failed_confirmed_write_stops_the_approved_action() {
     let call_id = confirm_required(&mut run).await;
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("audit-confirm"), 0, "an approval that could not be recorded runs nothing");
     // The proposal still ends, and says why.
     assert_eq!(call_statuses(&audit.inner, &call_id), vec![AuditStatus::Proposed, AuditStatus::Skipped]);
@@ -280,8 +281,8 @@ async fn a_failed_run_started_write_fails_the_run_before_the_model_is_asked() {
     let provider = Arc::new(ScriptedProvider::new([tool_call("list_athletes", "{}"), reply("x")]));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
     let out = rt.start::<Clinic>(me(), "audit-start", "go".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert!(out.error.as_deref().unwrap().contains("audit log is unavailable"));
+    assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+    assert!(out.error_text().as_deref().unwrap().contains("audit log is unavailable"));
     assert!(provider.requests().is_empty());
     assert_eq!(ran("audit-start"), 0);
 }
@@ -309,7 +310,7 @@ async fn nested_secrets_never_reach_the_audit_log_or_the_events() {
         }
     }
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     // The handlers received the real values.
     assert_eq!(
         seen_in("redact"),
@@ -327,5 +328,5 @@ async fn nested_secrets_never_reach_the_audit_log_or_the_events() {
     assert_eq!(args["profile"]["recovery"], serde_json::json!(["•••", "•••"]));
     assert_eq!(args["profile"]["memo"], "•••");
     assert_eq!(args["profile"]["name"], "Ann", "only secrets are masked");
-    agents_runtime::core::audit::verify_jsonl(&jsonl, Some(Clinic::MANIFEST_SHA256)).unwrap();
+    agents_runtime::agents_core::audit::verify_jsonl(&jsonl, Some(Clinic::MANIFEST_SHA256)).unwrap();
 }

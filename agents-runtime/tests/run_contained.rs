@@ -4,6 +4,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -79,9 +80,9 @@ async fn a_panicking_tool_fails_its_call_and_the_run_ends_normally_without_the_p
     let mut run = rt.start::<Failing>(me(), "panic", "go".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("panic"), 1);
-    assert!(matches!(events.last(), Some(Event::Done { status, .. }) if status == "completed"), "{events:?}");
+    assert!(matches!(events.last(), Some(Event::Done { status, .. }) if *status == RunStatus::Completed), "{events:?}");
     let failed = with_status(&audit, AuditStatus::Failed);
     assert_eq!(failed.len(), 1, "{:?}", audit.records());
     assert!(failed[0].reason.as_deref().unwrap().starts_with("panicked:"), "{failed:?}");
@@ -106,7 +107,7 @@ async fn stop_ends_a_hanging_tool_and_releases_its_slot() {
     assert_eq!(rt.active_runs(&me()), 1);
     run.stop();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Cancelled, "{out:?}");
     let failed = with_status(&audit, AuditStatus::Failed);
     assert_eq!(failed.len(), 1, "{:?}", audit.records());
     assert!(failed[0].reason.as_deref().unwrap().starts_with("stopped:"), "{failed:?}");
@@ -119,7 +120,7 @@ async fn the_per_call_deadline_ends_a_hanging_tool_and_the_run_goes_on() {
         runtime(vec![tool_call("hang", "{}"), reply("it hung")], |b| b.tool_timeout(Duration::from_secs(10)));
     let begun = tokio::time::Instant::now();
     let out = rt.start::<Failing>(me(), "hang-deadline", "go".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("hang-deadline"), 1);
     assert!(begun.elapsed() >= Duration::from_secs(10));
     let failed = with_status(&audit, AuditStatus::Failed);
@@ -151,7 +152,7 @@ async fn a_20_mb_result_is_cut(raw_results: bool) {
         runtime(vec![tool_call("flood", r#"{"megabytes": 20}"#), reply("big")], |b| b.record_raw_results(raw_results));
     let mut run = rt.start::<Failing>(me(), "flood", "go".into()).unwrap();
     let events = events_until_done(&mut run).await;
-    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
     let told = tool_messages(&provider.requests()[1]);
     assert!(told[0].1.len() <= (1 << 20) + 1024, "{}", told[0].1.len());
     assert!(told[0].1.contains("the result was cut: 20000002 bytes"), "{}", &told[0].1[..200]);

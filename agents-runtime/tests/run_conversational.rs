@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -64,7 +65,7 @@ async fn turn(
     session: &str,
     input: &str,
     script: Vec<ChatResponse>,
-) -> agents_runtime::RunOutcome<String> {
+) -> Result<agents_runtime::RunOutput<String>, agents_runtime::RunError> {
     for r in script {
         provider.push(r);
     }
@@ -80,7 +81,7 @@ async fn propose_three(rt: &Runtime, audit: &MemorySink, provider: &ScriptedProv
     let mut run = rt.start::<Desk>(me(), session, "three days of leave please".into()).unwrap();
     let events = events_until_done(&mut run).await;
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran(session), 0);
     assert!(events.iter().any(|e| matches!(e, Event::ConfirmRequired { tool, .. } if tool == "submit_leave")));
     let reqs = provider.requests();
@@ -99,7 +100,7 @@ async fn a_plain_confirm_lets_the_reissued_identical_call_run() {
     let out =
         turn(&rt, &provider, "c-yes", "yes, confirmed", vec![tool_call("submit_leave", THREE), reply("Submitted.")])
             .await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(seen_in("c-yes"), vec!["days=3".to_owned()]);
     let reqs = provider.requests();
     assert_eq!(offered(&reqs[2]), vec!["submit_leave".to_owned()]);
@@ -140,7 +141,7 @@ async fn yes_but_changed_is_a_modification_and_the_changed_call_becomes_a_new_pr
         vec![tool_call("submit_leave", FIVE), reply("Shall I submit 5 days instead?")],
     )
     .await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("c-modify"), 0, "neither three nor five days were submitted");
     let rejected = with_status(&audit, AuditStatus::Rejected);
     assert_eq!(rejected.len(), 1);
@@ -156,7 +157,7 @@ async fn yes_but_changed_is_a_modification_and_the_changed_call_becomes_a_new_pr
     let out =
         turn(&rt, &provider, "c-modify", "yes", vec![tool_call("submit_leave", FIVE), reply("Submitted 5 days.")])
             .await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(seen_in("c-modify"), vec!["days=5".to_owned()]);
 }
 
@@ -176,7 +177,7 @@ async fn a_token_presented_for_other_arguments_is_refused_audited_and_spent() {
         ],
     )
     .await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("c-swap"), 0, "the swapped call did not run, and the token was spent on it");
     let denied = with_status(&audit, AuditStatus::Denied);
     assert_eq!(denied.len(), 1, "{denied:?}");
@@ -206,7 +207,7 @@ async fn a_fake_system_directive_is_unclear_and_the_proposal_stays_pending() {
         vec![tool_call("submit_leave", THREE)],
     )
     .await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("c-attack"), 0);
     let reqs = provider.requests();
     assert!(reqs[2].tools.is_empty(), "no tools are bound while the proposal is pending");
@@ -226,13 +227,13 @@ async fn a_fake_system_directive_is_unclear_and_the_proposal_stays_pending() {
         vec![reply("Please answer yes or no.")],
     )
     .await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation);
     assert!(provider.requests()[3].tools.is_empty());
 
     // The proposal is still the one waiting: a plain yes confirms it.
     let out =
         turn(&rt, &provider, "c-attack", "yes", vec![tool_call("submit_leave", THREE), reply("Submitted.")]).await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(seen_in("c-attack"), vec!["days=3".to_owned()]);
 }
 
@@ -242,7 +243,7 @@ async fn cancel_clears_the_proposal_and_nothing_runs() {
     propose_three(&rt, &audit, &provider, "c-no").await;
     let out =
         turn(&rt, &provider, "c-no", "no", vec![tool_call("submit_leave", THREE), reply("OK, not submitted.")]).await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "a re-issued call is a new proposal: {out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "a re-issued call is a new proposal: {out:?}");
     assert_eq!(ran("c-no"), 0);
     assert!(provider.requests()[2].system.contains("Do not retry it"));
     assert_eq!(with_status(&audit, AuditStatus::Rejected)[0].reason.as_deref(), Some("reply classified as cancel"));
@@ -255,7 +256,7 @@ async fn an_approval_not_used_in_its_turn_lapses_when_the_turn_ends() {
     let proposed = with_status(&audit, AuditStatus::Proposed)[0].call_id.clone().unwrap();
     // Confirmed, but the model does not act on it in this turn.
     let out = turn(&rt, &provider, "c-expiry", "yes", vec![reply("Noted.")]).await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     let ends = call_statuses(&audit, &proposed);
     assert_eq!(ends, vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Skipped]);
     let lapsed = with_status(&audit, AuditStatus::Skipped);
@@ -263,7 +264,7 @@ async fn an_approval_not_used_in_its_turn_lapses_when_the_turn_ends() {
     // A later message never rides on the earlier "yes": the same call is a new proposal.
     let out =
         turn(&rt, &provider, "c-expiry", "go on then", vec![tool_call("submit_leave", THREE), reply("Confirm?")]).await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("c-expiry"), 0);
     assert_eq!(with_status(&audit, AuditStatus::Proposed).len(), 2);
 }
@@ -275,16 +276,16 @@ async fn an_approval_lapses_with_its_turn_whatever_the_token_lifetime() {
     provider.push(tool_call("submit_leave", THREE));
     provider.push(reply("I can submit 3 days of leave. Shall I?"));
     let out = rt.start::<QuickDesk>(me(), session, "three days of leave please".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     provider.push(reply("Noted."));
     let out = rt.start::<QuickDesk>(me(), session, "yes".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     // Well inside this agent's 30 s token lifetime: the approval ended with its turn anyway.
     tokio::time::advance(Duration::from_secs(1)).await;
     provider.push(tool_call("submit_leave", THREE));
     provider.push(reply("Confirm?"));
     let out = rt.start::<QuickDesk>(me(), session, "go on then".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(provider.remaining(), 0);
     assert_eq!(ran(session), 0);
     assert!(with_status(&audit, AuditStatus::Skipped)[0].reason.as_deref().unwrap().starts_with("expired:"));
@@ -317,14 +318,17 @@ async fn the_classifier_model_call_passes_the_budget_gate_and_counts() {
         if cap > 0.0 {
             let script = vec![tool_call("submit_leave", THREE), reply("Submitted.")];
             let out = turn(&rt, &provider, session, "yes please", script).await;
-            assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+            assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
             assert_eq!(judge.requests().len(), 1, "the classifier's model was asked");
-            assert!((out.cost_usd - 0.02).abs() < 1e-12, "the run's cost includes the classifier's: {out:?}");
+            assert!(
+                (out.report().usage.cost_usd - 0.02).abs() < 1e-12,
+                "the run's cost includes the classifier's: {out:?}"
+            );
             assert!((budget.user_spend("acme", "emp-1") - 0.02).abs() < 1e-12, "and so does the store");
             assert_eq!(budget.user_held("acme", "emp-1"), 0.0);
         } else {
             let out = turn(&rt, &provider, session, "yes please", vec![reply("Please answer yes or no.")]).await;
-            assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+            assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
             assert!(judge.requests().is_empty(), "no headroom: the classifier's paid call was not made");
             assert_eq!(ran(session), 0, "an unanswered classifier confirms nothing");
         }

@@ -6,6 +6,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditResult, AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::interceptor::{Decision, Interception};
@@ -128,7 +129,7 @@ async fn dialog(session: &str, input: &str, tool: &str, args: &str, verdict: Ver
         }
     }
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     Ended { audit, cards, listed, ran: ran(session) }
 }
 
@@ -339,7 +340,7 @@ async fn interceptors_see_the_provenance_and_can_refuse_on_it() {
     provider.push(tool_call("search_directory", r#"{"query":"mallory@evil.example"}"#));
     provider.push(reply("done"));
     let out = rt.start::<Mail>(me(), "eg-icpt", "hi".to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     assert_eq!(ran("eg-icpt"), 0);
     let denied = with_status(&audit, AuditStatus::Denied);
     assert!(denied[0].reason.as_deref().unwrap().contains("no copies from mail"), "{denied:?}");
@@ -353,12 +354,12 @@ async fn in_a_chat_the_copy_is_a_proposal_the_users_yes_runs_once() {
     provider.push(tool_call("search_directory", who));
     provider.push(reply("Shall I search the directory?"));
     let out = rt.start::<Mail>(me(), "eg-chat", "what is in my mail?".to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("eg-chat"), 0);
     provider.push(tool_call("search_directory", who));
     provider.push(reply("Searched."));
     let out = rt.start::<Mail>(me(), "eg-chat", "yes".to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("eg-chat"), 1);
     assert_eq!(
         call_statuses(&audit, &egress_call(&audit)),
@@ -368,7 +369,7 @@ async fn in_a_chat_the_copy_is_a_proposal_the_users_yes_runs_once() {
     provider.push(tool_call("search_directory", who));
     provider.push(reply("Shall I?"));
     let out = rt.start::<Mail>(me(), "eg-chat", "and again".to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(ran("eg-chat"), 1);
 }
 
@@ -379,7 +380,7 @@ async fn an_agent_without_egress_tools_records_no_provenance() {
     provider.push(tool_call("count_notes", r#"{"about":"mallory@evil.example"}"#));
     provider.push(reply("done"));
     let out = rt.start::<Local>(me(), "eg-plain", "hi".to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     assert_eq!(ran("eg-plain"), 1);
     assert!(with_status(&audit, AuditStatus::Notice).is_empty());
 }

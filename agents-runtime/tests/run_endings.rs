@@ -4,6 +4,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -99,7 +100,7 @@ fn runtime(mode: ConfirmMode, audit: &Arc<MemorySink>, model: &Arc<Model>) -> Ru
 
 /// Starts a conversational turn and waits for its end.
 async fn say(rt: &Runtime, who: Principal, session: &str, text: &str) -> RunStatus {
-    rt.start::<Desk>(who, session, text.into()).unwrap().wait().await.status
+    rt.start::<Desk>(who, session, text.into()).unwrap().wait().await.status()
 }
 
 /// The only proposal in the log, and its records' statuses.
@@ -193,7 +194,7 @@ async fn a_stopped_turn_cancels_the_proposal_it_made() {
     // The proposal is shown; the model's next answer hangs until the stop.
     until(&mut run, |e| matches!(e, Event::ConfirmRequired { .. })).await;
     run.stop();
-    assert_eq!(run.wait().await.status, RunStatus::Cancelled);
+    assert_eq!(run.wait().await.status(), RunStatus::Cancelled);
     model.hang.store(false, Ordering::SeqCst);
     let (id, statuses) = the_proposal(&audit);
     assert_eq!(statuses, vec![AuditStatus::Proposed, AuditStatus::Skipped]);
@@ -212,9 +213,13 @@ async fn a_stopped_turn_lets_the_approval_it_granted_expire() {
     assert_eq!(say(&rt, me(), "stop-yes", "propose").await, RunStatus::AwaitingConfirmation);
     model.hang.store(true, Ordering::SeqCst);
     let mut run = rt.start::<Desk>(me(), "stop-yes", "yes".into()).unwrap();
-    until(&mut run, |e| matches!(e, Event::Status { status, .. } if status == "thinking")).await;
+    until(
+        &mut run,
+        |e| matches!(e, Event::Status { status, .. } if *status == agents_runtime::events::RunPhase::Thinking),
+    )
+    .await;
     run.stop();
-    assert_eq!(run.wait().await.status, RunStatus::Cancelled);
+    assert_eq!(run.wait().await.status(), RunStatus::Cancelled);
     model.hang.store(false, Ordering::SeqCst);
     let (id, statuses) = the_proposal(&audit);
     assert_eq!(statuses, vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Skipped]);
@@ -230,7 +235,7 @@ async fn ending_the_session_ends_a_dialog_call_waiting_for_a_decision() {
     let call_id = confirm_required(&mut run).await;
     assert!(rt.end_session(&me(), "end-dialog").unwrap());
     let out = run.wait().await;
-    assert_ne!(out.status, RunStatus::Failed, "{out:?}");
+    assert_ne!(out.status(), RunStatus::Failed, "{out:?}");
     assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
     rt.records_settled().await;
     assert_eq!(ran("end-dialog"), 0);

@@ -2,6 +2,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::SUBSCRIBER_BUFFER;
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
@@ -60,11 +61,11 @@ async fn thirty_turns_replay_at_most_forty_text_messages_and_keep_ids_in_the_dig
         provider.push(tool_call("find_athlete", format!(r#"{{"turn": {i}}}"#)));
         provider.push(reply(format!("answer {i}")));
         let out = rt.start::<Clinic>(me(), "history", format!("question {i}")).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     }
     provider.push(reply("bye"));
     let out = rt.start::<Clinic>(me(), "history", "final question".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
 
     let reqs = provider.requests();
     assert_eq!(reqs.len(), 61);
@@ -136,7 +137,7 @@ async fn tool_output_never_reaches_the_system_prompt_over_a_session() {
         ]));
         provider.push(reply(format!("answer {i}")));
         let out = rt.start::<Inbox>(me(), "inbox", format!("read message {i}")).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     }
     let reqs = provider.requests();
     assert_eq!(reqs.len(), 8);
@@ -174,15 +175,15 @@ async fn a_typed_agent_returns_its_output_type() {
     ]));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider.clone()).roles(roles()).build();
     let out = rt.start::<Triager>(me(), "typed", "triage this".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.output, Some(Triage { severity: 3, summary: "grade 2 ankle sprain".into() }));
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output(), Some(&Triage { severity: 3, summary: "grade 2 ankle sprain".into() }));
     let schema = provider.requests()[0].response_schema.clone().expect("the output schema is sent to the model");
     assert!(schema["properties"]["severity"].is_object(), "{schema}");
 
     // A fenced block is read too.
     provider.push(reply("```json\n{\"severity\": 1, \"summary\": \"bruise\"}\n```"));
     let out = rt.start::<Triager>(me(), "typed", "and this".into()).unwrap().wait().await;
-    assert_eq!(out.output, Some(Triage { severity: 1, summary: "bruise".into() }));
+    assert_eq!(out.output(), Some(&Triage { severity: 1, summary: "bruise".into() }));
 }
 
 #[tokio::test]
@@ -190,17 +191,17 @@ async fn an_answer_that_does_not_fit_the_output_type_fails_naming_the_type() {
     let provider = Arc::new(ScriptedProvider::new([reply("It looks like a sprain, fairly serious.")]));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
     let out = rt.start::<Triager>(me(), "typed-bad", "triage this".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert!(out.output.is_none());
-    let error = out.error.unwrap();
+    assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+    assert!(out.output().is_none());
+    let error = out.error_text().unwrap();
     assert!(error.contains("does not fit `Triage`"), "{error}");
 
     let provider = Arc::new(ScriptedProvider::new([reply(r#"{"severity": 300, "summary": "x"}"#)]));
     let sink = Arc::new(MemorySink::new());
     let rt = Runtime::builder(sink.clone(), provider).roles(roles()).build();
     let out = rt.start::<Triager>(me(), "typed-bad-2", "triage this".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed);
-    let error = out.error.unwrap();
+    assert_eq!(out.status(), RunStatus::Failed);
+    let error = out.error_text().unwrap();
     assert!(error.contains("Triage"));
     // The refusal is audited with its reason, before the run's end.
     let records = sink.records();
@@ -223,7 +224,7 @@ async fn a_subscriber_that_never_reads_does_not_block_the_run() {
     let out = tokio::time::timeout(Duration::from_secs(3600), run.wait())
         .await
         .expect("the run must not wait for its subscribers");
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("slow-sub"), 300);
     let mut buffered = 0;
     while slow.try_recv().is_ok() {

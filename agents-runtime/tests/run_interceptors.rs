@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::interceptor::{Decision, Interception};
 use agents_runtime::provider::ScriptedProvider;
@@ -64,7 +65,7 @@ async fn proceed_runs_the_tool_with_the_model_arguments() {
         Decision::Proceed
     });
     let out = rt.start::<Reader>(me(), "i-proceed", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(seen_calls.load(Ordering::SeqCst), 1);
     assert_eq!(seen_in("i-proceed"), vec!["/etc/shadow".to_owned()]);
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Proposed, AuditStatus::Executed]);
@@ -82,7 +83,7 @@ async fn proceed_with_hands_the_new_arguments_to_the_handler_and_audits_modified
         }
     });
     let out = rt.start::<Reader>(me(), "i-with", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(seen_in("i-with"), vec!["/srv/public/readme".to_owned()], "the handler receives the replaced arguments");
     assert_eq!(
         call_statuses(&audit, "call_1"),
@@ -102,7 +103,7 @@ async fn proceed_with_arguments_that_do_not_fit_is_denied() {
     let provider = script();
     let rt = runtime(audit.clone(), provider.clone(), |_: Interception<'_>| Decision::ProceedWith(json!({"path": 7})));
     let out = rt.start::<Reader>(me(), "i-with-bad", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-with-bad"), 0);
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Denied]);
     assert!(
@@ -122,7 +123,7 @@ async fn proceed_with_an_inexact_number_is_denied_before_it_is_parsed() {
         Decision::ProceedWith(json!({"path": 9_007_199_254_740_993_u64}))
     });
     let out = rt.start::<Reader>(me(), "i-with-inexact", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-with-inexact"), 0);
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Denied]);
     let reason = with_status(&audit, AuditStatus::Denied)[0].reason.clone().unwrap();
@@ -143,7 +144,7 @@ async fn deny_is_audited_and_the_reason_reaches_the_model() {
         _ => Decision::Proceed,
     });
     let out = rt.start::<Reader>(me(), "i-deny", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-deny"), 0, "nothing ran");
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Denied]);
     let denied = &with_status(&audit, AuditStatus::Denied)[0];
@@ -162,7 +163,7 @@ async fn substitute_answers_in_place_of_the_tool() {
         Decision::Substitute(json!({"cached": "shadow file (cached)"}))
     });
     let out = rt.start::<Reader>(me(), "i-subst", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(ran("i-subst"), 0, "the tool did not run");
     assert_eq!(call_statuses(&audit, "call_1"), vec![AuditStatus::Substituted]);
     let told = tool_messages(&provider.requests()[1]);
@@ -188,7 +189,7 @@ async fn interceptors_run_in_order_and_a_deny_stops_the_chain() {
         }))
         .build();
     let out = rt.start::<Reader>(me(), "i-order", "read".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status(), RunStatus::Completed);
     assert_eq!(second.load(Ordering::SeqCst), 0);
     assert_eq!(ran("i-order"), 0);
 }

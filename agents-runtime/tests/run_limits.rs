@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::budget::{BudgetStore, InMemoryBudget};
 use agents_runtime::provider::scripted::{reply, tool_call, tool_calls};
@@ -75,11 +76,11 @@ async fn twelve_iterations_by_default_then_the_iteration_limit() {
     let provider = Arc::new(ScriptedProvider::new(script));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
     let out = rt.start::<Clinic>(me(), "iter", "loop".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::IterationLimit, "{out:?}");
-    assert_eq!(out.iterations, 12);
+    assert_eq!(out.status(), RunStatus::IterationLimit, "{out:?}");
+    assert_eq!(out.report().iterations, 12);
     assert_eq!(provider.requests().len(), 12);
     assert_eq!(ran("iter"), 12);
-    assert!(out.text.contains("12 steps"), "{}", out.text);
+    assert!(out.text().contains("12 steps"), "{}", out.text());
     assert_eq!(with_status(&audit, AuditStatus::RunFinished)[0].reason.as_deref(), Some("iteration_limit"));
 }
 
@@ -91,8 +92,8 @@ async fn twelve_iterations_may_end_in_an_answer() {
     let provider = Arc::new(ScriptedProvider::new(script));
     let rt = Runtime::builder(audit, provider.clone()).roles(roles()).build();
     let out = rt.start::<Clinic>(me(), "iter-ok", "loop".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.iterations, 12);
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.report().iterations, 12);
 }
 
 /// A provider that accepts the request and never answers.
@@ -146,8 +147,12 @@ async fn a_provider_that_never_answers_fails_the_run_after_90_s() {
     let rt = Runtime::builder(audit.clone(), Arc::new(Hanging)).roles(roles()).build();
     let t0 = tokio::time::Instant::now();
     let out = rt.start::<Clinic>(me(), "hang", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert_eq!(out.error.as_deref(), Some("the model did not answer within 90 s"));
+    assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+    assert_eq!(out.error_text().as_deref(), Some("the provider did not answer within 90 s"));
+    assert!(
+        matches!(&out, Err(agents_runtime::RunError::Provider { source: ProviderError::Timeout { secs: 90 }, .. })),
+        "{out:?}"
+    );
     assert_eq!(t0.elapsed(), Duration::from_secs(90));
     assert_eq!(rt.active_runs(&me()), 0);
 }
@@ -166,8 +171,8 @@ async fn the_provider_timeout_is_per_call_not_per_run() {
     let rt = Runtime::builder(audit, provider).roles(roles()).build();
     let t0 = tokio::time::Instant::now();
     let out = rt.start::<Clinic>(me(), "slow", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.iterations, 3);
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.report().iterations, 3);
     assert_eq!(t0.elapsed(), Duration::from_secs(240), "three calls of 80 s each, well past 90 s in total");
 }
 
@@ -240,25 +245,25 @@ async fn three_runs_per_user_the_fourth_is_refused_and_every_exit_frees_its_slot
     assert_eq!(rt.active_runs(&u1_elsewhere), 1);
 
     provider.gate("ok").add_permits(1);
-    assert_eq!(ok.wait().await.status, RunStatus::Completed);
+    assert_eq!(ok.wait().await.status(), RunStatus::Completed);
     assert_eq!(rt.active_runs(&u1), 2, "completed frees the slot");
 
     provider.gate("fail").add_permits(1);
     let out = fail.wait().await;
-    assert_eq!(out.status, RunStatus::Failed);
-    assert_eq!(out.error.as_deref(), Some("upstream broke"));
+    assert_eq!(out.status(), RunStatus::Failed);
+    assert_eq!(out.error_text().as_deref(), Some("upstream broke"));
     assert_eq!(rt.active_runs(&u1), 1, "failed frees the slot");
 
     stop.stop();
-    assert_eq!(stop.wait().await.status, RunStatus::Cancelled);
+    assert_eq!(stop.wait().await.status(), RunStatus::Cancelled);
     assert_eq!(rt.active_runs(&u1), 0, "cancelled frees the slot");
 
     let panicking = rt.start::<Clinic>(u1.clone(), "cc-5", "panic".into()).unwrap();
     provider.gate("panic").add_permits(2);
     let out = panicking.wait().await;
     // The panic fails the call, not the run: the model is told and answers.
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.error, None);
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.error_text(), None);
     assert_eq!(ran("cc-5"), 1);
     assert_eq!(rt.active_runs(&u1), 0, "a panicking tool frees the slot");
 
@@ -268,12 +273,12 @@ async fn three_runs_per_user_the_fourth_is_refused_and_every_exit_frees_its_slot
     assert!(matches!(rt.start::<Clinic>(u1.clone(), "cc-again-x", "again".into()), Err(StartError::TooManyRuns(3))));
     provider.gate("again").add_permits(3);
     for run in again {
-        assert_eq!(run.wait().await.status, RunStatus::Completed);
+        assert_eq!(run.wait().await.status(), RunStatus::Completed);
     }
     provider.gate("other").add_permits(1);
     provider.gate("elsewhere").add_permits(1);
-    assert_eq!(other.wait().await.status, RunStatus::Completed);
-    assert_eq!(elsewhere.wait().await.status, RunStatus::Completed);
+    assert_eq!(other.wait().await.status(), RunStatus::Completed);
+    assert_eq!(elsewhere.wait().await.status(), RunStatus::Completed);
     assert_eq!(rt.active_runs(&u1) + rt.active_runs(&u2) + rt.active_runs(&u1_elsewhere), 0);
 }
 
@@ -285,10 +290,10 @@ async fn no_headroom_refuses_the_run_before_the_first_paid_call() {
     let provider = Arc::new(ScriptedProvider::new([costing(reply("hi"), 0.01)]).with_paid(true));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).budget(budget.clone()).build();
     let out = rt.start::<Clinic>(me(), "b-none", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::BudgetExhausted, "{out:?}");
-    assert_eq!(out.iterations, 0);
+    assert_eq!(out.status(), RunStatus::BudgetExhausted, "{out:?}");
+    assert_eq!(out.report().iterations, 0);
     assert!(provider.requests().is_empty(), "no paid call was made");
-    assert!(out.text.contains("not started"), "{}", out.text);
+    assert!(out.text().contains("not started"), "{}", out.text());
     let notice = &with_status(&audit, AuditStatus::Notice)[0];
     assert!(notice.reason.as_deref().unwrap().starts_with("budget gate"), "{notice:?}");
     assert_eq!(budget.user_spend("org1", "u1"), 5.0);
@@ -298,7 +303,7 @@ async fn no_headroom_refuses_the_run_before_the_first_paid_call() {
     let provider = Arc::new(ScriptedProvider::new([costing(reply("hi"), 0.01)]).with_paid(true));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider.clone()).roles(roles()).budget(budget).build();
     let out = rt.start::<Clinic>(me(), "b-org", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::BudgetExhausted);
+    assert_eq!(out.status(), RunStatus::BudgetExhausted);
     assert!(provider.requests().is_empty());
 }
 
@@ -316,17 +321,17 @@ async fn the_run_halts_before_the_next_paid_call_once_spend_reaches_headroom() {
     );
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).budget(budget.clone()).build();
     let out = rt.start::<Clinic>(me(), "b-mid", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::BudgetExhausted, "{out:?}");
+    assert_eq!(out.status(), RunStatus::BudgetExhausted, "{out:?}");
     assert_eq!(provider.requests().len(), 2);
     assert_eq!(provider.remaining(), 1);
-    assert!((out.cost_usd - 0.06).abs() < 1e-9);
+    assert!((out.report().usage.cost_usd - 0.06).abs() < 1e-9);
     assert!((budget.user_spend("org1", "u1") - 0.06).abs() < 1e-9);
-    assert!(out.text.contains("stopped partway"), "{}", out.text);
+    assert!(out.text().contains("stopped partway"), "{}", out.text());
 
     // The next run is refused at the start gate.
     provider.push(costing(reply("x"), 0.01));
     let out = rt.start::<Clinic>(me(), "b-mid", "again".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::BudgetExhausted);
+    assert_eq!(out.status(), RunStatus::BudgetExhausted);
     assert_eq!(provider.requests().len(), 2);
 }
 
@@ -339,8 +344,8 @@ async fn a_complete_answer_is_not_withheld_when_it_crosses_the_cap() {
     );
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).budget(budget.clone()).build();
     let out = rt.start::<Clinic>(me(), "b-answer", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.output.as_deref(), Some("the answer"));
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().map(|s| s.as_str()), Some("the answer"));
     assert!((budget.user_spend("org1", "u1") - 0.06).abs() < 1e-9);
 }
 
@@ -360,8 +365,8 @@ async fn spend_is_recorded_when_the_user_stops_the_run_mid_confirmation() {
     let _call = confirm_required(&mut run).await;
     run.stop();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
-    assert!((out.cost_usd - 0.07).abs() < 1e-9, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Cancelled, "{out:?}");
+    assert!((out.report().usage.cost_usd - 0.07).abs() < 1e-9, "{out:?}");
     assert!((budget.user_spend("org1", "u1") - 0.07).abs() < 1e-9, "spend of a stopped run counts");
     let finished = &with_status(&audit, AuditStatus::RunFinished)[0];
     assert_eq!(finished.reason.as_deref(), Some("cancelled"));
@@ -376,7 +381,7 @@ async fn parallel_calls_in_one_response_are_one_iteration() {
         Arc::new(ScriptedProvider::new([tool_calls([("list_athletes", "{}"), ("list_athletes", "{}")]), reply("two")]));
     let rt = Runtime::builder(Arc::new(MemorySink::new()), provider).roles(roles()).build();
     let out = rt.start::<Clinic>(me(), "par", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.iterations, 2);
+    assert_eq!(out.report().iterations, 2);
     assert_eq!(ran("par"), 2);
 }
 
@@ -425,8 +430,8 @@ async fn concurrent_runs_of_one_user_exceed_the_cap_by_at_most_one_call_each() {
     let mut total = 0.0;
     for run in runs {
         let out = run.wait().await;
-        assert_eq!(out.status, RunStatus::BudgetExhausted, "{out:?}");
-        total += out.cost_usd;
+        assert_eq!(out.status(), RunStatus::BudgetExhausted, "{out:?}");
+        total += out.report().usage.cost_usd;
     }
     let spend = budget.user_spend("org1", "u1");
     assert!((spend - total).abs() < 1e-9, "the store and the runs agree: {spend} vs {total}");
@@ -477,8 +482,8 @@ async fn a_failing_budget_store_fails_closed_by_default_and_open_when_set() {
     let provider = Arc::new(ScriptedProvider::new([costing(reply("hi"), 0.01)]).with_paid(true));
     let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).budget(Arc::new(BrokenBudget)).build();
     let out = rt.start::<Clinic>(me(), "b-broken", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
-    assert!(out.error.as_deref().unwrap().contains("budget could not be checked"), "{out:?}");
+    assert_eq!(out.status(), RunStatus::Failed, "{out:?}");
+    assert!(out.error_text().as_deref().unwrap().contains("budget could not be checked"), "{out:?}");
     assert!(provider.requests().is_empty(), "no paid call was made");
     let notice = &with_status(&audit, AuditStatus::Notice)[0];
     assert!(notice.reason.as_deref().unwrap().contains("database down"), "{notice:?}");
@@ -490,7 +495,7 @@ async fn a_failing_budget_store_fails_closed_by_default_and_open_when_set() {
         .budget_fallback(BudgetFallback::FailOpen)
         .build();
     let out = rt.start::<Clinic>(me(), "b-open", "hello".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(provider.requests().len(), 1);
     let notices = with_status(&audit, AuditStatus::Notice);
     assert!(notices.iter().any(|n| n.reason.as_deref().unwrap().contains("fail open")), "{notices:?}");
@@ -511,7 +516,7 @@ async fn tool_calls_beyond_the_per_answer_cap_do_not_run() {
         }
         let max = cap.unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_ANSWER);
         let out = builder.build().start::<Clinic>(me(), session, "list".into()).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
         assert_eq!(ran(session), max, "only the first {max} calls ran");
         let told = tool_messages(&provider.requests()[1]);
         assert_eq!(told.len(), asked, "every call is answered");

@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::classifier::{Classification, ConfirmationClassifier, ProposalSummary};
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -99,9 +100,9 @@ async fn a_confirmation_the_audit_log_refuses_approves_nothing() {
     let sink = Arc::new(RefusingSink::new([AuditStatus::Confirmed]));
     let rt = runtime(sink.clone());
     let out = rt.start::<Desk>(me(), "p-refused", "three days please".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     let out = rt.start::<Desk>(me(), "p-refused", "yes".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "the proposal still waits: {out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "the proposal still waits: {out:?}");
     assert_eq!(ran("p-refused"), 0, "nothing runs on an approval that is not on record");
     assert!(with_status(&sink.inner, AuditStatus::Confirmed).is_empty());
     assert!(with_status(&sink.inner, AuditStatus::Executed).is_empty());
@@ -112,13 +113,13 @@ async fn two_concurrent_yes_messages_decide_the_proposal_once_and_run_it_once() 
     let audit = Arc::new(MemorySink::new());
     let rt = runtime(audit.clone());
     let out = rt.start::<Desk>(me(), "p-twice", "three days please".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
     let proposal = with_status(&audit, AuditStatus::Proposed)[0].call_id.clone().unwrap();
     let first = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();
     let second = rt.start::<Desk>(me(), "p-twice", "yes".into()).unwrap();
     let (a, b) = tokio::join!(first.wait(), second.wait());
-    assert_ne!(a.status, RunStatus::Failed, "{a:?}");
-    assert_ne!(b.status, RunStatus::Failed, "{b:?}");
+    assert_ne!(a.status(), RunStatus::Failed, "{a:?}");
+    assert_ne!(b.status(), RunStatus::Failed, "{b:?}");
     assert_eq!(ran("p-twice"), 1, "one approval, one execution");
     let decided: Vec<_> = call_statuses(&audit, &proposal);
     assert_eq!(decided, vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed], "{decided:?}");

@@ -3,8 +3,9 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
+use agents_runtime::agents_core::PrincipalError;
 use agents_runtime::audit::{AuditResult, AuditStatus, MemorySink};
-use agents_runtime::core::PrincipalError;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::StartError;
@@ -43,7 +44,7 @@ async fn a_result_digest_is_keyed_so_a_guessed_result_cannot_be_confirmed_from_t
     let audit = Arc::new(MemorySink::new());
     let rt = runtime(audit.clone());
     let out = rt.start::<Recorder>(Principal::new("u1", "org1", "analyst"), "keyed", "go".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let executed = &with_status(&audit, AuditStatus::Executed)[0];
     let Some(AuditResult::Sha256(digest)) = &executed.result else { panic!("{executed:?}") };
     // The plain SHA-256 of the canonical result (what anyone can compute for a guess) is not it.

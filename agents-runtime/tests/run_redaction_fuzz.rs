@@ -7,6 +7,7 @@
 //! `AGENTS_REDACTION_CASES` sets the number of cases (10^4 by default; the full proof runs
 //! 10^5: `AGENTS_REDACTION_CASES=100000 cargo test -p agents-runtime --test run_redaction_fuzz`).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -177,11 +178,11 @@ proptest! {
                 let run = runtime.start::<VaultRun>(principal, "fuzz-run", "go".into()).unwrap();
                 let mut events = run.subscribe();
                 let out = run.wait().await;
-                assert!(out.error.is_some(), "the answer does not fit the output type: {out:?}");
+                assert!(out.error_text().is_some(), "the answer does not fit the output type: {out:?}");
                 runtime.records_settled().await;
                 // The model's own answer (the outcome's text, the message and token events) is
                 // passed on as the model wrote it; every text the runtime derives is scanned.
-                let mut seen = format!("{:?}{}", out.error, serde_json::to_string(&audit.records()).unwrap());
+                let mut seen = format!("{:?}{}", out.error_text(), serde_json::to_string(&audit.records()).unwrap());
                 while let Ok(e) = events.try_recv() {
                     if !matches!(e, Event::Message { .. } | Event::Token { .. }) {
                         seen.push_str(&format!("{e:?}"));

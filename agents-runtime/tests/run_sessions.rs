@@ -3,6 +3,7 @@
 
 mod run_common;
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatMessage, ChatRequest, ChatResponse, ScriptedProvider};
@@ -51,7 +52,7 @@ async fn turn(
         p.push(r);
     }
     let out = rt.start::<Cases>(who, session, input.to_owned()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 }
 
 /// Everything the model was sent in a request, as one text.

@@ -1,5 +1,6 @@
 //! A run end to end with the scripted provider: a read, an approved action, audit order.
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -60,12 +61,12 @@ async fn read_then_approved_action() {
         }
     }
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.output.as_deref(), Some("done"));
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().map(|s| s.as_str()), Some("done"));
     let statuses: Vec<_> = audit.records().iter().map(|r| r.status).collect();
     use AuditStatus::*;
     assert_eq!(statuses, vec![RunStarted, Proposed, Executed, Proposed, Confirmed, Executed, RunFinished]);
     let text = audit.to_jsonl();
     assert!(!text.contains("torn ACL"));
-    agents_runtime::core::audit::verify_jsonl(&text, Some(Clinic::MANIFEST_SHA256)).unwrap();
+    agents_runtime::agents_core::audit::verify_jsonl(&text, Some(Clinic::MANIFEST_SHA256)).unwrap();
 }

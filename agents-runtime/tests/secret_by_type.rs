@@ -1,7 +1,7 @@
 //! A parameter is secret in the spec and the manifest however its secrecy is declared: with
 //! `#[secret]` or by a type that names `Secret`.
 
-use agents_runtime::core::manifest::Manifest;
+use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::{Agent, Secret, Tool, agent, permissions, tool};
 
 permissions! {

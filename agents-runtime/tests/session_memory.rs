@@ -5,6 +5,7 @@
 //! `cargo test -p agents-runtime --test session_memory -- --nocapture` prints the figures.
 
 use agents_runtime::BoxFuture;
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{Appended, AuditRecord, AuditSink};
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
@@ -77,7 +78,7 @@ async fn a_hundred_thousand_finished_sessions_are_bounded_and_purged() {
     // Warm up: the runtime's own tables and the executor reach their steady size.
     for i in 0..1000 {
         let out = rt.start::<Notes>(who(i), &format!("warm-{i}"), "hello".into()).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed);
+        assert_eq!(out.status(), RunStatus::Completed);
     }
     tokio::time::advance(Duration::from_secs(601)).await;
     rt.purge_expired();
@@ -85,7 +86,7 @@ async fn a_hundred_thousand_finished_sessions_are_bounded_and_purged() {
     for i in 0..SESSIONS {
         let input = format!("Please remember that my parking spot is number {i}.");
         let out = rt.start::<Notes>(who(i), &format!("session-{i:06}"), input).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Completed);
+        assert_eq!(out.status(), RunStatus::Completed);
     }
     let held = rss() - before;
     let per_session = held as f64 / SESSIONS as f64;

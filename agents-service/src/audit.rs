@@ -5,10 +5,10 @@
 //! log in order, in bounded memory apart from the page it returns.
 
 use agents_runtime::Tier;
+use agents_runtime::agents_core::audit::{RecordFilter, Selected};
 use agents_runtime::audit::{
     AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file, verify_sqlite,
 };
-use agents_runtime::core::audit::{RecordFilter, Selected};
 use serde::Deserialize;
 use std::io::BufRead;
 use std::ops::ControlFlow;

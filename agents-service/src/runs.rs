@@ -2,7 +2,7 @@
 //! events (numbered per run) that event streams read and resume from.
 
 use agents_runtime::events::Event;
-use agents_runtime::run::{ResumedCall, RunOutcome, StartError};
+use agents_runtime::run::{ResumedCall, RunError, RunOutput, RunResultExt, StartError};
 use agents_runtime::store::StoreError;
 use agents_runtime::tool::Registry;
 use agents_runtime::{Principal, Runtime};
@@ -153,7 +153,7 @@ impl RunEntry {
         self.progress.send_replace((last, false));
     }
 
-    fn finish<O>(&self, outcome: RunOutcome<O>) {
+    fn finish<O>(&self, outcome: Result<RunOutput<O>, RunError>) {
         let last = {
             let mut journal = lock(&self.journal);
             journal.waiting.clear();
@@ -163,12 +163,10 @@ impl RunEntry {
             run_id: self.run_id.clone(),
             agent: self.agent.to_owned(),
             session_id: self.session_id.clone(),
-            status: serde_json::to_value(outcome.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| "ended".into()),
-            text: Some(outcome.text),
-            error: outcome.error,
+            status: outcome.status().as_str().to_owned(),
+            text: Some(outcome.text().to_owned()),
+            // As before typed errors: a run that ended by a limit or a stop has no error text.
+            error: outcome.error_text().filter(|_| outcome.status() == agents_runtime::RunStatus::Failed),
             last_event_id: last,
         };
         *lock(&self.ended) = Some((Instant::now(), summary));

@@ -5,6 +5,7 @@
 //! in-memory store (two runtimes in one process), SQLite (a second process, killed) and a real
 //! PostgreSQL (a second process, killed).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
@@ -97,7 +98,7 @@ async fn approved_through_another_node_runs_once(a: Arc<dyn Store>, b: Arc<dyn S
         Err(DecisionError::NotPending(_))
     ));
     let outcome = run.wait().await;
-    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.status(), RunStatus::Completed, "{:?}", outcome.error_text());
     assert_eq!(executions(&s), 1, "executed exactly once");
     assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
     assert!(node_b.pending_decisions(&employee()).await.unwrap().iter().all(|p| p.call_id != call_id));
@@ -124,9 +125,9 @@ async fn reused_provider_ids_do_not_cross(store: Arc<dyn Store>, prefix: &str) {
         2
     );
     rt.decide_async(&second, &employee(), Verdict::Reject, Some("not now")).await.unwrap();
-    assert_eq!(two.wait().await.status, RunStatus::Completed);
+    assert_eq!(two.wait().await.status(), RunStatus::Completed);
     rt.decide_async(&first, &employee(), Verdict::Approve, None).await.unwrap();
-    assert_eq!(one.wait().await.status, RunStatus::Completed);
+    assert_eq!(one.wait().await.status(), RunStatus::Completed);
     assert_eq!((executions(&s1), executions(&s2)), (1, 0), "only the approved proposal ran");
 }
 
@@ -282,7 +283,7 @@ async fn a_timed_out_proposal_is_withdrawn(store: Arc<dyn Store>, prefix: &str) 
     .build();
     let mut run = rt.start::<Hr>(employee(), &s, "four days".into()).unwrap();
     let call_id = confirm_required(&mut run).await;
-    assert_eq!(run.wait().await.status, RunStatus::Cancelled, "the confirmation timed out");
+    assert_eq!(run.wait().await.status(), RunStatus::Cancelled, "the confirmation timed out");
     assert!(rt.pending_decisions(&employee()).await.unwrap().iter().all(|p| p.call_id != call_id));
     assert!(matches!(
         rt.decide_async(&call_id, &employee(), Verdict::Approve, None).await,
@@ -314,7 +315,7 @@ async fn missed_events_and_a_confirmer_in_model_runs(store: Arc<dyn Store>, pref
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     rt.decide(&listed[0].call_id, &employee(), Verdict::Approve).unwrap();
-    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
     assert_eq!(executions(&s), 1);
 
     /// Approves what it is asked, and remembers the request.
@@ -336,7 +337,7 @@ async fn missed_events_and_a_confirmer_in_model_runs(store: Arc<dyn Store>, pref
     .confirmer(asked.clone())
     .build();
     let run = rt.start::<Hr>(employee(), &s2, "six days".into()).unwrap();
-    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
     assert_eq!(executions(&s2), 1);
     let requests = asked.0.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);

@@ -1,6 +1,7 @@
 //! The runtime on a durable store: confirmation tokens and per-user run slots go through it,
 //! so the cap of concurrent runs holds across two runtimes ("nodes") sharing one database.
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
@@ -73,7 +74,7 @@ async fn approved_action_uses_the_stores_token(store: Arc<dyn Store>, session: &
     let call_id = confirm_required(&mut run).await.expect("the action waits for a decision");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let outcome = run.wait().await;
-    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.status(), RunStatus::Completed, "{:?}", outcome.error_text());
     assert_eq!(executed(session), 1);
     // The store holds the token the approval minted, used up.
     assert_eq!(store.prune_tokens().await.unwrap(), 1, "one token, redeemed, was kept in the store");
@@ -96,8 +97,8 @@ async fn the_cap_holds_across_two_runtimes(a: Arc<dyn Store>, b: Arc<dyn Store>,
             waiting.push(run);
         } else {
             let outcome = run.wait().await;
-            assert_eq!(outcome.status, RunStatus::Failed);
-            assert!(outcome.error.as_deref().unwrap_or_default().contains("3 runs in progress"), "{outcome:?}");
+            assert_eq!(outcome.status(), RunStatus::Failed);
+            assert!(outcome.error_text().as_deref().unwrap_or_default().contains("3 runs in progress"), "{outcome:?}");
             refused += 1;
         }
     }
@@ -107,7 +108,7 @@ async fn the_cap_holds_across_two_runtimes(a: Arc<dyn Store>, b: Arc<dyn Store>,
     assert_eq!(a.active_slots(&owner).await.unwrap(), 3);
     for run in waiting {
         run.stop();
-        assert_eq!(run.wait().await.status, RunStatus::Cancelled);
+        assert_eq!(run.wait().await.status(), RunStatus::Cancelled);
     }
     // Released in the background as each run's task ended.
     for _ in 0..200 {

@@ -103,7 +103,8 @@ fn runtime(
     roles: RoleMap,
     store: Option<Arc<dyn agents_runtime::store::Store>>,
 ) -> Runtime {
-    let mut b = Runtime::builder(sink, provider).roles(roles);
+    // The helpdesk's tools read its store from their context.
+    let mut b = Runtime::builder(sink, provider).roles(roles).shared_state(examples::helpdesk::store::Store::shared());
     if let Some(store) = store {
         b = b.store(store);
     }

@@ -177,7 +177,7 @@ pub fn provider_or_offline(offline: impl FnOnce() -> RuleProvider) -> io::Result
 
 /// `v` as canonical JSON, as the audit log writes it (numbers in their shortest form).
 pub fn canonical(v: &Value) -> String {
-    agents_runtime::core::canonical::to_string(v)
+    agents_runtime::agents_core::canonical::to_string(v)
 }
 
 /// `v` as JSON, cut to `max` characters with an ellipsis.

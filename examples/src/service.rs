@@ -12,6 +12,8 @@ pub enum ServiceError {
     /// The input is not acceptable: it breaks a business rule (balance, dates, severity,
     /// grades, stages).
     Invalid(String),
+    /// The service is not reachable from here (the application did not hand it over).
+    Unavailable(String),
 }
 
 impl fmt::Display for ServiceError {
@@ -20,6 +22,7 @@ impl fmt::Display for ServiceError {
             ServiceError::Forbidden(m) => write!(f, "forbidden: {m}"),
             ServiceError::NotFound(m) => write!(f, "not found: {m}"),
             ServiceError::Invalid(m) => write!(f, "invalid: {m}"),
+            ServiceError::Unavailable(m) => write!(f, "unavailable: {m}"),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The clinic example: the manifest command, the shape of the registry, the role map, the
 //! service-layer rules, and the demo's scenarios read back from its audit log.
 
+use agents_runtime::agents_core::canonical::sha256_hex;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
-use agents_runtime::core::canonical::sha256_hex;
 use agents_runtime::{Agent, Risk, Tier};
 use examples::clinic::app::{people, run_demo};
 use examples::clinic::store::{ServiceError, Store};
@@ -194,7 +194,7 @@ async fn demo_scenarios_end_as_described() {
     assert!(severe_failures(records).is_empty(), "{:?}", severe_failures(records));
     assert!(text.contains("severe failures computed from the audit records: 0"));
     let file = std::fs::read_to_string(&report.audit_path).unwrap();
-    agents_runtime::core::audit::verify_jsonl(&file, Some(Kinetix::MANIFEST_SHA256)).unwrap();
+    agents_runtime::agents_core::audit::verify_jsonl(&file, Some(Kinetix::MANIFEST_SHA256)).unwrap();
     assert_eq!(file.lines().count(), records.len());
     std::fs::remove_file(&report.audit_path).unwrap();
 }

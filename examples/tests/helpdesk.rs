@@ -1,8 +1,8 @@
 //! The helpdesk example: the manifest command, the tiers, the scripted session's outcomes
 //! read back from its audit log, and the severe-failure count itself.
 
+use agents_runtime::agents_core::canonical::sha256_hex;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
-use agents_runtime::core::canonical::sha256_hex;
 use agents_runtime::{Agent, Tier};
 use examples::console::{format_record, severe_failures};
 use examples::helpdesk::app::run_demo;

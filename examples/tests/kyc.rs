@@ -3,11 +3,12 @@
 //! record, the manifest's policy equal to what the handle enforces, the tool-call budget, and
 //! the demo's printed records equal to its log.
 
+use agents_runtime::RunResultExt as _;
+use agents_runtime::agents_core::baseline::assert_baseline;
+use agents_runtime::agents_core::canonical::sha256_hex;
+use agents_runtime::agents_core::manifest::Manifest;
+use agents_runtime::agents_core::policy::GlobSet;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::core::baseline::assert_baseline;
-use agents_runtime::core::canonical::sha256_hex;
-use agents_runtime::core::manifest::Manifest;
-use agents_runtime::core::policy::GlobSet;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
@@ -139,9 +140,9 @@ async fn a_malformed_decision_is_refused_with_a_clear_error_and_audited() {
         let sink = Arc::new(MemorySink::new());
         let rt = Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build();
         let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
-        assert_eq!(out.status, RunStatus::Failed, "{answer}");
-        assert!(out.output.is_none());
-        let error = out.error.unwrap();
+        assert_eq!(out.status(), RunStatus::Failed, "{answer}");
+        assert!(out.output().is_none());
+        let error = out.error_text().unwrap();
         assert!(error.starts_with("the model's final answer does not fit `ApprovalDecision`: "), "{error}");
         assert!(error.contains(why), "{error}");
         let records = sink.records();

@@ -2,7 +2,7 @@
 //! change is intended, rewrite the baselines with `AGENTS_BLESS=1 cargo test -p examples`
 //! and commit them with the code, so the reviewer sees both.
 
-use agents_runtime::core::baseline::assert_baseline;
+use agents_runtime::agents_core::baseline::assert_baseline;
 use examples::clinic::Kinetix;
 use examples::helpdesk::DeskLoop;
 

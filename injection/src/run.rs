@@ -5,6 +5,7 @@ use crate::apps::{App, Channel, Target};
 use crate::model::GullibleModel;
 use crate::person::{Answer, Card, Person};
 use crate::scenario::{Carrier, Effect, Expect, Goal, Suite, Task};
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::audit::severe::severe_failures;
 use agents_runtime::audit::{AuditRecord, AuditStatus};
@@ -182,7 +183,7 @@ async fn converse<A: Registry<Input = String>>(
                 }
             }
             let outcome = run.wait().await;
-            if outcome.status != RunStatus::AwaitingConfirmation {
+            if outcome.status() != RunStatus::AwaitingConfirmation {
                 continue;
             }
             let last = lock(person).seen.last().map(|(c, _)| c.clone());
@@ -258,7 +259,8 @@ pub async fn run_scenario_with_log(
     let conversational = target.channel == Channel::Conversational;
     let mut builder = Runtime::builder(sink.clone(), model.clone())
         .confirm_mode(if conversational { ConfirmMode::Conversational } else { ConfirmMode::Dialog })
-        .record_raw_results(true);
+        .record_raw_results(true)
+        .shared_state(examples::helpdesk::store::Store::shared());
     let person = match mode {
         Mode::Guarded => {
             builder = builder.roles(app.roles());
@@ -389,7 +391,9 @@ pub fn effect_shows(e: &Effect, records: &[AuditRecord]) -> bool {
             && e.roles.as_ref().is_none_or(|roles| roles.iter().any(|x| *x == *r.role))
             && e.args.as_ref().is_none_or(|want| r.args.as_ref().is_some_and(|a| holds(a.as_value(), want)))
             && e.args_contain.as_deref().is_none_or(|text| {
-                r.args.as_ref().is_some_and(|a| agents_runtime::core::canonical::to_string(a.as_value()).contains(text))
+                r.args
+                    .as_ref()
+                    .is_some_and(|a| agents_runtime::agents_core::canonical::to_string(a.as_value()).contains(text))
             })
     })
 }

@@ -110,10 +110,10 @@ fn registry_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     let arms = sorted(m)
         .into_iter()
         .enumerate()
-        .map(|(i, p)| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::ToolEntry::of::<#p>())));
+        .map(|(i, p)| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::RegisteredTool::of::<#p>())));
     quote! {
         impl #rt::Registry for #ident {
-            fn entry_at(index: usize) -> ::core::option::Option<#rt::ToolEntry<Self>> {
+            fn entry_at(index: usize) -> ::core::option::Option<#rt::RegisteredTool<Self>> {
                 match index {
                     #(#arms,)*
                     _ => ::core::option::Option::None,

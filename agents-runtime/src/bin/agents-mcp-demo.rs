@@ -16,7 +16,7 @@
 //! Logs go to stderr; stdout carries only JSON-RPC.
 
 use agents_runtime::audit::{AuditSink, JsonlSink, MemorySink};
-use agents_runtime::mcp::{HttpOptions, McpOptions, serve_http, serve_stdio};
+use agents_runtime::mcp::{McpHttpOptions, McpOptions, serve_http, serve_stdio};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, ToolContext, agent, permissions, tool};
 use std::io::Write;
@@ -109,7 +109,7 @@ async fn main() {
     if std::env::args().any(|a| a == "--http") {
         let token =
             env("AGENTS_MCP_TOKEN").unwrap_or_else(|| fail("--http needs a bearer token in AGENTS_MCP_TOKEN".into()));
-        let mut http = HttpOptions { mcp: options, ..HttpOptions::default() };
+        let mut http = McpHttpOptions { mcp: options, ..McpHttpOptions::default() };
         if let Some(bind) = env("AGENTS_MCP_BIND") {
             http.bind = bind.parse().unwrap_or_else(|_| {
                 fail(format!("AGENTS_MCP_BIND must be an address like 127.0.0.1:8080, got `{bind}`"))

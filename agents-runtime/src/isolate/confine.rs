@@ -4,7 +4,7 @@
 //! each system call safely.
 
 use super::protocol::{Confinement, Header};
-use crate::core::ToolSpec;
+use agents_core::ToolSpec;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,

@@ -128,8 +128,8 @@ mod worker;
 
 pub use confine::DENIED_SYSCALLS;
 
-use crate::core::{Tool, ToolSpec};
 use crate::tool::{Dispatch, ErasedArgs, Handler};
+use agents_core::{Tool, ToolSpec};
 use serde_json::Value;
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -9,8 +9,8 @@
 
 use super::protocol::{CallFrame, Confinement, FrameError, Outcome, Ready, read_frame, write_frame};
 use super::{Settings, WORKER_ENV, WorkerArgs};
-use crate::core::ToolSpec;
 use crate::tool::{CallContext, ErasedArgs, ToolError};
+use agents_core::ToolSpec;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! What crosses the pipes between the runtime and a worker: frames of a little-endian `u32`
 //! length and that many bytes of JSON.
 
-use crate::core::Principal;
+use agents_core::Principal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -86,7 +86,7 @@ pub(super) fn serve() -> ! {
 /// on the call's path.
 fn warm_up(runtime: &tokio::runtime::Runtime) {
     let sample = CallFrame {
-        principal: crate::core::Principal::new("user", "org", "role"),
+        principal: agents_core::Principal::new("user", "org", "role"),
         run_id: "run".to_owned(),
         session_id: "session".to_owned(),
         call_id: "call".to_owned(),
@@ -123,6 +123,8 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
             tool: tool.spec.name,
             nonce: crate::token::random_bytes::<16>(),
         }),
+        // The application's state stays in its process.
+        state: crate::tool::AppState::default(),
         #[cfg(feature = "mcp")]
         imports: None,
         #[cfg(feature = "mcp")]

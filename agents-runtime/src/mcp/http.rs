@@ -22,9 +22,9 @@
 
 use super::server::ClientGone;
 use super::{McpError, McpOptions, McpServer};
-use crate::core::Principal;
 use crate::run::Runtime;
 use crate::tool::Registry;
+use agents_core::Principal;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
@@ -144,7 +144,7 @@ impl HttpLimits {
 
 /// Options of the streamable HTTP transport.
 #[derive(Clone)]
-pub struct HttpOptions {
+pub struct McpHttpOptions {
     /// Where to listen. Defaults to `127.0.0.1:0` (loopback, a free port).
     pub bind: SocketAddr,
     /// The path the MCP endpoint answers on (other paths get 404).
@@ -166,9 +166,9 @@ pub struct HttpOptions {
     pub mcp: McpOptions,
 }
 
-impl std::fmt::Debug for HttpOptions {
+impl std::fmt::Debug for McpHttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpOptions")
+        f.debug_struct("McpHttpOptions")
             .field("bind", &self.bind)
             .field("path", &self.path)
             .field("allowed_origins", &self.allowed_origins)
@@ -180,9 +180,9 @@ impl std::fmt::Debug for HttpOptions {
     }
 }
 
-impl Default for HttpOptions {
+impl Default for McpHttpOptions {
     fn default() -> Self {
-        HttpOptions {
+        McpHttpOptions {
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             path: "/mcp".to_owned(),
             allowed_origins: Vec::new(),
@@ -671,7 +671,7 @@ impl<A: Registry> Shared<A> {
 
 /// Serves agent `A` over streamable HTTP. Returns once listening; the server runs on the
 /// current tokio runtime until [`HttpServer::shutdown`].
-pub async fn serve_http<A: Registry>(runtime: Runtime, options: HttpOptions) -> Result<HttpServer, McpError> {
+pub async fn serve_http<A: Registry>(runtime: Runtime, options: McpHttpOptions) -> Result<HttpServer, McpError> {
     if options.bearer_tokens.is_empty() {
         return Err(McpError::Options(
             "no bearer tokens configured: every request would get 401; map at least one token to a principal".into(),

@@ -70,8 +70,8 @@
 //! ```
 
 use crate::ImportSpec;
-use crate::core::mcp_lock::{LockedServer, LockedTool, pin_sha256};
 use crate::tool::{CallContext, ToolError, ToolFuture};
+use agents_core::mcp_lock::{LockedServer, LockedTool, pin_sha256};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool as RemoteTool,
 };

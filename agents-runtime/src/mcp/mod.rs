@@ -64,12 +64,12 @@ pub mod import;
 mod server;
 mod stdio;
 
-pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpOptions, HttpServer, serve_http};
+pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpServer, McpHttpOptions, serve_http};
 pub use server::{ClientGone, McpServer};
 
-use crate::core::Principal;
 use crate::run::Runtime;
 use crate::tool::Registry;
+use agents_core::Principal;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 

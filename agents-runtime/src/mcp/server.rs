@@ -3,10 +3,10 @@
 
 use super::McpOptions;
 use crate::BoxFuture;
-use crate::core::{Principal, Risk, Tier, ToolSpec};
 use crate::events::Event;
 use crate::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DirectSession, Runtime, Undecided, Verdict};
 use crate::tool::Registry;
+use agents_core::{Principal, Risk, Tier, ToolSpec};
 use rmcp::model::ContentBlock;
 use rmcp::model::{
     BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,

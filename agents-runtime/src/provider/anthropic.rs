@@ -20,7 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::http::{self, ApiKey, Endpoint, ErrorBody, HttpOptions, mentions_unknown_model, normalize_base_url};
+use super::http::{self, ApiKey, Endpoint, ErrorBody, ProviderHttpOptions, mentions_unknown_model, normalize_base_url};
 use super::pricing::{PriceTable, Pricer};
 use super::redact::Redactor;
 use super::wire::{self, Answer, DecodedAnswer, Flow, SseEvent, WireCtx, WireState, parse_json, token_count};
@@ -47,7 +47,7 @@ pub struct AnthropicConfig {
     /// Prices used to turn usage into cost.
     pub prices: PriceTable,
     /// Timeout and retries.
-    pub http: HttpOptions,
+    pub http: ProviderHttpOptions,
 }
 
 impl AnthropicConfig {
@@ -68,7 +68,7 @@ impl AnthropicConfig {
             version: Self::API_VERSION.into(),
             max_tokens: Self::DEFAULT_MAX_TOKENS,
             prices: PriceTable::new(),
-            http: HttpOptions::default(),
+            http: ProviderHttpOptions::default(),
         }
     }
 
@@ -112,7 +112,7 @@ impl AnthropicProvider {
     /// Checks the configuration and builds the HTTP client. Fails with
     /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL, and with
     /// [`ProviderError::CleartextKey`] when the key would go over `http://` to another machine
-    /// (see [`HttpOptions::allow_cleartext_key`]).
+    /// (see [`ProviderHttpOptions::allow_cleartext_key`]).
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
         http::check_key_transport(&base, !config.api_key.expose().is_empty(), &config.http)?;

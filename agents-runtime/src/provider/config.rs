@@ -30,7 +30,7 @@
 //! ```
 
 use super::anthropic::{AnthropicConfig, AnthropicProvider};
-use super::http::{self, ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+use super::http::{self, ApiKey, DEFAULT_TIMEOUT, ProviderHttpOptions};
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::pricing::PriceTable;
 use super::{Provider, ProviderError};
@@ -133,7 +133,7 @@ pub struct ProviderConfig {
     /// The completion token limit, when set.
     pub max_tokens: Option<u32>,
     /// Whether the key may travel over `http://` to another machine
-    /// ([`HttpOptions::allow_cleartext_key`]).
+    /// ([`ProviderHttpOptions::allow_cleartext_key`]).
     pub allow_cleartext_key: bool,
 }
 
@@ -295,7 +295,7 @@ impl ProviderConfig {
             max_tokens,
             allow_cleartext_key,
         };
-        let options = HttpOptions { allow_cleartext_key, ..HttpOptions::default() };
+        let options = ProviderHttpOptions { allow_cleartext_key, ..ProviderHttpOptions::default() };
         http::check_key_transport(&config.base_url, config.api_key.is_some(), &options)?;
         Ok(Some(config))
     }
@@ -326,10 +326,10 @@ impl ProviderConfig {
 
     /// Builds the provider.
     pub fn build(&self) -> Result<Box<dyn Provider>, ConfigError> {
-        let http = HttpOptions {
+        let http = ProviderHttpOptions {
             timeout: self.timeout,
             allow_cleartext_key: self.allow_cleartext_key,
-            ..HttpOptions::default()
+            ..ProviderHttpOptions::default()
         };
         Ok(match self.kind {
             ProviderKind::Anthropic => {

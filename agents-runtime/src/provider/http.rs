@@ -63,7 +63,7 @@ impl fmt::Debug for ApiKey {
 
 /// Timeout and retry settings of an HTTP provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpOptions {
+pub struct ProviderHttpOptions {
     /// The deadline of one `chat` call: connecting, retries and backoff, and reading the whole
     /// stream. A server that accepts the connection and never answers, or stops streaming
     /// midway, produces [`ProviderError::Timeout`] when it expires. Default 90 s.
@@ -88,7 +88,7 @@ pub struct HttpOptions {
     pub allow_cleartext_key: bool,
 }
 
-impl Default for HttpOptions {
+impl Default for ProviderHttpOptions {
     fn default() -> Self {
         Self {
             timeout: DEFAULT_TIMEOUT,
@@ -102,7 +102,7 @@ impl Default for HttpOptions {
 }
 
 /// The setters shared by the hosted-provider configurations, which keep their per-call options
-/// in an `http: HttpOptions` field and their prices in a `prices: PriceTable` field.
+/// in an `http: ProviderHttpOptions` field and their prices in a `prices: PriceTable` field.
 macro_rules! http_config_setters {
     () => {
         /// Sets the per-call timeout (default 90 s).
@@ -112,7 +112,7 @@ macro_rules! http_config_setters {
         }
 
         /// Sets the timeout and retry options.
-        pub fn with_http(mut self, http: $crate::provider::HttpOptions) -> Self {
+        pub fn with_http(mut self, http: $crate::provider::ProviderHttpOptions) -> Self {
             self.http = http;
             self
         }
@@ -190,7 +190,11 @@ pub(crate) fn is_loopback(base_url: &str) -> bool {
 
 /// Refuses a key that would travel in clear: an `http://` base URL to a host that is not this
 /// machine, unless the options opt in.
-pub(crate) fn check_key_transport(base_url: &str, has_key: bool, options: &HttpOptions) -> Result<(), ProviderError> {
+pub(crate) fn check_key_transport(
+    base_url: &str,
+    has_key: bool,
+    options: &ProviderHttpOptions,
+) -> Result<(), ProviderError> {
     let cleartext = reqwest::Url::parse(base_url).is_ok_and(|u| u.scheme() == "http");
     if has_key && cleartext && !is_loopback(base_url) && !options.allow_cleartext_key {
         return Err(ProviderError::CleartextKey { url: display_url(base_url) });
@@ -245,7 +249,7 @@ pub(crate) struct Endpoint<'a> {
     pub(crate) client: &'a reqwest::Client,
     pub(crate) url: &'a str,
     pub(crate) headers: Vec<(&'static str, String)>,
-    pub(crate) options: &'a HttpOptions,
+    pub(crate) options: &'a ProviderHttpOptions,
     /// The variable the key comes from, named by `Unauthorized`.
     pub(crate) key_env_var: &'a str,
     /// Cuts the key out of every text built from the server's answers.
@@ -529,7 +533,7 @@ mod tests {
 
     #[test]
     fn a_key_over_cleartext_is_refused_unless_loopback_https_or_opted_in() {
-        let options = HttpOptions::default();
+        let options = ProviderHttpOptions::default();
         assert!(matches!(
             check_key_transport("http://10.0.0.5:8000/v1", true, &options),
             Err(ProviderError::CleartextKey { .. })
@@ -538,7 +542,7 @@ mod tests {
         assert!(check_key_transport("https://10.0.0.5:8000/v1", true, &options).is_ok());
         assert!(check_key_transport("http://127.0.0.1:8000/v1", true, &options).is_ok());
         assert!(check_key_transport("http://[::1]:8000/v1", true, &options).is_ok());
-        let opted_in = HttpOptions { allow_cleartext_key: true, ..HttpOptions::default() };
+        let opted_in = ProviderHttpOptions { allow_cleartext_key: true, ..ProviderHttpOptions::default() };
         assert!(check_key_transport("http://10.0.0.5:8000/v1", true, &opted_in).is_ok());
     }
 

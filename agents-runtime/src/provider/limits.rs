@@ -20,13 +20,14 @@
 //! | an error body (4xx/5xx) | 64 KiB, not configurable |
 //!
 //! So one call stays below about 64 MiB of peak memory whatever the server sends, and time
-//! stays bounded by [`HttpOptions::timeout`](super::HttpOptions::timeout) (90 s by default).
+//! stays bounded by [`ProviderHttpOptions::timeout`](super::ProviderHttpOptions::timeout) (90 s by default).
 
 use std::fmt;
 
 /// One of the [`ProviderLimits`], as named by
 /// [`ProviderError::LimitExceeded`](super::ProviderError::LimitExceeded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ProviderLimit {
     /// [`ProviderLimits::max_body_bytes`].
     Body,
@@ -46,12 +47,12 @@ impl ProviderLimit {
     /// The setting that raises this limit, as written in code.
     pub fn setting(self) -> &'static str {
         match self {
-            Self::Body => "HttpOptions::limits.max_body_bytes",
-            Self::Event => "HttpOptions::limits.max_event_bytes",
-            Self::Text => "HttpOptions::limits.max_text_bytes",
-            Self::CallArguments => "HttpOptions::limits.max_call_arguments_bytes",
-            Self::AnswerArguments => "HttpOptions::limits.max_answer_arguments_bytes",
-            Self::ToolCalls => "HttpOptions::limits.max_tool_calls",
+            Self::Body => "ProviderHttpOptions::limits.max_body_bytes",
+            Self::Event => "ProviderHttpOptions::limits.max_event_bytes",
+            Self::Text => "ProviderHttpOptions::limits.max_text_bytes",
+            Self::CallArguments => "ProviderHttpOptions::limits.max_call_arguments_bytes",
+            Self::AnswerArguments => "ProviderHttpOptions::limits.max_answer_arguments_bytes",
+            Self::ToolCalls => "ProviderHttpOptions::limits.max_tool_calls",
         }
     }
 
@@ -86,12 +87,12 @@ impl fmt::Display for ProviderLimit {
 /// defaults cost). Each limit is checked as the bytes arrive, before they are kept.
 ///
 /// ```
-/// use agents_runtime::provider::{HttpOptions, ProviderLimits};
+/// use agents_runtime::provider::{ProviderHttpOptions, ProviderLimits};
 ///
 /// // A model that writes long documents: allow 8 MiB of text and a 16 MiB body.
-/// let http = HttpOptions {
+/// let http = ProviderHttpOptions {
 ///     limits: ProviderLimits { max_text_bytes: 8 << 20, max_body_bytes: 16 << 20, ..ProviderLimits::default() },
-///     ..HttpOptions::default()
+///     ..ProviderHttpOptions::default()
 /// };
 /// assert_eq!(http.limits.max_tool_calls, 64);
 /// ```

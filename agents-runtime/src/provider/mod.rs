@@ -17,10 +17,10 @@
 //!
 //! The server behind a base URL is untrusted input. With the defaults, one call holds at most
 //! about 64 MiB whatever the server sends ([`limits`]), lasts at most
-//! [`HttpOptions::timeout`], cannot be made to panic, never shows the API key in an error
+//! [`ProviderHttpOptions::timeout`], cannot be made to panic, never shows the API key in an error
 //! text in any of the usual encodings (see `redact`, applied at the one exit of every call),
 //! never sends the key over `http://` to another machine unless
-//! [`HttpOptions::allow_cleartext_key`] says so, and counts a paid call with unreadable usage
+//! [`ProviderHttpOptions::allow_cleartext_key`] says so, and counts a paid call with unreadable usage
 //! by an estimate instead of as free ([`pricing`]). The crate README has the full list.
 //!
 //! The HTTP providers and [`config`] need the `http` feature (on by default). A crate that
@@ -47,7 +47,7 @@ pub use anthropic::{AnthropicConfig, AnthropicProvider};
 #[cfg(feature = "http")]
 pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
 #[cfg(feature = "http")]
-pub use http::{ApiKey, DEFAULT_TIMEOUT, HttpOptions};
+pub use http::{ApiKey, DEFAULT_TIMEOUT, ProviderHttpOptions};
 pub use limits::{ProviderLimit, ProviderLimits};
 #[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};
@@ -217,7 +217,7 @@ pub enum ProviderError {
     #[error(
         "refusing to send the API key in clear text to {url}: use an https:// base URL, or, for \
          a server on a private network you control, opt in with \
-         `HttpOptions::allow_cleartext_key = true` (AGENTS_ALLOW_CLEARTEXT_KEY=1)"
+         `ProviderHttpOptions::allow_cleartext_key = true` (AGENTS_ALLOW_CLEARTEXT_KEY=1)"
     )]
     CleartextKey {
         /// The base URL (without credentials or query).
@@ -245,8 +245,8 @@ impl ProviderError {
         }
     }
 
-    /// The same error with `f` applied to every text it carries.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// The same error with `f` applied to every text it carries (the run masks the secret
+    /// values of its calls in a provider's error this way: it may quote the request).
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::UnknownModel { model, detail } => Self::UnknownModel { model: f(&model), detail: f(&detail) },

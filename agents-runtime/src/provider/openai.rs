@@ -24,7 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::http::{self, ApiKey, Endpoint, ErrorBody, HttpOptions, mentions_unknown_model, normalize_base_url};
+use super::http::{self, ApiKey, Endpoint, ErrorBody, ProviderHttpOptions, mentions_unknown_model, normalize_base_url};
 use super::pricing::{PriceTable, Pricer};
 use super::redact::Redactor;
 use super::wire::{self, Answer, DecodedAnswer, Flow, SseEvent, WireCtx, WireState, parse_json, token_count};
@@ -51,7 +51,7 @@ pub struct OpenAiConfig {
     /// Prices used to turn usage into cost.
     pub prices: PriceTable,
     /// Timeout and retries.
-    pub http: HttpOptions,
+    pub http: ProviderHttpOptions,
     /// The completion token limit, when one should be sent.
     pub max_tokens: Option<u32>,
 }
@@ -70,7 +70,7 @@ impl OpenAiConfig {
             key_env_var: "OPENAI_API_KEY".into(),
             paid: true,
             prices: PriceTable::new(),
-            http: HttpOptions::default(),
+            http: ProviderHttpOptions::default(),
             max_tokens: None,
         }
     }
@@ -88,7 +88,7 @@ impl OpenAiConfig {
             api_key: None,
             key_env_var: "AGENTS_API_KEY".into(),
             prices: PriceTable::new(),
-            http: HttpOptions::default(),
+            http: ProviderHttpOptions::default(),
             max_tokens: None,
         }
     }
@@ -122,7 +122,7 @@ impl OpenAiProvider {
     /// Checks the configuration and builds the HTTP client. Fails with
     /// [`ProviderError::Unreachable`] when the base URL is not an http(s) URL, and with
     /// [`ProviderError::CleartextKey`] when a key would go over `http://` to another machine
-    /// (see [`HttpOptions::allow_cleartext_key`]).
+    /// (see [`ProviderHttpOptions::allow_cleartext_key`]).
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         let base = normalize_base_url(&config.base_url)?;
         let has_key = config.api_key.as_ref().is_some_and(|k| !k.expose().is_empty());

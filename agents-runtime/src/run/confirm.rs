@@ -11,7 +11,7 @@ use super::session::PendingProposal;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
-use crate::events::Event;
+use crate::events::{Event, RunPhase};
 use crate::store::{DecideOutcome, ProposalRecord};
 use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
@@ -373,7 +373,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             tool: spec.name.into(),
             title: self.title().into(),
             args: redacted.as_value().clone(),
-            risk: spec.risk.as_str().into(),
+            risk: spec.risk,
             why: self.why.clone(),
         }
     }
@@ -418,7 +418,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             // Not open in the book (a channel that keeps none): the record is still owed.
             let _ = self.record(status, reason.clone()).await;
         }
-        let shown = if status == AuditStatus::Rejected { "rejected" } else { "skipped" };
+        let shown = if status == AuditStatus::Rejected { AuditStatus::Rejected } else { AuditStatus::Skipped };
         self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
     }
 
@@ -499,7 +499,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             return Waited::Answer(Err(Undecided::Stopped));
         }
         ctx.emit(|| self.confirm_required());
-        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "waiting_for_confirmation".into() });
+        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
         let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
         let poll = ctx.inner.decision_poll;
         let decision = async move {
@@ -700,7 +700,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         match waited {
             Waited::TimedOut => {
                 proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;
-                proposal.checked.ctx.cancel.cancel();
+                let ctx = proposal.checked.ctx;
+                ctx.confirmation_timed_out.store(true, std::sync::atomic::Ordering::Release);
+                ctx.cancel.cancel();
                 CallOutcome::err("The user did not confirm in time. The action did not run.")
             }
             Waited::Answer(Err(why)) => {

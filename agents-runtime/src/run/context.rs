@@ -3,6 +3,7 @@
 
 use super::confirm::DirectConfirm;
 use super::gate::gate_call;
+use super::outcome::{CallStatus, CallSummary};
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::runtime::{DisabledFallback, Inner};
 use super::secrets::CallSecrets;
@@ -10,13 +11,13 @@ use super::session::push_digest;
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
-use crate::core::redact::{SecretSchema, redact};
-use crate::core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
-use crate::tool::{CallContext, NestedInvoker, Registry, ToolEntry, ToolError};
+use crate::tool::{CallContext, NestedInvoker, RegisteredTool, Registry, ToolError};
+use agents_core::redact::{SecretSchema, redact};
+use agents_core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use serde_json::{Value, json};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -55,6 +56,11 @@ pub(super) struct RunCtx<A> {
     /// when the agent has a tool that reaches the outside world (shared with the session, so
     /// later turns see earlier results).
     ledger: Option<Arc<Mutex<Ledger>>>,
+    /// The run's tool calls with their last status the log took (runs only: a direct
+    /// session, which may live long, keeps none).
+    pub(super) calls: Mutex<Vec<CallSummary>>,
+    /// Set when a confirmation's timeout ended the run (not a stop by the user).
+    pub(super) confirmation_timed_out: std::sync::atomic::AtomicBool,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -153,6 +159,8 @@ impl<A: Registry> RunCtx<A> {
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             secrets: Mutex::new(CallSecrets::default()),
             ledger,
+            calls: Mutex::new(Vec::new()),
+            confirmation_timed_out: std::sync::atomic::AtomicBool::new(false),
             _agent: PhantomData,
         })
     }
@@ -182,12 +190,12 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// Emits a `tool_result` event with the result redacted.
-    pub(super) fn emit_result(&self, call_id: &str, tool: &str, status: &str, result: Option<&Value>) {
+    pub(super) fn emit_result(&self, call_id: &str, tool: &str, status: AuditStatus, result: Option<&Value>) {
         self.emit(|| Event::ToolResult {
             run_id: self.ids.run_id.to_string(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
-            status: status.to_owned(),
+            status,
             result: result.map(|v| redact(v, None, &self.inner.redaction)),
         });
     }
@@ -197,6 +205,11 @@ impl<A: Registry> RunCtx<A> {
     /// returns is not needed here: it is dropped where it arrives rather than passed up.
     pub(super) fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
         crate::telemetry::audited(f.status, f.tool.as_deref(), f.tier);
+        // A record that moves a call: the run's list of calls follows it once the log took it.
+        let moved = match (&f.call_id, CallStatus::of_audit(f.status)) {
+            (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
+            _ => None,
+        };
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.
@@ -208,8 +221,24 @@ impl<A: Registry> RunCtx<A> {
             };
             if let Err(e) = &answer {
                 tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
+            } else if let Some((id, tool, tier, status)) = moved {
+                self.note_call(&id, tool, tier, status);
             }
             answer
+        }
+    }
+
+    /// Notes a call's new status in the run's list (a call first seen is added when its tool
+    /// is known).
+    fn note_call(&self, call_id: &str, tool: Option<SharedStr>, tier: Option<Tier>, status: CallStatus) {
+        let mut calls = lock(&self.calls);
+        if let Some(c) = calls.iter_mut().rev().find(|c| c.call_id == call_id) {
+            c.status = status;
+            if c.tier.is_none() {
+                c.tier = tier;
+            }
+        } else if let Some(tool) = tool {
+            calls.push(CallSummary { call_id: call_id.to_owned(), tool: tool.to_string(), tier, status });
         }
     }
 
@@ -305,7 +334,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// The facts of the tool at `index` in `A::tools()`.
-    pub(super) fn facts(&self, index: usize, entry: &ToolEntry<A>) -> &ToolFacts {
+    pub(super) fn facts(&self, index: usize, entry: &RegisteredTool<A>) -> &ToolFacts {
         self.facts[index].get_or_init(|| ToolFacts {
             name: entry.spec.name.into(),
             title: entry.spec.title.map(Into::into),
@@ -385,6 +414,7 @@ impl<A: Registry> RunCtx<A> {
             spec,
             invoker: Some(self.invoker.clone()),
             approved: None,
+            state: self.inner.state.clone(),
             #[cfg(feature = "mcp")]
             imports: self.inner.mcp_imports.clone(),
             #[cfg(feature = "mcp")]

@@ -4,16 +4,17 @@
 
 use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
+use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::RecordFields;
 use super::session::{PendingProposal, digest_message, owner_of, remember_turn, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
-use super::{REJECTED_MESSAGE, RunOutcome, RunStatus, lock, unless_cancelled};
+use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
 use crate::budget::Reservation;
 use crate::classifier::{Classification, ProposalSummary};
-use crate::events::Event;
-use crate::provider::{ChatMessage, ChatRequest, ChatResponse, ToolDefinition};
+use crate::events::{Event, RunPhase};
+use crate::provider::{ChatMessage, ChatRequest, ChatResponse, ProviderError, ToolDefinition};
 use crate::tool::Registry;
 use serde_json::{Value, json};
 use std::ops::ControlFlow;
@@ -21,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Runs one turn of agent `A` on `input` to its end.
-pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> RunOutcome<A::Output> {
-    ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "started".into() });
+pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> Ending<A::Output> {
+    ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Started });
     let Some(snapshot) = availability(&ctx).await else { return not_started(&ctx) };
     let _ = ctx.snapshot.set(snapshot);
     ctx.note_user(&input);
@@ -41,23 +42,25 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
         }
     }
     let outcome = turn.finish(input).await;
-    crate::telemetry::run_ended(A::SPEC.name, outcome.status.as_str(), outcome.iterations);
+    crate::telemetry::run_ended(A::SPEC.name, outcome.status.as_str(), outcome.report.iterations);
     outcome
 }
 
 /// The audit log refused `run_started`: the run ends before anything happens (fail closed).
-fn not_started<A: Registry>(ctx: &RunCtx<A>) -> RunOutcome<A::Output> {
-    let error = "the audit log is unavailable; the run did not start".to_owned();
+fn not_started<A: Registry>(ctx: &RunCtx<A>) -> Ending<A::Output> {
+    let mut ending = Ending::empty(ctx.ids.run_id.to_string(), RunStatus::Failed);
+    ending.failure = Some(Failure::AuditUnavailable);
+    let error = ending.error_text().unwrap_or_default();
     ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: error.clone() });
-    ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: "failed".into() });
+    ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: RunStatus::Failed });
     crate::telemetry::run_ended(A::SPEC.name, RunStatus::Failed.as_str(), 0);
-    RunOutcome { error: Some(error), ..RunOutcome::empty(ctx.ids.run_id.to_string(), RunStatus::Failed) }
+    ending
 }
 
 /// One turn in progress: what the model is sent and what the run has come to so far.
 struct Turn<A: Registry> {
     ctx: Arc<RunCtx<A>>,
-    outcome: RunOutcome<A::Output>,
+    outcome: Ending<A::Output>,
     system: String,
     /// Whether the model is offered tools (not while a proposal waits for the user).
     bind_tools: bool,
@@ -98,7 +101,7 @@ impl<A: Registry> Turn<A> {
             (s.get("type").and_then(Value::as_str) != Some("string")).then_some(s)
         };
         let turn = Turn {
-            outcome: RunOutcome::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
+            outcome: Ending::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
             system: ctx.inner.system_prompt.clone(),
             bind_tools: true,
             definitions,
@@ -123,7 +126,7 @@ impl<A: Registry> Turn<A> {
         // The classifier's model calls pass the run's budget gate and count in its spend.
         let meter = Meter { ctx: &ctx, spend: &self.spend };
         let class = ctx.inner.classifier.classify_metered(&summary, input, &meter).await;
-        self.outcome.cost_usd = lock(&self.spend).cost_usd;
+        self.note_spend();
         let to = match class {
             Classification::Confirm => State::Confirmed,
             Classification::Modify | Classification::Cancel => State::Rejected,
@@ -189,11 +192,12 @@ impl<A: Registry> Turn<A> {
     /// Whether the turn made as many provider calls as it may (then it ends saying so).
     fn iteration_limit_reached(&mut self) -> bool {
         let max = self.ctx.limits.max_iterations;
-        if self.outcome.iterations < max {
+        if self.outcome.report.iterations < max {
             return false;
         }
         self.outcome.status = RunStatus::IterationLimit;
-        self.outcome.text =
+        self.outcome.limit = max;
+        self.outcome.report.text =
             format!("I stopped after {max} steps, the limit for one turn. Ask me to continue if needed.");
         true
     }
@@ -215,7 +219,7 @@ impl<A: Registry> Turn<A> {
         match &stop {
             BudgetStop::Exhausted { .. } => {
                 outcome.status = RunStatus::BudgetExhausted;
-                outcome.text = if outcome.iterations == 0 {
+                outcome.report.text = if outcome.report.iterations == 0 {
                     "This turn was not started because the monthly budget is used up. An administrator can raise the cap."
                         .into()
                 } else {
@@ -224,10 +228,10 @@ impl<A: Registry> Turn<A> {
             }
             BudgetStop::StoreFailed(_) => {
                 outcome.status = RunStatus::Failed;
-                outcome.error = Some(format!("the budget could not be checked, so no paid call was made: {stop}"));
+                outcome.failure = Some(Failure::BudgetUnavailable(stop.to_string()));
             }
         }
-        let reason = format!("budget gate: this turn spent {:.6} USD; {stop}", outcome.cost_usd);
+        let reason = format!("budget gate: this turn spent {:.6} USD; {stop}", outcome.report.usage.cost_usd);
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
         ControlFlow::Break(())
     }
@@ -243,7 +247,7 @@ impl<A: Registry> Turn<A> {
             tools: if self.bind_tools { self.definitions.clone() } else { Vec::new() },
             response_schema: self.response_schema.clone(),
         };
-        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: "thinking".into() });
+        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Thinking });
         let bus = ctx.bus.clone();
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
@@ -254,7 +258,10 @@ impl<A: Registry> Turn<A> {
         // The reservation is settled whatever happened: with the cost the provider reported,
         // or nothing when it reported none (a failed, timed-out or stopped call).
         let cost = match &answer {
-            Some(Ok(Ok(r))) => r.usage.cost_usd,
+            Some(Ok(Ok(r))) => {
+                lock(&self.spend).count_tokens(&r.usage);
+                r.usage.cost_usd
+            }
             _ => 0.0,
         };
         self.record_spend(cost).await;
@@ -262,14 +269,15 @@ impl<A: Registry> Turn<A> {
             self.outcome.status = RunStatus::Cancelled;
             return None;
         };
-        self.outcome.iterations += 1;
+        self.outcome.report.iterations += 1;
         let response = match response {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 self.outcome.status = RunStatus::Failed;
                 // A provider's error may quote the request, and with it a call's secret value.
-                let error = ctx.mask_run_text(&e.to_string());
-                self.outcome.error = Some(error.clone());
+                let e = e.map_text(|t| ctx.mask_run_text(t));
+                let error = e.to_string();
+                self.outcome.failure = Some(Failure::Provider(e));
                 // Why the provider call failed (a limit, a refused key, a panic) is part of the record.
                 let _ = ctx
                     .audit(RecordFields::new(AuditStatus::Notice).reason(format!("provider call failed: {error}")))
@@ -279,7 +287,7 @@ impl<A: Registry> Turn<A> {
             Err(_) => {
                 self.outcome.status = RunStatus::Failed;
                 let secs = ctx.limits.provider_timeout_secs;
-                self.outcome.error = Some(format!("the model did not answer within {secs} s"));
+                self.outcome.failure = Some(Failure::Provider(ProviderError::Timeout { secs }));
                 return None;
             }
         };
@@ -290,7 +298,16 @@ impl<A: Registry> Turn<A> {
     async fn record_spend(&mut self, cost_usd: f64) {
         let meter = Meter { ctx: &self.ctx, spend: &self.spend };
         meter.settle(self.reservation.take(), cost_usd).await;
-        self.outcome.cost_usd = lock(&self.spend).cost_usd;
+        self.note_spend();
+    }
+
+    /// The turn's spend so far (its own calls and its classifier's) into its report.
+    fn note_spend(&mut self) {
+        let spend = lock(&self.spend);
+        let usage = &mut self.outcome.report.usage;
+        usage.cost_usd = spend.cost_usd;
+        usage.input_tokens = spend.input_tokens;
+        usage.output_tokens = spend.output_tokens;
     }
 
     /// An answer without tool calls (or with tools unbound) ends the turn; otherwise each call
@@ -300,7 +317,7 @@ impl<A: Registry> Turn<A> {
     async fn dispatch_calls(&mut self, response: ChatResponse) -> ControlFlow<()> {
         let ctx = &self.ctx;
         if response.tool_calls.is_empty() || !self.bind_tools {
-            self.outcome.text = response.content;
+            self.outcome.report.text = response.content;
             if *lock(&ctx.awaiting) || !self.bind_tools {
                 self.outcome.status = RunStatus::AwaitingConfirmation;
             }
@@ -345,29 +362,28 @@ impl<A: Registry> Turn<A> {
 
     /// Parses a completed answer into the output type, tells subscribers how the turn ended,
     /// remembers it in the session and writes `run_finished`.
-    async fn finish(self, input: String) -> RunOutcome<A::Output> {
+    async fn finish(self, input: String) -> Ending<A::Output> {
         let Turn { ctx, mut outcome, .. } = self;
         if outcome.status == RunStatus::Completed {
-            match parse_output::<A::Output>(&outcome.text) {
+            match parse_output::<A::Output>(&outcome.report.text) {
                 Ok(o) => outcome.output = Some(o),
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
                     // The parse error quotes the model's answer, which may repeat a call's secret.
-                    let error =
-                        ctx.mask_run_text(&format!("the model's final answer does not fit `{}`: {e}", A::SPEC.output));
+                    let message = ctx.mask_run_text(&e);
+                    outcome.failure = Some(Failure::Output { output_type: A::SPEC.output, message });
                     // The refusal is part of the record, not only of the caller's outcome: a
                     // reviewer reading the log sees why the run returned no output.
-                    let reason = format!("output refused: {error}");
+                    let reason = format!("output refused: {}", outcome.error_text().unwrap_or_default());
                     let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
-                    outcome.error = Some(error);
                 }
             }
         }
-        if !outcome.text.is_empty() {
-            ctx.emit(|| Event::Message { run_id: ctx.ids.run_id.to_string(), text: outcome.text.clone() });
+        if !outcome.report.text.is_empty() {
+            ctx.emit(|| Event::Message { run_id: ctx.ids.run_id.to_string(), text: outcome.report.text.clone() });
         }
-        if let Some(e) = &outcome.error {
-            ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: e.clone() });
+        if let Some(e) = outcome.error_text() {
+            ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: e });
         }
         {
             let mut sessions = lock(&ctx.inner.sessions);
@@ -375,15 +391,24 @@ impl<A: Registry> Turn<A> {
             // or rebound to another role meanwhile does not take this turn's text.
             let me = owner_of(&ctx.principal);
             if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
-                remember_turn(s, input, &outcome.text, ctx.limits.history_messages as usize, ctx.inner.history_bytes);
+                remember_turn(
+                    s,
+                    input,
+                    &outcome.report.text,
+                    ctx.limits.history_messages as usize,
+                    ctx.inner.history_bytes,
+                );
                 s.last_used = Some(tokio::time::Instant::now());
             }
         }
         resolve_turn(&ctx, outcome.status).await;
         let mut f = RecordFields::new(AuditStatus::RunFinished).reason(outcome.status.as_str());
-        f.result = Some(AuditResult::Value(json!({"cost_usd": outcome.cost_usd, "iterations": outcome.iterations})));
+        let (cost_usd, iterations) = (outcome.report.usage.cost_usd, outcome.report.iterations);
+        f.result = Some(AuditResult::Value(json!({"cost_usd": cost_usd, "iterations": iterations})));
         let _ = ctx.audit(f).await;
-        ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status.as_str().into() });
+        ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status });
+        outcome.confirmation_timed_out = ctx.confirmation_timed_out.load(std::sync::atomic::Ordering::Acquire);
+        outcome.report.calls = std::mem::take(&mut *lock(&ctx.calls));
         outcome
     }
 }

@@ -141,7 +141,7 @@
 //! - Arguments in records, events and confirmation requests are redacted by the tool's input
 //!   schema: every position marked `x-agents-secret` (a [`Secret`](crate::Secret) field,
 //!   nested in structs, options, vectors and maps) is masked, as is every key on the
-//!   runtime's [`RedactionKeys`](crate::core::redact::RedactionKeys) list.
+//!   runtime's [`RedactionKeys`](agents_core::redact::RedactionKeys) list.
 //! - The *values* found at schema-marked positions are masked wherever else they appear in
 //!   texts derived from the call: the typed-parse refusal (a serde error quoting an
 //!   argument), an interceptor's denial reason, other argument positions, the tool's error
@@ -156,10 +156,10 @@
 //!   the JSON pointer of keys read so far), never by a value.
 //! - An interceptor's replacement arguments that fail to parse: the refusal masks their secret
 //!   values as well as the call's.
-//! - A run's outcome error ([`RunOutcome::error`], the `error` event) and a recorded provider
+//! - A run's error ([`RunError`], the `error` event) and a recorded provider
 //!   failure mask the secret values of every call the run made (a provider's error may quote
 //!   the request; the output parse error quotes the model's answer). The model's own answer
-//!   ([`RunOutcome::text`], `message` and `token` events) is passed on as the model wrote it.
+//!   ([`RunReport::text`], `message` and `token` events) is passed on as the model wrote it.
 //!   A [`DirectResult`]'s error is a call's refusal or tool error, masked as above.
 //! - The runtime's own tracing output (spans and events, at every level) carries ids, tool
 //!   names and reasons, never argument values; the redaction fuzz test scans it.
@@ -187,7 +187,9 @@ mod spend;
 pub use confirm::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, Undecided, Verdict,
 };
-pub use outcome::{RunHandle, RunOutcome, RunStatus, StartError};
+pub use outcome::{
+    CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
+};
 pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{

@@ -1,6 +1,9 @@
 //! How a run ends, and the handle that waits for it.
 
+use crate::audit::AuditStatus;
 use crate::events::{Event, EventBus};
+use crate::provider::ProviderError;
+use agents_core::Tier;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +26,7 @@ pub enum StartError {
     AuditUnavailable,
     /// The principal's ids are empty or malformed (see `Principal::validate`); nothing runs.
     #[error("the principal was refused: {0}")]
-    InvalidPrincipal(#[from] crate::core::PrincipalError),
+    InvalidPrincipal(#[from] agents_core::PrincipalError),
     /// [`Runtime::start`](super::Runtime::start) was called outside a tokio runtime, where
     /// the run's task cannot be spawned; nothing ran.
     #[error("a run needs a tokio runtime to run on; call `start` from within one")]
@@ -36,9 +39,10 @@ pub enum StartError {
     RegistryMismatch(#[from] crate::tool::RegistryMismatch),
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// How a run ended, as its `run_finished` record and its `done` event name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunStatus {
     /// The model answered.
     Completed,
@@ -55,7 +59,8 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub(super) fn as_str(self) -> &'static str {
+    /// The snake_case name (what the records, events and JSON carry).
+    pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Completed => "completed",
             RunStatus::AwaitingConfirmation => "awaiting_confirmation",
@@ -67,29 +72,386 @@ impl RunStatus {
     }
 }
 
-/// The end of a run.
-#[derive(Debug)]
-pub struct RunOutcome<O> {
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where one tool call of a run stands at the run's end: its last status the audit log took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CallStatus {
+    /// Accepted by the gate; it waits for a person (a conversational proposal waits for the
+    /// user's next message).
+    Proposed,
+    /// A person approved it; it had not run when the run ended.
+    Confirmed,
+    /// The tool ran and returned.
+    Executed,
+    /// The tool ran and failed, or a check after approval failed.
+    Failed,
+    /// A person declined it.
+    Rejected,
+    /// It ended undecided (timeout, stop, superseded, expired).
+    Skipped,
+    /// Refused before anything ran.
+    Denied,
+    /// A handoff: it became a record for a human queue.
+    HandedOff,
+    /// An interceptor answered in the tool's place.
+    Substituted,
+}
+
+impl CallStatus {
+    /// The call status an audit status of a call's record means (`None` for the statuses of
+    /// records that do not end or move a call: run records, notices, modified arguments).
+    pub fn of_audit(status: AuditStatus) -> Option<CallStatus> {
+        Some(match status {
+            AuditStatus::Proposed => CallStatus::Proposed,
+            AuditStatus::Confirmed => CallStatus::Confirmed,
+            AuditStatus::Executed => CallStatus::Executed,
+            AuditStatus::Failed => CallStatus::Failed,
+            AuditStatus::Rejected => CallStatus::Rejected,
+            AuditStatus::Skipped => CallStatus::Skipped,
+            AuditStatus::Denied => CallStatus::Denied,
+            AuditStatus::HandedOff => CallStatus::HandedOff,
+            AuditStatus::Substituted => CallStatus::Substituted,
+            _ => return None,
+        })
+    }
+}
+
+/// One tool call a run made, as its records show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct CallSummary {
+    /// The call's id in the records and events (for an action, the one the runtime minted).
+    pub call_id: String,
+    /// The tool, as the model named it.
+    pub tool: String,
+    /// The tool's tier (absent for a name the agent does not know).
+    pub tier: Option<Tier>,
+    /// Its last status.
+    pub status: CallStatus,
+}
+
+/// What a run's model calls used: tokens as the provider reported them, and money.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RunUsage {
+    /// Prompt tokens of every model call of the run (the classifier's included).
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Money spent (recorded with the budget store as it was spent), in USD.
+    pub cost_usd: f64,
+}
+
+/// What a run did, whatever its end: kept by [`RunOutput`] and by every [`RunError`], so a
+/// failed run still tells which calls ran and what it spent.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunReport {
     /// The run.
     pub run_id: String,
-    /// How it ended.
-    pub status: RunStatus,
-    /// The model's final text.
+    /// The model's last text (empty when it gave none).
     pub text: String,
-    /// The typed output, when the final answer fit the output type.
-    pub output: Option<O>,
-    /// What went wrong, when something did.
-    pub error: Option<String>,
-    /// Money spent by this run (recorded with the budget store as it was spent).
-    pub cost_usd: f64,
-    /// Provider calls made.
+    /// The tool calls, in the order the gate first recorded them.
+    pub calls: Vec<CallSummary>,
+    /// Tokens and money.
+    pub usage: RunUsage,
+    /// Model calls made.
     pub iterations: u32,
 }
 
-impl<O> RunOutcome<O> {
+/// A run that answered: the model's final answer, or a question waiting for the user.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RunOutput<O> {
+    /// How it ended: [`RunStatus::Completed`] or [`RunStatus::AwaitingConfirmation`].
+    pub status: RunStatus,
+    /// The typed output: `Some` when the run completed (the final answer fit the output
+    /// type), `None` while a proposal waits for the user's answer.
+    pub output: Option<O>,
+    /// The run's id, its text, calls, usage and iterations.
+    pub report: RunReport,
+}
+
+impl<O> RunOutput<O> {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.report.run_id
+    }
+    /// The model's final text.
+    pub fn text(&self) -> &str {
+        &self.report.text
+    }
+    /// The tool calls the run made.
+    pub fn calls(&self) -> &[CallSummary] {
+        &self.report.calls
+    }
+    /// Tokens and money.
+    pub fn usage(&self) -> RunUsage {
+        self.report.usage
+    }
+}
+
+/// Why a run ended without an answer. Every variant keeps the [`RunReport`] of what the run
+/// did before it ended ([`RunError::report`]). The texts quote no secret value of the run's
+/// calls (see "Redaction" in [`crate::run`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The run made as many model calls as its limit allows.
+    #[error("the run stopped after {limit} model calls, the limit for one turn")]
+    IterationLimit {
+        /// The limit.
+        limit: u32,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The budget has no headroom left for another model call.
+    #[error("the budget is used up; an administrator can raise the cap")]
+    BudgetExhausted {
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The budget store could not be asked, and the runtime fails closed: no paid call was made.
+    #[error("the budget could not be checked, so no paid call was made: {message}")]
+    BudgetUnavailable {
+        /// What the store said.
+        message: String,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The run was stopped ([`RunHandle::stop`], a session's end, a shutdown).
+    #[error("the run was stopped")]
+    Stopped {
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// Nobody decided on a proposed action within the confirmation timeout; the run ended.
+    #[error("no decision arrived within the confirmation timeout; the action did not run")]
+    ConfirmationTimedOut {
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// A model call failed (its texts masked of the run's secret values).
+    #[error("{source}")]
+    Provider {
+        /// The provider's error.
+        source: ProviderError,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The model's final answer does not fit the agent's output type.
+    #[error("the model's final answer does not fit `{output_type}`: {message}")]
+    Output {
+        /// The output type, as the agent declares it.
+        output_type: &'static str,
+        /// Why it does not fit (masked of the run's secret values).
+        message: String,
+        /// What the run did; its `text` is the answer.
+        report: Box<RunReport>,
+    },
+    /// The audit log refused the run's first record: nothing ran.
+    #[error("the audit log is unavailable; the run did not start")]
+    AuditUnavailable {
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The run could not get its slot when its task began: nothing ran.
+    #[error("{source}")]
+    NotStarted {
+        /// Why.
+        source: StartError,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
+    /// The run's task ended without an outcome (it panicked or was aborted).
+    #[error("the run task failed: {message}")]
+    TaskFailed {
+        /// What the task runner said.
+        message: String,
+        /// What is known of the run.
+        report: Box<RunReport>,
+    },
+}
+
+impl RunError {
+    /// What the run did before it ended.
+    pub fn report(&self) -> &RunReport {
+        match self {
+            RunError::IterationLimit { report, .. }
+            | RunError::BudgetExhausted { report }
+            | RunError::BudgetUnavailable { report, .. }
+            | RunError::Stopped { report }
+            | RunError::ConfirmationTimedOut { report }
+            | RunError::Provider { report, .. }
+            | RunError::Output { report, .. }
+            | RunError::AuditUnavailable { report }
+            | RunError::NotStarted { report, .. }
+            | RunError::TaskFailed { report, .. } => report,
+        }
+    }
+
+    /// What the run did, taken.
+    pub fn into_report(self) -> RunReport {
+        match self {
+            RunError::IterationLimit { report, .. }
+            | RunError::BudgetExhausted { report }
+            | RunError::BudgetUnavailable { report, .. }
+            | RunError::Stopped { report }
+            | RunError::ConfirmationTimedOut { report }
+            | RunError::Provider { report, .. }
+            | RunError::Output { report, .. }
+            | RunError::AuditUnavailable { report }
+            | RunError::NotStarted { report, .. }
+            | RunError::TaskFailed { report, .. } => *report,
+        }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.report().run_id
+    }
+
+    /// How the run ended, as its `run_finished` record and `done` event say.
+    pub fn status(&self) -> RunStatus {
+        match self {
+            RunError::IterationLimit { .. } => RunStatus::IterationLimit,
+            RunError::BudgetExhausted { .. } => RunStatus::BudgetExhausted,
+            RunError::Stopped { .. } | RunError::ConfirmationTimedOut { .. } => RunStatus::Cancelled,
+            RunError::BudgetUnavailable { .. }
+            | RunError::Provider { .. }
+            | RunError::Output { .. }
+            | RunError::AuditUnavailable { .. }
+            | RunError::NotStarted { .. }
+            | RunError::TaskFailed { .. } => RunStatus::Failed,
+        }
+    }
+}
+
+/// What a run's result tells whether the run answered or not: its status, its report and its
+/// error text, read the same way from both sides of [`RunHandle::wait`]'s `Result`.
+///
+/// ```
+/// # use agents_runtime::{RunError, RunOutput, RunResultExt, RunStatus};
+/// fn summary<O>(result: &Result<RunOutput<O>, RunError>) -> String {
+///     let calls = result.calls().len();
+///     match result.error_text() {
+///         None => format!("{} after {calls} calls: {}", result.status(), result.text()),
+///         Some(e) => format!("{} after {calls} calls: {e}", result.status()),
+///     }
+/// }
+/// ```
+pub trait RunResultExt<O> {
+    /// How the run ended.
+    fn status(&self) -> RunStatus;
+    /// What the run did.
+    fn report(&self) -> &RunReport;
+    /// The typed output, when the run completed.
+    fn output(&self) -> Option<&O>;
+    /// The error's text, when the run ended without an answer.
+    fn error_text(&self) -> Option<String>;
+    /// The model's last text.
+    fn text(&self) -> &str {
+        &self.report().text
+    }
+    /// The tool calls the run made.
+    fn calls(&self) -> &[CallSummary] {
+        &self.report().calls
+    }
+}
+
+impl<O> RunResultExt<O> for Result<RunOutput<O>, RunError> {
+    fn status(&self) -> RunStatus {
+        match self {
+            Ok(o) => o.status,
+            Err(e) => e.status(),
+        }
+    }
+    fn report(&self) -> &RunReport {
+        match self {
+            Ok(o) => &o.report,
+            Err(e) => e.report(),
+        }
+    }
+    fn output(&self) -> Option<&O> {
+        self.as_ref().ok().and_then(|o| o.output.as_ref())
+    }
+    fn error_text(&self) -> Option<String> {
+        self.as_ref().err().map(ToString::to_string)
+    }
+}
+
+/// Why a run without an answer ended, as the run loop notes it (the status alone tells the
+/// iteration limit, the budget and a stop apart).
+#[derive(Debug)]
+pub(super) enum Failure {
+    BudgetUnavailable(String),
+    Provider(ProviderError),
+    Output { output_type: &'static str, message: String },
+    AuditUnavailable,
+    NotStarted(StartError),
+}
+
+/// A run as its loop builds it, turned into the caller's `Result` at the end.
+#[derive(Debug)]
+pub(super) struct Ending<O> {
+    pub(super) status: RunStatus,
+    pub(super) output: Option<O>,
+    pub(super) failure: Option<Failure>,
+    pub(super) confirmation_timed_out: bool,
+    pub(super) limit: u32,
+    pub(super) report: RunReport,
+}
+
+impl<O> Ending<O> {
     /// A run that has not ended yet, or that ended with `status` before anything happened.
     pub(super) fn empty(run_id: String, status: RunStatus) -> Self {
-        RunOutcome { run_id, status, text: String::new(), output: None, error: None, cost_usd: 0.0, iterations: 0 }
+        Ending {
+            status,
+            output: None,
+            failure: None,
+            confirmation_timed_out: false,
+            limit: 0,
+            report: RunReport { run_id, ..RunReport::default() },
+        }
+    }
+
+    /// What went wrong, as the `error` event and the service's summary show it.
+    pub(super) fn error_text(&self) -> Option<String> {
+        self.failure.as_ref().map(|f| match f {
+            Failure::BudgetUnavailable(m) => format!("the budget could not be checked, so no paid call was made: {m}"),
+            Failure::Provider(e) => e.to_string(),
+            Failure::Output { output_type, message } => {
+                format!("the model's final answer does not fit `{output_type}`: {message}")
+            }
+            Failure::AuditUnavailable => "the audit log is unavailable; the run did not start".to_owned(),
+            Failure::NotStarted(e) => e.to_string(),
+        })
+    }
+
+    /// The caller's result.
+    pub(super) fn into_result(self) -> Result<RunOutput<O>, RunError> {
+        let report = Box::new(self.report);
+        Err(match (self.status, self.failure) {
+            (RunStatus::Completed | RunStatus::AwaitingConfirmation, None) => {
+                return Ok(RunOutput { status: self.status, output: self.output, report: *report });
+            }
+            (_, Some(Failure::BudgetUnavailable(message))) => RunError::BudgetUnavailable { message, report },
+            (_, Some(Failure::Provider(source))) => RunError::Provider { source, report },
+            (_, Some(Failure::Output { output_type, message })) => RunError::Output { output_type, message, report },
+            (_, Some(Failure::AuditUnavailable)) => RunError::AuditUnavailable { report },
+            (_, Some(Failure::NotStarted(source))) => RunError::NotStarted { source, report },
+            (RunStatus::IterationLimit, None) => RunError::IterationLimit { limit: self.limit, report },
+            (RunStatus::BudgetExhausted, None) => RunError::BudgetExhausted { report },
+            (_, None) if self.confirmation_timed_out => RunError::ConfirmationTimedOut { report },
+            (_, None) => RunError::Stopped { report },
+        })
     }
 }
 
@@ -100,7 +462,7 @@ pub struct RunHandle<O> {
     pub(super) events: mpsc::Receiver<Event>,
     pub(super) bus: Arc<EventBus>,
     pub(super) cancel: CancellationToken,
-    pub(super) join: tokio::task::JoinHandle<RunOutcome<O>>,
+    pub(super) join: tokio::task::JoinHandle<Ending<O>>,
 }
 
 impl<O> RunHandle<O> {
@@ -128,15 +490,16 @@ impl<O> RunHandle<O> {
     pub fn stopper(&self) -> CancellationToken {
         self.cancel.clone()
     }
-    /// Waits for the end.
-    pub async fn wait(self) -> RunOutcome<O> {
+    /// Waits for the end: the run's answer (or the question waiting for the user), or why
+    /// it ended without one. Either way the calls it made and what it spent are kept.
+    pub async fn wait(self) -> Result<RunOutput<O>, RunError> {
         let run_id = self.run_id.clone();
         match self.join.await {
-            Ok(o) => o,
-            Err(e) => RunOutcome {
-                error: Some(format!("the run task failed: {e}")),
-                ..RunOutcome::empty(run_id, RunStatus::Failed)
-            },
+            Ok(ending) => ending.into_result(),
+            Err(e) => Err(RunError::TaskFailed {
+                message: e.to_string(),
+                report: Box::new(RunReport { run_id, ..RunReport::default() }),
+            }),
         }
     }
 }

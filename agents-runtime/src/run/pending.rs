@@ -10,8 +10,9 @@
 //! runs only on the node whose claim of its execution the store granted (exactly one).
 
 use super::{DeciderView, DecisionError, Runtime, Verdict, lock};
-use crate::core::Principal;
+use agents_core::Principal;
 use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
+use agents_core::Principal;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -304,7 +304,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn ids(session: &str, turn: &str) -> Arc<RecordIds> {
-        let p = crate::core::Principal::new("u", "o", "r");
+        let p = agents_core::Principal::new("u", "o", "r");
         Arc::new(RecordIds::from_parts(turn, session, "q", &p, "agent", "m"))
     }
 

@@ -6,8 +6,8 @@ use super::context::RunCtx;
 use super::gate::RecordOf;
 use super::runtime::Inner;
 use crate::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus};
-use crate::core::{Principal, SharedStr, SharedValue, Tier};
 use crate::tool::Registry;
+use agents_core::{Principal, SharedStr, SharedValue, Tier};
 use std::sync::Arc;
 
 /// The largest buffer (bytes) a thread keeps for the canonical text of results it hashes.

@@ -4,23 +4,24 @@
 use super::confirm::{DirectConfirm, LocalWaiter};
 use super::context::{RunCtx, availability};
 use super::driver::run_loop;
+use super::outcome::{Ending, Failure};
 use super::pending::Heard;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::{DirectSession, SessionState};
-use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunOutcome, RunStatus, StartError, Verdict, lock};
+use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
-use crate::core::redact::RedactionKeys;
-use crate::core::{Limits, Principal, RoleMap};
 use crate::events::{Event, EventBus};
 use crate::interceptor::Interceptor;
 use crate::provider::Provider;
 use crate::store::{MemoryStore, SlotId, SlotOwner, Store, answer_now, now_or_in_background};
 use crate::token::TokenStore;
 use crate::tool::Registry;
+use agents_core::redact::RedactionKeys;
+use agents_core::{Limits, Principal, RoleMap};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -102,6 +103,8 @@ pub(super) struct Inner {
     /// The MCP servers imported tools are called on.
     #[cfg(feature = "mcp")]
     pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    /// The application's state, reachable from every tool's context.
+    pub(super) state: crate::tool::AppState,
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -165,6 +168,7 @@ pub struct RuntimeBuilder {
     slot_lease: Duration,
     #[cfg(feature = "mcp")]
     mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    state: crate::tool::AppState,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -247,11 +251,34 @@ impl RuntimeBuilder {
     ///
     /// A store that answers at once (the in-memory one) refuses a user's run beyond the cap in
     /// [`Runtime::start`] itself. A shared store answers later: `start` then returns the
-    /// handle at once and the run first waits for its slot; a refusal ends it
-    /// [`RunStatus::Failed`](super::RunStatus::Failed) with the
-    /// [`StartError::TooManyRuns`] message as its error, before anything ran or was recorded.
+    /// handle at once and the run first waits for its slot; a refusal ends it with
+    /// [`RunError::NotStarted`](super::RunError::NotStarted) holding
+    /// [`StartError::TooManyRuns`], before anything ran or was recorded.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
+        self
+    }
+    /// Hands the tools a value of the application's (a database pool, a service client, a
+    /// store): a tool reads it with [`ToolContext::state`](crate::ToolContext::state), by its
+    /// type. One value per type; a second value of the same type replaces the first. A tool
+    /// that runs in a worker process ([`RuntimeBuilder::isolation`]) has no state.
+    ///
+    /// ```
+    /// # use agents_runtime::{Runtime, audit::MemorySink, provider::ScriptedProvider};
+    /// # use std::sync::Arc;
+    /// struct Db { url: String }
+    /// let rt = Runtime::builder(Arc::new(MemorySink::new()), Arc::new(ScriptedProvider::new([])))
+    ///     .state(Db { url: "postgres://localhost/app".into() })
+    ///     .build();
+    /// # drop(rt);
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.shared_state(Arc::new(value))
+    }
+    /// [`RuntimeBuilder::state`] for a value the application shares with others (the
+    /// tools read it as `T`, the application keeps its `Arc`).
+    pub fn shared_state<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.state.insert(value);
         self
     }
     /// Keys redacted wherever they appear.
@@ -401,6 +428,7 @@ impl RuntimeBuilder {
                 history_bytes: self.history_bytes,
                 #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,
+                state: self.state,
             }),
         }
     }
@@ -550,6 +578,7 @@ impl Runtime {
             slot_lease: RUN_SLOT_LEASE,
             #[cfg(feature = "mcp")]
             mcp_imports: None,
+            state: crate::tool::AppState::default(),
         }
     }
 
@@ -685,8 +714,10 @@ impl Runtime {
                             // the audit log refused.
                             let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
                             ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
-                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: "failed".into() });
-                            return RunOutcome { error: Some(error), ..RunOutcome::empty(run_id, RunStatus::Failed) };
+                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
+                            let mut ending = Ending::empty(run_id, RunStatus::Failed);
+                            ending.failure = Some(Failure::NotStarted(e));
+                            return ending;
                         }
                     },
                 };

@@ -11,11 +11,11 @@
 //!
 //! Values shorter than [`MIN_SECRET_BYTES`] are not searched for (a two-character secret
 //! would mask every occurrence of those characters in ordinary text); neither are values at
-//! positions only the key list ([`RedactionKeys`](crate::core::redact::RedactionKeys))
+//! positions only the key list ([`RedactionKeys`](agents_core::redact::RedactionKeys))
 //! masks. Base64 forms are matched for values of six bytes or more.
 
-use crate::core::redact::MASK;
 use crate::provider::redact::Redactor;
+use agents_core::redact::MASK;
 use serde_json::Value;
 
 /// The shortest secret value searched for in derived texts, in bytes.

@@ -22,6 +22,18 @@ pub(super) struct Spend {
     pub(super) cost_usd: f64,
     /// The latest paid call's cost: the estimate the next reservation holds.
     last_cost: f64,
+    /// Prompt tokens of the run's model calls, as the providers reported them.
+    pub(super) input_tokens: u64,
+    /// Completion tokens.
+    pub(super) output_tokens: u64,
+}
+
+impl Spend {
+    /// Counts the tokens of one model call.
+    pub(super) fn count_tokens(&mut self, usage: &crate::provider::Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(usage.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(usage.output_tokens);
+    }
 }
 
 /// Why a paid call may not be made.
@@ -129,6 +141,9 @@ impl<A: Registry> MeteredCalls for Meter<'_, A> {
                 Ok(answer) => answer,
                 Err(_) => Err(ProviderError::Timeout { secs }),
             };
+            if let Ok(r) = &answer {
+                lock(self.spend).count_tokens(&r.usage);
+            }
             let cost = answer.as_ref().map_or(0.0, |r| r.usage.cost_usd);
             self.settle(reservation, cost).await;
             answer

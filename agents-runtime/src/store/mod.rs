@@ -51,6 +51,7 @@ use std::time::Duration;
 
 /// Why a store could not answer. The runtime fails closed on every one of them.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The database could not be reached or failed the operation.
     #[error("state store unavailable: {0}")]

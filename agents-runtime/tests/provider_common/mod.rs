@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 #[cfg(feature = "http")]
-use agents_runtime::provider::HttpOptions;
+use agents_runtime::provider::ProviderHttpOptions;
 use agents_runtime::provider::{
     ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, ToolCallRequest, ToolDefinition,
 };
@@ -225,13 +225,13 @@ pub fn request(messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) -> ChatRe
 
 /// Per-call options with this timeout, three attempts and millisecond backoff.
 #[cfg(feature = "http")]
-pub fn fast_http(timeout: Duration) -> HttpOptions {
-    HttpOptions {
+pub fn fast_http(timeout: Duration) -> ProviderHttpOptions {
+    ProviderHttpOptions {
         timeout,
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
-        ..HttpOptions::default()
+        ..ProviderHttpOptions::default()
     }
 }
 

@@ -17,6 +17,7 @@
 //! model proposes one action, the process says which call waits for a decision, and the run
 //! goes on once the decision arrives through the store (or the process is killed).
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, StoredVerdict};
 use agents_store::PostgresStore;
 use std::sync::Arc;
@@ -165,7 +166,7 @@ async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
         }
     }
     let outcome = run.wait().await;
-    println!("finished {:?}", outcome.status);
+    println!("finished {:?}", outcome.status());
     Ok(())
 }
 

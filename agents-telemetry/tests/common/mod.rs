@@ -2,6 +2,7 @@
 //! shared by the span, OTLP and redaction tests.
 #![allow(dead_code, unreachable_pub)]
 
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -103,6 +104,6 @@ pub async fn run_scenario() -> Ran {
     };
     tokio::time::timeout(Duration::from_secs(60), wait).await.expect("the run finished");
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    Ran { run_id, status: out.status }
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    Ran { run_id, status: out.status() }
 }

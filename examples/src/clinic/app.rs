@@ -3,11 +3,12 @@
 use super::store::Store;
 use super::{ADMIN, ATHLETE, COACH, DOCTOR, Kinetix, PHYSIO};
 use crate::console::{Screen, provider_or_offline, read_line, severe_failures, short, temp_audit_path, tokio_runtime};
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
 use agents_runtime::provider::ToolOutcome;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
-use agents_runtime::{Principal, RunOutcome, Runtime, Verdict};
+use agents_runtime::{Principal, RunError, RunOutput, Runtime, Verdict};
 use serde_json::{Value, json};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -102,7 +103,7 @@ async fn turn(
     session: &str,
     message: &str,
     decider: Decider<'_>,
-) -> io::Result<RunOutcome<String>> {
+) -> io::Result<Result<RunOutput<String>, RunError>> {
     if let Some(label) = label {
         writeln!(screen.out, "\n{label}> {message}")?;
     }
@@ -201,11 +202,12 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         "Record an injury for ath-104: left hamstring strain, grade 1, tightness in the last sprint",
         "Sign off rtp-1 as doctor, she is ready",
     ] {
-        turn(&rt, &mut screen, &priya, Some("priya (physio)"), "s-priya", m, Decider::Scripted(approve)).await?;
+        let _ =
+            turn(&rt, &mut screen, &priya, Some("priya (physio)"), "s-priya", m, Decider::Scripted(approve)).await?;
     }
 
     writeln!(screen.out, "\n=== 2. Dr. Okafor, club doctor: the same sign-off with a doctor's authority ===")?;
-    turn(
+    let _ = turn(
         &rt,
         &mut screen,
         &people::okafor(),
@@ -224,8 +226,16 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     for m in
         ["Delete athlete ath-105, he has left the club", "Delete injury inj-2 from the record", "Delete video vid-3"]
     {
-        turn(&rt, &mut screen, &marco, Some("marco (coach)"), "s-marco", m, Decider::Scripted(decline_video_delete))
-            .await?;
+        let _ = turn(
+            &rt,
+            &mut screen,
+            &marco,
+            Some("marco (coach)"),
+            "s-marco",
+            m,
+            Decider::Scripted(decline_video_delete),
+        )
+        .await?;
     }
 
     writeln!(screen.out, "\n=== 4. Jane Doe, athlete (linked to ath-101): self-scoped, no injury tools ===")?;
@@ -236,11 +246,11 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         "List athletes",
         "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
     ] {
-        turn(&rt, &mut screen, &jane, Some("jane (athlete)"), "s-jane", m, Decider::Scripted(approve)).await?;
+        let _ = turn(&rt, &mut screen, &jane, Some("jane (athlete)"), "s-jane", m, Decider::Scripted(approve)).await?;
     }
 
     writeln!(screen.out, "\n=== 5. An athlete login linked to no athlete record is refused, not defaulted ===")?;
-    turn(
+    let _ = turn(
         &rt,
         &mut screen,
         &people::sam_unlinked(),
@@ -255,7 +265,7 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         screen.out,
         "\n=== 6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him ==="
     )?;
-    turn(
+    let _ = turn(
         &rt,
         &mut screen,
         &people::erik(),
@@ -335,7 +345,7 @@ async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
     while let Some(line) = screen.next_request().await? {
         let line = line.as_str();
         let outcome = turn(&rt, &mut screen, &who, None, "chat", line, Decider::Terminal).await?;
-        if let Some(e) = outcome.error {
+        if let Some(e) = outcome.error_text() {
             writeln!(screen.out, "(the run ended: {e})")?;
         }
     }

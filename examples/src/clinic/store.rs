@@ -907,7 +907,8 @@ impl Store {
         let index = Self::record_index(&d, p, &d.devices, device_id, "device")?;
         let dev = &mut d.devices[index];
         dev.key_version += 1;
-        let digest = agents_runtime::core::canonical::sha256_hex(format!("{}:{}", dev.id, dev.key_version).as_bytes());
+        let digest =
+            agents_runtime::agents_core::canonical::sha256_hex(format!("{}:{}", dev.id, dev.key_version).as_bytes());
         dev.key_fingerprint = format!("SHA256:{}", &digest[..16]);
         Ok(dev.clone())
     }

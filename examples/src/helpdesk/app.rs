@@ -5,6 +5,7 @@ use super::{DeskLoop, EMPLOYEE};
 use crate::console::{
     Screen, ShowingSink, Shown, canonical, provider_or_offline, severe_failures, temp_audit_path, tokio_runtime,
 };
+use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::severe::SevereFailure;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
@@ -130,6 +131,7 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
     let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
     let rt = Runtime::builder(Arc::new(sink), Arc::new(HelpdeskModel::new().provider()))
         .roles(super::roles().clone())
+        .shared_state(Store::shared())
         .build();
     let options = agents_runtime::mcp::McpOptions::default();
     if !http {
@@ -141,7 +143,7 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
         .filter(|t| !t.is_empty())
         .ok_or_else(|| invalid("`mcp --http` needs the bearer token clients present in AGENTS_MCP_TOKEN".into()))?;
     let bind = std::env::var("AGENTS_MCP_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let mut http = agents_runtime::mcp::HttpOptions { mcp: options, ..Default::default() };
+    let mut http = agents_runtime::mcp::McpHttpOptions { mcp: options, ..Default::default() };
     http.bind = bind
         .parse()
         .map_err(|_| invalid(format!("AGENTS_MCP_BIND must be an address like 127.0.0.1:8080, got `{bind}`")))?;
@@ -190,7 +192,7 @@ async fn turn(
     // The events are read here while the run is awaited below.
     let mut events = std::mem::replace(run.events(), tokio::sync::mpsc::channel(1).1);
     let outcome = screen.show_turn(&mut events, records, run.wait(), show_event).await?;
-    if let Some(e) = outcome.error {
+    if let Some(e) = outcome.error_text() {
         writeln!(screen.out, "  (the run ended: {e})")?;
     }
     Ok(())
@@ -226,6 +228,7 @@ fn build_runtime(provider: Arc<dyn Provider>, path: &Path) -> io::Result<(Runtim
     let rt = Runtime::builder(Arc::new(sink), provider)
         .roles(super::roles().clone())
         .confirm_mode(ConfirmMode::Conversational)
+        .shared_state(Store::shared())
         .build();
     Ok((rt, records))
 }

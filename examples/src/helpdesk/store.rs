@@ -5,7 +5,7 @@
 use super::perms;
 use agents_runtime::Principal;
 use serde::Serialize;
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 pub use crate::service::ServiceError;
 
@@ -91,7 +91,7 @@ pub struct Store {
     data: Mutex<Data>,
 }
 
-static GLOBAL: LazyLock<Store> = LazyLock::new(Store::seeded);
+static GLOBAL: LazyLock<Arc<Store>> = LazyLock::new(|| Arc::new(Store::seeded()));
 
 fn require(p: &Principal, permission: &str) -> Result<()> {
     if super::roles().has_permission(&p.role, permission) {
@@ -133,6 +133,12 @@ impl Store {
     /// The application's store, seeded once per process (what the tools use).
     pub fn global() -> &'static Store {
         &GLOBAL
+    }
+
+    /// The process's store as the runtime shares it with the tools
+    /// (`RuntimeBuilder::shared_state`); the tools reach it only through their context.
+    pub fn shared() -> Arc<Store> {
+        GLOBAL.clone()
     }
 
     /// A new store with the seeded employees.

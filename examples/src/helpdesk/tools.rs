@@ -7,8 +7,14 @@ use super::store::{ItemRequest, LeaveAccount, LeaveRequest, POLICIES, ServiceErr
 use agents_runtime::{ToolContext, tool};
 use serde_json::{Value, json};
 
-fn store() -> &'static Store {
-    Store::global()
+/// The helpdesk's store, as the application handed it to the runtime
+/// (`RuntimeBuilder::shared_state`): the tools keep no store of their own.
+fn store<'a>(cx: &ToolContext<'a>) -> Result<&'a Store, ServiceError> {
+    cx.state::<Store>().ok_or_else(|| {
+        ServiceError::Unavailable(
+            "the helpdesk store was not handed to the runtime (RuntimeBuilder::shared_state)".into(),
+        )
+    })
 }
 
 /// Looks up a helpdesk policy by topic: leave, probation, equipment, software, password,
@@ -33,14 +39,14 @@ pub async fn lookup_policy(topic: String) -> Result<Value, ServiceError> {
 /// Reads the user's remaining annual leave balance.
 #[tool(permission = perms::leave::read, risk = low)]
 pub async fn get_leave_balance(cx: &ToolContext<'_>) -> Result<LeaveAccount, ServiceError> {
-    store().leave_balance(cx.principal())
+    store(cx)?.leave_balance(cx.principal())
 }
 
 /// Reads the user's leave request history with rejection reasons, days employed and the
 /// probation threshold.
 #[tool(permission = perms::leave::read, risk = low)]
 pub async fn get_request_history(cx: &ToolContext<'_>) -> Result<Value, ServiceError> {
-    let (account, requests) = store().request_history(cx.principal())?;
+    let (account, requests) = store(cx)?.request_history(cx.principal())?;
     Ok(json!({"account": account, "requests": requests}))
 }
 
@@ -59,13 +65,13 @@ pub async fn submit_leave_request(
     days: f64,
     kind: Option<String>,
 ) -> Result<LeaveRequest, ServiceError> {
-    store().submit_leave(cx.principal(), &start_date, days, kind.as_deref().unwrap_or("annual"))
+    store(cx)?.submit_leave(cx.principal(), &start_date, days, kind.as_deref().unwrap_or("annual"))
 }
 
 /// Lists the user's own support tickets.
 #[tool(permission = perms::ticket::read, risk = low)]
 pub async fn list_my_tickets(cx: &ToolContext<'_>) -> Result<Vec<Ticket>, ServiceError> {
-    store().my_tickets(cx.principal())
+    store(cx)?.my_tickets(cx.principal())
 }
 
 /// Opens a support ticket. severity: 1 outage for many people, 2 one person blocked with no
@@ -83,7 +89,7 @@ pub async fn open_ticket(
     severity: u8,
     workaround: Option<String>,
 ) -> Result<Ticket, ServiceError> {
-    store().open_ticket(cx.principal(), &summary, severity, workaround.as_deref())
+    store(cx)?.open_ticket(cx.principal(), &summary, severity, workaround.as_deref())
 }
 
 /// Requests a piece of equipment (dock, monitor, keyboard, headset, laptop) with a
@@ -99,7 +105,7 @@ pub async fn request_equipment(
     item: String,
     justification: String,
 ) -> Result<ItemRequest, ServiceError> {
-    store().request_item(cx.principal(), "equipment", &item, &justification)
+    store(cx)?.request_item(cx.principal(), "equipment", &item, &justification)
 }
 
 /// Requests a software licence with a business justification.
@@ -114,7 +120,7 @@ pub async fn request_software(
     name: String,
     justification: String,
 ) -> Result<ItemRequest, ServiceError> {
-    store().request_item(cx.principal(), "software", &name, &justification)
+    store(cx)?.request_item(cx.principal(), "software", &name, &justification)
 }
 
 /// Resets the password of an account. Identity changes are made by a person at the service

@@ -5,9 +5,10 @@ use super::tools::{read_customer_file, save_review_note};
 use super::vendor::{KycExtractor, vendor_extract_text};
 use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
+use agents_runtime::RunResultExt as _;
+use agents_runtime::agents_core::manifest::Manifest;
+use agents_runtime::agents_core::policy::{GlobSet, lexical_path};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
-use agents_runtime::core::manifest::Manifest;
-use agents_runtime::core::policy::{GlobSet, lexical_path};
 use agents_runtime::events::Event;
 use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::scripted::{ScriptedProvider, reply, tool_call};
@@ -348,7 +349,7 @@ impl Stage<'_> {
         &mut self,
         request: &RawRequest,
         script: Vec<agents_runtime::provider::ChatResponse>,
-    ) -> io::Result<agents_runtime::RunOutcome<ApprovalDecision>> {
+    ) -> io::Result<Result<agents_runtime::RunOutput<ApprovalDecision>, agents_runtime::RunError>> {
         for r in script {
             self.model.push(r);
         }
@@ -361,9 +362,9 @@ impl Stage<'_> {
             self.gated.start::<KycReviewer>(analyst(), "kyc-demo", request.clone()).map_err(io::Error::other)?;
         let mut events = std::mem::replace(run.events(), no_events());
         let outcome = self.screen.show_turn(&mut events, &mut self.records, run.wait(), show_event).await?;
-        self.budget.forget(&outcome.run_id);
-        if let Some(e) = &outcome.error {
-            writeln!(self.screen.out, "  (the run ended {:?}: {e})", outcome.status)?;
+        self.budget.forget(&outcome.report().run_id);
+        if let Some(e) = &outcome.error_text() {
+            writeln!(self.screen.out, "  (the run ended {:?}: {e})", outcome.status())?;
         }
         Ok(outcome)
     }
@@ -513,7 +514,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             ],
         )
         .await?;
-    let decision = outcome.output.clone();
+    let decision = outcome.output().cloned();
     if let Some(d) = &decision {
         writeln!(
             stage.screen.out,
@@ -638,7 +639,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         .to_string(),
     ));
     let budget_outcome = stage.review(&c1003, script).await?;
-    if let Some(d) = &budget_outcome.output {
+    if let Some(d) = budget_outcome.output() {
         writeln!(
             stage.screen.out,
             "  >> typed output: decision {:?} after {} documents",
@@ -659,7 +660,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
     writeln!(
         stage.screen.out,
         "  >> no decision reached the application (output: {:?})",
-        malformed.output.as_ref().map(|d| d.decision)
+        malformed.output().map(|d| d.decision)
     )?;
 
     let Stage { mut screen, gated, plain, .. } = stage;
@@ -684,8 +685,8 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         records,
         decision,
         attempts,
-        budget_decision: budget_outcome.output,
-        malformed: (malformed.status, malformed.error),
+        budget_decision: budget_outcome.output().cloned(),
+        malformed: (malformed.status(), malformed.error_text()),
     })
 }
 

@@ -21,8 +21,8 @@
 //! reaches out.
 
 use crate::capability::NetAccess;
-use crate::core::ToolSpec;
 use crate::provenance::{Provenance, normalise};
+use agents_core::ToolSpec;
 use serde_json::Value;
 
 /// The first URL or host name in `args` outside the tool's declared hosts, as a refusal.

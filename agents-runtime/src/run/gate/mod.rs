@@ -17,11 +17,11 @@ use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
 use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
-use crate::core::redact::SecretSchema;
-use crate::core::{SharedValue, Tier, ToolSpec};
 use crate::events::Event;
 use crate::interceptor::{Decision, Interception};
-use crate::tool::{ErasedArgs, Handler, Registry, ToolEntry, ToolError};
+use crate::tool::{ErasedArgs, Handler, RegisteredTool, Registry, ToolError};
+use agents_core::redact::SecretSchema;
+use agents_core::{SharedValue, Tier, ToolSpec};
 use serde_json::Value;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -143,7 +143,7 @@ async fn refuse_unknown<A: Registry>(ctx: &Arc<RunCtx<A>>, call: CallRef<'_>) ->
 async fn check<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
-    entry: &ToolEntry<A>,
+    entry: &RegisteredTool<A>,
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
@@ -221,7 +221,7 @@ async fn check<A: Registry>(
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
 /// JSON for its worker (see `crate::isolate::Isolation`).
-fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &ToolEntry<A>, args: &Value) -> Result<ErasedArgs, String> {
+fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Value) -> Result<ErasedArgs, String> {
     match &ctx.inner.isolation {
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
@@ -287,7 +287,7 @@ fn mask_refused<A: Registry>(
 async fn intercept<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     call: CallRef<'_>,
-    entry: &ToolEntry<A>,
+    entry: &RegisteredTool<A>,
     schema: SecretSchema<'static>,
     args: &mut Value,
     typed: &mut ErasedArgs,
@@ -365,7 +365,7 @@ async fn substitute<A: Registry>(
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
     ctx.note_result(call.id, spec.name, &result);
-    ctx.emit_result(call.id, spec.name, "substituted", Some(&result));
+    ctx.emit_result(call.id, spec.name, AuditStatus::Substituted, Some(&result));
     CallOutcome::ok(result)
 }
 
@@ -395,7 +395,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             let mut f = base(AuditStatus::Executed, redacted);
             f.reason = cut;
             f.result = Some(kept);
-            (f, "executed", CallOutcome { executed: true, ..CallOutcome::ok(value) })
+            (f, AuditStatus::Executed, CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }
         Err(e) => {
             let mut f = base(AuditStatus::Failed, redacted);
@@ -403,7 +403,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
                 import.listed_sha256 = Some(listed);
             }
             let message = if secrets.is_empty() { e.message } else { secrets.text(&e.message) };
-            (f.reason(message.clone()), "failed", CallOutcome::err(message))
+            (f.reason(message.clone()), AuditStatus::Failed, CallOutcome::err(message))
         }
     };
     let audited = ctx.audit(record);

@@ -2,10 +2,10 @@
 
 use super::{Checked, RecordOf, finish_call, run_contained};
 use crate::audit::AuditStatus;
-use crate::core::SharedStr;
 use crate::run::context::CallOutcome;
 use crate::run::record::ReadOwed;
 use crate::tool::{CallContext, ErasedArgs, Registry, ToolFuture};
+use agents_core::SharedStr;
 
 /// Runs a read tool once its `proposed` record is durable; its records carry its own id
 /// (`call_id`: only an approved action's differ).

@@ -1,9 +1,10 @@
 //! The agent's manifest, registry and a run, over tools defined in another crate.
 
+use agents::agents_core::manifest::Manifest;
 use agents::audit::{AuditStatus, MemorySink};
-use agents::core::manifest::Manifest;
 use agents::provider::scripted::{reply, tool_call};
 use agents::provider::{ChatMessage, ScriptedProvider};
+use agents::RunResultExt as _;
 use agents::{Agent, Principal, Registry, RoleMap, RunStatus, Runtime};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -48,7 +49,7 @@ async fn a_tool_from_the_other_crate_invokes_another_through_the_gate() {
     let me = Principal::new("u1", "org1", "physio");
     let run = rt.start::<Clinic>(me, "s1", "summarise".to_owned()).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 
     // The nested call went through the gate and was audited before the outer one finished.
     let executed: Vec<String> = audit

@@ -59,7 +59,7 @@ fn main() {
     assert!(Physio::MANIFEST.contains(r#""uses":["list_athletes","open_injuries"]"#), "{}", Physio::MANIFEST);
     for (spec, manifest) in [(&Coach::SPEC, Coach::MANIFEST), (&Physio::SPEC, Physio::MANIFEST)] {
         let tools = if spec.name == "Coach" { Coach::tools() } else { Physio::tools() };
-        let from_specs = agents_runtime::core::manifest::Manifest::from_specs(spec, tools).unwrap();
+        let from_specs = agents_runtime::agents_core::manifest::Manifest::from_specs(spec, tools).unwrap();
         assert_eq!(from_specs.to_canonical_string(), manifest);
     }
 }

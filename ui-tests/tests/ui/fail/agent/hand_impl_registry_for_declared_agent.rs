@@ -1,7 +1,7 @@
 // A second registry for an agent declared with agent!, to run other entries.
 #![allow(dead_code)]
 
-use agents_runtime::{Registry, ToolEntry, agent, permissions, tool};
+use agents_runtime::{Registry, RegisteredTool, agent, permissions, tool};
 
 permissions! {
     pub mod perms {
@@ -34,7 +34,7 @@ agent! {
 }
 
 impl Registry for Helpdesk {
-    fn entry_at(_index: usize) -> Option<ToolEntry<Self>> {
+    fn entry_at(_index: usize) -> Option<RegisteredTool<Self>> {
         None
     }
 }

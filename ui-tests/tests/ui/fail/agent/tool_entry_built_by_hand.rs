@@ -1,7 +1,7 @@
 // An entry built field by field, pairing one tool's spec with another tool's handler.
 #![allow(dead_code)]
 
-use agents_runtime::{Dispatch, Tool, ToolEntry, agent, permissions, tool};
+use agents_runtime::{Dispatch, Tool, RegisteredTool, agent, permissions, tool};
 
 permissions! {
     pub mod perms {
@@ -33,8 +33,8 @@ agent! {
     ceiling: [perms::ticket::read],
 }
 
-fn swapped() -> ToolEntry<Helpdesk> {
-    ToolEntry {
+fn swapped() -> RegisteredTool<Helpdesk> {
+    RegisteredTool {
         spec: &<read_ticket as Tool>::SPEC,
         schema: <read_ticket as Tool>::input_schema,
         parse: |_| Err(String::new()),

@@ -1,7 +1,7 @@
 // An entry for a tool the agent does not grant.
 #![allow(dead_code)]
 
-use agents_runtime::{ToolEntry, agent, permissions, tool};
+use agents_runtime::{RegisteredTool, agent, permissions, tool};
 
 permissions! {
     pub mod perms {
@@ -33,8 +33,8 @@ agent! {
     ceiling: [perms::ticket::read],
 }
 
-fn ungranted() -> ToolEntry<Helpdesk> {
-    ToolEntry::of::<delete_user>()
+fn ungranted() -> RegisteredTool<Helpdesk> {
+    RegisteredTool::of::<delete_user>()
 }
 
 fn main() {}
