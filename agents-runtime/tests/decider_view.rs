@@ -4,12 +4,12 @@
 //! records and the run's broadcast events keep the masked copy.
 
 use agents_runtime::audit::MemorySink;
-use agents_runtime::core::redact::MASK;
+use agents_runtime::agents_core::redact::MASK;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
-use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Verdict, agent, permissions, tool};
+use agents_runtime::{Principal, RoleMap, RunResultExt, RunStatus, Runtime, Verdict, agent, permissions, tool};
 use std::sync::{Arc, Mutex};
 
 permissions! {
@@ -77,7 +77,7 @@ async fn a_model_runs_confirmer_sees_the_typed_value_while_events_and_records_ar
             break;
         }
     }
-    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
     let requests = asked.0.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
     let r = &requests[0];
@@ -129,7 +129,7 @@ async fn the_pending_decision_shows_its_decider_the_typed_value_and_nobody_else_
         assert!(rt.pending_decisions(&other).await.unwrap().is_empty(), "{other:?} sees a proposal");
     }
     rt.decide_async(&call_id, &ann(), Verdict::Approve, None).await.unwrap();
-    assert_eq!(run.wait().await.status, RunStatus::Completed);
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
     assert!(!audit.to_jsonl().contains(TYPED), "the audit log carries the secret");
 }
 

@@ -6,7 +6,7 @@
 mod mcp_common;
 
 use agents_runtime::audit::MemorySink;
-use agents_runtime::mcp::{HttpOptions, serve_http};
+use agents_runtime::mcp::{McpHttpOptions, serve_http};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
 use mcp_common::{Client, response_to};
@@ -42,7 +42,7 @@ async fn the_elicitation_shows_the_typed_value_and_the_records_mask_it() {
     let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([])))
         .roles(RoleMap::new().role("member", ["account.write"]))
         .build();
-    let mut opts = HttpOptions::default();
+    let mut opts = McpHttpOptions::default();
     opts.bearer_tokens.insert("ann-token".into(), Principal::new("ann", "acme", "member"));
     let server = serve_http::<Accounts>(rt, opts).await.unwrap();
     let mut c = Client::new(server.local_addr(), "ann-token");

@@ -17,7 +17,7 @@ use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{
-    Principal, RoleMap, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions, tool,
+    Principal, RoleMap, RunResultExt, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions, tool,
 };
 use run_common::*;
 use std::path::{Path, PathBuf};
@@ -162,7 +162,7 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
     assert!(effects().is_empty(), "nothing reaches the server before the decision");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = run.wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(effects(), ["add_note call the vendor"]);
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"found 1 note about vendor\"", "{told:?}");
@@ -296,7 +296,7 @@ async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audit
     let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
     let (rt, audit, provider) = runtime(imports.clone(), vec![tool_call("crash", "{}"), reply("it failed")]);
     let out = rt.start::<TsNotes>(me(), "ts-dies", "go".into()).unwrap().wait().await;
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(files.effects(), ["crash"], "the call reached the server, which then ended");
     let told = &tool_messages(&provider.requests()[1])[0];
     assert!(
@@ -317,7 +317,7 @@ async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audit
 
 #[tokio::test]
 async fn the_lock_file_matches_the_typescript_server() {
-    let lock = agents_runtime::core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
+    let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let files = Files::new();
     let live = pin_server("ts_notes", &files.stdio()).await.unwrap();
     assert_eq!(

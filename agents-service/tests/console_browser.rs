@@ -277,7 +277,7 @@ async fn only_the_runs_own_user_is_shown_the_typed_value_and_cookie_writes_need_
     }
     let d = &listed["decisions"][0];
     assert_eq!(d["decider_arguments"]["new_password"], typed, "{listed}");
-    assert_eq!(d["arguments"]["new_password"], agents_runtime::core::redact::MASK, "{listed}");
+    assert_eq!(d["arguments"]["new_password"], agents_runtime::agents_core::redact::MASK, "{listed}");
     for other in [&marco, &gil] {
         let (_, _, body) = http(s.base, "GET", "/v1/decisions", &[("cookie", other)], None).await;
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["decisions"], json!([]), "{body}");

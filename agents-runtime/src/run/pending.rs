@@ -10,7 +10,6 @@
 //! runs only on the node whose claim of its execution the store granted (exactly one).
 
 use super::{DeciderView, DecisionError, Runtime, Verdict, lock};
-use agents_core::Principal;
 use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
 use agents_core::Principal;
 use serde_json::{Value, json};
