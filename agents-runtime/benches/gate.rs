@@ -416,6 +416,8 @@ fn ratios() {
         let (label, p) = paths.iter().find(|(l, _)| l.contains(only.as_str())).expect("no path has that label");
         p();
         println!("ran `{label}` {N} times");
+        // The state a direct call keeps across its waits, moved with it on every call.
+        println!("future of one direct call: {} bytes", std::mem::size_of_val(&f.small.call("c", SMALL_TOOL, ARGS)));
         return;
     }
     let mut best = vec![f64::INFINITY; paths.len()];

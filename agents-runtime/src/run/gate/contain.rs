@@ -50,7 +50,8 @@ async fn contained<A: crate::tool::Registry>(
         return Err(stopped(ctx));
     }
     if cx.spec.policy.isolated || ctx.inner.isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
-        return run_isolated(ctx, cx, typed).await;
+        // Boxed: the worker's pipes and timers are not kept in every call's future.
+        return Box::pin(run_isolated(ctx, cx, typed)).await;
     }
     let started = tokio::time::Instant::now();
     let mut call = match catch_unwind(AssertUnwindSafe(|| run(cx, typed))) {
@@ -70,7 +71,9 @@ async fn contained<A: crate::tool::Registry>(
     let polled = std::future::poll_fn(poll);
     let deadline = ctx.inner.tool_timeout;
     let left = deadline.saturating_sub(started.elapsed());
-    match unless_cancelled(&ctx.cancel, tokio::time::timeout(left, polled)).await {
+    // Boxed: the timer and the watch on the stop are only for a tool that did not finish in
+    // its first poll, and are not kept in the future of every call.
+    match Box::pin(unless_cancelled(&ctx.cancel, tokio::time::timeout(left, polled))).await {
         Some(Ok(result)) => result,
         Some(Err(_)) => Err(ToolError::new(format!(
             "{}: the tool did not finish within {} s and was ended; its outcome is unknown",
