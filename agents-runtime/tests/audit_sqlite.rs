@@ -49,7 +49,7 @@ async fn update_and_delete_are_refused_by_the_triggers() {
     // A row that does not continue the chain is refused.
     let fork = format!(
         "INSERT INTO audit_log SELECT 4, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, \
-         tier, status, reason, title, args, args_hash, result, manifest_sha256, '{}', hash || 'x', epoch FROM audit_log WHERE seq = 1",
+         tier, status, reason, title, args, args_hash, result, manifest_sha256, '{}', hash || 'x', epoch, import FROM audit_log WHERE seq = 1",
         "0".repeat(64)
     );
     assert!(refused(&conn, &fork).contains("hash chain"));

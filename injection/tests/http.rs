@@ -25,14 +25,13 @@ async fn the_person_approves_their_task_and_declines_the_injection_through_the_d
     assert_eq!(cards.len(), 2, "{cards:?}");
     assert!(cards.iter().any(|(t, a, w)| *t == "submit_leave_request" && **a == injected && *w == "reject"));
     assert!(cards.iter().any(|(t, a, w)| *t == "submit_leave_request" && **a == asked && *w == "approve"));
-    // The rejection went through `POST /v1/decisions/{call_id}`: only the service records the
-    // reason a person gives there, next to the runtime's `rejected` record.
-    let reason = records
+    // The rejection went through `POST /v1/decisions/{call_id}`: the reason a person gives
+    // there is in the call's own `rejected` record.
+    let rejected = records
         .iter()
-        .find(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("rejecting")))
-        .expect("the service recorded the person's reason");
-    assert_eq!(reason.reason.as_deref(), Some("the reason given for rejecting: no, I did not ask for that"));
-    assert!(records.iter().any(|r| r.status == AuditStatus::Rejected && r.call_id == reason.call_id));
+        .find(|r| r.status == AuditStatus::Rejected && r.reason.as_deref().is_some_and(|t| t.contains("did not ask")))
+        .expect("the rejected record carries the person's reason");
+    assert_eq!(rejected.reason.as_deref(), Some("the user declined: no, I did not ask for that"));
     // The runs were started over HTTP, for the scenario's user.
     assert!(records.iter().all(|r| &*r.user_id == "u-alex"));
 }
