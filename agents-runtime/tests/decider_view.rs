@@ -3,8 +3,8 @@
 //! confirmer, the pending decisions listed for them, a direct session's confirmer. The audit
 //! records and the run's broadcast events keep the masked copy.
 
-use agents_runtime::audit::MemorySink;
 use agents_runtime::agents_core::redact::MASK;
+use agents_runtime::audit::MemorySink;
 use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};

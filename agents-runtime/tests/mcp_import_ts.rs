@@ -17,7 +17,8 @@ use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{
-    Principal, RoleMap, RunResultExt, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions, tool,
+    Principal, RoleMap, RunResultExt, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions,
+    tool,
 };
 use run_common::*;
 use std::path::{Path, PathBuf};
