@@ -281,6 +281,43 @@ async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
     imports.close().await;
 }
 
+/// Conversational mode: the proposal ends the turn, the user's "yes" in the next message is
+/// the confirmation; every record of the call, the classifier's `confirmed` among them, names
+/// the server and the pin.
+#[tokio::test]
+async fn an_imported_action_confirmed_in_conversation_names_its_server_on_every_record() {
+    let server = Server::new();
+    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let audit = Arc::new(MemorySink::new());
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        tool_call("add_note", r#"{"text": "ring the vendor"}"#),
+        reply("Shall I add the note?"),
+    ]));
+    let rt = Runtime::builder(audit.clone(), provider.clone())
+        .roles(roles())
+        .mcp_imports(imports.clone())
+        .confirm_mode(agents_runtime::ConfirmMode::Conversational)
+        .build();
+    let out = rt.start::<Notes>(me(), "conv", "note it".into()).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
+    assert!(server.effects().is_empty(), "nothing reaches the server before the user answers");
+    provider.push(tool_call("add_note", r#"{"text": "ring the vendor"}"#));
+    provider.push(reply("Added."));
+    let out = rt.start::<Notes>(me(), "conv", "yes, go ahead".into()).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(server.effects(), ["add_note ring the vendor"]);
+    assert_eq!(
+        tool_statuses(&audit, "add_note"),
+        [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    );
+    for status in [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed] {
+        let named = &named_imports(&audit, "add_note", status)[0];
+        assert_eq!((named.server.as_str(), named.tool.as_str()), ("fixture", "add_note"));
+        assert_eq!(named.sha256, <add_note as Tool>::SPEC.import.unwrap().sha256);
+    }
+    imports.close().await;
+}
+
 #[tokio::test]
 async fn a_rug_pull_makes_the_tool_unavailable_with_an_audited_reason_until_it_matches_again() {
     let server = Server::new();
