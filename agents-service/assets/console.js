@@ -322,9 +322,17 @@
       const out = document.getElementById("verify-result");
       try {
         const v = await api("/v1/audit/verify");
-        out.replaceChildren(v.ok
-          ? el("span", { class: "ok", text: "Chain verified: " + v.records + " record(s), last hash " + short(v.last_hash) + ". " + (v.guarantee || "") })
-          : el("span", { class: "broken", text: "Chain broken at line " + v.broken_at + " (" + v.kind + "): " + v.message }));
+        const severe = v.severe || { total: 0, by_kind: {} };
+        const kinds = Object.entries(severe.by_kind).map(([k, n]) => k + ": " + n).join(", ");
+        out.replaceChildren(
+          v.ok
+            ? el("span", { class: "ok", text: "Chain verified: " + v.records + " record(s), last hash " + short(v.last_hash) + ". " + (v.guarantee || "") })
+            : el("span", { class: "broken", text: "Chain broken at line " + v.broken_at + " (" + v.kind + "): " + v.message }),
+          el("span", {
+            id: "severe-result",
+            class: severe.total ? "broken" : "ok",
+            text: " Severe failures: " + severe.total + (kinds ? " (" + kinds + ")" : "") + ".",
+          }));
       } catch (err) {
         out.textContent = err.message;
       }

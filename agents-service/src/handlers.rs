@@ -483,11 +483,13 @@ async fn audit_verify(State(shared): St, Caller(caller): Caller) -> Result<Respo
         ));
     }
     let reader = shared.audit_reader.clone();
-    let verdict = tokio::task::spawn_blocking(move || reader.verify())
-        .await
-        .map_err(|e| ApiError::internal("verifying the audit log", e))?
-        .map_err(|e| ApiError::internal("verifying the audit log", e))?;
-    let body = match verdict {
+    let (verdict, severe) = tokio::task::spawn_blocking(move || {
+        Ok::<_, crate::audit::AuditReadError>((reader.verify()?, severe_failures(&*reader)?))
+    })
+    .await
+    .map_err(|e| ApiError::internal("verifying the audit log", e))?
+    .map_err(|e| ApiError::internal("verifying the audit log", e))?;
+    let mut body = match verdict {
         Ok(summary) => json!({
             "ok": true,
             "records": summary.records,
@@ -501,5 +503,39 @@ async fn audit_verify(State(shared): St, Caller(caller): Caller) -> Result<Respo
             "message": e.to_string(),
         }),
     };
+    body["severe"] = severe;
     Ok(axum::Json(body).into_response())
+}
+
+/// The most severe failures the verdict lists one by one; the counts cover them all.
+const SEVERE_LISTED: usize = 100;
+
+/// The log's severe failures by the one definition the CLI's `audit stats` uses
+/// ([`SevereFinder`](agents_runtime::agents_core::audit::severe::SevereFinder)): their total,
+/// counts by rule, and the first [`SEVERE_LISTED`] with their record.
+fn severe_failures(reader: &dyn crate::audit::AuditReader) -> Result<Value, crate::audit::AuditReadError> {
+    let mut finder = agents_runtime::agents_core::audit::severe::SevereFinder::new();
+    let (mut total, mut by_kind, mut listed) = (0usize, serde_json::Map::new(), Vec::new());
+    let mut position = 0;
+    reader.scan(&mut |record| {
+        position += 1;
+        for failure in finder.record(position, record) {
+            total += 1;
+            let count = by_kind.entry(failure.kind.as_str()).or_insert(json!(0));
+            *count = json!(count.as_u64().unwrap_or(0) + 1);
+            if listed.len() < SEVERE_LISTED {
+                listed.push(json!({
+                    "kind": failure.kind.as_str(),
+                    "position": failure.position,
+                    "seq": failure.seq,
+                    "run_id": &*failure.run_id,
+                    "call_id": failure.call_id.as_deref(),
+                    "tool": failure.tool.as_deref(),
+                    "detail": failure.detail,
+                }));
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    Ok(json!({ "total": total, "by_kind": by_kind, "failures": listed }))
 }

@@ -12,7 +12,7 @@
 //! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal), and `why` when a read would carry a copied value out |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
-//! | `GET /v1/audit/verify` | the chain's verdict (reviewer roles only) |
+//! | `GET /v1/audit/verify` | the chain's verdict and the log's severe failures (`severe`: total, counts by rule, the first 100; the one definition `agents audit stats` uses) (reviewer roles only) |
 //! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
 //!
 //! A browser console (chat, decision cards, live audit, reviewer view) is served beside these

@@ -374,6 +374,23 @@ async fn audit_queries_filter_like_the_cli_and_verify_for_reviewers() {
     let v = get(s.base, "/v1/audit/verify", &audrey()).await.json();
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["records"].as_u64().unwrap() as usize, s.audit.records().len());
+    assert_eq!(v["severe"]["total"], 0, "{v}");
+    // An action executed with no approval (a writer that let a call past the gate, sealed
+    // into the chain as the sink does): the chain holds, the severe failure is counted.
+    let mut forged = s
+        .audit
+        .records()
+        .into_iter()
+        .find(|r| r.status == AuditStatus::Executed && r.call_id.as_deref() == Some(call.as_str()))
+        .unwrap();
+    forged.call_id = Some("forged-1".into());
+    agents_runtime::audit::AuditSink::append(&*s.audit, forged).await.unwrap();
+    let v = get(s.base, "/v1/audit/verify", &audrey()).await.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["severe"]["total"], 1, "{v}");
+    assert_eq!(v["severe"]["by_kind"]["action_without_approval"], 1, "{v}");
+    assert_eq!(v["severe"]["failures"][0]["call_id"], "forged-1", "{v}");
+    assert_eq!(v["severe"]["failures"][0]["tool"], "submit_item", "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

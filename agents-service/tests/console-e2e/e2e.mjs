@@ -162,7 +162,9 @@ try {
   check(statuses.filter((s) => s === "executed").length === 2, "the reviewer does not find both executions: " + statuses);
   check(statuses.includes("proposed") && statuses.includes("confirmed"), "missing records: " + statuses);
   await page.getByRole("button", { name: "Verify the chain" }).click();
-  await page.locator("#verify-result .ok").waitFor();
+  await page.locator("#verify-result .ok").first().waitFor();
+  const severe = await page.locator("#severe-result").textContent();
+  check(severe.includes("Severe failures: 0."), "the reviewer view does not count severe failures: " + severe);
   const body = await page.locator("body").textContent();
   check(!body.includes(SECRET_1) && !body.includes(SECRET_2), "the audit view shows a secret");
   await shot(page, "09-reviewer");
