@@ -5,6 +5,7 @@
 
 #![cfg(feature = "mcp")]
 
+mod import_common;
 mod run_common;
 
 use agents_runtime::audit::{AuditImport, AuditStatus, MemorySink};
@@ -12,8 +13,8 @@ use agents_runtime::mcp::import::{ImportSource, McpImports, pin_server};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, Tool, Verdict, agent, mcp_import, permissions};
+use import_common::*;
 use run_common::*;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 permissions! {
@@ -69,45 +70,16 @@ fn roles() -> RoleMap {
     RoleMap::new().role("clerk", ["notes.read", "notes.write", "policy.read"])
 }
 
-/// One fixture server's files: the state it lists its tools by, and what it executed.
-struct Server {
-    dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn new() -> Self {
-        let s = Server { dir: tempfile::tempdir().unwrap() };
-        s.set("v1");
-        s
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn set(&self, state: &str) {
-        std::fs::write(self.path("state"), state).unwrap();
-    }
-    fn effects(&self) -> Vec<String> {
-        std::fs::read_to_string(self.path("effects")).unwrap_or_default().lines().map(str::to_owned).collect()
-    }
-    fn source(&self) -> ImportSource {
-        ImportSource::stdio(FIXTURE)
-            .env("FIXTURE_STATE", self.path("state").display().to_string())
-            .env("FIXTURE_EFFECTS", self.path("effects").display().to_string())
-    }
+/// The rmcp fixture server, over stdio, wired to `files`.
+fn fixture_source(files: &ServerFiles) -> ImportSource {
+    files.wired(ImportSource::stdio(FIXTURE))
 }
 
 fn runtime(
     imports: Arc<McpImports>,
     script: Vec<agents_runtime::provider::ChatResponse>,
 ) -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
-    let audit = Arc::new(MemorySink::new());
-    let provider = Arc::new(ScriptedProvider::new(script));
-    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).mcp_imports(imports).build();
-    (rt, audit, provider)
-}
-
-fn tool_statuses(audit: &MemorySink, tool: &str) -> Vec<AuditStatus> {
-    audit.records().iter().filter(|r| r.tool.as_deref() == Some(tool)).map(|r| r.status).collect()
+    import_runtime(imports, roles(), script)
 }
 
 fn reason(audit: &MemorySink, tool: &str, status: AuditStatus) -> String {
@@ -149,9 +121,9 @@ async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_descrip
     assert!(<search as Tool>::SPEC.returns_untrusted(), "an imported result is untrusted content");
     assert!(<search as Tool>::input_schema()["properties"]["query"].is_object());
     // Even while the server gives a poisoned description, the model is offered the pinned one.
-    let server = Server::new();
+    let server = ServerFiles::new();
     server.set("rug-pull");
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let (rt, _audit, provider) = runtime(imports.clone(), vec![reply("nothing to do")]);
     let out = rt.start::<Notes>(me(), "pinned", "hello".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
@@ -250,8 +222,8 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_http() {
 
 #[tokio::test]
 async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
-    let server = Server::new();
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let (rt, audit, _provider) =
         runtime(imports.clone(), vec![tool_call("add_note", r#"{"text": "call the vendor"}"#), reply("added")]);
     let mut run = rt.start::<Notes>(me(), "action", "note it".into()).unwrap();
@@ -286,8 +258,8 @@ async fn an_imported_action_waits_for_a_person_and_runs_exactly_once() {
 /// the server and the pin.
 #[tokio::test]
 async fn an_imported_action_confirmed_in_conversation_names_its_server_on_every_record() {
-    let server = Server::new();
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let audit = Arc::new(MemorySink::new());
     let provider = Arc::new(ScriptedProvider::new(vec![
         tool_call("add_note", r#"{"text": "ring the vendor"}"#),
@@ -320,8 +292,8 @@ async fn an_imported_action_confirmed_in_conversation_names_its_server_on_every_
 
 #[tokio::test]
 async fn a_rug_pull_makes_the_tool_unavailable_with_an_audited_reason_until_it_matches_again() {
-    let server = Server::new();
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let search_call = || vec![tool_call("search", r#"{"query": "vendor"}"#), reply("done")];
 
     // Run 1: the server lists what was pinned.
@@ -365,9 +337,9 @@ async fn a_rug_pull_makes_the_tool_unavailable_with_an_audited_reason_until_it_m
 
 #[tokio::test]
 async fn a_tool_the_server_adds_is_invisible() {
-    let server = Server::new();
+    let server = ServerFiles::new();
     server.set("added");
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let (rt, audit, provider) = runtime(
         imports.clone(),
         vec![tool_call("search", r#"{"query": "x"}"#), tool_call("exfiltrate", "{}"), reply("done")],
@@ -386,8 +358,8 @@ async fn a_tool_the_server_adds_is_invisible() {
 
 #[tokio::test]
 async fn a_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome() {
-    let server = Server::new();
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let (rt, audit, provider) = runtime(imports.clone(), vec![tool_call("crash", "{}"), reply("it failed")]);
     let out = rt.start::<Notes>(me(), "dies", "go".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
@@ -424,8 +396,8 @@ async fn without_the_server_configured_nothing_is_sent_and_the_refusal_is_audite
 
 #[tokio::test]
 async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
-    let server = Server::new();
-    let imports = Arc::new(McpImports::new().server("fixture", server.source()));
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("fixture", fixture_source(&server)));
     let (rt, audit, _provider) = runtime(
         imports.clone(),
         vec![tool_call("add_note", r#"{"text": "x", "bcc": "evil@example.com"}"#), reply("ok")],
@@ -441,8 +413,8 @@ async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
 #[tokio::test]
 async fn the_lock_file_matches_the_live_servers() {
     let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
-    let server = Server::new();
-    for (name, source) in [("fixture", server.source()), ("desk", ImportSource::stdio(DEMO))] {
+    let server = ServerFiles::new();
+    for (name, source) in [("fixture", fixture_source(&server)), ("desk", ImportSource::stdio(DEMO))] {
         let live = pin_server(name, &source).await.unwrap();
         assert_eq!(
             live.tools, lock.servers[name].tools,

@@ -9,6 +9,7 @@
 
 #![cfg(feature = "mcp")]
 
+mod import_common;
 mod run_common;
 
 use agents_runtime::audit::{AuditImport, AuditStatus, MemorySink};
@@ -20,6 +21,7 @@ use agents_runtime::{
     Principal, RoleMap, RunResultExt, RunStatus, Runtime, Tool, ToolContext, Verdict, agent, mcp_import, permissions,
     tool,
 };
+use import_common::*;
 use run_common::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -93,46 +95,16 @@ fn roles() -> RoleMap {
     RoleMap::new().role("clerk", ["notes.read", "notes.write"])
 }
 
-/// One server's files: the state it lists its tools by, and what it executed.
-struct Files {
-    dir: tempfile::TempDir,
-}
-
-impl Files {
-    fn new() -> Self {
-        let f = Files { dir: tempfile::tempdir().unwrap() };
-        f.set("v1");
-        f
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn set(&self, state: &str) {
-        std::fs::write(self.path("state"), state).unwrap();
-    }
-    fn effects(&self) -> Vec<String> {
-        std::fs::read_to_string(self.path("effects")).unwrap_or_default().lines().map(str::to_owned).collect()
-    }
-    fn stdio(&self) -> ImportSource {
-        ImportSource::stdio("node")
-            .arg(server_script().display().to_string())
-            .env("FIXTURE_STATE", self.path("state").display().to_string())
-            .env("FIXTURE_EFFECTS", self.path("effects").display().to_string())
-    }
+/// The TypeScript server over stdio, wired to `files`.
+fn ts_stdio(files: &ServerFiles) -> ImportSource {
+    files.wired(ImportSource::stdio("node").arg(server_script().display().to_string()))
 }
 
 fn runtime(
     imports: Arc<McpImports>,
     script: Vec<agents_runtime::provider::ChatResponse>,
 ) -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
-    let audit = Arc::new(MemorySink::new());
-    let provider = Arc::new(ScriptedProvider::new(script));
-    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).mcp_imports(imports).build();
-    (rt, audit, provider)
-}
-
-fn tool_statuses(audit: &MemorySink, tool: &str) -> Vec<AuditStatus> {
-    audit.records().iter().filter(|r| r.tool.as_deref() == Some(tool)).map(|r| r.status).collect()
+    import_runtime(imports, roles(), script)
 }
 
 /// What the one record of `tool`'s call with `status` says of the import (it must say it).
@@ -194,13 +166,13 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
 
 #[tokio::test]
 async fn a_read_and_a_confirmed_action_run_on_a_typescript_server_over_stdio() {
-    let files = Files::new();
+    let files = ServerFiles::new();
     let described = format!("stdio: node {}", server_script().display());
-    read_then_confirmed_action(files.stdio(), &described, || files.effects()).await;
+    read_then_confirmed_action(ts_stdio(&files), &described, || files.effects()).await;
 }
 
 /// The TypeScript server over streamable HTTP on loopback, and the URL it listens on.
-async fn ts_http(files: &Files) -> (tokio::process::Child, String) {
+async fn ts_http(files: &ServerFiles) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
     let mut child = tokio::process::Command::new("node")
         .arg(server_script())
@@ -228,7 +200,7 @@ async fn ts_http(files: &Files) -> (tokio::process::Child, String) {
 
 #[tokio::test]
 async fn a_read_and_a_confirmed_action_run_on_a_typescript_server_over_http() {
-    let files = Files::new();
+    let files = ServerFiles::new();
     let (mut child, url) = ts_http(&files).await;
     let described = format!("http: {url}");
     read_then_confirmed_action(ImportSource::http(url), &described, || files.effects()).await;
@@ -237,8 +209,8 @@ async fn a_read_and_a_confirmed_action_run_on_a_typescript_server_over_http() {
 
 #[tokio::test]
 async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_hashes() {
-    let files = Files::new();
-    let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
+    let files = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("ts_notes", ts_stdio(&files)));
     let search_call = || vec![tool_call("search", r#"{"query": "vendor"}"#), reply("done")];
 
     let (rt, audit, _provider) = runtime(imports.clone(), search_call());
@@ -258,7 +230,7 @@ async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_ha
     assert_eq!(refused.sha256, pin_of::<search>());
     let now = refused.listed_sha256.clone().expect("the refusal names what the server gives now");
     assert_ne!(now, refused.sha256);
-    let live = pin_server("ts_notes", &files.stdio()).await.unwrap();
+    let live = pin_server("ts_notes", &ts_stdio(&files)).await.unwrap();
     assert_eq!(now, live.tools["search"].sha256, "the recorded hash is the poisoned listing's pin");
     let why = audit.records().iter().find(|r| r.status == AuditStatus::Failed).unwrap().reason.clone().unwrap();
     assert!(why.contains(&now) && why.contains(pin_of::<search>()), "{why}");
@@ -273,9 +245,9 @@ async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_ha
 
 #[tokio::test]
 async fn a_tool_the_typescript_server_adds_is_invisible() {
-    let files = Files::new();
+    let files = ServerFiles::new();
     files.set("added");
-    let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
+    let imports = Arc::new(McpImports::new().server("ts_notes", ts_stdio(&files)));
     let (rt, audit, provider) = runtime(
         imports.clone(),
         vec![tool_call("search", r#"{"query": "x"}"#), tool_call("exfiltrate", "{}"), reply("done")],
@@ -286,15 +258,15 @@ async fn a_tool_the_typescript_server_adds_is_invisible() {
     assert_eq!(tool_statuses(&audit, "exfiltrate"), [AuditStatus::Denied]);
     assert!(!files.effects().iter().any(|e| e == "exfiltrate"));
     // The server does offer it: only the pins decide what the agent sees.
-    let live = pin_server("ts_notes", &files.stdio()).await.unwrap();
+    let live = pin_server("ts_notes", &ts_stdio(&files)).await.unwrap();
     assert!(live.tools.contains_key("exfiltrate"));
     imports.close().await;
 }
 
 #[tokio::test]
 async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audited_outcome() {
-    let files = Files::new();
-    let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
+    let files = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("ts_notes", ts_stdio(&files)));
     let (rt, audit, provider) = runtime(imports.clone(), vec![tool_call("crash", "{}"), reply("it failed")]);
     let out = rt.start::<TsNotes>(me(), "ts-dies", "go".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
@@ -319,8 +291,8 @@ async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audit
 #[tokio::test]
 async fn the_lock_file_matches_the_typescript_server() {
     let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
-    let files = Files::new();
-    let live = pin_server("ts_notes", &files.stdio()).await.unwrap();
+    let files = ServerFiles::new();
+    let live = pin_server("ts_notes", &ts_stdio(&files)).await.unwrap();
     assert_eq!(
         live.tools, lock.servers["ts_notes"].tools,
         "the TypeScript server no longer says what `tests/mcp_import.lock.json` pins: re-pin with `agents mcp pin --server ts_notes --stdio \"node tests/fixtures/ts-mcp-server/server.mjs\" --out tests/mcp_import.lock.json` and review the diff"
@@ -329,8 +301,8 @@ async fn the_lock_file_matches_the_typescript_server() {
 
 #[tokio::test]
 async fn a_value_copied_from_an_imported_result_into_a_tool_that_reaches_out_waits_for_a_person() {
-    let files = Files::new();
-    let imports = Arc::new(McpImports::new().server("ts_notes", files.stdio()));
+    let files = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("ts_notes", ts_stdio(&files)));
     let (rt, audit, _provider) = runtime(
         imports.clone(),
         vec![
