@@ -15,7 +15,6 @@ mod error;
 mod load;
 mod manifest_cmd;
 mod mcp_cmd;
-mod render;
 mod table;
 mod term;
 

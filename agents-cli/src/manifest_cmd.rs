@@ -4,9 +4,9 @@ use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedManifest};
 use crate::table::{Table, clip};
 use crate::term::{self, esc};
-use agents_core::Tier;
 use agents_core::diff::{ChangeKind, ManifestDiff, diff};
 use agents_core::manifest::{Manifest, ToolEntry};
+use agents_core::report::{self, Report, ceiling_text, limits_text, tools_count_text};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -74,43 +74,11 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
     Ok(EXIT_OK)
 }
 
-pub(crate) fn ceiling_text(m: &Manifest) -> String {
-    match &m.agent.ceiling {
-        Some(c) if c.is_empty() => "declared, empty".to_owned(),
-        Some(c) => c.join(", "),
-        None => "none declared (tools of any permission may be granted)".to_owned(),
-    }
-}
-
-pub(crate) fn limits_text(m: &Manifest) -> String {
-    let l = &m.agent.limits;
-    format!(
-        "{} iterations, {} s per provider call, {} s confirmation wait, {} concurrent runs per user, {} s token lifetime, {} history messages",
-        l.max_iterations,
-        l.provider_timeout_secs,
-        l.confirm_timeout_secs,
-        l.max_concurrent_runs,
-        l.token_ttl_secs,
-        l.history_messages
-    )
-}
-
 fn skills_text(m: &Manifest) -> String {
     if m.agent.skills.is_empty() {
         return "none".to_owned();
     }
     m.agent.skills.iter().map(|s| format!("{} [{}]", s.name, s.tools.join(", "))).collect::<Vec<_>>().join("; ")
-}
-
-pub(crate) fn tools_count_text(m: &Manifest) -> String {
-    let count = |tier| m.tools.iter().filter(|t| t.tier == tier).count();
-    format!(
-        "{} ({} read, {} action, {} handoff)",
-        m.tools.len(),
-        count(Tier::Read),
-        count(Tier::Action),
-        count(Tier::Handoff)
-    )
 }
 
 pub(crate) fn params_text(t: &ToolEntry) -> String {
@@ -250,12 +218,12 @@ pub(crate) fn render(
     let old = old.map(load::manifest).transpose()?;
     let roles = roles.map(load::roles).transpose()?;
     let d = old.as_ref().map(|o| diff(&o.manifest, &m.manifest));
-    let html = crate::render::render(&crate::render::Report {
-        manifest: &m.manifest,
-        source: &m.raw_name(),
-        sha256: &m.manifest_sha256(),
-        diff: d.as_ref().zip(old.as_ref()).map(|(d, o)| (d, o.raw_name())),
+    let (source, sha256) = (m.raw_name(), m.manifest_sha256());
+    let old_name = old.as_ref().map(|o| o.raw_name());
+    let html = report::render(&Report {
+        diff: d.as_ref().zip(old_name.as_deref()),
         roles: roles.as_ref(),
+        ..Report::new(&m.manifest, &source, &sha256)
     });
     std::fs::write(output, html.as_bytes()).map_err(|e| {
         CliError::new(format!("cannot write the report to `{}`: {e}", term::path(output)))

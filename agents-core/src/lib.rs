@@ -11,6 +11,8 @@ pub mod permission;
 pub mod policy;
 pub mod principal;
 pub mod redact;
+#[cfg(feature = "report")]
+pub mod report;
 pub mod secret;
 pub mod shared_str;
 pub mod shared_value;

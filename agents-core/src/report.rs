@@ -1,42 +1,75 @@
-//! `agents manifest render`: one self-contained HTML file with the capability graph (inline
-//! SVG), the tools, every policy, the role reachability table and, with a previous manifest,
-//! the classified changes. No scripts and no external resources: a strict
-//! Content-Security-Policy (`default-src 'none'`) forbids the page from fetching anything.
+//! The capability report: one HTML page with the capability graph (inline SVG: agent →
+//! skills → tools, filled by tier, bordered by risk), the tools, every policy, the role ×
+//! tool reachability table and, with a previous manifest, the classified changes. No
+//! scripts, and nothing fetched from elsewhere. `agents manifest render` writes it to a
+//! file; the service's console serves it live for each agent it serves. (Feature `report`.)
+//!
+//! Two ways to style it, one page otherwise ([`Report::stylesheet`]):
+//!
+//! - **Self-contained** (`None`, the CLI's file): the style sheet is inline and the page's
+//!   Content-Security-Policy ([`CSP`]) forbids every fetch.
+//! - **Linked** (`Some(href)`, a server): the page links the style sheet [`STYLE`] at
+//!   `href`, served by the same origin, and its policy ([`LINKED_CSP`]) allows that and
+//!   nothing else, so a server can keep `style-src 'self'` without `'unsafe-inline'`.
 //!
 //! The page is the askama template `templates/report.html`, which HTML-escapes every value it
 //! prints unless the template marks it `|safe`, and it marks none: markup comes only from the
 //! template, text from the manifest is always text. This module computes what the page shows
 //! (rows, classes, the graph's geometry) as plain values.
 
-use agents_core::diff::{ChangeKind, ManifestDiff};
-use agents_core::manifest::{AgentEntry, Manifest, ParamEntry, PolicyEntry, ToolEntry};
-use agents_core::{Public, Risk, RoleMap, Tier};
+use crate::diff::{ChangeKind, ManifestDiff};
+use crate::manifest::{AgentEntry, Manifest, ParamEntry, PolicyEntry, ToolEntry};
+use crate::{Public, Risk, RoleMap, Tier};
 use askama::Template;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// What goes into a report.
-pub(crate) struct Report<'a> {
+#[derive(Debug, Clone, Copy)]
+pub struct Report<'a> {
     /// The manifest shown.
-    pub(crate) manifest: &'a Manifest,
-    /// Where it was read from.
-    pub(crate) source: &'a str,
+    pub manifest: &'a Manifest,
+    /// Where it was read from (a file name, or what a server calls the agent's manifest).
+    pub source: &'a str,
     /// Its canonical SHA-256.
-    pub(crate) sha256: &'a str,
-    /// The changes from a previous manifest, and that manifest's file name.
-    pub(crate) diff: Option<(&'a ManifestDiff, String)>,
+    pub sha256: &'a str,
+    /// The changes from a previous manifest, and that manifest's name.
+    pub diff: Option<(&'a ManifestDiff, &'a str)>,
     /// Roles and their permissions, when declared.
-    pub(crate) roles: Option<&'a RoleMap>,
+    pub roles: Option<&'a RoleMap>,
+    /// `None`: the style sheet inline, a self-contained file. `Some(href)`: a link to
+    /// [`STYLE`] served at `href` by the page's own origin.
+    pub stylesheet: Option<&'a str>,
+    /// A link back to where the page is served from (shown first in the page's navigation).
+    pub home: Option<&'a str>,
 }
 
-/// The Content-Security-Policy of every report: nothing may be fetched; inline styles only.
-pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
+impl<'a> Report<'a> {
+    /// A self-contained report of `manifest`: no diff, no roles, the style sheet inline.
+    pub fn new(manifest: &'a Manifest, source: &'a str, sha256: &'a str) -> Self {
+        Report { manifest, source, sha256, diff: None, roles: None, stylesheet: None, home: None }
+    }
+}
+
+/// The Content-Security-Policy of a self-contained report: nothing may be fetched; inline
+/// styles only.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
+
+/// The Content-Security-Policy of a report that links its style sheet: the page's own
+/// origin's style sheets, nothing else.
+pub const LINKED_CSP: &str =
+    "default-src 'none'; style-src 'self'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
+
+/// The report's style sheet, for a server to serve at [`Report::stylesheet`].
+pub const STYLE: &str = include_str!("../templates/report.css");
 
 /// The whole page, as the template reads it.
 #[derive(Template)]
 #[template(path = "report.html")]
 struct Page<'a> {
     csp: &'static str,
+    stylesheet: Option<&'a str>,
+    home: Option<&'a str>,
     agent: &'a AgentEntry,
     source: &'a str,
     sha256: &'a str,
@@ -260,7 +293,7 @@ impl<'a> Widened<'a> {
         let mut new_tools = BTreeSet::new();
         for c in diff.into_iter().flat_map(|d| d.of_kind(ChangeKind::Widening)) {
             if let Some(t) = c.tool.as_deref() {
-                if c.rule == agents_core::diff::Rule::ToolAdded {
+                if c.rule == crate::diff::Rule::ToolAdded {
                     new_tools.insert(t);
                 }
                 let field = c.field.split('.').take(if c.field.starts_with("policy.") { 3 } else { 1 });
@@ -294,20 +327,22 @@ impl<'a> Widened<'a> {
 }
 
 /// Builds the whole HTML document.
-pub(crate) fn render(r: &Report<'_>) -> String {
+pub fn render(r: &Report<'_>) -> String {
     let m = r.manifest;
-    let widened = Widened::from(r.diff.as_ref().map(|(d, _)| *d));
+    let widened = Widened::from(r.diff.map(|(d, _)| d));
     let page = Page {
-        csp: CSP,
+        csp: if r.stylesheet.is_some() { LINKED_CSP } else { CSP },
+        stylesheet: r.stylesheet,
+        home: r.home,
         agent: &m.agent,
         source: r.source,
         sha256: r.sha256,
         format: &m.format,
         version: m.version,
-        tools_count: crate::manifest_cmd::tools_count_text(m),
-        ceiling: crate::manifest_cmd::ceiling_text(m),
-        limits: crate::manifest_cmd::limits_text(m),
-        changes: r.diff.as_ref().map(|(d, old_name)| changes(d, old_name)),
+        tools_count: tools_count_text(m),
+        ceiling: ceiling_text(m),
+        limits: limits_text(m),
+        changes: r.diff.map(|(d, old_name)| changes(d, old_name)),
         graph: graph(m, &widened),
         tier_legend: [Tier::Read, Tier::Action, Tier::Handoff]
             .into_iter()
@@ -322,6 +357,41 @@ pub(crate) fn render(r: &Report<'_>) -> String {
     };
     // Rendering writes into a String and every value is a plain field: it cannot fail.
     page.render().unwrap_or_else(|e| unreachable!("the report template failed: {e}"))
+}
+
+/// The tools count with its split by tier, e.g. `3 (1 read, 2 action, 0 handoff)`.
+pub fn tools_count_text(m: &Manifest) -> String {
+    let count = |tier| m.tools.iter().filter(|t| t.tier == tier).count();
+    format!(
+        "{} ({} read, {} action, {} handoff)",
+        m.tools.len(),
+        count(Tier::Read),
+        count(Tier::Action),
+        count(Tier::Handoff)
+    )
+}
+
+/// The agent's permission ceiling, in words.
+pub fn ceiling_text(m: &Manifest) -> String {
+    match &m.agent.ceiling {
+        Some(c) if c.is_empty() => "declared, empty".to_owned(),
+        Some(c) => c.join(", "),
+        None => "none declared (tools of any permission may be granted)".to_owned(),
+    }
+}
+
+/// The agent's limits, in one line.
+pub fn limits_text(m: &Manifest) -> String {
+    let l = &m.agent.limits;
+    format!(
+        "{} iterations, {} s per provider call, {} s confirmation wait, {} concurrent runs per user, {} s token lifetime, {} history messages",
+        l.max_iterations,
+        l.provider_timeout_secs,
+        l.confirm_timeout_secs,
+        l.max_concurrent_runs,
+        l.token_ttl_secs,
+        l.history_messages
+    )
 }
 
 fn changes<'a>(d: &'a ManifestDiff, old_name: &'a str) -> Changes<'a> {
