@@ -5,6 +5,8 @@
 //! ```text
 //! GET  /console            the chat, the decisions waiting for you, the audit of the current run
 //! GET  /console/audit      the audit view: search, chain verification, export as JSON lines
+//! GET  /console/report     the agents served, each with a link to its capability report
+//! GET  /console/report/{agent}  the agent's capability report, rendered live
 //! GET  /console/login      the development login: pick a person
 //! POST /console/login      signs in (JSON `{"person": n}`), sets the session cookie
 //! POST /console/logout     signs out
@@ -31,6 +33,19 @@
 //!   cross-site` is refused outright. Sessions live in memory for [`SESSION_TTL`] and end
 //!   with the process.
 //!
+//! # The capability report
+//!
+//! `/console/report/{agent}` is the page `agents manifest render` writes, from the same
+//! renderer ([`agents_core::report`]) and the manifest the agent was compiled with: the graph
+//! agent → skills → tools by tier and risk, the tools, their policies, the role × tool table
+//! from the runtime's roles ([`Runtime::roles`](agents_runtime::Runtime::roles)) and, when
+//! the service has a baseline for the agent
+//! ([`ServiceBuilder::report_baseline`](crate::ServiceBuilder::report_baseline)), the
+//! classified changes against it. It links its style sheet from `/console/assets/report.css`
+//! instead of inlining it, so the console's policy stays `style-src 'self'`. Every person
+//! signed in may read it: a manifest holds no secret (it is compiled into the binary and
+//! committed beside the code).
+//!
 //! # Signing in
 //!
 //! Today the console signs people in through the **development login** only
@@ -42,6 +57,8 @@
 use crate::auth::{Authenticator, unauthorized};
 use crate::error::ApiError;
 use crate::{Service, Shared};
+use agents_core::manifest::Manifest;
+use agents_core::report::{self, Report};
 use agents_runtime::Principal;
 use askama::Template;
 use axum::Router;
@@ -136,6 +153,8 @@ impl Console {
             .route("/", get(|| async { Redirect::to("/console") }))
             .route("/console", get(app))
             .route("/console/audit", get(audit))
+            .route("/console/report", get(reports))
+            .route("/console/report/{agent}", get(report))
             .route("/console/login", get(login_page).post(login))
             .route("/console/logout", post(logout))
             .route("/console/assets/{name}", get(asset))
@@ -258,6 +277,14 @@ struct AuditPage {
 }
 
 #[derive(Template)]
+#[template(path = "console/reports.html")]
+struct ReportsPage {
+    who: Who,
+    /// Name, manifest hash, tools count, whether a baseline is configured.
+    agents: Vec<(String, String, String, bool)>,
+}
+
+#[derive(Template)]
 #[template(path = "console/login.html")]
 struct LoginPage {
     people: Vec<(usize, String, String)>,
@@ -272,6 +299,45 @@ async fn app(State(pages): St, headers: HeaderMap) -> Response {
 async fn audit(State(pages): St, headers: HeaderMap) -> Response {
     let Some(p) = pages.inner.session(&headers) else { return Redirect::to("/console/login").into_response() };
     html(AuditPage { who: who(&pages, p) })
+}
+
+async fn reports(State(pages): St, headers: HeaderMap) -> Response {
+    let Some(p) = pages.inner.session(&headers) else { return Redirect::to("/console/login").into_response() };
+    let agents = pages
+        .shared
+        .agents
+        .values()
+        .map(|k| {
+            let tools = Manifest::parse(k.manifest()).map(|m| report::tools_count_text(&m)).unwrap_or_default();
+            (k.name().to_owned(), k.manifest_sha256().to_owned(), tools, pages.shared.baselines.contains_key(k.name()))
+        })
+        .collect();
+    html(ReportsPage { who: who(&pages, p), agents })
+}
+
+async fn report(State(pages): St, headers: HeaderMap, Path(agent): Path<String>) -> Response {
+    if pages.inner.session(&headers).is_none() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let Some(kind) = pages.shared.agents.get(agent.as_str()) else {
+        return ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", "this service serves no such agent").into_response();
+    };
+    // The manifest the registry was compiled with and checked against when the agent started.
+    let manifest = match Manifest::parse(kind.manifest()) {
+        Ok(m) => m,
+        Err(e) => return ApiError::internal("reading the agent's compiled manifest", e).into_response(),
+    };
+    let baseline = pages.shared.baselines.get(kind.name());
+    let changes = baseline.map(|(_, old)| agents_core::diff::diff(old, &manifest));
+    let source = format!("{} (compiled into this service)", kind.name());
+    let page = report::render(&Report {
+        diff: changes.as_ref().zip(baseline.map(|(name, _)| name.as_str())),
+        roles: Some(kind.runtime().roles()),
+        stylesheet: Some("/console/assets/report.css"),
+        home: Some("/console"),
+        ..Report::new(&manifest, &source, kind.manifest_sha256())
+    });
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
 }
 
 async fn login_page(State(pages): St) -> Response {
@@ -326,6 +392,7 @@ async fn asset(Path(name): Path<String>) -> Response {
     let (body, kind) = match name.as_str() {
         "console.js" => (SCRIPT, "text/javascript; charset=utf-8"),
         "console.css" => (STYLE, "text/css; charset=utf-8"),
+        "report.css" => (report::STYLE, "text/css; charset=utf-8"),
         _ => return ApiError::not_found("asset").into_response(),
     };
     ([(header::CONTENT_TYPE, kind)], body).into_response()

@@ -130,6 +130,7 @@ pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use mcp::{McpEndpoint, McpEndpointError};
 pub use runs::RunSummary;
 
+use agents_core::manifest::Manifest;
 use agents_runtime::Runtime;
 use agents_runtime::audit::AuditSink;
 use agents_runtime::tool::Registry;
@@ -202,6 +203,8 @@ pub(crate) struct Shared {
     pub(crate) reviewer_roles: BTreeSet<String>,
     /// The MCP endpoints ([`ServiceBuilder::mcp`]), each with its own layers.
     pub(crate) mcp: Vec<Router>,
+    /// Per agent: the manifest its capability report compares against, and its name.
+    pub(crate) baselines: BTreeMap<&'static str, (String, Manifest)>,
 }
 
 /// Configures a [`Service`].
@@ -214,6 +217,7 @@ pub struct ServiceBuilder {
     reviewer_roles: BTreeSet<String>,
     /// The MCP endpoints, by path.
     mcp: Vec<(String, Router)>,
+    baselines: BTreeMap<&'static str, (String, Manifest)>,
 }
 
 impl std::fmt::Debug for ServiceBuilder {
@@ -254,6 +258,15 @@ impl ServiceBuilder {
         self
     }
 
+    /// The manifest the console's capability report of agent `A` is compared against (for
+    /// example the baseline committed beside the code, `examples/baselines/...`), and the
+    /// name the report gives it. The report then shows the classified changes and marks every
+    /// widened tool. Without one the report shows the agent as it is.
+    pub fn report_baseline<A: Registry>(mut self, name: impl Into<String>, baseline: Manifest) -> Self {
+        self.baselines.insert(A::SPEC.name, (name.into(), baseline));
+        self
+    }
+
     /// Builds the service. Inside a tokio runtime, its upkeep of the state store starts now
     /// (see [`ServiceLimits::maintenance_every`]) and stops when the last clone of the service
     /// is dropped.
@@ -271,6 +284,7 @@ impl ServiceBuilder {
                 streams: Mutex::new(HashMap::new()),
                 reviewer_roles: self.reviewer_roles,
                 mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
+                baselines: self.baselines,
             }),
         };
         if let Some(every) = every {
@@ -314,6 +328,7 @@ impl Service {
             limits: ServiceLimits::default(),
             reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
             mcp: Vec::new(),
+            baselines: BTreeMap::new(),
         }
     }
 

@@ -178,6 +178,8 @@ impl RunEntry {
 pub(crate) trait AgentKind: Send + Sync {
     fn name(&self) -> &'static str;
     fn manifest_sha256(&self) -> &'static str;
+    /// The agent's manifest: the canonical JSON its registry was compiled with.
+    fn manifest(&self) -> &'static str;
     fn runtime(&self) -> &Runtime;
     /// Settles the agent's proposals whose run is gone ([`Runtime::resume_orphaned`]).
     fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>>;
@@ -217,6 +219,10 @@ where
 
     fn manifest_sha256(&self) -> &'static str {
         A::MANIFEST_SHA256
+    }
+
+    fn manifest(&self) -> &'static str {
+        A::MANIFEST
     }
 
     fn runtime(&self) -> &Runtime {

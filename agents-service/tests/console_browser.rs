@@ -15,7 +15,8 @@
 
 use agents_runtime::audit::SqliteSink;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_calls, tool_outcomes};
-use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
+use agents_runtime::agents_core::manifest::Manifest;
+use agents_runtime::{Agent, Principal, RoleMap, Runtime, agent, permissions, tool};
 use agents_service::{AuditReader, Console, DevAuthenticator, Person, Service, SqliteReader};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -102,6 +103,14 @@ fn people() -> Vec<Person> {
     ]
 }
 
+/// The agent as it was before it could change portal passwords: the capability report's
+/// baseline.
+fn baseline() -> Manifest {
+    let mut m = Manifest::parse(<Physio as Agent>::MANIFEST).expect("the compiled manifest parses");
+    m.tools.retain(|t| t.name != "change_portal_password");
+    m
+}
+
 struct Served {
     base: SocketAddr,
     reader: SqliteReader,
@@ -119,6 +128,7 @@ async fn serve(dir: &Path) -> Served {
     let auth = console.authenticator(Arc::new(DevAuthenticator::enabled()));
     let service = Service::builder(auth, sink, Arc::new(SqliteReader::new(dir.join("audit.db"))))
         .agent::<Physio>(runtime)
+        .report_baseline::<Physio>("physio-v1.manifest.json", baseline())
         .build();
     let app = service.router().merge(console.router(&service));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -191,7 +201,7 @@ async fn the_console_in_a_real_browser() {
     assert_eq!(count("rejected", "move_athlete"), 1);
     assert_eq!(count("executed", "move_athlete"), 0);
     assert!(lines.iter().any(|l| l.contains("wrong squad, ask the coach first")), "the rejection's reason is recorded");
-    for shot in ["01-login", "02-proposal-card", "05-after-reload", "09-reviewer", "08-phone"] {
+    for shot in ["01-login", "02-proposal-card", "05-after-reload", "09-reviewer", "08-phone", "11-report"] {
         assert!(shots.join(format!("{shot}.png")).is_file(), "no screenshot {shot}");
     }
 }
@@ -339,4 +349,62 @@ async fn a_pending_proposal_is_listed_with_its_decider_view_by_a_service_that_ne
     let marco = sign_in(second.base, 1).await;
     let (_, _, body) = http(second.base, "GET", "/v1/decisions", &[("cookie", &marco)], None).await;
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["decisions"], json!([]), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_capability_report_is_served_live_with_the_console_policy_and_the_baseline_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    // Signed out: sent to the login page.
+    let (status, head, _) = http(s.base, "GET", "/console/report/Physio", &[], None).await;
+    assert_eq!(status, 303, "{head}");
+    let audrey = sign_in(s.base, 3).await;
+    let (status, _, index) = http(s.base, "GET", "/console/report", &[("cookie", &audrey)], None).await;
+    assert_eq!(status, 200);
+    assert!(index.contains(r#"href="/console/report/Physio""#), "{index}");
+    assert!(index.contains("compared with its baseline"), "{index}");
+    let (status, head, page) = http(s.base, "GET", "/console/report/Physio", &[("cookie", &audrey)], None).await;
+    assert_eq!(status, 200, "{page}");
+    // The console's policy, and a page that keeps to it: its style sheet is the service's own.
+    assert!(head.contains(&format!("content-security-policy: {}", agents_service::console::CSP)), "{head}");
+    assert!(!page.contains("<style") && !page.contains("style="), "inline styles the policy would refuse");
+    assert!(page.contains(r#"<link rel="stylesheet" href="/console/assets/report.css">"#), "{page}");
+    assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("<script"), "{page}");
+    // The report of the compiled agent: its tools, by tier and risk, and the manifest hash.
+    for tool in ["list_athletes", "move_athlete", "change_portal_password"] {
+        assert!(page.contains(&format!(r#"id="tool-{tool}""#)), "no row for {tool}");
+        assert!(page.contains(&format!(r#"data-tool="{tool}""#)), "no graph node for {tool}");
+    }
+    assert!(page.contains(r#"class="node tool tier-action risk-high" data-tool="change_portal_password""#), "{page}");
+    assert!(page.contains(<Physio as Agent>::MANIFEST_SHA256));
+    // The role × tool table from the runtime's roles: the auditor reaches only the read.
+    assert!(page.contains(r#"id="reachability-table""#) && page.contains("<th>auditor</th>"), "{page}");
+    assert!(page.contains("<th>1 of 3</th>") && page.contains("<th>3 of 3</th>"), "{page}");
+    // The diff against the configured baseline: one widening, the new tool flagged.
+    assert!(page.contains(r#"id="widening-banner""#) && page.contains("physio-v1.manifest.json"), "{page}");
+    assert!(page.contains("NEW"), "the new tool is not flagged");
+    // The same renderer the CLI uses, byte for byte, but for the linked style sheet.
+    let manifest = Manifest::parse(<Physio as Agent>::MANIFEST).unwrap();
+    let changes = agents_runtime::agents_core::diff::diff(&baseline(), &manifest);
+    let source = "Physio (compiled into this service)";
+    let roles = RoleMap::new()
+        .role("clinician", ["athlete.read", "athlete.write", "portal.write"])
+        .role("auditor", ["athlete.read"]);
+    let same = agents_runtime::agents_core::report::render(&agents_runtime::agents_core::report::Report {
+        diff: Some((&changes, "physio-v1.manifest.json")),
+        roles: Some(&roles),
+        stylesheet: Some("/console/assets/report.css"),
+        home: Some("/console"),
+        ..agents_runtime::agents_core::report::Report::new(&manifest, source, <Physio as Agent>::MANIFEST_SHA256)
+    });
+    assert_eq!(page, same);
+    let (status, head, css) =
+        http(s.base, "GET", "/console/assets/report.css", &[("cookie", &audrey)], None).await;
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: text/css"), "{head}");
+    assert_eq!(css, agents_runtime::agents_core::report::STYLE);
+    // An agent the service does not serve.
+    let (status, _, body) = http(s.base, "GET", "/console/report/Nobody", &[("cookie", &audrey)], None).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("unknown_agent"), "{body}");
 }

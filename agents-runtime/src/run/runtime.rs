@@ -582,6 +582,12 @@ impl Runtime {
         }
     }
 
+    /// The roles and the permissions each holds, as given to [`RuntimeBuilder::roles`]
+    /// (what a capability report's role × tool table shows).
+    pub fn roles(&self) -> &RoleMap {
+        &self.inner.roles
+    }
+
     /// Runs this runtime (this process) is running for a user. With a shared store, the
     /// user's runs on all nodes are `Store::active_slots`.
     pub fn active_runs(&self, principal: &Principal) -> u32 {

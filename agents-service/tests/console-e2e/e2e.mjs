@@ -170,6 +170,24 @@ try {
   await shot(page, "09-reviewer");
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "10-reviewer-phone");
+
+  // The capability report of the agent, served live: its tools, the roles, the baseline diff.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.getByRole("link", { name: "Capabilities" }).click();
+  await page.waitForURL(base + "/console/report");
+  await Promise.all([page.waitForURL(base + "/console/report/Physio"), page.getByRole("link", { name: "Physio" }).click()]);
+  for (const tool of ["list_athletes", "move_athlete", "change_portal_password"]) {
+    await page.locator(`#tools-table tr#tool-${tool}`).waitFor();
+    await page.locator(`#capability-graph g.node.tool[data-tool="${tool}"]`).waitFor();
+  }
+  const risk = await page.locator("#tool-change_portal_password .badge.risk-high").textContent();
+  check(risk === "high", "the report does not show the tool's risk: " + risk);
+  await page.locator("#widening-banner").waitFor();
+  check(await page.locator("#reachability-table th", { hasText: "auditor" }).count() === 1, "no role × tool table");
+  // The linked style sheet applied (the header is dark), with no inline style the policy refuses.
+  const headerBg = await page.locator("header").first().evaluate((h) => getComputedStyle(h).backgroundColor);
+  check(headerBg === "rgb(15, 23, 42)", "the report's style sheet is not applied: " + headerBg);
+  await shot(page, "11-report");
   await audrey.context.close();
 
   // Nothing outside the service was requested.
