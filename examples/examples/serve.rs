@@ -6,7 +6,8 @@
 //! ```
 //!
 //! With `--dev-login` the web console is served too, at `http://127.0.0.1:8080/console`: pick
-//! a person, chat with the agent, decide on its proposals, read the audit log.
+//! a person, chat with the agent, decide on its proposals, read the audit log and the agent's
+//! capability report (compared with its committed baseline in `examples/baselines/`).
 //!
 //! State and audit log are SQLite files in `--data DIR` (default: `agents-serve-<agent>` in the
 //! system's temporary directory), kept across restarts; `--memory` keeps both in memory.
@@ -14,6 +15,7 @@
 //! no proof of anything: for your own machine only); without it every request is refused
 //! until a real authenticator is configured (`--jwks FILE --issuer URL --audience NAME`).
 
+use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
 use agents_runtime::provider::Provider;
 use agents_runtime::{Principal, RoleMap, Runtime};
@@ -163,8 +165,12 @@ async fn run() -> Result<(), String> {
         "helpdesk" => {
             let provider = Arc::new(examples::helpdesk::app::HelpdeskModel::new().provider());
             let rt = runtime(sink, provider, examples::helpdesk::roles().clone(), store);
+            let baseline = Manifest::parse(include_str!("../baselines/helpdesk.manifest.json"))
+                .map_err(|e| format!("the committed helpdesk baseline: {e}"))?;
             (
-                builder.agent::<examples::helpdesk::DeskLoop>(rt),
+                builder
+                    .agent::<examples::helpdesk::DeskLoop>(rt)
+                    .report_baseline::<examples::helpdesk::DeskLoop>("baselines/helpdesk.manifest.json", baseline),
                 "deskloop",
                 examples::helpdesk::app::alex(),
                 "I need 2 days of leave from 2026-04-02",
@@ -173,8 +179,12 @@ async fn run() -> Result<(), String> {
         _ => {
             let provider = Arc::new(examples::clinic::app::clinic_model());
             let rt = runtime(sink, provider, examples::clinic::roles().clone(), store);
+            let baseline = Manifest::parse(include_str!("../baselines/clinic.manifest.json"))
+                .map_err(|e| format!("the committed clinic baseline: {e}"))?;
             (
-                builder.agent::<examples::clinic::Kinetix>(rt),
+                builder
+                    .agent::<examples::clinic::Kinetix>(rt)
+                    .report_baseline::<examples::clinic::Kinetix>("baselines/clinic.manifest.json", baseline),
                 "kinetix",
                 examples::clinic::app::people::priya(),
                 "list my athletes",

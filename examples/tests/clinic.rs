@@ -74,6 +74,7 @@ fn athlete_role_holds_exactly_the_four_permissions() {
             "list_athletes",
             "list_devices",
             "open_page",
+            "pair_device",
             "rotate_device_key",
             "submit_wellness"
         ])
@@ -171,6 +172,17 @@ async fn demo_scenarios_end_as_described() {
     assert!(text.contains("kinetix: 1 athlete(s) you can see: Jane Doe (ath-101"));
     assert_eq!(statuses(&for_tool(records, "u-jane", "submit_wellness")), [Proposed, Confirmed, Executed]);
 
+    // The athlete pairs a device: her card shows her the code she typed, as the tool receives
+    // it; the events and the audit log carry it masked.
+    let pairing = for_tool(records, "u-jane", "pair_device");
+    assert_eq!(statuses(&pairing), [Proposed, Confirmed, Executed]);
+    let mask = agents_runtime::agents_core::redact::MASK;
+    assert_eq!(pairing[0].args.as_ref().unwrap()["pairing_code"], mask);
+    let card = text.lines().find(|l| l.starts_with("  │  pair_device ")).expect("the pairing card");
+    assert!(card.contains(r#""pairing_code":"048213""#), "the card shows the masked value: {card}");
+    let typed: Vec<&str> = text.lines().filter(|l| l.contains("048213")).collect();
+    assert_eq!(typed, ["jane (athlete)> Pair my new Polar H10 for ath-101 with code 048213", card], "{text}");
+
     // The unlinked athlete is refused; the other tenant's physio finds nothing.
     let sam = for_tool(records, "u-sam", "list_athletes");
     assert_eq!(statuses(&sam), [Proposed, Failed]);
@@ -196,5 +208,6 @@ async fn demo_scenarios_end_as_described() {
     let file = std::fs::read_to_string(&report.audit_path).unwrap();
     agents_runtime::agents_core::audit::verify_jsonl(&file, Some(Kinetix::MANIFEST_SHA256)).unwrap();
     assert_eq!(file.lines().count(), records.len());
+    assert!(!file.contains("048213"), "the audit log holds the pairing code");
     std::fs::remove_file(&report.audit_path).unwrap();
 }

@@ -115,8 +115,17 @@ async fn turn(
             }
             Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
                 screen.audit()?;
+                // The event and the audit log hold the arguments masked; the person deciding
+                // is shown them as the tool will receive them, values they typed included.
+                let view = rt.pending_decisions(who).await.ok().and_then(|pending| {
+                    pending.into_iter().find(|p| p.call_id == call_id).map(|p| p.decider_arguments)
+                });
+                let shown = view.as_ref().map_or(&args, |view| view.as_value());
                 writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
-                writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(&args))?;
+                writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(shown))?;
+                if shown != &args {
+                    writeln!(screen.out, "  │  (values the audit log masks are shown to you only)")?;
+                }
                 write!(screen.out, "  └─ Approve? [y/N] ")?;
                 let verdict = match &decider {
                     Decider::Scripted(f) => {
@@ -245,6 +254,7 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         "Show injuries for ath-102",
         "List athletes",
         "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
+        "Pair my new Polar H10 for ath-101 with code 048213",
     ] {
         let _ = turn(&rt, &mut screen, &jane, Some("jane (athlete)"), "s-jane", m, Decider::Scripted(approve)).await?;
     }
@@ -385,6 +395,12 @@ fn number_after(message: &str, word: &str) -> Option<f64> {
         .and_then(|s| s.trim_end_matches('.').parse().ok())
 }
 
+/// The word after `marker` (matched case-insensitively) in `message`, as typed.
+fn lower_word_after(message: &str, marker: &str) -> Option<String> {
+    let at = message.to_lowercase().find(marker)? + marker.len();
+    message.get(at..)?.split_whitespace().next().map(|w| w.trim_end_matches(['.', ',']).to_owned())
+}
+
 fn has(m: &str, words: &[&str]) -> bool {
     words.iter().any(|w| m.contains(w))
 }
@@ -492,6 +508,16 @@ fn intent(message: &str) -> Option<(&'static str, Value)> {
     }
     if has(&m, &["vitals", "heart rate", "hrv"]) {
         return with_athlete("get_vitals");
+    }
+    if m.contains("pair") {
+        // "pair my Polar H10 for ath-101 with code 048213"
+        let code = lower_word_after(message, "code ")?;
+        let start = m.find("pair")? + "pair".len();
+        let end = [" for ", " with ", " to "].iter().filter_map(|w| m[start..].find(w)).min()? + start;
+        let model = message[start..end].trim().trim_start_matches("my ").trim_start_matches("a ").trim();
+        let model = model.trim_start_matches("new ").trim();
+        let athlete_id = ath?;
+        return Some(("pair_device", json!({"athlete_id": athlete_id, "model": model, "pairing_code": code})));
     }
     if m.contains("rotate") {
         return find_id(message, "dev-").map(|d| ("rotate_device_key", json!({"device_id": d})));

@@ -162,7 +162,7 @@ agent! {
         list_rtp, create_rtp, update_rtp,
         list_screenings, create_screening,
         list_videos, get_pose_metrics, delete_video, delete_videos,
-        list_devices, rotate_device_key,
+        list_devices, pair_device, rotate_device_key,
         generate_report, open_page,
     ],
     skills: {

@@ -913,6 +913,32 @@ impl Store {
         Ok(dev.clone())
     }
 
+    /// Pairs a new device with an athlete. The code the device shows on its screen proves the
+    /// person holds it; only a fingerprint derived from it is kept, never the code.
+    pub fn pair_device(&self, p: &Principal, athlete_id: &str, model: &str, pairing_code: &str) -> Result<Device> {
+        require(p, perms::device::manage::NAME)?;
+        if pairing_code.len() != 6 || !pairing_code.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ServiceError::Invalid("a pairing code is the 6 digits the device shows".into()));
+        }
+        if model.trim().is_empty() {
+            return Err(ServiceError::Invalid("name the device's model".into()));
+        }
+        let mut d = self.lock();
+        Self::scoped_athlete(&d, p, athlete_id)?;
+        let id = Self::next_id(&mut d, "dev");
+        let digest = agents_runtime::agents_core::canonical::sha256_hex(format!("{id}:{pairing_code}").as_bytes());
+        let dev = Device {
+            id,
+            org_id: p.org_id.clone(),
+            athlete_id: athlete_id.to_owned(),
+            model: model.trim().to_owned(),
+            key_fingerprint: format!("SHA256:{}", &digest[..16]),
+            key_version: 1,
+        };
+        d.devices.push(dev.clone());
+        Ok(dev)
+    }
+
     // ----- tests and demo inspection -----
 
     /// Every injury of an organisation, unscoped: for tests and the demo's narration, never

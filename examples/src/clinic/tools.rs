@@ -459,6 +459,23 @@ pub async fn list_devices(cx: &ToolContext<'_>, athlete_id: String) -> Result<Ve
     store().list_devices(cx.principal(), &athlete_id)
 }
 
+/// Pairs a wearable device with an athlete, with the code the device shows on its screen.
+///
+/// # Arguments
+///
+/// * `athlete_id` - the athlete's id
+/// * `model` - the device's model, e.g. `Polar H10`
+/// * `pairing_code` - the 6-digit code the device shows
+#[tool(permission = perms::device::manage, mutating, title = "Pair wearable device", risk = medium)]
+pub async fn pair_device(
+    cx: &ToolContext<'_>,
+    athlete_id: String,
+    model: String,
+    #[secret] pairing_code: String,
+) -> Result<Device, ServiceError> {
+    store().pair_device(cx.principal(), &athlete_id, &model, &pairing_code)
+}
+
 /// Rotates a device's key: a new key is issued and the old one stops working; the device
 /// must be re-paired.
 ///
