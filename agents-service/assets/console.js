@@ -204,25 +204,43 @@
         rows.push(el("dt", { text: k }), el("dd", { text: show(v) }));
       }
       const reason = el("input", { id: id + "-reason", "aria-label": "Reason for rejecting " + d.title, placeholder: "Reason (optional)" });
+      const change = el("input", { id: id + "-change", "aria-label": "Change to ask for instead of " + d.title,
+        placeholder: "e.g. five days, not seven" });
       const status = el("p", { class: "error", role: "alert" });
       const approve = el("button", { type: "button", class: "approve", text: "Approve" });
       const reject = el("button", { type: "button", class: "danger reject", text: "Reject" });
+      const ask = el("button", { type: "button", class: "change", text: "Ask for this change" });
+      const buttons = [approve, reject, ask];
       async function decide(body) {
-        approve.disabled = reject.disabled = true;
+        buttons.forEach((b) => { b.disabled = true; });
         try {
           await api("/v1/decisions/" + encodeURIComponent(d.call_id), { method: "POST", body: JSON.stringify(body) });
           node.remove();
           refreshDecisions();
           refreshAudit();
+          return true;
         } catch (err) {
           status.textContent = err.message;
-          approve.disabled = reject.disabled = false;
+          buttons.forEach((b) => { b.disabled = false; });
+          return false;
         }
       }
       approve.addEventListener("click", () => decide({ verdict: "approve" }));
       reject.addEventListener("click", () => {
         const text = reason.value.trim();
         decide(text ? { verdict: "reject", reason: text } : { verdict: "reject" });
+      });
+      // "Yes, but five days": this proposal is rejected with the person's words as its reason,
+      // and the words go to the agent as their next message in the same conversation. What
+      // comes back is a new proposal with its own call and its own decision; nothing approves
+      // the old one.
+      ask.addEventListener("click", async () => {
+        const text = change.value.trim();
+        if (!text) { status.textContent = "Say what to change."; change.focus(); return; }
+        if (!(await decide({ verdict: "reject", reason: "change requested: " + text }))) return;
+        await runEnded(d.run_id);
+        say("user", text);
+        await startRun(d.agent, text, d.session_id || sessionStorage.getItem("session"));
       });
       const node = el("article", { class: "card", id, "aria-labelledby": id + "-h", "data-call": d.call_id, "data-tool": d.tool },
         el("h3", { id: id + "-h", text: d.title }),
@@ -231,6 +249,7 @@
         el("dl", {}, ...rows),
         el("p", { class: "hint", text: "Proposed " + d.proposed_at + " by " + d.agent }),
         el("div", { class: "buttons" }, approve, reason, reject),
+        el("div", { class: "buttons" }, change, ask),
         status);
       return node;
     }
@@ -252,22 +271,39 @@
       }
     }
 
-    form.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      const text = input.value.trim();
-      if (!text) return;
-      input.value = "";
-      say("user", text);
+    /** Waits (at most about 30 s) until run `runId` no longer runs, or is unknown here. */
+    async function runEnded(runId) {
+      for (let i = 0; i < 150; i++) {
+        try {
+          const r = await api("/v1/runs/" + encodeURIComponent(runId));
+          if (r.status !== "running") return;
+        } catch (_) {
+          return;
+        }
+        await new Promise((done) => setTimeout(done, 200));
+      }
+    }
+
+    async function startRun(agentName, text, session) {
       bubble = null;
       try {
         const r = await api("/v1/runs", { method: "POST", body: JSON.stringify({
-          agent: agent.value, input: text, session_id: sessionStorage.getItem("session") }) });
+          agent: agentName, input: text, session_id: session }) });
         sessionStorage.setItem("run", r.run_id);
         auditLive.replaceChildren();
         follow(r.run_id);
       } catch (err) {
         say("note error", err.message);
       }
+    }
+
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      input.value = "";
+      say("user", text);
+      await startRun(agent.value, text, sessionStorage.getItem("session"));
     });
 
     // After a reload: the decisions waiting, and the current run's stream from where it was.

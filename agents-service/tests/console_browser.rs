@@ -81,6 +81,14 @@ fn model() -> RuleProvider {
             let args = json!({"athlete_id": "ath-1", "new_password": password});
             Some(tool_calls([("change_portal_password", args.to_string())]))
         })
+        // A change asked for on a proposal's card ("squad U23 instead") is the person's next
+        // message: the model proposes the move again with the new squad.
+        .when(|req| {
+            let m = last_user_message(req)?;
+            let squad = m.contains("instead").then(|| word_after(m, "squad "))??;
+            let args = json!({"athlete_id": "ath-1", "squad": squad});
+            Some(tool_calls([("move_athlete", args.to_string())]))
+        })
         .when(|req| {
             let squad = word_after(last_user_message(req)?, "to squad ")?;
             let args = json!({"athlete_id": "ath-1", "squad": squad});
@@ -198,10 +206,25 @@ async fn the_console_in_a_real_browser() {
             .count()
     };
     assert_eq!(count("executed", "change_portal_password"), 2);
-    assert_eq!(count("rejected", "move_athlete"), 1);
-    assert_eq!(count("executed", "move_athlete"), 0);
+    // One move rejected with a reason; one rejected for a change, whose replacement, a call of
+    // its own, was approved and executed once; the changed call itself never executed.
+    assert_eq!(count("rejected", "move_athlete"), 2);
+    assert_eq!(count("executed", "move_athlete"), 1);
     assert!(lines.iter().any(|l| l.contains("wrong squad, ask the coach first")), "the rejection's reason is recorded");
-    for shot in ["01-login", "02-proposal-card", "05-after-reload", "09-reviewer", "08-phone", "11-report"] {
+    let records: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let changed = records
+        .iter()
+        .find(|r| r["status"] == "rejected" && r["reason"].as_str().is_some_and(|s| s.contains("change requested: squad U23 instead")))
+        .expect("the changed proposal ends rejected with the person's words");
+    let old_call = changed["call_id"].as_str().unwrap();
+    assert!(
+        records.iter().all(|r| r["call_id"] != old_call || !matches!(r["status"].as_str(), Some("confirmed" | "executed"))),
+        "the changed proposal was approved or executed"
+    );
+    let executed = records.iter().find(|r| r["status"] == "executed" && r["tool"] == "move_athlete").unwrap();
+    assert_ne!(executed["call_id"], old_call);
+    assert_eq!(executed["args"]["squad"], "U23", "{executed}");
+    for shot in ["01-login", "02-proposal-card", "04b-change-asked", "05-after-reload", "09-reviewer", "08-phone", "11-report"] {
         assert!(shots.join(format!("{shot}.png")).is_file(), "no screenshot {shot}");
     }
 }

@@ -98,6 +98,29 @@ try {
   await auditShows(page, "move_athlete", "rejected");
   await shot(page, "04-rejected");
 
+  // "Yes, but squad U23": the proposal ends rejected with the person's words, and the agent's
+  // new proposal is a card of its own, approved on its own; the old call never runs.
+  await send(page, "move ath-1 to squad U21");
+  card = page.locator("article.card", { hasText: "Move athlete to squad" });
+  await card.waitFor();
+  const oldCall = await card.getAttribute("data-call");
+  check((await card.locator("dd").allTextContents()).includes("U21"), "the first proposal is not for U21");
+  await card.getByLabel(/Change to ask for/).fill("squad U23 instead");
+  await card.getByRole("button", { name: "Ask for this change" }).click();
+  const changed = page.locator("article.card", { hasText: "Move athlete to squad" }).filter({ hasText: "U23" });
+  await changed.waitFor();
+  const newCall = await changed.getAttribute("data-call");
+  check(newCall && newCall !== oldCall, "the change did not become a new proposal: " + newCall + " / " + oldCall);
+  check(await page.locator(`article.card[data-call="${oldCall}"]`).count() === 0, "the old proposal is still open");
+  await shot(page, "04b-change-asked");
+  await changed.getByRole("button", { name: "Approve" }).click();
+  await page.locator("#audit-live li[data-status=executed]", { hasText: "move_athlete" }).first().waitFor();
+  const oldRecords = await page.evaluate(async (id) =>
+    (await fetch("/v1/audit?call=" + encodeURIComponent(id), { headers: { "x-agents-console": "1" } })).json(), oldCall);
+  const oldStatuses = oldRecords.records.map((r) => r.status);
+  check(JSON.stringify(oldStatuses) === JSON.stringify(["proposed", "rejected"]), "the old call: " + oldStatuses);
+  check(oldRecords.records[1].reason.includes("change requested: squad U23 instead"), "the old call's reason: " + oldRecords.records[1].reason);
+
   // A third, decided after a reload of the page.
   await send(page, "change the portal password of ath-1 to " + SECRET_2);
   await page.locator("article.card", { hasText: "Change portal password" }).waitFor();
