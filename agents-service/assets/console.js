@@ -25,7 +25,7 @@
   /** A JSON request to the API; a refusal throws its message. */
   async function api(path, options) {
     const opts = Object.assign({ credentials: "same-origin" }, options || {});
-    opts.headers = Object.assign({}, HEADER, opts.body ? { "content-type": "application/json" } : {});
+    opts.headers = Object.assign({}, HEADER, opts.body ? { "content-type": "application/json" } : {}, opts.headers || {});
     const r = await fetch(path, opts);
     let body = null;
     try { body = await r.json(); } catch (_) { body = null; }
@@ -50,9 +50,17 @@
     const form = document.getElementById("login-form");
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
-      const chosen = form.querySelector("input[name=person]:checked");
+      let request;
+      if (form.dataset.login === "token") {
+        // Sent once, in the header the service's authenticator reads; never stored.
+        const token = document.getElementById("token").value.trim();
+        request = { method: "POST", body: "{}", headers: { authorization: "Bearer " + token } };
+      } else {
+        const chosen = form.querySelector("input[name=person]:checked");
+        request = { method: "POST", body: JSON.stringify({ person: Number(chosen.value) }) };
+      }
       try {
-        const r = await api("/console/login", { method: "POST", body: JSON.stringify({ person: Number(chosen.value) }) });
+        const r = await api("/console/login", request);
         sessionStorage.clear();
         location.assign(r.to);
       } catch (err) {

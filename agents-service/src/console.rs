@@ -7,8 +7,9 @@
 //! GET  /console/audit      the audit view: search, chain verification, export as JSON lines
 //! GET  /console/report     the agents served, each with a link to its capability report
 //! GET  /console/report/{agent}  the agent's capability report, rendered live
-//! GET  /console/login      the development login: pick a person
-//! POST /console/login      signs in (JSON `{"person": n}`), sets the session cookie
+//! GET  /console/login      the login page: pick a person (development login) or give a token
+//! POST /console/login      signs in (`{"person": n}`, or `Authorization: Bearer ...` checked by
+//!                          the service's authenticator), sets the session cookie
 //! POST /console/logout     signs out
 //! GET  /console/assets/*   the console's script and style sheet
 //! ```
@@ -30,8 +31,11 @@
 //!   something and is authenticated by it must carry the header `X-Agents-Console: 1`, which
 //!   a cross-site form cannot send and a cross-site script cannot send without a CORS
 //!   preflight this service never grants; a request a browser marks `Sec-Fetch-Site:
-//!   cross-site` is refused outright. Sessions live in memory for [`SESSION_TTL`] and end
-//!   with the process.
+//!   cross-site` is refused outright. Sessions live in memory and end with the process.
+//! - **Sessions are bounded** ([`ConsoleLimits`]): each ends after a time without use and at
+//!   the latest after a fixed lifetime; a person holds a few at most (signing in once more
+//!   ends their least recently used one), and when the console holds its total a new sign-in
+//!   is refused (503 `too_many_sessions`) rather than ending someone else's session.
 //!
 //! # The capability report
 //!
@@ -48,11 +52,19 @@
 //!
 //! # Signing in
 //!
-//! Today the console signs people in through the **development login** only
-//! ([`Console::dev_login`]): a page that lets whoever reaches the service pick one of the
-//! people the application named, with no proof of anything, like
-//! [`DevAuthenticator`](crate::DevAuthenticator). For your own machine only. Requests without
-//! the console's cookie go to the service's own authenticator unchanged.
+//! Two ways, one per console:
+//!
+//! - **Through an authenticator** ([`Console::token_login`]), e.g. the service's
+//!   [`JwtAuthenticator`](crate::JwtAuthenticator): the login page takes an access token and
+//!   sends it once, as `Authorization: Bearer ...`; the authenticator checks it exactly as it
+//!   checks an API request, and the principal it names gets a session cookie. The token is
+//!   not kept. A session lives no longer than [`ConsoleLimits::session_lifetime`], whatever
+//!   the token's own expiry.
+//! - **The development login** ([`Console::dev_login`]): a page that lets whoever reaches the
+//!   service pick one of the people the application named, with no proof of anything, like
+//!   [`DevAuthenticator`](crate::DevAuthenticator). For your own machine only.
+//!
+//! Requests without the console's cookie go to the service's own authenticator unchanged.
 
 use crate::auth::{Authenticator, unauthorized};
 use crate::error::ApiError;
@@ -84,8 +96,37 @@ pub const SESSION_COOKIE: &str = "agents_console";
 /// The header every cookie-authenticated request that changes something must carry.
 pub const CONSOLE_HEADER: &str = "x-agents-console";
 
-/// How long a console session lasts.
+/// How long a console session lasts at most (the default of
+/// [`ConsoleLimits::session_lifetime`]).
 pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+
+/// Bounds on the console's sessions. Every default is safe for a console reachable by
+/// untrusted clients.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConsoleLimits {
+    /// Sessions one person (user in an organisation) holds at once; signing in once more ends
+    /// their least recently used one. Default 5.
+    pub max_sessions_per_person: usize,
+    /// Sessions the console holds in all; beyond it a sign-in is refused with 503
+    /// `too_many_sessions` until one ends. Default 10 000.
+    pub max_sessions: usize,
+    /// A session not used for this long ends. Default 30 min.
+    pub idle_timeout: Duration,
+    /// A session ends this long after sign-in, used or not. Default 8 h ([`SESSION_TTL`]).
+    pub session_lifetime: Duration,
+}
+
+impl Default for ConsoleLimits {
+    fn default() -> Self {
+        ConsoleLimits {
+            max_sessions_per_person: 5,
+            max_sessions: 10_000,
+            idle_timeout: Duration::from_secs(30 * 60),
+            session_lifetime: SESSION_TTL,
+        }
+    }
+}
 
 const SCRIPT: &str = include_str!("../assets/console.js");
 const STYLE: &str = include_str!("../assets/console.css");
@@ -99,9 +140,24 @@ pub struct Person {
     pub label: String,
 }
 
+/// How people sign in.
+enum Login {
+    /// Pick one of these people, no proof.
+    Dev(Vec<Person>),
+    /// An access token the authenticator accepts.
+    Token(Arc<dyn Authenticator>),
+}
+
+struct Session {
+    principal: Principal,
+    started: Instant,
+    used: Instant,
+}
+
 struct Inner {
-    people: Vec<Person>,
-    sessions: Mutex<HashMap<String, (Principal, Instant)>>,
+    login: Login,
+    limits: ConsoleLimits,
+    sessions: Mutex<HashMap<String, Session>>,
 }
 
 /// The web console. Build it, wrap the service's authenticator with
@@ -126,7 +182,11 @@ pub struct Console {
 
 impl std::fmt::Debug for Console {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Console").field("people", &self.inner.people.len()).finish_non_exhaustive()
+        let login = match &self.inner.login {
+            Login::Dev(people) => format!("development login, {} people", people.len()),
+            Login::Token(_) => "token login".to_owned(),
+        };
+        f.debug_struct("Console").field("login", &login).field("limits", &self.inner.limits).finish_non_exhaustive()
     }
 }
 
@@ -137,7 +197,32 @@ impl Console {
         tracing::warn!(
             "the console's development login is enabled: anyone who reaches this service can act as the people it lists"
         );
-        Console { inner: Arc::new(Inner { people: people.into_iter().collect(), sessions: Mutex::default() }) }
+        Console::with(Login::Dev(people.into_iter().collect()), ConsoleLimits::default())
+    }
+
+    /// A console whose login page takes an access token and has `authenticator` (the
+    /// service's own, e.g. a [`JwtAuthenticator`](crate::JwtAuthenticator)) check it, as it
+    /// checks `Authorization: Bearer ...` on an API request; the principal it names is signed
+    /// in. A token it refuses is refused with its 401.
+    pub fn token_login(authenticator: Arc<dyn Authenticator>) -> Self {
+        Console::with(Login::Token(authenticator), ConsoleLimits::default())
+    }
+
+    /// The bounds on sessions (default [`ConsoleLimits::default`]). Set them before serving:
+    /// sessions opened earlier are forgotten.
+    pub fn limits(self, limits: ConsoleLimits) -> Self {
+        let login = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner.login,
+            Err(shared) => match &shared.login {
+                Login::Dev(people) => Login::Dev(people.clone()),
+                Login::Token(auth) => Login::Token(auth.clone()),
+            },
+        };
+        Console::with(login, limits)
+    }
+
+    fn with(login: Login, limits: ConsoleLimits) -> Self {
+        Console { inner: Arc::new(Inner { login, limits, sessions: Mutex::default() }) }
     }
 
     /// An authenticator that takes the principal of a console session from its cookie, and
@@ -180,13 +265,49 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 impl Inner {
-    /// The principal of the session `headers` carry, if it is live.
+    /// Ends the sessions past their idle time or lifetime.
+    fn prune(&self, sessions: &mut HashMap<String, Session>, now: Instant) {
+        let l = &self.limits;
+        sessions.retain(|_, s| {
+            now.duration_since(s.used) < l.idle_timeout && now.duration_since(s.started) < l.session_lifetime
+        });
+    }
+
+    /// The principal of the session `headers` carry, if it is live; using it keeps it so.
     fn session(&self, headers: &HeaderMap) -> Option<Principal> {
         let token = cookie(headers, SESSION_COOKIE)?;
         let mut sessions = lock(&self.sessions);
         let now = Instant::now();
-        sessions.retain(|_, (_, at)| now.duration_since(*at) < SESSION_TTL);
-        sessions.get(token).map(|(p, _)| p.clone())
+        self.prune(&mut sessions, now);
+        let s = sessions.get_mut(token)?;
+        s.used = now;
+        Some(s.principal.clone())
+    }
+
+    /// Opens a session for `principal`: its cookie's token, or the refusal when the console
+    /// holds [`ConsoleLimits::max_sessions`].
+    fn open(&self, principal: Principal) -> Result<String, ApiError> {
+        let mut sessions = lock(&self.sessions);
+        let now = Instant::now();
+        self.prune(&mut sessions, now);
+        let same = |s: &Session| s.principal.user_id == principal.user_id && s.principal.org_id == principal.org_id;
+        let mut theirs: Vec<(Instant, String)> =
+            sessions.iter().filter(|(_, s)| same(s)).map(|(t, s)| (s.used, t.clone())).collect();
+        theirs.sort();
+        let over = (theirs.len() + 1).saturating_sub(self.limits.max_sessions_per_person.max(1));
+        for (_, token) in theirs.into_iter().take(over) {
+            sessions.remove(&token);
+        }
+        if sessions.len() >= self.limits.max_sessions {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_sessions",
+                "the console holds as many sessions as it may; try again later",
+            ));
+        }
+        let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        sessions.insert(token.clone(), Session { principal, started: now, used: now });
+        Ok(token)
     }
 }
 
@@ -287,7 +408,8 @@ struct ReportsPage {
 #[derive(Template)]
 #[template(path = "console/login.html")]
 struct LoginPage {
-    people: Vec<(usize, String, String)>,
+    /// The development login's people; `None` for the token login.
+    people: Option<Vec<(usize, String, String)>>,
 }
 
 async fn app(State(pages): St, headers: HeaderMap) -> Response {
@@ -320,7 +442,8 @@ async fn report(State(pages): St, headers: HeaderMap, Path(agent): Path<String>)
         return Redirect::to("/console/login").into_response();
     }
     let Some(kind) = pages.shared.agents.get(agent.as_str()) else {
-        return ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", "this service serves no such agent").into_response();
+        return ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", "this service serves no such agent")
+            .into_response();
     };
     // The manifest the registry was compiled with and checked against when the agent started.
     let manifest = match Manifest::parse(kind.manifest()) {
@@ -341,16 +464,19 @@ async fn report(State(pages): St, headers: HeaderMap, Path(agent): Path<String>)
 }
 
 async fn login_page(State(pages): St) -> Response {
-    let people = pages
-        .inner
-        .people
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let id = format!("{} / {} / {}", p.principal.user_id, p.principal.org_id, p.principal.role);
-            (i, p.label.clone(), id)
-        })
-        .collect();
+    let people = match &pages.inner.login {
+        Login::Dev(people) => Some(
+            people
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let id = format!("{} / {} / {}", p.principal.user_id, p.principal.org_id, p.principal.role);
+                    (i, p.label.clone(), id)
+                })
+                .collect(),
+        ),
+        Login::Token(_) => None,
+    };
     html(LoginPage { people })
 }
 
@@ -360,21 +486,32 @@ struct LoginBody {
     person: usize,
 }
 
-async fn login(State(pages): St, headers: HeaderMap, body: axum::body::Bytes) -> Result<Response, ApiError> {
-    same_site_write(&Method::POST, &headers)?;
-    let is_json = headers
+async fn login(State(pages): St, request: axum::extract::Request) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    same_site_write(&Method::POST, &parts.headers)?;
+    let is_json = parts
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
     if !is_json {
         return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send JSON"));
     }
-    let LoginBody { person } =
-        serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body does not fit: {e}")))?;
-    let chosen = pages.inner.people.get(person).ok_or_else(|| ApiError::invalid("no such person"))?;
-    let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-    lock(&pages.inner.sessions).insert(token.clone(), (chosen.principal.clone(), Instant::now()));
-    let set = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_TTL.as_secs());
+    let principal = match &pages.inner.login {
+        Login::Dev(people) => {
+            let body = axum::body::to_bytes(body, 4096)
+                .await
+                .map_err(|_| ApiError::invalid("the body is too large or did not arrive"))?;
+            let LoginBody { person } =
+                serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body does not fit: {e}")))?;
+            people.get(person).ok_or_else(|| ApiError::invalid("no such person"))?.principal.clone()
+        }
+        // The token is checked as on any API request, and not kept.
+        Login::Token(auth) => auth.authenticate(&parts).await?,
+    };
+    let token = pages.inner.open(principal)?;
+    let max_age = pages.inner.limits.session_lifetime.as_secs();
+    let set = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}");
     let body = axum::Json(serde_json::json!({"to": "/console"}));
     Ok(([(header::SET_COOKIE, set)], body).into_response())
 }

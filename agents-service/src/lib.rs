@@ -124,7 +124,7 @@ pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteRead
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;
-pub use console::{Console, Person};
+pub use console::{Console, ConsoleLimits, Person};
 pub use error::ApiError;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use mcp::{McpEndpoint, McpEndpointError};

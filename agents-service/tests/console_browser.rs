@@ -13,9 +13,9 @@
 //! run's own user the typed value; the events, the audit records and everyone else do not)
 //! and the console's cookie rules.
 
+use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::SqliteSink;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_calls, tool_outcomes};
-use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::{Agent, Principal, RoleMap, Runtime, agent, permissions, tool};
 use agents_service::{AuditReader, Console, DevAuthenticator, Person, Service, SqliteReader};
 use serde_json::{Value, json};
@@ -214,17 +214,24 @@ async fn the_console_in_a_real_browser() {
     let records: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     let changed = records
         .iter()
-        .find(|r| r["status"] == "rejected" && r["reason"].as_str().is_some_and(|s| s.contains("change requested: squad U23 instead")))
+        .find(|r| {
+            r["status"] == "rejected"
+                && r["reason"].as_str().is_some_and(|s| s.contains("change requested: squad U23 instead"))
+        })
         .expect("the changed proposal ends rejected with the person's words");
     let old_call = changed["call_id"].as_str().unwrap();
     assert!(
-        records.iter().all(|r| r["call_id"] != old_call || !matches!(r["status"].as_str(), Some("confirmed" | "executed"))),
+        records
+            .iter()
+            .all(|r| r["call_id"] != old_call || !matches!(r["status"].as_str(), Some("confirmed" | "executed"))),
         "the changed proposal was approved or executed"
     );
     let executed = records.iter().find(|r| r["status"] == "executed" && r["tool"] == "move_athlete").unwrap();
     assert_ne!(executed["call_id"], old_call);
     assert_eq!(executed["args"]["squad"], "U23", "{executed}");
-    for shot in ["01-login", "02-proposal-card", "04b-change-asked", "05-after-reload", "09-reviewer", "08-phone", "11-report"] {
+    for shot in
+        ["01-login", "02-proposal-card", "04b-change-asked", "05-after-reload", "09-reviewer", "08-phone", "11-report"]
+    {
         assert!(shots.join(format!("{shot}.png")).is_file(), "no screenshot {shot}");
     }
 }
@@ -421,8 +428,7 @@ async fn the_capability_report_is_served_live_with_the_console_policy_and_the_ba
         ..agents_runtime::agents_core::report::Report::new(&manifest, source, <Physio as Agent>::MANIFEST_SHA256)
     });
     assert_eq!(page, same);
-    let (status, head, css) =
-        http(s.base, "GET", "/console/assets/report.css", &[("cookie", &audrey)], None).await;
+    let (status, head, css) = http(s.base, "GET", "/console/assets/report.css", &[("cookie", &audrey)], None).await;
     assert_eq!(status, 200);
     assert!(head.contains("content-type: text/css"), "{head}");
     assert_eq!(css, agents_runtime::agents_core::report::STYLE);

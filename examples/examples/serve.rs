@@ -5,8 +5,9 @@
 //! cargo run -p examples --example serve -- --agent helpdesk --addr 127.0.0.1:8080 --dev-login
 //! ```
 //!
-//! With `--dev-login` the web console is served too, at `http://127.0.0.1:8080/console`: pick
-//! a person, chat with the agent, decide on its proposals, read the audit log and the agent's
+//! With `--dev-login` the web console is served too, at `http://127.0.0.1:8080/console`
+//! (with `--jwks ...` it is too, and signs people in with a token the JWT authenticator
+//! accepts): pick a person, chat with the agent, decide on its proposals, read the audit log and the agent's
 //! capability report (compared with its committed baseline in `examples/baselines/`).
 //!
 //! State and audit log are SQLite files in `--data DIR` (default: `agents-serve-<agent>` in the
@@ -154,8 +155,15 @@ async fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = parse(&args)?;
     let mut auth = authenticator(&o)?;
-    // The web console signs people in through the development login only.
-    let console = o.dev_login.then(|| Console::dev_login(people(&o.agent)));
+    // The web console: the development login's people, or a sign-in with a token the JWT
+    // authenticator accepts.
+    let console = if o.dev_login {
+        Some(Console::dev_login(people(&o.agent)))
+    } else if o.jwt.0.is_some() {
+        Some(Console::token_login(auth.clone()))
+    } else {
+        None
+    };
     if let Some(c) = &console {
         auth = c.authenticator(auth);
     }
