@@ -37,6 +37,15 @@
 //!   ends their least recently used one), and when the console holds its total a new sign-in
 //!   is refused (503 `too_many_sessions`) rather than ending someone else's session.
 //!
+//! # Asking for a change
+//!
+//! A proposal's card offers "Ask for this change" beside approve and reject ("yes, but five
+//! days"). The console rejects the proposal with the person's words as its reason
+//! (`change requested: ...`, kept in its `rejected` record), waits for its run to end, and
+//! sends the words to the agent as the person's next message in the same session. Whatever the
+//! agent proposes then is a new proposal, with its own call id and its own decision: nothing
+//! ever approves the old call, and the changed values are the ones on the new card.
+//!
 //! # The capability report
 //!
 //! `/console/report/{agent}` is the page `agents manifest render` writes, from the same

@@ -14,6 +14,10 @@
 //!   `wellness.write`, `vitals.read`, `device.manage`, so no injury tool exists for them);
 //!   `mutating` makes the run stop for a person, who reads the tool's title
 //!   ("Delete (deactivate) athlete").
+//! - **The decider sees what they approve.** `pair_device` takes the pairing code the athlete
+//!   types as a `#[secret]`: the run's events and the audit log hold it masked, and the
+//!   confirmation card shows it to the person deciding, as the tool will receive it
+//!   ([`PendingDecision::decider_arguments`](agents_runtime::run::PendingDecision)).
 //! - **Absences.** There is no delete for any clinical record: athletes are deactivated,
 //!   injuries resolved. `delete_video` and `delete_videos` are the only hard deletes, declared
 //!   high and critical risk.
