@@ -437,3 +437,61 @@ async fn the_capability_report_is_served_live_with_the_console_policy_and_the_ba
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("unknown_agent"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_sign_in_in_a_real_browser() {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use ed25519_dalek::{Signer, SigningKey};
+    let e2e = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console-e2e");
+    assert!(Path::new("/usr/bin/chromium").exists(), "Chromium is missing: install Debian's `chromium` package");
+    assert!(
+        e2e.join("node_modules/playwright-core").is_dir(),
+        "playwright-core is missing: run `npm ci` in {}",
+        e2e.display()
+    );
+    let key = SigningKey::from_bytes(&[11u8; 32]);
+    let x = B64.encode(key.verifying_key().as_bytes());
+    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1", "alg": "EdDSA", "use": "sig"}]});
+    let (iss, aud) = ("https://id.example.test", "agents-console");
+    let jwt: Arc<dyn agents_service::Authenticator> = Arc::new(
+        agents_service::JwtAuthenticator::new(agents_service::JwtConfig::new(iss, aud, jwks.to_string())).unwrap(),
+    );
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let sign = |claims: &Value| {
+        let header = json!({"alg": "EdDSA", "typ": "JWT", "kid": "k1"});
+        let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
+        format!("{input}.{}", B64.encode(key.sign(input.as_bytes()).to_bytes()))
+    };
+    let claims =
+        json!({"iss": iss, "aud": aud, "sub": "dana", "org_id": "kinetix", "role": "clinician", "exp": now + 600});
+    let good = sign(&claims);
+    let mut forged = claims.clone();
+    forged["sub"] = json!("priya");
+    let parts: Vec<&str> = good.split('.').collect();
+    let tampered = format!("{}.{}.{}", parts[0], B64.encode(forged.to_string()), parts[2]);
+
+    let console = Console::token_login(jwt.clone());
+    let audit = Arc::new(agents_runtime::audit::MemorySink::new());
+    let service = Service::builder(console.authenticator(jwt), audit.clone(), audit).build();
+    let app = service.router().merge(console.router(&service));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let out = tokio::process::Command::new("node")
+        .arg(e2e.join("token-login.mjs"))
+        .arg(format!("http://{base}"))
+        .arg(workspace_target().join("console-screenshots"))
+        .arg(&good)
+        .arg(&tampered)
+        .current_dir(&e2e)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("node could not be started ({e}): install Node.js 20 or later"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the browser test failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains("signed in dana"), "{stdout}");
+}

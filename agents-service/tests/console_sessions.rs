@@ -169,9 +169,10 @@ async fn the_token_login_opens_a_session_for_the_principal_the_jwt_authenticator
     let mut forged = claims.clone();
     forged["role"] = json!("auditor");
     let tampered = format!("{}.{}.{}", parts[0], B64.encode(forged.to_string()), parts[2]);
-    for bad in [tampered.as_str(), "not-a-token"] {
+    for (bad, code) in [(tampered.as_str(), "bad_signature"), ("not-a-token", "invalid_token")] {
         let refused = sign_in(base, &[("authorization", &format!("Bearer {bad}"))], "{}").await.unwrap_err();
         assert_eq!(refused.0, 401, "{}", refused.1);
+        assert!(refused.1.contains(code), "{}", refused.1);
     }
     // No token at all, and a development login's body, are refused too.
     let refused = sign_in(base, &[], r#"{"person": 0}"#).await.unwrap_err();
