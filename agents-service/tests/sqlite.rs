@@ -142,10 +142,13 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
         session_id: "stale-1".into(),
         org_id: "acme".into(),
         user_id: "alice".into(),
+        role: "clerk".into(),
         history: serde_json::json!([]),
         digest: serde_json::json!([]),
+        pending: serde_json::Value::Null,
+        version: 0,
     };
-    store.save_session(&stale).await.unwrap();
+    store.save_session(&stale, std::time::Duration::from_secs(60)).await.unwrap();
     let grant = agents_runtime::store::TokenGrant {
         id: "used-up".into(),
         session_id: "stale-1".into(),

@@ -22,9 +22,16 @@
 //! and only the winner writes the final record. A node that dies between winning a claim and
 //! writing the record leaves that one record unwritten.
 //!
-//! What is not resumed: the model's conversation (the run's turn is over; the session's
-//! next turn starts afresh), and proposals of direct sessions (their caller is gone with
-//! them; they hold no run slot).
+//! A conversational proposal (one the user answers with their next message) is orphaned in
+//! the same way once the turn that proposed it ended: approved through the decisions API, it
+//! is carried out here, exactly once (the conversation's own "yes" claims the same execution);
+//! rejected, it is recorded here; undecided, it is left alone while its session still holds it
+//! for the user's answer, and ended (`skipped`, reason `timeout: ...`) once the session no
+//! longer does (it idled out, ended, or moved on) and the confirmation window passed.
+//!
+//! What is not resumed: the model's turn (it is over; the session's next turn goes on from
+//! the session's history, on any node), and proposals of direct sessions (their caller is
+//! gone with them; they hold no run slot).
 
 use super::Runtime;
 use super::Undecided;
@@ -123,6 +130,13 @@ impl Runtime {
                     }
                 }
                 None => {
+                    // A conversational proposal waits as long as its session holds it for the
+                    // user's next message (until the session idles out, ends or moves on).
+                    if p.detail.get(detail::CONVERSATIONAL).and_then(Value::as_bool) == Some(true)
+                        && self.session_holds(&p).await?
+                    {
+                        continue;
+                    }
                     let reason = Undecided::TimedOut.reason();
                     if store.close_undecided(&p.call_id, node, &reason).await? {
                         done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
@@ -146,6 +160,13 @@ impl Runtime {
             sessions: store.prune_sessions(self.inner.session_idle_timeout).await?,
             proposals: store.prune_proposals(self.inner.proposal_retention).await?,
         })
+    }
+
+    /// Whether the proposal's session (within its idle time) still waits for the user's answer
+    /// to it.
+    async fn session_holds(&self, p: &ProposalRecord) -> Result<bool, StoreError> {
+        let session = self.inner.store.load_session(&p.session_id, self.inner.session_idle_timeout).await?;
+        Ok(session.is_some_and(|s| s.pending.get("call_id").and_then(Value::as_str) == Some(p.call_id.as_str())))
     }
 
     /// Writes the final record of a claimed proposal that does not run.
