@@ -6,7 +6,7 @@ use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
-use super::record::RecordFields;
+use super::record::{RecordFields, RecordIds};
 use super::session::{PendingProposal, digest_message, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
@@ -136,11 +136,30 @@ impl<A: Registry> Turn<A> {
             Ok(found) => {
                 book.close(session, &p.call_id);
                 lock(&ctx.delta).cleared.push(p.call_id.clone());
-                let how = match found.and_then(|f| f.verdict) {
-                    Some(crate::store::StoredVerdict::Approved) => "approved (it is carried out on its own; its outcome is in the audit log)",
-                    Some(crate::store::StoredVerdict::Rejected) => "rejected",
-                    None => "ended",
+                let verdict = found.as_ref().and_then(|f| f.verdict);
+                let mut how = match verdict {
+                    Some(crate::store::StoredVerdict::Approved) => "approved and carried out".to_owned(),
+                    Some(crate::store::StoredVerdict::Rejected) => "rejected".to_owned(),
+                    None => "ended".to_owned(),
                 };
+                match found {
+                    // Rejected through the decisions API: its record, unless written already.
+                    Some(f) if verdict == Some(crate::store::StoredVerdict::Rejected) && f.settled_by.is_none() => {
+                        let ids = Arc::new(ctx.ids.of_run(&p.run_id));
+                        ctx.inner.close_waiting(&p.call_id, "rejected outside the conversation".into(), Some(ids)).await;
+                    }
+                    // Approved through the decisions API and not carried out yet: this turn
+                    // carries it out, if the store grants it the execution (once, ever).
+                    Some(f) if verdict == Some(crate::store::StoredVerdict::Approved) && f.claimed_by.is_none() => {
+                        if matches!(store.claim_execution(&p.call_id, &ctx.inner.node_id).await, Ok(true)) {
+                            let rt = super::Runtime { inner: ctx.inner.clone() };
+                            let ids = RecordIds::clone(&ctx.ids);
+                            let done = rt.carry_out::<A>(f.proposal, Some(ids)).await;
+                            how = format!("approved and has now been carried out ({})", done.status.as_str());
+                        }
+                    }
+                    _ => {}
+                }
                 self.system.push_str(&format!("\n\nThe action that was waiting for the user's confirmation ({}) was {how} outside this conversation; it no longer waits for an answer. Do not act on it.", p.title));
                 None
             }

@@ -120,7 +120,7 @@ impl Runtime {
             match found.verdict {
                 Some(StoredVerdict::Approved) => {
                     if store.claim_execution(&p.call_id, node).await? {
-                        done.push(self.carry_out::<A>(p).await);
+                        done.push(self.carry_out::<A>(p, None).await);
                     }
                 }
                 Some(StoredVerdict::Rejected) => {
@@ -197,13 +197,15 @@ impl Runtime {
         ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
 
-    /// Runs one claimed call as its run would have.
-    async fn carry_out<A: Registry>(&self, p: ProposalRecord) -> ResumedCall {
+    /// Runs one claimed call as its run would have (under `ids`, a turn of its session that
+    /// carries it out, or else the ids of the run that proposed it).
+    pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
         let inner = &self.inner;
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);
         let request_id = uuid::Uuid::new_v4().to_string();
-        let ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+        let in_turn = ids.is_some();
+        let ids = ids.unwrap_or_else(|| RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal));
         let bus = Arc::new(EventBus::new());
         let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
         let (snapshot, _) = snapshot_of(&ctx).await;
@@ -286,13 +288,11 @@ impl Runtime {
             Ok(token) => token,
             Err(e) => return refuse(AuditStatus::Skipped, format!("{e}; nothing ran")).await,
         };
-        let reason = format!(
-            "approved by the user; carried out by {} after the run's process ended; token {}",
-            inner.node_id,
-            token.id()
-        );
+        let when = if in_turn { "by the session's next turn" } else { "after the run's process ended" };
+        let reason = format!("approved by the user; carried out by {} {when}; token {}", inner.node_id, token.id());
         if ctx.audit(base(AuditStatus::Confirmed, redacted.clone()).reason(reason)).await.is_err() {
-            return ended(AuditStatus::Skipped, Some("the approval could not be recorded; nothing ran".to_owned()));
+            // The proposal still ends, with one final record (if the log takes it).
+            return refuse(AuditStatus::Skipped, "the approval could not be recorded; nothing ran".to_owned()).await;
         }
         if let Err(e) = inner.tokens.redeem(&token, session, spec.name, &args_mac).await {
             return refuse(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;

@@ -418,20 +418,25 @@ impl Inner {
     }
 
     /// Ends a conversational proposal in the store and, when this call ended it, writes its
-    /// `skipped` record (under `ids`, or the ids of the run the store says proposed it).
-    async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
-        match self.store.close_undecided(call_id, &self.node_id, &reason).await {
-            Ok(true) => {}
-            // Decided or ended elsewhere: its final record is the one who did it.
-            Ok(false) => return,
+    /// final record (under `ids`, or the ids of the run the store says proposed it): `skipped`
+    /// with `reason` when it was undecided; `rejected` when a person rejected it through the
+    /// decisions API and nobody recorded that yet; `skipped` when a person approved it there
+    /// and nobody carried it out yet (the session ended first: nothing runs). Each is one
+    /// conditional update of the store, so of every node ending it one writes the record.
+    pub(super) async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
+        let store = &self.store;
+        let fields = match self.settle_waiting(call_id, &reason).await {
+            Ok(Some(fields)) => fields,
+            // Decided and settled elsewhere: its final record is the one who did it.
+            Ok(None) => return,
             Err(e) => {
                 tracing::error!(call_id, error = %e, "a proposal of an ended session could not be ended in the state store");
                 return;
             }
-        }
+        };
         let ids = match ids {
             Some(ids) => ids,
-            None => match self.store.proposal(call_id).await {
+            None => match store.proposal(call_id).await {
                 Ok(Some(found)) => Arc::new(ids_of(&found.proposal)),
                 _ => {
                     tracing::error!(call_id, "the ended proposal's run could not be read; its final record is missing");
@@ -439,9 +444,35 @@ impl Inner {
                 }
             },
         };
-        let mut f = RecordFields::new(AuditStatus::Skipped).reason(reason);
+        let mut f = fields;
         f.call_id = Some(call_id.into());
         append_detached(self, ids.record(f));
+    }
+
+    /// Claims the end of a conversational proposal in the store (see
+    /// [`Inner::close_waiting`]); the final record this node then owes, if it won.
+    pub(super) async fn settle_waiting(
+        &self,
+        call_id: &str,
+        reason: &str,
+    ) -> Result<Option<RecordFields>, crate::store::StoreError> {
+        let (store, node) = (&self.store, self.node_id.as_str());
+        if store.close_undecided(call_id, node, reason).await? {
+            return Ok(Some(RecordFields::new(AuditStatus::Skipped).reason(reason)));
+        }
+        let Some(found) = store.proposal(call_id).await? else { return Ok(None) };
+        Ok(match found.verdict {
+            Some(crate::store::StoredVerdict::Rejected) if found.settled_by.is_none() => {
+                let declined = super::pending::declined(found.reason.as_deref());
+                store.claim_settlement(call_id, node).await?.then(|| RecordFields::new(AuditStatus::Rejected).reason(declined))
+            }
+            Some(crate::store::StoredVerdict::Approved) if found.claimed_by.is_none() => {
+                let withdrawn = super::pending::WITHDRAWN;
+                let why = format!("{reason} (it was approved, and not carried out yet)");
+                store.claim_execution(call_id, withdrawn).await?.then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
+            }
+            _ => None,
+        })
     }
 }
 
