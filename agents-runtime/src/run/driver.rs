@@ -123,8 +123,19 @@ impl<A: Registry> Turn<A> {
         let (session, store, book) = (ctx.ids.session_id.as_str(), &ctx.inner.store, &ctx.inner.proposals);
         let keep = pending.as_ref().map(|p| p.call_id.as_str());
         for stale in book.proposed_in(session).into_iter().filter(|c| Some(c.as_str()) != keep) {
-            if !matches!(store.proposal(&stale).await, Ok(Some(found)) if found.verdict.is_none()) {
-                book.close(session, &stale);
+            match store.proposal(&stale).await {
+                // Still open: a turn under way on this node proposed it.
+                Ok(Some(found)) if found.verdict.is_none() => {}
+                // Decided through the decisions API while the session no longer held it: it
+                // ends here (rejected: its record; approved and not carried out: withdrawn),
+                // unless another node or the upkeep ended it first.
+                Ok(Some(found)) => {
+                    let ids = Arc::new(ctx.ids.of_run(&found.proposal.run_id));
+                    let reason = "cancelled: the conversation moved on before the decision reached it".to_owned();
+                    ctx.inner.close_waiting(&stale, reason, Some(ids)).await;
+                    book.close(session, &stale);
+                }
+                _ => book.close(session, &stale),
             }
         }
         let p = pending?;
