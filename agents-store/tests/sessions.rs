@@ -50,7 +50,12 @@ fn all_text(r: &ChatRequest) -> String {
 }
 
 /// One turn on `rt`; its outcome.
-async fn turn(rt: &Runtime, who: Principal, s: &str, input: &str) -> Result<agents_runtime::RunOutput<String>, RunError> {
+async fn turn(
+    rt: &Runtime,
+    who: Principal,
+    s: &str,
+    input: &str,
+) -> Result<agents_runtime::RunOutput<String>, RunError> {
     rt.start::<Hr>(who, s, input.into()).unwrap().wait().await
 }
 
@@ -134,7 +139,11 @@ impl Provider for Overlapping {
     fn is_paid(&self) -> bool {
         false
     }
-    fn chat<'a>(&'a self, _: &'a ChatRequest, _: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        _: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             self.barrier.wait().await;
             Ok(reply(self.answer.clone()))
@@ -173,14 +182,12 @@ async fn overlapping_turns_on_two_nodes_both_count(nodes: Nodes<'_>) {
 /// exactly once.
 async fn a_conversational_proposal_survives_a_restart_and_runs_once(nodes: Nodes<'_>) {
     let s = session("conv-yes");
-    let a = runtime(nodes().await, scripted(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("Submit 3 days?")]));
+    let a =
+        runtime(nodes().await, scripted(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("Submit 3 days?")]));
     let out = turn(&a, employee(), &s, "three days off please").await;
     assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{:?}", out.error_text());
     drop(a);
-    let b = runtime(
-        nodes().await,
-        scripted(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("Submitted.")]),
-    );
+    let b = runtime(nodes().await, scripted(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("Submitted.")]));
     let listed = b.pending_decisions(&employee()).await.unwrap();
     let p = listed.iter().find(|p| p.session_id.as_deref() == Some(s.as_str())).expect("listed after the restart");
     assert_eq!((p.tool.as_str(), &p.arguments), ("submit_leave", &serde_json::json!({"days": 3})));
@@ -204,7 +211,8 @@ async fn a_conversational_proposal_survives_a_restart_and_runs_once(nodes: Nodes
 /// node A runs nothing more, and the model is told the action was decided.
 async fn a_conversational_proposal_approved_through_the_api_runs_once(nodes: Nodes<'_>) {
     let s = session("conv-api");
-    let a = runtime(nodes().await, scripted(vec![tool_call("submit_leave", r#"{"days": 2}"#), reply("Submit 2 days?")]));
+    let a =
+        runtime(nodes().await, scripted(vec![tool_call("submit_leave", r#"{"days": 2}"#), reply("Submit 2 days?")]));
     turn(&a, employee(), &s, "two days off please").await.unwrap();
     drop(a);
     let b = runtime(nodes().await, scripted(vec![]));

@@ -241,7 +241,9 @@ async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &
     }
     match store.claim_execution(call_id, &ctx.inner.node_id).await.map_err(unavailable)? {
         true => Ok(()),
-        false => Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned()),
+        false => {
+            Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned())
+        }
     }
 }
 
@@ -648,8 +650,8 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         // An older undecided proposal in the session (under any call id) is replaced by this one.
         for old in ctx.inner.proposals.proposed_in(session) {
             let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
-            let record =
-                RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }.reason(reason);
+            let record = RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
+                .reason(reason);
             if super::driver::end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
                 ctx.inner.proposals.close(session, &old);
             }

@@ -157,7 +157,9 @@ impl<A: Registry> Turn<A> {
                     // Rejected through the decisions API: its record, unless written already.
                     Some(f) if verdict == Some(crate::store::StoredVerdict::Rejected) && f.settled_by.is_none() => {
                         let ids = Arc::new(ctx.ids.of_run(&p.run_id));
-                        ctx.inner.close_waiting(&p.call_id, "rejected outside the conversation".into(), Some(ids)).await;
+                        ctx.inner
+                            .close_waiting(&p.call_id, "rejected outside the conversation".into(), Some(ids))
+                            .await;
                     }
                     // Approved through the decisions API and not carried out yet: this turn
                     // carries it out, if the store grants it the execution (once, ever).

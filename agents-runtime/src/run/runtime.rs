@@ -244,10 +244,12 @@ impl RuntimeBuilder {
         self.key = Some(key);
         self
     }
-    /// The state store that keeps confirmation tokens and per-user run slots (default: a
-    /// [`MemoryStore`] of this process). Give every node of a service the same shared store
-    /// (`agents_store::PostgresStore`, or `agents_store::SqliteStore` on one host) and a
-    /// token is single-use, and the per-user cap of concurrent runs holds, across all of them.
+    /// The state store that keeps confirmation tokens, per-user run slots, proposals and
+    /// conversation sessions (default: a [`MemoryStore`] of this process). Give every node of
+    /// a service the same shared store (`agents_store::PostgresStore`, or
+    /// `agents_store::SqliteStore` on one host) and a token is single-use, the per-user cap of
+    /// concurrent runs holds, and a session goes on, across all of them (see
+    /// [Sessions](super#sessions-durable-and-shared)).
     ///
     /// A store that answers at once (the in-memory one) refuses a user's run beyond the cap in
     /// [`Runtime::start`] itself. A shared store answers later: `start` then returns the

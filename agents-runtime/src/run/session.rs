@@ -313,7 +313,9 @@ impl Inner {
                 SessionSaved::Conflict => {}
             }
             match self.store.load_session(session_id, idle).await.map_err(|e| e.to_string())? {
-                Some(r) if r.user_id == principal.user_id && r.org_id == principal.org_id && r.role == principal.role => {
+                Some(r)
+                    if r.user_id == principal.user_id && r.org_id == principal.org_id && r.role == principal.role =>
+                {
                     base = Conversation::from_record(&r);
                 }
                 // Ended, expired, or rebound to another role: the turn's text goes nowhere.
@@ -326,7 +328,11 @@ impl Inner {
     /// Ends a session: its state is dropped from the store, its tokens revoked and its open
     /// proposals ended. Refused for a session bound to another user or organisation.
     /// `Ok(false)` when there was none (or it was idle already).
-    pub(super) async fn end_session(self: &Arc<Self>, session_id: &str, principal: &Principal) -> Result<bool, StartError> {
+    pub(super) async fn end_session(
+        self: &Arc<Self>,
+        session_id: &str,
+        principal: &Principal,
+    ) -> Result<bool, StartError> {
         let found = self.store.load_session(session_id, self.session_idle_timeout).await.map_err(unavailable)?;
         let local = lock(&self.sessions).get(session_id).and_then(|s| s.owner.clone());
         let theirs = |user: &str, org: &str| user != principal.user_id || org != principal.org_id;
@@ -464,12 +470,18 @@ impl Inner {
         Ok(match found.verdict {
             Some(crate::store::StoredVerdict::Rejected) if found.settled_by.is_none() => {
                 let declined = super::pending::declined(found.reason.as_deref());
-                store.claim_settlement(call_id, node).await?.then(|| RecordFields::new(AuditStatus::Rejected).reason(declined))
+                store
+                    .claim_settlement(call_id, node)
+                    .await?
+                    .then(|| RecordFields::new(AuditStatus::Rejected).reason(declined))
             }
             Some(crate::store::StoredVerdict::Approved) if found.claimed_by.is_none() => {
                 let withdrawn = super::pending::WITHDRAWN;
                 let why = format!("{reason} (it was approved, and not carried out yet)");
-                store.claim_execution(call_id, withdrawn).await?.then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
+                store
+                    .claim_execution(call_id, withdrawn)
+                    .await?
+                    .then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
             }
             _ => None,
         })
@@ -795,6 +807,59 @@ mod tests {
             remember_turn(&mut s, format!("{i}"), "a", 40, 1 << 20);
         }
         assert_eq!(s.history.len(), 160);
+    }
+
+    #[test]
+    fn a_conversation_reads_back_from_its_record_as_written() {
+        let pending = PendingProposal {
+            call_id: "call-1".into(),
+            run_id: "run-1".into(),
+            tool: "submit_leave".into(),
+            title: "Submit leave".into(),
+            args: SharedValue::from(json!({"days": 3})),
+            args_hash: "ab".repeat(32),
+            tier: Tier::Action,
+        };
+        let c = Conversation {
+            history: vec![
+                ChatMessage::User { content: "three days off".into() },
+                ChatMessage::Assistant { content: "Submit 3 days?".into(), tool_calls: Vec::new() },
+            ],
+            digest: [DigestEntry { tool: "read".into(), result: "{\"a\":1}".into() }].into(),
+            pending: Some(pending),
+            version: 0,
+        };
+        let who = Principal::new("ann", "org", "employee");
+        let record = c.to_record("s", &who, 4);
+        assert_eq!((record.role.as_str(), record.version), ("employee", 4));
+        let back = Conversation::from_record(&SessionRecord { version: 5, ..record });
+        assert_eq!(back.history, c.history);
+        assert_eq!(back.digest, c.digest);
+        let p = back.pending.expect("the pending proposal reads back");
+        assert_eq!((p.call_id.as_str(), p.run_id.as_str(), p.tier), ("call-1", "run-1", Tier::Action));
+        assert_eq!((p.args.as_value(), p.args_hash.len()), (&json!({"days": 3}), 64));
+        assert_eq!(back.version, 5);
+    }
+
+    #[test]
+    fn a_turn_applied_over_a_newer_revision_keeps_both_turns_and_its_proposal() {
+        let mut theirs = Conversation::default();
+        remember_turn(&mut theirs, "their question".into(), "their answer", 40, 1 << 16);
+        let old = PendingProposal {
+            call_id: "call-old".into(),
+            run_id: "r0".into(),
+            tool: "t".into(),
+            title: "T".into(),
+            args: SharedValue::from(json!({})),
+            args_hash: String::new(),
+            tier: Tier::Action,
+        };
+        theirs.pending = Some(old.clone());
+        let new = PendingProposal { call_id: "call-new".into(), ..old };
+        let delta = Delta { digest: Vec::new(), proposed: Some(new), cleared: vec!["call-old".into()] };
+        delta.apply(&mut theirs, "my question", "my answer", 40, 1 << 16);
+        assert_eq!(theirs.history.len(), 4);
+        assert_eq!(theirs.pending.map(|p| p.call_id), Some("call-new".to_owned()));
     }
 
     #[test]

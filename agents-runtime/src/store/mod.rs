@@ -28,6 +28,9 @@
 //!   once the run is gone; an undecided proposal is ended (rejected and claimed) in the same
 //!   conditional update ([`Store::close_undecided`]), so of a late decision and a run's
 //!   timeout, or a resumption expiring a gone run's proposal, exactly one holds;
+//! - a session is saved only over the revision its writer read ([`Store::save_session`]: one
+//!   conditional statement), so of two nodes saving one revision one stores and the other
+//!   is told of the conflict; a session is bound to one user and organisation for good;
 //! - proposals that are over (claimed or settled) are dropped once older than a retention
 //!   ([`Store::prune_proposals`]), tokens once redeemed or expired
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);

@@ -510,11 +510,7 @@ impl Store for PostgresStore {
         })
     }
 
-    fn save_session<'a>(
-        &'a self,
-        s: &'a SessionRecord,
-        idle: Duration,
-    ) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+    fn save_session<'a>(&'a self, s: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, StoreResult<SessionSaved>> {
         Box::pin(async move {
             let client = self.client().await?;
             let expected = i64::try_from(s.version).map_err(|_| StoreError::Invalid("session version".into()))?;
@@ -539,7 +535,17 @@ impl Store for PostgresStore {
                      version = version + 1, used_at = now() \
                      WHERE session_id = $1 AND org_id = $2 AND user_id = $3 AND (version = $8 OR \
                      ($8 = 0 AND used_at <= now() - $9::BIGINT * interval '1 millisecond')) RETURNING version",
-                    &[&s.session_id, &s.org_id, &s.user_id, &s.role, &s.history, &s.digest, &s.pending, &expected, &millis(idle)],
+                    &[
+                        &s.session_id,
+                        &s.org_id,
+                        &s.user_id,
+                        &s.role,
+                        &s.history,
+                        &s.digest,
+                        &s.pending,
+                        &expected,
+                        &millis(idle),
+                    ],
                 )
                 .await
                 .map_err(pg_error)?;

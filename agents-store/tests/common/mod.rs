@@ -253,7 +253,8 @@ pub async fn race_session_saves(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     assert_eq!(a.save_session(&session(&id, "ann", 0), LONG).await.unwrap(), SessionSaved::Stored { version: 1 });
     for turn in 1..=20u32 {
         let held = a.load_session(&id, LONG).await.unwrap().expect("held");
-        let (mine, theirs) = (session_at(&id, "ann", turn, held.version), session_at(&id, "ann", 100 + turn, held.version));
+        let (mine, theirs) =
+            (session_at(&id, "ann", turn, held.version), session_at(&id, "ann", 100 + turn, held.version));
         let (x, y) = futures::join!(a.save_session(&mine, LONG), b.save_session(&theirs, LONG));
         let (x, y) = (x.unwrap(), y.unwrap());
         let won: Vec<_> = [x, y].into_iter().filter(|s| matches!(s, SessionSaved::Stored { .. })).collect();
