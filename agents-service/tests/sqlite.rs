@@ -142,10 +142,13 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
         session_id: "stale-1".into(),
         org_id: "acme".into(),
         user_id: "alice".into(),
+        role: "clerk".into(),
         history: serde_json::json!([]),
         digest: serde_json::json!([]),
+        pending: serde_json::Value::Null,
+        version: 0,
     };
-    store.save_session(&stale).await.unwrap();
+    store.save_session(&stale, std::time::Duration::from_secs(60)).await.unwrap();
     let grant = agents_runtime::store::TokenGrant {
         id: "used-up".into(),
         session_id: "stale-1".into(),
@@ -193,4 +196,68 @@ async fn the_service_settles_the_proposals_of_a_node_that_died() {
     assert_eq!(store.load_session("stale-1", long).await.unwrap(), None, "the stale session was pruned");
     assert_eq!(store.prune_tokens().await.unwrap(), 0, "the used-up token was pruned already");
     assert_eq!(records_through(a, "call-rejected").await.len(), 1, "the record stays in the audit log");
+}
+
+/// A service node whose agent proposes in conversation (the user's next message answers),
+/// with its upkeep every 50 ms when `upkeep`, and a confirmation window of one second.
+async fn conversational_node(dir: &std::path::Path, sink: Arc<SqliteSink>, upkeep: bool) -> std::net::SocketAddr {
+    let store = agents_store::SqliteStore::open(dir.join("state.db")).expect("the state store opens");
+    let limits = agents_runtime::Limits { confirm_timeout_secs: 1, ..agents_runtime::Limits::default() };
+    let runtime = Runtime::builder(sink.clone(), Arc::new(test_model()))
+        .roles(roles())
+        .store(Arc::new(store))
+        .limits(limits)
+        .confirm_mode(agents_runtime::ConfirmMode::Conversational)
+        // Every node carries out what another proposed: they share the server key.
+        .server_key([9; 32])
+        .build();
+    let mut limits = ServiceLimits::default();
+    limits.maintenance_every = upkeep.then_some(std::time::Duration::from_millis(50));
+    let service = Service::builder(
+        Arc::new(DevAuthenticator::enabled()),
+        sink,
+        Arc::new(SqliteReader::new(dir.join("audit.db"))),
+    )
+    .agent::<Desk>(runtime)
+    .limits(limits)
+    .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = listener.local_addr().unwrap();
+    let router = service.router();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    base
+}
+
+/// A proposal made in conversation on node A (waiting for Alice's next message) is listed for
+/// her through `GET /v1/decisions` by two service nodes started afterwards on the same files (a
+/// restart), past its confirmation window (her session still holds it), and for nobody else;
+/// approved through one of them, the upkeep of both carries it out exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversational_proposal_is_listed_after_a_restart_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Arc::new(SqliteSink::open(dir.path().join("audit.db")).unwrap());
+    let a = conversational_node(dir.path(), sink.clone(), false).await;
+    let run = start(a, &alice(), "conv-1", "submit a keyboard").await;
+    assert_eq!(ended(a, &alice(), &run).await["status"], "awaiting_confirmation");
+    let b = conversational_node(dir.path(), sink.clone(), true).await;
+    let c = conversational_node(dir.path(), sink.clone(), true).await;
+    let call = pending_call(b, &alice()).await;
+    // Past the confirmation window, with both nodes' upkeep running: still waiting for her.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(pending_call(c, &alice()).await, call);
+    assert!(get(c, "/v1/decisions", &bob()).await.json()["decisions"].as_array().unwrap().is_empty());
+    let r = post(c, &format!("/v1/decisions/{call}"), &alice(), r#"{"verdict": "approve"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while executed("conv-1") == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the approved proposal was never carried out");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(executed("conv-1"), 1, "exactly once");
+    let statuses: Vec<String> = records_through(b, &call).await.into_iter().map(|(s, _)| s).collect();
+    assert_eq!(statuses, ["proposed", "confirmed", "executed"]);
+    assert!(get(b, "/v1/decisions", &alice()).await.json()["decisions"].as_array().unwrap().is_empty());
+    let v = get(a, "/v1/audit/verify", &audrey()).await.json();
+    assert_eq!(v["ok"], true, "{v}");
 }

@@ -40,6 +40,11 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "settlement and budgets",
         sql: include_str!("../migrations/sqlite/0003_settlement_budget.sql"),
     },
+    Migration {
+        version: 4,
+        name: "session binding",
+        sql: include_str!("../migrations/sqlite/0004_session_binding.sql"),
+    },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -56,6 +61,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "settlement and budgets",
         sql: include_str!("../migrations/postgres/0004_settlement_budget.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "session binding",
+        sql: include_str!("../migrations/postgres/0005_session_binding.sql"),
     },
 ];
 

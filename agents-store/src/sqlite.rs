@@ -448,20 +448,56 @@ impl Store for SqliteStore {
         })
     }
 
-    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+    fn save_session<'a>(
+        &'a self,
+        session: &'a SessionRecord,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<SessionSaved>> {
         let s = session.clone();
         self.run(move |conn| {
-            let n = conn
-                .execute(
-                    "INSERT INTO agents_sessions (session_id, org_id, user_id, history, digest, used_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                     ON CONFLICT (session_id) DO UPDATE SET history = excluded.history, digest = excluded.digest, \
-                     used_at = excluded.used_at \
-                     WHERE agents_sessions.org_id = excluded.org_id AND agents_sessions.user_id = excluded.user_id",
-                    params![s.session_id, s.org_id, s.user_id, json_text(&s.history), json_text(&s.digest), now_ms()],
+            // IMMEDIATE: the revision is read and advanced under the database's write lock, so
+            // of two writers (connections or processes) of one revision exactly one stores.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+            let now = now_ms();
+            let held: Option<(String, String, i64, i64)> = tx
+                .query_row(
+                    "SELECT org_id, user_id, version, used_at FROM agents_sessions WHERE session_id = ?1",
+                    [&s.session_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )
+                .optional()
                 .map_err(sql_error)?;
-            Ok(if n == 1 { SessionSaved::Stored } else { SessionSaved::NotYours })
+            let expected = i64::try_from(s.version).map_err(|_| StoreError::Invalid("session version".into()))?;
+            let version = match held {
+                Some((org, user, _, _)) if org != s.org_id || user != s.user_id => return Ok(SessionSaved::NotYours),
+                Some((_, _, version, used_at))
+                    if version == expected || (expected == 0 && used_at <= now.saturating_sub(millis(idle))) =>
+                {
+                    version + 1
+                }
+                None if expected == 0 => 1,
+                _ => return Ok(SessionSaved::Conflict),
+            };
+            tx.execute(
+                "INSERT INTO agents_sessions (session_id, org_id, user_id, role, history, digest, pending, version, used_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                 ON CONFLICT (session_id) DO UPDATE SET role = excluded.role, history = excluded.history, \
+                 digest = excluded.digest, pending = excluded.pending, version = excluded.version, used_at = excluded.used_at",
+                params![
+                    s.session_id,
+                    s.org_id,
+                    s.user_id,
+                    s.role,
+                    json_text(&s.history),
+                    json_text(&s.digest),
+                    json_text(&s.pending),
+                    version,
+                    now
+                ],
+            )
+            .map_err(sql_error)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(SessionSaved::Stored { version: version as u64 })
         })
     }
 
@@ -473,17 +509,20 @@ impl Store for SqliteStore {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             conn.query_row(
-                "SELECT session_id, org_id, user_id, history, digest FROM agents_sessions \
+                "SELECT session_id, org_id, user_id, role, history, digest, pending, version FROM agents_sessions \
                  WHERE session_id = ?1 AND used_at > ?2",
                 params![session_id, now_ms().saturating_sub(millis(idle))],
                 |r| {
-                    let (history, digest): (String, String) = (r.get(3)?, r.get(4)?);
+                    let (history, digest, pending): (String, String, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
                     Ok(SessionRecord {
                         session_id: r.get(0)?,
                         org_id: r.get(1)?,
                         user_id: r.get(2)?,
+                        role: r.get(3)?,
                         history: json_value(&history)?,
                         digest: json_value(&digest)?,
+                        pending: json_value(&pending)?,
+                        version: r.get::<_, i64>(7)?.max(0) as u64,
                     })
                 },
             )

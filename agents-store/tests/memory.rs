@@ -16,6 +16,7 @@ async fn memory_store_races() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     common::race_redemptions(store.clone(), store.clone()).await;
     common::race_slots(store.clone(), store.clone()).await;
+    common::race_session_saves(store.clone(), store.clone()).await;
     common::proposal_across(store.clone(), store.clone()).await;
     common::audit_across(store.clone(), store).await;
 }

@@ -220,6 +220,33 @@ pub(super) enum DirectConfirm {
     Unavailable,
 }
 
+/// Records a conversational approval in the state store and claims the call's execution for
+/// this node: `Ok` for exactly one claim, ever, of everyone answering the proposal (the
+/// user's messages on any node, the decisions API and a resumption); why not otherwise.
+async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &str) -> Result<(), String> {
+    let (store, principal) = (&ctx.inner.store, &ctx.principal);
+    let unavailable = |e: crate::store::StoreError| format!("the state store could not record the approval ({e})");
+    let approved = crate::store::StoredVerdict::Approved;
+    match store.decide(call_id, &principal.org_id, &principal.user_id, approved, None).await.map_err(unavailable)? {
+        DecideOutcome::Recorded => {}
+        DecideOutcome::AlreadyDecided => {
+            let found = store.proposal(call_id).await.map_err(unavailable)?;
+            if found.and_then(|f| f.verdict) != Some(approved) {
+                return Err("the proposal was rejected or ended outside this conversation".to_owned());
+            }
+        }
+        DecideOutcome::Unknown | DecideOutcome::NotYours => {
+            return Err("the proposal is not held by the state store any more".to_owned());
+        }
+    }
+    match store.claim_execution(call_id, &ctx.inner.node_id).await.map_err(unavailable)? {
+        true => Ok(()),
+        false => {
+            Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned())
+        }
+    }
+}
+
 /// A dialog-mode action waiting on this node for [`Runtime::decide`](super::Runtime::decide),
 /// registered by call id with the principal it may come from (user, organisation and role)
 /// and the session and run it belongs to. A decision made on another node reaches the call
@@ -574,6 +601,15 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 let _ = proposal.record(AuditStatus::Denied, reason).await;
                 return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
             };
+            // The state store is the arbiter across nodes: the approval is recorded there and
+            // the execution claimed, once, whatever node or channel answered the proposal.
+            if let Err(why) = claim_in_store(ctx, &proposal_call).await {
+                running.abort();
+                let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
+                return CallOutcome::err(format!(
+                    "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
+                ));
+            }
             if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
                 running.abort();
                 let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
@@ -600,31 +636,38 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         if !proposal.propose().await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         }
+        // Durable before the user is asked: listed for them on every node sharing the store
+        // (and after a restart), and decided there once, whatever node or channel answers.
+        let mut record = proposal.store_record();
+        if let Some(detail) = record.detail.as_object_mut() {
+            detail.insert(super::pending::detail::CONVERSATIONAL.into(), Value::Bool(true));
+        }
+        if let Err(e) = ctx.inner.store.put_proposal(&record).await {
+            let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            let _ = proposal.record(AuditStatus::Skipped, reason).await;
+            return CallOutcome::err("the state store is unavailable; nothing ran");
+        }
         // An older undecided proposal in the session (under any call id) is replaced by this one.
         for old in ctx.inner.proposals.proposed_in(session) {
             let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
-            let record = || {
-                ctx.audit(
-                    RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
-                        .reason(reason),
-                )
-            };
-            if ctx.inner.proposals.transition(session, &old, State::Superseded, None, record).await.is_err() {
+            let record = RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
+                .reason(reason);
+            if super::driver::end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
                 ctx.inner.proposals.close(session, &old);
             }
+            lock(&ctx.delta).cleared.push(old);
         }
         ctx.inner.proposals.open(&ctx.ids, call.id, false);
         ctx.emit(|| proposal.confirm_required());
-        if let Some(s) = lock(&ctx.inner.sessions).get_mut(ctx.ids.session_id.as_str()) {
-            s.pending = Some(PendingProposal {
-                call_id: call.id.to_owned(),
-                tool: spec.name.into(),
-                title: proposal.title().into(),
-                args: proposal.checked.redacted.clone(),
-                args_hash: proposal.args_hash.to_owned(),
-                tier: spec.tier,
-            });
-        }
+        lock(&ctx.delta).proposed = Some(PendingProposal {
+            call_id: call.id.to_owned(),
+            run_id: ctx.ids.run_id.to_string(),
+            tool: spec.name.into(),
+            title: proposal.title().into(),
+            args: proposal.checked.redacted.clone(),
+            args_hash: proposal.args_hash.to_owned(),
+            tier: spec.tier,
+        });
         *lock(&ctx.awaiting) = true;
         CallOutcome::ok(
             json!({"status": "confirmation_required", "description": proposal.description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),

@@ -7,7 +7,7 @@ use super::outcome::{CallStatus, CallSummary};
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::runtime::{DisabledFallback, Inner};
 use super::secrets::CallSecrets;
-use super::session::push_digest;
+use super::session::{Conversation, Delta, push_digest};
 use super::{ConfirmMode, Undecided, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
@@ -61,6 +61,14 @@ pub(super) struct RunCtx<A> {
     pub(super) calls: Mutex<Vec<CallSummary>>,
     /// Set when a confirmation's timeout ended the run (not a stop by the user).
     pub(super) confirmation_timed_out: std::sync::atomic::AtomicBool,
+    /// The session's conversation as the store held it when the run bound it (runs only).
+    pub(super) conversation: Mutex<Conversation>,
+    /// What the run changed in its session, saved when it ends (runs only).
+    pub(super) delta: Mutex<Delta>,
+    /// The approval the user's answer granted in this turn (conversational mode): a token for
+    /// the exact proposal, its tool and the proposal's call id. Used at most once, and only in
+    /// this turn.
+    pub(super) approved: Mutex<Option<(ConfirmationToken, String, String)>>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -161,6 +169,9 @@ impl<A: Registry> RunCtx<A> {
             ledger,
             calls: Mutex::new(Vec::new()),
             confirmation_timed_out: std::sync::atomic::AtomicBool::new(false),
+            conversation: Mutex::new(Conversation::default()),
+            delta: Mutex::new(Delta::default()),
+            approved: Mutex::new(None),
             _agent: PhantomData,
         })
     }
@@ -311,8 +322,8 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// The approval a conversational call that a person confirms (`confirmed`: an action, or
-    /// a read carrying a value copied from a tool result) redeems (taken from the session, so
-    /// it is used at most once), and the call id its records carry: the proposal's when the
+    /// a read carrying a value copied from a tool result) redeems (taken from the turn, so it
+    /// is used at most once), and the call id its records carry: the proposal's when the
     /// call carries out an approved proposal, so proposal, confirmation and execution join in
     /// the audit log; otherwise the call's own.
     pub(super) fn approval(
@@ -322,7 +333,7 @@ impl<A: Registry> RunCtx<A> {
         confirmed: bool,
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
         let approved = if self.inner.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
-            lock(&self.inner.sessions).get_mut(self.ids.session_id.as_str()).and_then(|s| s.approved.take())
+            lock(&self.approved).take()
         } else {
             None
         };
@@ -397,12 +408,9 @@ impl<A: Registry> RunCtx<A> {
         })
     }
 
-    /// Remembers an executed result in the session's digest.
+    /// Remembers an executed result for the session's digest (saved when the turn ends).
     pub(super) fn push_digest(&self, tool: &str, result: &Value) {
-        let mut sessions = lock(&self.inner.sessions);
-        if let Some(s) = sessions.get_mut(self.ids.session_id.as_str()) {
-            push_digest(s, tool, result);
-        }
+        push_digest(&mut lock(&self.delta), tool, result);
     }
 
     pub(super) fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {

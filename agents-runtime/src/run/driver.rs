@@ -6,8 +6,8 @@ use super::context::{CallRef, RunCtx, availability};
 use super::gate::gate_call;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
-use super::record::RecordFields;
-use super::session::{PendingProposal, digest_message, owner_of, remember_turn, replay_within};
+use super::record::{RecordFields, RecordIds};
+use super::session::{PendingProposal, digest_message, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -28,6 +28,7 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
     let _ = ctx.snapshot.set(snapshot);
     ctx.note_user(&input);
     let (mut turn, pending) = Turn::open(ctx);
+    let pending = turn.adopt(pending).await;
     if let Some(proposal) = pending {
         turn.classify_reply(proposal, &input).await;
     }
@@ -78,13 +79,11 @@ impl<A: Registry> Turn<A> {
     /// the tools of the availability snapshot; and the proposal the user's message answers.
     fn open(ctx: Arc<RunCtx<A>>) -> (Self, Option<PendingProposal>) {
         let (history, digest, pending) = {
-            let sessions = lock(&ctx.inner.sessions);
-            let s = sessions.get(ctx.ids.session_id.as_str());
+            let c = lock(&ctx.conversation);
             (
-                s.map(|s| replay_within(&s.history, ctx.limits.history_messages as usize, ctx.inner.history_bytes))
-                    .unwrap_or_default(),
-                s.and_then(|s| digest_message(&s.digest)),
-                s.and_then(|s| s.pending.clone()),
+                replay_within(&c.history, ctx.limits.history_messages as usize, ctx.inner.history_bytes),
+                digest_message(&c.digest),
+                c.pending.clone(),
             )
         };
         let definitions = ctx
@@ -114,6 +113,78 @@ impl<A: Registry> Turn<A> {
         (turn, pending)
     }
 
+    /// The proposal the session holds, as this node's book and the state store see it: one
+    /// decided or ended outside the conversation meanwhile (through the decisions API, or by
+    /// another node) no longer waits, and the model is told; one made on another node enters
+    /// this node's book. Proposals this node's book still holds as waiting in the session, but
+    /// that the store says are over, leave it.
+    async fn adopt(&mut self, pending: Option<PendingProposal>) -> Option<PendingProposal> {
+        let ctx = self.ctx.clone();
+        let (session, store, book) = (ctx.ids.session_id.as_str(), &ctx.inner.store, &ctx.inner.proposals);
+        let keep = pending.as_ref().map(|p| p.call_id.as_str());
+        for stale in book.proposed_in(session).into_iter().filter(|c| Some(c.as_str()) != keep) {
+            match store.proposal(&stale).await {
+                // Still open: a turn under way on this node proposed it.
+                Ok(Some(found)) if found.verdict.is_none() => {}
+                // Decided through the decisions API while the session no longer held it: it
+                // ends here (rejected: its record; approved and not carried out: withdrawn),
+                // unless another node or the upkeep ended it first.
+                Ok(Some(found)) => {
+                    let ids = Arc::new(ctx.ids.of_run(&found.proposal.run_id));
+                    let reason = "cancelled: the conversation moved on before the decision reached it".to_owned();
+                    ctx.inner.close_waiting(&stale, reason, Some(ids)).await;
+                    book.close(session, &stale);
+                }
+                _ => book.close(session, &stale),
+            }
+        }
+        let p = pending?;
+        match store.proposal(&p.call_id).await {
+            Ok(Some(found)) if found.verdict.is_none() => {
+                book.open(&Arc::new(ctx.ids.of_run(&p.run_id)), &p.call_id, false);
+                Some(p)
+            }
+            Ok(found) => {
+                book.close(session, &p.call_id);
+                lock(&ctx.delta).cleared.push(p.call_id.clone());
+                let verdict = found.as_ref().and_then(|f| f.verdict);
+                let mut how = match verdict {
+                    Some(crate::store::StoredVerdict::Approved) => "approved and carried out".to_owned(),
+                    Some(crate::store::StoredVerdict::Rejected) => "rejected".to_owned(),
+                    None => "ended".to_owned(),
+                };
+                match found {
+                    // Rejected through the decisions API: its record, unless written already.
+                    Some(f) if verdict == Some(crate::store::StoredVerdict::Rejected) && f.settled_by.is_none() => {
+                        let ids = Arc::new(ctx.ids.of_run(&p.run_id));
+                        ctx.inner
+                            .close_waiting(&p.call_id, "rejected outside the conversation".into(), Some(ids))
+                            .await;
+                    }
+                    // Approved through the decisions API and not carried out yet: this turn
+                    // carries it out, if the store grants it the execution (once, ever).
+                    Some(f) if verdict == Some(crate::store::StoredVerdict::Approved) && f.claimed_by.is_none() => {
+                        if matches!(store.claim_execution(&p.call_id, &ctx.inner.node_id).await, Ok(true)) {
+                            let rt = super::Runtime { inner: ctx.inner.clone() };
+                            let ids = RecordIds::clone(&ctx.ids);
+                            let done = rt.carry_out::<A>(f.proposal, Some(ids)).await;
+                            how = format!("approved and has now been carried out ({})", done.status.as_str());
+                        }
+                    }
+                    _ => {}
+                }
+                self.system.push_str(&format!("\n\nThe action that was waiting for the user's confirmation ({}) was {how} outside this conversation; it no longer waits for an answer. Do not act on it.", p.title));
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, call_id = %p.call_id, "the pending proposal could not be looked up");
+                self.bind_tools = false;
+                self.system.push_str("\n\nAn action is waiting for the user's confirmation, but its state could not be read, so nothing was decided and nothing ran. Tell them, and ask them to answer again later.");
+                None
+            }
+        }
+    }
+
     /// Conversational mode: the user's message answers the pending proposal. The classified
     /// answer is audited, then confirms it (a token for the exact proposal, valid in this turn
     /// only), changes or cancels it, or, when unclear, keeps it and binds no tools this turn.
@@ -138,10 +209,18 @@ impl<A: Registry> Turn<A> {
             }
         };
         let status = if to == State::Confirmed { AuditStatus::Confirmed } else { AuditStatus::Rejected };
-        let record = || ctx.audit(proposal_record(&ctx, &p, status, class));
         let turn = Some(ctx.ids.run_id.as_str());
-        match ctx.inner.proposals.transition(session, &p.call_id, to, turn, record).await {
-            Ok(()) => {}
+        let decided = if to == State::Confirmed {
+            // The approval is recorded in the store when the call is carried out (and claimed
+            // there once, whatever node answers).
+            let record = || ctx.audit(proposal_record(&ctx, &p, status, class));
+            ctx.inner.proposals.transition(session, &p.call_id, to, turn, record).await
+        } else {
+            let reason = format!("reply classified as {class:?}").to_lowercase();
+            end_waiting(&ctx, &p.call_id, to, proposal_record(&ctx, &p, status, class), &reason).await.map(drop)
+        };
+        match decided {
+            Ok(()) => lock(&ctx.delta).cleared.push(p.call_id.clone()),
             // Decided by another message already, or ended: this message answers nothing.
             Err(Refused::NotAllowed) => return,
             Err(Refused::Audit) => {
@@ -150,7 +229,6 @@ impl<A: Registry> Turn<A> {
                 return;
             }
         }
-        // Minted before the session's lock is taken: a shared token store answers later.
         let token = match class {
             Classification::Confirm => {
                 match ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl()).await {
@@ -165,21 +243,10 @@ impl<A: Registry> Turn<A> {
             }
             _ => None,
         };
-        let mut sessions = lock(&ctx.inner.sessions);
-        // The session as this run's principal holds it; one ended meanwhile is not recreated
-        // (and the proposal, its session ended, can no longer run: see `Book::end_session`).
-        let me = owner_of(&ctx.principal);
-        let mut s = sessions.get_mut(session).filter(|s| s.owner.as_ref() == Some(&me));
-        if let Some(s) = s.as_deref_mut()
-            && s.pending.as_ref().is_some_and(|q| q.call_id == p.call_id)
-        {
-            s.pending = None;
-        }
         match (class, token) {
             (Classification::Confirm, Some(token)) => {
-                if let Some(s) = s {
-                    s.approved = Some((token, p.tool.clone(), p.call_id.clone()));
-                }
+                // A session ended meanwhile leaves the approval unusable (see `Book::end_session`).
+                *lock(&ctx.approved) = Some((token, p.tool.clone(), p.call_id.clone()));
                 self.system.push_str(&format!("\n\nThe user confirmed the pending action `{}` as proposed. Call it again with exactly the same arguments.", p.tool));
             }
             (Classification::Modify, _) => {
@@ -385,23 +452,18 @@ impl<A: Registry> Turn<A> {
         if let Some(e) = outcome.error_text() {
             ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: e });
         }
-        {
-            let mut sessions = lock(&ctx.inner.sessions);
-            // Only into the session as this run's principal holds it: a session ended, expired
-            // or rebound to another role meanwhile does not take this turn's text.
-            let me = owner_of(&ctx.principal);
-            if let Some(s) = sessions.get_mut(ctx.ids.session_id.as_str()).filter(|s| s.owner.as_ref() == Some(&me)) {
-                remember_turn(
-                    s,
-                    input,
-                    &outcome.report.text,
-                    ctx.limits.history_messages as usize,
-                    ctx.inner.history_bytes,
-                );
-                s.last_used = Some(tokio::time::Instant::now());
-            }
-        }
         resolve_turn(&ctx, outcome.status).await;
+        // Only into the session as this run's principal holds it: a session ended, expired or
+        // rebound to another role meanwhile does not take this turn's text (see `save_turn`).
+        let base = std::mem::take(&mut *lock(&ctx.conversation));
+        let delta = std::mem::take(&mut *lock(&ctx.delta));
+        let history = ctx.limits.history_messages as usize;
+        let (session, answer) = (ctx.ids.session_id.as_str(), outcome.report.text.as_str());
+        if let Err(e) = ctx.inner.save_turn(session, &ctx.principal, base, &delta, &input, answer, history).await {
+            tracing::error!(run_id = %ctx.ids.run_id, error = %e, "the turn could not be saved in its session");
+            let reason = format!("the turn could not be saved in its session; the next turn will not see it: {e}");
+            let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+        }
         let mut f = RecordFields::new(AuditStatus::RunFinished).reason(outcome.status.as_str());
         let (cost_usd, iterations) = (outcome.report.usage.cost_usd, outcome.report.iterations);
         f.result = Some(AuditResult::Value(json!({"cost_usd": cost_usd, "iterations": iterations})));
@@ -453,27 +515,56 @@ async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
             ),
             _ => continue,
         };
-        let record = || {
-            ctx.audit(
-                RecordFields { call_id: Some(call_id.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
-                    .reason(reason),
-            )
-        };
-        if ctx.inner.proposals.transition(session, &call_id, to, None, record).await.is_err() {
+        let record = RecordFields { call_id: Some(call_id.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
+            .reason(reason.clone());
+        if end_waiting(ctx, &call_id, to, record, &reason).await.is_err() {
             // The record was refused; the proposal ends anyway (it must not stay decidable).
             tracing::error!(run_id = %ctx.ids.run_id, call_id, "a proposal's final record was refused; it ends without one");
             ctx.inner.proposals.close(session, &call_id);
         }
-        {
-            let mut sessions = lock(&ctx.inner.sessions);
-            if let Some(s) = sessions.get_mut(session) {
-                if s.approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
-                    s.approved = None;
-                }
-                if s.pending.as_ref().is_some_and(|p| p.call_id == call_id) {
-                    s.pending = None;
-                }
-            }
+        lock(&ctx.delta).cleared.push(call_id.clone());
+        let mut approved = lock(&ctx.approved);
+        if approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
+            *approved = None;
+        }
+    }
+}
+
+/// Ends a conversational proposal without running it (`to`: rejected, expired, cancelled or
+/// superseded): the move is claimed in this node's book, then the proposal is ended in the
+/// state store (one conditional update: of every node and channel ending or deciding it, one
+/// does), and only the one that ended it writes `record`, its final record. `Ok(false)` when it
+/// was decided or ended elsewhere (it leaves the book without a record from here);
+/// `Err(Refused::Audit)` when the store or the log failed (the proposal stays in the book).
+pub(super) async fn end_waiting<A: Registry>(
+    ctx: &RunCtx<A>,
+    call_id: &str,
+    to: State,
+    record: RecordFields,
+    reason: &str,
+) -> Result<bool, Refused> {
+    let session = ctx.ids.session_id.as_str();
+    let claim = ctx.inner.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
+    match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
+        Ok(true) => {}
+        Ok(false) => {
+            claim.commit(None);
+            return Ok(false);
+        }
+        Err(e) => {
+            tracing::warn!(call_id, error = %e, "a proposal could not be ended in the state store");
+            claim.abort();
+            return Err(Refused::Audit);
+        }
+    }
+    match ctx.audit(record).await {
+        Ok(()) => {
+            claim.commit(None);
+            Ok(true)
+        }
+        Err(_) => {
+            claim.abort();
+            Err(Refused::Audit)
         }
     }
 }

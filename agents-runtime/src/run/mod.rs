@@ -73,7 +73,7 @@
 //! | Dialog ([`ConfirmMode::Dialog`]) | [`Runtime::decide`] / [`Runtime::decide_async`] (any node sharing the store) from the run's own user, organisation and role, or the runtime's [`Confirmer`] ([`RuntimeBuilder::confirmer`]), whichever the store records first | `confirmed` then `executed`/`failed`, or `rejected`, or `skipped` (reason `timeout`, `stopped`, `abandoned`) |
 //! | Direct session with a [`Confirmer`] (MCP elicitation) | the confirmer's answer, or [`Runtime::decide`], whichever the store records first | as dialog; a channel failure is `skipped` with its [`Undecided`] code |
 //! | Direct session without a confirmer | cannot ask | `skipped` at once; the caller gets a structured "confirmation required" result |
-//! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired` |
+//! | Conversational ([`ConfirmMode::Conversational`]) | the user's next message, classified, on any node sharing the store; or [`Runtime::decide_async`] (the decisions API) | `confirmed` (then run in that same turn), `rejected`, or `skipped` with reason `superseded`, `cancelled` or `expired`; approved through the API: run by the session's next turn or [`Runtime::resume_orphaned`], whichever claims it |
 //!
 //! On every path:
 //! - an action call is known by a call id the runtime mints for it (`call-` and 32 hex
@@ -94,9 +94,15 @@
 //!   does not happen (a refused `confirmed` record runs nothing, in every mode);
 //! - the token minted on approval is bound to the session, the tool and the MAC of the exact
 //!   arguments, and is redeemed once; the role's permission is checked again before the run;
-//! - a conversational proposal is one entry of the runtime's proposal book: of concurrent
-//!   answers to it (two "yes" messages, an answer racing a stop) exactly one decides it, and
-//!   it starts executing at most once;
+//! - a conversational proposal is one entry of the runtime's proposal book, and is put in the
+//!   state store too, kept in its session (see [Sessions](#sessions-durable-and-shared)): of
+//!   concurrent answers to it on one node (two "yes" messages, an answer racing a stop)
+//!   exactly one decides it; across nodes and channels, ending it is one conditional update
+//!   of the store ([`Store::close_undecided`](crate::store::Store::close_undecided)) and
+//!   carrying it out records the approval and claims the execution there
+//!   ([`Store::claim_execution`](crate::store::Store::claim_execution)), so it runs at most
+//!   once whatever node or channel answered, and only the node that ended it writes its final
+//!   record;
 //! - an approval not used in the turn that granted it lapses when that turn ends (`skipped`,
 //!   reason `expired`): a later message never rides on an earlier "yes"; a proposal made in a
 //!   turn that ends other than waiting for the answer (stopped, failed, iteration or budget
@@ -120,6 +126,40 @@
 //!   (it stays where it was and ends later); at a turn's or session's end it ends the proposal
 //!   anyway, without a record in the log (failing closed). So each proposal has at most one
 //!   final record in the log, and exactly one unless the log refused it.
+//!
+//! # Sessions: durable and shared
+//!
+//! A session's conversation lives in the state store ([`RuntimeBuilder::store`]): its owner
+//! (user, organisation *and* role), its history (text messages only, capped at four times the
+//! replayed messages and bytes), the digest of its executed results and the conversational
+//! proposal waiting for the user's next message. With a shared store (`agents_store`'s SQLite
+//! file on one host, or PostgreSQL), a session started on one node goes on on any other:
+//!
+//! - a turn loads the session when it starts and binds it on first use; another user or
+//!   organisation is refused ([`StartError::SessionNotYours`]) on every node; the same user
+//!   under another role, or after the [idle timeout](RuntimeBuilder::session_idle_timeout),
+//!   starts a fresh context (the old one's proposals end, its tokens are revoked);
+//! - a turn saves what it changed when it ends, over the revision it read (one conditional
+//!   statement of the store, [`Store::save_session`](crate::store::Store::save_session)).
+//!   When another turn (on any node) saved the session meanwhile, the turn is applied again to
+//!   what is there, so two overlapping turns both count; after a few conflicting attempts the
+//!   turn is not remembered and a `notice` record says so. A session ended, expired or rebound
+//!   to another role meanwhile does not take the turn;
+//! - replay stays bounded by [`Limits::history_messages`](agents_core::Limits::history_messages)
+//!   and [`RuntimeBuilder::history_bytes`]; an approval lapses with the turn that granted it
+//!   (it is never stored); [`Runtime::end_session_async`] ends a session for every node, and
+//!   [`Runtime::prune_state`] drops idle ones from the store;
+//! - a conversational proposal is listed by [`Runtime::pending_decisions`] (after a restart
+//!   too) and may be answered in the conversation on any node or through
+//!   [`Runtime::decide_async`]; an approval through the API is carried out by the session's
+//!   next turn or by [`Runtime::resume_orphaned`], whichever claims it first, once. Nodes
+//!   that carry out each other's proposals need the same
+//!   [`RuntimeBuilder::server_key`] (tokens are bound to MACs made with it).
+//!
+//! What stays in one node's memory: the egress provenance ledger of a session (a tool that
+//! reaches out compares its arguments with the results of this node's turns only) and the
+//! proposal book's in-flight claims. The in-memory store keeps everything in this process and
+//! answers at once, so a single node behaves as before, with nothing to wait for.
 //!
 //! The model-based test `tests/run_model.rs` drives random schedules of these channels
 //! (proposals, duplicated, concurrent, late and wrong-role decisions, stops, iteration limits,

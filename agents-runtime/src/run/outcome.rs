@@ -262,7 +262,8 @@ pub enum RunError {
         /// What the run did.
         report: Box<RunReport>,
     },
-    /// The run could not get its slot when its task began: nothing ran.
+    /// The run could not bind its session or get its slot when its task began (a shared
+    /// store answers there): nothing ran.
     #[error("{source}")]
     NotStarted {
         /// Why.

@@ -72,6 +72,8 @@ pub(super) mod detail {
     pub(in crate::run) const SLOT: &str = "slot";
     pub(in crate::run) const REQUEST: &str = "request_id";
     pub(in crate::run) const WHY: &str = "why";
+    /// Set on a proposal that waits in its session for the user's next message.
+    pub(in crate::run) const CONVERSATIONAL: &str = "conversational";
 }
 
 /// A text field of a proposal's detail (empty when absent).
@@ -128,7 +130,11 @@ impl Runtime {
     /// those of a run whose process is gone (a decision on one is carried out by
     /// [`Runtime::resume_orphaned`]).
     ///
-    /// Conversational proposals are answered by the user's next message and are not listed.
+    /// Conversational proposals (answered by the user's next message) are listed too, from
+    /// the moment they are proposed until they are answered or end: a person who reloads the
+    /// page, or comes back after a restart of the service, finds them here, and may answer
+    /// them here or in the conversation (whichever comes first holds; an approved call is
+    /// carried out exactly once, see [`Runtime::resume_orphaned`]).
     ///
     /// ```no_run
     /// # async fn f(rt: agents_runtime::Runtime, me: agents_runtime::Principal) {

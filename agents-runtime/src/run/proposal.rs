@@ -247,12 +247,13 @@ impl Book {
         ended
     }
 
-    /// The open, undecided proposals of `session` that no transition holds.
+    /// The open, undecided proposals of `session` that wait in it for the user's next message
+    /// (no call waits on them) and that no transition holds.
     pub(super) fn proposed_in(&self, session: &str) -> Vec<String> {
         let entries = lock(&self.entries);
         let mut ids: Vec<String> = entries
             .iter()
-            .filter(|(_, e)| e.session == session && e.state == State::Proposed && !e.busy)
+            .filter(|(_, e)| e.session == session && e.state == State::Proposed && !e.busy && !e.waited_on)
             .map(|((_, id), _)| id.clone())
             .collect();
         ids.sort();

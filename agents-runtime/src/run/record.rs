@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub(super) const RESULT_TEXT_KEPT: usize = 64 * 1024;
 
 /// The fields every audit record of one run repeats.
+#[derive(Clone)]
 pub(super) struct RecordIds {
     pub(super) run_id: SharedStr,
     pub(super) session_id: SharedStr,
@@ -26,6 +27,11 @@ pub(super) struct RecordIds {
 }
 
 impl RecordIds {
+    /// The same ids under another run's id (a proposal's records name the run that made it).
+    pub(super) fn of_run(&self, run_id: &str) -> Self {
+        RecordIds { run_id: run_id.into(), ..self.clone() }
+    }
+
     /// A record of this run with the parts that vary.
     pub(super) fn record(&self, f: RecordFields) -> AuditRecord {
         AuditRecord {

@@ -22,9 +22,16 @@
 //! and only the winner writes the final record. A node that dies between winning a claim and
 //! writing the record leaves that one record unwritten.
 //!
-//! What is not resumed: the model's conversation (the run's turn is over; the session's
-//! next turn starts afresh), and proposals of direct sessions (their caller is gone with
-//! them; they hold no run slot).
+//! A conversational proposal (one the user answers with their next message) is orphaned in
+//! the same way once the turn that proposed it ended: approved through the decisions API, it
+//! is carried out here, exactly once (the conversation's own "yes" claims the same execution);
+//! rejected, it is recorded here; undecided, it is left alone while its session still holds it
+//! for the user's answer, and ended (`skipped`, reason `timeout: ...`) once the session no
+//! longer does (it idled out, ended, or moved on) and the confirmation window passed.
+//!
+//! What is not resumed: the model's turn (it is over; the session's next turn goes on from
+//! the session's history, on any node), and proposals of direct sessions (their caller is
+//! gone with them; they hold no run slot).
 
 use super::Runtime;
 use super::Undecided;
@@ -113,7 +120,7 @@ impl Runtime {
             match found.verdict {
                 Some(StoredVerdict::Approved) => {
                     if store.claim_execution(&p.call_id, node).await? {
-                        done.push(self.carry_out::<A>(p).await);
+                        done.push(self.carry_out::<A>(p, None).await);
                     }
                 }
                 Some(StoredVerdict::Rejected) => {
@@ -123,6 +130,13 @@ impl Runtime {
                     }
                 }
                 None => {
+                    // A conversational proposal waits as long as its session holds it for the
+                    // user's next message (until the session idles out, ends or moves on).
+                    if p.detail.get(detail::CONVERSATIONAL).and_then(Value::as_bool) == Some(true)
+                        && self.session_holds(&p).await?
+                    {
+                        continue;
+                    }
                     let reason = Undecided::TimedOut.reason();
                     if store.close_undecided(&p.call_id, node, &reason).await? {
                         done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
@@ -146,6 +160,13 @@ impl Runtime {
             sessions: store.prune_sessions(self.inner.session_idle_timeout).await?,
             proposals: store.prune_proposals(self.inner.proposal_retention).await?,
         })
+    }
+
+    /// Whether the proposal's session (within its idle time) still waits for the user's answer
+    /// to it.
+    async fn session_holds(&self, p: &ProposalRecord) -> Result<bool, StoreError> {
+        let session = self.inner.store.load_session(&p.session_id, self.inner.session_idle_timeout).await?;
+        Ok(session.is_some_and(|s| s.pending.get("call_id").and_then(Value::as_str) == Some(p.call_id.as_str())))
     }
 
     /// Writes the final record of a claimed proposal that does not run.
@@ -176,13 +197,15 @@ impl Runtime {
         ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
 
-    /// Runs one claimed call as its run would have.
-    async fn carry_out<A: Registry>(&self, p: ProposalRecord) -> ResumedCall {
+    /// Runs one claimed call as its run would have (under `ids`, a turn of its session that
+    /// carries it out, or else the ids of the run that proposed it).
+    pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
         let inner = &self.inner;
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);
         let request_id = uuid::Uuid::new_v4().to_string();
-        let ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+        let in_turn = ids.is_some();
+        let ids = ids.unwrap_or_else(|| RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal));
         let bus = Arc::new(EventBus::new());
         let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
         let (snapshot, _) = snapshot_of(&ctx).await;
@@ -265,13 +288,11 @@ impl Runtime {
             Ok(token) => token,
             Err(e) => return refuse(AuditStatus::Skipped, format!("{e}; nothing ran")).await,
         };
-        let reason = format!(
-            "approved by the user; carried out by {} after the run's process ended; token {}",
-            inner.node_id,
-            token.id()
-        );
+        let when = if in_turn { "by the session's next turn" } else { "after the run's process ended" };
+        let reason = format!("approved by the user; carried out by {} {when}; token {}", inner.node_id, token.id());
         if ctx.audit(base(AuditStatus::Confirmed, redacted.clone()).reason(reason)).await.is_err() {
-            return ended(AuditStatus::Skipped, Some("the approval could not be recorded; nothing ran".to_owned()));
+            // The proposal still ends, with one final record (if the log takes it).
+            return refuse(AuditStatus::Skipped, "the approval could not be recorded; nothing ran".to_owned()).await;
         }
         if let Err(e) = inner.tokens.redeem(&token, session, spec.name, &args_mac).await {
             return refuse(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;

@@ -244,10 +244,12 @@ impl RuntimeBuilder {
         self.key = Some(key);
         self
     }
-    /// The state store that keeps confirmation tokens and per-user run slots (default: a
-    /// [`MemoryStore`] of this process). Give every node of a service the same shared store
-    /// (`agents_store::PostgresStore`, or `agents_store::SqliteStore` on one host) and a
-    /// token is single-use, and the per-user cap of concurrent runs holds, across all of them.
+    /// The state store that keeps confirmation tokens, per-user run slots, proposals and
+    /// conversation sessions (default: a [`MemoryStore`] of this process). Give every node of
+    /// a service the same shared store (`agents_store::PostgresStore`, or
+    /// `agents_store::SqliteStore` on one host) and a token is single-use, the per-user cap of
+    /// concurrent runs holds, and a session goes on, across all of them (see
+    /// [Sessions](super#sessions-durable-and-shared)).
     ///
     /// A store that answers at once (the in-memory one) refuses a user's run beyond the cap in
     /// [`Runtime::start`] itself. A shared store answers later: `start` then returns the
@@ -615,11 +617,26 @@ impl Runtime {
     /// call waiting for a decision ends `skipped` (reason `stopped`); none of them can be
     /// approved or start running any more. Refused ([`StartError::SessionNotYours`]) for a session of another user or
     /// organisation; `Ok(false)` when no such session was held.
+    ///
+    /// This call does not wait: with a store that does not answer at once (a shared store) it
+    /// is refused with [`StartError::StateUnavailable`]; use [`Runtime::end_session_async`].
     pub fn end_session(&self, principal: &Principal, session_id: &str) -> Result<bool, StartError> {
-        self.inner.end_session(session_id, principal)
+        match answer_now(Box::pin(self.end_session_async(principal, session_id))) {
+            Ok(answer) => answer,
+            Err(_) => Err(StartError::StateUnavailable(
+                "the state store does not answer at once; end the session with `Runtime::end_session_async`".into(),
+            )),
+        }
     }
 
-    /// Sessions the runtime holds (for monitoring and memory checks).
+    /// [`Runtime::end_session`] through any state store: the session is dropped from the
+    /// store, so it ends for every node sharing it.
+    pub async fn end_session_async(&self, principal: &Principal, session_id: &str) -> Result<bool, StartError> {
+        self.inner.end_session(session_id, principal).await
+    }
+
+    /// Sessions this runtime holds on this node (for monitoring and memory checks): those a
+    /// run or direct session used here and that were not purged or ended.
     pub fn session_count(&self) -> usize {
         lock(&self.inner.sessions).len()
     }
@@ -689,7 +706,12 @@ impl Runtime {
             Ok(v) => v.to_string(),
             Err(e) => return Err(StartError::Input(e.to_string())),
         };
-        self.inner.bind_session(session_id, &principal)?;
+        // A store that answers at once binds the session (or refuses it) here; a shared store
+        // is asked in the run's task, which then ends not started when it refuses.
+        let bound = match answer_now(self.inner.bind_session(session_id, &principal)) {
+            Ok(bound) => Ok(bound?),
+            Err(pending) => Err(pending),
+        };
         let max_runs = limits.max_concurrent_runs;
         let slot = SlotGuard::take(&self.inner, &principal, max_runs)?;
         let bus = Arc::new(EventBus::new());
@@ -711,20 +733,29 @@ impl Runtime {
         );
         let join = handle.spawn(
             async move {
+                // Refused before anything ran: subscribers see it end, as a run the audit log
+                // refused.
+                let refused = |e: StartError| {
+                    let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
+                    ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
+                    ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
+                    let mut ending = Ending::empty(run_id, RunStatus::Failed);
+                    ending.failure = Some(Failure::NotStarted(e));
+                    ending
+                };
+                let conversation = match bound {
+                    Ok(conversation) => conversation,
+                    Err(pending) => match pending.await {
+                        Ok(conversation) => conversation,
+                        Err(e) => return refused(e),
+                    },
+                };
+                *lock(&ctx.conversation) = conversation;
                 let mut slot = match slot {
                     Ok(slot) => slot,
                     Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, max_runs, pending).await {
                         Ok(slot) => slot,
-                        Err(e) => {
-                            // Refused before anything ran: subscribers see it end, as a run
-                            // the audit log refused.
-                            let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
-                            ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
-                            ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
-                            let mut ending = Ending::empty(run_id, RunStatus::Failed);
-                            ending.failure = Some(Failure::NotStarted(e));
-                            return ending;
-                        }
+                        Err(e) => return refused(e),
                     },
                 };
                 slot.keep_renewed(ctx.cancel.clone());
@@ -748,7 +779,7 @@ impl Runtime {
     ) -> Result<DirectSession<A>, StartError> {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
-        self.inner.bind_session(session_id, &principal)?;
+        self.inner.bind_session(session_id, &principal).await?;
         let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
         let confirm = match confirmer {
             Some(c) => DirectConfirm::Ask(c),

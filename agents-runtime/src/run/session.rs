@@ -1,25 +1,40 @@
-//! What a session keeps between turns (its owner, history, digest of results, a pending
-//! proposal and an approval), and direct sessions: tool calls without a model loop.
+//! What a session keeps between turns, and where: its owner, history, digest of results and
+//! the proposal waiting for the user's next message live in the state store
+//! ([`Store::save_session`](crate::store::Store::save_session)), so a session started on one
+//! node goes on on any node sharing the store; direct sessions: tool calls without a model
+//! loop.
+//!
+//! A turn loads the session when it starts (binding it to its principal on first use, or
+//! starting a fresh context when it was idle or its user came back under another role) and
+//! saves what it changed when it ends, over the revision it read: when another node (or
+//! another turn of this one) saved the session meanwhile, the turn's changes (its input and
+//! answer, its results, its proposal) are applied again to what is there and saved again, so
+//! no turn is lost silently. A session ended, expired or rebound to another role meanwhile does
+//! not take the turn's text.
 
 use super::context::{CallRef, RunCtx};
 use super::gate::gate_call;
 use super::proposal::State;
-use super::record::{RecordFields, append_detached};
+use super::record::{RecordFields, RecordIds, append_detached};
 use super::runtime::Inner;
 use super::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS, StartError, Undecided, lock};
 use crate::audit::AuditStatus;
 use crate::events::Event;
 use crate::provider::ChatMessage;
-use crate::token::ConfirmationToken;
+use crate::store::{ProposalRecord, SessionRecord, SessionSaved, answer_now};
 use crate::tool::Registry;
 use agents_core::{Principal, SharedValue, Tier, ToolSpec};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
+/// How often a turn's save (or a session's binding) is tried again over a newer revision
+/// before it gives up.
+pub(super) const SAVE_ATTEMPTS: usize = 8;
+
 /// One executed result the session remembers, as the model is reminded of it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct DigestEntry {
     pub(super) tool: String,
     pub(super) result: String,
@@ -29,11 +44,40 @@ pub(super) struct DigestEntry {
 #[derive(Debug, Clone)]
 pub(super) struct PendingProposal {
     pub(super) call_id: String,
+    /// The run that proposed it (its records name it).
+    pub(super) run_id: String,
     pub(super) tool: String,
     pub(super) title: String,
     pub(super) args: SharedValue,
     pub(super) args_hash: String,
     pub(super) tier: Tier,
+}
+
+impl PendingProposal {
+    fn to_json(&self) -> Value {
+        json!({
+            "call_id": self.call_id,
+            "run_id": self.run_id,
+            "tool": self.tool,
+            "title": self.title,
+            "args": self.args.as_value(),
+            "args_hash": self.args_hash,
+            "tier": self.tier,
+        })
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(PendingProposal {
+            call_id: text("call_id")?,
+            run_id: text("run_id")?,
+            tool: text("tool")?,
+            title: text("title")?,
+            args: SharedValue::from(v.get("args")?.clone()),
+            args_hash: text("args_hash")?,
+            tier: serde_json::from_value(v.get("tier")?.clone()).ok()?,
+        })
+    }
 }
 
 /// Who a session belongs to: user, organisation and role.
@@ -44,20 +88,105 @@ pub(super) fn owner_of(principal: &Principal) -> Owner {
     (principal.user_id.clone(), principal.org_id.clone(), principal.role.clone())
 }
 
-/// A session's state between turns.
+/// What this node keeps of a session beside the store: who it was last bound to here, when it
+/// was last used here, and its provenance ledger.
 #[derive(Debug, Default)]
 pub(super) struct SessionState {
     pub(super) owner: Option<Owner>,
-    /// When a run or direct session last started or finished in it.
+    /// When a run or direct session last started or finished in it on this node.
     pub(super) last_used: Option<tokio::time::Instant>,
+    /// The session's tool results and user messages, as the egress provenance check keeps
+    /// them (filled only by agents with a tool that reaches the outside world; this node's
+    /// turns only).
+    pub(super) provenance: Arc<Mutex<crate::provenance::Ledger>>,
+}
+
+/// A session's conversation as the store holds it: history, digest, the proposal waiting
+/// for the user's next message, and the revision it was read at.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Conversation {
     pub(super) history: Vec<ChatMessage>,
     pub(super) digest: VecDeque<DigestEntry>,
     pub(super) pending: Option<PendingProposal>,
-    /// A token minted when the user confirmed a proposal: (token, tool, the proposal's call id).
-    pub(super) approved: Option<(ConfirmationToken, String, String)>,
-    /// The session's tool results and user messages, as the egress provenance check keeps
-    /// them (filled only by agents with a tool that reaches the outside world).
-    pub(super) provenance: Arc<Mutex<crate::provenance::Ledger>>,
+    pub(super) version: u64,
+}
+
+impl Conversation {
+    /// Read from the store's record. History and digest are kept compact: `[role, text]`
+    /// and `[tool, result]` pairs (only text messages are replayed).
+    pub(super) fn from_record(r: &SessionRecord) -> Self {
+        let pairs = |v: &Value| -> Vec<(String, String)> {
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| Some((p.get(0)?.as_str()?.to_owned(), p.get(1)?.as_str()?.to_owned())))
+                .collect()
+        };
+        let history = pairs(&r.history)
+            .into_iter()
+            .filter_map(|(role, content)| match role.as_str() {
+                "user" => Some(ChatMessage::User { content }),
+                "assistant" => Some(ChatMessage::Assistant { content, tool_calls: Vec::new() }),
+                _ => None,
+            })
+            .collect();
+        let digest = pairs(&r.digest).into_iter().map(|(tool, result)| DigestEntry { tool, result }).collect();
+        Conversation { history, digest, pending: PendingProposal::from_json(&r.pending), version: r.version }
+    }
+
+    /// The store's record of it for `principal`, written over revision `version`.
+    pub(super) fn to_record(&self, session_id: &str, principal: &Principal, version: u64) -> SessionRecord {
+        let history = self
+            .history
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::User { content } => Some(json!(["user", content])),
+                ChatMessage::Assistant { content, .. } => Some(json!(["assistant", content])),
+                ChatMessage::Tool { .. } => None,
+            })
+            .collect();
+        SessionRecord {
+            session_id: session_id.to_owned(),
+            org_id: principal.org_id.clone(),
+            user_id: principal.user_id.clone(),
+            role: principal.role.clone(),
+            history: Value::Array(history),
+            digest: Value::Array(self.digest.iter().map(|d| json!([d.tool, d.result])).collect()),
+            pending: self.pending.as_ref().map_or(Value::Null, PendingProposal::to_json),
+            version,
+        }
+    }
+}
+
+/// What one turn changed in its session, applied to the session as the store holds it when
+/// the turn ends (again, over a newer revision, when another writer saved it meanwhile).
+#[derive(Debug, Default)]
+pub(super) struct Delta {
+    /// Results executed in the turn, for the digest.
+    pub(super) digest: Vec<DigestEntry>,
+    /// The proposal the turn leaves waiting for the user's next message.
+    pub(super) proposed: Option<PendingProposal>,
+    /// Proposals the turn answered or ended: no longer waiting.
+    pub(super) cleared: Vec<String>,
+}
+
+impl Delta {
+    /// Applies the turn to `c`: its input and answer, its results, its proposal.
+    fn apply(&self, c: &mut Conversation, input: &str, answer: &str, history_messages: usize, history_bytes: usize) {
+        remember_turn(c, input.to_owned(), answer, history_messages, history_bytes);
+        for d in &self.digest {
+            c.digest.push_back(d.clone());
+        }
+        while c.digest.len() > DIGEST_ENTRIES {
+            c.digest.pop_front();
+        }
+        if c.pending.as_ref().is_some_and(|p| self.cleared.contains(&p.call_id)) {
+            c.pending = None;
+        }
+        if let Some(p) = self.proposed.as_ref().filter(|p| !self.cleared.contains(&p.call_id)) {
+            c.pending = Some(p.clone());
+        }
+    }
 }
 
 /// Why a session ended, as the final records of the proposals it left open say.
@@ -81,54 +210,152 @@ impl SessionEnd {
     }
 }
 
+fn unavailable(e: crate::store::StoreError) -> StartError {
+    StartError::StateUnavailable(e.to_string())
+}
+
 impl Inner {
-    /// Binds `session_id` to `principal` on first use; refuses a session bound to another
-    /// user or organisation. A session idle for longer than the idle timeout, or bound to the
-    /// same person under another role, starts afresh: nothing read under one role (history,
-    /// digest, a pending proposal or an approval) reaches a run under another, the old
-    /// context's tokens are revoked and its open proposals end (see [`Inner::end_proposals`]).
-    pub(super) fn bind_session(self: &Arc<Self>, session_id: &str, principal: &Principal) -> Result<(), StartError> {
-        let now = tokio::time::Instant::now();
+    /// Binds `session_id` to `principal` in the state store on first use, and returns its
+    /// conversation; refuses a session bound to another user or organisation. A session idle
+    /// for longer than the idle timeout, or bound to the same person under another role,
+    /// starts afresh: nothing read under one role (history, digest, a pending proposal or an
+    /// approval) reaches a run under another, the old context's tokens are revoked and its
+    /// open proposals end (see [`Inner::end_context`]). Every decision is one conditional
+    /// save in the store, so it holds against other nodes.
+    pub(super) fn bind_session(
+        self: &Arc<Self>,
+        session_id: &str,
+        principal: &Principal,
+    ) -> crate::BoxFuture<'static, Result<Conversation, StartError>> {
+        let (inner, session_id, principal) = (self.clone(), session_id.to_owned(), principal.clone());
+        Box::pin(async move {
+            let store = &inner.store;
+            let idle = inner.session_idle_timeout;
+            for _ in 0..SAVE_ATTEMPTS {
+                let found = store.load_session(&session_id, idle).await.map_err(unavailable)?;
+                let (over, ended, why) = match &found {
+                    Some(r) if r.user_id != principal.user_id || r.org_id != principal.org_id => {
+                        return Err(StartError::SessionNotYours(session_id));
+                    }
+                    Some(r) if r.role == principal.role => {
+                        inner.touch(&session_id, &principal, false);
+                        return Ok(Conversation::from_record(r));
+                    }
+                    Some(r) => (r.version, Conversation::from_record(r).pending, SessionEnd::RoleChanged),
+                    None => (0, None, SessionEnd::Idle),
+                };
+                let fresh = Conversation::default().to_record(&session_id, &principal, over);
+                match store.save_session(&fresh, idle).await.map_err(unavailable)? {
+                    SessionSaved::Stored { version } => {
+                        // A context replaced here (another role, or idle), or one this node
+                        // held that expired or ended elsewhere, ends with its proposals.
+                        let held_here = inner.touch(&session_id, &principal, true);
+                        if over > 0 || version > 1 || held_here {
+                            inner.tokens.revoke_session(&session_id);
+                            inner.end_context(&session_id, why, ended.map(|p| p.call_id)).await;
+                        }
+                        return Ok(Conversation { version, ..Conversation::default() });
+                    }
+                    SessionSaved::NotYours => return Err(StartError::SessionNotYours(session_id)),
+                    SessionSaved::Conflict => continue,
+                }
+            }
+            Err(StartError::StateUnavailable(format!(
+                "session `{session_id}` kept changing under concurrent writers; try again"
+            )))
+        })
+    }
+
+    /// Notes on this node that `principal` uses the session now; `fresh` starts its local
+    /// context afresh. Whether this node held the session under another owner (or `fresh`
+    /// over a context it held).
+    fn touch(&self, session_id: &str, principal: &Principal, fresh: bool) -> bool {
         let mut sessions = lock(&self.sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
         let me = owner_of(principal);
-        if let Some((user, org, _)) = &s.owner
-            && (*user != me.0 || *org != me.1)
+        let held_other = s.owner.as_ref().is_some_and(|o| *o != me) || (fresh && s.owner.is_some());
+        if held_other || fresh {
+            // Cleared in place: a run that took the ledger before binding sees the fresh one.
+            *lock(&s.provenance) = crate::provenance::Ledger::default();
+        }
+        s.owner = Some(me);
+        s.last_used = Some(tokio::time::Instant::now());
+        held_other
+    }
+
+    /// Saves what a turn changed, over the revision it read; on a conflict, applies the turn
+    /// again to the session as the store holds it now and saves that. A session ended,
+    /// expired, or rebound to another role meanwhile does not take the turn. `Err` when the
+    /// store failed or writers kept conflicting: the turn is not remembered (said in the log).
+    pub(super) async fn save_turn(
+        &self,
+        session_id: &str,
+        principal: &Principal,
+        mut base: Conversation,
+        delta: &Delta,
+        input: &str,
+        answer: &str,
+        history_messages: usize,
+    ) -> Result<(), String> {
+        let idle = self.session_idle_timeout;
+        for _ in 0..SAVE_ATTEMPTS {
+            let mut next = base.clone();
+            delta.apply(&mut next, input, answer, history_messages, self.history_bytes);
+            let record = next.to_record(session_id, principal, base.version);
+            match self.store.save_session(&record, idle).await.map_err(|e| e.to_string())? {
+                SessionSaved::Stored { .. } => {
+                    if let Some(s) = lock(&self.sessions).get_mut(session_id) {
+                        s.last_used = Some(tokio::time::Instant::now());
+                    }
+                    return Ok(());
+                }
+                SessionSaved::NotYours => return Ok(()),
+                SessionSaved::Conflict => {}
+            }
+            match self.store.load_session(session_id, idle).await.map_err(|e| e.to_string())? {
+                Some(r)
+                    if r.user_id == principal.user_id && r.org_id == principal.org_id && r.role == principal.role =>
+                {
+                    base = Conversation::from_record(&r);
+                }
+                // Ended, expired, or rebound to another role: the turn's text goes nowhere.
+                _ => return Ok(()),
+            }
+        }
+        Err(format!("session `{session_id}` kept changing under concurrent writers ({SAVE_ATTEMPTS} attempts)"))
+    }
+
+    /// Ends a session: its state is dropped from the store, its tokens revoked and its open
+    /// proposals ended. Refused for a session bound to another user or organisation.
+    /// `Ok(false)` when there was none (or it was idle already).
+    pub(super) async fn end_session(
+        self: &Arc<Self>,
+        session_id: &str,
+        principal: &Principal,
+    ) -> Result<bool, StartError> {
+        let found = self.store.load_session(session_id, self.session_idle_timeout).await.map_err(unavailable)?;
+        let local = lock(&self.sessions).get(session_id).and_then(|s| s.owner.clone());
+        let theirs = |user: &str, org: &str| user != principal.user_id || org != principal.org_id;
+        if found.as_ref().is_some_and(|r| theirs(&r.user_id, &r.org_id))
+            || local.as_ref().is_some_and(|(user, org, _)| theirs(user, org))
         {
             return Err(StartError::SessionNotYours(session_id.to_owned()));
         }
-        let idle = s.last_used.is_some_and(|t| now.duration_since(t) > self.session_idle_timeout);
-        if s.owner.is_some() && (idle || s.owner.as_ref() != Some(&me)) {
-            *s = SessionState::default();
-            self.tokens.revoke_session(session_id);
-            // Under the sessions lock, so no run of the fresh context proposes anything first.
-            self.end_proposals(session_id, if idle { SessionEnd::Idle } else { SessionEnd::RoleChanged });
-        }
-        s.owner = Some(me);
-        s.last_used = Some(now);
-        Ok(())
-    }
-
-    /// Ends a session: its state is dropped, its tokens revoked and its open proposals ended.
-    /// Refused for a session bound to another user or organisation. `Ok(false)` when there
-    /// was none.
-    pub(super) fn end_session(self: &Arc<Self>, session_id: &str, principal: &Principal) -> Result<bool, StartError> {
-        let mut sessions = lock(&self.sessions);
-        match sessions.get(session_id).and_then(|s| s.owner.as_ref()) {
-            Some((user, org, _)) if *user != principal.user_id || *org != principal.org_id => {
-                return Err(StartError::SessionNotYours(session_id.to_owned()));
-            }
-            _ => {}
-        }
-        let existed = sessions.remove(session_id).is_some();
-        self.end_proposals(session_id, SessionEnd::Ended);
-        drop(sessions);
+        let existed = match &found {
+            Some(_) => self.store.delete_session(session_id).await.map_err(unavailable)?,
+            None => false,
+        };
+        let existed = lock(&self.sessions).remove(session_id).is_some() || existed;
+        let pending = found.and_then(|r| Conversation::from_record(&r).pending).map(|p| p.call_id);
+        self.end_context(session_id, SessionEnd::Ended, pending).await;
         self.tokens.revoke_session(session_id);
         Ok(existed)
     }
 
-    /// Drops sessions idle for longer than the idle timeout, with their tokens, and ends their
-    /// open proposals; returns how many.
+    /// Drops the sessions this node has not seen used for longer than the idle timeout, with
+    /// their tokens, and ends their open proposals; drops the store's idle sessions too (at
+    /// once when the store answers at once, otherwise in the background). Returns how many
+    /// this node held.
     pub(super) fn purge_idle_sessions(self: &Arc<Self>) -> usize {
         let now = tokio::time::Instant::now();
         let mut sessions = lock(&self.sessions);
@@ -139,7 +366,6 @@ impl Inner {
             .collect();
         for id in &idle {
             sessions.remove(id);
-            self.end_proposals(id, SessionEnd::Idle);
         }
         if !idle.is_empty() {
             let keep = sessions.len() * 2;
@@ -148,30 +374,131 @@ impl Inner {
         drop(sessions);
         for id in &idle {
             self.tokens.revoke_session(id);
+            let (inner, id) = (self.clone(), id.clone());
+            self.in_background(async move { inner.end_context(&id, SessionEnd::Idle, None).await });
         }
+        let (store, timeout) = (self.store.clone(), self.session_idle_timeout);
+        crate::store::now_or_in_background("prune idle sessions", async move { store.prune_sessions(timeout).await });
         idle.len()
     }
 
-    /// A session ended (`why`): every proposal in it resolves with one final record. One that
-    /// waits in the session for the user's next message (conversational) ends here, `skipped`
-    /// with reason `cancelled` (or `expired` for an approval not yet used); its record is
+    /// Runs `work` now if it finishes at once (an in-memory store), otherwise as a task that
+    /// [`Runtime::records_settled`](super::Runtime::records_settled) waits for.
+    pub(super) fn in_background(self: &Arc<Self>, work: impl Future<Output = ()> + Send + 'static) {
+        let Err(work) = answer_now(Box::pin(work)) else { return };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                self.detached.enter();
+                let inner = self.clone();
+                drop(handle.spawn(async move {
+                    work.await;
+                    inner.detached.leave();
+                }));
+            }
+            Err(_) => tracing::warn!("a session's proposals could not be ended: no tokio runtime runs"),
+        }
+    }
+
+    /// A session's context ended (`why`): every proposal in it resolves with one final record.
+    /// One that waits in the session for the user's next message (conversational, on this node
+    /// or, `stored`, the one the store held) is ended in the store (one conditional update,
+    /// so of every node ending or deciding it one does) and, by the one that ended it,
+    /// recorded `skipped` with reason `cancelled` (or `expired` for an approval not yet used),
     /// written by the runtime on its own ([`Runtime::records_settled`](super::Runtime::records_settled)
     /// waits for it). A dialog or direct call waiting for a decision is woken and ends itself
     /// `skipped` with reason `stopped`; any proposal of the session can no longer be approved
     /// or start running, so a turn still under way ends what it holds when it ends.
-    fn end_proposals(self: &Arc<Self>, session_id: &str, why: SessionEnd) {
-        for ended in self.proposals.end_session(session_id) {
-            let reason = match ended.state {
-                State::Expired => format!("expired: {} before the approval was used; nothing ran", why.says()),
-                _ => format!("cancelled: {} before the user decided; nothing ran", why.says()),
-            };
-            let mut f = RecordFields::new(AuditStatus::Skipped).reason(reason);
-            f.call_id = Some(ended.call_id.as_str().into());
-            append_detached(self, ended.ids.record(f));
-        }
+    pub(super) async fn end_context(self: &Arc<Self>, session_id: &str, why: SessionEnd, stored: Option<String>) {
+        let ended = self.proposals.end_session(session_id);
         // Dropping a waiting call's sender wakes it: it ends as stopped, with its own record.
         lock(&self.decisions).retain(|_, d| d.session_id != session_id);
+        let stored = stored.filter(|c| !ended.iter().any(|e| e.call_id == *c));
+        let local = ended.into_iter().map(|e| (e.call_id, e.state, Some(e.ids)));
+        for (call_id, state, ids) in local.chain(stored.map(|c| (c, State::Proposed, None))) {
+            let reason = match state {
+                State::Confirmed => format!("expired: {} before the approval was used; nothing ran", why.says()),
+                _ => format!("cancelled: {} before the user decided; nothing ran", why.says()),
+            };
+            self.close_waiting(&call_id, reason, ids).await;
+        }
     }
+
+    /// Ends a conversational proposal in the store and, when this call ended it, writes its
+    /// final record (under `ids`, or the ids of the run the store says proposed it): `skipped`
+    /// with `reason` when it was undecided; `rejected` when a person rejected it through the
+    /// decisions API and nobody recorded that yet; `skipped` when a person approved it there
+    /// and nobody carried it out yet (the session ended first: nothing runs). Each is one
+    /// conditional update of the store, so of every node ending it one writes the record.
+    pub(super) async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
+        let store = &self.store;
+        let fields = match self.settle_waiting(call_id, &reason).await {
+            Ok(Some(fields)) => fields,
+            // Decided and settled elsewhere: its final record is the one who did it.
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(call_id, error = %e, "a proposal of an ended session could not be ended in the state store");
+                return;
+            }
+        };
+        let ids = match ids {
+            Some(ids) => ids,
+            None => match store.proposal(call_id).await {
+                Ok(Some(found)) => Arc::new(ids_of(&found.proposal)),
+                _ => {
+                    tracing::error!(call_id, "the ended proposal's run could not be read; its final record is missing");
+                    return;
+                }
+            },
+        };
+        let mut f = fields;
+        f.call_id = Some(call_id.into());
+        append_detached(self, ids.record(f));
+    }
+
+    /// Claims the end of a conversational proposal in the store (see
+    /// [`Inner::close_waiting`]); the final record this node then owes, if it won.
+    pub(super) async fn settle_waiting(
+        &self,
+        call_id: &str,
+        reason: &str,
+    ) -> Result<Option<RecordFields>, crate::store::StoreError> {
+        let (store, node) = (&self.store, self.node_id.as_str());
+        if store.close_undecided(call_id, node, reason).await? {
+            return Ok(Some(RecordFields::new(AuditStatus::Skipped).reason(reason)));
+        }
+        let Some(found) = store.proposal(call_id).await? else { return Ok(None) };
+        Ok(match found.verdict {
+            Some(crate::store::StoredVerdict::Rejected) if found.settled_by.is_none() => {
+                let declined = super::pending::declined(found.reason.as_deref());
+                store
+                    .claim_settlement(call_id, node)
+                    .await?
+                    .then(|| RecordFields::new(AuditStatus::Rejected).reason(declined))
+            }
+            Some(crate::store::StoredVerdict::Approved) if found.claimed_by.is_none() => {
+                let withdrawn = super::pending::WITHDRAWN;
+                let why = format!("{reason} (it was approved, and not carried out yet)");
+                store
+                    .claim_execution(call_id, withdrawn)
+                    .await?
+                    .then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// The ids of the run that proposed a stored proposal.
+pub(super) fn ids_of(p: &ProposalRecord) -> RecordIds {
+    use super::pending::{detail, detail_str, principal_of};
+    RecordIds::from_parts(
+        &p.run_id,
+        &p.session_id,
+        detail_str(p, detail::REQUEST),
+        &principal_of(p),
+        detail_str(p, detail::AGENT),
+        detail_str(p, detail::MANIFEST),
+    )
 }
 
 /// Calls tools of agent `A` for one principal without a model loop (an MCP server, a UI
@@ -192,11 +519,13 @@ impl<A: Registry> Drop for DirectSession<A> {
         f.reason = Some(self.ctx.stop_reason.get().map_or("closed", |u| u.code()).to_owned());
         append_detached(&self.ctx.inner, self.ctx.ids.record(f));
         if self.ephemeral {
-            let mut sessions = lock(&self.ctx.inner.sessions);
-            let id = self.ctx.ids.session_id.as_str();
-            if sessions.get(id).is_some_and(|s| s.history.is_empty() && s.pending.is_none() && s.approved.is_none()) {
-                sessions.remove(id);
-            }
+            // The id is never reused (an MCP transport's): its binding goes, here and in the store.
+            let id = self.ctx.ids.session_id.to_string();
+            lock(&self.ctx.inner.sessions).remove(&id);
+            let store = self.ctx.inner.store.clone();
+            crate::store::now_or_in_background("drop an ended direct session", async move {
+                store.delete_session(&id).await
+            });
         }
     }
 }
@@ -290,11 +619,11 @@ pub(super) fn json_prefix(value: &Value, max: usize) -> String {
 }
 
 /// Adds an executed result to the session's digest, keeping the latest [`DIGEST_ENTRIES`].
-pub(super) fn push_digest(session: &mut SessionState, tool: &str, result: &Value) {
+pub(super) fn push_digest(delta: &mut Delta, tool: &str, result: &Value) {
     let text = json_prefix(result, DIGEST_ENTRY_CHARS);
-    session.digest.push_back(DigestEntry { tool: tool.to_owned(), result: text });
-    while session.digest.len() > DIGEST_ENTRIES {
-        session.digest.pop_front();
+    delta.digest.push(DigestEntry { tool: tool.to_owned(), result: text });
+    if delta.digest.len() > DIGEST_ENTRIES {
+        delta.digest.remove(0);
     }
 }
 
@@ -387,7 +716,7 @@ pub(super) fn digest_message(digest: &VecDeque<DigestEntry>) -> Option<ChatMessa
 /// Appends the turn's input and answer to the history, keeping four times the replayed count
 /// and four times the replayed bytes, so what one session holds is bounded.
 pub(super) fn remember_turn(
-    session: &mut SessionState,
+    session: &mut Conversation,
     input: String,
     answer: &str,
     history_messages: usize,
@@ -466,18 +795,71 @@ mod tests {
 
     #[test]
     fn a_session_keeps_at_most_four_times_the_replayed_messages_and_bytes() {
-        let mut s = SessionState::default();
+        let mut s = Conversation::default();
         for i in 0..100 {
             remember_turn(&mut s, format!("{i}:{}", "u".repeat(1000)), &"a".repeat(1000), 40, 10_000);
         }
         let bytes: usize = s.history.iter().map(text_bytes).sum();
         assert!(bytes <= 40_000, "{bytes} bytes kept");
         assert!(matches!(&s.history[s.history.len() - 2], ChatMessage::User { content } if content.starts_with("99:")));
-        let mut s = SessionState::default();
+        let mut s = Conversation::default();
         for i in 0..100 {
             remember_turn(&mut s, format!("{i}"), "a", 40, 1 << 20);
         }
         assert_eq!(s.history.len(), 160);
+    }
+
+    #[test]
+    fn a_conversation_reads_back_from_its_record_as_written() {
+        let pending = PendingProposal {
+            call_id: "call-1".into(),
+            run_id: "run-1".into(),
+            tool: "submit_leave".into(),
+            title: "Submit leave".into(),
+            args: SharedValue::from(json!({"days": 3})),
+            args_hash: "ab".repeat(32),
+            tier: Tier::Action,
+        };
+        let c = Conversation {
+            history: vec![
+                ChatMessage::User { content: "three days off".into() },
+                ChatMessage::Assistant { content: "Submit 3 days?".into(), tool_calls: Vec::new() },
+            ],
+            digest: [DigestEntry { tool: "read".into(), result: "{\"a\":1}".into() }].into(),
+            pending: Some(pending),
+            version: 0,
+        };
+        let who = Principal::new("ann", "org", "employee");
+        let record = c.to_record("s", &who, 4);
+        assert_eq!((record.role.as_str(), record.version), ("employee", 4));
+        let back = Conversation::from_record(&SessionRecord { version: 5, ..record });
+        assert_eq!(back.history, c.history);
+        assert_eq!(back.digest, c.digest);
+        let p = back.pending.expect("the pending proposal reads back");
+        assert_eq!((p.call_id.as_str(), p.run_id.as_str(), p.tier), ("call-1", "run-1", Tier::Action));
+        assert_eq!((p.args.as_value(), p.args_hash.len()), (&json!({"days": 3}), 64));
+        assert_eq!(back.version, 5);
+    }
+
+    #[test]
+    fn a_turn_applied_over_a_newer_revision_keeps_both_turns_and_its_proposal() {
+        let mut theirs = Conversation::default();
+        remember_turn(&mut theirs, "their question".into(), "their answer", 40, 1 << 16);
+        let old = PendingProposal {
+            call_id: "call-old".into(),
+            run_id: "r0".into(),
+            tool: "t".into(),
+            title: "T".into(),
+            args: SharedValue::from(json!({})),
+            args_hash: String::new(),
+            tier: Tier::Action,
+        };
+        theirs.pending = Some(old.clone());
+        let new = PendingProposal { call_id: "call-new".into(), ..old };
+        let delta = Delta { digest: Vec::new(), proposed: Some(new), cleared: vec!["call-old".into()] };
+        delta.apply(&mut theirs, "my question", "my answer", 40, 1 << 16);
+        assert_eq!(theirs.history.len(), 4);
+        assert_eq!(theirs.pending.map(|p| p.call_id), Some("call-new".to_owned()));
     }
 
     #[test]

@@ -324,15 +324,27 @@ impl Store for MemoryStore {
         ready(Ok((before - state.proposals.len()) as u64))
     }
 
-    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+    fn save_session<'a>(
+        &'a self,
+        session: &'a SessionRecord,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+        let now = Instant::now();
         let mut state = self.lock();
-        if let Some((held, _)) = state.sessions.get(&session.session_id)
-            && (held.org_id != session.org_id || held.user_id != session.user_id)
-        {
-            return ready(Ok(SessionSaved::NotYours));
-        }
-        state.sessions.insert(session.session_id.clone(), (session.clone(), Instant::now()));
-        ready(Ok(SessionSaved::Stored))
+        let version = match state.sessions.get(&session.session_id) {
+            Some((held, _)) if held.org_id != session.org_id || held.user_id != session.user_id => {
+                return ready(Ok(SessionSaved::NotYours));
+            }
+            Some((held, used)) if held.version == session.version || (session.version == 0 && now >= *used + idle) => {
+                held.version + 1
+            }
+            None if session.version == 0 => 1,
+            _ => return ready(Ok(SessionSaved::Conflict)),
+        };
+        let mut stored = session.clone();
+        stored.version = version;
+        state.sessions.insert(session.session_id.clone(), (stored, now));
+        ready(Ok(SessionSaved::Stored { version }))
     }
 
     fn load_session<'a>(

@@ -28,6 +28,9 @@
 //!   once the run is gone; an undecided proposal is ended (rejected and claimed) in the same
 //!   conditional update ([`Store::close_undecided`]), so of a late decision and a run's
 //!   timeout, or a resumption expiring a gone run's proposal, exactly one holds;
+//! - a session is saved only over the revision its writer read ([`Store::save_session`]: one
+//!   conditional statement), so of two nodes saving one revision one stores and the other
+//!   is told of the conflict; a session is bound to one user and organisation for good;
 //! - proposals that are over (claimed or settled) are dropped once older than a retention
 //!   ([`Store::prune_proposals`]), tokens once redeemed or expired
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
@@ -213,8 +216,9 @@ pub enum DecideOutcome {
     AlreadyDecided,
 }
 
-/// A session's durable state: whose it is, its replayed history and the digest of its
-/// executed tool results.
+/// A session's durable state: whose it is (user, organisation and role), its replayed
+/// history, the digest of its executed tool results, the proposal waiting for the user's next
+/// message, and its revision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRecord {
     /// The session id.
@@ -223,19 +227,35 @@ pub struct SessionRecord {
     pub org_id: String,
     /// The user it is bound to.
     pub user_id: String,
+    /// The role its context was built under: a run of the same user under another role
+    /// starts a fresh context (the runtime replaces the record).
+    pub role: String,
     /// The replayed history (JSON, as the runtime writes it).
     pub history: Value,
     /// The digest of executed tool results (JSON).
     pub digest: Value,
+    /// The conversational proposal waiting for the user's next message (JSON, as the runtime
+    /// writes it), or `null`.
+    pub pending: Value,
+    /// The revision. As loaded: the one the store holds. As saved: the one the writer read
+    /// (`0` for a session it found absent or idle); see [`Store::save_session`].
+    pub version: u64,
 }
 
 /// What [`Store::save_session`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionSaved {
-    /// Stored (created or replaced).
-    Stored,
+    /// Stored (created or replaced); the store now holds it at `version`.
+    Stored {
+        /// The revision the store holds now.
+        version: u64,
+    },
     /// The session id belongs to another user or organisation; nothing changed.
     NotYours,
+    /// Another writer saved the session since the revision this one read, or it was ended
+    /// (dropped) meanwhile; nothing changed. Load it again and apply the change to what is
+    /// there.
+    Conflict,
 }
 
 /// The state store. See the [module documentation](self) for what each method guarantees
@@ -349,9 +369,18 @@ pub trait Store: Send + Sync + 'static {
 
     // -- sessions -----------------------------------------------------------------------
 
-    /// Stores a session's state and marks it used now. Refused (nothing changes) when the id
-    /// belongs to another user or organisation.
-    fn save_session<'a>(&'a self, session: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>>;
+    /// Stores a session's state and marks it used now, only over the revision the writer
+    /// read (optimistic concurrency, one conditional statement, so of two nodes writing the
+    /// same revision exactly one succeeds and the other gets [`SessionSaved::Conflict`]):
+    /// with `session.version == 0`, creates it, or replaces one of the same user and
+    /// organisation unused for longer than `idle`; otherwise replaces it only while the store
+    /// holds exactly `session.version` (a session dropped meanwhile is not recreated). Refused
+    /// (nothing changes) when the id belongs to another user or organisation, idle or not.
+    fn save_session<'a>(
+        &'a self,
+        session: &'a SessionRecord,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<SessionSaved>>;
 
     /// A session used within `idle`, or `None` (never stored, or idle longer).
     fn load_session<'a>(

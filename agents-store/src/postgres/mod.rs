@@ -510,21 +510,58 @@ impl Store for PostgresStore {
         })
     }
 
-    fn save_session<'a>(&'a self, s: &'a SessionRecord) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+    fn save_session<'a>(&'a self, s: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, StoreResult<SessionSaved>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let n = client
-                .execute(
-                    "INSERT INTO agents_sessions (session_id, org_id, user_id, history, digest, used_at) \
-                     VALUES ($1, $2, $3, $4, $5, now()) \
-                     ON CONFLICT (session_id) DO UPDATE SET history = EXCLUDED.history, digest = EXCLUDED.digest, \
-                     used_at = now() \
-                     WHERE agents_sessions.org_id = EXCLUDED.org_id AND agents_sessions.user_id = EXCLUDED.user_id",
-                    &[&s.session_id, &s.org_id, &s.user_id, &s.history, &s.digest],
+            let expected = i64::try_from(s.version).map_err(|_| StoreError::Invalid("session version".into()))?;
+            // Each step is one statement: of two writers of one revision (on any nodes),
+            // exactly one matches it.
+            if expected == 0 {
+                let created = client
+                    .query_opt(
+                        "INSERT INTO agents_sessions (session_id, org_id, user_id, role, history, digest, pending, version, used_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, now()) ON CONFLICT (session_id) DO NOTHING RETURNING version",
+                        &[&s.session_id, &s.org_id, &s.user_id, &s.role, &s.history, &s.digest, &s.pending],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                if let Some(row) = created {
+                    return Ok(SessionSaved::Stored { version: row.get::<_, i64>(0) as u64 });
+                }
+            }
+            let replaced = client
+                .query_opt(
+                    "UPDATE agents_sessions SET role = $4, history = $5, digest = $6, pending = $7, \
+                     version = version + 1, used_at = now() \
+                     WHERE session_id = $1 AND org_id = $2 AND user_id = $3 AND (version = $8 OR \
+                     ($8 = 0 AND used_at <= now() - $9::BIGINT * interval '1 millisecond')) RETURNING version",
+                    &[
+                        &s.session_id,
+                        &s.org_id,
+                        &s.user_id,
+                        &s.role,
+                        &s.history,
+                        &s.digest,
+                        &s.pending,
+                        &expected,
+                        &millis(idle),
+                    ],
                 )
                 .await
                 .map_err(pg_error)?;
-            Ok(if n == 1 { SessionSaved::Stored } else { SessionSaved::NotYours })
+            if let Some(row) = replaced {
+                return Ok(SessionSaved::Stored { version: row.get::<_, i64>(0) as u64 });
+            }
+            let owner = client
+                .query_opt("SELECT org_id, user_id FROM agents_sessions WHERE session_id = $1", &[&s.session_id])
+                .await
+                .map_err(pg_error)?;
+            Ok(match owner {
+                Some(r) if r.get::<_, String>(0) != s.org_id || r.get::<_, String>(1) != s.user_id => {
+                    SessionSaved::NotYours
+                }
+                _ => SessionSaved::Conflict,
+            })
         })
     }
 
@@ -537,7 +574,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let row = client
                 .query_opt(
-                    "SELECT session_id, org_id, user_id, history, digest FROM agents_sessions \
+                    "SELECT session_id, org_id, user_id, role, history, digest, pending, version FROM agents_sessions \
                      WHERE session_id = $1 AND used_at > now() - $2::BIGINT * interval '1 millisecond'",
                     &[&session_id, &millis(idle)],
                 )
@@ -547,8 +584,11 @@ impl Store for PostgresStore {
                 session_id: r.get(0),
                 org_id: r.get(1),
                 user_id: r.get(2),
-                history: r.get(3),
-                digest: r.get(4),
+                role: r.get(3),
+                history: r.get(4),
+                digest: r.get(5),
+                pending: r.get(6),
+                version: r.get::<_, i64>(7).max(0) as u64,
             }))
         })
     }

@@ -46,9 +46,17 @@ pub fn session(id: &str, user: &str, turn: u32) -> SessionRecord {
         session_id: id.into(),
         org_id: "org-a".into(),
         user_id: user.into(),
+        role: "clerk".into(),
         history: json!([{"role": "user", "content": format!("turn {turn}")}]),
         digest: json!([{"tool": "chart.read", "result": "ok"}]),
+        pending: json!({"call_id": format!("call-{turn}")}),
+        version: 0,
     }
+}
+
+/// `session(..)` as written over revision `version`.
+pub fn session_at(id: &str, user: &str, turn: u32, version: u64) -> SessionRecord {
+    SessionRecord { version, ..session(id, user, turn) }
 }
 
 fn taken(r: &Redeemed) -> bool {
@@ -208,24 +216,54 @@ async fn settlement(store: &dyn Store) {
 }
 
 async fn sessions(store: &dyn Store) {
-    assert_eq!(store.save_session(&session("s1", "ann", 1)).await.unwrap(), SessionSaved::Stored);
-    assert_eq!(store.save_session(&session("s1", "ann", 2)).await.unwrap(), SessionSaved::Stored);
-    assert_eq!(store.save_session(&session("s1", "bob", 3)).await.unwrap(), SessionSaved::NotYours);
+    let stored = |version| SessionSaved::Stored { version };
+    assert_eq!(store.save_session(&session("s1", "ann", 1), LONG).await.unwrap(), stored(1));
+    assert_eq!(store.save_session(&session_at("s1", "ann", 2, 1), LONG).await.unwrap(), stored(2));
+    assert_eq!(store.save_session(&session_at("s1", "bob", 3, 2), LONG).await.unwrap(), SessionSaved::NotYours);
+    // A writer of a revision the store no longer holds, or creating a live session: refused.
+    assert_eq!(store.save_session(&session_at("s1", "ann", 3, 1), LONG).await.unwrap(), SessionSaved::Conflict);
+    assert_eq!(store.save_session(&session("s1", "ann", 3), LONG).await.unwrap(), SessionSaved::Conflict);
     assert_eq!(
         store.load_session("s1", LONG).await.unwrap(),
-        Some(session("s1", "ann", 2)),
-        "bob's save changed nothing"
+        Some(session_at("s1", "ann", 2, 2)),
+        "the refused saves changed nothing"
     );
     assert_eq!(store.load_session("nope", LONG).await.unwrap(), None);
-    store.save_session(&session("old", "ann", 1)).await.unwrap();
+    assert_eq!(store.save_session(&session_at("nope", "ann", 1, 4), LONG).await.unwrap(), SessionSaved::Conflict);
+    assert_eq!(store.load_session("nope", LONG).await.unwrap(), None, "a dropped session is not recreated");
+    store.save_session(&session("old", "ann", 1), LONG).await.unwrap();
+    store.save_session(&session("idle", "ann", 1), LONG).await.unwrap();
     tokio::time::sleep(SHORT * 2).await;
-    store.save_session(&session("s1", "ann", 4)).await.unwrap();
+    store.save_session(&session_at("s1", "ann", 4, 2), LONG).await.unwrap();
     assert_eq!(store.load_session("old", SHORT).await.unwrap(), None, "idle longer than the timeout");
+    // An idle session is replaced by a fresh one of its owner, never taken by another user.
+    assert_eq!(store.save_session(&session("idle", "bob", 1), SHORT).await.unwrap(), SessionSaved::NotYours);
+    assert_eq!(store.save_session(&session("idle", "ann", 5), SHORT).await.unwrap(), stored(2));
     assert_eq!(store.prune_sessions(SHORT).await.unwrap(), 1);
     assert_eq!(store.load_session("old", LONG).await.unwrap(), None, "pruned");
     assert!(store.load_session("s1", SHORT).await.unwrap().is_some(), "a used session is kept");
     assert!(store.delete_session("s1").await.unwrap());
     assert!(!store.delete_session("s1").await.unwrap());
+}
+
+/// Two nodes write the same revision of one session at once, many times over: exactly one
+/// of each pair stores, the other is told of the conflict, and no write is lost silently.
+pub async fn race_session_saves(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    let id = format!("race-{}", uuid::Uuid::new_v4().simple());
+    assert_eq!(a.save_session(&session(&id, "ann", 0), LONG).await.unwrap(), SessionSaved::Stored { version: 1 });
+    for turn in 1..=20u32 {
+        let held = a.load_session(&id, LONG).await.unwrap().expect("held");
+        let (mine, theirs) =
+            (session_at(&id, "ann", turn, held.version), session_at(&id, "ann", 100 + turn, held.version));
+        let (x, y) = futures::join!(a.save_session(&mine, LONG), b.save_session(&theirs, LONG));
+        let (x, y) = (x.unwrap(), y.unwrap());
+        let won: Vec<_> = [x, y].into_iter().filter(|s| matches!(s, SessionSaved::Stored { .. })).collect();
+        assert_eq!(won, vec![SessionSaved::Stored { version: held.version + 1 }], "{x:?} {y:?}");
+        assert!(x == SessionSaved::Conflict || y == SessionSaved::Conflict, "{x:?} {y:?}");
+        let now = b.load_session(&id, LONG).await.unwrap().expect("held");
+        let winner = if x == SessionSaved::Conflict { &theirs } else { &mine };
+        assert_eq!(now.history, winner.history, "the store holds the winner's write");
+    }
 }
 
 async fn audit(store: &dyn Store) {
