@@ -387,7 +387,9 @@ impl AuditRecord {
             prev_hash: _,
             hash: _,
         } = self;
-        let mut w = MemberWriter(String::with_capacity(512));
+        // Room for a call's record with small arguments and a result digest (about 600 bytes),
+        // so the text is not moved while it is written.
+        let mut w = MemberWriter(String::with_capacity(1024));
         w.string("agent", agent);
         w.json("args", args.as_deref());
         w.opt_string("args_hash", args_hash.as_deref());
@@ -470,17 +472,17 @@ impl Members {
         digest_around(&line, hash, key)
     }
 
-    /// Seals in one pass: the line is written once without its `hash` member (that text is
-    /// exactly what the seal covers), the digest is fed the whole of it, and the member is
-    /// inserted in place. Returns the hex and the line.
+    /// Seals in one pass: the line is written once, its `hash` member holding 64 placeholder
+    /// digits; the digest is fed the line around that member (exactly the text the seal
+    /// covers), and the digits are then written over the placeholder in place. Returns the hex
+    /// and the line.
     fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
-        let (mut line, hash) = self.write_line(chain, None);
-        let hex = crate::canonical::digest_hex(&digest_around(&line, hash.clone(), key));
-        // Room for the member, so the three inserts below only move the line's tail.
-        line.reserve(hex.len() + 10);
-        line.insert(hash.start, '"');
-        line.insert_str(hash.start, &hex);
-        line.insert_str(hash.start, ",\"hash\":\"");
+        const PLACEHOLDER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+        let (mut line, member) = self.write_line(chain, Some(PLACEHOLDER));
+        let hex = crate::canonical::digest_hex(&digest_around(&line, member.clone(), key));
+        // `,"hash":"` then the digits: same length, ASCII for ASCII, so nothing moves.
+        let digits = member.start + ",\"hash\":\"".len();
+        line.replace_range(digits..digits + hex.len(), &hex);
         (hex, line)
     }
 }

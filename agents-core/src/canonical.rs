@@ -193,6 +193,13 @@ fn es_number(f: f64) -> String {
 fn write_string(s: &str, out: &mut String) {
     out.reserve(s.len() + 2);
     out.push('"');
+    // Most strings (ids, names, hex) need no escape: checked without a branch per word, then
+    // copied whole.
+    if !needs_escape(s.as_bytes()) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Copy runs that need no escape in one go; only `"`, `\\` and control characters escape.
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -232,6 +239,23 @@ fn write_string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Whether any byte of `bytes` is `"`, `\\` or below 0x20, eight bytes at a time; the last
+/// partial word is padded with a plain byte.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    let mut any = false;
+    for word in &mut words {
+        any |= has_escape(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [b'a'; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        any |= has_escape(u64::from_le_bytes(last));
+    }
+    any
 }
 
 /// Whether any of the eight bytes is `"`, `\\` or below 0x20 (the classic SWAR tests: a byte
@@ -331,6 +355,27 @@ mod tests {
                 let mut out = String::new();
                 write_string(&text, &mut out);
                 assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_whole_string_scan_finds_an_escape_at_any_length_and_offset() {
+        let naive = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for len in 0..=25 {
+            let plain = vec![b'x'; len];
+            assert!(!needs_escape(&plain));
+            for at in 0..len {
+                for b in [b'"', b'\\', 0, b'\n', 0x1f, b' ', 0x7f, b'a'] {
+                    let mut text = plain.clone();
+                    text[at] = b;
+                    assert_eq!(needs_escape(&text), naive(&text), "{text:?}");
+                    let text = String::from_utf8(text).unwrap();
+                    let mut out = String::new();
+                    write_string(&text, &mut out);
+                    assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
+                    assert_eq!(out, serde_json::to_string(&text).unwrap());
+                }
             }
         }
     }
