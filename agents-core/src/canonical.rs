@@ -84,8 +84,12 @@ pub fn digest_hex(digest: &[u8; 32]) -> String {
 
 /// Appends the lowercase hex of a 32-byte digest to `out` (see [`digest_hex`]).
 pub fn write_digest_hex(digest: &[u8; 32], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 64];
-    hex::encode_to_slice(digest, &mut text).expect("64 bytes hold the hex of 32");
+    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    }
     out.push_str(std::str::from_utf8(&text).expect("hex digits are ASCII"));
 }
 
@@ -241,21 +245,28 @@ fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Whether any byte of `bytes` is `"`, `\\` or below 0x20, eight bytes at a time; the last
-/// partial word is padded with a plain byte.
+/// Whether any byte of `bytes` is `"`, `\\` or below 0x20: eight bytes at a time (the last
+/// word overlaps the one before it), a short string in two overlapping halves.
 fn needs_escape(bytes: &[u8]) -> bool {
-    let mut words = bytes.chunks_exact(8);
-    let mut any = false;
-    for word in &mut words {
-        any |= has_escape(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+    if n >= 8 {
+        let mut any = false;
+        let mut at = 0;
+        while at + 8 <= n {
+            any |= has_escape(word(at));
+            at += 8;
+        }
+        if at < n {
+            any |= has_escape(word(n - 8));
+        }
+        any
+    } else if n >= 4 {
+        let half = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()));
+        has_escape(half(0) | half(n - 4) << 32)
+    } else {
+        bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
     }
-    let rest = words.remainder();
-    if !rest.is_empty() {
-        let mut last = [b'a'; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        any |= has_escape(u64::from_le_bytes(last));
-    }
-    any
 }
 
 /// Whether any of the eight bytes is `"`, `\\` or below 0x20 (the classic SWAR tests: a byte
