@@ -387,31 +387,40 @@ impl AuditRecord {
             prev_hash: _,
             hash: _,
         } = self;
-        let mut w = MemberWriter(String::with_capacity(512));
-        w.string("agent", agent);
-        w.json("args", args.as_deref());
-        w.opt_string("args_hash", args_hash.as_deref());
-        w.opt_string("call_id", call_id.as_deref());
+        // A member's key as written: its comma, the quoted name and the colon (the first
+        // member drops the comma).
+        macro_rules! key {
+            ($name:literal) => {
+                concat!(",\"", $name, "\":")
+            };
+        }
+        // Room for a call's record with small arguments and a result digest (about 600 bytes),
+        // so the text is not moved while it is written.
+        let mut w = MemberWriter(String::with_capacity(1024));
+        w.string(key!("agent"), agent);
+        w.json(key!("args"), args.as_deref());
+        w.opt_string(key!("args_hash"), args_hash.as_deref());
+        w.opt_string(key!("call_id"), call_id.as_deref());
         let before_hash = w.0.len();
         if let Some(import) = import {
-            w.json("import", Some(&import.to_value()));
+            w.json(key!("import"), Some(&import.to_value()));
         }
-        w.string("manifest_sha256", manifest_sha256);
-        w.string("org_id", org_id);
+        w.string(key!("manifest_sha256"), manifest_sha256);
+        w.string(key!("org_id"), org_id);
         let before_prev = w.0.len();
-        w.opt_string("reason", reason.as_deref());
-        w.string("request_id", request_id);
+        w.opt_string(key!("reason"), reason.as_deref());
+        w.string(key!("request_id"), request_id);
         w.result(result.as_ref());
-        w.string("role", role);
-        w.string("run_id", run_id);
+        w.string(key!("role"), role);
+        w.string(key!("run_id"), run_id);
         let before_seq = w.0.len();
-        w.string("session_id", session_id);
-        w.string("status", status.as_str());
-        w.opt_string("tier", tier.map(Tier::as_str));
-        w.opt_string("title", title.as_deref());
-        w.opt_string("tool", tool.as_deref());
-        w.string("ts", ts);
-        w.string("user_id", user_id);
+        w.string(key!("session_id"), session_id);
+        w.word(key!("status"), Some(status.as_str()));
+        w.word(key!("tier"), tier.map(Tier::as_str));
+        w.opt_string(key!("title"), title.as_deref());
+        w.opt_string(key!("tool"), tool.as_deref());
+        w.string(key!("ts"), ts);
+        w.string(key!("user_id"), user_id);
         Members { text: w.0, cuts: [before_hash, before_prev, before_seq] }
     }
 }
@@ -437,31 +446,46 @@ impl Members {
     /// `hash` as the `hash` member (none: the text the seal covers); returns it with the byte
     /// range of that member (`,"hash":"…"`, empty without one), which the seal does not cover.
     fn write_line(&self, chain: Chain<'_>, hash: Option<&str>) -> (String, std::ops::Range<usize>) {
-        let [a, b, c] = self.cuts;
-        let t = &self.text;
-        let mut line = String::with_capacity(t.len() + chain.prev_hash.len() + hash.map_or(64, str::len) + 80);
-        line.push('{');
-        line.push_str(&t[..a]);
-        if let Some(epoch) = chain.epoch {
-            line.push_str(",\"epoch\":");
-            crate::canonical::write_u64(epoch, &mut line);
-        }
+        let mut line = String::with_capacity(self.line_capacity(chain));
+        self.write_head(chain, &mut line);
         let hash_at = line.len();
         if let Some(hash) = hash {
             line.push_str(",\"hash\":");
             crate::canonical::write_str_to(hash, &mut line);
         }
         let after_hash = line.len();
+        self.write_tail(chain, &mut line);
+        (line, hash_at..after_hash)
+    }
+
+    /// Room for the whole line: the members, the chain's members and the hash.
+    fn line_capacity(&self, chain: Chain<'_>) -> usize {
+        self.text.len() + chain.prev_hash.len() + 64 + 80
+    }
+
+    /// `{` and the members before `hash` (`epoch` last among them).
+    fn write_head(&self, chain: Chain<'_>, line: &mut String) {
+        line.push('{');
+        line.push_str(&self.text[..self.cuts[0]]);
+        if let Some(epoch) = chain.epoch {
+            line.push_str(",\"epoch\":");
+            crate::canonical::write_u64(epoch, line);
+        }
+    }
+
+    /// The members after `hash`, with `prev_hash` and `seq` in their places, and `}`.
+    fn write_tail(&self, chain: Chain<'_>, line: &mut String) {
+        let [a, b, c] = self.cuts;
+        let t = &self.text;
         line.push_str(&t[a..b]);
         line.push_str(",\"prev_hash\":");
-        crate::canonical::write_str_to(chain.prev_hash, &mut line);
+        crate::canonical::write_str_to(chain.prev_hash, line);
         line.push_str(&t[b..c]);
         line.push_str(",\"seq\":");
         // Through the canonical number writer: beyond 2^53 a number is written as a double.
-        crate::canonical::write_u64(chain.seq, &mut line);
+        crate::canonical::write_u64(chain.seq, line);
         line.push_str(&t[c..]);
         line.push('}');
-        (line, hash_at..after_hash)
     }
 
     /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`.
@@ -470,24 +494,38 @@ impl Members {
         digest_around(&line, hash, key)
     }
 
-    /// Seals in one pass: the line is written once without its `hash` member (that text is
-    /// exactly what the seal covers), the digest is fed the whole of it, and the member is
-    /// inserted in place. Returns the hex and the line.
+    /// Seals in one pass: the text before `hash` is written into the line, the text after it
+    /// into a buffer the thread keeps; the digest is fed the two (exactly the text the seal
+    /// covers), then the `hash` member and that buffer are appended to the line. Returns the
+    /// hex and the line.
     fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
-        let (mut line, hash) = self.write_line(chain, None);
-        let hex = crate::canonical::digest_hex(&digest_around(&line, hash.clone(), key));
-        // Room for the member, so the three inserts below only move the line's tail.
-        line.reserve(hex.len() + 10);
-        line.insert(hash.start, '"');
-        line.insert_str(hash.start, &hex);
-        line.insert_str(hash.start, ",\"hash\":\"");
+        thread_local! {
+            static TAIL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        let mut line = String::with_capacity(self.line_capacity(chain));
+        self.write_head(chain, &mut line);
+        let hex = TAIL.with_borrow_mut(|tail| {
+            tail.clear();
+            self.write_tail(chain, tail);
+            let hex = crate::canonical::digest_hex(&digest_parts(line.as_bytes(), tail.as_bytes(), key));
+            line.push_str(",\"hash\":\"");
+            line.push_str(&hex);
+            line.push('"');
+            line.push_str(tail);
+            if tail.capacity() > TAIL_KEPT {
+                *tail = String::new();
+            }
+            hex
+        });
         (hex, line)
     }
 }
 
-/// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `line` without the bytes in `skip`.
-fn digest_around(line: &str, skip: std::ops::Range<usize>, key: Option<&EpochKey>) -> [u8; 32] {
-    let (before, after) = (&line.as_bytes()[..skip.start], &line.as_bytes()[skip.end..]);
+/// The largest buffer (bytes) a thread keeps for the text of records it seals.
+const TAIL_KEPT: usize = 64 * 1024;
+
+/// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `before` followed by `after`.
+fn digest_parts(before: &[u8], after: &[u8], key: Option<&EpochKey>) -> [u8; 32] {
     match key {
         None => {
             use sha2::Digest;
@@ -503,24 +541,39 @@ fn digest_around(line: &str, skip: std::ops::Range<usize>, key: Option<&EpochKey
     }
 }
 
+/// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `line` without the bytes in `skip`.
+fn digest_around(line: &str, skip: std::ops::Range<usize>, key: Option<&EpochKey>) -> [u8; 32] {
+    digest_parts(&line.as_bytes()[..skip.start], &line.as_bytes()[skip.end..], key)
+}
+
 struct MemberWriter(String);
 
 impl MemberWriter {
-    fn key(&mut self, key: &str) {
-        if !self.0.is_empty() {
-            self.0.push(',');
-        }
-        self.0.push('"');
-        self.0.push_str(key);
-        self.0.push_str("\":");
+    /// `key` is `,"name":`; the first member is written without its comma.
+    fn key(&mut self, key: &'static str) {
+        self.0.push_str(if self.0.is_empty() { &key[1..] } else { key });
     }
 
-    fn string(&mut self, key: &str, value: &str) {
+    /// A name from a fixed set (a status, a tier): lowercase letters and `_`, never escaped.
+    fn word(&mut self, key: &'static str, value: Option<&'static str>) {
+        self.key(key);
+        match value {
+            Some(value) => {
+                debug_assert!(value.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{value}");
+                self.0.push('"');
+                self.0.push_str(value);
+                self.0.push('"');
+            }
+            None => self.0.push_str("null"),
+        }
+    }
+
+    fn string(&mut self, key: &'static str, value: &str) {
         self.key(key);
         crate::canonical::write_str_to(value, &mut self.0);
     }
 
-    fn opt_string(&mut self, key: &str, value: Option<&str>) {
+    fn opt_string(&mut self, key: &'static str, value: Option<&str>) {
         match value {
             Some(value) => self.string(key, value),
             None => self.json(key, None),
@@ -530,18 +583,18 @@ impl MemberWriter {
     fn result(&mut self, result: Option<&AuditResult>) {
         match result {
             Some(AuditResult::Sha256(digest)) => {
-                self.key("result");
+                self.key(",\"result\":");
                 // `{"sha256":"<hex>"}`, as the canonical writer renders the value.
                 self.0.push_str("{\"sha256\":\"");
                 crate::canonical::write_digest_hex(digest, &mut self.0);
                 self.0.push_str("\"}");
             }
-            Some(AuditResult::Value(value)) => self.json("result", Some(value)),
-            None => self.json("result", None),
+            Some(AuditResult::Value(value)) => self.json(",\"result\":", Some(value)),
+            None => self.json(",\"result\":", None),
         }
     }
 
-    fn json(&mut self, key: &str, value: Option<&Value>) {
+    fn json(&mut self, key: &'static str, value: Option<&Value>) {
         self.key(key);
         match value {
             Some(value) => crate::canonical::write_to(value, &mut self.0),

@@ -84,8 +84,12 @@ pub fn digest_hex(digest: &[u8; 32]) -> String {
 
 /// Appends the lowercase hex of a 32-byte digest to `out` (see [`digest_hex`]).
 pub fn write_digest_hex(digest: &[u8; 32], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 64];
-    hex::encode_to_slice(digest, &mut text).expect("64 bytes hold the hex of 32");
+    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    }
     out.push_str(std::str::from_utf8(&text).expect("hex digits are ASCII"));
 }
 
@@ -193,6 +197,13 @@ fn es_number(f: f64) -> String {
 fn write_string(s: &str, out: &mut String) {
     out.reserve(s.len() + 2);
     out.push('"');
+    // Most strings (ids, names, hex) need no escape: checked without a branch per word, then
+    // copied whole.
+    if !needs_escape(s.as_bytes()) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Copy runs that need no escape in one go; only `"`, `\\` and control characters escape.
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -232,6 +243,30 @@ fn write_string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Whether any byte of `bytes` is `"`, `\\` or below 0x20: eight bytes at a time (the last
+/// word overlaps the one before it), a short string in two overlapping halves.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+    if n >= 8 {
+        let mut any = false;
+        let mut at = 0;
+        while at + 8 <= n {
+            any |= has_escape(word(at));
+            at += 8;
+        }
+        if at < n {
+            any |= has_escape(word(n - 8));
+        }
+        any
+    } else if n >= 4 {
+        let half = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()));
+        has_escape(half(0) | half(n - 4) << 32)
+    } else {
+        bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    }
 }
 
 /// Whether any of the eight bytes is `"`, `\\` or below 0x20 (the classic SWAR tests: a byte
@@ -331,6 +366,27 @@ mod tests {
                 let mut out = String::new();
                 write_string(&text, &mut out);
                 assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_whole_string_scan_finds_an_escape_at_any_length_and_offset() {
+        let naive = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for len in 0..=25 {
+            let plain = vec![b'x'; len];
+            assert!(!needs_escape(&plain));
+            for at in 0..len {
+                for b in [b'"', b'\\', 0, b'\n', 0x1f, b' ', 0x7f, b'a'] {
+                    let mut text = plain.clone();
+                    text[at] = b;
+                    assert_eq!(needs_escape(&text), naive(&text), "{text:?}");
+                    let text = String::from_utf8(text).unwrap();
+                    let mut out = String::new();
+                    write_string(&text, &mut out);
+                    assert_eq!(serde_json::from_str::<String>(&out).unwrap(), text);
+                    assert_eq!(out, serde_json::to_string(&text).unwrap());
+                }
             }
         }
     }

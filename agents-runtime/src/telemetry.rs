@@ -162,6 +162,11 @@ pub(crate) fn audited(status: AuditStatus, tool: Option<&str>, tier: Option<Tier
     if !error && !matches!(status, AuditStatus::Executed | AuditStatus::HandedOff | AuditStatus::Substituted) {
         return;
     }
+    // No subscriber takes anything (none is set, or every one is off): neither the span nor
+    // the metric would be recorded, and the current span is not looked up.
+    if tracing::level_filters::LevelFilter::current() == tracing::level_filters::LevelFilter::OFF {
+        return;
+    }
     let outcome = status.as_str();
     let span = Span::current();
     if !span.is_disabled() {
