@@ -40,6 +40,7 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "settlement and budgets",
         sql: include_str!("../migrations/sqlite/0003_settlement_budget.sql"),
     },
+    Migration { version: 4, name: "recorded claims", sql: include_str!("../migrations/sqlite/0004_recorded_claims.sql") },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -56,6 +57,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "settlement and budgets",
         sql: include_str!("../migrations/postgres/0004_settlement_budget.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "recorded claims",
+        sql: include_str!("../migrations/postgres/0005_recorded_claims.sql"),
     },
 ];
 

@@ -61,6 +61,8 @@ pub(super) struct RunCtx<A> {
     pub(super) calls: Mutex<Vec<CallSummary>>,
     /// Set when a confirmation's timeout ended the run (not a stop by the user).
     pub(super) confirmation_timed_out: std::sync::atomic::AtomicBool,
+    /// Set when the state store failed while a proposal's final record was being claimed.
+    pub(super) state_failed: OnceLock<String>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -161,6 +163,7 @@ impl<A: Registry> RunCtx<A> {
             ledger,
             calls: Mutex::new(Vec::new()),
             confirmation_timed_out: std::sync::atomic::AtomicBool::new(false),
+            state_failed: OnceLock::new(),
             _agent: PhantomData,
         })
     }
@@ -210,6 +213,7 @@ impl<A: Registry> RunCtx<A> {
             (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
             _ => None,
         };
+        let settled = super::record::settles(&self.inner, f.call_id.as_ref(), f.status);
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.
@@ -221,8 +225,17 @@ impl<A: Registry> RunCtx<A> {
             };
             if let Err(e) = &answer {
                 tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
-            } else if let Some((id, tool, tier, status)) = moved {
-                self.note_call(&id, tool, tier, status);
+                // Still owed: a later final record of the call marks it.
+                if let Some(id) = settled {
+                    lock(&self.inner.settling).insert(id);
+                }
+            } else {
+                if let Some((id, tool, tier, status)) = moved {
+                    self.note_call(&id, tool, tier, status);
+                }
+                if let Some(id) = settled {
+                    super::record::mark_recorded(&self.inner, &id).await;
+                }
             }
             answer
         }

@@ -408,6 +408,11 @@ impl<A: Registry> Turn<A> {
         let _ = ctx.audit(f).await;
         ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status });
         outcome.confirmation_timed_out = ctx.confirmation_timed_out.load(std::sync::atomic::Ordering::Acquire);
+        if let Some(message) = ctx.state_failed.get()
+            && outcome.failure.is_none()
+        {
+            outcome.failure = Some(Failure::StateUnavailable(message.clone()));
+        }
         outcome.report.calls = std::mem::take(&mut *lock(&ctx.calls));
         outcome
     }

@@ -19,8 +19,24 @@
 //! undecided one past its window is ended and claimed in one conditional update
 //! ([`Store::close_undecided`](crate::store::Store::close_undecided)): the run itself (should
 //! it come back), the person deciding late, and every resuming node race for the same claim,
-//! and only the winner writes the final record. A node that dies between winning a claim and
-//! writing the record leaves that one record unwritten.
+//! and only the winner writes the final record.
+//!
+//! The claim and the record are two steps (the record may go to a log the store does not
+//! hold), so the holder marks the record written in the store once the log took it
+//! ([`Store::mark_recorded`](crate::store::Store::mark_recorded)). A claim left unmarked for
+//! longer than the [settle lease](super::RuntimeBuilder::settle_lease) (its holder died
+//! between the claim and the record, or the log refused the record), whose run's slot has
+//! lapsed, is taken over ([`Store::take_over`](crate::store::Store::take_over), one
+//! conditional update) by one resuming node, which writes the final record from what the store
+//! knows: a rejection `rejected` with the person's reason, a closed proposal `skipped` with its
+//! typed reason, an approval withdrawn by its run `skipped`, and an approved execution whose
+//! holder died `failed` with reason `abandoned: ...` (it may have run; it is never run again).
+//!
+//! The guarantee: every stored proposal gets a final record; exactly one, unless a holder
+//! dies after its record reached the log and before the mark (that proposal's record is
+//! then written a second time after the lease), or
+//! a holder without a slot (a resumption carrying out an approval) takes longer than the
+//! lease between claim and record.
 //!
 //! What is not resumed: the model's conversation (the run's turn is over; the session's
 //! next turn starts afresh), and proposals of direct sessions (their caller is gone with
@@ -30,13 +46,13 @@ use super::Runtime;
 use super::Undecided;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
-use super::pending::declined;
+use super::pending::{WITHDRAWN, declined};
 use super::pending::{detail, detail_str, principal_of};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::events::EventBus;
-use crate::store::{ProposalRecord, SlotId, StoreError, StoredVerdict};
+use crate::store::{ProposalRecord, ProposalState, SlotId, StoreError, StoredVerdict};
 use crate::tool::{Handler, Registry};
 use agents_core::{SharedStr, SharedValue};
 use serde_json::Value;
@@ -53,6 +69,29 @@ pub struct Pruned {
     pub sessions: u64,
     /// Proposals over for longer than the proposal retention.
     pub proposals: u64,
+}
+
+/// The final record a claim that lapsed unwritten gets: what the store knows of the
+/// proposal, and never more (an execution claimed by a node that died may have run).
+fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
+    let reason = found.reason.as_deref();
+    match (found.verdict, found.claimed_by.as_deref()) {
+        (Some(StoredVerdict::Approved), Some(WITHDRAWN) | None) => (
+            AuditStatus::Skipped,
+            format!(
+                "{}: the run ended before carrying out the approval and stopped before recording why; nothing ran",
+                Undecided::Abandoned.code()
+            ),
+        ),
+        (Some(StoredVerdict::Approved), Some(node)) => (
+            AuditStatus::Failed,
+            format!("{}; {node} claimed its execution and stopped before recording the outcome", Undecided::Abandoned.reason()),
+        ),
+        _ => match reason.and_then(Undecided::of_reason) {
+            Some(_) => (AuditStatus::Skipped, reason.unwrap_or_default().to_owned()),
+            None => (AuditStatus::Rejected, declined(reason)),
+        },
+    }
 }
 
 /// How many proposals one [`Runtime::resume_orphaned`] looks at.
@@ -130,6 +169,26 @@ impl Runtime {
                 }
             }
         }
+        // Claims whose holder died between the claim and the record: taken over once the
+        // settle lease ran out (and, for a live run's, once its slot lapsed).
+        let lease = self.inner.settle_lease;
+        for found in store.stale_claims(RESUME_BATCH, lease).await? {
+            let p = &found.proposal;
+            if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
+                continue;
+            }
+            if let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str)
+                && store.slot_held(&SlotId(slot.to_owned())).await?
+            {
+                continue;
+            }
+            if !store.take_over(&p.call_id, lease).await? {
+                continue;
+            }
+            let (status, reason) = taken_over(&found);
+            tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");
+            done.push(self.settle::<A>(found.proposal, status, reason).await);
+        }
         Ok(done)
     }
 
@@ -167,7 +226,10 @@ impl Runtime {
         .reason(reason.clone());
         crate::telemetry::audited(status, Some(p.tool.as_str()), None);
         let recorded = match self.inner.audit.append(ids.record(record)).await {
-            Ok(_) => true,
+            Ok(_) => {
+                super::record::mark_recorded(&self.inner, &p.call_id).await;
+                true
+            }
             Err(e) => {
                 tracing::error!(call_id = %p.call_id, error = %e, "the final record of a gone run's proposal could not be written");
                 false
@@ -179,6 +241,8 @@ impl Runtime {
     /// Runs one claimed call as its run would have.
     async fn carry_out<A: Registry>(&self, p: ProposalRecord) -> ResumedCall {
         let inner = &self.inner;
+        // Its final record, once in the log, is marked written in the store.
+        super::lock(&inner.settling).insert(p.call_id.clone());
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);
         let request_id = uuid::Uuid::new_v4().to_string();

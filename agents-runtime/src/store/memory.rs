@@ -71,7 +71,10 @@ struct Held {
     state: ProposalState,
     order: u64,
     put: Instant,
+    /// When its final record was claimed (or the claim last taken over or renewed).
     over: Option<Instant>,
+    /// Whether its final record is marked written.
+    recorded: bool,
 }
 
 impl State {
@@ -195,7 +198,7 @@ impl Store for MemoryStore {
         // a second decision still finds them decided), so memory stays bounded.
         let now = Instant::now();
         if state.next_proposal_sweep.is_none_or(|due| due <= now) {
-            state.proposals.retain(|_, held| held.over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
+            state.proposals.retain(|_, held| !held.recorded || held.over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
             state.next_proposal_sweep = Some(now + MEMORY_SWEEP_EVERY);
         }
         state.proposal_counter += 1;
@@ -207,7 +210,7 @@ impl Store for MemoryStore {
             claimed_by: None,
             settled_by: None,
         };
-        state.proposals.insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None });
+        state.proposals.insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None, recorded: false });
         ready(Ok(()))
     }
 
@@ -309,6 +312,7 @@ impl Store for MemoryStore {
     fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
         let now = Instant::now();
         let found = self.lock().oldest(limit, |h| match h.state.verdict {
+            _ if h.recorded => false,
             Some(StoredVerdict::Approved) => h.state.claimed_by.is_none(),
             Some(StoredVerdict::Rejected) => h.state.settled_by.is_none(),
             None => h.put + undecided_for <= now,
@@ -316,11 +320,36 @@ impl Store for MemoryStore {
         ready(Ok(found))
     }
 
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if let Some(h) = self.lock().proposals.get_mut(call_id) {
+            h.recorded = true;
+        }
+        ready(Ok(()))
+    }
+
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        let now = Instant::now();
+        let found = self.lock().oldest(limit, |h| !h.recorded && h.over.is_some_and(|at| at + lease <= now));
+        ready(Ok(found))
+    }
+
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let now = Instant::now();
+        let taken = match self.lock().proposals.get_mut(call_id) {
+            Some(h) if !h.recorded && h.over.is_some_and(|at| at + lease <= now) => {
+                h.over = Some(now);
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(taken))
+    }
+
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
         let now = Instant::now();
         let mut state = self.lock();
         let before = state.proposals.len();
-        state.proposals.retain(|_, h| h.over.is_none_or(|at| at + retention > now));
+        state.proposals.retain(|_, h| !h.recorded || h.over.is_none_or(|at| at + retention > now));
         ready(Ok((before - state.proposals.len()) as u64))
     }
 

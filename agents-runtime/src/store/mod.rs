@@ -337,14 +337,33 @@ pub trait Store: Send + Sync + 'static {
         reason: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Proposals whose final record nobody has claimed, oldest first, at most `limit`:
-    /// approved ones whose execution nobody claimed, rejected ones whose record nobody
-    /// claimed, and undecided ones stored more than `undecided_for` ago. What a node
+    /// Proposals whose final record nobody has claimed nor marked written, oldest first, at
+    /// most `limit`: approved ones whose execution nobody claimed, rejected ones whose record
+    /// nobody claimed, and undecided ones stored more than `undecided_for` ago. What a node
     /// settling the proposals of runs that are gone looks at.
     fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
 
+    /// Marks the proposal's final record written: called by the claim's holder once the
+    /// record is durably appended. From then on the proposal is never settled again (neither
+    /// [`Store::unsettled`] nor [`Store::stale_claims`] lists it). Marking an unknown or
+    /// marked proposal does nothing.
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Proposals whose final record was claimed (execution, settlement or closing) more than
+    /// `lease` ago and is not marked written, oldest first, at most `limit`: the claims of
+    /// holders that may have died between the claim and the record.
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+
+    /// Takes over (or, by its holder, renews) a claim whose final record is not marked
+    /// written and which was taken or renewed more than `lease` ago, in one conditional
+    /// update that restarts the claim's lease: of any number of concurrent takers, exactly
+    /// one gets `true` per lapse. The holder fields ([`ProposalState::claimed_by`],
+    /// [`ProposalState::settled_by`]) keep the original claimant's name.
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+
     /// Drops proposals that are over (approved and claimed, or rejected and their record
-    /// claimed) since longer than `retention`. Returns how many.
+    /// claimed, and their final record marked written) since longer than `retention`.
+    /// Returns how many.
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>>;
 
     // -- sessions -----------------------------------------------------------------------
