@@ -202,6 +202,8 @@ pub(crate) struct Shared {
     pub(crate) reviewer_roles: BTreeSet<String>,
     /// The MCP endpoints ([`ServiceBuilder::mcp`]), each with its own layers.
     pub(crate) mcp: Vec<Router>,
+    /// Cancelled by [`Service::shutdown`].
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Configures a [`Service`].
@@ -214,6 +216,8 @@ pub struct ServiceBuilder {
     reviewer_roles: BTreeSet<String>,
     /// The MCP endpoints, by path.
     mcp: Vec<(String, Router)>,
+    /// What [`Service::shutdown`] cancels (the MCP endpoints hold it from their mounting).
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for ServiceBuilder {
@@ -271,6 +275,7 @@ impl ServiceBuilder {
                 streams: Mutex::new(HashMap::new()),
                 reviewer_roles: self.reviewer_roles,
                 mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
+                shutdown: self.shutdown,
             }),
         };
         if let Some(every) = every {
@@ -314,6 +319,7 @@ impl Service {
             limits: ServiceLimits::default(),
             reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
             mcp: Vec::new(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -325,6 +331,32 @@ impl Service {
     /// start and every [`ServiceLimits::maintenance_every`].
     pub async fn maintain(&self) {
         maintain::once(&self.shared).await;
+    }
+
+    /// Says the service is shutting down: every confirmation pending on its MCP endpoints
+    /// ends now, recorded `skipped` with reason `shutdown` (never `disconnected`, though the
+    /// server then closes the clients' connections), and each MCP session's end record says
+    /// `shutdown`. Call it when the server's graceful shutdown begins, before connections
+    /// close:
+    ///
+    /// ```no_run
+    /// # async fn f(
+    /// #     service: agents_service::Service,
+    /// #     listener: tokio::net::TcpListener,
+    /// #     signal: impl std::future::Future<Output = ()> + Send + 'static,
+    /// # ) {
+    /// let stopping = service.clone();
+    /// agents_service::axum::serve(listener, service.router())
+    ///     .with_graceful_shutdown(async move {
+    ///         signal.await; // a signal handler, an orchestrator's request
+    ///         stopping.shutdown();
+    ///     })
+    ///     .await
+    ///     .unwrap();
+    /// # }
+    /// ```
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
     }
 
     /// The routes (see the crate documentation), with the body limit, the request timeout
