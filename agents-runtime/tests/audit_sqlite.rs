@@ -4,7 +4,7 @@
 mod audit_common;
 
 use agents_runtime::audit::{
-    AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite,
+    AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite, verify_sqlite_with,
 };
 use audit_common::{MANIFEST, record};
 use rusqlite::Connection;
@@ -110,6 +110,12 @@ async fn rows_changed_behind_the_triggers_are_found_by_the_verifier() {
         }
         other => panic!("{other:?}"),
     }
+    // One pass with a visitor: the same verdict, and every row, the ones after the break too.
+    let mut seen = Vec::new();
+    let verdict = verify_sqlite_with(&path, None, &mut |r| seen.push((r.seq, r.user_id.to_string())));
+    assert!(matches!(verdict, Err(SqliteAuditError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })));
+    assert_eq!(seen.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(seen[2].1, "u-mallory", "the changed row as it reads now");
     // The sink refuses to continue a broken chain.
     assert!(matches!(SqliteSink::open(&path), Err(SqliteAuditError::Broken { .. })));
 

@@ -69,11 +69,11 @@ pub use agents_core::audit::{
     severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
-pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
+pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with};
 pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use memory::MemorySink;
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite};
+pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite, verify_sqlite_with};
 
 /// Why an audit write failed. A failed write stops the call (fail closed).
 #[derive(Debug, thiserror::Error)]
