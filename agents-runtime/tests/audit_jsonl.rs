@@ -5,7 +5,8 @@ mod audit_common;
 
 use agents_runtime::audit::{
     AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, DurableStore, GENESIS_HASH,
-    GroupCommitSink, JsonlOpenError, JsonlSink, MemorySink, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with,
+    GroupCommitSink, JsonlOpenError, JsonlSink, MemorySink, verify_jsonl_bytes, verify_jsonl_file,
+    verify_jsonl_file_with,
 };
 use audit_common::{MANIFEST, record, sealed_chain};
 use futures::FutureExt;

@@ -62,8 +62,14 @@
 //! `rejected` record with the reason given, and one nobody decided within its confirmation
 //! window gets a `skipped` record (reason `timeout: ...`). Every `proposed` record gets exactly
 //! one final record: the run, the person and every node race for one claim in the store, and
-//! only its winner writes it. The same upkeep prunes the store: redeemed and expired tokens,
-//! idle sessions, and proposals over for longer than the runtime's proposal retention.
+//! only its winner writes it; a winner that died before writing has its claim taken over
+//! once the runtime's settle lease ran out (the exact guarantee and its one remaining gap are
+//! in [`Runtime::resume_orphaned`]). The same upkeep
+//! prunes the store: redeemed and expired tokens, idle sessions, and proposals over for longer
+//! than the runtime's proposal retention.
+//!
+//! [`Service::shutdown`] ends the confirmations pending on the MCP endpoints as `shutdown`
+//! (not `disconnected`); call it when the server's graceful shutdown begins.
 //!
 //! # Refusals
 //!

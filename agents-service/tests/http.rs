@@ -460,16 +460,20 @@ impl agents_service::AuditReader for CountingReader {
     }
     fn verify(
         &self,
-    ) -> Result<Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>, agents_service::AuditReadError>
-    {
+    ) -> Result<
+        Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>,
+        agents_service::AuditReadError,
+    > {
         self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         agents_service::AuditReader::verify(&*self.inner)
     }
     fn verify_each(
         &self,
         each: &mut dyn FnMut(&agents_runtime::audit::AuditRecord),
-    ) -> Result<Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>, agents_service::AuditReadError>
-    {
+    ) -> Result<
+        Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>,
+        agents_service::AuditReadError,
+    > {
         self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.verify_each(each)
     }

@@ -40,7 +40,11 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "settlement and budgets",
         sql: include_str!("../migrations/sqlite/0003_settlement_budget.sql"),
     },
-    Migration { version: 4, name: "recorded claims", sql: include_str!("../migrations/sqlite/0004_recorded_claims.sql") },
+    Migration {
+        version: 4,
+        name: "recorded claims",
+        sql: include_str!("../migrations/sqlite/0004_recorded_claims.sql"),
+    },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.

@@ -69,7 +69,9 @@ pub use agents_core::audit::{
     severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
-pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with};
+pub use jsonl::{
+    JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with,
+};
 pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use memory::MemorySink;
 #[cfg(feature = "sqlite")]

@@ -289,7 +289,11 @@ fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
 pub(super) fn is_final(status: AuditStatus) -> bool {
     matches!(
         status,
-        AuditStatus::Executed | AuditStatus::Failed | AuditStatus::Rejected | AuditStatus::Skipped | AuditStatus::Denied
+        AuditStatus::Executed
+            | AuditStatus::Failed
+            | AuditStatus::Rejected
+            | AuditStatus::Skipped
+            | AuditStatus::Denied
     )
 }
 

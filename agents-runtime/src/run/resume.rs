@@ -85,7 +85,10 @@ fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
         ),
         (Some(StoredVerdict::Approved), Some(node)) => (
             AuditStatus::Failed,
-            format!("{}; {node} claimed its execution and stopped before recording the outcome", Undecided::Abandoned.reason()),
+            format!(
+                "{}; {node} claimed its execution and stopped before recording the outcome",
+                Undecided::Abandoned.reason()
+            ),
         ),
         _ => match reason.and_then(Undecided::of_reason) {
             Some(_) => (AuditStatus::Skipped, reason.unwrap_or_default().to_owned()),
@@ -127,6 +130,25 @@ impl Runtime {
     /// happened to each proposal this node claimed. Proposals of other agents, or of another
     /// build of `A` (another manifest), are left alone. A service calls it on start and on a
     /// timer, for every agent it serves (`agents_service` does).
+    ///
+    /// A claim of a final record whose holder died before writing it (the claim and the
+    /// record are two steps: the log may be a file the store does not hold) is taken over
+    /// here too: the holder marks the record written in the store once the log took it
+    /// ([`Store::mark_recorded`](crate::store::Store::mark_recorded)); a claim left unmarked
+    /// for longer than the [settle lease](super::RuntimeBuilder::settle_lease), whose run's
+    /// slot has lapsed, is taken over by one node
+    /// ([`Store::take_over`](crate::store::Store::take_over)), which writes the record from
+    /// what the store knows (`rejected` with the person's reason; `skipped` with a closed
+    /// proposal's typed reason; for an approved execution whose holder died, `failed` with
+    /// reason `abandoned: ...`, since it may have run, and it is never run again).
+    ///
+    /// The guarantee: every stored proposal gets exactly one final record, except in two
+    /// cases that leave it two: a holder that dies after its record reached the log and before
+    /// its mark (its record is written again once the lease ran out), and a holder without a
+    /// run slot (a resumption carrying out an approval) that takes longer than the lease
+    /// between its claim and its record. A live run whose claim fails with a store error writes
+    /// no record ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the
+    /// proposal is settled here.
     ///
     /// The stored arguments must hash to the approved MAC under this runtime's server key:
     /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)

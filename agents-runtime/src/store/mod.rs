@@ -28,6 +28,10 @@
 //!   once the run is gone; an undecided proposal is ended (rejected and claimed) in the same
 //!   conditional update ([`Store::close_undecided`]), so of a late decision and a run's
 //!   timeout, or a resumption expiring a gone run's proposal, exactly one holds;
+//! - a claim whose final record its holder has not marked written ([`Store::mark_recorded`])
+//!   within a lease is taken over by exactly one taker per lapse ([`Store::take_over`]: one
+//!   conditional update that restarts the lease), so a holder that died between its claim and
+//!   its record does not leave the record unwritten (see `Runtime::resume_orphaned`);
 //! - proposals that are over (claimed or settled) are dropped once older than a retention
 //!   ([`Store::prune_proposals`]), tokens once redeemed or expired
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
