@@ -222,6 +222,22 @@ fn verifying_with_a_visitor_reads_the_log_once_and_sees_every_record() {
     assert_eq!(seqs(&visited), [1, 2, 3, 4, 5, 6]);
 }
 
+/// A resumption asks the log whether a call's final record is in it.
+#[tokio::test]
+async fn the_jsonl_and_memory_sinks_find_a_calls_final_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = JsonlSink::open(dir.path().join("audit.jsonl")).unwrap();
+    let memory = MemorySink::new();
+    for sink in [&jsonl as &dyn AuditSink, &memory] {
+        sink.append(record(1, AuditStatus::Proposed)).await.unwrap();
+        sink.append(record(1, AuditStatus::Skipped)).await.unwrap();
+        sink.append(record(2, AuditStatus::Proposed)).await.unwrap();
+        assert_eq!(sink.holds_final("call-1").await.unwrap(), Some(true));
+        assert_eq!(sink.holds_final("call-2").await.unwrap(), Some(false), "only proposed");
+        assert_eq!(sink.holds_final("call-").await.unwrap(), Some(false), "the whole id");
+    }
+}
+
 #[test]
 fn a_line_that_is_not_utf8_is_reported_on_its_line() {
     let (_, text) = sealed_chain(3);

@@ -158,3 +158,16 @@ fn verifying_a_file_without_the_table_says_so() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A resumption asks the log whether a call's final record is in it.
+#[tokio::test]
+async fn the_sink_finds_a_calls_final_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = SqliteSink::open(dir.path().join("audit.db")).unwrap();
+    sink.append(record(1, AuditStatus::Proposed)).await.unwrap();
+    sink.append(record(1, AuditStatus::Executed)).await.unwrap();
+    sink.append(record(2, AuditStatus::Proposed)).await.unwrap();
+    assert_eq!(sink.holds_final("call-1").await.unwrap(), Some(true));
+    assert_eq!(sink.holds_final("call-2").await.unwrap(), Some(false), "only proposed");
+    assert_eq!(sink.holds_final("call-").await.unwrap(), Some(false), "the whole id");
+}

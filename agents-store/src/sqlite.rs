@@ -6,7 +6,7 @@ use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -603,6 +603,21 @@ impl Store for SqliteStore {
                 .collect::<rusqlite::Result<_>>()
                 .map_err(sql_error)?;
             verify_lines(&stream, lines.iter().map(String::as_str))
+        })
+    }
+
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let (stream, call_id) = (stream.to_owned(), call_id.to_owned());
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT line FROM agents_audit WHERE stream = ?1 AND instr(line, ?2) > 0")
+                .map_err(sql_error)?;
+            let lines: Vec<String> = stmt
+                .query_map(params![stream, call_id_needle(&call_id)], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(sql_error)?;
+            Ok(Some(lines.iter().any(|l| line_is_final_of(l, &call_id))))
         })
     }
 }

@@ -42,6 +42,8 @@ enum Fault {
     DieAfterClaim,
     /// Every claim fails with a store error (nothing changes in the real store).
     FailClaims,
+    /// The final record is written, then the node is dead before it marks it written.
+    DieBeforeMark,
 }
 
 /// A node's view of the real store, with a fault at the claims.
@@ -64,6 +66,7 @@ impl Faulty {
     /// A claim: faulted as configured.
     fn claim<'a>(&'a self, f: BoxFuture<'a, StoreResult<bool>>) -> BoxFuture<'a, StoreResult<bool>> {
         match self.fault {
+            Fault::DieBeforeMark => self.live(f),
             Fault::FailClaims => Box::pin(async { Err(StoreError::Unavailable("injected: the claim failed".into())) }),
             Fault::DieAfterClaim => self.live(Box::pin(async move {
                 let granted = f.await?;
@@ -150,6 +153,9 @@ impl Store for Faulty {
         self.live(self.inner.unsettled(limit, undecided_for))
     }
     fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if self.fault == Fault::DieBeforeMark {
+            self.dead.store(true, Ordering::SeqCst);
+        }
         self.live(self.inner.mark_recorded(call_id))
     }
     fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
@@ -186,6 +192,9 @@ impl Store for Faulty {
     }
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
         self.live(self.inner.verify_audit(stream))
+    }
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        self.live(self.inner.holds_final(stream, call_id))
     }
 }
 
@@ -344,6 +353,40 @@ async fn dies_after_claiming_an_execution(spec: &str, store: Arc<dyn Store>, pre
     drop(run);
 }
 
+/// Node A's run claims the rejection's record and writes it, then dies before marking it
+/// written. Once the lease ran out, a resumption takes the claim over, finds the record in
+/// the log and only marks it: still exactly one final record.
+async fn dies_between_the_record_and_its_mark(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieBeforeMark);
+    let node_a = node(dying.clone(), vec![leave(6), reply("done")], LEASE);
+    let (node_b, node_c) = (node(store.clone(), vec![], LEASE), node(store.clone(), vec![], LEASE));
+    let mut run = node_a.start::<Hr>(employee(), &s, "six days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("too long")).await.unwrap();
+    let deadline = tokio::time::Instant::now() + LEASE * 20;
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node A never wrote the rejection's record");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed, AuditStatus::Rejected]);
+    let unmarked = |found: Vec<ProposalState>| found.iter().any(|p| p.proposal.call_id == call_id);
+    assert!(unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()), "written, not marked");
+    let deadline = tokio::time::Instant::now() + LEASE * 40;
+    while unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()) {
+        assert!(tokio::time::Instant::now() < deadline, "the lapsed claim was never taken over");
+        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        assert!(done.iter().all(|d| d.call_id != call_id), "its record is not written again: {done:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Rejected], "exactly one final record");
+    assert_eq!(records[1].reason.as_deref(), Some("the user declined: too long"));
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
 /// A live run whose claim of the rejection's record fails writes no final record and ends
 /// with `StateUnavailable`; the proposal stays unsettled, and a resumption writes its one
 /// record.
@@ -405,6 +448,7 @@ async fn sqlite_every_proposal_gets_one_final_record() {
     settled_proposals_are_marked(&spec, store.clone(), "sqlite-marked").await;
     dies_after_claiming_a_rejection(&spec, store.clone(), "sqlite-reject").await;
     dies_after_claiming_an_execution(&spec, store.clone(), "sqlite-exec").await;
+    dies_between_the_record_and_its_mark(&spec, store.clone(), "sqlite-mark").await;
     a_failed_claim_leaves_the_record_to_a_resumption(&spec, store, "sqlite-failed").await;
 }
 
@@ -416,5 +460,6 @@ async fn postgres_every_proposal_gets_one_final_record() {
     settled_proposals_are_marked(&url, store.clone(), "pg-marked").await;
     dies_after_claiming_a_rejection(&url, store.clone(), "pg-reject").await;
     dies_after_claiming_an_execution(&url, store.clone(), "pg-exec").await;
+    dies_between_the_record_and_its_mark(&url, store.clone(), "pg-mark").await;
     a_failed_claim_leaves_the_record_to_a_resumption(&url, store, "pg-failed").await;
 }

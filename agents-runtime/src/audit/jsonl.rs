@@ -217,6 +217,39 @@ impl AuditSink for JsonlSink {
     fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
+
+    /// Reads the file line by line (on the blocking pool when a tokio runtime runs).
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, super::AuditError>> {
+        let (path, call_id) = (self.path.clone(), call_id.to_owned());
+        let look = move || -> Result<Option<bool>, super::AuditError> {
+            let mut lines = JsonlLines::new(BufReader::new(File::open(&path)?), usize::MAX);
+            // A cheap filter first: the canonical line holds the id as written here.
+            let needle = crate::store::call_id_needle(&call_id);
+            loop {
+                match lines.next_line() {
+                    Ok(Some(line)) if line.terminated => {
+                        if let Ok(text) = std::str::from_utf8(line.bytes)
+                            && text.contains(&needle)
+                            && super::line_is_final_of(text, &call_id)
+                        {
+                            return Ok(Some(true));
+                        }
+                    }
+                    Ok(_) => return Ok(Some(false)),
+                    Err(LineError::Io { source, .. }) => return Err(source.into()),
+                    Err(LineError::TooLong { .. }) => return Ok(None),
+                }
+            }
+        };
+        Box::pin(async move {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn_blocking(look).await.unwrap_or_else(|e| Err(super::AuditError::Refused(e.to_string())))
+                }
+                Err(_) => look(),
+            }
+        })
+    }
 }
 
 /// Verifies a JSONL log file: the same checks as [`agents_core::audit::verify_jsonl`], read

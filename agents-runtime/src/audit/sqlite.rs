@@ -179,6 +179,35 @@ impl AuditSink for SqliteSink {
     fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
+
+    /// One query of the call's rows (on the blocking pool when a tokio runtime
+    /// runs), through a read-only connection of its own.
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, super::AuditError>> {
+        let (path, call_id) = (self.path.clone(), call_id.to_owned());
+        let look = move || -> Result<Option<bool>, super::AuditError> {
+            let refused = |e: rusqlite::Error| super::AuditError::Refused(e.to_string());
+            let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(refused)?;
+            conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(refused)?;
+            let mut stmt = conn.prepare("SELECT status FROM audit_log WHERE call_id = ?1").map_err(refused)?;
+            let statuses: Vec<String> = stmt
+                .query_map([&call_id], |r| r.get(0))
+                .map_err(refused)?
+                .collect::<Result<_, _>>()
+                .map_err(refused)?;
+            Ok(Some(statuses.iter().any(|s| {
+                serde_json::from_value::<super::AuditStatus>(serde_json::Value::String(s.clone()))
+                    .is_ok_and(super::is_final_status)
+            })))
+        };
+        Box::pin(async move {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn_blocking(look).await.unwrap_or_else(|e| Err(super::AuditError::Refused(e.to_string())))
+                }
+                Err(_) => look(),
+            }
+        })
+    }
 }
 
 /// Verifies the chain in the `audit_log` table of the database at `path` (opened read-only):

@@ -287,14 +287,7 @@ fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
 
 /// Whether a record of `status` ends a call (its final record).
 pub(super) fn is_final(status: AuditStatus) -> bool {
-    matches!(
-        status,
-        AuditStatus::Executed
-            | AuditStatus::Failed
-            | AuditStatus::Rejected
-            | AuditStatus::Skipped
-            | AuditStatus::Denied
-    )
+    crate::audit::is_final_status(status)
 }
 
 /// The call id whose stored proposal a record of `status` settles, if this node owes it

@@ -32,11 +32,9 @@
 //! typed reason, an approval withdrawn by its run `skipped`, and an approved execution whose
 //! holder died `failed` with reason `abandoned: ...` (it may have run; it is never run again).
 //!
-//! The guarantee: every stored proposal gets a final record; exactly one, unless a holder
-//! dies after its record reached the log and before the mark (that proposal's record is
-//! then written a second time after the lease), or
-//! a holder without a slot (a resumption carrying out an approval) takes longer than the
-//! lease between claim and record.
+//! Before writing, the taker asks the log whether the record is there already (the holder
+//! died after its record and before its mark), and then only marks it. The exact guarantee
+//! is stated on [`Runtime::resume_orphaned`].
 //!
 //! What is not resumed: the model's conversation (the run's turn is over; the session's
 //! next turn starts afresh), and proposals of direct sessions (their caller is gone with
@@ -142,11 +140,16 @@ impl Runtime {
     /// proposal's typed reason; for an approved execution whose holder died, `failed` with
     /// reason `abandoned: ...`, since it may have run, and it is never run again).
     ///
+    /// Before it writes, the taker asks the log whether the record is there already
+    /// ([`AuditSink::holds_final`](crate::audit::AuditSink::holds_final): the holder died
+    /// after its record reached the log and before its mark); if so it only marks it.
+    ///
     /// The guarantee: every stored proposal gets exactly one final record, except in two
-    /// cases that leave it two: a holder that dies after its record reached the log and before
-    /// its mark (its record is written again once the lease ran out), and a holder without a
-    /// run slot (a resumption carrying out an approval) that takes longer than the lease
-    /// between its claim and its record. A live run whose claim fails with a store error writes
+    /// cases that can leave it two: a holder that dies between its record and its mark when
+    /// the audit sink cannot be searched (a custom sink without `holds_final`; the JSONL,
+    /// SQLite and memory sinks and the store's own streams can), and a holder without a run
+    /// slot (a resumption carrying out an approval) that takes longer than the lease between
+    /// its claim and its record. A live run whose claim fails with a store error writes
     /// no record ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the
     /// proposal is settled here.
     ///
@@ -206,6 +209,19 @@ impl Runtime {
             }
             if !store.take_over(&p.call_id, lease).await? {
                 continue;
+            }
+            // Its record may have reached the log just before its holder died: then it is
+            // only marked.
+            match self.inner.audit.holds_final(&p.call_id).await {
+                Ok(Some(true)) => {
+                    tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
+                    store.mark_recorded(&p.call_id).await?;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(call_id = %p.call_id, error = %e, "the log could not be searched; writing the record");
+                }
             }
             let (status, reason) = taken_over(&found);
             tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");

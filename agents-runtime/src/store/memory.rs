@@ -402,6 +402,14 @@ impl Store for MemoryStore {
         ready(Ok(sealed))
     }
 
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let state = self.lock();
+        let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
+        let needle = super::call_id_needle(call_id);
+        let found = lines.iter().any(|l| l.contains(&needle) && super::line_is_final_of(l, call_id));
+        ready(Ok(Some(found)))
+    }
+
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
         let state = self.lock();
         let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();

@@ -402,6 +402,25 @@ pub trait Store: Send + Sync + 'static {
 
     /// Verifies `stream`'s chain from its first record.
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>>;
+
+    /// Whether `stream` holds a final record of call `call_id` (see
+    /// [`AuditSink::holds_final`](crate::audit::AuditSink::holds_final)): `Some(found)`, or
+    /// `None` when this store cannot look (the default). Asked only when a claim is taken over.
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let _ = (stream, call_id);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// The text a canonical line holds when it is a record of call `call_id` (a filter before
+/// parsing the line).
+pub fn call_id_needle(call_id: &str) -> String {
+    format!("\"call_id\":{}", Value::from(call_id))
+}
+
+/// Whether a canonical line is a final record of `call_id`.
+pub fn line_is_final_of(line: &str, call_id: &str) -> bool {
+    crate::audit::line_is_final_of(line, call_id)
 }
 
 /// Verifies a chain given as canonical JSON lines in `seq` order (what the stores keep).

@@ -12,7 +12,7 @@ use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::future::{join, join3, join5};
@@ -680,6 +680,18 @@ impl Store for PostgresStore {
                 .await
                 .map_err(pg_error)?;
             verify_lines(stream, rows.iter().map(|r| r.get::<_, &str>(0)))
+        })
+    }
+
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let needle = call_id_needle(call_id);
+            let rows = client
+                .query("SELECT line FROM agents_audit WHERE stream = $1 AND strpos(line, $2) > 0", &[&stream, &needle])
+                .await
+                .map_err(pg_error)?;
+            Ok(Some(rows.iter().any(|r| line_is_final_of(r.get::<_, &str>(0), call_id))))
         })
     }
 }

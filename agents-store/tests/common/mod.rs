@@ -3,7 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use agents_runtime::audit::AuditSink;
+use agents_runtime::audit::{AuditSink, AuditStatus};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, Redeemed, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, StoreError,
     StoredVerdict, TokenGrant,
@@ -266,6 +266,15 @@ async fn audit(store: &dyn Store) {
     assert_eq!(store.verify_audit("clinic").await.unwrap().records, 4);
     assert_eq!(store.verify_audit("hr").await.unwrap().records, 1, "streams are separate chains");
     assert_eq!(store.verify_audit("none").await.unwrap().records, 0);
+    // A final record of a call is found in its stream only (a proposed one is not final).
+    let mut done = sample_record(20, "a");
+    done.call_id = Some("call-a-1".into());
+    done.status = AuditStatus::Rejected;
+    store.append_audit("clinic", vec![done]).await.unwrap();
+    assert_eq!(store.holds_final("clinic", "call-a-1").await.unwrap(), Some(true));
+    assert_eq!(store.holds_final("clinic", "call-a-2").await.unwrap(), Some(false), "only proposed");
+    assert_eq!(store.holds_final("hr", "call-a-1").await.unwrap(), Some(false), "another stream");
+    assert_eq!(store.holds_final("clinic", "call-a-").await.unwrap(), Some(false), "the whole id");
 }
 
 /// What comes back from a race.
