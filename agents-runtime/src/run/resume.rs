@@ -37,8 +37,9 @@
 //! is stated on [`Runtime::resume_orphaned`].
 //!
 //! What is not resumed: the model's conversation (the run's turn is over; the session's
-//! next turn starts afresh), and proposals of direct sessions (their caller is gone with
-//! them; they hold no run slot).
+//! next turn starts afresh), and the unsettled proposals of direct sessions (their caller is
+//! gone with them; they hold no run slot). A claim a direct session's call left unwritten is
+//! taken over like any other once the settle lease ran out.
 
 use super::Runtime;
 use super::Undecided;

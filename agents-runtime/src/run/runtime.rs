@@ -357,7 +357,7 @@ impl RuntimeBuilder {
     /// [`Runtime::resume_orphaned`] takes it over and writes the record itself (default
     /// [`DEFAULT_SETTLE_LEASE`]): the window a node that died between its claim and its record
     /// leaves open. A live run's claims are never taken over while its slot is held; a
-    /// resumption's claim has no slot, so the lease must exceed the
+    /// resumption's claim (and a direct session's) has no slot, so the lease must exceed the
     /// [tool timeout](Self::tool_timeout) plus an audit write, or a slow execution's outcome may
     /// be recorded twice. Give every node the same value.
     pub fn settle_lease(mut self, lease: Duration) -> Self {
