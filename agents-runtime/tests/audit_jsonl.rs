@@ -6,6 +6,7 @@ mod audit_common;
 use agents_runtime::audit::{
     AuditError, AuditRecord, AuditSink, AuditStatus, ChainError, ChainSummary, DurableStore, GENESIS_HASH,
     GroupCommitSink, JsonlOpenError, JsonlSink, MemorySink, verify_jsonl_bytes, verify_jsonl_file,
+    verify_jsonl_file_with,
 };
 use audit_common::{MANIFEST, record, sealed_chain};
 use futures::FutureExt;
@@ -181,6 +182,60 @@ fn an_edited_line_is_refused_and_the_file_left_untouched() {
     // A broken chain is not a torn tail: the repair refuses it.
     assert!(matches!(JsonlSink::truncate_torn_tail(&path), Err(JsonlOpenError::Broken { .. })));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+}
+
+/// One pass gives the verdict of `verify_jsonl_file` and every record: after a break too
+/// (the records that still parse; a line that does not is skipped), up to a torn last line.
+#[test]
+fn verifying_with_a_visitor_reads_the_log_once_and_sees_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let (records, text) = sealed_chain(6);
+    let seqs = |visited: &[AuditRecord]| visited.iter().map(|r| r.seq).collect::<Vec<_>>();
+
+    std::fs::write(&path, &text).unwrap();
+    let mut visited = Vec::new();
+    let summary = verify_jsonl_file_with(&path, None, &mut |r| visited.push(r.clone())).unwrap();
+    assert_eq!(summary, verify_jsonl_file(&path, None).unwrap());
+    assert_eq!(visited, records, "every record, as written");
+
+    // Edited on line 3, garbage on line 5: the verdict is the first break, the visitor still
+    // sees the records after it.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[2] = lines[2].replacen("\"patient\":\"p-2\"", "\"patient\":\"p-9\"", 1);
+    lines[4] = "not a record".to_owned();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let mut visited = Vec::new();
+    let verdict = verify_jsonl_file_with(&path, None, &mut |r| visited.push(r.clone()));
+    assert!(matches!(verdict, Err(JsonlOpenError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })));
+    assert!(matches!(
+        verify_jsonl_file(&path, None),
+        Err(JsonlOpenError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })
+    ));
+    assert_eq!(seqs(&visited), [1, 2, 3, 4, 6], "the edited record is seen, the garbage line skipped");
+
+    // A torn last line: the records before it, then the torn-tail answer.
+    std::fs::write(&path, format!("{text}{{\"seq\":7")).unwrap();
+    let mut visited = Vec::new();
+    let verdict = verify_jsonl_file_with(&path, None, &mut |r| visited.push(r.clone()));
+    assert!(matches!(verdict, Err(JsonlOpenError::TornTail { line: 7, .. })), "{verdict:?}");
+    assert_eq!(seqs(&visited), [1, 2, 3, 4, 5, 6]);
+}
+
+/// A resumption asks the log whether a call's final record is in it.
+#[tokio::test]
+async fn the_jsonl_and_memory_sinks_find_a_calls_final_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = JsonlSink::open(dir.path().join("audit.jsonl")).unwrap();
+    let memory = MemorySink::new();
+    for sink in [&jsonl as &dyn AuditSink, &memory] {
+        sink.append(record(1, AuditStatus::Proposed)).await.unwrap();
+        sink.append(record(1, AuditStatus::Skipped)).await.unwrap();
+        sink.append(record(2, AuditStatus::Proposed)).await.unwrap();
+        assert_eq!(sink.holds_final("call-1").await.unwrap(), Some(true));
+        assert_eq!(sink.holds_final("call-2").await.unwrap(), Some(false), "only proposed");
+        assert_eq!(sink.holds_final("call-").await.unwrap(), Some(false), "the whole id");
+    }
 }
 
 #[test]

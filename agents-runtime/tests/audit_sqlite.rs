@@ -4,7 +4,7 @@
 mod audit_common;
 
 use agents_runtime::audit::{
-    AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite,
+    AuditSink, AuditStatus, ChainError, ChainSummary, SqliteAuditError, SqliteSink, verify_sqlite, verify_sqlite_with,
 };
 use audit_common::{MANIFEST, record};
 use rusqlite::Connection;
@@ -110,6 +110,12 @@ async fn rows_changed_behind_the_triggers_are_found_by_the_verifier() {
         }
         other => panic!("{other:?}"),
     }
+    // One pass with a visitor: the same verdict, and every row, the ones after the break too.
+    let mut seen = Vec::new();
+    let verdict = verify_sqlite_with(&path, None, &mut |r| seen.push((r.seq, r.user_id.to_string())));
+    assert!(matches!(verdict, Err(SqliteAuditError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })));
+    assert_eq!(seen.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(seen[2].1, "u-mallory", "the changed row as it reads now");
     // The sink refuses to continue a broken chain.
     assert!(matches!(SqliteSink::open(&path), Err(SqliteAuditError::Broken { .. })));
 
@@ -151,4 +157,17 @@ fn verifying_a_file_without_the_table_says_so() {
         Err(e @ SqliteAuditError::Sqlite { .. }) => assert!(e.to_string().contains("audit_log"), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// A resumption asks the log whether a call's final record is in it.
+#[tokio::test]
+async fn the_sink_finds_a_calls_final_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = SqliteSink::open(dir.path().join("audit.db")).unwrap();
+    sink.append(record(1, AuditStatus::Proposed)).await.unwrap();
+    sink.append(record(1, AuditStatus::Executed)).await.unwrap();
+    sink.append(record(2, AuditStatus::Proposed)).await.unwrap();
+    assert_eq!(sink.holds_final("call-1").await.unwrap(), Some(true));
+    assert_eq!(sink.holds_final("call-2").await.unwrap(), Some(false), "only proposed");
+    assert_eq!(sink.holds_final("call-").await.unwrap(), Some(false), "the whole id");
 }

@@ -7,7 +7,8 @@
 use agents_runtime::Tier;
 use agents_runtime::agents_core::audit::{RecordFilter, Selected};
 use agents_runtime::audit::{
-    AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file, verify_sqlite,
+    AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file,
+    verify_jsonl_file_with, verify_sqlite, verify_sqlite_with,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -29,6 +30,21 @@ pub trait AuditReader: Send + Sync + 'static {
     fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError>;
     /// The chain's verdict (every hash and link; the manifest hash of each record when given).
     fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError>;
+    /// The chain's verdict, with every record handed to `each` in log order (after a break,
+    /// the records that still read) in the same pass. The readers of this crate read the log
+    /// once; this default reads it twice ([`verify`](Self::verify), then
+    /// [`scan`](Self::scan)).
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        let verdict = self.verify()?;
+        self.scan(&mut |r| {
+            each(r);
+            ControlFlow::Continue(())
+        })?;
+        Ok(verdict)
+    }
 }
 
 impl AuditReader for MemorySink {
@@ -42,13 +58,24 @@ impl AuditReader for MemorySink {
     }
 
     fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        self.verify_each(&mut |_| {})
+    }
+
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
         let mut verifier = ChainVerifier::new();
+        let mut broken = None;
         for (i, r) in self.records().iter().enumerate() {
-            if let Err(e) = verifier.record(r, i + 1) {
-                return Ok(Err(e));
+            if broken.is_none()
+                && let Err(e) = verifier.record(r, i + 1)
+            {
+                broken = Some(e);
             }
+            each(r);
         }
-        Ok(verifier.finish())
+        Ok(broken.map_or_else(|| verifier.finish(), Err))
     }
 }
 
@@ -58,6 +85,12 @@ impl<R: AuditReader + ?Sized> AuditReader for Arc<R> {
     }
     fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
         (**self).verify()
+    }
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        (**self).verify_each(each)
     }
 }
 
@@ -118,6 +151,20 @@ impl AuditReader for JsonlReader {
             Err(e) => Err(AuditReadError(e.to_string())),
         }
     }
+
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        if !self.path.exists() {
+            return Ok(Ok(ChainSummary::empty()));
+        }
+        match verify_jsonl_file_with(&self.path, None, each) {
+            Ok(summary) => Ok(Ok(summary)),
+            Err(agents_runtime::audit::JsonlOpenError::Broken { source, .. }) => Ok(Err(source)),
+            Err(e) => Err(AuditReadError(e.to_string())),
+        }
+    }
 }
 
 /// The SQLite database a [`SqliteSink`](agents_runtime::audit::SqliteSink) writes.
@@ -149,6 +196,17 @@ impl AuditReader for SqliteReader {
 
     fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
         match verify_sqlite(&self.path, None) {
+            Ok(summary) => Ok(Ok(summary)),
+            Err(agents_runtime::audit::SqliteAuditError::Broken { source, .. }) => Ok(Err(source)),
+            Err(e) => Err(AuditReadError(e.to_string())),
+        }
+    }
+
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        match verify_sqlite_with(&self.path, None, each) {
             Ok(summary) => Ok(Ok(summary)),
             Err(agents_runtime::audit::SqliteAuditError::Broken { source, .. }) => Ok(Err(source)),
             Err(e) => Err(AuditReadError(e.to_string())),

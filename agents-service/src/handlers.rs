@@ -483,8 +483,11 @@ async fn audit_verify(State(shared): St, Caller(caller): Caller) -> Result<Respo
         ));
     }
     let reader = shared.audit_reader.clone();
+    // One pass: the chain verifier and the severe finder see each record as it is read.
     let (verdict, severe) = tokio::task::spawn_blocking(move || {
-        Ok::<_, crate::audit::AuditReadError>((reader.verify()?, severe_failures(&*reader)?))
+        let mut severe = Severe::default();
+        let verdict = reader.verify_each(&mut |record| severe.record(record))?;
+        Ok::<_, crate::audit::AuditReadError>((verdict, severe.into_json()))
     })
     .await
     .map_err(|e| ApiError::internal("verifying the audit log", e))?
@@ -513,18 +516,24 @@ const SEVERE_LISTED: usize = 100;
 /// The log's severe failures by the one definition the CLI's `audit stats` uses
 /// ([`SevereFinder`](agents_runtime::agents_core::audit::severe::SevereFinder)): their total,
 /// counts by rule, and the first [`SEVERE_LISTED`] with their record.
-fn severe_failures(reader: &dyn crate::audit::AuditReader) -> Result<Value, crate::audit::AuditReadError> {
-    let mut finder = agents_runtime::agents_core::audit::severe::SevereFinder::new();
-    let (mut total, mut by_kind, mut listed) = (0usize, serde_json::Map::new(), Vec::new());
-    let mut position = 0;
-    reader.scan(&mut |record| {
-        position += 1;
-        for failure in finder.record(position, record) {
-            total += 1;
-            let count = by_kind.entry(failure.kind.as_str()).or_insert(json!(0));
+#[derive(Default)]
+struct Severe {
+    finder: agents_runtime::agents_core::audit::severe::SevereFinder,
+    position: usize,
+    total: usize,
+    by_kind: serde_json::Map<String, Value>,
+    listed: Vec<Value>,
+}
+
+impl Severe {
+    fn record(&mut self, record: &agents_runtime::audit::AuditRecord) {
+        self.position += 1;
+        for failure in self.finder.record(self.position, record) {
+            self.total += 1;
+            let count = self.by_kind.entry(failure.kind.as_str()).or_insert(json!(0));
             *count = json!(count.as_u64().unwrap_or(0) + 1);
-            if listed.len() < SEVERE_LISTED {
-                listed.push(json!({
+            if self.listed.len() < SEVERE_LISTED {
+                self.listed.push(json!({
                     "kind": failure.kind.as_str(),
                     "position": failure.position,
                     "seq": failure.seq,
@@ -535,7 +544,9 @@ fn severe_failures(reader: &dyn crate::audit::AuditReader) -> Result<Value, crat
                 }));
             }
         }
-        std::ops::ControlFlow::Continue(())
-    })?;
-    Ok(json!({ "total": total, "by_kind": by_kind, "failures": listed }))
+    }
+
+    fn into_json(self) -> Value {
+        json!({ "total": self.total, "by_kind": self.by_kind, "failures": self.listed })
+    }
 }

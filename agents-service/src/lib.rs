@@ -62,8 +62,14 @@
 //! `rejected` record with the reason given, and one nobody decided within its confirmation
 //! window gets a `skipped` record (reason `timeout: ...`). Every `proposed` record gets exactly
 //! one final record: the run, the person and every node race for one claim in the store, and
-//! only its winner writes it. The same upkeep prunes the store: redeemed and expired tokens,
-//! idle sessions, and proposals over for longer than the runtime's proposal retention.
+//! only its winner writes it; a winner that died before writing has its claim taken over
+//! once the runtime's settle lease ran out (the exact guarantee and its one remaining gap are
+//! in [`Runtime::resume_orphaned`]). The same upkeep
+//! prunes the store: redeemed and expired tokens, idle sessions, and proposals over for longer
+//! than the runtime's proposal retention.
+//!
+//! [`Service::shutdown`] ends the confirmations pending on the MCP endpoints as `shutdown`
+//! (not `disconnected`); call it when the server's graceful shutdown begins.
 //!
 //! # Refusals
 //!
@@ -205,6 +211,8 @@ pub(crate) struct Shared {
     pub(crate) mcp: Vec<Router>,
     /// Per agent: the manifest its capability report compares against, and its name.
     pub(crate) baselines: BTreeMap<&'static str, (String, Manifest)>,
+    /// Cancelled by [`Service::shutdown`].
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Configures a [`Service`].
@@ -218,6 +226,8 @@ pub struct ServiceBuilder {
     /// The MCP endpoints, by path.
     mcp: Vec<(String, Router)>,
     baselines: BTreeMap<&'static str, (String, Manifest)>,
+    /// What [`Service::shutdown`] cancels (the MCP endpoints hold it from their mounting).
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for ServiceBuilder {
@@ -285,6 +295,7 @@ impl ServiceBuilder {
                 reviewer_roles: self.reviewer_roles,
                 mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
                 baselines: self.baselines,
+                shutdown: self.shutdown,
             }),
         };
         if let Some(every) = every {
@@ -329,6 +340,7 @@ impl Service {
             reviewer_roles: ["auditor".to_owned()].into_iter().collect(),
             mcp: Vec::new(),
             baselines: BTreeMap::new(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -340,6 +352,32 @@ impl Service {
     /// start and every [`ServiceLimits::maintenance_every`].
     pub async fn maintain(&self) {
         maintain::once(&self.shared).await;
+    }
+
+    /// Says the service is shutting down: every confirmation pending on its MCP endpoints
+    /// ends now, recorded `skipped` with reason `shutdown` (never `disconnected`, though the
+    /// server then closes the clients' connections), and each MCP session's end record says
+    /// `shutdown`. Call it when the server's graceful shutdown begins, before connections
+    /// close:
+    ///
+    /// ```no_run
+    /// # async fn f(
+    /// #     service: agents_service::Service,
+    /// #     listener: tokio::net::TcpListener,
+    /// #     signal: impl std::future::Future<Output = ()> + Send + 'static,
+    /// # ) {
+    /// let stopping = service.clone();
+    /// agents_service::axum::serve(listener, service.router())
+    ///     .with_graceful_shutdown(async move {
+    ///         signal.await; // a signal handler, an orchestrator's request
+    ///         stopping.shutdown();
+    ///     })
+    ///     .await
+    ///     .unwrap();
+    /// # }
+    /// ```
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
     }
 
     /// The routes (see the crate documentation), with the body limit, the request timeout

@@ -55,7 +55,8 @@ const RMCP_BODY_LIMIT: usize = 4 * 1024 * 1024;
 ///    `Last-Event-ID`; DELETE) gets rmcp's own 404 for an unknown session, word for word,
 ///    changes nothing and is audited as `denied`. It also caps open sessions and event streams
 ///    per principal (429), and tells the agent when a client goes away before its response is
-///    complete (a confirmation asked then ends as `disconnected`).
+///    complete (a confirmation asked then ends as `disconnected`; once
+///    [`Service::shutdown`](crate::Service::shutdown) was called, as `shutdown`).
 /// 5. **Strict JSON**: a POST body with duplicate keys or integers beyond 2^53 gets the
 ///    JSON-RPC error stdio answers (`-32600`), before rmcp parses it.
 ///
@@ -494,6 +495,7 @@ pub(crate) fn router<A: Registry>(
     runtime: Runtime,
     auth: Arc<dyn Authenticator>,
     options: McpEndpoint,
+    shutdown: CancellationToken,
 ) -> Result<Router, String> {
     options.check()?;
     let config = StreamableHttpServerConfig::default()
@@ -507,7 +509,7 @@ pub(crate) fn router<A: Registry>(
     mcp_options.session_id = None;
     let rt = runtime.clone();
     let service: StreamableHttpService<McpServer<A>, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(McpServer::<A>::new(rt.clone(), None, mcp_options.clone())),
+        move || Ok(McpServer::<A>::new(rt.clone(), None, mcp_options.clone()).shutdown_on(shutdown.clone())),
         manager.clone(),
         config,
     );
@@ -549,7 +551,8 @@ impl crate::ServiceBuilder {
             return Err(McpEndpointError(format!("the path `{}` already serves an MCP endpoint", endpoint.path)));
         }
         let path = endpoint.path.clone();
-        let router = router::<A>(runtime, self.auth.clone(), endpoint).map_err(McpEndpointError)?;
+        let router =
+            router::<A>(runtime, self.auth.clone(), endpoint, self.shutdown.clone()).map_err(McpEndpointError)?;
         self.mcp.push((path, router));
         Ok(self)
     }

@@ -443,3 +443,68 @@ async fn a_quiet_stream_ends_after_the_idle_timeout_and_resumes() {
     assert_eq!(after.first().unwrap().id, Some(last_id + 1));
     assert_eq!(after.last().unwrap().event, "done");
 }
+
+/// The audit reader of the next test: counts how often the log is read through.
+struct CountingReader {
+    inner: std::sync::Arc<agents_runtime::audit::MemorySink>,
+    passes: std::sync::atomic::AtomicUsize,
+}
+
+impl agents_service::AuditReader for CountingReader {
+    fn scan(
+        &self,
+        each: &mut dyn FnMut(&agents_runtime::audit::AuditRecord) -> std::ops::ControlFlow<()>,
+    ) -> Result<(), agents_service::AuditReadError> {
+        self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.scan(each)
+    }
+    fn verify(
+        &self,
+    ) -> Result<
+        Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>,
+        agents_service::AuditReadError,
+    > {
+        self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        agents_service::AuditReader::verify(&*self.inner)
+    }
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&agents_runtime::audit::AuditRecord),
+    ) -> Result<
+        Result<agents_runtime::audit::ChainSummary, agents_runtime::audit::ChainError>,
+        agents_service::AuditReadError,
+    > {
+        self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.verify_each(each)
+    }
+}
+
+/// `GET /v1/audit/verify` reads the log once: the chain's verdict and the severe failures
+/// come from one pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifying_the_audit_log_reads_it_once() {
+    use std::sync::Arc;
+    let audit = Arc::new(agents_runtime::audit::MemorySink::new());
+    let reader = Arc::new(CountingReader { inner: audit.clone(), passes: Default::default() });
+    let runtime = agents_runtime::Runtime::builder(audit.clone(), Arc::new(test_model())).roles(roles()).build();
+    let service = agents_service::Service::builder(
+        Arc::new(agents_service::DevAuthenticator::enabled()),
+        audit.clone(),
+        reader.clone(),
+    )
+    .agent::<Desk>(runtime)
+    .limits(limits())
+    .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = listener.local_addr().unwrap();
+    let router = service.router();
+    tokio::spawn(async move { agents_service::axum::serve(listener, router).await.unwrap() });
+    let run = start(base, &alice(), "verify-once", "lookup it").await;
+    ended(base, &alice(), &run).await;
+    let before = reader.passes.load(std::sync::atomic::Ordering::SeqCst);
+    let v = get(base, "/v1/audit/verify", &audrey()).await.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["records"].as_u64().unwrap() as usize, audit.records().len(), "{v}");
+    assert_eq!(v["severe"]["total"], 0, "{v}");
+    assert_eq!(reader.passes.load(std::sync::atomic::Ordering::SeqCst) - before, 1, "one pass over the log");
+}

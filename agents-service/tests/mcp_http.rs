@@ -429,3 +429,66 @@ async fn a_session_closed_for_idleness_is_purged_and_frees_its_place() {
     let r = first.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
     assert_eq!(r.status, 404, "the closed session is unknown");
 }
+
+/// A service shutting down ends the confirmation pending on its MCP endpoint as `skipped`
+/// with reason `shutdown`, never `disconnected`, also when the shutdown then closes the
+/// client's connection; nothing runs.
+#[tokio::test]
+async fn a_confirmation_pending_at_shutdown_is_recorded_as_shutdown() {
+    let audit = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new([])))
+        .roles(RoleMap::new().role("writer", ["note.read", "note.write"]))
+        .build();
+    let service = Service::builder(Arc::new(Tokens), audit.clone(), audit.clone())
+        .agent::<Notes>(rt.clone())
+        .mcp::<Notes>(rt, McpEndpoint::default())
+        .unwrap()
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
+    let stopping = service.clone();
+    let server = tokio::spawn(
+        agents_service::axum::serve(listener, service.router())
+            .with_graceful_shutdown(async move {
+                let _ = signalled.await;
+                stopping.shutdown();
+            })
+            .into_future(),
+    );
+    let mut alice = Client::new(addr, "alice-token");
+    alice.initialize(true).await;
+    let mut call = alice.call(20, "write_note", json!({"id": 20, "text": "at shutdown"})).await;
+    assert_eq!(call.status, 200);
+    let _question = elicitation_id(&mut call).await;
+
+    signal.send(()).unwrap();
+    let ended = |records: &[AuditRecord]| {
+        records.iter().find(|r| r.tool.as_deref() == Some("write_note") && r.status != AuditStatus::Proposed).cloned()
+    };
+    let mut found = None;
+    for _ in 0..200 {
+        found = ended(&audit.records());
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The shutdown closes the connection: the client is gone too.
+    drop(call);
+    for _ in 0..200 {
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        found = ended(&audit.records());
+    }
+    let record = found.expect("the pending confirmation got a final record");
+    assert_eq!(record.status, AuditStatus::Skipped);
+    let reason = record.reason.as_deref().unwrap_or_default();
+    assert!(reason.starts_with("shutdown:"), "recorded as the shutdown, not a disconnect: {reason}");
+    assert!(writes_of(20).is_empty(), "nothing ran");
+    assert_eq!(statuses(&audit.records(), "write_note"), ["proposed", "skipped"], "exactly one final record");
+    drop(alice);
+    server.abort();
+}

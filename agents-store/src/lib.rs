@@ -45,6 +45,11 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "session binding",
         sql: include_str!("../migrations/sqlite/0004_session_binding.sql"),
     },
+    Migration {
+        version: 5,
+        name: "recorded claims",
+        sql: include_str!("../migrations/sqlite/0005_recorded_claims.sql"),
+    },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -66,6 +71,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "session binding",
         sql: include_str!("../migrations/postgres/0005_session_binding.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "recorded claims",
+        sql: include_str!("../migrations/postgres/0006_recorded_claims.sql"),
     },
 ];
 

@@ -6,7 +6,7 @@ use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -427,8 +427,9 @@ impl Store for SqliteStore {
             let mut stmt = conn
                 .prepare_cached(&format!(
                     "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                     WHERE (verdict = 'approved' AND claimed_by IS NULL) OR (verdict = 'rejected' AND settled_by IS NULL) \
-                     OR (verdict IS NULL AND created_at <= ?2) ORDER BY ord LIMIT ?1"
+                     WHERE recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
+                     OR (verdict = 'rejected' AND settled_by IS NULL) OR (verdict IS NULL AND created_at <= ?2)) \
+                     ORDER BY ord LIMIT ?1"
                 ))
                 .map_err(sql_error)?;
             let before = now_ms().saturating_sub(millis(undecided_for));
@@ -437,10 +438,50 @@ impl Store for SqliteStore {
         })
     }
 
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let call_id = call_id.to_owned();
+        self.run(move |conn| {
+            conn.execute(
+                "UPDATE agents_proposals SET recorded_at = ?2 WHERE call_id = ?1 AND recorded_at IS NULL",
+                params![call_id, now_ms()],
+            )
+            .map(drop)
+            .map_err(sql_error)
+        })
+    }
+
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                     WHERE over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?2 ORDER BY ord LIMIT ?1"
+                ))
+                .map_err(sql_error)?;
+            let before = now_ms().saturating_sub(millis(lease));
+            let rows = stmt.query_map(params![limit, before], proposal_row).map_err(sql_error)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+        })
+    }
+
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let call_id = call_id.to_owned();
+        self.run(move |conn| {
+            let now = now_ms();
+            conn.execute(
+                "UPDATE agents_proposals SET over_at = ?2 \
+                 WHERE call_id = ?1 AND over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?3",
+                params![call_id, now, now.saturating_sub(millis(lease))],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
         self.run(move |conn| {
             conn.execute(
-                "DELETE FROM agents_proposals WHERE over_at IS NOT NULL AND over_at <= ?1",
+                "DELETE FROM agents_proposals WHERE recorded_at IS NOT NULL AND recorded_at <= ?1",
                 [now_ms().saturating_sub(millis(retention))],
             )
             .map(|n| n as u64)
@@ -601,6 +642,21 @@ impl Store for SqliteStore {
                 .collect::<rusqlite::Result<_>>()
                 .map_err(sql_error)?;
             verify_lines(&stream, lines.iter().map(String::as_str))
+        })
+    }
+
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let (stream, call_id) = (stream.to_owned(), call_id.to_owned());
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT line FROM agents_audit WHERE stream = ?1 AND instr(line, ?2) > 0")
+                .map_err(sql_error)?;
+            let lines: Vec<String> = stmt
+                .query_map(params![stream, call_id_needle(&call_id)], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(sql_error)?;
+            Ok(Some(lines.iter().any(|l| line_is_final_of(l, &call_id))))
         })
     }
 }

@@ -18,5 +18,6 @@ async fn memory_store_races() {
     common::race_slots(store.clone(), store.clone()).await;
     common::race_session_saves(store.clone(), store.clone()).await;
     common::proposal_across(store.clone(), store.clone()).await;
+    common::take_over_across(store.clone(), store.clone()).await;
     common::audit_across(store.clone(), store).await;
 }

@@ -80,6 +80,7 @@ async fn two_pools_in_one_process_race_correctly() {
     common::race_slots(a.clone(), b.clone()).await;
     common::race_session_saves(a.clone(), b.clone()).await;
     common::proposal_across(a.clone(), b.clone()).await;
+    common::take_over_across(a.clone(), b.clone()).await;
     common::audit_across(a, b).await;
 }
 

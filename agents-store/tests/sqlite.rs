@@ -28,6 +28,7 @@ async fn two_connections_to_one_file_race_correctly() {
     common::race_slots(a.clone(), b.clone()).await;
     common::race_session_saves(a.clone(), b.clone()).await;
     common::proposal_across(a.clone(), b.clone()).await;
+    common::take_over_across(a.clone(), b.clone()).await;
     common::audit_across(a, b).await;
 }
 

@@ -153,7 +153,7 @@ impl JsonlSink {
             Some(key) => ChainVerifier::new().epochs(key.policy()),
             None => ChainVerifier::new(),
         };
-        let head = verify_stream(BufReader::new(&mut file), verifier, &path)?;
+        let head = verify_stream(BufReader::new(&mut file), verifier, &path, None)?;
         let mode_error = |detail: &str| JsonlOpenError::Mode { path: path.clone(), detail: detail.to_owned() };
         match (&mut options.key, head.seals) {
             (Some(_), SealCheck::Integrity) => {
@@ -197,7 +197,7 @@ impl JsonlSink {
         let io_error = |source| JsonlOpenError::Io { path: path.to_path_buf(), source };
         let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
         lock(&file, path)?;
-        match verify_stream(BufReader::new(&mut file), ChainVerifier::new(), path) {
+        match verify_stream(BufReader::new(&mut file), ChainVerifier::new(), path, None) {
             Ok(_) => Ok(None),
             Err(JsonlOpenError::TornTail { line, offset, .. }) => {
                 use std::os::unix::fs::FileExt;
@@ -217,6 +217,39 @@ impl AuditSink for JsonlSink {
     fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
+
+    /// Reads the file line by line (on the blocking pool when a tokio runtime runs).
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, super::AuditError>> {
+        let (path, call_id) = (self.path.clone(), call_id.to_owned());
+        let look = move || -> Result<Option<bool>, super::AuditError> {
+            let mut lines = JsonlLines::new(BufReader::new(File::open(&path)?), usize::MAX);
+            // A cheap filter first: the canonical line holds the id as written here.
+            let needle = crate::store::call_id_needle(&call_id);
+            loop {
+                match lines.next_line() {
+                    Ok(Some(line)) if line.terminated => {
+                        if let Ok(text) = std::str::from_utf8(line.bytes)
+                            && text.contains(&needle)
+                            && super::line_is_final_of(text, &call_id)
+                        {
+                            return Ok(Some(true));
+                        }
+                    }
+                    Ok(_) => return Ok(Some(false)),
+                    Err(LineError::Io { source, .. }) => return Err(source.into()),
+                    Err(LineError::TooLong { .. }) => return Ok(None),
+                }
+            }
+        };
+        Box::pin(async move {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn_blocking(look).await.unwrap_or_else(|e| Err(super::AuditError::Refused(e.to_string())))
+                }
+                Err(_) => look(),
+            }
+        })
+    }
 }
 
 /// Verifies a JSONL log file: the same checks as [`agents_core::audit::verify_jsonl`], read
@@ -232,7 +265,25 @@ pub fn verify_jsonl_file(
     if let Some(m) = manifest_sha256 {
         verifier = verifier.manifest(m);
     }
-    verify_stream(BufReader::new(file), verifier, path)
+    verify_stream(BufReader::new(file), verifier, path, None)
+}
+
+/// Verifies the log at `path` like [`verify_jsonl_file`], and in the same pass hands `each`
+/// every record of it, in order: the verified ones, and after a break the records that still
+/// parse (a line that does not is skipped), up to a torn last line. A caller that also looks
+/// at every record (counts, findings) reads the file once.
+pub fn verify_jsonl_file_with(
+    path: impl AsRef<Path>,
+    manifest_sha256: Option<&str>,
+    each: &mut dyn FnMut(&AuditRecord),
+) -> Result<ChainSummary, JsonlOpenError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|source| JsonlOpenError::Io { path: path.to_path_buf(), source })?;
+    let mut verifier = ChainVerifier::new();
+    if let Some(m) = manifest_sha256 {
+        verifier = verifier.manifest(m);
+    }
+    verify_stream(BufReader::new(file), verifier, path, Some(each))
 }
 
 /// Verifies a JSONL log held as bytes, with the semantics of
@@ -243,7 +294,7 @@ pub fn verify_jsonl_bytes(bytes: &[u8], manifest_sha256: Option<&str>) -> Result
     if let Some(m) = manifest_sha256 {
         verifier = verifier.manifest(m);
     }
-    match verify_stream(bytes, verifier, Path::new("")) {
+    match verify_stream(bytes, verifier, Path::new(""), None) {
         Ok(summary) => Ok(summary),
         Err(JsonlOpenError::TornTail { line, .. }) => Err(ChainError::TornTail { line }),
         Err(JsonlOpenError::Broken { source, .. }) => Err(source),
@@ -256,27 +307,59 @@ fn verify_stream(
     reader: impl BufRead,
     mut verifier: ChainVerifier,
     path: &Path,
+    mut each: Option<&mut dyn FnMut(&AuditRecord)>,
 ) -> Result<ChainSummary, JsonlOpenError> {
     let broken = |source| JsonlOpenError::Broken { path: path.to_path_buf(), source };
     // The sink's own file: its lines are as long as the records it was given.
     let mut lines = JsonlLines::new(reader, usize::MAX);
+    // The first break; after it, a visitor still sees the records that parse.
+    let mut found: Option<ChainError> = None;
     loop {
         let line = match lines.next_line() {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(LineError::Io { source, .. }) => return Err(JsonlOpenError::Io { path: path.to_path_buf(), source }),
             Err(LineError::TooLong { line, limit }) => {
-                return Err(broken(ChainError::Malformed { line, detail: format!("longer than {limit} bytes") }));
+                let e = ChainError::Malformed { line, detail: format!("longer than {limit} bytes") };
+                return Err(broken(found.unwrap_or(e)));
             }
         };
         if !line.terminated {
-            return Err(JsonlOpenError::TornTail { path: path.to_path_buf(), line: line.number, offset: line.offset });
+            return match found {
+                Some(e) => Err(broken(e)),
+                None => {
+                    Err(JsonlOpenError::TornTail { path: path.to_path_buf(), line: line.number, offset: line.offset })
+                }
+            };
         }
         let text = std::str::from_utf8(line.bytes)
-            .map_err(|e| broken(ChainError::Malformed { line: line.number, detail: format!("not UTF-8: {e}") }))?;
-        verifier.line(text, line.number).map_err(broken)?;
+            .map_err(|e| ChainError::Malformed { line: line.number, detail: format!("not UTF-8: {e}") });
+        let record = match (&found, text) {
+            (None, Ok(text)) => match verifier.line(text, line.number) {
+                Ok(record) => Some(record),
+                Err(e) => {
+                    found = Some(e);
+                    serde_json::from_str::<AuditRecord>(text).ok()
+                }
+            },
+            (None, Err(e)) => {
+                found = Some(e);
+                None
+            }
+            (Some(_), Ok(text)) => serde_json::from_str::<AuditRecord>(text).ok(),
+            (Some(_), Err(_)) => None,
+        };
+        match (&mut each, record) {
+            (Some(each), Some(record)) => each(&record),
+            // Without a visitor, the first break is the answer.
+            (None, _) if found.is_some() => break,
+            _ => {}
+        }
     }
-    verifier.finish().map_err(broken)
+    match found {
+        Some(e) => Err(broken(e)),
+        None => verifier.finish().map_err(broken),
+    }
 }
 
 fn lock(file: &File, path: &Path) -> Result<(), JsonlOpenError> {

@@ -50,6 +50,12 @@ impl MemorySink {
 }
 
 impl AuditSink for MemorySink {
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, super::AuditError>> {
+        let found =
+            self.records().iter().any(|r| r.call_id.as_deref() == Some(call_id) && super::is_final_status(r.status));
+        Box::pin(std::future::ready(Ok(Some(found))))
+    }
+
     fn append(&self, mut record: AuditRecord) -> Appended<'_> {
         let mut records = self.lock();
         let prev = records.last().map_or(GENESIS_HASH, |r| r.hash.as_str());

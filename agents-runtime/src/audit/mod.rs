@@ -69,11 +69,13 @@ pub use agents_core::audit::{
     severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
-pub use jsonl::{JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file};
+pub use jsonl::{
+    JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with,
+};
 pub use keyed::{CheckpointFile, CheckpointPublisher, CheckpointWriter, Checkpoints, SealingKey};
 pub use memory::MemorySink;
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite};
+pub use sqlite::{SQLITE_TABLE, SqliteAuditError, SqliteSink, verify_sqlite, verify_sqlite_with};
 
 /// Why an audit write failed. A failed write stops the call (fail closed).
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +112,34 @@ pub enum AuditError {
 pub trait AuditSink: Send + Sync {
     /// Appends one record.
     fn append(&self, record: AuditRecord) -> Appended<'_>;
+
+    /// Whether the log holds a final record (`executed`, `failed`, `rejected`, `skipped` or
+    /// `denied`) of call `call_id`: `Some(found)`, or `None` when this sink cannot look (the
+    /// default). A resumption taking over the claim of a holder that died looks before it
+    /// writes, so a record that reached the log just before its holder died is not written a
+    /// second time. It reads the log (or the call's rows); it is asked only on a take-over.
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, Result<Option<bool>, AuditError>> {
+        let _ = call_id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// Whether a record of `status` ends a call (its final record).
+pub(crate) fn is_final_status(status: AuditStatus) -> bool {
+    matches!(
+        status,
+        AuditStatus::Executed
+            | AuditStatus::Failed
+            | AuditStatus::Rejected
+            | AuditStatus::Skipped
+            | AuditStatus::Denied
+    )
+}
+
+/// Whether a canonical line is a final record of `call_id`.
+pub(crate) fn line_is_final_of(line: &str, call_id: &str) -> bool {
+    serde_json::from_str::<AuditRecord>(line)
+        .is_ok_and(|r| r.call_id.as_deref() == Some(call_id) && is_final_status(r.status))
 }
 
 /// What [`AuditSink::append`] returns: a future of the sealed record, or of the failure.

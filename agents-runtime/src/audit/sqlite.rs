@@ -135,7 +135,7 @@ impl SqliteSink {
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
             add_missing_columns(&tx).map_err(sqlite_error)?;
             let policy = options.key.as_ref().map(super::SealingKey::policy);
-            let head = verify_connection(&tx, None, policy, &path)?;
+            let head = verify_connection(&tx, None, policy, &path, None)?;
             tx.commit().map_err(sqlite_error)?;
             head
         };
@@ -179,6 +179,35 @@ impl AuditSink for SqliteSink {
     fn append(&self, record: AuditRecord) -> Appended<'_> {
         self.inner.append(record)
     }
+
+    /// One query of the call's rows (on the blocking pool when a tokio runtime
+    /// runs), through a read-only connection of its own.
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, super::AuditError>> {
+        let (path, call_id) = (self.path.clone(), call_id.to_owned());
+        let look = move || -> Result<Option<bool>, super::AuditError> {
+            let refused = |e: rusqlite::Error| super::AuditError::Refused(e.to_string());
+            let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(refused)?;
+            conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(refused)?;
+            let mut stmt = conn.prepare("SELECT status FROM audit_log WHERE call_id = ?1").map_err(refused)?;
+            let statuses: Vec<String> = stmt
+                .query_map([&call_id], |r| r.get(0))
+                .map_err(refused)?
+                .collect::<Result<_, _>>()
+                .map_err(refused)?;
+            Ok(Some(statuses.iter().any(|s| {
+                serde_json::from_value::<super::AuditStatus>(serde_json::Value::String(s.clone()))
+                    .is_ok_and(super::is_final_status)
+            })))
+        };
+        Box::pin(async move {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn_blocking(look).await.unwrap_or_else(|e| Err(super::AuditError::Refused(e.to_string())))
+                }
+                Err(_) => look(),
+            }
+        })
+    }
 }
 
 /// Verifies the chain in the `audit_log` table of the database at `path` (opened read-only):
@@ -188,7 +217,24 @@ pub fn verify_sqlite(path: impl AsRef<Path>, manifest_sha256: Option<&str>) -> R
     let path = path.as_ref();
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
-    verify_connection(&conn, manifest_sha256, None, path)
+    verify_connection(&conn, manifest_sha256, None, path, None)
+}
+
+/// Verifies the database at `path` like [`verify_sqlite`], and in the same pass hands `each`
+/// every record of it, in order: the verified ones, and after a break the rows that still
+/// read as records. A caller that also looks at every record reads the table once.
+pub fn verify_sqlite_with(
+    path: impl AsRef<Path>,
+    manifest_sha256: Option<&str>,
+    each: &mut dyn FnMut(&AuditRecord),
+) -> Result<ChainSummary, SqliteAuditError> {
+    let path = path.as_ref();
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
+    // The sink may be writing: wait for its lock rather than fail.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;
+    verify_connection(&conn, manifest_sha256, None, path, Some(each))
 }
 
 fn verify_connection(
@@ -196,6 +242,7 @@ fn verify_connection(
     manifest_sha256: Option<&str>,
     policy: Option<agents_core::audit::EpochPolicy>,
     path: &Path,
+    mut each: Option<&mut dyn FnMut(&AuditRecord)>,
 ) -> Result<ChainSummary, SqliteAuditError> {
     let mut verifier = ChainVerifier::new().epochs(policy.unwrap_or_default());
     if let Some(m) = manifest_sha256 {
@@ -203,15 +250,22 @@ fn verify_connection(
     }
     let mut broken = None;
     sqlite::for_each_record(conn, |line, record| {
-        let checked = record
-            .map_err(|e| ChainError::Malformed { line, detail: e.to_string() })
-            .and_then(|record| verifier.record(&record, line));
-        match checked {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                broken = Some(e);
-                ControlFlow::Break(())
+        let checked = match (&broken, &record) {
+            (None, Ok(r)) => verifier.record(r, line),
+            (None, Err(e)) => Err(ChainError::Malformed { line, detail: e.to_string() }),
+            (Some(_), _) => Ok(()),
+        };
+        if let Err(e) = checked {
+            broken = Some(e);
+        }
+        match (&mut each, record) {
+            (Some(each), Ok(record)) => {
+                each(&record);
+                ControlFlow::Continue(())
             }
+            // Without a visitor, the first break is the answer.
+            (None, _) if broken.is_some() => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
         }
     })
     .map_err(|source| SqliteAuditError::Sqlite { path: path.to_path_buf(), source })?;

@@ -94,6 +94,16 @@ impl<A: Registry> McpServer<A> {
         }
     }
 
+    /// A server whose pending confirmations end as `skipped` with reason `shutdown` (not
+    /// `disconnected`, even when the shutdown then closes the client's connection) once
+    /// `shutdown` is cancelled; its session's end record says `shutdown` too. For a server
+    /// mounted in an application's own router: cancel the token when the application starts
+    /// shutting down, before it closes connections.
+    pub fn shutdown_on(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
     /// A server that ends pending confirmations as `shutdown` when `shutdown` is cancelled,
     /// and counts itself in `live` until it is dropped.
     pub(crate) fn served_by(

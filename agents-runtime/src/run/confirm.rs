@@ -2,7 +2,7 @@
 //! ended undecided, the [`Confirmer`] a direct session asks through) and [`Confirmation`], one
 //! pending action with one method per way of asking.
 
-use super::context::CallOutcome;
+use super::context::{CallOutcome, RunCtx};
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
 use super::pending::{Heard, SharedStore, declined, detail_of, verdict_of, withdraw};
 use super::proposal::{Refused, State};
@@ -12,7 +12,7 @@ use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::events::{Event, RunPhase};
-use crate::store::{DecideOutcome, ProposalRecord};
+use crate::store::{DecideOutcome, ProposalRecord, StoreError};
 use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
 use serde_json::{Value, json};
@@ -240,7 +240,11 @@ async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &
         }
     }
     match store.claim_execution(call_id, &ctx.inner.node_id).await.map_err(unavailable)? {
-        true => Ok(()),
+        // The execution's final record, once in the log, marks the claim written.
+        true => {
+            lock(&ctx.inner.settling).insert(call_id.to_owned());
+            Ok(())
+        }
         false => {
             Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned())
         }
@@ -301,12 +305,13 @@ impl StoredProposal {
         }
     }
 
-    /// Ends the stored proposal without running it (see [`withdraw`]).
-    async fn withdraw(&mut self, reason: &str) {
+    /// Ends the stored proposal without running it (see [`withdraw`]); `Err` when the store
+    /// failed, and the final record is then not this call's to write.
+    async fn withdraw(&mut self, reason: &str) -> Result<(), StoreError> {
         self.settled = true;
-        if let Err(e) = withdraw(&*self.store, &self.record, reason).await {
+        withdraw(&*self.store, &self.record, reason).await.inspect_err(|e| {
             tracing::warn!(error = %e, call_id = %self.record.call_id, "a stored proposal could not be withdrawn");
-        }
+        })
     }
 }
 
@@ -319,6 +324,28 @@ impl Drop for StoredProposal {
             });
         }
     }
+}
+
+/// The store failed while this call's final record was being claimed: without the claim the
+/// call writes no final record (a resumption that wins the claim once the run's slot lapsed
+/// writes it, so there is never a second one); nothing ran, and the run ends with
+/// [`RunError::StateUnavailable`](super::RunError::StateUnavailable).
+fn unclaimed<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    stored: &StoredProposal,
+    owed: FinalOwed<'_, A>,
+    e: StoreError,
+) -> CallOutcome {
+    owed.paid();
+    lock(&ctx.inner.settling).remove(&stored.record.call_id);
+    tracing::error!(call_id = %stored.record.call_id, error = %e,
+        "the state store failed while claiming a proposal's final record; a resumption writes it");
+    let _ = ctx.state_failed.set(e.to_string());
+    // A run ends; a direct session's call answers with the error (its caller decides).
+    if ctx.direct.is_none() {
+        ctx.cancel.cancel();
+    }
+    CallOutcome::err("the state store is unavailable; nothing ran")
 }
 
 /// A dialog proposal's entry in the book, closed however the call ends (its final record is
@@ -714,6 +741,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
         let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, settled: false };
+        // Its final record, once in the log, is marked written in the store (this call's
+        // claim then holds no more; see `Runtime::resume_orphaned`).
+        lock(&ctx.inner.settling).insert(stored.record.call_id.clone());
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
         let since = std::time::Instant::now();
         let waited = proposal.wait(asked, &stored).await;
@@ -723,18 +753,24 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match stored.record(verdict).await {
                 Ok((verdict, reason)) => Waited::Answer(Ok(Heard { verdict, recorded: true, reason })),
                 Err(e) => {
-                    stored.withdraw("the decision could not be recorded").await;
+                    if let Err(e) = stored.withdraw("the decision could not be recorded").await {
+                        return unclaimed(ctx, &stored, owed, e);
+                    }
                     let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
                     proposal.end(owed, AuditStatus::Skipped, reason).await;
                     return CallOutcome::err("the state store is unavailable; nothing ran");
                 }
             },
             Waited::TimedOut => {
-                stored.withdraw(&Undecided::TimedOut.reason()).await;
+                if let Err(e) = stored.withdraw(&Undecided::TimedOut.reason()).await {
+                    return unclaimed(ctx, &stored, owed, e);
+                }
                 Waited::TimedOut
             }
             Waited::Answer(Err(why)) => {
-                stored.withdraw(&why.reason()).await;
+                if let Err(e) = stored.withdraw(&why.reason()).await {
+                    return unclaimed(ctx, &stored, owed, e);
+                }
                 Waited::Answer(Err(why))
             }
             recorded => recorded,
@@ -763,10 +799,12 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
                     Ok(false) => {
                         owed.paid();
+                        lock(&ctx.inner.settling).remove(&stored.record.call_id);
                         return CallOutcome::err(REJECTED_MESSAGE);
                     }
                     Ok(true) => {}
-                    Err(e) => tracing::warn!(error = %e, "the rejection's record could not be claimed; writing it"),
+                    // Not claimed, not written: a resumption claims and writes it.
+                    Err(e) => return unclaimed(ctx, &stored, owed, e),
                 }
                 proposal.end(owed, AuditStatus::Rejected, declined(reason.as_deref())).await;
                 CallOutcome::err(REJECTED_MESSAGE)
@@ -783,12 +821,15 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                         // Claimed by a resumption on another node, which writes its records.
                         stored.settled = true;
                         owed.paid();
+                        lock(&ctx.inner.settling).remove(&stored.record.call_id);
                         CallOutcome::err(
                             "The approved action is carried out by another server; its outcome is in the audit log.",
                         )
                     }
                     Err(e) => {
-                        stored.withdraw("the execution could not be claimed").await;
+                        if let Err(e) = stored.withdraw("the execution could not be claimed").await {
+                            return unclaimed(ctx, &stored, owed, e);
+                        }
                         let reason = format!("the state store could not grant the execution ({e}); nothing ran");
                         proposal.end(owed, AuditStatus::Skipped, reason).await;
                         CallOutcome::err("the state store is unavailable; nothing ran")

@@ -69,6 +69,8 @@ pub(super) struct RunCtx<A> {
     /// the exact proposal, its tool and the proposal's call id. Used at most once, and only in
     /// this turn.
     pub(super) approved: Mutex<Option<(ConfirmationToken, String, String)>>,
+    /// Set when the state store failed while a proposal's final record was being claimed.
+    pub(super) state_failed: OnceLock<String>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -172,6 +174,7 @@ impl<A: Registry> RunCtx<A> {
             conversation: Mutex::new(Conversation::default()),
             delta: Mutex::new(Delta::default()),
             approved: Mutex::new(None),
+            state_failed: OnceLock::new(),
             _agent: PhantomData,
         })
     }
@@ -221,6 +224,7 @@ impl<A: Registry> RunCtx<A> {
             (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
             _ => None,
         };
+        let settled = super::record::settles(&self.inner, f.call_id.as_ref(), f.status);
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here; the future then
         // holds only the outcome.
@@ -232,8 +236,17 @@ impl<A: Registry> RunCtx<A> {
             };
             if let Err(e) = &answer {
                 tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
-            } else if let Some((id, tool, tier, status)) = moved {
-                self.note_call(&id, tool, tier, status);
+                // Still owed: a later final record of the call marks it.
+                if let Some(id) = settled {
+                    lock(&self.inner.settling).insert(id);
+                }
+            } else {
+                if let Some((id, tool, tier, status)) = moved {
+                    self.note_call(&id, tool, tier, status);
+                }
+                if let Some(id) = settled {
+                    super::record::mark_recorded(&self.inner, &id).await;
+                }
             }
             answer
         }

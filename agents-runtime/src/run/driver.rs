@@ -470,6 +470,11 @@ impl<A: Registry> Turn<A> {
         let _ = ctx.audit(f).await;
         ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: outcome.status });
         outcome.confirmation_timed_out = ctx.confirmation_timed_out.load(std::sync::atomic::Ordering::Acquire);
+        if let Some(message) = ctx.state_failed.get()
+            && outcome.failure.is_none()
+        {
+            outcome.failure = Some(Failure::StateUnavailable(message.clone()));
+        }
         outcome.report.calls = std::mem::take(&mut *lock(&ctx.calls));
         outcome
     }
@@ -546,7 +551,10 @@ pub(super) async fn end_waiting<A: Registry>(
     let session = ctx.ids.session_id.as_str();
     let claim = ctx.inner.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
     match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
-        Ok(true) => {}
+        // The claim is this node's: its final record, once in the log, marks it written.
+        Ok(true) => {
+            lock(&ctx.inner.settling).insert(call_id.to_owned());
+        }
         Ok(false) => {
             claim.commit(None);
             return Ok(false);

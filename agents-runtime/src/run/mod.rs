@@ -234,8 +234,8 @@ pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{
     DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
-    DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools,
-    RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
+    DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SETTLE_LEASE, DEFAULT_TOOL_TIMEOUT,
+    DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

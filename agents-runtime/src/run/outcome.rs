@@ -262,6 +262,17 @@ pub enum RunError {
         /// What the run did.
         report: Box<RunReport>,
     },
+    /// The state store failed while a proposed action's final record was being claimed: the
+    /// action did not run, and its final record is left to a resumption
+    /// ([`Runtime::resume_orphaned`](super::Runtime::resume_orphaned)), which writes it once the
+    /// run's slot lapsed, so the log never holds two final records for one proposal.
+    #[error("the state store failed while settling a proposed action ({message}); the action did not run")]
+    StateUnavailable {
+        /// What the store said.
+        message: String,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
     /// The run could not bind its session or get its slot when its task began (a shared
     /// store answers there): nothing ran.
     #[error("{source}")]
@@ -293,6 +304,7 @@ impl RunError {
             | RunError::Provider { report, .. }
             | RunError::Output { report, .. }
             | RunError::AuditUnavailable { report }
+            | RunError::StateUnavailable { report, .. }
             | RunError::NotStarted { report, .. }
             | RunError::TaskFailed { report, .. } => report,
         }
@@ -309,6 +321,7 @@ impl RunError {
             | RunError::Provider { report, .. }
             | RunError::Output { report, .. }
             | RunError::AuditUnavailable { report }
+            | RunError::StateUnavailable { report, .. }
             | RunError::NotStarted { report, .. }
             | RunError::TaskFailed { report, .. } => *report,
         }
@@ -329,6 +342,7 @@ impl RunError {
             | RunError::Provider { .. }
             | RunError::Output { .. }
             | RunError::AuditUnavailable { .. }
+            | RunError::StateUnavailable { .. }
             | RunError::NotStarted { .. }
             | RunError::TaskFailed { .. } => RunStatus::Failed,
         }
@@ -396,6 +410,7 @@ pub(super) enum Failure {
     Provider(ProviderError),
     Output { output_type: &'static str, message: String },
     AuditUnavailable,
+    StateUnavailable(String),
     NotStarted(StartError),
 }
 
@@ -432,6 +447,9 @@ impl<O> Ending<O> {
                 format!("the model's final answer does not fit `{output_type}`: {message}")
             }
             Failure::AuditUnavailable => "the audit log is unavailable; the run did not start".to_owned(),
+            Failure::StateUnavailable(m) => {
+                format!("the state store failed while settling a proposed action ({m}); the action did not run")
+            }
             Failure::NotStarted(e) => e.to_string(),
         })
     }
@@ -447,6 +465,7 @@ impl<O> Ending<O> {
             (_, Some(Failure::Provider(source))) => RunError::Provider { source, report },
             (_, Some(Failure::Output { output_type, message })) => RunError::Output { output_type, message, report },
             (_, Some(Failure::AuditUnavailable)) => RunError::AuditUnavailable { report },
+            (_, Some(Failure::StateUnavailable(message))) => RunError::StateUnavailable { message, report },
             (_, Some(Failure::NotStarted(source))) => RunError::NotStarted { source, report },
             (RunStatus::IterationLimit, None) => RunError::IterationLimit { limit: self.limit, report },
             (RunStatus::BudgetExhausted, None) => RunError::BudgetExhausted { report },

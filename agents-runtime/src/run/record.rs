@@ -291,6 +291,27 @@ fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
     append_detached(&ctx.inner, ctx.ids.record(f));
 }
 
+/// Whether a record of `status` ends a call (its final record).
+pub(super) fn is_final(status: AuditStatus) -> bool {
+    crate::audit::is_final_status(status)
+}
+
+/// The call id whose stored proposal a record of `status` settles, if this node owes it
+/// (taken out of the list: one final record marks it).
+pub(super) fn settles(inner: &Inner, call_id: Option<&SharedStr>, status: AuditStatus) -> Option<String> {
+    let id = call_id.filter(|_| is_final(status))?;
+    super::lock(&inner.settling).take(id.as_ref())
+}
+
+/// Marks a stored proposal's final record written, once it is durable in the log. A store
+/// that fails here leaves the claim unmarked: once the settle lease runs out a resumption
+/// writes the record again (see [`RuntimeBuilder::settle_lease`](super::RuntimeBuilder::settle_lease)).
+pub(super) async fn mark_recorded(inner: &Inner, call_id: &str) {
+    if let Err(e) = inner.store.mark_recorded(call_id).await {
+        tracing::error!(call_id, error = %e, "a proposal's final record is written but could not be marked so in the state store");
+    }
+}
+
 /// Writes a record nobody waits for. On a tokio runtime it is written by a task the runtime
 /// counts (see [`Runtime::records_settled`](super::Runtime::records_settled)); without one, or
 /// if that task never runs, the sink is polled once here, which hands the record to a sink that
@@ -317,10 +338,16 @@ pub(super) fn append_detached(inner: &Arc<Inner>, record: AuditRecord) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             handle.spawn(async move {
-                if let Some(record) = write.record.take()
-                    && let Err(e) = write.inner.audit.append(record).await
-                {
-                    tracing::error!(error = %e, "a final audit record could not be written");
+                if let Some(record) = write.record.take() {
+                    let settled = settles(&write.inner, record.call_id.as_ref(), record.status);
+                    match write.inner.audit.append(record).await {
+                        Err(e) => tracing::error!(error = %e, "a final audit record could not be written"),
+                        Ok(_) => {
+                            if let Some(id) = settled {
+                                mark_recorded(&write.inner, &id).await;
+                            }
+                        }
+                    }
                 }
                 drop(write);
             });

@@ -19,8 +19,22 @@
 //! undecided one past its window is ended and claimed in one conditional update
 //! ([`Store::close_undecided`](crate::store::Store::close_undecided)): the run itself (should
 //! it come back), the person deciding late, and every resuming node race for the same claim,
-//! and only the winner writes the final record. A node that dies between winning a claim and
-//! writing the record leaves that one record unwritten.
+//! and only the winner writes the final record.
+//!
+//! The claim and the record are two steps (the record may go to a log the store does not
+//! hold), so the holder marks the record written in the store once the log took it
+//! ([`Store::mark_recorded`](crate::store::Store::mark_recorded)). A claim left unmarked for
+//! longer than the [settle lease](super::RuntimeBuilder::settle_lease) (its holder died
+//! between the claim and the record, or the log refused the record), whose run's slot has
+//! lapsed, is taken over ([`Store::take_over`](crate::store::Store::take_over), one
+//! conditional update) by one resuming node, which writes the final record from what the store
+//! knows: a rejection `rejected` with the person's reason, a closed proposal `skipped` with its
+//! typed reason, an approval withdrawn by its run `skipped`, and an approved execution whose
+//! holder died `failed` with reason `abandoned: ...` (it may have run; it is never run again).
+//!
+//! Before writing, the taker asks the log whether the record is there already (the holder
+//! died after its record and before its mark), and then only marks it. The exact guarantee
+//! is stated on [`Runtime::resume_orphaned`].
 //!
 //! A conversational proposal (one the user answers with their next message) is orphaned in
 //! the same way once the turn that proposed it ended: approved through the decisions API, it
@@ -31,19 +45,20 @@
 //!
 //! What is not resumed: the model's turn (it is over; the session's next turn goes on from
 //! the session's history, on any node), and proposals of direct sessions (their caller is
-//! gone with them; they hold no run slot).
+//! gone with them; they hold no run slot). A claim a direct session's call left unwritten is
+//! taken over like any other once the settle lease ran out.
 
 use super::Runtime;
 use super::Undecided;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
-use super::pending::declined;
+use super::pending::{WITHDRAWN, declined};
 use super::pending::{detail, detail_str, principal_of};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::events::EventBus;
-use crate::store::{ProposalRecord, SlotId, StoreError, StoredVerdict};
+use crate::store::{ProposalRecord, ProposalState, SlotId, StoreError, StoredVerdict};
 use crate::tool::{Handler, Registry};
 use agents_core::{SharedStr, SharedValue};
 use serde_json::Value;
@@ -60,6 +75,32 @@ pub struct Pruned {
     pub sessions: u64,
     /// Proposals over for longer than the proposal retention.
     pub proposals: u64,
+}
+
+/// The final record a claim that lapsed unwritten gets: what the store knows of the
+/// proposal, and never more (an execution claimed by a node that died may have run).
+fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
+    let reason = found.reason.as_deref();
+    match (found.verdict, found.claimed_by.as_deref()) {
+        (Some(StoredVerdict::Approved), Some(WITHDRAWN) | None) => (
+            AuditStatus::Skipped,
+            format!(
+                "{}: the run ended before carrying out the approval and stopped before recording why; nothing ran",
+                Undecided::Abandoned.code()
+            ),
+        ),
+        (Some(StoredVerdict::Approved), Some(node)) => (
+            AuditStatus::Failed,
+            format!(
+                "{}; {node} claimed its execution and stopped before recording the outcome",
+                Undecided::Abandoned.reason()
+            ),
+        ),
+        _ => match reason.and_then(Undecided::of_reason) {
+            Some(_) => (AuditStatus::Skipped, reason.unwrap_or_default().to_owned()),
+            None => (AuditStatus::Rejected, declined(reason)),
+        },
+    }
 }
 
 /// How many proposals one [`Runtime::resume_orphaned`] looks at.
@@ -95,6 +136,30 @@ impl Runtime {
     /// happened to each proposal this node claimed. Proposals of other agents, or of another
     /// build of `A` (another manifest), are left alone. A service calls it on start and on a
     /// timer, for every agent it serves (`agents_service` does).
+    ///
+    /// A claim of a final record whose holder died before writing it (the claim and the
+    /// record are two steps: the log may be a file the store does not hold) is taken over
+    /// here too: the holder marks the record written in the store once the log took it
+    /// ([`Store::mark_recorded`](crate::store::Store::mark_recorded)); a claim left unmarked
+    /// for longer than the [settle lease](super::RuntimeBuilder::settle_lease), whose run's
+    /// slot has lapsed, is taken over by one node
+    /// ([`Store::take_over`](crate::store::Store::take_over)), which writes the record from
+    /// what the store knows (`rejected` with the person's reason; `skipped` with a closed
+    /// proposal's typed reason; for an approved execution whose holder died, `failed` with
+    /// reason `abandoned: ...`, since it may have run, and it is never run again).
+    ///
+    /// Before it writes, the taker asks the log whether the record is there already
+    /// ([`AuditSink::holds_final`](crate::audit::AuditSink::holds_final): the holder died
+    /// after its record reached the log and before its mark); if so it only marks it.
+    ///
+    /// The guarantee: every stored proposal gets exactly one final record, except in two
+    /// cases that can leave it two: a holder that dies between its record and its mark when
+    /// the audit sink cannot be searched (a custom sink without `holds_final`; the JSONL,
+    /// SQLite and memory sinks and the store's own streams can), and a holder without a run
+    /// slot (a resumption carrying out an approval) that takes longer than the lease between
+    /// its claim and its record. A live run whose claim fails with a store error writes
+    /// no record ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the
+    /// proposal is settled here.
     ///
     /// The stored arguments must hash to the approved MAC under this runtime's server key:
     /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
@@ -144,6 +209,39 @@ impl Runtime {
                 }
             }
         }
+        // Claims whose holder died between the claim and the record: taken over once the
+        // settle lease ran out (and, for a live run's, once its slot lapsed).
+        let lease = self.inner.settle_lease;
+        for found in store.stale_claims(RESUME_BATCH, lease).await? {
+            let p = &found.proposal;
+            if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
+                continue;
+            }
+            if let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str)
+                && store.slot_held(&SlotId(slot.to_owned())).await?
+            {
+                continue;
+            }
+            if !store.take_over(&p.call_id, lease).await? {
+                continue;
+            }
+            // Its record may have reached the log just before its holder died: then it is
+            // only marked.
+            match self.inner.audit.holds_final(&p.call_id).await {
+                Ok(Some(true)) => {
+                    tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
+                    store.mark_recorded(&p.call_id).await?;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(call_id = %p.call_id, error = %e, "the log could not be searched; writing the record");
+                }
+            }
+            let (status, reason) = taken_over(&found);
+            tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");
+            done.push(self.settle::<A>(found.proposal, status, reason).await);
+        }
         Ok(done)
     }
 
@@ -188,7 +286,10 @@ impl Runtime {
         .reason(reason.clone());
         crate::telemetry::audited(status, Some(p.tool.as_str()), None);
         let recorded = match self.inner.audit.append(ids.record(record)).await {
-            Ok(_) => true,
+            Ok(_) => {
+                super::record::mark_recorded(&self.inner, &p.call_id).await;
+                true
+            }
             Err(e) => {
                 tracing::error!(call_id = %p.call_id, error = %e, "the final record of a gone run's proposal could not be written");
                 false
@@ -201,6 +302,8 @@ impl Runtime {
     /// carries it out, or else the ids of the run that proposed it).
     pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
         let inner = &self.inner;
+        // Its final record, once in the log, is marked written in the store.
+        super::lock(&inner.settling).insert(p.call_id.clone());
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);
         let request_id = uuid::Uuid::new_v4().to_string();

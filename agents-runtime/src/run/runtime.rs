@@ -98,6 +98,12 @@ pub(super) struct Inner {
     pub(super) session_idle_timeout: Duration,
     /// How long proposals that are over stay in the state store.
     pub(super) proposal_retention: Duration,
+    /// How long a claim of a proposal's final record may stay unwritten before a resumption
+    /// takes it over.
+    pub(super) settle_lease: Duration,
+    /// The call ids of this node's stored proposals whose final record, once written, is
+    /// marked written in the store.
+    pub(super) settling: Mutex<std::collections::HashSet<String>>,
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
     /// The MCP servers imported tools are called on.
@@ -162,6 +168,7 @@ pub struct RuntimeBuilder {
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
     proposal_retention: Duration,
+    settle_lease: Duration,
     history_bytes: usize,
     decision_poll: Duration,
     confirmer: Option<Arc<dyn Confirmer>>,
@@ -185,6 +192,9 @@ pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default of [`RuntimeBuilder::proposal_retention`]: 7 days.
 pub const DEFAULT_PROPOSAL_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The default of [`RuntimeBuilder::settle_lease`]: 15 minutes (three times the default tool
+/// timeout).
+pub const DEFAULT_SETTLE_LEASE: Duration = Duration::from_secs(15 * 60);
 /// The default of [`RuntimeBuilder::history_bytes`]: 64 KiB.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
@@ -344,6 +354,18 @@ impl RuntimeBuilder {
         self.proposal_retention = retention;
         self
     }
+    /// How long a claim of a proposal's final record (its execution, its rejection's record,
+    /// its closing) may stay without that record marked written before
+    /// [`Runtime::resume_orphaned`] takes it over and writes the record itself (default
+    /// [`DEFAULT_SETTLE_LEASE`]): the window a node that died between its claim and its record
+    /// leaves open. A live run's claims are never taken over while its slot is held; a
+    /// resumption's claim (and a direct session's) has no slot, so the lease must exceed the
+    /// [tool timeout](Self::tool_timeout) plus an audit write, or a slow execution's outcome may
+    /// be recorded twice. Give every node the same value.
+    pub fn settle_lease(mut self, lease: Duration) -> Self {
+        self.settle_lease = lease;
+        self
+    }
     /// The most bytes of text the replayed history of a session may carry (default
     /// [`DEFAULT_HISTORY_BYTES`]), besides the agent's `history_messages`: the latest messages
     /// that fit are replayed, starting on a user message.
@@ -427,6 +449,8 @@ impl RuntimeBuilder {
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
                 proposal_retention: self.proposal_retention,
+                settle_lease: self.settle_lease,
+                settling: Mutex::new(std::collections::HashSet::new()),
                 history_bytes: self.history_bytes,
                 #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,
@@ -574,6 +598,7 @@ impl Runtime {
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             proposal_retention: DEFAULT_PROPOSAL_RETENTION,
+            settle_lease: DEFAULT_SETTLE_LEASE,
             history_bytes: DEFAULT_HISTORY_BYTES,
             decision_poll: DEFAULT_DECISION_POLL,
             confirmer: None,

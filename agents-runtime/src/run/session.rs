@@ -432,7 +432,11 @@ impl Inner {
     pub(super) async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
         let store = &self.store;
         let fields = match self.settle_waiting(call_id, &reason).await {
-            Ok(Some(fields)) => fields,
+            Ok(Some(fields)) => {
+                // This node holds the claim: the record, once in the log, marks it written.
+                super::lock(&self.settling).insert(call_id.to_owned());
+                fields
+            }
             // Decided and settled elsewhere: its final record is the one who did it.
             Ok(None) => return,
             Err(e) => {

@@ -71,7 +71,10 @@ struct Held {
     state: ProposalState,
     order: u64,
     put: Instant,
+    /// When its final record was claimed (or the claim last taken over or renewed).
     over: Option<Instant>,
+    /// When its final record was marked written.
+    recorded: Option<Instant>,
 }
 
 impl State {
@@ -195,7 +198,7 @@ impl Store for MemoryStore {
         // a second decision still finds them decided), so memory stays bounded.
         let now = Instant::now();
         if state.next_proposal_sweep.is_none_or(|due| due <= now) {
-            state.proposals.retain(|_, held| held.over.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
+            state.proposals.retain(|_, held| held.recorded.is_none_or(|at| at + MEMORY_SWEEP_EVERY > now));
             state.next_proposal_sweep = Some(now + MEMORY_SWEEP_EVERY);
         }
         state.proposal_counter += 1;
@@ -207,7 +210,9 @@ impl Store for MemoryStore {
             claimed_by: None,
             settled_by: None,
         };
-        state.proposals.insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None });
+        state
+            .proposals
+            .insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None, recorded: None });
         ready(Ok(()))
     }
 
@@ -309,6 +314,7 @@ impl Store for MemoryStore {
     fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
         let now = Instant::now();
         let found = self.lock().oldest(limit, |h| match h.state.verdict {
+            _ if h.recorded.is_some() => false,
             Some(StoredVerdict::Approved) => h.state.claimed_by.is_none(),
             Some(StoredVerdict::Rejected) => h.state.settled_by.is_none(),
             None => h.put + undecided_for <= now,
@@ -316,11 +322,36 @@ impl Store for MemoryStore {
         ready(Ok(found))
     }
 
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if let Some(h) = self.lock().proposals.get_mut(call_id) {
+            h.recorded.get_or_insert_with(Instant::now);
+        }
+        ready(Ok(()))
+    }
+
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        let now = Instant::now();
+        let found = self.lock().oldest(limit, |h| h.recorded.is_none() && h.over.is_some_and(|at| at + lease <= now));
+        ready(Ok(found))
+    }
+
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let now = Instant::now();
+        let taken = match self.lock().proposals.get_mut(call_id) {
+            Some(h) if h.recorded.is_none() && h.over.is_some_and(|at| at + lease <= now) => {
+                h.over = Some(now);
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(taken))
+    }
+
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
         let now = Instant::now();
         let mut state = self.lock();
         let before = state.proposals.len();
-        state.proposals.retain(|_, h| h.over.is_none_or(|at| at + retention > now));
+        state.proposals.retain(|_, h| h.recorded.is_none_or(|at| at + retention > now));
         ready(Ok((before - state.proposals.len()) as u64))
     }
 
@@ -383,6 +414,14 @@ impl Store for MemoryStore {
         ready(Ok(sealed))
     }
 
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let state = self.lock();
+        let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
+        let needle = super::call_id_needle(call_id);
+        let found = lines.iter().any(|l| l.contains(&needle) && super::line_is_final_of(l, call_id));
+        ready(Ok(Some(found)))
+    }
+
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
         let state = self.lock();
         let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
@@ -409,13 +448,14 @@ mod tests {
         }
     }
 
-    /// Proposals that are over leave memory a sweep interval after they ended; open ones,
-    /// approved ones nobody claimed (a resumption may still run them) and rejected ones whose
-    /// final record nobody claimed (a resumption may still write it) stay.
+    /// Proposals that are over (their final record marked written) leave memory a sweep
+    /// interval after they ended; open ones, approved ones nobody claimed (a resumption may
+    /// still run them), rejected ones whose final record nobody claimed, and claimed ones whose
+    /// record is not marked written (a resumption may still write it) stay.
     #[tokio::test(start_paused = true)]
     async fn proposals_that_are_over_are_swept_and_open_ones_stay() {
         let store = MemoryStore::new();
-        for id in ["rejected", "unsettled", "claimed", "approved", "open"] {
+        for id in ["rejected", "unsettled", "claimed", "approved", "open", "unwritten"] {
             store.put_proposal(&proposal(id)).await.unwrap();
         }
         store.decide("rejected", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
@@ -424,6 +464,11 @@ mod tests {
         store.decide("claimed", "o", "u", StoredVerdict::Approved, None).await.unwrap();
         assert!(store.claim_execution("claimed", "n").await.unwrap());
         store.decide("approved", "o", "u", StoredVerdict::Approved, None).await.unwrap();
+        store.decide("unwritten", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
+        assert!(store.claim_settlement("unwritten", "n").await.unwrap());
+        for written in ["rejected", "claimed"] {
+            store.mark_recorded(written).await.unwrap();
+        }
         // Within the interval a second decision still finds the first.
         let again = store.decide("rejected", "o", "u", StoredVerdict::Approved, None).await.unwrap();
         assert_eq!(again, DecideOutcome::AlreadyDecided);
@@ -431,7 +476,7 @@ mod tests {
         store.put_proposal(&proposal("next")).await.unwrap();
         let mut held: Vec<String> = store.lock().proposals.keys().cloned().collect();
         held.sort();
-        assert_eq!(held, ["approved", "next", "open", "unsettled"]);
-        assert_eq!(store.proposal_count(), 4);
+        assert_eq!(held, ["approved", "next", "open", "unsettled", "unwritten"]);
+        assert_eq!(store.proposal_count(), 5);
     }
 }

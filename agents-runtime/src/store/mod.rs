@@ -31,6 +31,10 @@
 //! - a session is saved only over the revision its writer read ([`Store::save_session`]: one
 //!   conditional statement), so of two nodes saving one revision one stores and the other
 //!   is told of the conflict; a session is bound to one user and organisation for good;
+//! - a claim whose final record its holder has not marked written ([`Store::mark_recorded`])
+//!   within a lease is taken over by exactly one taker per lapse ([`Store::take_over`]: one
+//!   conditional update that restarts the lease), so a holder that died between its claim and
+//!   its record does not leave the record unwritten (see `Runtime::resume_orphaned`);
 //! - proposals that are over (claimed or settled) are dropped once older than a retention
 //!   ([`Store::prune_proposals`]), tokens once redeemed or expired
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
@@ -357,14 +361,33 @@ pub trait Store: Send + Sync + 'static {
         reason: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Proposals whose final record nobody has claimed, oldest first, at most `limit`:
-    /// approved ones whose execution nobody claimed, rejected ones whose record nobody
-    /// claimed, and undecided ones stored more than `undecided_for` ago. What a node
+    /// Proposals whose final record nobody has claimed nor marked written, oldest first, at
+    /// most `limit`: approved ones whose execution nobody claimed, rejected ones whose record
+    /// nobody claimed, and undecided ones stored more than `undecided_for` ago. What a node
     /// settling the proposals of runs that are gone looks at.
     fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
 
+    /// Marks the proposal's final record written: called by the claim's holder once the
+    /// record is durably appended. From then on the proposal is never settled again (neither
+    /// [`Store::unsettled`] nor [`Store::stale_claims`] lists it). Marking an unknown or
+    /// marked proposal does nothing.
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Proposals whose final record was claimed (execution, settlement or closing) more than
+    /// `lease` ago and is not marked written, oldest first, at most `limit`: the claims of
+    /// holders that may have died between the claim and the record.
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+
+    /// Takes over (or, by its holder, renews) a claim whose final record is not marked
+    /// written and which was taken or renewed more than `lease` ago, in one conditional
+    /// update that restarts the claim's lease: of any number of concurrent takers, exactly
+    /// one gets `true` per lapse. The holder fields ([`ProposalState::claimed_by`],
+    /// [`ProposalState::settled_by`]) keep the original claimant's name.
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+
     /// Drops proposals that are over (approved and claimed, or rejected and their record
-    /// claimed) since longer than `retention`. Returns how many.
+    /// claimed, and their final record marked written) since longer than `retention`.
+    /// Returns how many.
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>>;
 
     // -- sessions -----------------------------------------------------------------------
@@ -408,6 +431,25 @@ pub trait Store: Send + Sync + 'static {
 
     /// Verifies `stream`'s chain from its first record.
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>>;
+
+    /// Whether `stream` holds a final record of call `call_id` (see
+    /// [`AuditSink::holds_final`](crate::audit::AuditSink::holds_final)): `Some(found)`, or
+    /// `None` when this store cannot look (the default). Asked only when a claim is taken over.
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        let _ = (stream, call_id);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// The text a canonical line holds when it is a record of call `call_id` (a filter before
+/// parsing the line).
+pub fn call_id_needle(call_id: &str) -> String {
+    format!("\"call_id\":{}", Value::from(call_id))
+}
+
+/// Whether a canonical line is a final record of `call_id`.
+pub fn line_is_final_of(line: &str, call_id: &str) -> bool {
+    crate::audit::line_is_final_of(line, call_id)
 }
 
 /// Verifies a chain given as canonical JSON lines in `seq` order (what the stores keep).

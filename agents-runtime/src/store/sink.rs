@@ -20,9 +20,17 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 /// resolves once the batch's transaction committed. A failed transaction stores none of its
 /// records (the database rolls it back), so the chain's head stays known and the next batch
 /// continues it: unlike a file sink, nothing is poisoned.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StoreAuditSink {
     sender: mpsc::UnboundedSender<(AuditRecord, Reply)>,
+    store: Arc<dyn Store>,
+    stream: String,
+}
+
+impl std::fmt::Debug for StoreAuditSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreAuditSink").field("stream", &self.stream).finish_non_exhaustive()
+    }
 }
 
 impl StoreAuditSink {
@@ -34,6 +42,7 @@ impl StoreAuditSink {
     pub fn new(store: Arc<dyn Store>, stream: impl Into<String>) -> Self {
         let stream = stream.into();
         let (sender, mut receiver) = mpsc::unbounded_channel::<(AuditRecord, Reply)>();
+        let sink = StoreAuditSink { sender, store: store.clone(), stream: stream.clone() };
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(STORE_MAX_BATCH);
             while receiver.recv_many(&mut batch, STORE_MAX_BATCH).await > 0 {
@@ -53,7 +62,7 @@ impl StoreAuditSink {
                 }
             }
         });
-        StoreAuditSink { sender }
+        sink
     }
 }
 
@@ -65,6 +74,12 @@ impl AuditSink for StoreAuditSink {
         }
         Appended::pending(async move {
             answer.await.unwrap_or_else(|_| Err(AuditError::Refused("the audit store's writer stopped".to_owned())))
+        })
+    }
+
+    fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, AuditError>> {
+        Box::pin(async move {
+            self.store.holds_final(&self.stream, call_id).await.map_err(|e| AuditError::Refused(e.to_string()))
         })
     }
 }

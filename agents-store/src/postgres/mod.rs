@@ -12,7 +12,7 @@ use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, seal_after, verify_lines,
+    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::future::{join, join3, join5};
@@ -413,7 +413,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let n = client
                 .execute(
-                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now() \
+                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now(), held_at = now() \
                      WHERE call_id = $1 AND verdict = 'approved' AND claimed_by IS NULL",
                     &[&call_id, &node],
                 )
@@ -445,7 +445,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let n = client
                 .execute(
-                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now() \
+                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now(), held_at = now() \
                      WHERE call_id = $1 AND verdict = 'rejected' AND settled_by IS NULL",
                     &[&call_id, &node],
                 )
@@ -468,7 +468,7 @@ impl Store for PostgresStore {
             let n = client
                 .execute(
                     "UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
-                     settled_by = $2, settled_at = now() WHERE call_id = $1 AND verdict IS NULL",
+                     settled_by = $2, settled_at = now(), held_at = now() WHERE call_id = $1 AND verdict IS NULL",
                     &[&call_id, &node, &reason],
                 )
                 .await
@@ -484,8 +484,9 @@ impl Store for PostgresStore {
                 .query(
                     &format!(
                         "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                         WHERE (verdict = 'approved' AND claimed_by IS NULL) OR (verdict = 'rejected' AND settled_by IS NULL) \
-                         OR (verdict IS NULL AND created_at <= now() - $2::BIGINT * interval '1 millisecond') \
+                         WHERE recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
+                         OR (verdict = 'rejected' AND settled_by IS NULL) \
+                         OR (verdict IS NULL AND created_at <= now() - $2::BIGINT * interval '1 millisecond')) \
                          ORDER BY ord LIMIT $1"
                     ),
                     &[&i64::from(limit), &millis(undecided_for)],
@@ -496,13 +497,63 @@ impl Store for PostgresStore {
         })
     }
 
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE agents_proposals SET recorded_at = now() WHERE call_id = $1 AND recorded_at IS NULL",
+                    &[&call_id],
+                )
+                .await
+                .map(drop)
+                .map_err(pg_error)
+        })
+    }
+
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                         WHERE held_at IS NOT NULL AND recorded_at IS NULL \
+                         AND held_at <= now() - $2::BIGINT * interval '1 millisecond' ORDER BY ord LIMIT $1"
+                    ),
+                    &[&i64::from(limit), &millis(lease)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(rows.iter().map(proposal_row).collect())
+        })
+    }
+
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent taker waits for the row's lock, then
+            // re-checks the lapse on the renewed row, which fails.
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET held_at = now() \
+                     WHERE call_id = $1 AND held_at IS NOT NULL AND recorded_at IS NULL \
+                     AND held_at <= now() - $2::BIGINT * interval '1 millisecond'",
+                    &[&call_id, &millis(lease)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
         Box::pin(async move {
             let client = self.client().await?;
             client
                 .execute(
                     "DELETE FROM agents_proposals \
-                     WHERE COALESCE(claimed_at, settled_at) <= now() - $1::BIGINT * interval '1 millisecond'",
+                     WHERE recorded_at <= now() - $1::BIGINT * interval '1 millisecond'",
                     &[&millis(retention)],
                 )
                 .await
@@ -669,6 +720,18 @@ impl Store for PostgresStore {
                 .await
                 .map_err(pg_error)?;
             verify_lines(stream, rows.iter().map(|r| r.get::<_, &str>(0)))
+        })
+    }
+
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let needle = call_id_needle(call_id);
+            let rows = client
+                .query("SELECT line FROM agents_audit WHERE stream = $1 AND strpos(line, $2) > 0", &[&stream, &needle])
+                .await
+                .map_err(pg_error)?;
+            Ok(Some(rows.iter().any(|r| line_is_final_of(r.get::<_, &str>(0), call_id))))
         })
     }
 }

@@ -3,7 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use agents_runtime::audit::AuditSink;
+use agents_runtime::audit::{AuditSink, AuditStatus};
 use agents_runtime::store::{
     DecideOutcome, ProposalRecord, Redeemed, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, StoreError,
     StoredVerdict, TokenGrant,
@@ -203,15 +203,43 @@ async fn settlement(store: &dyn Store) {
     assert!(store.claim_execution("st-approved", "n1").await.unwrap());
     assert_eq!(ids(store.unsettled(100, LONG).await.unwrap()), Vec::<String>::new(), "every final record is claimed");
 
-    // Over: st-rejected, st-open, st-approved. Open: st-young, st-late.
+    // Claims whose record is not marked written lapse after a lease, and are taken over once
+    // per lapse; a marked one never.
+    assert_eq!(ids(store.stale_claims(100, LONG).await.unwrap()), Vec::<String>::new(), "young claims hold");
+    assert_eq!(ids(store.stale_claims(100, Duration::ZERO).await.unwrap()), ["st-rejected", "st-open", "st-approved"]);
+    assert_eq!(store.stale_claims(2, Duration::ZERO).await.unwrap().len(), 2, "at most the limit");
+    assert!(!store.take_over("st-rejected", LONG).await.unwrap(), "a young claim is not taken over");
+    assert!(!store.take_over("st-young", Duration::ZERO).await.unwrap(), "nor an unclaimed proposal");
+    assert!(store.take_over("st-rejected", Duration::ZERO).await.unwrap());
+    assert!(!store.take_over("st-rejected", LONG).await.unwrap(), "the take-over restarted the lease");
+    let taken = store.proposal("st-rejected").await.unwrap().unwrap();
+    assert_eq!(taken.settled_by.as_deref(), Some("n1"), "the claimant's name stays");
+    for id in ["st-rejected", "st-open", "st-approved"] {
+        store.mark_recorded(id).await.unwrap();
+    }
+    store.mark_recorded("st-nothing").await.unwrap();
+    assert_eq!(ids(store.stale_claims(100, Duration::ZERO).await.unwrap()), Vec::<String>::new(), "all marked");
+    assert!(!store.take_over("st-open", Duration::ZERO).await.unwrap(), "a marked claim is never taken over");
+    // A record marked written before its claim (a claim that failed after the record) is
+    // not listed as unsettled either; a claim never marked is kept past the retention.
+    store.put_proposal(&proposal("st-marked", "dora")).await.unwrap();
+    store.decide("st-marked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
+    store.mark_recorded("st-marked").await.unwrap();
+    assert!(!ids(store.unsettled(100, LONG).await.unwrap()).contains(&"st-marked".to_owned()));
+    store.put_proposal(&proposal("st-unmarked", "dora")).await.unwrap();
+    store.decide("st-unmarked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
+    assert!(store.claim_settlement("st-unmarked", "n4").await.unwrap());
+
+    // Over: st-rejected, st-open, st-approved, st-marked. Open: st-young, st-late; claimed and
+    // unwritten: st-unmarked.
     assert_eq!(store.prune_proposals(LONG).await.unwrap(), 0, "nothing is over for that long");
     tokio::time::sleep(SHORT * 2).await;
-    assert!(store.prune_proposals(SHORT).await.unwrap() >= 3);
-    for gone in ["st-rejected", "st-open", "st-approved"] {
+    assert!(store.prune_proposals(SHORT).await.unwrap() >= 4);
+    for gone in ["st-rejected", "st-open", "st-approved", "st-marked"] {
         assert_eq!(store.proposal(gone).await.unwrap(), None, "{gone} was pruned");
     }
-    for kept in ["st-young", "st-late"] {
-        assert!(store.proposal(kept).await.unwrap().is_some(), "{kept} is open and kept");
+    for kept in ["st-young", "st-late", "st-unmarked"] {
+        assert!(store.proposal(kept).await.unwrap().is_some(), "{kept} is kept");
     }
 }
 
@@ -276,6 +304,15 @@ async fn audit(store: &dyn Store) {
     assert_eq!(store.verify_audit("clinic").await.unwrap().records, 4);
     assert_eq!(store.verify_audit("hr").await.unwrap().records, 1, "streams are separate chains");
     assert_eq!(store.verify_audit("none").await.unwrap().records, 0);
+    // A final record of a call is found in its stream only (a proposed one is not final).
+    let mut done = sample_record(20, "a");
+    done.call_id = Some("call-a-1".into());
+    done.status = AuditStatus::Rejected;
+    store.append_audit("clinic", vec![done]).await.unwrap();
+    assert_eq!(store.holds_final("clinic", "call-a-1").await.unwrap(), Some(true));
+    assert_eq!(store.holds_final("clinic", "call-a-2").await.unwrap(), Some(false), "only proposed");
+    assert_eq!(store.holds_final("hr", "call-a-1").await.unwrap(), Some(false), "another stream");
+    assert_eq!(store.holds_final("clinic", "call-a-").await.unwrap(), Some(false), "the whole id");
 }
 
 /// What comes back from a race.
@@ -353,6 +390,32 @@ pub async fn proposal_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
         claims += usize::from(t.await.unwrap().unwrap());
     }
     assert_eq!(claims, 1, "exactly one claim to execute");
+}
+
+/// A claim left unwritten past its lease, taken over concurrently through both nodes:
+/// exactly one take-over.
+pub async fn take_over_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    let lease = Duration::from_millis(400);
+    a.put_proposal(&proposal("lapsed", "ann")).await.unwrap();
+    b.decide("lapsed", "org-a", "ann", StoredVerdict::Rejected, None).await.unwrap();
+    assert!(a.claim_settlement("lapsed", "died").await.unwrap());
+    tokio::time::sleep(lease * 2).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(100));
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store.take_over("lapsed", lease).await
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for t in tasks {
+        taken += usize::from(t.await.unwrap().unwrap());
+    }
+    assert_eq!(taken, 1, "exactly one take-over per lapse");
 }
 
 /// 8 producers per node append 50 records each through each node's group-committing sink;

@@ -1,0 +1,469 @@
+//! Every stored proposal gets exactly one final record, on the paths where the claim of that
+//! record and its writing are split:
+//!
+//! - a node dies right after the store granted its claim (of a rejection's record, of an
+//!   approved call's execution) and before it wrote the record: once the settle lease and the
+//!   run's slot ran out, a resumption takes the claim over and writes the one record (an
+//!   execution that may have run is recorded `failed`, reason `abandoned: ...`, and never run
+//!   again);
+//! - a live run whose claim fails with a store error writes no record (the run ends with
+//!   `RunError::StateUnavailable`); the proposal stays unsettled, and a resumption writes its
+//!   one record;
+//! - a proposal a live run settled is marked written: a resumption with a zero lease finds
+//!   nothing to take over.
+//!
+//! The death is simulated in-process by a store wrapper that, once the claim committed in the
+//! real store, never answers again (every later call of that node hangs, like a process
+//! killed between the two steps). On SQLite and on a real PostgreSQL cluster; the chain
+//! verifies after each case.
+
+use agents_runtime::audit::{AuditRecord, AuditStatus, ChainSummary};
+use agents_runtime::events::Event;
+use agents_runtime::provider::scripted::reply;
+use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
+use agents_runtime::run::RunError;
+use agents_runtime::store::{
+    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
+    StoreAuditSink, StoreError, StoreResult, StoredVerdict, TokenGrant,
+};
+use agents_runtime::{BoxFuture, RunHandle, Runtime, Verdict};
+use agents_store::postgres::TempCluster;
+use agents_store::testing::leave::{Hr, SERVER_KEY, employee, executions, roles};
+use agents_store::{PostgresStore, SqliteStore};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the wrapped store does to the claims of a proposal's final record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// The claim commits in the real store, then the node is dead: this call and every later
+    /// one never answer.
+    DieAfterClaim,
+    /// Every claim fails with a store error (nothing changes in the real store).
+    FailClaims,
+    /// The final record is written, then the node is dead before it marks it written.
+    DieBeforeMark,
+}
+
+/// A node's view of the real store, with a fault at the claims.
+struct Faulty {
+    inner: Arc<dyn Store>,
+    fault: Fault,
+    dead: AtomicBool,
+}
+
+impl Faulty {
+    fn new(inner: Arc<dyn Store>, fault: Fault) -> Arc<Self> {
+        Arc::new(Faulty { inner, fault, dead: AtomicBool::new(false) })
+    }
+
+    /// `f`'s answer while the node lives; a future that never ends once it died.
+    fn live<'a, T: Send + 'a>(&'a self, f: BoxFuture<'a, StoreResult<T>>) -> BoxFuture<'a, StoreResult<T>> {
+        if self.dead.load(Ordering::SeqCst) { Box::pin(std::future::pending()) } else { f }
+    }
+
+    /// A claim: faulted as configured.
+    fn claim<'a>(&'a self, f: BoxFuture<'a, StoreResult<bool>>) -> BoxFuture<'a, StoreResult<bool>> {
+        match self.fault {
+            Fault::DieBeforeMark => self.live(f),
+            Fault::FailClaims => Box::pin(async { Err(StoreError::Unavailable("injected: the claim failed".into())) }),
+            Fault::DieAfterClaim => self.live(Box::pin(async move {
+                let granted = f.await?;
+                if granted {
+                    self.dead.store(true, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                }
+                Ok(granted)
+            })),
+        }
+    }
+}
+
+impl Store for Faulty {
+    fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
+        self.live(self.inner.mint_token(grant, ttl))
+    }
+    fn redeem_token<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
+        self.live(self.inner.redeem_token(id))
+    }
+    fn revoke_session_tokens<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        self.live(self.inner.revoke_session_tokens(session_id))
+    }
+    fn prune_tokens(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        self.live(self.inner.prune_tokens())
+    }
+    fn acquire_slot<'a>(
+        &'a self,
+        owner: &'a SlotOwner,
+        cap: u32,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SlotId>>> {
+        self.live(self.inner.acquire_slot(owner, cap, lease))
+    }
+    fn renew_slot<'a>(&'a self, slot: &'a SlotId, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.renew_slot(slot, lease))
+    }
+    fn release_slot<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
+        self.live(self.inner.release_slot(slot))
+    }
+    fn slot_held<'a>(&'a self, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.slot_held(slot))
+    }
+    fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
+        self.live(self.inner.active_slots(owner))
+    }
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
+        self.live(self.inner.put_proposal(proposal))
+    }
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        org_id: &'a str,
+        user_id: &'a str,
+        verdict: StoredVerdict,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
+        self.live(self.inner.decide(call_id, org_id, user_id, verdict, reason))
+    }
+    fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
+        self.live(self.inner.proposal(call_id))
+    }
+    fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
+        self.live(self.inner.pending_for(org_id, user_id))
+    }
+    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.claim(self.inner.claim_execution(call_id, node))
+    }
+    fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.live(self.inner.approved_unclaimed(limit))
+    }
+    fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.claim(self.inner.claim_settlement(call_id, node))
+    }
+    fn close_undecided<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.claim(self.inner.close_undecided(call_id, node, reason))
+    }
+    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.live(self.inner.unsettled(limit, undecided_for))
+    }
+    fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if self.fault == Fault::DieBeforeMark {
+            self.dead.store(true, Ordering::SeqCst);
+        }
+        self.live(self.inner.mark_recorded(call_id))
+    }
+    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+        self.live(self.inner.stale_claims(limit, lease))
+    }
+    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.take_over(call_id, lease))
+    }
+    fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        self.live(self.inner.prune_proposals(retention))
+    }
+    fn save_session<'a>(
+        &'a self,
+        session: &'a SessionRecord,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<SessionSaved>> {
+        self.live(self.inner.save_session(session, idle))
+    }
+    fn load_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        self.live(self.inner.load_session(session_id, idle))
+    }
+    fn delete_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.delete_session(session_id))
+    }
+    fn prune_sessions(&self, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
+        self.live(self.inner.prune_sessions(idle))
+    }
+    fn append_audit<'a>(
+        &'a self,
+        stream: &'a str,
+        records: Vec<AuditRecord>,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        self.live(self.inner.append_audit(stream, records))
+    }
+    fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
+        self.live(self.inner.verify_audit(stream))
+    }
+    fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
+        self.live(self.inner.holds_final(stream, call_id))
+    }
+}
+
+/// A model answer that calls `submit_leave`.
+fn leave(days: u32) -> ChatResponse {
+    ChatResponse {
+        content: String::new(),
+        tool_calls: vec![ToolCallRequest {
+            id: "call_1".into(),
+            name: "submit_leave".into(),
+            arguments: format!(r#"{{"days": {days}}}"#),
+        }],
+        usage: Default::default(),
+    }
+}
+
+/// The lease of a run's slot and of a claim, short so the tests wait little.
+const LEASE: Duration = Duration::from_millis(300);
+
+/// A node whose state and audit log (stream `audit`) are in `store`.
+fn node(store: Arc<dyn Store>, script: Vec<ChatResponse>, settle_lease: Duration) -> Runtime {
+    Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(roles())
+        .server_key(SERVER_KEY)
+        .store(store)
+        .decision_poll(Duration::from_millis(20))
+        .run_slot_lease(LEASE)
+        .settle_lease(settle_lease)
+        .build()
+}
+
+fn session(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The call waiting for a decision.
+async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
+    while let Some(e) = run.events().recv().await {
+        match e {
+            Event::ConfirmRequired { call_id, .. } => return call_id,
+            Event::Done { status, .. } => panic!("the run ended ({status}) before asking"),
+            _ => {}
+        }
+    }
+    panic!("the run's events ended before it asked")
+}
+
+/// The records of `call_id` in stream `audit` of `spec`'s database (a PostgreSQL CONNINFO,
+/// or `sqlite:PATH`), in chain order.
+async fn records_of(spec: &str, call_id: &str) -> Vec<AuditRecord> {
+    let lines: Vec<String> = if let Some(path) = spec.strip_prefix("sqlite:") {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let mut stmt = conn.prepare("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq").unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    } else {
+        let (client, connection) = tokio_postgres::connect(spec, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let rows =
+            client.query("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq", &[]).await.unwrap();
+        rows.iter().map(|r| r.get(0)).collect()
+    };
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<AuditRecord>(l).unwrap())
+        .filter(|r| r.call_id.as_deref() == Some(call_id))
+        .collect()
+}
+
+fn statuses(records: &[AuditRecord]) -> Vec<AuditStatus> {
+    records.iter().map(|r| r.status).collect()
+}
+
+/// Resumes through `b` and `c` at once until one of them settled something; what they did.
+async fn resume_until_settled(b: &Runtime, c: &Runtime) -> Vec<agents_runtime::run::ResumedCall> {
+    let deadline = tokio::time::Instant::now() + LEASE * 40;
+    loop {
+        let (from_b, from_c) = tokio::join!(b.resume_orphaned::<Hr>(), c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        if !done.is_empty() {
+            return done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "nothing was ever settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Node A's run hears the person's rejection (made through node B), wins the claim of the
+/// rejection's record, and dies before writing it. Once the lease ran out, one of two
+/// resuming nodes writes the one `rejected` record, with the person's reason.
+async fn dies_after_claiming_a_rejection(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieAfterClaim);
+    let node_a = node(dying.clone(), vec![leave(2), reply("done")], LEASE);
+    let (node_b, node_c) = (node(store.clone(), vec![], LEASE), node(store.clone(), vec![], LEASE));
+    let mut run = node_a.start::<Hr>(employee(), &s, "two days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("busy week")).await.unwrap();
+    // Node A claims the record, then never answers again.
+    let deadline = tokio::time::Instant::now() + LEASE * 20;
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node A never claimed the rejection's record");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let claimed = store.proposal(&call_id).await.unwrap().unwrap();
+    assert!(claimed.settled_by.is_some(), "the claim committed");
+    assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed], "and nothing was written");
+
+    let settled = resume_until_settled(&node_b, &node_c).await;
+    assert_eq!(settled.len(), 1, "one node took the claim over: {settled:?}");
+    assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Rejected));
+    assert!(settled[0].recorded);
+    tokio::time::sleep(LEASE * 2).await;
+    for _ in 0..3 {
+        assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled once");
+        assert!(node_c.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled once");
+    }
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Rejected], "exactly one final record");
+    assert_eq!(records[1].reason.as_deref(), Some("the user declined: busy week"));
+    assert_eq!(&*records[1].run_id, &*records[0].run_id);
+    assert_eq!(executions(&s), 0);
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
+/// Node A's run wins the claim of an approved call's execution and dies before writing
+/// anything more. The call is never run again: a resumption writes one `failed` record saying
+/// its outcome is unknown (`abandoned: ...`, naming the node).
+async fn dies_after_claiming_an_execution(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieAfterClaim);
+    let node_a = node(dying.clone(), vec![leave(3), reply("done")], LEASE);
+    let (node_b, node_c) = (node(store.clone(), vec![], LEASE), node(store.clone(), vec![], LEASE));
+    let mut run = node_a.start::<Hr>(employee(), &s, "three days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    let deadline = tokio::time::Instant::now() + LEASE * 20;
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node A never claimed the execution");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let settled = resume_until_settled(&node_b, &node_c).await;
+    assert_eq!(settled.len(), 1, "one node took the claim over: {settled:?}");
+    assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Failed));
+    tokio::time::sleep(LEASE * 2).await;
+    for _ in 0..3 {
+        assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled once");
+        assert!(node_c.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled once");
+    }
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Failed], "exactly one final record");
+    let reason = records[1].reason.as_deref().unwrap_or_default();
+    assert!(reason.starts_with("abandoned:") && reason.contains("claimed its execution"), "{reason}");
+    assert_eq!(executions(&s), 0, "never run by the resumption");
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
+/// Node A's run claims the rejection's record and writes it, then dies before marking it
+/// written. Once the lease ran out, a resumption takes the claim over, finds the record in
+/// the log and only marks it: still exactly one final record.
+async fn dies_between_the_record_and_its_mark(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieBeforeMark);
+    let node_a = node(dying.clone(), vec![leave(6), reply("done")], LEASE);
+    let (node_b, node_c) = (node(store.clone(), vec![], LEASE), node(store.clone(), vec![], LEASE));
+    let mut run = node_a.start::<Hr>(employee(), &s, "six days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("too long")).await.unwrap();
+    let deadline = tokio::time::Instant::now() + LEASE * 20;
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node A never wrote the rejection's record");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed, AuditStatus::Rejected]);
+    let unmarked = |found: Vec<ProposalState>| found.iter().any(|p| p.proposal.call_id == call_id);
+    assert!(unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()), "written, not marked");
+    let deadline = tokio::time::Instant::now() + LEASE * 40;
+    while unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()) {
+        assert!(tokio::time::Instant::now() < deadline, "the lapsed claim was never taken over");
+        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        assert!(done.iter().all(|d| d.call_id != call_id), "its record is not written again: {done:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Rejected], "exactly one final record");
+    assert_eq!(records[1].reason.as_deref(), Some("the user declined: too long"));
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
+/// A live run whose claim of the rejection's record fails writes no final record and ends
+/// with `StateUnavailable`; the proposal stays unsettled, and a resumption writes its one
+/// record.
+async fn a_failed_claim_leaves_the_record_to_a_resumption(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let failing = Faulty::new(store.clone(), Fault::FailClaims);
+    let node_a = node(failing, vec![leave(4), reply("done")], LEASE);
+    let node_b = node(store.clone(), vec![], LEASE);
+    let mut run = node_a.start::<Hr>(employee(), &s, "four days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("no")).await.unwrap();
+    match run.wait().await {
+        Err(RunError::StateUnavailable { message, .. }) => assert!(message.contains("injected"), "{message}"),
+        other => panic!("expected StateUnavailable, got {other:?}"),
+    }
+    assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed], "no record without the claim");
+    let left = store.proposal(&call_id).await.unwrap().unwrap();
+    assert_eq!((left.verdict, left.settled_by), (Some(StoredVerdict::Rejected), None), "still unsettled");
+
+    let settled = resume_until_settled(&node_b, &node_b).await;
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!(settled[0].status, AuditStatus::Rejected);
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Rejected], "exactly one final record");
+    assert_eq!(records[1].reason.as_deref(), Some("the user declined: no"));
+    assert_eq!(executions(&s), 0);
+    store.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// Proposals a live run settled (approved and run, rejected) are marked written: a
+/// resumption with a zero settle lease takes nothing over, and each has one final record.
+async fn settled_proposals_are_marked(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let node_a = node(store.clone(), vec![leave(1), leave(5), reply("done")], LEASE);
+    let eager = node(store.clone(), vec![], Duration::ZERO);
+    let mut run = node_a.start::<Hr>(employee(), &s, "one day, then five".into()).unwrap();
+    let first = confirm_required(&mut run).await;
+    node_a.decide_async(&first, &employee(), Verdict::Approve, None).await.unwrap();
+    let second = confirm_required(&mut run).await;
+    node_a.decide_async(&second, &employee(), Verdict::Reject, None).await.unwrap();
+    run.wait().await.unwrap();
+    // The run's slot is released: only the marks keep a resumption away.
+    tokio::time::sleep(LEASE * 2).await;
+    assert!(eager.resume_orphaned::<Hr>().await.unwrap().is_empty(), "nothing to take over");
+    assert_eq!(
+        statuses(&records_of(spec, &first).await),
+        [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    );
+    assert_eq!(statuses(&records_of(spec, &second).await), [AuditStatus::Proposed, AuditStatus::Rejected]);
+    assert_eq!(executions(&s), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_every_proposal_gets_one_final_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let spec = format!("sqlite:{}", path.display());
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    settled_proposals_are_marked(&spec, store.clone(), "sqlite-marked").await;
+    dies_after_claiming_a_rejection(&spec, store.clone(), "sqlite-reject").await;
+    dies_after_claiming_an_execution(&spec, store.clone(), "sqlite-exec").await;
+    dies_between_the_record_and_its_mark(&spec, store.clone(), "sqlite-mark").await;
+    a_failed_claim_leaves_the_record_to_a_resumption(&spec, store, "sqlite-failed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_every_proposal_gets_one_final_record() {
+    let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = cluster.create_database("settle").await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&url, 8).await.unwrap());
+    settled_proposals_are_marked(&url, store.clone(), "pg-marked").await;
+    dies_after_claiming_a_rejection(&url, store.clone(), "pg-reject").await;
+    dies_after_claiming_an_execution(&url, store.clone(), "pg-exec").await;
+    dies_between_the_record_and_its_mark(&url, store.clone(), "pg-mark").await;
+    a_failed_claim_leaves_the_record_to_a_resumption(&url, store, "pg-failed").await;
+}
