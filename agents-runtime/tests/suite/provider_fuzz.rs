@@ -6,7 +6,7 @@
 //! reader's memory is bounded by them). A last part sends arbitrary header bytes over a real
 //! socket on loopback.
 //!
-//! More cases: `PROVIDER_FUZZ_CASES=100000 cargo test -p agents-runtime --test provider_fuzz`.
+//! More cases: `PROVIDER_FUZZ_CASES=100000 cargo test -p agents-runtime --test suite provider_fuzz::`.
 #![cfg(feature = "http")]
 
 use crate::provider_common;

@@ -5,7 +5,7 @@
 //! field, at every level) and every result or error text, in all four forms.
 //!
 //! `AGENTS_REDACTION_CASES` sets the number of cases (10^4 by default; the full proof runs
-//! 10^5: `AGENTS_REDACTION_CASES=100000 cargo test -p agents-runtime --test run_redaction_fuzz`).
+//! 10^5: `AGENTS_REDACTION_CASES=100000 cargo test -p agents-runtime --test suite run_redaction_fuzz::`).
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;

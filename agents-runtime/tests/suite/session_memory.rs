@@ -2,7 +2,7 @@
 //! per session by the history caps (`history_messages`, `history_bytes`); purging idle
 //! sessions drops them.
 //!
-//! `cargo test -p agents-runtime --test session_memory -- --nocapture` prints the figures.
+//! `cargo test -p agents-runtime --test suite session_memory:: -- --nocapture` prints the figures.
 
 use agents_runtime::BoxFuture;
 use agents_runtime::RunResultExt as _;
