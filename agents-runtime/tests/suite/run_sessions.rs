@@ -1,7 +1,6 @@
 //! Sessions: bound to user, organisation and role; replay capped in bytes; idle expiry and
 //! an explicit end; memory of many finished sessions bounded.
 
-
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::scripted::{reply, tool_call};

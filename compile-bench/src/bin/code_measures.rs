@@ -40,9 +40,9 @@ impl Finder<'_> {
 }
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().trim() == "test")
-    })
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().trim() == "test"))
 }
 
 impl<'ast> Visit<'ast> for Finder<'_> {
@@ -106,7 +106,10 @@ fn is_test_file(path: &Path) -> bool {
 /// The workspace's member directories, read from its `Cargo.toml` (`members = [...]`).
 fn members(root: &Path) -> Vec<String> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("the workspace's Cargo.toml");
-    let list = manifest.split_once("members").and_then(|(_, rest)| rest.split_once('[')).and_then(|(_, rest)| rest.split_once(']'));
+    let list = manifest
+        .split_once("members")
+        .and_then(|(_, rest)| rest.split_once('['))
+        .and_then(|(_, rest)| rest.split_once(']'));
     let Some((list, _)) = list else { panic!("no `members = [...]` in the workspace's Cargo.toml") };
     list.split(',').map(|m| m.trim().trim_matches('"').to_owned()).filter(|m| !m.is_empty()).collect()
 }
@@ -138,7 +141,7 @@ fn main() {
             found.extend(finder.found);
         }
         found.sort_by(|a, b| b.lines.cmp(&a.lines).then(a.file.cmp(&b.file)));
-        sizes.sort_by(|a, b| b.0.cmp(&a.0));
+        sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let total: usize = sizes.iter().map(|s| s.0).sum();
         let long = found.iter().filter(|f| f.lines > LONG).count();
         println!("{member}: {} files, {total} lines; {long} functions over {LONG} lines", sizes.len());
@@ -150,7 +153,7 @@ fn main() {
         }
         all_files.extend(sizes);
     }
-    all_files.sort_by(|a, b| b.0.cmp(&a.0));
+    all_files.sort_by_key(|s| std::cmp::Reverse(s.0));
     println!("largest files of the workspace:");
     for (n, file) in all_files.iter().take(10) {
         println!("    {n:>5} lines  {file}");
