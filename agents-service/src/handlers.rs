@@ -36,6 +36,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/runs/{run_id}/stop", post(stop_run))
         .route("/v1/decisions", get(pending))
         .route("/v1/decisions/{call_id}", post(decide))
+        .route("/v1/sessions/{session_id}", axum::routing::delete(end_session))
         .route("/v1/audit", get(audit_query))
         .route("/v1/audit/verify", get(audit_verify))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint") })
@@ -431,6 +432,39 @@ async fn decide(
         }
     }
     Err(ApiError::not_found("pending decision"))
+}
+
+/// Ends one of the caller's conversation sessions on every node sharing the state store: its
+/// history is dropped, its tokens revoked, its waiting proposals end with their final records.
+/// Another principal's session is not found (and the attempt is audited).
+async fn end_session(
+    State(shared): St,
+    Caller(caller): Caller,
+    Path(session_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let mut ended = false;
+    for kind in shared.agents.values() {
+        match kind.runtime().end_session_async(&caller, &session_id).await {
+            Ok(found) => ended |= found,
+            Err(StartError::SessionNotYours(_)) => {
+                let reason = format!("refused: ending session {session_id}, which belongs to another principal");
+                audit_refusal(&shared, &caller, None, None, reason).await;
+                return Err(ApiError::not_found("session"));
+            }
+            Err(StartError::StateUnavailable(e)) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "state_unavailable",
+                    format!("the session could not be ended ({e}); try again"),
+                ));
+            }
+            Err(e) => return Err(ApiError::invalid(e.to_string())),
+        }
+    }
+    if !ended {
+        return Err(ApiError::not_found("session"));
+    }
+    Ok(axum::Json(json!({ "session_id": session_id, "ended": true })).into_response())
 }
 
 fn is_reviewer(shared: &Shared, caller: &Principal) -> bool {

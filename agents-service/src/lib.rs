@@ -9,6 +9,7 @@
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
 //! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
+//! | `DELETE /v1/sessions/{session_id}` | end one of the caller's conversation sessions on every node: history dropped, tokens revoked, its waiting proposals end (`skipped`); another principal's session is not found |
 //! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal), and `why` when a read would carry a copied value out |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |

@@ -84,7 +84,17 @@ try {
   check(!toolCall.includes(SECRET_1) || toolCall.indexOf(SECRET_1) === toolCall.lastIndexOf(SECRET_1),
     "the event stream carried the secret beyond the user's own message");
   await shot(page, "02-proposal-card");
-  await card.getByRole("button", { name: "Approve" }).click();
+  // Keyboard only: from the top of the page, the Tab key reaches the card's Approve button and
+  // Enter presses it.
+  await page.evaluate(() => document.activeElement && document.activeElement.blur());
+  const approve = card.getByRole("button", { name: "Approve" });
+  let reached = false;
+  for (let i = 0; i < 60 && !reached; i++) {
+    await page.keyboard.press("Tab");
+    reached = await approve.evaluate((b) => b === document.activeElement);
+  }
+  check(reached, "the Approve button cannot be reached with the Tab key");
+  await page.keyboard.press("Enter");
   await auditShows(page, "change_portal_password", "executed");
   await page.locator("#log li.assistant", { hasText: "done" }).first().waitFor();
   await shot(page, "03-approved-executed");

@@ -508,3 +508,33 @@ async fn verifying_the_audit_log_reads_it_once() {
     assert_eq!(v["severe"]["total"], 0, "{v}");
     assert_eq!(reader.passes.load(std::sync::atomic::Ordering::SeqCst) - before, 1, "one pass over the log");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_ended_only_by_its_own_user_and_its_waiting_action_ends_with_it() {
+    let s = serve(limits()).await;
+    let run = start(s.base, &alice(), "end-1", "submit a request").await;
+    let call_id = pending_call(s.base, &alice()).await;
+    let base = s.base;
+    let delete =
+        move |who: Principal| async move { call(base, "DELETE", "/v1/sessions/end-1", &[dev(&who)], None).await };
+    // Bob, with his own valid identity, learns nothing and changes nothing.
+    let r = delete(bob()).await;
+    assert_eq!((r.status, r.code().as_str()), (404, "not_found"), "{}", r.body);
+    let r = delete(carol()).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(get(s.base, "/v1/decisions", &alice()).await.json()["decisions"][0]["call_id"], call_id.as_str());
+    // Alice ends it: the action waiting in it ends, nothing ran, and it cannot be approved now.
+    let r = delete(alice()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["ended"], true);
+    // Its run goes on without the action (the model is told it did not run).
+    ended(s.base, &alice(), &run).await;
+    let late = post(s.base, &format!("/v1/decisions/{call_id}"), &alice(), r#"{"verdict": "approve"}"#).await;
+    assert_eq!(late.status, 404, "{}", late.body);
+    s.runtime.records_settled().await;
+    assert_eq!(executed("end-1"), 0);
+    let statuses: Vec<AuditStatus> = records_of(&s.audit, &call_id).iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![AuditStatus::Proposed, AuditStatus::Skipped]);
+    // Once ended there is nothing left to end.
+    assert_eq!(delete(alice()).await.status, 404);
+}
