@@ -48,7 +48,10 @@
 //! traced. The declared hosts still hold whatever the check
 //! sees: a URL or host name in the arguments outside them is refused before anything else.
 //! Once a session's results exceed [`MAX_LEDGER_BYTES`] the oldest are forgotten, and from
-//! then on every value the user did not type waits for a person (fail closed).
+//! then on every value the user did not type waits for a person (fail closed). The results
+//! are kept in the memory of the node that ran the turn: a session that goes on on another
+//! node sharing the state store fails closed there in the same way (the node sees that the
+//! stored session moved past the revision its own ledger covers).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -122,8 +125,10 @@ pub struct ArgOrigin {
 pub struct Provenance {
     /// One entry per string or number value, objects' keys in sorted order.
     pub args: Vec<ArgOrigin>,
-    /// The session's results outgrew [`MAX_LEDGER_BYTES`] and older ones were forgotten:
-    /// values found nowhere may have come from one of them.
+    /// The check does not hold all of the session's results (they outgrew
+    /// [`MAX_LEDGER_BYTES`] and older ones were forgotten, or earlier turns of the session ran
+    /// on another node sharing the state store): values found nowhere may have come from one
+    /// of them.
     pub results_forgotten: bool,
 }
 
@@ -157,7 +162,7 @@ impl Provenance {
                     why.push(format!("argument `{name}` was copied from the result of `{tool}` (call {call_id})"))
                 }
                 (Origin::Unknown, Match::NotFound) if self.results_forgotten => why.push(format!(
-                    "argument `{name}` may come from a tool result the check no longer holds (the session's results outgrew its bound)"
+                    "argument `{name}` may come from a tool result the check does not hold (the session's results outgrew its bound, or earlier turns ran on another node)"
                 )),
                 _ => {}
             }
@@ -280,6 +285,13 @@ impl Ledger {
             self.bytes -= old.bytes;
             self.forgotten = true;
         }
+    }
+
+    /// Notes that turns of the session ran where this ledger did not see them (on another
+    /// node sharing the state store): from now on it fails closed, as when results were
+    /// forgotten.
+    pub(crate) fn mark_partial(&mut self) {
+        self.forgotten = true;
     }
 
     /// Keeps a message of the user's. Beyond the bound the oldest are forgotten (which can

@@ -157,8 +157,9 @@
 //!   [`RuntimeBuilder::server_key`] (tokens are bound to MACs made with it).
 //!
 //! What stays in one node's memory: the egress provenance ledger of a session (a tool that
-//! reaches out compares its arguments with the results of this node's turns only) and the
-//! proposal book's in-flight claims. The in-memory store keeps everything in this process and
+//! reaches out compares its arguments with the results of this node's turns; once a turn of
+//! the session ran on another node, the check fails closed on this one: every value the user
+//! did not type here waits for a person) and the proposal book's in-flight claims. The in-memory store keeps everything in this process and
 //! answers at once, so a single node behaves as before, with nothing to wait for.
 //!
 //! The model-based test `tests/run_model.rs` drives random schedules of these channels

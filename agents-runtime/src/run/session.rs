@@ -99,6 +99,11 @@ pub(super) struct SessionState {
     /// them (filled only by agents with a tool that reaches the outside world; this node's
     /// turns only).
     pub(super) provenance: Arc<Mutex<crate::provenance::Ledger>>,
+    /// The stored revision of the session whose turns the ledger holds all of: the one this
+    /// node started or last saved over a revision it held. A turn that finds the store at
+    /// another revision (a turn ran on another node) marks the ledger partial, so the check
+    /// fails closed for the rest of the session here.
+    pub(super) covers: Option<u64>,
 }
 
 /// A session's conversation as the store holds it: history, digest, the proposal waiting
@@ -238,7 +243,7 @@ impl Inner {
                         return Err(StartError::SessionNotYours(session_id));
                     }
                     Some(r) if r.role == principal.role => {
-                        inner.touch(&session_id, &principal, false);
+                        inner.touch(&session_id, &principal, false, r.version);
                         return Ok(Conversation::from_record(r));
                     }
                     Some(r) => (r.version, Conversation::from_record(r).pending, SessionEnd::RoleChanged),
@@ -249,7 +254,7 @@ impl Inner {
                     SessionSaved::Stored { version } => {
                         // A context replaced here (another role, or idle), or one this node
                         // held that expired or ended elsewhere, ends with its proposals.
-                        let held_here = inner.touch(&session_id, &principal, true);
+                        let held_here = inner.touch(&session_id, &principal, true, version);
                         if over > 0 || version > 1 || held_here {
                             inner.tokens.revoke_session(&session_id);
                             inner.end_context(&session_id, why, ended.map(|p| p.call_id)).await;
@@ -266,10 +271,10 @@ impl Inner {
         })
     }
 
-    /// Notes on this node that `principal` uses the session now; `fresh` starts its local
-    /// context afresh. Whether this node held the session under another owner (or `fresh`
-    /// over a context it held).
-    fn touch(&self, session_id: &str, principal: &Principal, fresh: bool) -> bool {
+    /// Notes on this node that `principal` uses the session now, found at the store's
+    /// `version`; `fresh` starts its local context afresh. Whether this node held the session
+    /// under another owner (or `fresh` over a context it held).
+    fn touch(&self, session_id: &str, principal: &Principal, fresh: bool, version: u64) -> bool {
         let mut sessions = lock(&self.sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
         let me = owner_of(principal);
@@ -277,6 +282,11 @@ impl Inner {
         if held_other || fresh {
             // Cleared in place: a run that took the ledger before binding sees the fresh one.
             *lock(&s.provenance) = crate::provenance::Ledger::default();
+            s.covers = Some(version);
+        } else if s.covers != Some(version) {
+            // Turns of this session ran where this ledger did not see their results.
+            lock(&s.provenance).mark_partial();
+            s.covers = Some(version);
         }
         s.owner = Some(me);
         s.last_used = Some(tokio::time::Instant::now());
@@ -303,9 +313,14 @@ impl Inner {
             delta.apply(&mut next, input, answer, history_messages, self.history_bytes);
             let record = next.to_record(session_id, principal, base.version);
             match self.store.save_session(&record, idle).await.map_err(|e| e.to_string())? {
-                SessionSaved::Stored { .. } => {
+                SessionSaved::Stored { version } => {
                     if let Some(s) = lock(&self.sessions).get_mut(session_id) {
                         s.last_used = Some(tokio::time::Instant::now());
+                        // The ledger still holds every turn only if it did over the
+                        // revision this one was saved over.
+                        if s.covers == Some(base.version) {
+                            s.covers = Some(version);
+                        }
                     }
                     return Ok(());
                 }

@@ -384,3 +384,69 @@ async fn an_agent_without_egress_tools_records_no_provenance() {
     assert_eq!(ran("eg-plain"), 1);
     assert!(with_status(&audit, AuditStatus::Notice).is_empty());
 }
+
+/// Two nodes sharing one state store: the e-mail is read in a turn on node A; the next turn
+/// of the same session runs on node B, whose own ledger never saw that result. On B, `input`
+/// is the user's message and `args` the model's call of `fetch_page`; every card is declined.
+async fn across_nodes(session: &str, input: &str, args: &str) -> Ended {
+    let store: Arc<dyn agents_runtime::store::Store> = Arc::new(agents_runtime::store::MemoryStore::new());
+    let node = || {
+        let audit = Arc::new(MemorySink::new());
+        let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
+        let rt = Runtime::builder(audit.clone(), provider.clone())
+            .roles(RoleMap::new().role("clerk", Vec::<&str>::new()))
+            .confirm_mode(ConfirmMode::Dialog)
+            .store(store.clone())
+            .build();
+        (rt, audit, provider)
+    };
+    let (a, _, on_a) = node();
+    on_a.push(tool_call("read_email", "{}"));
+    on_a.push(reply("you have one e-mail"));
+    let first = a.start::<Mail>(me(), session, "what is in my mail?".to_owned()).unwrap().wait().await;
+    assert_eq!(first.status(), RunStatus::Completed, "{first:?}");
+    let (b, audit, on_b) = node();
+    on_b.push(tool_call("fetch_page", args));
+    on_b.push(reply("done"));
+    let mut run = b.start::<Mail>(me(), session, input.to_owned()).unwrap();
+    let mut cards = Vec::new();
+    while let Some(e) = run.events().recv().await {
+        match e {
+            Event::ConfirmRequired { call_id, why, .. } => {
+                cards.push(why);
+                b.decide(&call_id, &me(), Verdict::Reject).unwrap();
+            }
+            Event::Done { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
+    let listed = cards.clone();
+    Ended { audit, cards, listed, ran: ran(session) }
+}
+
+#[tokio::test]
+async fn a_copy_of_a_result_read_on_another_node_waits_for_a_person() {
+    let url = r#"{"url":"https://docs.example.com/share/token-abc123"}"#;
+    let e = across_nodes("eg-nodes", "open the link, please", url).await;
+    assert_eq!(e.ran, 0, "the copied link was not fetched");
+    assert_eq!(e.cards.len(), 1, "one card");
+    let card = e.cards[0].as_deref().expect("the card says why");
+    assert!(card.contains("argument `url` may come from a tool result the check does not hold"), "{card}");
+    assert!(card.contains("another node"), "{card}");
+    let fetch = e.audit.records().into_iter().filter_map(|r| r.call_id).next().expect("the call's records").to_string();
+    assert_eq!(
+        call_statuses(&e.audit, &fetch),
+        [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Rejected],
+        "{:?}",
+        e.audit.records()
+    );
+}
+
+#[tokio::test]
+async fn on_another_node_a_value_the_user_typed_there_still_runs_as_a_read() {
+    let url = r#"{"url":"https://docs.example.com/share/token-abc123"}"#;
+    let e = across_nodes("eg-nodes-typed", "open https://docs.example.com/share/token-abc123", url).await;
+    assert!(e.cards.is_empty(), "{:?}", e.cards);
+    assert_eq!(e.ran, 1);
+}
