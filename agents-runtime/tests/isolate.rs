@@ -768,7 +768,16 @@ async fn a_killed_runtime_takes_its_workers_along(_: Arc<World>) -> Result<(), S
     let mut line = String::new();
     let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
     let _ = std::io::BufRead::read_line(&mut out, &mut line);
-    let workers = children(parent.id());
+    // The warm worker is started beside the busy one; on a loaded machine it may come a
+    // moment after READY: wait (bounded) until both are there.
+    let mut workers = children(parent.id());
+    for _ in 0..100 {
+        if workers.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        workers = children(parent.id());
+    }
     let _ = parent.kill();
     let _ = parent.wait();
     ensure(line.trim() == "READY", format!("the runtime did not start its workers: {line:?}"))?;
