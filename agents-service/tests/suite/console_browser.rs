@@ -236,8 +236,8 @@ async fn the_console_in_a_real_browser() {
     }
 }
 
-/// One HTTP/1.1 request with `Connection: close`: status, headers, body.
-async fn http(
+/// One HTTP/1.1 request with `Connection: close`: status, lower-cased head, body.
+pub(crate) async fn http(
     base: SocketAddr,
     method: &str,
     path: &str,

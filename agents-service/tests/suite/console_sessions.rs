@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves a service with no agents (the decisions list answers 200 to any signed-in
 /// principal, 401 otherwise) and `console`, whose cookie falls back to `fallback`.
@@ -28,7 +27,8 @@ async fn serve(console: Console, fallback: Arc<dyn Authenticator>) -> SocketAddr
     base
 }
 
-/// One HTTP/1.1 request with `Connection: close`: status, lower-cased head, body.
+/// One HTTP/1.1 request with `Connection: close`: status, lower-cased head, body (an empty
+/// body is none).
 async fn http(
     base: SocketAddr,
     method: &str,
@@ -36,23 +36,7 @@ async fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(base).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if method == "POST" {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    crate::console_browser::http(base, method, path, headers, Some(body).filter(|b| !b.is_empty())).await
 }
 
 /// Signs in with `headers` and `body`: the session cookie (`name=value`), or the refusal.
