@@ -136,8 +136,9 @@ pub(crate) fn is_final_status(status: AuditStatus) -> bool {
     )
 }
 
-/// Whether a canonical line is a final record of `call_id`.
-pub(crate) fn line_is_final_of(line: &str, call_id: &str) -> bool {
+/// Whether a canonical line is a final record of `call_id` (what a sink's
+/// [`AuditSink::holds_final`] looks for).
+pub fn line_is_final_of(line: &str, call_id: &str) -> bool {
     serde_json::from_str::<AuditRecord>(line)
         .is_ok_and(|r| r.call_id.as_deref() == Some(call_id) && is_final_status(r.status))
 }

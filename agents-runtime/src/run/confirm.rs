@@ -242,7 +242,7 @@ async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &
     match store.claim_execution(call_id, &ctx.inner.node_id).await.map_err(unavailable)? {
         // The execution's final record, once in the log, marks the claim written.
         true => {
-            lock(&ctx.inner.settling).insert(call_id.to_owned());
+            ctx.inner.settling.insert(call_id.to_owned());
             Ok(())
         }
         false => {
@@ -337,7 +337,7 @@ fn unclaimed<A: Registry>(
     e: StoreError,
 ) -> CallOutcome {
     owed.paid();
-    lock(&ctx.inner.settling).remove(&stored.record.call_id);
+    ctx.inner.settling.remove(&stored.record.call_id);
     tracing::error!(call_id = %stored.record.call_id, error = %e,
         "the state store failed while claiming a proposal's final record; a resumption writes it");
     let _ = ctx.state_failed.set(e.to_string());
@@ -743,7 +743,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, settled: false };
         // Its final record, once in the log, is marked written in the store (this call's
         // claim then holds no more; see `Runtime::resume_orphaned`).
-        lock(&ctx.inner.settling).insert(stored.record.call_id.clone());
+        ctx.inner.settling.insert(stored.record.call_id.clone());
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
         let since = std::time::Instant::now();
         let waited = proposal.wait(asked, &stored).await;
@@ -799,7 +799,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
                     Ok(false) => {
                         owed.paid();
-                        lock(&ctx.inner.settling).remove(&stored.record.call_id);
+                        ctx.inner.settling.remove(&stored.record.call_id);
                         return CallOutcome::err(REJECTED_MESSAGE);
                     }
                     Ok(true) => {}
@@ -821,7 +821,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                         // Claimed by a resumption on another node, which writes its records.
                         stored.settled = true;
                         owed.paid();
-                        lock(&ctx.inner.settling).remove(&stored.record.call_id);
+                        ctx.inner.settling.remove(&stored.record.call_id);
                         CallOutcome::err(
                             "The approved action is carried out by another server; its outcome is in the audit log.",
                         )

@@ -238,7 +238,7 @@ impl<A: Registry> RunCtx<A> {
                 tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
                 // Still owed: a later final record of the call marks it.
                 if let Some(id) = settled {
-                    lock(&self.inner.settling).insert(id);
+                    self.inner.settling.insert(id);
                 }
             } else {
                 if let Some((id, tool, tier, status)) = moved {

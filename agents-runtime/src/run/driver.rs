@@ -553,7 +553,7 @@ pub(super) async fn end_waiting<A: Registry>(
     match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
         // The claim is this node's: its final record, once in the log, marks it written.
         Ok(true) => {
-            lock(&ctx.inner.settling).insert(call_id.to_owned());
+            ctx.inner.settling.insert(call_id.to_owned());
         }
         Ok(false) => {
             claim.commit(None);

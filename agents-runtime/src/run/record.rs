@@ -8,7 +8,7 @@ use super::runtime::Inner;
 use crate::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus};
 use crate::tool::Registry;
 use agents_core::{Principal, SharedStr, SharedValue, Tier};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The largest buffer (bytes) a thread keeps for the canonical text of results it hashes.
 pub(super) const RESULT_TEXT_KEPT: usize = 64 * 1024;
@@ -291,16 +291,43 @@ fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
     append_detached(&ctx.inner, ctx.ids.record(f));
 }
 
-/// Whether a record of `status` ends a call (its final record).
-pub(super) fn is_final(status: AuditStatus) -> bool {
-    crate::audit::is_final_status(status)
-}
-
 /// The call id whose stored proposal a record of `status` settles, if this node owes it
 /// (taken out of the list: one final record marks it).
 pub(super) fn settles(inner: &Inner, call_id: Option<&SharedStr>, status: AuditStatus) -> Option<String> {
-    let id = call_id.filter(|_| is_final(status))?;
-    super::lock(&inner.settling).take(id.as_ref())
+    let id = call_id.filter(|_| crate::audit::is_final_status(status))?;
+    inner.settling.take(id.as_ref())
+}
+
+/// The call ids whose stored proposal this node holds the claim of and owes the final record
+/// of (marked written once the record is in the log). Most final records (a read call's) owe
+/// nothing: they are answered from a count, without the lock.
+#[derive(Debug, Default)]
+pub(super) struct Owed {
+    ids: Mutex<std::collections::HashSet<String>>,
+    held: std::sync::atomic::AtomicUsize,
+}
+
+impl Owed {
+    pub(super) fn insert(&self, call_id: String) {
+        let mut ids = super::lock(&self.ids);
+        ids.insert(call_id);
+        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
+    }
+
+    pub(super) fn remove(&self, call_id: &str) {
+        self.take(call_id);
+    }
+
+    /// Takes `call_id` out, if it is owed.
+    pub(super) fn take(&self, call_id: &str) -> Option<String> {
+        if self.held.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut ids = super::lock(&self.ids);
+        let taken = ids.take(call_id);
+        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
+        taken
+    }
 }
 
 /// Marks a stored proposal's final record written, once it is durable in the log. A store

@@ -303,7 +303,7 @@ impl Runtime {
     pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
         let inner = &self.inner;
         // Its final record, once in the log, is marked written in the store.
-        super::lock(&inner.settling).insert(p.call_id.clone());
+        inner.settling.insert(p.call_id.clone());
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);
         let request_id = uuid::Uuid::new_v4().to_string();

@@ -103,7 +103,7 @@ pub(super) struct Inner {
     pub(super) settle_lease: Duration,
     /// The call ids of this node's stored proposals whose final record, once written, is
     /// marked written in the store.
-    pub(super) settling: Mutex<std::collections::HashSet<String>>,
+    pub(super) settling: super::record::Owed,
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
     /// The MCP servers imported tools are called on.
@@ -450,7 +450,7 @@ impl RuntimeBuilder {
                 session_idle_timeout: self.session_idle_timeout,
                 proposal_retention: self.proposal_retention,
                 settle_lease: self.settle_lease,
-                settling: Mutex::new(std::collections::HashSet::new()),
+                settling: super::record::Owed::default(),
                 history_bytes: self.history_bytes,
                 #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,

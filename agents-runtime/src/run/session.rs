@@ -449,7 +449,7 @@ impl Inner {
         let fields = match self.settle_waiting(call_id, &reason).await {
             Ok(Some(fields)) => {
                 // This node holds the claim: the record, once in the log, marks it written.
-                super::lock(&self.settling).insert(call_id.to_owned());
+                self.settling.insert(call_id.to_owned());
                 fields
             }
             // Decided and settled elsewhere: its final record is the one who did it.

@@ -447,10 +447,7 @@ pub fn call_id_needle(call_id: &str) -> String {
     format!("\"call_id\":{}", Value::from(call_id))
 }
 
-/// Whether a canonical line is a final record of `call_id`.
-pub fn line_is_final_of(line: &str, call_id: &str) -> bool {
-    crate::audit::line_is_final_of(line, call_id)
-}
+pub use crate::audit::line_is_final_of;
 
 /// Verifies a chain given as canonical JSON lines in `seq` order (what the stores keep).
 pub fn verify_lines<'a>(stream: &str, lines: impl IntoIterator<Item = &'a str>) -> StoreResult<ChainSummary> {
