@@ -2,23 +2,46 @@
 //! topic folder (`fail/grants/`, `fail/witness/`, ...) are written as code that tries to get
 //! around a guarantee would be.
 
-///
-/// The two kinds run as two sets. A set of `compile_fail` cases alone is checked with
-/// `cargo check` in one call that compiles every case side by side; a set that also holds a
-/// `pass` case is built (`cargo build`) one case at a time, each after a `cargo clean`, which
-/// is what the `pass` cases need (they are linked and run) and several times slower for the
-/// others.
+/// Every case is checked with `cargo check`, in one call that compiles the cases side by
+/// side. The cases that must compile are not here: each is a test target of this crate
+/// (`Cargo.toml`), built with the workspace and run by `cargo test`, so their dependencies are
+/// not built a second time in trybuild's own target directory.
 #[test]
 fn ui() {
     let must_not_compile = trybuild::TestCases::new();
     must_not_compile.compile_fail("tests/ui/fail/*.rs");
     must_not_compile.compile_fail("tests/ui/fail/*/*.rs");
-    // Dropping the set runs it; the `pass` set then reuses the project directory.
-    drop(must_not_compile);
+}
 
-    let must_compile = trybuild::TestCases::new();
-    must_compile.pass("tests/ui/pass/*.rs");
-    must_compile.pass("tests/ui/pass/*/*.rs");
+/// Every case under `tests/ui/pass/` is a `[[test]]` target of this crate: a case added
+/// without its target would otherwise never be compiled.
+#[test]
+fn every_must_compile_case_is_a_test_target() {
+    let manifest = std::fs::read_to_string("Cargo.toml").unwrap();
+    let declared: std::collections::BTreeSet<String> = manifest
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("path = \""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .filter(|p| p.starts_with("tests/ui/pass/"))
+        .map(str::to_owned)
+        .collect();
+    let mut cases = std::collections::BTreeSet::new();
+    let mut stack = vec![std::path::PathBuf::from("tests/ui/pass")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                cases.insert(path.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    assert!(cases.len() >= 20, "found only {} cases: is the test run from the crate's directory?", cases.len());
+    let missing: Vec<_> = cases.difference(&declared).collect();
+    let stale: Vec<_> = declared.difference(&cases).collect();
+    assert!(missing.is_empty(), "cases with no [[test]] target in ui-tests/Cargo.toml: {missing:?}");
+    assert!(stale.is_empty(), "[[test]] targets whose case file is gone: {stale:?}");
 }
 
 /// What a user reads names only what the user wrote and the library's public items: no

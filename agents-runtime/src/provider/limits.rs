@@ -154,7 +154,9 @@ impl ProviderLimits {
         }
     }
 
-    /// `Ok` when `amount` is within `limit`, else the typed error.
+    /// `Ok` when `amount` is within `limit`, else the typed error. Used by the HTTP providers'
+    /// stream decoder (`wire`), which the `http` feature compiles.
+    #[cfg(feature = "http")]
     pub(crate) fn check(&self, limit: ProviderLimit, amount: usize) -> Result<(), super::ProviderError> {
         let max = self.get(limit);
         if amount > max { Err(super::ProviderError::LimitExceeded { limit, max }) } else { Ok(()) }

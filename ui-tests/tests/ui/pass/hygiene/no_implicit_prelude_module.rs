@@ -8,7 +8,10 @@ mod bare {
 
     /// Reads a ticket.
     #[tool(permission = public)]
-    async fn read_ticket(id: u64, note: ::std::option::Option<::std::string::String>) -> ::std::result::Result<u64, ::std::string::String> {
+    async fn read_ticket(
+        id: u64,
+        note: ::std::option::Option<::std::string::String>,
+    ) -> ::std::result::Result<u64, ::std::string::String> {
         let _ = note;
         ::std::result::Result::Ok(id)
     }

@@ -1,6 +1,6 @@
 // A tool named like a std macro (or like `agent!`): its hidden macro must not shadow the
 // std macro the generated code or the user's code relies on.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::useless_format)] // `format!` is the std macro the case shows unshadowed
 
 use agents_runtime::{Agent, agent, tool};
 
