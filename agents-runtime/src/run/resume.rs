@@ -33,8 +33,18 @@
 //! holder died `failed` with reason `abandoned: ...` (it may have run; it is never run again).
 //!
 //! Before writing, the taker asks the log whether the record is there already (the holder
-//! died after its record and before its mark), and then only marks it. The exact guarantee
-//! is stated on [`Runtime::resume_orphaned`].
+//! died after its record and before its mark), and then only marks it. A live holder keeps
+//! its claim from lapsing: while it carries out an execution (a resumption's, a
+//! conversational approval's, a dialog approval's) or writes a resumption's record, it renews
+//! the claim every third of the lease ([`Store::renew_claim`](crate::store::Store::renew_claim),
+//! one conditional update that holds only while it is still the holder), so a call that runs
+//! longer than the lease is not taken over, and a holder that died stops renewing. The exact
+//! guarantee is stated on [`Runtime::resume_orphaned`].
+//!
+//! A resumption reads the store page by page ([`RESUME_BATCH`] proposals at a time) until it
+//! has seen every unsettled proposal and every lapsed claim, so proposals it leaves alone
+//! (conversational ones still waiting for their user, those of live runs or of other agents)
+//! never keep it from the ones stored after them.
 //!
 //! A conversational proposal (one the user answers with their next message) is orphaned in
 //! the same way once the turn that proposed it ended: approved through the decisions API, it
@@ -199,14 +209,33 @@ impl Runtime {
     /// ([`AuditSink::holds_final`](crate::audit::AuditSink::holds_final): the holder died
     /// after its record reached the log and before its mark); if so it only marks it.
     ///
+    /// While it carries out an execution (a resumption's, a conversational approval's, a
+    /// dialog approval's) or writes a resumption's record, the holder renews its claim every
+    /// third of the settle lease ([`Store::renew_claim`](crate::store::Store::renew_claim)),
+    /// so a live holder's claim does not lapse however long the call runs, and a dead
+    /// holder's does. One pass reads every unsettled proposal and every lapsed claim, page by
+    /// page ([`RESUME_BATCH`] at a time): however many wait for their user, the ones after
+    /// them are settled in the same pass.
+    ///
     /// The guarantee: every stored proposal gets exactly one final record, except in two
-    /// cases that can leave it two: a holder that dies between its record and its mark when
-    /// the audit sink cannot be searched (a custom sink without `holds_final`; the JSONL,
-    /// SQLite and memory sinks and the store's own streams can), and a holder without a run
-    /// slot (a resumption carrying out an approval) that takes longer than the lease between
-    /// its claim and its record. A live run whose claim fails with a store error writes
-    /// no record ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the
-    /// proposal is settled here.
+    /// cases that can leave it two:
+    ///
+    /// - a holder that dies between its record and its mark when the audit sink cannot be
+    ///   searched (a custom sink without `holds_final`; the JSONL, SQLite and memory sinks and
+    ///   the store's own streams can);
+    /// - a holder that is alive but renews nothing for a whole settle lease (about three
+    ///   renewals missed in a row) while the proposing run's slot has lapsed and another node
+    ///   resumes: its process paused (stopped, suspended) or cut off from the state store for
+    ///   that long, or, for a claim it does not renew (a live run's rejection or closing
+    ///   record, which its run's slot covers while the run lives; a direct session's, which
+    ///   has no slot), its one audit append taking that long. The other node takes the claim
+    ///   over and writes the record from what the store knows (for an execution, `failed`
+    ///   with reason `abandoned: ...`; the call is not run again), and the holder, once it
+    ///   goes on, writes its own.
+    ///
+    /// A live run whose claim fails with a store error writes no record
+    /// ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the proposal is
+    /// settled here.
     ///
     /// The stored arguments must hash to the approved MAC under this runtime's server key:
     /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
