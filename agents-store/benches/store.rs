@@ -76,8 +76,7 @@ fn message(role: &str, turn: usize, i: usize) -> serde_json::Value {
 /// (each turn adds its input and answer and drops the two oldest, so the size stays).
 async fn session_turns(name: &str, store: &dyn Store, messages: usize) -> (Duration, Duration, usize) {
     let idle = Duration::from_secs(1800);
-    let history: Vec<_> =
-        (0..messages).map(|i| message(if i % 2 == 0 { "user" } else { "assistant" }, 0, i)).collect();
+    let history: Vec<_> = (0..messages).map(|i| message(if i % 2 == 0 { "user" } else { "assistant" }, 0, i)).collect();
     let digest: Vec<_> =
         (0..8).map(|i| serde_json::json!(["submit_leave", format!("{{\"submitted\":{i},\"days\":5}}")])).collect();
     let first = SessionRecord {

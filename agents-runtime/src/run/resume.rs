@@ -276,7 +276,11 @@ impl Runtime {
 
     /// Settles one unsettled proposal if it is `A`'s and its run is gone (see
     /// [`Runtime::resume_orphaned`]), noting in `done` what it did.
-    async fn resume_one<A: Registry>(&self, found: ProposalState, done: &mut Vec<ResumedCall>) -> Result<(), StoreError> {
+    async fn resume_one<A: Registry>(
+        &self,
+        found: ProposalState,
+        done: &mut Vec<ResumedCall>,
+    ) -> Result<(), StoreError> {
         let store = &self.inner.store;
         let node = self.inner.node_id.as_str();
         let p = found.proposal;
@@ -320,7 +324,11 @@ impl Runtime {
 
     /// Takes over one lapsed claim if it is `A`'s and its run's slot (if any) lapsed too, and
     /// writes (or, found in the log, marks) its final record, noting in `done` what it wrote.
-    async fn take_over_one<A: Registry>(&self, found: ProposalState, done: &mut Vec<ResumedCall>) -> Result<(), StoreError> {
+    async fn take_over_one<A: Registry>(
+        &self,
+        found: ProposalState,
+        done: &mut Vec<ResumedCall>,
+    ) -> Result<(), StoreError> {
         let store = &self.inner.store;
         let p = &found.proposal;
         if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {

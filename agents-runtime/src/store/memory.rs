@@ -224,9 +224,10 @@ impl Store for MemoryStore {
             claimed_by: None,
             settled_by: None,
         };
-        state
-            .proposals
-            .insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None, held_by: None, recorded: None });
+        state.proposals.insert(
+            proposal.call_id.clone(),
+            Held { state: entry, order, put: now, over: None, held_by: None, recorded: None },
+        );
         ready(Ok(()))
     }
 

@@ -410,8 +410,12 @@ pub trait Store: Send + Sync + 'static {
     /// more than `lease` ago, oldest first, at most `limit`: the claims of holders that may
     /// have died between the claim and the record. Listed page by page, as
     /// [`Store::unsettled`].
-    fn stale_claims(&self, after: ProposalCursor, limit: u32, lease: Duration)
-    -> BoxFuture<'_, StoreResult<ProposalPage>>;
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>>;
 
     /// Takes over a claim whose final record is not marked written and which was taken, taken
     /// over or renewed more than `lease` ago, for `node`, in one conditional update that

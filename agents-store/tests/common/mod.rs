@@ -234,12 +234,23 @@ async fn settlement(store: &dyn Store) {
     assert_eq!(late, DecideOutcome::AlreadyDecided, "a decision after the ending changes nothing");
     assert!(!store.claim_settlement("st-open", "n3").await.unwrap(), "its record is claimed already");
     assert!(store.claim_execution("st-approved", "n1").await.unwrap());
-    assert_eq!(ids(store.unsettled(START, 100, LONG).await.unwrap().proposals), Vec::<String>::new(), "every final record is claimed");
+    assert_eq!(
+        ids(store.unsettled(START, 100, LONG).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "every final record is claimed"
+    );
 
     // Claims whose record is not marked written lapse after a lease, and are taken over once
     // per lapse; a marked one never.
-    assert_eq!(ids(store.stale_claims(START, 100, LONG).await.unwrap().proposals), Vec::<String>::new(), "young claims hold");
-    assert_eq!(ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals), ["st-rejected", "st-open", "st-approved"]);
+    assert_eq!(
+        ids(store.stale_claims(START, 100, LONG).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "young claims hold"
+    );
+    assert_eq!(
+        ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals),
+        ["st-rejected", "st-open", "st-approved"]
+    );
     assert_eq!(store.stale_claims(START, 2, Duration::ZERO).await.unwrap().proposals.len(), 2, "at most the limit");
     assert_eq!(
         ids(every_page(store, true, 1, Duration::ZERO).await),
@@ -274,7 +285,11 @@ async fn settlement(store: &dyn Store) {
         store.mark_recorded(id).await.unwrap();
     }
     store.mark_recorded("st-nothing").await.unwrap();
-    assert_eq!(ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals), Vec::<String>::new(), "all marked");
+    assert_eq!(
+        ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "all marked"
+    );
     assert!(!store.take_over("st-open", "n9", Duration::ZERO).await.unwrap(), "a marked claim is never taken over");
     assert!(!store.renew_claim("st-approved", "n1").await.unwrap(), "nor renewed");
     // A record marked written before its claim (a claim that failed after the record) is

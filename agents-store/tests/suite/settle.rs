@@ -406,7 +406,10 @@ async fn dies_between_the_record_and_its_mark(spec: &str, store: Arc<dyn Store>,
     }
     assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed, AuditStatus::Rejected]);
     let unmarked = |found: Vec<ProposalState>| found.iter().any(|p| p.proposal.call_id == call_id);
-    assert!(unmarked(store.stale_claims(ProposalCursor::START, 1000, Duration::ZERO).await.unwrap().proposals), "written, not marked");
+    assert!(
+        unmarked(store.stale_claims(ProposalCursor::START, 1000, Duration::ZERO).await.unwrap().proposals),
+        "written, not marked"
+    );
     let deadline = tokio::time::Instant::now() + LEASE * 40;
     while unmarked(store.stale_claims(ProposalCursor::START, 1000, Duration::ZERO).await.unwrap().proposals) {
         assert!(tokio::time::Instant::now() < deadline, "the lapsed claim was never taken over");
@@ -502,7 +505,8 @@ mod slow {
     /// * `pages` - how many pages the report has
     #[tool(permission = perms::report::write, mutating, title = "File a report")]
     async fn file_report(cx: &ToolContext<'_>, pages: u32) -> Result<String, String> {
-        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) += 1;
+        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) +=
+            1;
         tokio::time::sleep(super::SLOW).await;
         Ok(format!("{pages} pages filed"))
     }
