@@ -64,8 +64,9 @@
 //! window gets a `skipped` record (reason `timeout: ...`). Every `proposed` record gets exactly
 //! one final record: the run, the person and every node race for one claim in the store, and
 //! only its winner writes it; a winner that died before writing has its claim taken over
-//! once the runtime's settle lease ran out (the exact guarantee and its one remaining gap are
-//! in [`Runtime::resume_orphaned`]). The same upkeep
+//! once the runtime's settle lease ran out, while a live winner renews its claim however long
+//! its call runs (the exact guarantee and the cases it leaves open are in
+//! [`Runtime::resume_orphaned`]). The same upkeep
 //! prunes the store: redeemed and expired tokens, idle sessions, and proposals over for longer
 //! than the runtime's proposal retention.
 //!

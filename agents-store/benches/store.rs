@@ -2,6 +2,10 @@
 //!
 //! - confirmation token mint + redeem, and run slot acquire + release, on SQLite and on
 //!   PostgreSQL (sequential: each figure is one caller's latency);
+//! - one conversational turn's cost on the store: the session loaded when the turn starts and
+//!   saved over the revision read when it ends, for a short and a long replayed history, on
+//!   the in-memory store, SQLite and PostgreSQL (p50 and p99 per turn, one caller, and each
+//!   against the in-memory store);
 //! - audit appends per second on PostgreSQL with 16 producers through the chained,
 //!   group-committed sink, against a bare batched `INSERT` of the same records (same
 //!   producers, same batching, no chain, no lock) on the same server; and the chain with the
@@ -11,7 +15,7 @@
 //! package: the bench starts a throwaway cluster).
 
 use agents_runtime::audit::{Appended, AuditError, AuditRecord, AuditSink};
-use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, TokenGrant};
+use agents_runtime::store::{MemoryStore, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, TokenGrant};
 use agents_store::postgres::TempCluster;
 use agents_store::testing::sample_record;
 use agents_store::{PostgresStore, SqliteStore};
@@ -50,6 +54,80 @@ async fn round_trips(name: &str, store: &dyn Store) {
         per(tokens),
         per(slots)
     );
+}
+
+/// Turns measured per session, after [`WARM_TURNS`] unmeasured ones.
+const TURNS: usize = 400;
+const WARM_TURNS: usize = 20;
+/// The replayed histories measured: a session just begun, and a long one (what a session keeps
+/// at `history_messages` 50: four times the replayed count).
+const HISTORIES: [usize; 2] = [4, 200];
+
+/// A message of about 240 bytes, as a turn's input or answer.
+fn message(role: &str, turn: usize, i: usize) -> serde_json::Value {
+    let text = format!(
+        "{role} message {i} of turn {turn}: I would like to take the second week of March off, from Monday to \
+         Friday, and I have checked with my team that the release planned for that week is covered by someone else."
+    );
+    serde_json::json!([role, text])
+}
+
+/// p50 and p99 of one turn's load + save of a session whose history holds `messages` messages
+/// (each turn adds its input and answer and drops the two oldest, so the size stays).
+async fn session_turns(name: &str, store: &dyn Store, messages: usize) -> (Duration, Duration, usize) {
+    let idle = Duration::from_secs(1800);
+    let history: Vec<_> = (0..messages).map(|i| message(if i % 2 == 0 { "user" } else { "assistant" }, 0, i)).collect();
+    let digest: Vec<_> =
+        (0..8).map(|i| serde_json::json!(["submit_leave", format!("{{\"submitted\":{i},\"days\":5}}")])).collect();
+    let first = SessionRecord {
+        session_id: format!("bench-{name}-{messages}"),
+        org_id: "org-hr".into(),
+        user_id: "ann".into(),
+        role: "employee".into(),
+        history: serde_json::Value::Array(history),
+        digest: serde_json::Value::Array(digest),
+        pending: serde_json::Value::Null,
+        version: 0,
+    };
+    let bytes = first.history.to_string().len() + first.digest.to_string().len();
+    assert!(matches!(store.save_session(&first, idle).await.unwrap(), SessionSaved::Stored { .. }));
+    let mut times = Vec::with_capacity(TURNS);
+    for turn in 1..=WARM_TURNS + TURNS {
+        let t = Instant::now();
+        let mut session = store.load_session(&first.session_id, idle).await.unwrap().expect("the session is held");
+        if let serde_json::Value::Array(history) = &mut session.history {
+            history.drain(..2);
+            history.push(message("user", turn, 0));
+            history.push(message("assistant", turn, 1));
+        }
+        let saved = store.save_session(&session, idle).await.unwrap();
+        assert!(matches!(saved, SessionSaved::Stored { .. }), "{saved:?}");
+        if turn > WARM_TURNS {
+            times.push(t.elapsed());
+        }
+    }
+    times.sort();
+    (times[TURNS / 2], times[TURNS * 99 / 100], bytes)
+}
+
+async fn session_costs(stores: &[(&str, &dyn Store)]) {
+    println!("session turn: load + save over the revision read, {TURNS} turns each, one caller:");
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for messages in HISTORIES {
+        let mut base = None;
+        for (name, store) in stores {
+            let (p50, p99, bytes) = session_turns(name, *store, messages).await;
+            let (b50, b99) = *base.get_or_insert((p50, p99));
+            println!(
+                "  {messages:>3} messages ({:>3} KB)  {name:>10}: p50 {:9.1} us  p99 {:9.1} us   {:7.1}x / {:7.1}x memory",
+                bytes / 1024,
+                us(p50),
+                us(p99),
+                us(p50) / us(b50),
+                us(p99) / us(b99)
+            );
+        }
+    }
 }
 
 /// The baseline: the same batching as `StoreAuditSink`, one multi-row `INSERT` per batch in
@@ -127,6 +205,8 @@ async fn main() {
     let url = cluster.create_database("bench").await.unwrap();
     let pg = Arc::new(PostgresStore::connect(&url, 32).await.unwrap());
     round_trips("postgresql", pg.as_ref()).await;
+    let memory = MemoryStore::new();
+    session_costs(&[("memory", &memory), ("sqlite", &sqlite), ("postgresql", pg.as_ref())]).await;
 
     let n = PRODUCERS * PER_PRODUCER;
     // Warm both paths once (connections, prepared statements, table files).

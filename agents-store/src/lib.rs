@@ -50,6 +50,7 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         name: "recorded claims",
         sql: include_str!("../migrations/sqlite/0005_recorded_claims.sql"),
     },
+    Migration { version: 6, name: "claim holder", sql: include_str!("../migrations/sqlite/0006_claim_holder.sql") },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -77,6 +78,7 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "recorded claims",
         sql: include_str!("../migrations/postgres/0006_recorded_claims.sql"),
     },
+    Migration { version: 7, name: "claim holder", sql: include_str!("../migrations/postgres/0007_claim_holder.sql") },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

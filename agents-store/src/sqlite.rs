@@ -5,8 +5,9 @@ use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
-    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
+    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
+    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
+    seal_after, verify_lines,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -142,6 +143,26 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
 
 const PROPOSAL_COLUMNS: &str = "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, \
                                 reason, claimed_by, detail, settled_by";
+
+/// A page of proposals read with `sql` (selecting [`PROPOSAL_COLUMNS`] and then `ord`, with
+/// `?1` the cursor, `?2` the limit and `?3` the time bound), and where the next one starts.
+fn proposal_page(
+    conn: &Connection,
+    sql: &str,
+    after: ProposalCursor,
+    limit: u32,
+    bound: i64,
+) -> StoreResult<ProposalPage> {
+    let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
+    let after = i64::try_from(after.0).unwrap_or(i64::MAX);
+    let rows = stmt
+        .query_map(params![after, limit, bound], |row| Ok((proposal_row(row)?, row.get::<_, i64>(14)?)))
+        .map_err(sql_error)?;
+    let found: Vec<(ProposalState, i64)> = rows.collect::<rusqlite::Result<_>>().map_err(sql_error)?;
+    let full = found.len() == limit as usize;
+    let next = found.last().filter(|_| full).map(|(_, ord)| ProposalCursor(u64::try_from(*ord).unwrap_or(0)));
+    Ok(ProposalPage { proposals: found.into_iter().map(|(p, _)| p).collect(), next })
+}
 
 impl Store for SqliteStore {
     fn mint_token<'a>(&'a self, grant: &'a TokenGrant, ttl: Duration) -> BoxFuture<'a, StoreResult<()>> {
@@ -369,7 +390,7 @@ impl Store for SqliteStore {
         let (call_id, node) = (call_id.to_owned(), node.to_owned());
         self.run(move |conn| {
             conn.execute(
-                "UPDATE agents_proposals SET claimed_by = ?2, over_at = ?3 \
+                "UPDATE agents_proposals SET claimed_by = ?2, held_by = ?2, over_at = ?3 \
                  WHERE call_id = ?1 AND verdict = 'approved' AND claimed_by IS NULL",
                 params![call_id, node, now_ms()],
             )
@@ -395,7 +416,7 @@ impl Store for SqliteStore {
         let (call_id, node) = (call_id.to_owned(), node.to_owned());
         self.run(move |conn| {
             conn.execute(
-                "UPDATE agents_proposals SET settled_by = ?2, over_at = ?3 \
+                "UPDATE agents_proposals SET settled_by = ?2, held_by = ?2, over_at = ?3 \
                  WHERE call_id = ?1 AND verdict = 'rejected' AND settled_by IS NULL",
                 params![call_id, node, now_ms()],
             )
@@ -413,8 +434,8 @@ impl Store for SqliteStore {
         let (call_id, node, reason) = (call_id.to_owned(), node.to_owned(), reason.to_owned());
         self.run(move |conn| {
             conn.execute(
-                "UPDATE agents_proposals SET verdict = 'rejected', reason = ?3, settled_by = ?2, over_at = ?4 \
-                 WHERE call_id = ?1 AND verdict IS NULL",
+                "UPDATE agents_proposals SET verdict = 'rejected', reason = ?3, settled_by = ?2, held_by = ?2, \
+                 over_at = ?4 WHERE call_id = ?1 AND verdict IS NULL",
                 params![call_id, node, reason, now_ms()],
             )
             .map(|n| n == 1)
@@ -422,19 +443,20 @@ impl Store for SqliteStore {
         })
     }
 
-    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn unsettled(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        undecided_for: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         self.run(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                     WHERE recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
-                     OR (verdict = 'rejected' AND settled_by IS NULL) OR (verdict IS NULL AND created_at <= ?2)) \
-                     ORDER BY ord LIMIT ?1"
-                ))
-                .map_err(sql_error)?;
-            let before = now_ms().saturating_sub(millis(undecided_for));
-            let rows = stmt.query_map(params![limit, before], proposal_row).map_err(sql_error)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+            let sql = format!(
+                "SELECT {PROPOSAL_COLUMNS}, ord FROM agents_proposals \
+                 WHERE ord > ?1 AND recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
+                 OR (verdict = 'rejected' AND settled_by IS NULL) OR (verdict IS NULL AND created_at <= ?3)) \
+                 ORDER BY ord LIMIT ?2"
+            );
+            proposal_page(conn, &sql, after, limit, now_ms().saturating_sub(millis(undecided_for)))
         })
     }
 
@@ -450,28 +472,44 @@ impl Store for SqliteStore {
         })
     }
 
-    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         self.run(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                     WHERE over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?2 ORDER BY ord LIMIT ?1"
-                ))
-                .map_err(sql_error)?;
-            let before = now_ms().saturating_sub(millis(lease));
-            let rows = stmt.query_map(params![limit, before], proposal_row).map_err(sql_error)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+            let sql = format!(
+                "SELECT {PROPOSAL_COLUMNS}, ord FROM agents_proposals \
+                 WHERE ord > ?1 AND over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?3 ORDER BY ord LIMIT ?2"
+            );
+            proposal_page(conn, &sql, after, limit, now_ms().saturating_sub(millis(lease)))
         })
     }
 
-    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
-        let call_id = call_id.to_owned();
+    fn take_over<'a>(&'a self, call_id: &'a str, node: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node) = (call_id.to_owned(), node.to_owned());
         self.run(move |conn| {
             let now = now_ms();
             conn.execute(
-                "UPDATE agents_proposals SET over_at = ?2 \
+                "UPDATE agents_proposals SET over_at = ?2, held_by = ?4 \
                  WHERE call_id = ?1 AND over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?3",
-                params![call_id, now, now.saturating_sub(millis(lease))],
+                params![call_id, now, now.saturating_sub(millis(lease)), node],
+            )
+            .map(|n| n == 1)
+            .map_err(sql_error)
+        })
+    }
+
+    fn renew_claim<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node) = (call_id.to_owned(), node.to_owned());
+        self.run(move |conn| {
+            // One statement under the database's write lock: a take-over commits before it (and
+            // it matches nothing) or after it (and finds the lease restarted).
+            conn.execute(
+                "UPDATE agents_proposals SET over_at = ?3 \
+                 WHERE call_id = ?1 AND held_by = ?2 AND over_at IS NOT NULL AND recorded_at IS NULL",
+                params![call_id, node, now_ms()],
             )
             .map(|n| n == 1)
             .map_err(sql_error)

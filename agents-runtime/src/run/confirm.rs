@@ -637,6 +637,10 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                     "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
                 ));
             }
+            // The proposing turn's slot is gone: the claim is kept alive by renewing it until
+            // the final record is written, however long the call runs.
+            let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
+            let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
             if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
                 running.abort();
                 let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
@@ -815,6 +819,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 match ctx.inner.store.claim_execution(&stored.record.call_id, node).await {
                     Ok(true) => {
                         stored.settled = true;
+                        // Renewed while the call runs, should the run's slot lapse meanwhile.
+                        let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
+                        let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
                         Confirmation { proposal, run, typed }.approved(owed).await
                     }
                     Ok(false) => {

@@ -33,8 +33,18 @@
 //! holder died `failed` with reason `abandoned: ...` (it may have run; it is never run again).
 //!
 //! Before writing, the taker asks the log whether the record is there already (the holder
-//! died after its record and before its mark), and then only marks it. The exact guarantee
-//! is stated on [`Runtime::resume_orphaned`].
+//! died after its record and before its mark), and then only marks it. A live holder keeps
+//! its claim from lapsing: while it carries out an execution (a resumption's, a
+//! conversational approval's, a dialog approval's) or writes a resumption's record, it renews
+//! the claim every third of the lease ([`Store::renew_claim`](crate::store::Store::renew_claim),
+//! one conditional update that holds only while it is still the holder), so a call that runs
+//! longer than the lease is not taken over, and a holder that died stops renewing. The exact
+//! guarantee is stated on [`Runtime::resume_orphaned`].
+//!
+//! A resumption reads the store page by page ([`RESUME_BATCH`] proposals at a time) until it
+//! has seen every unsettled proposal and every lapsed claim, so proposals it leaves alone
+//! (conversational ones still waiting for their user, those of live runs or of other agents)
+//! never keep it from the ones stored after them.
 //!
 //! A conversational proposal (one the user answers with their next message) is orphaned in
 //! the same way once the turn that proposed it ended: approved through the decisions API, it
@@ -58,7 +68,7 @@ use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::events::EventBus;
-use crate::store::{ProposalRecord, ProposalState, SlotId, StoreError, StoredVerdict};
+use crate::store::{ProposalCursor, ProposalRecord, ProposalState, SlotId, Store, StoreError, StoredVerdict};
 use crate::tool::{Handler, Registry};
 use agents_core::{SharedStr, SharedValue};
 use serde_json::Value;
@@ -103,8 +113,55 @@ fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
     }
 }
 
-/// How many proposals one [`Runtime::resume_orphaned`] looks at.
+/// How many proposals [`Runtime::resume_orphaned`] reads from the store at once: it reads
+/// page after page until it has looked at every one, so however many wait for their user (a
+/// conversational proposal its session still holds, a live run's), the ones after them are
+/// settled in the same pass.
 pub const RESUME_BATCH: u32 = 100;
+
+/// Keeps a claim of a final record this node holds from lapsing while it carries the claim
+/// out (an execution may outlast the [settle lease](super::RuntimeBuilder::settle_lease)):
+/// renews it in the store ([`Store::renew_claim`], one conditional update that holds only
+/// while this node is still the holder) every third of the lease, until dropped. A node that
+/// dies stops renewing, so its claim still lapses and is taken over. Without a tokio runtime,
+/// or with a zero lease, it does nothing.
+pub(super) struct ClaimHeartbeat(Option<tokio::task::JoinHandle<()>>);
+
+impl ClaimHeartbeat {
+    /// Starts renewing `call_id`'s claim, held by `node`.
+    pub(super) fn start(store: &Arc<dyn Store>, lease: std::time::Duration, call_id: &str, node: &str) -> Self {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return ClaimHeartbeat(None) };
+        if lease.is_zero() {
+            return ClaimHeartbeat(None);
+        }
+        let (store, call_id, node) = (store.clone(), call_id.to_owned(), node.to_owned());
+        ClaimHeartbeat(Some(handle.spawn(async move {
+            loop {
+                tokio::time::sleep(lease / 3).await;
+                match store.renew_claim(&call_id, &node).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(
+                            call_id,
+                            "the claim of a final record is no longer this node's (its record is written, or another \
+                             node took the claim over after it lapsed); it is not renewed any more"
+                        );
+                        return;
+                    }
+                    Err(e) => tracing::warn!(call_id, error = %e, "the claim of a final record could not be renewed"),
+                }
+            }
+        })))
+    }
+}
+
+impl Drop for ClaimHeartbeat {
+    fn drop(&mut self) {
+        if let Some(beat) = self.0.take() {
+            beat.abort();
+        }
+    }
+}
 
 /// What [`Runtime::resume_orphaned`] did with one proposal whose run is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,14 +209,33 @@ impl Runtime {
     /// ([`AuditSink::holds_final`](crate::audit::AuditSink::holds_final): the holder died
     /// after its record reached the log and before its mark); if so it only marks it.
     ///
+    /// While it carries out an execution (a resumption's, a conversational approval's, a
+    /// dialog approval's) or writes a resumption's record, the holder renews its claim every
+    /// third of the settle lease ([`Store::renew_claim`](crate::store::Store::renew_claim)),
+    /// so a live holder's claim does not lapse however long the call runs, and a dead
+    /// holder's does. One pass reads every unsettled proposal and every lapsed claim, page by
+    /// page ([`RESUME_BATCH`] at a time): however many wait for their user, the ones after
+    /// them are settled in the same pass.
+    ///
     /// The guarantee: every stored proposal gets exactly one final record, except in two
-    /// cases that can leave it two: a holder that dies between its record and its mark when
-    /// the audit sink cannot be searched (a custom sink without `holds_final`; the JSONL,
-    /// SQLite and memory sinks and the store's own streams can), and a holder without a run
-    /// slot (a resumption carrying out an approval) that takes longer than the lease between
-    /// its claim and its record. A live run whose claim fails with a store error writes
-    /// no record ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the
-    /// proposal is settled here.
+    /// cases that can leave it two:
+    ///
+    /// - a holder that dies between its record and its mark when the audit sink cannot be
+    ///   searched (a custom sink without `holds_final`; the JSONL, SQLite and memory sinks and
+    ///   the store's own streams can);
+    /// - a holder that is alive but renews nothing for a whole settle lease (about three
+    ///   renewals missed in a row) while the proposing run's slot has lapsed and another node
+    ///   resumes: its process paused (stopped, suspended) or cut off from the state store for
+    ///   that long, or, for a claim it does not renew (a live run's rejection or closing
+    ///   record, which its run's slot covers while the run lives; a direct session's, which
+    ///   has no slot), its one audit append taking that long. The other node takes the claim
+    ///   over and writes the record from what the store knows (for an execution, `failed`
+    ///   with reason `abandoned: ...`; the call is not run again), and the holder, once it
+    ///   goes on, writes its own.
+    ///
+    /// A live run whose claim fails with a store error writes no record
+    /// ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the proposal is
+    /// settled here.
     ///
     /// The stored arguments must hash to the approved MAC under this runtime's server key:
     /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
@@ -168,81 +244,121 @@ impl Runtime {
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
         let store = &self.inner.store;
-        let node = self.inner.node_id.as_str();
         let window = std::time::Duration::from_secs(self.inner.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
         let mut done = Vec::new();
-        for found in store.unsettled(RESUME_BATCH, window).await? {
-            let p = found.proposal;
-            if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
-                continue;
+        // Page after page: proposals left alone below never hide the ones after them.
+        let mut after = ProposalCursor::START;
+        loop {
+            let page = store.unsettled(after, RESUME_BATCH, window).await?;
+            for found in page.proposals {
+                self.resume_one::<A>(found, &mut done).await?;
             }
-            // A direct session's proposal has no slot: its caller is gone with it.
-            let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str) else { continue };
-            // A live run (its lease renewed) settles its proposal itself.
-            if store.slot_held(&SlotId(slot.to_owned())).await? {
-                continue;
-            }
-            match found.verdict {
-                Some(StoredVerdict::Approved) => {
-                    if store.claim_execution(&p.call_id, node).await? {
-                        done.push(self.carry_out::<A>(p, None).await);
-                    }
-                }
-                Some(StoredVerdict::Rejected) => {
-                    if store.claim_settlement(&p.call_id, node).await? {
-                        let reason = declined(found.reason.as_deref());
-                        done.push(self.settle::<A>(p, AuditStatus::Rejected, reason).await);
-                    }
-                }
-                None => {
-                    // A conversational proposal waits as long as its session holds it for the
-                    // user's next message (until the session idles out, ends or moves on).
-                    if p.detail.get(detail::CONVERSATIONAL).and_then(Value::as_bool) == Some(true)
-                        && self.session_holds(&p).await?
-                    {
-                        continue;
-                    }
-                    let reason = Undecided::TimedOut.reason();
-                    if store.close_undecided(&p.call_id, node, &reason).await? {
-                        done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
-                    }
-                }
+            match page.next {
+                Some(next) => after = next,
+                None => break,
             }
         }
         // Claims whose holder died between the claim and the record: taken over once the
         // settle lease ran out (and, for a live run's, once its slot lapsed).
-        let lease = self.inner.settle_lease;
-        for found in store.stale_claims(RESUME_BATCH, lease).await? {
-            let p = &found.proposal;
-            if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
-                continue;
+        let mut after = ProposalCursor::START;
+        loop {
+            let page = store.stale_claims(after, RESUME_BATCH, self.inner.settle_lease).await?;
+            for found in page.proposals {
+                self.take_over_one::<A>(found, &mut done).await?;
             }
-            if let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str)
-                && store.slot_held(&SlotId(slot.to_owned())).await?
-            {
-                continue;
+            match page.next {
+                Some(next) => after = next,
+                None => break,
             }
-            if !store.take_over(&p.call_id, lease).await? {
-                continue;
-            }
-            // Its record may have reached the log just before its holder died: then it is
-            // only marked.
-            match self.inner.audit.holds_final(&p.call_id).await {
-                Ok(Some(true)) => {
-                    tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
-                    store.mark_recorded(&p.call_id).await?;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(call_id = %p.call_id, error = %e, "the log could not be searched; writing the record");
-                }
-            }
-            let (status, reason) = taken_over(&found);
-            tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");
-            done.push(self.settle::<A>(found.proposal, status, reason).await);
         }
         Ok(done)
+    }
+
+    /// Settles one unsettled proposal if it is `A`'s and its run is gone (see
+    /// [`Runtime::resume_orphaned`]), noting in `done` what it did.
+    async fn resume_one<A: Registry>(
+        &self,
+        found: ProposalState,
+        done: &mut Vec<ResumedCall>,
+    ) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let node = self.inner.node_id.as_str();
+        let p = found.proposal;
+        if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
+            return Ok(());
+        }
+        // A direct session's proposal has no slot: its caller is gone with it.
+        let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str) else { return Ok(()) };
+        // A live run (its lease renewed) settles its proposal itself.
+        if store.slot_held(&SlotId(slot.to_owned())).await? {
+            return Ok(());
+        }
+        match found.verdict {
+            Some(StoredVerdict::Approved) => {
+                if store.claim_execution(&p.call_id, node).await? {
+                    done.push(self.carry_out::<A>(p, None).await);
+                }
+            }
+            Some(StoredVerdict::Rejected) => {
+                if store.claim_settlement(&p.call_id, node).await? {
+                    let reason = declined(found.reason.as_deref());
+                    done.push(self.settle::<A>(p, AuditStatus::Rejected, reason).await);
+                }
+            }
+            None => {
+                // A conversational proposal waits as long as its session holds it for the
+                // user's next message (until the session idles out, ends or moves on).
+                if p.detail.get(detail::CONVERSATIONAL).and_then(Value::as_bool) == Some(true)
+                    && self.session_holds(&p).await?
+                {
+                    return Ok(());
+                }
+                let reason = Undecided::TimedOut.reason();
+                if store.close_undecided(&p.call_id, node, &reason).await? {
+                    done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes over one lapsed claim if it is `A`'s and its run's slot (if any) lapsed too, and
+    /// writes (or, found in the log, marks) its final record, noting in `done` what it wrote.
+    async fn take_over_one<A: Registry>(
+        &self,
+        found: ProposalState,
+        done: &mut Vec<ResumedCall>,
+    ) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let p = &found.proposal;
+        if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
+            return Ok(());
+        }
+        if let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str)
+            && store.slot_held(&SlotId(slot.to_owned())).await?
+        {
+            return Ok(());
+        }
+        if !store.take_over(&p.call_id, &self.inner.node_id, self.inner.settle_lease).await? {
+            return Ok(());
+        }
+        // Its record may have reached the log just before its holder died: then it is only
+        // marked.
+        match self.inner.audit.holds_final(&p.call_id).await {
+            Ok(Some(true)) => {
+                tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
+                store.mark_recorded(&p.call_id).await?;
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(call_id = %p.call_id, error = %e, "the log could not be searched; writing the record");
+            }
+        }
+        let (status, reason) = taken_over(&found);
+        tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");
+        done.push(self.settle::<A>(found.proposal, status, reason).await);
+        Ok(())
     }
 
     /// Drops from the state store what can no longer be used, on every node's behalf:
@@ -269,6 +385,7 @@ impl Runtime {
 
     /// Writes the final record of a claimed proposal that does not run.
     async fn settle<A: Registry>(&self, p: ProposalRecord, status: AuditStatus, reason: String) -> ResumedCall {
+        let _claim = ClaimHeartbeat::start(&self.inner.store, self.inner.settle_lease, &p.call_id, &self.inner.node_id);
         let principal = principal_of(&p);
         let request_id = match detail_str(&p, detail::REQUEST) {
             "" => uuid::Uuid::new_v4().to_string(),
@@ -302,7 +419,9 @@ impl Runtime {
     /// carries it out, or else the ids of the run that proposed it).
     pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
         let inner = &self.inner;
-        // Its final record, once in the log, is marked written in the store.
+        // The claim is this node's until the final record is written, however long the call
+        // runs; its final record, once in the log, is marked written in the store.
+        let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &p.call_id, &inner.node_id);
         inner.settling.insert(p.call_id.clone());
         let principal = principal_of(&p);
         let limits = inner.limits.unwrap_or(A::SPEC.limits);

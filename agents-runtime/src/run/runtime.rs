@@ -192,8 +192,8 @@ pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default of [`RuntimeBuilder::proposal_retention`]: 7 days.
 pub const DEFAULT_PROPOSAL_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
-/// The default of [`RuntimeBuilder::settle_lease`]: 15 minutes (three times the default tool
-/// timeout).
+/// The default of [`RuntimeBuilder::settle_lease`]: 15 minutes (its holder renews a claim
+/// every 5 minutes while it carries it out).
 pub const DEFAULT_SETTLE_LEASE: Duration = Duration::from_secs(15 * 60);
 /// The default of [`RuntimeBuilder::history_bytes`]: 64 KiB.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
@@ -355,13 +355,15 @@ impl RuntimeBuilder {
         self
     }
     /// How long a claim of a proposal's final record (its execution, its rejection's record,
-    /// its closing) may stay without that record marked written before
-    /// [`Runtime::resume_orphaned`] takes it over and writes the record itself (default
-    /// [`DEFAULT_SETTLE_LEASE`]): the window a node that died between its claim and its record
-    /// leaves open. A live run's claims are never taken over while its slot is held; a
-    /// resumption's claim (and a direct session's) has no slot, so the lease must exceed the
-    /// [tool timeout](Self::tool_timeout) plus an audit write, or a slow execution's outcome may
-    /// be recorded twice. Give every node the same value.
+    /// its closing) may stay without that record marked written, and without its holder
+    /// renewing it, before [`Runtime::resume_orphaned`] takes it over and writes the record
+    /// itself (default [`DEFAULT_SETTLE_LEASE`]): the window a node that died between its
+    /// claim and its record leaves open. A live run's claims are never taken over while its
+    /// slot is held, and a holder renews its claim every third of the lease while it carries
+    /// out an execution or writes a resumption's record, so a call may run longer than the
+    /// lease; the lease must exceed the longest time a live node may go without reaching the
+    /// state store (a pause of its process, a cut-off), or a call's outcome may be recorded
+    /// twice (see [`Runtime::resume_orphaned`]). Give every node the same value.
     pub fn settle_lease(mut self, lease: Duration) -> Self {
         self.settle_lease = lease;
         self

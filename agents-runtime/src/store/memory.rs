@@ -1,8 +1,8 @@
 //! The in-memory store: one process, one lock, the runtime's default.
 
 use super::{
-    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant,
+    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
+    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant,
 };
 use crate::BoxFuture;
 use crate::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
@@ -73,6 +73,8 @@ struct Held {
     put: Instant,
     /// When its final record was claimed (or the claim last taken over or renewed).
     over: Option<Instant>,
+    /// Who holds the claim: its claimant, or who took it over last.
+    held_by: Option<String>,
     /// When its final record was marked written.
     recorded: Option<Instant>,
 }
@@ -80,10 +82,22 @@ struct Held {
 impl State {
     /// The proposals `keep` selects, oldest first, at most `limit`.
     fn oldest(&self, limit: u32, keep: impl Fn(&Held) -> bool) -> Vec<ProposalState> {
-        let mut found: Vec<_> =
-            self.proposals.values().filter(|h| keep(h)).map(|h| (h.order, h.state.clone())).collect();
+        self.page(ProposalCursor::START, limit, keep).proposals
+    }
+
+    /// The proposals stored after `after` that `keep` selects, oldest first, at most `limit`.
+    fn page(&self, after: ProposalCursor, limit: u32, keep: impl Fn(&Held) -> bool) -> ProposalPage {
+        let mut found: Vec<_> = self
+            .proposals
+            .values()
+            .filter(|h| h.order > after.0 && keep(h))
+            .map(|h| (h.order, h.state.clone()))
+            .collect();
         found.sort_by_key(|(order, _)| *order);
-        found.into_iter().take(limit as usize).map(|(_, p)| p).collect()
+        found.truncate(limit as usize);
+        let full = found.len() == limit as usize;
+        let next = found.last().filter(|_| full).map(|(order, _)| ProposalCursor(*order));
+        ProposalPage { next, proposals: found.into_iter().map(|(_, p)| p).collect() }
     }
 
     fn sweep_tokens(&mut self, now: Instant) -> u64 {
@@ -210,9 +224,10 @@ impl Store for MemoryStore {
             claimed_by: None,
             settled_by: None,
         };
-        state
-            .proposals
-            .insert(proposal.call_id.clone(), Held { state: entry, order, put: now, over: None, recorded: None });
+        state.proposals.insert(
+            proposal.call_id.clone(),
+            Held { state: entry, order, put: now, over: None, held_by: None, recorded: None },
+        );
         ready(Ok(()))
     }
 
@@ -264,6 +279,7 @@ impl Store for MemoryStore {
             Some(h) if h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none() => {
                 h.state.claimed_by = Some(node.to_owned());
                 h.over = Some(Instant::now());
+                h.held_by = Some(node.to_owned());
                 true
             }
             _ => false,
@@ -284,6 +300,7 @@ impl Store for MemoryStore {
             Some(h) if h.state.verdict == Some(StoredVerdict::Rejected) && h.state.settled_by.is_none() => {
                 h.state.settled_by = Some(node.to_owned());
                 h.over = Some(Instant::now());
+                h.held_by = Some(node.to_owned());
                 true
             }
             _ => false,
@@ -304,6 +321,7 @@ impl Store for MemoryStore {
                 h.state.reason = Some(reason.to_owned());
                 h.state.settled_by = Some(node.to_owned());
                 h.over = Some(Instant::now());
+                h.held_by = Some(node.to_owned());
                 true
             }
             _ => false,
@@ -311,9 +329,14 @@ impl Store for MemoryStore {
         ready(Ok(closed))
     }
 
-    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn unsettled(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        undecided_for: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         let now = Instant::now();
-        let found = self.lock().oldest(limit, |h| match h.state.verdict {
+        let found = self.lock().page(after, limit, |h| match h.state.verdict {
             _ if h.recorded.is_some() => false,
             Some(StoredVerdict::Approved) => h.state.claimed_by.is_none(),
             Some(StoredVerdict::Rejected) => h.state.settled_by.is_none(),
@@ -329,22 +352,40 @@ impl Store for MemoryStore {
         ready(Ok(()))
     }
 
-    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         let now = Instant::now();
-        let found = self.lock().oldest(limit, |h| h.recorded.is_none() && h.over.is_some_and(|at| at + lease <= now));
+        let found =
+            self.lock().page(after, limit, |h| h.recorded.is_none() && h.over.is_some_and(|at| at + lease <= now));
         ready(Ok(found))
     }
 
-    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+    fn take_over<'a>(&'a self, call_id: &'a str, node: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
         let now = Instant::now();
         let taken = match self.lock().proposals.get_mut(call_id) {
             Some(h) if h.recorded.is_none() && h.over.is_some_and(|at| at + lease <= now) => {
                 h.over = Some(now);
+                h.held_by = Some(node.to_owned());
                 true
             }
             _ => false,
         };
         ready(Ok(taken))
+    }
+
+    fn renew_claim<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let renewed = match self.lock().proposals.get_mut(call_id) {
+            Some(h) if h.recorded.is_none() && h.over.is_some() && h.held_by.as_deref() == Some(node) => {
+                h.over = Some(Instant::now());
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(renewed))
     }
 
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {

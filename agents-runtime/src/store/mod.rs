@@ -33,8 +33,11 @@
 //!   is told of the conflict; a session is bound to one user and organisation for good;
 //! - a claim whose final record its holder has not marked written ([`Store::mark_recorded`])
 //!   within a lease is taken over by exactly one taker per lapse ([`Store::take_over`]: one
-//!   conditional update that restarts the lease), so a holder that died between its claim and
-//!   its record does not leave the record unwritten (see `Runtime::resume_orphaned`);
+//!   conditional update that restarts the lease and makes the taker the claim's holder), so a
+//!   holder that died between its claim and its record does not leave the record unwritten
+//!   (see `Runtime::resume_orphaned`); a live holder keeps its claim from lapsing by renewing
+//!   it ([`Store::renew_claim`]: one conditional update that holds only while it is still the
+//!   holder), so only a holder that stopped renewing loses it;
 //! - proposals that are over (claimed or settled) are dropped once older than a retention
 //!   ([`Store::prune_proposals`]), tokens once redeemed or expired
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
@@ -207,6 +210,27 @@ pub struct ProposalState {
     pub settled_by: Option<String>,
 }
 
+/// A position in a store's order of proposals (the order they were stored in): a listing
+/// that starts after it goes on from the proposal stored next. [`ProposalCursor::START`]
+/// lists from the first. Only the store that gave a cursor knows what it means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProposalCursor(pub u64);
+
+impl ProposalCursor {
+    /// Before the first proposal.
+    pub const START: ProposalCursor = ProposalCursor(0);
+}
+
+/// One page of a listing of proposals, oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProposalPage {
+    /// The proposals of this page.
+    pub proposals: Vec<ProposalState>,
+    /// Where the next page starts (the position of this page's last proposal), or `None`
+    /// when the listing ends with this page (it held fewer proposals than asked for).
+    pub next: Option<ProposalCursor>,
+}
+
 /// Why a decision was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecideOutcome {
@@ -361,11 +385,19 @@ pub trait Store: Send + Sync + 'static {
         reason: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Proposals whose final record nobody has claimed nor marked written, oldest first, at
-    /// most `limit`: approved ones whose execution nobody claimed, rejected ones whose record
-    /// nobody claimed, and undecided ones stored more than `undecided_for` ago. What a node
-    /// settling the proposals of runs that are gone looks at.
-    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+    /// Proposals whose final record nobody has claimed nor marked written, stored after
+    /// `after`, oldest first, at most `limit`: approved ones whose execution nobody claimed,
+    /// rejected ones whose record nobody claimed, and undecided ones stored more than
+    /// `undecided_for` ago. What a node settling the proposals of runs that are gone looks at,
+    /// page by page (each page's [`ProposalPage::next`] is where the next one starts), so
+    /// proposals it must leave alone (still waiting for their user) never hide the ones after
+    /// them.
+    fn unsettled(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        undecided_for: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>>;
 
     /// Marks the proposal's final record written: called by the claim's holder once the
     /// record is durably appended. From then on the proposal is never settled again (neither
@@ -373,17 +405,35 @@ pub trait Store: Send + Sync + 'static {
     /// marked proposal does nothing.
     fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Proposals whose final record was claimed (execution, settlement or closing) more than
-    /// `lease` ago and is not marked written, oldest first, at most `limit`: the claims of
-    /// holders that may have died between the claim and the record.
-    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
+    /// Proposals stored after `after` whose final record was claimed (execution, settlement
+    /// or closing) and is not marked written, and whose claim was taken, taken over or renewed
+    /// more than `lease` ago, oldest first, at most `limit`: the claims of holders that may
+    /// have died between the claim and the record. Listed page by page, as
+    /// [`Store::unsettled`].
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>>;
 
-    /// Takes over (or, by its holder, renews) a claim whose final record is not marked
-    /// written and which was taken or renewed more than `lease` ago, in one conditional
-    /// update that restarts the claim's lease: of any number of concurrent takers, exactly
-    /// one gets `true` per lapse. The holder fields ([`ProposalState::claimed_by`],
+    /// Takes over a claim whose final record is not marked written and which was taken, taken
+    /// over or renewed more than `lease` ago, for `node`, in one conditional update that
+    /// restarts the claim's lease and makes `node` its holder (the one
+    /// [`Store::renew_claim`] accepts): of any number of concurrent takers, exactly one gets
+    /// `true` per lapse. The claimant fields ([`ProposalState::claimed_by`],
     /// [`ProposalState::settled_by`]) keep the original claimant's name.
-    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+    fn take_over<'a>(&'a self, call_id: &'a str, node: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Restarts the lease of a claim `node` holds (it claimed it with
+    /// [`Store::claim_execution`], [`Store::claim_settlement`] or [`Store::close_undecided`],
+    /// or took it over last), in one conditional update that matches only while `node` is
+    /// still its holder and its final record is not marked written: `true` when renewed;
+    /// `false` when another node took it over, the record was marked written, or `node` never
+    /// held it (nothing changed). A holder that renews more often than the lease keeps the
+    /// claim from ever being listed by [`Store::stale_claims`]; one that stopped (it died)
+    /// loses it once the lease ran out.
+    fn renew_claim<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Drops proposals that are over (approved and claimed, or rejected and their record
     /// claimed, and their final record marked written) since longer than `retention`.

@@ -11,8 +11,9 @@ use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailab
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
-    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of, seal_after, verify_lines,
+    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
+    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
+    seal_after, verify_lines,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::future::{join, join3, join5};
@@ -153,6 +154,24 @@ fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
         claimed_by: row.get(11),
         settled_by: row.get(13),
     }
+}
+
+/// A page of proposals read with `sql` (selecting [`PROPOSAL_COLUMNS`] and then `ord`, with
+/// `$1` the cursor, `$2` the limit and `$3` a duration in milliseconds), and where the next one
+/// starts.
+async fn proposal_page(
+    store: &PostgresStore,
+    sql: &str,
+    after: ProposalCursor,
+    limit: u32,
+    millis: i64,
+) -> StoreResult<ProposalPage> {
+    let client = store.client().await?;
+    let after = i64::try_from(after.0).unwrap_or(i64::MAX);
+    let rows = client.query(sql, &[&after, &i64::from(limit), &millis]).await.map_err(pg_error)?;
+    let full = rows.len() == limit as usize;
+    let next = rows.last().filter(|_| full).map(|r| ProposalCursor(u64::try_from(r.get::<_, i64>(14)).unwrap_or(0)));
+    Ok(ProposalPage { proposals: rows.iter().map(proposal_row).collect(), next })
 }
 
 impl Store for PostgresStore {
@@ -413,7 +432,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let n = client
                 .execute(
-                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now(), held_at = now() \
+                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now(), held_at = now(), held_by = $2 \
                      WHERE call_id = $1 AND verdict = 'approved' AND claimed_by IS NULL",
                     &[&call_id, &node],
                 )
@@ -445,7 +464,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let n = client
                 .execute(
-                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now(), held_at = now() \
+                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
                      WHERE call_id = $1 AND verdict = 'rejected' AND settled_by IS NULL",
                     &[&call_id, &node],
                 )
@@ -468,7 +487,8 @@ impl Store for PostgresStore {
             let n = client
                 .execute(
                     "UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
-                     settled_by = $2, settled_at = now(), held_at = now() WHERE call_id = $1 AND verdict IS NULL",
+                     settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
+                     WHERE call_id = $1 AND verdict IS NULL",
                     &[&call_id, &node, &reason],
                 )
                 .await
@@ -477,23 +497,21 @@ impl Store for PostgresStore {
         })
     }
 
-    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn unsettled(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        undecided_for: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    &format!(
-                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                         WHERE recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
-                         OR (verdict = 'rejected' AND settled_by IS NULL) \
-                         OR (verdict IS NULL AND created_at <= now() - $2::BIGINT * interval '1 millisecond')) \
-                         ORDER BY ord LIMIT $1"
-                    ),
-                    &[&i64::from(limit), &millis(undecided_for)],
-                )
-                .await
-                .map_err(pg_error)?;
-            Ok(rows.iter().map(proposal_row).collect())
+            let sql = format!(
+                "SELECT {PROPOSAL_COLUMNS}, ord FROM agents_proposals \
+                 WHERE ord > $1 AND recorded_at IS NULL AND ((verdict = 'approved' AND claimed_by IS NULL) \
+                 OR (verdict = 'rejected' AND settled_by IS NULL) \
+                 OR (verdict IS NULL AND created_at <= now() - $3::BIGINT * interval '1 millisecond')) \
+                 ORDER BY ord LIMIT $2"
+            );
+            proposal_page(self, &sql, after, limit, millis(undecided_for)).await
         })
     }
 
@@ -511,35 +529,50 @@ impl Store for PostgresStore {
         })
     }
 
-    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    &format!(
-                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                         WHERE held_at IS NOT NULL AND recorded_at IS NULL \
-                         AND held_at <= now() - $2::BIGINT * interval '1 millisecond' ORDER BY ord LIMIT $1"
-                    ),
-                    &[&i64::from(limit), &millis(lease)],
-                )
-                .await
-                .map_err(pg_error)?;
-            Ok(rows.iter().map(proposal_row).collect())
+            let sql = format!(
+                "SELECT {PROPOSAL_COLUMNS}, ord FROM agents_proposals \
+                 WHERE ord > $1 AND held_at IS NOT NULL AND recorded_at IS NULL \
+                 AND held_at <= now() - $3::BIGINT * interval '1 millisecond' ORDER BY ord LIMIT $2"
+            );
+            proposal_page(self, &sql, after, limit, millis(lease)).await
         })
     }
 
-    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+    fn take_over<'a>(&'a self, call_id: &'a str, node: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let client = self.client().await?;
-            // One conditional update: a concurrent taker waits for the row's lock, then
-            // re-checks the lapse on the renewed row, which fails.
+            // One conditional update: a concurrent taker (or the holder renewing) waits for the
+            // row's lock, then re-checks the lapse on the renewed row, which fails.
+            let n = client
+                .execute(
+                    "UPDATE agents_proposals SET held_at = now(), held_by = $3 \
+                     WHERE call_id = $1 AND held_at IS NOT NULL AND recorded_at IS NULL \
+                     AND held_at <= now() - $2::BIGINT * interval '1 millisecond'",
+                    &[&call_id, &millis(lease), &node],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn renew_claim<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent take-over waits for the row's lock and then
+            // finds the lease restarted, or took it first and this matches nothing.
             let n = client
                 .execute(
                     "UPDATE agents_proposals SET held_at = now() \
-                     WHERE call_id = $1 AND held_at IS NOT NULL AND recorded_at IS NULL \
-                     AND held_at <= now() - $2::BIGINT * interval '1 millisecond'",
-                    &[&call_id, &millis(lease)],
+                     WHERE call_id = $1 AND held_by = $2 AND held_at IS NOT NULL AND recorded_at IS NULL",
+                    &[&call_id, &node],
                 )
                 .await
                 .map_err(pg_error)?;

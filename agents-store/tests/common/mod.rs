@@ -5,8 +5,8 @@
 
 use agents_runtime::audit::{AuditSink, AuditStatus};
 use agents_runtime::store::{
-    DecideOutcome, ProposalRecord, Redeemed, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, StoreError,
-    StoredVerdict, TokenGrant,
+    DecideOutcome, ProposalCursor, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotOwner,
+    Store, StoreAuditSink, StoreError, StoredVerdict, TokenGrant,
 };
 use agents_store::testing::sample_record;
 use serde_json::json;
@@ -14,6 +14,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub const LONG: Duration = Duration::from_secs(600);
+const START: ProposalCursor = ProposalCursor::START;
+
+/// Every proposal of a listing (`unsettled`, or with `stale` `stale_claims`, with `within` the
+/// window or lease), read `per_page` at a time from the start: each page goes on after the one
+/// before (a full page says where), and the last one is short.
+async fn every_page(store: &dyn Store, stale: bool, per_page: u32, within: Duration) -> Vec<ProposalState> {
+    let (mut all, mut after) = (Vec::new(), START);
+    loop {
+        let found = if stale {
+            store.stale_claims(after, per_page, within).await.unwrap()
+        } else {
+            store.unsettled(after, per_page, within).await.unwrap()
+        };
+        assert!(found.proposals.len() <= per_page as usize, "at most the limit");
+        assert_eq!(found.next.is_some(), found.proposals.len() == per_page as usize, "a full page goes on");
+        all.extend(found.proposals);
+        match found.next {
+            Some(next) => {
+                assert!(next > after, "the cursor moves on");
+                after = next;
+            }
+            None => return all,
+        }
+    }
+}
+
 /// A lease or lifetime that the tests wait out (long enough that a loaded machine does not
 /// outlast it between two steps that must both fall within it).
 pub const SHORT: Duration = Duration::from_secs(1);
@@ -171,18 +197,25 @@ async fn settlement(store: &dyn Store) {
     store.decide("st-approved", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
     assert!(!store.claim_settlement("st-approved", "n1").await.unwrap(), "an approval is claimed for execution");
     assert_eq!(
-        ids(store.unsettled(100, LONG).await.unwrap()),
+        ids(store.unsettled(START, 100, LONG).await.unwrap().proposals),
         ["st-rejected", "st-approved"],
         "young undecided ones wait"
     );
     tokio::time::sleep(SHORT * 2).await;
     store.put_proposal(&proposal("st-late", "dora")).await.unwrap();
     assert_eq!(
-        ids(store.unsettled(100, SHORT).await.unwrap()),
+        ids(store.unsettled(START, 100, SHORT).await.unwrap().proposals),
         ["st-rejected", "st-open", "st-approved", "st-young"],
         "undecided ones past the window are listed, oldest first"
     );
-    assert_eq!(store.unsettled(2, SHORT).await.unwrap().len(), 2, "at most the limit");
+    assert_eq!(store.unsettled(START, 2, SHORT).await.unwrap().proposals.len(), 2, "at most the limit");
+    for per_page in [1, 2, 3] {
+        assert_eq!(
+            ids(every_page(store, false, per_page, SHORT).await),
+            ["st-rejected", "st-open", "st-approved", "st-young"],
+            "page by page ({per_page} at a time), the same listing"
+        );
+    }
 
     assert!(store.claim_settlement("st-rejected", "n1").await.unwrap());
     assert!(!store.claim_settlement("st-rejected", "n2").await.unwrap(), "one claim");
@@ -201,31 +234,70 @@ async fn settlement(store: &dyn Store) {
     assert_eq!(late, DecideOutcome::AlreadyDecided, "a decision after the ending changes nothing");
     assert!(!store.claim_settlement("st-open", "n3").await.unwrap(), "its record is claimed already");
     assert!(store.claim_execution("st-approved", "n1").await.unwrap());
-    assert_eq!(ids(store.unsettled(100, LONG).await.unwrap()), Vec::<String>::new(), "every final record is claimed");
+    assert_eq!(
+        ids(store.unsettled(START, 100, LONG).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "every final record is claimed"
+    );
 
     // Claims whose record is not marked written lapse after a lease, and are taken over once
     // per lapse; a marked one never.
-    assert_eq!(ids(store.stale_claims(100, LONG).await.unwrap()), Vec::<String>::new(), "young claims hold");
-    assert_eq!(ids(store.stale_claims(100, Duration::ZERO).await.unwrap()), ["st-rejected", "st-open", "st-approved"]);
-    assert_eq!(store.stale_claims(2, Duration::ZERO).await.unwrap().len(), 2, "at most the limit");
-    assert!(!store.take_over("st-rejected", LONG).await.unwrap(), "a young claim is not taken over");
-    assert!(!store.take_over("st-young", Duration::ZERO).await.unwrap(), "nor an unclaimed proposal");
-    assert!(store.take_over("st-rejected", Duration::ZERO).await.unwrap());
-    assert!(!store.take_over("st-rejected", LONG).await.unwrap(), "the take-over restarted the lease");
+    assert_eq!(
+        ids(store.stale_claims(START, 100, LONG).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "young claims hold"
+    );
+    assert_eq!(
+        ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals),
+        ["st-rejected", "st-open", "st-approved"]
+    );
+    assert_eq!(store.stale_claims(START, 2, Duration::ZERO).await.unwrap().proposals.len(), 2, "at most the limit");
+    assert_eq!(
+        ids(every_page(store, true, 1, Duration::ZERO).await),
+        ["st-rejected", "st-open", "st-approved"],
+        "page by page, the same listing"
+    );
+    assert!(!store.take_over("st-rejected", "n9", LONG).await.unwrap(), "a young claim is not taken over");
+    assert!(!store.take_over("st-young", "n9", Duration::ZERO).await.unwrap(), "nor an unclaimed proposal");
+    assert!(store.take_over("st-rejected", "n9", Duration::ZERO).await.unwrap());
+    assert!(!store.take_over("st-rejected", "n9", LONG).await.unwrap(), "the take-over restarted the lease");
     let taken = store.proposal("st-rejected").await.unwrap().unwrap();
     assert_eq!(taken.settled_by.as_deref(), Some("n1"), "the claimant's name stays");
+
+    // A claim is renewed by its holder only: its claimant, until another node takes it over.
+    assert!(!store.renew_claim("st-rejected", "n1").await.unwrap(), "its claimant lost it to the take-over");
+    assert!(store.renew_claim("st-rejected", "n9").await.unwrap(), "the taker holds it");
+    assert!(!store.renew_claim("st-open", "n1").await.unwrap(), "nobody but the holder renews a claim");
+    assert!(!store.renew_claim("st-young", "n1").await.unwrap(), "an unclaimed proposal has no claim to renew");
+    assert!(!store.renew_claim("st-nothing", "n1").await.unwrap(), "nor an unknown one");
+    tokio::time::sleep(SHORT * 2).await;
+    let stale = |found: Vec<ProposalState>| ids(found).into_iter().filter(|id| id != "st-rejected").collect::<Vec<_>>();
+    assert_eq!(stale(store.stale_claims(START, 100, SHORT).await.unwrap().proposals), ["st-open", "st-approved"]);
+    assert!(store.renew_claim("st-open", "n2").await.unwrap(), "its claimant holds a claim it closed");
+    assert!(store.renew_claim("st-approved", "n1").await.unwrap(), "and one it claimed for execution");
+    assert_eq!(
+        stale(store.stale_claims(START, 100, SHORT).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "a renewed claim is not stale"
+    );
+    assert!(!store.take_over("st-approved", "n9", SHORT).await.unwrap(), "nor taken over");
     for id in ["st-rejected", "st-open", "st-approved"] {
         store.mark_recorded(id).await.unwrap();
     }
     store.mark_recorded("st-nothing").await.unwrap();
-    assert_eq!(ids(store.stale_claims(100, Duration::ZERO).await.unwrap()), Vec::<String>::new(), "all marked");
-    assert!(!store.take_over("st-open", Duration::ZERO).await.unwrap(), "a marked claim is never taken over");
+    assert_eq!(
+        ids(store.stale_claims(START, 100, Duration::ZERO).await.unwrap().proposals),
+        Vec::<String>::new(),
+        "all marked"
+    );
+    assert!(!store.take_over("st-open", "n9", Duration::ZERO).await.unwrap(), "a marked claim is never taken over");
+    assert!(!store.renew_claim("st-approved", "n1").await.unwrap(), "nor renewed");
     // A record marked written before its claim (a claim that failed after the record) is
     // not listed as unsettled either; a claim never marked is kept past the retention.
     store.put_proposal(&proposal("st-marked", "dora")).await.unwrap();
     store.decide("st-marked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
     store.mark_recorded("st-marked").await.unwrap();
-    assert!(!ids(store.unsettled(100, LONG).await.unwrap()).contains(&"st-marked".to_owned()));
+    assert!(!ids(store.unsettled(START, 100, LONG).await.unwrap().proposals).contains(&"st-marked".to_owned()));
     store.put_proposal(&proposal("st-unmarked", "dora")).await.unwrap();
     store.decide("st-unmarked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
     assert!(store.claim_settlement("st-unmarked", "n4").await.unwrap());
@@ -407,7 +479,7 @@ pub async fn take_over_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                store.take_over("lapsed", lease).await
+                store.take_over("lapsed", "n9", lease).await
             })
         })
         .collect();

@@ -18,6 +18,7 @@ mod common;
 
 mod budget;
 mod durable;
+mod fairness;
 mod memory;
 mod postgres;
 mod postgres_checkpoints;

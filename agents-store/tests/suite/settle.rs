@@ -10,7 +10,11 @@
 //!   `RunError::StateUnavailable`); the proposal stays unsettled, and a resumption writes its
 //!   one record;
 //! - a proposal a live run settled is marked written: a resumption with a zero lease finds
-//!   nothing to take over.
+//!   nothing to take over;
+//! - a resumption whose execution of an approved call outlasts the settle lease keeps its
+//!   claim (it renews it while the call runs): another node resuming all along takes nothing
+//!   over, and the call has one final record; a resumption that dies while the call runs stops
+//!   renewing, and its claim is taken over once the lease ran out (`failed`, `abandoned: ...`).
 //!
 //! The death is simulated in-process by a store wrapper that, once the claim committed in the
 //! real store, never answers again (every later call of that node hangs, like a process
@@ -19,12 +23,12 @@
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, ChainSummary};
 use agents_runtime::events::Event;
-use agents_runtime::provider::scripted::reply;
+use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
 use agents_runtime::run::RunError;
 use agents_runtime::store::{
-    DecideOutcome, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved, SlotId, SlotOwner, Store,
-    StoreAuditSink, StoreError, StoreResult, StoredVerdict, TokenGrant,
+    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
+    SlotId, SlotOwner, Store, StoreAuditSink, StoreError, StoreResult, StoredVerdict, TokenGrant,
 };
 use agents_runtime::{BoxFuture, RunHandle, Runtime, Verdict};
 use agents_store::postgres::TempCluster;
@@ -44,6 +48,10 @@ enum Fault {
     FailClaims,
     /// The final record is written, then the node is dead before it marks it written.
     DieBeforeMark,
+    /// The proposal is stored, then the node is dead (its run waits for ever, its slot lapses).
+    DieAfterProposal,
+    /// The node is dead from the first renewal of a claim it holds (while it carries it out).
+    DieAtRenewal,
 }
 
 /// A node's view of the real store, with a fault at the claims.
@@ -66,7 +74,7 @@ impl Faulty {
     /// A claim: faulted as configured.
     fn claim<'a>(&'a self, f: BoxFuture<'a, StoreResult<bool>>) -> BoxFuture<'a, StoreResult<bool>> {
         match self.fault {
-            Fault::DieBeforeMark => self.live(f),
+            Fault::DieBeforeMark | Fault::DieAfterProposal | Fault::DieAtRenewal => self.live(f),
             Fault::FailClaims => Box::pin(async { Err(StoreError::Unavailable("injected: the claim failed".into())) }),
             Fault::DieAfterClaim => self.live(Box::pin(async move {
                 let granted = f.await?;
@@ -114,7 +122,14 @@ impl Store for Faulty {
         self.live(self.inner.active_slots(owner))
     }
     fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
-        self.live(self.inner.put_proposal(proposal))
+        match self.fault {
+            Fault::DieAfterProposal => self.live(Box::pin(async move {
+                self.inner.put_proposal(proposal).await?;
+                self.dead.store(true, Ordering::SeqCst);
+                std::future::pending().await
+            })),
+            _ => self.live(self.inner.put_proposal(proposal)),
+        }
     }
     fn decide<'a>(
         &'a self,
@@ -149,8 +164,13 @@ impl Store for Faulty {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         self.claim(self.inner.close_undecided(call_id, node, reason))
     }
-    fn unsettled(&self, limit: u32, undecided_for: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
-        self.live(self.inner.unsettled(limit, undecided_for))
+    fn unsettled(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        undecided_for: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
+        self.live(self.inner.unsettled(after, limit, undecided_for))
     }
     fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         if self.fault == Fault::DieBeforeMark {
@@ -158,11 +178,22 @@ impl Store for Faulty {
         }
         self.live(self.inner.mark_recorded(call_id))
     }
-    fn stale_claims(&self, limit: u32, lease: Duration) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
-        self.live(self.inner.stale_claims(limit, lease))
+    fn stale_claims(
+        &self,
+        after: ProposalCursor,
+        limit: u32,
+        lease: Duration,
+    ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
+        self.live(self.inner.stale_claims(after, limit, lease))
     }
-    fn take_over<'a>(&'a self, call_id: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
-        self.live(self.inner.take_over(call_id, lease))
+    fn take_over<'a>(&'a self, call_id: &'a str, node: &'a str, lease: Duration) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.take_over(call_id, node, lease))
+    }
+    fn renew_claim<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        if self.fault == Fault::DieAtRenewal {
+            self.dead.store(true, Ordering::SeqCst);
+        }
+        self.live(self.inner.renew_claim(call_id, node))
     }
     fn prune_proposals(&self, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
         self.live(self.inner.prune_proposals(retention))
@@ -375,9 +406,12 @@ async fn dies_between_the_record_and_its_mark(spec: &str, store: Arc<dyn Store>,
     }
     assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed, AuditStatus::Rejected]);
     let unmarked = |found: Vec<ProposalState>| found.iter().any(|p| p.proposal.call_id == call_id);
-    assert!(unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()), "written, not marked");
+    assert!(
+        unmarked(store.stale_claims(ProposalCursor::START, 1000, Duration::ZERO).await.unwrap().proposals),
+        "written, not marked"
+    );
     let deadline = tokio::time::Instant::now() + LEASE * 40;
-    while unmarked(store.stale_claims(1000, Duration::ZERO).await.unwrap()) {
+    while unmarked(store.stale_claims(ProposalCursor::START, 1000, Duration::ZERO).await.unwrap().proposals) {
         assert!(tokio::time::Instant::now() < deadline, "the lapsed claim was never taken over");
         let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
         let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
@@ -443,6 +477,181 @@ async fn settled_proposals_are_marked(spec: &str, store: Arc<dyn Store>, prefix:
     assert_eq!(executions(&s), 1);
 }
 
+/// The settle lease of the long-execution cases, and how long their action runs (four leases).
+const SETTLE: Duration = Duration::from_secs(1);
+const SLOW: Duration = Duration::from_secs(4);
+
+/// An agent whose one action runs for [`SLOW`], counting its executions per session.
+mod slow {
+    use agents_runtime::{ToolContext, agent, permissions, tool};
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    permissions! {
+        pub mod perms { report.write }
+    }
+
+    static EXECUTIONS: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+
+    /// How often the action started in `session`.
+    pub fn executions(session: &str) -> usize {
+        EXECUTIONS.lock().unwrap().as_ref().and_then(|m| m.get(session).copied()).unwrap_or(0)
+    }
+
+    /// Files a report; takes its time.
+    ///
+    /// # Arguments
+    ///
+    /// * `pages` - how many pages the report has
+    #[tool(permission = perms::report::write, mutating, title = "File a report")]
+    async fn file_report(cx: &ToolContext<'_>, pages: u32) -> Result<String, String> {
+        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) +=
+            1;
+        tokio::time::sleep(super::SLOW).await;
+        Ok(format!("{pages} pages filed"))
+    }
+
+    agent! {
+        /// Files reports.
+        pub struct Reports;
+        tools: [file_report],
+    }
+}
+
+/// A node of the long-execution cases: the run's slot lapses after [`LEASE`], a claim after
+/// [`SETTLE`].
+fn slow_node(store: Arc<dyn Store>, script: Vec<ChatResponse>) -> Runtime {
+    Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(agents_runtime::RoleMap::new().role("employee", ["report.write"]))
+        .server_key(SERVER_KEY)
+        .store(store)
+        .decision_poll(Duration::from_millis(20))
+        .run_slot_lease(LEASE)
+        .settle_lease(SETTLE)
+        .build()
+}
+
+/// Node A proposes filing a report and is gone right after the proposal is stored (its run
+/// waits for ever, its slot lapses); the person approves through `decider`. The proposal's
+/// call id, and A's run (kept, so nothing of it is dropped while the case runs).
+async fn proposed_by_a_gone_node(
+    store: &Arc<dyn Store>,
+    decider: &Runtime,
+    s: &str,
+) -> (String, agents_runtime::RunHandle<String>) {
+    let dying = Faulty::new(store.clone(), Fault::DieAfterProposal);
+    let node_a = slow_node(dying.clone(), vec![tool_call("file_report", r#"{"pages": 3}"#), reply("filed")]);
+    let run = node_a.start::<slow::Reports>(employee(), s, "file my report".into()).unwrap();
+    let deadline = tokio::time::Instant::now() + LEASE * 20;
+    let call_id = loop {
+        let listed = decider.pending_decisions(&employee()).await.unwrap();
+        if let Some(p) = listed.iter().find(|p| p.session_id.as_deref() == Some(s)) {
+            break p.call_id.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "node A never stored its proposal");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(dying.dead.load(Ordering::SeqCst));
+    decider.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    (call_id, run)
+}
+
+/// The statuses of `records` that end a call.
+fn finals(records: &[AuditRecord]) -> Vec<AuditStatus> {
+    use AuditStatus::{Denied, Executed, Failed, Rejected, Skipped};
+    statuses(records).into_iter().filter(|s| matches!(s, Executed | Failed | Rejected | Skipped | Denied)).collect()
+}
+
+/// Node B's resumption carries out the approved call, which runs four settle leases; node C
+/// resumes over and over meanwhile. B renews its claim while the call runs, so C never takes
+/// it over: the call runs once and has exactly one final record, B's `executed`.
+async fn a_long_execution_keeps_its_claim(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let (node_b, node_c) = (slow_node(store.clone(), vec![]), slow_node(store.clone(), vec![]));
+    let (call_id, run) = proposed_by_a_gone_node(&store, &node_c, &s).await;
+    let resumer = tokio::spawn(async move {
+        loop {
+            let done = node_b.resume_orphaned::<slow::Reports>().await.unwrap();
+            if !done.is_empty() {
+                return done;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let deadline = tokio::time::Instant::now() + LEASE * 40;
+    while slow::executions(&s) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "node B never carried the call out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Node C resumes all along the execution, which outlasts the settle lease four times.
+    let mut taken = Vec::new();
+    while !resumer.is_finished() {
+        taken.extend(node_c.resume_orphaned::<slow::Reports>().await.unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(taken.is_empty(), "node C took the live execution over: {taken:?}");
+    let carried = resumer.await.unwrap();
+    assert_eq!(carried.len(), 1, "{carried:?}");
+    assert_eq!((carried[0].call_id.as_str(), carried[0].status), (call_id.as_str(), AuditStatus::Executed));
+    tokio::time::sleep(SETTLE * 2).await;
+    assert!(node_c.resume_orphaned::<slow::Reports>().await.unwrap().is_empty(), "its record is marked written");
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(
+        statuses(&records),
+        [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed],
+        "exactly one final record"
+    );
+    assert_eq!(slow::executions(&s), 1, "executed once");
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
+/// Node B's resumption carries out the approved call and dies while it runs (from its first
+/// renewal of the claim on, it never answers again): its claim lapses after the settle lease
+/// like any dead holder's, node C takes it over and writes the one final record (`failed`,
+/// `abandoned: ...`), and never runs the call again.
+async fn a_dead_resumers_claim_still_lapses(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieAtRenewal);
+    let (node_b, node_c) = (slow_node(dying.clone(), vec![]), slow_node(store.clone(), vec![]));
+    let (call_id, run) = proposed_by_a_gone_node(&store, &node_c, &s).await;
+    let resumer = tokio::spawn(async move {
+        loop {
+            if !node_b.resume_orphaned::<slow::Reports>().await.unwrap().is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let deadline = tokio::time::Instant::now() + LEASE * 40;
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node B never carried the call out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let deadline = tokio::time::Instant::now() + SETTLE * 20;
+    let settled = loop {
+        let done = node_c.resume_orphaned::<slow::Reports>().await.unwrap();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the dead resumer's claim never lapsed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Failed));
+    // B's call finishes running meanwhile; B is dead and writes nothing more.
+    tokio::time::sleep(SLOW).await;
+    assert!(node_c.resume_orphaned::<slow::Reports>().await.unwrap().is_empty(), "settled once");
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(finals(&records), [AuditStatus::Failed], "exactly one final record");
+    let reason = records.last().and_then(|r| r.reason.as_deref()).unwrap_or_default();
+    assert!(reason.starts_with("abandoned:") && reason.contains("claimed its execution"), "{reason}");
+    assert_eq!(slow::executions(&s), 1, "never run again");
+    store.verify_audit("audit").await.expect("the chain verifies");
+    resumer.abort();
+    drop(run);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_every_proposal_gets_one_final_record() {
     let dir = tempfile::tempdir().unwrap();
@@ -453,7 +662,9 @@ async fn sqlite_every_proposal_gets_one_final_record() {
     dies_after_claiming_a_rejection(&spec, store.clone(), "sqlite-reject").await;
     dies_after_claiming_an_execution(&spec, store.clone(), "sqlite-exec").await;
     dies_between_the_record_and_its_mark(&spec, store.clone(), "sqlite-mark").await;
-    a_failed_claim_leaves_the_record_to_a_resumption(&spec, store, "sqlite-failed").await;
+    a_failed_claim_leaves_the_record_to_a_resumption(&spec, store.clone(), "sqlite-failed").await;
+    a_long_execution_keeps_its_claim(&spec, store.clone(), "sqlite-long").await;
+    a_dead_resumers_claim_still_lapses(&spec, store, "sqlite-dead-resumer").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -465,5 +676,7 @@ async fn postgres_every_proposal_gets_one_final_record() {
     dies_after_claiming_a_rejection(&url, store.clone(), "pg-reject").await;
     dies_after_claiming_an_execution(&url, store.clone(), "pg-exec").await;
     dies_between_the_record_and_its_mark(&url, store.clone(), "pg-mark").await;
-    a_failed_claim_leaves_the_record_to_a_resumption(&url, store, "pg-failed").await;
+    a_failed_claim_leaves_the_record_to_a_resumption(&url, store.clone(), "pg-failed").await;
+    a_long_execution_keeps_its_claim(&url, store.clone(), "pg-long").await;
+    a_dead_resumers_claim_still_lapses(&url, store, "pg-dead-resumer").await;
 }
