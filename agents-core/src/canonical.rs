@@ -195,6 +195,12 @@ fn es_number(f: f64) -> String {
 }
 
 fn write_string(s: &str, out: &mut String) {
+    write_string_verbatim(s, out);
+}
+
+/// Appends a string as a canonical JSON string literal; whether it needed no escape (the
+/// literal is then `"`, the string itself and `"`).
+pub(crate) fn write_string_verbatim(s: &str, out: &mut String) -> bool {
     out.reserve(s.len() + 2);
     out.push('"');
     // Most strings (ids, names, hex) need no escape: checked without a branch per word, then
@@ -202,7 +208,7 @@ fn write_string(s: &str, out: &mut String) {
     if !needs_escape(s.as_bytes()) {
         out.push_str(s);
         out.push('"');
-        return;
+        return true;
     }
     // Copy runs that need no escape in one go; only `"`, `\\` and control characters escape.
     let bytes = s.as_bytes();
@@ -243,6 +249,7 @@ fn write_string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+    false
 }
 
 /// Whether any byte of `bytes` is `"`, `\\` or below 0x20: eight bytes at a time (the last
