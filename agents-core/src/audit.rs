@@ -395,25 +395,25 @@ impl AuditRecord {
             hash: _,
         } = self;
         let members: [Member<'_>; MEMBERS] = [
-            Member::Str(Some(agent)),
+            Member::Shared(Some(agent)),
             Member::Args(args.as_ref()),
             Member::Str(args_hash.as_deref()),
-            Member::Str(call_id.as_deref()),
+            Member::Shared(call_id.as_ref()),
             Member::Import(import.as_ref()),
-            Member::Str(Some(manifest_sha256)),
-            Member::Str(Some(org_id)),
+            Member::Shared(Some(manifest_sha256)),
+            Member::Shared(Some(org_id)),
             Member::Str(reason.as_deref()),
-            Member::Str(Some(request_id)),
+            Member::Shared(Some(request_id)),
             Member::Result(result.as_ref()),
-            Member::Str(Some(role)),
-            Member::Str(Some(run_id)),
-            Member::Str(Some(session_id)),
+            Member::Shared(Some(role)),
+            Member::Shared(Some(run_id)),
+            Member::Shared(Some(session_id)),
             Member::Word(Some(status.as_str())),
             Member::Word(tier.map(Tier::as_str)),
-            Member::Str(title.as_deref()),
-            Member::Str(tool.as_deref()),
+            Member::Shared(title.as_ref()),
+            Member::Shared(tool.as_ref()),
             Member::Str(Some(ts)),
-            Member::Str(Some(user_id)),
+            Member::Shared(Some(user_id)),
         ];
         let rendered = LAST_RENDERED.try_with(|last| match last.try_borrow_mut() {
             Ok(mut last) => render_members(&members, args.as_ref(), Some(&mut last)),
@@ -465,6 +465,8 @@ thread_local! {
 enum Member<'a> {
     /// A string, or `null`.
     Str(Option<&'a str>),
+    /// A string the records of a run or call share, or `null`.
+    Shared(Option<&'a crate::SharedStr>),
     /// A name from a fixed set (a status, a tier): lowercase letters and `_`, or `null`.
     Word(Option<&'static str>),
     Args(Option<&'a crate::SharedValue>),
@@ -499,6 +501,9 @@ struct LastRendered {
     /// The arguments written, shared (their allocation is what a later record's are compared
     /// with; held, so it cannot be reused for other arguments meanwhile).
     args: Option<crate::SharedValue>,
+    /// The shared strings written verbatim, by member: one a later record holds a clone of is
+    /// the same text without comparing it.
+    shared: [Option<crate::SharedStr>; MEMBERS],
     valid: bool,
 }
 
@@ -507,20 +512,27 @@ impl LastRendered {
     fn same(&self, i: usize, m: &Member<'_>) -> bool {
         let written = self.written[i];
         match m {
-            Member::Str(None) | Member::Word(None) | Member::Result(None) | Member::Args(None) => {
-                written == Written::Null
+            Member::Str(None)
+            | Member::Shared(None)
+            | Member::Word(None)
+            | Member::Result(None)
+            | Member::Args(None) => written == Written::Null,
+            Member::Shared(Some(s)) => {
+                written == Written::Verbatim
+                    && (self.shared[i].as_ref().is_some_and(|kept| kept.ptr_eq(s)) || self.same_text(i, s))
             }
-            Member::Str(Some(v)) | Member::Word(Some(v)) => {
-                written == Written::Verbatim && {
-                    let start = if i == 0 { 0 } else { self.ends[i - 1] };
-                    // `key"value"`: the value sits between the key's colon and the last quote.
-                    self.text.get(start + KEYS[i].len() + 1..self.ends[i] - 1) == Some(*v)
-                }
-            }
+            Member::Str(Some(v)) | Member::Word(Some(v)) => written == Written::Verbatim && self.same_text(i, v),
             Member::Args(Some(a)) => written == Written::Args && self.args.as_ref().is_some_and(|b| b.ptr_eq(a)),
             Member::Import(None) => written == Written::Absent,
             Member::Result(Some(_)) | Member::Import(Some(_)) => false,
         }
+    }
+
+    /// Whether member `i`, written verbatim, holds the string `v`.
+    fn same_text(&self, i: usize, v: &str) -> bool {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        // `key"value"`: the value sits between the key's colon and the last quote.
+        self.text.get(start + KEYS[i].len() + 1..self.ends[i] - 1) == Some(v)
     }
 }
 
@@ -538,9 +550,16 @@ fn write_member(out: &mut String, i: usize, m: &Member<'_>) -> Written {
     }
     out.push_str(key);
     match m {
-        Member::Str(None) | Member::Word(None) | Member::Result(None) | Member::Args(None) => {
+        Member::Str(None) | Member::Shared(None) | Member::Word(None) | Member::Result(None) | Member::Args(None) => {
             out.push_str("null");
             Written::Null
+        }
+        Member::Shared(Some(v)) => {
+            if crate::canonical::write_string_verbatim(v, out) {
+                Written::Verbatim
+            } else {
+                Written::Other
+            }
         }
         Member::Str(Some(v)) => {
             if crate::canonical::write_string_verbatim(v, out) {
@@ -613,16 +632,33 @@ fn render_members(
     if let Some(c) = copy.take() {
         out.push_str(&last.text[c]);
     }
-    last.keep(&out, ends, written, args);
+    last.keep(&out, ends, written, args, members);
     Members { text: out, cuts: CUT_AFTER.map(|i| ends[i]) }
 }
 
 impl LastRendered {
     /// Keeps a record's members text as the one the next record copies from.
-    fn keep(&mut self, text: &str, ends: [usize; MEMBERS], written: [Written; MEMBERS], args: Option<&crate::SharedValue>) {
+    fn keep(
+        &mut self,
+        text: &str,
+        ends: [usize; MEMBERS],
+        written: [Written; MEMBERS],
+        args: Option<&crate::SharedValue>,
+        members: &[Member<'_>; MEMBERS],
+    ) {
         if text.len() > LAST_KEPT {
             *self = LastRendered::default();
             return;
+        }
+        for ((kept, m), w) in self.shared.iter_mut().zip(members).zip(written) {
+            match m {
+                Member::Shared(Some(s)) if w == Written::Verbatim => {
+                    if !kept.as_ref().is_some_and(|k| k.ptr_eq(s)) {
+                        *kept = Some((*s).clone());
+                    }
+                }
+                _ => *kept = None,
+            }
         }
         self.text.clear();
         self.text.push_str(text);
@@ -720,7 +756,10 @@ impl Members {
         let hex = TAIL.with_borrow_mut(|tail| {
             tail.clear();
             self.write_tail(chain, tail);
-            let hex = crate::canonical::digest_hex(&digest_parts(line.as_bytes(), tail.as_bytes(), key));
+            // Up to `prev_hash`, the next record of the same call repeats this one's text.
+            let [a, b, _] = self.cuts;
+            let digest = digest_sealed(line.as_bytes(), tail.as_bytes(), line.len() + (b - a), key);
+            let hex = crate::canonical::digest_hex(&digest);
             line.push_str(",\"hash\":\"");
             line.push_str(&hex);
             line.push('"');
@@ -752,6 +791,71 @@ fn digest_parts(before: &[u8], after: &[u8], key: Option<&EpochKey>) -> [u8; 32]
             mac.finalize().into_bytes().into()
         }
     }
+}
+
+/// The most bytes of a record's opening whose hash state is kept for the next record.
+const PREFIX_KEPT: usize = 64 * 1024;
+
+thread_local! {
+    /// The plain chain's kept state (see [`digest_sealed`]).
+    static PLAIN_PREFIX: std::cell::RefCell<Option<(Vec<u8>, sha2::Sha256)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`digest_parts`] of a record about to be sealed, whose first `stable` bytes the next record
+/// of the same call repeats (everything before `prev_hash`: its arguments, ids, tool). The
+/// hash state after the whole blocks of those bytes is kept (per thread in the plain chain,
+/// with the epoch's key in the keyed one), with the bytes; a record that opens with exactly
+/// those bytes resumes from it instead of hashing them again. The digest is the same.
+fn digest_sealed(before: &[u8], after: &[u8], stable: usize, key: Option<&EpochKey>) -> [u8; 32] {
+    use sha2::digest::FixedOutput;
+    let shared = (stable.min(before.len() + after.len()) / 64 * 64).min(PREFIX_KEPT);
+    if shared == 0 {
+        return digest_parts(before, after, key);
+    }
+    match key {
+        None => {
+            let kept = PLAIN_PREFIX.try_with(|kept| {
+                let mut kept = kept.try_borrow_mut().ok()?;
+                Some(resume(&mut kept, sha2::Sha256::default, before, after, shared).finalize_fixed().into())
+            });
+            kept.ok().flatten().unwrap_or_else(|| digest_parts(before, after, None))
+        }
+        Some(key) => match key.prefix() {
+            Some(mut kept) => resume(&mut kept, || key.mac().clone(), before, after, shared).finalize_fixed().into(),
+            None => digest_parts(before, after, Some(key)),
+        },
+    }
+}
+
+/// A hasher fed `before` then `after`, resumed from `kept` when that holds the state after
+/// exactly their first `shared` bytes; otherwise `kept` takes the state after them.
+fn resume<H: Clone + sha2::digest::Update>(
+    kept: &mut Option<(Vec<u8>, H)>,
+    fresh: impl FnOnce() -> H,
+    before: &[u8],
+    after: &[u8],
+    shared: usize,
+) -> H {
+    let head = &before[..shared.min(before.len())];
+    let rest = &after[..shared - head.len()];
+    let hit = matches!(&*kept, Some((bytes, _)) if bytes.len() == shared && bytes[..head.len()] == *head && bytes[head.len()..] == *rest);
+    let mut h = match kept {
+        Some((_, state)) if hit => state.clone(),
+        _ => {
+            let mut h = fresh();
+            h.update(head);
+            h.update(rest);
+            let mut bytes = kept.take().map(|(bytes, _)| bytes).unwrap_or_default();
+            bytes.clear();
+            bytes.extend_from_slice(head);
+            bytes.extend_from_slice(rest);
+            *kept = Some((bytes, h.clone()));
+            h
+        }
+    };
+    h.update(&before[head.len()..]);
+    h.update(&after[rest.len()..]);
+    h
 }
 
 /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `line` without the bytes in `skip`.

@@ -84,14 +84,24 @@ pub fn digest_hex(digest: &[u8; 32]) -> String {
 
 /// Appends the lowercase hex of a 32-byte digest to `out` (see [`digest_hex`]).
 pub fn write_digest_hex(digest: &[u8; 32], out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 64];
-    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    for (pair, &byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
     out.push_str(std::str::from_utf8(&text).expect("hex digits are ASCII"));
 }
+
+/// The two lowercase hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        pairs[i] = [DIGITS[i >> 4], DIGITS[i & 0x0f]];
+        i += 1;
+    }
+    pairs
+};
 
 fn write_value(value: &Value, out: &mut String) {
     match value {

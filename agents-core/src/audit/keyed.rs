@@ -138,6 +138,10 @@ pub struct EpochKey {
     /// HMAC state keyed with `key` (its inner and outer pads absorbed), cloned per record.
     /// Replaced in place when the key steps, so the old pads are overwritten too.
     mac: HmacSha256,
+    /// The HMAC state after the whole blocks of the last sealed record's opening that the next
+    /// record of the same call repeats, with those bytes (see `audit::digest_sealed`). Keyed
+    /// with this epoch's key, so it lives and is dropped with it.
+    prefix: std::sync::Mutex<Option<(Vec<u8>, HmacSha256)>>,
 }
 
 impl EpochKey {
@@ -145,7 +149,7 @@ impl EpochKey {
     pub fn new(epoch: u64, key: [u8; 32]) -> Self {
         let mut key = Zeroizing::new(key);
         let mac = HmacSha256::new_from_slice(key.as_ref()).expect("HMAC takes keys of any length");
-        let out = EpochKey { epoch, key: Zeroizing::new(*key), mac };
+        let out = EpochKey { epoch, key: Zeroizing::new(*key), mac, prefix: std::sync::Mutex::new(None) };
         key.zeroize();
         out
     }
@@ -169,6 +173,7 @@ impl EpochKey {
         self.key.copy_from_slice(&next);
         next.zeroize();
         self.mac = HmacSha256::new_from_slice(self.key.as_ref()).expect("HMAC takes keys of any length");
+        *self.prefix.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         self.epoch += 1;
     }
 
@@ -181,6 +186,12 @@ impl EpochKey {
 
     pub(crate) fn mac(&self) -> &HmacSha256 {
         &self.mac
+    }
+
+    /// The state kept after the last sealed record's repeated opening (none while another
+    /// thread seals with this key: that record is then hashed from the start).
+    pub(crate) fn prefix(&self) -> Option<std::sync::MutexGuard<'_, Option<(Vec<u8>, HmacSha256)>>> {
+        self.prefix.try_lock().ok()
     }
 }
 

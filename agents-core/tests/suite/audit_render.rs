@@ -311,9 +311,17 @@ proptest! {
         let mut r = record(Some(json!({"id": 1, "tags": ["a"]})), None);
         r.call_id = Some("c".into());
         let mut prev_hash = GENESIS_HASH.to_owned();
+        // One key seals the whole run, as a writer's does (it keeps the state of the opening
+        // a record shares with the one before).
+        let key = ChainKey::from_bytes([9; 32]).key_at(2);
+        let mut keyed_prev = GENESIS_HASH.to_owned();
         for (seq, (change, pick)) in steps.iter().enumerate() {
             r = next_record(&r, change, pick);
             prev_hash = check(r.clone(), seq as u64 + 1, &prev_hash).hash;
+            let (sealed, line) = PreparedRecord::new(r.clone()).seal_with(seq as u64 + 1, &keyed_prev, Some(&key));
+            prop_assert_eq!(&sealed.hash, &generic_mac(&sealed, &key));
+            prop_assert_eq!(line, generic_line(&sealed));
+            keyed_prev = sealed.hash;
         }
     }
 }
