@@ -141,8 +141,11 @@ pub struct EpochKey {
     /// The HMAC state after the whole blocks of the last sealed record's opening that the next
     /// record of the same call repeats, with those bytes (see `audit::digest_sealed`). Keyed
     /// with this epoch's key, so it lives and is dropped with it.
-    prefix: std::sync::Mutex<Option<(Vec<u8>, HmacSha256)>>,
+    prefix: std::sync::Mutex<KeptPrefix>,
 }
+
+/// A record opening's bytes (whole blocks) and the HMAC state after them.
+pub(crate) type KeptPrefix = Option<(Vec<u8>, HmacSha256)>;
 
 impl EpochKey {
     /// The key of `epoch` from its bytes (as a writer's key file holds them).
@@ -190,7 +193,7 @@ impl EpochKey {
 
     /// The state kept after the last sealed record's repeated opening (none while another
     /// thread seals with this key: that record is then hashed from the start).
-    pub(crate) fn prefix(&self) -> Option<std::sync::MutexGuard<'_, Option<(Vec<u8>, HmacSha256)>>> {
+    pub(crate) fn prefix(&self) -> Option<std::sync::MutexGuard<'_, KeptPrefix>> {
         self.prefix.try_lock().ok()
     }
 }
