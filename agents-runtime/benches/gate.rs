@@ -15,7 +15,9 @@
 //!   registry (`Registry::entry`, strict parse, snapshot check, interceptor, typed parse, body).
 //!
 //! 60-tool and 600-tool agents are stamped out by `macro_rules!`; the called tool is the last
-//! one each agent lists. Run: `cargo bench -p agents-runtime --bench gate`.
+//! one each agent lists. Run: `cargo bench -p agents-runtime --bench gate`. Each path is timed
+//! by the wall clock and, on Linux, by the polling thread's CPU time (`getrusage`), which time
+//! spent waiting for a CPU on a loaded machine does not inflate.
 #![recursion_limit = "1024"]
 #![allow(missing_docs)]
 
