@@ -709,7 +709,7 @@ impl Members {
 
     /// Room for the whole line: the members, the chain's members and the hash.
     fn line_capacity(&self, chain: Chain<'_>) -> usize {
-        self.text.len() + chain.prev_hash.len() + 64 + 96
+        self.text.len() + chain.prev_hash.len() + 64 + 80
     }
 
     /// `{` and the members before `hash` (`epoch` last among them).
@@ -743,31 +743,38 @@ impl Members {
         digest_around(&line, hash, key)
     }
 
-    /// Seals in one pass: the whole line is written once, its `hash` member holding a
-    /// placeholder of the hex's length; the digest is fed the text around that member (exactly
-    /// the text the seal covers), then the hex replaces the placeholder in place. Returns the
+    /// Seals in one pass: the text before `hash` is written into the line, the text after it
+    /// into a buffer the thread keeps; the digest is fed the two (exactly the text the seal
+    /// covers), then the `hash` member and that buffer are appended to the line. Returns the
     /// hex and the line.
     fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
-        const PLACEHOLDER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-        const OPEN: &str = ",\"hash\":\"";
+        thread_local! {
+            static TAIL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
         let mut line = String::with_capacity(self.line_capacity(chain));
         self.write_head(chain, &mut line);
-        let hash_at = line.len();
-        line.push_str(OPEN);
-        line.push_str(PLACEHOLDER);
-        line.push('"');
-        let after_hash = line.len();
-        self.write_tail(chain, &mut line);
-        // Up to `prev_hash`, the next record of the same call repeats this one's text.
-        let [a, b, _] = self.cuts;
-        let bytes = line.as_bytes();
-        let digest = digest_sealed(&bytes[..hash_at], &bytes[after_hash..], hash_at + (b - a), key);
-        let hex = crate::canonical::digest_hex(&digest);
-        let hex_at = hash_at + OPEN.len();
-        line.replace_range(hex_at..hex_at + PLACEHOLDER.len(), &hex);
+        let hex = TAIL.with_borrow_mut(|tail| {
+            tail.clear();
+            self.write_tail(chain, tail);
+            // Up to `prev_hash`, the next record of the same call repeats this one's text.
+            let [a, b, _] = self.cuts;
+            let digest = digest_sealed(line.as_bytes(), tail.as_bytes(), line.len() + (b - a), key);
+            let hex = crate::canonical::digest_hex(&digest);
+            line.push_str(",\"hash\":\"");
+            line.push_str(&hex);
+            line.push('"');
+            line.push_str(tail);
+            if tail.capacity() > TAIL_KEPT {
+                *tail = String::new();
+            }
+            hex
+        });
         (hex, line)
     }
 }
+
+/// The largest buffer (bytes) a thread keeps for the text of records it seals.
+const TAIL_KEPT: usize = 64 * 1024;
 
 /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `before` followed by `after`.
 fn digest_parts(before: &[u8], after: &[u8], key: Option<&EpochKey>) -> [u8; 32] {
