@@ -15,9 +15,7 @@
 //!   registry (`Registry::entry`, strict parse, snapshot check, interceptor, typed parse, body).
 //!
 //! 60-tool and 600-tool agents are stamped out by `macro_rules!`; the called tool is the last
-//! one each agent lists. Run: `cargo bench -p agents-runtime --bench gate`. Each path is timed
-//! by the wall clock and, on Linux, by the polling thread's CPU time (`getrusage`), which time
-//! spent waiting for a CPU on a loaded machine does not inflate.
+//! one each agent lists. Run: `cargo bench -p agents-runtime --bench gate`.
 #![recursion_limit = "1024"]
 #![allow(missing_docs)]
 
@@ -343,14 +341,10 @@ fn ratios() {
     let f = fixture();
     let value = args_value();
     const N: u32 = 20_000;
-    // Wall clock and, where the system tells it, the time this thread was on a CPU (which a
-    // loaded machine's other processes do not add to; the runtime polls on this thread).
     let rounds = |body: &dyn Fn()| {
-        let (t, cpu) = (Instant::now(), on_cpu_ns());
+        let t = Instant::now();
         body();
-        let wall = t.elapsed().as_nanos() as f64 / f64::from(N);
-        let cpu = cpu.zip(on_cpu_ns()).map(|(a, b)| (b - a) as f64 / f64::from(N));
-        (wall, cpu.unwrap_or(f64::NAN))
+        t.elapsed().as_nanos() as f64 / f64::from(N)
     };
     let paths: Vec<Path<'_>> = vec![
         ("baseline (from_value + body)", Box::new(|| (0..N).for_each(|_| drop(black_box(baseline(&value)))))),
@@ -427,19 +421,16 @@ fn ratios() {
         return;
     }
     let mut best = vec![f64::INFINITY; paths.len()];
-    let mut best_cpu = vec![f64::INFINITY; paths.len()];
     for _ in 0..7 {
         for (i, (_, p)) in paths.iter().enumerate() {
-            let (wall, cpu) = rounds(p.as_ref());
-            best[i] = best[i].min(wall);
-            best_cpu[i] = best_cpu[i].min(cpu);
+            best[i] = best[i].min(rounds(p.as_ref()));
         }
     }
     let seal = seal_cost();
     println!();
-    println!("per call (best of 7 rounds of {N}; wall clock, and on-CPU time of the polling thread):");
-    for (((label, _), ns), cpu) in paths.iter().zip(&best).zip(&best_cpu) {
-        println!("  {label:<36} {ns:>9.0} ns {cpu:>9.0} ns on CPU");
+    println!("per call (best of 7 rounds of {N}):");
+    for ((label, _), ns) in paths.iter().zip(&best) {
+        println!("  {label:<36} {ns:>9.0} ns");
     }
     println!(
         "  {:<36} {seal:>9.0} ns  (a read call seals two: `proposed`, `executed`)",
@@ -453,31 +444,6 @@ fn ratios() {
     println!("  600 / 60 tools, audit built          {:>6.2}x  (target <= 1.10x)", built600 / built60);
     println!("  gate (built and sealed) / baseline   {:>6.2}x  (plain chain; target <= 6.0x)", sealed60 / base);
     println!("  gate (sealed, keyed) / baseline      {:>6.2}x  (keyed chain; target <= 6.0x)", keyed60 / base);
-    if let [base, _, bare60, _, built60, _, sealed60, keyed60] = best_cpu[..]
-        && base.is_finite()
-    {
-        println!(
-            "on-CPU ratios: no audit {:.2}x, audit built {:.2}x, built and sealed {:.2}x, sealed keyed {:.2}x",
-            bare60 / base,
-            built60 / base,
-            sealed60 / base,
-            keyed60 / base
-        );
-    }
-}
-
-/// Nanoseconds this thread has spent on a CPU, user and system (`getrusage(RUSAGE_THREAD)`,
-/// Linux); `None` elsewhere.
-fn on_cpu_ns() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::sys::resource::{UsageWho, getrusage};
-        let usage = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
-        let micros = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
-        Some((micros(usage.user_time()) + micros(usage.system_time())) * 1000)
-    }
-    #[cfg(not(target_os = "linux"))]
-    None
 }
 
 /// Nanoseconds to seal one `proposed` record as the gate builds it for the benchmark call.
