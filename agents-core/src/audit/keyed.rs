@@ -140,7 +140,7 @@ pub struct EpochKey {
     mac: HmacSha256,
     /// The HMAC state after the whole blocks of the last sealed record's opening that the next
     /// record of the same call repeats, with those bytes (see `audit::digest_sealed`). Keyed
-    /// with this epoch's key, so it lives and is dropped with it.
+    /// with this epoch's key: replaced in place when the key steps, like `mac`.
     prefix: std::sync::Mutex<KeptPrefix>,
 }
 
@@ -176,7 +176,10 @@ impl EpochKey {
         self.key.copy_from_slice(&next);
         next.zeroize();
         self.mac = HmacSha256::new_from_slice(self.key.as_ref()).expect("HMAC takes keys of any length");
-        *self.prefix.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        // Overwritten in place with a state of the new key (over no bytes, so it matches no
+        // record), so the old key's state after a record's opening is not left behind either.
+        *self.prefix.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((Vec::new(), self.mac.clone()));
         self.epoch += 1;
     }
 
