@@ -359,6 +359,13 @@ impl AuditRecord {
 
     /// Renders every member except the four the chain decides (`epoch`, `hash`, `prev_hash`,
     /// `seq`), in canonical key order, split where those go.
+    ///
+    /// Consecutive records share most members (a run's ids; a call's arguments, tool and
+    /// title), so each thread keeps the text of the last record it rendered: a member equal to
+    /// the one there is copied from it, runs of such members in one piece, and only the others
+    /// are written. Equal means the same text for a string (kept when it needed no escape), the
+    /// same shared value for the arguments, both absent for the rest; the bytes are the same
+    /// either way.
     fn members(&self) -> Members {
         // Exhaustive on purpose: a new field must be added below, in key order, or this does
         // not compile, rather than hash something other than the record's canonical JSON.
@@ -387,41 +394,283 @@ impl AuditRecord {
             prev_hash: _,
             hash: _,
         } = self;
-        // A member's key as written: its comma, the quoted name and the colon (the first
-        // member drops the comma).
-        macro_rules! key {
-            ($name:literal) => {
-                concat!(",\"", $name, "\":")
-            };
+        let members: [Member<'_>; MEMBERS] = [
+            Member::Shared(Some(agent)),
+            Member::Args(args.as_ref()),
+            Member::Str(args_hash.as_deref()),
+            Member::Shared(call_id.as_ref()),
+            Member::Import(import.as_ref()),
+            Member::Shared(Some(manifest_sha256)),
+            Member::Shared(Some(org_id)),
+            Member::Str(reason.as_deref()),
+            Member::Shared(Some(request_id)),
+            Member::Result(result.as_ref()),
+            Member::Shared(Some(role)),
+            Member::Shared(Some(run_id)),
+            Member::Shared(Some(session_id)),
+            Member::Word(Some(status.as_str())),
+            Member::Word(tier.map(Tier::as_str)),
+            Member::Shared(title.as_ref()),
+            Member::Shared(tool.as_ref()),
+            Member::Str(Some(ts)),
+            Member::Shared(Some(user_id)),
+        ];
+        let rendered = LAST_RENDERED.try_with(|last| match last.try_borrow_mut() {
+            Ok(mut last) => render_members(&members, args.as_ref(), Some(&mut last)),
+            Err(_) => render_members(&members, args.as_ref(), None),
+        });
+        rendered.unwrap_or_else(|_| render_members(&members, args.as_ref(), None))
+    }
+}
+
+/// The members a record renders besides the chain's, in canonical key order.
+const MEMBERS: usize = 19;
+
+/// Each member's key as written: its comma, the quoted name and the colon (the first member,
+/// `agent`, always present, has no comma).
+const KEYS: [&str; MEMBERS] = [
+    "\"agent\":",
+    ",\"args\":",
+    ",\"args_hash\":",
+    ",\"call_id\":",
+    ",\"import\":",
+    ",\"manifest_sha256\":",
+    ",\"org_id\":",
+    ",\"reason\":",
+    ",\"request_id\":",
+    ",\"result\":",
+    ",\"role\":",
+    ",\"run_id\":",
+    ",\"session_id\":",
+    ",\"status\":",
+    ",\"tier\":",
+    ",\"title\":",
+    ",\"tool\":",
+    ",\"ts\":",
+    ",\"user_id\":",
+];
+
+/// Where the chain's members go: `epoch` and `hash` after `call_id`, `prev_hash` after
+/// `org_id`, `seq` after `run_id` (indices into [`KEYS`]).
+const CUT_AFTER: [usize; 3] = [3, 6, 11];
+
+/// The largest members text (bytes) a thread keeps to copy unchanged members from.
+const LAST_KEPT: usize = 16 * 1024;
+
+thread_local! {
+    static LAST_RENDERED: std::cell::RefCell<LastRendered> = std::cell::RefCell::new(LastRendered::default());
+}
+
+/// One member's value, as the renderer reads it.
+enum Member<'a> {
+    /// A string, or `null`.
+    Str(Option<&'a str>),
+    /// A string the records of a run or call share, or `null`.
+    Shared(Option<&'a crate::SharedStr>),
+    /// A name from a fixed set (a status, a tier): lowercase letters and `_`, or `null`.
+    Word(Option<&'static str>),
+    Args(Option<&'a crate::SharedValue>),
+    Result(Option<&'a AuditResult>),
+    /// Absent, not `null`, when there is none.
+    Import(Option<&'a AuditImport>),
+}
+
+/// How a member's text was written, to tell whether another value writes the same.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+enum Written {
+    /// Anything else: written again.
+    #[default]
+    Other,
+    /// `null`.
+    Null,
+    /// Nothing (an absent `import`).
+    Absent,
+    /// A string without escapes: `"`, the string, `"`.
+    Verbatim,
+    /// The arguments [`LastRendered::args`] holds.
+    Args,
+}
+
+/// The members text of the last record this thread rendered, with where each member ends and
+/// how it was written.
+#[derive(Default)]
+struct LastRendered {
+    text: String,
+    ends: [usize; MEMBERS],
+    written: [Written; MEMBERS],
+    /// The arguments written, shared (their allocation is what a later record's are compared
+    /// with; held, so it cannot be reused for other arguments meanwhile).
+    args: Option<crate::SharedValue>,
+    /// The shared strings written verbatim, by member: one a later record holds a clone of is
+    /// the same text without comparing it.
+    shared: [Option<crate::SharedStr>; MEMBERS],
+    valid: bool,
+}
+
+impl LastRendered {
+    /// Whether member `i` with value `m` writes exactly the text this record has for it.
+    fn same(&self, i: usize, m: &Member<'_>) -> bool {
+        let written = self.written[i];
+        match m {
+            Member::Str(None)
+            | Member::Shared(None)
+            | Member::Word(None)
+            | Member::Result(None)
+            | Member::Args(None) => written == Written::Null,
+            Member::Shared(Some(s)) => {
+                written == Written::Verbatim
+                    && (self.shared[i].as_ref().is_some_and(|kept| kept.ptr_eq(s)) || self.same_text(i, s))
+            }
+            Member::Str(Some(v)) | Member::Word(Some(v)) => written == Written::Verbatim && self.same_text(i, v),
+            Member::Args(Some(a)) => written == Written::Args && self.args.as_ref().is_some_and(|b| b.ptr_eq(a)),
+            Member::Import(None) => written == Written::Absent,
+            Member::Result(Some(_)) | Member::Import(Some(_)) => false,
         }
-        // Room for a call's record with small arguments and a result digest (about 600 bytes),
-        // so the text is not moved while it is written.
-        let mut w = MemberWriter(String::with_capacity(1024));
-        w.string(key!("agent"), agent);
-        w.json(key!("args"), args.as_deref());
-        w.opt_string(key!("args_hash"), args_hash.as_deref());
-        w.opt_string(key!("call_id"), call_id.as_deref());
-        let before_hash = w.0.len();
-        if let Some(import) = import {
-            w.json(key!("import"), Some(&import.to_value()));
+    }
+
+    /// Whether member `i`, written verbatim, holds the string `v`.
+    fn same_text(&self, i: usize, v: &str) -> bool {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        // `key"value"`: the value sits between the key's colon and the last quote.
+        self.text.get(start + KEYS[i].len() + 1..self.ends[i] - 1) == Some(v)
+    }
+}
+
+/// Writes member `i` with its key; how it was written.
+fn write_member(out: &mut String, i: usize, m: &Member<'_>) -> Written {
+    let key = KEYS[i];
+    match m {
+        Member::Import(None) => return Written::Absent,
+        Member::Import(Some(import)) => {
+            out.push_str(key);
+            crate::canonical::write_to(&import.to_value(), out);
+            return Written::Other;
         }
-        w.string(key!("manifest_sha256"), manifest_sha256);
-        w.string(key!("org_id"), org_id);
-        let before_prev = w.0.len();
-        w.opt_string(key!("reason"), reason.as_deref());
-        w.string(key!("request_id"), request_id);
-        w.result(result.as_ref());
-        w.string(key!("role"), role);
-        w.string(key!("run_id"), run_id);
-        let before_seq = w.0.len();
-        w.string(key!("session_id"), session_id);
-        w.word(key!("status"), Some(status.as_str()));
-        w.word(key!("tier"), tier.map(Tier::as_str));
-        w.opt_string(key!("title"), title.as_deref());
-        w.opt_string(key!("tool"), tool.as_deref());
-        w.string(key!("ts"), ts);
-        w.string(key!("user_id"), user_id);
-        Members { text: w.0, cuts: [before_hash, before_prev, before_seq] }
+        _ => {}
+    }
+    out.push_str(key);
+    match m {
+        Member::Str(None) | Member::Shared(None) | Member::Word(None) | Member::Result(None) | Member::Args(None) => {
+            out.push_str("null");
+            Written::Null
+        }
+        Member::Shared(Some(v)) => {
+            if crate::canonical::write_string_verbatim(v, out) {
+                Written::Verbatim
+            } else {
+                Written::Other
+            }
+        }
+        Member::Str(Some(v)) => {
+            if crate::canonical::write_string_verbatim(v, out) {
+                Written::Verbatim
+            } else {
+                Written::Other
+            }
+        }
+        Member::Word(Some(v)) => {
+            debug_assert!(v.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{v}");
+            out.push('"');
+            out.push_str(v);
+            out.push('"');
+            Written::Verbatim
+        }
+        Member::Args(Some(args)) => {
+            crate::canonical::write_to(args, out);
+            Written::Args
+        }
+        Member::Result(Some(AuditResult::Sha256(digest))) => {
+            // `{"sha256":"<hex>"}`, as the canonical writer renders the value.
+            out.push_str("{\"sha256\":\"");
+            crate::canonical::write_digest_hex(digest, out);
+            out.push_str("\"}");
+            Written::Other
+        }
+        Member::Result(Some(AuditResult::Value(value))) => {
+            crate::canonical::write_to(value, out);
+            Written::Other
+        }
+        Member::Import(_) => unreachable!("written above"),
+    }
+}
+
+/// Renders the members, copying those equal to `last`'s from its text (then keeping this
+/// record's text there for the next one).
+fn render_members(
+    members: &[Member<'_>; MEMBERS],
+    args: Option<&crate::SharedValue>,
+    last: Option<&mut LastRendered>,
+) -> Members {
+    // Room for a call's record with small arguments and a result digest (about 600 bytes),
+    // so the text is not moved while it is written.
+    let mut out = String::with_capacity(1024);
+    let mut ends = [0usize; MEMBERS];
+    let mut written = [Written::Other; MEMBERS];
+    let Some(last) = last else {
+        for (i, m) in members.iter().enumerate() {
+            write_member(&mut out, i, m);
+            ends[i] = out.len();
+        }
+        return Members { text: out, cuts: CUT_AFTER.map(|i| ends[i]) };
+    };
+    // The range of `last.text` still to be copied: members equal to its own, contiguous there.
+    let mut copy: Option<std::ops::Range<usize>> = None;
+    for (i, m) in members.iter().enumerate() {
+        if last.valid && last.same(i, m) {
+            let start = if i == 0 { 0 } else { last.ends[i - 1] };
+            copy = Some(copy.map_or(start, |c| c.start)..last.ends[i]);
+            written[i] = last.written[i];
+            ends[i] = out.len() + copy.as_ref().map_or(0, |c| c.len());
+        } else {
+            if let Some(c) = copy.take() {
+                out.push_str(&last.text[c]);
+            }
+            written[i] = write_member(&mut out, i, m);
+            ends[i] = out.len();
+        }
+    }
+    if let Some(c) = copy.take() {
+        out.push_str(&last.text[c]);
+    }
+    last.keep(&out, ends, written, args, members);
+    Members { text: out, cuts: CUT_AFTER.map(|i| ends[i]) }
+}
+
+impl LastRendered {
+    /// Keeps a record's members text as the one the next record copies from.
+    fn keep(
+        &mut self,
+        text: &str,
+        ends: [usize; MEMBERS],
+        written: [Written; MEMBERS],
+        args: Option<&crate::SharedValue>,
+        members: &[Member<'_>; MEMBERS],
+    ) {
+        if text.len() > LAST_KEPT {
+            *self = LastRendered::default();
+            return;
+        }
+        for ((kept, m), w) in self.shared.iter_mut().zip(members).zip(written) {
+            match m {
+                Member::Shared(Some(s)) if w == Written::Verbatim => {
+                    if !kept.as_ref().is_some_and(|k| k.ptr_eq(s)) {
+                        *kept = Some((*s).clone());
+                    }
+                }
+                _ => *kept = None,
+            }
+        }
+        self.text.clear();
+        self.text.push_str(text);
+        self.ends = ends;
+        self.written = written;
+        let same_args = matches!((&self.args, args), (Some(a), Some(b)) if a.ptr_eq(b));
+        if written[1] != Written::Args {
+            self.args = None;
+        } else if !same_args {
+            self.args = args.cloned();
+        }
+        self.valid = true;
     }
 }
 
@@ -507,7 +756,10 @@ impl Members {
         let hex = TAIL.with_borrow_mut(|tail| {
             tail.clear();
             self.write_tail(chain, tail);
-            let hex = crate::canonical::digest_hex(&digest_parts(line.as_bytes(), tail.as_bytes(), key));
+            // Up to `prev_hash`, the next record of the same call repeats this one's text.
+            let [a, b, _] = self.cuts;
+            let digest = digest_sealed(line.as_bytes(), tail.as_bytes(), line.len() + (b - a), key);
+            let hex = crate::canonical::digest_hex(&digest);
             line.push_str(",\"hash\":\"");
             line.push_str(&hex);
             line.push('"');
@@ -541,66 +793,74 @@ fn digest_parts(before: &[u8], after: &[u8], key: Option<&EpochKey>) -> [u8; 32]
     }
 }
 
+/// The most bytes of a record's opening whose hash state is kept for the next record.
+const PREFIX_KEPT: usize = 64 * 1024;
+
+thread_local! {
+    /// The plain chain's kept state (see [`digest_sealed`]).
+    static PLAIN_PREFIX: std::cell::RefCell<Option<(Vec<u8>, sha2::Sha256)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`digest_parts`] of a record about to be sealed, whose first `stable` bytes the next record
+/// of the same call repeats (everything before `prev_hash`: its arguments, ids, tool). The
+/// hash state after the whole blocks of those bytes is kept (per thread in the plain chain,
+/// with the epoch's key in the keyed one), with the bytes; a record that opens with exactly
+/// those bytes resumes from it instead of hashing them again. The digest is the same.
+fn digest_sealed(before: &[u8], after: &[u8], stable: usize, key: Option<&EpochKey>) -> [u8; 32] {
+    use sha2::digest::FixedOutput;
+    let shared = (stable.min(before.len() + after.len()) / 64 * 64).min(PREFIX_KEPT);
+    if shared == 0 {
+        return digest_parts(before, after, key);
+    }
+    match key {
+        None => {
+            let kept = PLAIN_PREFIX.try_with(|kept| {
+                let mut kept = kept.try_borrow_mut().ok()?;
+                Some(resume(&mut kept, sha2::Sha256::default, before, after, shared).finalize_fixed().into())
+            });
+            kept.ok().flatten().unwrap_or_else(|| digest_parts(before, after, None))
+        }
+        Some(key) => match key.prefix() {
+            Some(mut kept) => resume(&mut kept, || key.mac().clone(), before, after, shared).finalize_fixed().into(),
+            None => digest_parts(before, after, Some(key)),
+        },
+    }
+}
+
+/// A hasher fed `before` then `after`, resumed from `kept` when that holds the state after
+/// exactly their first `shared` bytes; otherwise `kept` takes the state after them.
+fn resume<H: Clone + sha2::digest::Update>(
+    kept: &mut Option<(Vec<u8>, H)>,
+    fresh: impl FnOnce() -> H,
+    before: &[u8],
+    after: &[u8],
+    shared: usize,
+) -> H {
+    let head = &before[..shared.min(before.len())];
+    let rest = &after[..shared - head.len()];
+    let hit = matches!(&*kept, Some((bytes, _)) if bytes.len() == shared && bytes[..head.len()] == *head && bytes[head.len()..] == *rest);
+    let mut h = match kept {
+        Some((_, state)) if hit => state.clone(),
+        _ => {
+            let mut h = fresh();
+            h.update(head);
+            h.update(rest);
+            let mut bytes = kept.take().map(|(bytes, _)| bytes).unwrap_or_default();
+            bytes.clear();
+            bytes.extend_from_slice(head);
+            bytes.extend_from_slice(rest);
+            *kept = Some((bytes, h.clone()));
+            h
+        }
+    };
+    h.update(&before[head.len()..]);
+    h.update(&after[rest.len()..]);
+    h
+}
+
 /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `line` without the bytes in `skip`.
 fn digest_around(line: &str, skip: std::ops::Range<usize>, key: Option<&EpochKey>) -> [u8; 32] {
     digest_parts(&line.as_bytes()[..skip.start], &line.as_bytes()[skip.end..], key)
-}
-
-struct MemberWriter(String);
-
-impl MemberWriter {
-    /// `key` is `,"name":`; the first member is written without its comma.
-    fn key(&mut self, key: &'static str) {
-        self.0.push_str(if self.0.is_empty() { &key[1..] } else { key });
-    }
-
-    /// A name from a fixed set (a status, a tier): lowercase letters and `_`, never escaped.
-    fn word(&mut self, key: &'static str, value: Option<&'static str>) {
-        self.key(key);
-        match value {
-            Some(value) => {
-                debug_assert!(value.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{value}");
-                self.0.push('"');
-                self.0.push_str(value);
-                self.0.push('"');
-            }
-            None => self.0.push_str("null"),
-        }
-    }
-
-    fn string(&mut self, key: &'static str, value: &str) {
-        self.key(key);
-        crate::canonical::write_str_to(value, &mut self.0);
-    }
-
-    fn opt_string(&mut self, key: &'static str, value: Option<&str>) {
-        match value {
-            Some(value) => self.string(key, value),
-            None => self.json(key, None),
-        }
-    }
-
-    fn result(&mut self, result: Option<&AuditResult>) {
-        match result {
-            Some(AuditResult::Sha256(digest)) => {
-                self.key(",\"result\":");
-                // `{"sha256":"<hex>"}`, as the canonical writer renders the value.
-                self.0.push_str("{\"sha256\":\"");
-                crate::canonical::write_digest_hex(digest, &mut self.0);
-                self.0.push_str("\"}");
-            }
-            Some(AuditResult::Value(value)) => self.json(",\"result\":", Some(value)),
-            None => self.json(",\"result\":", None),
-        }
-    }
-
-    fn json(&mut self, key: &'static str, value: Option<&Value>) {
-        self.key(key);
-        match value {
-            Some(value) => crate::canonical::write_to(value, &mut self.0),
-            None => self.0.push_str("null"),
-        }
-    }
 }
 
 /// A record rendered before it is sealed, so that whoever keeps the chain (often a single

@@ -84,14 +84,24 @@ pub fn digest_hex(digest: &[u8; 32]) -> String {
 
 /// Appends the lowercase hex of a 32-byte digest to `out` (see [`digest_hex`]).
 pub fn write_digest_hex(digest: &[u8; 32], out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 64];
-    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    for (pair, &byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
     out.push_str(std::str::from_utf8(&text).expect("hex digits are ASCII"));
 }
+
+/// The two lowercase hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        pairs[i] = [DIGITS[i >> 4], DIGITS[i & 0x0f]];
+        i += 1;
+    }
+    pairs
+};
 
 fn write_value(value: &Value, out: &mut String) {
     match value {
@@ -195,6 +205,12 @@ fn es_number(f: f64) -> String {
 }
 
 fn write_string(s: &str, out: &mut String) {
+    write_string_verbatim(s, out);
+}
+
+/// Appends a string as a canonical JSON string literal; whether it needed no escape (the
+/// literal is then `"`, the string itself and `"`).
+pub(crate) fn write_string_verbatim(s: &str, out: &mut String) -> bool {
     out.reserve(s.len() + 2);
     out.push('"');
     // Most strings (ids, names, hex) need no escape: checked without a branch per word, then
@@ -202,7 +218,7 @@ fn write_string(s: &str, out: &mut String) {
     if !needs_escape(s.as_bytes()) {
         out.push_str(s);
         out.push('"');
-        return;
+        return true;
     }
     // Copy runs that need no escape in one go; only `"`, `\\` and control characters escape.
     let bytes = s.as_bytes();
@@ -243,6 +259,7 @@ fn write_string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+    false
 }
 
 /// Whether any byte of `bytes` is `"`, `\\` or below 0x20: eight bytes at a time (the last

@@ -28,6 +28,12 @@ impl SharedStr {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether `self` and `other` are clones of one text (the same allocation): then they are
+    /// equal without being compared.
+    pub fn ptr_eq(&self, other: &SharedStr) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Deref for SharedStr {

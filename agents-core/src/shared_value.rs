@@ -32,6 +32,12 @@ impl SharedValue {
         &self.0
     }
 
+    /// Whether `self` and `other` are clones of one value (the same allocation): then they
+    /// are equal without being compared.
+    pub fn ptr_eq(&self, other: &SharedValue) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The value, copied only when another clone still shares it.
     pub fn into_value(self) -> Value {
         Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())

@@ -138,14 +138,21 @@ pub struct EpochKey {
     /// HMAC state keyed with `key` (its inner and outer pads absorbed), cloned per record.
     /// Replaced in place when the key steps, so the old pads are overwritten too.
     mac: HmacSha256,
+    /// The HMAC state after the whole blocks of the last sealed record's opening that the next
+    /// record of the same call repeats, with those bytes (see `audit::digest_sealed`). Keyed
+    /// with this epoch's key: replaced in place when the key steps, like `mac`.
+    prefix: std::sync::Mutex<KeptPrefix>,
 }
+
+/// A record opening's bytes (whole blocks) and the HMAC state after them.
+pub(crate) type KeptPrefix = Option<(Vec<u8>, HmacSha256)>;
 
 impl EpochKey {
     /// The key of `epoch` from its bytes (as a writer's key file holds them).
     pub fn new(epoch: u64, key: [u8; 32]) -> Self {
         let mut key = Zeroizing::new(key);
         let mac = HmacSha256::new_from_slice(key.as_ref()).expect("HMAC takes keys of any length");
-        let out = EpochKey { epoch, key: Zeroizing::new(*key), mac };
+        let out = EpochKey { epoch, key: Zeroizing::new(*key), mac, prefix: std::sync::Mutex::new(None) };
         key.zeroize();
         out
     }
@@ -169,6 +176,10 @@ impl EpochKey {
         self.key.copy_from_slice(&next);
         next.zeroize();
         self.mac = HmacSha256::new_from_slice(self.key.as_ref()).expect("HMAC takes keys of any length");
+        // Overwritten in place with a state of the new key (over no bytes, so it matches no
+        // record), so the old key's state after a record's opening is not left behind either.
+        *self.prefix.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((Vec::new(), self.mac.clone()));
         self.epoch += 1;
     }
 
@@ -181,6 +192,12 @@ impl EpochKey {
 
     pub(crate) fn mac(&self) -> &HmacSha256 {
         &self.mac
+    }
+
+    /// The state kept after the last sealed record's repeated opening (none while another
+    /// thread seals with this key: that record is then hashed from the start).
+    pub(crate) fn prefix(&self) -> Option<std::sync::MutexGuard<'_, KeptPrefix>> {
+        self.prefix.try_lock().ok()
     }
 }
 

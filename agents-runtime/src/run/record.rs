@@ -137,10 +137,11 @@ pub(super) fn now_rfc3339() -> String {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
         let (last, whole) = LAST.get();
         if last == secs {
-            let mut text = String::with_capacity(30);
-            text.push_str(std::str::from_utf8(&whole).expect("written as ASCII"));
-            push_fraction(&mut text, nanos);
-            return Some(text);
+            // The whole second, the fraction and `Z`, written once into one allocation.
+            let mut text = [0u8; 30];
+            text[..19].copy_from_slice(&whole);
+            let end = 19 + write_fraction(&mut text[19..], nanos);
+            return Some(std::str::from_utf8(&text[..end]).expect("written as ASCII").to_owned());
         }
         let text = unix_rfc3339(secs, nanos)?;
         let mut whole = [0u8; 19];
@@ -151,23 +152,32 @@ pub(super) fn now_rfc3339() -> String {
     written.unwrap_or_else(|| rfc3339(time::OffsetDateTime::now_utc()))
 }
 
+/// Writes `.` and the nanoseconds without trailing zeros (nothing for none), then `Z`, into
+/// `out` (at least 11 bytes); how many bytes it wrote.
+fn write_fraction(out: &mut [u8], nanos: u32) -> usize {
+    if nanos == 0 {
+        out[0] = b'Z';
+        return 1;
+    }
+    out[0] = b'.';
+    let mut v = nanos;
+    for d in out[1..10].iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let mut end = 10;
+    while out[end - 1] == b'0' {
+        end -= 1;
+    }
+    out[end] = b'Z';
+    end + 1
+}
+
 /// `.` and the nanoseconds without trailing zeros (nothing for none), then `Z`.
 fn push_fraction(text: &mut String, nanos: u32) {
-    if nanos != 0 {
-        let mut digits = [0u8; 10];
-        digits[0] = b'.';
-        let mut v = nanos;
-        for d in digits[1..].iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        let mut end = 10;
-        while digits[end - 1] == b'0' {
-            end -= 1;
-        }
-        text.push_str(std::str::from_utf8(&digits[..end]).expect("digits"));
-    }
-    text.push('Z');
+    let mut fraction = [0u8; 11];
+    let n = write_fraction(&mut fraction, nanos);
+    text.push_str(std::str::from_utf8(&fraction[..n]).expect("digits"));
 }
 
 /// `secs` seconds and `nanos` nanoseconds after 1970-01-01T00:00:00Z as RFC 3339, exactly as
