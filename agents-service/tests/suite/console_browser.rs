@@ -25,7 +25,6 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 permissions! {
     pub mod perms { athlete.read, athlete.write, portal.write }
@@ -249,7 +248,7 @@ async fn the_console_in_a_real_browser() {
     }
 }
 
-/// One HTTP/1.1 request with `Connection: close`: status, lower-cased head, body.
+/// One request through the suite's client: status, head (lower-cased), body.
 pub(crate) async fn http(
     base: SocketAddr,
     method: &str,
@@ -257,24 +256,11 @@ pub(crate) async fn http(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(base).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    if !body.is_empty() || method == "POST" {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    let headers: Vec<(String, String)> = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    // A POST is JSON, also when it has no body.
+    let body = body.or((method == "POST").then_some(""));
+    let r = crate::common::call(base, method, path, &headers, body).await;
+    (r.status, r.head.to_ascii_lowercase(), r.body)
 }
 
 async fn sign_in(base: SocketAddr, person: usize) -> String {
