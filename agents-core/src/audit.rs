@@ -33,7 +33,13 @@ use std::fmt;
 /// The `prev_hash` of the first record of a chain.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// What happened.
+/// What happened: the status one record carries.
+///
+/// Not every record moves a tool call: a run's start and end, a notice and an interceptor's
+/// modified arguments stand beside the calls. Where a call stands at a run's end is the
+/// runtime's `CallStatus`, the statuses here that move a call under the same names, kept as a
+/// type of its own on purpose so that code over a call's status has no case for a state no call
+/// can be in (`CallStatus::of_audit` maps this type onto it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditStatus {

@@ -2,26 +2,23 @@
 
 use crate::Authenticator;
 use crate::error::ApiError;
-use agents_runtime::mcp::{ClientGone, INVALID_REQUEST, McpOptions, McpServer, strict_refusal};
+use agents_runtime::mcp::{ClientGone, ClientGoneBody, INVALID_REQUEST, McpOptions, McpServer, strict_refusal};
 use agents_runtime::tool::Registry;
 use agents_runtime::{Principal, Runtime};
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Request as HttpRequest;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
-use http_body::{Frame, SizeHint};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -363,7 +360,7 @@ async fn bind_session(State(b): State<Binding>, mut req: Request, next: Next) ->
         }
     }
     let stream = if is_event_stream(&response) { stream } else { None };
-    response.map(|inner| Body::new(Tracked { inner, finished: false, gone, _stream: stream }))
+    response.map(|inner| Body::new(ClientGoneBody::new(inner, gone, stream)))
 }
 
 impl Binding {
@@ -414,44 +411,6 @@ fn is_event_stream(r: &Response) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
-}
-
-/// A response body that tells, when it is dropped before its end, that the client went away
-/// ([`ClientGone`]); an event stream gives back its slot.
-struct Tracked {
-    inner: Body,
-    finished: bool,
-    gone: CancellationToken,
-    _stream: Option<Slot>,
-}
-
-impl http_body::Body for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let r = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(r, Poll::Ready(None)) || self.inner.is_end_stream() {
-            self.finished = true;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        if !self.finished && !http_body::Body::is_end_stream(&self.inner) {
-            self.gone.cancel();
-        }
-    }
 }
 
 /// Whether the body could not be read because it is over the body limit.

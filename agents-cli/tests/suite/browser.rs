@@ -15,109 +15,19 @@
 //! 4. `--host-resolver-rules="MAP * ~NOTFOUND"` makes every host name fail to resolve, so no
 //!    request of any kind reaches the network while the test runs.
 //!
-//! The browser is `AGENTS_CHROMIUM` when set, else the first of `chromium`, `chromium-browser`,
-//! `google-chrome`, `google-chrome-stable` and `chrome` on `PATH`. Without one the test is
-//! skipped with a notice on standard error that says why, or fails when `CI` is set. Install it
-//! with `apt-get update && apt-get install -y chromium` (Debian) or point `AGENTS_CHROMIUM` at a
-//! Chromium or Chrome binary.
+//! The browser is found by `agents_test_support::chromium`, as the web console's browser test
+//! finds it: `AGENTS_CHROMIUM` when set, else the first of `chromium`, `chromium-browser`,
+//! `google-chrome`, `google-chrome-stable` and `chrome` on `PATH`. Without one the test fails
+//! and says what it looked for; install it with `apt-get update && apt-get install -y chromium`
+//! (Debian) or point `AGENTS_CHROMIUM` at a Chromium or Chrome binary.
 
 use crate::common;
 
 use common::*;
 use serde_json::Value;
-use std::ffi::OsString;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const INSTALL: &str = "apt-get update && apt-get install -y chromium";
-
-/// The names Chromium and Chrome are installed under, searched on `PATH` in this order.
-const NAMES: [&str; 5] = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
-
-/// The environment variable that names the browser binary, ahead of `PATH`.
-const ENV_VAR: &str = "AGENTS_CHROMIUM";
-
-/// Where the browser is: the file `AGENTS_CHROMIUM` names (which must be an executable file),
-/// else the first of [`NAMES`] found on `path`. The error says what was looked for.
-fn find_browser(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf, String> {
-    if let Some(named) = named.filter(|n| !n.is_empty()) {
-        let named = PathBuf::from(named);
-        return if is_executable(&named) {
-            Ok(named)
-        } else {
-            Err(format!("{ENV_VAR}={} is not an executable file", named.display()))
-        };
-    }
-    let dirs: Vec<PathBuf> = path.as_deref().map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
-    for name in NAMES {
-        if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|c| is_executable(c)) {
-            return Ok(found);
-        }
-    }
-    Err(format!("none of {} is on PATH and {ENV_VAR} is not set", NAMES.join(", ")))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// Whether this is a CI run (`CI` set to anything but empty, `0` or `false`).
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// The browser for this run. Without one the test is skipped with a notice written straight
-/// to standard error (the test harness does not capture it, so the skip is seen), or fails
-/// in CI.
-fn chromium() -> Option<PathBuf> {
-    match find_browser(std::env::var_os(ENV_VAR), std::env::var_os("PATH")) {
-        Ok(path) => Some(path),
-        Err(why) if in_ci() => panic!("the browser test needs Chromium in CI: {why}. Install it with `{INSTALL}`."),
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\nSKIPPED the browser test of the capability report: {why}.\n\
-                 Install Chromium (`{INSTALL}`) or point {ENV_VAR} at a Chromium or Chrome binary; in CI this fails.\n"
-            );
-            None
-        }
-    }
-}
-
-#[test]
-fn the_browser_is_found_as_users_install_it() {
-    let dir = tempdir();
-    let bin = |sub: &str, name: &str, mode: u32| {
-        use std::os::unix::fs::PermissionsExt;
-        let d = dir.path().join(sub);
-        std::fs::create_dir_all(&d).unwrap();
-        let f = d.join(name);
-        std::fs::write(&f, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
-        f
-    };
-    let path = |subs: &[&str]| Some(std::env::join_paths(subs.iter().map(|s| dir.path().join(s))).unwrap());
-    let debian = bin("usr-bin", "chromium", 0o755);
-    let ubuntu = bin("snap-bin", "chromium-browser", 0o755);
-    let chrome = bin("opt-bin", "google-chrome", 0o755);
-    bin("not-executable", "chromium", 0o644);
-    assert_eq!(find_browser(None, path(&["usr-bin"])), Ok(debian.clone()));
-    assert_eq!(find_browser(None, path(&["snap-bin"])), Ok(ubuntu.clone()));
-    assert_eq!(find_browser(None, path(&["opt-bin"])), Ok(chrome.clone()));
-    // A file that cannot run is passed over; the earlier name wins across directories.
-    assert_eq!(find_browser(None, path(&["not-executable", "opt-bin", "snap-bin"])), Ok(ubuntu));
-    // The variable wins over PATH, and must name a browser that runs.
-    assert_eq!(find_browser(Some(chrome.clone().into()), path(&["usr-bin"])), Ok(chrome));
-    let wrong = find_browser(Some(dir.path().join("nowhere").into()), path(&["usr-bin"])).unwrap_err();
-    assert!(wrong.contains(ENV_VAR) && wrong.contains("nowhere"), "{wrong}");
-    // Nothing found: the reason names every name searched.
-    let none = find_browser(None, path(&["not-executable"])).unwrap_err();
-    assert!(NAMES.iter().all(|n| none.contains(n)) && none.contains(ENV_VAR), "{none}");
-    assert!(find_browser(Some(OsString::new()), None).is_err());
-}
 
 struct Browser {
     binary: PathBuf,
@@ -217,7 +127,7 @@ fn page_requests(run: &Run) -> Vec<String> {
 
 #[test]
 fn report_renders_in_chromium_without_any_request() {
-    let Some(binary) = chromium() else { return };
+    let binary = agents_test_support::chromium("the browser test of the capability report");
     let work = tempdir();
     let browser = Browser { binary, work: work.path().to_owned() };
 

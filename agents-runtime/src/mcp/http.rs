@@ -20,7 +20,7 @@
 //!   fails (descriptors exhausted) instead of spinning;
 //! - a timer purges the records of ended sessions and expired confirmation tokens.
 
-use super::server::ClientGone;
+use super::server::{ClientGone, ClientGoneBody};
 use super::{McpError, McpOptions, McpServer};
 use crate::run::Runtime;
 use crate::tool::Registry;
@@ -28,7 +28,7 @@ use agents_core::Principal;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
-use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use hyper::body::Body as HttpBody;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -515,45 +515,21 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 }
 
-/// A response body that tells, when it is dropped, that its request is over: a body dropped
-/// before its end means the client went away ([`ClientGone`]); an event stream gives back its
-/// slot.
-struct Tracked {
-    inner: Body,
-    finished: bool,
-    gone: CancellationToken,
-    activity: Arc<Activity>,
-    _stream: Option<StreamSlot>,
-}
+/// A request in progress on its connection, from its start until its response body (a
+/// [`ClientGoneBody`] that holds this) is dropped.
+struct InFlight(Arc<Activity>);
 
-impl HttpBody for Tracked {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let r = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(r, Poll::Ready(None)) || self.inner.is_end_stream() {
-            self.finished = true;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+impl InFlight {
+    fn begin(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(activity.clone())
     }
 }
 
-impl Drop for Tracked {
+impl Drop for InFlight {
     fn drop(&mut self) {
-        if !self.finished && !self.inner.is_end_stream() {
-            self.gone.cancel();
-        }
-        self.activity.in_flight.fetch_sub(1, Ordering::Relaxed);
-        self.activity.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
     }
 }
 
@@ -578,11 +554,10 @@ impl<A: Registry> Shared<A> {
     /// One request, counted as in progress on its connection from its start until its
     /// response body is dropped.
     async fn handle(&self, req: Request<hyper::body::Incoming>, activity: &Arc<Activity>) -> Response<Body> {
-        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        let in_flight = InFlight::begin(activity);
         let gone = CancellationToken::new();
         let (response, stream) = self.route(req, &gone).await;
-        response
-            .map(|inner| Tracked { inner, finished: false, gone, activity: activity.clone(), _stream: stream }.boxed())
+        response.map(|inner| ClientGoneBody::new(inner, gone, (in_flight, stream)).boxed())
     }
 
     async fn route(

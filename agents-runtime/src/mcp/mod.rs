@@ -65,7 +65,7 @@ mod server;
 mod stdio;
 
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpLimits, HttpServer, McpHttpOptions, serve_http};
-pub use server::{ClientGone, McpServer};
+pub use server::{ClientGone, ClientGoneBody, McpServer};
 
 use crate::run::Runtime;
 use crate::tool::Registry;

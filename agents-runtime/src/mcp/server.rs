@@ -7,6 +7,7 @@ use crate::events::Event;
 use crate::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DirectSession, Runtime, Undecided, Verdict};
 use crate::tool::Registry;
 use agents_core::{Principal, Risk, Tier, ToolSpec};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use rmcp::model::ContentBlock;
 use rmcp::model::{
     BooleanSchema, CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction,
@@ -18,7 +19,9 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +31,56 @@ use tokio_util::sync::CancellationToken;
 /// then ends as `disconnected` instead of waiting for its timeout.
 #[derive(Clone, Debug)]
 pub struct ClientGone(pub CancellationToken);
+
+/// A response body that cancels its request's [`ClientGone`] token when it is dropped before
+/// its end (the client went away), and keeps `guard` (what must last as long as the response:
+/// an event stream's slot, a count of requests in progress) until it is dropped. Both HTTP
+/// transports (this crate's server and `agents-service`'s endpoint) wrap their responses in it.
+pub struct ClientGoneBody<B: HttpBody, G = ()> {
+    inner: B,
+    finished: bool,
+    gone: CancellationToken,
+    _guard: G,
+}
+
+impl<B: HttpBody, G> ClientGoneBody<B, G> {
+    /// Wraps `inner`: `gone` is cancelled if the body is dropped before its end.
+    pub fn new(inner: B, gone: CancellationToken, guard: G) -> Self {
+        ClientGoneBody { inner, finished: false, gone, _guard: guard }
+    }
+}
+
+impl<B: HttpBody + Unpin, G: Unpin> HttpBody for ClientGoneBody<B, G> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(r, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.finished = true;
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B: HttpBody, G> Drop for ClientGoneBody<B, G> {
+    fn drop(&mut self) {
+        if !self.finished && !self.inner.is_end_stream() {
+            self.gone.cancel();
+        }
+    }
+}
 
 /// The disconnect signal of each call waiting in this session, by call id.
 type Calls = Arc<Mutex<HashMap<String, CancellationToken>>>;

@@ -79,6 +79,14 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// Where one tool call of a run stands at the run's end: its last status the audit log took.
+///
+/// The statuses of [`AuditStatus`] that move a call, under the same names: an audit status says
+/// what one record shows happened, and some records move no call (a run's start and end, a
+/// notice, an interceptor's modified arguments, which the call's next record follows), so a
+/// call can never stand at them. The two are kept apart on purpose, so that a match over a
+/// call's status has no arm for a state no call can be in; [`CallStatus::of_audit`] goes from
+/// one to the other, and names every audit status that moves no call, so a new audit status
+/// must be placed on one side or the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -118,7 +126,9 @@ impl CallStatus {
             AuditStatus::Denied => CallStatus::Denied,
             AuditStatus::HandedOff => CallStatus::HandedOff,
             AuditStatus::Substituted => CallStatus::Substituted,
-            _ => return None,
+            AuditStatus::RunStarted | AuditStatus::RunFinished | AuditStatus::Modified | AuditStatus::Notice => {
+                return None;
+            }
         })
     }
 }
@@ -292,10 +302,10 @@ pub enum RunError {
     },
 }
 
-impl RunError {
-    /// What the run did before it ended.
-    pub fn report(&self) -> &RunReport {
-        match self {
+/// The report every variant of [`RunError`] carries, by reference or by value as `$error` is.
+macro_rules! report_of {
+    ($error:expr) => {
+        match $error {
             RunError::IterationLimit { report, .. }
             | RunError::BudgetExhausted { report }
             | RunError::BudgetUnavailable { report, .. }
@@ -308,23 +318,18 @@ impl RunError {
             | RunError::NotStarted { report, .. }
             | RunError::TaskFailed { report, .. } => report,
         }
+    };
+}
+
+impl RunError {
+    /// What the run did before it ended.
+    pub fn report(&self) -> &RunReport {
+        report_of!(self)
     }
 
     /// What the run did, taken.
     pub fn into_report(self) -> RunReport {
-        match self {
-            RunError::IterationLimit { report, .. }
-            | RunError::BudgetExhausted { report }
-            | RunError::BudgetUnavailable { report, .. }
-            | RunError::Stopped { report }
-            | RunError::ConfirmationTimedOut { report }
-            | RunError::Provider { report, .. }
-            | RunError::Output { report, .. }
-            | RunError::AuditUnavailable { report }
-            | RunError::StateUnavailable { report, .. }
-            | RunError::NotStarted { report, .. }
-            | RunError::TaskFailed { report, .. } => *report,
-        }
+        *report_of!(self)
     }
 
     /// The run's id.
@@ -521,5 +526,42 @@ impl<O> RunHandle<O> {
                 report: Box::new(RunReport { run_id, ..RunReport::default() }),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call's status carries the name of the audit status that put the call there.
+    #[test]
+    fn call_statuses_are_the_audit_statuses_that_move_a_call() {
+        use AuditStatus::*;
+        let all = [
+            RunStarted,
+            RunFinished,
+            Proposed,
+            Confirmed,
+            Executed,
+            Failed,
+            Rejected,
+            Skipped,
+            Denied,
+            HandedOff,
+            Modified,
+            Substituted,
+            Notice,
+        ];
+        let mut calls = 0;
+        for audit in all {
+            match CallStatus::of_audit(audit) {
+                Some(call) => {
+                    calls += 1;
+                    assert_eq!(serde_json::to_value(call).unwrap(), audit.as_str(), "{audit}");
+                }
+                None => assert!(matches!(audit, RunStarted | RunFinished | Modified | Notice), "{audit}"),
+            }
+        }
+        assert_eq!(calls, 9);
     }
 }

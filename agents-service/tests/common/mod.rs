@@ -1,18 +1,22 @@
-//! A test agent, a service on a loopback port, and a small HTTP/1.1 client over a raw TCP
-//! stream (so a test controls exactly when it reads an event stream, or does not).
+//! A test agent, a service on a loopback port, and the suite's one HTTP client: hyper's, on
+//! plain loopback HTTP (no TLS, so no crypto provider to install first), one connection a
+//! request. An event stream's body is read only when the test asks, so a test controls
+//! exactly when it reads a stream, or does not.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 use agents_runtime::audit::{AuditRecord, MemorySink};
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_calls, tool_outcomes};
 use agents_runtime::{Principal, RoleMap, Runtime, ToolContext, agent, permissions, tool};
 use agents_service::{Authenticator, DevAuthenticator, Service, ServiceLimits};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 permissions! {
     pub mod perms { items.read, items.write }
@@ -150,11 +154,13 @@ pub async fn serve_with(
     Served { base, audit, service, runtime }
 }
 
-/// A response: status, headers (lower-case names), body.
+/// A response: status, headers (lower-case names; the last of a repeated one), body.
 #[derive(Debug)]
 pub struct Reply {
     pub status: u16,
     pub headers: HashMap<String, String>,
+    /// Every header as `name: value` lines, names lower-case, repeated ones each on its line.
+    pub head: String,
     pub body: String,
 }
 
@@ -168,49 +174,46 @@ impl Reply {
     }
 }
 
-async fn head(reader: &mut BufReader<TcpStream>) -> (u16, HashMap<String, String>) {
-    let mut line = String::new();
-    reader.read_line(&mut line).await.unwrap();
-    let status: u16 = line.split(' ').nth(1).unwrap_or_else(|| panic!("bad status line {line:?}")).parse().unwrap();
-    let mut headers = HashMap::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).await.unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
-    }
-    (status, headers)
-}
-
+/// Sends one request (`headers` as given, repeated names kept; a body as JSON) on a new
+/// connection; the response with its body unread.
 async fn send(
     base: SocketAddr,
     method: &str,
     path: &str,
     headers: &[(String, String)],
     body: Option<&str>,
-) -> TcpStream {
-    let mut stream = TcpStream::connect(base).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
+) -> hyper::Response<Incoming> {
+    let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
+    let mut req = hyper::Request::builder().method(method).uri(format!("http://{base}{path}"));
     for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+        req = req.header(k.as_str(), v.as_str());
     }
-    if let Some(b) = body {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
     }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).await.unwrap();
-    if let Some(b) = body {
-        // The server may refuse before reading it all (413); that is its answer.
-        let _ = stream.write_all(b.as_bytes()).await;
-    }
-    stream
+    let req = req.body(Full::new(Bytes::from(body.unwrap_or("").to_owned()))).expect("a well-formed request");
+    client.request(req).await.unwrap_or_else(|e| panic!("{method} {path}: no response ({e:?})"))
 }
 
-/// One request, `Connection: close`, the whole response read.
+/// The status and headers of `response`.
+fn status_and_headers(response: &hyper::Response<Incoming>) -> (u16, HashMap<String, String>, String) {
+    let mut map = HashMap::new();
+    let mut head = String::new();
+    for (k, v) in response.headers() {
+        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        head.push_str(&format!("{k}: {v}\n"));
+        map.insert(k.as_str().to_owned(), v);
+    }
+    (response.status().as_u16(), map, head)
+}
+
+/// The rest of `body`, as text.
+async fn text_of(body: Incoming) -> String {
+    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One request on a new connection, the whole response read.
 pub async fn call(
     base: SocketAddr,
     method: &str,
@@ -218,32 +221,9 @@ pub async fn call(
     headers: &[(String, String)],
     body: Option<&str>,
 ) -> Reply {
-    let stream = send(base, method, path, headers, body).await;
-    let mut reader = BufReader::new(stream);
-    let (status, headers) = head(&mut reader).await;
-    let mut raw = Vec::new();
-    let _ = reader.read_to_end(&mut raw).await;
-    let body = if headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        dechunk(&raw)
-    } else {
-        String::from_utf8_lossy(&raw).into_owned()
-    };
-    Reply { status, headers, body }
-}
-
-fn dechunk(raw: &[u8]) -> String {
-    let mut out = Vec::new();
-    let mut rest = raw;
-    while let Some(pos) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(std::str::from_utf8(&rest[..pos]).unwrap().trim(), 16).unwrap();
-        rest = &rest[pos + 2..];
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let response = send(base, method, path, headers, body).await;
+    let (status, headers, head) = status_and_headers(&response);
+    Reply { status, headers, head, body: text_of(response.into_body()).await }
 }
 
 pub async fn get(base: SocketAddr, path: &str, who: &Principal) -> Reply {
@@ -306,9 +286,10 @@ impl Sse {
 pub struct Stream {
     pub status: u16,
     pub headers: HashMap<String, String>,
-    reader: BufReader<TcpStream>,
-    chunk_left: usize,
-    text: String,
+    /// The body still to read (none once a refusal's body was read).
+    body: Option<Incoming>,
+    /// What has been read and not yet taken as events.
+    read: Vec<u8>,
     pub body_if_refused: String,
 }
 
@@ -317,57 +298,35 @@ pub async fn open(base: SocketAddr, run_id: &str, who: &Principal, last_id: Opti
     if let Some(id) = last_id {
         headers.push(("Last-Event-ID".into(), id.to_string()));
     }
-    let stream = send(base, "GET", &format!("/v1/runs/{run_id}/events"), &headers, None).await;
-    let mut reader = BufReader::new(stream);
-    let (status, headers) = head(&mut reader).await;
-    let mut s = Stream { status, headers, reader, chunk_left: 0, text: String::new(), body_if_refused: String::new() };
-    if status != 200 {
-        let mut raw = Vec::new();
-        let _ = s.reader.read_to_end(&mut raw).await;
-        s.body_if_refused = String::from_utf8_lossy(&raw).into_owned();
-        if s.headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            s.body_if_refused = dechunk(&raw);
-        }
-    }
-    s
+    let response = send(base, "GET", &format!("/v1/runs/{run_id}/events"), &headers, None).await;
+    let (status, headers, _) = status_and_headers(&response);
+    let (body, body_if_refused) = match response.into_body() {
+        body if status == 200 => (Some(body), String::new()),
+        refused => (None, text_of(refused).await),
+    };
+    Stream { status, headers, body, read: Vec::new(), body_if_refused }
 }
 
 impl Stream {
-    /// More decoded bytes of the body; false at its end.
+    /// More of the body; false at its end.
     async fn fill(&mut self) -> bool {
-        if self.chunk_left == 0 {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).await.unwrap_or(0) == 0 {
-                return false;
+        let Some(body) = &mut self.body else { return false };
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                self.read.extend_from_slice(&data);
+                return true;
             }
-            if line.trim().is_empty() {
-                line.clear();
-                if self.reader.read_line(&mut line).await.unwrap_or(0) == 0 {
-                    return false;
-                }
-            }
-            let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
-            if size == 0 {
-                return false;
-            }
-            self.chunk_left = size;
         }
-        let mut buf = vec![0u8; self.chunk_left.min(64 * 1024)];
-        let n = self.reader.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return false;
-        }
-        self.chunk_left -= n;
-        self.text.push_str(&String::from_utf8_lossy(&buf[..n]));
-        true
+        false
     }
 
     /// The next event (comments skipped), or `None` at the end of the stream. Panics after 30 s.
     pub async fn next(&mut self) -> Option<Sse> {
         tokio::time::timeout(Duration::from_secs(30), async {
             loop {
-                if let Some(end) = self.text.find("\n\n") {
-                    let block: String = self.text.drain(..end + 2).collect();
+                if let Some(end) = self.read.windows(2).position(|w| w == b"\n\n") {
+                    let block: Vec<u8> = self.read.drain(..end + 2).collect();
+                    let block = String::from_utf8(block).expect("an event is UTF-8");
                     let (mut id, mut event, mut data) = (None, String::from("message"), Vec::new());
                     for line in block.lines() {
                         if let Some(v) = line.strip_prefix("id:") {

@@ -1,6 +1,6 @@
 // The web console in a real headless Chromium, against a running service:
-//   node e2e.mjs BASE_URL SCREENSHOT_DIR
-// Started by `cargo test -p agents-service --test console_browser`, which serves the service
+//   AGENTS_CHROMIUM=/path/to/chromium node e2e.mjs BASE_URL SCREENSHOT_DIR
+// Started by `cargo test -p agents-service --test suite console_browser::`, which serves the service
 // and checks the audit log afterwards. Exits non-zero with the reason on the first failure.
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
@@ -18,9 +18,17 @@ function check(ok, message) {
   if (!ok) throw new Error(message);
 }
 
+// The browser the Rust test found (`agents_test_support::chromium`: AGENTS_CHROMIUM, else
+// Chromium or Chrome on PATH) and hands over in AGENTS_CHROMIUM.
+function browserBinary() {
+  const path = process.env.AGENTS_CHROMIUM;
+  if (!path) throw new Error("AGENTS_CHROMIUM is not set: start this driver from its cargo test, or set it to a Chromium or Chrome binary");
+  return path;
+}
+
 // Playwright launches with a fresh temporary profile of its own (its `userDataDir`).
 const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
+  executablePath: browserBinary(),
   headless: true,
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync"],

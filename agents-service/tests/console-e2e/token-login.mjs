@@ -1,5 +1,5 @@
 // The console's token sign-in in a real headless Chromium:
-//   node token-login.mjs BASE_URL SCREENSHOT_DIR GOOD_TOKEN TAMPERED_TOKEN
+//   AGENTS_CHROMIUM=/path/to/chromium node token-login.mjs BASE_URL SCREENSHOT_DIR GOOD_TOKEN TAMPERED_TOKEN
 // A tampered token is refused on the page with the authenticator's reason; the signed one
 // signs its principal in. Exits non-zero with the reason on the first failure.
 import { chromium } from "playwright-core";
@@ -14,8 +14,16 @@ function check(ok, message) {
   if (!ok) throw new Error(message);
 }
 
+// The browser the Rust test found (`agents_test_support::chromium`: AGENTS_CHROMIUM, else
+// Chromium or Chrome on PATH) and hands over in AGENTS_CHROMIUM.
+function browserBinary() {
+  const path = process.env.AGENTS_CHROMIUM;
+  if (!path) throw new Error("AGENTS_CHROMIUM is not set: start this driver from its cargo test, or set it to a Chromium or Chrome binary");
+  return path;
+}
+
 const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
+  executablePath: browserBinary(),
   headless: true,
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"],
 });

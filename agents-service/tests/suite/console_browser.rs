@@ -1,6 +1,8 @@
 //! The web console end to end: the real service on a loopback port over SQLite (audit log and
 //! state store), offline with a scripted model, driven in the system's headless Chromium by
 //! `tests/console-e2e/e2e.mjs` (playwright-core from npm; `npm ci` in that directory). The
+//! browser is the one `agents_test_support::chromium` finds (`AGENTS_CHROMIUM`, else Chromium
+//! or Chrome on `PATH`), handed to the driver in `AGENTS_CHROMIUM`. The
 //! browser signs in as a clinician, sees her typed password on the proposal card, approves,
 //! rejects another with a reason, reloads mid-proposal and decides after the reload; another
 //! user of the club and a user of another club see nothing of it; a reviewer finds the
@@ -19,10 +21,10 @@ use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply,
 use agents_runtime::{Agent, Principal, RoleMap, Runtime, agent, permissions, tool};
 use agents_service::{AuditReader, Console, DevAuthenticator, Person, Service, SqliteReader};
 use serde_json::{Value, json};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 permissions! {
     pub mod perms { athlete.read, athlete.write, portal.write }
@@ -164,31 +166,41 @@ fn workspace_target() -> PathBuf {
         .unwrap_or_else(|| manifest.parent().expect("the workspace").join("target"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_in_a_real_browser() {
-    let chromium = Path::new("/usr/bin/chromium");
-    assert!(chromium.exists(), "Chromium is missing: install Debian's `chromium` package (/usr/bin/chromium)");
+/// Runs the console's browser driver `script` (in `tests/console-e2e`) with `args` under node,
+/// in the browser `agents_test_support::chromium` finds for `test` (handed to the driver in
+/// `AGENTS_CHROMIUM`), and returns what it printed. Fails with the reason when the browser,
+/// node or the npm packages are missing, or when the driver fails.
+async fn drive<const N: usize>(test: &str, script: &str, args: [OsString; N]) -> String {
+    let chromium = agents_test_support::chromium(test);
     let e2e = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console-e2e");
     assert!(
         e2e.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is missing: run `npm ci` in {}",
+        "{test} needs playwright-core, which is missing: run `npm ci` in {}",
         e2e.display()
     );
-    let dir = tempfile::tempdir().unwrap();
-    let s = serve(dir.path()).await;
-    let shots = workspace_target().join("console-screenshots");
     let out = tokio::process::Command::new("node")
-        .arg(e2e.join("e2e.mjs"))
-        .arg(format!("http://{}", s.base))
-        .arg(&shots)
+        .arg(e2e.join(script))
+        .args(args)
+        .env(agents_test_support::ENV_VAR, &chromium)
         .current_dir(&e2e)
         .kill_on_drop(true)
         .output()
         .await
-        .unwrap_or_else(|e| panic!("node could not be started ({e}): install Node.js 20 or later"));
+        .unwrap_or_else(|e| panic!("{test}: node could not be started ({e}): install Node.js 20 or later"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the browser test failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(out.status.success(), "{test} failed ({}, {}):\n{stdout}\n{stderr}", out.status, chromium.display());
+    stdout.into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    let shots = workspace_target().join("console-screenshots");
+    let stdout =
+        drive("the console's browser test", "e2e.mjs", [format!("http://{}", s.base).into(), shots.clone().into()])
+            .await;
     assert!(stdout.contains("all to the service"), "{stdout}");
     println!("{stdout}");
     // What the browser did is in the log, and the typed passwords are not.
@@ -236,7 +248,7 @@ async fn the_console_in_a_real_browser() {
     }
 }
 
-/// One HTTP/1.1 request with `Connection: close`: status, lower-cased head, body.
+/// One request through the suite's client: status, head (lower-cased), body.
 pub(crate) async fn http(
     base: SocketAddr,
     method: &str,
@@ -244,24 +256,11 @@ pub(crate) async fn http(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(base).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {base}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    if !body.is_empty() || method == "POST" {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    let headers: Vec<(String, String)> = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    // A POST is JSON, also when it has no body.
+    let body = body.or((method == "POST").then_some(""));
+    let r = crate::common::call(base, method, path, &headers, body).await;
+    (r.status, r.head.to_ascii_lowercase(), r.body)
 }
 
 async fn sign_in(base: SocketAddr, person: usize) -> String {
@@ -443,13 +442,6 @@ async fn the_token_sign_in_in_a_real_browser() {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
     use ed25519_dalek::{Signer, SigningKey};
-    let e2e = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console-e2e");
-    assert!(Path::new("/usr/bin/chromium").exists(), "Chromium is missing: install Debian's `chromium` package");
-    assert!(
-        e2e.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is missing: run `npm ci` in {}",
-        e2e.display()
-    );
     let key = SigningKey::from_bytes(&[11u8; 32]);
     let x = B64.encode(key.verifying_key().as_bytes());
     let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1", "alg": "EdDSA", "use": "sig"}]});
@@ -479,19 +471,16 @@ async fn the_token_sign_in_in_a_real_browser() {
     let base = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let out = tokio::process::Command::new("node")
-        .arg(e2e.join("token-login.mjs"))
-        .arg(format!("http://{base}"))
-        .arg(workspace_target().join("console-screenshots"))
-        .arg(&good)
-        .arg(&tampered)
-        .current_dir(&e2e)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("node could not be started ({e}): install Node.js 20 or later"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the browser test failed ({}):\n{stdout}\n{stderr}", out.status);
+    let stdout = drive(
+        "the console's token sign-in test",
+        "token-login.mjs",
+        [
+            format!("http://{base}").into(),
+            workspace_target().join("console-screenshots").into(),
+            good.into(),
+            tampered.into(),
+        ],
+    )
+    .await;
     assert!(stdout.contains("signed in dana"), "{stdout}");
 }

@@ -22,6 +22,38 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
+/// The two claims on a decided proposal. Each is one conditional update on the proposal's
+/// row, so of two claimers (on any nodes) exactly one matches it; the claim also starts the
+/// holder's lease (`held_at`).
+#[derive(Clone, Copy)]
+enum Claim {
+    /// Who runs an approved call.
+    Execution,
+    /// Who records a rejected call's refusal.
+    Settlement,
+}
+
+/// The statement of one claim: the same shape for both, with the claim's own columns and the
+/// verdict it claims.
+#[rustfmt::skip]
+macro_rules! claim_statement {
+    ($by:literal, $at:literal, $verdict:literal) => {
+        concat!(
+            "UPDATE agents_proposals SET ", $by, " = $2, ", $at, " = now(), held_at = now(), held_by = $2 ",
+            "WHERE call_id = $1 AND verdict = '", $verdict, "' AND ", $by, " IS NULL"
+        )
+    };
+}
+
+impl Claim {
+    const fn statement(self) -> &'static str {
+        match self {
+            Claim::Execution => claim_statement!("claimed_by", "claimed_at", "approved"),
+            Claim::Settlement => claim_statement!("settled_by", "settled_at", "rejected"),
+        }
+    }
+}
+
 /// The advisory lock key that serialises migrations of one database across nodes.
 const MIGRATION_LOCK: i64 = 0x6167_656e_7473_0001;
 
@@ -112,6 +144,32 @@ impl PostgresStore {
             .await
             .map_err(pg_error)?;
         Ok(row.get(0))
+    }
+
+    /// Claims `call_id` for `node` (see [`Claim`]); `true` if this call took the claim.
+    async fn claim(&self, claim: Claim, call_id: &str, node: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let n = client.execute(claim.statement(), &[&call_id, &node]).await.map_err(pg_error)?;
+        Ok(n == 1)
+    }
+
+    /// The proposals matching `condition`, oldest first, at most `limit`. The condition reads
+    /// the limit as `$1` and, when `age` is given, that age in milliseconds as `$2`.
+    async fn proposals_where(
+        &self,
+        condition: &str,
+        limit: u32,
+        age: Option<Duration>,
+    ) -> StoreResult<Vec<ProposalState>> {
+        let client = self.client().await?;
+        let sql = format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE {condition} ORDER BY ord LIMIT $1");
+        let limit = i64::from(limit);
+        let rows = match age.map(millis) {
+            Some(age) => client.query(&sql, &[&limit, &age]).await,
+            None => client.query(&sql, &[&limit]).await,
+        }
+        .map_err(pg_error)?;
+        Ok(rows.iter().map(proposal_row).collect())
     }
 
     /// Runs `f` in its own task, so it completes (or rolls back) even if the caller stops
@@ -428,50 +486,15 @@ impl Store for PostgresStore {
     }
 
     fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let n = client
-                .execute(
-                    "UPDATE agents_proposals SET claimed_by = $2, claimed_at = now(), held_at = now(), held_by = $2 \
-                     WHERE call_id = $1 AND verdict = 'approved' AND claimed_by IS NULL",
-                    &[&call_id, &node],
-                )
-                .await
-                .map_err(pg_error)?;
-            Ok(n == 1)
-        })
+        Box::pin(self.claim(Claim::Execution, call_id, node))
     }
 
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    &format!(
-                        "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                         WHERE verdict = 'approved' AND claimed_by IS NULL ORDER BY ord LIMIT $1"
-                    ),
-                    &[&i64::from(limit)],
-                )
-                .await
-                .map_err(pg_error)?;
-            Ok(rows.iter().map(proposal_row).collect())
-        })
+        Box::pin(self.proposals_where("verdict = 'approved' AND claimed_by IS NULL", limit, None))
     }
 
     fn claim_settlement<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let n = client
-                .execute(
-                    "UPDATE agents_proposals SET settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
-                     WHERE call_id = $1 AND verdict = 'rejected' AND settled_by IS NULL",
-                    &[&call_id, &node],
-                )
-                .await
-                .map_err(pg_error)?;
-            Ok(n == 1)
-        })
+        Box::pin(self.claim(Claim::Settlement, call_id, node))
     }
 
     fn close_undecided<'a>(
