@@ -6,21 +6,27 @@
 //! title and risk, the arguments as shown). The run's end is the end of its event stream;
 //! its status is then read from `GET /v1/runs/{run_id}`.
 //!
-//! The client is a small HTTP/1.1 client over a TCP stream (one request per connection), so
-//! what the person sees is exactly the bytes the service sends.
+//! The client is hyper's (`hyper-util`'s client on plain loopback HTTP, one connection a
+//! request): the person sees exactly what the service sends, the JSON bodies it returns and
+//! its event stream read frame by frame while the run goes on.
 
 use crate::person::{Card, Person};
 use agents_runtime::audit::MemorySink;
 use agents_runtime::tool::Registry;
 use agents_runtime::{Principal, Runtime};
 use agents_service::{DEV_PRINCIPAL_HEADER, DevAuthenticator, Service, ServiceLimits};
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::CONTENT_TYPE;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 /// How long one run may take, decisions included, before the conversation is abandoned as
 /// stalled (a liveness bound: a run ends in milliseconds).
@@ -73,162 +79,126 @@ impl Drop for Served {
     }
 }
 
-/// A client acting for one principal (the development login's header).
+/// A client acting for one principal (the development login's header): hyper's client on
+/// plain loopback HTTP, one connection a request.
 #[derive(Debug, Clone)]
 pub struct Client {
     base: SocketAddr,
     who: String,
+    http: HyperClient<HttpConnector, Full<Bytes>>,
 }
 
-/// A response body being read: chunked, or up to the connection's end.
-struct Body {
-    reader: BufReader<TcpStream>,
-    chunked: bool,
-    buf: Vec<u8>,
-    ended: bool,
+/// A server-sent event stream, read frame by frame as the service sends it.
+pub struct Events {
+    body: Incoming,
+    /// What has been read and not yet taken as events.
+    read: Vec<u8>,
 }
-
-impl Body {
-    /// Reads more of the body into `buf`; `false` at its end.
-    async fn more(&mut self) -> Result<bool, String> {
-        if self.ended {
-            return Ok(false);
-        }
-        let io = |e: std::io::Error| format!("reading the response: {e}");
-        if self.chunked {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).await.map_err(io)? == 0 {
-                self.ended = true;
-                return Ok(false);
-            }
-            let size = line.trim().split(';').next().unwrap_or_default();
-            let size = usize::from_str_radix(size, 16).map_err(|_| format!("a bad chunk size {line:?}"))?;
-            if size == 0 {
-                self.ended = true;
-                return Ok(false);
-            }
-            let mut chunk = vec![0; size + 2];
-            self.reader.read_exact(&mut chunk).await.map_err(io)?;
-            chunk.truncate(size);
-            self.buf.extend_from_slice(&chunk);
-        } else {
-            let mut part = [0u8; 8192];
-            let n = self.reader.read(&mut part).await.map_err(io)?;
-            if n == 0 {
-                self.ended = true;
-                return Ok(false);
-            }
-            self.buf.extend_from_slice(&part[..n]);
-        }
-        Ok(true)
-    }
-
-    /// The whole body.
-    async fn text(mut self) -> Result<String, String> {
-        while self.more().await? {}
-        String::from_utf8(self.buf).map_err(|_| "the body is not UTF-8".to_owned())
-    }
-
-    /// The next line (without its line end), or `None` at the end.
-    async fn line(&mut self) -> Result<Option<String>, String> {
-        loop {
-            if let Some(at) = self.buf.iter().position(|b| *b == b'\n') {
-                let mut line: Vec<u8> = self.buf.drain(..=at).collect();
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                return String::from_utf8(line).map(Some).map_err(|_| "an event line is not UTF-8".to_owned());
-            }
-            if !self.more().await? {
-                return Ok(None);
-            }
-        }
-    }
-}
-
-/// A server-sent event stream.
-pub struct Events(Body);
 
 impl Events {
     /// The next event (its type and data), or `None` when the stream ended.
     pub async fn next(&mut self) -> Result<Option<(String, String)>, String> {
-        let (mut event, mut data) = (String::new(), Vec::new());
-        while let Some(line) = self.0.line().await? {
-            if line.is_empty() {
-                if !data.is_empty() || !event.is_empty() {
-                    let kind = if event.is_empty() { "message".to_owned() } else { event };
-                    return Ok(Some((kind, data.join("\n"))));
+        loop {
+            while let Some((end, next)) = event_end(&self.read) {
+                let block: Vec<u8> = self.read.drain(..next).collect();
+                let block = std::str::from_utf8(&block[..end]).map_err(|_| "an event is not UTF-8".to_owned())?;
+                if let Some(event) = parse_event(block) {
+                    return Ok(Some(event));
                 }
-                continue;
             }
-            if line.starts_with(':') {
-                continue; // a keep-alive comment
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line.as_str(), ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => event = value.to_owned(),
-                "data" => data.push(value.to_owned()),
-                _ => {}
+            // An event not yet ended when the stream ends is dropped, as the format says.
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(frame) => {
+                    let frame = frame.map_err(|e| format!("reading the event stream: {}", with_causes(&e)))?;
+                    if let Ok(data) = frame.into_data() {
+                        self.read.extend_from_slice(&data);
+                    }
+                }
             }
         }
-        Ok(None)
     }
+}
+
+/// Where the first event of `read` ends: the end of its lines and the end of the blank line
+/// after them (lines end with `\n` or `\r\n`).
+fn event_end(read: &[u8]) -> Option<(usize, usize)> {
+    read.iter().enumerate().find_map(|(at, b)| match (b, read.get(at + 1), read.get(at + 2)) {
+        (b'\n', Some(b'\n'), _) => Some((at + 1, at + 2)),
+        (b'\n', Some(b'\r'), Some(b'\n')) => Some((at + 1, at + 3)),
+        _ => None,
+    })
+}
+
+/// The type and data of the event in `block` (its lines, without the blank line ending them);
+/// `None` for a block with neither, such as a keep-alive comment.
+fn parse_event(block: &str) -> Option<(String, String)> {
+    let (mut event, mut data) = (String::new(), Vec::new());
+    for line in block.lines() {
+        if line.starts_with(':') {
+            continue; // a comment
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => event = value.to_owned(),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    if data.is_empty() && event.is_empty() {
+        return None;
+    }
+    let kind = if event.is_empty() { "message".to_owned() } else { event };
+    Some((kind, data.join("\n")))
+}
+
+/// `e` and the errors that caused it, outermost first.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 impl Client {
     /// A client of the service at `base`, acting for `who`.
     pub fn new(base: SocketAddr, who: &Principal) -> Client {
-        Client { base, who: format!("{}/{}/{}", who.user_id, who.org_id, who.role) }
+        let http = HyperClient::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
+        Client { base, who: format!("{}/{}/{}", who.user_id, who.org_id, who.role), http }
     }
 
-    async fn send(&self, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Body), String> {
-        let io = |e: std::io::Error| format!("{method} {path}: {e}");
-        let stream = TcpStream::connect(self.base).await.map_err(io)?;
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{DEV_PRINCIPAL_HEADER}: {}\r\n",
-            self.base, self.who
-        );
-        let body = body.map(Value::to_string);
-        if let Some(b) = &body {
-            head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+    /// Sends one request (a body as JSON); the status and the body, unread.
+    async fn send(&self, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Incoming), String> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(format!("http://{}{path}", self.base))
+            .header(DEV_PRINCIPAL_HEADER, &self.who);
+        if body.is_some() {
+            request = request.header(CONTENT_TYPE, "application/json");
         }
-        head.push_str("\r\n");
-        // One write: a body sent after its head would wait for the head's acknowledgement.
-        let mut request = head.into_bytes();
-        request.extend_from_slice(body.as_deref().unwrap_or_default().as_bytes());
-        stream.set_nodelay(true).map_err(io)?;
-        let mut reader = BufReader::new(stream);
-        reader.get_mut().write_all(&request).await.map_err(io)?;
-        let mut line = String::new();
-        reader.read_line(&mut line).await.map_err(io)?;
-        let status: u16 = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("{method} {path}: a bad status line {line:?}"))?;
-        let mut headers = HashMap::new();
-        loop {
-            line.clear();
-            reader.read_line(&mut line).await.map_err(io)?;
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
-            }
-        }
-        let chunked = headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked"));
-        Ok((status, Body { reader, chunked, buf: Vec::new(), ended: false }))
+        let body = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
+        let request = request.body(Full::new(body)).map_err(|e| format!("{method} {path}: {e}"))?;
+        let response = self.http.request(request).await.map_err(|e| format!("{method} {path}: {}", with_causes(&e)))?;
+        Ok((response.status().as_u16(), response.into_body()))
+    }
+
+    /// The whole of `body`.
+    async fn read_all(method: &str, path: &str, body: Incoming) -> Result<Bytes, String> {
+        let body =
+            body.collect().await.map_err(|e| format!("{method} {path}: reading the response: {}", with_causes(&e)))?;
+        Ok(body.to_bytes())
     }
 
     /// One request; the status and the JSON body.
     pub async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Value), String> {
         let (status, reply) = self.send(method, path, body).await?;
-        let text = reply.text().await?;
-        let json = serde_json::from_str(&text).map_err(|e| format!("{method} {path}: not JSON ({e}): {text}"))?;
+        let bytes = Client::read_all(method, path, reply).await?;
+        let json = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{method} {path}: not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))?;
         Ok((status, json))
     }
 
@@ -237,9 +207,10 @@ impl Client {
         let path = format!("/v1/runs/{run_id}/events");
         let (status, body) = self.send("GET", &path, None).await?;
         if status != 200 {
-            return Err(format!("GET {path}: {status} {}", body.text().await.unwrap_or_default()));
+            let text = Client::read_all("GET", &path, body).await.unwrap_or_default();
+            return Err(format!("GET {path}: {status} {}", String::from_utf8_lossy(&text)));
         }
-        Ok(Events(body))
+        Ok(Events { body, read: Vec::new() })
     }
 }
 
