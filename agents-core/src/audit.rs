@@ -536,7 +536,7 @@ impl LastRendered {
 
     /// Whether member `i`, written verbatim, holds the string `v`.
     fn same_text(&self, i: usize, v: &str) -> bool {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = if i == 0 { OPEN } else { self.ends[i - 1] };
         // `key"value"`: the value sits between the key's colon and the last quote.
         self.text.get(start + KEYS[i].len() + 1..self.ends[i] - 1) == Some(v)
     }
@@ -610,6 +610,7 @@ fn render_members(
     // Room for a call's record with small arguments and a result digest (about 600 bytes),
     // so the text is not moved while it is written.
     let mut out = String::with_capacity(1024);
+    out.push('{');
     let mut ends = [0usize; MEMBERS];
     let mut written = [Written::Other; MEMBERS];
     let Some(last) = last else {
@@ -623,7 +624,7 @@ fn render_members(
     let mut copy: Option<std::ops::Range<usize>> = None;
     for (i, m) in members.iter().enumerate() {
         if last.valid && last.same(i, m) {
-            let start = if i == 0 { 0 } else { last.ends[i - 1] };
+            let start = if i == 0 { OPEN } else { last.ends[i - 1] };
             copy = Some(copy.map_or(start, |c| c.start)..last.ends[i]);
             written[i] = last.written[i];
             ends[i] = out.len() + copy.as_ref().map_or(0, |c| c.len());
@@ -681,12 +682,16 @@ impl LastRendered {
 }
 
 /// A record's members other than `hash`, `prev_hash` and `seq`, rendered as canonical
-/// `"key":value` pairs joined by commas, with the offsets where the three chain members go.
-/// Every segment is non-empty (each holds at least one member that is always present).
+/// `"key":value` pairs joined by commas after the record's opening `{`, with the offsets where
+/// the three chain members go. Every segment is non-empty (each holds at least one member that
+/// is always present).
 struct Members {
     text: String,
     cuts: [usize; 3],
 }
+
+/// The members text opens with the record's `{`; its first member starts here.
+const OPEN: usize = 1;
 
 /// The members the chain decides: `seq`, `prev_hash` and `epoch` (absent in a plain chain).
 #[derive(Clone, Copy)]
@@ -701,46 +706,30 @@ impl Members {
     /// `hash` as the `hash` member (none: the text the seal covers); returns it with the byte
     /// range of that member (`,"hash":"…"`, empty without one), which the seal does not cover.
     fn write_line(&self, chain: Chain<'_>, hash: Option<&str>) -> (String, std::ops::Range<usize>) {
-        let mut line = String::with_capacity(self.line_capacity(chain));
-        self.write_head(chain, &mut line);
+        let mut line = String::with_capacity(self.text.len() + chain.prev_hash.len() + 64 + 80);
+        let [a, b, c] = self.cuts;
+        let t = &self.text;
+        line.push_str(&t[..a]);
+        if let Some(epoch) = chain.epoch {
+            line.push_str(",\"epoch\":");
+            crate::canonical::write_u64(epoch, &mut line);
+        }
         let hash_at = line.len();
         if let Some(hash) = hash {
             line.push_str(",\"hash\":");
             crate::canonical::write_str_to(hash, &mut line);
         }
         let after_hash = line.len();
-        self.write_tail(chain, &mut line);
-        (line, hash_at..after_hash)
-    }
-
-    /// Room for the whole line: the members, the chain's members and the hash.
-    fn line_capacity(&self, chain: Chain<'_>) -> usize {
-        self.text.len() + chain.prev_hash.len() + 64 + 80
-    }
-
-    /// `{` and the members before `hash` (`epoch` last among them).
-    fn write_head(&self, chain: Chain<'_>, line: &mut String) {
-        line.push('{');
-        line.push_str(&self.text[..self.cuts[0]]);
-        if let Some(epoch) = chain.epoch {
-            line.push_str(",\"epoch\":");
-            crate::canonical::write_u64(epoch, line);
-        }
-    }
-
-    /// The members after `hash`, with `prev_hash` and `seq` in their places, and `}`.
-    fn write_tail(&self, chain: Chain<'_>, line: &mut String) {
-        let [a, b, c] = self.cuts;
-        let t = &self.text;
         line.push_str(&t[a..b]);
         line.push_str(",\"prev_hash\":");
-        crate::canonical::write_str_to(chain.prev_hash, line);
+        crate::canonical::write_str_to(chain.prev_hash, &mut line);
         line.push_str(&t[b..c]);
         line.push_str(",\"seq\":");
         // Through the canonical number writer: beyond 2^53 a number is written as a double.
-        crate::canonical::write_u64(chain.seq, line);
+        crate::canonical::write_u64(chain.seq, &mut line);
         line.push_str(&t[c..]);
         line.push('}');
+        (line, hash_at..after_hash)
     }
 
     /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of the record's canonical JSON without `hash`.
@@ -749,38 +738,71 @@ impl Members {
         digest_around(&line, hash, key)
     }
 
-    /// Seals in one pass: the text before `hash` is written into the line, the text after it
-    /// into a buffer the thread keeps; the digest is fed the two (exactly the text the seal
-    /// covers), then the `hash` member and that buffer are appended to the line. Returns the
-    /// hex and the line.
-    fn seal(&self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
+    /// Seals in one pass, in the members' own text: the chain's members are spliced in where
+    /// they go (`seq`, then `prev_hash`, then `epoch`, each moving only the text after it), the
+    /// digest is fed the text around the place of `hash` (exactly the text the seal covers), and
+    /// the `hash` member is spliced in there. Returns the hex and the line.
+    fn seal(self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
         thread_local! {
-            static TAIL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            static BITS: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        let mut line = String::with_capacity(self.line_capacity(chain));
-        self.write_head(chain, &mut line);
-        let hex = TAIL.with_borrow_mut(|tail| {
-            tail.clear();
-            self.write_tail(chain, tail);
-            // Up to `prev_hash`, the next record of the same call repeats this one's text.
-            let [a, b, _] = self.cuts;
-            let digest = digest_sealed(line.as_bytes(), tail.as_bytes(), line.len() + (b - a), key);
-            let hex = crate::canonical::digest_hex(&digest);
-            line.push_str(",\"hash\":\"");
-            line.push_str(&hex);
-            line.push('"');
-            line.push_str(tail);
-            if tail.capacity() > TAIL_KEPT {
-                *tail = String::new();
-            }
-            hex
-        });
+        let Members { text: mut line, cuts: [a, b, c] } = self;
+        let hex = BITS
+            .try_with(|bits| match bits.try_borrow_mut() {
+                Ok(mut bits) => splice_chain(&mut line, &mut bits, [a, b, c], chain, key),
+                Err(_) => splice_chain(&mut line, &mut String::new(), [a, b, c], chain, key),
+            })
+            .unwrap_or_else(|_| splice_chain(&mut line, &mut String::new(), [a, b, c], chain, key));
         (hex, line)
     }
 }
 
-/// The largest buffer (bytes) a thread keeps for the text of records it seals.
-const TAIL_KEPT: usize = 64 * 1024;
+/// [`Members::seal`] in `line` (the members text, cut at `a`, `b`, `c`), with `bits` as room
+/// for each member it splices in; the seal's hex.
+fn splice_chain(
+    line: &mut String,
+    bits: &mut String,
+    [a, b, c]: [usize; 3],
+    chain: Chain<'_>,
+    key: Option<&EpochKey>,
+) -> String {
+    // The line's own length plus the hash member, so no splice moves it elsewhere.
+    line.reserve(chain.prev_hash.len() + 2 * 20 + 90);
+    bits.clear();
+    bits.push_str(",\"seq\":");
+    // Through the canonical number writer: beyond 2^53 a number is written as a double.
+    crate::canonical::write_u64(chain.seq, bits);
+    line.insert_str(c, bits);
+    bits.clear();
+    bits.push_str(",\"prev_hash\":");
+    crate::canonical::write_str_to(chain.prev_hash, bits);
+    line.insert_str(b, bits);
+    let mut hash_at = a;
+    if let Some(epoch) = chain.epoch {
+        bits.clear();
+        bits.push_str(",\"epoch\":");
+        crate::canonical::write_u64(epoch, bits);
+        line.insert_str(a, bits);
+        hash_at += bits.len();
+    }
+    line.push('}');
+    // Everything before `prev_hash`: the next record of the same call repeats it.
+    let (head, tail) = line.as_bytes().split_at(hash_at);
+    let digest = digest_sealed(head, tail, hash_at + (b - a), key);
+    bits.clear();
+    bits.push_str(",\"hash\":\"");
+    crate::canonical::write_digest_hex(&digest, bits);
+    bits.push('"');
+    line.insert_str(hash_at, bits);
+    let hex = bits[",\"hash\":\"".len()..bits.len() - 1].to_owned();
+    if bits.capacity() > BITS_KEPT {
+        *bits = String::new();
+    }
+    hex
+}
+
+/// The largest buffer (bytes) a thread keeps for the chain members it splices in.
+const BITS_KEPT: usize = 4 * 1024;
 
 /// SHA-256 (no key) or HMAC-SHA-256 (`key`) of `before` followed by `after`.
 fn digest_parts(before: &[u8], after: &[u8], key: Option<&EpochKey>) -> [u8; 32] {
