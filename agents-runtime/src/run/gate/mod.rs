@@ -84,7 +84,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         let (facts, handler, admitted) = {
             let entry = entry;
             let facts = ctx.facts(index, &entry);
-            match check(ctx, call, &entry, facts).await {
+            match await_in_place!(check(ctx, call, &entry, facts)) {
                 Ok(admitted) => (facts, entry.handler, admitted),
                 Err(refused) => return refused,
             }
@@ -120,7 +120,7 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
                 // Only actions are approved, and only they keep their raw arguments; neither is
                 // kept in the gate's future across the waits.
                 drop((approved, raw, why));
-                read::call(checked, shared_call_id.clone(), run, typed).await
+                await_in_place!(read::call(checked, shared_call_id.clone(), run, typed))
             }
             Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await,
         }

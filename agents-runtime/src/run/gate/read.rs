@@ -29,9 +29,9 @@ pub(super) fn call<'a, A: Registry>(
         // The call's context lives while its tool runs, not while its outcome is recorded.
         let result = {
             let cx = ctx.call_context(spec, call_id);
-            run_contained(ctx, run, &cx, typed).await
+            await_in_place!(run_contained(ctx, run, &cx, typed))
         };
         owed.paid();
-        finish_call(checked, result).await
+        await_in_place!(finish_call(checked, result))
     }
 }
