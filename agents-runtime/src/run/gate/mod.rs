@@ -59,6 +59,12 @@ struct Admitted {
 
 /// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
 /// run loop), and only a nested call (a tool calling another through the gate) boxes it.
+#[allow(
+    clippy::redundant_pattern_matching,
+    clippy::redundant_locals,
+    reason = "`matches!` reads `why` without borrowing it, and the entry is moved into the checks' block: \
+              a local once borrowed is kept in the future until its scope ends"
+)]
 pub(in crate::run) fn gate_call<'a, A: Registry>(
     ctx: &'a Arc<RunCtx<A>>,
     call: CallRef<'a>,

@@ -12,6 +12,7 @@ use agents_core::SharedStr;
 ///
 /// Not an `async fn`: its arguments are the future's own state as they are, not moved again
 /// into a second copy when it starts (the gate's future carries this one).
+#[allow(clippy::manual_async_fn, reason = "an `async fn` copies its arguments into its body's state")]
 pub(super) fn call<'a, A: Registry>(
     checked: Checked<'a, A, impl RecordOf + 'a>,
     call_id: SharedStr,
