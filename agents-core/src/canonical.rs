@@ -125,16 +125,30 @@ fn write_value(value: &Value, out: &mut String) {
 
 fn write_object(map: &Map<String, Value>, out: &mut String) {
     // serde_json's map usually iterates in byte order already, which is the canonical order
-    // unless keys differ in the range where UTF-8 and UTF-16 disagree; sort only when needed
-    // (always correct, whatever order the map keeps).
-    let in_order = map.keys().zip(map.keys().skip(1)).all(|(a, b)| utf16_order(a, b).is_lt());
-    if in_order {
-        write_members(map.iter(), out);
-    } else {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_by(|a, b| utf16_order(a.0, b.0));
-        write_members(entries.into_iter(), out);
+    // unless keys differ in the range where UTF-8 and UTF-16 disagree. The members are written
+    // in the map's order, each key checked against the one before as it goes (one pass); at
+    // the first key out of order what was written of this object is taken back and the
+    // members are written sorted (always correct, whatever order the map keeps).
+    let start = out.len();
+    out.push('{');
+    let mut before: Option<&str> = None;
+    for (k, v) in map {
+        if let Some(before) = before {
+            if !utf16_order(before, k).is_lt() {
+                out.truncate(start);
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| utf16_order(a.0, b.0));
+                write_members(entries.into_iter(), out);
+                return;
+            }
+            out.push(',');
+        }
+        write_string(k, out);
+        out.push(':');
+        write_value(v, out);
+        before = Some(k);
     }
+    out.push('}');
 }
 
 fn write_members<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
@@ -329,6 +343,24 @@ mod tests {
         // U+1F600 (surrogates D83D..) sorts before U+FF61 in UTF-16 but after it in UTF-8.
         let v = json!({"\u{ff61}": 1, "\u{1f600}": 2, "a": 3});
         assert_eq!(to_string(&v), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff61}\":1}");
+    }
+
+    #[test]
+    fn an_object_out_of_utf16_order_is_written_again_sorted_wherever_it_is_nested() {
+        // Each map below iterates `\u{ff61}` before `\u{1f600}` (byte order): found out of order
+        // after members (and nested objects) were written, and written again sorted.
+        let v = json!({
+            "a": [1, {"\u{ff61}": {"b": 1, "a": 2}, "\u{1f600}": "y", "z": null}],
+            "\u{ff61}": 0,
+            "\u{1f600}": {"k": "v", "\u{ff61}": [], "\u{1f600}": {}},
+        });
+        let want = "{\"a\":[1,{\"z\":null,\"\u{1f600}\":\"y\",\"\u{ff61}\":{\"a\":2,\"b\":1}}],\
+                    \"\u{1f600}\":{\"k\":\"v\",\"\u{1f600}\":{},\"\u{ff61}\":[]},\"\u{ff61}\":0}";
+        assert_eq!(to_string(&v), want);
+        assert_eq!(to_string(&v), serde_json_canonicalizer::to_string(&v).unwrap());
+        let mut out = String::from("kept");
+        write_to(&v, &mut out);
+        assert_eq!(out, format!("kept{want}"));
     }
 
     #[test]

@@ -199,9 +199,15 @@ fn untouched_by_keys(value: &Value, keys: &RedactionKeys, depth: usize) -> bool 
     if depth > MAX_WALK_DEPTH {
         return false;
     }
+    // A scalar member or element is untouched unless it lies deeper than `walk` keeps: only
+    // objects and arrays are walked into.
+    let nested = |v: &Value| match v {
+        Value::Object(_) | Value::Array(_) => untouched_by_keys(v, keys, depth + 1),
+        _ => depth < MAX_WALK_DEPTH,
+    };
     match value {
-        Value::Object(map) => map.iter().all(|(k, v)| !keys.matches(k) && untouched_by_keys(v, keys, depth + 1)),
-        Value::Array(items) => items.iter().all(|v| untouched_by_keys(v, keys, depth + 1)),
+        Value::Object(map) => map.iter().all(|(k, v)| !keys.matches(k) && nested(v)),
+        Value::Array(items) => items.iter().all(nested),
         _ => true,
     }
 }

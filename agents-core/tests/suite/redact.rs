@@ -268,3 +268,22 @@ fn the_owned_form_masks_what_lies_too_deep() {
     assert_eq!(owned, redact(&deep, Some(&PLAIN), &keys));
     assert_ne!(owned, deep, "the walk masks below its depth limit, and so must the owned form");
 }
+
+#[test]
+fn the_owned_form_masks_a_scalar_just_below_the_depth_limit_as_the_walk_does() {
+    static PLAIN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({"type": "object"}));
+    let keys = RedactionKeys::none();
+    for levels in 125..=131 {
+        for leaf in [json!("bottom"), json!(7), json!(null)] {
+            let (mut in_arrays, mut in_objects) = (leaf.clone(), leaf.clone());
+            for _ in 0..levels {
+                in_arrays = json!([in_arrays]);
+                in_objects = json!({ "k": in_objects });
+            }
+            for deep in [in_arrays, in_objects] {
+                let owned = SecretSchema::new(&PLAIN).redact_owned(deep.clone(), &keys);
+                assert_eq!(owned, redact(&deep, Some(&PLAIN), &keys), "{levels} levels");
+            }
+        }
+    }
+}

@@ -123,6 +123,34 @@ impl CallOutcome {
     }
 }
 
+/// Whether the log took a record ([`RunCtx::audit`]): known at once, or by a boxed future
+/// (a sink that writes later, or a record that settles a stored proposal).
+#[must_use = "a record's answer says whether anything may run"]
+pub(super) struct Audited<'a>(Option<AuditedState<'a>>);
+
+enum AuditedState<'a> {
+    Now(Result<(), AuditError>),
+    Later(BoxFuture<'a, Result<(), AuditError>>),
+}
+
+impl Future for Audited<'_> {
+    type Output = Result<(), AuditError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        match self.0.take() {
+            Some(AuditedState::Now(answer)) => std::task::Poll::Ready(answer),
+            Some(AuditedState::Later(mut later)) => {
+                let polled = later.as_mut().poll(cx);
+                if polled.is_pending() {
+                    self.0 = Some(AuditedState::Later(later));
+                }
+                polled
+            }
+            None => panic!("`Audited` polled after it resolved"),
+        }
+    }
+}
+
 impl<A: Registry> RunCtx<A> {
     /// A new run (or direct session) of `A` for `principal` in `session_id`, with fresh ids.
     pub(super) fn new(
@@ -217,7 +245,12 @@ impl<A: Registry> RunCtx<A> {
     /// Builds the record now and hands it to the sink; the future only waits for the sink
     /// (it holds no record, so the gate's own future stays small). The sealed record the sink
     /// returns is not needed here: it is dropped where it arrives rather than passed up.
-    pub(super) fn audit(&self, f: RecordFields) -> impl Future<Output = Result<(), AuditError>> + '_ {
+    ///
+    /// A sink that answers at once, for a record that settles no stored proposal (every read
+    /// call's), is answered here: the run's list of calls follows the record now, and the
+    /// future only hands the answer over (a few words, moved with the gate's future at no
+    /// cost). Otherwise the rest waits in a boxed future.
+    pub(super) fn audit(&self, f: RecordFields) -> Audited<'_> {
         crate::telemetry::audited(f.status, f.tool.as_deref(), f.tier);
         // A record that moves a call: the run's list of calls follows it once the log took it.
         let moved = match (&f.call_id, CallStatus::of_audit(f.status)) {
@@ -226,10 +259,24 @@ impl<A: Registry> RunCtx<A> {
         };
         let settled = super::record::settles(&self.inner, f.call_id.as_ref(), f.status);
         let record = self.ids.record(f);
-        // A sink that answers at once has its sealed record dropped here; the future then
-        // holds only the outcome.
+        // A sink that answers at once has its sealed record dropped here.
         let answer = self.inner.audit.append(record).outcome_now();
-        async move {
+        let answer = match answer {
+            Ok(answer) if settled.is_none() => {
+                match &answer {
+                    Err(e) => tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed"),
+                    Ok(()) => {
+                        if let Some((id, tool, tier, status)) = moved {
+                            self.note_call(&id, tool, tier, status);
+                        }
+                    }
+                }
+                return Audited(Some(AuditedState::Now(answer)));
+            }
+            Ok(answer) => Ok(answer),
+            Err(pending) => Err(pending),
+        };
+        Audited(Some(AuditedState::Later(Box::pin(async move {
             let answer = match answer {
                 Ok(answer) => answer,
                 Err(pending) => pending.await.map(drop),
@@ -249,7 +296,7 @@ impl<A: Registry> RunCtx<A> {
                 }
             }
             answer
-        }
+        }))))
     }
 
     /// Notes a call's new status in the run's list (a call first seen is added when its tool

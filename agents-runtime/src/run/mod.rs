@@ -211,6 +211,16 @@
 //! - Results are recorded as a keyed digest (HMAC-SHA-256 under the server key), or, with
 //!   [`RuntimeBuilder::record_raw_results`], as the redacted value.
 
+/// Awaits a future where it is made: `.await` moves a future it is given once more before it
+/// keeps it in the caller's own future, and a large one (the gate's, a tool call's) is then
+/// copied twice on every call. Pinned in place and polled there, it is written once.
+macro_rules! await_in_place {
+    ($future:expr) => {{
+        let mut future = ::std::pin::pin!($future);
+        ::std::future::poll_fn(|cx| ::std::future::Future::poll(future.as_mut(), cx)).await
+    }};
+}
+
 mod confirm;
 mod context;
 mod driver;

@@ -605,7 +605,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
     pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
-        let out = gate_call(&self.ctx, CallRef { id: call_id, given_id: call_id, name, arguments }).await;
+        let out = await_in_place!(gate_call(&self.ctx, CallRef { id: call_id, given_id: call_id, name, arguments }));
         DirectResult { content: out.content, is_error: out.is_error }
     }
 }

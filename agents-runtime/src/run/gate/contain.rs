@@ -32,12 +32,12 @@ pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     if cx.spec.import.is_some() {
         // An imported tool refused for a changed pin says, for its record, what the server
         // gives now (the tool's error reaches here as text only).
-        return contained(ctx, run, cx, typed).await.map_err(|mut e| {
+        return await_in_place!(contained(ctx, run, cx, typed)).map_err(|mut e| {
             e.listed_sha256 = cx.listed_sha256.get().cloned();
             e
         });
     }
-    contained(ctx, run, cx, typed).await
+    await_in_place!(contained(ctx, run, cx, typed))
 }
 
 async fn contained<A: crate::tool::Registry>(

@@ -59,6 +59,12 @@ struct Admitted {
 
 /// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
 /// run loop), and only a nested call (a tool calling another through the gate) boxes it.
+#[allow(
+    clippy::redundant_pattern_matching,
+    clippy::redundant_locals,
+    reason = "`matches!` reads `why` without borrowing it, and the entry is moved into the checks' block: \
+              a local once borrowed is kept in the future until its scope ends"
+)]
 pub(in crate::run) fn gate_call<'a, A: Registry>(
     ctx: &'a Arc<RunCtx<A>>,
     call: CallRef<'a>,
@@ -79,16 +85,21 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         } else {
             call
         };
-        let facts = ctx.facts(index, &entry);
-        // 2.-3. parse, permission, interceptors.
-        let Admitted { typed, raw, args_hash, redacted, secrets, why } = match check(ctx, call, &entry, facts).await {
-            Ok(admitted) => admitted,
-            Err(refused) => return refused,
+        // 2.-3. parse, permission, interceptors. The registry entry lives in this block only,
+        // so it is not kept in the gate's future while the tier below waits.
+        let (facts, handler, admitted) = {
+            let entry = entry;
+            let facts = ctx.facts(index, &entry);
+            match await_in_place!(check(ctx, call, &entry, facts)) {
+                Ok(admitted) => (facts, entry.handler, admitted),
+                Err(refused) => return refused,
+            }
         };
+        let Admitted { typed, raw, args_hash, redacted, secrets, why } = admitted;
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
-        let confirmed = spec.tier == Tier::Action || (spec.tier == Tier::Read && why.is_some());
+        let confirmed = spec.tier == Tier::Action || (spec.tier == Tier::Read && matches!(why, Some(_)));
         let (approved, shared_call_id) = ctx.approval(spec, call.id, confirmed);
         let (shared_tool, shared_title, import) = (&facts.name, &facts.title, &facts.import);
         // A record of this call; its records share the redacted arguments.
@@ -105,16 +116,17 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
         };
         let checked = Checked { ctx, call, spec, base, redacted, secrets };
         // 4. tier.
-        match entry.handler {
+        match handler {
             Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
             // A read that carries a value copied from a tool result out: decided like an action.
-            Handler::Read(run) if why.is_some() => {
+            Handler::Read(run) if matches!(why, Some(_)) => {
                 Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await
             }
             Handler::Read(run) => {
-                // Only actions are approved; not kept in the gate's future across the waits.
-                drop(approved);
-                read::call(checked, shared_call_id.clone(), run, typed).await
+                // Only actions are approved, and only they keep their raw arguments; neither is
+                // kept in the gate's future across the waits.
+                drop((approved, raw, why));
+                await_in_place!(read::call(checked, shared_call_id.clone(), run, typed))
             }
             Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await,
         }
