@@ -130,16 +130,23 @@ fn write_object(map: &Map<String, Value>, out: &mut String) {
     // the first key out of order what was written of this object is taken back and the
     // members are written sorted (always correct, whatever order the map keeps).
     let start = out.len();
+    if !write_members(map.iter(), true, out) {
+        out.truncate(start);
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| utf16_order(a.0, b.0));
+        write_members(entries.into_iter(), false, out);
+    }
+}
+
+/// Writes `{members}` in the order given. With `check`, stops at the first key that does not
+/// come after the one before in UTF-16 order and says so (`false`, the object unfinished).
+fn write_members<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, check: bool, out: &mut String) -> bool {
     out.push('{');
     let mut before: Option<&str> = None;
-    for (k, v) in map {
+    for (k, v) in entries {
         if let Some(before) = before {
-            if !utf16_order(before, k).is_lt() {
-                out.truncate(start);
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| utf16_order(a.0, b.0));
-                write_members(entries.into_iter(), out);
-                return;
+            if check && !utf16_order(before, k).is_lt() {
+                return false;
             }
             out.push(',');
         }
@@ -149,19 +156,7 @@ fn write_object(map: &Map<String, Value>, out: &mut String) {
         before = Some(k);
     }
     out.push('}');
-}
-
-fn write_members<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
-    out.push('{');
-    for (i, (k, v)) in entries.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_string(k, out);
-        out.push(':');
-        write_value(v, out);
-    }
-    out.push('}');
+    true
 }
 
 /// Orders two keys by their UTF-16 code units, as RFC 8785 requires.
