@@ -263,14 +263,7 @@ impl<A: Registry> RunCtx<A> {
         let answer = self.inner.audit.append(record).outcome_now();
         let answer = match answer {
             Ok(answer) if settled.is_none() => {
-                match &answer {
-                    Err(e) => tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed"),
-                    Ok(()) => {
-                        if let Some((id, tool, tier, status)) = moved {
-                            self.note_call(&id, tool, tier, status);
-                        }
-                    }
-                }
+                self.took(&answer, moved);
                 return Audited(Some(AuditedState::Now(answer)));
             }
             Ok(answer) => Ok(answer),
@@ -281,22 +274,34 @@ impl<A: Registry> RunCtx<A> {
                 Ok(answer) => answer,
                 Err(pending) => pending.await.map(drop),
             };
-            if let Err(e) = &answer {
-                tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed");
-                // Still owed: a later final record of the call marks it.
-                if let Some(id) = settled {
-                    self.inner.settling.insert(id);
-                }
-            } else {
-                if let Some((id, tool, tier, status)) = moved {
-                    self.note_call(&id, tool, tier, status);
-                }
-                if let Some(id) = settled {
+            self.took(&answer, moved);
+            if let Some(id) = settled {
+                if answer.is_ok() {
                     super::record::mark_recorded(&self.inner, &id).await;
+                } else {
+                    // Still owed: a later final record of the call marks it.
+                    self.inner.settling.insert(id);
                 }
             }
             answer
         }))))
+    }
+
+    /// What follows the log's answer to a record: a refusal is logged; a record taken moves its
+    /// call in the run's list (`moved`).
+    fn took(
+        &self,
+        answer: &Result<(), AuditError>,
+        moved: Option<(SharedStr, Option<SharedStr>, Option<Tier>, CallStatus)>,
+    ) {
+        match answer {
+            Err(e) => tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed"),
+            Ok(()) => {
+                if let Some((id, tool, tier, status)) = moved {
+                    self.note_call(&id, tool, tier, status);
+                }
+            }
+        }
     }
 
     /// Notes a call's new status in the run's list (a call first seen is added when its tool
