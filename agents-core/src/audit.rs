@@ -73,6 +73,23 @@ pub enum AuditStatus {
 }
 
 impl AuditStatus {
+    /// Every status, in declaration order (`ALL[s as usize] == s`).
+    pub const ALL: [AuditStatus; 13] = [
+        AuditStatus::RunStarted,
+        AuditStatus::RunFinished,
+        AuditStatus::Proposed,
+        AuditStatus::Confirmed,
+        AuditStatus::Executed,
+        AuditStatus::Failed,
+        AuditStatus::Rejected,
+        AuditStatus::Skipped,
+        AuditStatus::Denied,
+        AuditStatus::HandedOff,
+        AuditStatus::Modified,
+        AuditStatus::Substituted,
+        AuditStatus::Notice,
+    ];
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {

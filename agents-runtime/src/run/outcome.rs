@@ -537,23 +537,8 @@ mod tests {
     #[test]
     fn call_statuses_are_the_audit_statuses_that_move_a_call() {
         use AuditStatus::*;
-        let all = [
-            RunStarted,
-            RunFinished,
-            Proposed,
-            Confirmed,
-            Executed,
-            Failed,
-            Rejected,
-            Skipped,
-            Denied,
-            HandedOff,
-            Modified,
-            Substituted,
-            Notice,
-        ];
         let mut calls = 0;
-        for audit in all {
+        for audit in AuditStatus::ALL {
             match CallStatus::of_audit(audit) {
                 Some(call) => {
                     calls += 1;
