@@ -315,6 +315,39 @@ impl StoredProposal {
     }
 }
 
+/// Why a heard answer could not be settled in the state store.
+enum Unsettled {
+    /// The proposal could not be withdrawn either: its final record is left to a resumption.
+    Unclaimed(StoreError),
+    /// The verdict could not be recorded; the proposal was withdrawn.
+    Unrecorded(String),
+}
+
+impl StoredProposal {
+    /// The store is the arbiter: a verdict heard here is recorded there, and the one recorded
+    /// first (from any node) holds; a question that ended undecided withdraws the proposal.
+    async fn arbitrate(&mut self, waited: Waited) -> Result<Waited, Unsettled> {
+        match waited {
+            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match self.record(verdict).await {
+                Ok((verdict, reason)) => Ok(Waited::Answer(Ok(Heard { verdict, recorded: true, reason }))),
+                Err(e) => {
+                    self.withdraw("the decision could not be recorded").await.map_err(Unsettled::Unclaimed)?;
+                    Err(Unsettled::Unrecorded(e))
+                }
+            },
+            Waited::TimedOut => {
+                self.withdraw(&Undecided::TimedOut.reason()).await.map_err(Unsettled::Unclaimed)?;
+                Ok(Waited::TimedOut)
+            }
+            Waited::Answer(Err(why)) => {
+                self.withdraw(&why.reason()).await.map_err(Unsettled::Unclaimed)?;
+                Ok(Waited::Answer(Err(why)))
+            }
+            recorded => Ok(recorded),
+        }
+    }
+}
+
 impl Drop for StoredProposal {
     fn drop(&mut self) {
         if !self.settled {
@@ -617,53 +650,12 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     /// for these exact arguments and the action runs; otherwise the proposal is audited, kept
     /// in the session for the user's next message, and nothing runs.
     pub(super) async fn conversational(self, approved: Option<(ConfirmationToken, String, String)>) -> CallOutcome {
-        let Confirmation { proposal, run, typed } = self;
+        if let Some((token, _, proposal_call)) = approved.filter(|(_, t, _)| t == self.proposal.checked.spec.name) {
+            return self.with_approval(token, proposal_call).await;
+        }
+        let Confirmation { proposal, .. } = self;
         let Checked { ctx, call, spec, .. } = proposal.checked;
         let session = ctx.ids.session_id.as_str();
-        if let Some((token, _, proposal_call)) = approved.filter(|(_, t, _)| t == spec.name) {
-            // The approved proposal moves to `executing` once: a second use finds it gone.
-            let turn = ctx.ids.run_id.as_str();
-            let Some(running) = ctx.inner.proposals.claim_execution(session, &proposal_call, turn) else {
-                let reason = "the approval is no longer valid (used, expired or ended with its turn); nothing ran";
-                let _ = proposal.record(AuditStatus::Denied, reason).await;
-                return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
-            };
-            // The state store is the arbiter across nodes: the approval is recorded there and
-            // the execution claimed, once, whatever node or channel answered the proposal.
-            if let Err(why) = claim_in_store(ctx, &proposal_call).await {
-                running.abort();
-                let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
-                return CallOutcome::err(format!(
-                    "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
-                ));
-            }
-            // The proposing turn's slot is gone: the claim is kept alive by renewing it until
-            // the final record is written, however long the call runs.
-            let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
-            let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
-            if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
-                running.abort();
-                let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
-                ctx.emit(|| Event::ToolDenied {
-                    run_id: ctx.ids.run_id.to_string(),
-                    call_id: call.id.to_owned(),
-                    tool: spec.name.into(),
-                    reason: e.to_string(),
-                });
-                return CallOutcome::err(format!(
-                    "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
-                ));
-            }
-            running.commit(None);
-            let owed = proposal.owed(AuditStatus::Failed);
-            let out = execute_approved(proposal.checked, run, typed, &token, owed).await;
-            let end = if out.executed { State::Executed } else { State::Failed };
-            // The executed or failed record is written; the proposal's life is over.
-            if let Some(done) = ctx.inner.proposals.claim(session, &proposal_call, end) {
-                done.commit(None);
-            }
-            return out;
-        }
         if !proposal.propose().await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         }
@@ -703,6 +695,56 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         CallOutcome::ok(
             json!({"status": "confirmation_required", "description": proposal.description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),
         )
+    }
+
+    /// Conversational mode with the session's approval of `proposal_call` for this tool: the
+    /// token is redeemed for these exact arguments and the action runs, once.
+    async fn with_approval(self, token: ConfirmationToken, proposal_call: String) -> CallOutcome {
+        let Confirmation { proposal, run, typed } = self;
+        let Checked { ctx, call, spec, .. } = proposal.checked;
+        let session = ctx.ids.session_id.as_str();
+        // The approved proposal moves to `executing` once: a second use finds it gone.
+        let turn = ctx.ids.run_id.as_str();
+        let Some(running) = ctx.inner.proposals.claim_execution(session, &proposal_call, turn) else {
+            let reason = "the approval is no longer valid (used, expired or ended with its turn); nothing ran";
+            let _ = proposal.record(AuditStatus::Denied, reason).await;
+            return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
+        };
+        // The state store is the arbiter across nodes: the approval is recorded there and
+        // the execution claimed, once, whatever node or channel answered the proposal.
+        if let Err(why) = claim_in_store(ctx, &proposal_call).await {
+            running.abort();
+            let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
+            return CallOutcome::err(format!(
+                "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
+            ));
+        }
+        // The proposing turn's slot is gone: the claim is kept alive by renewing it until
+        // the final record is written, however long the call runs.
+        let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
+        let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
+        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
+            running.abort();
+            let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
+            ctx.emit(|| Event::ToolDenied {
+                run_id: ctx.ids.run_id.to_string(),
+                call_id: call.id.to_owned(),
+                tool: spec.name.into(),
+                reason: e.to_string(),
+            });
+            return CallOutcome::err(format!(
+                "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
+            ));
+        }
+        running.commit(None);
+        let owed = proposal.owed(AuditStatus::Failed);
+        let out = execute_approved(proposal.checked, run, typed, &token, owed).await;
+        let end = if out.executed { State::Executed } else { State::Failed };
+        // The executed or failed record is written; the proposal's life is over.
+        if let Some(done) = ctx.inner.proposals.claim(session, &proposal_call, end) {
+            done.commit(None);
+        }
+        out
     }
 
     /// A direct session whose client cannot ask: audited `skipped`, and the caller gets a
@@ -751,33 +793,14 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
         let since = std::time::Instant::now();
         let waited = proposal.wait(asked, &stored).await;
-        // The store is the arbiter: a verdict heard here is recorded there, and the one
-        // recorded first (from any node) holds.
-        let waited = match waited {
-            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match stored.record(verdict).await {
-                Ok((verdict, reason)) => Waited::Answer(Ok(Heard { verdict, recorded: true, reason })),
-                Err(e) => {
-                    if let Err(e) = stored.withdraw("the decision could not be recorded").await {
-                        return unclaimed(ctx, &stored, owed, e);
-                    }
-                    let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
-                    proposal.end(owed, AuditStatus::Skipped, reason).await;
-                    return CallOutcome::err("the state store is unavailable; nothing ran");
-                }
-            },
-            Waited::TimedOut => {
-                if let Err(e) = stored.withdraw(&Undecided::TimedOut.reason()).await {
-                    return unclaimed(ctx, &stored, owed, e);
-                }
-                Waited::TimedOut
+        let waited = match stored.arbitrate(waited).await {
+            Ok(waited) => waited,
+            Err(Unsettled::Unclaimed(e)) => return unclaimed(ctx, &stored, owed, e),
+            Err(Unsettled::Unrecorded(e)) => {
+                let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
+                proposal.end(owed, AuditStatus::Skipped, reason).await;
+                return CallOutcome::err("the state store is unavailable; nothing ran");
             }
-            Waited::Answer(Err(why)) => {
-                if let Err(e) = stored.withdraw(&why.reason()).await {
-                    return unclaimed(ctx, &stored, owed, e);
-                }
-                Waited::Answer(Err(why))
-            }
-            recorded => recorded,
         };
         crate::telemetry::confirmation_waited(call.name, since.elapsed(), waited.decision());
         match waited {
@@ -797,51 +820,63 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 })
             }
             Waited::Answer(Ok(Heard { verdict: Verdict::Reject, reason, .. })) => {
-                stored.settled = true;
-                // Exactly one final record: this run's, unless a resumption on another node
-                // (which took this run for gone) claimed and wrote it.
-                match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
-                    Ok(false) => {
-                        owed.paid();
-                        ctx.inner.settling.remove(&stored.record.call_id);
-                        return CallOutcome::err(REJECTED_MESSAGE);
-                    }
-                    Ok(true) => {}
-                    // Not claimed, not written: a resumption claims and writes it.
-                    Err(e) => return unclaimed(ctx, &stored, owed, e),
-                }
-                proposal.end(owed, AuditStatus::Rejected, declined(reason.as_deref())).await;
-                CallOutcome::err(REJECTED_MESSAGE)
+                Confirmation { proposal, run, typed }.rejected(stored, owed, reason).await
             }
             Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => {
-                // Exactly one node runs an approved call: the one whose claim the store grants.
-                let node = ctx.inner.node_id.as_str();
-                match ctx.inner.store.claim_execution(&stored.record.call_id, node).await {
-                    Ok(true) => {
-                        stored.settled = true;
-                        // Renewed while the call runs, should the run's slot lapse meanwhile.
-                        let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
-                        let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
-                        Confirmation { proposal, run, typed }.approved(owed).await
-                    }
-                    Ok(false) => {
-                        // Claimed by a resumption on another node, which writes its records.
-                        stored.settled = true;
-                        owed.paid();
-                        ctx.inner.settling.remove(&stored.record.call_id);
-                        CallOutcome::err(
-                            "The approved action is carried out by another server; its outcome is in the audit log.",
-                        )
-                    }
-                    Err(e) => {
-                        if let Err(e) = stored.withdraw("the execution could not be claimed").await {
-                            return unclaimed(ctx, &stored, owed, e);
-                        }
-                        let reason = format!("the state store could not grant the execution ({e}); nothing ran");
-                        proposal.end(owed, AuditStatus::Skipped, reason).await;
-                        CallOutcome::err("the state store is unavailable; nothing ran")
-                    }
+                Confirmation { proposal, run, typed }.claim_approved(stored, owed).await
+            }
+        }
+    }
+
+    /// The person rejected: exactly one final record, this run's, unless a resumption on
+    /// another node (which took this run for gone) claimed and wrote it.
+    async fn rejected(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>, reason: Option<String>) -> CallOutcome {
+        let proposal = self.proposal;
+        let ctx = proposal.checked.ctx;
+        stored.settled = true;
+        match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
+            Ok(false) => {
+                owed.paid();
+                ctx.inner.settling.remove(&stored.record.call_id);
+                return CallOutcome::err(REJECTED_MESSAGE);
+            }
+            Ok(true) => {}
+            // Not claimed, not written: a resumption claims and writes it.
+            Err(e) => return unclaimed(ctx, &stored, owed, e),
+        }
+        proposal.end(owed, AuditStatus::Rejected, declined(reason.as_deref())).await;
+        CallOutcome::err(REJECTED_MESSAGE)
+    }
+
+    /// The person approved: exactly one node runs the call, the one whose claim the store
+    /// grants.
+    async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>) -> CallOutcome {
+        let ctx = self.proposal.checked.ctx;
+        let node = ctx.inner.node_id.as_str();
+        match ctx.inner.store.claim_execution(&stored.record.call_id, node).await {
+            Ok(true) => {
+                stored.settled = true;
+                // Renewed while the call runs, should the run's slot lapse meanwhile.
+                let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
+                let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
+                self.approved(owed).await
+            }
+            Ok(false) => {
+                // Claimed by a resumption on another node, which writes its records.
+                stored.settled = true;
+                owed.paid();
+                ctx.inner.settling.remove(&stored.record.call_id);
+                CallOutcome::err(
+                    "The approved action is carried out by another server; its outcome is in the audit log.",
+                )
+            }
+            Err(e) => {
+                if let Err(e) = stored.withdraw("the execution could not be claimed").await {
+                    return unclaimed(ctx, &stored, owed, e);
                 }
+                let reason = format!("the state store could not grant the execution ({e}); nothing ran");
+                self.proposal.end(owed, AuditStatus::Skipped, reason).await;
+                CallOutcome::err("the state store is unavailable; nothing ran")
             }
         }
     }

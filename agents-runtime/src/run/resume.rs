@@ -69,7 +69,7 @@ use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
 use crate::events::EventBus;
 use crate::store::{ProposalCursor, ProposalRecord, ProposalState, SlotId, Store, StoreError, StoredVerdict};
-use crate::tool::{Handler, Registry};
+use crate::tool::{CallContext, ErasedArgs, Handler, RegisteredTool, Registry, ToolFuture};
 use agents_core::{SharedStr, SharedValue};
 use serde_json::Value;
 use std::sync::Arc;
@@ -415,6 +415,23 @@ impl Runtime {
         ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
 
+    /// The context a claimed call runs in: its run's principal, under `ids` (or the ids of the
+    /// run that proposed it), with the availability the run's role has now.
+    async fn resumed_ctx<A: Registry>(&self, p: &ProposalRecord, ids: Option<RecordIds>) -> Arc<RunCtx<A>> {
+        let inner = &self.inner;
+        let principal = principal_of(p);
+        let limits = inner.limits.unwrap_or(A::SPEC.limits);
+        let ids = ids.unwrap_or_else(|| {
+            let request_id = uuid::Uuid::new_v4().to_string();
+            RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal)
+        });
+        let bus = Arc::new(EventBus::new());
+        let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
+        let (snapshot, _) = snapshot_of(&ctx).await;
+        let _ = ctx.snapshot.set(snapshot);
+        ctx
+    }
+
     /// Runs one claimed call as its run would have (under `ids`, a turn of its session that
     /// carries it out, or else the ids of the run that proposed it).
     pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
@@ -423,15 +440,8 @@ impl Runtime {
         // runs; its final record, once in the log, is marked written in the store.
         let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &p.call_id, &inner.node_id);
         inner.settling.insert(p.call_id.clone());
-        let principal = principal_of(&p);
-        let limits = inner.limits.unwrap_or(A::SPEC.limits);
-        let request_id = uuid::Uuid::new_v4().to_string();
         let in_turn = ids.is_some();
-        let ids = ids.unwrap_or_else(|| RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal));
-        let bus = Arc::new(EventBus::new());
-        let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
-        let (snapshot, _) = snapshot_of(&ctx).await;
-        let _ = ctx.snapshot.set(snapshot);
+        let ctx = self.resumed_ctx::<A>(&p, ids).await;
         let call_id: SharedStr = p.call_id.as_str().into();
         let ended = |status: AuditStatus, reason: Option<String>| ResumedCall {
             call_id: p.call_id.clone(),
@@ -455,36 +465,10 @@ impl Runtime {
                 ended(status, Some(reason))
             }
         };
-        // Available to the run's role now, not disabled meanwhile, and with an execution path.
-        let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
-        let Some((index, entry)) = found else {
-            let reason = "the tool is no longer available to the run's role; nothing ran".to_owned();
-            return refuse(AuditStatus::Failed, reason).await;
+        let Runnable { index, entry, run, typed, raw, args_mac } = match runnable(&ctx, &p) {
+            Ok(runnable) => runnable,
+            Err(reason) => return refuse(AuditStatus::Failed, reason).await,
         };
-        // An action, or a read that reaches out and was proposed for a copied value.
-        let run = match entry.handler {
-            Handler::Action(run) | Handler::Read(run) => run,
-            Handler::Handoff(_) => {
-                return refuse(AuditStatus::Failed, "a handoff has no execution path; nothing ran".to_owned()).await;
-            }
-        };
-        let raw = p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null);
-        let typed = match agents_core::strict::check_value(&raw)
-            .map_err(|e| e.to_string())
-            .and_then(|()| (entry.parse)(&raw))
-        {
-            Ok(typed) => typed,
-            Err(e) => {
-                return refuse(AuditStatus::Failed, format!("the stored arguments do not parse ({e}); nothing ran"))
-                    .await;
-            }
-        };
-        let args_mac = inner.tokens.args_mac(&raw);
-        if args_mac != p.args_mac {
-            let reason = "the stored arguments do not match the approved ones under this node's server key (give every \
-                          node the same server key); nothing ran";
-            return refuse(AuditStatus::Failed, reason.to_owned()).await;
-        }
         let facts = ctx.facts(index, &entry);
         let spec = entry.spec;
         let secrets = if facts.schema.marks_secrets() {
@@ -530,4 +514,42 @@ impl Runtime {
             ended(AuditStatus::Failed, why)
         }
     }
+}
+
+/// What a claimed call needs to run as its run would have.
+struct Runnable<A> {
+    index: usize,
+    entry: RegisteredTool<A>,
+    run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
+    typed: ErasedArgs,
+    raw: Value,
+    args_mac: String,
+}
+
+/// Whether the claimed call `p` can still run in `ctx`: its tool available to the run's role
+/// now (not disabled meanwhile) and with an execution path, its stored arguments parsing, and
+/// their MAC under this node's server key the approved one. Otherwise the reason its `failed`
+/// record gives.
+fn runnable<A: Registry>(ctx: &RunCtx<A>, p: &ProposalRecord) -> Result<Runnable<A>, String> {
+    let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
+    let Some((index, entry)) = found else {
+        return Err("the tool is no longer available to the run's role; nothing ran".to_owned());
+    };
+    // An action, or a read that reaches out and was proposed for a copied value.
+    let run = match entry.handler {
+        Handler::Action(run) | Handler::Read(run) => run,
+        Handler::Handoff(_) => return Err("a handoff has no execution path; nothing ran".to_owned()),
+    };
+    let raw = p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null);
+    let typed = agents_core::strict::check_value(&raw)
+        .map_err(|e| e.to_string())
+        .and_then(|()| (entry.parse)(&raw))
+        .map_err(|e| format!("the stored arguments do not parse ({e}); nothing ran"))?;
+    let args_mac = ctx.inner.tokens.args_mac(&raw);
+    if args_mac != p.args_mac {
+        return Err("the stored arguments do not match the approved ones under this node's server key (give every \
+                    node the same server key); nothing ran"
+            .to_owned());
+    }
+    Ok(Runnable { index, entry, run, typed, raw, args_mac })
 }
