@@ -1,9 +1,10 @@
 //! Proposals and decisions through the state store: a proposal made through one runtime
 //! ("node") is listed and approved through another and runs exactly once; provider-reused
 //! call ids never cross; a run whose process was killed while it waited is completed on the
-//! decision by a resumption, exactly once; the audit chain verifies after all of it. On the
-//! in-memory store (two runtimes in one process), SQLite (a second process, killed) and a real
-//! PostgreSQL (a second process, killed).
+//! decision by a resumption, exactly once; an approved row edited in the store does not run;
+//! the audit chain verifies after all of it. On the in-memory store (two runtimes in one
+//! process), SQLite (a second process, killed) and a real PostgreSQL (a second process,
+//! killed).
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::events::Event;
@@ -254,6 +255,49 @@ async fn a_killed_proposers_rejection_is_recorded_once(spec: &str, b: Arc<dyn St
     let _ = proposer.lines.next_line().await;
 }
 
+/// Someone with write access to the state store (not to the server key) edits the arguments
+/// of an approved proposal whose run is gone, from 3 days to 30, before a resumption carries
+/// it out: the stored arguments no longer match the approved ones under the server key, so
+/// the call does not run and its one final record says so.
+async fn a_forged_approved_row_does_not_run(path: &std::path::Path, b: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::audit::AuditStatus;
+    let spec = format!("sqlite:{}", path.display());
+    let s = session(prefix);
+    let lease_ms = 3000;
+    let (mut proposer, call_id) = ProposingNode::start(&spec, &s, lease_ms).await;
+    let node_b = node(b.clone(), vec![]);
+    proposer.child.kill().await.expect("kill -9 the proposing node");
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    let forged = rusqlite::Connection::open(path)
+        .unwrap()
+        .execute(
+            "UPDATE agents_proposals SET detail = json_set(detail, '$.arguments.days', 30) WHERE call_id = ?1",
+            [&call_id],
+        )
+        .unwrap();
+    assert_eq!(forged, 1, "the approved row was edited");
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
+    let resumed = loop {
+        let done = node_b.resume_orphaned::<Hr>().await.unwrap();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the dead run's call was never resumed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!((resumed[0].call_id.as_str(), resumed[0].status), (call_id.as_str(), AuditStatus::Failed));
+    let records = records_of(&spec, &call_id).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Failed], "one final record, nothing confirmed");
+    let reason = records[1].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("do not match the approved ones"), "{reason}");
+    assert_eq!(executions(&s), 0, "the forged call did not run");
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled once");
+    b.verify_audit("audit").await.expect("the chain verifies");
+    let _ = proposer.lines.next_line().await;
+}
+
 /// The proposing process lives: the decision made through this process reaches it through
 /// the store, and it runs the call itself, once.
 async fn a_live_proposer_runs_the_call_decided_elsewhere(spec: &str, b: Arc<dyn Store>, prefix: &str) {
@@ -371,6 +415,7 @@ async fn sqlite_nodes_and_a_killed_process() {
     a_live_proposer_runs_the_call_decided_elsewhere(&spec, open(), "sqlite-live").await;
     a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
     a_killed_proposers_rejection_is_recorded_once(&spec, open(), open(), "sqlite-rejected").await;
+    a_forged_approved_row_does_not_run(&path, open(), "sqlite-forged").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
