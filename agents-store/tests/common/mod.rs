@@ -509,3 +509,23 @@ pub async fn audit_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     }
     assert_eq!(b.verify_audit("shared").await.unwrap().records, 800);
 }
+
+/// Resumes the orphaned proposals of the leave agent through `b` and `c` at once until one of
+/// them settled something (within `within`); what they did.
+pub async fn resume_until_settled(
+    b: &agents_runtime::Runtime,
+    c: &agents_runtime::Runtime,
+    within: Duration,
+) -> Vec<agents_runtime::run::ResumedCall> {
+    use agents_store::testing::leave::Hr;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let (from_b, from_c) = tokio::join!(b.resume_orphaned::<Hr>(), c.resume_orphaned::<Hr>());
+        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
+        if !done.is_empty() {
+            return done;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "nothing was settled within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -6,6 +6,7 @@
 //! process), SQLite (a second process, killed) and a real PostgreSQL (a second process,
 //! killed).
 
+use crate::common;
 use agents_runtime::RunResultExt as _;
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::reply;
@@ -169,16 +170,7 @@ async fn a_killed_proposer_is_completed_once(spec: &str, b: Arc<dyn Store>, c: A
     node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
     // Its slot's lease has not run out yet: the run might still be alive, so nobody takes over.
     assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "taken over before the lease lapsed");
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
-    let resumed = loop {
-        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
-        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
-        if !done.is_empty() {
-            break done;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the dead run's call was never resumed");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let resumed = common::resume_until_settled(&node_b, &node_c, Duration::from_millis(lease_ms * 5)).await;
     assert_eq!(resumed.len(), 1, "one node resumed it: {resumed:?}");
     assert_eq!(resumed[0].call_id, call_id);
     assert_eq!(resumed[0].status, agents_runtime::audit::AuditStatus::Executed, "{resumed:?}");
@@ -228,16 +220,7 @@ async fn a_killed_proposers_rejection_is_recorded_once(spec: &str, b: Arc<dyn St
     proposer.child.kill().await.expect("kill -9 the proposing node");
     node_b.decide_async(&call_id, &employee(), Verdict::Reject, Some("wrong week")).await.unwrap();
     assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "settled before the lease lapsed");
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
-    let settled = loop {
-        let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
-        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
-        if !done.is_empty() {
-            break done;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the dead run's rejection was never recorded");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let settled = common::resume_until_settled(&node_b, &node_c, Duration::from_millis(lease_ms * 5)).await;
     assert_eq!(settled.len(), 1, "one node settled it: {settled:?}");
     assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Rejected));
     assert!(settled[0].recorded);
@@ -276,15 +259,7 @@ async fn a_forged_approved_row_does_not_run(path: &std::path::Path, b: Arc<dyn S
         )
         .unwrap();
     assert_eq!(forged, 1, "the approved row was edited");
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(lease_ms * 5);
-    let resumed = loop {
-        let done = node_b.resume_orphaned::<Hr>().await.unwrap();
-        if !done.is_empty() {
-            break done;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the dead run's call was never resumed");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let resumed = common::resume_until_settled(&node_b, &node_b, Duration::from_millis(lease_ms * 5)).await;
     assert_eq!(resumed.len(), 1, "{resumed:?}");
     assert_eq!((resumed[0].call_id.as_str(), resumed[0].status), (call_id.as_str(), AuditStatus::Failed));
     let records = records_of(&spec, &call_id).await;

@@ -21,6 +21,7 @@
 //! killed between the two steps). On SQLite and on a real PostgreSQL cluster; the chain
 //! verifies after each case.
 
+use crate::common;
 use agents_runtime::audit::{AuditRecord, AuditStatus, ChainSummary};
 use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
@@ -302,20 +303,6 @@ fn statuses(records: &[AuditRecord]) -> Vec<AuditStatus> {
     records.iter().map(|r| r.status).collect()
 }
 
-/// Resumes through `b` and `c` at once until one of them settled something; what they did.
-async fn resume_until_settled(b: &Runtime, c: &Runtime) -> Vec<agents_runtime::run::ResumedCall> {
-    let deadline = tokio::time::Instant::now() + LEASE * 40;
-    loop {
-        let (from_b, from_c) = tokio::join!(b.resume_orphaned::<Hr>(), c.resume_orphaned::<Hr>());
-        let done: Vec<_> = from_b.unwrap().into_iter().chain(from_c.unwrap()).collect();
-        if !done.is_empty() {
-            return done;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "nothing was ever settled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Node A's run hears the person's rejection (made through node B), wins the claim of the
 /// rejection's record, and dies before writing it. Once the lease ran out, one of two
 /// resuming nodes writes the one `rejected` record, with the person's reason.
@@ -337,7 +324,7 @@ async fn dies_after_claiming_a_rejection(spec: &str, store: Arc<dyn Store>, pref
     assert!(claimed.settled_by.is_some(), "the claim committed");
     assert_eq!(statuses(&records_of(spec, &call_id).await), [AuditStatus::Proposed], "and nothing was written");
 
-    let settled = resume_until_settled(&node_b, &node_c).await;
+    let settled = common::resume_until_settled(&node_b, &node_c, LEASE * 40).await;
     assert_eq!(settled.len(), 1, "one node took the claim over: {settled:?}");
     assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Rejected));
     assert!(settled[0].recorded);
@@ -371,7 +358,7 @@ async fn dies_after_claiming_an_execution(spec: &str, store: Arc<dyn Store>, pre
         assert!(tokio::time::Instant::now() < deadline, "node A never claimed the execution");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let settled = resume_until_settled(&node_b, &node_c).await;
+    let settled = common::resume_until_settled(&node_b, &node_c, LEASE * 40).await;
     assert_eq!(settled.len(), 1, "one node took the claim over: {settled:?}");
     assert_eq!((settled[0].call_id.as_str(), settled[0].status), (call_id.as_str(), AuditStatus::Failed));
     tokio::time::sleep(LEASE * 2).await;
@@ -444,7 +431,7 @@ async fn a_failed_claim_leaves_the_record_to_a_resumption(spec: &str, store: Arc
     let left = store.proposal(&call_id).await.unwrap().unwrap();
     assert_eq!((left.verdict, left.settled_by), (Some(StoredVerdict::Rejected), None), "still unsettled");
 
-    let settled = resume_until_settled(&node_b, &node_b).await;
+    let settled = common::resume_until_settled(&node_b, &node_b, LEASE * 40).await;
     assert_eq!(settled.len(), 1, "{settled:?}");
     assert_eq!(settled[0].status, AuditStatus::Rejected);
     let records = records_of(spec, &call_id).await;
