@@ -9,6 +9,8 @@
 //! - a live run whose claim fails with a store error writes no record (the run ends with
 //!   `RunError::StateUnavailable`); the proposal stays unsettled, and a resumption writes its
 //!   one record;
+//! - an approval heard on the waiting node that the store cannot record runs nothing: the
+//!   proposal is withdrawn and its one record is `skipped` with the reason;
 //! - a proposal a live run settled is marked written: a resumption with a zero lease finds
 //!   nothing to take over;
 //! - a resumption whose execution of an approved call outlasts the settle lease keeps its
@@ -53,6 +55,8 @@ enum Fault {
     DieAfterProposal,
     /// The node is dead from the first renewal of a claim it holds (while it carries it out).
     DieAtRenewal,
+    /// Recording a decision fails with a store error (nothing changes in the real store).
+    FailDecide,
 }
 
 /// A node's view of the real store, with a fault at the claims.
@@ -75,7 +79,7 @@ impl Faulty {
     /// A claim: faulted as configured.
     fn claim<'a>(&'a self, f: BoxFuture<'a, StoreResult<bool>>) -> BoxFuture<'a, StoreResult<bool>> {
         match self.fault {
-            Fault::DieBeforeMark | Fault::DieAfterProposal | Fault::DieAtRenewal => self.live(f),
+            Fault::DieBeforeMark | Fault::DieAfterProposal | Fault::DieAtRenewal | Fault::FailDecide => self.live(f),
             Fault::FailClaims => Box::pin(async { Err(StoreError::Unavailable("injected: the claim failed".into())) }),
             Fault::DieAfterClaim => self.live(Box::pin(async move {
                 let granted = f.await?;
@@ -140,6 +144,9 @@ impl Store for Faulty {
         verdict: StoredVerdict,
         reason: Option<&'a str>,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
+        if self.fault == Fault::FailDecide {
+            return Box::pin(async { Err(StoreError::Unavailable("injected: the decision failed".into())) });
+        }
         self.live(self.inner.decide(call_id, org_id, user_id, verdict, reason))
     }
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
@@ -441,6 +448,34 @@ async fn a_failed_claim_leaves_the_record_to_a_resumption(spec: &str, store: Arc
     store.verify_audit("audit").await.expect("the chain verifies");
 }
 
+/// A person approves on the node whose run waits, and the store cannot record the decision:
+/// nothing runs (an approval the store does not hold could be contradicted on another node),
+/// the proposal is withdrawn in the store, and its one final record says why; no resumption
+/// writes another.
+async fn an_approval_the_store_cannot_record_runs_nothing(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let failing = Faulty::new(store.clone(), Fault::FailDecide);
+    let node_a = node(failing, vec![leave(5), reply("done")], LEASE);
+    let mut run = node_a.start::<Hr>(employee(), &s, "five days".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    node_a.decide(&call_id, &employee(), Verdict::Approve).unwrap();
+    run.wait().await.expect("the run goes on after the refused call");
+    let records = records_of(spec, &call_id).await;
+    assert_eq!(statuses(&records), [AuditStatus::Proposed, AuditStatus::Skipped], "one final record, nothing ran");
+    let reason = records[1].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("could not be recorded in the state store") && reason.contains("injected"), "{reason}");
+    assert_eq!(executions(&s), 0);
+    let left = store.proposal(&call_id).await.unwrap().unwrap();
+    assert!(left.settled_by.is_some(), "withdrawn in the store: {left:?}");
+    let node_b = node(store.clone(), vec![], Duration::ZERO);
+    for _ in 0..3 {
+        assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "nothing left to settle");
+        tokio::time::sleep(LEASE).await;
+    }
+    assert_eq!(statuses(&records_of(spec, &call_id).await).len(), 2, "still one final record");
+    store.verify_audit("audit").await.expect("the chain verifies");
+}
+
 /// Proposals a live run settled (approved and run, rejected) are marked written: a
 /// resumption with a zero settle lease takes nothing over, and each has one final record.
 async fn settled_proposals_are_marked(spec: &str, store: Arc<dyn Store>, prefix: &str) {
@@ -650,6 +685,7 @@ async fn sqlite_every_proposal_gets_one_final_record() {
     dies_after_claiming_an_execution(&spec, store.clone(), "sqlite-exec").await;
     dies_between_the_record_and_its_mark(&spec, store.clone(), "sqlite-mark").await;
     a_failed_claim_leaves_the_record_to_a_resumption(&spec, store.clone(), "sqlite-failed").await;
+    an_approval_the_store_cannot_record_runs_nothing(&spec, store.clone(), "sqlite-undecidable").await;
     a_long_execution_keeps_its_claim(&spec, store.clone(), "sqlite-long").await;
     a_dead_resumers_claim_still_lapses(&spec, store, "sqlite-dead-resumer").await;
 }
@@ -664,6 +700,7 @@ async fn postgres_every_proposal_gets_one_final_record() {
     dies_after_claiming_an_execution(&url, store.clone(), "pg-exec").await;
     dies_between_the_record_and_its_mark(&url, store.clone(), "pg-mark").await;
     a_failed_claim_leaves_the_record_to_a_resumption(&url, store.clone(), "pg-failed").await;
+    an_approval_the_store_cannot_record_runs_nothing(&url, store.clone(), "pg-undecidable").await;
     a_long_execution_keeps_its_claim(&url, store.clone(), "pg-long").await;
     a_dead_resumers_claim_still_lapses(&url, store, "pg-dead-resumer").await;
 }
