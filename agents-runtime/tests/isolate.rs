@@ -286,12 +286,19 @@ async fn connect_abstract(name: String) -> Result<String, String> {
 }
 
 /// Looks through its descriptors 0 to 1023 for the object `target` names (as `/proc/self/fd`
-/// shows it: `pipe:[...]`, a path), and writes `text` through the one it finds.
+/// shows it: `socket:[...]`, `pipe:[...]`, a path), and writes `text` through the one it finds:
+/// a socket by its number (`send(2)`, which `nix` offers on a raw descriptor), anything else
+/// by opening it again through `/proc/self/fd`.
 #[tool(permission = public, isolated)]
 async fn write_inherited(target: String, text: String) -> Result<String, String> {
     for fd in 0..1024 {
         let link = format!("/proc/self/fd/{fd}");
         if std::fs::read_link(&link).is_ok_and(|t| t.to_string_lossy() == target) {
+            if target.starts_with("socket:") {
+                nix::sys::socket::send(fd, text.as_bytes(), nix::sys::socket::MsgFlags::empty())
+                    .map_err(|e| format!("descriptor {fd} ({target}) is open in the worker; send: {e}"))?;
+                return Ok(format!("sent through descriptor {fd} ({target})"));
+            }
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&link)
@@ -812,19 +819,31 @@ async fn descriptors_the_runtime_left_open_are_closed_before_the_tool_runs(w: Ar
             .map(|t| t.to_string_lossy().into_owned())
             .map_err(|e| e.to_string())
     };
-    // A pipe (`pipe(2)` without close-on-exec) and a file whose close-on-exec flag is cleared,
-    // both open in the runtime while it starts the worker.
+    // A connected Unix socket and a file whose close-on-exec flags are cleared, and a pipe
+    // (`pipe(2)` has none), all open in the runtime while it starts the worker.
+    let (mine, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+    fcntl(&theirs, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| e.to_string())?;
+    mine.set_nonblocking(true).map_err(|e| e.to_string())?;
     let (read_end, write_end) = nix::unistd::pipe().map_err(|e| e.to_string())?;
     fcntl(&read_end, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(|e| e.to_string())?;
     let log_path = path("outside/inherited.log");
     let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
     fcntl(&log, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| e.to_string())?;
-    // The pipe would be reachable through `/proc/self/fd` (Landlock does not govern pipes);
-    // the file only by a raw `write`, so the tool looks for the descriptor itself.
+    // The socket takes a `send` on its number from safe code; the pipe and the file, which
+    // Landlock refuses to open again through `/proc/self/fd`, a raw `write` from any code.
+    // The tool looks for each descriptor itself, so the numbers it uses are no guess.
+    let socket = target(&theirs)?;
+    let c = w.call("write_inherited", serde_json::json!({"target": socket, "text": "leaked"})).await;
+    let notice = c.refused("no descriptor of the worker is socket:")?;
+    let mut buf = [0u8; 16];
+    let read = std::io::Read::read(&mut &mine, &mut buf);
+    ensure(
+        matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        format!("the inherited socket carried something from the worker: {read:?}"),
+    )?;
     let pipe = target(&write_end)?;
     let c = w.call("write_inherited", serde_json::json!({"target": pipe, "text": "leaked"})).await;
-    let notice = c.refused("no descriptor of the worker is pipe:")?;
-    let mut buf = [0u8; 16];
+    c.refused("no descriptor of the worker is pipe:")?;
     let read = std::io::Read::read(&mut std::fs::File::from(read_end), &mut buf);
     ensure(
         matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
@@ -834,14 +853,15 @@ async fn descriptors_the_runtime_left_open_are_closed_before_the_tool_runs(w: Ar
     let c = w.call("write_inherited", serde_json::json!({"target": file, "text": "leaked"})).await;
     c.refused(&format!("no descriptor of the worker is {log_path}"))?;
     ensure(std::fs::read(&log_path).map_err(|e| e.to_string())?.is_empty(), "the inherited file was written")?;
-    // The notice counts what the worker closed: the pipe's two ends and the file at least.
+    // The notice counts what the worker closed: the socket, the pipe's two ends and the file
+    // at least.
     let closed = notice
         .split("inherited descriptors closed (")
         .nth(1)
         .and_then(|rest| rest.split(')').next())
         .and_then(|n| n.parse::<usize>().ok());
-    drop((write_end, log));
-    ensure(closed.is_some_and(|n| n >= 3), format!("the notice does not count 3 closed descriptors: {notice}"))
+    drop((theirs, write_end, log));
+    ensure(closed.is_some_and(|n| n >= 4), format!("the notice does not count 4 closed descriptors: {notice}"))
 }
 
 async fn undeclared_environment_variables_are_absent(w: Arc<World>) -> Result<(), String> {
