@@ -263,6 +263,12 @@ fn metadata_by_descriptor(file: &std::fs::File) -> String {
             rustix::fs::fsetxattr(file, "user.planted", b"x", rustix::fs::XattrFlags::empty()).map_err(Into::into),
         ),
         ("fremovexattr", rustix::fs::fremovexattr(file, "user.kept").map_err(Into::into)),
+        (
+            "FS_IOC_SETFLAGS",
+            rustix::fs::ioctl_getflags(file)
+                .and_then(|flags| rustix::fs::ioctl_setflags(file, flags | rustix::fs::IFlags::NODUMP))
+                .map_err(Into::into),
+        ),
     ])
 }
 
@@ -713,15 +719,17 @@ async fn ptrace_of_the_runtime_is_refused(w: Arc<World>) -> Result<(), String> {
     Ok(())
 }
 
-/// A file's mode, owner, modification time and extended attribute names, as the runtime sees
-/// them.
+/// A file's mode, owner, modification time, extended attribute names and attribute flags, as
+/// the runtime sees them.
 fn metadata_of(p: &str) -> Result<String, String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(p).map_err(|e| format!("{p}: {e}"))?;
     let mut names = [0u8; 1024];
     let n = rustix::fs::listxattr(p, &mut names[..]).map_err(|e| format!("{p}: {e}"))?;
+    let file = std::fs::File::open(p).map_err(|e| format!("{p}: {e}"))?;
+    let flags = rustix::fs::ioctl_getflags(&file).map_err(|e| format!("{p}: {e}"))?;
     Ok(format!(
-        "mode {:o}, owner {}:{}, modified {}.{}, attributes {:?}",
+        "mode {:o}, owner {}:{}, modified {}.{}, attributes {:?}, flags {flags:?}",
         m.mode(),
         m.uid(),
         m.gid(),
@@ -740,7 +748,7 @@ fn all_refused(text: &str, ops: &[&str]) -> Result<(), String> {
 }
 
 const BY_PATH: &[&str] = &["chmod", "chown", "utimensat", "setxattr", "removexattr"];
-const BY_DESCRIPTOR: &[&str] = &["fchmod", "fchown", "futimens", "fsetxattr", "fremovexattr"];
+const BY_DESCRIPTOR: &[&str] = &["fchmod", "fchown", "futimens", "fsetxattr", "fremovexattr", "FS_IOC_SETFLAGS"];
 
 async fn metadata_changes_by_path_are_refused_inside_and_outside_the_roots(w: Arc<World>) -> Result<(), String> {
     // Outside the roots (the escape), in a read root, and even in a write root: a filter cannot

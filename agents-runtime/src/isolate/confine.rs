@@ -81,6 +81,24 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
 /// kernel's common table), and not yet named by the `libc` crate.
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
+/// `file_setattr` (Linux 6.17): a file's attribute flags and project, by path; numbered alike
+/// on every architecture.
+const SYS_FILE_SETATTR: i64 = 469;
+/// `FS_IOC_FSSETXATTR` (`_IOW('X', 32, struct fsxattr)`), not named by the `libc` crate.
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+
+/// The `ioctl` requests that change a file's attribute flags (what `chattr` sets: no dump, no
+/// access time, append only, ...) through a descriptor: refused with the calls of
+/// [`METADATA_BY_DESCRIPTOR_SYSCALLS`], by the request number (`ioctl`'s second argument).
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "the C library's request type is `c_ulong` with glibc and `c_int` with musl"
+)]
+const METADATA_IOCTLS: &[(&str, u64)] = &[
+    ("FS_IOC_SETFLAGS", libc::FS_IOC_SETFLAGS as u64),
+    ("FS_IOC32_SETFLAGS", libc::FS_IOC32_SETFLAGS as u64),
+    ("FS_IOC_FSSETXATTR", FS_IOC_FSSETXATTR),
+];
 
 /// Changes of a file's mode, owner, times or extended attributes **by path**: refused (`EPERM`)
 /// to every isolated tool, whatever its policy. Landlock has no right for metadata, and a
@@ -111,11 +129,13 @@ pub const METADATA_BY_PATH_SYSCALLS: &[(&str, i64)] = &[
     ("lremovexattr", libc::SYS_lremovexattr),
     ("setxattrat", SYS_SETXATTRAT),
     ("removexattrat", SYS_REMOVEXATTRAT),
+    ("file_setattr", SYS_FILE_SETATTR),
 ];
 
 /// Changes of metadata **through a descriptor** (`fchmod`, `fchown`, `fsetxattr`,
-/// `fremovexattr`, and `utimensat` without a path, which is `futimens`): refused (`EPERM`)
-/// unless the tool's policy declares a write root. A descriptor reaches only a file Landlock
+/// `fremovexattr`, `utimensat` without a path, which is `futimens`, and the `ioctl` requests
+/// that set a file's attribute flags, `FS_IOC_SETFLAGS` and `FS_IOC_FSSETXATTR`): refused
+/// (`EPERM`) unless the tool's policy declares a write root. A descriptor reaches only a file Landlock
 /// let the worker open for reading or writing (an `O_PATH` descriptor is refused by these
 /// calls), so what such a tool can change is the metadata of files beneath its roots; it needs
 /// that for ordinary writing (`std::fs::copy` sets the copy's mode with `fchmod`). A tool
@@ -292,6 +312,14 @@ fn seccomp(metadata_by_descriptor: bool) -> Result<(), String> {
         for &(_, nr) in METADATA_BY_DESCRIPTOR_SYSCALLS {
             rules.insert(nr, Vec::new());
         }
+        let mut ioctls = Vec::new();
+        for &(_, request) in METADATA_IOCTLS {
+            // The kernel reads the request as a 32-bit number.
+            let cond = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .map_err(|e| e.to_string())?;
+            ioctls.push(SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?);
+        }
+        rules.insert(libc::SYS_ioctl, ioctls);
     }
     // Unix sockets: Landlock does not govern `connect` to a socket file, so the worker gets no
     // `AF_UNIX` socket to connect with (abstract names included). `socketpair` stays: its two

@@ -64,11 +64,13 @@
 //!    - **Metadata** (mode, owner, times, extended attributes). A filter cannot read a path,
 //!      so the rule is by the call's form: every change **by path**
 //!      ([`METADATA_BY_PATH_SYSCALLS`]: `chmod`, `chown`, `utimes`, `utimensat` with a path,
-//!      `setxattr`, `removexattr`, their `l`, `at` and `at2` forms) is refused to every tool,
+//!      `setxattr`, `removexattr`, their `l`, `at` and `at2` forms, `file_setattr`) is refused
+//!      to every tool,
 //!      even beneath a write root, since the same call could name a file outside the roots
 //!      that the worker's user owns. A change **through a descriptor**
 //!      ([`METADATA_BY_DESCRIPTOR_SYSCALLS`]: `fchmod`, `fchown`, `futimens`, `fsetxattr`,
-//!      `fremovexattr`) is refused unless the policy declares a write root: a descriptor
+//!      `fremovexattr`, and `ioctl` setting attribute flags, `FS_IOC_SETFLAGS` and
+//!      `FS_IOC_FSSETXATTR`) is refused unless the policy declares a write root: a descriptor
 //!      reaches only a file Landlock let the worker open (these calls refuse an `O_PATH`
 //!      one), and a tool that writes needs them (`std::fs::copy` sets the copy's mode with
 //!      `fchmod`). The notice says `metadata changes refused` or `metadata changes by path
@@ -104,10 +106,11 @@
 //! kernel grant all of `/srv`; the handle narrows it for cooperating code), the host name
 //! (Landlock rules are per port: a declared `api.example.com:443` lets the worker connect to
 //! any address on port 443), UDP when hosts are declared, and the CPU time it burns within
-//! the limits. A tool with a write root may change the metadata, through a descriptor, of a
-//! file beneath any of its roots, its read roots included, that its user owns; file attribute
-//! flags (`chattr`'s `FS_IOC_SETFLAGS`) through such a descriptor are not filtered. A tool
-//! that needs a Unix socket cannot run isolated. A kernel bug is outside the guarantee.
+//! the limits. A tool with a write root may change the metadata (attribute flags included),
+//! through a descriptor, of a file beneath any of its roots, its read roots included, that its
+//! user owns. A tool that needs a Unix socket cannot run isolated. Calls newer than this list
+//! (a kernel that adds another way to change metadata) are not refused until they are added.
+//! A kernel bug is outside the guarantee.
 //!
 //! # Kernels without Landlock
 //!
