@@ -65,9 +65,8 @@
 //!      so the rule is by the call's form: every change **by path**
 //!      ([`METADATA_BY_PATH_SYSCALLS`]: `chmod`, `chown`, `utimes`, `utimensat` with a path,
 //!      `setxattr`, `removexattr`, their `l`, `at` and `at2` forms, `file_setattr`) is refused
-//!      to every tool,
-//!      even beneath a write root, since the same call could name a file outside the roots
-//!      that the worker's user owns. A change **through a descriptor**
+//!      to every tool, even beneath a write root, since the same call could name a file
+//!      outside the roots that the worker's user owns. A change **through a descriptor**
 //!      ([`METADATA_BY_DESCRIPTOR_SYSCALLS`]: `fchmod`, `fchown`, `futimens`, `fsetxattr`,
 //!      `fremovexattr`, and `ioctl` setting attribute flags, `FS_IOC_SETFLAGS` and
 //!      `FS_IOC_FSSETXATTR`) is refused unless the policy declares a write root: a descriptor
