@@ -185,12 +185,144 @@ async fn write_note(text: String) -> Result<String, String> {
     Ok("noted".to_owned())
 }
 
+/// Tries each kind of metadata change on `path`, naming it by its path; says how each went.
+#[tool(permission = public, isolated, policy(fs(read = ["/tmp/agents-isolate-escape/allowed/**"])))]
+async fn change_metadata(path: String) -> Result<String, String> {
+    Ok(metadata_by_path(&path))
+}
+
+/// The same, from a tool that declares a write root.
+#[tool(permission = public, isolated, policy(fs(write = ["/tmp/agents-isolate-escape/out/**"])))]
+async fn change_metadata_as_writer(path: String) -> Result<String, String> {
+    Ok(metadata_by_path(&path))
+}
+
+/// Opens `path` for reading, then tries each kind of metadata change through the descriptor.
+#[tool(permission = public, isolated, policy(fs(read = ["/tmp/agents-isolate-escape/allowed/**"])))]
+async fn change_metadata_by_descriptor(path: String) -> Result<String, String> {
+    let file = std::fs::File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
+    Ok(metadata_by_descriptor(&file))
+}
+
+/// Copies a file into its write root (`std::fs::copy` sets the copy's mode through its
+/// descriptor), then changes the copy's metadata through a descriptor.
+#[tool(
+    permission = public,
+    isolated,
+    policy(fs(read = ["/tmp/agents-isolate-escape/allowed/**"], write = ["/tmp/agents-isolate-escape/out/**"]))
+)]
+async fn copy_into_root(from: String, to: String) -> Result<String, String> {
+    std::fs::copy(&from, &to).map_err(|e| format!("copy {from} to {to}: {e}"))?;
+    let file = std::fs::OpenOptions::new().write(true).open(&to).map_err(|e| format!("open {to}: {e}"))?;
+    Ok(metadata_by_descriptor(&file))
+}
+
+/// `op: ok` or `op: <error>` for each attempt, joined by `; `.
+fn attempts(results: Vec<(&str, std::io::Result<()>)>) -> String {
+    let said: Vec<String> = results
+        .into_iter()
+        .map(|(op, r)| match r {
+            Ok(()) => format!("{op}: ok"),
+            Err(e) => format!("{op}: {e}"),
+        })
+        .collect();
+    said.join("; ")
+}
+
+/// Mode, owner, times and extended attributes changed by path (the plain standard library
+/// where it has the call, `rustix` where it does not).
+fn metadata_by_path(path: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let epoch = rustix::fs::Timespec { tv_sec: 0, tv_nsec: 0 };
+    let times = rustix::fs::Timestamps { last_access: epoch, last_modification: epoch };
+    attempts(vec![
+        ("chmod", std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))),
+        ("chown", std::os::unix::fs::chown(path, None, None)),
+        (
+            "utimensat",
+            rustix::fs::utimensat(rustix::fs::CWD, path, &times, rustix::fs::AtFlags::empty()).map_err(Into::into),
+        ),
+        (
+            "setxattr",
+            rustix::fs::setxattr(path, "user.planted", b"x", rustix::fs::XattrFlags::empty()).map_err(Into::into),
+        ),
+        ("removexattr", rustix::fs::removexattr(path, "user.kept").map_err(Into::into)),
+    ])
+}
+
+/// The same changes through a descriptor the tool opened.
+fn metadata_by_descriptor(file: &std::fs::File) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let epoch = std::fs::FileTimes::new().set_modified(std::time::UNIX_EPOCH);
+    attempts(vec![
+        ("fchmod", file.set_permissions(std::fs::Permissions::from_mode(0o600))),
+        ("fchown", std::os::unix::fs::fchown(file, None, None)),
+        ("futimens", file.set_times(epoch)),
+        (
+            "fsetxattr",
+            rustix::fs::fsetxattr(file, "user.planted", b"x", rustix::fs::XattrFlags::empty()).map_err(Into::into),
+        ),
+        ("fremovexattr", rustix::fs::fremovexattr(file, "user.kept").map_err(Into::into)),
+        (
+            "FS_IOC_SETFLAGS",
+            rustix::fs::ioctl_getflags(file)
+                .and_then(|flags| rustix::fs::ioctl_setflags(file, flags | rustix::fs::IFlags::NODUMP))
+                .map_err(Into::into),
+        ),
+    ])
+}
+
+/// Connects to a Unix socket by its path.
+#[tool(permission = public, isolated)]
+async fn connect_unix(path: String) -> Result<String, String> {
+    std::os::unix::net::UnixStream::connect(&path)
+        .map(|_| "connected".to_owned())
+        .map_err(|e| format!("connect {path}: {e}"))
+}
+
+/// Connects to an abstract Unix socket name. It declares a host, so it shares the runtime's
+/// network namespace (where abstract names live).
+#[tool(permission = public, isolated, policy(net(hosts = ["127.0.0.1:47001"])))]
+async fn connect_abstract(name: String) -> Result<String, String> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
+    std::os::unix::net::UnixStream::connect_addr(&addr)
+        .map(|_| "connected".to_owned())
+        .map_err(|e| format!("connect @{name}: {e}"))
+}
+
+/// Looks through its descriptors 0 to 1023 for the object `target` names (as `/proc/self/fd`
+/// shows it: `socket:[...]`, `pipe:[...]`, a path), and writes `text` through the one it finds:
+/// a socket by its number (`send(2)`, which `nix` offers on a raw descriptor), anything else
+/// by opening it again through `/proc/self/fd`.
+#[tool(permission = public, isolated)]
+async fn write_inherited(target: String, text: String) -> Result<String, String> {
+    for fd in 0..1024 {
+        let link = format!("/proc/self/fd/{fd}");
+        if std::fs::read_link(&link).is_ok_and(|t| t.to_string_lossy() == target) {
+            if target.starts_with("socket:") {
+                nix::sys::socket::send(fd, text.as_bytes(), nix::sys::socket::MsgFlags::empty())
+                    .map_err(|e| format!("descriptor {fd} ({target}) is open in the worker; send: {e}"))?;
+                return Ok(format!("sent through descriptor {fd} ({target})"));
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&link)
+                .map_err(|e| format!("descriptor {fd} ({target}) is open in the worker; reopening it: {e}"))?;
+            file.write_all(text.as_bytes()).map_err(|e| format!("descriptor {fd} ({target}): {e}"))?;
+            return Ok(format!("wrote through descriptor {fd} ({target})"));
+        }
+    }
+    Err(format!("no descriptor of the worker is {target}"))
+}
+
 agent! {
     /// Tools that try to leave their policy.
     pub struct Escapes;
     tools: [udp_undeclared, read_raw, read_after_chdir, write_raw, read_with_handle, connect_tcp, connect_undeclared, spawn_shell,
             thread_bomb, memory_hog, burn_cpu, never_returns, trace_parent, read_env_raw, chatty, big_result,
-            write_note],
+            write_note, change_metadata, change_metadata_as_writer, change_metadata_by_descriptor, copy_into_root,
+            connect_unix, connect_abstract, write_inherited],
 }
 
 /// Reads a file with `std::fs`, ignoring any handle; not marked `isolated` in its code.
@@ -357,6 +489,18 @@ fn prepare() {
     std::fs::write(path("outside/secret.txt"), SECRET).unwrap();
     std::os::unix::fs::symlink(path("outside/secret.txt"), path("allowed/link-to-secret")).unwrap();
     std::os::unix::fs::symlink(path("outside"), path("out/link-to-outside")).unwrap();
+    // Files whose metadata the tools try to change, owned by the worker's user (so that only
+    // the confinement refuses), each with an extended attribute to remove.
+    for f in ["outside/meta.txt", "allowed/meta.txt", "out/meta.txt"] {
+        std::fs::write(path(f), "metadata").unwrap();
+        std::fs::set_permissions(path(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+        rustix::fs::setxattr(path(f), "user.kept", b"yes", rustix::fs::XattrFlags::empty())
+            .expect("THE ISOLATION TESTS NEED user extended attributes on the filesystem of /tmp");
+        if rustix::process::getuid().is_root() {
+            let (uid, gid) = WORKER_USER;
+            std::os::unix::fs::chown(path(f), Some(uid), Some(gid)).unwrap();
+        }
+    }
     // Open to every user, so that only the worker's confinement stands between it and them
     // (the worker runs as `nobody` when the tests run as root).
     use std::os::unix::fs::PermissionsExt;
@@ -370,6 +514,9 @@ type Case = fn(Arc<World>) -> Pin<Box<dyn Future<Output = Result<(), String>>>>;
 macro_rules! cases {
     ($($name:ident),* $(,)?) => { &[$((stringify!($name), |w| Box::pin($name(w)))),*] };
 }
+
+/// The worker's user when the tests run as root (the settings' default).
+const WORKER_USER: (u32, u32) = (65534, 65534);
 
 const CASES: &[(&str, Case)] = cases![
     read_inside_the_root_works_and_the_notice_names_the_confinement,
@@ -389,6 +536,11 @@ const CASES: &[(&str, Case)] = cases![
     a_cpu_burner_is_killed_by_the_cpu_limit,
     a_tool_that_never_returns_is_killed_at_the_deadline,
     ptrace_of_the_runtime_is_refused,
+    metadata_changes_by_path_are_refused_inside_and_outside_the_roots,
+    metadata_changes_through_a_descriptor_need_a_write_root,
+    connect_to_a_unix_socket_file_outside_the_roots_is_refused,
+    connect_to_an_abstract_unix_socket_is_refused,
+    descriptors_the_runtime_left_open_are_closed_before_the_tool_runs,
     undeclared_environment_variables_are_absent,
     what_the_tool_prints_cannot_forge_its_result,
     a_result_over_the_bound_fails_the_call,
@@ -565,6 +717,159 @@ async fn a_tool_that_never_returns_is_killed_at_the_deadline(w: Arc<World>) -> R
 async fn ptrace_of_the_runtime_is_refused(w: Arc<World>) -> Result<(), String> {
     w.call("trace_parent", serde_json::json!({})).await.refused("ptrace traceme: EPERM")?;
     Ok(())
+}
+
+/// A file's mode, owner, modification time, extended attribute names and attribute flags, as
+/// the runtime sees them.
+fn metadata_of(p: &str) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).map_err(|e| format!("{p}: {e}"))?;
+    let mut names = [0u8; 1024];
+    let n = rustix::fs::listxattr(p, &mut names[..]).map_err(|e| format!("{p}: {e}"))?;
+    let file = std::fs::File::open(p).map_err(|e| format!("{p}: {e}"))?;
+    let flags = rustix::fs::ioctl_getflags(&file).map_err(|e| format!("{p}: {e}"))?;
+    Ok(format!(
+        "mode {:o}, owner {}:{}, modified {}.{}, attributes {:?}, flags {flags:?}",
+        m.mode(),
+        m.uid(),
+        m.gid(),
+        m.mtime(),
+        m.mtime_nsec(),
+        String::from_utf8_lossy(&names[..n])
+    ))
+}
+
+/// Each of `ops` answered `EPERM` in the tool's report `text`.
+fn all_refused(text: &str, ops: &[&str]) -> Result<(), String> {
+    for op in ops {
+        ensure(text.contains(&format!("{op}: Operation not permitted")), format!("`{op}` was not refused: {text}"))?;
+    }
+    Ok(())
+}
+
+const BY_PATH: &[&str] = &["chmod", "chown", "utimensat", "setxattr", "removexattr"];
+const BY_DESCRIPTOR: &[&str] = &["fchmod", "fchown", "futimens", "fsetxattr", "fremovexattr", "FS_IOC_SETFLAGS"];
+
+async fn metadata_changes_by_path_are_refused_inside_and_outside_the_roots(w: Arc<World>) -> Result<(), String> {
+    // Outside the roots (the escape), in a read root, and even in a write root: a filter cannot
+    // see the path, so no path form is allowed.
+    for (tool, file) in [
+        ("change_metadata", "outside/meta.txt"),
+        ("change_metadata", "allowed/meta.txt"),
+        ("change_metadata_as_writer", "outside/meta.txt"),
+        ("change_metadata_as_writer", "out/meta.txt"),
+    ] {
+        let before = metadata_of(&path(file))?;
+        let c = w.call(tool, serde_json::json!({"path": path(file)})).await;
+        let notice = c.succeeded()?;
+        all_refused(&c.text, BY_PATH).map_err(|e| format!("{tool} on {file}: {e}"))?;
+        ensure(metadata_of(&path(file))? == before, format!("{tool} changed {file}: {}", c.text))?;
+        let said =
+            if tool == "change_metadata" { "metadata changes refused" } else { "metadata changes by path refused" };
+        ensure(notice.contains(said), notice)?;
+    }
+    Ok(())
+}
+
+async fn metadata_changes_through_a_descriptor_need_a_write_root(w: Arc<World>) -> Result<(), String> {
+    // A tool without a write root changes nothing through a descriptor of a file it may read.
+    let file = path("allowed/meta.txt");
+    let before = metadata_of(&file)?;
+    let c = w.call("change_metadata_by_descriptor", serde_json::json!({"path": file})).await;
+    c.succeeded()?;
+    all_refused(&c.text, BY_DESCRIPTOR)?;
+    ensure(metadata_of(&file)? == before, format!("the read-only tool changed {file}: {}", c.text))?;
+    // A tool with one copies into it (`std::fs::copy` sets the mode through the descriptor) and
+    // changes its copy's metadata through a descriptor.
+    let to = path("out/copied.txt");
+    let c = w.call("copy_into_root", serde_json::json!({"from": path("allowed/ok.txt"), "to": to})).await;
+    c.succeeded()?;
+    for done in ["fchmod: ok", "fchown: ok", "futimens: ok", "fsetxattr: ok"] {
+        ensure(c.text.contains(done), format!("`{done}` missing: {}", c.text))?;
+    }
+    ensure(std::fs::read_to_string(&to).ok().as_deref() == Some("allowed content"), "the copy is missing")
+}
+
+/// Whether a connection waits on `listener` (set non-blocking).
+fn connection_waiting(listener: &std::os::unix::net::UnixListener) -> bool {
+    !matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+async fn connect_to_a_unix_socket_file_outside_the_roots_is_refused(w: Arc<World>) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let socket = path("outside/agent.sock");
+    let _ = std::fs::remove_file(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).map_err(|e| format!("bind {socket}: {e}"))?;
+    // Writable by every user: only the confinement stands between the worker and it.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let c = w.call("connect_unix", serde_json::json!({"path": socket})).await;
+    c.refused("Operation not permitted")?;
+    ensure(!connection_waiting(&listener), "a connection from the worker reached the socket")
+}
+
+async fn connect_to_an_abstract_unix_socket_is_refused(w: Arc<World>) -> Result<(), String> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("agents-isolate-escape-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
+    let listener = std::os::unix::net::UnixListener::bind_addr(&addr).map_err(|e| format!("bind @{name}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let c = w.call("connect_abstract", serde_json::json!({"name": name})).await;
+    c.refused("Operation not permitted")?;
+    ensure(!connection_waiting(&listener), "a connection from the worker reached the abstract socket")
+}
+
+async fn descriptors_the_runtime_left_open_are_closed_before_the_tool_runs(w: Arc<World>) -> Result<(), String> {
+    use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+    use std::os::fd::AsRawFd;
+    let target = |fd: &dyn AsRawFd| {
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map(|t| t.to_string_lossy().into_owned())
+            .map_err(|e| e.to_string())
+    };
+    // A connected Unix socket and a file whose close-on-exec flags are cleared, and a pipe
+    // (`pipe(2)` has none), all open in the runtime while it starts the worker.
+    let (mine, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+    fcntl(&theirs, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| e.to_string())?;
+    mine.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let (read_end, write_end) = nix::unistd::pipe().map_err(|e| e.to_string())?;
+    fcntl(&read_end, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(|e| e.to_string())?;
+    let log_path = path("outside/inherited.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    fcntl(&log, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| e.to_string())?;
+    // The socket takes a `send` on its number from safe code; the pipe and the file, which
+    // Landlock refuses to open again through `/proc/self/fd`, a raw `write` from any code.
+    // The tool looks for each descriptor itself, so the numbers it uses are no guess.
+    let socket = target(&theirs)?;
+    let c = w.call("write_inherited", serde_json::json!({"target": socket, "text": "leaked"})).await;
+    let notice = c.refused("no descriptor of the worker is socket:")?;
+    let mut buf = [0u8; 16];
+    let read = std::io::Read::read(&mut &mine, &mut buf);
+    ensure(
+        matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        format!("the inherited socket carried something from the worker: {read:?}"),
+    )?;
+    let pipe = target(&write_end)?;
+    let c = w.call("write_inherited", serde_json::json!({"target": pipe, "text": "leaked"})).await;
+    c.refused("no descriptor of the worker is pipe:")?;
+    let read = std::io::Read::read(&mut std::fs::File::from(read_end), &mut buf);
+    ensure(
+        matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        format!("the inherited pipe carried something from the worker: {read:?}"),
+    )?;
+    let file = target(&log)?;
+    let c = w.call("write_inherited", serde_json::json!({"target": file, "text": "leaked"})).await;
+    c.refused(&format!("no descriptor of the worker is {log_path}"))?;
+    ensure(std::fs::read(&log_path).map_err(|e| e.to_string())?.is_empty(), "the inherited file was written")?;
+    // The notice counts what the worker closed: the socket, the pipe's two ends and the file
+    // at least.
+    let closed = notice
+        .split("inherited descriptors closed (")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    drop((theirs, write_end, log));
+    ensure(closed.is_some_and(|n| n >= 4), format!("the notice does not count 4 closed descriptors: {notice}"))
 }
 
 async fn undeclared_environment_variables_are_absent(w: Arc<World>) -> Result<(), String> {

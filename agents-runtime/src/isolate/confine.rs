@@ -1,7 +1,7 @@
 //! The kernel's confinement of a worker, set by the worker on itself while it is still the
 //! only thread of a freshly started process and before it reads the call: namespaces, limits,
 //! Landlock, `no_new_privs`, seccomp. No `unsafe`: `nix`, `landlock` and `seccompiler` wrap
-//! each system call safely.
+//! each system call safely. (The descriptors it inherited are closed before, in `worker`.)
 
 use super::protocol::{Confinement, Header};
 use agents_core::ToolSpec;
@@ -77,6 +77,77 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("setdomainname", libc::SYS_setdomainname),
 ];
 
+/// `setxattrat` and `removexattrat` (Linux 6.13): numbered alike on every architecture (the
+/// kernel's common table), and not yet named by the `libc` crate.
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
+/// `file_setattr` (Linux 6.17): a file's attribute flags and project, by path; numbered alike
+/// on every architecture.
+const SYS_FILE_SETATTR: i64 = 469;
+/// `FS_IOC_FSSETXATTR` (`_IOW('X', 32, struct fsxattr)`), not named by the `libc` crate.
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+
+/// The `ioctl` requests that change a file's attribute flags (what `chattr` sets: no dump, no
+/// access time, append only, ...) through a descriptor: refused with the calls of
+/// [`METADATA_BY_DESCRIPTOR_SYSCALLS`], by the request number (`ioctl`'s second argument).
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "the C library's request type is `c_ulong` with glibc and `c_int` with musl"
+)]
+const METADATA_IOCTLS: &[(&str, u64)] = &[
+    ("FS_IOC_SETFLAGS", libc::FS_IOC_SETFLAGS as u64),
+    ("FS_IOC32_SETFLAGS", libc::FS_IOC32_SETFLAGS as u64),
+    ("FS_IOC_FSSETXATTR", FS_IOC_FSSETXATTR),
+];
+
+/// Changes of a file's mode, owner, times or extended attributes **by path**: refused (`EPERM`)
+/// to every isolated tool, whatever its policy. Landlock has no right for metadata, and a
+/// seccomp filter cannot read the path, so none of these is allowed even beneath a write root:
+/// it could as well name a file outside the roots that the worker's user owns. (`utimensat`
+/// is refused when it names a path; without one it is `futimens`, a change through a
+/// descriptor, see [`METADATA_BY_DESCRIPTOR_SYSCALLS`].)
+pub const METADATA_BY_PATH_SYSCALLS: &[(&str, i64)] = &[
+    #[cfg(target_arch = "x86_64")]
+    ("chmod", libc::SYS_chmod),
+    ("fchmodat", libc::SYS_fchmodat),
+    ("fchmodat2", libc::SYS_fchmodat2),
+    #[cfg(target_arch = "x86_64")]
+    ("chown", libc::SYS_chown),
+    #[cfg(target_arch = "x86_64")]
+    ("lchown", libc::SYS_lchown),
+    ("fchownat", libc::SYS_fchownat),
+    #[cfg(target_arch = "x86_64")]
+    ("utime", libc::SYS_utime),
+    #[cfg(target_arch = "x86_64")]
+    ("utimes", libc::SYS_utimes),
+    #[cfg(target_arch = "x86_64")]
+    ("futimesat", libc::SYS_futimesat),
+    ("utimensat", libc::SYS_utimensat),
+    ("setxattr", libc::SYS_setxattr),
+    ("lsetxattr", libc::SYS_lsetxattr),
+    ("removexattr", libc::SYS_removexattr),
+    ("lremovexattr", libc::SYS_lremovexattr),
+    ("setxattrat", SYS_SETXATTRAT),
+    ("removexattrat", SYS_REMOVEXATTRAT),
+    ("file_setattr", SYS_FILE_SETATTR),
+];
+
+/// Changes of metadata **through a descriptor** (`fchmod`, `fchown`, `fsetxattr`,
+/// `fremovexattr`, `utimensat` without a path, which is `futimens`, and the `ioctl` requests
+/// that set a file's attribute flags, `FS_IOC_SETFLAGS` and `FS_IOC_FSSETXATTR`): refused
+/// (`EPERM`) unless the tool's policy declares a write root. A descriptor reaches only a file Landlock
+/// let the worker open for reading or writing (an `O_PATH` descriptor is refused by these
+/// calls), so what such a tool can change is the metadata of files beneath its roots; it needs
+/// that for ordinary writing (`std::fs::copy` sets the copy's mode with `fchmod`). A tool
+/// without a write root changes no metadata at all.
+pub const METADATA_BY_DESCRIPTOR_SYSCALLS: &[(&str, i64)] = &[
+    ("fchmod", libc::SYS_fchmod),
+    ("fchown", libc::SYS_fchown),
+    ("fsetxattr", libc::SYS_fsetxattr),
+    ("fremovexattr", libc::SYS_fremovexattr),
+    ("utimensat", libc::SYS_utimensat),
+];
+
 /// Files a resolver reads: granted (read only) when the policy declares hosts.
 const RESOLVER_FILES: &[&str] =
     &["/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
@@ -84,14 +155,7 @@ const RESOLVER_FILES: &[&str] =
 /// Confines the calling process (which must be single-threaded) to `spec`'s policy.
 pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
     let policy = &spec.policy;
-    let mut report = Confinement {
-        landlock_abi: None,
-        user_namespace: false,
-        network_namespace: false,
-        seccomp: false,
-        degraded: false,
-        missing_roots: Vec::new(),
-    };
+    let mut report = Confinement::default();
     let degrade = |what: String, report: &mut Confinement| {
         if header.allow_degraded {
             report.degraded = true;
@@ -157,8 +221,10 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}"))?;
 
     // 5. seccomp.
-    seccomp().map_err(|e| format!("installing the worker's seccomp filter failed: {e}"))?;
+    let by_descriptor = !policy.fs_write.is_empty();
+    seccomp(by_descriptor).map_err(|e| format!("installing the worker's seccomp filter failed: {e}"))?;
     report.seccomp = true;
+    report.metadata_by_descriptor = by_descriptor;
     Ok(report)
 }
 
@@ -228,10 +294,40 @@ fn landlock_rules(spec: &ToolSpec, missing: &mut Vec<String>) -> Result<i32, Str
     })
 }
 
-/// The deny list, and `clone3` answered `ENOSYS`.
-fn seccomp() -> Result<(), String> {
+/// The deny list, metadata changes (through a descriptor too unless `metadata_by_descriptor`),
+/// Unix sockets, and `clone3` answered `ENOSYS`.
+fn seccomp(metadata_by_descriptor: bool) -> Result<(), String> {
     let arch = std::env::consts::ARCH.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|&(_, nr)| (nr, Vec::new())).collect();
+    // Metadata: by path always; through a descriptor unless a write root is declared. An empty
+    // rule list refuses the call whatever its arguments.
+    for &(_, nr) in METADATA_BY_PATH_SYSCALLS {
+        rules.insert(nr, Vec::new());
+    }
+    if metadata_by_descriptor {
+        // `utimensat(fd, NULL, ...)` is `futimens`: refused only when it names a path.
+        let path = SeccompCondition::new(1, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0).map_err(|e| e.to_string())?;
+        rules.insert(libc::SYS_utimensat, vec![SeccompRule::new(vec![path]).map_err(|e| e.to_string())?]);
+    } else {
+        for &(_, nr) in METADATA_BY_DESCRIPTOR_SYSCALLS {
+            rules.insert(nr, Vec::new());
+        }
+        let mut ioctls = Vec::new();
+        for &(_, request) in METADATA_IOCTLS {
+            // The kernel reads the request as a 32-bit number.
+            let cond = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .map_err(|e| e.to_string())?;
+            ioctls.push(SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?);
+        }
+        rules.insert(libc::SYS_ioctl, ioctls);
+    }
+    // Unix sockets: Landlock does not govern `connect` to a socket file, so the worker gets no
+    // `AF_UNIX` socket to connect with (abstract names included). `socketpair` stays: its two
+    // ends are joined to each other and reach nothing outside the worker (the async runtime's
+    // signal driver uses one).
+    let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
+        .map_err(|e| e.to_string())?;
+    rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?]);
     let namespaces = [
         libc::CLONE_NEWUSER,
         libc::CLONE_NEWNET,

@@ -31,6 +31,12 @@
 //!
 //! # What confines a worker (in this order, before the tool's code runs)
 //!
+//! **Descriptors** first: the worker closes every descriptor it inherited above the three
+//! standard streams (listed in `/proc/self/fd`), keeping only its duplicate of stdout for the
+//! protocol, so a file, socket or pipe the application left open without close-on-exec is not
+//! within the tool's reach. A worker that cannot list them refuses to run the tool. The audit
+//! notice counts them (`inherited descriptors closed (n)`).
+//!
 //! 0. **User**: when the application runs as root, the worker first becomes an unprivileged
 //!    user ([`Settings::worker_user`], `nobody` by default): the kernel exempts root from the
 //!    process limit.
@@ -54,7 +60,26 @@
 //!    [`DENIED_SYSCALLS`] (tracing, mounting, namespaces, modules, kexec, BPF, keyrings,
 //!    perf, raising limits, leaving the process group, `execve`), `clone` with any namespace
 //!    flag, and `clone3` answered `ENOSYS` (its flags cannot be read by a filter; the C
-//!    library then falls back to `clone`).
+//!    library then falls back to `clone`). Then what Landlock has no right for:
+//!    - **Metadata** (mode, owner, times, extended attributes). A filter cannot read a path,
+//!      so the rule is by the call's form: every change **by path**
+//!      ([`METADATA_BY_PATH_SYSCALLS`]: `chmod`, `chown`, `utimes`, `utimensat` with a path,
+//!      `setxattr`, `removexattr`, their `l`, `at` and `at2` forms, `file_setattr`) is refused
+//!      to every tool, even beneath a write root, since the same call could name a file
+//!      outside the roots that the worker's user owns. A change **through a descriptor**
+//!      ([`METADATA_BY_DESCRIPTOR_SYSCALLS`]: `fchmod`, `fchown`, `futimens`, `fsetxattr`,
+//!      `fremovexattr`, and `ioctl` setting attribute flags, `FS_IOC_SETFLAGS` and
+//!      `FS_IOC_FSSETXATTR`) is refused unless the policy declares a write root: a descriptor
+//!      reaches only a file Landlock let the worker open (these calls refuse an `O_PATH`
+//!      one), and a tool that writes needs them (`std::fs::copy` sets the copy's mode with
+//!      `fchmod`). The notice says `metadata changes refused` or `metadata changes by path
+//!      refused`.
+//!    - **Unix sockets**: `socket(AF_UNIX, ...)` is refused to every tool, so it connects to
+//!      no socket file (Landlock does not govern `connect` on one) and no abstract name
+//!      (which Landlock's ABI 6 scope refuses as well, where the kernel has it). The policy has
+//!      no declaration that grants a Unix socket. `socketpair` stays allowed: its two ends are
+//!      joined to each other and reach nothing outside the worker (the async runtime's signal
+//!      driver uses one).
 //!
 //! The parent keeps a **wall-clock deadline** (the smaller of [`Settings::deadline`] and the
 //! runtime's per-call deadline) and kills the worker's whole process group when it passes;
@@ -71,11 +96,20 @@
 //! no file outside its globs' roots (symlinks, `/proc/self/root`, `..` and `chdir` resolve to
 //! the same refused objects), no TCP port outside the declared ones, runs no other program,
 //! cannot trace or signal other processes, and is killed past its CPU, memory, process and
-//! time limits. Not held by the kernel: the glob's shape below its root (`/srv/*.pdf` lets the
+//! time limits. It changes no file's mode, owner, times or extended attributes outside its
+//! roots (nor inside them, unless it declares a write root, and then only through a descriptor
+//! of a file it could open), connects to no Unix socket, and holds no descriptor of the
+//! application's process but its three standard streams (pipes to the runtime).
+//!
+//! Not held by the kernel: the glob's shape below its root (`/srv/*.pdf` lets the
 //! kernel grant all of `/srv`; the handle narrows it for cooperating code), the host name
 //! (Landlock rules are per port: a declared `api.example.com:443` lets the worker connect to
 //! any address on port 443), UDP when hosts are declared, and the CPU time it burns within
-//! the limits. A kernel bug is outside the guarantee.
+//! the limits. A tool with a write root may change the metadata (attribute flags included),
+//! through a descriptor, of a file beneath any of its roots, its read roots included, that its
+//! user owns. A tool that needs a Unix socket cannot run isolated. Calls newer than this list
+//! (a kernel that adds another way to change metadata) are not refused until they are added.
+//! A kernel bug is outside the guarantee.
 //!
 //! # Kernels without Landlock
 //!
@@ -126,7 +160,7 @@ mod parent;
 mod protocol;
 mod worker;
 
-pub use confine::DENIED_SYSCALLS;
+pub use confine::{DENIED_SYSCALLS, METADATA_BY_DESCRIPTOR_SYSCALLS, METADATA_BY_PATH_SYSCALLS};
 
 use crate::tool::{Dispatch, ErasedArgs, Handler};
 use agents_core::{Tool, ToolSpec};

@@ -143,14 +143,7 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
         stdout: None,
         stderr,
         stderr_reader: Some(stderr_reader),
-        confinement: Confinement {
-            landlock_abi: None,
-            user_namespace: false,
-            network_namespace: false,
-            seccomp: false,
-            degraded: false,
-            missing_roots: Vec::new(),
-        },
+        confinement: Confinement::default(),
         since: Instant::now(),
     };
     if write_frame(&mut stdin, &header).is_err() {

@@ -24,8 +24,9 @@ pub(super) enum Ready {
     Refused(String),
 }
 
-/// What confines a worker, as it reports it once the rules are in force.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What confines a worker, as it reports it once the rules are in force (all `false` and
+/// empty by default: nothing yet).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Confinement {
     /// The Landlock ABI in force, or `None` (degraded).
     pub(super) landlock_abi: Option<i32>,
@@ -35,6 +36,11 @@ pub(super) struct Confinement {
     pub(super) degraded: bool,
     /// Declared roots that did not exist when the worker started (nothing beneath is granted).
     pub(super) missing_roots: Vec<String>,
+    /// Descriptors the worker inherited (above 2, but the protocol's own) and closed at start.
+    pub(super) inherited_closed: usize,
+    /// Whether seccomp lets the tool change metadata through a descriptor it opened (it
+    /// declares a write root); by path, never.
+    pub(super) metadata_by_descriptor: bool,
 }
 
 impl Confinement {
@@ -45,7 +51,12 @@ impl Confinement {
             None => parts.push("no landlock".to_owned()),
         }
         if self.seccomp {
-            parts.push("seccomp".to_owned());
+            let metadata = if self.metadata_by_descriptor {
+                "metadata changes by path refused"
+            } else {
+                "metadata changes refused"
+            };
+            parts.push(format!("seccomp ({metadata}, no Unix sockets)"));
         }
         parts.push("no_new_privs".to_owned());
         if self.user_namespace {
@@ -55,6 +66,7 @@ impl Confinement {
             parts.push("private network namespace".to_owned());
         }
         parts.push("rlimits".to_owned());
+        parts.push(format!("inherited descriptors closed ({})", self.inherited_closed));
         let mut text = parts.join(", ");
         if self.degraded {
             text.push_str("; DEGRADED: the kernel lacks part of the confinement and the application allowed it");

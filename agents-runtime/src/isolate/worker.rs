@@ -5,7 +5,7 @@
 use super::protocol::{CallFrame, Header, Outcome, Ready, read_frame, write_frame};
 use crate::tool::{ApprovedCall, CallContext, Handler};
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// What the model and the record are told when the tool panicked (its own text may quote the
@@ -30,6 +30,16 @@ pub(super) fn serve() -> ! {
     if nix::unistd::dup2_stdout(std::io::stderr()).is_err() {
         std::process::exit(EXIT_PROTOCOL);
     }
+    // Nothing the runtime's process left open without close-on-exec (a log file, a socket, a
+    // pipe to another program) stays within the tool's reach: only the three standard streams
+    // and the protocol's output are kept.
+    let inherited_closed = match close_inherited(out.as_raw_fd()) {
+        Ok(n) => n,
+        Err(reason) => {
+            let _ = write_frame(&mut std::fs::File::from(out), &Ready::Refused(reason));
+            std::process::exit(EXIT_PROTOCOL);
+        }
+    };
     let mut out = std::fs::File::from(out);
     let mut input = std::io::stdin().lock();
     let header: Header = match read_frame(&mut input, 64 << 10) {
@@ -48,7 +58,8 @@ pub(super) fn serve() -> ! {
         std::process::exit(EXIT_PROTOCOL);
     };
     match super::confine::confine(tool.spec, &header) {
-        Ok(confinement) => {
+        Ok(mut confinement) => {
+            confinement.inherited_closed = inherited_closed;
             if write_frame(&mut out, &Ready::Confined(confinement)).is_err() {
                 std::process::exit(EXIT_PROTOCOL);
             }
@@ -78,6 +89,36 @@ pub(super) fn serve() -> ! {
     let written = write_frame(&mut out, &outcome);
     let _ = out.flush();
     std::process::exit(if written.is_ok() { 0 } else { EXIT_PROTOCOL });
+}
+
+/// A descriptor number the worker inherited and nothing in it owns, handed to `close` once.
+struct Inherited(RawFd);
+
+impl IntoRawFd for Inherited {
+    fn into_raw_fd(self) -> RawFd {
+        self.0
+    }
+}
+
+/// Closes every descriptor of this process above 2 but `keep`; how many it closed. Called
+/// first thing in the worker, while nothing in it holds a descriptor but `keep` (the listing's
+/// own descriptor is closed by then, and its number answers `EBADF`). The list comes from
+/// `/proc/self/fd`; a worker that cannot read it refuses to run the tool.
+fn close_inherited(keep: RawFd) -> Result<usize, String> {
+    let listed: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map_err(|e| {
+            format!("the worker cannot list its inherited descriptors in /proc/self/fd ({e}), so it cannot close them")
+        })?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut closed = 0;
+    for fd in listed.into_iter().filter(|&fd| fd > 2 && fd != keep) {
+        // Linux releases the number whatever `close` answers, but `EBADF` (not open).
+        if nix::unistd::close(Inherited(fd)) != Err(nix::errno::Errno::EBADF) {
+            closed += 1;
+        }
+    }
+    Ok(closed)
 }
 
 /// Runs once what every call runs (reading a frame, the async runtime, writing a frame) on
