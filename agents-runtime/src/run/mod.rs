@@ -172,7 +172,14 @@
 //! A running tool is contained: a panic fails the call (`failed`, reason `panicked`, its text
 //! withheld) and the run goes on; a call that outlives [`RuntimeBuilder::tool_timeout`] or a
 //! stop of the run is ended (`failed`, reason `timeout` or `stopped`); a result larger than
-//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it. A stopped
+//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it. The model
+//! reads at most [`RuntimeBuilder::max_model_result_bytes`] (64 KiB by default) of any one
+//! result: the start of a longer one, then a notice of how much was cut and that it is not
+//! visible; the application (events, a calling tool) still gets the whole value, and the
+//! `executed` record keeps the keyed digest of the whole result and says how much the model was
+//! shown. This bounds what a tool result costs the model's context against a tool (or the data
+//! behind it) that returns too much; it does not stop the start of a result from steering the
+//! model. A stopped
 //! run starts no tool; a tool that finishes in its first poll (most read tools) is given no
 //! timer and no watch on the stop, and the deadline of one that does not counts from before
 //! that first poll.
@@ -244,9 +251,9 @@ pub use outcome::{
 pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{
-    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
-    DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SETTLE_LEASE, DEFAULT_TOOL_TIMEOUT,
-    DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
+    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_MODEL_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SETTLE_LEASE,
+    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

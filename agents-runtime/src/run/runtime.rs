@@ -90,6 +90,8 @@ pub(super) struct Inner {
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
     pub(super) max_result_bytes: usize,
+    /// The largest part of one tool result (bytes of its compact JSON text) the model reads.
+    pub(super) max_model_result_bytes: usize,
     /// The runtime's own isolation settings, workers and added isolated tools.
     pub(crate) isolation: Option<crate::isolate::Isolation>,
     /// Tool calls of one model answer that run; the rest are refused.
@@ -164,6 +166,7 @@ pub struct RuntimeBuilder {
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
+    max_model_result_bytes: usize,
     isolation: Option<crate::isolate::Isolation>,
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
@@ -199,6 +202,8 @@ pub const DEFAULT_SETTLE_LEASE: Duration = Duration::from_secs(15 * 60);
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+/// The default of [`RuntimeBuilder::max_model_result_bytes`]: 64 KiB.
+pub const DEFAULT_MAX_MODEL_RESULT_BYTES: usize = 64 * 1024;
 
 impl std::fmt::Debug for RuntimeBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -330,6 +335,19 @@ impl RuntimeBuilder {
         self.max_result_bytes = max;
         self
     }
+    /// The most of one tool result, in bytes of its compact JSON text, that the model reads
+    /// (default [`DEFAULT_MAX_MODEL_RESULT_BYTES`]), so that one large result cannot fill the
+    /// model's context (or its bill). The model reads the first `max` bytes of a longer
+    /// result, cut on a character boundary, then a notice that says how many bytes were cut
+    /// and that they are not visible to it. Only the model's view is bounded: the tool's
+    /// value reaches the application whole (events, a tool calling another tool), and the
+    /// `executed` record keeps the digest of the whole result and says in its reason how much
+    /// the model was shown. Results longer than [`RuntimeBuilder::max_result_bytes`] are cut
+    /// for everyone first. `0` shows the model only the notice.
+    pub fn max_model_result_bytes(mut self, max: usize) -> Self {
+        self.max_model_result_bytes = max;
+        self
+    }
     /// How many tool calls of one model answer run (default
     /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`]). The first `max` pass the gate in order; each
     /// further call does not run: it is audited as `denied`, emitted as `tool_denied`, and
@@ -447,6 +465,7 @@ impl RuntimeBuilder {
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
+                max_model_result_bytes: self.max_model_result_bytes,
                 isolation: self.isolation,
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
@@ -596,6 +615,7 @@ impl Runtime {
                 .to_owned(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            max_model_result_bytes: DEFAULT_MAX_MODEL_RESULT_BYTES,
             isolation: None,
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
