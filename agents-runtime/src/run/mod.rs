@@ -116,7 +116,8 @@
 //!   answer comes from a run of that principal, since a session bound to the same user under
 //!   another role starts afresh;
 //! - when a session ends ([`Runtime::end_session`], idle expiry when the session is used again
-//!   or purged by [`Runtime::purge_expired`], or its user coming back under another role),
+//!   or purged by [`Runtime::purge_expired`] or the runtime's own sweep, eviction at the
+//!   [session cap](RuntimeBuilder::max_sessions), or its user coming back under another role),
 //!   every proposal in it ends with one final record: one waiting for the user's next message
 //!   is `skipped` (reason `cancelled`, or `expired` for an approval not yet used), written by
 //!   the runtime on its own ([`Runtime::records_settled`] waits for it); a dialog or direct call
@@ -149,6 +150,13 @@
 //!   and [`RuntimeBuilder::history_bytes`]; an approval lapses with the turn that granted it
 //!   (it is never stored); [`Runtime::end_session_async`] ends a session for every node, and
 //!   [`Runtime::prune_state`] drops idle ones from the store;
+//! - the runtime sweeps on its own ([`RuntimeBuilder::sweep_every`], every minute by default):
+//!   expired tokens go, and sessions idle past the idle timeout (without a model run under way
+//!   on this node) end here and are dropped from the store, whether or not the application
+//!   calls [`Runtime::purge_expired`] or [`Runtime::prune_state`]. At most
+//!   [`RuntimeBuilder::max_sessions`] sessions (10 000 by default) are held on a node beside
+//!   those with runs under way: a new one evicts the least recently used (see there for what
+//!   that ends, and the memory a session holds);
 //! - a conversational proposal is listed by [`Runtime::pending_decisions`] (after a restart
 //!   too) and may be answered in the conversation on any node or through
 //!   [`Runtime::decide_async`]; an approval through the API is carried out by the session's
@@ -252,8 +260,9 @@ pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{
     DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_MODEL_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES,
-    DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SETTLE_LEASE,
-    DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
+    DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SETTLE_LEASE, DEFAULT_SWEEP_EVERY, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE,
+    Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

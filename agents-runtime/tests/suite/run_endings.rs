@@ -95,6 +95,8 @@ fn runtime(mode: ConfirmMode, audit: &Arc<MemorySink>, model: &Arc<Model>) -> Ru
         .roles(RoleMap::new().role("employee", ["leave.write"]).role("manager", ["leave.write"]))
         .confirm_mode(mode)
         .session_idle_timeout(Duration::from_secs(60))
+        // Idle sessions are purged by hand here, when a test says so.
+        .sweep_every(None)
         .build()
 }
 
