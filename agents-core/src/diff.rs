@@ -760,7 +760,7 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
                     field,
                     None,
                     Some(new.clone()),
-                    format!("{what} `{new}` added"),
+                    format!("{what} `{new}` added{}", any_host(field, new)),
                 ),
                 ListItem::Broadened { old, new } => change(
                     ChangeKind::Widening,
@@ -769,7 +769,7 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
                     field,
                     Some(old.clone()),
                     Some(new.clone()),
-                    format!("{what} broadened from `{old}` to `{new}`"),
+                    format!("{what} broadened from `{old}` to `{new}`{}", any_host(field, new)),
                 ),
                 ListItem::Removed { old } => change(
                     ChangeKind::Narrowing,
@@ -1042,6 +1042,15 @@ fn glob_covers(wide: &str, narrow: &str) -> bool {
     match (Glob::parse(wide), Glob::parse(narrow)) {
         (Ok(w), Ok(n)) => w.covers(&n),
         _ => false,
+    }
+}
+
+/// What a change's reason adds for a network host entry that allows any host (`*`).
+fn any_host(field: &str, entry: &str) -> &'static str {
+    if field == "policy.net.hosts" && HostPattern::parse(entry).is_ok_and(|p| p.is_any_host()) {
+        " (any host: the tool may reach every host this process can)"
+    } else {
+        ""
     }
 }
 

@@ -41,6 +41,15 @@
 //! address, or an IPv6 address in brackets (`[::1]`, written in its canonical form). A port is
 //! 1 to 65535; without one, every port is allowed. No scheme, path, user or trailing dot.
 //!
+//! `*` alone (or `*:port`) allows **any host**: for a browsing tool that fetches pages the
+//! user names, whose hosts nobody can list in advance. It is the widest entry there is: a
+//! manifest diff reports it as a widening, the capability report shows it in red, and the
+//! runtime's egress check still holds for it (a value copied from a tool result into its
+//! arguments waits for a person). It allows every host the process can reach, internal
+//! addresses (loopback, private networks, a cloud's metadata address) included: a tool that
+//! must not reach those needs a narrower list, or a network boundary outside the process.
+//! `*` is only the whole entry or the start of `*.`; `**`, `*.*` or `*x` are refused.
+//!
 //! # Environment variables
 //!
 //! Names of letters, digits and `_`, not starting with a digit, granted by exact name: a
@@ -626,9 +635,12 @@ enum HostName {
     Exact(String),
     /// Every name ending in `.suffix`, not `suffix` itself.
     Subdomains(String),
+    /// Every host (`*`).
+    Any,
 }
 
-/// A parsed network policy entry: `host`, `host:port`, `*.domain[:port]`, `[v6][:port]`.
+/// A parsed network policy entry: `host`, `host:port`, `*.domain[:port]`, `[v6][:port]`, or
+/// `*[:port]` for any host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostPattern {
     host: HostName,
@@ -677,31 +689,41 @@ impl HostPattern {
                 Some((h, p)) => (h, Some(p)),
                 None => (entry, None),
             };
-            let (wild, name) = match name.strip_prefix("*.") {
-                Some(rest) => (true, rest),
-                None => (false, name),
-            };
-            let label_ok = |l: &str| {
-                !l.is_empty()
-                    && l.len() <= 63
-                    && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                    && !l.starts_with('-')
-                    && !l.ends_with('-')
-            };
-            if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
-                return bad("not a DNS name or IP address");
-            }
-            let last = name.rsplit('.').next().unwrap_or_default();
-            if last.chars().all(|c| c.is_ascii_digit()) {
-                // Readers disagree on `127.1`, `0x7f.1` or `010.0.0.1`: only dotted quads.
-                match name.parse::<Ipv4Addr>() {
-                    Ok(a) if a.to_string() == name && !wild => {}
-                    Ok(_) if wild => return bad("`*.` names subdomains, and an IP address has none"),
-                    _ => return bad("an IPv4 address is written as four decimal numbers, e.g. `10.0.0.1`"),
+            if name == "*" {
+                (HostName::Any, port)
+            } else {
+                let (wild, name) = match name.strip_prefix("*.") {
+                    Some(rest) => (true, rest),
+                    None => (false, name),
+                };
+                if name.contains('*') {
+                    return bad(
+                        "`*` is either the whole entry (any host) or the start `*.` of every subdomain of a name \
+                         (`*.example.com`)",
+                    );
                 }
+                let label_ok = |l: &str| {
+                    !l.is_empty()
+                        && l.len() <= 63
+                        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                        && !l.starts_with('-')
+                        && !l.ends_with('-')
+                };
+                if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+                    return bad("not a DNS name or IP address");
+                }
+                let last = name.rsplit('.').next().unwrap_or_default();
+                if last.chars().all(|c| c.is_ascii_digit()) {
+                    // Readers disagree on `127.1`, `0x7f.1` or `010.0.0.1`: only dotted quads.
+                    match name.parse::<Ipv4Addr>() {
+                        Ok(a) if a.to_string() == name && !wild => {}
+                        Ok(_) if wild => return bad("`*.` names subdomains, and an IP address has none"),
+                        _ => return bad("an IPv4 address is written as four decimal numbers, e.g. `10.0.0.1`"),
+                    }
+                }
+                let name = name.to_ascii_lowercase();
+                (if wild { HostName::Subdomains(name) } else { HostName::Exact(name) }, port)
             }
-            let name = name.to_ascii_lowercase();
-            (if wild { HostName::Subdomains(name) } else { HostName::Exact(name) }, port)
         };
         let port = match port {
             None => None,
@@ -728,6 +750,7 @@ impl HostPattern {
             None => host.to_ascii_lowercase(),
         };
         match &self.host {
+            HostName::Any => true,
             HostName::Exact(h) => *h == host,
             HostName::Subdomains(s) => {
                 host.len() > s.len() + 1 && host.ends_with(s.as_str()) && {
@@ -737,10 +760,17 @@ impl HostPattern {
         }
     }
 
+    /// Whether the entry allows any host (`*`, or `*:port` on one port).
+    pub fn is_any_host(&self) -> bool {
+        self.host == HostName::Any
+    }
+
     /// Whether every host and port `narrow` allows is also allowed by `self` (exact).
     pub fn covers(&self, narrow: &HostPattern) -> bool {
         let port_ok = self.port.is_none() || self.port == narrow.port;
         let host_ok = match (&self.host, &narrow.host) {
+            (HostName::Any, _) => true,
+            (_, HostName::Any) => false,
             (HostName::Exact(w), HostName::Exact(n)) => w == n,
             (HostName::Subdomains(s), HostName::Exact(n)) => {
                 n.len() > s.len() + 1 && n.ends_with(s.as_str()) && n.as_bytes()[n.len() - s.len() - 1] == b'.'
@@ -835,7 +865,30 @@ mod tests {
         assert!(!p("*.example.com").allows("xexample.com", None));
         assert!(p("*.example.com").covers(&p("*.a.example.com:1")));
         assert!(!p("*.example.com").covers(&p("*.xexample.com")));
-        for bad in ["*", "127.1", "010.0.0.1", "*.10.0.0.1", "a.com:0", "a.com:+1", "[0::1]", "a.com.", "u@a.com"] {
+        assert!(p("*").allows("anything.example", None) && p("*").allows("10.0.0.1", Some(8080)));
+        assert!(p("*:443").allows("[::1]", Some(443)) && !p("*:443").allows("a.com", Some(80)));
+        assert!(p("*").covers(&p("*.example.com:443")) && p("*").covers(&p("*:80")));
+        assert!(!p("*.example.com").covers(&p("*")) && !p("*:443").covers(&p("*")));
+        assert!(HostPattern::parse("*.*").unwrap_err().reason().contains("whole entry"));
+        assert!(p("*").is_any_host() && p("*:443").is_any_host() && !p("*.example.com").is_any_host());
+        for bad in [
+            "**",
+            "*.*",
+            "*x",
+            "*.",
+            "*.a*.com",
+            "a.*.com",
+            "*:",
+            "*:0",
+            "127.1",
+            "010.0.0.1",
+            "*.10.0.0.1",
+            "a.com:0",
+            "a.com:+1",
+            "[0::1]",
+            "a.com.",
+            "u@a.com",
+        ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad:?} was accepted");
         }
     }

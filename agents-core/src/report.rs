@@ -138,6 +138,8 @@ struct ToolRow<'a> {
     uses: &'a [String],
     description: &'a str,
     policy: &'a PolicyEntry,
+    /// A network host entry allows any host (`*`): shown in red whatever the diff says.
+    any_host: bool,
 }
 
 struct Reach<'a> {
@@ -449,6 +451,12 @@ fn tool_row<'a>(t: &'a ToolEntry, w: &Widened<'_>) -> ToolRow<'a> {
         uses: &t.uses,
         description: &t.description,
         policy: &t.policy,
+        any_host: t
+            .policy
+            .net
+            .hosts
+            .iter()
+            .any(|h| crate::policy::HostPattern::parse(h).is_ok_and(|p| p.is_any_host())),
     }
 }
 
@@ -714,6 +722,50 @@ fn graph<'a>(m: &'a Manifest, w: &Widened<'_>) -> Graph<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool whose network policy allows any host is shown in red, with a badge that says
+    /// so, even without a diff; a tool with a host list is not.
+    #[test]
+    fn any_host_is_shown_in_red() {
+        use crate::manifest::{AgentEntry, LimitsEntry, ToolEntry};
+        let tool = |name: &str, hosts: &[&str]| {
+            let mut policy = PolicyEntry::default();
+            policy.net.hosts = hosts.iter().map(|h| (*h).to_owned()).collect();
+            ToolEntry {
+                name: name.into(),
+                title: None,
+                description: format!("The {name} tool."),
+                permission: "public".into(),
+                tier: Tier::Read,
+                mutating: false,
+                risk: Risk::Low,
+                policy,
+                parameters: vec![],
+                uses: vec![],
+                import: None,
+            }
+        };
+        let agent = AgentEntry {
+            name: "web".into(),
+            description: "Reads pages.".into(),
+            input: "String".into(),
+            output: "String".into(),
+            skills: vec![],
+            ceiling: None,
+            limits: LimitsEntry::from(crate::Limits::DEFAULT),
+        };
+        let m =
+            Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
+        let page = render(&Report::new(&m, "web.json", "0"));
+        let row = |name: &str| {
+            let policies = &page[page.find("id=\"policies\"").expect("a policies section")..];
+            let start = policies.find(&format!("<code>{name}</code>")).unwrap();
+            policies[start..start + policies[start..].find("</tr>").unwrap()].to_owned()
+        };
+        let browse = row("browse");
+        assert!(browse.contains("class=\"widened any-host\"") && browse.contains("any host"), "{browse}");
+        assert!(!row("docs").contains("any-host"), "{}", row("docs"));
+    }
 
     #[test]
     fn backticks_split_into_code_spans() {

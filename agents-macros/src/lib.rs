@@ -231,7 +231,10 @@ use proc_macro::TokenStream;
 /// - `fs(read = [...], write = [...])`: absolute path globs (`/srv/app/uploads/**`,
 ///   `/srv/app/out/*.txt`);
 /// - `net(hosts = [...])`: `host` or `host:port`, no scheme or path (`api.example.com:443`,
-///   `*.internal`);
+///   `*.internal`), or `"*"` for any host: a browsing tool that fetches pages the user names.
+///   `*` is the widest entry (a manifest diff reports it as a widening, the capability report
+///   shows it in red) and it includes internal addresses; the gate's egress check still holds
+///   for it (a value copied from a tool result waits for a person). `"**"`, `"*.*"` are refused;
 /// - `env(vars = [...])`: environment variable names (`APP_REGION`).
 ///
 /// ```ignore

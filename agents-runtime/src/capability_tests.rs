@@ -347,3 +347,32 @@ async fn the_client_follows_no_redirect_outside_the_declared_hosts() {
     assert_eq!(declared_hits.load(Ordering::SeqCst), 1);
     assert_eq!(outside_hits.load(Ordering::SeqCst), 0, "the redirect reached an undeclared host");
 }
+
+/// `*` (any host) reaches any host by `http` or `https`, and follows a redirect to another
+/// host; a handle without net hosts reaches nothing. Either way the URL's form is still
+/// checked (scheme, credentials).
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn any_host_reaches_every_host_and_no_hosts_reach_none() {
+    let (target, target_hits) = serve("HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npage".into());
+    let (hop, hop_hits) = serve(format!(
+        "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{target}/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    ));
+    let any = NetAccess::for_spec(spec(Vec::new(), Vec::new(), vec!["*"]));
+    for url in ["https://example.com/a", "http://10.1.2.3:8080/", "http://[::1]/", "https://xn--bcher-kva.example/"] {
+        assert!(any.check_url(url).is_ok(), "{url}");
+    }
+    for url in ["ftp://example.com/", "https://user:pw@example.com/", "file:///etc/passwd"] {
+        assert!(any.check_url(url).is_err(), "{url}");
+    }
+    let client = any.client().unwrap();
+    let request = client.get(&format!("http://127.0.0.1:{hop}/")).unwrap().build().unwrap();
+    let response = client.execute(request).await.expect("any host, redirects included");
+    assert_eq!(response.text().await.unwrap(), "page");
+    assert_eq!((hop_hits.load(Ordering::SeqCst), target_hits.load(Ordering::SeqCst)), (1, 1));
+
+    let none = NetAccess::for_spec(spec(Vec::new(), Vec::new(), Vec::new()));
+    assert!(!none.allows("127.0.0.1", Some(target)) && !none.allows("example.com", None));
+    assert!(none.client().unwrap().get(&format!("http://127.0.0.1:{target}/")).is_err());
+    assert_eq!(target_hits.load(Ordering::SeqCst), 1, "a handle without hosts sent nothing");
+}

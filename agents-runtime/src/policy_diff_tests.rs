@@ -247,7 +247,20 @@ const PORTS: &[u16] = &[0, 1, 80, 443, 8443];
 
 fn host(rng: &mut StdRng) -> String {
     if rng.gen_ratio(1, 10) {
-        let odd = ["*", "[::1]", "[0::1]", "[::1]:443", "127.1", "127.0.0.1", "a.b.", "a.b:+1", "u@a.b", "A.B:080"];
+        let odd = [
+            "*",
+            "*:443",
+            "**",
+            "[::1]",
+            "[0::1]",
+            "[::1]:443",
+            "127.1",
+            "127.0.0.1",
+            "a.b.",
+            "a.b:+1",
+            "u@a.b",
+            "A.B:080",
+        ];
         return odd[rng.gen_range(0..odd.len())].to_owned();
     }
     host_gen(rng).text()

@@ -35,6 +35,24 @@ fn show_summarizes_agent_tools_and_policies() {
     }
 }
 
+/// A browsing tool's `*` (any host), new against a baseline without it: a widening that says
+/// it is any host, and exit 1 (the CI gate fails).
+#[test]
+fn any_host_added_is_a_widening_that_says_so() {
+    let dir = tempdir();
+    let mut browsing = helpdesk_v1();
+    let t = browsing.tools.iter_mut().find(|t| t.policy.net.hosts.is_empty()).expect("a tool without net hosts");
+    let name = t.name.clone();
+    t.policy.net.hosts = vec!["*".into()];
+    let p = write(dir.path(), "browsing.json", &browsing.to_canonical_string());
+    let v1 = fixture("helpdesk-v1.json");
+    let o = agents(["manifest".as_ref(), "diff".as_ref(), v1.as_os_str(), p.as_os_str()]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("1 widening, 0 narrowing, 0 neutral"), "{s}");
+    assert!(s.contains(&format!("tool `{name}` policy.net.hosts: network host `*` added (any host")), "{s}");
+}
+
 #[test]
 fn diff_exits_1_on_widening_and_0_otherwise() {
     let (v1, v2) = (fixture("helpdesk-v1.json"), fixture("helpdesk-v2.json"));

@@ -228,6 +228,37 @@ fn host_added_or_broadened_widens() {
     );
 }
 
+/// `*` (any host) added to a tool without network hosts, or in place of a declared host, is
+/// a widening that names it; nothing narrower covers it.
+#[test]
+fn any_host_added_widens_and_says_so() {
+    let d = only(
+        &base(),
+        &edited(|m| tool_mut(m, "lookup").policy.net.hosts.push("*".into())),
+        Rule::PolicyAdded,
+        ChangeKind::Widening,
+    );
+    assert!(d.changes[0].reason.contains("`*` added (any host"), "{d}");
+    let d = only(
+        &base(),
+        &edited(|m| tool_mut(m, "lookup").policy.net.hosts = vec!["*".into()]),
+        Rule::PolicyBroadened,
+        ChangeKind::Widening,
+    );
+    assert!(d.changes[0].reason.contains("to `*` (any host"), "{d}");
+    both_ways(
+        |m| tool_mut(m, "lookup").policy.net.hosts = vec!["*:443".into()],
+        Rule::PolicyBroadened,
+        Rule::PolicyNarrowed,
+    );
+    // A tool that had no network hosts at all.
+    let without = edited(|m| tool_mut(m, "lookup").policy.net.hosts.clear());
+    let with = edited(|m| tool_mut(m, "lookup").policy.net.hosts = vec!["*".into()]);
+    only(&without, &with, Rule::PolicyAdded, ChangeKind::Widening);
+    // Going back from `*` to a list is a narrowing.
+    only(&with, &base(), Rule::PolicyNarrowed, ChangeKind::Narrowing);
+}
+
 #[test]
 fn env_var_added_or_broadened_widens() {
     both_ways(

@@ -409,7 +409,8 @@ impl<A: Registry> Turn<A> {
             self.messages.push(ChatMessage::Tool {
                 call_id: call.id,
                 name: call.name,
-                content: out.content.to_string(),
+                // The model reads at most its bound of any result; the rest is a notice.
+                content: super::gate::model_view(out.content.to_string(), ctx.inner.max_model_result_bytes),
                 is_error: out.is_error,
             });
             if ctx.cancel.is_cancelled() {

@@ -116,7 +116,8 @@
 //!   answer comes from a run of that principal, since a session bound to the same user under
 //!   another role starts afresh;
 //! - when a session ends ([`Runtime::end_session`], idle expiry when the session is used again
-//!   or purged by [`Runtime::purge_expired`], or its user coming back under another role),
+//!   or purged by [`Runtime::purge_expired`] or the runtime's own sweep, eviction at the
+//!   [session cap](RuntimeBuilder::max_sessions), or its user coming back under another role),
 //!   every proposal in it ends with one final record: one waiting for the user's next message
 //!   is `skipped` (reason `cancelled`, or `expired` for an approval not yet used), written by
 //!   the runtime on its own ([`Runtime::records_settled`] waits for it); a dialog or direct call
@@ -149,6 +150,13 @@
 //!   and [`RuntimeBuilder::history_bytes`]; an approval lapses with the turn that granted it
 //!   (it is never stored); [`Runtime::end_session_async`] ends a session for every node, and
 //!   [`Runtime::prune_state`] drops idle ones from the store;
+//! - the runtime sweeps on its own ([`RuntimeBuilder::sweep_every`], every minute by default):
+//!   expired tokens go, and sessions idle past the idle timeout (without a model run under way
+//!   on this node) end here and are dropped from the store, whether or not the application
+//!   calls [`Runtime::purge_expired`] or [`Runtime::prune_state`]. At most
+//!   [`RuntimeBuilder::max_sessions`] sessions (10 000 by default) are held on a node beside
+//!   those with runs under way: a new one evicts the least recently used (see there for what
+//!   that ends, and the memory a session holds);
 //! - a conversational proposal is listed by [`Runtime::pending_decisions`] (after a restart
 //!   too) and may be answered in the conversation on any node or through
 //!   [`Runtime::decide_async`]; an approval through the API is carried out by the session's
@@ -172,7 +180,14 @@
 //! A running tool is contained: a panic fails the call (`failed`, reason `panicked`, its text
 //! withheld) and the run goes on; a call that outlives [`RuntimeBuilder::tool_timeout`] or a
 //! stop of the run is ended (`failed`, reason `timeout` or `stopped`); a result larger than
-//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it. A stopped
+//! [`RuntimeBuilder::max_result_bytes`] is cut, with a notice, before anyone sees it. The model
+//! reads at most [`RuntimeBuilder::max_model_result_bytes`] (64 KiB by default) of any one
+//! result: the start of a longer one, then a notice of how much was cut and that it is not
+//! visible; the application (events, a calling tool) still gets the whole value, and the
+//! `executed` record keeps the keyed digest of the whole result and says how much the model was
+//! shown. This bounds what a tool result costs the model's context against a tool (or the data
+//! behind it) that returns too much; it does not stop the start of a result from steering the
+//! model. A stopped
 //! run starts no tool; a tool that finishes in its first poll (most read tools) is given no
 //! timer and no watch on the stop, and the deadline of one that does not counts from before
 //! that first poll.
@@ -244,9 +259,10 @@ pub use outcome::{
 pub use pending::PendingDecision;
 pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
 pub use runtime::{
-    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
-    DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SETTLE_LEASE, DEFAULT_TOOL_TIMEOUT,
-    DisabledFallback, DisabledTools, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
+    DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_MODEL_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SETTLE_LEASE, DEFAULT_SWEEP_EVERY, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE,
+    Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
 

@@ -90,12 +90,20 @@ pub(super) struct Inner {
     pub(super) tool_timeout: Duration,
     /// The largest result (bytes of compact JSON) handed on whole.
     pub(super) max_result_bytes: usize,
+    /// The largest part of one tool result (bytes of its compact JSON text) the model reads.
+    pub(super) max_model_result_bytes: usize,
     /// The runtime's own isolation settings, workers and added isolated tools.
     pub(crate) isolation: Option<crate::isolate::Isolation>,
     /// Tool calls of one model answer that run; the rest are refused.
     pub(super) max_tool_calls_per_answer: usize,
     /// A session unused for this long starts afresh, and is purged.
     pub(super) session_idle_timeout: Duration,
+    /// The most sessions this node holds (beyond those with a model run under way).
+    pub(super) max_sessions: usize,
+    /// How often the runtime's own timer sweeps expired tokens and idle sessions.
+    pub(super) sweep_every: Option<Duration>,
+    /// That timer's task, once a run or direct session started it.
+    pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How long proposals that are over stay in the state store.
     pub(super) proposal_retention: Duration,
     /// How long a claim of a proposal's final record may stay unwritten before a resumption
@@ -111,6 +119,43 @@ pub(super) struct Inner {
     pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
     /// The application's state, reachable from every tool's context.
     pub(super) state: crate::tool::AppState,
+}
+
+impl Inner {
+    /// Expired tokens and idle sessions dropped (see [`Runtime::purge_expired`]).
+    pub(super) fn purge_expired(self: &Arc<Self>) -> usize {
+        self.tokens.purge_expired() + self.purge_idle_sessions()
+    }
+
+    /// Starts the sweep timer ([`RuntimeBuilder::sweep_every`]) on `handle`, unless it runs.
+    pub(super) fn keep_swept(self: &Arc<Self>, handle: &tokio::runtime::Handle) {
+        let Some(every) = self.sweep_every else { return };
+        let mut sweeper = lock(&self.sweeper);
+        if sweeper.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let inner = Arc::downgrade(self);
+        *sweeper = Some(handle.spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = inner.upgrade() else { return };
+                let swept = inner.purge_expired();
+                if swept > 0 {
+                    tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
+                }
+            }
+        }));
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self.sweeper.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
 }
 
 /// A count of detached record writes and a way to wait until there are none.
@@ -164,9 +209,12 @@ pub struct RuntimeBuilder {
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
+    max_model_result_bytes: usize,
     isolation: Option<crate::isolate::Isolation>,
     max_tool_calls_per_answer: usize,
     session_idle_timeout: Duration,
+    max_sessions: usize,
+    sweep_every: Option<Duration>,
     proposal_retention: Duration,
     settle_lease: Duration,
     history_bytes: usize,
@@ -190,6 +238,11 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 /// The default of [`RuntimeBuilder::session_idle_timeout`]: 30 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default of [`RuntimeBuilder::max_sessions`]: 10 000 (about 13 MB at the 1.3 KiB a
+/// short finished session was measured to hold; see the builder for the worst case).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default of [`RuntimeBuilder::sweep_every`]: one minute.
+pub const DEFAULT_SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// The default of [`RuntimeBuilder::proposal_retention`]: 7 days.
 pub const DEFAULT_PROPOSAL_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The default of [`RuntimeBuilder::settle_lease`]: 15 minutes (its holder renews a claim
@@ -199,6 +252,8 @@ pub const DEFAULT_SETTLE_LEASE: Duration = Duration::from_secs(15 * 60);
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024;
 /// The default of [`RuntimeBuilder::max_result_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+/// The default of [`RuntimeBuilder::max_model_result_bytes`]: 64 KiB.
+pub const DEFAULT_MAX_MODEL_RESULT_BYTES: usize = 64 * 1024;
 
 impl std::fmt::Debug for RuntimeBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -330,6 +385,19 @@ impl RuntimeBuilder {
         self.max_result_bytes = max;
         self
     }
+    /// The most of one tool result, in bytes of its compact JSON text, that the model reads
+    /// (default [`DEFAULT_MAX_MODEL_RESULT_BYTES`]), so that one large result cannot fill the
+    /// model's context (or its bill). The model reads the first `max` bytes of a longer
+    /// result, cut on a character boundary, then a notice that says how many bytes were cut
+    /// and that they are not visible to it. Only the model's view is bounded: the tool's
+    /// value reaches the application whole (events, a tool calling another tool), and the
+    /// `executed` record keeps the digest of the whole result and says in its reason how much
+    /// the model was shown. Results longer than [`RuntimeBuilder::max_result_bytes`] are cut
+    /// for everyone first. `0` shows the model only the notice.
+    pub fn max_model_result_bytes(mut self, max: usize) -> Self {
+        self.max_model_result_bytes = max;
+        self
+    }
     /// How many tool calls of one model answer run (default
     /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`]). The first `max` pass the gate in order; each
     /// further call does not run: it is audited as `denied`, emitted as `tool_denied`, and
@@ -345,6 +413,41 @@ impl RuntimeBuilder {
     /// are revoked either way. [`Runtime::end_session`] ends a session at once.
     pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
         self.session_idle_timeout = idle;
+        self
+    }
+    /// The most sessions this node holds in memory (default [`DEFAULT_MAX_SESSIONS`]; `0` is
+    /// read as `1`). A session new to this node that would go over the cap first evicts the
+    /// least recently used sessions without a model run under way here: with the in-process
+    /// store such a session ends as [`Runtime::end_session`] ends one (its open proposals
+    /// recorded `skipped`, reason "cancelled: the session was ended to keep the runtime within
+    /// its cap on sessions", its tokens revoked; its user's next message starts afresh); with
+    /// a shared store only this node's own state of it goes, and it goes on from the store. A
+    /// new session is never refused for the cap, and sessions with runs under way are never
+    /// evicted, so the count may exceed the cap by those (at most the concurrent runs the
+    /// users have). Eviction makes room for anyone's new session, so one user opening many
+    /// sessions can end other users' idle ones: give authenticated users, and a cap sized for
+    /// them.
+    ///
+    /// Memory: a finished session of one short turn was measured at about 1.3 KiB of resident
+    /// memory, with the in-process store (1344 bytes each over 100 000 sessions, debug build;
+    /// `cargo test -p agents-runtime --test suite session_memory:: -- --nocapture` prints it).
+    /// A session's stored history is bounded by four times `history_messages` messages and
+    /// four times [`RuntimeBuilder::history_bytes`] bytes of text (256 KiB by default), and its
+    /// digest by 12 results of 280 characters, so the worst case is about 260 KiB a session:
+    /// size the cap (or `history_bytes`) for the memory you give the sessions.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+    /// How often the runtime sweeps on its own (default [`DEFAULT_SWEEP_EVERY`]): expired
+    /// confirmation tokens go, and sessions idle for longer than the
+    /// [idle timeout](RuntimeBuilder::session_idle_timeout) end as
+    /// [`Runtime::purge_expired`] ends them (in the store too). The timer is a task on the
+    /// tokio runtime of the first run or direct session (started again by a later one if that
+    /// runtime went away); it holds the runtime weakly and ends when the runtime is dropped.
+    /// `None`: no timer; the application calls [`Runtime::purge_expired`] itself.
+    pub fn sweep_every(mut self, every: Option<Duration>) -> Self {
+        self.sweep_every = every.map(|e| e.max(Duration::from_millis(10)));
         self
     }
     /// How long a proposal that is over (carried out, or rejected, withdrawn or expired, its
@@ -447,9 +550,13 @@ impl RuntimeBuilder {
                 proposals: Book::default(),
                 tool_timeout: self.tool_timeout,
                 max_result_bytes: self.max_result_bytes,
+                max_model_result_bytes: self.max_model_result_bytes,
                 isolation: self.isolation,
                 max_tool_calls_per_answer: self.max_tool_calls_per_answer,
                 session_idle_timeout: self.session_idle_timeout,
+                max_sessions: self.max_sessions,
+                sweep_every: self.sweep_every,
+                sweeper: Mutex::new(None),
                 proposal_retention: self.proposal_retention,
                 settle_lease: self.settle_lease,
                 settling: super::record::Owed::default(),
@@ -480,6 +587,8 @@ impl std::fmt::Debug for Runtime {
 struct SlotGuard {
     inner: Arc<Inner>,
     key: (String, String),
+    /// The run's session: it has a run under way while the guard lives.
+    session: String,
     slot: Option<SlotId>,
     renewal: Option<tokio::task::JoinHandle<()>>,
 }
@@ -491,13 +600,18 @@ impl SlotGuard {
     /// Asks the store for a slot for `principal` (at most `max` at once). A store that
     /// answers at once gives the guard or the refusal now; a shared store's answer is awaited
     /// by [`SlotGuard::settle`] in the run's task.
-    fn take(inner: &Arc<Inner>, principal: &Principal, max: u32) -> Result<Result<Self, PendingSlot>, StartError> {
+    fn take(
+        inner: &Arc<Inner>,
+        principal: &Principal,
+        session: &str,
+        max: u32,
+    ) -> Result<Result<Self, PendingSlot>, StartError> {
         let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
         let store = inner.store.clone();
         let lease = inner.slot_lease;
         let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, lease).await });
         match answer_now(acquire) {
-            Ok(answer) => Self::granted(inner, principal, max, answer).map(Ok),
+            Ok(answer) => Self::granted(inner, principal, session, max, answer).map(Ok),
             Err(pending) => Ok(Err(pending)),
         }
     }
@@ -506,15 +620,17 @@ impl SlotGuard {
     async fn settle(
         inner: &Arc<Inner>,
         principal: &Principal,
+        session: &str,
         max: u32,
         pending: PendingSlot,
     ) -> Result<Self, StartError> {
-        Self::granted(inner, principal, max, pending.await)
+        Self::granted(inner, principal, session, max, pending.await)
     }
 
     fn granted(
         inner: &Arc<Inner>,
         principal: &Principal,
+        session: &str,
         max: u32,
         answer: crate::store::StoreResult<Option<SlotId>>,
     ) -> Result<Self, StartError> {
@@ -525,7 +641,8 @@ impl SlotGuard {
         };
         let key = (principal.org_id.clone(), principal.user_id.clone());
         *lock(&inner.active).entry(key.clone()).or_insert(0) += 1;
-        Ok(SlotGuard { inner: inner.clone(), key, slot: Some(slot), renewal: None })
+        lock(&inner.sessions).entry(session.to_owned()).or_default().runs += 1;
+        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewal: None })
     }
 
     /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
@@ -559,6 +676,11 @@ impl Drop for SlotGuard {
             let store = self.inner.store.clone();
             // A slot whose release fails lapses with its lease.
             now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });
+        }
+        if let Some(s) = lock(&self.inner.sessions).get_mut(&self.session) {
+            s.runs = s.runs.saturating_sub(1);
+            // The run's end is a use: the session's idle time counts from here.
+            s.last_used = Some(tokio::time::Instant::now());
         }
         let mut active = lock(&self.inner.active);
         if let Some(n) = active.get_mut(&self.key) {
@@ -596,9 +718,12 @@ impl Runtime {
                 .to_owned(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            max_model_result_bytes: DEFAULT_MAX_MODEL_RESULT_BYTES,
             isolation: None,
             max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            sweep_every: Some(DEFAULT_SWEEP_EVERY),
             proposal_retention: DEFAULT_PROPOSAL_RETENTION,
             settle_lease: DEFAULT_SETTLE_LEASE,
             history_bytes: DEFAULT_HISTORY_BYTES,
@@ -633,7 +758,7 @@ impl Runtime {
     /// Drops what the runtime keeps for decisions that can no longer be used: expired
     /// confirmation tokens. Cheap when nothing expired; servers call it on a timer.
     pub fn purge_expired(&self) -> usize {
-        self.inner.tokens.purge_expired() + self.inner.purge_idle_sessions()
+        self.inner.purge_expired()
     }
 
     /// Ends a session of `principal` now: its history, digest, pending proposal and approval
@@ -740,7 +865,8 @@ impl Runtime {
             Err(pending) => Err(pending),
         };
         let max_runs = limits.max_concurrent_runs;
-        let slot = SlotGuard::take(&self.inner, &principal, max_runs)?;
+        let slot = SlotGuard::take(&self.inner, &principal, session_id, max_runs)?;
+        self.inner.keep_swept(&handle);
         let bus = Arc::new(EventBus::new());
         let events = bus.subscribe();
         let cancel = CancellationToken::new();
@@ -758,6 +884,7 @@ impl Runtime {
             &ids.org_id,
             &ids.role,
         );
+        let session = session_id.to_owned();
         let join = handle.spawn(
             async move {
                 // Refused before anything ran: subscribers see it end, as a run the audit log
@@ -780,10 +907,12 @@ impl Runtime {
                 *lock(&ctx.conversation) = conversation;
                 let mut slot = match slot {
                     Ok(slot) => slot,
-                    Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, max_runs, pending).await {
-                        Ok(slot) => slot,
-                        Err(e) => return refused(e),
-                    },
+                    Err(pending) => {
+                        match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
+                            Ok(slot) => slot,
+                            Err(e) => return refused(e),
+                        }
+                    }
                 };
                 slot.keep_renewed(ctx.cancel.clone());
                 if let Some(id) = &slot.slot {
@@ -817,6 +946,9 @@ impl Runtime {
             RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus, CancellationToken::new(), Some(confirm));
         let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
         let _ = ctx.snapshot.set(snapshot);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            self.inner.keep_swept(&handle);
+        }
         Ok(DirectSession::new(ctx))
     }
 }

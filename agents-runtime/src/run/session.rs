@@ -104,6 +104,9 @@ pub(super) struct SessionState {
     /// another revision (a turn ran on another node) marks the ledger partial, so the check
     /// fails closed for the rest of the session here.
     pub(super) covers: Option<u64>,
+    /// Model runs of this node in the session that have not ended: a session with one is not
+    /// idle, so neither the sweep nor the session cap ends it.
+    pub(super) runs: u32,
 }
 
 /// A session's conversation as the store holds it: history, digest, the proposal waiting
@@ -203,6 +206,9 @@ pub(super) enum SessionEnd {
     Idle,
     /// Its user came back under another role: a fresh context.
     RoleChanged,
+    /// The least recently used of this node's sessions when a new one went over the cap
+    /// ([`RuntimeBuilder::max_sessions`](super::RuntimeBuilder::max_sessions)).
+    Evicted,
 }
 
 impl SessionEnd {
@@ -211,6 +217,7 @@ impl SessionEnd {
             SessionEnd::Ended => "the session was ended",
             SessionEnd::Idle => "the session expired after its idle time",
             SessionEnd::RoleChanged => "the session was started afresh under another role",
+            SessionEnd::Evicted => "the session was ended to keep the runtime within its cap on sessions",
         }
     }
 }
@@ -273,9 +280,11 @@ impl Inner {
 
     /// Notes on this node that `principal` uses the session now, found at the store's
     /// `version`; `fresh` starts its local context afresh. Whether this node held the session
-    /// under another owner (or `fresh` over a context it held).
-    fn touch(&self, session_id: &str, principal: &Principal, fresh: bool, version: u64) -> bool {
+    /// under another owner (or `fresh` over a context it held). A session new to this node
+    /// that takes it over its cap evicts the least recently used ones ([`Inner::evict`]).
+    fn touch(self: &Arc<Self>, session_id: &str, principal: &Principal, fresh: bool, version: u64) -> bool {
         let mut sessions = lock(&self.sessions);
+        let evicted = over_cap(&mut sessions, session_id, self.max_sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
         let me = owner_of(principal);
         let held_other = s.owner.as_ref().is_some_and(|o| *o != me) || (fresh && s.owner.is_some());
@@ -290,7 +299,43 @@ impl Inner {
         }
         s.owner = Some(me);
         s.last_used = Some(tokio::time::Instant::now());
+        drop(sessions);
+        self.evict(evicted);
         held_other
+    }
+
+    /// Ends sessions evicted by the cap: with an in-process store (whose sessions live in
+    /// this process's memory) each ends as [`Runtime::end_session`](super::Runtime::end_session)
+    /// ends one (its state dropped from the store, its tokens revoked, its open proposals
+    /// ended with their final records); with a shared store only this node's own state of it
+    /// goes (the session goes on from the store, and the egress check fails closed for it on
+    /// this node, as for a session whose turns ran elsewhere).
+    fn evict(self: &Arc<Self>, evicted: Vec<String>) {
+        if evicted.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            count = evicted.len(),
+            cap = self.max_sessions,
+            "sessions evicted: this node holds as many sessions as its cap allows"
+        );
+        if !self.store.answers_at_once() {
+            return;
+        }
+        for id in evicted {
+            self.tokens.revoke_session(&id);
+            let inner = self.clone();
+            self.in_background(async move {
+                let pending = match inner.store.load_session(&id, inner.session_idle_timeout).await {
+                    Ok(found) => found.and_then(|r| Conversation::from_record(&r).pending).map(|p| p.call_id),
+                    Err(_) => None,
+                };
+                if let Err(e) = inner.store.delete_session(&id).await {
+                    tracing::warn!(session = %id, error = %e, "an evicted session could not be deleted");
+                }
+                inner.end_context(&id, SessionEnd::Evicted, pending).await;
+            });
+        }
     }
 
     /// Saves what a turn changed, over the revision it read; on a conflict, applies the turn
@@ -367,15 +412,16 @@ impl Inner {
         Ok(existed)
     }
 
-    /// Drops the sessions this node has not seen used for longer than the idle timeout, with
-    /// their tokens, and ends their open proposals; drops the store's idle sessions too (at
-    /// once when the store answers at once, otherwise in the background). Returns how many
-    /// this node held.
+    /// Drops the sessions this node has not seen used for longer than the idle timeout (and
+    /// that have no model run under way here), with their tokens, and ends their open
+    /// proposals; drops the store's idle sessions too (at once when the store answers at once,
+    /// otherwise in the background). Returns how many this node held.
     pub(super) fn purge_idle_sessions(self: &Arc<Self>) -> usize {
         let now = tokio::time::Instant::now();
         let mut sessions = lock(&self.sessions);
         let idle: Vec<String> = sessions
             .iter()
+            .filter(|(_, s)| s.runs == 0)
             .filter(|(_, s)| s.last_used.is_some_and(|t| now.duration_since(t) > self.session_idle_timeout))
             .map(|(id, _)| id.clone())
             .collect();
@@ -505,6 +551,33 @@ impl Inner {
             _ => None,
         })
     }
+}
+
+/// Makes room for `session_id` when it is new to `sessions` and they hold `max` already:
+/// removes the least recently used sessions without a model run under way (a session not yet
+/// marked used counts as used now) until the new one fits, and returns their ids. Sessions
+/// with runs under way are never removed, so the count may exceed `max` by those.
+fn over_cap(
+    sessions: &mut std::collections::HashMap<String, SessionState>,
+    session_id: &str,
+    max: usize,
+) -> Vec<String> {
+    let mut evicted = Vec::new();
+    if sessions.contains_key(session_id) {
+        return evicted;
+    }
+    let now = tokio::time::Instant::now();
+    while sessions.len() >= max.max(1) {
+        let oldest = sessions
+            .iter()
+            .filter(|(_, s)| s.runs == 0)
+            .min_by_key(|(_, s)| s.last_used.unwrap_or(now))
+            .map(|(id, _)| id.clone());
+        let Some(id) = oldest else { break };
+        sessions.remove(&id);
+        evicted.push(id);
+    }
+    evicted
 }
 
 /// The ids of the run that proposed a stored proposal.

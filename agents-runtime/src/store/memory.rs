@@ -62,6 +62,11 @@ impl MemoryStore {
     pub fn proposal_count(&self) -> usize {
         self.lock().proposals.len()
     }
+
+    /// Conversation sessions held: live ones, and idle ones not yet pruned.
+    pub fn session_count(&self) -> usize {
+        self.lock().sessions.len()
+    }
 }
 
 /// A proposal with its order, when it was stored and, once over (its final record claimed:

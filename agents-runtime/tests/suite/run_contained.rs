@@ -165,3 +165,48 @@ async fn a_20_mb_result_is_cut(raw_results: bool) {
     });
     assert!(shown.unwrap() <= (1 << 20) + 1024);
 }
+
+/// A 1 MB result is within the bound for everyone, but not within the model's: the model reads
+/// its first 64 KiB and a notice of what was cut; the events carry it whole; the `executed`
+/// record holds the keyed digest of the whole result and says how much the model was shown.
+#[tokio::test]
+async fn a_1_mb_result_reaches_the_model_as_its_bound_and_a_notice_while_the_record_digests_all_of_it() {
+    use agents_runtime::audit::AuditResult;
+    use agents_runtime::{run::DEFAULT_MAX_MODEL_RESULT_BYTES as MAX, token::TokenStore};
+    let key = [7u8; 32];
+    let (rt, audit, provider) =
+        runtime(vec![tool_call("flood", r#"{"megabytes": 1}"#), reply("long")], |b| b.server_key(key));
+    let mut run = rt.start::<Failing>(me(), "flood-model", "go".into()).unwrap();
+    let events = events_until_done(&mut run).await;
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
+    let whole = serde_json::Value::String("x".repeat(1_000_000));
+    let told = &tool_messages(&provider.requests()[1])[0].1;
+    let (start, notice) = told.split_once("\n\n").expect("the start of the result, then the notice");
+    assert_eq!(start.len(), MAX, "the model reads exactly the bound of the result");
+    assert!(whole.to_string().starts_with(start));
+    assert!(notice.contains("1000002 bytes long") && notice.contains("other 934466 bytes"), "{notice}");
+    assert!(notice.contains("not visible to you"), "{notice}");
+    assert!(told.len() < MAX + 512, "{} bytes sent for one result", told.len());
+    let executed = &with_status(&audit, AuditStatus::Executed)[0];
+    let digest = TokenStore::new(key).result_mac(agents_runtime::agents_core::canonical::to_string(&whole).as_bytes());
+    assert_eq!(executed.result, Some(AuditResult::Sha256(digest)), "the digest of the whole result");
+    let reason = executed.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("only the first 65536 of the result's 1000002 bytes"), "{reason}");
+    let shown = events.iter().find_map(|e| match e {
+        Event::ToolResult { result: Some(r), .. } => Some(r.clone()),
+        _ => None,
+    });
+    assert_eq!(shown, Some(whole), "the application's view is the whole result");
+}
+
+/// The model's bound is a setting; a result within it reaches the model whole and the record
+/// says nothing of a cut.
+#[tokio::test]
+async fn the_models_bound_is_a_setting_and_a_result_within_it_is_whole() {
+    let script = vec![tool_call("flood", r#"{"megabytes": 1}"#), reply("long")];
+    let (rt, audit, provider) = runtime(script, |b| b.max_model_result_bytes(2_000_000));
+    let out = rt.start::<Failing>(me(), "flood-within", "go".into()).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::Completed);
+    assert_eq!(tool_messages(&provider.requests()[1])[0].1.len(), 1_000_002);
+    assert_eq!(with_status(&audit, AuditStatus::Executed)[0].reason, None);
+}

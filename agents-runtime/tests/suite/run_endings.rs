@@ -95,6 +95,8 @@ fn runtime(mode: ConfirmMode, audit: &Arc<MemorySink>, model: &Arc<Model>) -> Ru
         .roles(RoleMap::new().role("employee", ["leave.write"]).role("manager", ["leave.write"]))
         .confirm_mode(mode)
         .session_idle_timeout(Duration::from_secs(60))
+        // Idle sessions are purged by hand here, when a test says so.
+        .sweep_every(None)
         .build()
 }
 
@@ -241,4 +243,30 @@ async fn ending_the_session_ends_a_dialog_call_waiting_for_a_decision() {
     assert_eq!(ran("end-dialog"), 0);
     assert_eq!(call_statuses(&audit, &call_id), vec![AuditStatus::Proposed, AuditStatus::Skipped]);
     assert!(last_reason(&audit, &call_id).starts_with("stopped"), "{}", last_reason(&audit, &call_id));
+}
+
+/// A session with a run under way is not idle: a dialog call waiting for a decision longer
+/// than the idle timeout is not ended by the runtime's own sweep (nor by `purge_expired`), and
+/// the decision, when it comes, is carried out once.
+#[tokio::test(start_paused = true)]
+async fn the_sweep_leaves_a_session_whose_run_waits_for_a_decision() {
+    let (audit, model) = (Arc::new(MemorySink::new()), Arc::new(Model::default()));
+    let rt = Runtime::builder(audit.clone(), model.clone())
+        .roles(RoleMap::new().role("employee", ["leave.write"]))
+        .confirm_mode(ConfirmMode::Dialog)
+        .session_idle_timeout(Duration::from_secs(60))
+        .build();
+    let mut run = rt.start::<Desk>(me(), "busy-dialog", "propose".into()).unwrap();
+    let call_id = confirm_required(&mut run).await;
+    // Three idle timeouts pass, and the sweep runs every minute meanwhile.
+    tokio::time::sleep(Duration::from_secs(180)).await;
+    assert_eq!(rt.purge_expired(), 0, "a session with a run under way is not idle");
+    assert_eq!(rt.session_count(), 1);
+    rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
+    assert_eq!(run.wait().await.status(), RunStatus::Completed);
+    assert_eq!(ran("busy-dialog"), 1);
+    assert_eq!(
+        call_statuses(&audit, &call_id),
+        vec![AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    );
 }

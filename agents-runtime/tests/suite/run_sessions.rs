@@ -1,11 +1,13 @@
 //! Sessions: bound to user, organisation and role; replay capped in bytes; idle expiry and
-//! an explicit end; memory of many finished sessions bounded.
+//! an explicit end; idle sessions swept by the runtime's own timer; a cap on the sessions
+//! held, the least recently used evicted; memory of many finished sessions bounded.
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatMessage, ChatRequest, ChatResponse, ScriptedProvider};
 use agents_runtime::run::StartError;
+use agents_runtime::store::MemoryStore;
 use agents_runtime::{Principal, RoleMap, RunStatus, Runtime, agent, permissions, tool};
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,7 +142,8 @@ async fn a_session_can_be_ended_by_its_owner_only() {
 #[tokio::test(start_paused = true)]
 async fn idle_sessions_expire_and_are_purged() {
     let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
-    let rt = runtime(&provider).session_idle_timeout(Duration::from_secs(600)).build();
+    // Purged by hand here: the runtime's own sweep is off.
+    let rt = runtime(&provider).session_idle_timeout(Duration::from_secs(600)).sweep_every(None).build();
     let me = as_role("clerk");
     turn(&rt, &provider, me.clone(), "s-idle", "remember 42", vec![reply("ok")]).await;
     turn(&rt, &provider, me.clone(), "s-busy", "remember 7", vec![reply("ok")]).await;
@@ -153,4 +156,50 @@ async fn idle_sessions_expire_and_are_purged() {
     tokio::time::advance(Duration::from_secs(600)).await;
     turn(&rt, &provider, me, "s-busy", "what number?", vec![reply("no idea")]).await;
     assert_eq!(provider.requests().last().unwrap().messages.len(), 1, "an expired session starts afresh");
+}
+
+/// Nobody calls `purge_expired` or `prune_state`: the runtime's own timer (every minute by
+/// default) drops the sessions idle for longer than the idle timeout, here and in the store.
+#[tokio::test(start_paused = true)]
+async fn idle_sessions_are_swept_without_anyone_asking() {
+    let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
+    let store = Arc::new(MemoryStore::new());
+    let rt = runtime(&provider).store(store.clone()).session_idle_timeout(Duration::from_secs(600)).build();
+    let me = as_role("clerk");
+    for i in 0..5 {
+        turn(&rt, &provider, me.clone(), &format!("s-sweep-{i}"), "remember 42", vec![reply("ok")]).await;
+    }
+    assert_eq!((rt.session_count(), store.session_count()), (5, 5));
+    tokio::time::sleep(Duration::from_secs(540)).await;
+    assert_eq!((rt.session_count(), store.session_count()), (5, 5), "within the idle time: kept");
+    tokio::time::sleep(Duration::from_secs(180)).await;
+    assert_eq!(rt.session_count(), 0, "swept on the runtime's own timer");
+    assert_eq!(store.session_count(), 0, "and dropped from the store");
+}
+
+/// At the cap, a new session evicts the least recently used one: it ends (its next turn
+/// starts afresh, the store holds it no more); the others keep their context; the count holds.
+#[tokio::test(start_paused = true)]
+async fn the_session_cap_evicts_the_least_recently_used_session() {
+    let provider = Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new()));
+    let store = Arc::new(MemoryStore::new());
+    let rt = runtime(&provider).store(store.clone()).max_sessions(3).build();
+    let me = as_role("clerk");
+    for s in ["cap-1", "cap-2", "cap-3", "cap-1"] {
+        turn(&rt, &provider, me.clone(), s, "remember 42", vec![reply("ok")]).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    turn(&rt, &provider, me.clone(), "cap-4", "remember 7", vec![reply("ok")]).await;
+    assert_eq!((rt.session_count(), store.session_count()), (3, 3), "the cap holds");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    turn(&rt, &provider, me.clone(), "cap-1", "what number?", vec![reply("42")]).await;
+    assert_eq!(provider.requests().last().unwrap().messages.len(), 5, "a recently used session keeps its context");
+    turn(&rt, &provider, me.clone(), "cap-2", "what number?", vec![reply("no idea")]).await;
+    assert_eq!(provider.requests().last().unwrap().messages.len(), 1, "the evicted session starts afresh");
+    assert_eq!((rt.session_count(), store.session_count()), (3, 3), "and took the place of the next oldest");
+    for _ in 0..50 {
+        let n = provider.requests().len();
+        turn(&rt, &provider, me.clone(), &format!("cap-x{n}"), "hello", vec![reply("hi")]).await;
+    }
+    assert_eq!((rt.session_count(), store.session_count()), (3, 3));
 }

@@ -73,6 +73,9 @@ async fn a_hundred_thousand_finished_sessions_are_bounded_and_purged() {
     let rt = Runtime::builder(Arc::new(Discard), Arc::new(Echo))
         .roles(RoleMap::new().role("reader", ["note.read"]))
         .session_idle_timeout(Duration::from_secs(600))
+        // Every session is held (the cap) until purged by hand (no sweep).
+        .max_sessions(SESSIONS)
+        .sweep_every(None)
         .build();
     let who = |i: usize| Principal::new(format!("user-{}", i % 1000), "org1", "reader");
     // Warm up: the runtime's own tables and the executor reach their steady size.

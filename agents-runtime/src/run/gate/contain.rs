@@ -135,8 +135,44 @@ pub(in crate::run) fn bounded(value: Value, max: usize) -> (Value, Option<String
     (json!({"truncated": true, "notice": notice, "start": kept}), Some(notice))
 }
 
+/// What the model reads of a tool message whose text is `text`: the text itself when it is at
+/// most `max` bytes long; otherwise its first `max` bytes (cut on a character boundary) and a
+/// notice that says how much was cut and that the rest is not visible to the model.
+pub(in crate::run) fn model_view(mut text: String, max: usize) -> String {
+    let size = text.len();
+    if size <= max {
+        return text;
+    }
+    let mut kept = max;
+    while !text.is_char_boundary(kept) {
+        kept -= 1;
+    }
+    text.truncate(kept);
+    text.push_str("\n\n");
+    text.push_str(&model_cut_notice(size, kept));
+    text
+}
+
+/// The notice the model reads after a tool message cut to its first `kept` of `size` bytes.
+pub(in crate::run) fn model_cut_notice(size: usize, kept: usize) -> String {
+    format!(
+        "[notice from the runtime: this tool result is {size} bytes long; only its first {kept} bytes are shown \
+         above, and the other {} bytes were cut and are not visible to you. Do not guess what they hold; say \
+         that the result was too long to read whole, or ask for a narrower one.]",
+        size - kept
+    )
+}
+
+/// The reason an `executed` record adds when the model reads only the start of its result.
+pub(in crate::run) fn model_cut_reason(size: usize, max: usize) -> String {
+    format!(
+        "the model was shown only the first {max} of the result's {size} bytes; the record's digest covers the whole \
+         result"
+    )
+}
+
 /// The length in bytes of a value's compact JSON text, counted without writing it.
-fn json_size(value: &Value) -> usize {
+pub(in crate::run) fn json_size(value: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
@@ -167,5 +203,17 @@ mod tests {
         let start = cut["start"].as_str().unwrap();
         assert!(start.len() <= 100 && big.to_string().starts_with(start), "{start}");
         assert_eq!(json_size(&big), big.to_string().len());
+    }
+
+    #[test]
+    fn the_model_reads_at_most_the_bound_then_a_notice_of_what_was_cut() {
+        assert_eq!(model_view("short".into(), 5), "short");
+        let text = "é".repeat(100);
+        let seen = model_view(text.clone(), 51);
+        let (start, notice) = seen.split_once("\n\n").unwrap();
+        assert_eq!(start.len(), 50, "cut on a character boundary, within the bound");
+        assert!(text.starts_with(start));
+        assert!(notice.contains("200 bytes long") && notice.contains("other 150 bytes"), "{notice}");
+        assert!(notice.contains("not visible to you"), "{notice}");
     }
 }

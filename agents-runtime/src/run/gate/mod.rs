@@ -11,7 +11,7 @@ mod handoff;
 mod read;
 
 pub(in crate::run) use action::{ActionFn, execute_approved};
-pub(in crate::run) use contain::run_contained;
+pub(in crate::run) use contain::{model_view, run_contained};
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
 use super::record::RecordFields;
@@ -410,7 +410,15 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
                 }
             };
             let mut f = base(AuditStatus::Executed, redacted);
-            f.reason = cut;
+            // The model reads at most its bound of the result (see `Turn::dispatch_calls`); the
+            // record says so, and its digest covers the whole result.
+            let size = contain::json_size(&value);
+            let shown = ctx.inner.max_model_result_bytes;
+            f.reason = match (cut, size > shown) {
+                (cut, false) => cut,
+                (None, true) => Some(contain::model_cut_reason(size, shown)),
+                (Some(cut), true) => Some(format!("{cut}; {}", contain::model_cut_reason(size, shown))),
+            };
             f.result = Some(kept);
             (f, AuditStatus::Executed, CallOutcome { executed: true, ..CallOutcome::ok(value) })
         }

@@ -15,6 +15,13 @@ async fn exchange_rate(net: &NetAccess, currency: String) -> Result<String, Stri
     Ok(currency)
 }
 
+/// Fetches any page the user names (a browsing tool: `*` is any host).
+#[tool(permission = public, policy(net(hosts = ["*"])))]
+async fn browse(net: &NetAccess, url: String) -> Result<String, String> {
+    net.check_url(&url).map_err(|e| e.to_string())?;
+    Ok(url)
+}
+
 /// Tells which region the application runs in.
 #[tool(permission = public, policy(env(vars = ["APP_REGION", "_PRIVATE2"])))]
 fn region(env: EnvAccess) -> Result<Option<String>, String> {
@@ -24,9 +31,10 @@ fn region(env: EnvAccess) -> Result<Option<String>, String> {
 agent! {
     /// Reads documents.
     pub struct Reader;
-    tools: [read_upload, exchange_rate, region],
+    tools: [read_upload, exchange_rate, browse, region],
 }
 
 fn main() {
     assert!(Reader::MANIFEST.contains("/var/app/uploads/**"));
+    assert!(Reader::MANIFEST.contains(r#""hosts":["*"]"#), "{}", Reader::MANIFEST);
 }
