@@ -6,7 +6,7 @@ pub mod postgres;
 mod sqlite;
 
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresSettings, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 

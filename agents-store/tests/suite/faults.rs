@@ -1,0 +1,297 @@
+//! Connection faults between a node and its database, injected for real: a TCP relay on
+//! loopback in front of a throwaway PostgreSQL cluster cuts a connection at a chosen point of
+//! the server's answers (after the server carried out a COMMIT or an INSERT, before its reply
+//! reaches the store), an open transaction of another connection holds a lock, a caller gives
+//! up half way. Each test states what must hold: an answer says what the database holds, a
+//! retry never doubles a record, and every wait ends.
+
+use crate::common;
+
+use agents_runtime::budget::BudgetStore;
+use agents_runtime::store::{Store, StoreError};
+use agents_store::postgres::TempCluster;
+use agents_store::testing::sample_record;
+use agents_store::{PostgresSettings, PostgresStore};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn cluster() -> TempCluster {
+    TempCluster::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// How long a test waits for something that must end well before: a hang detector, not a
+/// measure of speed.
+const HANG: Duration = Duration::from_secs(120);
+
+/// A TCP relay on 127.0.0.1 in front of the cluster. Armed with a pattern, it forwards the
+/// server's answers until one holds the pattern (say `COMMIT\0`, the tag of a carried-out
+/// COMMIT), then closes both sides of that connection without forwarding that answer: the
+/// server did the work, the client never hears of it.
+struct Relay {
+    port: u16,
+    armed: Arc<Mutex<Option<Vec<u8>>>>,
+    cuts: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Relay {
+    async fn start(upstream: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let armed: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
+        let cuts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (armed_, cuts_) = (armed.clone(), cuts.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((client, _)) = listener.accept().await else { return };
+                let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
+                tokio::spawn(pump(client, server, armed_.clone(), cuts_.clone()));
+            }
+        });
+        Relay { port, armed, cuts }
+    }
+
+    fn conninfo(&self, dbname: &str) -> String {
+        format!("host=127.0.0.1 port={} user=postgres dbname={dbname}", self.port)
+    }
+
+    /// Cuts the next connection whose server answer holds `pattern`.
+    fn cut_reply_holding(&self, pattern: &[u8]) {
+        *self.armed.lock().unwrap() = Some(pattern.to_vec());
+    }
+
+    fn cuts(&self) -> usize {
+        self.cuts.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the armed cut is still waiting for its pattern.
+    fn still_armed(&self) -> bool {
+        self.armed.lock().unwrap().is_some()
+    }
+}
+
+async fn pump(
+    client: TcpStream,
+    server: TcpStream,
+    armed: Arc<Mutex<Option<Vec<u8>>>>,
+    cuts: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let upstream = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+    });
+    let mut seen: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match server_read.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let cut = {
+            let mut armed = armed.lock().unwrap();
+            match armed.as_ref() {
+                // The answers of this connection since the relay was armed (a pattern may
+                // straddle two reads); none from before.
+                Some(p) => {
+                    seen.extend_from_slice(&buf[..n]);
+                    let hit = seen.windows(p.len()).any(|w| w == p.as_slice());
+                    if hit {
+                        *armed = None;
+                    }
+                    hit
+                }
+                None => {
+                    seen.clear();
+                    false
+                }
+            }
+        };
+        if cut {
+            cuts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            break;
+        }
+        if seen.len() > 4096 {
+            seen.drain(..seen.len() - 64);
+        }
+        if client_write.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    upstream.abort();
+}
+
+/// A plain connection of its own (an operator's session, another node's transaction).
+async fn raw(conninfo: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn stored_records(conninfo: &str, stream: &str) -> Vec<String> {
+    let client = raw(conninfo).await;
+    let rows = client.query("SELECT line FROM agents_audit WHERE stream = $1 ORDER BY seq", &[&stream]).await.unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_whose_commit_reply_is_lost_is_read_back_and_acknowledged_once() {
+    let cluster = cluster();
+    let direct = cluster.create_database("lost_commit").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("lost_commit"), 4).await.unwrap();
+    // The first append of a stream reads the head under its lock (two round trips), the next
+    // ones send one pipeline after the head they left: both lose their COMMIT's reply.
+    for i in 0..2 {
+        relay.cut_reply_holding(b"COMMIT\0");
+        let sealed = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(i, "a")]))
+            .await
+            .expect("the append ends");
+        assert!(!relay.still_armed() && relay.cuts() == i + 1, "the relay cut the COMMIT's reply");
+        let sealed = sealed.expect("a COMMIT carried out is acknowledged, though its reply was lost");
+        assert_eq!(sealed[0].seq, i as u64 + 1);
+        let lines = stored_records(&direct, "s").await;
+        assert_eq!(lines.len(), i + 1, "stored once, never twice");
+        assert_eq!(lines[i], sealed[0].to_line(), "the acknowledged record is the stored one");
+    }
+    // The chain goes on from the record read back.
+    store.append_audit("s", vec![sample_record(9, "a")]).await.unwrap();
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
+    let cluster = cluster();
+    let direct = cluster.create_database("cut_anywhere").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("cut_anywhere"), 4).await.unwrap();
+    store.append_audit("s", vec![sample_record(0, "a")]).await.unwrap();
+    // The tags of the pipeline's answers, in order: BEGIN, the head's advance (a SELECT), the
+    // insert, COMMIT. Cut at each, twice (the second time the head is read under its lock).
+    let mut acknowledged = 1;
+    for (i, tag) in
+        [b"BEGIN\0".as_slice(), b"SELECT 1\0", b"INSERT 0 1\0", b"COMMIT\0"].iter().cycle().take(8).enumerate()
+    {
+        relay.cut_reply_holding(tag);
+        let answer = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(i + 1, "a")]))
+            .await
+            .expect("the append ends");
+        *relay.armed.lock().unwrap() = None;
+        let lines = stored_records(&direct, "s").await;
+        match answer {
+            Ok(sealed) => {
+                acknowledged += 1;
+                assert_eq!(lines.last(), Some(&sealed[0].to_line()), "acknowledged: stored (cut at {tag:?})");
+            }
+            Err(e) => assert!(
+                !lines.iter().any(|l| l.contains(&format!("req-a-{}", i + 1))),
+                "refused ({e}): not stored (cut at {tag:?})"
+            ),
+        }
+        assert_eq!(lines.len(), acknowledged, "every stored record was acknowledged, once (cut at {tag:?})");
+    }
+    assert!(relay.cuts() >= 4, "the relay cut connections ({})", relay.cuts());
+    assert_eq!(store.verify_audit("s").await.unwrap().records, acknowledged);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_whose_insert_reply_is_lost_is_stored_once_and_acknowledged() {
+    let cluster = cluster();
+    let direct = cluster.create_database("lost_insert").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("lost_insert"), 4).await.unwrap();
+    let p = common::proposal("call-lost", "ann");
+    relay.cut_reply_holding(b"INSERT 0 1\0");
+    let put = tokio::time::timeout(HANG, store.put_proposal(&p)).await.expect("the insert ends");
+    assert_eq!(relay.cuts(), 1, "the relay cut the insert's reply");
+    put.expect("an insert carried out is acknowledged, though its reply was lost");
+    let client = raw(&direct).await;
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM agents_proposals WHERE call_id = 'call-lost'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+    assert_eq!(store.proposal("call-lost").await.unwrap().map(|s| s.proposal), Some(p.clone()));
+    // Another proposal under the taken id is still refused (identity decides, not a retry).
+    let other = common::proposal("call-lost", "bob");
+    relay.cut_reply_holding(b"INSERT 0 1\0");
+    assert!(matches!(store.put_proposal(&other).await, Err(StoreError::Invalid(_))), "the id is taken");
+    *relay.armed.lock().unwrap() = None;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_reservation_given_up_half_way_leaves_no_transaction_open() {
+    let cluster = cluster();
+    let url = cluster.create_database("given_up").await.unwrap();
+    // One pooled connection, so the next write takes the one the reservation used.
+    let store = PostgresStore::connect(&url, 1).await.unwrap();
+    store.set_budget_cap("org1", Some("u1"), 100.0).await.unwrap();
+    store.record("org1", "u1", 1.0).await.unwrap();
+    // Another transaction holds the user's account row: the reservation waits on it.
+    let mut operator = raw(&url).await;
+    let holding = operator.transaction().await.unwrap();
+    holding
+        .execute("SELECT 1 FROM agents_budget_accounts WHERE org_id = 'org1' AND user_id = 'u1' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_millis(500), store.reserve("org1", "u1", 1.0)).await;
+    assert!(gave_up.is_err(), "the reservation waited on the lock and its caller gave up");
+    holding.commit().await.unwrap();
+    // The next write on the pooled connection is stored for everyone to see.
+    tokio::time::timeout(HANG, store.set_budget_cap("org1", None, 55.0)).await.expect("ends").unwrap();
+    let other = raw(&url).await;
+    let cap: Option<f64> = other
+        .query_opt("SELECT cap_usd FROM agents_budget_caps WHERE org_id = 'org1' AND user_id = ''", &[])
+        .await
+        .unwrap()
+        .map(|r| r.get(0));
+    assert_eq!(cap, Some(55.0), "the write after a given-up reservation is committed, not left in its transaction");
+}
+
+fn quick() -> PostgresSettings {
+    PostgresSettings {
+        max_connections: 1,
+        acquire_timeout: Duration::from_millis(500),
+        lock_timeout: Duration::from_secs(2),
+        statement_timeout: Duration::from_secs(4),
+        ..PostgresSettings::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_and_a_busy_pool_end_the_wait_with_an_error() {
+    let cluster = cluster();
+    let url = cluster.create_database("waits_end").await.unwrap();
+    let store = Arc::new(PostgresStore::connect_with(&url, quick()).await.unwrap());
+    store.append_audit("s", vec![sample_record(0, "a")]).await.unwrap();
+    // An operator's open transaction holds the stream's head.
+    let mut operator = raw(&url).await;
+    let holding = operator.transaction().await.unwrap();
+    holding.execute("SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE", &[]).await.unwrap();
+    let waited = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(1, "a")]))
+        .await
+        .expect("a wait on a held lock ends");
+    let e = waited.expect_err("the append fails closed");
+    assert!(matches!(e, StoreError::Unavailable(_)) && e.to_string().contains("lock"), "{e}");
+    // The pool's one connection busy on a held lock: another operation gets none in time.
+    let blocked = {
+        let store = store.clone();
+        tokio::spawn(async move { store.append_audit("s", vec![sample_record(2, "a")]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let e = tokio::time::timeout(HANG, store.prune_tokens()).await.expect("a wait for a connection ends").unwrap_err();
+    assert!(e.to_string().contains("acquire timeout"), "{e}");
+    assert!(blocked.await.unwrap().is_err());
+    holding.rollback().await.unwrap();
+    store.append_audit("s", vec![sample_record(3, "a")]).await.expect("once the lock is free, appends go on");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 2, "the refused appends stored nothing");
+}
+
+#[tokio::test]
+async fn a_zero_timeout_is_refused_before_connecting() {
+    let zero = PostgresSettings { lock_timeout: Duration::ZERO, ..PostgresSettings::default() };
+    let e = PostgresStore::connect_with("host=127.0.0.1 port=1 user=postgres", zero).await.unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)) && e.to_string().contains("lock_timeout"), "{e}");
+}
