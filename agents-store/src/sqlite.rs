@@ -2,7 +2,7 @@
 
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, budget_amount, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
-use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use agents_runtime::audit::{AuditRecord, ChainSummary, FileIdentity, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
     DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
@@ -27,6 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// The file as opened: once it is deleted, replaced or moved, no answer is given.
+    identity: Arc<FileIdentity>,
 }
 
 fn now_ms() -> i64 {
@@ -51,7 +53,9 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", "FULL").map_err(at)?;
         migrate(&mut conn, SQLITE_MIGRATIONS)?;
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path })
+        let identity =
+            FileIdentity::of(&path).map_err(|e| unavailable(&format!("SQLite store `{}`", path.display()), e))?;
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path, identity: Arc::new(identity) })
     }
 
     /// The file.
@@ -65,18 +69,25 @@ impl SqliteStore {
         version(&conn).map_err(sql_error)
     }
 
-    /// Runs `f` on the connection on the blocking pool.
+    /// Runs `f` on the connection on the blocking pool, only while the file is still the one
+    /// opened (checked before and after `f`, one `stat` each): a write into a file deleted,
+    /// replaced or moved would be lost (or, through the WAL file left at the path, mixed into
+    /// the file now there), so it is not made, or not acknowledged, and answers an error.
     fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     ) -> BoxFuture<'static, StoreResult<T>> {
-        let conn = self.conn.clone();
+        let (conn, identity) = (self.conn.clone(), self.identity.clone());
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 // A panic inside `f` rolls its transaction back (the transaction is dropped),
                 // so the connection is consistent after it.
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                f(&mut conn)
+                let moved = |e| unavailable("SQLite state store", e);
+                identity.check().map_err(moved)?;
+                let answer = f(&mut conn)?;
+                identity.check().map_err(moved)?;
+                Ok(answer)
             })
             .await
             .map_err(|e| unavailable("SQLite task", e))?

@@ -56,6 +56,7 @@
 //! ```
 
 mod group_commit;
+mod identity;
 mod jsonl;
 mod keyed;
 mod memory;
@@ -69,6 +70,7 @@ pub use agents_core::audit::{
     severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
+pub use identity::FileIdentity;
 pub use jsonl::{
     JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with,
 };
