@@ -359,6 +359,19 @@ impl Drop for StoredProposal {
     }
 }
 
+/// A proposal the store answered with an error may be stored all the same (the insert went
+/// through and its reply was lost, and reading it back failed too): it is withdrawn (ended,
+/// its final record claimed), so it is neither listed for a decision nor run once approved
+/// behind the `skipped` record the call writes next, which then marks the claim written. A
+/// store that cannot be asked now either leaves it to a resumption, which asks the log first.
+async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
+    match withdraw(&*ctx.inner.store, record, reason).await {
+        Ok(()) => ctx.inner.settling.insert(record.call_id.clone()),
+        Err(e) => tracing::error!(call_id = %record.call_id, error = %e,
+            "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same"),
+    }
+}
+
 /// The store failed while this call's final record was being claimed: without the claim the
 /// call writes no final record (a resumption that wins the claim once the run's slot lapsed
 /// writes it, so there is never a second one); nothing ran, and the run ends with
@@ -667,6 +680,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         }
         if let Err(e) = ctx.inner.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            withdraw_unkept(ctx, &record, &reason).await;
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
@@ -783,6 +797,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let record = proposal.store_record();
         if let Err(e) = ctx.inner.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            withdraw_unkept(ctx, &record, &reason).await;
             proposal.end(owed, AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }

@@ -7,11 +7,18 @@
 
 use crate::common;
 
+use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::budget::BudgetStore;
-use agents_runtime::store::{Store, StoreError};
+use agents_runtime::provider::scripted::reply;
+use agents_runtime::provider::{ChatResponse, ScriptedProvider, ToolCallRequest};
+use agents_runtime::store::{Store, StoreAuditSink, StoreError};
+use agents_runtime::{Runtime, Verdict};
 use agents_store::postgres::TempCluster;
+use agents_store::testing::leave::{Hr, SERVER_KEY, employee, executions, roles};
 use agents_store::testing::sample_record;
 use agents_store::{PostgresSettings, PostgresStore};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,95 +38,150 @@ const HANG: Duration = Duration::from_secs(120);
 /// server did the work, the client never hears of it.
 struct Relay {
     port: u16,
-    armed: Arc<Mutex<Option<Vec<u8>>>>,
-    cuts: Arc<std::sync::atomic::AtomicUsize>,
+    cut: Arc<Mutex<Cut>>,
+    cuts: Arc<AtomicUsize>,
+    /// How many of the next new connections are refused (closed at once).
+    refuse: Arc<AtomicUsize>,
+}
+
+/// The armed cut, if any.
+#[derive(Default)]
+struct Cut {
+    /// Cut the first connection whose server answer holds this.
+    reply: Option<Vec<u8>>,
+    /// Only on a connection whose client sent this first (none: any connection).
+    after_sending: Option<Vec<u8>>,
+    /// Refuse this many new connections once cut.
+    then_refuse: usize,
 }
 
 impl Relay {
     async fn start(upstream: u16) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let armed: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
-        let cuts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (armed_, cuts_) = (armed.clone(), cuts.clone());
+        let relay = Relay { port, cut: Arc::default(), cuts: Arc::default(), refuse: Arc::default() };
+        let (cut, cuts, refuse) = (relay.cut.clone(), relay.cuts.clone(), relay.refuse.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else { return };
+                if refuse.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
+                    drop(client);
+                    continue;
+                }
                 let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
-                tokio::spawn(pump(client, server, armed_.clone(), cuts_.clone()));
+                let link = Link { cut: cut.clone(), cuts: cuts.clone(), refuse: refuse.clone() };
+                tokio::spawn(link.pump(client, server));
             }
         });
-        Relay { port, armed, cuts }
+        relay
     }
 
     fn conninfo(&self, dbname: &str) -> String {
         format!("host=127.0.0.1 port={} user=postgres dbname={dbname}", self.port)
     }
 
-    /// Cuts the next connection whose server answer holds `pattern`.
-    fn cut_reply_holding(&self, pattern: &[u8]) {
-        *self.armed.lock().unwrap() = Some(pattern.to_vec());
+    /// Cuts the next connection whose server answer holds `reply`.
+    fn cut_reply_holding(&self, reply: &[u8]) {
+        *self.cut.lock().unwrap() = Cut { reply: Some(reply.to_vec()), ..Cut::default() };
+    }
+
+    /// Cuts the connection that sends `statement` at its next server answer holding `reply`,
+    /// then refuses the next `refused` new connections.
+    fn cut_after_sending(&self, statement: &[u8], reply: &[u8], refused: usize) {
+        *self.cut.lock().unwrap() =
+            Cut { reply: Some(reply.to_vec()), after_sending: Some(statement.to_vec()), then_refuse: refused };
+    }
+
+    fn disarm(&self) {
+        *self.cut.lock().unwrap() = Cut::default();
     }
 
     fn cuts(&self) -> usize {
-        self.cuts.load(std::sync::atomic::Ordering::SeqCst)
+        self.cuts.load(SeqCst)
     }
 
     /// Whether the armed cut is still waiting for its pattern.
     fn still_armed(&self) -> bool {
-        self.armed.lock().unwrap().is_some()
+        self.cut.lock().unwrap().reply.is_some()
     }
 }
 
-async fn pump(
-    client: TcpStream,
-    server: TcpStream,
-    armed: Arc<Mutex<Option<Vec<u8>>>>,
-    cuts: Arc<std::sync::atomic::AtomicUsize>,
-) {
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut server_read, mut server_write) = server.into_split();
-    let upstream = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-    });
-    let mut seen: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match server_read.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let cut = {
-            let mut armed = armed.lock().unwrap();
-            match armed.as_ref() {
-                // The answers of this connection since the relay was armed (a pattern may
-                // straddle two reads); none from before.
-                Some(p) => {
-                    seen.extend_from_slice(&buf[..n]);
-                    let hit = seen.windows(p.len()).any(|w| w == p.as_slice());
-                    if hit {
-                        *armed = None;
+fn holds(seen: &[u8], pattern: &[u8]) -> bool {
+    seen.windows(pattern.len()).any(|w| w == pattern)
+}
+
+/// One relayed connection.
+struct Link {
+    cut: Arc<Mutex<Cut>>,
+    cuts: Arc<AtomicUsize>,
+    refuse: Arc<AtomicUsize>,
+}
+
+impl Link {
+    async fn pump(self, client: TcpStream, server: TcpStream) {
+        let (mut client_read, mut client_write) = client.into_split();
+        let (mut server_read, mut server_write) = server.into_split();
+        // Whether this connection's client sent what the cut waits for.
+        let sent = Arc::new(AtomicBool::new(false));
+        let upstream = {
+            let (cut, sent) = (self.cut.clone(), sent.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match client_read.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    if cut.lock().unwrap().after_sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
+                        sent.store(true, SeqCst);
                     }
-                    hit
+                    if server_write.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
                 }
-                None => {
-                    seen.clear();
-                    false
-                }
-            }
+            })
         };
-        if cut {
-            cuts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            break;
+        let mut seen: Vec<u8> = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server_read.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let hit = {
+                let mut cut = self.cut.lock().unwrap();
+                let here = cut.after_sending.is_none() || sent.load(SeqCst);
+                match cut.reply.clone() {
+                    // The answers of this connection since the cut was armed here (a pattern
+                    // may straddle two reads); none from before.
+                    Some(p) if here => {
+                        seen.extend_from_slice(&buf[..n]);
+                        let hit = holds(&seen, &p);
+                        if hit {
+                            self.refuse.store(cut.then_refuse, SeqCst);
+                            *cut = Cut::default();
+                        }
+                        hit
+                    }
+                    _ => {
+                        seen.clear();
+                        false
+                    }
+                }
+            };
+            if hit {
+                self.cuts.fetch_add(1, SeqCst);
+                break;
+            }
+            if seen.len() > 4096 {
+                seen.drain(..seen.len() - 64);
+            }
+            if client_write.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
         }
-        if seen.len() > 4096 {
-            seen.drain(..seen.len() - 64);
-        }
-        if client_write.write_all(&buf[..n]).await.is_err() {
-            break;
-        }
+        upstream.abort();
     }
-    upstream.abort();
 }
 
 /// A plain connection of its own (an operator's session, another node's transaction).
@@ -177,7 +239,7 @@ async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
         let answer = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(i + 1, "a")]))
             .await
             .expect("the append ends");
-        *relay.armed.lock().unwrap() = None;
+        relay.disarm();
         let lines = stored_records(&direct, "s").await;
         match answer {
             Ok(sealed) => {
@@ -218,7 +280,7 @@ async fn a_proposal_whose_insert_reply_is_lost_is_stored_once_and_acknowledged()
     let other = common::proposal("call-lost", "bob");
     relay.cut_reply_holding(b"INSERT 0 1\0");
     assert!(matches!(store.put_proposal(&other).await, Err(StoreError::Invalid(_))), "the id is taken");
-    *relay.armed.lock().unwrap() = None;
+    relay.disarm();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,4 +356,65 @@ async fn a_zero_timeout_is_refused_before_connecting() {
     let zero = PostgresSettings { lock_timeout: Duration::ZERO, ..PostgresSettings::default() };
     let e = PostgresStore::connect_with("host=127.0.0.1 port=1 user=postgres", zero).await.unwrap_err();
     assert!(matches!(e, StoreError::Invalid(_)) && e.to_string().contains("lock_timeout"), "{e}");
+}
+
+fn leave(days: u32) -> ChatResponse {
+    ChatResponse {
+        content: String::new(),
+        tool_calls: vec![ToolCallRequest {
+            id: "call_1".into(),
+            name: "submit_leave".into(),
+            arguments: format!(r#"{{"days": {days}}}"#),
+        }],
+        usage: Default::default(),
+    }
+}
+
+/// A node whose state is in `store` and whose audit log is stream `audit` of `log`.
+fn node(store: Arc<dyn Store>, log: Arc<dyn Store>, script: Vec<ChatResponse>) -> Runtime {
+    Runtime::builder(Arc::new(StoreAuditSink::new(log, "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(roles())
+        .server_key(SERVER_KEY)
+        .store(store)
+        .decision_poll(Duration::from_millis(20))
+        .run_slot_lease(Duration::from_millis(300))
+        .settle_lease(Duration::ZERO)
+        .build()
+}
+
+/// A dialog proposal whose insert went through while its reply was lost, and whose read-back
+/// failed too (the node could not reconnect): the call ends `skipped` ("nothing ran"), and the
+/// stored row is withdrawn, so it is not listed for a decision and a late approval runs
+/// nothing, on any node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() {
+    let cluster = cluster();
+    let direct = cluster.create_database("unkept").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let settings = PostgresSettings { max_connections: 1, ..PostgresSettings::default() };
+    let through_relay: Arc<dyn Store> =
+        Arc::new(PostgresStore::connect_with(&relay.conninfo("unkept"), settings).await.unwrap());
+    let log: Arc<dyn Store> = Arc::new(PostgresStore::connect(&direct, 4).await.unwrap());
+    let session = format!("unkept-{}", uuid::Uuid::new_v4().simple());
+    let node_a = node(through_relay, log.clone(), vec![leave(4), reply("done")]);
+    // The proposal's insert is carried out, its reply lost; reading it back finds no connection.
+    relay.cut_after_sending(b"INSERT INTO agents_proposals", b"INSERT 0 1\0", 1);
+    let run = node_a.start::<Hr>(employee(), &session, "four days".into()).unwrap();
+    tokio::time::timeout(HANG, run.wait()).await.expect("the run ends").expect("the run goes on after the call");
+    assert_eq!(relay.cuts(), 1, "the relay cut the insert's reply");
+    let lines = stored_records(&direct, "audit").await;
+    let records: Vec<AuditRecord> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let statuses: Vec<AuditStatus> = records.iter().filter(|r| r.tool.is_some()).map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Skipped], "one final record: nothing ran");
+    let call_id = records.iter().find_map(|r| r.call_id.as_deref()).unwrap().to_owned();
+    let row = log.proposal(&call_id).await.unwrap().expect("the insert went through");
+    assert!(row.verdict.is_some() && row.settled_by.is_some(), "withdrawn, not left undecided: {row:?}");
+    let node_b = node(log.clone(), log.clone(), vec![]);
+    assert!(node_b.pending_decisions(&employee()).await.unwrap().is_empty(), "not listed for a decision");
+    assert!(node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.is_err(), "nor decidable");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "nothing to carry out");
+    assert_eq!(executions(&session), 0, "nothing ran");
+    assert_eq!(stored_records(&direct, "audit").await.len(), lines.len(), "still one final record");
+    log.verify_audit("audit").await.expect("the chain verifies");
 }
