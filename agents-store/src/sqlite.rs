@@ -5,9 +5,9 @@ use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, FileIdentity, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
-    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
-    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
-    seal_after, verify_lines,
+    Debts, DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord,
+    SessionSaved, SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle,
+    line_is_final_of, owed_records, seal_after, verify_lines,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -674,6 +674,25 @@ impl Store for SqliteStore {
                 params![stream, seq as i64, prev],
             )
             .map_err(sql_error)?;
+            // The calls this batch opens and settles, in its transaction (opened ones first).
+            let debts = Debts::of(&sealed, &lines);
+            if !debts.is_empty() {
+                let mut owe = tx
+                    .prepare_cached(
+                        "INSERT INTO agents_audit_debts (stream, call_id, line, owed_since) VALUES (?1, ?2, ?3, ?4) \
+                         ON CONFLICT (stream, call_id) DO NOTHING",
+                    )
+                    .map_err(sql_error)?;
+                for (call_id, line) in debts.owed.iter().zip(&debts.owed_lines) {
+                    owe.execute(params![stream, call_id, line, now_ms()]).map_err(sql_error)?;
+                }
+                let mut pay = tx
+                    .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2")
+                    .map_err(sql_error)?;
+                for call_id in &debts.paid {
+                    pay.execute(params![stream, call_id]).map_err(sql_error)?;
+                }
+            }
             tx.commit().map_err(sql_error)?;
             Ok(sealed)
         })
@@ -706,6 +725,54 @@ impl Store for SqliteStore {
                 .collect::<rusqlite::Result<_>>()
                 .map_err(sql_error)?;
             Ok(Some(lines.iter().any(|l| line_is_final_of(l, &call_id))))
+        })
+    }
+
+    fn owed_finals<'a>(
+        &'a self,
+        stream: &'a str,
+        older_than: Duration,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let stream = stream.to_owned();
+        self.run(move |conn| {
+            let before = now_ms() - millis(older_than);
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT d.line FROM agents_audit_debts d WHERE d.stream = ?1 AND d.owed_since <= ?2 \
+                     AND (d.held_at IS NULL OR d.held_at <= ?2) \
+                     AND NOT EXISTS (SELECT 1 FROM agents_proposals p WHERE p.call_id = d.call_id) \
+                     ORDER BY d.owed_since, d.call_id LIMIT ?3",
+                )
+                .map_err(sql_error)?;
+            let lines: Vec<String> = stmt
+                .query_map(params![stream, before, i64::from(limit)], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(sql_error)?;
+            owed_records(lines.iter().map(String::as_str))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        stream: &'a str,
+        call_id: &'a str,
+        node: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let (stream, call_id, node) = (stream.to_owned(), call_id.to_owned(), node.to_owned());
+        self.run(move |conn| {
+            let now = now_ms();
+            // One conditional statement under the database's write lock.
+            let n = conn
+                .execute(
+                    "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 WHERE stream = ?1 AND call_id = ?2 \
+                     AND (held_at IS NULL OR held_at <= ?5)",
+                    params![stream, call_id, node, now, now - millis(lease)],
+                )
+                .map_err(sql_error)?;
+            Ok(n == 1)
         })
     }
 }

@@ -82,4 +82,31 @@ impl AuditSink for StoreAuditSink {
             self.store.holds_final(&self.stream, call_id).await.map_err(|e| AuditError::Refused(e.to_string()))
         })
     }
+
+    fn owed_finals(
+        &self,
+        older_than: std::time::Duration,
+        limit: u32,
+    ) -> crate::BoxFuture<'_, Result<Vec<AuditRecord>, AuditError>> {
+        Box::pin(async move {
+            self.store
+                .owed_finals(&self.stream, older_than, limit)
+                .await
+                .map_err(|e| AuditError::Refused(e.to_string()))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        lease: std::time::Duration,
+    ) -> crate::BoxFuture<'a, Result<bool, AuditError>> {
+        Box::pin(async move {
+            self.store
+                .claim_owed(&self.stream, call_id, node, lease)
+                .await
+                .map_err(|e| AuditError::Refused(e.to_string()))
+        })
+    }
 }

@@ -11,12 +11,12 @@ use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailab
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
-    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
-    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
-    seal_after, verify_lines,
+    Debts, DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord,
+    SessionSaved, SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle,
+    line_is_final_of, owed_records, seal_after, verify_lines,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use futures::future::{join, join3, join5};
+use futures::future::{join, join4, join5};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -1008,6 +1008,52 @@ impl Store for PostgresStore {
             Ok(Some(rows.iter().any(|r| line_is_final_of(r.get::<_, &str>(0), call_id))))
         })
     }
+
+    fn owed_finals<'a>(
+        &'a self,
+        stream: &'a str,
+        older_than: Duration,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT d.line FROM agents_audit_debts d WHERE d.stream = $1 \
+                     AND d.owed_since <= now() - $2::BIGINT * interval '1 millisecond' \
+                     AND (d.held_at IS NULL OR d.held_at <= now() - $2::BIGINT * interval '1 millisecond') \
+                     AND NOT EXISTS (SELECT 1 FROM agents_proposals p WHERE p.call_id = d.call_id) \
+                     ORDER BY d.owed_since, d.call_id LIMIT $3",
+                    &[&stream, &millis(older_than), &i64::from(limit)],
+                )
+                .await
+                .map_err(pg_error)?;
+            owed_records(rows.iter().map(|r| r.get::<_, &str>(0)))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        stream: &'a str,
+        call_id: &'a str,
+        node: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent claimer waits for the row's lock, then
+            // re-checks the lapse on the claimed row, which fails.
+            let n = client
+                .execute(
+                    "UPDATE agents_audit_debts SET held_by = $3, held_at = now() WHERE stream = $1 AND call_id = $2 \
+                     AND (held_at IS NULL OR held_at <= now() - $4::BIGINT * interval '1 millisecond')",
+                    &[&stream, &call_id, &node, &millis(lease)],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -1037,17 +1083,19 @@ async fn append_after(
     let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
     let columns = Columns::of(&sealed);
     let last_seq = last_seq as i64;
-    let (begin, advanced, inserted, commit) = futures::future::join4(
+    let debts = Debts::of(&sealed, &lines);
+    let (begin, advanced, inserted, kept, commit) = join5(
         client.batch_execute("BEGIN"),
         client.execute(&advance, &[&stream, &head.0, &head.1, &last_seq, &last_hash]),
         client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        keep_debts(client, stream, &debts).await.map_err(unsent)?,
         client.batch_execute("COMMIT"),
     )
     .await;
     // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
     // error is the answer and nothing was stored; unless the server's answer was lost.
     let head = (last_seq, last_hash);
-    match begin.and(advanced).and(inserted).and(commit) {
+    match begin.and(advanced).and(inserted).and(kept).and(commit) {
         Ok(()) => Ok((sealed, head)),
         Err(e) => Err((e, Some((sealed, head)))),
     }
@@ -1082,17 +1130,56 @@ async fn append_locked(
     let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
     let columns = Columns::of(&sealed);
     let last_seq = last_seq as i64;
-    let (inserted, advanced, commit) = join3(
+    let debts = Debts::of(&sealed, &lines);
+    let (inserted, advanced, kept, commit) = join4(
         client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
         client.execute(&advance, &[&stream, &last_seq, &last_hash]),
+        keep_debts(client, stream, &debts).await.map_err(unsent)?,
         client.batch_execute("COMMIT"),
     )
     .await;
     let head = (last_seq, last_hash);
-    match inserted.and(advanced).and(commit) {
+    match inserted.and(advanced).and(kept).and(commit) {
         Ok(()) => Ok((sealed, head)),
         Err(e) => Err((e, Some((sealed, head)))),
     }
+}
+
+/// The statements that keep a batch's debts (see [`Debts`]), prepared (a round trip the first
+/// time on a connection only); the future they return sends them when first polled, so
+/// polled between the batch's insert and its COMMIT they run in its transaction, in the same
+/// pipeline. A batch without calls sends nothing.
+async fn keep_debts<'a>(
+    client: &'a Object,
+    stream: &'a str,
+    debts: &'a Debts<'a>,
+) -> Result<impl Future<Output = Result<(), tokio_postgres::Error>> + 'a, tokio_postgres::Error> {
+    let (owe, pay) = if debts.is_empty() {
+        (None, None)
+    } else {
+        let owe = client
+            .prepare_cached(
+                "INSERT INTO agents_audit_debts (stream, call_id, line) SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[]) \
+                 ON CONFLICT (stream, call_id) DO NOTHING",
+            )
+            .await?;
+        let pay = client
+            .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = $1 AND call_id = ANY($2::TEXT[])")
+            .await?;
+        (Some(owe), Some(pay))
+    };
+    let owe = owe.filter(|_| !debts.owed.is_empty());
+    let pay = pay.filter(|_| !debts.paid.is_empty());
+    let owed = futures::future::OptionFuture::from(
+        owe.map(|owe| async move { client.execute(&owe, &[&stream, &debts.owed, &debts.owed_lines]).await }),
+    );
+    let paid = futures::future::OptionFuture::from(
+        pay.map(|pay| async move { client.execute(&pay, &[&stream, &debts.paid]).await }),
+    );
+    Ok(async move {
+        let (owed, paid) = join(owed, paid).await;
+        owed.transpose().and(paid.transpose()).map(drop)
+    })
 }
 
 /// The chain columns of sealed records, as arrays for `unnest`.

@@ -53,6 +53,9 @@ struct Cut {
     after_sending: Option<Vec<u8>>,
     /// Refuse this many new connections once cut.
     then_refuse: usize,
+    /// Cut the first connection whose client sends this, before the server reads it (a
+    /// transaction cut half way: the server rolls back what it began).
+    sending: Option<Vec<u8>>,
 }
 
 impl Relay {
@@ -88,8 +91,17 @@ impl Relay {
     /// Cuts the connection that sends `statement` at its next server answer holding `reply`,
     /// then refuses the next `refused` new connections.
     fn cut_after_sending(&self, statement: &[u8], reply: &[u8], refused: usize) {
-        *self.cut.lock().unwrap() =
-            Cut { reply: Some(reply.to_vec()), after_sending: Some(statement.to_vec()), then_refuse: refused };
+        *self.cut.lock().unwrap() = Cut {
+            reply: Some(reply.to_vec()),
+            after_sending: Some(statement.to_vec()),
+            then_refuse: refused,
+            sending: None,
+        };
+    }
+
+    /// Cuts the connection whose client sends `statement`, without forwarding it.
+    fn cut_when_sending(&self, statement: &[u8]) {
+        *self.cut.lock().unwrap() = Cut { sending: Some(statement.to_vec()), ..Cut::default() };
     }
 
     fn disarm(&self) {
@@ -124,7 +136,7 @@ impl Link {
         // Whether this connection's client sent what the cut waits for.
         let sent = Arc::new(AtomicBool::new(false));
         let upstream = {
-            let (cut, sent) = (self.cut.clone(), sent.clone());
+            let (cut, cuts, sent) = (self.cut.clone(), self.cuts.clone(), sent.clone());
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
@@ -132,8 +144,17 @@ impl Link {
                         Ok(0) | Err(_) => return,
                         Ok(n) => n,
                     };
-                    if cut.lock().unwrap().after_sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
-                        sent.store(true, SeqCst);
+                    {
+                        let mut cut = cut.lock().unwrap();
+                        if cut.sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
+                            // Closing the server's side: it reads the end and rolls back.
+                            *cut = Cut::default();
+                            cuts.fetch_add(1, SeqCst);
+                            return;
+                        }
+                        if cut.after_sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
+                            sent.store(true, SeqCst);
+                        }
                     }
                     if server_write.write_all(&buf[..n]).await.is_err() {
                         return;
@@ -417,4 +438,132 @@ async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() 
     assert_eq!(executions(&session), 0, "nothing ran");
     assert_eq!(stored_records(&direct, "audit").await.len(), lines.len(), "still one final record");
     log.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// An agent with one read tool, for the debts of read calls.
+mod lookup {
+    use agents_runtime::{ToolContext, agent, permissions, tool};
+
+    permissions! {
+        pub mod perms { leave.read }
+    }
+
+    /// Reads the leave balance.
+    ///
+    /// # Arguments
+    ///
+    /// * `year` - the year asked about
+    #[tool(permission = perms::leave::read)]
+    async fn leave_balance(cx: &ToolContext<'_>, year: u32) -> Result<String, String> {
+        Ok(format!("{} has 12 days left in {year}", cx.principal().user_id))
+    }
+
+    agent! {
+        /// Answers questions about leave.
+        pub struct Lookup;
+        tools: [leave_balance],
+    }
+}
+
+/// A node of the lookup agent whose state and audit log (stream `audit`) are in `store`.
+fn lookup_node(store: Arc<dyn Store>, script: Vec<ChatResponse>) -> Runtime {
+    Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(agents_runtime::RoleMap::new().role("employee", ["leave.read"]))
+        .store(store)
+        .run_slot_lease(Duration::from_millis(300))
+        .settle_lease(Duration::ZERO)
+        .build()
+}
+
+fn balance() -> ChatResponse {
+    ChatResponse {
+        content: String::new(),
+        tool_calls: vec![ToolCallRequest {
+            id: "call_1".into(),
+            name: "leave_balance".into(),
+            arguments: r#"{"year": 2026}"#.into(),
+        }],
+        usage: Default::default(),
+    }
+}
+
+/// The records of stream `audit` with a call id, in chain order.
+async fn call_records(conninfo: &str) -> Vec<AuditRecord> {
+    let lines = stored_records(conninfo, "audit").await;
+    lines.iter().map(|l| serde_json::from_str::<AuditRecord>(l).unwrap()).filter(|r| r.call_id.is_some()).collect()
+}
+
+/// A read call's `proposed` record is acknowledged, then its connection is cut half way
+/// through the transaction of its `executed` record (nothing of it stored): the debt of the
+/// `proposed` record is in the database, kept by the transaction that appended it, so a
+/// resumption on another node writes the one final record (`failed`, `abandoned: ...`, the
+/// tool may have run), once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_record_whose_write_failed_is_owed_and_written_once_by_a_resumption() {
+    let cluster = cluster();
+    let direct = cluster.create_database("owed").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let through_relay: Arc<dyn Store> = Arc::new(PostgresStore::connect(&relay.conninfo("owed"), 4).await.unwrap());
+    let node_a = lookup_node(through_relay, vec![balance(), reply("done")]);
+    relay.cut_when_sending(br#""status":"executed""#);
+    let run = node_a.start::<lookup::Lookup>(employee(), "owed-session", "my balance?".into()).unwrap();
+    let _ = tokio::time::timeout(HANG, run.wait()).await.expect("the run ends");
+    assert_eq!(relay.cuts(), 1, "the executed record's transaction was cut");
+    let records = call_records(&direct).await;
+    assert_eq!(
+        records.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [AuditStatus::Proposed],
+        "its final record failed"
+    );
+
+    let log: Arc<dyn Store> = Arc::new(PostgresStore::connect(&direct, 4).await.unwrap());
+    let node_b = lookup_node(log.clone(), vec![]);
+    let resumed = node_b.resume_orphaned::<lookup::Lookup>().await.unwrap();
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert!(resumed[0].recorded && resumed[0].status == AuditStatus::Failed, "{resumed:?}");
+    let node_c = lookup_node(log.clone(), vec![]);
+    assert!(node_c.resume_orphaned::<lookup::Lookup>().await.unwrap().is_empty(), "paid: owed no more, on any node");
+    assert!(node_b.resume_orphaned::<lookup::Lookup>().await.unwrap().is_empty());
+    let records = call_records(&direct).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Failed], "exactly one final record");
+    assert_eq!(records[1].call_id, records[0].call_id);
+    assert!(records[1].reason.as_deref().unwrap_or_default().starts_with("abandoned:"), "{:?}", records[1].reason);
+    log.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// The debts of a stream, on both stores: opened by a `proposed` record, paid by its final
+/// record, each in the transaction that appends it; a call with a kept proposal is left to the
+/// proposal's claims; a debt is claimed by one claimer per lease.
+async fn debts_follow_the_records(store: &dyn Store) {
+    let mut proposed = sample_record(1, "a");
+    proposed.call_id = Some("read-1".into());
+    store.append_audit("s", vec![proposed.clone()]).await.unwrap();
+    let mut kept = sample_record(2, "a");
+    kept.call_id = Some("action-2".into());
+    store.put_proposal(&common::proposal("action-2", "ann")).await.unwrap();
+    store.append_audit("s", vec![kept]).await.unwrap();
+    let owed = store.owed_finals("s", Duration::ZERO, 10).await.unwrap();
+    assert_eq!(owed.iter().map(|r| r.call_id.as_deref().unwrap()).collect::<Vec<_>>(), ["read-1"]);
+    assert_eq!(owed[0].seq, 1, "the stored `proposed` record itself");
+    assert!(store.owed_finals("other", Duration::ZERO, 10).await.unwrap().is_empty(), "per stream");
+    assert!(store.owed_finals("s", common::LONG, 10).await.unwrap().is_empty(), "owed for less than that");
+    assert!(store.claim_owed("s", "read-1", "node-a", common::LONG).await.unwrap());
+    assert!(!store.claim_owed("s", "read-1", "node-b", common::LONG).await.unwrap(), "one claimer per lease");
+    assert!(store.owed_finals("s", common::SHORT, 10).await.unwrap().is_empty(), "claimed within the lease");
+    let mut last = sample_record(3, "a");
+    last.call_id = Some("read-1".into());
+    last.status = AuditStatus::Executed;
+    store.append_audit("s", vec![last]).await.unwrap();
+    assert!(store.owed_finals("s", Duration::ZERO, 10).await.unwrap().is_empty(), "paid by its final record");
+    assert!(!store.claim_owed("s", "read-1", "node-b", Duration::ZERO).await.unwrap(), "nothing left to claim");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debts_follow_the_records_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    debts_follow_the_records(&agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap()).await;
+    let cluster = cluster();
+    let url = cluster.create_database("debts").await.unwrap();
+    debts_follow_the_records(&PostgresStore::connect(&url, 4).await.unwrap()).await;
 }

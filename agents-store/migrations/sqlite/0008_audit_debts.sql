@@ -1,0 +1,16 @@
+-- The final records an audit stream owes: a call's `proposed` record opens a debt, its final
+-- record (executed, failed, rejected, skipped, denied) pays it, each in the transaction that
+-- appends the record, so the debt is exactly as durable as the record. A debt left unpaid (the
+-- final record's write failed, the process died) is claimed by one resumption (`held_by`,
+-- `held_at`, milliseconds since the Unix epoch), which writes the final record. Records
+-- appended before this migration open no debt.
+CREATE TABLE agents_audit_debts (
+    stream TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    line TEXT NOT NULL,
+    owed_since INTEGER NOT NULL,
+    held_by TEXT,
+    held_at INTEGER,
+    PRIMARY KEY (stream, call_id)
+) STRICT;
+CREATE INDEX agents_audit_debts_since ON agents_audit_debts (stream, owed_since);
