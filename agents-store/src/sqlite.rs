@@ -679,18 +679,25 @@ impl Store for SqliteStore {
             if !debts.is_empty() {
                 let mut owe = tx
                     .prepare_cached(
-                        "INSERT INTO agents_audit_debts (stream, call_id, line, owed_since) VALUES (?1, ?2, ?3, ?4) \
-                         ON CONFLICT (stream, call_id) DO NOTHING",
+                        "INSERT INTO agents_audit_debts (stream, call_id, run_id, line, owed_since) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
                     )
                     .map_err(sql_error)?;
-                for (call_id, line) in debts.owed.iter().zip(&debts.owed_lines) {
-                    owe.execute(params![stream, call_id, line, now_ms()]).map_err(sql_error)?;
+                let owed = debts.owed.iter().zip(&debts.owed_runs).zip(&debts.owed_lines);
+                for ((call_id, run_id), line) in owed {
+                    owe.execute(params![stream, call_id, run_id, line, now_ms()]).map_err(sql_error)?;
                 }
-                let mut pay = tx
+                let mut pay_call = tx
                     .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2")
                     .map_err(sql_error)?;
-                for call_id in &debts.paid {
-                    pay.execute(params![stream, call_id]).map_err(sql_error)?;
+                for call_id in &debts.paid_calls {
+                    pay_call.execute(params![stream, call_id]).map_err(sql_error)?;
+                }
+                let mut pay = tx
+                    .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2 AND run_id = ?3")
+                    .map_err(sql_error)?;
+                for (call_id, run_id) in debts.paid.iter().zip(&debts.paid_runs) {
+                    pay.execute(params![stream, call_id, run_id]).map_err(sql_error)?;
                 }
             }
             tx.commit().map_err(sql_error)?;
@@ -758,18 +765,20 @@ impl Store for SqliteStore {
         &'a self,
         stream: &'a str,
         call_id: &'a str,
+        run_id: &'a str,
         node: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let (stream, call_id, node) = (stream.to_owned(), call_id.to_owned(), node.to_owned());
+        let (stream, call_id, run_id, node) =
+            (stream.to_owned(), call_id.to_owned(), run_id.to_owned(), node.to_owned());
         self.run(move |conn| {
             let now = now_ms();
             // One conditional statement under the database's write lock.
             let n = conn
                 .execute(
-                    "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 WHERE stream = ?1 AND call_id = ?2 \
-                     AND (held_at IS NULL OR held_at <= ?5)",
-                    params![stream, call_id, node, now, now - millis(lease)],
+                    "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 \
+                     WHERE stream = ?1 AND call_id = ?2 AND run_id = ?6 AND (held_at IS NULL OR held_at <= ?5)",
+                    params![stream, call_id, node, now, now - millis(lease), run_id],
                 )
                 .map_err(sql_error)?;
             Ok(n == 1)

@@ -141,16 +141,17 @@ pub trait AuditSink: Send + Sync {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
-    /// Claims the debt of call `call_id` for `node` (see [`AuditSink::owed_finals`]), in one
-    /// conditional update that holds for one claimer per `lease`: `true` when this node is to
-    /// write the final record. The default claims nothing.
+    /// Claims the debt of call `call_id` of run `run_id` for `node` (see
+    /// [`AuditSink::owed_finals`]), in one conditional update that holds for one claimer per
+    /// `lease`: `true` when this node is to write the final record. The default claims nothing.
     fn claim_owed<'a>(
         &'a self,
         call_id: &'a str,
+        run_id: &'a str,
         node: &'a str,
         lease: std::time::Duration,
     ) -> BoxFuture<'a, Result<bool, AuditError>> {
-        let _ = (call_id, node, lease);
+        let _ = (call_id, run_id, node, lease);
         Box::pin(std::future::ready(Ok(false)))
     }
 }

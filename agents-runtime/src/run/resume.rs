@@ -303,7 +303,7 @@ impl Runtime {
         let owed = audit.owed_finals(lease, RESUME_BATCH).await.map_err(refused)?;
         for proposed in owed {
             let Some(call_id) = proposed.call_id.clone() else { continue };
-            if !audit.claim_owed(&call_id, node, lease).await.map_err(refused)? {
+            if !audit.claim_owed(&call_id, &proposed.run_id, node, lease).await.map_err(refused)? {
                 continue;
             }
             let (status, reason) = if proposed.tier == Some(agents_core::Tier::Action) {

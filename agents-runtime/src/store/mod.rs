@@ -508,17 +508,19 @@ pub trait Store: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
-    /// Claims the debt of `call_id` in `stream` for `node`, in one conditional update: `true`
-    /// for one claimer per `lease` (a claim not paid by a final record within the lease may be
-    /// taken again). The final record, once appended, pays the debt. The default claims nothing.
+    /// Claims the debt of call `call_id` of run `run_id` in `stream` for `node`, in one
+    /// conditional update: `true` for one claimer per `lease` (a claim not paid by a final
+    /// record within the lease may be taken again). The final record, once appended, pays the
+    /// debt. The default claims nothing.
     fn claim_owed<'a>(
         &'a self,
         stream: &'a str,
         call_id: &'a str,
+        run_id: &'a str,
         node: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let _ = (stream, call_id, node, lease);
+        let _ = (stream, call_id, run_id, node, lease);
         Box::pin(std::future::ready(Ok(false)))
     }
 }
@@ -539,14 +541,26 @@ pub fn owed_records<'a>(lines: impl IntoIterator<Item = &'a str>) -> StoreResult
 /// `proposed` record, owed a final record) with that record's line, and the calls it settles
 /// (a final record). A store applies both in the transaction that appends the batch, the
 /// opened ones first.
+///
+/// A debt is keyed by call id and run id: a read call's id is the model provider's, which
+/// other runs reuse. An action's id is minted by the runtime (unique), and its final record may
+/// be written under another run (a later turn of the session carries out a conversational
+/// approval), so an action's final record (tier `action`, or none: a resumption's) pays by the
+/// call id alone.
 #[derive(Debug, Default)]
 pub struct Debts<'a> {
     /// The call ids of the batch's `proposed` records.
     pub owed: Vec<&'a str>,
+    /// Their run ids, in the same order.
+    pub owed_runs: Vec<&'a str>,
     /// Their lines, in the same order.
     pub owed_lines: Vec<&'a str>,
-    /// The call ids of the batch's final records.
+    /// The call ids of the batch's final records of actions: each pays its call's debt.
+    pub paid_calls: Vec<&'a str>,
+    /// The call ids of the batch's other final records...
     pub paid: Vec<&'a str>,
+    /// ...and their run ids: each pays the debt of its call in its run.
+    pub paid_runs: Vec<&'a str>,
 }
 
 impl<'a> Debts<'a> {
@@ -557,9 +571,14 @@ impl<'a> Debts<'a> {
             let Some(call_id) = record.call_id.as_deref() else { continue };
             if record.status == crate::audit::AuditStatus::Proposed {
                 debts.owed.push(call_id);
+                debts.owed_runs.push(&record.run_id);
                 debts.owed_lines.push(line);
-            } else if crate::audit::is_final_status(record.status) {
+            } else if !crate::audit::is_final_status(record.status) {
+            } else if matches!(record.tier, None | Some(agents_core::Tier::Action)) {
+                debts.paid_calls.push(call_id);
+            } else {
                 debts.paid.push(call_id);
+                debts.paid_runs.push(&record.run_id);
             }
         }
         debts
@@ -567,7 +586,7 @@ impl<'a> Debts<'a> {
 
     /// Whether the batch changes no debt.
     pub fn is_empty(&self) -> bool {
-        self.owed.is_empty() && self.paid.is_empty()
+        self.owed.is_empty() && self.paid.is_empty() && self.paid_calls.is_empty()
     }
 }
 

@@ -99,12 +99,13 @@ impl AuditSink for StoreAuditSink {
     fn claim_owed<'a>(
         &'a self,
         call_id: &'a str,
+        run_id: &'a str,
         node: &'a str,
         lease: std::time::Duration,
     ) -> crate::BoxFuture<'a, Result<bool, AuditError>> {
         Box::pin(async move {
             self.store
-                .claim_owed(&self.stream, call_id, node, lease)
+                .claim_owed(&self.stream, call_id, run_id, node, lease)
                 .await
                 .map_err(|e| AuditError::Refused(e.to_string()))
         })

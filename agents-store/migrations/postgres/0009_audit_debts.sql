@@ -3,14 +3,17 @@
 -- appends the record, so the debt is exactly as durable as the record. A debt left unpaid (the
 -- final record's write failed, the node died) is claimed by one resuming node (`held_by`,
 -- `held_at`), which writes the final record. Records appended before this migration open no
--- debt.
+-- debt. A debt is keyed by the call and its run: a read call's id is the model provider's,
+-- which runs reuse; an action's is minted by the runtime, and its final record (which a later
+-- turn of the session may write) pays it by the call id alone.
 CREATE TABLE agents_audit_debts (
     stream TEXT NOT NULL,
     call_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
     line TEXT NOT NULL,
     owed_since TIMESTAMPTZ NOT NULL DEFAULT now(),
     held_by TEXT,
     held_at TIMESTAMPTZ,
-    PRIMARY KEY (stream, call_id)
+    PRIMARY KEY (stream, call_id, run_id)
 );
 CREATE INDEX agents_audit_debts_since ON agents_audit_debts (stream, owed_since);

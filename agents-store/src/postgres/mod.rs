@@ -1036,6 +1036,7 @@ impl Store for PostgresStore {
         &'a self,
         stream: &'a str,
         call_id: &'a str,
+        run_id: &'a str,
         node: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, StoreResult<bool>> {
@@ -1045,9 +1046,10 @@ impl Store for PostgresStore {
             // re-checks the lapse on the claimed row, which fails.
             let n = client
                 .execute(
-                    "UPDATE agents_audit_debts SET held_by = $3, held_at = now() WHERE stream = $1 AND call_id = $2 \
+                    "UPDATE agents_audit_debts SET held_by = $3, held_at = now() \
+                     WHERE stream = $1 AND call_id = $2 AND run_id = $5 \
                      AND (held_at IS NULL OR held_at <= now() - $4::BIGINT * interval '1 millisecond')",
-                    &[&stream, &call_id, &node, &millis(lease)],
+                    &[&stream, &call_id, &node, &millis(lease), &run_id],
                 )
                 .await
                 .map_err(pg_error)?;
@@ -1159,23 +1161,26 @@ async fn keep_debts<'a>(
     } else {
         let owe = client
             .prepare_cached(
-                "INSERT INTO agents_audit_debts (stream, call_id, line) SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[]) \
-                 ON CONFLICT (stream, call_id) DO NOTHING",
+                "INSERT INTO agents_audit_debts (stream, call_id, run_id, line) \
+                 SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[]) ON CONFLICT DO NOTHING",
             )
             .await?;
         let pay = client
-            .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = $1 AND call_id = ANY($2::TEXT[])")
+            .prepare_cached(
+                "DELETE FROM agents_audit_debts WHERE stream = $1 AND (call_id = ANY($2::TEXT[]) \
+                 OR (call_id, run_id) IN (SELECT * FROM unnest($3::TEXT[], $4::TEXT[])))",
+            )
             .await?;
         (Some(owe), Some(pay))
     };
     let owe = owe.filter(|_| !debts.owed.is_empty());
-    let pay = pay.filter(|_| !debts.paid.is_empty());
-    let owed = futures::future::OptionFuture::from(
-        owe.map(|owe| async move { client.execute(&owe, &[&stream, &debts.owed, &debts.owed_lines]).await }),
-    );
-    let paid = futures::future::OptionFuture::from(
-        pay.map(|pay| async move { client.execute(&pay, &[&stream, &debts.paid]).await }),
-    );
+    let pay = pay.filter(|_| !debts.paid.is_empty() || !debts.paid_calls.is_empty());
+    let owed = futures::future::OptionFuture::from(owe.map(|owe| async move {
+        client.execute(&owe, &[&stream, &debts.owed, &debts.owed_runs, &debts.owed_lines]).await
+    }));
+    let paid = futures::future::OptionFuture::from(pay.map(|pay| async move {
+        client.execute(&pay, &[&stream, &debts.paid_calls, &debts.paid, &debts.paid_runs]).await
+    }));
     Ok(async move {
         let (owed, paid) = join(owed, paid).await;
         owed.transpose().and(paid.transpose()).map(drop)

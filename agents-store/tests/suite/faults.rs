@@ -536,7 +536,11 @@ async fn a_final_record_whose_write_failed_is_owed_and_written_once_by_a_resumpt
 /// record, each in the transaction that appends it; a call with a kept proposal is left to the
 /// proposal's claims; a debt is claimed by one claimer per lease.
 async fn debts_follow_the_records(store: &dyn Store) {
-    let mut proposed = sample_record(1, "a");
+    let read = |i: usize| agents_runtime::audit::AuditRecord {
+        tier: Some(agents_runtime::Tier::Read),
+        ..sample_record(i, "a")
+    };
+    let mut proposed = read(1);
     proposed.call_id = Some("read-1".into());
     store.append_audit("s", vec![proposed.clone()]).await.unwrap();
     let mut kept = sample_record(2, "a");
@@ -548,15 +552,38 @@ async fn debts_follow_the_records(store: &dyn Store) {
     assert_eq!(owed[0].seq, 1, "the stored `proposed` record itself");
     assert!(store.owed_finals("other", Duration::ZERO, 10).await.unwrap().is_empty(), "per stream");
     assert!(store.owed_finals("s", common::LONG, 10).await.unwrap().is_empty(), "owed for less than that");
-    assert!(store.claim_owed("s", "read-1", "node-a", common::LONG).await.unwrap());
-    assert!(!store.claim_owed("s", "read-1", "node-b", common::LONG).await.unwrap(), "one claimer per lease");
+    let run = proposed.run_id.to_string();
+    assert!(!store.claim_owed("s", "read-1", "another-run", "node-a", common::LONG).await.unwrap(), "per run");
+    assert!(store.claim_owed("s", "read-1", &run, "node-a", common::LONG).await.unwrap());
+    assert!(!store.claim_owed("s", "read-1", &run, "node-b", common::LONG).await.unwrap(), "one claimer per lease");
     assert!(store.owed_finals("s", common::SHORT, 10).await.unwrap().is_empty(), "claimed within the lease");
-    let mut last = sample_record(3, "a");
+    // A read call's id is the provider's, which another run reuses: only its own run's final
+    // record pays it.
+    let mut other_run = read(3);
+    other_run.call_id = Some("read-1".into());
+    other_run.run_id = "another-run".into();
+    other_run.status = AuditStatus::Executed;
+    store.append_audit("s", vec![other_run]).await.unwrap();
+    assert_eq!(store.owed_finals("s", Duration::ZERO, 10).await.unwrap().len(), 1, "another run's record pays nothing");
+    let mut last = read(4);
     last.call_id = Some("read-1".into());
+    last.run_id = run.as_str().into();
     last.status = AuditStatus::Executed;
     store.append_audit("s", vec![last]).await.unwrap();
     assert!(store.owed_finals("s", Duration::ZERO, 10).await.unwrap().is_empty(), "paid by its final record");
-    assert!(!store.claim_owed("s", "read-1", "node-b", Duration::ZERO).await.unwrap(), "nothing left to claim");
+    assert!(!store.claim_owed("s", "read-1", &run, "node-b", Duration::ZERO).await.unwrap(), "nothing left to claim");
+    // An action's final record pays its call's debt whatever run writes it (a later turn of
+    // the session carries out a conversational approval).
+    let mut action = sample_record(5, "a");
+    action.call_id = Some("action-5".into());
+    store.append_audit("s", vec![action]).await.unwrap();
+    assert_eq!(store.owed_finals("s", Duration::ZERO, 10).await.unwrap().len(), 1);
+    let mut done = sample_record(6, "a");
+    done.call_id = Some("action-5".into());
+    done.run_id = "a-later-turn".into();
+    done.status = AuditStatus::Executed;
+    store.append_audit("s", vec![done]).await.unwrap();
+    assert!(store.owed_finals("s", Duration::ZERO, 10).await.unwrap().is_empty(), "paid by the call id");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -566,4 +593,63 @@ async fn debts_follow_the_records_on_sqlite_and_postgres() {
     let cluster = cluster();
     let url = cluster.create_database("debts").await.unwrap();
     debts_follow_the_records(&PostgresStore::connect(&url, 4).await.unwrap()).await;
+}
+
+/// Runs of a read call while another session terminates every connection of the node
+/// (`pg_terminate_backend`) again and again: some records fail, some runs are refused. Once
+/// the terminations stop, one resumption leaves every `proposed` record with exactly one final
+/// record, and the chain verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_terminated_again_and_again_leave_no_proposed_record_without_its_final_one() {
+    let cluster = cluster();
+    let url = cluster.create_database("terminated").await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&url, 4).await.unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let terminated = Arc::new(AtomicUsize::new(0));
+    let killer = {
+        let (url, stop, terminated) = (url.clone(), stop.clone(), terminated.clone());
+        tokio::spawn(async move {
+            let operator = raw(&url).await;
+            while !stop.load(SeqCst) {
+                let rows = operator
+                    .query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE datname = 'terminated' AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                terminated.fetch_add(rows.len(), SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let node_a = lookup_node(store.clone(), (0..150).flat_map(|_| [balance(), reply("done")]).collect());
+    for i in 0..150 {
+        if let Ok(run) = node_a.start::<lookup::Lookup>(employee(), &format!("t-{i}"), "my balance?".into()) {
+            let _ = tokio::time::timeout(HANG, run.wait()).await.expect("the run ends");
+        }
+    }
+    stop.store(true, SeqCst);
+    killer.await.unwrap();
+    assert!(terminated.load(SeqCst) > 0, "connections were terminated");
+    let node_b = lookup_node(store.clone(), vec![]);
+    node_b.resume_orphaned::<lookup::Lookup>().await.unwrap();
+    let records = call_records(&url).await;
+    // A read call is its run and its call id (the provider's, which runs reuse).
+    let mut finals: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+    for r in &records {
+        let id = (r.run_id.to_string(), r.call_id.as_deref().unwrap().to_owned());
+        match r.status {
+            AuditStatus::Proposed => {
+                finals.entry(id).or_insert(0);
+            }
+            s if agents_runtime::audit::is_final_status(s) => *finals.entry(id).or_insert(0) += 1,
+            _ => {}
+        }
+    }
+    assert!(!finals.is_empty(), "some calls were proposed");
+    let wrong: Vec<_> = finals.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(wrong.is_empty(), "every proposed call has exactly one final record; not these: {wrong:?}");
+    store.verify_audit("audit").await.expect("the chain verifies");
 }
