@@ -2,8 +2,10 @@
 //! loopback in front of a throwaway PostgreSQL cluster cuts a connection at a chosen point of
 //! the server's answers (after the server carried out a COMMIT or an INSERT, before its reply
 //! reaches the store), an open transaction of another connection holds a lock, a caller gives
-//! up half way. Each test states what must hold: an answer says what the database holds, a
-//! retry never doubles a record, and every wait ends.
+//! up half way, every connection is terminated again and again. Each test states what must
+//! hold: an answer says what the database holds, a retry never doubles a record, every wait
+//! ends, and every `proposed` record ends with exactly one final record (a model-based test
+//! plays random schedules of calls, resumptions and faults on two nodes).
 
 use crate::common;
 
@@ -443,9 +445,18 @@ async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() 
 /// An agent with one read tool, for the debts of read calls.
 mod lookup {
     use agents_runtime::{ToolContext, agent, permissions, tool};
+    use std::collections::HashMap;
+    use std::sync::Mutex;
 
     permissions! {
         pub mod perms { leave.read }
+    }
+
+    static EXECUTIONS: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+
+    /// How often the tool ran in `session`.
+    pub fn executions(session: &str) -> usize {
+        EXECUTIONS.lock().unwrap().as_ref().and_then(|m| m.get(session).copied()).unwrap_or(0)
     }
 
     /// Reads the leave balance.
@@ -455,6 +466,8 @@ mod lookup {
     /// * `year` - the year asked about
     #[tool(permission = perms::leave::read)]
     async fn leave_balance(cx: &ToolContext<'_>, year: u32) -> Result<String, String> {
+        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) +=
+            1;
         Ok(format!("{} has 12 days left in {year}", cx.principal().user_id))
     }
 
@@ -652,4 +665,142 @@ async fn connections_terminated_again_and_again_leave_no_proposed_record_without
     let wrong: Vec<_> = finals.iter().filter(|(_, n)| **n != 1).collect();
     assert!(wrong.is_empty(), "every proposed call has exactly one final record; not these: {wrong:?}");
     store.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// One step of the model below.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// A run with one read call on node A (whose connections go through the relay) or node B,
+    /// with `fault` armed on A's relay first (it hits A's next matching operation).
+    Call { on_a: bool, fault: Fault },
+    /// A resumption on node A or B (settle lease zero: every debt is due).
+    Resume { on_a: bool },
+    /// Every connection to the database terminated (`pg_terminate_backend`).
+    Terminate,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    None,
+    /// A `proposed` record's transaction cut before the server reads it.
+    CutProposed,
+    /// An `executed` record's transaction cut before the server reads it.
+    CutExecuted,
+    /// The next COMMIT carried out, its reply lost.
+    LoseCommitReply,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let fault = prop_oneof![
+        Just(Fault::None),
+        Just(Fault::CutProposed),
+        Just(Fault::CutExecuted),
+        Just(Fault::LoseCommitReply)
+    ];
+    prop_oneof![
+        4 => (any::<bool>(), fault).prop_map(|(on_a, fault)| Step::Call { on_a, fault }),
+        1 => any::<bool>().prop_map(|on_a| Step::Resume { on_a }),
+        1 => Just(Step::Terminate),
+    ]
+}
+
+/// Plays `steps` on two nodes of a fresh database, then lets both settle without faults, and
+/// checks the model's claims: every `proposed` call has exactly one final record, a call
+/// recorded `executed` ran once, no call ran twice, and the chain verifies.
+async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), String> {
+    let db = format!("model_{case}");
+    let direct = cluster.create_database(&db).await.map_err(|e| e.to_string())?;
+    let relay = Relay::start(cluster.port()).await;
+    let a_store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&relay.conninfo(&db), 4).await.unwrap());
+    let b_store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&direct, 4).await.unwrap());
+    let script = || (0..steps.len() + 4).flat_map(|_| [balance(), reply("done")]).collect::<Vec<_>>();
+    let (a, b) = (lookup_node(a_store.clone(), script()), lookup_node(b_store.clone(), script()));
+    let operator = raw(&direct).await;
+    let mut sessions = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        match *step {
+            Step::Call { on_a, fault } => {
+                match fault {
+                    Fault::None => {}
+                    Fault::CutProposed => relay.cut_when_sending(br#""status":"proposed""#),
+                    Fault::CutExecuted => relay.cut_when_sending(br#""status":"executed""#),
+                    Fault::LoseCommitReply => relay.cut_reply_holding(b"COMMIT\0"),
+                }
+                let node = if on_a { &a } else { &b };
+                let session = format!("model-{case}-{i}");
+                if let Ok(run) = node.start::<lookup::Lookup>(employee(), &session, "my balance?".into()) {
+                    let _ =
+                        tokio::time::timeout(HANG, run.wait()).await.map_err(|_| format!("step {i}: the run hangs"))?;
+                }
+                node.records_settled().await;
+                sessions.push(session);
+            }
+            Step::Resume { on_a } => {
+                let _ = if on_a { &a } else { &b }.resume_orphaned::<lookup::Lookup>().await;
+            }
+            Step::Terminate => {
+                operator
+                    .query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                        &[&db],
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    relay.disarm();
+    // The settling passes a service runs on its timer: a pass may fail on a pooled connection
+    // the server terminated (it fails closed); the next one goes on.
+    for node in [&b, &a, &b] {
+        let mut passes = 0;
+        while let Err(e) = node.resume_orphaned::<lookup::Lookup>().await {
+            passes += 1;
+            if passes == 5 {
+                return Err(format!("five settling passes failed: {e}"));
+            }
+        }
+    }
+    let records = call_records(&direct).await;
+    let mut calls: std::collections::HashMap<(String, String), Vec<AuditStatus>> = std::collections::HashMap::new();
+    for r in &records {
+        calls.entry((r.run_id.to_string(), r.call_id.as_deref().unwrap().to_owned())).or_default().push(r.status);
+    }
+    for (call, statuses) in &calls {
+        let finals = statuses.iter().filter(|s| agents_runtime::audit::is_final_status(**s)).count();
+        if statuses.first() != Some(&AuditStatus::Proposed) || finals != 1 {
+            return Err(format!("call {call:?} has records {statuses:?}: one `proposed`, then exactly one final"));
+        }
+    }
+    for session in &sessions {
+        let ran = lookup::executions(session);
+        let recorded =
+            records.iter().any(|r| r.session_id.as_str() == session.as_str() && r.status == AuditStatus::Executed);
+        if ran > 1 || (recorded && ran != 1) {
+            return Err(format!("session {session}: ran {ran} times, `executed` recorded: {recorded}"));
+        }
+    }
+    b_store.verify_audit("audit").await.map_err(|e| format!("the chain does not verify: {e}"))?;
+    Ok(())
+}
+
+/// A model-based test: random schedules of read calls on two nodes, resumptions and store
+/// faults (a transaction cut half way, a COMMIT's reply lost, every connection terminated),
+/// each on a fresh database of one real PostgreSQL cluster, shrunk to the shortest failing
+/// schedule.
+#[test]
+fn model_every_proposed_call_ends_once_under_store_faults() {
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let cluster = cluster();
+    let config = Config { cases: 12, max_shrink_iters: 64, failure_persistence: None, ..Config::default() };
+    let case = AtomicUsize::new(0);
+    let result = TestRunner::new(config).run(&proptest::collection::vec(step(), 1..12), |steps| {
+        rt.block_on(play(&cluster, case.fetch_add(1, SeqCst), &steps)).map_err(TestCaseError::fail)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
 }
