@@ -28,7 +28,7 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
     /// The file as opened: once it is deleted, replaced or moved, no answer is given.
-    identity: Arc<FileIdentity>,
+    identity: Arc<Option<FileIdentity>>,
 }
 
 fn now_ms() -> i64 {
@@ -53,8 +53,8 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", "FULL").map_err(at)?;
         migrate(&mut conn, SQLITE_MIGRATIONS)?;
-        let identity =
-            FileIdentity::of(&path).map_err(|e| unavailable(&format!("SQLite store `{}`", path.display()), e))?;
+        let identity = FileIdentity::of_database(&path)
+            .map_err(|e| unavailable(&format!("SQLite store `{}`", path.display()), e))?;
         Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path, identity: Arc::new(identity) })
     }
 
@@ -84,9 +84,9 @@ impl SqliteStore {
                 // so the connection is consistent after it.
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
                 let moved = |e| unavailable("SQLite state store", e);
-                identity.check().map_err(moved)?;
+                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
                 let answer = f(&mut conn)?;
-                identity.check().map_err(moved)?;
+                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
                 Ok(answer)
             })
             .await

@@ -41,6 +41,17 @@ impl FileIdentity {
         Ok(FileIdentity { id: id_of(&meta), path })
     }
 
+    /// The identity of the SQLite database file at `path` (see [`FileIdentity::of`]), or
+    /// `None` for a database SQLite keeps in memory (`:memory:`, an empty path, a
+    /// `file::memory:` URI): there is no file to lose.
+    pub fn of_database(path: &Path) -> io::Result<Option<Self>> {
+        let name = path.to_string_lossy();
+        if name.is_empty() || name == ":memory:" || name.starts_with("file::memory:") {
+            return Ok(None);
+        }
+        Self::of(path).map(Some)
+    }
+
     /// The absolute path the file was opened at.
     pub fn path(&self) -> &Path {
         &self.path

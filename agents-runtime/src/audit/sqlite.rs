@@ -158,7 +158,8 @@ impl SqliteSink {
             (None, _) => {}
         }
         let label = format!("audit database `{}`", path.display());
-        let identity = FileIdentity::of(&path).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
+        let identity =
+            FileIdentity::of_database(&path).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
         let inner = GroupCommitSink::spawn_with(label, SqliteStore { conn, identity }, head, options)
             .map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
         Ok(SqliteSink { path, inner })
@@ -291,7 +292,7 @@ struct SqliteStore {
     conn: Connection,
     /// The file as opened: a batch committed after it was deleted, replaced or moved is not
     /// acknowledged (and the sink is poisoned).
-    identity: FileIdentity,
+    identity: Option<FileIdentity>,
 }
 
 impl SqliteStore {
@@ -307,8 +308,8 @@ impl DurableStore for SqliteStore {
         // Before: a file no longer at the path is not written. After the commit too: a batch
         // that went into a file deleted, replaced or moved meanwhile is not durable where anyone
         // will look.
-        self.identity.check()?;
+        self.identity.as_ref().map_or(Ok(()), FileIdentity::check)?;
         self.insert(records).map_err(io::Error::other)?;
-        self.identity.check()
+        self.identity.as_ref().map_or(Ok(()), FileIdentity::check)
     }
 }

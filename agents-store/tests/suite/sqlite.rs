@@ -116,4 +116,8 @@ async fn a_state_file_deleted_replaced_or_moved_while_open_stops_answering() {
     std::fs::rename(&path, dir.path().join("moved.db")).unwrap();
     let e = moved.mint_token(&common::grant("t", "s"), common::LONG).await.unwrap_err();
     assert!(e.to_string().contains("deleted or moved"), "{e}");
+
+    // A database SQLite keeps in memory has no file to lose: it answers as before.
+    let in_memory = SqliteStore::open(":memory:").unwrap();
+    in_memory.put_proposal(&common::proposal("call-5", "ann")).await.unwrap();
 }
