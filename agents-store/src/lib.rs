@@ -80,7 +80,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0006_recorded_claims.sql"),
     },
     Migration { version: 7, name: "claim holder", sql: include_str!("../migrations/postgres/0007_claim_holder.sql") },
-    Migration { version: 9, name: "audit debts", sql: include_str!("../migrations/postgres/0009_audit_debts.sql") },
+    Migration {
+        version: 9,
+        name: "audit debts and append fence",
+        sql: include_str!("../migrations/postgres/0009_audit_debts.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

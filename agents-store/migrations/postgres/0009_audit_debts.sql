@@ -17,3 +17,23 @@ CREATE TABLE agents_audit_debts (
     PRIMARY KEY (stream, call_id, run_id)
 );
 CREATE INDEX agents_audit_debts_since ON agents_audit_debts (stream, owed_since);
+
+-- A fence on each stream's head: a node that lost the reply of an append reads it back after
+-- moving the fence on (under the head's row lock), and an append sealed after a head it read
+-- before (`agents_audit_advance_fenced`, one pipeline) then fails with SQLSTATE 40001 and
+-- stores nothing, so a transaction of the lost connection that reaches the server late cannot
+-- store what was answered as not stored.
+ALTER TABLE agents_audit_heads ADD COLUMN fence BIGINT NOT NULL DEFAULT 0;
+CREATE FUNCTION agents_audit_advance_fenced(
+    p_stream TEXT, p_from BIGINT, p_from_hash TEXT, p_fence BIGINT, p_to BIGINT, p_to_hash TEXT
+)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agents_audit_heads SET seq = p_to, hash = p_to_hash
+        WHERE stream = p_stream AND seq = p_from AND hash = p_from_hash AND fence = p_fence;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'audit stream % is no longer at record % (fence %)', p_stream, p_from, p_fence
+            USING ERRCODE = '40001';
+    END IF;
+END
+$$;

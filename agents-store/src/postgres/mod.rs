@@ -154,7 +154,7 @@ pub struct PostgresStore {
     pool: Pool,
     /// The head of each audit stream as this node last left it: a guess, checked by the
     /// database on every append.
-    heads: Arc<Mutex<HashMap<String, (i64, String)>>>,
+    heads: Arc<Mutex<HashMap<String, Head>>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -327,12 +327,12 @@ impl PostgresStore {
         }
         let Some((sealed, head)) = sent.filter(|_| outcome_unknown(&e)) else { return Err(pg_error(e)) };
         match self.landed(stream, &head).await {
-            Ok(true) => {
+            Ok(Some(fence)) => {
                 tracing::warn!(stream, seq = head.0, "an audit append's reply was lost; it was read back as stored");
-                lock(&self.heads).insert(stream.to_owned(), head);
+                lock(&self.heads).insert(stream.to_owned(), (head.0, head.1, fence));
                 Ok(sealed)
             }
-            Ok(false) => Err(pg_error(e)),
+            Ok(None) => Err(pg_error(e)),
             Err(read) => Err(StoreError::Unavailable(format!(
                 "PostgreSQL: an audit append's reply was lost ({e}) and reading it back failed too ({read}); whether it \
                  was stored is unknown"
@@ -340,22 +340,30 @@ impl PostgresStore {
         }
     }
 
-    /// Whether a batch that left `head` (its last record's `seq` and `hash`) is stored: read
-    /// under the stream head's row lock, so a transaction of a lost connection that holds it
-    /// ends first. The record's identity decides (a hash covers the whole record); nothing is
-    /// written again.
-    async fn landed(&self, stream: &str, head: &Head) -> StoreResult<bool> {
+    /// Whether a batch that left `head` (its last record's `seq` and `hash`) is stored, and the
+    /// stream's fence then: read after moving the stream head's fence on, under its row lock
+    /// (created if the stream is new), so a transaction of the lost connection that holds the
+    /// lock (or is inserting the head) ends first, and one that reaches the server later fails
+    /// on the fence and stores nothing. The record's identity decides (a hash covers the whole
+    /// record); nothing is written again.
+    async fn landed(&self, stream: &str, head: &Head) -> StoreResult<Option<i64>> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
-        tx.query_opt("SELECT seq FROM agents_audit_heads WHERE stream = $1 FOR UPDATE", &[&stream])
+        let fence: i64 = tx
+            .query_one(
+                "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
+                 ON CONFLICT (stream) DO UPDATE SET fence = agents_audit_heads.fence + 1 RETURNING fence",
+                &[&stream, &GENESIS_HASH],
+            )
             .await
-            .map_err(pg_error)?;
+            .map_err(pg_error)?
+            .get(0);
         let row = tx
             .query_opt("SELECT hash FROM agents_audit WHERE stream = $1 AND seq = $2", &[&stream, &head.0])
             .await
             .map_err(pg_error)?;
         tx.commit().await.map_err(pg_error)?;
-        Ok(row.is_some_and(|r| r.get::<_, &str>(0) == head.1))
+        Ok(row.is_some_and(|r| r.get::<_, &str>(0) == head.1).then_some(fence))
     }
 
     /// Stores a proposal whose first insert got no answer, keyed by its call id (so it is never
@@ -1062,8 +1070,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A stream's head: the last record's `seq` and `hash`.
-type Head = (i64, String);
+/// A stream's head: the last record's `seq` and `hash`, and the stream's fence.
+type Head = (i64, String, i64);
 
 /// The insert of one batch of sealed records.
 const INSERT_RECORDS: &str = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
@@ -1080,7 +1088,8 @@ async fn append_after(
     records: Vec<AuditRecord>,
 ) -> Result<Sent, (tokio_postgres::Error, Option<Sent>)> {
     let unsent = |e| (e, None);
-    let advance = client.prepare_cached("SELECT agents_audit_advance($1, $2, $3, $4, $5)").await.map_err(unsent)?;
+    let advance =
+        client.prepare_cached("SELECT agents_audit_advance_fenced($1, $2, $3, $4, $5, $6)").await.map_err(unsent)?;
     let insert = client.prepare_cached(INSERT_RECORDS).await.map_err(unsent)?;
     let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
     let columns = Columns::of(&sealed);
@@ -1088,7 +1097,7 @@ async fn append_after(
     let debts = Debts::of(&sealed, &lines);
     let (begin, advanced, inserted, kept, commit) = join5(
         client.batch_execute("BEGIN"),
-        client.execute(&advance, &[&stream, &head.0, &head.1, &last_seq, &last_hash]),
+        client.execute(&advance, &[&stream, &head.0, &head.1, &head.2, &last_seq, &last_hash]),
         client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
         keep_debts(client, stream, &debts).await.map_err(unsent)?,
         client.batch_execute("COMMIT"),
@@ -1096,7 +1105,7 @@ async fn append_after(
     .await;
     // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
     // error is the answer and nothing was stored; unless the server's answer was lost.
-    let head = (last_seq, last_hash);
+    let head = (last_seq, last_hash, head.2);
     match begin.and(advanced).and(inserted).and(kept).and(commit) {
         Ok(()) => Ok((sealed, head)),
         Err(e) => Err((e, Some((sealed, head)))),
@@ -1116,7 +1125,7 @@ async fn append_locked(
     let head = client
         .prepare_cached(
             "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
-             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash",
+             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash, fence",
         )
         .await
         .map_err(unsent)?;
@@ -1128,7 +1137,7 @@ async fn append_locked(
     let (begin, head) = join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
     begin.map_err(unsent)?;
     let head = head.map_err(unsent)?;
-    let (seq, prev): (i64, String) = (head.get(0), head.get(1));
+    let (seq, prev, fence): (i64, String, i64) = (head.get(0), head.get(1), head.get(2));
     let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
     let columns = Columns::of(&sealed);
     let last_seq = last_seq as i64;
@@ -1140,7 +1149,7 @@ async fn append_locked(
         client.batch_execute("COMMIT"),
     )
     .await;
-    let head = (last_seq, last_hash);
+    let head = (last_seq, last_hash, fence);
     match inserted.and(advanced).and(kept).and(commit) {
         Ok(()) => Ok((sealed, head)),
         Err(e) => Err((e, Some((sealed, head)))),

@@ -58,6 +58,10 @@ struct Cut {
     /// Cut the first connection whose client sends this, before the server reads it (a
     /// transaction cut half way: the server rolls back what it began).
     sending: Option<Vec<u8>>,
+    /// Close the client's side of the first connection whose client sends this at once, and
+    /// hand what it sent to the server only after this delay (a lost connection whose
+    /// statements reach the server late).
+    holding: Option<(Vec<u8>, Duration)>,
 }
 
 impl Relay {
@@ -97,13 +101,19 @@ impl Relay {
             reply: Some(reply.to_vec()),
             after_sending: Some(statement.to_vec()),
             then_refuse: refused,
-            sending: None,
+            ..Cut::default()
         };
     }
 
     /// Cuts the connection whose client sends `statement`, without forwarding it.
     fn cut_when_sending(&self, statement: &[u8]) {
         *self.cut.lock().unwrap() = Cut { sending: Some(statement.to_vec()), ..Cut::default() };
+    }
+
+    /// Closes the client's side of the connection that sends `statement` at once, and hands
+    /// the statement to the server after `delay`.
+    fn hold_when_sending(&self, statement: &[u8], delay: Duration) {
+        *self.cut.lock().unwrap() = Cut { holding: Some((statement.to_vec(), delay)), ..Cut::default() };
     }
 
     fn disarm(&self) {
@@ -137,8 +147,10 @@ impl Link {
         let (mut server_read, mut server_write) = server.into_split();
         // Whether this connection's client sent what the cut waits for.
         let sent = Arc::new(AtomicBool::new(false));
+        let drop_client = Arc::new(tokio::sync::Notify::new());
         let upstream = {
-            let (cut, cuts, sent) = (self.cut.clone(), self.cuts.clone(), sent.clone());
+            let (cut, cuts, sent, drop_client) =
+                (self.cut.clone(), self.cuts.clone(), sent.clone(), drop_client.clone());
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
@@ -157,6 +169,20 @@ impl Link {
                         if cut.after_sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
                             sent.store(true, SeqCst);
                         }
+                        if let Some((_, delay)) = cut.holding.clone().filter(|(p, _)| holds(&buf[..n], p)) {
+                            *cut = Cut::default();
+                            cuts.fetch_add(1, SeqCst);
+                            drop_client.notify_one();
+                            let held = buf[..n].to_vec();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(delay).await;
+                                let _ = server_write.write_all(&held).await;
+                                // The server reads what it was sent, then the end.
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                                drop(server_write);
+                            });
+                            return;
+                        }
                     }
                     if server_write.write_all(&buf[..n]).await.is_err() {
                         return;
@@ -167,7 +193,11 @@ impl Link {
         let mut seen: Vec<u8> = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            let n = match server_read.read(&mut buf).await {
+            let read = tokio::select! {
+                read = server_read.read(&mut buf) => read,
+                () = drop_client.notified() => break,
+            };
+            let n = match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
@@ -278,6 +308,31 @@ async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
     }
     assert!(relay.cuts() >= 4, "the relay cut connections ({})", relay.cuts());
     assert_eq!(store.verify_audit("s").await.unwrap().records, acknowledged);
+}
+
+/// The race a read-back alone loses: the lost connection's pipeline reaches the server only
+/// after the read-back found nothing and the append was answered as not stored. The read-back
+/// moved the stream's fence on first, so the late pipeline fails on it and stores nothing: an
+/// append refused is never stored later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_that_reaches_the_server_after_its_read_back_stores_nothing() {
+    let cluster = cluster();
+    let direct = cluster.create_database("late_pipeline").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("late_pipeline"), 4).await.unwrap();
+    store.append_audit("s", vec![sample_record(1, "a")]).await.unwrap();
+    relay.hold_when_sending(b"req-a-2", Duration::from_secs(1));
+    let answer = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(2, "a")]))
+        .await
+        .expect("the append ends");
+    assert_eq!(relay.cuts(), 1, "the relay held the append's pipeline");
+    let e = answer.expect_err("read back before the pipeline reached the server: not stored");
+    // The held pipeline reaches the server now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let lines = stored_records(&direct, "s").await;
+    assert_eq!(lines.len(), 1, "refused ({e}), and never stored later");
+    store.append_audit("s", vec![sample_record(3, "a")]).await.expect("the chain goes on");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
