@@ -359,17 +359,38 @@ impl Drop for StoredProposal {
     }
 }
 
+/// How many times, and how far apart, a withdrawal of a proposal the store may hold is tried
+/// again in the background when the store cannot be asked at once (a minute in all).
+const WITHDRAW_RETRIES: u32 = 30;
+const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
+
 /// A proposal the store answered with an error may be stored all the same (the insert went
 /// through and its reply was lost, and reading it back failed too): it is withdrawn (ended,
 /// its final record claimed), so it is neither listed for a decision nor run once approved
 /// behind the `skipped` record the call writes next, which then marks the claim written. A
-/// store that cannot be asked now either leaves it to a resumption, which asks the log first.
+/// store that cannot be asked now is asked again in the background ([`WITHDRAW_RETRIES`] times,
+/// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
+/// resumption that takes it over, once it found the `skipped` record in the log.
 async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
-    match withdraw(&*ctx.inner.store, record, reason).await {
-        Ok(()) => ctx.inner.settling.insert(record.call_id.clone()),
-        Err(e) => tracing::error!(call_id = %record.call_id, error = %e,
-            "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same"),
-    }
+    let Err(e) = withdraw(&*ctx.inner.store, record, reason).await else {
+        ctx.inner.settling.insert(record.call_id.clone());
+        return;
+    };
+    tracing::error!(call_id = %record.call_id, error = %e,
+        "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same, \
+         and the withdrawal is tried again in the background");
+    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+    let (store, record, reason) = (ctx.inner.store.clone(), record.clone(), reason.to_owned());
+    handle.spawn(async move {
+        for _ in 0..WITHDRAW_RETRIES {
+            tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
+            match withdraw(&*store, &record, &reason).await {
+                Ok(()) => return,
+                Err(e) => tracing::warn!(call_id = %record.call_id, error = %e, "the withdrawal failed again"),
+            }
+        }
+        tracing::error!(call_id = %record.call_id, "a proposal the state store may hold could not be withdrawn");
+    });
 }
 
 /// The store failed while this call's final record was being claimed: without the claim the

@@ -466,6 +466,19 @@ fn node(store: Arc<dyn Store>, log: Arc<dyn Store>, script: Vec<ChatResponse>) -
 /// nothing, on any node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() {
+    withdrawn_behind_a_lost_reply(1).await;
+}
+
+/// The same, with the database unreachable for the withdrawal too: it is tried again in the
+/// background until the database answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_the_store_cannot_withdraw_at_once_is_withdrawn_once_it_answers() {
+    withdrawn_behind_a_lost_reply(2).await;
+}
+
+/// A dialog proposal's insert carried out, its reply lost, and the next `refused` connections
+/// refused (the read-back's, then the withdrawal's).
+async fn withdrawn_behind_a_lost_reply(refused: usize) {
     let cluster = cluster();
     let direct = cluster.create_database("unkept").await.unwrap();
     let relay = Relay::start(cluster.port()).await;
@@ -476,7 +489,7 @@ async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() 
     let session = format!("unkept-{}", uuid::Uuid::new_v4().simple());
     let node_a = node(through_relay, log.clone(), vec![leave(4), reply("done")]);
     // The proposal's insert is carried out, its reply lost; reading it back finds no connection.
-    relay.cut_after_sending(b"INSERT INTO agents_proposals", b"INSERT 0 1\0", 1);
+    relay.cut_after_sending(b"INSERT INTO agents_proposals", b"INSERT 0 1\0", refused);
     let run = node_a.start::<Hr>(employee(), &session, "four days".into()).unwrap();
     tokio::time::timeout(HANG, run.wait()).await.expect("the run ends").expect("the run goes on after the call");
     assert_eq!(relay.cuts(), 1, "the relay cut the insert's reply");
@@ -485,7 +498,14 @@ async fn a_proposal_stored_behind_a_lost_reply_is_withdrawn_not_left_runnable() 
     let statuses: Vec<AuditStatus> = records.iter().filter(|r| r.tool.is_some()).map(|r| r.status).collect();
     assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Skipped], "one final record: nothing ran");
     let call_id = records.iter().find_map(|r| r.call_id.as_deref()).unwrap().to_owned();
-    let row = log.proposal(&call_id).await.unwrap().expect("the insert went through");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let row = loop {
+        let row = log.proposal(&call_id).await.unwrap().expect("the insert went through");
+        if row.verdict.is_some() || tokio::time::Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert!(row.verdict.is_some() && row.settled_by.is_some(), "withdrawn, not left undecided: {row:?}");
     let node_b = node(log.clone(), log.clone(), vec![]);
     assert!(node_b.pending_decisions(&employee()).await.unwrap().is_empty(), "not listed for a decision");
