@@ -19,7 +19,12 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 /// a commit is shared by the producers that arrived during the previous one. `append`
 /// resolves once the batch's transaction committed. A failed transaction stores none of its
 /// records (the database rolls it back), so the chain's head stays known and the next batch
-/// continues it: unlike a file sink, nothing is poisoned.
+/// continues it: unlike a file sink, nothing is poisoned. A transaction whose answer was lost
+/// is read back by the store (`agents_store::PostgresStore`) before it answers.
+///
+/// The store keeps each `proposed` record's debt beside it until the call's final record is
+/// appended ([`AuditSink::owed_finals`], [`AuditSink::claim_owed`]), so a final record whose
+/// write failed is written by a resumption on any node.
 #[derive(Clone)]
 pub struct StoreAuditSink {
     sender: mpsc::UnboundedSender<(AuditRecord, Reply)>,
