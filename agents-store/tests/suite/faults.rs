@@ -748,6 +748,9 @@ enum Step {
     /// A run with one read call on node A (whose connections go through the relay) or node B,
     /// with `fault` armed on A's relay first (it hits A's next matching operation).
     Call { on_a: bool, fault: Fault },
+    /// A run of node A or B proposing an action (dialog), decided through the other node
+    /// (approved or rejected), with `fault` armed on A's relay first.
+    Action { on_a: bool, approve: bool, fault: Fault },
     /// A resumption on node A or B (settle lease zero: every debt is due).
     Resume { on_a: bool },
     /// Every connection to the database terminated (`pg_terminate_backend`).
@@ -763,6 +766,8 @@ enum Fault {
     CutExecuted,
     /// The next COMMIT carried out, its reply lost.
     LoseCommitReply,
+    /// The next single-row INSERT (a proposal, a token, a slot) carried out, its reply lost.
+    LoseInsertReply,
 }
 
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
@@ -771,48 +776,102 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         Just(Fault::None),
         Just(Fault::CutProposed),
         Just(Fault::CutExecuted),
-        Just(Fault::LoseCommitReply)
+        Just(Fault::LoseCommitReply),
+        Just(Fault::LoseInsertReply),
     ];
     prop_oneof![
-        4 => (any::<bool>(), fault).prop_map(|(on_a, fault)| Step::Call { on_a, fault }),
+        3 => (any::<bool>(), fault.clone()).prop_map(|(on_a, fault)| Step::Call { on_a, fault }),
+        3 => (any::<bool>(), any::<bool>(), fault)
+            .prop_map(|(on_a, approve, fault)| Step::Action { on_a, approve, fault }),
         1 => any::<bool>().prop_map(|on_a| Step::Resume { on_a }),
         1 => Just(Step::Terminate),
     ]
 }
 
+fn arm(relay: &Relay, fault: Fault) {
+    match fault {
+        Fault::None => {}
+        Fault::CutProposed => relay.cut_when_sending(br#""status":"proposed""#),
+        Fault::CutExecuted => relay.cut_when_sending(br#""status":"executed""#),
+        Fault::LoseCommitReply => relay.cut_reply_holding(b"COMMIT\0"),
+        Fault::LoseInsertReply => relay.cut_reply_holding(b"INSERT 0 1\0"),
+    }
+}
+
+/// A node of both agents: a runtime (a process of its own) on `store`, playing `script`.
+fn model_node(store: &Arc<dyn Store>, script: Vec<ChatResponse>) -> Runtime {
+    let limits = agents_runtime::Limits { confirm_timeout_secs: 3, ..agents_runtime::Limits::DEFAULT };
+    Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(ScriptedProvider::new(script)))
+        .roles(agents_runtime::RoleMap::new().role("employee", ["leave.read", "leave.write"]))
+        .server_key(SERVER_KEY)
+        .store(store.clone())
+        .limits(limits)
+        .decision_poll(Duration::from_millis(20))
+        .run_slot_lease(Duration::from_millis(300))
+        .settle_lease(Duration::ZERO)
+        .build()
+}
+
+/// The call id of the action `run` asks about, or `None` when it ends without asking.
+async fn asked<O>(run: &mut agents_runtime::RunHandle<O>) -> Option<String> {
+    while let Some(e) = run.events().recv().await {
+        match e {
+            agents_runtime::events::Event::ConfirmRequired { call_id, .. } => return Some(call_id),
+            agents_runtime::events::Event::Done { .. } => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Plays `steps` on two nodes of a fresh database, then lets both settle without faults, and
 /// checks the model's claims: every `proposed` call has exactly one final record, a call
-/// recorded `executed` ran once, no call ran twice, and the chain verifies.
+/// recorded `executed` ran once, no call ran twice, an action that ran is never recorded as
+/// not run, and the chain verifies.
 async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), String> {
     let db = format!("model_{case}");
     let direct = cluster.create_database(&db).await.map_err(|e| e.to_string())?;
     let relay = Relay::start(cluster.port()).await;
     let a_store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&relay.conninfo(&db), 4).await.unwrap());
     let b_store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&direct, 4).await.unwrap());
-    let script = || (0..steps.len() + 4).flat_map(|_| [balance(), reply("done")]).collect::<Vec<_>>();
-    let (a, b) = (lookup_node(a_store.clone(), script()), lookup_node(b_store.clone(), script()));
     let operator = raw(&direct).await;
-    let mut sessions = Vec::new();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (mut reads, mut actions) = (Vec::new(), Vec::new());
     for (i, step) in steps.iter().enumerate() {
+        let session = format!("model-{tag}-{i}");
         match *step {
             Step::Call { on_a, fault } => {
-                match fault {
-                    Fault::None => {}
-                    Fault::CutProposed => relay.cut_when_sending(br#""status":"proposed""#),
-                    Fault::CutExecuted => relay.cut_when_sending(br#""status":"executed""#),
-                    Fault::LoseCommitReply => relay.cut_reply_holding(b"COMMIT\0"),
-                }
-                let node = if on_a { &a } else { &b };
-                let session = format!("model-{case}-{i}");
+                arm(&relay, fault);
+                let node = model_node(if on_a { &a_store } else { &b_store }, vec![balance(), reply("done")]);
                 if let Ok(run) = node.start::<lookup::Lookup>(employee(), &session, "my balance?".into()) {
-                    let _ =
-                        tokio::time::timeout(HANG, run.wait()).await.map_err(|_| format!("step {i}: the run hangs"))?;
+                    let ended = tokio::time::timeout(HANG, run.wait()).await;
+                    ended.map_err(|_| format!("step {i}: the run hangs"))?.ok();
                 }
                 node.records_settled().await;
-                sessions.push(session);
+                reads.push(session);
+            }
+            Step::Action { on_a, approve, fault } => {
+                arm(&relay, fault);
+                let (here, there) = if on_a { (&a_store, &b_store) } else { (&b_store, &a_store) };
+                let node = model_node(here, vec![leave(3), reply("done")]);
+                let decider = model_node(there, vec![]);
+                if let Ok(mut run) = node.start::<Hr>(employee(), &session, "three days".into()) {
+                    let call = tokio::time::timeout(HANG, asked(&mut run)).await;
+                    if let Some(call_id) = call.map_err(|_| format!("step {i}: the run never asks"))? {
+                        let verdict = if approve { Verdict::Approve } else { Verdict::Reject };
+                        let _ = decider.decide_async(&call_id, &employee(), verdict, None).await;
+                    }
+                    let ended = tokio::time::timeout(HANG, run.wait()).await;
+                    ended.map_err(|_| format!("step {i}: the run hangs"))?.ok();
+                }
+                node.records_settled().await;
+                actions.push(session);
             }
             Step::Resume { on_a } => {
-                let _ = if on_a { &a } else { &b }.resume_orphaned::<lookup::Lookup>().await;
+                let node = model_node(if on_a { &a_store } else { &b_store }, vec![]);
+                let _ = node.resume_orphaned::<lookup::Lookup>().await;
+                let _ = node.resume_orphaned::<Hr>().await;
+                node.records_settled().await;
             }
             Step::Terminate => {
                 operator
@@ -827,21 +886,29 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
         }
     }
     relay.disarm();
+    // Runs' slots lapse, and undecided proposals pass their confirmation window.
+    tokio::time::sleep(Duration::from_secs(4)).await;
     // The settling passes a service runs on its timer: a pass may fail on a pooled connection
     // the server terminated (it fails closed); the next one goes on.
-    for node in [&b, &a, &b] {
+    for store in [&b_store, &a_store, &b_store] {
+        let node = model_node(store, vec![]);
         let mut passes = 0;
-        while let Err(e) = node.resume_orphaned::<lookup::Lookup>().await {
-            passes += 1;
-            if passes == 5 {
-                return Err(format!("five settling passes failed: {e}"));
+        loop {
+            let lookups = node.resume_orphaned::<lookup::Lookup>().await;
+            match lookups.and(node.resume_orphaned::<Hr>().await) {
+                Ok(_) => break,
+                Err(e) if passes == 5 => return Err(format!("five settling passes failed: {e}")),
+                Err(_) => passes += 1,
             }
         }
+        node.records_settled().await;
     }
     let records = call_records(&direct).await;
     let mut calls: std::collections::HashMap<(String, String), Vec<AuditStatus>> = std::collections::HashMap::new();
     for r in &records {
-        calls.entry((r.run_id.to_string(), r.call_id.as_deref().unwrap().to_owned())).or_default().push(r.status);
+        // An action's records may name a later run of its session: its call id is minted.
+        let run = if r.tier == Some(agents_runtime::Tier::Read) { r.run_id.to_string() } else { String::new() };
+        calls.entry((run, r.call_id.as_deref().unwrap().to_owned())).or_default().push(r.status);
     }
     for (call, statuses) in &calls {
         let finals = statuses.iter().filter(|s| agents_runtime::audit::is_final_status(**s)).count();
@@ -849,19 +916,38 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
             return Err(format!("call {call:?} has records {statuses:?}: one `proposed`, then exactly one final"));
         }
     }
-    for session in &sessions {
-        let ran = lookup::executions(session);
-        let recorded =
-            records.iter().any(|r| r.session_id.as_str() == session.as_str() && r.status == AuditStatus::Executed);
+    let executed =
+        |session: &str| records.iter().any(|r| r.session_id.as_str() == session && r.status == AuditStatus::Executed);
+    // What a final record says ran must be what ran: `executed` only for a call that ran
+    // (once); `skipped`, `rejected` or `denied` ("nothing ran") only for one that did not; a
+    // call that ran and whose `executed` record was lost ends `failed` ("it may have run").
+    let said_nothing_ran = |session: &str| {
+        records.iter().any(|r| {
+            r.session_id.as_str() == session
+                && matches!(r.status, AuditStatus::Skipped | AuditStatus::Rejected | AuditStatus::Denied)
+        })
+    };
+    for session in &actions {
+        let (ran, recorded) = (executions(session), executed(session));
+        if ran > 1 || (recorded && ran != 1) || (ran == 1 && said_nothing_ran(session)) {
+            return Err(format!(
+                "action of session {session}: ran {ran} times, `executed` recorded: {recorded}, recorded as not run: {}",
+                said_nothing_ran(session)
+            ));
+        }
+    }
+    for session in &reads {
+        let (ran, recorded) = (lookup::executions(session), executed(session));
         if ran > 1 || (recorded && ran != 1) {
-            return Err(format!("session {session}: ran {ran} times, `executed` recorded: {recorded}"));
+            return Err(format!("read of session {session}: ran {ran} times, `executed` recorded: {recorded}"));
         }
     }
     b_store.verify_audit("audit").await.map_err(|e| format!("the chain does not verify: {e}"))?;
     Ok(())
 }
 
-/// A model-based test: random schedules of read calls on two nodes, resumptions and store
+/// A model-based test: random schedules of read calls and decided actions on two nodes,
+/// resumptions and store
 /// faults (a transaction cut half way, a COMMIT's reply lost, every connection terminated),
 /// each on a fresh database of one real PostgreSQL cluster, shrunk to the shortest failing
 /// schedule.
