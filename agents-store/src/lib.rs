@@ -6,7 +6,7 @@ pub mod postgres;
 mod sqlite;
 
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresSettings, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
@@ -51,6 +51,7 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/sqlite/0005_recorded_claims.sql"),
     },
     Migration { version: 6, name: "claim holder", sql: include_str!("../migrations/sqlite/0006_claim_holder.sql") },
+    Migration { version: 8, name: "audit debts", sql: include_str!("../migrations/sqlite/0008_audit_debts.sql") },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -79,6 +80,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0006_recorded_claims.sql"),
     },
     Migration { version: 7, name: "claim holder", sql: include_str!("../migrations/postgres/0007_claim_holder.sql") },
+    Migration {
+        version: 9,
+        name: "audit debts and append fence",
+        sql: include_str!("../migrations/postgres/0009_audit_debts.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

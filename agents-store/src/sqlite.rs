@@ -2,12 +2,12 @@
 
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, budget_amount, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
-use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use agents_runtime::audit::{AuditRecord, ChainSummary, FileIdentity, GENESIS_HASH};
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 use agents_runtime::store::{
-    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
-    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
-    seal_after, verify_lines,
+    Debts, DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord,
+    SessionSaved, SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle,
+    line_is_final_of, owed_records, seal_after, verify_lines,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// The file as opened: once it is deleted, replaced or moved, no answer is given.
+    identity: Arc<Option<FileIdentity>>,
 }
 
 fn now_ms() -> i64 {
@@ -51,7 +53,9 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", "FULL").map_err(at)?;
         migrate(&mut conn, SQLITE_MIGRATIONS)?;
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path })
+        let identity = FileIdentity::of_database(&path)
+            .map_err(|e| unavailable(&format!("SQLite store `{}`", path.display()), e))?;
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path, identity: Arc::new(identity) })
     }
 
     /// The file.
@@ -65,18 +69,25 @@ impl SqliteStore {
         version(&conn).map_err(sql_error)
     }
 
-    /// Runs `f` on the connection on the blocking pool.
+    /// Runs `f` on the connection on the blocking pool, only while the file is still the one
+    /// opened (checked before and after `f`, one `stat` each): a write into a file deleted,
+    /// replaced or moved would be lost (or, through the WAL file left at the path, mixed into
+    /// the file now there), so it is not made, or not acknowledged, and answers an error.
     fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     ) -> BoxFuture<'static, StoreResult<T>> {
-        let conn = self.conn.clone();
+        let (conn, identity) = (self.conn.clone(), self.identity.clone());
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 // A panic inside `f` rolls its transaction back (the transaction is dropped),
                 // so the connection is consistent after it.
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                f(&mut conn)
+                let moved = |e| unavailable("SQLite state store", e);
+                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
+                let answer = f(&mut conn)?;
+                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
+                Ok(answer)
             })
             .await
             .map_err(|e| unavailable("SQLite task", e))?
@@ -663,6 +674,32 @@ impl Store for SqliteStore {
                 params![stream, seq as i64, prev],
             )
             .map_err(sql_error)?;
+            // The calls this batch opens and settles, in its transaction (opened ones first).
+            let debts = Debts::of(&sealed, &lines);
+            if !debts.is_empty() {
+                let mut owe = tx
+                    .prepare_cached(
+                        "INSERT INTO agents_audit_debts (stream, call_id, run_id, line, owed_since) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                    )
+                    .map_err(sql_error)?;
+                let owed = debts.owed.iter().zip(&debts.owed_runs).zip(&debts.owed_lines);
+                for ((call_id, run_id), line) in owed {
+                    owe.execute(params![stream, call_id, run_id, line, now_ms()]).map_err(sql_error)?;
+                }
+                let mut pay_call = tx
+                    .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2")
+                    .map_err(sql_error)?;
+                for call_id in &debts.paid_calls {
+                    pay_call.execute(params![stream, call_id]).map_err(sql_error)?;
+                }
+                let mut pay = tx
+                    .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2 AND run_id = ?3")
+                    .map_err(sql_error)?;
+                for (call_id, run_id) in debts.paid.iter().zip(&debts.paid_runs) {
+                    pay.execute(params![stream, call_id, run_id]).map_err(sql_error)?;
+                }
+            }
             tx.commit().map_err(sql_error)?;
             Ok(sealed)
         })
@@ -695,6 +732,56 @@ impl Store for SqliteStore {
                 .collect::<rusqlite::Result<_>>()
                 .map_err(sql_error)?;
             Ok(Some(lines.iter().any(|l| line_is_final_of(l, &call_id))))
+        })
+    }
+
+    fn owed_finals<'a>(
+        &'a self,
+        stream: &'a str,
+        older_than: Duration,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let stream = stream.to_owned();
+        self.run(move |conn| {
+            let before = now_ms() - millis(older_than);
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT d.line FROM agents_audit_debts d WHERE d.stream = ?1 AND d.owed_since <= ?2 \
+                     AND (d.held_at IS NULL OR d.held_at <= ?2) \
+                     AND NOT EXISTS (SELECT 1 FROM agents_proposals p WHERE p.call_id = d.call_id) \
+                     ORDER BY d.owed_since, d.call_id LIMIT ?3",
+                )
+                .map_err(sql_error)?;
+            let lines: Vec<String> = stmt
+                .query_map(params![stream, before, i64::from(limit)], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(sql_error)?;
+            owed_records(lines.iter().map(String::as_str))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        stream: &'a str,
+        call_id: &'a str,
+        run_id: &'a str,
+        node: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let (stream, call_id, run_id, node) =
+            (stream.to_owned(), call_id.to_owned(), run_id.to_owned(), node.to_owned());
+        self.run(move |conn| {
+            let now = now_ms();
+            // One conditional statement under the database's write lock.
+            let n = conn
+                .execute(
+                    "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 \
+                     WHERE stream = ?1 AND call_id = ?2 AND run_id = ?6 AND (held_at IS NULL OR held_at <= ?5)",
+                    params![stream, call_id, node, now, now - millis(lease), run_id],
+                )
+                .map_err(sql_error)?;
+            Ok(n == 1)
         })
     }
 }

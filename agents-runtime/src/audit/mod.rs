@@ -56,6 +56,7 @@
 //! ```
 
 mod group_commit;
+mod identity;
 mod jsonl;
 mod keyed;
 mod memory;
@@ -69,6 +70,7 @@ pub use agents_core::audit::{
     severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
+pub use identity::FileIdentity;
 pub use jsonl::{
     JsonlOpenError, JsonlSink, RemovedTail, verify_jsonl_bytes, verify_jsonl_file, verify_jsonl_file_with,
 };
@@ -122,10 +124,41 @@ pub trait AuditSink: Send + Sync {
         let _ = call_id;
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// The `proposed` records of this log whose final record is still owed since longer than
+    /// `older_than`, and whose call has no proposal kept in the state store (those are settled
+    /// through the proposal's claims), oldest first, at most `limit`: the debts a resumption
+    /// settles when the call's own writer could not (its final record's write failed, or its
+    /// process died). Only a sink that keeps the debts durably beside its records answers
+    /// (a store's stream, [`StoreAuditSink`](crate::store::StoreAuditSink)); the default owes
+    /// nothing.
+    fn owed_finals(
+        &self,
+        older_than: std::time::Duration,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<AuditRecord>, AuditError>> {
+        let _ = (older_than, limit);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Claims the debt of call `call_id` of run `run_id` for `node` (see
+    /// [`AuditSink::owed_finals`]), in one conditional update that holds for one claimer per
+    /// `lease`: `true` when this node is to write the final record. The default claims nothing.
+    fn claim_owed<'a>(
+        &'a self,
+        call_id: &'a str,
+        run_id: &'a str,
+        node: &'a str,
+        lease: std::time::Duration,
+    ) -> BoxFuture<'a, Result<bool, AuditError>> {
+        let _ = (call_id, run_id, node, lease);
+        Box::pin(std::future::ready(Ok(false)))
+    }
 }
 
-/// Whether a record of `status` ends a call (its final record).
-pub(crate) fn is_final_status(status: AuditStatus) -> bool {
+/// Whether a record of `status` ends a call (its final record): every `proposed` record is
+/// owed exactly one of them, under the same call id.
+pub fn is_final_status(status: AuditStatus) -> bool {
     matches!(
         status,
         AuditStatus::Executed

@@ -2,7 +2,7 @@
 
 use super::Appended;
 use super::group_commit::{ChainOptions, DurableStore, GroupCommitSink};
-use super::{AuditRecord, AuditSink, ChainError, ChainSummary, GENESIS_HASH};
+use super::{AuditRecord, AuditSink, ChainError, ChainSummary, FileIdentity, GENESIS_HASH};
 use agents_core::audit::{ChainVerifier, SealCheck, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::io;
@@ -158,7 +158,9 @@ impl SqliteSink {
             (None, _) => {}
         }
         let label = format!("audit database `{}`", path.display());
-        let inner = GroupCommitSink::spawn_with(label, SqliteStore { conn }, head, options)
+        let identity =
+            FileIdentity::of_database(&path).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
+        let inner = GroupCommitSink::spawn_with(label, SqliteStore { conn, identity }, head, options)
             .map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;
         Ok(SqliteSink { path, inner })
     }
@@ -288,6 +290,9 @@ fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
 
 struct SqliteStore {
     conn: Connection,
+    /// The file as opened: a batch committed after it was deleted, replaced or moved is not
+    /// acknowledged (and the sink is poisoned).
+    identity: Option<FileIdentity>,
 }
 
 impl SqliteStore {
@@ -300,6 +305,11 @@ impl SqliteStore {
 
 impl DurableStore for SqliteStore {
     fn commit(&mut self, records: &[AuditRecord], _lines: &[String]) -> io::Result<()> {
-        self.insert(records).map_err(io::Error::other)
+        // Before: a file no longer at the path is not written. After the commit too: a batch
+        // that went into a file deleted, replaced or moved meanwhile is not durable where anyone
+        // will look.
+        self.identity.as_ref().map_or(Ok(()), FileIdentity::check)?;
+        self.insert(records).map_err(io::Error::other)?;
+        self.identity.as_ref().map_or(Ok(()), FileIdentity::check)
     }
 }

@@ -359,6 +359,40 @@ impl Drop for StoredProposal {
     }
 }
 
+/// How many times, and how far apart, a withdrawal of a proposal the store may hold is tried
+/// again in the background when the store cannot be asked at once (a minute in all).
+const WITHDRAW_RETRIES: u32 = 30;
+const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// A proposal the store answered with an error may be stored all the same (the insert went
+/// through and its reply was lost, and reading it back failed too): it is withdrawn (ended,
+/// its final record claimed), so it is neither listed for a decision nor run once approved
+/// behind the `skipped` record the call writes next, which then marks the claim written. A
+/// store that cannot be asked now is asked again in the background ([`WITHDRAW_RETRIES`] times,
+/// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
+/// resumption that takes it over, once it found the `skipped` record in the log.
+async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
+    let Err(e) = withdraw(&*ctx.inner.store, record, reason).await else {
+        ctx.inner.settling.insert(record.call_id.clone());
+        return;
+    };
+    tracing::error!(call_id = %record.call_id, error = %e,
+        "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same, \
+         and the withdrawal is tried again in the background");
+    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+    let (store, record, reason) = (ctx.inner.store.clone(), record.clone(), reason.to_owned());
+    handle.spawn(async move {
+        for _ in 0..WITHDRAW_RETRIES {
+            tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
+            match withdraw(&*store, &record, &reason).await {
+                Ok(()) => return,
+                Err(e) => tracing::warn!(call_id = %record.call_id, error = %e, "the withdrawal failed again"),
+            }
+        }
+        tracing::error!(call_id = %record.call_id, "a proposal the state store may hold could not be withdrawn");
+    });
+}
+
 /// The store failed while this call's final record was being claimed: without the claim the
 /// call writes no final record (a resumption that wins the claim once the run's slot lapsed
 /// writes it, so there is never a second one); nothing ran, and the run ends with
@@ -667,6 +701,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         }
         if let Err(e) = ctx.inner.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            withdraw_unkept(ctx, &record, &reason).await;
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
@@ -783,6 +818,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let record = proposal.store_record();
         if let Err(e) = ctx.inner.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
+            withdraw_unkept(ctx, &record, &reason).await;
             proposal.end(owed, AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }

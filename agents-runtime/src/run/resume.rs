@@ -53,6 +53,11 @@
 //! for the user's answer, and ended (`skipped`, reason `timeout: ...`) once the session no
 //! longer does (it idled out, ended, or moved on) and the confirmation window passed.
 //!
+//! A call whose final record could not be written at all (its read call's `executed` record
+//! lost with the connection, say) is owed it: a store's audit stream keeps the debt of every
+//! `proposed` record until its final record is appended, in the same transaction, and the
+//! resumption writes what is owed past the settle lease (see [`Runtime::resume_orphaned`]).
+//!
 //! What is not resumed: the model's turn (it is over; the session's next turn goes on from
 //! the session's history, on any node), and proposals of direct sessions (their caller is
 //! gone with them; they hold no run slot). A claim a direct session's call left unwritten is
@@ -233,6 +238,16 @@ impl Runtime {
     ///   with reason `abandoned: ...`; the call is not run again), and the holder, once it
     ///   goes on, writes its own.
     ///
+    /// Last, it writes the final records the audit log still owes
+    /// ([`AuditSink::owed_finals`](crate::audit::AuditSink::owed_finals), kept by a store's
+    /// stream in the transaction that appends each record): a `proposed` record whose call has
+    /// no kept proposal and whose final record's write failed (the connection to the database
+    /// dropped, the node died) more than a settle lease ago is claimed by one node
+    /// ([`AuditSink::claim_owed`](crate::audit::AuditSink::claim_owed)) and gets `skipped` (an
+    /// action: it never runs without a kept proposal) or `failed` (a read call: it may have
+    /// run), reason `abandoned: ...`. A call still running when its debt is a settle lease old
+    /// gets that record and then its own (the second case above, for calls without a claim).
+    ///
     /// A live run whose claim fails with a store error writes no record
     /// ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the proposal is
     /// settled here.
@@ -271,7 +286,73 @@ impl Runtime {
                 None => break,
             }
         }
+        self.settle_owed(&mut done).await?;
         Ok(done)
+    }
+
+    /// Writes the final records the audit log still owes (see
+    /// [`AuditSink::owed_finals`](crate::audit::AuditSink::owed_finals)): `proposed` records
+    /// without a final record and without a kept proposal, owed longer than the settle lease
+    /// (their writer's final record failed, or it died). Each is claimed first (one claimer per
+    /// lease, on any node), then written from the `proposed` record itself: an action (never
+    /// run without a kept proposal) `skipped`, any other call `failed`, both with reason
+    /// `abandoned: ...`. The record pays the debt in the transaction that appends it.
+    async fn settle_owed(&self, done: &mut Vec<ResumedCall>) -> Result<(), StoreError> {
+        let (audit, node, lease) = (&self.inner.audit, self.inner.node_id.as_str(), self.inner.settle_lease);
+        let refused = |e: crate::audit::AuditError| StoreError::Unavailable(e.to_string());
+        let owed = audit.owed_finals(lease, RESUME_BATCH).await.map_err(refused)?;
+        for proposed in owed {
+            let Some(call_id) = proposed.call_id.clone() else { continue };
+            if !audit.claim_owed(&call_id, &proposed.run_id, node, lease).await.map_err(refused)? {
+                continue;
+            }
+            let (status, reason) = if proposed.tier == Some(agents_core::Tier::Action) {
+                (
+                    AuditStatus::Skipped,
+                    format!(
+                        "{}: the call's proposal was not kept and its run stopped before writing its final record; \
+                         nothing ran",
+                        Undecided::Abandoned.code()
+                    ),
+                )
+            } else {
+                (
+                    AuditStatus::Failed,
+                    format!(
+                        "{}; its run stopped before its final record was written (the tool may have run)",
+                        Undecided::Abandoned.reason()
+                    ),
+                )
+            };
+            tracing::warn!(%call_id, ?status, "a `proposed` record was owed its final record; writing it");
+            let record = crate::audit::AuditRecord {
+                seq: 0,
+                ts: super::record::now_rfc3339(),
+                status,
+                reason: Some(reason.clone()),
+                result: None,
+                prev_hash: String::new(),
+                hash: String::new(),
+                ..proposed.clone()
+            };
+            crate::telemetry::audited(status, proposed.tool.as_deref(), None);
+            let recorded = match audit.append(record).await {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::error!(%call_id, error = %e, "an owed final record could not be written; a later pass retries");
+                    false
+                }
+            };
+            done.push(ResumedCall {
+                call_id: call_id.to_string(),
+                run_id: proposed.run_id.to_string(),
+                tool: proposed.tool.as_deref().unwrap_or_default().to_owned(),
+                status,
+                reason: Some(reason),
+                recorded,
+            });
+        }
+        Ok(())
     }
 
     /// Settles one unsettled proposal if it is `A`'s and its run is gone (see

@@ -467,6 +467,11 @@ impl RuntimeBuilder {
     /// lease; the lease must exceed the longest time a live node may go without reaching the
     /// state store (a pause of its process, a cut-off), or a call's outcome may be recorded
     /// twice (see [`Runtime::resume_orphaned`]). Give every node the same value.
+    ///
+    /// It is also how long a `proposed` record may stay without its final record in a store's
+    /// audit stream before a resumption writes that record (`abandoned: ...`, see
+    /// [`AuditSink::owed_finals`](crate::audit::AuditSink::owed_finals)): it must exceed the
+    /// longest a read call's tool runs, or that call gets two final records.
     pub fn settle_lease(mut self, lease: Duration) -> Self {
         self.settle_lease = lease;
         self

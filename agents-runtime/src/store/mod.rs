@@ -43,7 +43,11 @@
 //!   ([`Store::prune_tokens`]), sessions once idle ([`Store::prune_sessions`]);
 //! - each audit stream is one hash chain, whatever number of writers append to it
 //!   ([`Store::append_audit`]: the chain's head is read and advanced under a lock of the
-//!   database, in the transaction that inserts the records).
+//!   database, in the transaction that inserts the records);
+//! - a call's `proposed` record is a debt of its stream until the call's final record is
+//!   appended: both are kept in the transaction that appends the record, so a final record
+//!   whose write failed (the connection dropped, the node died) is still known to be owed, and
+//!   a resumption on any node writes it ([`Store::owed_finals`], [`Store::claim_owed`]).
 //!
 //! Ids that key decisions ([`ProposalRecord::call_id`]) are minted by the runtime, never
 //! taken from a model provider (providers reuse ids such as `call_1` across runs).
@@ -488,6 +492,101 @@ pub trait Store: Send + Sync + 'static {
     fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
         let _ = (stream, call_id);
         Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// The `proposed` records of `stream` whose final record is owed since longer than
+    /// `older_than` and whose debt is not claimed within that time either, for calls without a
+    /// stored proposal (see [`AuditSink::owed_finals`](crate::audit::AuditSink::owed_finals)),
+    /// oldest first, at most `limit`. A store that keeps no debts owes nothing (the default).
+    fn owed_finals<'a>(
+        &'a self,
+        stream: &'a str,
+        older_than: Duration,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        let _ = (stream, older_than, limit);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Claims the debt of call `call_id` of run `run_id` in `stream` for `node`, in one
+    /// conditional update: `true` for one claimer per `lease` (a claim not paid by a final
+    /// record within the lease may be taken again). The final record, once appended, pays the
+    /// debt. The default claims nothing.
+    fn claim_owed<'a>(
+        &'a self,
+        stream: &'a str,
+        call_id: &'a str,
+        run_id: &'a str,
+        node: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let _ = (stream, call_id, run_id, node, lease);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+}
+
+/// The records of owed calls, from their stored lines (a line that does not parse is a
+/// broken store: refused, naming it).
+pub fn owed_records<'a>(lines: impl IntoIterator<Item = &'a str>) -> StoreResult<Vec<AuditRecord>> {
+    lines
+        .into_iter()
+        .map(|line| {
+            serde_json::from_str::<AuditRecord>(line)
+                .map_err(|e| StoreError::Invalid(format!("an owed `proposed` record does not parse ({e}): {line}")))
+        })
+        .collect()
+}
+
+/// What one batch of sealed records changes in its stream's debts: the calls it opens (a
+/// `proposed` record, owed a final record) with that record's line, and the calls it settles
+/// (a final record). A store applies both in the transaction that appends the batch, the
+/// opened ones first.
+///
+/// A debt is keyed by call id and run id: a read call's id is the model provider's, which
+/// other runs reuse. An action's id is minted by the runtime (unique), and its final record may
+/// be written under another run (a later turn of the session carries out a conversational
+/// approval), so an action's final record (tier `action`, or none: a resumption's) pays by the
+/// call id alone.
+#[derive(Debug, Default)]
+pub struct Debts<'a> {
+    /// The call ids of the batch's `proposed` records.
+    pub owed: Vec<&'a str>,
+    /// Their run ids, in the same order.
+    pub owed_runs: Vec<&'a str>,
+    /// Their lines, in the same order.
+    pub owed_lines: Vec<&'a str>,
+    /// The call ids of the batch's final records of actions: each pays its call's debt.
+    pub paid_calls: Vec<&'a str>,
+    /// The call ids of the batch's other final records...
+    pub paid: Vec<&'a str>,
+    /// ...and their run ids: each pays the debt of its call in its run.
+    pub paid_runs: Vec<&'a str>,
+}
+
+impl<'a> Debts<'a> {
+    /// The debts of `sealed` records whose lines are `lines`.
+    pub fn of(sealed: &'a [AuditRecord], lines: &'a [String]) -> Self {
+        let mut debts = Debts::default();
+        for (record, line) in sealed.iter().zip(lines) {
+            let Some(call_id) = record.call_id.as_deref() else { continue };
+            if record.status == crate::audit::AuditStatus::Proposed {
+                debts.owed.push(call_id);
+                debts.owed_runs.push(&record.run_id);
+                debts.owed_lines.push(line);
+            } else if !crate::audit::is_final_status(record.status) {
+            } else if matches!(record.tier, None | Some(agents_core::Tier::Action)) {
+                debts.paid_calls.push(call_id);
+            } else {
+                debts.paid.push(call_id);
+                debts.paid_runs.push(&record.run_id);
+            }
+        }
+        debts
+    }
+
+    /// Whether the batch changes no debt.
+    pub fn is_empty(&self) -> bool {
+        self.owed.is_empty() && self.paid.is_empty() && self.paid_calls.is_empty()
     }
 }
 

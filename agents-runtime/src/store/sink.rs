@@ -19,7 +19,12 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 /// a commit is shared by the producers that arrived during the previous one. `append`
 /// resolves once the batch's transaction committed. A failed transaction stores none of its
 /// records (the database rolls it back), so the chain's head stays known and the next batch
-/// continues it: unlike a file sink, nothing is poisoned.
+/// continues it: unlike a file sink, nothing is poisoned. A transaction whose answer was lost
+/// is read back by the store (`agents_store::PostgresStore`) before it answers.
+///
+/// The store keeps each `proposed` record's debt beside it until the call's final record is
+/// appended ([`AuditSink::owed_finals`], [`AuditSink::claim_owed`]), so a final record whose
+/// write failed is written by a resumption on any node.
 #[derive(Clone)]
 pub struct StoreAuditSink {
     sender: mpsc::UnboundedSender<(AuditRecord, Reply)>,
@@ -80,6 +85,34 @@ impl AuditSink for StoreAuditSink {
     fn holds_final<'a>(&'a self, call_id: &'a str) -> crate::BoxFuture<'a, Result<Option<bool>, AuditError>> {
         Box::pin(async move {
             self.store.holds_final(&self.stream, call_id).await.map_err(|e| AuditError::Refused(e.to_string()))
+        })
+    }
+
+    fn owed_finals(
+        &self,
+        older_than: std::time::Duration,
+        limit: u32,
+    ) -> crate::BoxFuture<'_, Result<Vec<AuditRecord>, AuditError>> {
+        Box::pin(async move {
+            self.store
+                .owed_finals(&self.stream, older_than, limit)
+                .await
+                .map_err(|e| AuditError::Refused(e.to_string()))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        call_id: &'a str,
+        run_id: &'a str,
+        node: &'a str,
+        lease: std::time::Duration,
+    ) -> crate::BoxFuture<'a, Result<bool, AuditError>> {
+        Box::pin(async move {
+            self.store
+                .claim_owed(&self.stream, call_id, run_id, node, lease)
+                .await
+                .map_err(|e| AuditError::Refused(e.to_string()))
         })
     }
 }

@@ -171,3 +171,31 @@ async fn the_sink_finds_a_calls_final_record() {
     assert_eq!(sink.holds_final("call-2").await.unwrap(), Some(false), "only proposed");
     assert_eq!(sink.holds_final("call-").await.unwrap(), Some(false), "the whole id");
 }
+
+/// The database deleted, replaced or moved while the sink has it open: the batch written after
+/// is not acknowledged (it went into a file nobody will read), and the sink refuses every later
+/// record, saying why.
+#[tokio::test]
+async fn a_database_deleted_replaced_or_moved_while_open_stops_acknowledging() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let other = dir.path().join("other.db");
+    for fault in ["deleted", "replaced", "moved"] {
+        let _ = std::fs::remove_file(&path);
+        let sink = SqliteSink::open(&path).unwrap();
+        sink.append(record(0, AuditStatus::Proposed)).await.expect("the file is in place");
+        match fault {
+            "deleted" => std::fs::remove_file(&path).unwrap(),
+            "replaced" => {
+                drop(SqliteSink::open(&other).unwrap());
+                std::fs::rename(&other, &path).unwrap();
+            }
+            _ => std::fs::rename(&path, dir.path().join("moved.db")).unwrap(),
+        }
+        let e = sink.append(record(1, AuditStatus::Executed)).await.expect_err("not acknowledged");
+        let what = if fault == "replaced" { "replaced by another file" } else { "deleted or moved" };
+        assert!(e.to_string().contains(what), "{fault}: {e}");
+        assert!(sink.is_poisoned(), "{fault}: the sink stops");
+        assert!(sink.append(record(2, AuditStatus::Executed)).await.is_err(), "{fault}: and refuses what follows");
+    }
+}

@@ -1,12 +1,12 @@
 //! The budget in the PostgreSQL database, shared by every node.
 
-use super::{PostgresStore, abandon};
+use super::{PostgresStore, abandon, in_own_task, with_sources};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
 
-fn budget_error(e: impl std::fmt::Display) -> BudgetError {
-    BudgetError(format!("PostgreSQL: {e}"))
+fn budget_error(e: impl std::error::Error) -> BudgetError {
+    BudgetError(format!("PostgreSQL: {}", with_sources(&e)))
 }
 
 /// The accounts a call of `user_id` in `org_id` is counted against, in the order every
@@ -82,22 +82,26 @@ impl BudgetStore for PostgresStore {
         user_id: &'a str,
         cost_usd: f64,
     ) -> BoxFuture<'a, Result<(), BudgetError>> {
-        Box::pin(async move {
-            let keys = keys(org_id, user_id)?;
-            let cost = budget_amount("a cost", cost_usd)?;
-            let mut client = self.client().await.map_err(budget_error)?;
-            let tx = client.transaction().await.map_err(budget_error)?;
-            for (org, user) in keys {
-                tx.execute(
+        let (store, org_id, user_id) = (self.clone(), org_id.to_owned(), user_id.to_owned());
+        in_own_task(
+            async move {
+                let keys = keys(&org_id, &user_id)?;
+                let cost = budget_amount("a cost", cost_usd)?;
+                let mut client = store.client().await.map_err(budget_error)?;
+                let tx = client.transaction().await.map_err(budget_error)?;
+                for (org, user) in keys {
+                    tx.execute(
                     "INSERT INTO agents_budget_accounts (org_id, user_id, spend_usd) VALUES ($1, $2, $3) \
                      ON CONFLICT (org_id, user_id) DO UPDATE SET spend_usd = agents_budget_accounts.spend_usd + EXCLUDED.spend_usd",
                     &[&org, &user, &cost],
                 )
                 .await
                 .map_err(budget_error)?;
-            }
-            tx.commit().await.map_err(budget_error)
-        })
+                }
+                tx.commit().await.map_err(budget_error)
+            },
+            budget_error,
+        )
     }
 
     fn reserve<'a>(
@@ -106,73 +110,82 @@ impl BudgetStore for PostgresStore {
         user_id: &'a str,
         estimate_usd: f64,
     ) -> BoxFuture<'a, Result<Admission, BudgetError>> {
-        Box::pin(async move {
-            let keys = keys(org_id, user_id)?;
-            let estimate = budget_amount("an estimate", estimate_usd)?;
-            let client = self.client().await.map_err(budget_error)?;
-            let ensure = client
-                .prepare_cached(
-                    "INSERT INTO agents_budget_accounts (org_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                )
-                .await
-                .map_err(budget_error)?;
-            let hold = client
-                .prepare_cached(
-                    "UPDATE agents_budget_accounts SET held_usd = held_usd + $3, holds = holds + 1 \
+        let (store, org_id, user_id) = (self.clone(), org_id.to_owned(), user_id.to_owned());
+        in_own_task(
+            async move {
+                let (org_id, user_id) = (org_id.as_str(), user_id.as_str());
+                let keys = keys(org_id, user_id)?;
+                let estimate = budget_amount("an estimate", estimate_usd)?;
+                let client = store.client().await.map_err(budget_error)?;
+                let ensure = client
+                    .prepare_cached(
+                        "INSERT INTO agents_budget_accounts (org_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    )
+                    .await
+                    .map_err(budget_error)?;
+                let hold = client
+                    .prepare_cached(
+                        "UPDATE agents_budget_accounts SET held_usd = held_usd + $3, holds = holds + 1 \
                      WHERE org_id = $1 AND user_id = $2 AND COALESCE((SELECT cap_usd FROM agents_budget_caps \
                      WHERE org_id = $1 AND user_id = $2) - spend_usd - held_usd > 0, true)",
-                )
-                .await
-                .map_err(budget_error)?;
-            let outcome: Result<Option<f64>, BudgetError> = async {
-                client.batch_execute("BEGIN").await.map_err(budget_error)?;
-                for (org, user) in keys {
-                    client.execute(&ensure, &[&org, &user]).await.map_err(budget_error)?;
-                    if client.execute(&hold, &[&org, &user, &estimate]).await.map_err(budget_error)? == 0 {
-                        return Ok(Some(Self::headroom(&client, org_id, user_id).await?));
+                    )
+                    .await
+                    .map_err(budget_error)?;
+                let outcome: Result<Option<f64>, BudgetError> = async {
+                    client.batch_execute("BEGIN").await.map_err(budget_error)?;
+                    for (org, user) in keys {
+                        client.execute(&ensure, &[&org, &user]).await.map_err(budget_error)?;
+                        if client.execute(&hold, &[&org, &user, &estimate]).await.map_err(budget_error)? == 0 {
+                            return Ok(Some(Self::headroom(&client, org_id, user_id).await?));
+                        }
+                    }
+                    client.batch_execute("COMMIT").await.map_err(budget_error)?;
+                    Ok(None)
+                }
+                .await;
+                match outcome {
+                    Ok(None) => Ok(Admission::Granted(Reservation {
+                        org_id: org_id.to_owned(),
+                        user_id: user_id.to_owned(),
+                        amount: estimate,
+                    })),
+                    Ok(Some(headroom)) => {
+                        abandon(&client).await;
+                        Ok(Admission::Refused { headroom })
+                    }
+                    Err(e) => {
+                        abandon(&client).await;
+                        Err(e)
                     }
                 }
-                client.batch_execute("COMMIT").await.map_err(budget_error)?;
-                Ok(None)
-            }
-            .await;
-            match outcome {
-                Ok(None) => Ok(Admission::Granted(Reservation {
-                    org_id: org_id.to_owned(),
-                    user_id: user_id.to_owned(),
-                    amount: estimate,
-                })),
-                Ok(Some(headroom)) => {
-                    abandon(&client).await;
-                    Ok(Admission::Refused { headroom })
-                }
-                Err(e) => {
-                    abandon(&client).await;
-                    Err(e)
-                }
-            }
-        })
+            },
+            budget_error,
+        )
     }
 
     fn settle(&self, reservation: Reservation, cost_usd: f64) -> BoxFuture<'_, Result<(), BudgetError>> {
-        Box::pin(async move {
-            let keys = keys(&reservation.org_id, &reservation.user_id)?;
-            let cost = budget_amount("a cost", cost_usd)?;
-            let mut client = self.client().await.map_err(budget_error)?;
-            let tx = client.transaction().await.map_err(budget_error)?;
-            for (org, user) in keys {
-                // `held_usd` is reset to exactly 0 when no hold is left, so rounding does not
-                // accumulate.
-                tx.execute(
-                    "UPDATE agents_budget_accounts SET spend_usd = spend_usd + $4, \
+        let store = self.clone();
+        in_own_task(
+            async move {
+                let keys = keys(&reservation.org_id, &reservation.user_id)?;
+                let cost = budget_amount("a cost", cost_usd)?;
+                let mut client = store.client().await.map_err(budget_error)?;
+                let tx = client.transaction().await.map_err(budget_error)?;
+                for (org, user) in keys {
+                    // `held_usd` is reset to exactly 0 when no hold is left, so rounding does not
+                    // accumulate.
+                    tx.execute(
+                        "UPDATE agents_budget_accounts SET spend_usd = spend_usd + $4, \
                      held_usd = CASE WHEN holds <= 1 THEN 0 ELSE GREATEST(held_usd - $3, 0) END, \
                      holds = GREATEST(holds - 1, 0) WHERE org_id = $1 AND user_id = $2",
-                    &[&org, &user, &reservation.amount, &cost],
-                )
-                .await
-                .map_err(budget_error)?;
-            }
-            tx.commit().await.map_err(budget_error)
-        })
+                        &[&org, &user, &reservation.amount, &cost],
+                    )
+                    .await
+                    .map_err(budget_error)?;
+                }
+                tx.commit().await.map_err(budget_error)
+            },
+            budget_error,
+        )
     }
 }

@@ -11,12 +11,12 @@ use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailab
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
-    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
-    SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle, line_is_final_of,
-    seal_after, verify_lines,
+    Debts, DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord,
+    SessionSaved, SlotId, SlotOwner, Store, StoreError, StoreResult, StoredVerdict, TokenGrant, call_id_needle,
+    line_is_final_of, owed_records, seal_after, verify_lines,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use futures::future::{join, join3, join5};
+use futures::future::{join, join4, join5};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -54,6 +54,88 @@ impl Claim {
     }
 }
 
+/// How a [`PostgresStore`] connects and how long each of its waits may last: every wait ends,
+/// and a wait that ends this way fails the operation (the runtime fails closed on it).
+///
+/// | setting | default | bounds |
+/// | --- | --- | --- |
+/// | `max_connections` | 16 | connections in the pool |
+/// | `acquire_timeout` | 10 s | waiting for a free pooled connection |
+/// | `connect_timeout` | 10 s | opening (and recycling) one connection |
+/// | `statement_timeout` | 30 s | one statement on the server (`statement_timeout`) |
+/// | `lock_timeout` | 10 s | one wait for a row, table or advisory lock (`lock_timeout`) |
+/// | `tcp_user_timeout` | 30 s | unacknowledged data on the socket (a silent network, `TCP_USER_TIMEOUT`, Linux) |
+///
+/// A statement or lock that times out is rolled back by the server (nothing is stored) and
+/// answers [`StoreError::Unavailable`]; so does a pool that has no free connection in time.
+/// Options given in the connection string (`options=-c ...`) are kept; these are added after
+/// them, so they win.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostgresSettings {
+    /// The most connections the pool opens.
+    pub max_connections: usize,
+    /// How long an operation waits for a free pooled connection.
+    pub acquire_timeout: Duration,
+    /// How long opening one connection may take (also bounds recycling one).
+    pub connect_timeout: Duration,
+    /// The server's `statement_timeout` for every statement of the store.
+    pub statement_timeout: Duration,
+    /// The server's `lock_timeout`: how long a statement waits for a lock another transaction
+    /// holds (a node holding a row lock, an operator's open transaction).
+    pub lock_timeout: Duration,
+    /// How long sent data may stay unacknowledged before the connection is dropped (a peer
+    /// that vanished without closing; TCP keepalives start after the same idle time).
+    pub tcp_user_timeout: Duration,
+}
+
+impl Default for PostgresSettings {
+    fn default() -> Self {
+        PostgresSettings {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(30),
+            lock_timeout: Duration::from_secs(10),
+            tcp_user_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PostgresSettings {
+    /// Puts the timeouts into a connection's configuration; refuses a zero one.
+    fn apply(&self, config: &mut tokio_postgres::Config) -> StoreResult<()> {
+        let named = [
+            ("acquire_timeout", self.acquire_timeout),
+            ("connect_timeout", self.connect_timeout),
+            ("statement_timeout", self.statement_timeout),
+            ("lock_timeout", self.lock_timeout),
+            ("tcp_user_timeout", self.tcp_user_timeout),
+        ];
+        if let Some((name, _)) = named.iter().find(|(_, d)| d.as_millis() == 0) {
+            return Err(StoreError::Invalid(format!(
+                "PostgresSettings::{name} is zero: give it a positive duration (a zero timeout would disable it on \
+                 the server, and every wait must end)"
+            )));
+        }
+        let ours = format!(
+            "-c statement_timeout={} -c lock_timeout={}",
+            millis(self.statement_timeout),
+            millis(self.lock_timeout)
+        );
+        let options = match config.get_options() {
+            Some(given) if !given.trim().is_empty() => format!("{given} {ours}"),
+            _ => ours,
+        };
+        config
+            .options(options)
+            .connect_timeout(self.connect_timeout)
+            .tcp_user_timeout(self.tcp_user_timeout)
+            .keepalives(true)
+            .keepalives_idle(self.tcp_user_timeout);
+        Ok(())
+    }
+}
+
 /// The advisory lock key that serialises migrations of one database across nodes.
 const MIGRATION_LOCK: i64 = 0x6167_656e_7473_0001;
 
@@ -72,7 +154,7 @@ pub struct PostgresStore {
     pool: Pool,
     /// The head of each audit stream as this node last left it: a guess, checked by the
     /// database on every append.
-    heads: Arc<Mutex<HashMap<String, (i64, String)>>>,
+    heads: Arc<Mutex<HashMap<String, Head>>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -81,8 +163,21 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-fn pg_error(e: impl std::fmt::Display) -> StoreError {
-    unavailable("PostgreSQL", e)
+fn pg_error(e: impl std::error::Error) -> StoreError {
+    unavailable("PostgreSQL", with_sources(&e))
+}
+
+/// An error with its sources (a server's error is a source: its SQLSTATE and message, such as
+/// `canceling statement due to lock timeout`, would be lost otherwise).
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 fn is_unique_violation(e: &tokio_postgres::Error) -> bool {
@@ -96,17 +191,39 @@ impl PostgresStore {
     /// together migrate once). Refuses ([`StoreError::NewerSchema`], nothing changed) a
     /// database migrated by a newer build.
     pub async fn connect(conninfo: &str, max_connections: usize) -> StoreResult<Self> {
-        let config: tokio_postgres::Config =
+        Self::connect_with(conninfo, PostgresSettings { max_connections, ..PostgresSettings::default() }).await
+    }
+
+    /// [`PostgresStore::connect`] with every setting given (pool size and the timeouts that
+    /// bound each wait, see [`PostgresSettings`]). A zero duration is refused
+    /// ([`StoreError::Invalid`], nothing connected): every wait must end.
+    pub async fn connect_with(conninfo: &str, settings: PostgresSettings) -> StoreResult<Self> {
+        let mut config: tokio_postgres::Config =
             conninfo.parse().map_err(|e| StoreError::Invalid(format!("PostgreSQL connection string: {e}")))?;
+        settings.apply(&mut config)?;
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager).max_size(max_connections.max(1)).build().map_err(pg_error)?;
+        let pool = Pool::builder(manager)
+            .max_size(settings.max_connections.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(settings.acquire_timeout))
+            .create_timeout(Some(settings.connect_timeout))
+            .recycle_timeout(Some(settings.connect_timeout))
+            .build()
+            .map_err(pg_error)?;
         let store = PostgresStore { pool, heads: Arc::default() };
         store.migrate().await?;
         Ok(store)
     }
 
     async fn client(&self) -> StoreResult<Object> {
-        self.pool.get().await.map_err(pg_error)
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Timeout(_) => StoreError::Unavailable(
+                "PostgreSQL: no pooled connection became free within the acquire timeout (raise \
+                 `PostgresSettings::max_connections` or `acquire_timeout`, or look for a stuck database)"
+                    .to_owned(),
+            ),
+            e => pg_error(e),
+        })
     }
 
     async fn migrate(&self) -> StoreResult<()> {
@@ -178,8 +295,122 @@ impl PostgresStore {
         &self,
         f: impl Future<Output = StoreResult<T>> + Send + 'static,
     ) -> BoxFuture<'static, StoreResult<T>> {
-        Box::pin(async move { tokio::spawn(f).await.map_err(|e| unavailable("PostgreSQL task", e))? })
+        in_own_task(f, |e| unavailable("PostgreSQL task", e))
     }
+}
+
+/// A batch sent to the database in an append: the sealed records and the head they leave.
+type Sent = (Vec<AuditRecord>, Head);
+
+/// Whether a failed statement's outcome is unknown: the server did not answer (the connection
+/// broke, or the reply was lost), so what it was sent may have been carried out, COMMIT
+/// included. A server's own error (it has a SQLSTATE) rolled the transaction back.
+fn outcome_unknown(e: &tokio_postgres::Error) -> bool {
+    e.code().is_none()
+}
+
+impl PostgresStore {
+    /// Answers an append that failed with `e` after sending `sent` (or before sending any
+    /// records). When the server's answer was lost, the batch is read back instead of taken as
+    /// not written: a `proposed` record whose COMMIT went through but whose reply was lost is
+    /// then acknowledged, so its call goes on to its final record.
+    async fn append_failed(
+        &self,
+        client: &Object,
+        stream: &str,
+        e: tokio_postgres::Error,
+        sent: Option<Sent>,
+    ) -> StoreResult<Vec<AuditRecord>> {
+        lock(&self.heads).remove(stream);
+        if !client.is_closed() {
+            abandon(client).await;
+        }
+        let Some((sealed, head)) = sent.filter(|_| outcome_unknown(&e)) else { return Err(pg_error(e)) };
+        match self.landed(stream, &head).await {
+            Ok(Some(fence)) => {
+                tracing::warn!(stream, seq = head.0, "an audit append's reply was lost; it was read back as stored");
+                lock(&self.heads).insert(stream.to_owned(), (head.0, head.1, fence));
+                Ok(sealed)
+            }
+            Ok(None) => Err(pg_error(e)),
+            Err(read) => Err(StoreError::Unavailable(format!(
+                "PostgreSQL: an audit append's reply was lost ({e}) and reading it back failed too ({read}); whether it \
+                 was stored is unknown"
+            ))),
+        }
+    }
+
+    /// Whether a batch that left `head` (its last record's `seq` and `hash`) is stored, and the
+    /// stream's fence then: read after moving the stream head's fence on, under its row lock
+    /// (created if the stream is new), so a transaction of the lost connection that holds the
+    /// lock (or is inserting the head) ends first, and one that reaches the server later fails
+    /// on the fence and stores nothing. The record's identity decides (a hash covers the whole
+    /// record); nothing is written again.
+    async fn landed(&self, stream: &str, head: &Head) -> StoreResult<Option<i64>> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let fence: i64 = tx
+            .query_one(
+                "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
+                 ON CONFLICT (stream) DO UPDATE SET fence = agents_audit_heads.fence + 1 RETURNING fence",
+                &[&stream, &GENESIS_HASH],
+            )
+            .await
+            .map_err(pg_error)?
+            .get(0);
+        let row = tx
+            .query_opt("SELECT hash FROM agents_audit WHERE stream = $1 AND seq = $2", &[&stream, &head.0])
+            .await
+            .map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(row.is_some_and(|r| r.get::<_, &str>(0) == head.1).then_some(fence))
+    }
+
+    /// Stores a proposal whose first insert got no answer, keyed by its call id (so it is never
+    /// stored twice): inserted if absent, then read back; `Ok` when the stored row is this
+    /// proposal, refused when the call id holds another one.
+    async fn put_proposal_again(&self, p: &ProposalRecord) -> StoreResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(&format!("{INSERT_PROPOSAL} ON CONFLICT (call_id) DO NOTHING"), &proposal_params(p))
+            .await
+            .map_err(pg_error)?;
+        let row = client
+            .query_opt(&format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = $1"), &[&p.call_id])
+            .await
+            .map_err(pg_error)?;
+        match row.as_ref().map(proposal_row) {
+            Some(found) if found.proposal == *p => {
+                tracing::warn!(call_id = %p.call_id, "a proposal's insert got no answer; it was read back as stored");
+                Ok(())
+            }
+            Some(_) => Err(StoreError::Invalid(format!("call id `{}` is taken", p.call_id))),
+            None => {
+                Err(StoreError::Unavailable(format!("PostgreSQL: proposal `{}` could not be read back", p.call_id)))
+            }
+        }
+    }
+}
+
+/// The insert of one proposal, undecided (parameters: [`proposal_params`]).
+const INSERT_PROPOSAL: &str = "INSERT INTO agents_proposals \
+                               (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
+                               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// The parameters of [`INSERT_PROPOSAL`].
+fn proposal_params(p: &ProposalRecord) -> [&(dyn tokio_postgres::types::ToSql + Sync); 10] {
+    [&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail]
+}
+
+/// Runs `f` in its own task, so a transaction it opens is committed or rolled back even if the
+/// caller stops waiting half way (a dropped future would otherwise leave its pooled
+/// connection inside the transaction, and the next operation on that connection would run in
+/// it and never be committed). `lost` says what a task that panicked answers.
+fn in_own_task<T: Send + 'static, E: Send + 'static>(
+    f: impl Future<Output = Result<T, E>> + Send + 'static,
+    lost: fn(tokio::task::JoinError) -> E,
+) -> BoxFuture<'static, Result<T, E>> {
+    Box::pin(async move { tokio::spawn(f).await.map_err(lost)? })
 }
 
 /// Ends a transaction that failed half way, so the connection goes back to the pool clean.
@@ -406,21 +637,24 @@ impl Store for PostgresStore {
     fn put_proposal<'a>(&'a self, p: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let client = self.client().await?;
-            client
-                .execute(
-                    "INSERT INTO agents_proposals (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    &[&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail],
-                )
-                .await
-                .map_err(|e| {
-                    if is_unique_violation(&e) {
-                        StoreError::Invalid(format!("call id `{}` is taken", p.call_id))
-                    } else {
-                        pg_error(e)
-                    }
-                })
-                .map(drop)
+            match client.execute(INSERT_PROPOSAL, &proposal_params(p)).await {
+                Ok(_) => Ok(()),
+                Err(e) if is_unique_violation(&e) => {
+                    Err(StoreError::Invalid(format!("call id `{}` is taken", p.call_id)))
+                }
+                // No answer: it may be stored. Settled by the call id, never by a second row.
+                Err(e) if outcome_unknown(&e) => {
+                    drop(client);
+                    self.put_proposal_again(p).await.map_err(|again| match again {
+                        StoreError::Unavailable(read) => StoreError::Unavailable(format!(
+                            "PostgreSQL: a proposal's insert got no answer ({e}) and reading it back failed ({read}); \
+                             whether it is stored is unknown"
+                        )),
+                        other => other,
+                    })
+                }
+                Err(e) => Err(pg_error(e)),
+            }
         })
     }
 
@@ -744,14 +978,10 @@ impl Store for PostgresStore {
                         return Ok(sealed);
                     }
                     // Another node appended since: read the head under its lock below.
-                    Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                    Err((e, _)) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
                         abandon(&client).await;
                     }
-                    Err(e) => {
-                        abandon(&client).await;
-                        lock(&store.heads).remove(&stream);
-                        return Err(pg_error(e));
-                    }
+                    Err((e, sent)) => return store.append_failed(&client, &stream, e, sent).await,
                 }
             }
             match append_locked(&client, &stream, records).await {
@@ -759,11 +989,7 @@ impl Store for PostgresStore {
                     lock(&store.heads).insert(stream, new_head);
                     Ok(sealed)
                 }
-                Err(e) => {
-                    abandon(&client).await;
-                    lock(&store.heads).remove(&stream);
-                    Err(pg_error(e))
-                }
+                Err((e, sent)) => store.append_failed(&client, &stream, e, sent).await,
             }
         })
     }
@@ -790,14 +1016,62 @@ impl Store for PostgresStore {
             Ok(Some(rows.iter().any(|r| line_is_final_of(r.get::<_, &str>(0), call_id))))
         })
     }
+
+    fn owed_finals<'a>(
+        &'a self,
+        stream: &'a str,
+        older_than: Duration,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT d.line FROM agents_audit_debts d WHERE d.stream = $1 \
+                     AND d.owed_since <= now() - $2::BIGINT * interval '1 millisecond' \
+                     AND (d.held_at IS NULL OR d.held_at <= now() - $2::BIGINT * interval '1 millisecond') \
+                     AND NOT EXISTS (SELECT 1 FROM agents_proposals p WHERE p.call_id = d.call_id) \
+                     ORDER BY d.owed_since, d.call_id LIMIT $3",
+                    &[&stream, &millis(older_than), &i64::from(limit)],
+                )
+                .await
+                .map_err(pg_error)?;
+            owed_records(rows.iter().map(|r| r.get::<_, &str>(0)))
+        })
+    }
+
+    fn claim_owed<'a>(
+        &'a self,
+        stream: &'a str,
+        call_id: &'a str,
+        run_id: &'a str,
+        node: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            // One conditional update: a concurrent claimer waits for the row's lock, then
+            // re-checks the lapse on the claimed row, which fails.
+            let n = client
+                .execute(
+                    "UPDATE agents_audit_debts SET held_by = $3, held_at = now() \
+                     WHERE stream = $1 AND call_id = $2 AND run_id = $5 \
+                     AND (held_at IS NULL OR held_at <= now() - $4::BIGINT * interval '1 millisecond')",
+                    &[&stream, &call_id, &node, &millis(lease), &run_id],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(n == 1)
+        })
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A stream's head: the last record's `seq` and `hash`.
-type Head = (i64, String);
+/// A stream's head: the last record's `seq` and `hash`, and the stream's fence.
+type Head = (i64, String, i64);
 
 /// The insert of one batch of sealed records.
 const INSERT_RECORDS: &str = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
@@ -812,23 +1086,30 @@ async fn append_after(
     stream: &str,
     head: &Head,
     records: Vec<AuditRecord>,
-) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
-    let advance = client.prepare_cached("SELECT agents_audit_advance($1, $2, $3, $4, $5)").await?;
-    let insert = client.prepare_cached(INSERT_RECORDS).await?;
+) -> Result<Sent, (tokio_postgres::Error, Option<Sent>)> {
+    let unsent = |e| (e, None);
+    let advance =
+        client.prepare_cached("SELECT agents_audit_advance_fenced($1, $2, $3, $4, $5, $6)").await.map_err(unsent)?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await.map_err(unsent)?;
     let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
     let columns = Columns::of(&sealed);
     let last_seq = last_seq as i64;
-    let (begin, advanced, inserted, commit) = futures::future::join4(
+    let debts = Debts::of(&sealed, &lines);
+    let (begin, advanced, inserted, kept, commit) = join5(
         client.batch_execute("BEGIN"),
-        client.execute(&advance, &[&stream, &head.0, &head.1, &last_seq, &last_hash]),
+        client.execute(&advance, &[&stream, &head.0, &head.1, &head.2, &last_seq, &last_hash]),
         client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
+        keep_debts(client, stream, &debts).await.map_err(unsent)?,
         client.batch_execute("COMMIT"),
     )
     .await;
     // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
-    // error is the answer and nothing was stored.
-    begin.and(advanced).and(inserted).and(commit)?;
-    Ok((sealed, (last_seq, last_hash)))
+    // error is the answer and nothing was stored; unless the server's answer was lost.
+    let head = (last_seq, last_hash, head.2);
+    match begin.and(advanced).and(inserted).and(kept).and(commit) {
+        Ok(()) => Ok((sealed, head)),
+        Err(e) => Err((e, Some((sealed, head)))),
+    }
 }
 
 /// Reads the head under its row lock (creating a new stream's head), seals `records` after
@@ -839,30 +1120,80 @@ async fn append_locked(
     client: &Object,
     stream: &str,
     records: Vec<AuditRecord>,
-) -> Result<(Vec<AuditRecord>, Head), tokio_postgres::Error> {
+) -> Result<Sent, (tokio_postgres::Error, Option<Sent>)> {
+    let unsent = |e| (e, None);
     let head = client
         .prepare_cached(
             "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2) \
-             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash",
+             ON CONFLICT (stream) DO UPDATE SET stream = EXCLUDED.stream RETURNING seq, hash, fence",
         )
-        .await?;
-    let insert = client.prepare_cached(INSERT_RECORDS).await?;
-    let advance = client.prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1").await?;
+        .await
+        .map_err(unsent)?;
+    let insert = client.prepare_cached(INSERT_RECORDS).await.map_err(unsent)?;
+    let advance = client
+        .prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1")
+        .await
+        .map_err(unsent)?;
     let (begin, head) = join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
-    begin?;
-    let head = head?;
-    let (seq, prev): (i64, String) = (head.get(0), head.get(1));
+    begin.map_err(unsent)?;
+    let head = head.map_err(unsent)?;
+    let (seq, prev, fence): (i64, String, i64) = (head.get(0), head.get(1), head.get(2));
     let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
     let columns = Columns::of(&sealed);
     let last_seq = last_seq as i64;
-    let (inserted, advanced, commit) = join3(
+    let debts = Debts::of(&sealed, &lines);
+    let (inserted, advanced, kept, commit) = join4(
         client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
         client.execute(&advance, &[&stream, &last_seq, &last_hash]),
+        keep_debts(client, stream, &debts).await.map_err(unsent)?,
         client.batch_execute("COMMIT"),
     )
     .await;
-    inserted.and(advanced).and(commit)?;
-    Ok((sealed, (last_seq, last_hash)))
+    let head = (last_seq, last_hash, fence);
+    match inserted.and(advanced).and(kept).and(commit) {
+        Ok(()) => Ok((sealed, head)),
+        Err(e) => Err((e, Some((sealed, head)))),
+    }
+}
+
+/// The statements that keep a batch's debts (see [`Debts`]), prepared (a round trip the first
+/// time on a connection only); the future they return sends them when first polled, so
+/// polled between the batch's insert and its COMMIT they run in its transaction, in the same
+/// pipeline. A batch without calls sends nothing.
+async fn keep_debts<'a>(
+    client: &'a Object,
+    stream: &'a str,
+    debts: &'a Debts<'a>,
+) -> Result<impl Future<Output = Result<(), tokio_postgres::Error>> + 'a, tokio_postgres::Error> {
+    let (owe, pay) = if debts.is_empty() {
+        (None, None)
+    } else {
+        let owe = client
+            .prepare_cached(
+                "INSERT INTO agents_audit_debts (stream, call_id, run_id, line) \
+                 SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[]) ON CONFLICT DO NOTHING",
+            )
+            .await?;
+        let pay = client
+            .prepare_cached(
+                "DELETE FROM agents_audit_debts WHERE stream = $1 AND (call_id = ANY($2::TEXT[]) \
+                 OR (call_id, run_id) IN (SELECT * FROM unnest($3::TEXT[], $4::TEXT[])))",
+            )
+            .await?;
+        (Some(owe), Some(pay))
+    };
+    let owe = owe.filter(|_| !debts.owed.is_empty());
+    let pay = pay.filter(|_| !debts.paid.is_empty() || !debts.paid_calls.is_empty());
+    let owed = futures::future::OptionFuture::from(owe.map(|owe| async move {
+        client.execute(&owe, &[&stream, &debts.owed, &debts.owed_runs, &debts.owed_lines]).await
+    }));
+    let paid = futures::future::OptionFuture::from(pay.map(|pay| async move {
+        client.execute(&pay, &[&stream, &debts.paid_calls, &debts.paid, &debts.paid_runs]).await
+    }));
+    Ok(async move {
+        let (owed, paid) = join(owed, paid).await;
+        owed.transpose().and(paid.transpose()).map(drop)
+    })
 }
 
 /// The chain columns of sealed records, as arrays for `unnest`.

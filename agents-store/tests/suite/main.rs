@@ -19,6 +19,7 @@ mod common;
 mod budget;
 mod durable;
 mod fairness;
+mod faults;
 mod memory;
 mod postgres;
 mod postgres_checkpoints;

@@ -87,3 +87,37 @@ fn migrations_apply_once_and_a_newer_schema_is_refused() {
     }
     assert_eq!(tables(&conn), before, "the refusal changed nothing");
 }
+
+/// A state file deleted, replaced or moved while the store has it open: nothing more is
+/// acknowledged (a write into the file it opened would be lost at close, or land where nobody
+/// looks), and the error says what happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_file_deleted_replaced_or_moved_while_open_stops_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let deleted = SqliteStore::open(&path).unwrap();
+    deleted.put_proposal(&common::proposal("call-1", "ann")).await.unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let e = deleted.put_proposal(&common::proposal("call-2", "ann")).await.unwrap_err();
+    assert!(matches!(e, StoreError::Unavailable(_)) && e.to_string().contains("deleted or moved"), "{e}");
+    assert!(deleted.proposal("call-1").await.is_err(), "reads are refused too: the store is not the file any more");
+
+    let replaced = SqliteStore::open(&path).unwrap();
+    replaced.put_proposal(&common::proposal("call-3", "ann")).await.unwrap();
+    let other = dir.path().join("other.db");
+    drop(SqliteStore::open(&other).unwrap());
+    std::fs::rename(&other, &path).unwrap();
+    let e = replaced.put_proposal(&common::proposal("call-4", "ann")).await.unwrap_err();
+    assert!(e.to_string().contains("replaced by another file"), "{e}");
+    let fresh = SqliteStore::open(&path).unwrap();
+    assert!(fresh.proposal("call-4").await.unwrap().is_none(), "the refused write is not in the file at the path");
+
+    let moved = SqliteStore::open(&path).unwrap();
+    std::fs::rename(&path, dir.path().join("moved.db")).unwrap();
+    let e = moved.mint_token(&common::grant("t", "s"), common::LONG).await.unwrap_err();
+    assert!(e.to_string().contains("deleted or moved"), "{e}");
+
+    // A database SQLite keeps in memory has no file to lose: it answers as before.
+    let in_memory = SqliteStore::open(":memory:").unwrap();
+    in_memory.put_proposal(&common::proposal("call-5", "ann")).await.unwrap();
+}
