@@ -149,8 +149,9 @@ pub async fn serve_with(
         Service::builder(auth, audit.clone(), audit.clone()).agent::<Desk>(runtime.clone()).limits(limits).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = listener.local_addr().unwrap();
-    let router = service.router();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // The service's own listener (connection limits, the bound port in the `Host` allowlist).
+    // Dropping the server leaves it running.
+    service.serve(listener, service.router(), agents_service::ConnectionLimits::default()).unwrap();
     Served { base, audit, service, runtime }
 }
 

@@ -18,7 +18,9 @@ mod common;
 
 mod console_browser;
 mod console_sessions;
+mod hosts;
 mod http;
 mod jwt;
+mod listener;
 mod mcp_http;
 mod sqlite;
