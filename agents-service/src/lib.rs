@@ -4,7 +4,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /v1/agents` | the agents served, with their manifest hash |
-//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` |
+//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` (session ids are the caller's own: see [Who sees what](#who-sees-what)) |
 //! | `GET /v1/runs` | the caller's runs |
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
@@ -13,7 +13,7 @@
 //! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal), and `why` when a read would carry a copied value out |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
-//! | `GET /v1/audit/verify` | the chain's verdict and the log's severe failures (`severe`: total, counts by rule, the first 100; the one definition `agents audit stats` uses) (reviewer roles only) |
+//! | `GET /v1/audit/verify` | the chain's verdict, for the caller's organisation: `{"ok", "org", "records", "head", "guarantee", "severe"}`, where `records` counts the organisation's records, `head` is its latest (`seq`, `hash`) and `severe` its severe failures (total, counts by rule, the first 100; the one definition `agents audit stats` uses) (reviewer roles only) |
 //! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
 //!
 //! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
@@ -28,6 +28,29 @@
 //! is audited as `denied`. Audit queries see the caller's own records; the
 //! [reviewer roles](ServiceBuilder::reviewer_roles) see their organisation's; nobody sees
 //! another organisation's.
+//!
+//! **Session ids are each principal's own.** The `session_id` a client gives (`POST /v1/runs`,
+//! `DELETE /v1/sessions/{id}`) names a session of the caller (organisation, user and role):
+//! the state store holds it as `<scope>.<id>`, where the scope is 24 hex digits of a SHA-256 of
+//! the three. So two users may each have a session `abc` without seeing each other, and another
+//! user's id answers exactly as an unused one (a run starts in a new session of the caller;
+//! `DELETE` gets the same 404): nobody learns that an id is taken, and nobody can take one
+//! first. The service hands the caller's id back (the run, the decision card); the audit log,
+//! the state store and a tool's [`ToolContext::session_id`](agents_runtime::ToolContext::session_id)
+//! hold the scoped id, and `GET /v1/audit?session=` takes either. The runtime still binds each
+//! stored session to the one principal that opened it, a second guard behind this one.
+//!
+//! **Verifying the chain answers for one organisation.** The chain runs through every
+//! organisation's records, so it is checked whole (one pass) or not at all; what a reviewer
+//! is told is their organisation's share: how many of its records the verified chain holds,
+//! its latest record (`head`: `seq` and `hash`; that record's hash is sealed in the chain the
+//! verdict covers, so a reviewer who noted it can tell later that the organisation's records
+//! up to it were not changed, as long as the chain verifies) and its severe failures (whose
+//! `position` counts the organisation's records only). Never shown: another organisation's
+//! records, failures or count, the whole log's head, or where a broken chain breaks (the
+//! position and the reason may concern another organisation's record; the operator finds it
+//! with `agents audit verify` on the log). A broken chain reads `"ok": false` with its `kind`
+//! for every organisation.
 //!
 //! # Hosts and connections
 //!
@@ -157,6 +180,7 @@ mod maintain;
 mod mcp;
 mod runs;
 mod serve;
+mod sessions;
 mod sse;
 
 pub use agents_runtime::listener::ConnectionLimits;

@@ -27,9 +27,11 @@ fn executions() -> &'static Mutex<HashMap<String, usize>> {
     E.get_or_init(Default::default)
 }
 
-/// How often `submit_item` ran in a session.
+/// How often `submit_item` ran in a session: the id a client gave (the tool sees it as the
+/// state store holds it, scoped to its principal: `<scope>.<id>`) or a stored id.
 pub fn executed(session: &str) -> usize {
-    executions().lock().unwrap().get(session).copied().unwrap_or(0)
+    let scoped = format!(".{session}");
+    executions().lock().unwrap().iter().filter(|(k, _)| *k == session || k.ends_with(&scoped)).map(|(_, n)| n).sum()
 }
 
 /// Looks an item up.

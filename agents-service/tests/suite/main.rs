@@ -23,4 +23,5 @@ mod http;
 mod jwt;
 mod listener;
 mod mcp_http;
+mod org_scope;
 mod sqlite;
