@@ -32,6 +32,15 @@ struct Entry {
     port: Option<u16>,
 }
 
+/// Nothing but a host and, if any, a port that is a number (no user info, no `name:junk`).
+fn well_formed(a: &Authority) -> bool {
+    let plain = match a.port_u16() {
+        Some(port) => format!("{}:{port}", a.host()),
+        None => a.host().to_owned(),
+    };
+    a.as_str().eq_ignore_ascii_case(&plain)
+}
+
 fn normalize(host: &str) -> String {
     host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()
 }
@@ -40,9 +49,9 @@ impl Entry {
     fn parse(text: &str) -> Result<Entry, String> {
         let text = text.trim();
         let authority =
-            Authority::try_from(text).ok().filter(|a| !text.is_empty() && !a.as_str().contains('@')).ok_or_else(
-                || format!("`{text}` is not a host: write `name`, `name:port`, `127.0.0.1:8080` or `[::1]:8080`"),
-            )?;
+            Authority::try_from(text).ok().filter(|a| !text.is_empty() && well_formed(a)).ok_or_else(|| {
+                format!("`{text}` is not a host: write `name`, `name:port`, `127.0.0.1:8080` or `[::1]:8080`")
+            })?;
         Ok(Entry { host: normalize(authority.host()), port: authority.port_u16() })
     }
 
@@ -96,7 +105,7 @@ pub(crate) async fn check_host(State(allowed): State<AllowedHosts>, req: Request
         Some(value) => value.to_str().ok().and_then(|v| Authority::try_from(v).ok()),
         None => req.uri().authority().cloned(),
     };
-    let Some(authority) = authority.filter(|a| !a.as_str().contains('@')) else {
+    let Some(authority) = authority.filter(well_formed) else {
         return ApiError::new(StatusCode::BAD_REQUEST, "invalid_host", "send a valid Host header naming this service")
             .into_response();
     };
