@@ -8,6 +8,8 @@ pub mod events;
 pub mod interceptor;
 pub mod isolate;
 #[cfg(feature = "mcp")]
+pub mod listener;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod provenance;
 pub mod provider;

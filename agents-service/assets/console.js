@@ -370,8 +370,8 @@
         const kinds = Object.entries(severe.by_kind).map(([k, n]) => k + ": " + n).join(", ");
         out.replaceChildren(
           v.ok
-            ? el("span", { class: "ok", text: "Chain verified: " + v.records + " record(s), last hash " + short(v.last_hash) + ". " + (v.guarantee || "") })
-            : el("span", { class: "broken", text: "Chain broken at line " + v.broken_at + " (" + v.kind + "): " + v.message }),
+            ? el("span", { class: "ok", text: "Chain verified: " + v.records + " record(s) of " + v.org + (v.head ? ", latest #" + v.head.seq + " hash " + short(v.head.hash) : "") + ". " + (v.guarantee || "") })
+            : el("span", { class: "broken", text: "Chain broken (" + v.kind + "): " + v.message }),
           el("span", {
             id: "severe-result",
             class: severe.total ? "broken" : "ok",

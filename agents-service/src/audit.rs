@@ -220,7 +220,8 @@ impl AuditReader for SqliteReader {
 pub struct AuditQuery {
     /// Only this run id.
     pub run: Option<String>,
-    /// Only this session id.
+    /// Only this session: its id as the log stores it, or (for the caller's own sessions) the
+    /// id the caller gave `POST /v1/runs`.
     pub session: Option<String>,
     /// Only this user id.
     pub user: Option<String>,

@@ -243,7 +243,7 @@ impl Console {
     /// The console's pages and assets, for `service`.
     pub fn router(&self, service: &Service) -> Router {
         let state = Arc::new(Pages { inner: self.inner.clone(), shared: service.shared.clone() });
-        Router::new()
+        let pages = Router::new()
             .route("/", get(|| async { Redirect::to("/console") }))
             .route("/console", get(app))
             .route("/console/audit", get(audit))
@@ -253,7 +253,10 @@ impl Console {
             .route("/console/logout", post(logout))
             .route("/console/assets/{name}", get(asset))
             .with_state(state)
-            .layer(axum::middleware::map_response(secure_headers))
+            .layer(axum::middleware::map_response(secure_headers));
+        // The service's `Host` allowlist: the dev login is the first thing a rebinding page
+        // would try.
+        service.guard_hosts(pages)
     }
 }
 

@@ -4,6 +4,7 @@ use crate::Shared;
 use crate::audit::{AuditQuery, MAX_PAGE, Selection};
 use crate::error::{ApiError, json_refusals};
 use crate::runs::{RunEntry, StartRefusal};
+use crate::sessions::SessionScope;
 use crate::sse::{StreamSlot, record_event, run_events, run_records};
 use agents_runtime::audit::{AuditRecord, AuditStatus};
 use agents_runtime::run::{DecisionError, StartError};
@@ -213,7 +214,9 @@ async fn start_run(
         None => uuid::Uuid::new_v4().to_string(),
     };
     let limits = (shared.limits.journal_events.max(1), shared.limits.journal_bytes);
-    let entry = match kind.start(caller.clone(), &session_id, body.input, limits) {
+    // The caller's own namespace: another principal's `abc` is a different session.
+    let stored = SessionScope::of(&caller).stored(&session_id);
+    let entry = match kind.start(caller.clone(), &stored, &session_id, body.input, limits) {
         Ok(entry) => entry,
         Err(StartRefusal::Input(m)) => return Err(ApiError::invalid(m)),
         Err(StartRefusal::Start(e)) => {
@@ -350,6 +353,7 @@ async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, 
     // From the runtimes' state stores: also what a slow event stream missed, and (with a
     // durable store) what was proposed before a restart.
     let mut decisions: BTreeMap<String, Value> = BTreeMap::new();
+    let scope = SessionScope::of(&caller);
     for kind in shared.agents.values() {
         let listed = kind.runtime().pending_decisions(&caller).await.map_err(|e| {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "state_unavailable", format!("{e}; try again"))
@@ -360,6 +364,10 @@ async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, 
             // their card shows the arguments they are bound by, secret values included.
             if let Value::Object(fields) = &mut value {
                 fields.insert("decider_arguments".into(), p.decider_arguments.as_value().clone());
+                // The session as the caller named it, so a reply continues the same one.
+                if let Some(client) = p.session_id.as_deref().and_then(|s| scope.client(s)) {
+                    fields.insert("session_id".into(), Value::String(client.to_owned()));
+                }
             }
             decisions.insert(p.call_id, value);
         }
@@ -443,8 +451,10 @@ async fn end_session(
     Path(session_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let mut ended = false;
+    // The caller's namespace: another principal's id is, here, an unused one of the caller.
+    let stored = SessionScope::of(&caller).stored(&session_id);
     for kind in shared.agents.values() {
-        match kind.runtime().end_session_async(&caller, &session_id).await {
+        match kind.runtime().end_session_async(&caller, &stored).await {
             Ok(found) => ended |= found,
             Err(StartError::SessionNotYours(_)) => {
                 let reason = format!("refused: ending session {session_id}, which belongs to another principal");
@@ -476,7 +486,9 @@ async fn audit_query(
     Caller(caller): Caller,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let Query(mut query) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    // A session as the log stores it, or as the caller named one of their own.
+    let sessions: Option<[String; 2]> = query.session.take().map(|s| [SessionScope::of(&caller).stored(&s), s]);
     let selection = Selection::parse(query).map_err(ApiError::invalid)?;
     let reviewer = is_reviewer(&shared, &caller);
     let reader = shared.audit_reader.clone();
@@ -487,7 +499,8 @@ async fn audit_query(
         reader
             .scan(&mut |r| {
                 let visible = *r.org_id == *caller.org_id && (reviewer || *r.user_id == *caller.user_id);
-                if !visible || !selection.selects(r) {
+                let in_session = sessions.as_ref().is_none_or(|ids| ids.iter().any(|id| **id == *r.session_id));
+                if !visible || !in_session || !selection.selects(r) {
                     return ControlFlow::Continue(());
                 }
                 if page.len() == limit {
@@ -508,6 +521,11 @@ async fn audit_query(
     Ok(axum::Json(json!({ "records": records, "next_after": next_after })).into_response())
 }
 
+/// Verifies the whole chain (a chain is checked whole or not at all) and answers for the
+/// caller's organisation only: the verdict, how many of the organisation's records it covers,
+/// the organisation's latest record (`head`: its `seq` and `hash`, sealed in the chain the
+/// verdict covers) and the organisation's severe failures. Nothing of another organisation
+/// shows: not its records, failures or count, nor the whole log's head or where a break lies.
 async fn audit_verify(State(shared): St, Caller(caller): Caller) -> Result<Response, ApiError> {
     if !is_reviewer(&shared, &caller) {
         return Err(ApiError::new(
@@ -517,31 +535,59 @@ async fn audit_verify(State(shared): St, Caller(caller): Caller) -> Result<Respo
         ));
     }
     let reader = shared.audit_reader.clone();
-    // One pass: the chain verifier and the severe finder see each record as it is read.
-    let (verdict, severe) = tokio::task::spawn_blocking(move || {
-        let mut severe = Severe::default();
-        let verdict = reader.verify_each(&mut |record| severe.record(record))?;
-        Ok::<_, crate::audit::AuditReadError>((verdict, severe.into_json()))
+    let org = caller.org_id.clone();
+    // One pass: the chain verifier sees every record, the severe finder the organisation's.
+    let (verdict, ours) = tokio::task::spawn_blocking(move || {
+        let mut ours = OrgView::default();
+        let verdict = reader.verify_each(&mut |record| {
+            if *record.org_id == *org {
+                ours.record(record);
+            }
+        })?;
+        Ok::<_, crate::audit::AuditReadError>((verdict, ours))
     })
     .await
     .map_err(|e| ApiError::internal("verifying the audit log", e))?
     .map_err(|e| ApiError::internal("verifying the audit log", e))?;
+    let head = ours.head.as_ref().map(|(seq, hash)| json!({ "seq": seq, "hash": hash }));
     let mut body = match verdict {
         Ok(summary) => json!({
             "ok": true,
-            "records": summary.records,
-            "last_hash": summary.last_hash,
+            "org": caller.org_id,
+            "records": ours.records,
+            "head": head,
             "guarantee": summary.guarantee(),
         }),
+        // Where the chain breaks (a position in the whole log) and why (which may quote
+        // another organisation's record) stay with the operator.
         Err(e) => json!({
             "ok": false,
-            "broken_at": e.line(),
+            "org": caller.org_id,
             "kind": e.kind(),
-            "message": e.to_string(),
+            "message": format!(
+                "the audit log's chain is broken ({}); an operator verifies the whole log with `agents audit verify` to find where",
+                e.kind()
+            ),
         }),
     };
-    body["severe"] = severe;
+    body["severe"] = ours.severe.into_json();
     Ok(axum::Json(body).into_response())
+}
+
+/// What a verification shows of one organisation: its records, its latest, its failures.
+#[derive(Default)]
+struct OrgView {
+    records: usize,
+    head: Option<(u64, String)>,
+    severe: Severe,
+}
+
+impl OrgView {
+    fn record(&mut self, record: &AuditRecord) {
+        self.records += 1;
+        self.head = Some((record.seq, record.hash.clone()));
+        self.severe.record(record);
+    }
 }
 
 /// The most severe failures the verdict lists one by one; the counts cover them all.
@@ -549,7 +595,8 @@ const SEVERE_LISTED: usize = 100;
 
 /// The log's severe failures by the one definition the CLI's `audit stats` uses
 /// ([`SevereFinder`](agents_runtime::agents_core::audit::severe::SevereFinder)): their total,
-/// counts by rule, and the first [`SEVERE_LISTED`] with their record.
+/// counts by rule, and the first [`SEVERE_LISTED`] with their record. `position` counts only
+/// the records this finder is shown.
 #[derive(Default)]
 struct Severe {
     finder: agents_runtime::agents_core::audit::severe::SevereFinder,

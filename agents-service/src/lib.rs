@@ -4,7 +4,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /v1/agents` | the agents served, with their manifest hash |
-//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` |
+//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` (session ids are the caller's own: see [Who sees what](#who-sees-what)) |
 //! | `GET /v1/runs` | the caller's runs |
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
@@ -13,7 +13,7 @@
 //! | `GET /v1/decisions` | actions waiting for the caller's decision, as the confirm card shows them: tool, title, risk, `arguments` masked as the audit log holds them, `decider_arguments` as the tool will receive them (secret values included: only the run's own principal is ever listed a proposal), and `why` when a read would carry a copied value out |
 //! | `POST /v1/decisions/{call_id}` | decide: `{"verdict": "approve"}` or `{"verdict": "reject", "reason"?}` (the reason is kept in the call's `rejected` record) |
 //! | `GET /v1/audit` | audit records, with the filters of `agents audit show` (`run`, `session`, `user`, `tool`, `call`, `status`, `tier`, `since`, `until`) and paging (`after`, `limit`) |
-//! | `GET /v1/audit/verify` | the chain's verdict and the log's severe failures (`severe`: total, counts by rule, the first 100; the one definition `agents audit stats` uses) (reviewer roles only) |
+//! | `GET /v1/audit/verify` | the chain's verdict, for the caller's organisation: `{"ok", "org", "records", "head", "guarantee", "severe"}`, where `records` counts the organisation's records, `head` is its latest (`seq`, `hash`) and `severe` its severe failures (total, counts by rule, the first 100; the one definition `agents audit stats` uses) (reviewer roles only) |
 //! | `POST`, `GET`, `DELETE /mcp` | an agent over MCP streamable HTTP, when [mounted](ServiceBuilder::mcp) (see [`McpEndpoint`]) |
 //!
 //! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
@@ -28,6 +28,52 @@
 //! is audited as `denied`. Audit queries see the caller's own records; the
 //! [reviewer roles](ServiceBuilder::reviewer_roles) see their organisation's; nobody sees
 //! another organisation's.
+//!
+//! **Session ids are each principal's own.** The `session_id` a client gives (`POST /v1/runs`,
+//! `DELETE /v1/sessions/{id}`) names a session of the caller (organisation, user and role):
+//! the state store holds it as `<scope>.<id>`, where the scope is 24 hex digits of a SHA-256 of
+//! the three. So two users may each have a session `abc` without seeing each other, and another
+//! user's id answers exactly as an unused one (a run starts in a new session of the caller;
+//! `DELETE` gets the same 404): nobody learns that an id is taken, and nobody can take one
+//! first. The service hands the caller's id back (the run, the decision card); the audit log,
+//! the state store and a tool's [`ToolContext::session_id`](agents_runtime::ToolContext::session_id)
+//! hold the scoped id, and `GET /v1/audit?session=` takes either. The runtime still binds each
+//! stored session to the one principal that opened it, a second guard behind this one.
+//!
+//! **Verifying the chain answers for one organisation.** The chain runs through every
+//! organisation's records, so it is checked whole (one pass) or not at all; what a reviewer
+//! is told is their organisation's share: how many of its records the verified chain holds,
+//! its latest record (`head`: `seq` and `hash`; that record's hash is sealed in the chain the
+//! verdict covers, so a reviewer who noted it can tell later that the organisation's records
+//! up to it were not changed, as long as the chain verifies) and its severe failures (whose
+//! `position` counts the organisation's records only). Never shown: another organisation's
+//! records, failures or count, the whole log's head, or where a broken chain breaks (the
+//! position and the reason may concern another organisation's record; the operator finds it
+//! with `agents audit verify` on the log). A broken chain reads `"ok": false` with its `kind`
+//! for every organisation.
+//!
+//! # Hosts and connections
+//!
+//! **The `Host` allowlist** is in front of every route: the REST API, its event streams, the
+//! MCP endpoints and the [console](Console) with its development login. A request whose `Host`
+//! the service does not answer for gets 403 `host_not_allowed` (400 `invalid_host` without a
+//! valid one) before authentication: no run starts, no session opens, nothing is recorded.
+//! The default names `localhost`, `127.0.0.1`, `[::1]` and the bound address, on the bound
+//! port when [`Service::serve`] serves the router (on any port when another server does: the
+//! router cannot know its port then); [`ServiceBuilder::allowed_hosts`] replaces it. This holds
+//! against a web page the operator visits (DNS rebinding: the browser sends the page's own
+//! name as `Host`); it is no authentication, and a proxy in front must pass the client's `Host`
+//! through (or be named in the list). The MCP endpoint's own check
+//! ([`McpEndpoint::allowed_hosts`], rmcp's) still applies behind this one.
+//!
+//! **The service's own listener** ([`Service::serve`]) takes the connection limits of the
+//! runtime's shared [`listener`](agents_runtime::listener), the same as the MCP HTTP server's
+//! ([`ConnectionLimits`], each a setting with a safe default): at most 1024 connections at
+//! once (further clients wait in the listen queue, holding nothing of the process), 10 s to
+//! send a request's headers (a client sending them byte by byte is cut then), 30 s of quiet
+//! between requests and 120 s during one (event streams send a keep-alive comment every
+//! [`ServiceLimits::sse_keep_alive`], so a quiet stream stays open; the idle timeout must be
+//! longer, or serving is refused). A router served by `axum::serve` has none of these.
 //!
 //! # Events, numbering and resume: what survives what
 //!
@@ -78,8 +124,8 @@
 //! Every refusal is JSON, `{"error": {"code": "...", "message": "..."}}`, with a stable code:
 //! `missing_token`, `invalid_token`, `token_expired`, ... (401), `not_found` (404, also for
 //! other principals' runs), `body_too_large` (413), `too_many_streams`, `too_many_runs`
-//! (429), `invalid_request`, `invalid_json` (400), `unknown_agent` (404), `reviewer_only`
-//! (403), `request_timeout` (408).
+//! (429), `invalid_request`, `invalid_json`, `invalid_host` (400), `unknown_agent` (404),
+//! `reviewer_only`, `host_not_allowed` (403), `request_timeout` (408).
 //!
 //! # Mounting it
 //!
@@ -110,10 +156,16 @@
 //! let service = Service::builder(Arc::new(DevAuthenticator::enabled()), audit.clone(), audit)
 //!     .agent::<Notes>(runtime)
 //!     .build();
-//! // Mount it beside the application's own routes.
+//! // Mount it beside the application's own routes, and serve it with the connection limits.
 //! let app = axum::Router::new().merge(service.router());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, app).await
+//! let server = service
+//!     .serve(listener, app, agents_service::ConnectionLimits::default())
+//!     .map_err(std::io::Error::other)?;
+//! tokio::signal::ctrl_c().await?;
+//! server.shutdown();
+//! server.wait().await;
+//! # Ok(())
 //! # }
 //! ```
 
@@ -122,21 +174,27 @@ mod auth;
 pub mod console;
 mod error;
 mod handlers;
+mod host;
 mod jwt;
 mod maintain;
 mod mcp;
 mod runs;
+mod serve;
+mod sessions;
 mod sse;
 
+pub use agents_runtime::listener::ConnectionLimits;
 pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;
 pub use console::{Console, ConsoleLimits, Person};
 pub use error::ApiError;
+pub use host::InvalidHost;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use mcp::{McpEndpoint, McpEndpointError};
 pub use runs::RunSummary;
+pub use serve::{ServeError, Server};
 
 use agents_core::manifest::Manifest;
 use agents_runtime::Runtime;
@@ -215,6 +273,8 @@ pub(crate) struct Shared {
     pub(crate) baselines: BTreeMap<&'static str, (String, Manifest)>,
     /// Cancelled by [`Service::shutdown`].
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
+    /// The `Host` values answered ([`ServiceBuilder::allowed_hosts`]).
+    pub(crate) hosts: host::AllowedHosts,
 }
 
 /// Configures a [`Service`].
@@ -230,6 +290,7 @@ pub struct ServiceBuilder {
     baselines: BTreeMap<&'static str, (String, Manifest)>,
     /// What [`Service::shutdown`] cancels (the MCP endpoints hold it from their mounting).
     shutdown: tokio_util::sync::CancellationToken,
+    hosts: host::AllowedHosts,
 }
 
 impl std::fmt::Debug for ServiceBuilder {
@@ -270,6 +331,24 @@ impl ServiceBuilder {
         self
     }
 
+    /// The `Host` values the service answers for, on every route (the REST API, its event
+    /// streams, the MCP endpoints, the console and its login): `name` (any port) or
+    /// `name:port`, IPv6 addresses in brackets. A request for any other host gets 403
+    /// `host_not_allowed` before anything runs (the defence against DNS rebinding: a page the
+    /// operator visits cannot drive the service through a name of its own). This list replaces
+    /// the default: `localhost`, `127.0.0.1`, `[::1]` and the bound address, on the bound port
+    /// when [`Service::serve`] serves it, on any port otherwise. Name every name clients use,
+    /// including a public one behind a proxy. An empty list or an entry that is not a host is
+    /// refused.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Result<Self, InvalidHost>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.hosts = host::AllowedHosts::configured(hosts)?;
+        Ok(self)
+    }
+
     /// The manifest the console's capability report of agent `A` is compared against (for
     /// example the baseline committed beside the code, `examples/baselines/...`), and the
     /// name the report gives it. The report then shows the classified changes and marks every
@@ -298,6 +377,7 @@ impl ServiceBuilder {
                 mcp: self.mcp.into_iter().map(|(_, router)| router).collect(),
                 baselines: self.baselines,
                 shutdown: self.shutdown,
+                hosts: self.hosts,
             }),
         };
         if let Some(every) = every {
@@ -343,6 +423,7 @@ impl Service {
             mcp: Vec::new(),
             baselines: BTreeMap::new(),
             shutdown: tokio_util::sync::CancellationToken::new(),
+            hosts: host::AllowedHosts::default(),
         }
     }
 
@@ -382,10 +463,18 @@ impl Service {
         self.shared.shutdown.cancel();
     }
 
-    /// The routes (see the crate documentation), with the body limit, the request timeout
-    /// and JSON refusals as layers. Merge or nest it into the application's router.
+    /// The routes (see the crate documentation), with the `Host` allowlist
+    /// ([`ServiceBuilder::allowed_hosts`]) in front of all of them, and the body limit, the
+    /// request timeout and JSON refusals as layers. Merge or nest it into the application's
+    /// router; serve it with [`Service::serve`] (connection limits, the bound port pinned).
     pub fn router(&self) -> Router {
         let rest = handlers::router(self.shared.clone());
-        self.shared.mcp.iter().fold(rest, |r, mcp| r.merge(mcp.clone()))
+        let all = self.shared.mcp.iter().fold(rest, |r, mcp| r.merge(mcp.clone()));
+        self.guard_hosts(all)
+    }
+
+    /// `router` behind the `Host` allowlist (outermost: a refused request reaches nothing).
+    pub(crate) fn guard_hosts(&self, router: Router) -> Router {
+        router.layer(axum::middleware::from_fn_with_state(self.shared.hosts.clone(), host::check_host))
     }
 }

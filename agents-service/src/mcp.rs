@@ -62,8 +62,11 @@ const RMCP_BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// id it was sent under (see [`agents_runtime::mcp`]).
 ///
 /// Connection limits (connections at once, header read timeout, keep-alive) belong to the
-/// server that serves the whole router, not to one route; the standalone server
-/// [`serve_http`](agents_runtime::mcp::serve_http) (used by `agents serve`) sets them itself.
+/// server that serves the whole router, not to one route: [`Service::serve`](crate::Service::serve)
+/// sets them with the same listener as the standalone server
+/// [`serve_http`](agents_runtime::mcp::serve_http) (used by `agents serve`). The service's `Host`
+/// allowlist ([`ServiceBuilder::allowed_hosts`](crate::ServiceBuilder::allowed_hosts)) is in
+/// front of this endpoint too.
 ///
 /// These options say where and how it is mounted ([`ServiceBuilder::mcp`](crate::ServiceBuilder::mcp)).
 /// Every default is safe for an endpoint reachable by untrusted clients.
@@ -75,8 +78,10 @@ pub struct McpEndpoint {
     /// Browser origins allowed to call (`scheme://host[:port]`). A request with an `Origin`
     /// header not on this list gets 403; a request without one passes. Default: none.
     pub allowed_origins: Vec<String>,
-    /// `Host` values accepted (DNS-rebinding protection). Default: the loopback names; add the
-    /// public host name of a deployment.
+    /// `Host` values accepted (DNS-rebinding protection), checked by rmcp behind the service's
+    /// own allowlist ([`ServiceBuilder::allowed_hosts`](crate::ServiceBuilder::allowed_hosts)),
+    /// which every request passes first. Default: the loopback names; add the public host name
+    /// of a deployment (here and there).
     pub allowed_hosts: Vec<String>,
     /// The largest request body (bytes); larger ones get 413. Default 1 MiB.
     pub max_body_bytes: usize,

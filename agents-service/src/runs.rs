@@ -73,7 +73,7 @@ pub struct RunSummary {
     pub run_id: String,
     /// The agent's name.
     pub agent: String,
-    /// The session.
+    /// The session, as the caller named it.
     pub session_id: String,
     /// `running`, or how it ended (`completed`, `failed`, `cancelled`, ...).
     pub status: String,
@@ -183,11 +183,14 @@ pub(crate) trait AgentKind: Send + Sync {
     fn runtime(&self) -> &Runtime;
     /// Settles the agent's proposals whose run is gone ([`Runtime::resume_orphaned`]).
     fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>>;
-    /// Starts a run; the entry's pump task feeds its journal until it ends.
+    /// Starts a run in the stored session `session_id` (the caller's `client_session_id`,
+    /// scoped to them; see [`crate::sessions`]); the entry's pump task feeds its journal until
+    /// it ends.
     fn start(
         &self,
         principal: Principal,
         session_id: &str,
+        client_session_id: &str,
         input: Value,
         limits: (usize, usize),
     ) -> Result<Arc<RunEntry>, StartRefusal>;
@@ -233,6 +236,7 @@ where
         &self,
         principal: Principal,
         session_id: &str,
+        client_session_id: &str,
         input: Value,
         limits: (usize, usize),
     ) -> Result<Arc<RunEntry>, StartRefusal> {
@@ -246,7 +250,7 @@ where
             run_id: handle.run_id().to_owned(),
             agent: A::SPEC.name,
             manifest_sha256: A::MANIFEST_SHA256,
-            session_id: session_id.to_owned(),
+            session_id: client_session_id.to_owned(),
             owner: principal,
             stop: handle.stopper(),
             journal: Mutex::new(Journal::default()),

@@ -15,6 +15,13 @@
 //! `--dev-login` enables the development login (`X-Dev-Principal: user/organisation/role`,
 //! no proof of anything: for your own machine only); without it every request is refused
 //! until a real authenticator is configured (`--jwks FILE --issuer URL --audience NAME`).
+//!
+//! Every route answers only requests whose `Host` names this server: by default `localhost`,
+//! `127.0.0.1`, `[::1]` and the bound address, on the bound port (a web page you visit cannot
+//! drive it through DNS rebinding). `--allow-host NAME[:PORT]` (repeatable) replaces that list,
+//! for a name clients use to reach it. The listener bounds connections (1024 at once), the time
+//! to send a request's headers (10 s) and quiet connections (30 s between requests, 120 s
+//! during one), the defaults of `agents_service::ConnectionLimits`.
 
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
@@ -27,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 const USAGE: &str = "usage: serve --agent helpdesk|clinic [--addr HOST:PORT] [--data DIR | --memory] \
-                     [--dev-login | --jwks FILE --issuer URL --audience NAME]";
+                     [--dev-login | --jwks FILE --issuer URL --audience NAME] [--allow-host NAME[:PORT]]...";
 
 struct Options {
     agent: String,
@@ -36,6 +43,7 @@ struct Options {
     memory: bool,
     dev_login: bool,
     jwt: (Option<PathBuf>, Option<String>, Option<String>),
+    allow_hosts: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -46,6 +54,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         memory: false,
         dev_login: false,
         jwt: (None, None, None),
+        allow_hosts: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -59,6 +68,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--jwks" => o.jwt.0 = Some(PathBuf::from(value()?)),
             "--issuer" => o.jwt.1 = Some(value()?),
             "--audience" => o.jwt.2 = Some(value()?),
+            "--allow-host" => o.allow_hosts.push(value()?),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
     }
@@ -168,7 +178,10 @@ async fn run() -> Result<(), String> {
         auth = c.authenticator(auth);
     }
     let (sink, reader, store) = storage(&o)?;
-    let builder = Service::builder(auth, sink.clone(), reader);
+    let mut builder = Service::builder(auth, sink.clone(), reader);
+    if !o.allow_hosts.is_empty() {
+        builder = builder.allowed_hosts(&o.allow_hosts).map_err(|e| format!("{e}\n{USAGE}"))?;
+    }
     let (builder, agent, who, input) = match o.agent.as_str() {
         "helpdesk" => {
             let provider = Arc::new(examples::helpdesk::app::HelpdeskModel::new().provider());
@@ -222,10 +235,10 @@ async fn run() -> Result<(), String> {
         app = app.merge(c.router(&service));
         eprintln!("web console: http://{addr}/console");
     }
-    agents_service::axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(|e| e.to_string())
+    let server =
+        service.serve(listener, app, agents_service::ConnectionLimits::default()).map_err(|e| e.to_string())?;
+    let _ = tokio::signal::ctrl_c().await;
+    server.shutdown();
+    server.wait().await;
+    Ok(())
 }

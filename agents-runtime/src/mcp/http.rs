@@ -17,11 +17,13 @@
 //!   keep the last duplicate silently);
 //! - limits ([`HttpLimits`]) bound connections, the time to send headers, idle connections,
 //!   open event streams and open MCP sessions per principal, and back off when `accept`
-//!   fails (descriptors exhausted) instead of spinning;
+//!   fails (descriptors exhausted) instead of spinning (the connection limits are those of
+//!   the shared [`listener`](crate::listener));
 //! - a timer purges the records of ended sessions and expired confirmation tokens.
 
 use super::server::{ClientGone, ClientGoneBody};
 use super::{McpError, McpOptions, McpServer};
+use crate::listener::{ConnectionLimits, accept_loop};
 use crate::run::Runtime;
 use crate::tool::Registry;
 use agents_core::Principal;
@@ -29,21 +31,15 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::Body as HttpBody;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -89,28 +85,39 @@ pub struct HttpLimits {
 
 impl Default for HttpLimits {
     fn default() -> Self {
+        let c = ConnectionLimits::default();
         HttpLimits {
-            max_connections: 1024,
-            header_read_timeout: Duration::from_secs(10),
-            keep_alive_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(120),
+            max_connections: c.max_connections,
+            header_read_timeout: c.header_read_timeout,
+            keep_alive_timeout: c.keep_alive_timeout,
+            idle_timeout: c.idle_timeout,
             sse_keep_alive: Duration::from_secs(15),
             max_sse_streams_per_principal: 16,
             max_sessions_per_principal: 32,
             session_idle_timeout: Duration::from_secs(300),
-            accept_backoff_min: Duration::from_millis(5),
-            accept_backoff_max: Duration::from_secs(1),
+            accept_backoff_min: c.accept_backoff_min,
+            accept_backoff_max: c.accept_backoff_max,
             purge_interval: Duration::from_secs(30),
         }
     }
 }
 
 impl HttpLimits {
+    /// The limits of the listener ([`accept_loop`]).
+    fn connections(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+            keep_alive_timeout: self.keep_alive_timeout,
+            idle_timeout: self.idle_timeout,
+            accept_backoff_min: self.accept_backoff_min,
+            accept_backoff_max: self.accept_backoff_max,
+        }
+    }
+
     fn check(&self) -> Result<(), McpError> {
         let zero = |name: &str| Err(McpError::Options(format!("limits.{name} must be above zero")));
-        if self.max_connections == 0 {
-            return zero("max_connections");
-        }
+        self.connections().check(Some(self.sse_keep_alive)).map_err(|e| McpError::Options(format!("limits.{e}")))?;
         if self.max_sse_streams_per_principal == 0 {
             return zero("max_sse_streams_per_principal");
         }
@@ -118,25 +125,13 @@ impl HttpLimits {
             return zero("max_sessions_per_principal");
         }
         for (name, d) in [
-            ("header_read_timeout", self.header_read_timeout),
-            ("keep_alive_timeout", self.keep_alive_timeout),
-            ("idle_timeout", self.idle_timeout),
             ("sse_keep_alive", self.sse_keep_alive),
             ("session_idle_timeout", self.session_idle_timeout),
-            ("accept_backoff_min", self.accept_backoff_min),
             ("purge_interval", self.purge_interval),
         ] {
             if d.is_zero() {
                 return zero(name);
             }
-        }
-        if self.idle_timeout <= self.sse_keep_alive {
-            return Err(McpError::Options(
-                "limits.idle_timeout must be longer than limits.sse_keep_alive, or quiet event streams are cut".into(),
-            ));
-        }
-        if self.accept_backoff_max < self.accept_backoff_min {
-            return Err(McpError::Options("limits.accept_backoff_max must be at least accept_backoff_min".into()));
         }
         Ok(())
     }
@@ -445,94 +440,6 @@ where
     Ok(bytes)
 }
 
-/// A connection's last activity and whether a request is in progress on it.
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-    in_flight: AtomicUsize,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity { start: Instant::now(), last_ms: AtomicU64::new(0), in_flight: AtomicUsize::new(0) }
-    }
-
-    fn touch(&self) {
-        self.last_ms.store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
-    }
-
-    fn quiet_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-        self.start.elapsed().saturating_sub(last)
-    }
-
-    /// Resolves when the connection has been quiet too long: `keep_alive` between requests,
-    /// `idle` while one is in progress.
-    async fn expired(&self, keep_alive: Duration, idle: Duration) {
-        loop {
-            let limit = if self.in_flight.load(Ordering::Relaxed) > 0 { idle } else { keep_alive };
-            let quiet = self.quiet_for();
-            if quiet >= limit {
-                return;
-            }
-            tokio::time::sleep(limit - quiet).await;
-        }
-    }
-}
-
-/// A socket that notes every byte read or written in its connection's [`Activity`].
-struct Watched<S> {
-    io: S,
-    activity: Arc<Activity>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.io).poll_read(cx, buf);
-        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
-        }
-        r
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        let r = Pin::new(&mut self.io).poll_write(cx, buf);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        r
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// A request in progress on its connection, from its start until its response body (a
-/// [`ClientGoneBody`] that holds this) is dropped.
-struct InFlight(Arc<Activity>);
-
-impl InFlight {
-    fn begin(activity: &Arc<Activity>) -> Self {
-        activity.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(activity.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-        self.0.touch();
-    }
-}
-
 fn is_event_stream(r: &Response<Body>) -> bool {
     r.headers()
         .get(header::CONTENT_TYPE)
@@ -551,13 +458,12 @@ struct Shared<A: Registry> {
 }
 
 impl<A: Registry> Shared<A> {
-    /// One request, counted as in progress on its connection from its start until its
-    /// response body is dropped.
-    async fn handle(&self, req: Request<hyper::body::Incoming>, activity: &Arc<Activity>) -> Response<Body> {
-        let in_flight = InFlight::begin(activity);
+    /// One request (the listener counts it as in progress on its connection until its
+    /// response body is dropped).
+    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
         let gone = CancellationToken::new();
         let (response, stream) = self.route(req, &gone).await;
-        response.map(|inner| ClientGoneBody::new(inner, gone, (in_flight, stream)).boxed())
+        response.map(|inner| ClientGoneBody::new(inner, gone, stream).boxed())
     }
 
     async fn route(
@@ -702,73 +608,11 @@ pub async fn serve_http<A: Registry>(runtime: Runtime, options: McpHttpOptions) 
         max_sessions: limits.max_sessions_per_principal,
     });
     live.spawn(purge_loop(owners.clone(), manager, runtime.clone(), limits.purge_interval, cancel.clone()));
-    let stop = cancel.clone();
-    let connections = live.clone();
-    let join = tokio::spawn(async move {
-        let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-        let mut backoff = limits.accept_backoff_min;
-        loop {
-            // A free slot first: at the limit, clients wait in the listen queue.
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                _ = stop.cancelled() => break,
-            };
-            let accepted = tokio::select! {
-                a = listener.accept() => a,
-                _ = stop.cancelled() => break,
-            };
-            let (stream, peer) = match accepted {
-                Ok(x) => {
-                    backoff = limits.accept_backoff_min;
-                    x
-                }
-                Err(e) => {
-                    // Out of descriptors, or a connection reset before it was taken: wait
-                    // rather than spin, longer each time in a row.
-                    tracing::warn!(error = %e, wait_ms = backoff.as_millis() as u64, "accept failed; backing off");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = stop.cancelled() => break,
-                    }
-                    backoff = (backoff * 2).min(limits.accept_backoff_max);
-                    continue;
-                }
-            };
-            let shared = shared.clone();
-            let stop = stop.clone();
-            let limits = limits.clone();
-            connections.spawn(async move {
-                let _permit = permit;
-                let activity = Arc::new(Activity::new());
-                let io = Watched { io: stream, activity: activity.clone() };
-                let svc = {
-                    let activity = activity.clone();
-                    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let shared = shared.clone();
-                        let activity = activity.clone();
-                        async move { Ok::<_, Infallible>(shared.handle(req, &activity).await) }
-                    })
-                };
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limits.header_read_timeout)
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(io), svc);
-                tokio::pin!(conn);
-                tokio::select! {
-                    r = conn.as_mut() => {
-                        if let Err(e) = r {
-                            tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
-                        }
-                    }
-                    _ = activity.expired(limits.keep_alive_timeout, limits.idle_timeout) => {
-                        tracing::debug!(%peer, "idle HTTP connection closed");
-                    }
-                    _ = stop.cancelled() => conn.as_mut().graceful_shutdown(),
-                }
-            });
-        }
-    });
+    let handle = move |req: Request<hyper::body::Incoming>| {
+        let shared = shared.clone();
+        async move { shared.handle(req).await }
+    };
+    let join = tokio::spawn(accept_loop(listener, limits.connections(), handle, cancel.clone(), live.clone()));
     tracing::info!(%addr, "MCP streamable HTTP server listening");
     Ok(HttpServer { addr, cancel, join, sessions: owners, runtime, live })
 }
@@ -882,18 +726,5 @@ mod tests {
         assert!(bad.check().is_err());
         let bad = HttpLimits { idle_timeout: Duration::from_secs(10), ..HttpLimits::default() };
         assert!(bad.check().is_err(), "an idle timeout under the stream keep-alive would cut quiet streams");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_connection_expires_after_its_quiet_limit() {
-        let a = Activity::new();
-        let started = Instant::now();
-        a.expired(Duration::from_secs(5), Duration::from_secs(60)).await;
-        assert_eq!(started.elapsed().as_secs(), 5, "between requests: the keep-alive timeout");
-        a.in_flight.fetch_add(1, Ordering::Relaxed);
-        a.touch();
-        let started = Instant::now();
-        a.expired(Duration::from_secs(5), Duration::from_secs(60)).await;
-        assert_eq!(started.elapsed().as_secs(), 60, "with a request in progress: the idle timeout");
     }
 }

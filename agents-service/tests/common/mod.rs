@@ -27,9 +27,11 @@ fn executions() -> &'static Mutex<HashMap<String, usize>> {
     E.get_or_init(Default::default)
 }
 
-/// How often `submit_item` ran in a session.
+/// How often `submit_item` ran in a session: the id a client gave (the tool sees it as the
+/// state store holds it, scoped to its principal: `<scope>.<id>`) or a stored id.
 pub fn executed(session: &str) -> usize {
-    executions().lock().unwrap().get(session).copied().unwrap_or(0)
+    let scoped = format!(".{session}");
+    executions().lock().unwrap().iter().filter(|(k, _)| *k == session || k.ends_with(&scoped)).map(|(_, n)| n).sum()
 }
 
 /// Looks an item up.
@@ -149,8 +151,9 @@ pub async fn serve_with(
         Service::builder(auth, audit.clone(), audit.clone()).agent::<Desk>(runtime.clone()).limits(limits).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = listener.local_addr().unwrap();
-    let router = service.router();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // The service's own listener (connection limits, the bound port in the `Host` allowlist).
+    // Dropping the server leaves it running.
+    service.serve(listener, service.router(), agents_service::ConnectionLimits::default()).unwrap();
     Served { base, audit, service, runtime }
 }
 

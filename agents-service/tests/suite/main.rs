@@ -18,7 +18,10 @@ mod common;
 
 mod console_browser;
 mod console_sessions;
+mod hosts;
 mod http;
 mod jwt;
+mod listener;
 mod mcp_http;
+mod org_scope;
 mod sqlite;
