@@ -501,12 +501,17 @@ async fn a_value_copied_from_a_tool_result_into_an_imported_tool_waits_for_a_per
     // Declined: the link never reaches the server.
     let (rt, audit, provider) = runtime(imports.clone(), script());
     let mut run = rt.start::<Inbox>(me(), "egress-import", "what is in my mail?".into()).unwrap();
-    let (call_id, why) = match until(&mut run, |e| matches!(e, Event::ConfirmRequired { .. })).await {
-        Event::ConfirmRequired { call_id, why, tool, .. } => {
-            assert_eq!(tool, "search");
-            (call_id, why)
+    let (call_id, why) = loop {
+        match run.events().recv().await {
+            Some(Event::ConfirmRequired { call_id, why, tool, .. }) => {
+                assert_eq!(tool, "search");
+                break (call_id, why);
+            }
+            Some(Event::Done { .. }) | None => {
+                panic!("the run ended without asking the person; the server saw {:?}", server.effects())
+            }
+            Some(_) => {}
         }
-        _ => unreachable!(),
     };
     let why = why.expect("the card says why a read asks");
     assert!(why.contains("`query`") && why.contains("`read_email`"), "{why}");
