@@ -65,8 +65,10 @@ enum McpCmd {
         /// The environment variable holding the HTTP bearer token (never written out).
         #[arg(long, value_name = "VAR")]
         bearer_env: Option<String>,
-        /// `KEY=VALUE` set for the stdio command (repeatable).
-        #[arg(long, value_name = "KEY=VALUE")]
+        /// `KEY=VALUE` set for the stdio command, or `NAME` to pass this process's variable on
+        /// (repeatable). The command inherits only HOME, LOGNAME, PATH, SHELL, TERM and USER
+        /// besides these.
+        #[arg(long, value_name = "KEY=VALUE|NAME")]
         env: Vec<String>,
         /// The lock file (created when absent).
         #[arg(long, value_name = "LOCK_JSON")]
@@ -74,6 +76,10 @@ enum McpCmd {
         /// Compare only: exit 1 when the live server differs from the pins; write nothing.
         #[arg(long)]
         check: bool,
+        /// Write pins whose description or schema holds control, bidirectional or invisible
+        /// characters (refused without it); they are flagged and written escaped.
+        #[arg(long)]
+        allow_hidden_characters: bool,
     },
 }
 
@@ -134,13 +140,23 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
                 manifest_cmd::render(&file, diff.as_deref(), roles.as_deref(), &output, out)
             }
         },
-        Command::Mcp(McpCmd::Pin { server, stdio, http, bearer_env, env, out: file, check }) => {
+        Command::Mcp(McpCmd::Pin {
+            server,
+            stdio,
+            http,
+            bearer_env,
+            env,
+            out: file,
+            check,
+            allow_hidden_characters,
+        }) => {
             let target = mcp_cmd::Target {
                 server: &server,
                 stdio: stdio.as_deref(),
                 http: http.as_deref(),
                 bearer_env: bearer_env.as_deref(),
                 env: &env,
+                allow_hidden: allow_hidden_characters,
             };
             mcp_cmd::pin(&target, &file, check, out)
         }

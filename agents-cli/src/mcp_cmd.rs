@@ -16,6 +16,8 @@ pub(crate) struct Target<'a> {
     pub(crate) http: Option<&'a str>,
     pub(crate) bearer_env: Option<&'a str>,
     pub(crate) env: &'a [String],
+    /// Write pins whose text holds characters that hide text (flagged either way).
+    pub(crate) allow_hidden: bool,
 }
 
 fn source(t: &Target<'_>) -> Result<ImportSource, CliError> {
@@ -31,9 +33,13 @@ fn source(t: &Target<'_>) -> Result<ImportSource, CliError> {
                 s = s.arg(w);
             }
             for kv in t.env {
-                let (k, v) =
-                    kv.split_once('=').ok_or_else(|| CliError::new(format!("`--env {kv}` is not `KEY=VALUE`")))?;
-                s = s.env(k, v);
+                s = match kv.split_once('=') {
+                    Some((k, v)) => s.env(k, v),
+                    None if !kv.is_empty() => s.inherit_env(kv.as_str()),
+                    None => {
+                        return Err(CliError::new("`--env` is empty").hint("write `--env KEY=VALUE` or `--env NAME`"));
+                    }
+                };
             }
             Ok(s)
         }
@@ -87,6 +93,24 @@ fn changes(old: Option<&LockedServer>, new: &LockedServer, out: &mut String) -> 
     changed
 }
 
+/// Flags every live tool whose description or schema holds characters that hide text from the
+/// person reviewing it (see `agents_core::mcp_lock::hides_text`); whether there was one.
+fn flag_hidden(live: &LockedServer, out: &mut String) -> bool {
+    let mut found = false;
+    for (name, t) in &live.tools {
+        for h in t.hidden_characters() {
+            found = true;
+            let _ = writeln!(
+                out,
+                "! {name}  {} holds characters that hide or reorder text: {}",
+                h.place,
+                h.characters.join(" ")
+            );
+        }
+    }
+    found
+}
+
 /// Connects, lists, and writes (or, with `check`, compares) the server's pins in `out_file`.
 pub(crate) fn pin(t: &Target<'_>, out_file: &Path, check: bool, out: &mut String) -> CmdResult {
     let src = source(t)?;
@@ -107,6 +131,15 @@ pub(crate) fn pin(t: &Target<'_>, out_file: &Path, check: bool, out: &mut String
         .map_err(|e| CliError::new(e.to_string()).hint("check the command or URL and that the server speaks MCP"))?;
     let _ = writeln!(out, "server `{}` ({}): {} tool(s)", t.server, live.source, live.tools.len());
     let changed = changes(lock.servers.get(t.server), &live, out);
+    let hidden = flag_hidden(&live, out);
+    if hidden && !t.allow_hidden && !check {
+        let _ = writeln!(
+            out,
+            "refused: a description or schema holds control, bidirectional or invisible characters (flagged `!` above; a model reads them, a reviewer may not see them); nothing was written to {}. Ask the server's operator to remove them, or read them (shown escaped) and pin with `--allow-hidden-characters`",
+            out_file.display()
+        );
+        return Ok(EXIT_FINDING);
+    }
     if check {
         if changed {
             let _ = writeln!(out, "the pins in {} differ from the server: re-pin and review", out_file.display());

@@ -642,7 +642,11 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
         ));
     }
 
-    if a.import != b.import {
+    // The pin (server, remote name, hash); an `own_server` change shows as `policy.egress`.
+    fn pin(i: &Option<crate::manifest::ImportEntry>) -> Option<(&str, &str, &str)> {
+        i.as_ref().map(|i| (i.server.as_str(), i.tool.as_str(), i.sha256.as_str()))
+    }
+    if pin(&a.import) != pin(&b.import) {
         let show = |i: &Option<crate::manifest::ImportEntry>| {
             i.as_ref().map(|i| format!("{}/{} pin {}", i.server, i.tool, i.sha256))
         };
@@ -685,19 +689,23 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
     }
 
     if a.policy.egress != b.policy.egress {
-        let (kind, rule, why) = if a.policy.egress {
+        let (kind, rule, mut why) = if a.policy.egress {
             (
                 ChangeKind::Widening,
                 Rule::EgressRemoved,
-                "`egress` removed: values copied from tool results into its arguments no longer wait for a person",
+                "`egress` removed: values copied from tool results into its arguments no longer wait for a person"
+                    .to_owned(),
             )
         } else {
             (
                 ChangeKind::Narrowing,
                 Rule::EgressAdded,
-                "`egress` added: values copied from tool results into its arguments now wait for a person",
+                "`egress` added: values copied from tool results into its arguments now wait for a person".to_owned(),
             )
         };
+        if let Some(own) = b.import.as_ref().and_then(|i| i.own_server.as_deref()) {
+            why.push_str(&format!(" (its MCP server is declared the application's own: {})", quote(own)));
+        }
         out.push(change(
             kind,
             rule,
@@ -705,7 +713,7 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
             "policy.egress",
             Some(a.policy.egress.to_string()),
             Some(b.policy.egress.to_string()),
-            why.to_owned(),
+            why,
         ));
     }
 

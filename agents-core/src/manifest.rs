@@ -128,6 +128,12 @@ pub struct ImportEntry {
     pub tool: String,
     /// The pin: SHA-256 of the name, description and input schema the server gave.
     pub sha256: String,
+    /// The reason the application gave for treating the server as its own
+    /// (`own_server = "..."` in `mcp_import!`): the tool's arguments are then not egress
+    /// (`policy.egress` is absent) and copied values go to it without a person. Written only
+    /// when given; without it an imported tool's policy is `egress`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_server: Option<String>,
 }
 
 /// A policy in a manifest; every list sorted and without duplicates.
@@ -318,6 +324,7 @@ impl ToolEntry {
                 server: i.server.to_owned(),
                 tool: i.tool.to_owned(),
                 sha256: i.sha256.to_owned(),
+                own_server: i.own_server.map(str::to_owned),
             }),
         }
         .normalized()

@@ -10,6 +10,15 @@
 //! checked in, `mcp_import!` reads it at compile time (so the pins are part of the agent's
 //! `MANIFEST` and its hash), and the runtime compares each server's `tools/list` with it.
 //!
+//! A description can hide text from the person who reviews it: a bidirectional override
+//! (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C) makes an editor or a diff show the
+//! characters after it in another order, and Unicode tag characters (U+E0000–U+E007F) are
+//! invisible but read by a model. The file is written with every such character (and every
+//! other control or invisible character [`crate::terminal::is_hidden_or_control`] names) as a
+//! JSON `\uXXXX` escape, so it is still JSON that reads back to the same text, but a reviewer
+//! and `git diff` see the escape, not its effect. [`LockedTool::hidden_characters`] lists
+//! them, for `agents mcp pin` to refuse or flag.
+//!
 //! ```
 //! use agents_core::mcp_lock::{LockFile, LockedTool};
 //! use serde_json::json;
@@ -81,7 +90,42 @@ pub struct LockedTool {
     pub input_schema: Value,
 }
 
+/// Whether a character of a pinned text hides something from a person reading it: every
+/// character [`crate::terminal::is_hidden_or_control`] names (controls, bidirectional controls,
+/// invisible format characters, tag characters) except a line break and a tab, which a
+/// description may hold as it is.
+pub fn hides_text(c: char) -> bool {
+    c != '\n' && c != '\t' && crate::terminal::is_hidden_or_control(c)
+}
+
+/// Where a pinned tool's text holds characters that hide text ([`hides_text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenText {
+    /// `description`, or a JSON pointer into the input schema (`inputSchema/properties/q`
+    /// for a key, `inputSchema/properties/q/description` for a value).
+    pub place: String,
+    /// The characters found there, each as a `\u{…}` escape, in order, without repeats.
+    pub characters: Vec<String>,
+}
+
 impl LockedTool {
+    /// The places in this tool's description and input schema (string values and object keys)
+    /// that hold characters hiding text ([`hides_text`]); empty when there are none.
+    ///
+    /// ```
+    /// use agents_core::mcp_lock::LockedTool;
+    /// let t = LockedTool::pin("a", "Reads.\u{202e}txet", serde_json::json!({"type": "object"}));
+    /// let hidden = t.hidden_characters();
+    /// assert_eq!(hidden[0].place, "description");
+    /// assert_eq!(hidden[0].characters, ["\\u{202e}"]);
+    /// ```
+    pub fn hidden_characters(&self) -> Vec<HiddenText> {
+        let mut out = Vec::new();
+        note_hidden("description", &self.description, &mut out);
+        hidden_in_value(&self.input_schema, &mut "inputSchema".to_owned(), &mut out);
+        out
+    }
+
     /// Pins a tool as a server describes it.
     pub fn pin(name: &str, description: &str, input_schema: Value) -> Self {
         LockedTool {
@@ -89,6 +133,46 @@ impl LockedTool {
             description: description.to_owned(),
             input_schema,
         }
+    }
+}
+
+/// Adds `text`'s hiding characters, if any, as found at `place`.
+fn note_hidden(place: &str, text: &str, out: &mut Vec<HiddenText>) {
+    let mut characters: Vec<String> = Vec::new();
+    for c in text.chars().filter(|c| hides_text(*c)) {
+        let shown = format!("\\u{{{:x}}}", c as u32);
+        if !characters.contains(&shown) {
+            characters.push(shown);
+        }
+    }
+    if !characters.is_empty() {
+        out.push(HiddenText { place: place.to_owned(), characters });
+    }
+}
+
+/// [`note_hidden`] for every string value and object key of `value`, at its pointer.
+fn hidden_in_value(value: &Value, at: &mut String, out: &mut Vec<HiddenText>) {
+    match value {
+        Value::String(s) => note_hidden(at, s, out),
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                hidden_in_value(v, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Object(o) => {
+            for (k, v) in o {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&crate::terminal::escape(&k.replace('~', "~0").replace('/', "~1")));
+                note_hidden(at, k, out);
+                hidden_in_value(v, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
@@ -163,11 +247,15 @@ impl LockFile {
     }
 
     /// The text `agents mcp pin` writes: keys sorted, two-space indentation, a final newline,
-    /// so that a re-pin shows in a diff as the lines that changed.
+    /// so that a re-pin shows in a diff as the lines that changed; every control, bidirectional
+    /// or invisible character as a JSON `\uXXXX` escape ([`crate::terminal::escape_json`]), so
+    /// the reviewer sees it and the file reads back to the same pins.
     pub fn to_pretty_string(&self) -> String {
         // Through `Value`, whose maps are sorted, so nested schema keys are sorted too.
         let value = serde_json::to_value(self).expect("a lock file always serializes");
-        let mut text = serde_json::to_string_pretty(&value).expect("a value always serializes");
+        let mut text =
+            crate::terminal::escape_json(&serde_json::to_string_pretty(&value).expect("a value always serializes"))
+                .into_owned();
         text.push('\n');
         text
     }
@@ -225,6 +313,47 @@ mod tests {
         let e = LockFile::parse(&text).unwrap_err();
         assert!(matches!(e, LockError::Tampered { .. }), "{e}");
         assert!(e.to_string().contains("agents mcp pin"), "{e}");
+    }
+
+    #[test]
+    fn hiding_characters_are_written_as_escapes_and_read_back() {
+        let description = "Looks up.\u{202e}txet\u{2066}\u{200f}\u{61c}\u{e0041}\u{e007f}\u{7}";
+        let schema = json!({"type": "object", "properties": {"q\u{202d}": {"description": "a\u{2069}"}}});
+        let mut lock = LockFile::default();
+        let tool = LockedTool::pin("lookup", description, schema);
+        lock.server_mut("desk", "stdio: desk").tools.insert("lookup".into(), tool.clone());
+        let text = lock.to_pretty_string();
+        for c in
+            ['\u{202e}', '\u{2066}', '\u{200f}', '\u{61c}', '\u{e0041}', '\u{e007f}', '\u{7}', '\u{202d}', '\u{2069}']
+        {
+            assert!(!text.contains(c), "{c:?} written raw: {text}");
+        }
+        for escape in [
+            "\\u202e",
+            "\\u2066",
+            "\\u200f",
+            "\\u061c",
+            "\\udb40\\udc41",
+            "\\udb40\\udc7f",
+            "\\u0007",
+            "\\u202d",
+            "\\u2069",
+        ] {
+            assert!(text.contains(escape), "{escape} not shown: {text}");
+        }
+        assert_eq!(LockFile::parse(&text).unwrap(), lock);
+        let hidden = tool.hidden_characters();
+        let places: Vec<&str> = hidden.iter().map(|h| h.place.as_str()).collect();
+        assert_eq!(
+            places,
+            ["description", "inputSchema/properties/q\\u{202d}", "inputSchema/properties/q\\u{202d}/description"]
+        );
+        assert_eq!(
+            hidden[0].characters,
+            ["\\u{202e}", "\\u{2066}", "\\u{200f}", "\\u{61c}", "\\u{e0041}", "\\u{e007f}", "\\u{7}"]
+        );
+        // A line break and a tab are a description's own.
+        assert!(LockedTool::pin("a", "Line one.\n\tLine two.", json!({})).hidden_characters().is_empty());
     }
 
     #[test]

@@ -156,6 +156,10 @@ pub struct ImportSpec {
     pub sha256: &'static str,
     /// The pinned input schema, as canonical JSON.
     pub input_schema: &'static str,
+    /// Why this server is the application's own, so that the tool's arguments are not egress
+    /// (`mcp_import! { ..., own_server = "..."; }`). `None` (the default): the arguments leave
+    /// for a third party, the tool's policy is `egress` and the gate checks their provenance.
+    pub own_server: Option<&'static str>,
 }
 
 impl ToolSpec {

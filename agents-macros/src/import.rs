@@ -6,6 +6,10 @@
 //! an ungranted use does not compile. Tier, permission, risk and title come from the
 //! declaration; the description and the input schema come from the checked-in lock file (see
 //! `agents_core::mcp_lock`), read here at compile time, so the pins are in the manifest.
+//!
+//! An imported tool's arguments leave for the server's operator: its policy is `egress`, so
+//! the gate checks where their values came from, unless the block declares the server the
+//! application's own (`own_server = "why"`), which the manifest then shows with its reason.
 
 use crate::context::Errors;
 use crate::util::{permission_name, type_string};
@@ -21,10 +25,12 @@ use syn::{Attribute, Ident, LitStr, Token, Visibility};
 /// The arguments of an imported tool's `#[tool(...)]`.
 const ARGS: &[&str] = &["permission", "mutating", "title", "risk", "remote"];
 
-/// `server = "...", lock = "...";` then the tools.
+/// `server = "...", lock = "..." (, own_server = "...")?;` then the tools.
 struct ImportInput {
     server: LitStr,
     lock: LitStr,
+    /// Why the server is the application's own: its tools' arguments are then not egress.
+    own_server: Option<LitStr>,
     tools: Vec<ImportedItem>,
 }
 
@@ -39,6 +45,7 @@ impl Parse for ImportInput {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut server = None;
         let mut lock = None;
+        let mut own_server = None;
         while !input.peek(Token![;]) {
             let key: Ident = input.parse()?;
             input.parse::<Token![=]>().map_err(|e| {
@@ -51,13 +58,22 @@ impl Parse for ImportInput {
             match key.to_string().as_str() {
                 "server" if server.is_none() => server = Some(value),
                 "lock" if lock.is_none() => lock = Some(value),
-                "server" | "lock" => {
+                "own_server" if own_server.is_none() => {
+                    if value.value().trim().is_empty() {
+                        return Err(syn::Error::new(
+                            value.span(),
+                            "`own_server` says why the server is the application's own (its tools' arguments are then not checked as egress): it cannot be empty, e.g. `own_server = \"our ticket tracker, run by the IT team in our network\"`",
+                        ));
+                    }
+                    own_server = Some(value);
+                }
+                "server" | "lock" | "own_server" => {
                     return Err(syn::Error::new(key.span(), format!("duplicate `{key}`; give it once")));
                 }
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unknown `mcp_import!` key `{other}`; expected `server` or `lock`"),
+                        format!("unknown `mcp_import!` key `{other}`; expected one of `server`, `lock`, `own_server`"),
                     ));
                 }
             }
@@ -89,7 +105,7 @@ impl Parse for ImportInput {
             })?;
             tools.push(ImportedItem { attrs, vis, ident });
         }
-        Ok(ImportInput { server, lock, tools })
+        Ok(ImportInput { server, lock, own_server, tools })
     }
 }
 
@@ -315,7 +331,8 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
             );
             continue;
         };
-        out.push(expand_tool(item, &args, &name, &remote, &server_name, pinned, &rt));
+        let own = input.own_server.as_ref().map(LitStr::value);
+        out.push(expand_tool(item, &args, &name, &remote, &server_name, own.as_deref(), pinned, &rt));
     }
     let errs = errors.into_tokens();
     // Rebuild when the lock file changes: the pins are compiled in.
@@ -364,9 +381,17 @@ fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStrea
     }
 }
 
-/// An imported tool's manifest entry: declared here (tier, permission, risk, title) and
-/// pinned (description, parameters, the pin's SHA-256).
-fn import_entry(args: &ImportArgs, name: &str, remote: &str, server: &str, pinned: &LockedTool) -> ToolEntry {
+/// An imported tool's manifest entry: declared here (tier, permission, risk, title, whether
+/// the server is the application's own) and pinned (description, parameters, the pin's
+/// SHA-256). Its policy is `egress` unless the server is declared the application's own.
+fn import_entry(
+    args: &ImportArgs,
+    name: &str,
+    remote: &str,
+    server: &str,
+    own_server: Option<&str>,
+    pinned: &LockedTool,
+) -> ToolEntry {
     let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
     let perm_name = args.permission.as_ref().map(|(_, n)| n.clone()).unwrap_or_else(|| "public".to_owned());
     ToolEntry {
@@ -377,10 +402,15 @@ fn import_entry(args: &ImportArgs, name: &str, remote: &str, server: &str, pinne
         tier,
         mutating: tier == Tier::Action,
         risk: args.risk.unwrap_or(Risk::Medium),
-        policy: PolicyEntry::default(),
+        policy: PolicyEntry { egress: own_server.is_none(), ..PolicyEntry::default() },
         parameters: parameters(&pinned.input_schema),
         uses: Vec::new(),
-        import: Some(ImportEntry { server: server.to_owned(), tool: remote.to_owned(), sha256: pinned.sha256.clone() }),
+        import: Some(ImportEntry {
+            server: server.to_owned(),
+            tool: remote.to_owned(),
+            sha256: pinned.sha256.clone(),
+            own_server: own_server.map(str::to_owned),
+        }),
     }
     .normalized()
 }
@@ -413,6 +443,11 @@ fn tool_impl(
     let import = entry.import.as_ref().expect("an imported tool's entry names its server");
     let (server, remote, sha) = (&import.server, &import.tool, &pinned.sha256);
     let schema_text = agents_core::canonical::to_string(&pinned.input_schema);
+    let own_server = match &import.own_server {
+        Some(why) => quote!(::core::option::Option::Some(#why)),
+        None => quote!(::core::option::Option::None),
+    };
+    let egress = entry.policy.egress;
     let spec_ident = format_ident!("__AGENTS_IMPORT_{}", name.to_uppercase());
     let perm_ty = match &args.permission {
         Some((Some(p), _)) => quote!(#p),
@@ -438,6 +473,7 @@ fn tool_impl(
             tool: #remote,
             sha256: #sha,
             input_schema: #schema_text,
+            own_server: #own_server,
         };
         impl #rt::Tool for #ident {
             type Args = #args_ty;
@@ -450,7 +486,7 @@ fn tool_impl(
                 permission: #perm_name,
                 tier: #rt::Tier::#tier_ident,
                 risk: #rt::Risk::#risk_ident,
-                policy: #rt::PolicySpec::NONE,
+                policy: #rt::PolicySpec { egress: #egress, ..#rt::PolicySpec::NONE },
                 params: &[#(#params),*],
                 uses: &[],
                 import: ::core::option::Option::Some(&#spec_ident),
@@ -467,18 +503,20 @@ fn tool_impl(
 }
 
 /// One imported tool's items: its marker type, its link for `agent!`, and its impls.
+#[allow(clippy::too_many_arguments)]
 fn expand_tool(
     item: &ImportedItem,
     args: &ImportArgs,
     name: &str,
     remote: &str,
     server: &str,
+    own_server: Option<&str>,
     pinned: &LockedTool,
     rt: &TokenStream,
 ) -> TokenStream {
     let (ident, vis) = (&item.ident, &item.vis);
     let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
-    let entry = import_entry(args, name, remote, server, pinned);
+    let entry = import_entry(args, name, remote, server, own_server, pinned);
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
     let digest = crate::chain::entry_digest(&fragment);
     let link = crate::chain::tool_link(ident, vis, &fragment);
@@ -489,8 +527,12 @@ fn expand_tool(
     let seal = quote!(#rt::__private::seal);
     let (exec_impl, handler) = exec(tier, ident, rt);
     let tool_impl = tool_impl(args, &entry, ident, pinned, rt);
+    let egress = match own_server {
+        None => "Its arguments leave for the server's operator: values copied from tool results into them wait for a person (egress).".to_owned(),
+        Some(why) => format!("The server is declared the application's own ({why}): its arguments are not checked as egress."),
+    };
     let type_doc = format!(
-        "Imported from the MCP server `{server}` (its tool `{remote}`, pin `{sha}`). The model reads the pinned description:\n\n{description}"
+        "Imported from the MCP server `{server}` (its tool `{remote}`, pin `{sha}`). {egress} The model reads the pinned description:\n\n{description}"
     );
     let user_docs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
     quote! {

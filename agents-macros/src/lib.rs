@@ -539,10 +539,17 @@ pub fn permissions(input: TokenStream) -> TokenStream {
 /// description or schema changed. (The doctest of `agents_runtime::mcp_import` is marked
 /// `ignore`: a lock file is read relative to the declaring crate's `Cargo.toml`.)
 ///
+/// An imported tool's arguments leave the application for the server's operator, so its
+/// policy is `egress`: the gate checks each call's arguments for values copied from tool
+/// results, and a read carrying one waits for a person (see `agents_runtime::provenance`).
+/// `own_server = "why"` declares the server the application's own and turns that off for the
+/// block's tools; the manifest shows the reason and `agents manifest diff` reports the change
+/// as a widening.
+///
 /// # Keys
 ///
-/// First `server = "...", lock = "...";` (both required, each once), then the tools, each
-/// `#[tool(...)] <vis> fn <name>;`.
+/// First `server = "...", lock = "...";` (both required, each once; `own_server = "..."`
+/// optional), then the tools, each `#[tool(...)] <vis> fn <name>;`.
 ///
 /// ## `server`
 ///
@@ -559,6 +566,18 @@ pub fn permissions(input: TokenStream) -> TokenStream {
 ///
 /// ```ignore
 /// server = "tracker", lock = "locks/tracker.lock.json";
+/// ```
+///
+/// ## `own_server`
+///
+/// Why the server is the application's own (run by the team, inside its boundary), so that
+/// its tools' arguments are not egress: a value copied from a tool result goes to it without a
+/// person. Without it (the default) every imported tool is egress. The reason is written into
+/// each tool's `import` entry in the manifest (`"own_server": "..."`), and the tool's policy
+/// has no `egress`.
+///
+/// ```ignore
+/// server = "tracker", lock = "mcp.lock.json", own_server = "our ticket tracker, run by IT in our network";
 /// ```
 ///
 /// # Arguments of `#[tool(...)]` here

@@ -139,3 +139,39 @@ fn pin_reads_a_server_written_with_the_typescript_sdk_over_stdio_and_http() {
     let _ = child.wait();
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
 }
+
+#[test]
+fn a_description_that_hides_text_is_refused_unless_allowed_and_then_written_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, lock) = (dir.path().join("state"), dir.path().join("mcp.lock.json"));
+    std::fs::write(&state, "hidden").unwrap();
+
+    // Refused: each hiding character is flagged, escaped, and nothing is written.
+    let o = pin(&state, &lock, &[]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let said = stdout(&o);
+    assert!(said.contains("! search  description holds characters that hide or reorder text"), "{said}");
+    for shown in ["\\u{202e}", "\\u{202c}", "\\u{e0073}", "\\u{e006e}"] {
+        assert!(said.contains(shown), "{shown} is not shown: {said}");
+    }
+    assert!(said.contains("--allow-hidden-characters") && said.contains("nothing was written"), "{said}");
+    assert!(!said.contains('\u{202e}') && !said.contains('\u{e0073}'), "the output shows them raw: {said}");
+    assert!(!lock.exists(), "a refused pin wrote the lock file");
+
+    // Allowed: written, every such character a JSON escape the diff shows, and it reads back.
+    let o = pin(&state, &lock, &["--allow-hidden-characters"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("! search  description"), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(!text.contains('\u{202e}') && !text.contains('\u{202c}'), "bidi controls written raw: {text}");
+    assert!(!text.chars().any(|c| ('\u{e0000}'..='\u{e007f}').contains(&c)), "tag characters written raw");
+    assert!(text.contains("\\u202e") && text.contains("\\udb40\\udc73"), "{text}");
+    let read = LockFile::parse(&text).unwrap();
+    let description = &read.tool("notes", "search").unwrap().description;
+    assert!(description.contains('\u{202e}') && description.contains('\u{e0073}'), "{description:?}");
+
+    // `--check` against the accepted pins: unchanged, but the characters are still flagged.
+    let o = pin(&state, &lock, &["--check"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("! search"), "{}", stdout(&o));
+}

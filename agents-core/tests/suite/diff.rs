@@ -414,7 +414,12 @@ fn changes_are_ordered_agent_first_then_tools_by_name() {
 #[test]
 fn a_re_pinned_import_widens_and_shows_both_pins() {
     use agents_core::manifest::ImportEntry;
-    let pinned = |sha: &str| ImportEntry { server: "tracker".into(), tool: "lookup".into(), sha256: sha.into() };
+    let pinned = |sha: &str| ImportEntry {
+        server: "tracker".into(),
+        tool: "lookup".into(),
+        sha256: sha.into(),
+        own_server: None,
+    };
     let old = edited(|m| tool_mut(m, "lookup").import = Some(pinned("aaa")));
     let new = edited(|m| tool_mut(m, "lookup").import = Some(pinned("bbb")));
     let d = only(&old, &new, Rule::ImportChanged, ChangeKind::Widening);
@@ -427,4 +432,28 @@ fn a_re_pinned_import_widens_and_shows_both_pins() {
     assert!(!base().to_canonical_string().contains("\"import\""));
     // And the manifest with a pin reads back.
     assert_eq!(Manifest::parse(&old.to_canonical_string()).unwrap(), old);
+}
+
+#[test]
+fn an_import_declared_the_applications_own_server_widens_by_its_egress_and_names_the_reason() {
+    use agents_core::manifest::ImportEntry;
+    let pin = ImportEntry { server: "tracker".into(), tool: "lookup".into(), sha256: "aaa".into(), own_server: None };
+    let third_party = edited(|m| {
+        let t = tool_mut(m, "lookup");
+        t.import = Some(pin.clone());
+        t.policy.egress = true;
+    });
+    let own = edited(|m| {
+        let t = tool_mut(m, "lookup");
+        t.import = Some(ImportEntry { own_server: Some("our tracker, in our network".into()), ..pin.clone() });
+        t.policy.egress = false;
+    });
+    // The same pin: only the egress changes, and the diff says why the tool no longer asks.
+    let d = only(&third_party, &own, Rule::EgressRemoved, ChangeKind::Widening);
+    assert!(d.changes[0].reason.contains("our tracker, in our network"), "{}", d.changes[0].reason);
+    only(&own, &third_party, Rule::EgressAdded, ChangeKind::Narrowing);
+    // The reason is in the manifest the reviewer reads, and in its hash.
+    assert!(own.to_canonical_string().contains(r#""own_server":"our tracker, in our network""#));
+    assert_ne!(own.sha256(), third_party.sha256());
+    assert_eq!(Manifest::parse(&own.to_canonical_string()).unwrap(), own);
 }

@@ -34,6 +34,25 @@
 //! - What an imported tool returns is written by another party: its spec says so
 //!   ([`ToolSpec::returns_untrusted`](crate::ToolSpec::returns_untrusted)), for a provenance
 //!   check of later calls' arguments.
+//! - What an imported tool is sent leaves the application for the server's operator: its
+//!   policy is `egress` (in the manifest too), so the gate checks each call's arguments by
+//!   string provenance ([`crate::provenance`]). A value copied from any tool result (an
+//!   e-mail's link, a record's identifier) and not typed by the user makes even an imported
+//!   read wait for the person, on a card whose `why` names the argument and the result, with
+//!   the approval bound to the exact arguments; nothing is sent before. The check's limits
+//!   are the provenance check's (a model that paraphrases or encodes a value defeats it). The
+//!   hosts named in the arguments are not checked against a policy: they are the server's
+//!   business, and the arguments reach only it. `own_server = "why"` in `mcp_import!`
+//!   declares a server the application's own and turns the check off for its tools; the
+//!   reason stands in the manifest, and the change shows in `agents manifest diff`.
+//! - A stdio server does not inherit this process's environment: it starts with
+//!   [`INHERITED_ENV_VARS`] (the MCP SDKs' own default list: `HOME`, `LOGNAME`, `PATH`,
+//!   `SHELL`, `TERM`, `USER` on Unix) where set, the variables the application names
+//!   ([`ImportSource::inherit_env`]) and those it sets ([`ImportSource::env`]); nothing else,
+//!   so the application's API keys and database URLs stay out of a third party's process.
+//!   (This bounds what the server is handed, not what it can read: the process runs as the
+//!   application's user and can open that user's files; run an untrusted server under its own
+//!   user or a sandbox.)
 //! - A server that ends during a call (its process dies, its connection drops) gives the model
 //!   an error that says the outcome is unknown, and the call is audited as `failed` with that
 //!   reason; the next call starts the server again (stdio) or reconnects (HTTP) and checks the
@@ -83,19 +102,71 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The variables of this process's environment a stdio server inherits without being named:
+/// the MCP SDKs' own default list (`DEFAULT_INHERITED_ENV_VARS` of the TypeScript and Python
+/// SDKs), enough to find programs and a home directory. API keys, tokens, database URLs and
+/// everything else the application holds stay out unless the application names them
+/// ([`ImportSource::inherit_env`], [`ImportSource::env`]).
+#[cfg(not(windows))]
+pub const INHERITED_ENV_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The variables of this process's environment a stdio server inherits without being named:
+/// the MCP SDKs' own default list for Windows (`DEFAULT_INHERITED_ENV_VARS`).
+#[cfg(windows)]
+pub const INHERITED_ENV_VARS: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
+/// The environment a stdio server starts with: [`INHERITED_ENV_VARS`] and the variables
+/// named in `inherit` as this process has them (a value the SDKs would skip as a shell
+/// function, starting with `()`, is skipped too), then `set`, which wins.
+fn child_env(inherit: &[String], set: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let named = INHERITED_ENV_VARS.iter().copied().chain(inherit.iter().map(String::as_str));
+    for name in named {
+        if let Some(value) = std::env::var_os(name).and_then(|v| v.into_string().ok())
+            && !value.starts_with("()")
+            && !out.iter().any(|(k, _)| k == name)
+        {
+            out.push((name.to_owned(), value));
+        }
+    }
+    for (k, v) in set {
+        out.retain(|(name, _)| name != k);
+        out.push((k.clone(), v.clone()));
+    }
+    out
+}
+
 /// Where an imported server is reached: a command that serves MCP on its stdin/stdout, or a
 /// streamable HTTP endpoint.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ImportSource {
-    /// A child process started with this program, arguments and environment.
+    /// A child process started with this program, arguments and environment. The child does
+    /// not inherit this process's environment: it gets [`INHERITED_ENV_VARS`] (those set
+    /// here), the variables named with [`ImportSource::inherit_env`], and those set with
+    /// [`ImportSource::env`]; nothing else.
     Stdio {
         /// The program.
         program: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Environment variables set for it (the rest is inherited).
+        /// Environment variables set for it, beside [`INHERITED_ENV_VARS`] and `inherit`.
         env: Vec<(String, String)>,
+        /// Names of this process's environment variables passed on to it (when set).
+        inherit: Vec<String>,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -116,7 +187,7 @@ impl fmt::Debug for ImportSource {
 impl ImportSource {
     /// A server started as a child process: `program`, serving MCP on its stdin/stdout.
     pub fn stdio(program: impl Into<String>) -> Self {
-        ImportSource::Stdio { program: program.into(), args: Vec::new(), env: Vec::new() }
+        ImportSource::Stdio { program: program.into(), args: Vec::new(), env: Vec::new(), inherit: Vec::new() }
     }
 
     /// A streamable HTTP endpoint.
@@ -136,6 +207,16 @@ impl ImportSource {
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         if let ImportSource::Stdio { env, .. } = &mut self {
             env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Passes this process's environment variable `name` on to the child, when it is set at
+    /// the time the child starts (stdio only; ignored for HTTP). For what the server needs
+    /// beyond [`INHERITED_ENV_VARS`], e.g. the API key of the service it fronts: name each one.
+    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+        if let ImportSource::Stdio { inherit, .. } = &mut self {
+            inherit.push(name.into());
         }
         self
     }
@@ -312,12 +393,10 @@ async fn connect(
     };
     let client = ImportClient { stale };
     match source {
-        ImportSource::Stdio { program, args, env } => {
+        ImportSource::Stdio { program, args, env, inherit } => {
             let mut cmd = tokio::process::Command::new(program);
-            cmd.args(args);
-            for (k, v) in env {
-                cmd.env(k, v);
-            }
+            // The child sees only what it is given: the application's secrets stay here.
+            cmd.args(args).env_clear().envs(child_env(inherit, env));
             let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()
@@ -540,6 +619,7 @@ mod tests {
         tool: "t",
         sha256: "0",
         input_schema: r#"{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}"#,
+        own_server: None,
     };
 
     #[test]

@@ -139,12 +139,19 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
     assert_eq!(effects(), ["add_note call the vendor"]);
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"found 1 note about vendor\"", "{told:?}");
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
-    assert_eq!(call_statuses(&audit, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(
+        call_statuses(&audit, &call_id),
+        [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    );
     // Every record of both calls names the server, where it is reached, its tool and the pin.
     for (tool, pin, statuses) in [
-        ("search", pin_of::<search>(), &[AuditStatus::Proposed, AuditStatus::Executed][..]),
-        ("add_note", pin_of::<add_note>(), &[AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]),
+        ("search", pin_of::<search>(), &[AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed][..]),
+        (
+            "add_note",
+            pin_of::<add_note>(),
+            &[AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed],
+        ),
     ] {
         for &status in statuses {
             assert_eq!(
@@ -215,7 +222,7 @@ async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_ha
 
     let (rt, audit, _provider) = runtime(imports.clone(), search_call());
     let _ = rt.start::<TsNotes>(me(), "ts-rug-1", "find".into()).unwrap().wait().await;
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
 
     // The server's next listing gives a poisoned description: refused before anything is sent.
     files.set("rug-pull");
@@ -225,7 +232,7 @@ async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_ha
     assert!(told.2 && told.1.contains("changed the description or input schema"), "{told:?}");
     assert!(!told.1.contains("evil.example"), "the changed text never reaches the model");
     assert!(!serde_json::to_string(&provider.requests()[0].tools).unwrap().contains("evil.example"));
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Failed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Failed]);
     let refused = named(&audit, "search", AuditStatus::Failed);
     assert_eq!(refused.sha256, pin_of::<search>());
     let now = refused.listed_sha256.clone().expect("the refusal names what the server gives now");
@@ -239,7 +246,7 @@ async fn a_rug_pull_by_the_typescript_server_is_refused_and_audited_with_both_ha
     files.set("v1");
     let (rt, audit, _provider) = runtime(imports.clone(), search_call());
     let _ = rt.start::<TsNotes>(me(), "ts-rug-3", "find".into()).unwrap().wait().await;
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
     imports.close().await;
 }
 
@@ -254,7 +261,7 @@ async fn a_tool_the_typescript_server_adds_is_invisible() {
     );
     let _ = rt.start::<TsNotes>(me(), "ts-added", "go".into()).unwrap().wait().await;
     assert_eq!(offered(&provider.requests()[0]), ["add_note", "crash", "search"]);
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
     assert_eq!(tool_statuses(&audit, "exfiltrate"), [AuditStatus::Denied]);
     assert!(!files.effects().iter().any(|e| e == "exfiltrate"));
     // The server does offer it: only the pins decide what the agent sees.
@@ -276,7 +283,7 @@ async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audit
         told.2 && told.1.contains("ended during the call of `crash`") && told.1.contains("outcome is unknown"),
         "{told:?}"
     );
-    assert_eq!(tool_statuses(&audit, "crash"), [AuditStatus::Proposed, AuditStatus::Failed]);
+    assert_eq!(tool_statuses(&audit, "crash"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Failed]);
     let failed = audit.records().into_iter().find(|r| r.status == AuditStatus::Failed).unwrap();
     assert!(failed.reason.as_deref().unwrap().contains("ended during the call"), "{failed:?}");
     assert_eq!(failed.import.unwrap().sha256, pin_of::<crash>());
@@ -284,7 +291,7 @@ async fn a_typescript_server_that_dies_mid_call_gives_a_clear_error_and_an_audit
     // The next call starts the server again and checks the pins before sending anything.
     let (rt, audit, _provider) = runtime(imports.clone(), vec![tool_call("search", r#"{"query": "x"}"#), reply("ok")]);
     let _ = rt.start::<TsNotes>(me(), "ts-dies-after", "go".into()).unwrap().wait().await;
-    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert_eq!(tool_statuses(&audit, "search"), [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Executed]);
     imports.close().await;
 }
 

@@ -1,6 +1,10 @@
 //! The egress check of a call whose tool reaches the outside world (its policy declares a
 //! network host, or it is marked `egress`); see [`crate::provenance`] for what it compares.
 //!
+//! A tool imported from an MCP server is `egress` by default (its arguments leave for the
+//! server's operator; see [`crate::mcp::import`]): steps 2 and 3 apply to it, step 1 does not
+//! (the hosts in its arguments are the server's business, and its arguments reach only it).
+//!
 //! 1. **Hosts.** Every URL (`scheme://…`, `//host…`) and every bare host name (`name.tld`,
 //!    with an optional port and path) in the arguments' string values, as written and after
 //!    normalising (so `https%3A%2F%2Fevil.example` is read as a URL), must be within the

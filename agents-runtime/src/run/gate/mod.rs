@@ -257,7 +257,9 @@ async fn egress_check<A: Registry>(
     secrets: &CallSecrets,
     provenance: crate::provenance::Provenance,
 ) -> Result<Option<String>, CallOutcome> {
-    if let Some(reason) = egress::host_refusal(spec, args) {
+    // An imported tool's hosts are its server's business, not a policy of ours: its arguments
+    // reach only that server, so only their provenance is checked.
+    if let Some(reason) = spec.import.is_none().then(|| egress::host_refusal(spec, args)).flatten() {
         let shown = secrets.value(ctx.redact_args(schema, args));
         return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
     }
@@ -266,6 +268,8 @@ async fn egress_check<A: Registry>(
         tool: Some(spec.name.into()),
         tier: Some(spec.tier),
         result: Some(crate::audit::AuditResult::Value(serde_json::to_value(&provenance).unwrap_or(Value::Null))),
+        // An imported tool's notice names its server and pin, as its other records do.
+        import: ctx.import_of(spec),
         ..RecordFields::new(AuditStatus::Notice).reason(egress::describe(&provenance))
     };
     if ctx.audit(notice).await.is_err() {
