@@ -562,3 +562,65 @@ impl Type<'_> {
         parts.join(" + ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crate `demo` with a public function, a struct with a public field and its `Clone`
+    /// impl, and a re-export of a function from a private module, as rustdoc's JSON has them.
+    fn demo() -> Value {
+        serde_json::json!({
+            "root": 0,
+            "format_version": 57,
+            "index": {
+                "0": {"crate_id": 0, "name": "demo", "visibility": "public",
+                      "inner": {"module": {"is_crate": true, "items": [1, 2, 5]}}},
+                "1": {"crate_id": 0, "name": "grant", "visibility": "public",
+                      "inner": {"function": {
+                          "sig": {"inputs": [["name", {"borrowed_ref": {"lifetime": null, "is_mutable": false, "type": {"primitive": "str"}}}]],
+                                  "output": {"resolved_path": {"path": "Option", "id": 99, "args": {"angle_bracketed": {"args": [{"type": {"resolved_path": {"path": "Token", "id": 2, "args": null}}}], "constraints": []}}}}},
+                          "generics": {"params": [], "where_predicates": []},
+                          "header": {"is_const": false, "is_unsafe": false, "is_async": true, "abi": "Rust"}}}},
+                "2": {"crate_id": 0, "name": "Token", "visibility": "public",
+                      "inner": {"struct": {"kind": {"plain": {"fields": [3], "has_stripped_fields": true}},
+                                           "generics": {"params": [], "where_predicates": []}, "impls": [4]}}},
+                "3": {"crate_id": 0, "name": "id", "visibility": "public", "inner": {"struct_field": {"primitive": "u64"}}},
+                "4": {"crate_id": 0, "name": null, "visibility": "default",
+                      "inner": {"impl": {"trait": {"path": "Clone", "id": 98, "args": null}, "for": {"resolved_path": {"path": "Token", "id": 2, "args": null}},
+                                         "generics": {"params": [], "where_predicates": []}, "items": [], "blanket_impl": null, "is_negative": false, "is_unsafe": false}}},
+                "5": {"crate_id": 0, "name": null, "visibility": "public",
+                      "inner": {"use": {"source": "inner::revoke", "name": "revoke", "id": 6, "is_glob": false}}},
+                "6": {"crate_id": 0, "name": "revoke", "visibility": "public",
+                      "inner": {"function": {"sig": {"inputs": [], "output": null},
+                                             "generics": {"params": [{"name": "T", "kind": {"type": {"bounds": [{"trait_bound": {"trait": {"path": "Send", "id": 97, "args": null}, "modifier": "none"}}], "is_synthetic": false}}}], "where_predicates": []},
+                                             "header": {"is_const": false, "is_unsafe": false, "is_async": false, "abi": "Rust"}}}}
+            },
+            "paths": {"2": {"crate_id": 0, "path": ["demo", "Token"], "kind": "struct"}}
+        })
+    }
+
+    #[test]
+    fn every_public_item_is_listed_with_its_signature_at_the_path_it_is_reachable_at() {
+        let listing = listing(&demo());
+        let expected = "\
+# rustdoc JSON format 57
+impl Clone for demo::Token
+pub async fn demo::grant(name: &str) -> Option<demo::Token>
+pub demo::Token.id: u64
+pub fn demo::revoke<T: Send>()
+pub mod demo
+pub struct demo::Token
+";
+        assert_eq!(listing, expected);
+    }
+
+    #[test]
+    fn a_changed_signature_changes_the_listing() {
+        let mut changed = demo();
+        changed["index"]["3"]["inner"]["struct_field"] = serde_json::json!({"primitive": "u32"});
+        assert_ne!(listing(&changed), listing(&demo()));
+        let diff = difference(&listing(&demo()), &listing(&changed), std::path::Path::new("api/demo.txt"));
+        assert!(diff.contains("-pub demo::Token.id: u64\n+pub demo::Token.id: u32"), "{diff}");
+    }
+}

@@ -133,3 +133,38 @@ impl Workspace {
         ordered
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn package(name: &str, depends_on: &[&str]) -> Package {
+        Package {
+            name: name.to_owned(),
+            published: true,
+            lib: Some(name.replace('-', "_")),
+            features: Vec::new(),
+            depends_on: depends_on.iter().map(|d| (*d).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn each_published_crate_comes_after_the_members_it_depends_on() {
+        let mut unpublished = package("examples", &["agents-runtime"]);
+        unpublished.published = false;
+        let ws = Workspace {
+            target_dir: PathBuf::new(),
+            packages: vec![
+                package("agents-service", &["agents-runtime", "agents-core"]),
+                unpublished,
+                package("agents-runtime", &["agents-core", "agents-macros"]),
+                package("agents-macros", &["agents-core"]),
+                package("agents-core", &[]),
+                // Before the others by name, after them by what it needs.
+                package("agents-cli", &["agents-runtime"]),
+            ],
+        };
+        let order: Vec<&str> = ws.published_in_dependency_order().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(order, ["agents-core", "agents-macros", "agents-runtime", "agents-cli", "agents-service"]);
+    }
+}

@@ -147,18 +147,20 @@ pub(crate) fn test(mut args: Vec<String>) -> Result<(), String> {
     let mut command = cmd::cargo();
     command.arg("test");
     // `-p`/`--package`/`--workspace`/`--manifest-path` choose the packages themselves.
-    let chooses = args.iter().take_while(|a| *a != "--").any(|a| {
-        a == "-p"
-            || a.starts_with("-p")
-            || a.starts_with("--package")
-            || a == "--workspace"
-            || a.starts_with("--manifest-path")
-    });
+    let chooses = chooses_packages(&args);
     if !chooses {
         command.arg("--workspace");
     }
     command.args(&args);
     cmd::timed("cargo test", || run(&mut command))
+}
+
+/// Whether `args` (for `cargo test`) choose the packages themselves (`-p`, `--package`,
+/// `--workspace`, `--manifest-path`), so that `--workspace` must not be added.
+fn chooses_packages(args: &[String]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|a| {
+        a.starts_with("-p") || a.starts_with("--package") || a == "--workspace" || a.starts_with("--manifest-path")
+    })
 }
 
 /// Finds every prerequisite, installs what is missing (unless `no_install`), then installs the
@@ -286,4 +288,51 @@ fn stop_with_commands(packages: &[&str], stale: &[&str], no_install: bool) -> St
 fn running_as_root() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|ids| ids.split_whitespace().next()) == Some("0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn arguments_that_choose_packages_keep_cargo_test_off_the_whole_workspace() {
+        for chooses in
+            [&["-p", "agents-core"][..], &["-pagents-core"], &["--package=agents-core"], &["--workspace", "--no-run"]]
+        {
+            assert!(chooses_packages(&strings(chooses)), "{chooses:?}");
+        }
+        // Test names and arguments for the test binaries choose nothing.
+        for not in [&[][..], &["run_confirm::"], &["--", "-p"], &["--release", "--", "--nocapture"]] {
+            assert!(!chooses_packages(&strings(not)), "{not:?}");
+        }
+    }
+
+    #[test]
+    fn a_fixture_is_installed_again_when_its_lock_file_is_newer() {
+        let dir = std::env::temp_dir().join(format!("xtask-fixture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(npm_fixture_is_stale(&dir), "no lock file, no node_modules");
+        std::fs::write(dir.join("package-lock.json"), "{}").unwrap();
+        assert!(npm_fixture_is_stale(&dir), "no node_modules");
+        std::fs::create_dir(dir.join("node_modules")).unwrap();
+        let lock = std::fs::File::options().write(true).open(dir.join("package-lock.json")).unwrap();
+        let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        lock.set_modified(earlier).unwrap();
+        assert!(!npm_fixture_is_stale(&dir), "node_modules newer than the lock file");
+        lock.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60)).unwrap();
+        assert!(npm_fixture_is_stale(&dir), "the lock file changed after the install");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_stop_message_holds_the_commands_and_no_sudo_for_root() {
+        let text = stop_with_commands(&["chromium", "time"], &[], true);
+        assert!(text.contains("apt-get install -y --no-install-recommends chromium time"), "{text}");
+        assert!(text.contains("apt-get update") && text.contains("cargo xtask test"), "{text}");
+        assert_eq!(text.contains("sudo apt-get"), !running_as_root(), "{text}");
+    }
 }
