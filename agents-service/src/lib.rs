@@ -116,6 +116,7 @@
 //! axum::serve(listener, app).await
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod audit;
 mod auth;
