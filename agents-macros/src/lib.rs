@@ -107,6 +107,7 @@
 //! to report the next, and nested sections (`policy(fs(read = [...]))`) take lists of string
 //! literals; darling's generic messages and its `FromMeta` shapes would give up the first
 //! two and need a custom parser for the third.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
 mod chain;

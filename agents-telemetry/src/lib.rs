@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 use agents_runtime::telemetry::METRICS_TARGET;
 use opentelemetry::trace::TracerProvider as _;

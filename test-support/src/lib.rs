@@ -18,8 +18,12 @@ pub const ENV_VAR: &str = "AGENTS_CHROMIUM";
 /// The names Chromium and Chrome are installed under, searched on `PATH` in this order.
 pub const NAMES: [&str; 5] = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
 
-/// How to install the browser on Debian (what CI does).
+/// How to install the browser on Debian by hand.
 pub const INSTALL: &str = "apt-get update && apt-get install -y chromium";
+
+/// The command that finds or installs everything the test suites need (the browser,
+/// PostgreSQL, GNU time, Node and the npm fixtures); `cargo xtask test` runs it first.
+pub const SETUP: &str = "cargo xtask setup";
 
 /// Where the browser is: the file `named` names (which must be an executable file), else the
 /// first of [`NAMES`] found in the directories of `path`. An empty `named` counts as unset.
@@ -65,7 +69,8 @@ fn chromium_in(test: &str, named: Option<OsString>, path: Option<OsString>) -> P
         Ok(found) => found,
         Err(why) => panic!(
             "{test} needs Chromium or Chrome, and found none: {why}.\n\
-             Install Chromium (`{INSTALL}`) or point {ENV_VAR} at a Chromium or Chrome binary."
+             Run `{SETUP}` (or `cargo xtask test`), which installs it; or install Chromium yourself \
+             (`{INSTALL}`), or point {ENV_VAR} at a Chromium or Chrome binary."
         ),
     }
 }
@@ -113,7 +118,7 @@ mod tests {
         let empty = Some(dir.path().as_os_str().to_owned());
         let failed = std::panic::catch_unwind(|| chromium_in("the console's browser test", None, empty)).unwrap_err();
         let message = failed.downcast_ref::<String>().expect("a formatted message");
-        for part in ["the console's browser test", "chromium-browser", INSTALL, ENV_VAR] {
+        for part in ["the console's browser test", "chromium-browser", SETUP, INSTALL, ENV_VAR] {
             assert!(message.contains(part), "{part} missing from: {message}");
         }
         let named = Some(dir.path().join("nowhere").into_os_string());

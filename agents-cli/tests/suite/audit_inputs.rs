@@ -14,10 +14,13 @@ const COMMANDS: [&str; 3] = ["verify", "show", "stats"];
 const RSS_LIMIT_KB: u64 = 64 * 1024;
 
 /// Runs `agents audit <sub> <log> <extra>` under `/usr/bin/time -v`; the output and the peak
-/// RSS in kB. Fails loudly when the tool is missing (`apt-get install -y time`).
+/// RSS in kB. Fails loudly when the tool is missing (`cargo xtask setup` installs it).
 fn measured(sub: &str, log: &Path, extra: &[&str]) -> (Output, u64) {
     let time = Path::new("/usr/bin/time");
-    assert!(time.exists(), "/usr/bin/time is missing: install it with `apt-get install -y time`");
+    assert!(
+        time.exists(),
+        "/usr/bin/time is missing: run `cargo xtask setup` (or `cargo xtask test`), which installs it, or `apt-get install -y time`"
+    );
     let o = Command::new(time)
         .arg("-v")
         .arg(env!("CARGO_BIN_EXE_agents"))

@@ -86,7 +86,7 @@ fn ts_server() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-runtime/tests/fixtures/ts-mcp-server");
     assert!(
         dir.join("node_modules/@modelcontextprotocol/sdk/package.json").is_file(),
-        "the TypeScript MCP server's packages are not installed: run `npm ci --no-audit --no-fund` in {} (node 20 and npm; .ci/run does it)",
+        "the TypeScript MCP server's packages are not installed: run `cargo xtask setup` (or `cargo xtask test`), which installs them, or `npm ci --no-audit --no-fund` in {} (node 20 and npm)",
         dir.display()
     );
     dir.join("server.mjs")

@@ -75,13 +75,13 @@ fn server_script() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ts-mcp-server");
     assert!(
         dir.join("node_modules/@modelcontextprotocol/sdk/package.json").is_file(),
-        "the TypeScript MCP server's packages are not installed: run `npm ci --no-audit --no-fund` in {} (node 20 and npm; .ci/run does it)",
+        "the TypeScript MCP server's packages are not installed: run `cargo xtask setup` (or `cargo xtask test`), which installs them, or `npm ci --no-audit --no-fund` in {} (node 20 and npm)",
         dir.display()
     );
     let node = std::process::Command::new("node").arg("--version").output();
     assert!(
         node.as_ref().is_ok_and(|o| o.status.success()),
-        "`node` does not run ({node:?}): install node 20 to start the TypeScript MCP server in {}",
+        "`node` does not run ({node:?}): install node 20 (`cargo xtask setup` does) to start the TypeScript MCP server in {}",
         dir.display()
     );
     dir.join("server.mjs")

@@ -175,7 +175,8 @@ async fn drive<const N: usize>(test: &str, script: &str, args: [OsString; N]) ->
     let e2e = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console-e2e");
     assert!(
         e2e.join("node_modules/playwright-core").is_dir(),
-        "{test} needs playwright-core, which is missing: run `npm ci` in {}",
+        "{test} needs playwright-core, which is missing: run `{}` (or `cargo xtask test`), which installs it, or `npm ci --no-audit --no-fund` in {}",
+        agents_test_support::SETUP,
         e2e.display()
     );
     let out = tokio::process::Command::new("node")
@@ -186,7 +187,12 @@ async fn drive<const N: usize>(test: &str, script: &str, args: [OsString; N]) ->
         .kill_on_drop(true)
         .output()
         .await
-        .unwrap_or_else(|e| panic!("{test}: node could not be started ({e}): install Node.js 20 or later"));
+        .unwrap_or_else(|e| {
+            panic!(
+                "{test}: node could not be started ({e}): install Node.js 20 or later (`{}` does)",
+                agents_test_support::SETUP
+            )
+        });
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{test} failed ({}, {}):\n{stdout}\n{stderr}", out.status, chromium.display());

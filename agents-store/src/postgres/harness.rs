@@ -6,9 +6,9 @@ use std::process::{Command, Stdio};
 /// Why a throwaway cluster could not start.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "cannot start a throwaway PostgreSQL cluster: {0}. The PostgreSQL tests need Debian's `postgresql` package \
-     (`apt-get install -y postgresql`, as `.ci/run` does), whose binaries are looked for under \
-     /usr/lib/postgresql/*/bin"
+    "cannot start a throwaway PostgreSQL cluster: {0}. The PostgreSQL tests need Debian's `postgresql` package, \
+     whose binaries are looked for under /usr/lib/postgresql/*/bin: run `cargo xtask setup` (or `cargo xtask test`), \
+     which installs it, or `apt-get install -y postgresql` yourself"
 )]
 pub struct HarnessError(String);
 
@@ -192,6 +192,11 @@ mod tests {
     #[test]
     fn a_cluster_that_cannot_start_says_what_to_install() {
         let text = HarnessError("no initdb".into()).to_string();
-        assert!(text.contains("no initdb") && text.contains("apt-get install -y postgresql"), "{text}");
+        assert!(
+            text.contains("no initdb")
+                && text.contains("cargo xtask setup")
+                && text.contains("apt-get install -y postgresql"),
+            "{text}"
+        );
     }
 }

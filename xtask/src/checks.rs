@@ -1,0 +1,101 @@
+//! `cargo xtask package`, `docs` and `features`: the published crates as a registry and
+//! docs.rs will build them.
+
+use crate::cmd::{self, cargo, run, timed};
+use std::process::Command;
+
+/// The workspace's `[profile.dev]` settings, repeated for builds whose root is not this
+/// workspace (a packaged crate being verified, the starter), so that they reuse the
+/// dependencies already compiled in the shared target directory instead of compiling them
+/// again with other settings.
+pub(crate) const WORKSPACE_PROFILE: [&str; 5] = [
+    "profile.dev.debug=\"line-tables-only\"",
+    "profile.dev.package.\"*\".debug=false",
+    "profile.dev.package.sha2.opt-level=3",
+    "profile.dev.package.hmac.opt-level=3",
+    "profile.dev.package.serde_json.opt-level=3",
+];
+
+/// Adds [`WORKSPACE_PROFILE`] to `command` as `--config` arguments.
+pub(crate) fn with_workspace_profile(command: &mut Command) -> &mut Command {
+    for setting in WORKSPACE_PROFILE {
+        command.args(["--config", setting]);
+    }
+    command
+}
+
+/// `cargo package` of every published crate in one call, in dependency order: cargo packs
+/// each, then verifies that each builds from its `.crate` file alone, against the others as
+/// packed (a local overlay of the registry), as crates.io users would get them.
+pub(crate) fn package() -> Result<(), String> {
+    let ws = cmd::workspace()?;
+    let mut command = cargo();
+    command.args(["package", "--allow-dirty"]);
+    for p in ws.published_in_dependency_order() {
+        command.args(["-p", &p.name]);
+    }
+    with_workspace_profile(&mut command);
+    timed("package", || run(&mut command))
+}
+
+/// The API docs of the whole workspace with warnings (broken intra-doc links included) as
+/// errors, then the published crates as docs.rs builds them (all features, `--cfg docsrs`,
+/// which turns on `doc_cfg`'s feature badges).
+pub(crate) fn docs() -> Result<(), String> {
+    timed("docs", || run(cargo().env("RUSTDOCFLAGS", "-D warnings").args(["doc", "--no-deps", "--workspace"])))?;
+    let ws = cmd::workspace()?;
+    let mut command = cargo();
+    command.args(["doc", "--no-deps", "--all-features"]);
+    for p in ws.packages.iter().filter(|p| p.published && p.lib.is_some()) {
+        command.args(["-p", &p.name]);
+    }
+    rustdoc_unstable(&mut command)?;
+    command.env("RUSTDOCFLAGS", "--cfg docsrs -D warnings");
+    timed("docs (as docs.rs builds them)", || run(&mut command))
+}
+
+/// Each published library crate checked with no default features, then with each of its
+/// features alone (cargo-hack's `--each-feature`, with the workspace's own `cargo`).
+pub(crate) fn features() -> Result<(), String> {
+    let ws = cmd::workspace()?;
+    timed("features", || {
+        for p in ws.packages.iter().filter(|p| p.published && p.lib.is_some()) {
+            run(cargo().args(["check", "--lib", "-p", &p.name, "--no-default-features"]))?;
+            for feature in &p.features {
+                run(cargo().args(["check", "--lib", "-p", &p.name, "--no-default-features", "--features", feature]))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The environment variable under which this program runs as rustdoc (see
+/// [`rustdoc_unstable`]); its value is the real rustdoc.
+pub(crate) const RUSTDOC_WRAPPER_VAR: &str = "AGENTS_XTASK_REAL_RUSTDOC";
+
+/// Makes `command`'s rustdoc runs accept unstable options (`--output-format json`,
+/// `feature(doc_cfg)`) on the pinned stable toolchain: cargo runs this program as its rustdoc,
+/// which runs the real one with `RUSTC_BOOTSTRAP=1`. Set for the whole cargo command, that
+/// variable would also reach build scripts that watch it (proc-macro2's), rebuilding most of
+/// the shared target directory twice per run; this way only rustdoc sees it.
+pub(crate) fn rustdoc_unstable(command: &mut Command) -> Result<(), String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this program to run it as rustdoc: {e}"))?;
+    let real = std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into());
+    command.env("RUSTDOC", me).env(RUSTDOC_WRAPPER_VAR, real);
+    Ok(())
+}
+
+/// Runs the real rustdoc with this process's arguments and `RUSTC_BOOTSTRAP=1`, when this
+/// program was started as rustdoc by [`rustdoc_unstable`]; `None` otherwise.
+pub(crate) fn as_rustdoc() -> Option<std::process::ExitCode> {
+    let real = std::env::var_os(RUSTDOC_WRAPPER_VAR)?;
+    let status = Command::new(&real).args(std::env::args_os().skip(1)).env("RUSTC_BOOTSTRAP", "1").status();
+    Some(match status {
+        Ok(s) if s.success() => std::process::ExitCode::SUCCESS,
+        Ok(s) => std::process::ExitCode::from(u8::try_from(s.code().unwrap_or(1)).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("xtask as rustdoc: {} could not be started: {e}", real.to_string_lossy());
+            std::process::ExitCode::FAILURE
+        }
+    })
+}
