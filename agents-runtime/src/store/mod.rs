@@ -192,6 +192,15 @@ pub struct ProposalRecord {
     /// arguments as the tool receives them, the run's slot). Those arguments include values
     /// the records mask: the state database is as sensitive as the application's own.
     pub detail: Value,
+    /// The seal of the proposal in its current state: an HMAC under the server key, computed
+    /// by the runtime (never by the store), over everything that decides what runs and for
+    /// whom (call id, run, session, organisation, user, role, subject, agent, manifest, tool,
+    /// [`ProposalRecord::args_mac`]) and, once decided, the verdict and its decider, and once
+    /// claimed for execution, the claimant. Stored as given by [`Store::put_proposal`] and
+    /// replaced by [`Store::decide`] and [`Store::claim_execution`]; the store only keeps it.
+    /// A runtime carries out an approved call only when the seal it reads back is the one its
+    /// key gives for the row as read (see the module documentation). Empty: sealed by nobody.
+    pub seal: String,
 }
 
 /// A proposal with its state.
@@ -346,8 +355,9 @@ pub trait Store: Send + Sync + 'static {
     /// taken.
     fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Records `verdict` on the proposal, only when `org_id`/`user_id` are the run's own and
-    /// it is undecided (one conditional update).
+    /// Records `verdict` on the proposal, with `seal` as its new
+    /// [`ProposalRecord::seal`], only when `org_id`/`user_id` are the run's own and it is
+    /// undecided (one conditional update).
     fn decide<'a>(
         &'a self,
         call_id: &'a str,
@@ -355,6 +365,7 @@ pub trait Store: Send + Sync + 'static {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>>;
 
     /// The proposal and its state.
@@ -364,9 +375,15 @@ pub trait Store: Send + Sync + 'static {
     /// whatever events they missed).
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>>;
 
-    /// Claims an approved proposal's execution for `node`: `true` for exactly one claim of
-    /// an approved proposal, ever; `false` when it is not approved or already claimed.
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Claims an approved proposal's execution for `node`, with `seal` as its new
+    /// [`ProposalRecord::seal`]: `true` for exactly one claim of an approved proposal, ever;
+    /// `false` when it is not approved or already claimed (nothing changed).
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Approved proposals whose execution nobody claimed, oldest first, at most `limit`.
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
@@ -484,7 +501,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether `stream` holds a final record of call `call_id` (see
     /// [`AuditSink::holds_final`](crate::audit::AuditSink::holds_final)): `Some(found)`, or
-    /// `None` when this store cannot look (the default). Asked only when a claim is taken over.
+    /// `None` when this store cannot look (the default). Asked before every execution of a
+    /// stored approval and whenever a claim is taken over.
     fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
         let _ = (stream, call_id);
         Box::pin(std::future::ready(Ok(None)))

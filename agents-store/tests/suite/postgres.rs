@@ -133,7 +133,7 @@ async fn two_processes_share_tokens_slots_decisions_and_the_chain() {
     let mut b = Node::spawn(&url, &["decide", "cross", "org-a", "ann"]);
     assert_eq!(b.line().await, "decided Recorded");
     assert_eq!(
-        a.decide("cross", "org-a", "ann", StoredVerdict::Rejected, None).await.unwrap(),
+        a.decide("cross", "org-a", "ann", StoredVerdict::Rejected, None, "").await.unwrap(),
         DecideOutcome::AlreadyDecided
     );
     let mut b = Node::spawn(&url, &["claim", "cross", "100"]);
@@ -142,7 +142,7 @@ async fn two_processes_share_tokens_slots_decisions_and_the_chain() {
     let tasks: Vec<_> = (0..100)
         .map(|i| {
             let a = a.clone();
-            tokio::spawn(async move { a.claim_execution("cross", &format!("node-a-{i}")).await.unwrap() })
+            tokio::spawn(async move { a.claim_execution("cross", &format!("node-a-{i}"), "").await.unwrap() })
         })
         .collect();
     let mut here = 0;

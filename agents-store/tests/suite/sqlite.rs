@@ -45,11 +45,11 @@ async fn state_survives_a_restart() {
     let after = SqliteStore::open(&path).unwrap();
     assert_eq!(after.pending_for("org-a", "ann").await.unwrap().len(), 1, "the proposal outlived the process");
     assert_eq!(
-        after.decide("call", "org-a", "ann", StoredVerdict::Approved, None).await.unwrap(),
+        after.decide("call", "org-a", "ann", StoredVerdict::Approved, None, "").await.unwrap(),
         DecideOutcome::Recorded
     );
-    assert!(after.claim_execution("call", "restarted").await.unwrap());
-    assert!(!after.claim_execution("call", "restarted").await.unwrap());
+    assert!(after.claim_execution("call", "restarted", "").await.unwrap());
+    assert!(!after.claim_execution("call", "restarted", "").await.unwrap());
     assert!(matches!(after.redeem_token("tok").await.unwrap(), Redeemed::Taken { expired: false, .. }));
     assert_eq!(
         after.acquire_slot(&common::owner("ann"), 1, common::LONG).await.unwrap(),
