@@ -48,6 +48,11 @@ fn schema() -> String {
         BEGIN
             SELECT RAISE(ABORT, 'audit_log is append-only: DELETE is refused');
         END;
+        CREATE TRIGGER IF NOT EXISTS audit_log_no_replace BEFORE INSERT ON audit_log
+        WHEN EXISTS (SELECT 1 FROM audit_log WHERE hash = NEW.hash)
+        BEGIN
+            SELECT RAISE(ABORT, 'audit_log is append-only: a record with this hash exists, and is never replaced');
+        END;
         CREATE TRIGGER IF NOT EXISTS audit_log_chain BEFORE INSERT ON audit_log
         WHEN NEW.seq IS NOT COALESCE((SELECT MAX(seq) FROM audit_log), 0) + 1
           OR NEW.prev_hash IS NOT COALESCE((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '{GENESIS_HASH}')
@@ -63,7 +68,8 @@ fn schema() -> String {
 /// canonical JSON). Triggers make it append-only for every connection, not just this one:
 /// `UPDATE` and `DELETE` abort, and an `INSERT` (including `INSERT OR REPLACE`) aborts unless
 /// it carries the next `seq` and the last record's hash as `prev_hash`, so a second writer
-/// cannot fork the chain. Triggers stop mistakes and application bugs; someone who can drop
+/// cannot fork the chain, and aborts when its `hash` is a stored record's (`INSERT OR REPLACE`
+/// would otherwise delete that record without firing the DELETE trigger). Triggers stop mistakes and application bugs; someone who can drop
 /// them can also rewrite the file, which the hash chain then reveals ([`verify_sqlite`]).
 ///
 /// Concurrent appends are committed in batches, one `IMMEDIATE` transaction per batch, in WAL

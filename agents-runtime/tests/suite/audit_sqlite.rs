@@ -53,6 +53,14 @@ async fn update_and_delete_are_refused_by_the_triggers() {
         "0".repeat(64)
     );
     assert!(refused(&conn, &fork).contains("hash chain"));
+    // A row that continues the chain but carries a stored record's hash: REPLACE would delete
+    // that record (the unique hash collides) without firing the DELETE trigger.
+    let last: String = conn.query_row("SELECT hash FROM audit_log WHERE seq = 3", [], |r| r.get(0)).unwrap();
+    let swap = format!(
+        "INSERT OR REPLACE INTO audit_log SELECT 4, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, \
+         tool, tier, status, reason, title, args, args_hash, result, manifest_sha256, '{last}', hash, epoch, import FROM audit_log WHERE seq = 1"
+    );
+    assert!(refused(&conn, &swap).contains("append-only"));
 
     let count: i64 = conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0)).unwrap();
     assert_eq!(count, 3);
