@@ -237,10 +237,14 @@ impl Runtime {
     /// ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the proposal is
     /// settled here.
     ///
-    /// The stored arguments must hash to the approved MAC under this runtime's server key:
-    /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
-    /// (a random per-process key cannot resume anything; such a call ends `failed`, nothing
-    /// ran).
+    /// An approved row is carried out only when its seal verifies under this runtime's server
+    /// key for the row as read (proposal, verdict and decider; see
+    /// [`ProposalRecord::seal`](crate::store::ProposalRecord::seal)) and the stored arguments
+    /// hash to its MAC; otherwise it ends `failed`, nothing ran. Before it runs, the log is
+    /// asked whether the call has its final record already (a row put back to an earlier
+    /// state in the store); if so it is not run again and gets no second record. Give every
+    /// node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key) (a
+    /// random per-process key cannot resume anything).
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
         let store = &self.inner.store;
