@@ -124,8 +124,13 @@ async fn rows_changed_behind_the_triggers_are_found_by_the_verifier() {
     assert!(matches!(verdict, Err(SqliteAuditError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })));
     assert_eq!(seen.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
     assert_eq!(seen[2].1, "u-mallory", "the changed row as it reads now");
-    // The sink refuses to continue a broken chain.
+    // The sink refuses to continue a broken chain, and leaves the file byte for byte as it was,
+    // in the journal mode it found (nothing is switched to WAL before the chain verifies).
+    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = DELETE").unwrap();
+    let before = std::fs::read(&path).unwrap();
     assert!(matches!(SqliteSink::open(&path), Err(SqliteAuditError::Broken { .. })));
+    assert!(std::fs::read(&path).unwrap() == before, "the refused file was changed");
+    assert!(!path.with_file_name("audit.db-wal").exists(), "a WAL file was created");
 
     let path = dir.path().join("audit-2.db");
     filled(&path, 4).await;
