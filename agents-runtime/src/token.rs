@@ -105,7 +105,9 @@ impl TokenStore {
         TokenStore { keyed: HmacSha256::new_from_slice(&key).expect("HMAC takes any key length"), store }
     }
 
-    fn mac(&self, parts: &[&str]) -> String {
+    /// HMAC-SHA-256 under the server key of `parts`, each length-prefixed (so no two lists of
+    /// parts give the same input), as lowercase hex.
+    pub(crate) fn mac(&self, parts: &[&str]) -> String {
         let mut m = self.keyed.clone();
         for p in parts {
             m.update(&(p.len() as u64).to_be_bytes());
@@ -207,7 +209,8 @@ impl TokenStore {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Whether `a` and `b` are equal, in time that does not depend on where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -55,6 +55,7 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/sqlite/0005_recorded_claims.sql"),
     },
     Migration { version: 6, name: "claim holder", sql: include_str!("../migrations/sqlite/0006_claim_holder.sql") },
+    Migration { version: 7, name: "integrity", sql: include_str!("../migrations/sqlite/0007_integrity.sql") },
     Migration { version: 8, name: "audit debts", sql: include_str!("../migrations/sqlite/0008_audit_debts.sql") },
 ];
 
@@ -84,6 +85,7 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0006_recorded_claims.sql"),
     },
     Migration { version: 7, name: "claim holder", sql: include_str!("../migrations/postgres/0007_claim_holder.sql") },
+    Migration { version: 8, name: "integrity", sql: include_str!("../migrations/postgres/0008_integrity.sql") },
     Migration {
         version: 9,
         name: "audit debts and append fence",
@@ -171,10 +173,28 @@ pub mod testing {
             Ok(format!("{days} days submitted"))
         }
 
+        /// Withdraws leave already submitted (the action a row edited in the state store to name
+        /// another tool of the same agent would run).
+        ///
+        /// # Arguments
+        ///
+        /// * `days` - the number of working days of leave withdrawn
+        #[tool(permission = perms::leave::write, mutating, title = "Withdraw leave")]
+        async fn withdraw_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String> {
+            use std::io::Write;
+            let mut log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(executions_file(cx.session_id()))
+                .map_err(|e| e.to_string())?;
+            writeln!(log, "{days} days withdrawn by {}", cx.principal().user_id).map_err(|e| e.to_string())?;
+            Ok(format!("{days} days withdrawn"))
+        }
+
         agent! {
             /// HR assistant.
             pub struct Hr;
-            tools: [submit_leave],
+            tools: [submit_leave, withdraw_leave],
         }
 
         /// The user the tests act for.

@@ -47,6 +47,9 @@ impl SqliteStore {
         let at = |e: rusqlite::Error| unavailable(&format!("SQLite store `{}`", path.display()), e);
         let mut conn = Connection::open(&path).map_err(at)?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(at)?;
+        // A file migrated by a newer build is refused before anything is written to it: the
+        // switch to WAL below rewrites the file's header.
+        refuse_newer(&conn)?;
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(at)?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), %mode, "state store is not in WAL mode");
@@ -99,6 +102,19 @@ fn version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row(&format!("SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}"), [], |r| r.get(0))
 }
 
+/// Refuses ([`StoreError::NewerSchema`]) a file whose schema is newer than this build knows,
+/// by reading it only (nothing is written to the file).
+fn refuse_newer(conn: &Connection) -> StoreResult<()> {
+    let versioned: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [VERSION_TABLE],
+            |r| r.get(0),
+        )
+        .map_err(sql_error)?;
+    if versioned { check_version(version(conn).map_err(sql_error)?, SQLITE_MIGRATIONS) } else { Ok(()) }
+}
+
 /// Applies the migrations the file lacks, in one `IMMEDIATE` transaction (a second process
 /// opening the file at the same time waits, then finds them applied).
 pub(crate) fn migrate(conn: &mut Connection, migrations: &[Migration]) -> StoreResult<()> {
@@ -144,6 +160,7 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
             args: json_value(&args)?,
             args_mac: row.get(8)?,
             detail: json_value(&row.get::<_, String>(12)?)?,
+            seal: row.get(14)?,
         },
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10)?,
@@ -153,7 +170,7 @@ fn proposal_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ProposalState> {
 }
 
 const PROPOSAL_COLUMNS: &str = "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, \
-                                reason, claimed_by, detail, settled_by";
+                                reason, claimed_by, detail, settled_by, seal";
 
 /// A page of proposals read with `sql` (selecting [`PROPOSAL_COLUMNS`] and then `ord`, with
 /// `?1` the cursor, `?2` the limit and `?3` the time bound), and where the next one starts.
@@ -167,7 +184,7 @@ fn proposal_page(
     let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
     let after = i64::try_from(after.0).unwrap_or(i64::MAX);
     let rows = stmt
-        .query_map(params![after, limit, bound], |row| Ok((proposal_row(row)?, row.get::<_, i64>(14)?)))
+        .query_map(params![after, limit, bound], |row| Ok((proposal_row(row)?, row.get::<_, i64>(15)?)))
         .map_err(sql_error)?;
     let found: Vec<(ProposalState, i64)> = rows.collect::<rusqlite::Result<_>>().map_err(sql_error)?;
     let full = found.len() == limit as usize;
@@ -322,9 +339,9 @@ impl Store for SqliteStore {
         let p = proposal.clone();
         self.run(move |conn| {
             conn.execute(
-                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail, created_at) \
-                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail), now_ms()],
+                "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail, created_at, seal) \
+                 VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail), now_ms(), p.seal],
             )
             .map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::ConstraintViolation) => {
@@ -343,15 +360,16 @@ impl Store for SqliteStore {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
-        let (call_id, org_id, user_id, reason) =
-            (call_id.to_owned(), org_id.to_owned(), user_id.to_owned(), reason.map(str::to_owned));
+        let (call_id, org_id, user_id, reason, seal) =
+            (call_id.to_owned(), org_id.to_owned(), user_id.to_owned(), reason.map(str::to_owned), seal.to_owned());
         self.run(move |conn| {
             let n = conn
                 .execute(
-                    "UPDATE agents_proposals SET verdict = ?4, reason = ?5 \
+                    "UPDATE agents_proposals SET verdict = ?4, reason = ?5, seal = ?6 \
                      WHERE call_id = ?1 AND org_id = ?2 AND user_id = ?3 AND verdict IS NULL",
-                    params![call_id, org_id, user_id, verdict.as_str(), reason],
+                    params![call_id, org_id, user_id, verdict.as_str(), reason, seal],
                 )
                 .map_err(sql_error)?;
             if n == 1 {
@@ -397,13 +415,18 @@ impl Store for SqliteStore {
         })
     }
 
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        let (call_id, node) = (call_id.to_owned(), node.to_owned());
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let (call_id, node, seal) = (call_id.to_owned(), node.to_owned(), seal.to_owned());
         self.run(move |conn| {
             conn.execute(
-                "UPDATE agents_proposals SET claimed_by = ?2, held_by = ?2, over_at = ?3 \
+                "UPDATE agents_proposals SET claimed_by = ?2, held_by = ?2, over_at = ?3, seal = ?4 \
                  WHERE call_id = ?1 AND verdict = 'approved' AND claimed_by IS NULL",
-                params![call_id, node, now_ms()],
+                params![call_id, node, now_ms(), seal],
             )
             .map(|n| n == 1)
             .map_err(sql_error)
@@ -668,12 +691,21 @@ impl Store for SqliteStore {
                         .map_err(sql_error)?;
                 }
             }
-            tx.execute(
-                "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-                params![stream, seq as i64, prev],
-            )
-            .map_err(sql_error)?;
+            // An update of the head, or the first head of a new stream: the heads table refuses
+            // `INSERT OR REPLACE` and upserts on a taken stream (see migration 7).
+            let moved = tx
+                .execute(
+                    "UPDATE agents_audit_heads SET seq = ?2, hash = ?3 WHERE stream = ?1",
+                    params![stream, seq as i64, prev],
+                )
+                .map_err(sql_error)?;
+            if moved == 0 {
+                tx.execute(
+                    "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES (?1, ?2, ?3)",
+                    params![stream, seq as i64, prev],
+                )
+                .map_err(sql_error)?;
+            }
             // The calls this batch opens and settles, in its transaction (opened ones first).
             let debts = Debts::of(&sealed, &lines);
             if !debts.is_empty() {

@@ -119,7 +119,9 @@ pub trait AuditSink: Send + Sync {
     /// `denied`) of call `call_id`: `Some(found)`, or `None` when this sink cannot look (the
     /// default). A resumption taking over the claim of a holder that died looks before it
     /// writes, so a record that reached the log just before its holder died is not written a
-    /// second time. It reads the log (or the call's rows); it is asked only on a take-over.
+    /// second time; a resumption carrying out a stored approval looks before it runs the call, so an
+    /// approval put back in the state store after its call ended does not run it again. It reads
+    /// the log (or the call's rows).
     fn holds_final<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, Result<Option<bool>, AuditError>> {
         let _ = call_id;
         Box::pin(std::future::ready(Ok(None)))

@@ -48,6 +48,11 @@ fn schema() -> String {
         BEGIN
             SELECT RAISE(ABORT, 'audit_log is append-only: DELETE is refused');
         END;
+        CREATE TRIGGER IF NOT EXISTS audit_log_no_replace BEFORE INSERT ON audit_log
+        WHEN EXISTS (SELECT 1 FROM audit_log WHERE hash = NEW.hash)
+        BEGIN
+            SELECT RAISE(ABORT, 'audit_log is append-only: a record with this hash exists, and is never replaced');
+        END;
         CREATE TRIGGER IF NOT EXISTS audit_log_chain BEFORE INSERT ON audit_log
         WHEN NEW.seq IS NOT COALESCE((SELECT MAX(seq) FROM audit_log), 0) + 1
           OR NEW.prev_hash IS NOT COALESCE((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '{GENESIS_HASH}')
@@ -63,7 +68,8 @@ fn schema() -> String {
 /// canonical JSON). Triggers make it append-only for every connection, not just this one:
 /// `UPDATE` and `DELETE` abort, and an `INSERT` (including `INSERT OR REPLACE`) aborts unless
 /// it carries the next `seq` and the last record's hash as `prev_hash`, so a second writer
-/// cannot fork the chain. Triggers stop mistakes and application bugs; someone who can drop
+/// cannot fork the chain, and aborts when its `hash` is a stored record's (`INSERT OR REPLACE`
+/// would otherwise delete that record without firing the DELETE trigger). Triggers stop mistakes and application bugs; someone who can drop
 /// them can also rewrite the file, which the hash chain then reveals ([`verify_sqlite`]).
 ///
 /// Concurrent appends are committed in batches, one `IMMEDIATE` transaction per batch, in WAL
@@ -125,38 +131,41 @@ impl SqliteSink {
         let sqlite_error = |source| SqliteAuditError::Sqlite { path: path.clone(), source };
         let mut conn = Connection::open(&path).map_err(sqlite_error)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite_error)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(sqlite_error)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(path = %path.display(), %mode, "audit database is not in WAL mode");
-        }
-        conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite_error)?;
+        let mode = |detail: &str| SqliteAuditError::Io {
+            path: path.clone(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, detail.to_owned()),
+        };
+        // Everything is checked before anything is written: a refused file is left byte for
+        // byte as it was (the transaction rolls back, and the switch to WAL comes after).
         let head = {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite_error)?;
             tx.execute_batch(&schema()).map_err(sqlite_error)?;
             add_missing_columns(&tx).map_err(sqlite_error)?;
             let policy = options.key.as_ref().map(super::SealingKey::policy);
             let head = verify_connection(&tx, None, policy, &path, None)?;
+            match (&mut options.key, head.seals) {
+                (Some(_), SealCheck::Integrity) => {
+                    return Err(mode("the table holds a plain chain; start the keyed chain in a new database"));
+                }
+                (None, SealCheck::KeyedUnchecked { .. }) => {
+                    return Err(mode(
+                        "the table holds a keyed chain: open it with its sealing key (`SqliteSink::open_with`)",
+                    ));
+                }
+                (Some(key), _) => {
+                    key.resume(&head).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?
+                }
+                (None, _) => {}
+            }
             tx.commit().map_err(sqlite_error)?;
             head
         };
-        let mode = |detail: &str| SqliteAuditError::Io {
-            path: path.clone(),
-            source: io::Error::new(io::ErrorKind::InvalidInput, detail.to_owned()),
-        };
-        match (&mut options.key, head.seals) {
-            (Some(_), SealCheck::Integrity) => {
-                return Err(mode("the table holds a plain chain; start the keyed chain in a new database"));
-            }
-            (None, SealCheck::KeyedUnchecked { .. }) => {
-                return Err(mode(
-                    "the table holds a keyed chain: open it with its sealing key (`SqliteSink::open_with`)",
-                ));
-            }
-            (Some(key), _) => {
-                key.resume(&head).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?
-            }
-            (None, _) => {}
+        let journal: String =
+            conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(sqlite_error)?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), mode = %journal, "audit database is not in WAL mode");
         }
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite_error)?;
         let label = format!("audit database `{}`", path.display());
         let identity =
             FileIdentity::of_database(&path).map_err(|source| SqliteAuditError::Io { path: path.clone(), source })?;

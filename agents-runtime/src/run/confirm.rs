@@ -4,7 +4,7 @@
 
 use super::context::{CallOutcome, RunCtx};
 use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
-use super::pending::{Heard, SharedStore, declined, detail_of, verdict_of, withdraw};
+use super::pending::{Heard, SharedStore, declined, detail_of, seal, verdict_of, withdraw};
 use super::proposal::{Refused, State};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::session::PendingProposal;
@@ -12,7 +12,7 @@ use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::events::{Event, RunPhase};
-use crate::store::{DecideOutcome, ProposalRecord, StoreError};
+use crate::store::{DecideOutcome, ProposalRecord, StoreError, StoredVerdict};
 use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
 use serde_json::{Value, json};
@@ -140,6 +140,15 @@ pub enum DecisionError {
     /// that the store did not record. Try again.
     #[error("the decision could not be recorded: {0}")]
     Unavailable(String),
+    /// An approval of a stored proposal that does not verify under this node's server key: it
+    /// was written or edited in the state store by someone without the key, or the nodes hold
+    /// different server keys. Nothing was decided; nothing will run under this id.
+    #[error(
+        "the stored proposal `{0}` does not verify under this node's server key (edited in the state store, or the \
+         nodes hold different server keys); nothing was decided. Give every node the same server key, and check who \
+         writes the state store"
+    )]
+    Unverified(String),
 }
 
 /// What a person is asked to decide.
@@ -221,29 +230,50 @@ pub(super) enum DirectConfirm {
 }
 
 /// Records a conversational approval in the state store and claims the call's execution for
-/// this node: `Ok` for exactly one claim, ever, of everyone answering the proposal (the
-/// user's messages on any node, the decisions API and a resumption); why not otherwise.
-async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &str) -> Result<(), String> {
-    let (store, principal) = (&ctx.inner.store, &ctx.principal);
+/// this node: the stored proposal for exactly one claim, ever, of everyone answering the
+/// proposal (the user's messages on any node, the decisions API and a resumption); why not
+/// otherwise.
+///
+/// The stored row must be this run's principal's, as a key holder wrote it: a seal that
+/// verifies for its state (see [`seal`]). The caller then holds the call it runs to the row's
+/// tool and arguments' MAC.
+async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &str) -> Result<ProposalRecord, String> {
+    let (store, principal, tokens) = (&ctx.inner.store, &ctx.principal, &ctx.inner.tokens);
     let unavailable = |e: crate::store::StoreError| format!("the state store could not record the approval ({e})");
     let approved = crate::store::StoredVerdict::Approved;
-    match store.decide(call_id, &principal.org_id, &principal.user_id, approved, None).await.map_err(unavailable)? {
-        DecideOutcome::Recorded => {}
-        DecideOutcome::AlreadyDecided => {
-            let found = store.proposal(call_id).await.map_err(unavailable)?;
-            if found.and_then(|f| f.verdict) != Some(approved) {
-                return Err("the proposal was rejected or ended outside this conversation".to_owned());
-            }
+    let gone = || "the proposal is not held by the state store any more".to_owned();
+    // The row as a key holder wrote it, for this run's principal.
+    let ours = |p: &ProposalRecord| p.org_id == principal.org_id && p.user_id == principal.user_id;
+    let read = || async { store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(gone) };
+    let mut found = read().await?;
+    if found.verdict.is_none() {
+        if !ours(&found.proposal) || !seal::holds_proposed(tokens, &found.proposal) {
+            return Err(seal::FORGED.to_owned());
         }
-        DecideOutcome::Unknown | DecideOutcome::NotYours => {
-            return Err("the proposal is not held by the state store any more".to_owned());
+        let sealed = seal::decided(tokens, &found.proposal, approved);
+        let (org, user) = (&principal.org_id, &principal.user_id);
+        match store.decide(call_id, org, user, approved, None, &sealed).await.map_err(unavailable)? {
+            DecideOutcome::Recorded => found.proposal.seal = sealed,
+            DecideOutcome::AlreadyDecided => found = read().await?,
+            DecideOutcome::Unknown | DecideOutcome::NotYours => return Err(gone()),
+        }
+        if found.verdict.is_none() {
+            found.verdict = Some(approved);
         }
     }
-    match store.claim_execution(call_id, &ctx.inner.node_id).await.map_err(unavailable)? {
+    if found.verdict != Some(approved) {
+        return Err("the proposal was rejected or ended outside this conversation".to_owned());
+    }
+    if !ours(&found.proposal) || !seal::holds_approval(tokens, &found.proposal) {
+        return Err(seal::FORGED.to_owned());
+    }
+    let node = ctx.inner.node_id.as_str();
+    let sealed = seal::claimed(tokens, &found.proposal, node);
+    match store.claim_execution(call_id, node, &sealed).await.map_err(unavailable)? {
         // The execution's final record, once in the log, marks the claim written.
         true => {
             ctx.inner.settling.insert(call_id.to_owned());
-            Ok(())
+            Ok(found.proposal)
         }
         false => {
             Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned())
@@ -269,6 +299,8 @@ pub(super) struct LocalWaiter {
 struct StoredProposal {
     store: SharedStore,
     record: ProposalRecord,
+    /// The seals a verdict on it gets ([`seal::decided`]): approved, rejected.
+    sealed: [String; 2],
     settled: bool,
 }
 
@@ -277,11 +309,11 @@ impl StoredProposal {
     /// node); when another decision got there first, that one (and its reason) holds.
     async fn record(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
         let p = &self.record;
-        let stored = match verdict {
-            Verdict::Approve => crate::store::StoredVerdict::Approved,
-            Verdict::Reject => crate::store::StoredVerdict::Rejected,
+        let (stored, sealed) = match verdict {
+            Verdict::Approve => (crate::store::StoredVerdict::Approved, &self.sealed[0]),
+            Verdict::Reject => (crate::store::StoredVerdict::Rejected, &self.sealed[1]),
         };
-        let outcome = self.store.decide(&p.call_id, &p.org_id, &p.user_id, stored, None).await;
+        let outcome = self.store.decide(&p.call_id, &p.org_id, &p.user_id, stored, None, sealed).await;
         match outcome.map_err(|e| e.to_string())? {
             DecideOutcome::Recorded => Ok((verdict, None)),
             DecideOutcome::AlreadyDecided => {
@@ -547,7 +579,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
     fn store_record(&self) -> ProposalRecord {
         let Checked { ctx, call, spec, redacted, .. } = &self.checked;
         let slot = ctx.slot.get().map(|s| s.0.as_str());
-        ProposalRecord {
+        let mut record = ProposalRecord {
             call_id: call.id.to_owned(),
             run_id: ctx.ids.run_id.to_string(),
             session_id: ctx.ids.session_id.to_string(),
@@ -567,7 +599,10 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
                 ctx.ids.request_id.as_str(),
                 self.why.as_deref(),
             ),
-        }
+            seal: String::new(),
+        };
+        record.seal = seal::proposed(&ctx.inner.tokens, &record);
+        record
     }
 
     /// What the confirmer shows the person.
@@ -747,13 +782,16 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         };
         // The state store is the arbiter across nodes: the approval is recorded there and
         // the execution claimed, once, whatever node or channel answered the proposal.
-        if let Err(why) = claim_in_store(ctx, &proposal_call).await {
-            running.abort();
-            let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
-            return CallOutcome::err(format!(
-                "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
-            ));
-        }
+        let stored = match claim_in_store(ctx, &proposal_call).await {
+            Ok(stored) => stored,
+            Err(why) => {
+                running.abort();
+                let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
+                return CallOutcome::err(format!(
+                    "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
+                ));
+            }
+        };
         // The proposing turn's slot is gone: the claim is kept alive by renewing it until
         // the final record is written, however long the call runs.
         let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
@@ -770,6 +808,14 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             return CallOutcome::err(format!(
                 "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
             ));
+        }
+        // What runs is what the sealed row holds: its tool, and arguments with its MAC.
+        if stored.tool != spec.name
+            || !crate::token::constant_time_eq(stored.args_mac.as_bytes(), proposal.args_hash.as_bytes())
+        {
+            running.abort();
+            let _ = proposal.record(AuditStatus::Denied, seal::FORGED).await;
+            return CallOutcome::err(format!("{}. Tell the user.", seal::FORGED));
         }
         running.commit(None);
         let owed = proposal.owed(AuditStatus::Failed);
@@ -822,7 +868,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             proposal.end(owed, AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
-        let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, settled: false };
+        let tokens = &ctx.inner.tokens;
+        let sealed = [StoredVerdict::Approved, StoredVerdict::Rejected].map(|v| seal::decided(tokens, &record, v));
+        let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, sealed, settled: false };
         // Its final record, once in the log, is marked written in the store (this call's
         // claim then holds no more; see `Runtime::resume_orphaned`).
         ctx.inner.settling.insert(stored.record.call_id.clone());
@@ -886,10 +934,32 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
 
     /// The person approved: exactly one node runs the call, the one whose claim the store
     /// grants.
+    ///
+    /// The approval is read back from the store and must carry the seal this node's key gives
+    /// this run's own proposal approved: a verdict set in the store by someone without the key
+    /// runs nothing, and the call ends `failed` with the reason.
     async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>) -> CallOutcome {
         let ctx = self.proposal.checked.ctx;
         let node = ctx.inner.node_id.as_str();
-        match ctx.inner.store.claim_execution(&stored.record.call_id, node).await {
+        let read = ctx.inner.store.proposal(&stored.record.call_id).await;
+        let sealed = match &read {
+            Ok(Some(found)) => {
+                found.verdict == Some(StoredVerdict::Approved)
+                    && crate::token::constant_time_eq(found.proposal.seal.as_bytes(), stored.sealed[0].as_bytes())
+            }
+            // Not readable: the claim below fails the same way and is handled there.
+            Ok(None) | Err(_) => true,
+        };
+        if !sealed {
+            tracing::error!(call_id = %stored.record.call_id, "an approval read back from the state store does not verify; nothing runs");
+            if let Err(e) = stored.withdraw(seal::FORGED).await {
+                return unclaimed(ctx, &stored, owed, e);
+            }
+            self.proposal.end(owed, AuditStatus::Failed, seal::FORGED).await;
+            return CallOutcome::err("the approval in the state store does not verify; nothing ran");
+        }
+        let claim_seal = seal::claimed(&ctx.inner.tokens, &stored.record, node);
+        match ctx.inner.store.claim_execution(&stored.record.call_id, node, &claim_seal).await {
             Ok(true) => {
                 stored.settled = true;
                 // Renewed while the call runs, should the run's slot lapse meanwhile.

@@ -164,7 +164,9 @@ impl<A: Registry> Turn<A> {
                     // Approved through the decisions API and not carried out yet: this turn
                     // carries it out, if the store grants it the execution (once, ever).
                     Some(f) if verdict == Some(crate::store::StoredVerdict::Approved) && f.claimed_by.is_none() => {
-                        if matches!(store.claim_execution(&p.call_id, &ctx.inner.node_id).await, Ok(true)) {
+                        let node = ctx.inner.node_id.as_str();
+                        let sealed = super::pending::seal::for_claim(&ctx.inner.tokens, &f.proposal, node);
+                        if matches!(store.claim_execution(&p.call_id, node, &sealed).await, Ok(true)) {
                             let rt = super::Runtime { inner: ctx.inner.clone() };
                             let ids = RecordIds::clone(&ctx.ids);
                             let done = rt.carry_out::<A>(f.proposal, Some(ids)).await;

@@ -111,7 +111,8 @@ pub(super) async fn withdraw(store: &dyn Store, p: &ProposalRecord, reason: &str
     if store.close_undecided(&p.call_id, WITHDRAWN, reason).await? {
         return Ok(());
     }
-    store.claim_execution(&p.call_id, WITHDRAWN).await?;
+    // Claimed for nobody: the row keeps no seal, so nothing can ever carry it out.
+    store.claim_execution(&p.call_id, WITHDRAWN, "").await?;
     store.claim_settlement(&p.call_id, WITHDRAWN).await.map(drop)
 }
 
@@ -192,7 +193,19 @@ impl Runtime {
         if found.verdict.is_some() {
             return Err(not_pending());
         }
-        match store.decide(call_id, &p.org_id, &p.user_id, stored(verdict), reason).await.map_err(unavailable)? {
+        // An approval is sealed over the row as read, so only a row a key holder wrote gets one
+        // (a rejection runs nothing, whoever wrote the row).
+        let tokens = &self.inner.tokens;
+        if verdict == Verdict::Approve && !seal::holds_proposed(tokens, p) {
+            tracing::error!(call_id, "a stored proposal does not verify under the server key; not decided");
+            return Err(DecisionError::Unverified(call_id.to_owned()));
+        }
+        let sealed = seal::decided(tokens, p, stored(verdict));
+        match store
+            .decide(call_id, &p.org_id, &p.user_id, stored(verdict), reason, &sealed)
+            .await
+            .map_err(unavailable)?
+        {
             DecideOutcome::Recorded => {}
             DecideOutcome::NotYours => return Err(DecisionError::NotYourRun),
             DecideOutcome::Unknown | DecideOutcome::AlreadyDecided => return Err(not_pending()),
@@ -238,6 +251,74 @@ pub(super) fn detail_of(
         detail::SLOT: slot,
         detail::REQUEST: request_id,
     })
+}
+
+/// The seals of a stored proposal ([`ProposalRecord::seal`]): HMACs under the server key that
+/// only a node holding the key can compute, one per state a runtime writes. The store keeps the
+/// current one; a runtime carries out an approved call only when the row's seal is the one its
+/// key gives for the row as read, so a row written or edited by someone without the key (a
+/// verdict set to approved, another row's arguments and MAC copied in, the tool, user or
+/// session changed) runs nothing.
+pub(crate) mod seal {
+    use super::{detail, detail_str};
+    use crate::store::{ProposalRecord, StoredVerdict};
+    use crate::token::{TokenStore, constant_time_eq};
+
+    /// The `failed` record's reason for a call whose stored proposal or approval does not
+    /// verify.
+    pub(crate) const FORGED: &str = "the stored proposal or its approval does not verify under the server key (it                                      was written or edited in the state store without the key, or this node's                                      server key differs from the proposing node's); nothing ran";
+
+    /// The seal of an undecided proposal: everything that decides what runs and for whom.
+    pub(crate) fn proposed(tokens: &TokenStore, p: &ProposalRecord) -> String {
+        let subject = match p.detail.get(detail::SUBJECT).and_then(serde_json::Value::as_str) {
+            Some(subject) => format!("={subject}"),
+            None => String::new(),
+        };
+        tokens.mac(&[
+            "proposal",
+            &p.call_id,
+            &p.run_id,
+            &p.session_id,
+            &p.org_id,
+            &p.user_id,
+            detail_str(p, detail::ROLE),
+            &subject,
+            detail_str(p, detail::AGENT),
+            detail_str(p, detail::MANIFEST),
+            &p.tool,
+            &p.args_mac,
+        ])
+    }
+
+    /// The seal of a decided proposal: the proposal's, the verdict and its decider (the run's
+    /// own user and organisation, the only ones [`Store::decide`](crate::store::Store::decide)
+    /// accepts).
+    pub(crate) fn decided(tokens: &TokenStore, p: &ProposalRecord, verdict: StoredVerdict) -> String {
+        tokens.mac(&["decided", &proposed(tokens, p), verdict.as_str(), &p.org_id, &p.user_id])
+    }
+
+    /// The seal of an approved proposal whose execution `node` claimed.
+    pub(crate) fn claimed(tokens: &TokenStore, p: &ProposalRecord, node: &str) -> String {
+        tokens.mac(&["claimed", &decided(tokens, p, StoredVerdict::Approved), node])
+    }
+
+    /// Whether `p` (as read from the store) holds the seal of an undecided proposal.
+    pub(crate) fn holds_proposed(tokens: &TokenStore, p: &ProposalRecord) -> bool {
+        constant_time_eq(p.seal.as_bytes(), proposed(tokens, p).as_bytes())
+    }
+
+    /// Whether `p` (as read from the store) holds the seal of an approval of itself, not yet
+    /// claimed.
+    pub(crate) fn holds_approval(tokens: &TokenStore, p: &ProposalRecord) -> bool {
+        constant_time_eq(p.seal.as_bytes(), decided(tokens, p, StoredVerdict::Approved).as_bytes())
+    }
+
+    /// The seal a claim of `p`'s execution by `node` writes: the claimed seal when `p` holds a
+    /// sealed approval, and none otherwise (the claim then only stops everyone else from
+    /// carrying out a row that does not verify).
+    pub(crate) fn for_claim(tokens: &TokenStore, p: &ProposalRecord, node: &str) -> String {
+        if holds_approval(tokens, p) { claimed(tokens, p, node) } else { String::new() }
+    }
 }
 
 /// The principal a stored proposal's run acted for.

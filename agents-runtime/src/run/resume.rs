@@ -68,7 +68,7 @@ use super::Undecided;
 use super::context::{CallRef, RunCtx, snapshot_of};
 use super::gate::{Checked, execute_approved};
 use super::pending::{WITHDRAWN, declined};
-use super::pending::{detail, detail_str, principal_of};
+use super::pending::{detail, detail_str, principal_of, seal};
 use super::record::{FinalOwed, RecordFields, RecordIds};
 use super::secrets::CallSecrets;
 use crate::audit::AuditStatus;
@@ -252,10 +252,14 @@ impl Runtime {
     /// ([`RunError::StateUnavailable`](super::RunError::StateUnavailable)); the proposal is
     /// settled here.
     ///
-    /// The stored arguments must hash to the approved MAC under this runtime's server key:
-    /// give every node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key)
-    /// (a random per-process key cannot resume anything; such a call ends `failed`, nothing
-    /// ran).
+    /// An approved row is carried out only when its seal verifies under this runtime's server
+    /// key for the row as read (proposal, verdict and decider; see
+    /// [`ProposalRecord::seal`](crate::store::ProposalRecord::seal)) and the stored arguments
+    /// hash to its MAC; otherwise it ends `failed`, nothing ran. Before it runs, the log is
+    /// asked whether the call has its final record already (a row put back to an earlier
+    /// state in the store); if so it is not run again and gets no second record. Give every
+    /// node the same [`RuntimeBuilder::server_key`](super::RuntimeBuilder::server_key) (a
+    /// random per-process key cannot resume anything).
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
         let store = &self.inner.store;
@@ -376,7 +380,9 @@ impl Runtime {
         }
         match found.verdict {
             Some(StoredVerdict::Approved) => {
-                if store.claim_execution(&p.call_id, node).await? {
+                // A row that does not verify is claimed with no seal, and refused below.
+                let sealed = seal::for_claim(&self.inner.tokens, &p, node);
+                if store.claim_execution(&p.call_id, node, &sealed).await? {
                     done.push(self.carry_out::<A>(p, None).await);
                 }
             }
@@ -550,6 +556,24 @@ impl Runtime {
             Ok(runnable) => runnable,
             Err(reason) => return refuse(AuditStatus::Failed, reason).await,
         };
+        // A call whose final record is in the log already ran (or ended): its row was put back
+        // to an earlier state (claim columns cleared, or a pruned row written again). It is
+        // never run again, and gets no second final record.
+        match inner.audit.holds_final(&p.call_id).await {
+            Ok(Some(false) | None) => {}
+            Ok(Some(true)) => {
+                tracing::error!(call_id = %p.call_id, "an approval in the state store whose call has its final record already; not run again");
+                super::record::mark_recorded(inner, &p.call_id).await;
+                let reason = "its final record is in the audit log already (the state store was put back to an \
+                              earlier state); nothing ran again";
+                return ResumedCall { recorded: false, ..ended(AuditStatus::Failed, Some(reason.to_owned())) };
+            }
+            Err(e) => {
+                let reason =
+                    format!("the audit log could not be asked whether this call ran already ({e}); nothing ran");
+                return refuse(AuditStatus::Failed, reason).await;
+            }
+        }
         let facts = ctx.facts(index, &entry);
         let spec = entry.spec;
         let secrets = if facts.schema.marks_secrets() {
@@ -607,11 +631,16 @@ struct Runnable<A> {
     args_mac: String,
 }
 
-/// Whether the claimed call `p` can still run in `ctx`: its tool available to the run's role
-/// now (not disabled meanwhile) and with an execution path, its stored arguments parsing, and
+/// Whether the claimed call `p` can still run in `ctx`: its row sealed approved under this
+/// node's server key as it reads (see [`seal`]), its tool available to the run's role now
+/// (not disabled meanwhile) and with an execution path, its stored arguments parsing, and
 /// their MAC under this node's server key the approved one. Otherwise the reason its `failed`
 /// record gives.
 fn runnable<A: Registry>(ctx: &RunCtx<A>, p: &ProposalRecord) -> Result<Runnable<A>, String> {
+    // Nothing below is trusted unless a key holder sealed it approved, as it reads now.
+    if !seal::holds_approval(&ctx.inner.tokens, p) {
+        return Err(seal::FORGED.to_owned());
+    }
     let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
     let Some((index, entry)) = found else {
         return Err("the tool is no longer available to the run's role; nothing ran".to_owned());

@@ -544,7 +544,7 @@ impl Inner {
                 let withdrawn = super::pending::WITHDRAWN;
                 let why = format!("{reason} (it was approved, and not carried out yet)");
                 store
-                    .claim_execution(call_id, withdrawn)
+                    .claim_execution(call_id, withdrawn, "")
                     .await?
                     .then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
             }

@@ -243,6 +243,7 @@ impl Store for MemoryStore {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
         let mut state = self.lock();
         let outcome = match state.proposals.get_mut(call_id) {
@@ -254,6 +255,7 @@ impl Store for MemoryStore {
             Some(h) => {
                 h.state.verdict = Some(verdict);
                 h.state.reason = reason.map(str::to_owned);
+                seal.clone_into(&mut h.state.proposal.seal);
                 DecideOutcome::Recorded
             }
         };
@@ -278,11 +280,17 @@ impl Store for MemoryStore {
         ready(Ok(pending.into_iter().map(|(_, p)| p).collect()))
     }
 
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let mut state = self.lock();
         let claimed = match state.proposals.get_mut(call_id) {
             Some(h) if h.state.verdict == Some(StoredVerdict::Approved) && h.state.claimed_by.is_none() => {
                 h.state.claimed_by = Some(node.to_owned());
+                seal.clone_into(&mut h.state.proposal.seal);
                 h.over = Some(Instant::now());
                 h.held_by = Some(node.to_owned());
                 true
@@ -491,6 +499,7 @@ mod tests {
             args: serde_json::json!({}),
             args_mac: "m".into(),
             detail: serde_json::json!({}),
+            seal: String::new(),
         }
     }
 
@@ -504,19 +513,19 @@ mod tests {
         for id in ["rejected", "unsettled", "claimed", "approved", "open", "unwritten"] {
             store.put_proposal(&proposal(id)).await.unwrap();
         }
-        store.decide("rejected", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
+        store.decide("rejected", "o", "u", StoredVerdict::Rejected, None, "").await.unwrap();
         assert!(store.claim_settlement("rejected", "n").await.unwrap());
-        store.decide("unsettled", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
-        store.decide("claimed", "o", "u", StoredVerdict::Approved, None).await.unwrap();
-        assert!(store.claim_execution("claimed", "n").await.unwrap());
-        store.decide("approved", "o", "u", StoredVerdict::Approved, None).await.unwrap();
-        store.decide("unwritten", "o", "u", StoredVerdict::Rejected, None).await.unwrap();
+        store.decide("unsettled", "o", "u", StoredVerdict::Rejected, None, "").await.unwrap();
+        store.decide("claimed", "o", "u", StoredVerdict::Approved, None, "").await.unwrap();
+        assert!(store.claim_execution("claimed", "n", "").await.unwrap());
+        store.decide("approved", "o", "u", StoredVerdict::Approved, None, "").await.unwrap();
+        store.decide("unwritten", "o", "u", StoredVerdict::Rejected, None, "").await.unwrap();
         assert!(store.claim_settlement("unwritten", "n").await.unwrap());
         for written in ["rejected", "claimed"] {
             store.mark_recorded(written).await.unwrap();
         }
         // Within the interval a second decision still finds the first.
-        let again = store.decide("rejected", "o", "u", StoredVerdict::Approved, None).await.unwrap();
+        let again = store.decide("rejected", "o", "u", StoredVerdict::Approved, None, "").await.unwrap();
         assert_eq!(again, DecideOutcome::AlreadyDecided);
         tokio::time::advance(MEMORY_SWEEP_EVERY + Duration::from_secs(1)).await;
         store.put_proposal(&proposal("next")).await.unwrap();

@@ -51,6 +51,45 @@
 //!
 //! Ids that key decisions ([`ProposalRecord::call_id`]) are minted by the runtime, never
 //! taken from a model provider (providers reuse ids such as `call_1` across runs).
+//!
+//! # Against an insider with write access to the store, without the server key
+//!
+//! The store is not trusted to say what may run. Each proposal carries a seal
+//! ([`ProposalRecord::seal`]): an HMAC under the runtime's server key (the key of
+//! [`TokenStore`](crate::token::TokenStore), set with `RuntimeBuilder::server_key`, never
+//! written to the store) over the call id, run, session, organisation, user, role, subject,
+//! agent, manifest hash, tool and the MAC of the arguments; a decision replaces it with a seal
+//! that adds the verdict and its decider, and a claim of the execution with one that adds the
+//! claimant. The runtime computes every seal; the store only keeps the current one. A runtime
+//! carries out an approval only when the row's seal is the one its key gives for the row as it
+//! reads it (a resumption, a conversation's "yes", the run waiting for its decision), and a
+//! resumption asks the audit log ([`AuditSink::holds_final`](crate::audit::AuditSink::holds_final))
+//! before it runs the call, every time. Against a person who can run any SQL on the state
+//! database (or write the SQLite file) but does not hold the server key:
+//!
+//! | they can | they cannot |
+//! | --- | --- |
+//! | deny service: reject, close, claim or delete proposals (a deleted proposal may be left without its final record; its `proposed` record stays in the log), hold or expire run slots, drop sessions, tokens and budgets | make an action run that its user did not approve: a verdict set to approved, a row inserted, or any sealed field changed (another row's arguments, MAC and seal copied in; the tool, user, organisation, role or session changed) runs nothing, and the call's one final record is `failed`, saying the row does not verify |
+//! | read what the store keeps: the arguments as the tool receives them (values the log masks included), sessions' histories | run an action for another user, organisation, role or session than the one its person approved in |
+//! | make a node write a `failed` record for a row they forged (the log then shows it) | run an approved call a second time once its final record is in the log: a claim cleared, its earlier seal written back, or a pruned row written again, is found by the log check and not run (it gets no second final record) |
+//! | between a claim and the call's final record (while its holder runs it), clear the claim and expire the run's slot so that a resumption runs the call a second time: the log holds no final record yet | |
+//!
+//! This holds when every node holds the same server key (a node with another key refuses every
+//! approval it did not seal: `failed`, or [`DecisionError::Unverified`](crate::run::DecisionError::Unverified)),
+//! the key stays out of the database, and the audit sink can be searched (`holds_final` answers;
+//! the JSONL, SQLite and memory sinks and the stores' own streams do). It does not hold against
+//! someone who holds the server key or runs code in a node's process. Rows written before the
+//! seal existed (SQLite migration 7, PostgreSQL 8) carry none: an approval of theirs not yet
+//! carried out ends `failed`.
+//!
+//! The audit streams a store keeps ([`Store::append_audit`]) are a plain hash chain: it proves
+//! integrity against accidents only. The SQLite and PostgreSQL tables refuse every statement
+//! that would change or replace a stored record (`UPDATE`, `DELETE`, `TRUNCATE`,
+//! `INSERT OR REPLACE`, upserts) and a head that moves back, so an application bug or a
+//! mistaken statement cannot rewrite the record; someone who drops the triggers (or edits the
+//! file) can, and can append records that continue the chain, since the plain chain needs no
+//! key. Against an insider, use the keyed chain with checkpoints published elsewhere (see
+//! [`crate::audit`]).
 
 mod memory;
 mod sink;
@@ -196,6 +235,15 @@ pub struct ProposalRecord {
     /// arguments as the tool receives them, the run's slot). Those arguments include values
     /// the records mask: the state database is as sensitive as the application's own.
     pub detail: Value,
+    /// The seal of the proposal in its current state: an HMAC under the server key, computed
+    /// by the runtime (never by the store), over everything that decides what runs and for
+    /// whom (call id, run, session, organisation, user, role, subject, agent, manifest, tool,
+    /// [`ProposalRecord::args_mac`]) and, once decided, the verdict and its decider, and once
+    /// claimed for execution, the claimant. Stored as given by [`Store::put_proposal`] and
+    /// replaced by [`Store::decide`] and [`Store::claim_execution`]; the store only keeps it.
+    /// A runtime carries out an approved call only when the seal it reads back is the one its
+    /// key gives for the row as read (see the module documentation). Empty: sealed by nobody.
+    pub seal: String,
 }
 
 /// A proposal with its state.
@@ -350,8 +398,9 @@ pub trait Store: Send + Sync + 'static {
     /// taken.
     fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Records `verdict` on the proposal, only when `org_id`/`user_id` are the run's own and
-    /// it is undecided (one conditional update).
+    /// Records `verdict` on the proposal, with `seal` as its new
+    /// [`ProposalRecord::seal`], only when `org_id`/`user_id` are the run's own and it is
+    /// undecided (one conditional update).
     fn decide<'a>(
         &'a self,
         call_id: &'a str,
@@ -359,6 +408,7 @@ pub trait Store: Send + Sync + 'static {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>>;
 
     /// The proposal and its state.
@@ -368,9 +418,15 @@ pub trait Store: Send + Sync + 'static {
     /// whatever events they missed).
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>>;
 
-    /// Claims an approved proposal's execution for `node`: `true` for exactly one claim of
-    /// an approved proposal, ever; `false` when it is not approved or already claimed.
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Claims an approved proposal's execution for `node`, with `seal` as its new
+    /// [`ProposalRecord::seal`]: `true` for exactly one claim of an approved proposal, ever;
+    /// `false` when it is not approved or already claimed (nothing changed).
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// Approved proposals whose execution nobody claimed, oldest first, at most `limit`.
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>>;
@@ -488,7 +544,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether `stream` holds a final record of call `call_id` (see
     /// [`AuditSink::holds_final`](crate::audit::AuditSink::holds_final)): `Some(found)`, or
-    /// `None` when this store cannot look (the default). Asked only when a claim is taken over.
+    /// `None` when this store cannot look (the default). Asked before every execution of a
+    /// stored approval and whenever a claim is taken over.
     fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
         let _ = (stream, call_id);
         Box::pin(std::future::ready(Ok(None)))

@@ -53,6 +53,14 @@ async fn update_and_delete_are_refused_by_the_triggers() {
         "0".repeat(64)
     );
     assert!(refused(&conn, &fork).contains("hash chain"));
+    // A row that continues the chain but carries a stored record's hash: REPLACE would delete
+    // that record (the unique hash collides) without firing the DELETE trigger.
+    let last: String = conn.query_row("SELECT hash FROM audit_log WHERE seq = 3", [], |r| r.get(0)).unwrap();
+    let swap = format!(
+        "INSERT OR REPLACE INTO audit_log SELECT 4, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, \
+         tool, tier, status, reason, title, args, args_hash, result, manifest_sha256, '{last}', hash, epoch, import FROM audit_log WHERE seq = 1"
+    );
+    assert!(refused(&conn, &swap).contains("append-only"));
 
     let count: i64 = conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0)).unwrap();
     assert_eq!(count, 3);
@@ -116,8 +124,13 @@ async fn rows_changed_behind_the_triggers_are_found_by_the_verifier() {
     assert!(matches!(verdict, Err(SqliteAuditError::Broken { source: ChainError::HashMismatch { line: 3 }, .. })));
     assert_eq!(seen.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
     assert_eq!(seen[2].1, "u-mallory", "the changed row as it reads now");
-    // The sink refuses to continue a broken chain.
+    // The sink refuses to continue a broken chain, and leaves the file byte for byte as it was,
+    // in the journal mode it found (nothing is switched to WAL before the chain verifies).
+    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = DELETE").unwrap();
+    let before = std::fs::read(&path).unwrap();
     assert!(matches!(SqliteSink::open(&path), Err(SqliteAuditError::Broken { .. })));
+    assert!(std::fs::read(&path).unwrap() == before, "the refused file was changed");
+    assert!(!path.with_file_name("audit.db-wal").exists(), "a WAL file was created");
 
     let path = dir.path().join("audit-2.db");
     filled(&path, 4).await;

@@ -12,7 +12,13 @@ use std::sync::Arc;
 
 async fn node(dir: &std::path::Path, sink: Arc<SqliteSink>) -> (std::net::SocketAddr, Runtime) {
     let store = agents_store::SqliteStore::open(dir.join("state.db")).expect("the state store opens");
-    let runtime = Runtime::builder(sink.clone(), Arc::new(test_model())).roles(roles()).store(Arc::new(store)).build();
+    // Nodes that decide each other's proposals share the server key: an approval is sealed under
+    // it, and the node that runs the call checks the seal.
+    let runtime = Runtime::builder(sink.clone(), Arc::new(test_model()))
+        .roles(roles())
+        .server_key([9; 32])
+        .store(Arc::new(store))
+        .build();
     let service = Service::builder(
         Arc::new(DevAuthenticator::enabled()),
         sink,
@@ -82,6 +88,8 @@ fn orphaned(call_id: &str, session: &str) -> agents_runtime::store::ProposalReco
             "slot": format!("slot-of-a-dead-run-{call_id}"),
             "request_id": format!("req-{call_id}"),
         }),
+        // Written without the server key: it can be rejected or end, never run.
+        seal: String::new(),
     }
 }
 

@@ -90,7 +90,7 @@ async fn main() -> Result<(), Failure> {
             }
         }
         "decide" => {
-            let outcome = store.decide(&arg(0)?, &arg(1)?, &arg(2)?, StoredVerdict::Approved, None).await?;
+            let outcome = store.decide(&arg(0)?, &arg(1)?, &arg(2)?, StoredVerdict::Approved, None, "").await?;
             println!("decided {outcome:?}");
         }
         "claim" => {
@@ -99,7 +99,7 @@ async fn main() -> Result<(), Failure> {
             let tasks: Vec<_> = (0..n)
                 .map(|i| {
                     let (store, call_id) = (store.clone(), call_id.clone());
-                    tokio::spawn(async move { store.claim_execution(&call_id, &format!("node-b-{i}")).await })
+                    tokio::spawn(async move { store.claim_execution(&call_id, &format!("node-b-{i}"), "").await })
                 })
                 .collect();
             let mut claimed = 0;

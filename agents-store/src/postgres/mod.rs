@@ -37,9 +37,9 @@ enum Claim {
 /// verdict it claims.
 #[rustfmt::skip]
 macro_rules! claim_statement {
-    ($by:literal, $at:literal, $verdict:literal) => {
+    ($by:literal, $at:literal, $verdict:literal, $also:literal) => {
         concat!(
-            "UPDATE agents_proposals SET ", $by, " = $2, ", $at, " = now(), held_at = now(), held_by = $2 ",
+            "UPDATE agents_proposals SET ", $by, " = $2, ", $at, " = now(), held_at = now(), held_by = $2", $also, " ",
             "WHERE call_id = $1 AND verdict = '", $verdict, "' AND ", $by, " IS NULL"
         )
     };
@@ -48,8 +48,9 @@ macro_rules! claim_statement {
 impl Claim {
     const fn statement(self) -> &'static str {
         match self {
-            Claim::Execution => claim_statement!("claimed_by", "claimed_at", "approved"),
-            Claim::Settlement => claim_statement!("settled_by", "settled_at", "rejected"),
+            // The execution's claim writes the claimed seal too (`$3`).
+            Claim::Execution => claim_statement!("claimed_by", "claimed_at", "approved", ", seal = $3"),
+            Claim::Settlement => claim_statement!("settled_by", "settled_at", "rejected", ""),
         }
     }
 }
@@ -394,12 +395,12 @@ impl PostgresStore {
 
 /// The insert of one proposal, undecided (parameters: [`proposal_params`]).
 const INSERT_PROPOSAL: &str = "INSERT INTO agents_proposals \
-                               (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail) \
-                               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+                               (call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail, seal) \
+                               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// The parameters of [`INSERT_PROPOSAL`].
-fn proposal_params(p: &ProposalRecord) -> [&(dyn tokio_postgres::types::ToSql + Sync); 10] {
-    [&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail]
+fn proposal_params(p: &ProposalRecord) -> [&(dyn tokio_postgres::types::ToSql + Sync); 11] {
+    [&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail, &p.seal]
 }
 
 /// Runs `f` in its own task, so a transaction it opens is committed or rolled back even if the
@@ -421,7 +422,7 @@ async fn abandon(client: &Object) {
 }
 
 const PROPOSAL_COLUMNS: &str = "call_id, run_id, session_id, org_id, user_id, tool, title, args, args_mac, verdict, \
-                                reason, claimed_by, detail, settled_by";
+                                reason, claimed_by, detail, settled_by, seal";
 
 fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
     let verdict: Option<String> = row.get(9);
@@ -437,6 +438,7 @@ fn proposal_row(row: &tokio_postgres::Row) -> ProposalState {
             args: row.get(7),
             args_mac: row.get(8),
             detail: row.get(12),
+            seal: row.get(14),
         },
         verdict: verdict.as_deref().and_then(StoredVerdict::parse),
         reason: row.get(10),
@@ -459,7 +461,7 @@ async fn proposal_page(
     let after = i64::try_from(after.0).unwrap_or(i64::MAX);
     let rows = client.query(sql, &[&after, &i64::from(limit), &millis]).await.map_err(pg_error)?;
     let full = rows.len() == limit as usize;
-    let next = rows.last().filter(|_| full).map(|r| ProposalCursor(u64::try_from(r.get::<_, i64>(14)).unwrap_or(0)));
+    let next = rows.last().filter(|_| full).map(|r| ProposalCursor(u64::try_from(r.get::<_, i64>(15)).unwrap_or(0)));
     Ok(ProposalPage { proposals: rows.iter().map(proposal_row).collect(), next })
 }
 
@@ -665,14 +667,15 @@ impl Store for PostgresStore {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
         Box::pin(async move {
             let client = self.client().await?;
             let n = client
                 .execute(
-                    "UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now() \
+                    "UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now(), seal = $6 \
                      WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL",
-                    &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason],
+                    &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason, &seal],
                 )
                 .await
                 .map_err(pg_error)?;
@@ -719,8 +722,17 @@ impl Store for PostgresStore {
         })
     }
 
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(self.claim(Claim::Execution, call_id, node))
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let n = client.execute(Claim::Execution.statement(), &[&call_id, &node, &seal]).await.map_err(pg_error)?;
+            Ok(n == 1)
+        })
     }
 
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {

@@ -64,6 +64,7 @@ pub fn proposal(call_id: &str, user: &str) -> ProposalRecord {
         args: json!({"days": 3, "note": "für Ärztin"}),
         args_mac: "mac-1".into(),
         detail: json!({"role": "employee"}),
+        seal: format!("proposed-{call_id}"),
     }
 }
 
@@ -158,23 +159,27 @@ async fn proposals(store: &dyn Store) {
     assert_eq!(pending, ["c1", "c2"], "a user's own undecided proposals, oldest first");
     assert_eq!(store.proposal("c1").await.unwrap().unwrap().proposal, proposal("c1", "ann"));
 
-    assert!(!store.claim_execution("c1", "n1").await.unwrap(), "an undecided call cannot be claimed");
-    let d = |call, org, user, v| store.decide(call, org, user, v, None);
+    assert!(!store.claim_execution("c1", "n1", "").await.unwrap(), "an undecided call cannot be claimed");
+    let d = |call, org, user, v| store.decide(call, org, user, v, None, "decided");
     assert_eq!(d("c1", "org-a", "bob", StoredVerdict::Approved).await.unwrap(), DecideOutcome::NotYours);
     assert_eq!(d("c1", "org-b", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::NotYours);
     assert_eq!(d("zz", "org-a", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::Unknown);
-    assert_eq!(store.proposal("c1").await.unwrap().unwrap().verdict, None, "a refused decision changed nothing");
+    let c1 = store.proposal("c1").await.unwrap().unwrap();
+    assert_eq!((c1.verdict, c1.proposal.seal.as_str()), (None, "proposed-c1"), "a refused decision changed nothing");
     assert_eq!(d("c1", "org-a", "ann", StoredVerdict::Approved).await.unwrap(), DecideOutcome::Recorded);
     assert_eq!(d("c1", "org-a", "ann", StoredVerdict::Rejected).await.unwrap(), DecideOutcome::AlreadyDecided);
-    let rejected = store.decide("c2", "org-a", "ann", StoredVerdict::Rejected, Some("not today")).await.unwrap();
+    let rejected = store.decide("c2", "org-a", "ann", StoredVerdict::Rejected, Some("not today"), "").await.unwrap();
     assert_eq!(rejected, DecideOutcome::Recorded);
     assert!(store.pending_for("org-a", "ann").await.unwrap().is_empty());
 
-    assert!(store.claim_execution("c1", "n1").await.unwrap());
-    assert!(!store.claim_execution("c1", "n2").await.unwrap(), "one claim");
-    assert!(!store.claim_execution("c2", "n1").await.unwrap(), "a rejected call cannot be claimed");
+    // The store keeps the seal each transition gives it, and only a transition's.
+    assert_eq!(store.proposal("c1").await.unwrap().unwrap().proposal.seal, "decided");
+    assert!(store.claim_execution("c1", "n1", "claimed-n1").await.unwrap());
+    assert!(!store.claim_execution("c1", "n2", "claimed-n2").await.unwrap(), "one claim");
+    assert!(!store.claim_execution("c2", "n1", "claimed-n1").await.unwrap(), "a rejected call cannot be claimed");
     let c1 = store.proposal("c1").await.unwrap().unwrap();
     assert_eq!((c1.verdict, c1.claimed_by.as_deref()), (Some(StoredVerdict::Approved), Some("n1")));
+    assert_eq!(c1.proposal.seal, "claimed-n1", "a refused claim changed nothing");
     let c2 = store.proposal("c2").await.unwrap().unwrap();
     assert_eq!((c2.verdict, c2.reason.as_deref()), (Some(StoredVerdict::Rejected), Some("not today")));
 }
@@ -193,8 +198,8 @@ async fn settlement(store: &dyn Store) {
         !store.claim_settlement("st-open", "n1").await.unwrap(),
         "an undecided proposal has no rejection to record"
     );
-    store.decide("st-rejected", "org-a", "dora", StoredVerdict::Rejected, Some("wrong week")).await.unwrap();
-    store.decide("st-approved", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
+    store.decide("st-rejected", "org-a", "dora", StoredVerdict::Rejected, Some("wrong week"), "").await.unwrap();
+    store.decide("st-approved", "org-a", "dora", StoredVerdict::Approved, None, "").await.unwrap();
     assert!(!store.claim_settlement("st-approved", "n1").await.unwrap(), "an approval is claimed for execution");
     assert_eq!(
         ids(store.unsettled(START, 100, LONG).await.unwrap().proposals),
@@ -230,10 +235,10 @@ async fn settlement(store: &dyn Store) {
         (open.verdict, open.reason.as_deref(), open.settled_by.as_deref()),
         (Some(StoredVerdict::Rejected), Some("timeout: no decision"), Some("n2"))
     );
-    let late = store.decide("st-open", "org-a", "dora", StoredVerdict::Approved, None).await.unwrap();
+    let late = store.decide("st-open", "org-a", "dora", StoredVerdict::Approved, None, "").await.unwrap();
     assert_eq!(late, DecideOutcome::AlreadyDecided, "a decision after the ending changes nothing");
     assert!(!store.claim_settlement("st-open", "n3").await.unwrap(), "its record is claimed already");
-    assert!(store.claim_execution("st-approved", "n1").await.unwrap());
+    assert!(store.claim_execution("st-approved", "n1", "").await.unwrap());
     assert_eq!(
         ids(store.unsettled(START, 100, LONG).await.unwrap().proposals),
         Vec::<String>::new(),
@@ -295,11 +300,11 @@ async fn settlement(store: &dyn Store) {
     // A record marked written before its claim (a claim that failed after the record) is
     // not listed as unsettled either; a claim never marked is kept past the retention.
     store.put_proposal(&proposal("st-marked", "dora")).await.unwrap();
-    store.decide("st-marked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
+    store.decide("st-marked", "org-a", "dora", StoredVerdict::Rejected, None, "").await.unwrap();
     store.mark_recorded("st-marked").await.unwrap();
     assert!(!ids(store.unsettled(START, 100, LONG).await.unwrap().proposals).contains(&"st-marked".to_owned()));
     store.put_proposal(&proposal("st-unmarked", "dora")).await.unwrap();
-    store.decide("st-unmarked", "org-a", "dora", StoredVerdict::Rejected, None).await.unwrap();
+    store.decide("st-unmarked", "org-a", "dora", StoredVerdict::Rejected, None, "").await.unwrap();
     assert!(store.claim_settlement("st-unmarked", "n4").await.unwrap());
 
     // Over: st-rejected, st-open, st-approved, st-marked. Open: st-young, st-late; claimed and
@@ -442,7 +447,7 @@ pub async fn proposal_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     let listed = b.pending_for("org-a", "ann").await.unwrap();
     assert!(listed.iter().any(|p| p.call_id == "across"), "the other node lists it");
     assert_eq!(
-        b.decide("across", "org-a", "ann", StoredVerdict::Approved, None).await.unwrap(),
+        b.decide("across", "org-a", "ann", StoredVerdict::Approved, None, "").await.unwrap(),
         DecideOutcome::Recorded
     );
     assert_eq!(a.proposal("across").await.unwrap().unwrap().verdict, Some(StoredVerdict::Approved));
@@ -453,7 +458,7 @@ pub async fn proposal_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                store.claim_execution("across", &format!("node-{i}")).await
+                store.claim_execution("across", &format!("node-{i}"), "").await
             })
         })
         .collect();
@@ -469,7 +474,7 @@ pub async fn proposal_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
 pub async fn take_over_across(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     let lease = Duration::from_millis(400);
     a.put_proposal(&proposal("lapsed", "ann")).await.unwrap();
-    b.decide("lapsed", "org-a", "ann", StoredVerdict::Rejected, None).await.unwrap();
+    b.decide("lapsed", "org-a", "ann", StoredVerdict::Rejected, None, "").await.unwrap();
     assert!(a.claim_settlement("lapsed", "died").await.unwrap());
     tokio::time::sleep(lease * 2).await;
     let barrier = Arc::new(tokio::sync::Barrier::new(100));

@@ -273,6 +273,200 @@ async fn a_forged_approved_row_does_not_run(path: &std::path::Path, b: Arc<dyn S
     let _ = proposer.lines.next_line().await;
 }
 
+/// Someone who can write the state database (plain SQL) and does not hold the server key.
+enum Insider {
+    /// A SQLite file.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL CONNINFO.
+    Postgres(String),
+}
+
+impl Insider {
+    /// The store as `agents-store-node` names it.
+    fn spec(&self) -> String {
+        match self {
+            Insider::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Insider::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// Runs one statement (`sqlite` or `postgres`, whichever this database speaks) with text
+    /// parameters; how many rows it changed.
+    async fn edit(&self, sqlite: &str, postgres: &str, params: &[&str]) -> u64 {
+        match self {
+            Insider::Sqlite(path) => {
+                let conn = rusqlite::Connection::open(path).unwrap();
+                conn.execute(sqlite, rusqlite::params_from_iter(params)).unwrap() as u64
+            }
+            Insider::Postgres(url) => {
+                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                    params.iter().map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
+                client.execute(postgres, &params).await.unwrap()
+            }
+        }
+    }
+
+    /// The seal a row holds now (what the insider reads and may write back later).
+    async fn seal_of(&self, store: &dyn Store, call_id: &str) -> String {
+        store.proposal(call_id).await.unwrap().expect("the row exists").proposal.seal
+    }
+}
+
+/// `n` proposing processes, each in its own session, killed (`kill -9`) while they wait: their
+/// sessions and call ids. At most three at once (a user's run cap).
+async fn killed_proposers(spec: &str, prefix: &str, names: &[&str]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in names {
+        let s = session(&format!("{prefix}-{name}"));
+        let (mut proposer, call_id) = ProposingNode::start(spec, &s, 3000).await;
+        proposer.child.kill().await.expect("kill -9 the proposing node");
+        out.push((s, call_id));
+    }
+    out
+}
+
+/// Resumes through `node_b` until every one of `calls` was settled; what was done to each.
+async fn settle_all(node_b: &Runtime, calls: &[&str]) -> Vec<agents_runtime::run::ResumedCall> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut done: Vec<agents_runtime::run::ResumedCall> = Vec::new();
+    while !calls.iter().all(|c| done.iter().any(|d| d.call_id == *c)) {
+        assert!(tokio::time::Instant::now() < deadline, "not all of {calls:?} were settled: {done:?}");
+        done.extend(node_b.resume_orphaned::<Hr>().await.unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done
+}
+
+/// Each edit an insider can make with plain SQL on an approved (or undecided) row whose run is
+/// gone, to make an action run: the verdict set to approved; another row's arguments, their
+/// MAC and its seal copied in (a rejected proposal's); the tool, the user or the session
+/// changed; and, once the call ran, its claim columns cleared and its approval's seal written
+/// back. In each case nothing runs (or runs again), the call has exactly one final record
+/// (`failed`, saying why, for the forged rows), and the chain verifies.
+async fn insider_edits_run_nothing(db: Insider, b: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::audit::AuditStatus;
+    let spec = db.spec();
+    // A rejected proposal of 30 days: the arguments, MAC and seal the insider copies.
+    let donor_session = session(&format!("{prefix}-donor"));
+    let node_b = node(b.clone(), vec![call_with_id("call_1", 30), reply("done")]);
+    let mut donor = node_b.start::<Hr>(employee(), &donor_session, "thirty days".into()).unwrap();
+    let donor_id = confirm_required(&mut donor).await;
+    node_b.decide_async(&donor_id, &employee(), Verdict::Reject, None).await.unwrap();
+    assert_eq!(donor.wait().await.status(), RunStatus::Completed);
+
+    let forged_reason = "does not verify under the server key";
+    let expect_forged = |done: &[agents_runtime::run::ResumedCall], call_id: &str| {
+        let d = done.iter().find(|d| d.call_id == call_id).unwrap();
+        assert_eq!(d.status, AuditStatus::Failed, "{d:?}");
+        assert!(d.reason.as_deref().unwrap_or_default().contains(forged_reason), "{d:?}");
+    };
+    let one_failed_record = |records: Vec<agents_runtime::audit::AuditRecord>| {
+        let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+        assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Failed], "one final record, nothing confirmed");
+        assert!(records[1].reason.as_deref().unwrap_or_default().contains(forged_reason), "{:?}", records[1]);
+    };
+
+    // Undecided, its verdict set to approved; approved, another row's arguments, MAC and seal
+    // copied in; approved, its tool changed to another tool of the agent with the same
+    // arguments.
+    let group = killed_proposers(&spec, prefix, &["flipped", "copied", "tool"]).await;
+    let [(flipped_s, flipped), (copied_s, copied), (tool_s, tool)] = &group[..] else { unreachable!() };
+    for call_id in [copied, tool] {
+        node_b.decide_async(call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    }
+    let set_verdict = "UPDATE agents_proposals SET verdict = 'approved' WHERE call_id = ";
+    assert_eq!(db.edit(&format!("{set_verdict}?1"), &format!("{set_verdict}$1"), &[flipped]).await, 1);
+    let copy_sqlite = "UPDATE agents_proposals SET args = d.args, args_mac = d.args_mac, seal = d.seal, \
+                       detail = json_set(agents_proposals.detail, '$.arguments', json(json_extract(d.detail, '$.arguments'))) \
+                       FROM (SELECT args, args_mac, seal, detail FROM agents_proposals WHERE call_id = ?2) AS d \
+                       WHERE call_id = ?1";
+    let copy_postgres = "UPDATE agents_proposals t SET args = d.args, args_mac = d.args_mac, seal = d.seal, \
+                         detail = jsonb_set(t.detail, '{arguments}', d.detail -> 'arguments') \
+                         FROM agents_proposals d WHERE t.call_id = $1 AND d.call_id = $2";
+    assert_eq!(db.edit(copy_sqlite, copy_postgres, &[copied, &donor_id]).await, 1);
+    let copied_row = b.proposal(copied).await.unwrap().unwrap().proposal;
+    assert_eq!(copied_row.detail["arguments"], serde_json::json!({"days": 30}), "the donor's arguments are in");
+    let set_tool = "UPDATE agents_proposals SET tool = 'withdraw_leave' WHERE call_id = ";
+    assert_eq!(db.edit(&format!("{set_tool}?1"), &format!("{set_tool}$1"), &[tool]).await, 1);
+    let done = settle_all(&node_b, &[flipped, copied, tool]).await;
+    for call_id in [flipped, copied, tool] {
+        expect_forged(&done, call_id);
+        one_failed_record(records_of(&spec, call_id).await);
+    }
+    for s in [flipped_s, copied_s, tool_s, &donor_session] {
+        assert_eq!(executions(s), 0, "nothing ran in {s}");
+    }
+
+    // Approved, its user changed; approved, its session changed; approved and carried out,
+    // then its claim cleared and its approval's seal (read before the claim) written back.
+    let group = killed_proposers(&spec, prefix, &["user", "session", "replayed"]).await;
+    let [(user_s, user), (session_s, moved), (replayed_s, replayed)] = &group[..] else { unreachable!() };
+    for call_id in [user, moved, replayed] {
+        node_b.decide_async(call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    }
+    let approval_seal = db.seal_of(&*b, replayed).await;
+    let set_user = "UPDATE agents_proposals SET user_id = 'bob' WHERE call_id = ";
+    assert_eq!(db.edit(&format!("{set_user}?1"), &format!("{set_user}$1"), &[user]).await, 1);
+    let elsewhere = session(&format!("{prefix}-elsewhere"));
+    let set_session = "UPDATE agents_proposals SET session_id = ";
+    let (sqlite, postgres) =
+        (format!("{set_session}?2 WHERE call_id = ?1"), format!("{set_session}$2 WHERE call_id = $1"));
+    assert_eq!(db.edit(&sqlite, &postgres, &[moved, &elsewhere]).await, 1);
+    let done = settle_all(&node_b, &[user, moved, replayed]).await;
+    for call_id in [user, moved] {
+        expect_forged(&done, call_id);
+        one_failed_record(records_of(&spec, call_id).await);
+    }
+    let ran = done.iter().find(|d| d.call_id == *replayed).unwrap();
+    assert_eq!(ran.status, AuditStatus::Executed, "the untouched approval ran: {ran:?}");
+    assert_eq!(executions(replayed_s), 1);
+    for s in [user_s, session_s, &elsewhere] {
+        assert_eq!(executions(s), 0, "nothing ran in {s}");
+    }
+
+    let clear_sqlite = "UPDATE agents_proposals SET claimed_by = NULL, held_by = NULL, over_at = NULL, \
+                        recorded_at = NULL, seal = ?2 WHERE call_id = ?1";
+    let clear_postgres = "UPDATE agents_proposals SET claimed_by = NULL, claimed_at = NULL, held_by = NULL, \
+                          held_at = NULL, recorded_at = NULL, seal = $2 WHERE call_id = $1";
+    assert_eq!(db.edit(clear_sqlite, clear_postgres, &[replayed, &approval_seal]).await, 1);
+    let again = settle_all(&node_b, &[replayed]).await;
+    let refused = again.iter().find(|d| d.call_id == *replayed).unwrap();
+    assert_eq!(refused.status, AuditStatus::Failed, "{refused:?}");
+    assert!(refused.reason.as_deref().unwrap_or_default().contains("final record is in the audit log already"));
+    assert_eq!(executions(replayed_s), 1, "it did not run a second time");
+    let statuses: Vec<AuditStatus> = records_of(&spec, replayed).await.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed], "one final record");
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "each settled once");
+    b.verify_audit("audit").await.expect("the chain verifies");
+}
+
+/// The proposing process lives and waits for its decision; an insider sets its row's verdict
+/// to approved with plain SQL. The waiting run reads the approval back, finds it unsealed, and
+/// runs nothing: its one final record is `failed`, saying why, and no resumption runs it later.
+async fn a_waiting_run_refuses_a_forged_approval(db: Insider, b: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::audit::AuditStatus;
+    let spec = db.spec();
+    let s = session(prefix);
+    let (mut proposer, call_id) = ProposingNode::start(&spec, &s, 3000).await;
+    let set_verdict = "UPDATE agents_proposals SET verdict = 'approved' WHERE call_id = ";
+    assert_eq!(db.edit(&format!("{set_verdict}?1"), &format!("{set_verdict}$1"), &[&call_id]).await, 1);
+    let last = proposer.lines.next_line().await.unwrap().expect("the node reports its run's end");
+    assert!(last.starts_with("finished"), "{last}");
+    assert_eq!(executions(&s), 0, "the forged approval ran nothing");
+    let records = records_of(&spec, &call_id).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Failed], "one final record, nothing confirmed");
+    let reason = records[1].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("does not verify under the server key"), "{reason}");
+    let node_b = node(b.clone(), vec![]);
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "nothing is left to resume");
+    assert_eq!(executions(&s), 0);
+    b.verify_audit("audit").await.expect("the chain verifies");
+}
+
 /// The proposing process lives: the decision made through this process reaches it through
 /// the store, and it runs the call itself, once.
 async fn a_live_proposer_runs_the_call_decided_elsewhere(spec: &str, b: Arc<dyn Store>, prefix: &str) {
@@ -391,6 +585,24 @@ async fn sqlite_nodes_and_a_killed_process() {
     a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
     a_killed_proposers_rejection_is_recorded_once(&spec, open(), open(), "sqlite-rejected").await;
     a_forged_approved_row_does_not_run(&path, open(), "sqlite-forged").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_insider_edits_run_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    insider_edits_run_nothing(Insider::Sqlite(path.clone()), store.clone(), "sqlite-insider").await;
+    a_waiting_run_refuses_a_forged_approval(Insider::Sqlite(path), store, "sqlite-waiting").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_insider_edits_run_nothing() {
+    let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = cluster.create_database("insider").await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&url, 8).await.unwrap());
+    insider_edits_run_nothing(Insider::Postgres(url.clone()), store.clone(), "pg-insider").await;
+    a_waiting_run_refuses_a_forged_approval(Insider::Postgres(url), store, "pg-waiting").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -133,7 +133,7 @@ async fn two_processes_share_tokens_slots_decisions_and_the_chain() {
     let mut b = Node::spawn(&url, &["decide", "cross", "org-a", "ann"]);
     assert_eq!(b.line().await, "decided Recorded");
     assert_eq!(
-        a.decide("cross", "org-a", "ann", StoredVerdict::Rejected, None).await.unwrap(),
+        a.decide("cross", "org-a", "ann", StoredVerdict::Rejected, None, "").await.unwrap(),
         DecideOutcome::AlreadyDecided
     );
     let mut b = Node::spawn(&url, &["claim", "cross", "100"]);
@@ -142,7 +142,7 @@ async fn two_processes_share_tokens_slots_decisions_and_the_chain() {
     let tasks: Vec<_> = (0..100)
         .map(|i| {
             let a = a.clone();
-            tokio::spawn(async move { a.claim_execution("cross", &format!("node-a-{i}")).await.unwrap() })
+            tokio::spawn(async move { a.claim_execution("cross", &format!("node-a-{i}"), "").await.unwrap() })
         })
         .collect();
     let mut here = 0;
@@ -221,4 +221,54 @@ async fn migrations_apply_once_and_a_newer_schema_is_refused() {
     }
     let after: i64 = client.query_one(tables, &[]).await.unwrap().get(0);
     assert_eq!(before, after, "the refusal changed nothing");
+}
+
+/// Someone who can write the database, with plain SQL on the tables (not dropping triggers):
+/// replacing an acknowledged record (an upsert on its key, an insert on its key, UPDATE,
+/// DELETE, TRUNCATE) or moving the stream's head back, deleting or truncating it, is refused;
+/// the chain verifies as it was, and appending continues it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_tables_refuse_replacement_by_any_statement() {
+    use agents_store::testing::sample_record;
+    let cluster = cluster();
+    let (url, store) = store(&cluster, "replace").await;
+    let sealed = store.append_audit("clinic", (0..3).map(|i| sample_record(i, "a")).collect()).await.unwrap();
+    let head = store.verify_audit("clinic").await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    // A record that continues the plain chain after record 2 as well as record 3 does.
+    let (forged, lines, _, _) = agents_runtime::store::seal_after(2, &sealed[1].hash, vec![sample_record(99, "x")]);
+    let (prev, hash, line) = (&forged[0].prev_hash, &forged[0].hash, &lines[0]);
+    let refused = async |sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]| match client
+        .execute(sql, params)
+        .await
+    {
+        Err(e) => e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_else(|| e.to_string()),
+        Ok(n) => panic!("`{sql}` was accepted ({n} rows)"),
+    };
+    let upsert = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('clinic', 3, $1, $2, $3) \
+                  ON CONFLICT (stream, seq) DO UPDATE SET prev_hash = excluded.prev_hash, hash = excluded.hash, line = excluded.line";
+    assert!(refused(upsert, &[prev, hash, line]).await.contains("append-only"));
+    let insert = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('clinic', 3, $1, $2, $3)";
+    assert!(refused(insert, &[prev, hash, line]).await.contains("duplicate key"));
+    assert!(refused("UPDATE agents_audit SET line = $1 WHERE seq = 3", &[line]).await.contains("append-only"));
+    assert!(refused("DELETE FROM agents_audit WHERE seq = 3", &[]).await.contains("append-only"));
+    assert!(refused("TRUNCATE agents_audit", &[]).await.contains("append-only"));
+    let rewind = "UPDATE agents_audit_heads SET seq = 2, hash = $1 WHERE stream = 'clinic'";
+    assert!(refused(rewind, &[&sealed[1].hash]).await.contains("only moves forward"));
+    let upsert_head = "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ('clinic', 2, $1) \
+                       ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, hash = excluded.hash";
+    assert!(refused(upsert_head, &[&sealed[1].hash]).await.contains("only moves forward"));
+    assert!(refused("DELETE FROM agents_audit_heads", &[]).await.contains("only moves forward"));
+    assert!(refused("TRUNCATE agents_audit_heads", &[]).await.contains("only moves forward"));
+
+    let kept: String = client
+        .query_one("SELECT hash FROM agents_audit WHERE stream = 'clinic' AND seq = 3", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, sealed[2].hash, "the acknowledged record 3 is in place");
+    assert_eq!(store.verify_audit("clinic").await.unwrap(), head, "the chain is the acknowledged one");
+    store.append_audit("clinic", vec![sample_record(3, "a")]).await.unwrap();
+    assert_eq!(store.verify_audit("clinic").await.unwrap().records, 4, "appending continues it");
 }

@@ -143,11 +143,12 @@ impl Store for Faulty {
         user_id: &'a str,
         verdict: StoredVerdict,
         reason: Option<&'a str>,
+        seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
         if self.fault == Fault::FailDecide {
             return Box::pin(async { Err(StoreError::Unavailable("injected: the decision failed".into())) });
         }
-        self.live(self.inner.decide(call_id, org_id, user_id, verdict, reason))
+        self.live(self.inner.decide(call_id, org_id, user_id, verdict, reason, seal))
     }
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
         self.live(self.inner.proposal(call_id))
@@ -155,8 +156,13 @@ impl Store for Faulty {
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
         self.live(self.inner.pending_for(org_id, user_id))
     }
-    fn claim_execution<'a>(&'a self, call_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        self.claim(self.inner.claim_execution(call_id, node))
+    fn claim_execution<'a>(
+        &'a self,
+        call_id: &'a str,
+        node: &'a str,
+        seal: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.claim(self.inner.claim_execution(call_id, node, seal))
     }
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
         self.live(self.inner.approved_unclaimed(limit))

@@ -45,11 +45,11 @@ async fn state_survives_a_restart() {
     let after = SqliteStore::open(&path).unwrap();
     assert_eq!(after.pending_for("org-a", "ann").await.unwrap().len(), 1, "the proposal outlived the process");
     assert_eq!(
-        after.decide("call", "org-a", "ann", StoredVerdict::Approved, None).await.unwrap(),
+        after.decide("call", "org-a", "ann", StoredVerdict::Approved, None, "").await.unwrap(),
         DecideOutcome::Recorded
     );
-    assert!(after.claim_execution("call", "restarted").await.unwrap());
-    assert!(!after.claim_execution("call", "restarted").await.unwrap());
+    assert!(after.claim_execution("call", "restarted", "").await.unwrap());
+    assert!(!after.claim_execution("call", "restarted", "").await.unwrap());
     assert!(matches!(after.redeem_token("tok").await.unwrap(), Redeemed::Taken { expired: false, .. }));
     assert_eq!(
         after.acquire_slot(&common::owner("ann"), 1, common::LONG).await.unwrap(),
@@ -120,4 +120,77 @@ async fn a_state_file_deleted_replaced_or_moved_while_open_stops_answering() {
     // A database SQLite keeps in memory has no file to lose: it answers as before.
     let in_memory = SqliteStore::open(":memory:").unwrap();
     in_memory.put_proposal(&common::proposal("call-5", "ann")).await.unwrap();
+}
+
+/// A file a newer build migrated (here still in rollback-journal mode, as a copy or a restore
+/// leaves it) is refused before anything is written to it: byte for byte as it was, and no
+/// `-wal` or `-shm` file beside it.
+#[test]
+fn a_refused_file_is_left_byte_for_byte_as_it_was() {
+    let (_dir, path) = temp();
+    let newest = SQLITE_MIGRATIONS.last().unwrap().version;
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = DELETE; \
+             CREATE TABLE agents_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;",
+        )
+        .unwrap();
+        conn.execute("INSERT INTO agents_schema_migrations VALUES (?1, 'future', 0)", [newest + 1]).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    match SqliteStore::open(&path) {
+        Err(StoreError::NewerSchema { found, known }) => assert_eq!((found, known), (newest + 1, newest)),
+        other => panic!("a newer schema must be refused, got {other:?}"),
+    }
+    assert!(std::fs::read(&path).unwrap() == before, "the refused file was changed");
+    for beside in ["state.db-wal", "state.db-shm"] {
+        assert!(!path.with_file_name(beside).exists(), "{beside} was created");
+    }
+}
+
+/// Someone who can write the file, with plain SQL on the tables (not dropping triggers):
+/// replacing an acknowledged record by `INSERT OR REPLACE` (which deletes the old row without
+/// firing DELETE triggers) with another that continues the plain chain, an upsert on its key,
+/// or moving the stream's head back, deleting it or replacing it, is refused; the chain
+/// verifies as it was, and appending continues it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_tables_refuse_replacement_by_any_statement() {
+    use agents_store::testing::sample_record;
+    let (_dir, path) = temp();
+    let store = SqliteStore::open(&path).unwrap();
+    let sealed = store.append_audit("clinic", (0..3).map(|i| sample_record(i, "a")).collect()).await.unwrap();
+    let head = store.verify_audit("clinic").await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // A record that continues the plain chain after record 2 as well as record 3 does: no key
+    // is needed to make one.
+    let (forged, lines, _, _) = agents_runtime::store::seal_after(2, &sealed[1].hash, vec![sample_record(99, "x")]);
+    let refused = |sql: &str, params: &[&dyn rusqlite::ToSql]| match conn.execute(sql, params) {
+        Err(e) => e.to_string(),
+        Ok(n) => panic!("`{sql}` was accepted ({n} rows)"),
+    };
+    let swap =
+        "INSERT OR REPLACE INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('clinic', 3, ?1, ?2, ?3)";
+    let why = refused(swap, &[&forged[0].prev_hash, &forged[0].hash, &lines[0]]);
+    assert!(why.contains("append-only"), "{why}");
+    let upsert = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('clinic', 3, ?1, ?2, ?3) \
+                  ON CONFLICT (stream, seq) DO UPDATE SET prev_hash = excluded.prev_hash, hash = excluded.hash, line = excluded.line";
+    assert!(refused(upsert, &[&forged[0].prev_hash, &forged[0].hash, &lines[0]]).contains("append-only"));
+    assert!(refused("UPDATE agents_audit SET line = line WHERE seq = 3", &[]).contains("append-only"));
+    assert!(refused("DELETE FROM agents_audit WHERE seq = 3", &[]).contains("append-only"));
+    // The head: moved back (so the next append would write seq 3 again), deleted, replaced.
+    let rewind = "UPDATE agents_audit_heads SET seq = 2, hash = ?1 WHERE stream = 'clinic'";
+    assert!(refused(rewind, &[&sealed[1].hash]).contains("only moves forward"));
+    assert!(refused("DELETE FROM agents_audit_heads", &[]).contains("append-only"));
+    let replace_head = "INSERT OR REPLACE INTO agents_audit_heads (stream, seq, hash) VALUES ('clinic', 2, ?1)";
+    assert!(refused(replace_head, &[&sealed[1].hash]).contains("never replaced"));
+    let forward_to_nothing = "UPDATE agents_audit_heads SET seq = 9, hash = 'x' WHERE stream = 'clinic'";
+    assert!(refused(forward_to_nothing, &[]).contains("only moves forward"));
+
+    let kept: String =
+        conn.query_row("SELECT hash FROM agents_audit WHERE stream = 'clinic' AND seq = 3", [], |r| r.get(0)).unwrap();
+    assert_eq!(kept, sealed[2].hash, "the acknowledged record 3 is in place");
+    assert_eq!(store.verify_audit("clinic").await.unwrap(), head, "the chain is the acknowledged one");
+    store.append_audit("clinic", vec![sample_record(3, "a")]).await.unwrap();
+    assert_eq!(store.verify_audit("clinic").await.unwrap().records, 4, "appending continues it");
 }
