@@ -400,7 +400,19 @@ const INSERT_PROPOSAL: &str = "INSERT INTO agents_proposals \
 
 /// The parameters of [`INSERT_PROPOSAL`].
 fn proposal_params(p: &ProposalRecord) -> [&(dyn tokio_postgres::types::ToSql + Sync); 11] {
-    [&p.call_id, &p.run_id, &p.session_id, &p.org_id, &p.user_id, &p.tool, &p.title, &p.args, &p.args_mac, &p.detail, &p.seal]
+    [
+        &p.call_id,
+        &p.run_id,
+        &p.session_id,
+        &p.org_id,
+        &p.user_id,
+        &p.tool,
+        &p.title,
+        &p.args,
+        &p.args_mac,
+        &p.detail,
+        &p.seal,
+    ]
 }
 
 /// Runs `f` in its own task, so a transaction it opens is committed or rolled back even if the
