@@ -266,7 +266,7 @@ pub(crate) mod seal {
 
     /// The `failed` record's reason for a call whose stored proposal or approval does not
     /// verify.
-    pub(crate) const FORGED: &str = "the stored proposal or its approval does not verify under the server key (it                                      was written or edited in the state store without the key, or this node's                                      server key differs from the proposing node's); nothing ran";
+    pub(crate) const FORGED: &str = "the stored proposal or its approval does not verify under the server key (it was written or edited in the state store without the key, or this node's server key differs from the proposing node's); nothing ran";
 
     /// The seal of an undecided proposal: everything that decides what runs and for whom.
     pub(crate) fn proposed(tokens: &TokenStore, p: &ProposalRecord) -> String {
