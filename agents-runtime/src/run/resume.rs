@@ -552,13 +552,10 @@ impl Runtime {
                 ended(status, Some(reason))
             }
         };
-        let Runnable { index, entry, run, typed, raw, args_mac } = match runnable(&ctx, &p) {
-            Ok(runnable) => runnable,
-            Err(reason) => return refuse(AuditStatus::Failed, reason).await,
-        };
         // A call whose final record is in the log already ran (or ended): its row was put back
         // to an earlier state (claim columns cleared, or a pruned row written again). It is
-        // never run again, and gets no second final record.
+        // never run again, and gets no second final record: the log is asked before the row
+        // is checked, so a forged row of a call that ended gets no `failed` record either.
         match inner.audit.holds_final(&p.call_id).await {
             Ok(Some(false) | None) => {}
             Ok(Some(true)) => {
@@ -574,6 +571,10 @@ impl Runtime {
                 return refuse(AuditStatus::Failed, reason).await;
             }
         }
+        let Runnable { index, entry, run, typed, raw, args_mac } = match runnable(&ctx, &p) {
+            Ok(runnable) => runnable,
+            Err(reason) => return refuse(AuditStatus::Failed, reason).await,
+        };
         let facts = ctx.facts(index, &entry);
         let spec = entry.spec;
         let secrets = if facts.schema.marks_secrets() {

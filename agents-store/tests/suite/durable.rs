@@ -439,6 +439,19 @@ async fn insider_edits_run_nothing(db: Insider, b: Arc<dyn Store>, prefix: &str)
     let statuses: Vec<AuditStatus> = records_of(&spec, replayed).await.iter().map(|r| r.status).collect();
     assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed], "one final record");
     assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty(), "each settled once");
+
+    // Its claim cleared again, this time with the seal left as the claim wrote it (an insider who
+    // did not keep the approval's seal): the row does not verify, but the log is asked first, so
+    // the call gets no second final record (a `failed` one would say it ended twice).
+    let clear_only_sqlite = "UPDATE agents_proposals SET claimed_by = NULL, held_by = NULL, over_at = NULL, \
+                             recorded_at = NULL WHERE call_id = ?1";
+    let clear_only_postgres = "UPDATE agents_proposals SET claimed_by = NULL, claimed_at = NULL, held_by = NULL, \
+                               held_at = NULL, recorded_at = NULL WHERE call_id = $1";
+    assert_eq!(db.edit(clear_only_sqlite, clear_only_postgres, &[replayed]).await, 1);
+    settle_all(&node_b, &[replayed]).await;
+    assert_eq!(executions(replayed_s), 1, "it did not run a second time");
+    let statuses: Vec<AuditStatus> = records_of(&spec, replayed).await.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed], "one final record");
     b.verify_audit("audit").await.expect("the chain verifies");
 }
 
