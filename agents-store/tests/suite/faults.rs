@@ -755,6 +755,9 @@ enum Step {
     Resume { on_a: bool },
     /// Every connection to the database terminated (`pg_terminate_backend`).
     Terminate,
+    /// An insider with SQL access to the state database but not the server key marks every
+    /// proposal approved and unclaimed (verdict, reason, claim and settlement columns).
+    Forge,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -785,6 +788,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
             .prop_map(|(on_a, approve, fault)| Step::Action { on_a, approve, fault }),
         1 => any::<bool>().prop_map(|on_a| Step::Resume { on_a }),
         1 => Just(Step::Terminate),
+        1 => Just(Step::Forge),
     ]
 }
 
@@ -827,7 +831,8 @@ async fn asked<O>(run: &mut agents_runtime::RunHandle<O>) -> Option<String> {
 /// Plays `steps` on two nodes of a fresh database, then lets both settle without faults, and
 /// checks the model's claims: every `proposed` call has exactly one final record, a call
 /// recorded `executed` ran once, no call ran twice, an action that ran is never recorded as
-/// not run, and the chain verifies.
+/// not run, an action runs only if the person approved it (whatever an insider without the
+/// server key wrote in the proposals table), and the chain verifies.
 async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), String> {
     let db = format!("model_{case}");
     let direct = cluster.create_database(&db).await.map_err(|e| e.to_string())?;
@@ -837,6 +842,8 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
     let operator = raw(&direct).await;
     let tag = uuid::Uuid::new_v4().simple().to_string();
     let (mut reads, mut actions) = (Vec::new(), Vec::new());
+    // The actions the person approved; no other may run, whatever an insider writes.
+    let mut approved = std::collections::HashSet::new();
     for (i, step) in steps.iter().enumerate() {
         let session = format!("model-{tag}-{i}");
         match *step {
@@ -859,6 +866,11 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
                     let call = tokio::time::timeout(HANG, asked(&mut run)).await;
                     if let Some(call_id) = call.map_err(|_| format!("step {i}: the run never asks"))? {
                         let verdict = if approve { Verdict::Approve } else { Verdict::Reject };
+                        // An approval whose reply was lost may still be recorded: what the
+                        // person said is what counts.
+                        if approve {
+                            approved.insert(session.clone());
+                        }
                         let _ = decider.decide_async(&call_id, &employee(), verdict, None).await;
                     }
                     let ended = tokio::time::timeout(HANG, run.wait()).await;
@@ -872,6 +884,16 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
                 let _ = node.resume_orphaned::<lookup::Lookup>().await;
                 let _ = node.resume_orphaned::<Hr>().await;
                 node.records_settled().await;
+            }
+            Step::Forge => {
+                operator
+                    .execute(
+                        "UPDATE agents_proposals SET verdict = 'approved', reason = NULL, claimed_by = NULL, \
+                         settled_by = NULL",
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Step::Terminate => {
                 operator
@@ -929,6 +951,9 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
     };
     for session in &actions {
         let (ran, recorded) = (executions(session), executed(session));
+        if ran > 0 && !approved.contains(session) {
+            return Err(format!("action of session {session} ran {ran} times without an approval the person gave"));
+        }
         if ran > 1 || (recorded && ran != 1) || (ran == 1 && said_nothing_ran(session)) {
             return Err(format!(
                 "action of session {session}: ran {ran} times, `executed` recorded: {recorded}, recorded as not run: {}",
@@ -947,10 +972,9 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
 }
 
 /// A model-based test: random schedules of read calls and decided actions on two nodes,
-/// resumptions and store
-/// faults (a transaction cut half way, a COMMIT's reply lost, every connection terminated),
-/// each on a fresh database of one real PostgreSQL cluster, shrunk to the shortest failing
-/// schedule.
+/// resumptions, store faults (a transaction cut half way, a COMMIT's reply lost, every
+/// connection terminated) and an insider's edits of the proposals table, each on a fresh
+/// database of one real PostgreSQL cluster, shrunk to the shortest failing schedule.
 #[test]
 fn model_every_proposed_call_ends_once_under_store_faults() {
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
