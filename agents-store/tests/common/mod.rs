@@ -534,3 +534,23 @@ pub async fn resume_until_settled(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// How often a test agent's tool ran, per session (its body calls [`ExecutionCount::ran`]).
+pub struct ExecutionCount(std::sync::Mutex<Option<std::collections::HashMap<String, usize>>>);
+
+impl ExecutionCount {
+    /// None yet.
+    pub const fn new() -> Self {
+        ExecutionCount(std::sync::Mutex::new(None))
+    }
+
+    /// Counts one execution in `session`.
+    pub fn ran(&self, session: &str) {
+        *self.0.lock().unwrap().get_or_insert_with(Default::default).entry(session.to_owned()).or_insert(0) += 1;
+    }
+
+    /// How often it ran in `session`.
+    pub fn of(&self, session: &str) -> usize {
+        self.0.lock().unwrap().as_ref().and_then(|m| m.get(session).copied()).unwrap_or(0)
+    }
+}

@@ -520,18 +520,16 @@ async fn withdrawn_behind_a_lost_reply(refused: usize) {
 /// An agent with one read tool, for the debts of read calls.
 mod lookup {
     use agents_runtime::{ToolContext, agent, permissions, tool};
-    use std::collections::HashMap;
-    use std::sync::Mutex;
 
     permissions! {
         pub mod perms { leave.read }
     }
 
-    static EXECUTIONS: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+    static EXECUTIONS: crate::common::ExecutionCount = crate::common::ExecutionCount::new();
 
     /// How often the tool ran in `session`.
     pub fn executions(session: &str) -> usize {
-        EXECUTIONS.lock().unwrap().as_ref().and_then(|m| m.get(session).copied()).unwrap_or(0)
+        EXECUTIONS.of(session)
     }
 
     /// Reads the leave balance.
@@ -541,8 +539,7 @@ mod lookup {
     /// * `year` - the year asked about
     #[tool(permission = perms::leave::read)]
     async fn leave_balance(cx: &ToolContext<'_>, year: u32) -> Result<String, String> {
-        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) +=
-            1;
+        EXECUTIONS.ran(cx.session_id());
         Ok(format!("{} has 12 days left in {year}", cx.principal().user_id))
     }
 

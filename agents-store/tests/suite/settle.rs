@@ -512,18 +512,16 @@ const SLOW: Duration = Duration::from_secs(4);
 /// An agent whose one action runs for [`SLOW`], counting its executions per session.
 mod slow {
     use agents_runtime::{ToolContext, agent, permissions, tool};
-    use std::collections::HashMap;
-    use std::sync::Mutex;
 
     permissions! {
         pub mod perms { report.write }
     }
 
-    static EXECUTIONS: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+    static EXECUTIONS: crate::common::ExecutionCount = crate::common::ExecutionCount::new();
 
     /// How often the action started in `session`.
     pub fn executions(session: &str) -> usize {
-        EXECUTIONS.lock().unwrap().as_ref().and_then(|m| m.get(session).copied()).unwrap_or(0)
+        EXECUTIONS.of(session)
     }
 
     /// Files a report; takes its time.
@@ -533,8 +531,7 @@ mod slow {
     /// * `pages` - how many pages the report has
     #[tool(permission = perms::report::write, mutating, title = "File a report")]
     async fn file_report(cx: &ToolContext<'_>, pages: u32) -> Result<String, String> {
-        *EXECUTIONS.lock().unwrap().get_or_insert_with(HashMap::new).entry(cx.session_id().to_owned()).or_insert(0) +=
-            1;
+        EXECUTIONS.ran(cx.session_id());
         tokio::time::sleep(super::SLOW).await;
         Ok(format!("{pages} pages filed"))
     }
