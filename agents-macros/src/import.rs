@@ -346,7 +346,7 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
 /// The execution impl of an imported tool's tier, and its registry handler: the call goes
 /// to the server through `call_imported`, an action's only with its witness.
 fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStream) {
-    let args_ty = quote!(#rt::mcp::import::ImportedArgs);
+    let args_ty = quote!(#rt::imported::ImportedArgs);
     let seal = quote!(#rt::__private::seal);
     match tier {
         Tier::Action => (
@@ -361,7 +361,7 @@ fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStrea
                         if let ::core::result::Result::Err(__e) = #rt::__private::verify_approval(&__approval, __call) {
                             return #rt::__private::refused(__e);
                         }
-                        #rt::mcp::import::call_imported(__call, __args)
+                        #rt::imported::call_imported(__call, __args)
                     }
                 }
             },
@@ -372,7 +372,7 @@ fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStrea
                 impl #seal::ReadByToolMacro for #ident {}
                 impl #rt::ReadTool for #ident {
                     fn run<'__a>(__call: &'__a #rt::CallContext, __args: #args_ty) -> #rt::__private::ToolFuture<'__a> {
-                        #rt::mcp::import::call_imported(__call, __args)
+                        #rt::imported::call_imported(__call, __args)
                     }
                 }
             },
@@ -465,7 +465,7 @@ fn tool_impl(
         let (n, t) = (&p.name, &p.rust_type);
         quote!(#rt::ParamSpec { name: #n, rust_type: #t, secret: false })
     });
-    let args_ty = quote!(#rt::mcp::import::ImportedArgs);
+    let args_ty = quote!(#rt::imported::ImportedArgs);
     quote! {
         #[allow(non_upper_case_globals)]
         static #spec_ident: #rt::ImportSpec = #rt::ImportSpec {
@@ -492,11 +492,11 @@ fn tool_impl(
                 import: ::core::option::Option::Some(&#spec_ident),
             };
             fn parse_args(__v: &#rt::__private::serde_json::Value) -> ::core::result::Result<#args_ty, ::std::string::String> {
-                #rt::mcp::import::ImportedArgs::parse(__v, <Self as #rt::Tool>::input_schema())
+                #rt::imported::ImportedArgs::parse(__v, <Self as #rt::Tool>::input_schema())
             }
             fn input_schema() -> &'static #rt::__private::serde_json::Value {
                 static SCHEMA: ::std::sync::OnceLock<#rt::__private::serde_json::Value> = ::std::sync::OnceLock::new();
-                SCHEMA.get_or_init(|| #rt::mcp::import::pinned_schema(&#spec_ident))
+                SCHEMA.get_or_init(|| #rt::imported::pinned_schema(&#spec_ident))
             }
         }
     }

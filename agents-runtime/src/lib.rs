@@ -6,6 +6,7 @@ pub mod budget;
 pub mod capability;
 pub mod classifier;
 pub mod events;
+pub mod imported;
 pub mod interceptor;
 pub mod isolate;
 #[cfg(feature = "mcp")]
@@ -34,7 +35,6 @@ pub use agents_core::{
     Agent, AgentSpec, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap,
     Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
-#[cfg(feature = "mcp")]
 pub use agents_macros::mcp_import;
 /// Every argument of `#[tool]` in use, and what the tool's spec says of each (this example is
 /// compiled and run as a doctest; the reference follows).

@@ -121,12 +121,10 @@ pub struct CallContext {
     pub(crate) approved: Option<ApprovedCall>,
     /// The application's state (empty in a worker process).
     pub(crate) state: AppState,
-    /// The MCP servers imported tools are called on (see [`crate::mcp::import`]).
-    #[cfg(feature = "mcp")]
-    pub(crate) imports: Option<Arc<crate::mcp::import::McpImports>>,
+    /// Where imported tools are called (see [`crate::imported`]).
+    pub(crate) imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     /// Set when this call of an imported tool was refused because its server no longer says
     /// what was pinned: the SHA-256 of what it says now (the gate copies it into the error).
-    #[cfg(feature = "mcp")]
     pub(crate) listed_sha256: std::sync::OnceLock<String>,
 }
 
@@ -916,9 +914,7 @@ mod witness_tests {
             invoker: None,
             approved,
             state: AppState::default(),
-            #[cfg(feature = "mcp")]
             imports: None,
-            #[cfg(feature = "mcp")]
             listed_sha256: std::sync::OnceLock::new(),
         }
     }

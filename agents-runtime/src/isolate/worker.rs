@@ -166,9 +166,7 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
         }),
         // The application's state stays in its process.
         state: crate::tool::AppState::default(),
-        #[cfg(feature = "mcp")]
         imports: None,
-        #[cfg(feature = "mcp")]
         listed_sha256: std::sync::OnceLock::new(),
     };
     let run = match (tool.handler)() {

@@ -88,15 +88,16 @@
 //! # let _ = imports;
 //! ```
 
-use crate::ImportSpec;
-use crate::tool::{CallContext, ToolError, ToolFuture};
+pub use crate::imported::ImportedArgs;
+use crate::imported::ImportedCall;
+use crate::tool::ToolError;
 use agents_core::mcp_lock::{LockedServer, LockedTool, pin_sha256};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool as RemoteTool,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -443,82 +444,27 @@ pub async fn pin_server(name: &str, source: &ImportSource) -> Result<LockedServe
     Ok(LockedServer { source: source.describe(), tools: out })
 }
 
-/// The arguments of an imported tool: a JSON object, passed to the server as it is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImportedArgs(Map<String, Value>);
-
-impl ImportedArgs {
-    /// The arguments as a JSON object.
-    pub fn as_map(&self) -> &Map<String, Value> {
-        &self.0
+impl crate::imported::ImportedTools for McpImports {
+    fn call<'a>(&'a self, call: ImportedCall<'a>) -> crate::BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(call_checked(self, call))
     }
 
-    /// Reads a call's arguments against the pinned schema: an object, with every key the
-    /// schema requires and, when it sets `additionalProperties: false`, no key it does not
-    /// declare. The rest of the schema is the server's to check.
-    #[doc(hidden)]
-    pub fn parse(v: &Value, schema: &Value) -> Result<Self, String> {
-        let Value::Object(map) = v else { return Err("the arguments must be a JSON object".to_owned()) };
-        if let Some(required) = schema.get("required").and_then(Value::as_array) {
-            for r in required.iter().filter_map(Value::as_str) {
-                if !map.contains_key(r) {
-                    return Err(format!("missing field `{r}`"));
-                }
-            }
-        }
-        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-            let declared = schema.get("properties").and_then(Value::as_object);
-            if let Some(k) = map.keys().find(|k| !declared.is_some_and(|d| d.contains_key(*k))) {
-                return Err(format!("unknown field `{k}`"));
-            }
-        }
-        Ok(ImportedArgs(map.clone()))
+    fn source_of(&self, server: &str) -> Option<String> {
+        McpImports::source_of(self, server)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for ImportedArgs {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Map::deserialize(d).map(ImportedArgs)
-    }
-}
-
-impl schemars::JsonSchema for ImportedArgs {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        std::borrow::Cow::Borrowed("ImportedArgs")
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "object" })
-    }
-}
-
-/// The pinned input schema of an imported tool: what the model is given.
-#[doc(hidden)]
-pub fn pinned_schema(spec: &ImportSpec) -> Value {
-    serde_json::from_str(spec.input_schema).expect("mcp_import! writes the pinned schema as JSON")
-}
-
-/// The handler of every imported tool: checks the server's current description of the tool
-/// against its pin, then calls it. Reached only through the tool's `ReadTool::run` or, for
-/// an action, `ActionTool::run_approved` after the witness of this call's approval.
-#[doc(hidden)]
-pub fn call_imported(call: &CallContext, args: ImportedArgs) -> ToolFuture<'_> {
-    ToolFuture::new(async move { call_checked(call, args).await })
-}
-
-async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, ToolError> {
-    let spec = call.spec;
-    let Some(import) = spec.import else {
-        return Err(ToolError::new(format!("`{}` is not an imported tool; nothing ran", spec.name)));
-    };
-    let Some(slot) = call.imports.as_ref().and_then(|i| i.servers.get(import.server)) else {
+async fn call_checked(imports: &McpImports, call: ImportedCall<'_>) -> Result<Value, ToolError> {
+    let import = call.import;
+    let Some(slot) = imports.servers.get(import.server) else {
         return Err(ToolError::new(format!(
             "MCP server `{}` (of tool `{}`) is not configured in this runtime; nothing ran (the application adds it with `RuntimeBuilder::mcp_imports`)",
-            import.server, spec.name
+            import.server, call.tool
         )));
     };
-    let peer = checked_peer(slot, call, import, spec.name).await?;
+    let peer = checked_peer(slot, &call).await?;
     let mut params = CallToolRequestParams::new(import.tool.to_owned());
-    params.arguments = Some(args.0);
+    params.arguments = Some(call.args.into_map());
     let result = match peer.call_tool(params).await {
         Ok(r) => r,
         Err(e) => {
@@ -530,12 +476,12 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
                 *slot.live.lock().await = None;
                 return Err(ToolError::new(format!(
                     "MCP server `{}` ended during the call of `{}` (its tool `{}`, pin {}): {e}. The outcome is unknown: the server may or may not have acted on the call; tell the user rather than retrying",
-                    import.server, spec.name, import.tool, import.sha256
+                    import.server, call.tool, import.tool, import.sha256
                 )));
             }
             return Err(ToolError::new(format!(
                 "MCP server `{}` refused the call of `{}` (its tool `{}`): {e}",
-                import.server, spec.name, import.tool
+                import.server, call.tool, import.tool
             )));
         }
     };
@@ -545,7 +491,7 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
         return Err(ToolError::new(format!(
             "MCP server `{}` reports an error from `{}`: {}",
             import.server,
-            spec.name,
+            call.tool,
             text()
         )));
     }
@@ -556,18 +502,13 @@ async fn call_checked(call: &CallContext, args: ImportedArgs) -> Result<Value, T
         return Ok(Value::String(text()));
     }
     serde_json::to_value(&result.content)
-        .map_err(|e| ToolError::new(format!("the result of `{}` could not be read: {e}", spec.name)))
+        .map_err(|e| ToolError::new(format!("the result of `{}` could not be read: {e}", call.tool)))
 }
 
 /// The connection to `slot`'s server, after its current `tools/list` was compared with the
 /// pin of `import` (read again for each run and after a `list_changed` notice).
-async fn checked_peer(
-    slot: &ServerSlot,
-    call: &CallContext,
-    import: &ImportSpec,
-    tool: &str,
-) -> Result<Peer<RoleClient>, ToolError> {
-    let run_id = call.run_id.as_str();
+async fn checked_peer(slot: &ServerSlot, call: &ImportedCall<'_>) -> Result<Peer<RoleClient>, ToolError> {
+    let (run_id, import, tool) = (call.run_id, call.import, call.tool);
     let mut guard = slot.live.lock().await;
     if guard.as_ref().is_some_and(|l| l.service.peer().is_transport_closed()) {
         *guard = None;
@@ -597,7 +538,7 @@ async fn checked_peer(
         Some(now) if now == import.sha256 => Ok(live.service.peer().clone()),
         Some(now) => {
             // For the call's record: the hash the server gives now, beside the pin.
-            let _ = call.listed_sha256.set(now.clone());
+            call.pin_changed(now.clone());
             Err(ToolError::new(format!(
                 "tool `{tool}` is unavailable: MCP server `{}` changed the description or input schema of its tool `{}` since it was pinned (pinned sha256 {}, the server now gives {now}); nothing was sent to the server. Someone must review the change and re-pin it with `agents mcp pin`",
                 slot.name, import.tool, import.sha256
@@ -613,27 +554,6 @@ async fn checked_peer(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    static SPEC: ImportSpec = ImportSpec {
-        server: "s",
-        tool: "t",
-        sha256: "0",
-        input_schema: r#"{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}"#,
-        own_server: None,
-    };
-
-    #[test]
-    fn arguments_are_read_against_the_pinned_schema() {
-        let schema = pinned_schema(&SPEC);
-        let schema = &schema;
-        assert!(ImportedArgs::parse(&serde_json::json!({"a": "x"}), schema).is_ok());
-        assert_eq!(ImportedArgs::parse(&serde_json::json!({}), schema).unwrap_err(), "missing field `a`");
-        assert_eq!(
-            ImportedArgs::parse(&serde_json::json!({"a": "x", "b": 1}), schema).unwrap_err(),
-            "unknown field `b`"
-        );
-        assert!(ImportedArgs::parse(&serde_json::json!([1]), schema).is_err());
-    }
 
     #[test]
     fn a_source_is_described_without_its_secrets() {

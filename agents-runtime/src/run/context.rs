@@ -425,10 +425,7 @@ impl<A: Registry> RunCtx<A> {
     /// the pin.
     pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
         let import = spec.import?;
-        #[cfg(feature = "mcp")]
         let source = self.inner.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
-        #[cfg(not(feature = "mcp"))]
-        let source = None;
         Some(crate::audit::AuditImport {
             server: import.server.to_owned(),
             source,
@@ -488,9 +485,7 @@ impl<A: Registry> RunCtx<A> {
             invoker: Some(self.invoker.clone()),
             approved: None,
             state: self.inner.state.clone(),
-            #[cfg(feature = "mcp")]
             imports: self.inner.mcp_imports.clone(),
-            #[cfg(feature = "mcp")]
             listed_sha256: std::sync::OnceLock::new(),
         }
     }

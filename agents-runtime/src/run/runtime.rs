@@ -115,8 +115,7 @@ pub(super) struct Inner {
     /// Bytes of text of replayed history.
     pub(super) history_bytes: usize,
     /// The MCP servers imported tools are called on.
-    #[cfg(feature = "mcp")]
-    pub(super) mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    pub(super) mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     /// The application's state, reachable from every tool's context.
     pub(super) state: crate::tool::AppState,
 }
@@ -221,8 +220,7 @@ pub struct RuntimeBuilder {
     decision_poll: Duration,
     confirmer: Option<Arc<dyn Confirmer>>,
     slot_lease: Duration,
-    #[cfg(feature = "mcp")]
-    mcp_imports: Option<Arc<crate::mcp::import::McpImports>>,
+    mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     state: crate::tool::AppState,
 }
 
@@ -506,10 +504,10 @@ impl RuntimeBuilder {
         self
     }
     /// The MCP servers that tools declared with [`mcp_import!`](crate::mcp_import) are called
-    /// on, by the server names the declarations give (see [`crate::mcp::import`]). Without
-    /// it, a call of an imported tool is refused and audited, and nothing is sent anywhere.
-    #[cfg(feature = "mcp")]
-    pub fn mcp_imports(mut self, imports: Arc<crate::mcp::import::McpImports>) -> Self {
+    /// on, by the server names the declarations give (see [`crate::imported`]; the MCP
+    /// implementation is `McpImports`). Without it, a call of an imported tool is refused and
+    /// audited, and nothing is sent anywhere.
+    pub fn mcp_imports(mut self, imports: Arc<dyn crate::imported::ImportedTools>) -> Self {
         self.mcp_imports = Some(imports);
         self
     }
@@ -566,7 +564,6 @@ impl RuntimeBuilder {
                 settle_lease: self.settle_lease,
                 settling: super::record::Owed::default(),
                 history_bytes: self.history_bytes,
-                #[cfg(feature = "mcp")]
                 mcp_imports: self.mcp_imports,
                 state: self.state,
             }),
@@ -735,7 +732,6 @@ impl Runtime {
             decision_poll: DEFAULT_DECISION_POLL,
             confirmer: None,
             slot_lease: RUN_SLOT_LEASE,
-            #[cfg(feature = "mcp")]
             mcp_imports: None,
             state: crate::tool::AppState::default(),
         }

@@ -28,7 +28,6 @@ pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
-    #[cfg(feature = "mcp")]
     if cx.spec.import.is_some() {
         // An imported tool refused for a changed pin says, for its record, what the server
         // gives now (the tool's error reaches here as text only).
