@@ -107,3 +107,26 @@ fn paths_in_macros_globs_and_modules_named_with_self_are_imports() {
     assert_eq!(imports(&tree), ["src/a.rs -> src/b.rs: *", "src/b.rs -> src/a.rs: LIMIT", "src/c.rs -> src/a.rs: a"]);
     assert_eq!(circles(&tree).len(), 1);
 }
+
+#[test]
+fn a_file_beside_its_folder_owns_the_files_in_it() {
+    let tree = load(&[
+        ("src/lib.rs", "mod audit;\nmod run;\n"),
+        ("src/audit.rs", "mod sqlite;\npub use sqlite::Sink;\npub struct Record;\n"),
+        ("src/audit/sqlite.rs", "use super::Record;\npub struct Sink;\n"),
+        ("src/run.rs", "use crate::audit::Sink;\n"),
+    ]);
+    let modules: Vec<(String, String)> =
+        tree.files.iter().map(|f| (f.path.display().to_string(), f.module.join("::"))).collect();
+    assert_eq!(
+        modules,
+        [
+            ("src/lib.rs".to_owned(), String::new()),
+            ("src/audit.rs".to_owned(), "audit".to_owned()),
+            ("src/audit/sqlite.rs".to_owned(), "audit::sqlite".to_owned()),
+            ("src/run.rs".to_owned(), "run".to_owned()),
+        ]
+    );
+    assert_eq!(imports(&tree), ["src/audit/sqlite.rs -> src/audit.rs: Record", "src/run.rs -> src/audit.rs: Sink"]);
+    assert!(circles(&tree).is_empty());
+}
