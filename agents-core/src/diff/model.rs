@@ -8,8 +8,13 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 /// How a change affects what the agent may do.
+///
+/// Non-exhaustive: a finer kind may be added (a change a reviewer must look at that is not
+/// known to widen). Code outside this crate that matches on a kind needs an arm for the others,
+/// and a gate should fail on a kind it does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ChangeKind {
     /// The agent may do something it could not do before. A baseline gate must fail.
     Widening,
@@ -37,8 +42,11 @@ impl fmt::Display for ChangeKind {
 }
 
 /// The rule that classified a change. Serialized in snake_case.
+///
+/// Non-exhaustive: every new field of the manifest brings its rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Rule {
     /// A tool was granted.
     ToolAdded,
