@@ -13,7 +13,7 @@
 use crate::checks::rustdoc_unstable;
 use crate::cmd::{self, cargo, run, timed};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// `cargo xtask api [--check]`.
@@ -94,7 +94,14 @@ pub(crate) fn listing(doc: &Value) -> String {
     let mut lines = BTreeSet::new();
     let root = &doc["root"];
     let crate_name = doc["index"][key(root)]["name"].as_str().unwrap_or("crate").to_owned();
-    let mut walk = Walk { doc, lines: &mut lines, seen: BTreeSet::new() };
+    // A first walk finds where each item is reachable, so that the listing names a type defined
+    // in a private module and re-exported at the path a user writes, not where it is defined.
+    let none = BTreeMap::new();
+    let mut scratch = BTreeSet::new();
+    let mut first = Walk { doc, lines: &mut scratch, seen: BTreeSet::new(), public: &none };
+    first.item(root, &crate_name);
+    let public = public_paths(doc, &first.seen);
+    let mut walk = Walk { doc, lines: &mut lines, seen: BTreeSet::new(), public: &public };
     walk.item(root, &crate_name);
     let mut out = format!("# rustdoc JSON format {}\n", doc["format_version"]);
     for line in lines {
@@ -102,6 +109,30 @@ pub(crate) fn listing(doc: &Value) -> String {
         out.push('\n');
     }
     out
+}
+
+/// For each item that rustdoc names by a path no user can write (its definition in a private
+/// module), the path it is reachable at: the shortest, then the first in order.
+fn public_paths(doc: &Value, seen: &BTreeSet<(String, String)>) -> BTreeMap<String, String> {
+    let mut reachable: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (id, path) in seen {
+        reachable.entry(id.as_str()).or_default().push(path.as_str());
+    }
+    let mut public = BTreeMap::new();
+    for (id, mut paths) in reachable {
+        if doc["index"][id]["crate_id"] != 0 {
+            continue;
+        }
+        let defined = doc["paths"][id]["path"]
+            .as_array()
+            .map(|parts| parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"));
+        if defined.as_deref().is_some_and(|d| paths.contains(&d)) {
+            continue;
+        }
+        paths.sort_by_key(|p| (p.matches("::").count(), *p));
+        public.insert(id.to_owned(), paths[0].to_owned());
+    }
+    public
 }
 
 fn key(id: &Value) -> String {
@@ -114,7 +145,10 @@ fn key(id: &Value) -> String {
 struct Walk<'a> {
     doc: &'a Value,
     lines: &'a mut BTreeSet<String>,
+    /// Every (item, path) listed so far.
     seen: BTreeSet<(String, String)>,
+    /// The paths to name re-exported items at ([`public_paths`]).
+    public: &'a BTreeMap<String, String>,
 }
 
 impl<'a> Walk<'a> {
@@ -157,9 +191,14 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// The renderer of types, paths and bounds.
+    fn types(&self) -> Type<'a> {
+        Type { doc: self.doc, public: self.public }
+    }
+
     /// A type, rendered.
     fn ty(&self, t: &Value) -> String {
-        Type(self.doc).render(t)
+        self.types().render(t)
     }
 
     /// A re-export: the item it names, at this path (a glob: its items, here).
@@ -315,8 +354,8 @@ impl<'a> Walk<'a> {
                 let generics = self.generics(&inner["generics"]);
                 let not = if inner["is_negative"] == true { "!" } else { "" };
                 let unsafety = if inner["is_unsafe"] == true { "unsafe " } else { "" };
-                let trait_path = Type(self.doc).path(&inner["trait"]);
-                let target = Type(self.doc).render(&inner["for"]);
+                let trait_path = self.types().path(&inner["trait"]);
+                let target = self.types().render(&inner["for"]);
                 self.lines.insert(format!("{unsafety}impl{} {not}{trait_path} for {target}{}", generics.0, generics.1));
             }
         }
@@ -328,7 +367,7 @@ impl<'a> Walk<'a> {
         let name = item["name"].as_str().unwrap_or("_");
         let (kind, inner) = item["inner"].as_object()?.iter().next()?;
         let path = format!("{owner}::{name}");
-        let ty = |t: &Value| Type(self.doc).render(t);
+        let ty = |t: &Value| self.types().render(t);
         Some(match kind.as_str() {
             "function" => format!("pub {}", self.function(inner, &path)),
             "assoc_const" => format!("pub const {path}: {}", ty(&inner["type"])),
@@ -359,21 +398,21 @@ impl<'a> Walk<'a> {
             .flatten()
             .map(|pair| {
                 let name = pair[0].as_str().unwrap_or("_");
-                let t = Type(self.doc).render(&pair[1]);
+                let t = self.types().render(&pair[1]);
                 if name == "self" { self_form(&t) } else { format!("{name}: {t}") }
             })
             .collect();
         let output = if sig["output"].is_null() {
             String::new()
         } else {
-            format!(" -> {}", Type(self.doc).render(&sig["output"]))
+            format!(" -> {}", self.types().render(&sig["output"]))
         };
         format!("{quals}fn {path}{}({}){output}{}", generics.0, inputs.join(", "), generics.1)
     }
 
     /// `(<params>, where-clause)`.
     fn generics(&self, generics: &Value) -> (String, String) {
-        let t = Type(self.doc);
+        let t = self.types();
         let params: Vec<String> = generics["params"]
             .as_array()
             .into_iter()
@@ -420,7 +459,7 @@ impl<'a> Walk<'a> {
     }
 
     fn bounds(&self, bounds: &Value) -> String {
-        Type(self.doc).bounds(bounds)
+        self.types().bounds(bounds)
     }
 }
 
@@ -436,7 +475,11 @@ fn self_form(t: &str) -> String {
 
 /// Renders rustdoc JSON types as Rust source.
 #[derive(Clone, Copy)]
-struct Type<'a>(&'a Value);
+struct Type<'a> {
+    doc: &'a Value,
+    /// The paths to name re-exported items at ([`public_paths`]).
+    public: &'a BTreeMap<String, String>,
+}
 
 impl Type<'_> {
     fn render(self, t: &Value) -> String {
@@ -496,13 +539,16 @@ impl Type<'_> {
         }
     }
 
-    /// A path with its generic arguments: the full path of a local item, the written one otherwise.
+    /// A path with its generic arguments: the full path of a local item (where it is
+    /// reachable), the written one otherwise.
     fn path(self, p: &Value) -> String {
         let written = p["path"].as_str().or(p["name"].as_str()).unwrap_or("_");
-        let local = self.0["paths"].get(key(&p["id"])).filter(|s| s["crate_id"] == 0);
-        let name = match local.and_then(|s| s["path"].as_array()) {
-            Some(parts) => parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"),
-            None => written.to_owned(),
+        let id = key(&p["id"]);
+        let local = self.doc["paths"].get(&id).filter(|s| s["crate_id"] == 0);
+        let name = match (self.public.get(&id), local.and_then(|s| s["path"].as_array())) {
+            (Some(public), _) => public.clone(),
+            (None, Some(parts)) => parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"),
+            (None, None) => written.to_owned(),
         };
         format!("{name}{}", self.args(&p["args"]))
     }
@@ -630,6 +676,15 @@ pub mod demo
 pub struct demo::Token
 ";
         assert_eq!(listing, expected);
+    }
+
+    /// A type defined in a private module and re-exported is named where a user reaches it, in
+    /// signatures and impls alike: moving a type into a private module changes nothing.
+    #[test]
+    fn a_type_is_named_at_the_path_it_is_reachable_at_not_where_it_is_defined() {
+        let mut moved = demo();
+        moved["paths"]["2"]["path"] = serde_json::json!(["demo", "inner", "Token"]);
+        assert_eq!(listing(&moved), listing(&demo()));
     }
 
     #[test]
