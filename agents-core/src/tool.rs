@@ -4,8 +4,13 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How a tool call is carried out.
+///
+/// Non-exhaustive: a new way of carrying out a call may be added. Code outside this crate that
+/// matches on a tier needs an arm for the others, and should refuse (or treat as the strictest)
+/// a tier it does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Tier {
     /// Runs on its own; nothing changes.
     Read,
@@ -33,8 +38,12 @@ impl fmt::Display for Tier {
 }
 
 /// A coarse statement of blast radius, shown to reviewers and to the person confirming.
+///
+/// Non-exhaustive: a finer grade may be added. Code outside this crate that matches on a risk
+/// needs an arm for the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Risk {
     /// Reversible, local.
     Low,

@@ -13,7 +13,7 @@
 use crate::checks::rustdoc_unstable;
 use crate::cmd::{self, cargo, run, timed};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// `cargo xtask api [--check]`.
@@ -94,7 +94,14 @@ pub(crate) fn listing(doc: &Value) -> String {
     let mut lines = BTreeSet::new();
     let root = &doc["root"];
     let crate_name = doc["index"][key(root)]["name"].as_str().unwrap_or("crate").to_owned();
-    let mut walk = Walk { doc, lines: &mut lines, seen: BTreeSet::new() };
+    // A first walk finds where each item is reachable, so that the listing names a type defined
+    // in a private module and re-exported at the path a user writes, not where it is defined.
+    let none = BTreeMap::new();
+    let mut scratch = BTreeSet::new();
+    let mut first = Walk { doc, lines: &mut scratch, seen: BTreeSet::new(), public: &none };
+    first.item(root, &crate_name);
+    let public = public_paths(doc, &first.seen);
+    let mut walk = Walk { doc, lines: &mut lines, seen: BTreeSet::new(), public: &public };
     walk.item(root, &crate_name);
     let mut out = format!("# rustdoc JSON format {}\n", doc["format_version"]);
     for line in lines {
@@ -102,6 +109,30 @@ pub(crate) fn listing(doc: &Value) -> String {
         out.push('\n');
     }
     out
+}
+
+/// For each item that rustdoc names by a path no user can write (its definition in a private
+/// module), the path it is reachable at: the shortest, then the first in order.
+fn public_paths(doc: &Value, seen: &BTreeSet<(String, String)>) -> BTreeMap<String, String> {
+    let mut reachable: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (id, path) in seen {
+        reachable.entry(id.as_str()).or_default().push(path.as_str());
+    }
+    let mut public = BTreeMap::new();
+    for (id, mut paths) in reachable {
+        if doc["index"][id]["crate_id"] != 0 {
+            continue;
+        }
+        let defined = doc["paths"][id]["path"]
+            .as_array()
+            .map(|parts| parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"));
+        if defined.as_deref().is_some_and(|d| paths.contains(&d)) {
+            continue;
+        }
+        paths.sort_by_key(|p| (p.matches("::").count(), *p));
+        public.insert(id.to_owned(), paths[0].to_owned());
+    }
+    public
 }
 
 fn key(id: &Value) -> String {
@@ -114,7 +145,10 @@ fn key(id: &Value) -> String {
 struct Walk<'a> {
     doc: &'a Value,
     lines: &'a mut BTreeSet<String>,
+    /// Every (item, path) listed so far.
     seen: BTreeSet<(String, String)>,
+    /// The paths to name re-exported items at ([`public_paths`]).
+    public: &'a BTreeMap<String, String>,
 }
 
 impl<'a> Walk<'a> {
@@ -135,8 +169,6 @@ impl<'a> Walk<'a> {
             }
             return;
         };
-        let doc = self.doc;
-        let ty = |t: &Value| Type(doc).render(t);
         match kind.as_str() {
             "module" => {
                 self.lines.insert(format!("pub mod {path}"));
@@ -147,37 +179,30 @@ impl<'a> Walk<'a> {
             "use" => self.reexport(inner, path),
             "struct" | "union" => self.structure(kind, inner, path),
             "enum" => self.enumeration(inner, path),
+            "trait" => self.trait_def(inner, path),
             "function" => {
                 let line = self.function(inner, path);
                 self.lines.insert(format!("pub {line}"));
             }
-            "trait" => self.trait_with_members(inner, path),
-            "type_alias" => {
-                let generics = self.generics(&inner["generics"]);
-                self.lines.insert(format!("pub type {path}{}{} = {}", generics.0, generics.1, ty(&inner["type"])));
-            }
-            "constant" => {
-                self.lines.insert(format!("pub const {path}: {}", ty(&inner["type"])));
-            }
-            "static" => {
-                let m = if inner["is_mutable"] == true { "mut " } else { "" };
-                self.lines.insert(format!("pub static {m}{path}: {}", ty(&inner["type"])));
-            }
-            "macro" => {
-                self.lines.insert(format!("pub macro {path}!"));
-            }
-            "proc_macro" => {
-                let kind = inner["kind"].as_str().unwrap_or("bang");
-                self.lines.insert(format!("pub proc_macro({kind}) {path}"));
-            }
             other => {
-                self.lines.insert(format!("pub {other} {path}"));
+                let line = self.declaration(other, inner, path);
+                self.lines.insert(line);
             }
         }
     }
 
+    /// The renderer of types, paths and bounds.
+    fn types(&self) -> Type<'a> {
+        Type { doc: self.doc, public: self.public }
+    }
+
+    /// A type, rendered.
+    fn ty(&self, t: &Value) -> String {
+        self.types().render(t)
+    }
+
     /// A re-export: the item it names, at this path (a glob: its items, here).
-    fn reexport(&mut self, inner: &'a Value, path: &str) {
+    fn reexport(&mut self, inner: &Value, path: &str) {
         let target = &inner["id"];
         let name = inner["name"].as_str().unwrap_or_default();
         let parent = path.rsplit_once("::").map_or(path, |(p, _)| p);
@@ -199,16 +224,14 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// A struct or union (`kind`): its generics, its fields' types, its impls.
-    fn structure(&mut self, kind: &str, inner: &'a Value, path: &str) {
-        let doc = self.doc;
-        let ty = |t: &Value| Type(doc).render(t);
+    /// A struct or union (`kind`): its line, its fields and its impls.
+    fn structure(&mut self, kind: &str, inner: &Value, path: &str) {
         let generics = self.generics(&inner["generics"]);
         let shape = &inner["kind"];
         if let Some(fields) = shape["tuple"].as_array() {
             let fields: Vec<String> = fields
                 .iter()
-                .map(|f| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"])))
+                .map(|f| self.get(f).map_or("_".to_owned(), |f| self.ty(&f["inner"]["struct_field"])))
                 .collect();
             self.lines.insert(format!("pub {kind} {path}{}({}){}", generics.0, fields.join(", "), generics.1));
         } else {
@@ -217,47 +240,50 @@ impl<'a> Walk<'a> {
             let fields = shape["plain"]["fields"].as_array().or(inner["fields"].as_array());
             for f in fields.into_iter().flatten() {
                 if let Some(field) = self.get(f) {
-                    self.lines.insert(format!(
+                    let line = format!(
                         "pub {path}.{}: {}",
                         field["name"].as_str().unwrap_or("_"),
-                        ty(&field["inner"]["struct_field"])
-                    ));
+                        self.ty(&field["inner"]["struct_field"])
+                    );
+                    self.lines.insert(line);
                 }
             }
         }
         self.impls(&inner["impls"], path);
     }
 
-    /// An enum: its generics, each variant with its fields' types, its impls.
-    fn enumeration(&mut self, inner: &'a Value, path: &str) {
-        let doc = self.doc;
-        let ty = |t: &Value| Type(doc).render(t);
+    /// An enum: its line, one per variant with its fields, and its impls.
+    fn enumeration(&mut self, inner: &Value, path: &str) {
         let generics = self.generics(&inner["generics"]);
         self.lines.insert(format!("pub enum {path}{}{}", generics.0, generics.1));
         for v in inner["variants"].as_array().into_iter().flatten() {
             let Some(variant) = self.get(v) else { continue };
             let name = variant["name"].as_str().unwrap_or("_");
-            let shape = &variant["inner"]["variant"]["kind"];
-            let field_type = |f: &Value| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"]));
-            let body = if let Some(fields) = shape["tuple"].as_array() {
-                format!("({})", fields.iter().map(field_type).collect::<Vec<_>>().join(", "))
-            } else if let Some(fields) = shape["struct"]["fields"].as_array() {
-                let fields: Vec<String> = fields
-                    .iter()
-                    .filter_map(|f| self.get(f))
-                    .map(|f| format!("{}: {}", f["name"].as_str().unwrap_or("_"), ty(&f["inner"]["struct_field"])))
-                    .collect();
-                format!(" {{ {} }}", fields.join(", "))
-            } else {
-                String::new()
-            };
+            let body = self.variant_body(&variant["inner"]["variant"]["kind"]);
             self.lines.insert(format!("pub {path}::{name}{body}"));
         }
         self.impls(&inner["impls"], path);
     }
 
-    /// A trait: its generics, bounds and safety, then each of its members.
-    fn trait_with_members(&mut self, inner: &'a Value, path: &str) {
+    /// A variant's fields as written after its name: `(A, B)`, ` { a: A }`, or nothing.
+    fn variant_body(&self, shape: &Value) -> String {
+        let field_type = |f: &Value| self.get(f).map_or("_".to_owned(), |f| self.ty(&f["inner"]["struct_field"]));
+        if let Some(fields) = shape["tuple"].as_array() {
+            format!("({})", fields.iter().map(field_type).collect::<Vec<_>>().join(", "))
+        } else if let Some(fields) = shape["struct"]["fields"].as_array() {
+            let fields: Vec<String> = fields
+                .iter()
+                .filter_map(|f| self.get(f))
+                .map(|f| format!("{}: {}", f["name"].as_str().unwrap_or("_"), self.ty(&f["inner"]["struct_field"])))
+                .collect();
+            format!(" {{ {} }}", fields.join(", "))
+        } else {
+            String::new()
+        }
+    }
+
+    /// A trait: its line with its bounds, and one per member.
+    fn trait_def(&mut self, inner: &Value, path: &str) {
         let generics = self.generics(&inner["generics"]);
         let bounds = self.bounds(&inner["bounds"]);
         let bounds = if bounds.is_empty() { String::new() } else { format!(": {bounds}") };
@@ -267,6 +293,25 @@ impl<'a> Walk<'a> {
             if let Some(line) = self.member(member, path) {
                 self.lines.insert(line);
             }
+        }
+    }
+
+    /// The line of an item that contains nothing listed: a type alias, a constant, a static, a
+    /// macro, or another `kind`.
+    fn declaration(&self, kind: &str, inner: &Value, path: &str) -> String {
+        match kind {
+            "type_alias" => {
+                let generics = self.generics(&inner["generics"]);
+                format!("pub type {path}{}{} = {}", generics.0, generics.1, self.ty(&inner["type"]))
+            }
+            "constant" => format!("pub const {path}: {}", self.ty(&inner["type"])),
+            "static" => {
+                let m = if inner["is_mutable"] == true { "mut " } else { "" };
+                format!("pub static {m}{path}: {}", self.ty(&inner["type"]))
+            }
+            "macro" => format!("pub macro {path}!"),
+            "proc_macro" => format!("pub proc_macro({}) {path}", inner["kind"].as_str().unwrap_or("bang")),
+            other => format!("pub {other} {path}"),
         }
     }
 
@@ -309,8 +354,8 @@ impl<'a> Walk<'a> {
                 let generics = self.generics(&inner["generics"]);
                 let not = if inner["is_negative"] == true { "!" } else { "" };
                 let unsafety = if inner["is_unsafe"] == true { "unsafe " } else { "" };
-                let trait_path = Type(self.doc).path(&inner["trait"]);
-                let target = Type(self.doc).render(&inner["for"]);
+                let trait_path = self.types().path(&inner["trait"]);
+                let target = self.types().render(&inner["for"]);
                 self.lines.insert(format!("{unsafety}impl{} {not}{trait_path} for {target}{}", generics.0, generics.1));
             }
         }
@@ -322,7 +367,7 @@ impl<'a> Walk<'a> {
         let name = item["name"].as_str().unwrap_or("_");
         let (kind, inner) = item["inner"].as_object()?.iter().next()?;
         let path = format!("{owner}::{name}");
-        let ty = |t: &Value| Type(self.doc).render(t);
+        let ty = |t: &Value| self.types().render(t);
         Some(match kind.as_str() {
             "function" => format!("pub {}", self.function(inner, &path)),
             "assoc_const" => format!("pub const {path}: {}", ty(&inner["type"])),
@@ -353,21 +398,21 @@ impl<'a> Walk<'a> {
             .flatten()
             .map(|pair| {
                 let name = pair[0].as_str().unwrap_or("_");
-                let t = Type(self.doc).render(&pair[1]);
+                let t = self.types().render(&pair[1]);
                 if name == "self" { self_form(&t) } else { format!("{name}: {t}") }
             })
             .collect();
         let output = if sig["output"].is_null() {
             String::new()
         } else {
-            format!(" -> {}", Type(self.doc).render(&sig["output"]))
+            format!(" -> {}", self.types().render(&sig["output"]))
         };
         format!("{quals}fn {path}{}({}){output}{}", generics.0, inputs.join(", "), generics.1)
     }
 
     /// `(<params>, where-clause)`.
     fn generics(&self, generics: &Value) -> (String, String) {
-        let t = Type(self.doc);
+        let t = self.types();
         let params: Vec<String> = generics["params"]
             .as_array()
             .into_iter()
@@ -414,7 +459,7 @@ impl<'a> Walk<'a> {
     }
 
     fn bounds(&self, bounds: &Value) -> String {
-        Type(self.doc).bounds(bounds)
+        self.types().bounds(bounds)
     }
 }
 
@@ -430,7 +475,11 @@ fn self_form(t: &str) -> String {
 
 /// Renders rustdoc JSON types as Rust source.
 #[derive(Clone, Copy)]
-struct Type<'a>(&'a Value);
+struct Type<'a> {
+    doc: &'a Value,
+    /// The paths to name re-exported items at ([`public_paths`]).
+    public: &'a BTreeMap<String, String>,
+}
 
 impl Type<'_> {
     fn render(self, t: &Value) -> String {
@@ -490,13 +539,16 @@ impl Type<'_> {
         }
     }
 
-    /// A path with its generic arguments: the full path of a local item, the written one otherwise.
+    /// A path with its generic arguments: the full path of a local item (where it is
+    /// reachable), the written one otherwise.
     fn path(self, p: &Value) -> String {
         let written = p["path"].as_str().or(p["name"].as_str()).unwrap_or("_");
-        let local = self.0["paths"].get(key(&p["id"])).filter(|s| s["crate_id"] == 0);
-        let name = match local.and_then(|s| s["path"].as_array()) {
-            Some(parts) => parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"),
-            None => written.to_owned(),
+        let id = key(&p["id"]);
+        let local = self.doc["paths"].get(&id).filter(|s| s["crate_id"] == 0);
+        let name = match (self.public.get(&id), local.and_then(|s| s["path"].as_array())) {
+            (Some(public), _) => public.clone(),
+            (None, Some(parts)) => parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"),
+            (None, None) => written.to_owned(),
         };
         format!("{name}{}", self.args(&p["args"]))
     }
@@ -624,6 +676,15 @@ pub mod demo
 pub struct demo::Token
 ";
         assert_eq!(listing, expected);
+    }
+
+    /// A type defined in a private module and re-exported is named where a user reaches it, in
+    /// signatures and impls alike: moving a type into a private module changes nothing.
+    #[test]
+    fn a_type_is_named_at_the_path_it_is_reachable_at_not_where_it_is_defined() {
+        let mut moved = demo();
+        moved["paths"]["2"]["path"] = serde_json::json!(["demo", "inner", "Token"]);
+        assert_eq!(listing(&moved), listing(&demo()));
     }
 
     #[test]

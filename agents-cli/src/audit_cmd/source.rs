@@ -4,7 +4,7 @@
 
 use super::ChainArgs;
 use crate::error::CliError;
-use agents_core::audit::lines::{JsonlLines, LineError};
+use agents_core::audit::lines::{JsonlLines, LineError, RawLine};
 use agents_core::audit::sqlite;
 use agents_core::audit::{
     AuditRecord, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint, CheckpointVerifyingKey, EpochPolicy,
@@ -27,6 +27,13 @@ pub(crate) struct Scan {
     pub(crate) bad_lines: Vec<(usize, String)>,
     /// How many lines were not records in all.
     pub(crate) bad_line_count: u64,
+}
+
+impl Scan {
+    /// Before the first line: no record, no verdict yet.
+    fn new() -> Self {
+        Scan { chain: Err(ChainError::TornTail { line: 0 }), records: 0, bad_lines: Vec::new(), bad_line_count: 0 }
+    }
 }
 
 /// Whether to go on reading after the chain breaks (`show` and `stats` work on the records as
@@ -106,76 +113,105 @@ fn scan_jsonl(
     file: File,
     shown: &str,
     max_line: usize,
-    mut verifier: ChainVerifier,
+    verifier: ChainVerifier,
     after_break: AfterBreak,
     progress: &Progress,
     each: &mut dyn FnMut(usize, &AuditRecord),
 ) -> Result<Scan, CliError> {
     let mut lines = JsonlLines::new(BufReader::with_capacity(1 << 16, file), max_line);
-    let mut broken: Option<ChainError> = None;
-    let mut scan =
-        Scan { chain: Err(ChainError::TornTail { line: 0 }), records: 0, bad_lines: Vec::new(), bad_line_count: 0 };
+    let mut pass = JsonlPass { verifier, after_break, broken: None, scan: Scan::new() };
     let mut last_progress = 0u64;
-    loop {
-        let line = match lines.next_line() {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
-            Err(LineError::TooLong { line, limit }) => {
-                return Err(CliError::new(format!(
-                    "`{shown}`: line {line} is longer than {limit} bytes; it is not read (nothing after it is checked)"
-                ))
-                .hint("an audit record is far shorter; if this log really holds longer records, raise the limit with --max-line-bytes"));
-            }
-            Err(LineError::Io { line, source }) => {
-                return Err(CliError::new(format!("cannot read audit log `{shown}` after line {line}: {source}")));
-            }
-        };
-        let number = line.number;
+    while let Some(line) = read_line(&mut lines, shown)? {
         if line.offset - last_progress > 1 << 20 {
             progress.set(line.offset);
             last_progress = line.offset;
         }
-        let text = match std::str::from_utf8(line.bytes) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                let detail = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
-                if !line.terminated {
-                    note_break(&mut broken, ChainError::TornTail { line: number });
-                } else {
-                    note_break(&mut broken, ChainError::Malformed { line: number, detail: detail.clone() });
-                }
-                note_bad(&mut scan, number, detail);
-                None
-            }
-        };
-        if number == 1
+        let text = pass.decode(&line);
+        if line.number == 1
             && let Some(text) = text
             && serde_json::from_str::<AuditRecord>(text).is_err()
         {
             refuse_non_log(text, line.terminated, shown)?;
         }
-        if broken.is_some() && after_break == AfterBreak::Stop {
+        if pass.stopped() {
             break;
         }
         let Some(text) = text else { continue };
-        if broken.is_none() {
-            if !line.terminated {
-                note_break(&mut broken, ChainError::TornTail { line: number });
-                if after_break == AfterBreak::Stop {
-                    break;
+        if pass.take(text, line.number, line.terminated, each).is_break() {
+            break;
+        }
+    }
+    Ok(pass.finish())
+}
+
+/// The next line of the log, `None` at its end; a line over the limit or a failed read is an
+/// error (nothing after it is checked).
+fn read_line<'a>(lines: &'a mut JsonlLines<BufReader<File>>, shown: &str) -> Result<Option<RawLine<'a>>, CliError> {
+    lines.next_line().map_err(|e| match e {
+        LineError::TooLong { line, limit } => CliError::new(format!(
+            "`{shown}`: line {line} is longer than {limit} bytes; it is not read (nothing after it is checked)"
+        ))
+        .hint("an audit record is far shorter; if this log really holds longer records, raise the limit with --max-line-bytes"),
+        LineError::Io { line, source } => {
+            CliError::new(format!("cannot read audit log `{shown}` after line {line}: {source}"))
+        }
+    })
+}
+
+/// One pass over a JSONL log: the verifier, the first break, and what was found so far.
+struct JsonlPass {
+    verifier: ChainVerifier,
+    after_break: AfterBreak,
+    broken: Option<ChainError>,
+    scan: Scan,
+}
+
+impl JsonlPass {
+    /// The line as text; a line that is not UTF-8 is a break (a torn one when unterminated)
+    /// and a bad line.
+    fn decode<'a>(&mut self, line: &RawLine<'a>) -> Option<&'a str> {
+        let e = match std::str::from_utf8(line.bytes) {
+            Ok(text) => return Some(text),
+            Err(e) => e,
+        };
+        let number = line.number;
+        let detail = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
+        if !line.terminated {
+            note_break(&mut self.broken, ChainError::TornTail { line: number });
+        } else {
+            note_break(&mut self.broken, ChainError::Malformed { line: number, detail: detail.clone() });
+        }
+        note_bad(&mut self.scan, number, detail);
+        None
+    }
+
+    /// Whether the pass ends here: the chain broke and `verify` stops at the first bad line.
+    fn stopped(&self) -> bool {
+        self.broken.is_some() && self.after_break == AfterBreak::Stop
+    }
+
+    /// Takes line `number`: verified while the chain holds (an unterminated line breaks it);
+    /// after a break, the record as it is, or a bad line.
+    fn take(
+        &mut self,
+        text: &str,
+        number: usize,
+        terminated: bool,
+        each: &mut dyn FnMut(usize, &AuditRecord),
+    ) -> ControlFlow<()> {
+        if self.broken.is_none() {
+            let verified =
+                if terminated { self.verifier.line(text, number) } else { Err(ChainError::TornTail { line: number }) };
+            match verified {
+                Ok(record) => {
+                    self.scan.records += 1;
+                    each(number, &record);
+                    return ControlFlow::Continue(());
                 }
-            } else {
-                match verifier.line(text, number) {
-                    Ok(record) => {
-                        scan.records += 1;
-                        each(number, &record);
-                        continue;
-                    }
-                    Err(e) => {
-                        note_break(&mut broken, e);
-                        if after_break == AfterBreak::Stop {
-                            break;
-                        }
+                Err(e) => {
+                    note_break(&mut self.broken, e);
+                    if self.stopped() {
+                        return ControlFlow::Break(());
                     }
                 }
             }
@@ -183,18 +219,23 @@ fn scan_jsonl(
         // After a break: the records as they are.
         match serde_json::from_str::<AuditRecord>(text) {
             Ok(record) => {
-                scan.records += 1;
+                self.scan.records += 1;
                 each(number, &record);
             }
-            Err(e) if line.terminated => note_bad(&mut scan, number, e.to_string()),
-            Err(_) => note_bad(&mut scan, number, "torn (a write was cut off)".to_owned()),
+            Err(e) if terminated => note_bad(&mut self.scan, number, e.to_string()),
+            Err(_) => note_bad(&mut self.scan, number, "torn (a write was cut off)".to_owned()),
         }
+        ControlFlow::Continue(())
     }
-    scan.chain = match broken {
-        Some(e) => Err(e),
-        None => verifier.finish(),
-    };
-    Ok(scan)
+
+    /// The scan, with the chain's verdict: the first break, or the verifier's summary.
+    fn finish(mut self) -> Scan {
+        self.scan.chain = match self.broken {
+            Some(e) => Err(e),
+            None => self.verifier.finish(),
+        };
+        self.scan
+    }
 }
 
 fn note_break(broken: &mut Option<ChainError>, e: ChainError) {
@@ -250,8 +291,7 @@ fn scan_sqlite(
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(sqlite_error)?;
     progress.set_length(sqlite::count_records(&conn).map_err(sqlite_error)?);
-    let mut scan =
-        Scan { chain: Err(ChainError::TornTail { line: 0 }), records: 0, bad_lines: Vec::new(), bad_line_count: 0 };
+    let mut scan = Scan::new();
     let mut broken = None;
     let stop = |broken: &Option<ChainError>| {
         if broken.is_some() && after_break == AfterBreak::Stop {

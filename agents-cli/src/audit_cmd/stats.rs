@@ -56,6 +56,8 @@ pub(crate) fn stats(
         Tier::Read => 0,
         Tier::Action => 1,
         Tier::Handoff => 2,
+        // A tier this command does not know counts as the strictest.
+        _ => 3,
     };
     let effective = |r: &AuditRecord| -> Option<Tier> {
         match (r.tier, declared(r)) {

@@ -137,18 +137,18 @@ impl CheckpointSigningKey {
     }
 
     /// A new random key from the operating system's generator.
-    pub fn generate() -> Result<Self, super::KeyError> {
+    pub fn generate() -> Result<Self, super::keyed::KeyError> {
         let mut secret = zeroize::Zeroizing::new([0u8; 32]);
-        getrandom::fill(secret.as_mut()).map_err(|e| super::KeyError::Random(e.to_string()))?;
+        getrandom::fill(secret.as_mut()).map_err(|e| super::keyed::KeyError::Random(e.to_string()))?;
         Ok(Self::from_bytes(*secret))
     }
 
     /// Reads the secret as 64 hex digits (surrounding whitespace allowed).
-    pub fn from_hex(text: &str) -> Result<Self, super::KeyError> {
+    pub fn from_hex(text: &str) -> Result<Self, super::keyed::KeyError> {
         let mut secret = zeroize::Zeroizing::new([0u8; 32]);
         let text = text.trim();
         if text.len() != 64 || hex::decode_to_slice(text, secret.as_mut()).is_err() {
-            return Err(super::KeyError::NotAKey);
+            return Err(super::keyed::KeyError::NotAKey);
         }
         Ok(Self::from_bytes(*secret))
     }
@@ -176,15 +176,15 @@ pub struct CheckpointVerifyingKey(ed25519_dalek::VerifyingKey);
 
 impl CheckpointVerifyingKey {
     /// Reads 64 hex digits (surrounding whitespace allowed).
-    pub fn from_hex(text: &str) -> Result<Self, super::KeyError> {
+    pub fn from_hex(text: &str) -> Result<Self, super::keyed::KeyError> {
         let mut bytes = [0u8; 32];
         let text = text.trim();
         if text.len() != 64 || hex::decode_to_slice(text, &mut bytes).is_err() {
-            return Err(super::KeyError::NotAKey);
+            return Err(super::keyed::KeyError::NotAKey);
         }
         ed25519_dalek::VerifyingKey::from_bytes(&bytes)
             .map(CheckpointVerifyingKey)
-            .map_err(|_| super::KeyError::NotAKey)
+            .map_err(|_| super::keyed::KeyError::NotAKey)
     }
 
     /// The 64 lowercase hex digits.

@@ -1,7 +1,7 @@
 //! Which audit records a reader asked for: the one predicate behind `agents audit show` and
 //! the service's audit query.
 
-use super::{AuditRecord, AuditStatus};
+use super::record::{AuditRecord, AuditStatus};
 use crate::Tier;
 use std::collections::BTreeSet;
 use time::OffsetDateTime;

@@ -21,7 +21,7 @@
 //! Records are scoped by run: a run's state is dropped at its `run_finished` record, so a
 //! [`SevereFinder`] holds memory for the runs in flight, not for the whole log.
 
-use super::{AuditRecord, AuditStatus};
+use super::record::{AuditRecord, AuditStatus};
 use crate::SharedStr;
 use crate::tool::Tier;
 use std::collections::HashMap;

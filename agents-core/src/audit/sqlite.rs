@@ -11,7 +11,7 @@
 //! every record to a [`ChainVerifier`](super::ChainVerifier) to learn whether the table was
 //! changed behind the writer.
 
-use super::{AuditRecord, AuditResult, AuditStatus};
+use super::record::{AuditRecord, AuditResult, AuditStatus};
 use crate::SharedValue;
 use crate::tool::Tier;
 use rusqlite::{Connection, Row};

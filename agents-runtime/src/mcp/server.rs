@@ -250,6 +250,8 @@ pub(crate) fn tool_of(spec: &ToolSpec, schema: Option<&Value>) -> Tool {
         Tier::Read => base.read_only(true),
         Tier::Action => base.read_only(false).destructive(spec.risk >= Risk::High),
         Tier::Handoff => base.read_only(false).destructive(false),
+        // A tier this server does not know: the most cautious hints.
+        _ => base.read_only(false).destructive(true),
     };
     Tool::new(spec.name, spec.description, Arc::new(input)).with_annotations(annotations)
 }

@@ -81,6 +81,7 @@ pub(super) fn impls(
             quote!(impl #seal::HandoffByToolMacro for #fn_ident {} impl #rt::HandoffTool for #fn_ident {}),
             quote!(#rt::tool::Handler::Handoff(::core::marker::PhantomData)),
         ),
+        other => unreachable!("`#[tool]` gives a tool one of the three tiers, not {other}"),
     };
     let dispatch_where = if tool.tier == Tier::Handoff { quote!() } else { agent_where(tool, rt) };
     quote! {

@@ -21,8 +21,12 @@ use crate::diff::{ChangeKind, ManifestDiff};
 use crate::manifest::{AgentEntry, Manifest, ParamEntry, PolicyEntry, ToolEntry};
 use crate::{Public, Risk, RoleMap, Tier};
 use askama::Template;
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use graph::{Graph, graph};
+use std::collections::BTreeSet;
+use widened::Widened;
+
+mod graph;
+mod widened;
 
 /// What goes into a report.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +65,7 @@ pub const LINKED_CSP: &str =
     "default-src 'none'; style-src 'self'; img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'";
 
 /// The report's style sheet, for a server to serve at [`Report::stylesheet`].
-pub const STYLE: &str = include_str!("../templates/report.css");
+pub const STYLE: &str = include_str!("../../templates/report.css");
 
 /// The whole page, as the template reads it.
 #[derive(Template)]
@@ -157,89 +161,6 @@ struct ReachRow<'a> {
     cells: Vec<Option<(&'static str, &'static str)>>,
 }
 
-/// A coordinate printed with one decimal, as SVG attributes take it.
-#[derive(Clone, Copy)]
-struct Px(f64);
-
-impl fmt::Display for Px {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.1}", self.0)
-    }
-}
-
-/// A size printed as a whole number.
-#[derive(Clone, Copy)]
-struct Whole(f64);
-
-impl fmt::Display for Whole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.0}", self.0)
-    }
-}
-
-struct Graph<'a> {
-    width: Whole,
-    height: Whole,
-    node_h: f64,
-    columns: Vec<(&'static str, Px)>,
-    edges: Vec<Edge>,
-    agent: NodeText<'a>,
-    skills: Vec<SkillNode<'a>>,
-    tools: Vec<ToolNode<'a>>,
-}
-
-struct Edge {
-    /// The path's `d`: numbers only.
-    d: String,
-    widened: bool,
-}
-
-/// A node's box and its two lines of text.
-struct NodeText<'a> {
-    x: Px,
-    y: Px,
-    w: Px,
-    text_x: Px,
-    main_y: Px,
-    sub_y: Px,
-    main: &'a str,
-    sub: String,
-}
-
-struct SkillNode<'a> {
-    node: NodeText<'a>,
-    pseudo: bool,
-}
-
-struct Outline {
-    x: Px,
-    y: Px,
-    w: Px,
-    h: Px,
-}
-
-struct Flag {
-    x: Px,
-    y: Px,
-    w: Px,
-    text_x: Px,
-    text_y: Px,
-    label: &'static str,
-}
-
-struct ToolNode<'a> {
-    node: NodeText<'a>,
-    tier: &'static str,
-    risk: &'static str,
-    description: &'a str,
-    fill: &'static str,
-    text_color: &'static str,
-    stroke: &'static str,
-    stroke_width: f64,
-    outline: Option<Outline>,
-    flag: Option<Flag>,
-}
-
 fn tier_class(t: Tier) -> &'static str {
     match t {
         Tier::Read => "tier-read",
@@ -281,51 +202,6 @@ fn code_spans(s: &str) -> Vec<(&str, bool)> {
         return vec![(s, false)];
     }
     parts.into_iter().enumerate().map(|(i, p)| (p, i % 2 == 1)).collect()
-}
-
-/// Which tool fields a diff widened: tool name → field names.
-struct Widened<'a> {
-    fields: BTreeMap<&'a str, BTreeSet<&'a str>>,
-    new_tools: BTreeSet<&'a str>,
-}
-
-impl<'a> Widened<'a> {
-    fn from(diff: Option<&'a ManifestDiff>) -> Self {
-        let mut fields: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        let mut new_tools = BTreeSet::new();
-        for c in diff.into_iter().flat_map(|d| d.of_kind(ChangeKind::Widening)) {
-            if let Some(t) = c.tool.as_deref() {
-                if c.rule == crate::diff::Rule::ToolAdded {
-                    new_tools.insert(t);
-                }
-                let field = c.field.split('.').take(if c.field.starts_with("policy.") { 3 } else { 1 });
-                let field = field.collect::<Vec<_>>().join(".");
-                let stored: &str = match field.as_str() {
-                    "policy.fs.read" => "policy.fs.read",
-                    "policy.fs.write" => "policy.fs.write",
-                    "policy.net.hosts" => "policy.net.hosts",
-                    "policy.env.vars" => "policy.env.vars",
-                    "permission" => "permission",
-                    "tier" => "tier",
-                    "mutating" => "mutating",
-                    "risk" => "risk",
-                    "parameters" => "parameters",
-                    "uses" => "uses",
-                    _ => "tool",
-                };
-                fields.entry(t).or_default().insert(stored);
-            }
-        }
-        Widened { fields, new_tools }
-    }
-
-    fn tool(&self, name: &str) -> bool {
-        self.fields.contains_key(name)
-    }
-
-    fn field(&self, name: &str, field: &str) -> bool {
-        self.fields.get(name).is_some_and(|f| f.contains(field) || f.contains("tool"))
-    }
 }
 
 /// Builds the whole HTML document.
@@ -489,234 +365,6 @@ fn reach<'a>(m: &'a Manifest, roles: &'a RoleMap, w: &Widened<'_>) -> Reach<'a> 
         .into_iter()
         .collect();
     Reach { names, rows, reached, unheld }
-}
-
-// ---- the SVG graph ----
-
-const NODE_H: f64 = 46.0;
-const GAP_Y: f64 = 14.0;
-const TOP: f64 = 44.0;
-const COL_GAP: f64 = 90.0;
-const LEFT: f64 = 16.0;
-const MAIN_CHAR: f64 = 8.0;
-const SUB_CHAR: f64 = 6.8;
-
-fn node_width(main: &str, sub: &str) -> f64 {
-    let w = (main.chars().count() as f64 * MAIN_CHAR).max(sub.chars().count() as f64 * SUB_CHAR) + 28.0;
-    w.max(120.0)
-}
-
-fn tier_fill(t: Tier) -> (&'static str, &'static str) {
-    match t {
-        Tier::Read => ("#dcfce7", "#14532d"),
-        Tier::Action => ("#fef3c7", "#78350f"),
-        Tier::Handoff => ("#ede9fe", "#4c1d95"),
-    }
-}
-
-fn risk_stroke(r: Risk) -> (&'static str, f64) {
-    match r {
-        Risk::Low => ("#94a3b8", 1.5),
-        Risk::Medium => ("#3b82f6", 2.0),
-        Risk::High => ("#f97316", 3.0),
-        Risk::Critical => ("#dc2626", 4.0),
-    }
-}
-
-struct Node {
-    x: f64,
-    y: f64,
-    w: f64,
-}
-
-impl Node {
-    fn right(&self) -> (f64, f64) {
-        (self.x + self.w, self.y + NODE_H / 2.0)
-    }
-    fn left(&self) -> (f64, f64) {
-        (self.x, self.y + NODE_H / 2.0)
-    }
-    fn text<'a>(&self, main: &'a str, sub: String) -> NodeText<'a> {
-        NodeText {
-            x: Px(self.x),
-            y: Px(self.y),
-            w: Px(self.w),
-            text_x: Px(self.x + 12.0),
-            main_y: Px(self.y + 19.0),
-            sub_y: Px(self.y + 36.0),
-            main,
-            sub,
-        }
-    }
-}
-
-fn edge(from: (f64, f64), to: (f64, f64), widened: bool) -> Edge {
-    let dx = (to.0 - from.0) / 2.0;
-    let d = format!(
-        "M{:.1} {:.1} C{:.1} {:.1}, {:.1} {:.1}, {:.1} {:.1}",
-        from.0,
-        from.1,
-        from.0 + dx,
-        from.1,
-        to.0 - dx,
-        to.1,
-        to.0,
-        to.1
-    );
-    Edge { d, widened }
-}
-
-/// The capability graph: agent → skills → tools, laid out in columns.
-fn graph<'a>(m: &'a Manifest, w: &Widened<'_>) -> Graph<'a> {
-    // Skill groups; tools in no skill hang off a "(no skill)" group when skills exist, and
-    // straight off the agent when none do.
-    let grouped: BTreeSet<&str> = m.agent.skills.iter().flat_map(|s| s.tools.iter().map(String::as_str)).collect();
-    let ungrouped: Vec<&ToolEntry> = m.tools.iter().filter(|t| !grouped.contains(t.name.as_str())).collect();
-    let mut groups: Vec<(&str, Vec<&str>, bool)> =
-        m.agent.skills.iter().map(|s| (s.name.as_str(), s.tools.iter().map(String::as_str).collect(), false)).collect();
-    let has_skill_column = !groups.is_empty();
-    if has_skill_column && !ungrouped.is_empty() {
-        groups.push(("(no skill)", ungrouped.iter().map(|t| t.name.as_str()).collect(), true));
-    }
-
-    // Tool order: by first group, then the rest.
-    let mut order: Vec<&ToolEntry> = Vec::new();
-    for (_, tools, _) in &groups {
-        for name in tools {
-            if let Some(t) = m.tool(name)
-                && !order.iter().any(|o| o.name == t.name)
-            {
-                order.push(t);
-            }
-        }
-    }
-    for t in &m.tools {
-        if !order.iter().any(|o| o.name == t.name) {
-            order.push(t);
-        }
-    }
-
-    let agent_sub = format!("{} → {}", m.agent.input, m.agent.output);
-    let agent_w = node_width(&m.agent.name, &agent_sub);
-    let skill_w = groups.iter().map(|(n, t, _)| node_width(n, &format!("{} tool(s)", t.len()))).fold(0.0, f64::max);
-    let tool_sub = |t: &ToolEntry| format!("{} · {} · {}", t.tier, t.risk, t.permission);
-    let tool_w = order.iter().map(|t| node_width(&t.name, &tool_sub(t))).fold(120.0, f64::max);
-
-    let agent_x = LEFT;
-    let skill_x = agent_x + agent_w + COL_GAP;
-    let tool_x = if has_skill_column { skill_x + skill_w + COL_GAP } else { skill_x };
-
-    let mut tool_nodes: BTreeMap<&str, Node> = BTreeMap::new();
-    for (i, t) in order.iter().enumerate() {
-        tool_nodes.insert(&t.name, Node { x: tool_x, y: TOP + i as f64 * (NODE_H + GAP_Y), w: tool_w });
-    }
-
-    // Skills centred on their tools, pushed down to avoid overlaps.
-    let mut skill_nodes: Vec<(usize, Node)> = Vec::new();
-    let mut desired: Vec<(usize, f64)> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, (_, tools, _))| {
-            let ys: Vec<f64> = tools.iter().filter_map(|t| tool_nodes.get(t)).map(|n| n.y).collect();
-            let y = if ys.is_empty() { TOP } else { ys.iter().sum::<f64>() / ys.len() as f64 };
-            (i, y)
-        })
-        .collect();
-    desired.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-    let mut next_free = TOP;
-    for (i, y) in desired {
-        let y = y.max(next_free);
-        next_free = y + NODE_H + GAP_Y;
-        skill_nodes.push((i, Node { x: skill_x, y, w: skill_w }));
-    }
-    skill_nodes.sort_by_key(|(i, _)| *i);
-
-    let bottom = tool_nodes
-        .values()
-        .chain(skill_nodes.iter().map(|(_, n)| n))
-        .map(|n| n.y + NODE_H)
-        .fold(TOP + NODE_H, f64::max);
-    let agent = Node { x: agent_x, y: (TOP + bottom) / 2.0 - NODE_H / 2.0, w: agent_w };
-
-    let mut columns = vec![("agent", Px(agent_x))];
-    if has_skill_column {
-        columns.push(("skills", Px(skill_x)));
-    }
-    columns.push(("tools", Px(tool_x)));
-
-    // Edges are drawn first, so nodes sit on top.
-    let mut edges = Vec::new();
-    if has_skill_column {
-        for (i, n) in &skill_nodes {
-            edges.push(edge(agent.right(), n.left(), false));
-            for t in &groups[*i].1 {
-                if let Some(tn) = tool_nodes.get(t) {
-                    edges.push(edge(n.right(), tn.left(), w.tool(t)));
-                }
-            }
-        }
-    } else {
-        for (name, tn) in &tool_nodes {
-            edges.push(edge(agent.right(), tn.left(), w.tool(name)));
-        }
-    }
-
-    let skills = skill_nodes
-        .iter()
-        .map(|(i, n)| {
-            let (name, tools, pseudo) = &groups[*i];
-            SkillNode { node: n.text(name, format!("{} tool(s)", tools.len())), pseudo: *pseudo }
-        })
-        .collect();
-
-    let tools = order
-        .iter()
-        .map(|t| {
-            let n = &tool_nodes[t.name.as_str()];
-            let (fill, text_color) = tier_fill(t.tier);
-            let (stroke, stroke_width) = risk_stroke(t.risk);
-            let widened = w.tool(&t.name);
-            let flag = widened.then(|| {
-                let label = if w.new_tools.contains(t.name.as_str()) { "NEW" } else { "WIDENED" };
-                Flag {
-                    x: Px(n.x + n.w + 10.0),
-                    y: Px(n.y + NODE_H / 2.0 - 8.0),
-                    w: Px(label.len() as f64 * 7.0 + 12.0),
-                    text_x: Px(n.x + n.w + 16.0),
-                    text_y: Px(n.y + NODE_H / 2.0 + 4.0),
-                    label,
-                }
-            });
-            ToolNode {
-                node: n.text(&t.name, tool_sub(t)),
-                tier: t.tier.as_str(),
-                risk: t.risk.as_str(),
-                description: &t.description,
-                fill,
-                text_color,
-                stroke,
-                stroke_width,
-                outline: widened.then_some(Outline {
-                    x: Px(n.x - 5.0),
-                    y: Px(n.y - 5.0),
-                    w: Px(n.w + 10.0),
-                    h: Px(NODE_H + 10.0),
-                }),
-                flag,
-            }
-        })
-        .collect();
-
-    Graph {
-        width: Whole(tool_x + tool_w + 90.0),
-        height: Whole(bottom + 20.0),
-        node_h: NODE_H,
-        columns,
-        edges,
-        agent: agent.text(&m.agent.name, agent_sub),
-        skills,
-        tools,
-    }
 }
 
 #[cfg(test)]

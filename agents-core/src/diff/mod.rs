@@ -1,0 +1,77 @@
+//! Classified differences between two permission manifests.
+//!
+//! [`diff`] compares an old and a new [`Manifest`] and classifies every change as a
+//! [`ChangeKind::Widening`] (the agent may do something it could not do before), a
+//! [`ChangeKind::Narrowing`] (it may do less) or [`ChangeKind::Neutral`] (nothing it may do
+//! changed, but a reviewer should still see it). Every [`Change`] names the [`Rule`] that
+//! classified it and says why in plain words.
+//!
+//! The rules, per tool:
+//!
+//! | change | kind |
+//! | --- | --- |
+//! | a tool added / removed | widening / narrowing |
+//! | the permission changed (to `public`: widening; from `public`: narrowing; otherwise widening, because other roles may hold the new permission) | see left |
+//! | `mutating` removed / added | widening / narrowing |
+//! | `isolated` removed / added (the kernel no longer / now enforces the policy) | widening / narrowing |
+//! | `egress` removed / added (arguments copied from tool results no longer / now wait for a person) | widening / narrowing |
+//! | tier lowered (handoff → action → read) / raised | widening / narrowing |
+//! | risk lowered / raised | widening / narrowing |
+//! | a filesystem glob or host added or broadened / removed or narrowed | widening / narrowing |
+//! | an environment variable added / removed (variables are granted by exact name) | widening / narrowing |
+//! | a policy entry added or removed that another entry covers | neutral |
+//! | a parameter stops being secret (`#[secret]` removed, or its type no longer names `Secret`) / becomes secret | widening / narrowing |
+//! | a parameter added / removed | widening / narrowing |
+//! | a parameter's type changed | widening |
+//! | parameters reordered | neutral |
+//! | a tool it `uses` added / removed | widening / narrowing |
+//! | title or description changed | neutral |
+//! | an imported tool's pin, server or remote name changed, or a tool became / stopped being imported | widening |
+//!
+//! and for the agent:
+//!
+//! | change | kind |
+//! | --- | --- |
+//! | the permission ceiling removed / declared | widening / narrowing |
+//! | a permission added to / removed from the ceiling | widening / narrowing |
+//! | a limit raised / lowered (iterations, timeouts, concurrent runs, token lifetime, history) | widening / narrowing |
+//! | skills regrouped, name, description, input or output type changed | neutral |
+//!
+//! # What the classification guarantees
+//!
+//! Against a contributor who edits tools, policies and agent declarations in any way (the
+//! input is two manifests that [`Manifest::parse`] accepted, or that `agent!` generated):
+//! when [`ManifestDiff::has_widening`] is `false`, then for every tool of the new manifest,
+//! every path its filesystem policy admits, every host and port its network policy admits
+//! and every variable its environment policy grants was admitted by the same tool in the old
+//! manifest, as the runtime's own matchers decide ([`crate::policy`] defines them once, for
+//! the runtime and for this module); no tool was added, lost its confirmation, lowered its
+//! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
+//! stopped masking one; no limit went up; the ceiling did not grow.
+//!
+//! When whether a new entry is covered is not certain, the entry counts as a widening: the
+//! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
+//! is sound but not complete, so a reviewer may see a widening that is not one, never the
+//! reverse. A policy entry that [`crate::policy`] refuses covers nothing.
+//!
+//! What it does not see: anything the manifest does not hold. A type keeps its name while its
+//! definition changes (the manifest holds names only); what a tool's body does with its
+//! capabilities is bounded by the runtime's handles, not by this diff.
+
+mod agent;
+mod lists;
+mod model;
+mod params;
+mod tool;
+
+pub use model::{Change, ChangeKind, ManifestDiff, Rule};
+
+use crate::manifest::Manifest;
+
+/// Compares two manifests and classifies every difference.
+pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
+    let mut out = Vec::new();
+    agent::diff_agent(old, new, &mut out);
+    tool::diff_tools(old, new, &mut out);
+    ManifestDiff { old_sha256: old.sha256(), new_sha256: new.sha256(), changes: out }
+}
