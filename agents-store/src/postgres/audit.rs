@@ -15,6 +15,7 @@ use std::time::Duration;
 /// A batch sent to the database in an append: the sealed records and the head they leave.
 type Sent = (Vec<AuditRecord>, Head);
 
+/// [`Store::append_audit`](crate::Store::append_audit).
 pub(super) fn append_audit<'a>(
     store: &'a PostgresStore,
     stream: &'a str,
@@ -52,6 +53,7 @@ pub(super) fn append_audit<'a>(
     })
 }
 
+/// [`Store::verify_audit`](crate::Store::verify_audit).
 pub(super) fn verify_audit<'a>(store: &'a PostgresStore, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -63,6 +65,7 @@ pub(super) fn verify_audit<'a>(store: &'a PostgresStore, stream: &'a str) -> Box
     })
 }
 
+/// [`Store::holds_final`](crate::Store::holds_final).
 pub(super) fn holds_final<'a>(
     store: &'a PostgresStore,
     stream: &'a str,
@@ -79,6 +82,7 @@ pub(super) fn holds_final<'a>(
     })
 }
 
+/// [`Store::owed_finals`](crate::Store::owed_finals).
 pub(super) fn owed_finals<'a>(
     store: &'a PostgresStore,
     stream: &'a str,
@@ -102,6 +106,7 @@ pub(super) fn owed_finals<'a>(
     })
 }
 
+/// [`Store::claim_owed`](crate::Store::claim_owed).
 pub(super) fn claim_owed<'a>(
     store: &'a PostgresStore,
     stream: &'a str,

@@ -41,6 +41,7 @@ impl Claim {
     }
 }
 
+/// [`Store::claim_execution`](crate::Store::claim_execution).
 pub(super) fn claim_execution<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -54,6 +55,7 @@ pub(super) fn claim_execution<'a>(
     })
 }
 
+/// [`Store::claim_settlement`](crate::Store::claim_settlement).
 pub(super) fn claim_settlement<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -62,6 +64,7 @@ pub(super) fn claim_settlement<'a>(
     Box::pin(store.claim(Claim::Settlement, call_id, node))
 }
 
+/// [`Store::mark_recorded`](crate::Store::mark_recorded).
 pub(super) fn mark_recorded<'a>(store: &'a PostgresStore, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -76,6 +79,7 @@ pub(super) fn mark_recorded<'a>(store: &'a PostgresStore, call_id: &'a str) -> B
     })
 }
 
+/// [`Store::stale_claims`](crate::Store::stale_claims).
 pub(super) fn stale_claims(
     store: &PostgresStore,
     after: ProposalCursor,
@@ -92,6 +96,7 @@ pub(super) fn stale_claims(
     })
 }
 
+/// [`Store::take_over`](crate::Store::take_over).
 pub(super) fn take_over<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -115,6 +120,7 @@ pub(super) fn take_over<'a>(
     })
 }
 
+/// [`Store::renew_claim`](crate::Store::renew_claim).
 pub(super) fn renew_claim<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,

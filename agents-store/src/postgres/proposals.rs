@@ -75,6 +75,7 @@ pub(super) async fn proposal_page(
     Ok(ProposalPage { proposals: rows.iter().map(proposal_row).collect(), next })
 }
 
+/// [`Store::put_proposal`](crate::Store::put_proposal).
 pub(super) fn put_proposal<'a>(store: &'a PostgresStore, p: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -97,6 +98,7 @@ pub(super) fn put_proposal<'a>(store: &'a PostgresStore, p: &'a ProposalRecord) 
     })
 }
 
+/// [`Store::decide`](crate::Store::decide).
 pub(super) fn decide<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -131,6 +133,7 @@ pub(super) fn decide<'a>(
     })
 }
 
+/// [`Store::proposal`](crate::Store::proposal).
 pub(super) fn proposal<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -145,6 +148,7 @@ pub(super) fn proposal<'a>(
     })
 }
 
+/// [`Store::pending_for`](crate::Store::pending_for).
 pub(super) fn pending_for<'a>(
     store: &'a PostgresStore,
     org_id: &'a str,
@@ -166,10 +170,12 @@ pub(super) fn pending_for<'a>(
     })
 }
 
+/// [`Store::approved_unclaimed`](crate::Store::approved_unclaimed).
 pub(super) fn approved_unclaimed(store: &PostgresStore, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
     Box::pin(store.proposals_where("verdict = 'approved' AND claimed_by IS NULL", limit, None))
 }
 
+/// [`Store::close_undecided`](crate::Store::close_undecided).
 pub(super) fn close_undecided<'a>(
     store: &'a PostgresStore,
     call_id: &'a str,
@@ -193,6 +199,7 @@ pub(super) fn close_undecided<'a>(
     })
 }
 
+/// [`Store::unsettled`](crate::Store::unsettled).
 pub(super) fn unsettled(
     store: &PostgresStore,
     after: ProposalCursor,
@@ -211,6 +218,7 @@ pub(super) fn unsettled(
     })
 }
 
+/// [`Store::prune_proposals`](crate::Store::prune_proposals).
 pub(super) fn prune_proposals(store: &PostgresStore, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     Box::pin(async move {
         let client = store.client().await?;

@@ -6,6 +6,7 @@ use agents_runtime::BoxFuture;
 use agents_runtime::store::{SessionRecord, SessionSaved, StoreError, StoreResult};
 use std::time::Duration;
 
+/// [`Store::save_session`](crate::Store::save_session).
 pub(super) fn save_session<'a>(
     store: &'a PostgresStore,
     s: &'a SessionRecord,
@@ -65,6 +66,7 @@ pub(super) fn save_session<'a>(
     })
 }
 
+/// [`Store::load_session`](crate::Store::load_session).
 pub(super) fn load_session<'a>(
     store: &'a PostgresStore,
     session_id: &'a str,
@@ -93,6 +95,7 @@ pub(super) fn load_session<'a>(
     })
 }
 
+/// [`Store::delete_session`](crate::Store::delete_session).
 pub(super) fn delete_session<'a>(store: &'a PostgresStore, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -104,6 +107,7 @@ pub(super) fn delete_session<'a>(store: &'a PostgresStore, session_id: &'a str) 
     })
 }
 
+/// [`Store::prune_sessions`](crate::Store::prune_sessions).
 pub(super) fn prune_sessions(store: &PostgresStore, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     Box::pin(async move {
         let client = store.client().await?;

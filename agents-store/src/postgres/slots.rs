@@ -7,6 +7,7 @@ use agents_runtime::store::{SlotId, SlotOwner, StoreResult};
 use futures::future::join5;
 use std::time::Duration;
 
+/// [`Store::acquire_slot`](crate::Store::acquire_slot).
 pub(super) fn acquire_slot<'a>(
     store: &'a PostgresStore,
     owner: &'a SlotOwner,
@@ -62,6 +63,7 @@ pub(super) fn acquire_slot<'a>(
     })
 }
 
+/// [`Store::renew_slot`](crate::Store::renew_slot).
 pub(super) fn renew_slot<'a>(
     store: &'a PostgresStore,
     slot: &'a SlotId,
@@ -81,6 +83,7 @@ pub(super) fn renew_slot<'a>(
     })
 }
 
+/// [`Store::slot_held`](crate::Store::slot_held).
 pub(super) fn slot_held<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -95,6 +98,7 @@ pub(super) fn slot_held<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFu
     })
 }
 
+/// [`Store::release_slot`](crate::Store::release_slot).
 pub(super) fn release_slot<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -102,6 +106,7 @@ pub(super) fn release_slot<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> Bo
     })
 }
 
+/// [`Store::active_slots`](crate::Store::active_slots).
 pub(super) fn active_slots<'a>(store: &'a PostgresStore, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
     Box::pin(async move {
         let client = store.client().await?;

@@ -6,6 +6,7 @@ use agents_runtime::BoxFuture;
 use agents_runtime::store::{Redeemed, StoreError, StoreResult, TokenGrant};
 use std::time::Duration;
 
+/// [`Store::mint_token`](crate::Store::mint_token).
 pub(super) fn mint_token<'a>(
     store: &'a PostgresStore,
     grant: &'a TokenGrant,
@@ -34,6 +35,7 @@ pub(super) fn mint_token<'a>(
     })
 }
 
+/// [`Store::redeem_token`](crate::Store::redeem_token).
 pub(super) fn redeem_token<'a>(store: &'a PostgresStore, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
     Box::pin(async move {
         let client = store.client().await?;
@@ -57,6 +59,7 @@ pub(super) fn redeem_token<'a>(store: &'a PostgresStore, id: &'a str) -> BoxFutu
     })
 }
 
+/// [`Store::revoke_session_tokens`](crate::Store::revoke_session_tokens).
 pub(super) fn revoke_session_tokens<'a>(
     store: &'a PostgresStore,
     session_id: &'a str,
@@ -67,6 +70,7 @@ pub(super) fn revoke_session_tokens<'a>(
     })
 }
 
+/// [`Store::prune_tokens`](crate::Store::prune_tokens).
 pub(super) fn prune_tokens(store: &PostgresStore) -> BoxFuture<'_, StoreResult<u64>> {
     Box::pin(async move {
         let client = store.client().await?;

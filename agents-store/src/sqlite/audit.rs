@@ -11,6 +11,7 @@ use agents_runtime::store::{
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use std::time::Duration;
 
+/// [`Store::append_audit`](crate::Store::append_audit).
 pub(super) fn append_audit<'a>(
     store: &'a SqliteStore,
     stream: &'a str,
@@ -87,6 +88,7 @@ pub(super) fn append_audit<'a>(
     })
 }
 
+/// [`Store::verify_audit`](crate::Store::verify_audit).
 pub(super) fn verify_audit<'a>(store: &'a SqliteStore, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
     let stream = stream.to_owned();
     store.run(move |conn| {
@@ -101,6 +103,7 @@ pub(super) fn verify_audit<'a>(store: &'a SqliteStore, stream: &'a str) -> BoxFu
     })
 }
 
+/// [`Store::holds_final`](crate::Store::holds_final).
 pub(super) fn holds_final<'a>(
     store: &'a SqliteStore,
     stream: &'a str,
@@ -120,6 +123,7 @@ pub(super) fn holds_final<'a>(
     })
 }
 
+/// [`Store::owed_finals`](crate::Store::owed_finals).
 pub(super) fn owed_finals<'a>(
     store: &'a SqliteStore,
     stream: &'a str,
@@ -146,6 +150,7 @@ pub(super) fn owed_finals<'a>(
     })
 }
 
+/// [`Store::claim_owed`](crate::Store::claim_owed).
 pub(super) fn claim_owed<'a>(
     store: &'a SqliteStore,
     stream: &'a str,

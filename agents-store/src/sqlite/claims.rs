@@ -9,6 +9,7 @@ use agents_runtime::store::{ProposalCursor, ProposalPage, StoreResult};
 use rusqlite::params;
 use std::time::Duration;
 
+/// [`Store::claim_execution`](crate::Store::claim_execution).
 pub(super) fn claim_execution<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -27,6 +28,7 @@ pub(super) fn claim_execution<'a>(
     })
 }
 
+/// [`Store::claim_settlement`](crate::Store::claim_settlement).
 pub(super) fn claim_settlement<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -44,6 +46,7 @@ pub(super) fn claim_settlement<'a>(
     })
 }
 
+/// [`Store::mark_recorded`](crate::Store::mark_recorded).
 pub(super) fn mark_recorded<'a>(store: &'a SqliteStore, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
     let call_id = call_id.to_owned();
     store.run(move |conn| {
@@ -56,6 +59,7 @@ pub(super) fn mark_recorded<'a>(store: &'a SqliteStore, call_id: &'a str) -> Box
     })
 }
 
+/// [`Store::stale_claims`](crate::Store::stale_claims).
 pub(super) fn stale_claims(
     store: &SqliteStore,
     after: ProposalCursor,
@@ -71,6 +75,7 @@ pub(super) fn stale_claims(
     })
 }
 
+/// [`Store::take_over`](crate::Store::take_over).
 pub(super) fn take_over<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -90,6 +95,7 @@ pub(super) fn take_over<'a>(
     })
 }
 
+/// [`Store::renew_claim`](crate::Store::renew_claim).
 pub(super) fn renew_claim<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,

@@ -57,6 +57,7 @@ pub(super) fn proposal_page(
     Ok(ProposalPage { proposals: found.into_iter().map(|(p, _)| p).collect(), next })
 }
 
+/// [`Store::put_proposal`](crate::Store::put_proposal).
 pub(super) fn put_proposal<'a>(store: &'a SqliteStore, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
     let p = proposal.clone();
     store.run(move |conn| {
@@ -75,6 +76,7 @@ pub(super) fn put_proposal<'a>(store: &'a SqliteStore, proposal: &'a ProposalRec
     })
 }
 
+/// [`Store::decide`](crate::Store::decide).
 pub(super) fn decide<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -111,6 +113,7 @@ pub(super) fn decide<'a>(
     })
 }
 
+/// [`Store::proposal`](crate::Store::proposal).
 pub(super) fn proposal<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -127,6 +130,7 @@ pub(super) fn proposal<'a>(
     })
 }
 
+/// [`Store::pending_for`](crate::Store::pending_for).
 pub(super) fn pending_for<'a>(
     store: &'a SqliteStore,
     org_id: &'a str,
@@ -144,6 +148,7 @@ pub(super) fn pending_for<'a>(
     })
 }
 
+/// [`Store::approved_unclaimed`](crate::Store::approved_unclaimed).
 pub(super) fn approved_unclaimed(store: &SqliteStore, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
     store.run(move |conn| {
         let mut stmt = conn
@@ -157,6 +162,7 @@ pub(super) fn approved_unclaimed(store: &SqliteStore, limit: u32) -> BoxFuture<'
     })
 }
 
+/// [`Store::close_undecided`](crate::Store::close_undecided).
 pub(super) fn close_undecided<'a>(
     store: &'a SqliteStore,
     call_id: &'a str,
@@ -175,6 +181,7 @@ pub(super) fn close_undecided<'a>(
     })
 }
 
+/// [`Store::unsettled`](crate::Store::unsettled).
 pub(super) fn unsettled(
     store: &SqliteStore,
     after: ProposalCursor,
@@ -192,6 +199,7 @@ pub(super) fn unsettled(
     })
 }
 
+/// [`Store::prune_proposals`](crate::Store::prune_proposals).
 pub(super) fn prune_proposals(store: &SqliteStore, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
         conn.execute(

@@ -7,6 +7,7 @@ use agents_runtime::store::{SessionRecord, SessionSaved, StoreError, StoreResult
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use std::time::Duration;
 
+/// [`Store::save_session`](crate::Store::save_session).
 pub(super) fn save_session<'a>(
     store: &'a SqliteStore,
     session: &'a SessionRecord,
@@ -60,6 +61,7 @@ pub(super) fn save_session<'a>(
     })
 }
 
+/// [`Store::load_session`](crate::Store::load_session).
 pub(super) fn load_session<'a>(
     store: &'a SqliteStore,
     session_id: &'a str,
@@ -90,6 +92,7 @@ pub(super) fn load_session<'a>(
     })
 }
 
+/// [`Store::delete_session`](crate::Store::delete_session).
 pub(super) fn delete_session<'a>(store: &'a SqliteStore, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
     let session_id = session_id.to_owned();
     store.run(move |conn| {
@@ -99,6 +102,7 @@ pub(super) fn delete_session<'a>(store: &'a SqliteStore, session_id: &'a str) ->
     })
 }
 
+/// [`Store::prune_sessions`](crate::Store::prune_sessions).
 pub(super) fn prune_sessions(store: &SqliteStore, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
         conn.execute("DELETE FROM agents_sessions WHERE used_at <= ?1", [now_ms().saturating_sub(millis(idle))])

@@ -7,6 +7,7 @@ use agents_runtime::store::{SlotId, SlotOwner, StoreResult};
 use rusqlite::{TransactionBehavior, params};
 use std::time::Duration;
 
+/// [`Store::acquire_slot`](crate::Store::acquire_slot).
 pub(super) fn acquire_slot<'a>(
     store: &'a SqliteStore,
     owner: &'a SlotOwner,
@@ -45,6 +46,7 @@ pub(super) fn acquire_slot<'a>(
     })
 }
 
+/// [`Store::renew_slot`](crate::Store::renew_slot).
 pub(super) fn renew_slot<'a>(
     store: &'a SqliteStore,
     slot: &'a SlotId,
@@ -62,6 +64,7 @@ pub(super) fn renew_slot<'a>(
     })
 }
 
+/// [`Store::slot_held`](crate::Store::slot_held).
 pub(super) fn slot_held<'a>(store: &'a SqliteStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
     let id = slot.0.clone();
     store.run(move |conn| {
@@ -74,11 +77,13 @@ pub(super) fn slot_held<'a>(store: &'a SqliteStore, slot: &'a SlotId) -> BoxFutu
     })
 }
 
+/// [`Store::release_slot`](crate::Store::release_slot).
 pub(super) fn release_slot<'a>(store: &'a SqliteStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
     let id = slot.0.clone();
     store.run(move |conn| conn.execute("DELETE FROM agents_run_slots WHERE id = ?1", [id]).map(drop).map_err(sql_error))
 }
 
+/// [`Store::active_slots`](crate::Store::active_slots).
 pub(super) fn active_slots<'a>(store: &'a SqliteStore, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
     let owner = owner.clone();
     store.run(move |conn| {

@@ -7,6 +7,7 @@ use agents_runtime::store::{Redeemed, StoreError, StoreResult, TokenGrant};
 use rusqlite::{OptionalExtension, params};
 use std::time::Duration;
 
+/// [`Store::mint_token`](crate::Store::mint_token).
 pub(super) fn mint_token<'a>(
     store: &'a SqliteStore,
     grant: &'a TokenGrant,
@@ -28,6 +29,7 @@ pub(super) fn mint_token<'a>(
     })
 }
 
+/// [`Store::redeem_token`](crate::Store::redeem_token).
 pub(super) fn redeem_token<'a>(store: &'a SqliteStore, id: &'a str) -> BoxFuture<'a, StoreResult<Redeemed>> {
     let id = id.to_owned();
     store.run(move |conn| {
@@ -49,6 +51,7 @@ pub(super) fn redeem_token<'a>(store: &'a SqliteStore, id: &'a str) -> BoxFuture
     })
 }
 
+/// [`Store::revoke_session_tokens`](crate::Store::revoke_session_tokens).
 pub(super) fn revoke_session_tokens<'a>(
     store: &'a SqliteStore,
     session_id: &'a str,
@@ -61,6 +64,7 @@ pub(super) fn revoke_session_tokens<'a>(
     })
 }
 
+/// [`Store::prune_tokens`](crate::Store::prune_tokens).
 pub(super) fn prune_tokens(store: &SqliteStore) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
         conn.execute("DELETE FROM agents_tokens WHERE redeemed_at IS NOT NULL OR expires_at <= ?1", [now_ms()])
