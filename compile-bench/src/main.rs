@@ -204,6 +204,9 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Each scenario's times, by round: `[agents, baseline]`.
+type Times = Vec<[Vec<Duration>; 2]>;
+
 fn run(opts: &Options) -> Result<(), String> {
     let project = project_root();
     let crates = if opts.live {
@@ -213,6 +216,28 @@ fn run(opts: &Options) -> Result<(), String> {
     };
     let ws = generate::write_workspace(&opts.out, &project, &crates, opts.tools)
         .map_err(|e| format!("cannot write the workspace: {e}"))?;
+    introduce(opts, &ws, &crates);
+    let mut cargo = Cargo::new(ws.clone());
+    eprintln!("compile-bench: building dependencies (dev and release); this is not timed");
+    for profile in [Profile::Dev, Profile::Release] {
+        for krate in [AGENTS, BASELINE] {
+            cargo.build_first(krate, profile)?;
+        }
+    }
+    let times = time_rounds(&cargo, &ws, opts)?;
+    println!("load average at end: {}", load_average());
+    println!();
+    print_medians(&opts.only, &times);
+    if cargo.fetched() {
+        println!("(a dependency was fetched online once before timing)");
+    }
+    println!();
+    print_rounds(opts, &times);
+    Ok(())
+}
+
+/// What is measured, where, and how busy the machine is at the start.
+fn introduce(opts: &Options, ws: &Workspace, crates: &Path) {
     println!("compile-bench: {} tools per crate, {} round(s), A/B alternating each round", opts.tools, opts.rounds);
     println!("work dir: {}", ws.root.display());
     println!("agents-runtime from: {}", crates.display());
@@ -226,24 +251,19 @@ fn run(opts: &Options) -> Result<(), String> {
         "Dependencies (agents-runtime, agents-macros, serde, serde_json, schemars, ...) are built once before any timing;\n\
          \"clean\" means `cargo clean -p <crate>` then `cargo build -p <crate>`: only the crate under test compiles."
     );
+}
 
-    let mut cargo = Cargo::new(ws.clone());
-    eprintln!("compile-bench: building dependencies (dev and release); this is not timed");
-    for profile in [Profile::Dev, Profile::Release] {
-        for krate in [AGENTS, BASELINE] {
-            cargo.build_first(krate, profile)?;
-        }
-    }
-
+/// Every scenario in every round, the two crates in alternating order each round.
+fn time_rounds(cargo: &Cargo, ws: &Workspace, opts: &Options) -> Result<Times, String> {
     // times[scenario][0 = agents, 1 = baseline]
     let scenarios = &opts.only;
-    let mut times: Vec<[Vec<Duration>; 2]> = scenarios.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    let mut times: Times = scenarios.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for round in 0..opts.rounds {
         let order: [(usize, &str); 2] =
             if round % 2 == 0 { [(0, AGENTS), (1, BASELINE)] } else { [(1, BASELINE), (0, AGENTS)] };
         for (s, scenario) in scenarios.iter().enumerate() {
             for (slot, krate) in order {
-                let t = measure(&cargo, &ws, *scenario, krate, round)?;
+                let t = measure(cargo, ws, *scenario, krate, round)?;
                 times[s][slot].push(t);
             }
             eprintln!(
@@ -256,9 +276,12 @@ fn run(opts: &Options) -> Result<(), String> {
             );
         }
     }
+    Ok(times)
+}
 
-    println!("load average at end: {}", load_average());
-    println!();
+/// The table of medians: each scenario's ratio against its target, and its ratio once the
+/// no-op time is taken off.
+fn print_medians(scenarios: &[Scenario], times: &Times) {
     println!(
         "{:<32} {:>9} {:>9} {:>7} {:>8}  {:<11} {:>9}",
         "scenario", "agents", "baseline", "ratio", "target", "verdict", "net ratio"
@@ -289,10 +312,11 @@ fn run(opts: &Options) -> Result<(), String> {
             target
         );
     }
-    if cargo.fetched() {
-        println!("(a dependency was fetched online once before timing)");
-    }
-    println!();
+}
+
+/// Every round's times, scenario by scenario.
+fn print_rounds(opts: &Options, times: &Times) {
+    let scenarios = &opts.only;
     println!("medians of {} round(s); every round, in seconds (agents / baseline):", opts.rounds);
     for (s, scenario) in scenarios.iter().enumerate() {
         let rounds: Vec<String> = times[s][0]
@@ -302,7 +326,6 @@ fn run(opts: &Options) -> Result<(), String> {
             .collect();
         println!("  {:<32} {}", scenario.label(), rounds.join("  "));
     }
-    Ok(())
 }
 
 fn main() -> ExitCode {

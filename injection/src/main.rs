@@ -1,11 +1,12 @@
 //! `injection-suite`: runs the scenarios, prints the table, writes the JSON.
 
+use agents_runtime::audit::AuditRecord;
 use indicatif::{ProgressBar, ProgressStyle};
 use injection_suite::apps::Target;
-use injection_suite::report::{Report, compare, jobs, run_job_with_log};
-use injection_suite::run::Mode;
+use injection_suite::report::{Job, Report, compare, jobs, run_job_with_log};
+use injection_suite::run::{Mode, Scored};
 use injection_suite::scenario::{Suite, default_dir};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str =
@@ -33,74 +34,72 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<ExitCode, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut examples, mut dir, mut json, mut unguarded) = (Vec::new(), default_dir(), None, true);
-    let mut audit_dir: Option<PathBuf> = None;
-    let mut earlier: Option<PathBuf> = None;
+/// What the command line asks for.
+struct Options {
+    examples: Vec<Target>,
+    dir: PathBuf,
+    json: Option<PathBuf>,
+    unguarded: bool,
+    audit_dir: Option<PathBuf>,
+    earlier: Option<PathBuf>,
+}
+
+/// The options of the command line; `None` once the usage is printed (`--help`).
+fn options(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
+    let mut o = Options {
+        examples: Vec::new(),
+        dir: default_dir(),
+        json: None,
+        unguarded: true,
+        audit_dir: None,
+        earlier: None,
+    };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--example" => {
                 let name = args.next().ok_or("`--example` needs a name")?;
-                examples.push(Target::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
+                o.examples.push(Target::from_name(&name).ok_or(format!("unknown example `{name}`\n{USAGE}"))?);
             }
-            "--dir" => dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
-            "--json" => json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
-            "--guarded-only" => unguarded = false,
-            "--compare" => earlier = Some(PathBuf::from(args.next().ok_or("`--compare` needs a path")?)),
-            "--audit-dir" => audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
+            "--dir" => o.dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
+            "--json" => o.json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
+            "--guarded-only" => o.unguarded = false,
+            "--compare" => o.earlier = Some(PathBuf::from(args.next().ok_or("`--compare` needs a path")?)),
+            "--audit-dir" => o.audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
+                return Ok(None);
             }
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
+    if o.examples.is_empty() {
+        o.examples = Target::ALL.to_vec();
+    }
+    Ok(Some(o))
+}
+
+/// The earlier report at `earlier`, read as JSON.
+fn read_earlier(earlier: PathBuf) -> Result<(PathBuf, serde_json::Value), String> {
+    let text = std::fs::read_to_string(&earlier).map_err(|e| format!("{}: {e}", earlier.display()))?;
+    let old: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", earlier.display()))?;
+    Ok((earlier, old))
+}
+
+fn run() -> Result<ExitCode, String> {
+    let Some(o) = options(std::env::args().skip(1))? else { return Ok(ExitCode::SUCCESS) };
     // Read before anything is written: the earlier report may be the path written below.
-    let old = match earlier {
-        Some(earlier) => {
-            let text = std::fs::read_to_string(&earlier).map_err(|e| format!("{}: {e}", earlier.display()))?;
-            let old: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", earlier.display()))?;
-            Some((earlier, old))
-        }
-        None => None,
-    };
-    if examples.is_empty() {
-        examples = Target::ALL.to_vec();
-    }
-    let suites: Vec<(Target, Suite)> = examples
+    let old = o.earlier.map(read_earlier).transpose()?;
+    let suites: Vec<(Target, Suite)> = o
+        .examples
         .iter()
-        .map(|&t| Suite::load(&dir, t.app.name()).map(|s| (t, s)).map_err(|e| e.to_string()))
+        .map(|&t| Suite::load(&o.dir, t.app.name()).map(|s| (t, s)).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let jobs = jobs(&suites, unguarded);
-    let bar = ProgressBar::new(jobs.len() as u64);
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {msg}").map_err(|e| e.to_string())?);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut scored = Vec::with_capacity(jobs.len());
-    for job in &jobs {
-        bar.set_message(format!("{} {}", job.target.name(), job.suite.tasks[job.task].id));
-        let (s, records) = rt.block_on(run_job_with_log(*job));
-        if let Some(root) = &audit_dir {
-            let mode = if s.mode == Mode::Guarded { "guarded" } else { "unguarded" };
-            let dir = root.join(&s.example).join(mode);
-            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            let path = dir.join(format!("{}__{}.jsonl", s.task, s.goal.as_deref().unwrap_or("baseline")));
-            let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
-            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-        scored.push(s);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let report = Report::new(&suites, scored, unguarded);
+    let scored = run_jobs(&jobs(&suites, o.unguarded), o.audit_dir.as_deref())?;
+    let report = Report::new(&suites, scored, o.unguarded);
     println!("{}", report.table());
     let path =
-        json.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/injection-report.json"));
+        o.json.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/injection-report.json"));
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("JSON report: {}", path.display());
@@ -115,4 +114,38 @@ fn run() -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs every job with a progress bar, writing each one's audit records under `audit_dir`
+/// when given; the scores.
+fn run_jobs(jobs: &[Job<'_>], audit_dir: Option<&Path>) -> Result<Vec<Scored>, String> {
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {msg}").map_err(|e| e.to_string())?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut scored = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        bar.set_message(format!("{} {}", job.target.name(), job.suite.tasks[job.task].id));
+        let (s, records) = rt.block_on(run_job_with_log(*job));
+        if let Some(root) = audit_dir {
+            write_audit(root, &s, &records)?;
+        }
+        scored.push(s);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(scored)
+}
+
+/// Writes a scenario's audit records as JSONL under `root`, by example, mode, task and goal.
+fn write_audit(root: &Path, s: &Scored, records: &[AuditRecord]) -> Result<(), String> {
+    let mode = if s.mode == Mode::Guarded { "guarded" } else { "unguarded" };
+    let dir = root.join(&s.example).join(mode);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}__{}.jsonl", s.task, s.goal.as_deref().unwrap_or("baseline")));
+    let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -36,102 +36,141 @@ async fn main() -> Result<(), Failure> {
         return propose(conninfo, rest).await;
     }
     let store = Arc::new(PostgresStore::connect(conninfo, 32).await?);
-    let arg = |i: usize| rest.get(i).cloned().ok_or_else(|| format!("`{command}` needs argument {}", i + 1));
-    let num = |i: usize| -> Result<usize, Failure> { Ok(arg(i)?.parse()?) };
+    let args = Args { command, rest };
     match command.as_str() {
-        "redeem" => {
-            let (id, n) = (arg(0)?, num(1)?);
-            go().await?;
-            let tasks: Vec<_> = (0..n)
-                .map(|_| {
-                    let (store, id) = (store.clone(), id.clone());
-                    tokio::spawn(async move { store.redeem_token(&id).await })
-                })
-                .collect();
-            let mut taken = 0;
-            for t in tasks {
-                if let agents_runtime::store::Redeemed::Taken { .. } = t.await?? {
-                    taken += 1;
-                }
-            }
-            println!("taken {taken}");
-        }
-        "acquire" => {
-            let owner = SlotOwner { org_id: arg(0)?, user_id: arg(1)? };
-            let (cap, n, ms) = (num(2)? as u32, num(3)?, num(4)? as u64);
-            go().await?;
-            let tasks: Vec<_> = (0..n)
-                .map(|_| {
-                    let (store, owner) = (store.clone(), owner.clone());
-                    tokio::spawn(async move { store.acquire_slot(&owner, cap, Duration::from_millis(ms)).await })
-                })
-                .collect();
-            let mut acquired = 0;
-            for t in tasks {
-                acquired += usize::from(t.await??.is_some());
-            }
-            println!("acquired {acquired}");
-        }
-        "hold" => {
-            let owner = SlotOwner { org_id: arg(0)?, user_id: arg(1)? };
-            let (cap, ms) = (num(2)? as u32, num(3)? as u64);
-            let lease = Duration::from_millis(ms);
-            let Some(slot) = store.acquire_slot(&owner, cap, lease).await? else {
-                println!("refused");
-                return Ok(());
-            };
-            println!("held {}", slot.0);
-            // A live holder renews its lease; only a dead one lets it lapse.
-            loop {
-                tokio::time::sleep(lease / 4).await;
-                if !store.renew_slot(&slot, lease).await? {
-                    return Err("the held slot lapsed while renewing".into());
-                }
-            }
-        }
+        "redeem" => redeem(store, args).await,
+        "acquire" => acquire(store, args).await,
+        "hold" => hold(store, args).await,
         "decide" => {
-            let outcome = store.decide(&arg(0)?, &arg(1)?, &arg(2)?, StoredVerdict::Approved, None, "").await?;
+            let outcome =
+                store.decide(&args.arg(0)?, &args.arg(1)?, &args.arg(2)?, StoredVerdict::Approved, None, "").await?;
             println!("decided {outcome:?}");
+            Ok(())
         }
-        "claim" => {
-            let (call_id, n) = (arg(0)?, num(1)?);
-            go().await?;
-            let tasks: Vec<_> = (0..n)
-                .map(|i| {
-                    let (store, call_id) = (store.clone(), call_id.clone());
-                    tokio::spawn(async move { store.claim_execution(&call_id, &format!("node-b-{i}"), "").await })
-                })
-                .collect();
-            let mut claimed = 0;
-            for t in tasks {
-                claimed += usize::from(t.await??);
-            }
-            println!("claimed {claimed}");
-        }
-        "audit" => {
-            let (stream, producers, per) = (arg(0)?, num(1)?, num(2)?);
-            let sink = StoreAuditSink::new(store.clone(), stream);
-            go().await?;
-            let tasks: Vec<_> = (0..producers)
-                .map(|p| {
-                    let sink = sink.clone();
-                    tokio::spawn(async move {
-                        for i in 0..per {
-                            use agents_runtime::audit::AuditSink;
-                            sink.append(agents_store::testing::sample_record(p * per + i, "b")).await?;
-                        }
-                        Ok::<_, agents_runtime::audit::AuditError>(per)
-                    })
-                })
-                .collect();
-            let mut appended = 0;
-            for t in tasks {
-                appended += t.await??;
-            }
-            println!("appended {appended}");
-        }
-        other => return Err(format!("unknown command `{other}`").into()),
+        "claim" => claim(store, args).await,
+        "audit" => audit(store, args).await,
+        other => Err(format!("unknown command `{other}`").into()),
     }
+}
+
+/// A command's arguments.
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    command: &'a str,
+    rest: &'a [String],
+}
+
+impl Args<'_> {
+    /// Argument `i`.
+    fn arg(self, i: usize) -> Result<String, Failure> {
+        Ok(self.rest.get(i).cloned().ok_or_else(|| format!("`{}` needs argument {}", self.command, i + 1))?)
+    }
+
+    /// Argument `i`, a number.
+    fn num(self, i: usize) -> Result<usize, Failure> {
+        Ok(self.arg(i)?.parse()?)
+    }
+}
+
+/// `redeem TOKEN_ID N`: N concurrent redemptions of one token; how many took it.
+async fn redeem(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure> {
+    let (id, n) = (args.arg(0)?, args.num(1)?);
+    go().await?;
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (store, id) = (store.clone(), id.clone());
+            tokio::spawn(async move { store.redeem_token(&id).await })
+        })
+        .collect();
+    let mut taken = 0;
+    for t in tasks {
+        if let agents_runtime::store::Redeemed::Taken { .. } = t.await?? {
+            taken += 1;
+        }
+    }
+    println!("taken {taken}");
+    Ok(())
+}
+
+/// `acquire ORG USER CAP N MS`: N concurrent acquisitions of a slot; how many got one.
+async fn acquire(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure> {
+    let owner = SlotOwner { org_id: args.arg(0)?, user_id: args.arg(1)? };
+    let (cap, n, ms) = (args.num(2)? as u32, args.num(3)?, args.num(4)? as u64);
+    go().await?;
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (store, owner) = (store.clone(), owner.clone());
+            tokio::spawn(async move { store.acquire_slot(&owner, cap, Duration::from_millis(ms)).await })
+        })
+        .collect();
+    let mut acquired = 0;
+    for t in tasks {
+        acquired += usize::from(t.await??.is_some());
+    }
+    println!("acquired {acquired}");
+    Ok(())
+}
+
+/// `hold ORG USER CAP MS`: holds a slot, renewing its lease until the process is killed.
+async fn hold(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure> {
+    let owner = SlotOwner { org_id: args.arg(0)?, user_id: args.arg(1)? };
+    let (cap, ms) = (args.num(2)? as u32, args.num(3)? as u64);
+    let lease = Duration::from_millis(ms);
+    let Some(slot) = store.acquire_slot(&owner, cap, lease).await? else {
+        println!("refused");
+        return Ok(());
+    };
+    println!("held {}", slot.0);
+    // A live holder renews its lease; only a dead one lets it lapse.
+    loop {
+        tokio::time::sleep(lease / 4).await;
+        if !store.renew_slot(&slot, lease).await? {
+            return Err("the held slot lapsed while renewing".into());
+        }
+    }
+}
+
+/// `claim CALL_ID N`: N concurrent claims of one call's execution; how many took it.
+async fn claim(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure> {
+    let (call_id, n) = (args.arg(0)?, args.num(1)?);
+    go().await?;
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let (store, call_id) = (store.clone(), call_id.clone());
+            tokio::spawn(async move { store.claim_execution(&call_id, &format!("node-b-{i}"), "").await })
+        })
+        .collect();
+    let mut claimed = 0;
+    for t in tasks {
+        claimed += usize::from(t.await??);
+    }
+    println!("claimed {claimed}");
+    Ok(())
+}
+
+/// `audit STREAM PRODUCERS PER`: PRODUCERS concurrent writers append PER records each to one
+/// stream; how many were appended.
+async fn audit(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure> {
+    let (stream, producers, per) = (args.arg(0)?, args.num(1)?, args.num(2)?);
+    let sink = StoreAuditSink::new(store, stream);
+    go().await?;
+    let tasks: Vec<_> = (0..producers)
+        .map(|p| {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                for i in 0..per {
+                    use agents_runtime::audit::AuditSink;
+                    sink.append(agents_store::testing::sample_record(p * per + i, "b")).await?;
+                }
+                Ok::<_, agents_runtime::audit::AuditError>(per)
+            })
+        })
+        .collect();
+    let mut appended = 0;
+    for t in tasks {
+        appended += t.await??;
+    }
+    println!("appended {appended}");
     Ok(())
 }
 

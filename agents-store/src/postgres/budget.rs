@@ -1,6 +1,6 @@
 //! The budget in the PostgreSQL database, shared by every node.
 
-use super::{PostgresStore, abandon, in_own_task, with_sources};
+use super::connection::{PostgresStore, abandon, in_own_task, with_sources};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};

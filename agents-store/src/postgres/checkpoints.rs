@@ -20,7 +20,7 @@
 //! agents audit verify audit.jsonl --key chain.key --checkpoints main.checkpoints --checkpoint-key checkpoint.pub
 //! ```
 
-use super::{PostgresStore, pg_error};
+use super::connection::{PostgresStore, pg_error};
 use crate::{StoreError, StoreResult};
 use agents_core::audit::{Checkpoint, CheckpointError, CheckpointVerifyingKey};
 use agents_runtime::audit::CheckpointPublisher;

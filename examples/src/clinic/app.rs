@@ -113,44 +113,7 @@ async fn turn(
             Event::ToolCall { tool, args, .. } => {
                 screen.tool_call("kinetix", &tool, args.as_ref())?;
             }
-            Event::ConfirmRequired { call_id, tool, title, args, risk, .. } => {
-                screen.audit()?;
-                // The event and the audit log hold the arguments masked; the person deciding
-                // is shown them as the tool will receive them, values they typed included.
-                let view = rt.pending_decisions(who).await.ok().and_then(|pending| {
-                    pending.into_iter().find(|p| p.call_id == call_id).map(|p| p.decider_arguments)
-                });
-                let shown = view.as_ref().map_or(&args, |view| view.as_value());
-                writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
-                writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(shown))?;
-                if shown != &args {
-                    writeln!(screen.out, "  │  (values the audit log masks are shown to you only)")?;
-                }
-                write!(screen.out, "  └─ Approve? [y/N] ")?;
-                let verdict = match &decider {
-                    Decider::Scripted(f) => {
-                        let v = f(&tool);
-                        writeln!(screen.out, "{}", if v == Verdict::Approve { "y" } else { "n" })?;
-                        v
-                    }
-                    Decider::Terminal => {
-                        screen.out.flush()?;
-                        let answer = read_line().await?.unwrap_or_default();
-                        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
-                            Verdict::Approve
-                        } else {
-                            Verdict::Reject
-                        }
-                    }
-                };
-                writeln!(
-                    screen.out,
-                    "     {} by {}",
-                    if verdict == Verdict::Approve { "approved" } else { "declined" },
-                    who.user_id
-                )?;
-                rt.decide(&call_id, who, verdict).map_err(io::Error::other)?;
-            }
+            event @ Event::ConfirmRequired { .. } => confirm(rt, screen, who, &decider, event).await?,
             // An outcome follows its records in the log: show those first.
             Event::ToolResult { tool, status, result, .. } => {
                 screen.audit()?;
@@ -180,11 +143,157 @@ async fn turn(
     Ok(outcome)
 }
 
+/// Shows a confirmation card, as the person deciding sees it, and records their answer.
+async fn confirm(
+    rt: &Runtime,
+    screen: &mut Screen<'_>,
+    who: &Principal,
+    decider: &Decider<'_>,
+    event: Event,
+) -> io::Result<()> {
+    let Event::ConfirmRequired { call_id, tool, title, args, risk, .. } = event else { return Ok(()) };
+    screen.audit()?;
+    // The event and the audit log hold the arguments masked; the person deciding is shown
+    // them as the tool will receive them, values they typed included.
+    let view = rt
+        .pending_decisions(who)
+        .await
+        .ok()
+        .and_then(|pending| pending.into_iter().find(|p| p.call_id == call_id).map(|p| p.decider_arguments));
+    let shown = view.as_ref().map_or(&args, |view| view.as_value());
+    writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
+    writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(shown))?;
+    if shown != &args {
+        writeln!(screen.out, "  │  (values the audit log masks are shown to you only)")?;
+    }
+    write!(screen.out, "  └─ Approve? [y/N] ")?;
+    let verdict = answer(screen, decider, &tool).await?;
+    writeln!(
+        screen.out,
+        "     {} by {}",
+        if verdict == Verdict::Approve { "approved" } else { "declined" },
+        who.user_id
+    )?;
+    rt.decide(&call_id, who, verdict).map_err(io::Error::other)
+}
+
+/// The person's answer to the prompt about `tool`: scripted (and echoed), or typed.
+async fn answer(screen: &mut Screen<'_>, decider: &Decider<'_>, tool: &str) -> io::Result<Verdict> {
+    Ok(match decider {
+        Decider::Scripted(f) => {
+            let v = f(tool);
+            writeln!(screen.out, "{}", if v == Verdict::Approve { "y" } else { "n" })?;
+            v
+        }
+        Decider::Terminal => {
+            screen.out.flush()?;
+            let answer = read_line().await?.unwrap_or_default();
+            if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+                Verdict::Approve
+            } else {
+                Verdict::Reject
+            }
+        }
+    })
+}
+
 fn open_audit(prefix: &str) -> io::Result<(Arc<JsonlSink>, PathBuf)> {
     let path = temp_audit_path(prefix);
     let sink = JsonlSink::open(&path).map_err(io::Error::other)?;
     Ok((Arc::new(sink), path))
 }
+
+/// One scene of the demo: one person's messages, in one session.
+struct Scene {
+    /// The heading.
+    heading: &'static str,
+    /// Who speaks.
+    who: fn() -> Principal,
+    /// How they are shown.
+    label: &'static str,
+    /// Their session.
+    session: &'static str,
+    /// What they say, one run each.
+    messages: &'static [&'static str],
+    /// How their confirmations are answered.
+    decide: fn(&str) -> Verdict,
+}
+
+fn approve(_tool: &str) -> Verdict {
+    Verdict::Approve
+}
+
+fn decline_video_delete(tool: &str) -> Verdict {
+    if tool.starts_with("delete_video") { Verdict::Reject } else { Verdict::Approve }
+}
+
+/// The demo's scenes, in order.
+const SCENES: &[Scene] = &[
+    Scene {
+        heading: "1. Priya Shah, physio at Northside FC: reads, an injury record, a doctor's sign-off",
+        who: people::priya,
+        label: "priya (physio)",
+        session: "s-priya",
+        messages: &[
+            "Show me the first team squad",
+            "How is Jane's ankle rehab going?",
+            "What is the workload ratio for ath-104?",
+            "Record an injury for ath-104: left hamstring strain, grade 1, tightness in the last sprint",
+            "Sign off rtp-1 as doctor, she is ready",
+        ],
+        decide: approve,
+    },
+    Scene {
+        heading: "2. Dr. Okafor, club doctor: the same sign-off with a doctor's authority",
+        who: people::okafor,
+        label: "dr okafor (doctor)",
+        session: "s-okafor",
+        messages: &["Sign off rtp-1 as doctor"],
+        decide: approve,
+    },
+    Scene {
+        heading: "3. Marco Rossi, coach: delete means deactivate; no delete for clinical records; a declined video deletion",
+        who: people::marco,
+        label: "marco (coach)",
+        session: "s-marco",
+        messages: &[
+            "Delete athlete ath-105, he has left the club",
+            "Delete injury inj-2 from the record",
+            "Delete video vid-3",
+        ],
+        decide: decline_video_delete,
+    },
+    Scene {
+        heading: "4. Jane Doe, athlete (linked to ath-101): self-scoped, no injury tools",
+        who: people::jane,
+        label: "jane (athlete)",
+        session: "s-jane",
+        messages: &[
+            "How is Tom's hamstring?",
+            "Show injuries for ath-102",
+            "List athletes",
+            "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
+            "Pair my new Polar H10 for ath-101 with code 048213",
+        ],
+        decide: approve,
+    },
+    Scene {
+        heading: "5. An athlete login linked to no athlete record is refused, not defaulted",
+        who: people::sam_unlinked,
+        label: "sam (athlete, unlinked)",
+        session: "s-sam",
+        messages: &["List athletes"],
+        decide: approve,
+    },
+    Scene {
+        heading: "6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him",
+        who: people::erik,
+        label: "erik (physio, harbour)",
+        session: "s-erik",
+        messages: &["Show injuries for ath-101"],
+        decide: approve,
+    },
+];
 
 /// The offline demo: several users of two clubs talk to Kinetix; confirmations are answered
 /// by a script; every audit record is printed as the JSONL log receives it.
@@ -195,97 +304,31 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     writeln!(screen.out, "Kinetix offline demo: a rule-based model, no keys, no network.")?;
     writeln!(screen.out, "manifest sha256 {}", Kinetix::MANIFEST_SHA256)?;
     writeln!(screen.out, "audit log       {}", path.display())?;
-    let approve: &dyn Fn(&str) -> Verdict = &|_| Verdict::Approve;
-    let decline_video_delete: &dyn Fn(&str) -> Verdict =
-        &|tool| if tool.starts_with("delete_video") { Verdict::Reject } else { Verdict::Approve };
-
+    for scene in SCENES {
+        writeln!(screen.out, "\n=== {} ===", scene.heading)?;
+        let who = (scene.who)();
+        for m in scene.messages {
+            let decider = Decider::Scripted(&scene.decide);
+            let _ = turn(&rt, &mut screen, &who, Some(scene.label), scene.session, m, decider).await?;
+        }
+    }
+    show_records_afterwards(&mut screen)?;
+    drop(rt);
+    let records = screen.tail.records().to_vec();
+    let summary = verify_jsonl_file(&path, Some(Kinetix::MANIFEST_SHA256)).map_err(io::Error::other)?;
     writeln!(
         screen.out,
-        "\n=== 1. Priya Shah, physio at Northside FC: reads, an injury record, a doctor's sign-off ==="
+        "\naudit log verified: {} records, hash chain intact, head {}",
+        summary.records,
+        &summary.last_hash[..16]
     )?;
-    let priya = people::priya();
-    for m in [
-        "Show me the first team squad",
-        "How is Jane's ankle rehab going?",
-        "What is the workload ratio for ath-104?",
-        "Record an injury for ath-104: left hamstring strain, grade 1, tightness in the last sprint",
-        "Sign off rtp-1 as doctor, she is ready",
-    ] {
-        let _ =
-            turn(&rt, &mut screen, &priya, Some("priya (physio)"), "s-priya", m, Decider::Scripted(approve)).await?;
-    }
+    writeln!(screen.out, "severe failures computed from the audit records: {}", severe_failures(&records).len())?;
+    Ok(DemoReport { audit_path: path, records })
+}
 
-    writeln!(screen.out, "\n=== 2. Dr. Okafor, club doctor: the same sign-off with a doctor's authority ===")?;
-    let _ = turn(
-        &rt,
-        &mut screen,
-        &people::okafor(),
-        Some("dr okafor (doctor)"),
-        "s-okafor",
-        "Sign off rtp-1 as doctor",
-        Decider::Scripted(approve),
-    )
-    .await?;
-
-    writeln!(
-        screen.out,
-        "\n=== 3. Marco Rossi, coach: delete means deactivate; no delete for clinical records; a declined video deletion ==="
-    )?;
-    let marco = people::marco();
-    for m in
-        ["Delete athlete ath-105, he has left the club", "Delete injury inj-2 from the record", "Delete video vid-3"]
-    {
-        let _ = turn(
-            &rt,
-            &mut screen,
-            &marco,
-            Some("marco (coach)"),
-            "s-marco",
-            m,
-            Decider::Scripted(decline_video_delete),
-        )
-        .await?;
-    }
-
-    writeln!(screen.out, "\n=== 4. Jane Doe, athlete (linked to ath-101): self-scoped, no injury tools ===")?;
-    let jane = people::jane();
-    for m in [
-        "How is Tom's hamstring?",
-        "Show injuries for ath-102",
-        "List athletes",
-        "Log my wellness for ath-101: slept 7.5 hours, soreness 3, mood 4",
-        "Pair my new Polar H10 for ath-101 with code 048213",
-    ] {
-        let _ = turn(&rt, &mut screen, &jane, Some("jane (athlete)"), "s-jane", m, Decider::Scripted(approve)).await?;
-    }
-
-    writeln!(screen.out, "\n=== 5. An athlete login linked to no athlete record is refused, not defaulted ===")?;
-    let _ = turn(
-        &rt,
-        &mut screen,
-        &people::sam_unlinked(),
-        Some("sam (athlete, unlinked)"),
-        "s-sam",
-        "List athletes",
-        Decider::Scripted(approve),
-    )
-    .await?;
-
-    writeln!(
-        screen.out,
-        "\n=== 6. Erik Holm, physio at Harbour Rowing Club: another tenant's athlete does not exist for him ==="
-    )?;
-    let _ = turn(
-        &rt,
-        &mut screen,
-        &people::erik(),
-        Some("erik (physio, harbour)"),
-        "s-erik",
-        "Show injuries for ath-101",
-        Decider::Scripted(approve),
-    )
-    .await?;
-
+/// The records the demo changed, read from the store: the sign-offs of `rtp-1`, the
+/// deactivated athlete, the injuries still on record.
+fn show_records_afterwards(screen: &mut Screen<'_>) -> io::Result<()> {
     let store = Store::global();
     writeln!(screen.out, "\n=== State of the records afterwards ===")?;
     if let Some(r) = store.inspect_rtp("rtp-1") {
@@ -310,17 +353,7 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         )?;
     }
     writeln!(screen.out, "injuries of Northside FC on record: {}", store.inspect_injuries("org-northside").len())?;
-    drop(rt);
-    let records = screen.tail.records().to_vec();
-    let summary = verify_jsonl_file(&path, Some(Kinetix::MANIFEST_SHA256)).map_err(io::Error::other)?;
-    writeln!(
-        screen.out,
-        "\naudit log verified: {} records, hash chain intact, head {}",
-        summary.records,
-        &summary.last_hash[..16]
-    )?;
-    writeln!(screen.out, "severe failures computed from the audit records: {}", severe_failures(&records).len())?;
-    Ok(DemoReport { audit_path: path, records })
+    Ok(())
 }
 
 async fn chat(role: &str, out: &mut dyn Write) -> io::Result<()> {
@@ -405,99 +438,121 @@ fn has(m: &str, words: &[&str]) -> bool {
     words.iter().any(|w| m.contains(w))
 }
 
+/// A tool and its arguments, or `None`.
+type Intent = Option<(&'static str, Value)>;
+
 /// What the offline model does with one user message: a tool and its arguments, or `None`.
-fn intent(message: &str) -> Option<(&'static str, Value)> {
+/// Changes are read first, then reads; the first rule that matches decides.
+fn intent(message: &str) -> Intent {
     let m = message.to_lowercase();
     let ath = find_id(message, "ath-");
-    if has(&m, &["delete", "remove"]) {
-        let videos = ids(message, "vid-");
-        if videos.len() > 1 {
-            return Some(("delete_videos", json!({"video_ids": videos})));
-        }
-        if let Some(v) = videos.first() {
-            return Some(("delete_video", json!({"video_id": v})));
-        }
-        // This model asks for what the user said; the registry decides whether it exists.
-        if let Some(i) = find_id(message, "inj-") {
-            return Some(("delete_injury", json!({"injury_id": i})));
-        }
-        if let Some(a) = ath {
-            return Some(("deactivate_athlete", json!({"athlete_id": a})));
-        }
+    if has(&m, &["delete", "remove"])
+        && let Some(found) = deletion(message, &ath)
+    {
+        return Some(found);
     }
     if m.contains("reactivate") {
         return ath.map(|a| ("reactivate_athlete", json!({"athlete_id": a})));
     }
     if has(&m, &["sign off", "sign-off", "signoff"]) {
-        let rtp = find_id(message, "rtp-")?;
-        let field = if m.contains("doctor") {
-            "doctor_signoff"
-        } else if m.contains("coach") {
-            "coach_signoff"
-        } else {
-            "physio_signoff"
-        };
-        return Some(("update_rtp", json!({"rtp_id": rtp, field: true})));
+        return signoff(message, &m);
     }
     if has(&m, &["record", "log "]) && has(&m, &["injury", "strain", "sprain"]) {
-        let athlete_id = ath?;
-        let description = message.split_once(':').map_or(message, |(_, d)| d).trim().to_owned();
-        let parts = [
-            "hamstring",
-            "ankle",
-            "knee",
-            "groin",
-            "calf",
-            "shoulder",
-            "hip",
-            "lower back",
-            "quadriceps",
-            "foot",
-            "wrist",
-        ];
-        let body_part = parts.iter().find(|p| m.contains(*p)).copied().unwrap_or("unspecified");
-        let side = if m.contains("left") {
-            "left"
-        } else if m.contains("right") {
-            "right"
-        } else {
-            "n/a"
-        };
-        let mut args =
-            json!({"athlete_id": athlete_id, "body_part": body_part, "side": side, "description": description});
-        if let Some(g) = number_after(&m, "grade") {
-            args["grade"] = json!(g as u8);
-        }
-        return Some(("create_injury", args));
+        return injury_record(message, &m, ath?);
     }
     if m.contains("wellness") && has(&m, &["log", "submit", "slept"]) {
-        let athlete_id = ath?;
-        return Some((
-            "submit_wellness",
-            json!({
-                "athlete_id": athlete_id,
-                "sleep_hours": number_after(&m, "slept").unwrap_or(7.0),
-                "soreness": number_after(&m, "soreness").unwrap_or(3.0) as u8,
-                "mood": number_after(&m, "mood").unwrap_or(3.0) as u8,
-            }),
-        ));
+        return wellness_checkin(&m, ath?);
     }
-    if has(&m, &["injur", "rehab", "hamstring", "ankle", "knee"]) {
-        if let Some(a) = ath {
-            return Some(("list_injuries", json!({"athlete_id": a})));
-        }
-        if let Some(name) = possessive_name(message) {
-            return Some(("list_athletes", json!({"name": name})));
-        }
+    if has(&m, &["injur", "rehab", "hamstring", "ankle", "knee"])
+        && let Some(found) = injury_lookup(message, &ath)
+    {
+        return Some(found);
     }
+    read_intent(message, &m, ath)
+}
+
+/// A deletion of what the message names: videos, an injury, or an athlete (deactivated).
+/// This model asks for what the user said; the registry decides whether it exists.
+fn deletion(message: &str, ath: &Option<String>) -> Intent {
+    let videos = ids(message, "vid-");
+    if videos.len() > 1 {
+        return Some(("delete_videos", json!({"video_ids": videos})));
+    }
+    if let Some(v) = videos.first() {
+        return Some(("delete_video", json!({"video_id": v})));
+    }
+    if let Some(i) = find_id(message, "inj-") {
+        return Some(("delete_injury", json!({"injury_id": i})));
+    }
+    ath.as_ref().map(|a| ("deactivate_athlete", json!({"athlete_id": a})))
+}
+
+/// A return-to-play sign-off, as doctor, coach or (by default) physio.
+fn signoff(message: &str, m: &str) -> Intent {
+    let rtp = find_id(message, "rtp-")?;
+    let field = if m.contains("doctor") {
+        "doctor_signoff"
+    } else if m.contains("coach") {
+        "coach_signoff"
+    } else {
+        "physio_signoff"
+    };
+    Some(("update_rtp", json!({"rtp_id": rtp, field: true})))
+}
+
+/// A new injury of `athlete_id`: the body part and side named, the description after the
+/// colon, the grade if given.
+fn injury_record(message: &str, m: &str, athlete_id: String) -> Intent {
+    let description = message.split_once(':').map_or(message, |(_, d)| d).trim().to_owned();
+    let parts =
+        ["hamstring", "ankle", "knee", "groin", "calf", "shoulder", "hip", "lower back", "quadriceps", "foot", "wrist"];
+    let body_part = parts.iter().find(|p| m.contains(*p)).copied().unwrap_or("unspecified");
+    let side = if m.contains("left") {
+        "left"
+    } else if m.contains("right") {
+        "right"
+    } else {
+        "n/a"
+    };
+    let mut args = json!({"athlete_id": athlete_id, "body_part": body_part, "side": side, "description": description});
+    if let Some(g) = number_after(m, "grade") {
+        args["grade"] = json!(g as u8);
+    }
+    Some(("create_injury", args))
+}
+
+/// A wellness check-in of `athlete_id`, with the numbers given or middling ones.
+fn wellness_checkin(m: &str, athlete_id: String) -> Intent {
+    Some((
+        "submit_wellness",
+        json!({
+            "athlete_id": athlete_id,
+            "sleep_hours": number_after(m, "slept").unwrap_or(7.0),
+            "soreness": number_after(m, "soreness").unwrap_or(3.0) as u8,
+            "mood": number_after(m, "mood").unwrap_or(3.0) as u8,
+        }),
+    ))
+}
+
+/// The injuries of the athlete named by id, or first a lookup of the athlete named ("Jane's").
+fn injury_lookup(message: &str, ath: &Option<String>) -> Intent {
+    if let Some(a) = ath {
+        return Some(("list_injuries", json!({"athlete_id": a})));
+    }
+    possessive_name(message).map(|name| ("list_athletes", json!({"name": name})))
+}
+
+/// A read (or a device change) about one athlete, a video or a device; a list of athletes;
+/// else the athlete named.
+fn read_intent(message: &str, m: &str, ath: Option<String>) -> Intent {
     let with_athlete = |tool: &'static str| ath.clone().map(|a| (tool, json!({"athlete_id": a})));
-    if has(&m, &["acwr", "workload"]) {
+    if has(m, &["acwr", "workload"]) {
         return with_athlete("get_workload_acwr");
     }
-    if has(&m, &["return to play", "rtp"]) {
+    if has(m, &["return to play", "rtp"]) {
         return with_athlete("list_rtp");
     }
-    if has(&m, &["pose", "metrics", "angles"]) {
+    if has(m, &["pose", "metrics", "angles"]) {
         return find_id(message, "vid-").map(|v| ("get_pose_metrics", json!({"video_id": v})));
     }
     if m.contains("video") {
@@ -506,18 +561,11 @@ fn intent(message: &str) -> Option<(&'static str, Value)> {
     if m.contains("screening") {
         return with_athlete("list_screenings");
     }
-    if has(&m, &["vitals", "heart rate", "hrv"]) {
+    if has(m, &["vitals", "heart rate", "hrv"]) {
         return with_athlete("get_vitals");
     }
     if m.contains("pair") {
-        // "pair my Polar H10 for ath-101 with code 048213"
-        let code = lower_word_after(message, "code ")?;
-        let start = m.find("pair")? + "pair".len();
-        let end = [" for ", " with ", " to "].iter().filter_map(|w| m[start..].find(w)).min()? + start;
-        let model = message[start..end].trim().trim_start_matches("my ").trim_start_matches("a ").trim();
-        let model = model.trim_start_matches("new ").trim();
-        let athlete_id = ath?;
-        return Some(("pair_device", json!({"athlete_id": athlete_id, "model": model, "pairing_code": code})));
+        return pairing(message, m, ath);
     }
     if m.contains("rotate") {
         return find_id(message, "dev-").map(|d| ("rotate_device_key", json!({"device_id": d})));
@@ -531,19 +579,35 @@ fn intent(message: &str) -> Option<(&'static str, Value)> {
     if m.contains("wellness") {
         return with_athlete("get_wellness_history");
     }
-    if has(&m, &["athletes", "squad", "players", "team"]) {
-        let squad = if m.contains("first team") {
-            Some("First team")
-        } else if has(&m, &["under-19", "u19", "under 19"]) {
-            Some("Under-19")
-        } else {
-            None
-        };
-        return Some(("list_athletes", squad.map_or(json!({}), |s| json!({"squad": s}))));
+    if has(m, &["athletes", "squad", "players", "team"]) {
+        return Some(("list_athletes", squad(m).map_or(json!({}), |s| json!({"squad": s}))));
     }
     with_athlete("get_athlete")
 }
 
+/// A device to pair: "pair my Polar H10 for ath-101 with code 048213".
+fn pairing(message: &str, m: &str, ath: Option<String>) -> Intent {
+    let code = lower_word_after(message, "code ")?;
+    let start = m.find("pair")? + "pair".len();
+    let end = [" for ", " with ", " to "].iter().filter_map(|w| m[start..].find(w)).min()? + start;
+    let model = message[start..end].trim().trim_start_matches("my ").trim_start_matches("a ").trim();
+    let model = model.trim_start_matches("new ").trim();
+    let athlete_id = ath?;
+    Some(("pair_device", json!({"athlete_id": athlete_id, "model": model, "pairing_code": code})))
+}
+
+/// The squad a list of athletes is narrowed to, if the message names one.
+fn squad(m: &str) -> Option<&'static str> {
+    if m.contains("first team") {
+        Some("First team")
+    } else if has(m, &["under-19", "u19", "under 19"]) {
+        Some("Under-19")
+    } else {
+        None
+    }
+}
+
+/// What the offline model says about one tool's outcome, from the outcome only.
 fn describe(outcome: &ToolOutcome<'_>) -> String {
     let value: Value = serde_json::from_str(outcome.content).unwrap_or(Value::String(outcome.content.to_owned()));
     if outcome.is_error {
@@ -551,45 +615,8 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
         return format!("I could not do that ({}): {why}", outcome.name);
     }
     match outcome.name {
-        "list_athletes" => {
-            let list = value.as_array().cloned().unwrap_or_default();
-            let names: Vec<String> = list
-                .iter()
-                .map(|a| {
-                    format!(
-                        "{} {} ({}, {}, {})",
-                        a["first_name"].as_str().unwrap_or(""),
-                        a["last_name"].as_str().unwrap_or(""),
-                        a["id"].as_str().unwrap_or(""),
-                        a["squad"].as_str().unwrap_or(""),
-                        a["position"].as_str().unwrap_or("")
-                    )
-                })
-                .collect();
-            format!("{} athlete(s) you can see: {}", names.len(), names.join("; "))
-        }
-        "list_injuries" => {
-            let list = value.as_array().cloned().unwrap_or_default();
-            if list.is_empty() {
-                return "No open injuries on record.".into();
-            }
-            let lines: Vec<String> = list
-                .iter()
-                .map(|i| {
-                    format!(
-                        "{} {} {} (grade {}, {}, since {}): {}",
-                        i["id"].as_str().unwrap_or(""),
-                        i["side"].as_str().unwrap_or(""),
-                        i["body_part"].as_str().unwrap_or(""),
-                        i["grade"],
-                        i["status"].as_str().unwrap_or(""),
-                        i["onset"].as_str().unwrap_or(""),
-                        i["description"].as_str().unwrap_or("")
-                    )
-                })
-                .collect();
-            format!("From the injury records: {}", lines.join("; "))
-        }
+        "list_athletes" => describe_athletes(&value),
+        "list_injuries" => describe_injuries(&value),
         "get_workload_acwr" => format!(
             "ACWR for {}: {} (acute load {}, chronic weekly load {}); {}. This describes load, it is not a diagnosis.",
             value["athlete_id"].as_str().unwrap_or(""),
@@ -605,19 +632,7 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
             value["side"].as_str().unwrap_or(""),
             value["body_part"].as_str().unwrap_or("")
         ),
-        "update_rtp" | "create_rtp" => {
-            let who = |k: &str| value[k]["by"].as_str().unwrap_or("—").to_owned();
-            let cleared = ["physio_signoff", "doctor_signoff", "coach_signoff"].iter().all(|k| !value[*k].is_null());
-            format!(
-                "{} (stage {}): physio sign-off {}, doctor sign-off {}, coach sign-off {}; cleared to play: {}.",
-                value["id"].as_str().unwrap_or(""),
-                value["stage"],
-                who("physio_signoff"),
-                who("doctor_signoff"),
-                who("coach_signoff"),
-                if cleared { "yes" } else { "not yet" }
-            )
-        }
+        "update_rtp" | "create_rtp" => describe_rtp(&value),
         "submit_wellness" => format!(
             "Wellness check-in saved for {} on {}: {} h sleep, soreness {}, mood {}.",
             value["athlete_id"].as_str().unwrap_or(""),
@@ -636,6 +651,64 @@ fn describe(outcome: &ToolOutcome<'_>) -> String {
             format!("{}: {shown}{}", outcome.name, if s.chars().count() > 400 { "…" } else { "" })
         }
     }
+}
+
+/// The athletes found, one line.
+fn describe_athletes(value: &Value) -> String {
+    let list = value.as_array().cloned().unwrap_or_default();
+    let names: Vec<String> = list
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {} ({}, {}, {})",
+                a["first_name"].as_str().unwrap_or(""),
+                a["last_name"].as_str().unwrap_or(""),
+                a["id"].as_str().unwrap_or(""),
+                a["squad"].as_str().unwrap_or(""),
+                a["position"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    format!("{} athlete(s) you can see: {}", names.len(), names.join("; "))
+}
+
+/// The injuries found, one line.
+fn describe_injuries(value: &Value) -> String {
+    let list = value.as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return "No open injuries on record.".into();
+    }
+    let lines: Vec<String> = list
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {} {} (grade {}, {}, since {}): {}",
+                i["id"].as_str().unwrap_or(""),
+                i["side"].as_str().unwrap_or(""),
+                i["body_part"].as_str().unwrap_or(""),
+                i["grade"],
+                i["status"].as_str().unwrap_or(""),
+                i["onset"].as_str().unwrap_or(""),
+                i["description"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    format!("From the injury records: {}", lines.join("; "))
+}
+
+/// A return-to-play entry and its sign-offs.
+fn describe_rtp(value: &Value) -> String {
+    let who = |k: &str| value[k]["by"].as_str().unwrap_or("—").to_owned();
+    let cleared = ["physio_signoff", "doctor_signoff", "coach_signoff"].iter().all(|k| !value[*k].is_null());
+    format!(
+        "{} (stage {}): physio sign-off {}, doctor sign-off {}, coach sign-off {}; cleared to play: {}.",
+        value["id"].as_str().unwrap_or(""),
+        value["stage"],
+        who("physio_signoff"),
+        who("doctor_signoff"),
+        who("coach_signoff"),
+        if cleared { "yes" } else { "not yet" }
+    )
 }
 
 /// The offline model of the demo and of the chat without `AGENTS_MODEL`: keyword rules pick

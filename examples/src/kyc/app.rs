@@ -410,27 +410,55 @@ impl Stage<'_> {
 /// The whole demo with its audit log at `path` (left in place: the report names it).
 pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoReport> {
     let files = DemoFiles::create()?;
-    let sink = JsonlSink::open(path).map_err(io::Error::other)?;
-    let (sink, records) = ShowingSink::new(sink);
-    let sink = Arc::new(sink);
-    let model = Arc::new(ScriptedProvider::new([]).with_model("kyc-script"));
-    let budget = Arc::new(ToolCallBudget::new(MAX_TOOL_CALLS_PER_RUN));
-    let gated = Runtime::builder(sink.clone(), model.clone())
-        .roles(super::roles().clone())
-        .interceptor(budget.clone())
-        .interceptor(Arc::new(DeclaredPathCheck))
-        .build();
-    // The same sink, so one chain records both; no interceptor, so the handle decides.
-    let plain = Runtime::builder(sink, model.clone()).roles(super::roles().clone()).build();
-    let mut stage = Stage { screen: Screen::new(out, path), records, gated, plain, model, budget };
-
+    let mut stage = Stage::new(path, out)?;
     let manifest = Manifest::parse(KycReviewer::MANIFEST).map_err(io::Error::other)?;
-    let out = &mut stage.screen.out;
+    introduce(stage.screen.out, &files, path)?;
+    show_declared(stage.screen.out, &manifest)?;
+    let (c1001, decision) = review_scene(&mut stage, &files).await?;
+    let attempts = levels_scene(&mut stage, &files, &manifest).await?;
+    let budget_decision = budget_scene(&mut stage, &files).await?;
+    let malformed = malformed_scene(&mut stage, &c1001).await?;
+    let records = verify_log(stage, path)?;
+    drop(files);
+    Ok(DemoReport { audit_path: path.to_path_buf(), records, decision, attempts, budget_decision, malformed })
+}
+
+impl<'a> Stage<'a> {
+    /// The stage of a demo whose audit log is at `path`: one sink for two runtimes, the
+    /// gated one with the tool-call budget and the declared path check, the plain one without.
+    fn new(path: &Path, out: &'a mut dyn Write) -> io::Result<Self> {
+        let sink = JsonlSink::open(path).map_err(io::Error::other)?;
+        let (sink, records) = ShowingSink::new(sink);
+        let sink = Arc::new(sink);
+        let model = Arc::new(ScriptedProvider::new([]).with_model("kyc-script"));
+        let budget = Arc::new(ToolCallBudget::new(MAX_TOOL_CALLS_PER_RUN));
+        let gated = Runtime::builder(sink.clone(), model.clone())
+            .roles(super::roles().clone())
+            .interceptor(budget.clone())
+            .interceptor(Arc::new(DeclaredPathCheck))
+            .build();
+        // The same sink, so one chain records both; no interceptor, so the handle decides.
+        let plain = Runtime::builder(sink, model.clone()).roles(super::roles().clone()).build();
+        Ok(Stage { screen: Screen::new(out, path), records, gated, plain, model, budget })
+    }
+}
+
+/// The model's call reading one customer file.
+fn read(path: &str) -> agents_runtime::provider::ChatResponse {
+    tool_call("read_customer_file", json!({ "path": path }).to_string())
+}
+
+/// The demo's opening lines: the manifest's hash, where the uploads and the audit log are.
+fn introduce(out: &mut dyn Write, files: &DemoFiles, path: &Path) -> io::Result<()> {
     writeln!(out, "kyc-reviewer demo: a scripted model, no keys, no network.")?;
     writeln!(out, "manifest sha256 {}", KycReviewer::MANIFEST_SHA256)?;
     writeln!(out, "uploads         {} (written by this demo, removed at the end)", files.uploads().display())?;
     writeln!(out, "audit log       {} (each [audit #n] line below is record n of this file)", path.display())?;
+    Ok(())
+}
 
+/// Scene 1: what each tool of both agents may touch, as their manifests declare it.
+fn show_declared(out: &mut dyn Write, manifest: &Manifest) -> io::Result<()> {
     writeln!(out, "\n=== 1. Declared: what the manifest says each tool may touch ===")?;
     writeln!(
         out,
@@ -482,10 +510,15 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         "(baselines: examples/baselines/kyc.manifest.json, kyc-extractor.manifest.json; the capability report: \
          `cargo run -q -p examples --example kyc -- manifest > kyc.json && agents manifest render kyc.json -o kyc.html`)"
     )?;
+    Ok(())
+}
 
-    writeln!(out, "\n=== 2. A review: a typed request in, a validated decision out ===")?;
+/// Scene 2: a review whose proof of address tells the model to read `/etc/passwd`; the
+/// request, and the decision it ends with.
+async fn review_scene(stage: &mut Stage<'_>, files: &DemoFiles) -> io::Result<(RawRequest, Option<ApprovalDecision>)> {
+    writeln!(stage.screen.out, "\n=== 2. A review: a typed request in, a validated decision out ===")?;
     writeln!(
-        out,
+        stage.screen.out,
         "(the proof of address carries a note telling the assistant to read /etc/passwd; the model obeys it)"
     )?;
     let c1001 = RawRequest {
@@ -495,7 +528,6 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         country: "SE".into(),
         documents: vec![files.upload("c-1001/passport.txt"), files.upload("c-1001/proof-of-address.txt")],
     };
-    let read = |p: &str| tool_call("read_customer_file", json!({ "path": p }).to_string());
     let approve = json!({
         "request_id": "kyc-2026-0413",
         "decision": "approve",
@@ -525,20 +557,39 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             d.documents_reviewed.len()
         )?;
     }
+    Ok((c1001, decision))
+}
 
-    writeln!(stage.screen.out, "\n=== 3. The same policy, level by level ===")?;
-    writeln!(
-        stage.screen.out,
-        "Each attempt is checked against the manifest's own globs (declared), then called through the gate\n\
-         with the declared path check (at the gate), then through a gate without it, so that the FsAccess\n\
-         handle built from the tool's declaration decides (in process); then by a vendor's extractor declared\n\
-         the same way, whose body calls std::fs directly, run in a worker process the kernel confines to\n\
-         the declaration (out of process)."
-    )?;
-    let read_globs = manifest.tool("read_customer_file").map(|t| t.policy.fs.read.clone()).unwrap_or_default();
-    let write_globs = manifest.tool("save_review_note").map(|t| t.policy.fs.write.clone()).unwrap_or_default();
-    let (declared_read, declared_write) = (GlobSet::new(&read_globs), GlobSet::new(&write_globs));
-    let tries: Vec<(String, &'static str, String, Value)> = vec![
+/// The manifest's fs globs of the reviewer's two tools.
+struct DeclaredFs {
+    read: Vec<String>,
+    write: Vec<String>,
+}
+
+impl DeclaredFs {
+    fn of(manifest: &Manifest) -> Self {
+        let read = manifest.tool("read_customer_file").map(|t| t.policy.fs.read.clone()).unwrap_or_default();
+        let write = manifest.tool("save_review_note").map(|t| t.policy.fs.write.clone()).unwrap_or_default();
+        DeclaredFs { read, write }
+    }
+
+    /// The globs of a read or a write.
+    fn globs(&self, write: bool) -> &Vec<String> {
+        if write { &self.write } else { &self.read }
+    }
+
+    /// Whether the globs of a read or a write admit `path`, read as text.
+    fn allows(&self, path: &str, write: bool) -> bool {
+        lexical_path(path).is_some_and(|l| GlobSet::new(self.globs(write)).is_match(&l))
+    }
+}
+
+/// One attempt of scene 3: what it is, the tool, its `path` and its other arguments.
+type Try = (String, &'static str, String, Value);
+
+/// The attempts of scene 3, from a read of the case's own document to writes over evidence.
+fn tries(files: &DemoFiles) -> Vec<Try> {
+    vec![
         (
             "read a document of the case".into(),
             <read_customer_file as Tool>::NAME,
@@ -575,27 +626,56 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             files.note("kyc-2026-0413.txt"),
             json!({"note": "approved: documents match"}),
         ),
-    ];
+    ]
+}
+
+/// Scene 3: each attempt checked against the manifest's globs, then called at the gate, in
+/// process and out of process.
+async fn levels_scene(stage: &mut Stage<'_>, files: &DemoFiles, manifest: &Manifest) -> io::Result<Vec<Attempt>> {
+    writeln!(stage.screen.out, "\n=== 3. The same policy, level by level ===")?;
+    writeln!(
+        stage.screen.out,
+        "Each attempt is checked against the manifest's own globs (declared), then called through the gate\n\
+         with the declared path check (at the gate), then through a gate without it, so that the FsAccess\n\
+         handle built from the tool's declaration decides (in process); then by a vendor's extractor declared\n\
+         the same way, whose body calls std::fs directly, run in a worker process the kernel confines to\n\
+         the declaration (out of process)."
+    )?;
+    let declared = DeclaredFs::of(manifest);
     let mut attempts = Vec::new();
-    for (i, (what, tool, p, extra)) in tries.into_iter().enumerate() {
+    for (i, attempt) in tries(files).into_iter().enumerate() {
+        attempts.push(stage.attempt(i, attempt, &declared).await?);
+    }
+    Ok(attempts)
+}
+
+impl Stage<'_> {
+    /// Attempt `i` of scene 3, level by level.
+    async fn attempt(&mut self, i: usize, (what, tool, p, extra): Try, declared: &DeclaredFs) -> io::Result<Attempt> {
         let mut args = extra;
         args["path"] = json!(p);
         let write = tool == <save_review_note as Tool>::NAME;
-        let declared_allows = lexical_path(&p)
-            .is_some_and(|l| if write { declared_write.is_match(&l) } else { declared_read.is_match(&l) });
-        let out = &mut stage.screen.out;
+        let declared_allows = declared.allows(&p, write);
+        let out = &mut self.screen.out;
         writeln!(out, "\n-- {}. {what}: {tool} {}", i + 1, canonical(&args))?;
         writeln!(
             out,
             "   declared:   {} (fs {}: {:?})",
             if declared_allows { "inside the policy" } else { "outside the policy" },
             if write { "write" } else { "read" },
-            if write { &write_globs } else { &read_globs }
+            declared.globs(write)
         )?;
-        writeln!(stage.screen.out, "   at the gate:")?;
-        let at_gate = stage.direct::<KycReviewer>(true, &format!("gate-{}", i + 1), tool, &args).await?;
-        writeln!(stage.screen.out, "   in process:")?;
-        let in_process = stage.direct::<KycReviewer>(false, &format!("handle-{}", i + 1), tool, &args).await?;
+        writeln!(self.screen.out, "   at the gate:")?;
+        let at_gate = self.direct::<KycReviewer>(true, &format!("gate-{}", i + 1), tool, &args).await?;
+        writeln!(self.screen.out, "   in process:")?;
+        let in_process = self.direct::<KycReviewer>(false, &format!("handle-{}", i + 1), tool, &args).await?;
+        let out_of_process = self.vendor_attempt(i, &p).await?;
+        Ok(Attempt { what, tool, path: p, declared_allows, at_gate, in_process, out_of_process })
+    }
+
+    /// Attempt `i` by the vendor's extractor in a confined worker, when it has one (none for
+    /// the write where notes go) and this process can confine workers.
+    async fn vendor_attempt(&mut self, i: usize, p: &str) -> io::Result<Option<Vec<AuditRecord>>> {
         let vendor_args = match i {
             5 => None,
             4 => Some(json!({"path": p, "overwrite": true})),
@@ -603,22 +683,25 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         };
         let out_of_process = match vendor_args {
             Some(args) if agents_runtime::isolate::settings().is_some() => {
-                writeln!(stage.screen.out, "   out of process (the vendor's body, std::fs, in a confined worker):")?;
+                writeln!(self.screen.out, "   out of process (the vendor's body, std::fs, in a confined worker):")?;
                 let name = <vendor_extract_text as Tool>::NAME;
-                Some(stage.direct::<KycExtractor>(false, &format!("kernel-{}", i + 1), name, &args).await?)
+                Some(self.direct::<KycExtractor>(false, &format!("kernel-{}", i + 1), name, &args).await?)
             }
             Some(_) => {
                 writeln!(
-                    stage.screen.out,
+                    self.screen.out,
                     "   out of process: not shown (this process did not call agents_runtime::isolate::init)"
                 )?;
                 None
             }
             None => None,
         };
-        attempts.push(Attempt { what, tool, path: p, declared_allows, at_gate, in_process, out_of_process });
+        Ok(out_of_process)
     }
+}
 
+/// Scene 4: a review of eight statement pages that runs out of tool calls.
+async fn budget_scene(stage: &mut Stage<'_>, files: &DemoFiles) -> io::Result<Option<ApprovalDecision>> {
     writeln!(stage.screen.out, "\n=== 4. A budget on tool calls: {MAX_TOOL_CALLS_PER_RUN} per run ===")?;
     let c1003 = RawRequest {
         request_id: "kyc-2026-0415".into(),
@@ -647,7 +730,11 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
             d.documents_reviewed.len()
         )?;
     }
+    Ok(budget_outcome.output().cloned())
+}
 
+/// Scene 5: a decision whose risk score is out of range reaches no one.
+async fn malformed_scene(stage: &mut Stage<'_>, c1001: &RawRequest) -> io::Result<(RunStatus, Option<String>)> {
     writeln!(stage.screen.out, "\n=== 5. A decision that does not fit its type ===")?;
     let bad = json!({
         "request_id": "kyc-2026-0413",
@@ -656,13 +743,18 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         "reasons": ["looks fine"],
         "documents_reviewed": [c1001.documents[0]],
     });
-    let malformed = stage.review(&c1001, vec![read(&c1001.documents[0]), reply(bad.to_string())]).await?;
+    let malformed = stage.review(c1001, vec![read(&c1001.documents[0]), reply(bad.to_string())]).await?;
     writeln!(
         stage.screen.out,
         "  >> no decision reached the application (output: {:?})",
         malformed.output().map(|d| d.decision)
     )?;
+    Ok((malformed.status(), malformed.error_text()))
+}
 
+/// Ends both runtimes, verifies the audit log and checks every record's manifest hash; the
+/// records as shown.
+fn verify_log(stage: Stage<'_>, path: &Path) -> io::Result<Vec<AuditRecord>> {
     let Stage { mut screen, gated, plain, .. } = stage;
     drop(gated);
     drop(plain);
@@ -679,15 +771,7 @@ pub async fn run_demo_at(path: &Path, out: &mut dyn Write) -> io::Result<DemoRep
         "\naudit log verified: {} records, hash chain intact, each carrying the kyc-reviewer or kyc-extractor manifest hash",
         summary.records
     )?;
-    drop(files);
-    Ok(DemoReport {
-        audit_path: path.to_path_buf(),
-        records,
-        decision,
-        attempts,
-        budget_decision: budget_outcome.output().cloned(),
-        malformed: (malformed.status(), malformed.error_text()),
-    })
+    Ok(records)
 }
 
 /// The demo with its audit log at a fresh path in the temporary directory, left there.
