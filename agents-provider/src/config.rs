@@ -16,7 +16,7 @@
 //! sent to another host by accident.
 //!
 //! ```
-//! use agents_runtime::provider::config::ProviderConfig;
+//! use agents_provider::config::ProviderConfig;
 //!
 //! let vars = [("AGENTS_MODEL", "openai-compatible:llama3.2@http://localhost:11434/v1")];
 //! let lookup = |name: &str| {
@@ -374,13 +374,13 @@ fn split_base_url(rest: &str) -> (&str, Option<&str>) {
 /// when `AGENTS_MODEL` is unset, so callers can fall back to an offline provider:
 ///
 /// ```no_run
-/// use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
+/// use agents_provider::{Provider, RuleProvider, provider_from_env};
 ///
 /// let provider: Box<dyn Provider> = match provider_from_env()? {
 ///     Some(provider) => provider,
 ///     None => Box::new(RuleProvider::new().on_keyword("weather", "get_weather", "{}")),
 /// };
-/// # Ok::<(), agents_runtime::provider::ConfigError>(())
+/// # Ok::<(), agents_provider::ConfigError>(())
 /// ```
 pub fn provider_from_env() -> Result<Option<Box<dyn Provider>>, ConfigError> {
     ProviderConfig::from_env()?.map(|config| config.build()).transpose()

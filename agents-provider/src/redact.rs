@@ -34,7 +34,7 @@ const MASK: &str = "****";
 
 /// Finds the key, in the forms listed in the [module docs](self), in texts from the server.
 #[derive(Clone, Default)]
-pub(crate) struct Redactor {
+pub struct Redactor {
     /// The key's bytes; empty when there is no key.
     key: Vec<u8>,
     /// Whole-key encodings matched literally: base64 cores (case-sensitive).
@@ -59,8 +59,9 @@ impl Redactor {
         }
     }
 
-    /// A redactor for any secret text (empty: texts pass unchanged).
-    pub(crate) fn of_bytes(key: &[u8]) -> Self {
+    /// A redactor for any secret text (empty: texts pass unchanged). The runtime masks the
+    /// secret arguments of a run's calls in the texts it keeps this way.
+    pub fn of_bytes(key: &[u8]) -> Self {
         if key.is_empty() {
             return Self::default();
         }
@@ -88,7 +89,7 @@ impl Redactor {
     }
 
     /// `text` with every occurrence of the key, in every covered form, replaced by `****`.
-    pub(crate) fn redact(&self, text: &str) -> String {
+    pub fn redact(&self, text: &str) -> String {
         if self.key.is_empty() {
             return text.to_string();
         }

@@ -8,7 +8,7 @@
 //! as an instruction. See [`super::http`] for the timeout, retry and error model.
 //!
 //! ```no_run
-//! use agents_runtime::provider::{AnthropicConfig, AnthropicProvider, ApiKey, PriceTable};
+//! use agents_provider::{AnthropicConfig, AnthropicProvider, ApiKey, PriceTable};
 //!
 //! let claude = AnthropicProvider::new(
 //!     AnthropicConfig::new(

@@ -8,7 +8,7 @@
 //! ignored or end the call with [`ProviderError::Protocol`].
 //!
 //! ```
-//! use agents_runtime::provider::{ProviderLimits, WireFormat};
+//! use agents_provider::{ProviderLimits, WireFormat};
 //!
 //! let stream = b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n\
 //!                data: [DONE]\n\n";

@@ -7,7 +7,7 @@
 //! for why the HTTP stack is plain `reqwest`.
 //!
 //! ```no_run
-//! use agents_runtime::provider::{ApiKey, OpenAiConfig, OpenAiProvider, PriceTable};
+//! use agents_provider::{ApiKey, OpenAiConfig, OpenAiProvider, PriceTable};
 //! use std::time::Duration;
 //!
 //! // Hosted OpenAI, with a price so the budget counts the calls.

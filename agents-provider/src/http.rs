@@ -112,13 +112,13 @@ macro_rules! http_config_setters {
         }
 
         /// Sets the timeout and retry options.
-        pub fn with_http(mut self, http: $crate::provider::ProviderHttpOptions) -> Self {
+        pub fn with_http(mut self, http: $crate::ProviderHttpOptions) -> Self {
             self.http = http;
             self
         }
 
         /// Sets the price table.
-        pub fn with_prices(mut self, prices: $crate::provider::PriceTable) -> Self {
+        pub fn with_prices(mut self, prices: $crate::PriceTable) -> Self {
             self.prices = prices;
             self
         }
