@@ -28,38 +28,17 @@
 //! operating system's certificate verifier, so the crate never installs a process-wide
 //! rustls provider behind the application's back.
 
+pub use super::key::ApiKey;
+
 use super::ProviderError;
 use super::limits::ProviderLimits;
 use super::redact::Redactor;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The default per-call timeout (the seed's 90 s: one provider round trip, not one run).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// An API key. It never appears in `Debug` output, error messages or descriptions.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key itself, for the request header only.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(****)")
-    }
-}
 
 /// Timeout and retry settings of an HTTP provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -497,12 +476,6 @@ mod tests {
         }
         h.insert("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT".parse().unwrap());
         assert!(retry_after(&h).is_some());
-    }
-
-    #[test]
-    fn api_key_debug_is_masked() {
-        let key = ApiKey::new("sk-secret-123");
-        assert_eq!(format!("{key:?}"), "ApiKey(****)");
     }
 
     #[test]

@@ -8,6 +8,8 @@ mod call;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+mod key;
 pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;

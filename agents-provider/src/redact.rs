@@ -24,7 +24,7 @@
 #[cfg(feature = "http")]
 use super::ProviderError;
 #[cfg(feature = "http")]
-use super::http::ApiKey;
+use super::key::ApiKey;
 #[cfg(feature = "http")]
 use super::truncate;
 use base64::Engine as _;
