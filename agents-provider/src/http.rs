@@ -1,6 +1,7 @@
 //! The HTTP stack shared by [`OpenAiProvider`](super::OpenAiProvider) and
 //! [`AnthropicProvider`](super::AnthropicProvider): API keys that never print, the per-call
-//! timeout, bounded retries, error classification and a server-sent-events parser.
+//! timeout, bounded retries and error classification (the answers themselves are read by
+//! [`wire`](super::wire)).
 //!
 //! # Why plain `reqwest` and `serde_json`
 //!
