@@ -125,72 +125,13 @@ impl AnthropicProvider {
 
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ChatRequest) -> Value {
-        let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-        for message in &request.messages {
-            let (role, blocks) = match message {
-                ChatMessage::User { content } => {
-                    ("user", if content.is_empty() { vec![] } else { vec![json!({"type": "text", "text": content})] })
-                }
-                ChatMessage::Assistant { content, tool_calls } => {
-                    let mut blocks = Vec::new();
-                    if !content.is_empty() {
-                        blocks.push(json!({"type": "text", "text": content}));
-                    }
-                    for call in tool_calls {
-                        // `input` must be an object; arguments that are not one were already
-                        // refused by the gate, and the tool result says so.
-                        let input = serde_json::from_str::<Value>(&call.arguments)
-                            .ok()
-                            .filter(Value::is_object)
-                            .unwrap_or_else(|| json!({}));
-                        blocks.push(json!({
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": input,
-                        }));
-                    }
-                    ("assistant", blocks)
-                }
-                ChatMessage::Tool { call_id, content, is_error, .. } => {
-                    let mut block = json!({
-                        "type": "tool_result",
-                        "tool_use_id": call_id,
-                        "content": content,
-                    });
-                    if *is_error {
-                        block["is_error"] = json!(true);
-                    }
-                    ("user", vec![block])
-                }
-            };
-            if blocks.is_empty() {
-                continue;
-            }
-            match turns.last_mut() {
-                Some((last, existing)) if *last == role => existing.extend(blocks),
-                _ => turns.push((role, blocks)),
-            }
-        }
-        let messages: Vec<Value> =
-            turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
         let mut body = json!({
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
-            "messages": messages,
+            "messages": turns(&request.messages),
             "stream": true,
         });
-        let mut system = request.system.clone();
-        if let Some(schema) = &request.response_schema {
-            if !system.is_empty() {
-                system.push_str("\n\n");
-            }
-            system.push_str(
-                "When you give your final answer, answer with only a JSON value that matches \
-                 this JSON schema:\n",
-            );
-            system.push_str(&schema.to_string());
-        }
+        let system = system_prompt(request);
         if !system.is_empty() {
             body["system"] = json!(system);
         }
@@ -274,6 +215,83 @@ impl AnthropicProvider {
         );
         Ok(ChatResponse { content: answer.content, tool_calls: answer.tool_calls, usage })
     }
+}
+
+/// The conversation as the Messages API takes it: each message as its role and content
+/// blocks, consecutive messages of one role merged into one turn (the API requires the roles
+/// to alternate), messages without blocks left out.
+fn turns(messages: &[ChatMessage]) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in messages {
+        let (role, blocks) = blocks(message);
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+}
+
+/// One message's role and content blocks: `text` for what the user or the model wrote,
+/// `tool_use` for the model's calls, `tool_result` (a user block) for a call's result.
+fn blocks(message: &ChatMessage) -> (&'static str, Vec<Value>) {
+    match message {
+        ChatMessage::User { content } => {
+            ("user", if content.is_empty() { vec![] } else { vec![json!({"type": "text", "text": content})] })
+        }
+        ChatMessage::Assistant { content, tool_calls } => {
+            let mut blocks = Vec::new();
+            if !content.is_empty() {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            for call in tool_calls {
+                // `input` must be an object; arguments that are not one were already
+                // refused by the gate, and the tool result says so.
+                let input = serde_json::from_str::<Value>(&call.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                blocks.push(json!({
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": input,
+                }));
+            }
+            ("assistant", blocks)
+        }
+        ChatMessage::Tool { call_id, content, is_error, .. } => {
+            let mut block = json!({
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": content,
+            });
+            if *is_error {
+                block["is_error"] = json!(true);
+            }
+            ("user", vec![block])
+        }
+    }
+}
+
+/// The system prompt, with the response schema, which the Messages API has no field for,
+/// added as an instruction.
+fn system_prompt(request: &ChatRequest) -> String {
+    let mut system = request.system.clone();
+    if let Some(schema) = &request.response_schema {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(
+            "When you give your final answer, answer with only a JSON value that matches \
+             this JSON schema:\n",
+        );
+        system.push_str(&schema.to_string());
+    }
+    system
 }
 
 impl Provider for AnthropicProvider {
