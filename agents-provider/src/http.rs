@@ -29,7 +29,7 @@
 //! operating system's certificate verifier, so the crate never installs a process-wide
 //! rustls provider behind the application's back.
 
-pub use super::key::ApiKey;
+pub use super::redact::ApiKey;
 
 use super::ProviderError;
 use super::limits::ProviderLimits;

@@ -8,8 +8,6 @@ mod call;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
-#[cfg(feature = "http")]
-mod key;
 pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;

@@ -1,11 +1,13 @@
-//! Keeping the API key out of every text built from a server's answer: [`Redactor`].
+//! Keeping the API key out of every text built from a server's answer: [`ApiKey`], which never
+//! prints, and [`Redactor`], which finds it in what a server sends back. The HTTP stack, which
+//! sends the key, takes both from here.
 //!
 //! A server (or a proxy in front of it) may echo the key it received, and not always as it
 //! was sent: JSON escapes it, a URL percent-encodes it, an HTML page writes entities, a
 //! gateway logs it in base64 or hex. The providers build every error text from the decoded
-//! answer and pass each one through [`Redactor::redact`] — in [`Redactor::quote`] where they
+//! answer and pass each one through [`Redactor::redact`] — in `Redactor::quote` where they
 //! quote server text, and once more over the finished [`ProviderError`] in
-//! [`Redactor::error`], the single exit every failed call takes. So the key reaches no error
+//! `Redactor::error`, the single exit every failed call takes. So the key reaches no error
 //! message, log line, event or audit record, whichever path built the text.
 //!
 //! Covered forms of the key (each matched anywhere in the text):
@@ -24,10 +26,33 @@
 #[cfg(feature = "http")]
 use super::ProviderError;
 #[cfg(feature = "http")]
-use super::key::ApiKey;
-#[cfg(feature = "http")]
 use super::truncate;
 use base64::Engine as _;
+
+/// An API key. It never appears in `Debug` output, error messages or descriptions.
+#[cfg(feature = "http")]
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+#[cfg(feature = "http")]
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the request header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(feature = "http")]
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(****)")
+    }
+}
 
 /// What replaces the key.
 const MASK: &str = "****";
@@ -259,6 +284,12 @@ mod tests {
         assert_eq!(r().redact(text), text);
         assert_eq!(Redactor::new(None).redact(&format!("x {KEY}")), format!("x {KEY}"));
         assert_eq!(Redactor::new(Some(&ApiKey::new(""))).redact("x"), "x");
+    }
+
+    #[test]
+    fn api_key_debug_is_masked() {
+        let key = ApiKey::new("sk-secret-123");
+        assert_eq!(format!("{key:?}"), "ApiKey(****)");
     }
 
     #[test]
