@@ -31,3 +31,8 @@ pub use secret::Secret;
 pub use shared_str::SharedStr;
 pub use shared_value::SharedValue;
 pub use tool::{ImportSpec, ParamSpec, PolicySpec, Risk, Tier, Tool, ToolSpec};
+
+/// A boxed future that may move between threads: what the traits of the crates built on this
+/// one return (a provider's answer, an interceptor's decision, an audit sink's lookup, ...).
+/// It is the same type as `futures::future::BoxFuture`, so an implementation may name either.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

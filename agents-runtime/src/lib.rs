@@ -14,7 +14,11 @@ pub mod listener;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod provenance;
-pub mod provider;
+/// Model providers: the [`Provider`](provider::Provider) trait, the scripted and rule-based
+/// providers, and the HTTP providers for OpenAI-compatible Chat Completions and Anthropic
+/// Messages. They live in their own crate, `agents-provider`, named here under the path they
+/// have always had (`agents_runtime::provider::ScriptedProvider`, ...).
+pub use agents_provider as provider;
 pub mod run;
 pub mod store;
 pub mod telemetry;
@@ -189,4 +193,4 @@ pub use tool::{
 /// A boxed future that may move between threads: what the runtime's traits return (a
 /// [`provider::Provider`]'s answer, an [`interceptor::Interceptor`]'s decision, ...). It is the
 /// same type as `futures::future::BoxFuture`, so an implementation may name either.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub use agents_core::BoxFuture;

@@ -11,7 +11,7 @@
 //! | span (`otel.name`) | kind | when |
 //! | --- | --- | --- |
 //! | `invoke_agent {agent}` | internal | one per run ([`Runtime::start`](crate::Runtime::start)) |
-//! | `chat {model}` | client | one per model call (the run's and the conversational classifier's) |
+//! | `chat {model}` | client | one per model call (the run's and the conversational classifier's), written by [`provider::chat_contained`](crate::provider::chat_contained) |
 //! | `execute_tool {tool}` | internal | one per tool call the model (or a direct session, or another tool) asks for, refused ones included |
 //!
 //! The `tracing` span names are the operation names (`invoke_agent`, `chat`,
@@ -57,14 +57,12 @@
 //! | `gen_ai.client.token.usage` | histogram | `{token}` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.token.type` (`input`/`output`) |
 
 use crate::audit::AuditStatus;
-use crate::provider::{ChatResponse, ProviderError};
 use agents_core::{Tier, ToolSpec};
 use std::time::Duration;
 use tracing::Span;
 use tracing::field::Empty;
 
-/// The `tracing` target of the metric events (see the [module docs](self)).
-pub const METRICS_TARGET: &str = "agents_runtime::metrics";
+pub use crate::provider::telemetry::METRICS_TARGET;
 
 /// The span of one run: `invoke_agent {agent}`.
 #[allow(clippy::too_many_arguments, reason = "one attribute each, named at the one call site")]
@@ -200,72 +198,4 @@ pub(crate) fn confirmation_waited(tool: &str, waited: Duration, decision: &'stat
         gen_ai.tool.name = tool,
         agents.decision = decision,
     );
-}
-
-/// The span of one model call: `chat {model}`.
-pub(crate) fn chat_span(provider: &str, model: &str) -> Span {
-    tracing::info_span!(
-        "chat",
-        otel.name = format!("chat {model}"),
-        otel.kind = "client",
-        gen_ai.operation.name = "chat",
-        gen_ai.provider.name = provider,
-        gen_ai.request.model = model,
-        gen_ai.usage.input_tokens = Empty,
-        gen_ai.usage.output_tokens = Empty,
-        error.type = Empty,
-        otel.status_code = Empty,
-    )
-}
-
-/// Records a model call's answer (token counts, why it stopped) or failure on its span, and
-/// its latency and token usage as metrics.
-pub(crate) fn chat_answered(
-    span: &Span,
-    provider: &str,
-    model: &str,
-    took: Duration,
-    answer: &Result<ChatResponse, ProviderError>,
-) {
-    let error = answer.as_ref().err().map(ProviderError::kind);
-    if !span.is_disabled() {
-        match answer {
-            Ok(r) => {
-                span.record("gen_ai.usage.input_tokens", as_i64(r.usage.input_tokens));
-                span.record("gen_ai.usage.output_tokens", as_i64(r.usage.output_tokens));
-            }
-            Err(_) => {
-                span.record("error.type", error);
-                span.record("otel.status_code", "error");
-            }
-        }
-    }
-    tracing::event!(
-        target: METRICS_TARGET,
-        tracing::Level::DEBUG,
-        histogram.gen_ai.client.operation.duration = took.as_secs_f64(),
-        gen_ai.operation.name = "chat",
-        gen_ai.provider.name = provider,
-        gen_ai.request.model = model,
-        error.type = error,
-    );
-    if let Ok(r) = answer {
-        for (kind, count) in [("input", r.usage.input_tokens), ("output", r.usage.output_tokens)] {
-            tracing::event!(
-                target: METRICS_TARGET,
-                tracing::Level::DEBUG,
-                histogram.gen_ai.client.token.usage = count,
-                gen_ai.operation.name = "chat",
-                gen_ai.provider.name = provider,
-                gen_ai.request.model = model,
-                gen_ai.token.type = kind,
-            );
-        }
-    }
-}
-
-/// A count as the signed integer OpenTelemetry attributes hold (`tracing-opentelemetry` records
-/// an unsigned field as text).
-fn as_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }

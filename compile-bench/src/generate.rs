@@ -288,7 +288,7 @@ pub fn dispatch_boxed(name: &str, args: Value) -> BoxFuture<'_, Result<Value, St
 }
 
 /// The project's crates the generated `bench_agents` depends on.
-const PROJECT_CRATES: &[&str] = &["agents-core", "agents-macros", "agents-runtime"];
+const PROJECT_CRATES: &[&str] = &["agents-core", "agents-macros", "agents-provider", "agents-runtime"];
 
 /// Copies the project's root manifest and the crates `agents-runtime` needs into
 /// `out/project`, so edits to the working tree during a run do not make cargo rebuild the

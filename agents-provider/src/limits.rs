@@ -87,7 +87,7 @@ impl fmt::Display for ProviderLimit {
 /// defaults cost). Each limit is checked as the bytes arrive, before they are kept.
 ///
 /// ```
-/// use agents_runtime::provider::{ProviderHttpOptions, ProviderLimits};
+/// use agents_provider::{ProviderHttpOptions, ProviderLimits};
 ///
 /// // A model that writes long documents: allow 8 MiB of text and a 16 MiB body.
 /// let http = ProviderHttpOptions {

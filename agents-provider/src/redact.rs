@@ -1,11 +1,13 @@
-//! Keeping the API key out of every text built from a server's answer: [`Redactor`].
+//! Keeping the API key out of every text built from a server's answer: [`ApiKey`], which never
+//! prints, and [`Redactor`], which finds it in what a server sends back. The HTTP stack, which
+//! sends the key, takes both from here.
 //!
 //! A server (or a proxy in front of it) may echo the key it received, and not always as it
 //! was sent: JSON escapes it, a URL percent-encodes it, an HTML page writes entities, a
 //! gateway logs it in base64 or hex. The providers build every error text from the decoded
-//! answer and pass each one through [`Redactor::redact`] — in [`Redactor::quote`] where they
+//! answer and pass each one through [`Redactor::redact`] — in `Redactor::quote` where they
 //! quote server text, and once more over the finished [`ProviderError`] in
-//! [`Redactor::error`], the single exit every failed call takes. So the key reaches no error
+//! `Redactor::error`, the single exit every failed call takes. So the key reaches no error
 //! message, log line, event or audit record, whichever path built the text.
 //!
 //! Covered forms of the key (each matched anywhere in the text):
@@ -24,17 +26,40 @@
 #[cfg(feature = "http")]
 use super::ProviderError;
 #[cfg(feature = "http")]
-use super::http::ApiKey;
-#[cfg(feature = "http")]
 use super::truncate;
 use base64::Engine as _;
+
+/// An API key. It never appears in `Debug` output, error messages or descriptions.
+#[cfg(feature = "http")]
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+#[cfg(feature = "http")]
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the request header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(feature = "http")]
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(****)")
+    }
+}
 
 /// What replaces the key.
 const MASK: &str = "****";
 
 /// Finds the key, in the forms listed in the [module docs](self), in texts from the server.
 #[derive(Clone, Default)]
-pub(crate) struct Redactor {
+pub struct Redactor {
     /// The key's bytes; empty when there is no key.
     key: Vec<u8>,
     /// Whole-key encodings matched literally: base64 cores (case-sensitive).
@@ -59,8 +84,9 @@ impl Redactor {
         }
     }
 
-    /// A redactor for any secret text (empty: texts pass unchanged).
-    pub(crate) fn of_bytes(key: &[u8]) -> Self {
+    /// A redactor for any secret text (empty: texts pass unchanged). The runtime masks the
+    /// secret arguments of a run's calls in the texts it keeps this way.
+    pub fn of_bytes(key: &[u8]) -> Self {
         if key.is_empty() {
             return Self::default();
         }
@@ -88,7 +114,7 @@ impl Redactor {
     }
 
     /// `text` with every occurrence of the key, in every covered form, replaced by `****`.
-    pub(crate) fn redact(&self, text: &str) -> String {
+    pub fn redact(&self, text: &str) -> String {
         if self.key.is_empty() {
             return text.to_string();
         }
@@ -258,6 +284,12 @@ mod tests {
         assert_eq!(r().redact(text), text);
         assert_eq!(Redactor::new(None).redact(&format!("x {KEY}")), format!("x {KEY}"));
         assert_eq!(Redactor::new(Some(&ApiKey::new(""))).redact("x"), "x");
+    }
+
+    #[test]
+    fn api_key_debug_is_masked() {
+        let key = ApiKey::new("sk-secret-123");
+        assert_eq!(format!("{key:?}"), "ApiKey(****)");
     }
 
     #[test]

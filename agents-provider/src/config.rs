@@ -16,7 +16,7 @@
 //! sent to another host by accident.
 //!
 //! ```
-//! use agents_runtime::provider::config::ProviderConfig;
+//! use agents_provider::config::ProviderConfig;
 //!
 //! let vars = [("AGENTS_MODEL", "openai-compatible:llama3.2@http://localhost:11434/v1")];
 //! let lookup = |name: &str| {
@@ -172,130 +172,22 @@ impl ProviderConfig {
         let Some(value) = var("AGENTS_MODEL") else {
             return Ok(None);
         };
-        let malformed = |reason: &str| ConfigError::Malformed { value: value.clone(), reason: reason.into() };
-        let Some((prefix, rest)) = value.split_once(':') else {
-            return Err(malformed("it has no `provider:` prefix"));
-        };
-        let kind = match prefix.trim().to_ascii_lowercase().as_str() {
-            "openai" => ProviderKind::OpenAi,
-            "anthropic" => ProviderKind::Anthropic,
-            "openai-compatible" => ProviderKind::OpenAiCompatible,
-            _ => return Err(malformed(&format!("unknown provider `{prefix}`"))),
-        };
-        let (model, inline_base) = split_base_url(rest);
-        if let Some(at) = model.find('@')
-            && inline_base.is_none()
-            && !model[at + 1..].is_empty()
-        {
-            return Err(malformed("the base URL after `@` must start with http:// or https://"));
-        }
-        let model = model.trim().trim_end_matches('@').trim();
-        if model.is_empty() {
-            return Err(malformed("the model is missing after the `:`"));
-        }
-
-        let (base_url, base_var) = match (inline_base, var("AGENTS_BASE_URL")) {
-            (Some(base), _) => (base.to_string(), "AGENTS_MODEL"),
-            (None, Some(base)) => (base, "AGENTS_BASE_URL"),
-            (None, None) => match kind {
-                ProviderKind::OpenAi => (OpenAiConfig::OPENAI_BASE_URL.into(), ""),
-                ProviderKind::Anthropic => (AnthropicConfig::DEFAULT_BASE_URL.into(), ""),
-                ProviderKind::OpenAiCompatible => {
-                    return Err(malformed(
-                        "openai-compatible needs a base URL: write it after `@` or set \
-                         AGENTS_BASE_URL",
-                    ));
-                }
-            },
-        };
-        let base_url = http::normalize_base_url(&base_url).map_err(|_| ConfigError::Invalid {
-            variable: base_var.into(),
-            value: http::display_url(&base_url),
-            expected: "an http:// or https:// URL such as http://localhost:11434/v1".into(),
-        })?;
-
-        let (api_key, key_env_var) = match kind {
-            ProviderKind::OpenAi | ProviderKind::Anthropic => {
-                let own = if kind == ProviderKind::OpenAi { "OPENAI_API_KEY" } else { "ANTHROPIC_API_KEY" };
-                match (var(own), var("AGENTS_API_KEY")) {
-                    (Some(key), _) => (Some(ApiKey::new(key)), own),
-                    (None, Some(key)) => (Some(ApiKey::new(key)), "AGENTS_API_KEY"),
-                    (None, None) => {
-                        return Err(ConfigError::MissingKey { provider: kind, variable: own.into() });
-                    }
-                }
-            }
-            ProviderKind::OpenAiCompatible => (var("AGENTS_API_KEY").map(ApiKey::new), "AGENTS_API_KEY"),
-        };
-
-        let timeout = match var("AGENTS_TIMEOUT_SECS") {
-            None => DEFAULT_TIMEOUT,
-            Some(text) => text
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
-                .map(Duration::from_secs_f64)
-                .ok_or_else(|| ConfigError::Invalid {
-                    variable: "AGENTS_TIMEOUT_SECS".into(),
-                    value: text.clone(),
-                    expected: "a number of seconds greater than 0, such as 90 or 0.5".into(),
-                })?,
-        };
-
-        let mut prices = PriceTable::new();
-        if let Some(text) = var("AGENTS_PRICE") {
-            // The same check as every other way a price enters a table.
-            let parsed = text
-                .split_once(',')
-                .and_then(|(i, o)| Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?)));
-            let checked = parsed.ok_or(None).and_then(|(i, o)| prices.clone().with_price(model, i, o).map_err(Some));
-            prices = match checked {
-                Ok(prices) => prices,
-                Err(refused) => {
-                    return Err(ConfigError::Invalid {
-                        variable: "AGENTS_PRICE".into(),
-                        value: text,
-                        expected: match refused {
-                            Some(e) => format!("`<input>,<output>` in USD per million tokens, such as 0.15,0.60 ({e})"),
-                            None => "`<input>,<output>` in USD per million tokens, such as 0.15,0.60".into(),
-                        },
-                    });
-                }
-            };
-        }
-
-        let max_tokens = match var("AGENTS_MAX_TOKENS") {
-            None => None,
-            Some(text) => Some(text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| ConfigError::Invalid {
-                variable: "AGENTS_MAX_TOKENS".into(),
-                value: text.clone(),
-                expected: "a whole number of tokens greater than 0, such as 4096".into(),
-            })?),
-        };
-
-        let allow_cleartext_key = match var("AGENTS_ALLOW_CLEARTEXT_KEY").as_deref() {
-            None | Some("0") => false,
-            Some("1") => true,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    variable: "AGENTS_ALLOW_CLEARTEXT_KEY".into(),
-                    value: other.into(),
-                    expected: "1 (allow the key over http:// to a private network) or 0".into(),
-                });
-            }
-        };
+        let choice = ModelChoice::parse(&value)?;
+        let base_url = choice.base_url(var("AGENTS_BASE_URL"))?;
+        let (api_key, key_env_var) = api_key(choice.kind, &var)?;
         let config = Self {
-            kind,
-            model: model.to_string(),
+            kind: choice.kind,
+            model: choice.model.to_string(),
             base_url,
             api_key,
             key_env_var: key_env_var.into(),
-            timeout,
-            prices,
-            max_tokens,
-            allow_cleartext_key,
+            timeout: timeout(var("AGENTS_TIMEOUT_SECS"))?,
+            prices: prices(choice.model, var("AGENTS_PRICE"))?,
+            max_tokens: max_tokens(var("AGENTS_MAX_TOKENS"))?,
+            allow_cleartext_key: cleartext_opt_in(var("AGENTS_ALLOW_CLEARTEXT_KEY"))?,
         };
-        let options = ProviderHttpOptions { allow_cleartext_key, ..ProviderHttpOptions::default() };
+        let options =
+            ProviderHttpOptions { allow_cleartext_key: config.allow_cleartext_key, ..ProviderHttpOptions::default() };
         http::check_key_transport(&config.base_url, config.api_key.is_some(), &options)?;
         Ok(Some(config))
     }
@@ -361,6 +253,148 @@ impl ProviderConfig {
     }
 }
 
+/// What `AGENTS_MODEL` names: the protocol, the model, and a base URL written after `@`.
+struct ModelChoice<'a> {
+    /// The variable's value, quoted by errors.
+    value: &'a str,
+    kind: ProviderKind,
+    model: &'a str,
+    inline_base: Option<&'a str>,
+}
+
+impl<'a> ModelChoice<'a> {
+    /// Reads `provider:model[@base_url]`.
+    fn parse(value: &'a str) -> Result<Self, ConfigError> {
+        let malformed = |reason: &str| ConfigError::Malformed { value: value.to_string(), reason: reason.into() };
+        let Some((prefix, rest)) = value.split_once(':') else {
+            return Err(malformed("it has no `provider:` prefix"));
+        };
+        let kind = match prefix.trim().to_ascii_lowercase().as_str() {
+            "openai" => ProviderKind::OpenAi,
+            "anthropic" => ProviderKind::Anthropic,
+            "openai-compatible" => ProviderKind::OpenAiCompatible,
+            _ => return Err(malformed(&format!("unknown provider `{prefix}`"))),
+        };
+        let (model, inline_base) = split_base_url(rest);
+        if let Some(at) = model.find('@')
+            && inline_base.is_none()
+            && !model[at + 1..].is_empty()
+        {
+            return Err(malformed("the base URL after `@` must start with http:// or https://"));
+        }
+        let model = model.trim().trim_end_matches('@').trim();
+        if model.is_empty() {
+            return Err(malformed("the model is missing after the `:`"));
+        }
+        Ok(Self { value, kind, model, inline_base })
+    }
+
+    /// The API root: the one after `@`, else `AGENTS_BASE_URL` (`from_var`), else the hosted
+    /// provider's; checked, without a trailing slash.
+    fn base_url(&self, from_var: Option<String>) -> Result<String, ConfigError> {
+        let (base_url, base_var) = match (self.inline_base, from_var) {
+            (Some(base), _) => (base.to_string(), "AGENTS_MODEL"),
+            (None, Some(base)) => (base, "AGENTS_BASE_URL"),
+            (None, None) => match self.kind {
+                ProviderKind::OpenAi => (OpenAiConfig::OPENAI_BASE_URL.into(), ""),
+                ProviderKind::Anthropic => (AnthropicConfig::DEFAULT_BASE_URL.into(), ""),
+                ProviderKind::OpenAiCompatible => {
+                    return Err(ConfigError::Malformed {
+                        value: self.value.to_string(),
+                        reason: "openai-compatible needs a base URL: write it after `@` or set AGENTS_BASE_URL".into(),
+                    });
+                }
+            },
+        };
+        http::normalize_base_url(&base_url).map_err(|_| ConfigError::Invalid {
+            variable: base_var.into(),
+            value: http::display_url(&base_url),
+            expected: "an http:// or https:// URL such as http://localhost:11434/v1".into(),
+        })
+    }
+}
+
+/// The key and the variable it came from: a hosted provider's own variable, else
+/// `AGENTS_API_KEY` (one of them required); for `openai-compatible`, `AGENTS_API_KEY` only.
+fn api_key(
+    kind: ProviderKind,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<ApiKey>, &'static str), ConfigError> {
+    let own = match kind {
+        ProviderKind::OpenAi => "OPENAI_API_KEY",
+        ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+        ProviderKind::OpenAiCompatible => return Ok((var("AGENTS_API_KEY").map(ApiKey::new), "AGENTS_API_KEY")),
+    };
+    match (var(own), var("AGENTS_API_KEY")) {
+        (Some(key), _) => Ok((Some(ApiKey::new(key)), own)),
+        (None, Some(key)) => Ok((Some(ApiKey::new(key)), "AGENTS_API_KEY")),
+        (None, None) => Err(ConfigError::MissingKey { provider: kind, variable: own.into() }),
+    }
+}
+
+/// `AGENTS_TIMEOUT_SECS`: seconds, more than 0 and at most a day (unset: 90 s).
+fn timeout(text: Option<String>) -> Result<Duration, ConfigError> {
+    let Some(text) = text else {
+        return Ok(DEFAULT_TIMEOUT);
+    };
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| ConfigError::Invalid {
+            variable: "AGENTS_TIMEOUT_SECS".into(),
+            value: text.clone(),
+            expected: "a number of seconds greater than 0, such as 90 or 0.5".into(),
+        })
+}
+
+/// `AGENTS_PRICE`: `<input>,<output>` for `model`, checked as every other way a price enters
+/// a table (unset: no prices).
+fn prices(model: &str, text: Option<String>) -> Result<PriceTable, ConfigError> {
+    let Some(text) = text else {
+        return Ok(PriceTable::new());
+    };
+    let parsed =
+        text.split_once(',').and_then(|(i, o)| Some((i.trim().parse::<f64>().ok()?, o.trim().parse::<f64>().ok()?)));
+    let checked = parsed.ok_or(None).and_then(|(i, o)| PriceTable::new().with_price(model, i, o).map_err(Some));
+    checked.map_err(|refused| ConfigError::Invalid {
+        variable: "AGENTS_PRICE".into(),
+        value: text,
+        expected: match refused {
+            Some(e) => format!("`<input>,<output>` in USD per million tokens, such as 0.15,0.60 ({e})"),
+            None => "`<input>,<output>` in USD per million tokens, such as 0.15,0.60".into(),
+        },
+    })
+}
+
+/// `AGENTS_MAX_TOKENS`: a whole number of tokens above 0 (unset: none sent).
+fn max_tokens(text: Option<String>) -> Result<Option<u32>, ConfigError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    match text.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(ConfigError::Invalid {
+            variable: "AGENTS_MAX_TOKENS".into(),
+            value: text,
+            expected: "a whole number of tokens greater than 0, such as 4096".into(),
+        }),
+    }
+}
+
+/// `AGENTS_ALLOW_CLEARTEXT_KEY`: `1` opts in, `0` or unset does not.
+fn cleartext_opt_in(text: Option<String>) -> Result<bool, ConfigError> {
+    match text.as_deref() {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            variable: "AGENTS_ALLOW_CLEARTEXT_KEY".into(),
+            value: other.into(),
+            expected: "1 (allow the key over http:// to a private network) or 0".into(),
+        }),
+    }
+}
+
 /// Splits `model@http(s)://base` at the last `@` that starts a URL.
 fn split_base_url(rest: &str) -> (&str, Option<&str>) {
     let at = ["@https://", "@http://"].iter().filter_map(|marker| rest.rfind(marker)).max();
@@ -374,13 +408,13 @@ fn split_base_url(rest: &str) -> (&str, Option<&str>) {
 /// when `AGENTS_MODEL` is unset, so callers can fall back to an offline provider:
 ///
 /// ```no_run
-/// use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
+/// use agents_provider::{Provider, RuleProvider, provider_from_env};
 ///
 /// let provider: Box<dyn Provider> = match provider_from_env()? {
 ///     Some(provider) => provider,
 ///     None => Box::new(RuleProvider::new().on_keyword("weather", "get_weather", "{}")),
 /// };
-/// # Ok::<(), agents_runtime::provider::ConfigError>(())
+/// # Ok::<(), agents_provider::ConfigError>(())
 /// ```
 pub fn provider_from_env() -> Result<Option<Box<dyn Provider>>, ConfigError> {
     ProviderConfig::from_env()?.map(|config| config.build()).transpose()

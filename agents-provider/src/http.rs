@@ -1,6 +1,7 @@
 //! The HTTP stack shared by [`OpenAiProvider`](super::OpenAiProvider) and
 //! [`AnthropicProvider`](super::AnthropicProvider): API keys that never print, the per-call
-//! timeout, bounded retries, error classification and a server-sent-events parser.
+//! timeout, bounded retries and error classification (the answers themselves are read by
+//! [`wire`](super::wire)).
 //!
 //! # Why plain `reqwest` and `serde_json`
 //!
@@ -28,38 +29,17 @@
 //! operating system's certificate verifier, so the crate never installs a process-wide
 //! rustls provider behind the application's back.
 
+pub use super::redact::ApiKey;
+
 use super::ProviderError;
 use super::limits::ProviderLimits;
 use super::redact::Redactor;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The default per-call timeout (the seed's 90 s: one provider round trip, not one run).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// An API key. It never appears in `Debug` output, error messages or descriptions.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key itself, for the request header only.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(****)")
-    }
-}
 
 /// Timeout and retry settings of an HTTP provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,13 +92,13 @@ macro_rules! http_config_setters {
         }
 
         /// Sets the timeout and retry options.
-        pub fn with_http(mut self, http: $crate::provider::ProviderHttpOptions) -> Self {
+        pub fn with_http(mut self, http: $crate::ProviderHttpOptions) -> Self {
             self.http = http;
             self
         }
 
         /// Sets the price table.
-        pub fn with_prices(mut self, prices: $crate::provider::PriceTable) -> Self {
+        pub fn with_prices(mut self, prices: $crate::PriceTable) -> Self {
             self.prices = prices;
             self
         }
@@ -497,12 +477,6 @@ mod tests {
         }
         h.insert("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT".parse().unwrap());
         assert!(retry_after(&h).is_some());
-    }
-
-    #[test]
-    fn api_key_debug_is_masked() {
-        let key = ApiKey::new("sk-secret-123");
-        assert_eq!(format!("{key:?}"), "ApiKey(****)");
     }
 
     #[test]

@@ -1,34 +1,9 @@
-//! Model providers: the [`Provider`] trait, the offline [`ScriptedProvider`], and the HTTP
-//! providers for OpenAI-compatible Chat Completions and Anthropic Messages.
-//!
-//! - [`scripted`]: [`ScriptedProvider`] (queued answers, for tests) and [`RuleProvider`]
-//!   (keyword and closure rules, for demos without an API key). Neither is paid.
-//! - [`openai`] and [`anthropic`]: [`OpenAiProvider`] (OpenAI, OpenRouter, vLLM, llama.cpp,
-//!   Ollama) and [`AnthropicProvider`], streaming, with tool calls, a per-call timeout
-//!   (default 90 s), bounded retries on 429/5xx and errors that say what to fix.
-//! - [`pricing`]: [`PriceTable`], which turns token usage into cost for the budget.
-//! - [`config`]: [`provider_from_env`] / [`ProviderConfig`], choosing a provider from
-//!   `AGENTS_MODEL` and the key variables, and describing it without the key.
-//!
-//! - [`limits`]: [`ProviderLimits`], how much of a server's answer one call reads;
-//!   [`wire`]: the bounded readers of both wire formats ([`WireFormat::decode`]).
-//!
-//! # Against a hostile server
-//!
-//! The server behind a base URL is untrusted input. With the defaults, one call holds at most
-//! about 64 MiB whatever the server sends ([`limits`]), lasts at most
-//! [`ProviderHttpOptions::timeout`], cannot be made to panic, never shows the API key in an error
-//! text in any of the usual encodings (see `redact`, applied at the one exit of every call),
-//! never sends the key over `http://` to another machine unless
-//! [`ProviderHttpOptions::allow_cleartext_key`] says so, and counts a paid call with unreadable usage
-//! by an estimate instead of as free ([`pricing`]). The crate README has the full list.
-//!
-//! The HTTP providers and [`config`] need the `http` feature (on by default). A crate that
-//! only declares tools and agents can depend on `agents-runtime` without default features and
-//! build none of the HTTP and TLS stack.
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "http")]
 pub mod anthropic;
+mod call;
 #[cfg(feature = "http")]
 pub mod config;
 #[cfg(feature = "http")]
@@ -37,8 +12,9 @@ pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;
 pub mod pricing;
-pub(crate) mod redact;
+pub mod redact;
 pub mod scripted;
+pub mod telemetry;
 #[cfg(feature = "http")]
 pub mod wire;
 
@@ -56,7 +32,9 @@ pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
 #[cfg(feature = "http")]
 pub use wire::{DecodedAnswer, WireFormat};
 
-use crate::BoxFuture;
+pub use agents_core::BoxFuture;
+pub use call::chat_contained;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -247,7 +225,7 @@ impl ProviderError {
 
     /// The same error with `f` applied to every text it carries (the run masks the secret
     /// values of its calls in a provider's error this way: it may quote the request).
-    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::UnknownModel { model, detail } => Self::UnknownModel { model: f(&model), detail: f(&detail) },
             Self::Unreachable { url, detail } => Self::Unreachable { url: f(&url), detail: f(&detail) },
@@ -292,7 +270,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// A shared provider is a provider (the runtime holds its provider as `Arc<dyn Provider>`; a
-/// [`ModelClassifier`](crate::classifier::ModelClassifier) may share it).
+/// conversational classifier may share it).
 impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     fn name(&self) -> &str {
         (**self).name()
@@ -316,49 +294,6 @@ impl fmt::Debug for dyn Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Provider({}:{})", self.name(), self.model())
     }
-}
-
-/// One call of `provider`, with a panic — while the call is made or while its future is
-/// polled — turned into [`ProviderError::Other`], so that the run loop ends the run as failed,
-/// with its final event and record, instead of losing the run's task. The panicked future is
-/// dropped, never polled again. The call is traced as a `chat {model}` span (see
-/// [`telemetry`](crate::telemetry)).
-pub(crate) async fn chat_contained(
-    provider: &dyn Provider,
-    request: &ChatRequest,
-    tokens: &dyn TokenSink,
-) -> Result<ChatResponse, ProviderError> {
-    use tracing::Instrument;
-    let span = crate::telemetry::chat_span(provider.name(), provider.model());
-    let started = std::time::Instant::now();
-    let answer = chat_caught(provider, request, tokens).instrument(span.clone()).await;
-    crate::telemetry::chat_answered(&span, provider.name(), provider.model(), started.elapsed(), &answer);
-    answer
-}
-
-async fn chat_caught(
-    provider: &dyn Provider,
-    request: &ChatRequest,
-    tokens: &dyn TokenSink,
-) -> Result<ChatResponse, ProviderError> {
-    use std::panic::{AssertUnwindSafe, catch_unwind};
-    fn panicked(payload: Box<dyn std::any::Any + Send>) -> ProviderError {
-        let text = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        ProviderError::Other(format!("the model provider panicked ({}); the call failed", truncate(&text, 200)))
-    }
-    let mut call = match catch_unwind(AssertUnwindSafe(|| provider.chat(request, tokens))) {
-        Ok(call) => call,
-        Err(payload) => return Err(panicked(payload)),
-    };
-    std::future::poll_fn(move |cx| match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
-        Ok(poll) => poll,
-        Err(payload) => std::task::Poll::Ready(Err(panicked(payload))),
-    })
-    .await
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.

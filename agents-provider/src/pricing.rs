@@ -106,7 +106,7 @@ impl ModelPrice {
 /// (`claude-sonnet-4-5*` covers dated snapshots); an exact key wins, then the longest prefix.
 ///
 /// ```
-/// use agents_runtime::provider::PriceTable;
+/// use agents_provider::PriceTable;
 ///
 /// let prices = PriceTable::new()
 ///     .with_price("gpt-4o-mini", 0.15, 0.60)?
@@ -117,7 +117,7 @@ impl ModelPrice {
 ///
 /// // A typo is refused, and the table is not changed.
 /// assert!(PriceTable::new().with_price("gpt-4o", -2.5, 10.0).is_err());
-/// # Ok::<(), agents_runtime::provider::PriceError>(())
+/// # Ok::<(), agents_provider::PriceError>(())
 /// ```
 ///
 /// Every price in a table is finite and 0 or more, however the table was built.

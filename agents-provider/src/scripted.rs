@@ -107,8 +107,8 @@ macro_rules! identity_accessors {
 /// recorded for assertions; when the queue is empty the call fails with an error saying so.
 ///
 /// ```
-/// use agents_runtime::provider::scripted::{ScriptedProvider, reply, tool_call};
-/// use agents_runtime::provider::{ChatMessage, ChatRequest, Provider};
+/// use agents_provider::scripted::{ScriptedProvider, reply, tool_call};
+/// use agents_provider::{ChatMessage, ChatRequest, Provider};
 ///
 /// let provider = ScriptedProvider::new([
 ///     tool_call("get_weather", r#"{"city":"Oslo"}"#),
@@ -279,8 +279,8 @@ enum Rule {
 /// (the word following `WORD`, escaped for a JSON string). Other braces are literal.
 ///
 /// ```
-/// use agents_runtime::provider::scripted::RuleProvider;
-/// use agents_runtime::provider::{ChatMessage, ChatRequest, Provider, ToolDefinition};
+/// use agents_provider::scripted::RuleProvider;
+/// use agents_provider::{ChatMessage, ChatRequest, Provider, ToolDefinition};
 /// use serde_json::json;
 ///
 /// let model = RuleProvider::new()
@@ -324,7 +324,7 @@ enum Rule {
 /// A custom rule, e.g. to chain two tools:
 ///
 /// ```
-/// use agents_runtime::provider::scripted::{RuleProvider, tool_call, tool_outcomes};
+/// use agents_provider::scripted::{RuleProvider, tool_call, tool_outcomes};
 ///
 /// let model = RuleProvider::new().when(|request| {
 ///     let done = tool_outcomes(request);
