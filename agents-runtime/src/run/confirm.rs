@@ -1,13 +1,17 @@
-//! How a person decides on an action: the public vocabulary (modes, verdicts, why a question
-//! ended undecided, the [`Confirmer`] a direct session asks through) and [`Confirmation`], one
-//! pending action with one method per way of asking.
+//! How a person decides on an action: [`Confirmation`], one pending action with one method per
+//! way of asking (the vocabulary it speaks, modes, verdicts and the [`Confirmer`], is in
+//! `decision`).
 
 use super::context::{CallOutcome, RunCtx};
-use super::gate::{ActionFn, Checked, RecordOf, execute_approved};
+use super::conversation::PendingProposal;
+use super::decision::{ConfirmAnswer, ConfirmRequest, Confirmer, DeciderView, Undecided, Verdict};
+use super::gate::{ActionFn, Checked, execute_approved};
+use super::ledger::{ClaimHeartbeat, claim_in_store, end_waiting};
+use super::owed::FinalOwed;
 use super::pending::{Heard, SharedStore, declined, detail_of, seal, verdict_of, withdraw};
 use super::proposal::{Refused, State};
-use super::record::{FinalOwed, RecordFields, RecordIds};
-use super::session::PendingProposal;
+use super::record::{RecordFields, RecordIds, RecordOf};
+use super::shared::LocalWaiter;
 use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
@@ -19,280 +23,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// How an action waits for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConfirmMode {
-    /// The run pauses and a UI calls [`Runtime::decide`](super::Runtime::decide) (a confirm dialog).
-    #[default]
-    Dialog,
-    /// The turn ends with a proposal; the user's next message is classified (chat front ends).
-    /// While a proposal is pending the agent binds no tools.
-    Conversational,
-}
-
-/// A person's decision on a pending action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Run exactly this call.
-    Approve,
-    /// Do not run it.
-    Reject,
-}
-
-/// Why a pending action ended without a person's decision. The `skipped` record's `reason`
-/// starts with its [`code`](Undecided::code) (`"disconnected: ..."`), so the audit log says what
-/// happened and never records a disconnect, a timeout, a stop or a shutdown as a refusal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Undecided {
-    /// The client through which the person was asked disconnected.
-    Disconnected,
-    /// No answer within the confirmation timeout (the run's, or the client's own).
-    TimedOut,
-    /// The run or session was stopped.
-    Stopped,
-    /// The server shut down.
-    Shutdown,
-    /// The person dismissed the question without deciding.
-    Dismissed,
-    /// The call's caller went away (its future was dropped or its task ended) before the
-    /// call wrote a final record.
-    Abandoned,
-}
-
-impl Undecided {
-    /// Every reason, for readers that match on codes.
-    pub const ALL: [Undecided; 6] = [
-        Undecided::Disconnected,
-        Undecided::TimedOut,
-        Undecided::Stopped,
-        Undecided::Shutdown,
-        Undecided::Dismissed,
-        Undecided::Abandoned,
-    ];
-
-    /// The stable code that starts the record's reason.
-    pub fn code(self) -> &'static str {
-        match self {
-            Undecided::Disconnected => "disconnected",
-            Undecided::TimedOut => "timeout",
-            Undecided::Stopped => "stopped",
-            Undecided::Shutdown => "shutdown",
-            Undecided::Dismissed => "dismissed",
-            Undecided::Abandoned => "abandoned",
-        }
-    }
-
-    fn explanation(self) -> &'static str {
-        match self {
-            Undecided::Disconnected => "the client disconnected before the user decided; nothing ran",
-            Undecided::TimedOut => "no decision within the confirmation timeout; nothing ran",
-            Undecided::Stopped => "the run was stopped before this action ran",
-            Undecided::Shutdown => "the server shut down before the user decided; nothing ran",
-            Undecided::Dismissed => "the user dismissed the question without deciding; nothing ran",
-            Undecided::Abandoned => "the caller went away before this call finished; its outcome is unknown",
-        }
-    }
-
-    /// The record's reason: the code, a colon, and what it means.
-    pub fn reason(self) -> String {
-        format!("{}: {}", self.code(), self.explanation())
-    }
-
-    /// The reason a record's `reason` text names, if it starts with one of the codes.
-    pub fn of_reason(reason: &str) -> Option<Undecided> {
-        let code = reason.split_once(':').map_or(reason, |(c, _)| c);
-        Undecided::ALL.into_iter().find(|u| u.code() == code)
-    }
-}
-
-/// What a [`Confirmer`] learned from the person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfirmAnswer {
-    /// The person decided.
-    Decided(Verdict),
-    /// The question ended without a decision, for this reason (recorded as `skipped`).
-    Undecided(Undecided),
-    /// No answer from this channel: the decision is left to
-    /// [`Runtime::decide`](super::Runtime::decide) or the confirmation timeout.
-    NoAnswer,
-}
-
-/// Why a decision was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecisionError {
-    /// No call waits under this id (decided already, timed out, or never existed).
-    #[error("no action is waiting for a decision under `{0}`")]
-    NotPending(String),
-    /// The decision comes from another user, organisation or role than the run's.
-    #[error("only the user the run acts for, in the same organisation and role, can decide on its actions")]
-    NotYourRun,
-    /// [`Runtime::decide`](super::Runtime::decide) (which does not wait) found no call waiting
-    /// under this id on this node, and the state store does not answer at once.
-    #[error(
-        "no action waits under `{0}` on this node; decide it with `Runtime::decide_async`, which reaches every node \
-         sharing the state store"
-    )]
-    NotHere(String),
-    /// The state store could not be asked or could not record the decision; nothing changed
-    /// that the store did not record. Try again.
-    #[error("the decision could not be recorded: {0}")]
-    Unavailable(String),
-    /// An approval of a stored proposal that does not verify under this node's server key: it
-    /// was written or edited in the state store by someone without the key, or the nodes hold
-    /// different server keys. Nothing was decided; nothing will run under this id.
-    #[error(
-        "the stored proposal `{0}` does not verify under this node's server key (edited in the state store, or the \
-         nodes hold different server keys); nothing was decided. Give every node the same server key, and check who \
-         writes the state store"
-    )]
-    Unverified(String),
-}
-
-/// What a person is asked to decide.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ConfirmRequest {
-    /// The call, by the id the runtime minted for it (what decisions are keyed by).
-    pub call_id: String,
-    /// The id the caller gave the call (a direct session caller's, or the model provider's).
-    pub caller_call_id: String,
-    /// The tool.
-    pub tool: String,
-    /// The title a person reads.
-    pub title: String,
-    /// The arguments as the audit log and the run's events hold them: secret values masked.
-    pub args: Value,
-    /// The arguments as the tool will receive them, secret values included: what the person
-    /// the run acts for is asked to approve (a value they cannot see is a value they cannot
-    /// approve). For the card shown to that person only; never serialized, never in `Debug`.
-    #[serde(skip)]
-    pub decider_args: DeciderView,
-    /// Declared risk.
-    pub risk: String,
-    /// A normalized description of exactly what would run.
-    pub description: String,
-    /// Why a person is asked when the tool alone would not say: for a tool that reaches the
-    /// outside world, which argument was copied from which tool result ("argument `url` was
-    /// copied from the result of `read_email` (call c1)"). `None` for a plain action.
-    pub why: Option<String>,
-}
-
-/// The arguments of a proposal as its decider sees them: the exact values the call will be
-/// bound to, secrets included (the audit records and the broadcast events hold the masked
-/// copy, [`ConfirmRequest::args`]).
-///
-/// Only the principal the run acts for is ever shown it: it is handed to that run's
-/// [`Confirmer`] and listed by [`Runtime::pending_decisions`](super::Runtime::pending_decisions)
-/// for that principal alone. It has no `Serialize` and its `Debug` prints no value, so it does
-/// not reach a log or an event by accident.
-#[derive(Clone, PartialEq, Default)]
-pub struct DeciderView(Value);
-
-impl DeciderView {
-    /// Wraps the arguments as the tool will receive them.
-    pub(crate) fn new(args: Value) -> Self {
-        DeciderView(args)
-    }
-
-    /// The arguments, secret values included.
-    pub fn as_value(&self) -> &Value {
-        &self.0
-    }
-
-    /// The arguments, secret values included.
-    pub fn into_value(self) -> Value {
-        self.0
-    }
-}
-
-impl std::fmt::Debug for DeciderView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("DeciderView(..)")
-    }
-}
-
-/// Asks a person (for example through MCP elicitation).
-pub trait Confirmer: Send + Sync {
-    /// Asks. A channel that fails says why ([`ConfirmAnswer::Undecided`]); only an answer the
-    /// person gave is a [`Verdict`].
-    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, ConfirmAnswer>;
-}
-
-/// How a direct call (no model loop, e.g. an MCP server) gets a person's decision.
-#[derive(Clone)]
-pub(super) enum DirectConfirm {
-    /// Ask through this callback (e.g. MCP elicitation).
-    Ask(Arc<dyn Confirmer>),
-    /// The client cannot ask: return a structured "confirmation required" result; nothing runs.
-    Unavailable,
-}
-
-/// Records a conversational approval in the state store and claims the call's execution for
-/// this node: the stored proposal for exactly one claim, ever, of everyone answering the
-/// proposal (the user's messages on any node, the decisions API and a resumption); why not
-/// otherwise.
-///
-/// The stored row must be this run's principal's, as a key holder wrote it: a seal that
-/// verifies for its state (see [`seal`]). The caller then holds the call it runs to the row's
-/// tool and arguments' MAC.
-async fn claim_in_store<A: Registry>(ctx: &super::context::RunCtx<A>, call_id: &str) -> Result<ProposalRecord, String> {
-    let (store, principal, tokens) = (&ctx.inner.store, &ctx.principal, &ctx.inner.tokens);
-    let unavailable = |e: crate::store::StoreError| format!("the state store could not record the approval ({e})");
-    let approved = crate::store::StoredVerdict::Approved;
-    let gone = || "the proposal is not held by the state store any more".to_owned();
-    // The row as a key holder wrote it, for this run's principal.
-    let ours = |p: &ProposalRecord| p.org_id == principal.org_id && p.user_id == principal.user_id;
-    let read = || async { store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(gone) };
-    let mut found = read().await?;
-    if found.verdict.is_none() {
-        if !ours(&found.proposal) || !seal::holds_proposed(tokens, &found.proposal) {
-            return Err(seal::FORGED.to_owned());
-        }
-        let sealed = seal::decided(tokens, &found.proposal, approved);
-        let (org, user) = (&principal.org_id, &principal.user_id);
-        match store.decide(call_id, org, user, approved, None, &sealed).await.map_err(unavailable)? {
-            DecideOutcome::Recorded => found.proposal.seal = sealed,
-            DecideOutcome::AlreadyDecided => found = read().await?,
-            DecideOutcome::Unknown | DecideOutcome::NotYours => return Err(gone()),
-        }
-        if found.verdict.is_none() {
-            found.verdict = Some(approved);
-        }
-    }
-    if found.verdict != Some(approved) {
-        return Err("the proposal was rejected or ended outside this conversation".to_owned());
-    }
-    if !ours(&found.proposal) || !seal::holds_approval(tokens, &found.proposal) {
-        return Err(seal::FORGED.to_owned());
-    }
-    let node = ctx.inner.node_id.as_str();
-    let sealed = seal::claimed(tokens, &found.proposal, node);
-    match store.claim_execution(call_id, node, &sealed).await.map_err(unavailable)? {
-        // The execution's final record, once in the log, marks the claim written.
-        true => {
-            ctx.inner.settling.insert(call_id.to_owned());
-            Ok(found.proposal)
-        }
-        false => {
-            Err("the approved action was carried out already, or ended; its outcome is in the audit log".to_owned())
-        }
-    }
-}
-
-/// A dialog-mode action waiting on this node for [`Runtime::decide`](super::Runtime::decide),
-/// registered by call id with the principal it may come from (user, organisation and role)
-/// and the session and run it belongs to. A decision made on another node reaches the call
-/// through the state store instead.
-pub(super) struct LocalWaiter {
-    pub(super) user_id: String,
-    pub(super) org_id: String,
-    pub(super) role: String,
-    pub(super) session_id: String,
-    pub(super) run_id: String,
-    pub(super) tx: oneshot::Sender<Heard>,
-}
 
 /// A dialog proposal's entry in the state store, withdrawn (in the background) if the call
 /// ends without settling it, so a later decision on it runs nothing.
@@ -745,7 +475,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
             let record = RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
                 .reason(reason);
-            if super::driver::end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
+            if end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
                 ctx.inner.proposals.close(session, &old);
             }
             lock(&ctx.delta).cleared.push(old);
@@ -795,7 +525,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         // The proposing turn's slot is gone: the claim is kept alive by renewing it until
         // the final record is written, however long the call runs.
         let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
-        let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
+        let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
         if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
             running.abort();
             let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
@@ -964,7 +694,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 stored.settled = true;
                 // Renewed while the call runs, should the run's slot lapse meanwhile.
                 let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
-                let _claim = super::resume::ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
+                let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
                 self.approved(owed).await
             }
             Ok(false) => {

@@ -2,12 +2,14 @@
 //! gate → call the model → dispatch its tool calls through the gate → finish (parse the
 //! output, remember the turn, record how it ended).
 
+use super::carry::carry_out;
 use super::context::{CallRef, RunCtx, availability};
+use super::conversation::{PendingProposal, digest_message, replay_within};
 use super::gate::gate_call;
+use super::ledger::end_waiting;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
-use super::session::{PendingProposal, digest_message, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -167,9 +169,8 @@ impl<A: Registry> Turn<A> {
                         let node = ctx.inner.node_id.as_str();
                         let sealed = super::pending::seal::for_claim(&ctx.inner.tokens, &f.proposal, node);
                         if matches!(store.claim_execution(&p.call_id, node, &sealed).await, Ok(true)) {
-                            let rt = super::Runtime { inner: ctx.inner.clone() };
                             let ids = RecordIds::clone(&ctx.ids);
-                            let done = rt.carry_out::<A>(f.proposal, Some(ids)).await;
+                            let done = carry_out::<A>(&ctx.inner, f.proposal, Some(ids)).await;
                             how = format!("approved and has now been carried out ({})", done.status.as_str());
                         }
                     }
@@ -534,48 +535,6 @@ async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
         let mut approved = lock(&ctx.approved);
         if approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
             *approved = None;
-        }
-    }
-}
-
-/// Ends a conversational proposal without running it (`to`: rejected, expired, cancelled or
-/// superseded): the move is claimed in this node's book, then the proposal is ended in the
-/// state store (one conditional update: of every node and channel ending or deciding it, one
-/// does), and only the one that ended it writes `record`, its final record. `Ok(false)` when it
-/// was decided or ended elsewhere (it leaves the book without a record from here);
-/// `Err(Refused::Audit)` when the store or the log failed (the proposal stays in the book).
-pub(super) async fn end_waiting<A: Registry>(
-    ctx: &RunCtx<A>,
-    call_id: &str,
-    to: State,
-    record: RecordFields,
-    reason: &str,
-) -> Result<bool, Refused> {
-    let session = ctx.ids.session_id.as_str();
-    let claim = ctx.inner.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
-    match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
-        // The claim is this node's: its final record, once in the log, marks it written.
-        Ok(true) => {
-            ctx.inner.settling.insert(call_id.to_owned());
-        }
-        Ok(false) => {
-            claim.commit(None);
-            return Ok(false);
-        }
-        Err(e) => {
-            tracing::warn!(call_id, error = %e, "a proposal could not be ended in the state store");
-            claim.abort();
-            return Err(Refused::Audit);
-        }
-    }
-    match ctx.audit(record).await {
-        Ok(()) => {
-            claim.commit(None);
-            Ok(true)
-        }
-        Err(_) => {
-            claim.abort();
-            Err(Refused::Audit)
         }
     }
 }

@@ -1,14 +1,15 @@
 //! The runtime, its builder, and what it shares between runs: roles, the audit sink, the
 //! provider, the token store, the sessions and the decisions waiting for a person.
 
-use super::confirm::{DirectConfirm, LocalWaiter};
 use super::context::{RunCtx, availability};
+use super::decision::DirectConfirm;
 use super::driver::run_loop;
 use super::outcome::{Ending, Failure};
 use super::pending::Heard;
 use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
-use super::session::{DirectSession, SessionState};
+use super::session::DirectSession;
+use super::shared::{DisabledFallback, DisabledTools, InFlight, Inner, Owed};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
@@ -23,170 +24,11 @@ use crate::tool::Registry;
 use agents_core::redact::RedactionKeys;
 use agents_core::{Limits, Principal, RoleMap};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-
-/// What to do when the administrator's disable list cannot be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DisabledFallback {
-    /// Use the role-only set (the disable list is a convenience, not a boundary); audited.
-    #[default]
-    RoleOnly,
-    /// Offer no tools; audited.
-    FailClosed,
-}
-
-/// The tools an administrator switched off. It can only remove capability.
-pub trait DisabledTools: Send + Sync {
-    /// The disabled tool names.
-    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>>;
-}
-
-impl DisabledTools for BTreeSet<String> {
-    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>> {
-        let s = self.clone();
-        Box::pin(async move { Ok(s) })
-    }
-}
-
-/// What every run of one runtime shares.
-pub(super) struct Inner {
-    pub(super) roles: RoleMap,
-    pub(super) audit: Arc<dyn AuditSink>,
-    pub(super) provider: Arc<dyn Provider>,
-    pub(super) disabled: Option<Arc<dyn DisabledTools>>,
-    pub(super) disabled_fallback: DisabledFallback,
-    pub(super) interceptors: Vec<Arc<dyn Interceptor>>,
-    pub(super) budget: Option<Arc<dyn BudgetStore>>,
-    pub(super) budget_fallback: BudgetFallback,
-    pub(super) classifier: Arc<dyn ConfirmationClassifier>,
-    pub(super) confirm_mode: ConfirmMode,
-    pub(super) tokens: TokenStore,
-    /// Where tokens and run slots are kept (shared with other nodes when it is a shared store).
-    pub(super) store: Arc<dyn Store>,
-    pub(super) redaction: RedactionKeys,
-    pub(super) raw_results: bool,
-    pub(super) limits: Option<Limits>,
-    pub(super) system_prompt: String,
-    pub(super) active: Mutex<HashMap<(String, String), u32>>,
-    pub(super) sessions: Mutex<HashMap<String, SessionState>>,
-    pub(super) decisions: Mutex<HashMap<String, LocalWaiter>>,
-    /// This runtime's name in the store's execution claims.
-    pub(super) node_id: String,
-    /// How often a call waiting for a decision looks in the store for one made elsewhere.
-    pub(super) decision_poll: Duration,
-    /// Asks a person for the actions of model runs (dialog mode), beside [`Runtime::decide`].
-    pub(super) confirmer: Option<Arc<dyn Confirmer>>,
-    /// The lease of a run's slot in the store.
-    pub(super) slot_lease: Duration,
-    /// Final records written after their call's future was dropped, not yet durable.
-    pub(super) detached: InFlight,
-    /// The open proposals of every confirmation channel.
-    pub(super) proposals: Book,
-    /// How long one tool call may run before it is ended.
-    pub(super) tool_timeout: Duration,
-    /// The largest result (bytes of compact JSON) handed on whole.
-    pub(super) max_result_bytes: usize,
-    /// The largest part of one tool result (bytes of its compact JSON text) the model reads.
-    pub(super) max_model_result_bytes: usize,
-    /// The runtime's own isolation settings, workers and added isolated tools.
-    pub(crate) isolation: Option<crate::isolate::Isolation>,
-    /// Tool calls of one model answer that run; the rest are refused.
-    pub(super) max_tool_calls_per_answer: usize,
-    /// A session unused for this long starts afresh, and is purged.
-    pub(super) session_idle_timeout: Duration,
-    /// The most sessions this node holds (beyond those with a model run under way).
-    pub(super) max_sessions: usize,
-    /// How often the runtime's own timer sweeps expired tokens and idle sessions.
-    pub(super) sweep_every: Option<Duration>,
-    /// That timer's task, once a run or direct session started it.
-    pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// How long proposals that are over stay in the state store.
-    pub(super) proposal_retention: Duration,
-    /// How long a claim of a proposal's final record may stay unwritten before a resumption
-    /// takes it over.
-    pub(super) settle_lease: Duration,
-    /// The call ids of this node's stored proposals whose final record, once written, is
-    /// marked written in the store.
-    pub(super) settling: super::record::Owed,
-    /// Bytes of text of replayed history.
-    pub(super) history_bytes: usize,
-    /// The MCP servers imported tools are called on.
-    pub(super) mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
-    /// The application's state, reachable from every tool's context.
-    pub(super) state: crate::tool::AppState,
-}
-
-impl Inner {
-    /// Expired tokens and idle sessions dropped (see [`Runtime::purge_expired`]).
-    pub(super) fn purge_expired(self: &Arc<Self>) -> usize {
-        self.tokens.purge_expired() + self.purge_idle_sessions()
-    }
-
-    /// Starts the sweep timer ([`RuntimeBuilder::sweep_every`]) on `handle`, unless it runs.
-    pub(super) fn keep_swept(self: &Arc<Self>, handle: &tokio::runtime::Handle) {
-        let Some(every) = self.sweep_every else { return };
-        let mut sweeper = lock(&self.sweeper);
-        if sweeper.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
-        }
-        let inner = Arc::downgrade(self);
-        *sweeper = Some(handle.spawn(async move {
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = inner.upgrade() else { return };
-                let swept = inner.purge_expired();
-                if swept > 0 {
-                    tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
-                }
-            }
-        }));
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(task) = self.sweeper.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            task.abort();
-        }
-    }
-}
-
-/// A count of detached record writes and a way to wait until there are none.
-#[derive(Default)]
-pub(super) struct InFlight {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-impl InFlight {
-    pub(super) fn enter(&self) {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    pub(super) fn leave(&self) {
-        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-
-    async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
 
 /// Configures a [`Runtime`].
 pub struct RuntimeBuilder {
@@ -562,7 +404,7 @@ impl RuntimeBuilder {
                 sweeper: Mutex::new(None),
                 proposal_retention: self.proposal_retention,
                 settle_lease: self.settle_lease,
-                settling: super::record::Owed::default(),
+                settling: Owed::default(),
                 history_bytes: self.history_bytes,
                 mcp_imports: self.mcp_imports,
                 state: self.state,

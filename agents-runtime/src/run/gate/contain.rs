@@ -4,7 +4,7 @@
 //! the model, the events or the audit log see it.
 
 use crate::run::context::RunCtx;
-use crate::run::session::json_prefix;
+use crate::run::conversation::json_prefix;
 use crate::run::{Undecided, unless_cancelled};
 use crate::tool::{CallContext, ErasedArgs, ToolError, ToolFuture};
 use serde_json::{Value, json};

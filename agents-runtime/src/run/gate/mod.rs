@@ -7,14 +7,16 @@
 mod action;
 mod contain;
 mod egress;
+mod execute;
 mod handoff;
+mod nested;
 mod read;
 
-pub(in crate::run) use action::{ActionFn, execute_approved};
 pub(in crate::run) use contain::{model_view, run_contained};
+pub(in crate::run) use execute::{ActionFn, execute_approved};
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
-use super::record::RecordFields;
+use super::record::{RecordFields, RecordOf};
 use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
 use crate::events::Event;
@@ -37,11 +39,6 @@ pub(in crate::run) struct Checked<'a, A, F> {
     /// The values of the call's secrets, masked in every text derived from the call.
     pub(in crate::run) secrets: CallSecrets,
 }
-
-/// What builds the records of one call (see [`Checked::base`]).
-pub(in crate::run) trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
-
-impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 
 /// The arguments of a call that passed the checks: typed for the handler, their MAC (actions
 /// only, else empty) and the redacted copy the records hold.
