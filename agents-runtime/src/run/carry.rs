@@ -53,8 +53,9 @@ pub(super) async fn carry_out<A: Registry>(
 ) -> ResumedCall {
     // The claim is this node's until the final record is written, however long the call
     // runs; its final record, once in the log, is marked written in the store.
-    let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &p.call_id, &inner.node_id);
-    inner.settling.insert(p.call_id.clone());
+    let _claim =
+        ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, &p.call_id, &inner.settings.node_id);
+    inner.live.settling.insert(p.call_id.clone());
     let in_turn = ids.is_some();
     let ctx = resumed_ctx::<A>(inner, &p, ids).await;
     let carried = Carried { ctx: &ctx, p: &p, call_id: p.call_id.as_str().into() };
@@ -94,7 +95,7 @@ pub(super) async fn carry_out<A: Registry>(
 /// run that proposed it), with the availability the run's role has now.
 async fn resumed_ctx<A: Registry>(inner: &Arc<Inner>, p: &ProposalRecord, ids: Option<RecordIds>) -> Arc<RunCtx<A>> {
     let principal = principal_of(p);
-    let limits = inner.limits.unwrap_or(A::SPEC.limits);
+    let limits = inner.settings.limits.unwrap_or(A::SPEC.limits);
     let ids = ids.unwrap_or_else(|| {
         let request_id = uuid::Uuid::new_v4().to_string();
         RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal)
@@ -163,11 +164,11 @@ impl<A: Registry> Carried<'_, A> {
     /// checked, so a forged row of a call that ended gets no `failed` record either.
     async fn not_ran_already(&self, inner: &Inner) -> Result<(), ResumedCall> {
         let call_id = &self.p.call_id;
-        match inner.audit.holds_final(call_id).await {
+        match inner.services.audit.holds_final(call_id).await {
             Ok(Some(false) | None) => Ok(()),
             Ok(Some(true)) => {
                 tracing::error!(call_id = %call_id, "an approval in the state store whose call has its final record already; not run again");
-                mark_recorded(inner, call_id).await;
+                mark_recorded(&inner.services, call_id).await;
                 let reason = "its final record is in the audit log already (the state store was put back to an \
                               earlier state); nothing ran again";
                 Err(ResumedCall { recorded: false, ..self.ended(AuditStatus::Failed, Some(reason.to_owned())) })
@@ -192,18 +193,19 @@ impl<A: Registry> Carried<'_, A> {
     ) -> Result<ConfirmationToken, ResumedCall> {
         let (ctx, inner) = (self.ctx, &self.ctx.inner);
         let session = self.p.session_id.as_str();
-        let token = match inner.tokens.mint(session, spec.name, args_mac, ctx.token_ttl()).await {
+        let token = match inner.services.tokens.mint(session, spec.name, args_mac, ctx.token_ttl()).await {
             Ok(token) => token,
             Err(e) => return Err(self.refuse(AuditStatus::Skipped, format!("{e}; nothing ran")).await),
         };
         let when = if in_turn { "by the session's next turn" } else { "after the run's process ended" };
-        let reason = format!("approved by the user; carried out by {} {when}; token {}", inner.node_id, token.id());
+        let reason =
+            format!("approved by the user; carried out by {} {when}; token {}", inner.settings.node_id, token.id());
         if ctx.audit(base(AuditStatus::Confirmed, redacted.clone()).reason(reason)).await.is_err() {
             // The proposal still ends, with one final record (if the log takes it).
             let reason = "the approval could not be recorded; nothing ran".to_owned();
             return Err(self.refuse(AuditStatus::Skipped, reason).await);
         }
-        if let Err(e) = inner.tokens.redeem(&token, session, spec.name, args_mac).await {
+        if let Err(e) = inner.services.tokens.redeem(&token, session, spec.name, args_mac).await {
             return Err(self.refuse(AuditStatus::Denied, format!("confirmation token refused: {e}")).await);
         }
         Ok(token)
@@ -227,7 +229,7 @@ struct Runnable<A> {
 /// record gives.
 fn runnable<A: Registry>(ctx: &RunCtx<A>, p: &ProposalRecord) -> Result<Runnable<A>, String> {
     // Nothing below is trusted unless a key holder sealed it approved, as it reads now.
-    if !seal::holds_approval(&ctx.inner.tokens, p) {
+    if !seal::holds_approval(&ctx.inner.services.tokens, p) {
         return Err(seal::FORGED.to_owned());
     }
     let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
@@ -244,7 +246,7 @@ fn runnable<A: Registry>(ctx: &RunCtx<A>, p: &ProposalRecord) -> Result<Runnable
         .map_err(|e| e.to_string())
         .and_then(|()| (entry.parse)(&raw))
         .map_err(|e| format!("the stored arguments do not parse ({e}); nothing ran"))?;
-    let args_mac = ctx.inner.tokens.args_mac(&raw);
+    let args_mac = ctx.inner.services.tokens.args_mac(&raw);
     if args_mac != p.args_mac {
         return Err("the stored arguments do not match the approved ones under this node's server key (give every \
                     node the same server key); nothing ran"

@@ -134,15 +134,15 @@ const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
 /// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
 /// resumption that takes it over, once it found the `skipped` record in the log.
 async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
-    let Err(e) = withdraw(&*ctx.inner.store, record, reason).await else {
-        ctx.inner.settling.insert(record.call_id.clone());
+    let Err(e) = withdraw(&*ctx.inner.services.store, record, reason).await else {
+        ctx.inner.live.settling.insert(record.call_id.clone());
         return;
     };
     tracing::error!(call_id = %record.call_id, error = %e,
         "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same, \
          and the withdrawal is tried again in the background");
     let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-    let (store, record, reason) = (ctx.inner.store.clone(), record.clone(), reason.to_owned());
+    let (store, record, reason) = (ctx.inner.services.store.clone(), record.clone(), reason.to_owned());
     handle.spawn(async move {
         for _ in 0..WITHDRAW_RETRIES {
             tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
@@ -166,7 +166,7 @@ fn unclaimed<A: Registry>(
     e: StoreError,
 ) -> CallOutcome {
     owed.paid();
-    ctx.inner.settling.remove(&stored.record.call_id);
+    ctx.inner.live.settling.remove(&stored.record.call_id);
     tracing::error!(call_id = %stored.record.call_id, error = %e,
         "the state store failed while claiming a proposal's final record; a resumption writes it");
     let _ = ctx.state_failed.set(e.to_string());
@@ -297,7 +297,8 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         };
         let record = || self.record_durable(status, reason.clone());
         let session = ctx.ids.session_id.as_str();
-        if let Err(Refused::NotAllowed) = ctx.inner.proposals.transition(session, call.id, to, None, record).await {
+        if let Err(Refused::NotAllowed) = ctx.inner.live.proposals.transition(session, call.id, to, None, record).await
+        {
             // Not open in the book (a channel that keeps none): the record is still owed.
             let _ = self.record(status, reason.clone()).await;
         }
@@ -331,7 +332,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             ),
             seal: String::new(),
         };
-        record.seal = seal::proposed(&ctx.inner.tokens, &record);
+        record.seal = seal::proposed(&ctx.inner.services.tokens, &record);
         record
     }
 
@@ -357,7 +358,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         let Checked { ctx, call, .. } = &self.checked;
         let (tx, rx) = oneshot::channel();
         let principal = &ctx.principal;
-        lock(&ctx.inner.decisions).insert(
+        lock(&ctx.inner.live.decisions).insert(
             call.id.to_owned(),
             LocalWaiter {
                 user_id: principal.user_id.clone(),
@@ -378,16 +379,16 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
                 }
             }
         }
-        let _dereg = Deregister(&ctx.inner.decisions, call.id, ctx.ids.run_id.as_str());
+        let _dereg = Deregister(&ctx.inner.live.decisions, call.id, ctx.ids.run_id.as_str());
         // Registered first, then looked at: a session that ends from here on drops the
         // registration, and one that ended before is seen now.
-        if ctx.inner.proposals.session_ended(ctx.ids.session_id.as_str(), call.id) {
+        if ctx.inner.live.proposals.session_ended(ctx.ids.session_id.as_str(), call.id) {
             return Waited::Answer(Err(Undecided::Stopped));
         }
         ctx.emit(|| self.confirm_required());
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
         let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
-        let poll = ctx.inner.decision_poll;
+        let poll = ctx.inner.settings.decision_poll;
         let decision = async move {
             // A confirmer without an answer leaves the decision to `decide` or the timeout.
             let from_confirmer = async move {
@@ -464,23 +465,23 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         if let Some(detail) = record.detail.as_object_mut() {
             detail.insert(super::pending::detail::CONVERSATIONAL.into(), Value::Bool(true));
         }
-        if let Err(e) = ctx.inner.store.put_proposal(&record).await {
+        if let Err(e) = ctx.inner.services.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
             withdraw_unkept(ctx, &record, &reason).await;
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
         // An older undecided proposal in the session (under any call id) is replaced by this one.
-        for old in ctx.inner.proposals.proposed_in(session) {
+        for old in ctx.inner.live.proposals.proposed_in(session) {
             let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
             let record = RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
                 .reason(reason);
             if end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
-                ctx.inner.proposals.close(session, &old);
+                ctx.inner.live.proposals.close(session, &old);
             }
             lock(&ctx.delta).cleared.push(old);
         }
-        ctx.inner.proposals.open(&ctx.ids, call.id, false);
+        ctx.inner.live.proposals.open(&ctx.ids, call.id, false);
         ctx.emit(|| proposal.confirm_required());
         lock(&ctx.delta).proposed = Some(PendingProposal {
             call_id: call.id.to_owned(),
@@ -505,7 +506,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let session = ctx.ids.session_id.as_str();
         // The approved proposal moves to `executing` once: a second use finds it gone.
         let turn = ctx.ids.run_id.as_str();
-        let Some(running) = ctx.inner.proposals.claim_execution(session, &proposal_call, turn) else {
+        let Some(running) = ctx.inner.live.proposals.claim_execution(session, &proposal_call, turn) else {
             let reason = "the approval is no longer valid (used, expired or ended with its turn); nothing ran";
             let _ = proposal.record(AuditStatus::Denied, reason).await;
             return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
@@ -524,9 +525,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         };
         // The proposing turn's slot is gone: the claim is kept alive by renewing it until
         // the final record is written, however long the call runs.
-        let (inner, node) = (&ctx.inner, ctx.inner.node_id.as_str());
-        let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &proposal_call, node);
-        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
+        let (inner, node) = (&ctx.inner, ctx.inner.settings.node_id.as_str());
+        let _claim = ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, &proposal_call, node);
+        if let Err(e) = ctx.inner.services.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
             running.abort();
             let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
             ctx.emit(|| Event::ToolDenied {
@@ -552,7 +553,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let out = execute_approved(proposal.checked, run, typed, &token, owed).await;
         let end = if out.executed { State::Executed } else { State::Failed };
         // The executed or failed record is written; the proposal's life is over.
-        if let Some(done) = ctx.inner.proposals.claim(session, &proposal_call, end) {
+        if let Some(done) = ctx.inner.live.proposals.claim(session, &proposal_call, end) {
             done.commit(None);
         }
         out
@@ -581,7 +582,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, .. } = proposal.checked;
         // The proposal's entry in the book, closed however this call ends; one per call id.
-        let open = OpenProposal::new(&ctx.inner.proposals, &ctx.ids, call.id);
+        let open = OpenProposal::new(&ctx.inner.live.proposals, &ctx.ids, call.id);
         if !open.opened {
             return CallOutcome::err("a call with this id is already waiting for a decision; nothing ran");
         }
@@ -592,18 +593,18 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let owed = proposal.owed(AuditStatus::Skipped);
         // Durable and decidable from any node sharing the store before the person is asked.
         let record = proposal.store_record();
-        if let Err(e) = ctx.inner.store.put_proposal(&record).await {
+        if let Err(e) = ctx.inner.services.store.put_proposal(&record).await {
             let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
             withdraw_unkept(ctx, &record, &reason).await;
             proposal.end(owed, AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the state store is unavailable; nothing ran");
         }
-        let tokens = &ctx.inner.tokens;
+        let tokens = &ctx.inner.services.tokens;
         let sealed = [StoredVerdict::Approved, StoredVerdict::Rejected].map(|v| seal::decided(tokens, &record, v));
-        let mut stored = StoredProposal { store: ctx.inner.store.clone(), record, sealed, settled: false };
+        let mut stored = StoredProposal { store: ctx.inner.services.store.clone(), record, sealed, settled: false };
         // Its final record, once in the log, is marked written in the store (this call's
         // claim then holds no more; see `Runtime::resume_orphaned`).
-        ctx.inner.settling.insert(stored.record.call_id.clone());
+        ctx.inner.live.settling.insert(stored.record.call_id.clone());
         let asked = confirmer.map(|c| c.confirm(proposal.request()));
         let since = std::time::Instant::now();
         let waited = proposal.wait(asked, &stored).await;
@@ -648,10 +649,16 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let proposal = self.proposal;
         let ctx = proposal.checked.ctx;
         stored.settled = true;
-        match ctx.inner.store.claim_settlement(&stored.record.call_id, ctx.inner.node_id.as_str()).await {
+        match ctx
+            .inner
+            .services
+            .store
+            .claim_settlement(&stored.record.call_id, ctx.inner.settings.node_id.as_str())
+            .await
+        {
             Ok(false) => {
                 owed.paid();
-                ctx.inner.settling.remove(&stored.record.call_id);
+                ctx.inner.live.settling.remove(&stored.record.call_id);
                 return CallOutcome::err(REJECTED_MESSAGE);
             }
             Ok(true) => {}
@@ -670,8 +677,8 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     /// runs nothing, and the call ends `failed` with the reason.
     async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>) -> CallOutcome {
         let ctx = self.proposal.checked.ctx;
-        let node = ctx.inner.node_id.as_str();
-        let read = ctx.inner.store.proposal(&stored.record.call_id).await;
+        let node = ctx.inner.settings.node_id.as_str();
+        let read = ctx.inner.services.store.proposal(&stored.record.call_id).await;
         let sealed = match &read {
             Ok(Some(found)) => {
                 found.verdict == Some(StoredVerdict::Approved)
@@ -688,20 +695,20 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             self.proposal.end(owed, AuditStatus::Failed, seal::FORGED).await;
             return CallOutcome::err("the approval in the state store does not verify; nothing ran");
         }
-        let claim_seal = seal::claimed(&ctx.inner.tokens, &stored.record, node);
-        match ctx.inner.store.claim_execution(&stored.record.call_id, node, &claim_seal).await {
+        let claim_seal = seal::claimed(&ctx.inner.services.tokens, &stored.record, node);
+        match ctx.inner.services.store.claim_execution(&stored.record.call_id, node, &claim_seal).await {
             Ok(true) => {
                 stored.settled = true;
                 // Renewed while the call runs, should the run's slot lapse meanwhile.
                 let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
-                let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, id, node);
+                let _claim = ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, id, node);
                 self.approved(owed).await
             }
             Ok(false) => {
                 // Claimed by a resumption on another node, which writes its records.
                 stored.settled = true;
                 owed.paid();
-                ctx.inner.settling.remove(&stored.record.call_id);
+                ctx.inner.live.settling.remove(&stored.record.call_id);
                 CallOutcome::err(
                     "The approved action is carried out by another server; its outcome is in the audit log.",
                 )
@@ -722,8 +729,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     async fn approved(self, owed: FinalOwed<'a, A>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, spec, .. } = proposal.checked;
-        let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.proposals);
-        let token = match ctx.inner.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl()).await {
+        let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.live.proposals);
+        let token = match ctx.inner.services.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl()).await
+        {
             Ok(token) => token,
             Err(e) => {
                 // No token, no execution; the proposal still ends.
@@ -747,7 +755,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             let _ = proposal.record(AuditStatus::Skipped, reason).await;
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         };
-        if let Err(e) = ctx.inner.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
+        if let Err(e) = ctx.inner.services.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
             running.abort();
             owed.paid();
             let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;

@@ -180,7 +180,7 @@ impl<A: Registry> RunCtx<A> {
     ) -> Arc<Self> {
         let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
         let ledger = reaches_out
-            .then(|| lock(&inner.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
+            .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
         Arc::new(RunCtx::<A> {
             inner: inner.clone(),
             ids: Arc::new(ids),
@@ -239,7 +239,7 @@ impl<A: Registry> RunCtx<A> {
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             status,
-            result: result.map(|v| redact(v, None, &self.inner.redaction)),
+            result: result.map(|v| redact(v, None, &self.inner.settings.redaction)),
         });
     }
 
@@ -258,10 +258,10 @@ impl<A: Registry> RunCtx<A> {
             (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
             _ => None,
         };
-        let settled = settles(&self.inner, f.call_id.as_ref(), f.status);
+        let settled = settles(&self.inner.live, f.call_id.as_ref(), f.status);
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here.
-        let answer = self.inner.audit.append(record).outcome_now();
+        let answer = self.inner.services.audit.append(record).outcome_now();
         let answer = match answer {
             Ok(answer) if settled.is_none() => {
                 self.took(&answer, moved);
@@ -278,10 +278,10 @@ impl<A: Registry> RunCtx<A> {
             self.took(&answer, moved);
             if let Some(id) = settled {
                 if answer.is_ok() {
-                    mark_recorded(&self.inner, &id).await;
+                    mark_recorded(&self.inner.services, &id).await;
                 } else {
                     // Still owed: a later final record of the call marks it.
-                    self.inner.settling.insert(id);
+                    self.inner.live.settling.insert(id);
                 }
             }
             answer
@@ -360,7 +360,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
-        schema.redact(args, &self.inner.redaction)
+        schema.redact(args, &self.inner.settings.redaction)
     }
 
     /// Keeps a tool result for the egress provenance check (when the agent has a tool that
@@ -380,7 +380,7 @@ impl<A: Registry> RunCtx<A> {
 
     /// Where the values of `args` came from (a tool that reaches out).
     pub(super) fn provenance_of(&self, args: &Value) -> Provenance {
-        let application = crate::provenance::normalise(&self.inner.system_prompt);
+        let application = crate::provenance::normalise(&self.inner.settings.system_prompt);
         match &self.ledger {
             Some(l) => lock(l).assess(args, &application),
             None => Ledger::default().assess(args, &application),
@@ -398,11 +398,12 @@ impl<A: Registry> RunCtx<A> {
         call_id: &str,
         confirmed: bool,
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
-        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
-            lock(&self.approved).take()
-        } else {
-            None
-        };
+        let approved =
+            if self.inner.settings.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
+                lock(&self.approved).take()
+            } else {
+                None
+            };
         let records_call_id = match &approved {
             Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.as_str().into(),
             _ => call_id.into(),
@@ -416,7 +417,7 @@ impl<A: Registry> RunCtx<A> {
             name: entry.spec.name.into(),
             title: entry.spec.title.map(Into::into),
             schema: SecretSchema::new((entry.schema)()),
-            permitted: self.inner.roles.has_permission(&self.principal.role, entry.spec.permission),
+            permitted: self.inner.settings.roles.has_permission(&self.principal.role, entry.spec.permission),
             import: self.import_of(entry.spec),
         })
     }
@@ -426,7 +427,7 @@ impl<A: Registry> RunCtx<A> {
     /// the pin.
     pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
         let import = spec.import?;
-        let source = self.inner.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
+        let source = self.inner.services.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
         Some(crate::audit::AuditImport {
             server: import.server.to_owned(),
             source,
@@ -441,8 +442,8 @@ impl<A: Registry> RunCtx<A> {
     ///
     /// [`TokenStore::result_mac`]: crate::token::TokenStore::result_mac
     pub(super) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
-        if self.inner.raw_results {
-            AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
+        if self.inner.settings.raw_results {
+            AuditResult::Value(redact(schema_free, None, &self.inner.settings.redaction))
         } else {
             self.digest_within(schema_free, usize::MAX).expect("no canonical text is longer than usize::MAX")
         }
@@ -453,7 +454,7 @@ impl<A: Registry> RunCtx<A> {
     /// once, for both the length and the digest, into a buffer each thread keeps between calls
     /// (dropped when a large result grew it).
     pub(super) fn digest_within(&self, schema_free: &Value, max: usize) -> Option<AuditResult> {
-        if self.inner.raw_results {
+        if self.inner.settings.raw_results {
             return None;
         }
         thread_local! {
@@ -462,8 +463,8 @@ impl<A: Registry> RunCtx<A> {
         TEXT.with_borrow_mut(|text| {
             text.clear();
             agents_core::canonical::write_to(schema_free, text);
-            let digest =
-                (text.len() <= max).then(|| AuditResult::Sha256(self.inner.tokens.result_mac(text.as_bytes())));
+            let digest = (text.len() <= max)
+                .then(|| AuditResult::Sha256(self.inner.services.tokens.result_mac(text.as_bytes())));
             if text.capacity() > RESULT_TEXT_KEPT {
                 *text = String::new();
             }
@@ -496,11 +497,11 @@ pub(super) async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Ve
 pub(super) async fn snapshot_of<A: Registry>(ctx: &RunCtx<A>) -> (Vec<bool>, Option<String>) {
     let inner = &ctx.inner;
     let role_set: Vec<bool> =
-        A::tools().iter().map(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).collect();
-    let Some(d) = &inner.disabled else { return (role_set, None) };
+        A::tools().iter().map(|t| inner.settings.roles.has_permission(&ctx.principal.role, t.permission)).collect();
+    let Some(d) = &inner.services.disabled else { return (role_set, None) };
     match d.disabled().await {
         Ok(off) => (A::tools().iter().zip(role_set).map(|(t, held)| held && !off.contains(t.name)).collect(), None),
-        Err(e) => match inner.disabled_fallback {
+        Err(e) => match inner.settings.disabled_fallback {
             DisabledFallback::RoleOnly => {
                 tracing::warn!(error = %e, "disable list unreadable; using the role-only tool set");
                 (role_set, Some(format!("disable list unreadable ({e}); fell back to the role-only tool set")))

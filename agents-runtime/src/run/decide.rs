@@ -30,7 +30,7 @@ impl Runtime {
     /// # }
     /// ```
     pub async fn pending_decisions(&self, principal: &Principal) -> Result<Vec<PendingDecision>, DecisionError> {
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         let pending = store.pending_for(&principal.org_id, &principal.user_id).await.map_err(unavailable)?;
         Ok(pending
             .into_iter()
@@ -68,7 +68,7 @@ impl Runtime {
         reason: Option<&str>,
     ) -> Result<(), DecisionError> {
         let not_pending = || DecisionError::NotPending(call_id.to_owned());
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
         let p = &found.proposal;
         if p.user_id != decider.user_id || p.org_id != decider.org_id || detail_str(p, detail::ROLE) != decider.role {
@@ -80,7 +80,7 @@ impl Runtime {
         }
         // An approval is sealed over the row as read, so only a row a key holder wrote gets one
         // (a rejection runs nothing, whoever wrote the row).
-        let tokens = &self.inner.tokens;
+        let tokens = &self.inner.services.tokens;
         if verdict == Verdict::Approve && !seal::holds_proposed(tokens, p) {
             tracing::error!(call_id, "a stored proposal does not verify under the server key; not decided");
             return Err(DecisionError::Unverified(call_id.to_owned()));
@@ -96,7 +96,7 @@ impl Runtime {
             DecideOutcome::Unknown | DecideOutcome::AlreadyDecided => return Err(not_pending()),
         }
         // A run waiting here hears it at once; one on another node finds it in the store.
-        if let Some(waiter) = lock(&self.inner.decisions).remove(call_id) {
+        if let Some(waiter) = lock(&self.inner.live.decisions).remove(call_id) {
             let _ = waiter.tx.send(Heard { verdict, recorded: true, reason: reason.map(str::to_owned) });
         }
         Ok(())

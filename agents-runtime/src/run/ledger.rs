@@ -33,11 +33,11 @@ pub(super) async fn end_waiting<A: Registry>(
     reason: &str,
 ) -> Result<bool, Refused> {
     let session = ctx.ids.session_id.as_str();
-    let claim = ctx.inner.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
-    match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
+    let claim = ctx.inner.live.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
+    match ctx.inner.services.store.close_undecided(call_id, &ctx.inner.settings.node_id, reason).await {
         // The claim is this node's: its final record, once in the log, marks it written.
         Ok(true) => {
-            ctx.inner.settling.insert(call_id.to_owned());
+            ctx.inner.live.settling.insert(call_id.to_owned());
         }
         Ok(false) => {
             claim.commit(None);
@@ -114,7 +114,7 @@ impl Drop for ClaimHeartbeat {
 /// verifies for its state (see [`seal`]). The caller then holds the call it runs to the row's
 /// tool and arguments' MAC.
 pub(super) async fn claim_in_store<A: Registry>(ctx: &RunCtx<A>, call_id: &str) -> Result<ProposalRecord, String> {
-    let (store, principal, tokens) = (&ctx.inner.store, &ctx.principal, &ctx.inner.tokens);
+    let (store, principal, tokens) = (&ctx.inner.services.store, &ctx.principal, &ctx.inner.services.tokens);
     let unavailable = |e: crate::store::StoreError| format!("the state store could not record the approval ({e})");
     let approved = crate::store::StoredVerdict::Approved;
     let gone = || "the proposal is not held by the state store any more".to_owned();
@@ -143,12 +143,12 @@ pub(super) async fn claim_in_store<A: Registry>(ctx: &RunCtx<A>, call_id: &str) 
     if !ours(&found.proposal) || !seal::holds_approval(tokens, &found.proposal) {
         return Err(seal::FORGED.to_owned());
     }
-    let node = ctx.inner.node_id.as_str();
+    let node = ctx.inner.settings.node_id.as_str();
     let sealed = seal::claimed(tokens, &found.proposal, node);
     match store.claim_execution(call_id, node, &sealed).await.map_err(unavailable)? {
         // The execution's final record, once in the log, marks the claim written.
         true => {
-            ctx.inner.settling.insert(call_id.to_owned());
+            ctx.inner.live.settling.insert(call_id.to_owned());
             Ok(found.proposal)
         }
         false => {

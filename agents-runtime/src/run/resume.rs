@@ -194,8 +194,9 @@ impl Runtime {
     /// random per-process key cannot resume anything).
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let store = &self.inner.store;
-        let window = std::time::Duration::from_secs(self.inner.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
+        let store = &self.inner.services.store;
+        let window =
+            std::time::Duration::from_secs(self.inner.settings.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
         let mut done = Vec::new();
         // Page after page: proposals left alone below never hide the ones after them.
         let mut after = ProposalCursor::START;
@@ -213,7 +214,7 @@ impl Runtime {
         // settle lease ran out (and, for a live run's, once its slot lapsed).
         let mut after = ProposalCursor::START;
         loop {
-            let page = store.stale_claims(after, RESUME_BATCH, self.inner.settle_lease).await?;
+            let page = store.stale_claims(after, RESUME_BATCH, self.inner.settings.settle_lease).await?;
             for found in page.proposals {
                 self.take_over_one::<A>(found, &mut done).await?;
             }
@@ -234,7 +235,8 @@ impl Runtime {
     /// run without a kept proposal) `skipped`, any other call `failed`, both with reason
     /// `abandoned: ...`. The record pays the debt in the transaction that appends it.
     async fn settle_owed(&self, done: &mut Vec<ResumedCall>) -> Result<(), StoreError> {
-        let (audit, node, lease) = (&self.inner.audit, self.inner.node_id.as_str(), self.inner.settle_lease);
+        let (audit, node, lease) =
+            (&self.inner.services.audit, self.inner.settings.node_id.as_str(), self.inner.settings.settle_lease);
         let refused = |e: crate::audit::AuditError| StoreError::Unavailable(e.to_string());
         let owed = audit.owed_finals(lease, RESUME_BATCH).await.map_err(refused)?;
         for proposed in owed {
@@ -298,8 +300,8 @@ impl Runtime {
         found: ProposalState,
         done: &mut Vec<ResumedCall>,
     ) -> Result<(), StoreError> {
-        let store = &self.inner.store;
-        let node = self.inner.node_id.as_str();
+        let store = &self.inner.services.store;
+        let node = self.inner.settings.node_id.as_str();
         let p = found.proposal;
         if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
             return Ok(());
@@ -313,7 +315,7 @@ impl Runtime {
         match found.verdict {
             Some(StoredVerdict::Approved) => {
                 // A row that does not verify is claimed with no seal, and refused below.
-                let sealed = seal::for_claim(&self.inner.tokens, &p, node);
+                let sealed = seal::for_claim(&self.inner.services.tokens, &p, node);
                 if store.claim_execution(&p.call_id, node, &sealed).await? {
                     done.push(carry_out::<A>(&self.inner, p, None).await);
                 }
@@ -348,7 +350,7 @@ impl Runtime {
         found: ProposalState,
         done: &mut Vec<ResumedCall>,
     ) -> Result<(), StoreError> {
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         let p = &found.proposal;
         if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
             return Ok(());
@@ -358,12 +360,12 @@ impl Runtime {
         {
             return Ok(());
         }
-        if !store.take_over(&p.call_id, &self.inner.node_id, self.inner.settle_lease).await? {
+        if !store.take_over(&p.call_id, &self.inner.settings.node_id, self.inner.settings.settle_lease).await? {
             return Ok(());
         }
         // Its record may have reached the log just before its holder died: then it is only
         // marked.
-        match self.inner.audit.holds_final(&p.call_id).await {
+        match self.inner.services.audit.holds_final(&p.call_id).await {
             Ok(Some(true)) => {
                 tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
                 store.mark_recorded(&p.call_id).await?;
@@ -387,24 +389,30 @@ impl Runtime {
     /// (an open proposal, or one whose final record nobody has claimed, is never dropped). A
     /// service calls it on a timer (`agents_service` does).
     pub async fn prune_state(&self) -> Result<Pruned, StoreError> {
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         Ok(Pruned {
             tokens: store.prune_tokens().await?,
-            sessions: store.prune_sessions(self.inner.session_idle_timeout).await?,
-            proposals: store.prune_proposals(self.inner.proposal_retention).await?,
+            sessions: store.prune_sessions(self.inner.settings.session_idle_timeout).await?,
+            proposals: store.prune_proposals(self.inner.settings.proposal_retention).await?,
         })
     }
 
     /// Whether the proposal's session (within its idle time) still waits for the user's answer
     /// to it.
     async fn session_holds(&self, p: &ProposalRecord) -> Result<bool, StoreError> {
-        let session = self.inner.store.load_session(&p.session_id, self.inner.session_idle_timeout).await?;
+        let session =
+            self.inner.services.store.load_session(&p.session_id, self.inner.settings.session_idle_timeout).await?;
         Ok(session.is_some_and(|s| s.pending.get("call_id").and_then(Value::as_str) == Some(p.call_id.as_str())))
     }
 
     /// Writes the final record of a claimed proposal that does not run.
     async fn settle<A: Registry>(&self, p: ProposalRecord, status: AuditStatus, reason: String) -> ResumedCall {
-        let _claim = ClaimHeartbeat::start(&self.inner.store, self.inner.settle_lease, &p.call_id, &self.inner.node_id);
+        let _claim = ClaimHeartbeat::start(
+            &self.inner.services.store,
+            self.inner.settings.settle_lease,
+            &p.call_id,
+            &self.inner.settings.node_id,
+        );
         let principal = principal_of(&p);
         let request_id = match detail_str(&p, detail::REQUEST) {
             "" => uuid::Uuid::new_v4().to_string(),
@@ -421,9 +429,9 @@ impl Runtime {
         }
         .reason(reason.clone());
         crate::telemetry::audited(status, Some(p.tool.as_str()), None);
-        let recorded = match self.inner.audit.append(ids.record(record)).await {
+        let recorded = match self.inner.services.audit.append(ids.record(record)).await {
             Ok(_) => {
-                mark_recorded(&self.inner, &p.call_id).await;
+                mark_recorded(&self.inner.services, &p.call_id).await;
                 true
             }
             Err(e) => {

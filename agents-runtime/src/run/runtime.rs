@@ -6,10 +6,9 @@ use super::decision::DirectConfirm;
 use super::driver::run_loop;
 use super::outcome::{Ending, Failure};
 use super::pending::Heard;
-use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
-use super::shared::{DisabledFallback, DisabledTools, InFlight, Inner, Owed};
+use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
@@ -24,8 +23,7 @@ use crate::tool::Registry;
 use agents_core::redact::RedactionKeys;
 use agents_core::{Limits, Principal, RoleMap};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -365,49 +363,47 @@ impl RuntimeBuilder {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Runtime {
             inner: Arc::new(Inner {
-                roles: self.roles,
-                audit: self.audit,
-                provider: self.provider,
-                disabled: self.disabled,
-                disabled_fallback: self.disabled_fallback,
-                interceptors: self.interceptors,
-                budget: self.budget,
-                budget_fallback: self.budget_fallback,
-                classifier: self.classifier,
-                confirm_mode: self.confirm_mode,
-                tokens: TokenStore::with_store(
-                    self.key.unwrap_or_else(crate::token::random_bytes::<32>),
-                    store.clone(),
-                ),
-                store,
-                redaction: self.redaction,
-                raw_results: self.raw_results,
-                limits: self.limits,
-                system_prompt: self.system_prompt,
-                active: Mutex::new(HashMap::new()),
-                sessions: Mutex::new(HashMap::new()),
-                decisions: Mutex::new(HashMap::new()),
-                node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
-                decision_poll: self.decision_poll,
-                confirmer: self.confirmer,
-                slot_lease: self.slot_lease,
-                detached: InFlight::default(),
-                proposals: Book::default(),
-                tool_timeout: self.tool_timeout,
-                max_result_bytes: self.max_result_bytes,
-                max_model_result_bytes: self.max_model_result_bytes,
-                isolation: self.isolation,
-                max_tool_calls_per_answer: self.max_tool_calls_per_answer,
-                session_idle_timeout: self.session_idle_timeout,
-                max_sessions: self.max_sessions,
-                sweep_every: self.sweep_every,
-                sweeper: Mutex::new(None),
-                proposal_retention: self.proposal_retention,
-                settle_lease: self.settle_lease,
-                settling: Owed::default(),
-                history_bytes: self.history_bytes,
-                mcp_imports: self.mcp_imports,
-                state: self.state,
+                settings: Settings {
+                    roles: self.roles,
+                    disabled_fallback: self.disabled_fallback,
+                    budget_fallback: self.budget_fallback,
+                    confirm_mode: self.confirm_mode,
+                    redaction: self.redaction,
+                    raw_results: self.raw_results,
+                    limits: self.limits,
+                    system_prompt: self.system_prompt,
+                    node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
+                    decision_poll: self.decision_poll,
+                    slot_lease: self.slot_lease,
+                    tool_timeout: self.tool_timeout,
+                    max_result_bytes: self.max_result_bytes,
+                    max_model_result_bytes: self.max_model_result_bytes,
+                    max_tool_calls_per_answer: self.max_tool_calls_per_answer,
+                    session_idle_timeout: self.session_idle_timeout,
+                    max_sessions: self.max_sessions,
+                    sweep_every: self.sweep_every,
+                    proposal_retention: self.proposal_retention,
+                    settle_lease: self.settle_lease,
+                    history_bytes: self.history_bytes,
+                },
+                services: Services {
+                    audit: self.audit,
+                    provider: self.provider,
+                    disabled: self.disabled,
+                    interceptors: self.interceptors,
+                    budget: self.budget,
+                    classifier: self.classifier,
+                    tokens: TokenStore::with_store(
+                        self.key.unwrap_or_else(crate::token::random_bytes::<32>),
+                        store.clone(),
+                    ),
+                    store,
+                    confirmer: self.confirmer,
+                    isolation: self.isolation,
+                    mcp_imports: self.mcp_imports,
+                    state: self.state,
+                },
+                live: Live::default(),
             }),
         }
     }
@@ -421,7 +417,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("confirm_mode", &self.inner.confirm_mode).finish_non_exhaustive()
+        f.debug_struct("Runtime").field("confirm_mode", &self.inner.settings.confirm_mode).finish_non_exhaustive()
     }
 }
 
@@ -451,8 +447,8 @@ impl SlotGuard {
         max: u32,
     ) -> Result<Result<Self, PendingSlot>, StartError> {
         let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
-        let store = inner.store.clone();
-        let lease = inner.slot_lease;
+        let store = inner.services.store.clone();
+        let lease = inner.settings.slot_lease;
         let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, lease).await });
         match answer_now(acquire) {
             Ok(answer) => Self::granted(inner, principal, session, max, answer).map(Ok),
@@ -484,16 +480,16 @@ impl SlotGuard {
             Err(e) => return Err(StartError::StateUnavailable(e.to_string())),
         };
         let key = (principal.org_id.clone(), principal.user_id.clone());
-        *lock(&inner.active).entry(key.clone()).or_insert(0) += 1;
-        lock(&inner.sessions).entry(session.to_owned()).or_default().runs += 1;
+        *lock(&inner.live.active).entry(key.clone()).or_insert(0) += 1;
+        lock(&inner.live.sessions).entry(session.to_owned()).or_default().runs += 1;
         Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewal: None })
     }
 
     /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
     /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
     fn keep_renewed(&mut self, cancel: CancellationToken) {
-        let (store, slot) = (self.inner.store.clone(), self.slot.clone().expect("held until drop"));
-        let lease = self.inner.slot_lease;
+        let (store, slot) = (self.inner.services.store.clone(), self.slot.clone().expect("held until drop"));
+        let lease = self.inner.settings.slot_lease;
         self.renewal = Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(lease / 3).await;
@@ -517,16 +513,16 @@ impl Drop for SlotGuard {
             renewal.abort();
         }
         if let Some(slot) = self.slot.take() {
-            let store = self.inner.store.clone();
+            let store = self.inner.services.store.clone();
             // A slot whose release fails lapses with its lease.
             now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });
         }
-        if let Some(s) = lock(&self.inner.sessions).get_mut(&self.session) {
+        if let Some(s) = lock(&self.inner.live.sessions).get_mut(&self.session) {
             s.runs = s.runs.saturating_sub(1);
             // The run's end is a use: the session's idle time counts from here.
             s.last_used = Some(tokio::time::Instant::now());
         }
-        let mut active = lock(&self.inner.active);
+        let mut active = lock(&self.inner.live.active);
         if let Some(n) = active.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
@@ -582,20 +578,20 @@ impl Runtime {
     /// The roles and the permissions each holds, as given to [`RuntimeBuilder::roles`]
     /// (what a capability report's role × tool table shows).
     pub fn roles(&self) -> &RoleMap {
-        &self.inner.roles
+        &self.inner.settings.roles
     }
 
     /// Runs this runtime (this process) is running for a user. With a shared store, the
     /// user's runs on all nodes are `Store::active_slots`.
     pub fn active_runs(&self, principal: &Principal) -> u32 {
-        lock(&self.inner.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
+        lock(&self.inner.live.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
     }
 
     /// Waits until every final record the runtime wrote on its own (for a call whose caller
     /// went away, or a direct session that was dropped) is stored. A server calls this after
     /// its sessions have ended, before it reports that it stopped.
     pub async fn records_settled(&self) {
-        self.inner.detached.settled().await;
+        self.inner.live.detached.settled().await;
     }
 
     /// Drops what the runtime keeps for decisions that can no longer be used: expired
@@ -633,7 +629,7 @@ impl Runtime {
     /// Sessions this runtime holds on this node (for monitoring and memory checks): those a
     /// run or direct session used here and that were not purged or ended.
     pub fn session_count(&self) -> usize {
-        lock(&self.inner.sessions).len()
+        lock(&self.inner.live.sessions).len()
     }
 
     /// Audits a refused request that reached no run: `denied`, with the principal who sent
@@ -648,7 +644,7 @@ impl Runtime {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, principal);
         let record = ids.record(RecordFields::new(AuditStatus::Denied).reason(reason));
-        self.inner.audit.append(record).await.map(drop)
+        self.inner.services.audit.append(record).await.map(drop)
     }
 
     /// Records a person's decision on a pending action, without waiting: for a call waiting
@@ -661,7 +657,7 @@ impl Runtime {
     /// [`DecisionError::NotYourRun`] and changes nothing).
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
         {
-            let mut decisions = lock(&self.inner.decisions);
+            let mut decisions = lock(&self.inner.live.decisions);
             if let Some(waiter) = decisions.get(call_id) {
                 if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role {
                     tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
@@ -674,7 +670,7 @@ impl Runtime {
                     .map_err(|_| DecisionError::NotPending(call_id.to_owned()));
             }
         }
-        if !self.inner.store.answers_at_once() {
+        if !self.inner.services.store.answers_at_once() {
             return Err(DecisionError::NotHere(call_id.to_owned()));
         }
         match answer_now(Box::pin(self.decide_async(call_id, decider, verdict, None))) {
@@ -695,7 +691,7 @@ impl Runtime {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
-        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
             Ok(v) => v.to_string(),
@@ -715,7 +711,7 @@ impl Runtime {
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
         let run_id = ctx.ids.run_id.to_string();
-        let (ids, provider) = (&ctx.ids, &ctx.inner.provider);
+        let (ids, provider) = (&ctx.ids, &ctx.inner.services.provider);
         let span = crate::telemetry::run_span(
             A::SPEC.name,
             &run_id,
@@ -779,7 +775,7 @@ impl Runtime {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
         self.inner.bind_session(session_id, &principal).await?;
-        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
         let confirm = match confirmer {
             Some(c) => DirectConfirm::Ask(c),
             None => DirectConfirm::Unavailable,

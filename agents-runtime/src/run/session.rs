@@ -62,6 +62,33 @@ fn unavailable(e: crate::store::StoreError) -> StartError {
 }
 
 impl Inner {
+    /// Expired tokens and idle sessions dropped (see [`Runtime::purge_expired`]).
+    pub(super) fn purge_expired(self: &Arc<Self>) -> usize {
+        self.services.tokens.purge_expired() + self.purge_idle_sessions()
+    }
+
+    /// Starts the sweep timer ([`RuntimeBuilder::sweep_every`]) on `handle`, unless it runs.
+    pub(super) fn keep_swept(self: &Arc<Self>, handle: &tokio::runtime::Handle) {
+        let Some(every) = self.settings.sweep_every else { return };
+        let mut sweeper = lock(&self.live.sweeper);
+        if sweeper.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let inner = Arc::downgrade(self);
+        *sweeper = Some(handle.spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = inner.upgrade() else { return };
+                let swept = inner.purge_expired();
+                if swept > 0 {
+                    tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
+                }
+            }
+        }));
+    }
+
     /// Binds `session_id` to `principal` in the state store on first use, and returns its
     /// conversation; refuses a session bound to another user or organisation. A session idle
     /// for longer than the idle timeout, or bound to the same person under another role,
@@ -76,8 +103,8 @@ impl Inner {
     ) -> crate::BoxFuture<'static, Result<Conversation, StartError>> {
         let (inner, session_id, principal) = (self.clone(), session_id.to_owned(), principal.clone());
         Box::pin(async move {
-            let store = &inner.store;
-            let idle = inner.session_idle_timeout;
+            let store = &inner.services.store;
+            let idle = inner.settings.session_idle_timeout;
             for _ in 0..SAVE_ATTEMPTS {
                 let found = store.load_session(&session_id, idle).await.map_err(unavailable)?;
                 let (over, ended, why) = match &found {
@@ -98,7 +125,7 @@ impl Inner {
                         // held that expired or ended elsewhere, ends with its proposals.
                         let held_here = inner.touch(&session_id, &principal, true, version);
                         if over > 0 || version > 1 || held_here {
-                            inner.tokens.revoke_session(&session_id);
+                            inner.services.tokens.revoke_session(&session_id);
                             inner.end_context(&session_id, why, ended.map(|p| p.call_id)).await;
                         }
                         return Ok(Conversation { version, ..Conversation::default() });
@@ -118,8 +145,8 @@ impl Inner {
     /// under another owner (or `fresh` over a context it held). A session new to this node
     /// that takes it over its cap evicts the least recently used ones ([`Inner::evict`]).
     fn touch(self: &Arc<Self>, session_id: &str, principal: &Principal, fresh: bool, version: u64) -> bool {
-        let mut sessions = lock(&self.sessions);
-        let evicted = over_cap(&mut sessions, session_id, self.max_sessions);
+        let mut sessions = lock(&self.live.sessions);
+        let evicted = over_cap(&mut sessions, session_id, self.settings.max_sessions);
         let s = sessions.entry(session_id.to_owned()).or_default();
         let me = owner_of(principal);
         let held_other = s.owner.as_ref().is_some_and(|o| *o != me) || (fresh && s.owner.is_some());
@@ -151,21 +178,21 @@ impl Inner {
         }
         tracing::warn!(
             count = evicted.len(),
-            cap = self.max_sessions,
+            cap = self.settings.max_sessions,
             "sessions evicted: this node holds as many sessions as its cap allows"
         );
-        if !self.store.answers_at_once() {
+        if !self.services.store.answers_at_once() {
             return;
         }
         for id in evicted {
-            self.tokens.revoke_session(&id);
+            self.services.tokens.revoke_session(&id);
             let inner = self.clone();
             self.in_background(async move {
-                let pending = match inner.store.load_session(&id, inner.session_idle_timeout).await {
+                let pending = match inner.services.store.load_session(&id, inner.settings.session_idle_timeout).await {
                     Ok(found) => found.and_then(|r| Conversation::from_record(&r).pending).map(|p| p.call_id),
                     Err(_) => None,
                 };
-                if let Err(e) = inner.store.delete_session(&id).await {
+                if let Err(e) = inner.services.store.delete_session(&id).await {
                     tracing::warn!(session = %id, error = %e, "an evicted session could not be deleted");
                 }
                 inner.end_context(&id, SessionEnd::Evicted, pending).await;
@@ -187,14 +214,14 @@ impl Inner {
         answer: &str,
         history_messages: usize,
     ) -> Result<(), String> {
-        let idle = self.session_idle_timeout;
+        let idle = self.settings.session_idle_timeout;
         for _ in 0..SAVE_ATTEMPTS {
             let mut next = base.clone();
-            delta.apply(&mut next, input, answer, history_messages, self.history_bytes);
+            delta.apply(&mut next, input, answer, history_messages, self.settings.history_bytes);
             let record = next.to_record(session_id, principal, base.version);
-            match self.store.save_session(&record, idle).await.map_err(|e| e.to_string())? {
+            match self.services.store.save_session(&record, idle).await.map_err(|e| e.to_string())? {
                 SessionSaved::Stored { version } => {
-                    if let Some(s) = lock(&self.sessions).get_mut(session_id) {
+                    if let Some(s) = lock(&self.live.sessions).get_mut(session_id) {
                         s.last_used = Some(tokio::time::Instant::now());
                         // The ledger still holds every turn only if it did over the
                         // revision this one was saved over.
@@ -207,7 +234,7 @@ impl Inner {
                 SessionSaved::NotYours => return Ok(()),
                 SessionSaved::Conflict => {}
             }
-            match self.store.load_session(session_id, idle).await.map_err(|e| e.to_string())? {
+            match self.services.store.load_session(session_id, idle).await.map_err(|e| e.to_string())? {
                 Some(r)
                     if r.user_id == principal.user_id && r.org_id == principal.org_id && r.role == principal.role =>
                 {
@@ -228,8 +255,13 @@ impl Inner {
         session_id: &str,
         principal: &Principal,
     ) -> Result<bool, StartError> {
-        let found = self.store.load_session(session_id, self.session_idle_timeout).await.map_err(unavailable)?;
-        let local = lock(&self.sessions).get(session_id).and_then(|s| s.owner.clone());
+        let found = self
+            .services
+            .store
+            .load_session(session_id, self.settings.session_idle_timeout)
+            .await
+            .map_err(unavailable)?;
+        let local = lock(&self.live.sessions).get(session_id).and_then(|s| s.owner.clone());
         let theirs = |user: &str, org: &str| user != principal.user_id || org != principal.org_id;
         if found.as_ref().is_some_and(|r| theirs(&r.user_id, &r.org_id))
             || local.as_ref().is_some_and(|(user, org, _)| theirs(user, org))
@@ -237,13 +269,13 @@ impl Inner {
             return Err(StartError::SessionNotYours(session_id.to_owned()));
         }
         let existed = match &found {
-            Some(_) => self.store.delete_session(session_id).await.map_err(unavailable)?,
+            Some(_) => self.services.store.delete_session(session_id).await.map_err(unavailable)?,
             None => false,
         };
-        let existed = lock(&self.sessions).remove(session_id).is_some() || existed;
+        let existed = lock(&self.live.sessions).remove(session_id).is_some() || existed;
         let pending = found.and_then(|r| Conversation::from_record(&r).pending).map(|p| p.call_id);
         self.end_context(session_id, SessionEnd::Ended, pending).await;
-        self.tokens.revoke_session(session_id);
+        self.services.tokens.revoke_session(session_id);
         Ok(existed)
     }
 
@@ -253,11 +285,11 @@ impl Inner {
     /// otherwise in the background). Returns how many this node held.
     pub(super) fn purge_idle_sessions(self: &Arc<Self>) -> usize {
         let now = tokio::time::Instant::now();
-        let mut sessions = lock(&self.sessions);
+        let mut sessions = lock(&self.live.sessions);
         let idle: Vec<String> = sessions
             .iter()
             .filter(|(_, s)| s.runs == 0)
-            .filter(|(_, s)| s.last_used.is_some_and(|t| now.duration_since(t) > self.session_idle_timeout))
+            .filter(|(_, s)| s.last_used.is_some_and(|t| now.duration_since(t) > self.settings.session_idle_timeout))
             .map(|(id, _)| id.clone())
             .collect();
         for id in &idle {
@@ -269,11 +301,11 @@ impl Inner {
         }
         drop(sessions);
         for id in &idle {
-            self.tokens.revoke_session(id);
+            self.services.tokens.revoke_session(id);
             let (inner, id) = (self.clone(), id.clone());
             self.in_background(async move { inner.end_context(&id, SessionEnd::Idle, None).await });
         }
-        let (store, timeout) = (self.store.clone(), self.session_idle_timeout);
+        let (store, timeout) = (self.services.store.clone(), self.settings.session_idle_timeout);
         crate::store::now_or_in_background("prune idle sessions", async move { store.prune_sessions(timeout).await });
         idle.len()
     }
@@ -284,11 +316,11 @@ impl Inner {
         let Err(work) = answer_now(Box::pin(work)) else { return };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                self.detached.enter();
+                self.live.detached.enter();
                 let inner = self.clone();
                 drop(handle.spawn(async move {
                     work.await;
-                    inner.detached.leave();
+                    inner.live.detached.leave();
                 }));
             }
             Err(_) => tracing::warn!("a session's proposals could not be ended: no tokio runtime runs"),
@@ -305,9 +337,9 @@ impl Inner {
     /// `skipped` with reason `stopped`; any proposal of the session can no longer be approved
     /// or start running, so a turn still under way ends what it holds when it ends.
     pub(super) async fn end_context(self: &Arc<Self>, session_id: &str, why: SessionEnd, stored: Option<String>) {
-        let ended = self.proposals.end_session(session_id);
+        let ended = self.live.proposals.end_session(session_id);
         // Dropping a waiting call's sender wakes it: it ends as stopped, with its own record.
-        lock(&self.decisions).retain(|_, d| d.session_id != session_id);
+        lock(&self.live.decisions).retain(|_, d| d.session_id != session_id);
         let stored = stored.filter(|c| !ended.iter().any(|e| e.call_id == *c));
         let local = ended.into_iter().map(|e| (e.call_id, e.state, Some(e.ids)));
         for (call_id, state, ids) in local.chain(stored.map(|c| (c, State::Proposed, None))) {
@@ -326,11 +358,11 @@ impl Inner {
     /// and nobody carried it out yet (the session ended first: nothing runs). Each is one
     /// conditional update of the store, so of every node ending it one writes the record.
     pub(super) async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
-        let store = &self.store;
+        let store = &self.services.store;
         let fields = match self.settle_waiting(call_id, &reason).await {
             Ok(Some(fields)) => {
                 // This node holds the claim: the record, once in the log, marks it written.
-                self.settling.insert(call_id.to_owned());
+                self.live.settling.insert(call_id.to_owned());
                 fields
             }
             // Decided and settled elsewhere: its final record is the one who did it.
@@ -362,7 +394,7 @@ impl Inner {
         call_id: &str,
         reason: &str,
     ) -> Result<Option<RecordFields>, crate::store::StoreError> {
-        let (store, node) = (&self.store, self.node_id.as_str());
+        let (store, node) = (&self.services.store, self.settings.node_id.as_str());
         if store.close_undecided(call_id, node, reason).await? {
             return Ok(Some(RecordFields::new(AuditStatus::Skipped).reason(reason)));
         }
@@ -448,8 +480,8 @@ impl<A: Registry> Drop for DirectSession<A> {
         if self.ephemeral {
             // The id is never reused (an MCP transport's): its binding goes, here and in the store.
             let id = self.ctx.ids.session_id.to_string();
-            lock(&self.ctx.inner.sessions).remove(&id);
-            let store = self.ctx.inner.store.clone();
+            lock(&self.ctx.inner.live.sessions).remove(&id);
+            let store = self.ctx.inner.services.store.clone();
             crate::store::now_or_in_background("drop an ended direct session", async move {
                 store.delete_session(&id).await
             });

@@ -26,9 +26,11 @@ pub(super) async fn call<A: Registry>(
     let ctx = checked.ctx;
     let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
     match &ctx.direct {
-        None if ctx.inner.confirm_mode == ConfirmMode::Conversational => confirmation.conversational(approved).await,
+        None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
+            confirmation.conversational(approved).await
+        }
         Some(DirectConfirm::Unavailable) => confirmation.unavailable().await,
         Some(DirectConfirm::Ask(confirmer)) => confirmation.dialog(Some(confirmer.clone())).await,
-        None => confirmation.dialog(ctx.inner.confirmer.clone()).await,
+        None => confirmation.dialog(ctx.inner.services.confirmer.clone()).await,
     }
 }

@@ -24,7 +24,7 @@ pub(in crate::run) async fn execute_approved<A: Registry>(
 ) -> CallOutcome {
     let Checked { ctx, call, spec, base, redacted, .. } = &checked;
     // Defence in depth: the permission is checked again after the wait.
-    if !ctx.inner.roles.has_permission(&ctx.principal.role, spec.permission) {
+    if !ctx.inner.settings.roles.has_permission(&ctx.principal.role, spec.permission) {
         owed.paid();
         let reason = format!("permission `{}` is no longer held by role `{}`", spec.permission, ctx.principal.role);
         let _ = ctx.audit(base(AuditStatus::Failed, redacted.clone()).reason(reason)).await;

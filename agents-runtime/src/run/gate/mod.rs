@@ -199,7 +199,7 @@ async fn check<A: Registry>(
     let reaches_out = spec.policy.reaches_out() && spec.tier != Tier::Handoff;
     let mut provenance = if reaches_out { Some(ctx.provenance_of(&args)) } else { None };
     // Boxed, and skipped without interceptors: their state is not kept in every call's future.
-    let replaced = if ctx.inner.interceptors.is_empty() {
+    let replaced = if ctx.inner.services.interceptors.is_empty() {
         false
     } else {
         Box::pin(intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets, provenance.as_ref())).await?
@@ -214,7 +214,7 @@ async fn check<A: Registry>(
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
-        (ctx.inner.tokens.args_mac(&args), args.clone())
+        (ctx.inner.services.tokens.args_mac(&args), args.clone())
     } else {
         (String::new(), Value::Null)
     };
@@ -228,7 +228,7 @@ async fn check<A: Registry>(
         secrets.extend(replaced);
         secrets.value(redacted)
     } else {
-        schema.redact_owned(args, &ctx.inner.redaction)
+        schema.redact_owned(args, &ctx.inner.settings.redaction)
     };
     Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets, why })
 }
@@ -236,7 +236,7 @@ async fn check<A: Registry>(
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
 /// JSON for its worker (see `crate::isolate::Isolation`).
 fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Value) -> Result<ErasedArgs, String> {
-    match &ctx.inner.isolation {
+    match &ctx.inner.services.isolation {
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
     }
@@ -314,7 +314,7 @@ async fn intercept<A: Registry>(
 ) -> Result<bool, CallOutcome> {
     let spec = entry.spec;
     let mut replaced_any = false;
-    for interceptor in &ctx.inner.interceptors {
+    for interceptor in &ctx.inner.services.interceptors {
         let interception =
             Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str(), provenance };
         let refusal = match interceptor.before_call(interception).await {
@@ -401,7 +401,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // only a result over the bound (or a raw-results runtime) is measured again and cut.
             let value = secrets.value(value);
             ctx.note_result(call.id, spec.name, &value);
-            let max = ctx.inner.max_result_bytes;
+            let max = ctx.inner.settings.max_result_bytes;
             let (value, cut, kept) = match ctx.digest_within(&value, max) {
                 Some(kept) => (value, None, kept),
                 None => {
@@ -414,7 +414,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // The model reads at most its bound of the result (see `Turn::dispatch_calls`); the
             // record says so, and its digest covers the whole result.
             let size = contain::json_size(&value);
-            let shown = ctx.inner.max_model_result_bytes;
+            let shown = ctx.inner.settings.max_model_result_bytes;
             f.reason = match (cut, size > shown) {
                 (cut, false) => cut,
                 (None, true) => Some(contain::model_cut_reason(size, shown)),

@@ -26,8 +26,8 @@ pub(in crate::run) fn call_context<A: Registry>(
         spec,
         invoker: Some(invoker),
         approved: None,
-        state: ctx.inner.state.clone(),
-        imports: ctx.inner.mcp_imports.clone(),
+        state: ctx.inner.services.state.clone(),
+        imports: ctx.inner.services.mcp_imports.clone(),
         listed_sha256: std::sync::OnceLock::new(),
     }
 }
