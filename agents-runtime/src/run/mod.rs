@@ -278,6 +278,7 @@ mod runtime;
 mod secrets;
 mod session;
 mod shared;
+mod slot;
 mod spend;
 
 pub use carry::ResumedCall;

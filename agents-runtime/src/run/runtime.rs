@@ -1,5 +1,5 @@
-//! The runtime, its builder, and what it shares between runs: roles, the audit sink, the
-//! provider, the token store, the sessions and the decisions waiting for a person.
+//! The runtime and its builder: the facade an application holds. What its runs share (its
+//! settings, services and live state) is in `shared`; a run's slot in `slot`.
 
 use super::context::{RunCtx, availability};
 use super::decision::DirectConfirm;
@@ -9,15 +9,15 @@ use super::pending::Heard;
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
 use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
+use super::slot::SlotGuard;
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
-use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
 use crate::events::{Event, EventBus};
 use crate::interceptor::Interceptor;
 use crate::provider::Provider;
-use crate::store::{MemoryStore, SlotId, SlotOwner, Store, answer_now, now_or_in_background};
+use crate::store::{MemoryStore, Store, answer_now};
 use crate::token::TokenStore;
 use crate::tool::Registry;
 use agents_core::redact::RedactionKeys;
@@ -421,115 +421,31 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// One of a user's concurrent runs: a slot of the store, leased and renewed while the run
-/// lives, and this runtime's own count of the user's runs. Both go down when the run's task
-/// ends.
-struct SlotGuard {
-    inner: Arc<Inner>,
-    key: (String, String),
-    /// The run's session: it has a run under way while the guard lives.
-    session: String,
-    slot: Option<SlotId>,
-    renewal: Option<tokio::task::JoinHandle<()>>,
+/// The `invoke_agent` span of a run (see [`crate::telemetry::run_span`]).
+fn run_span<A: Registry>(ctx: &RunCtx<A>) -> tracing::Span {
+    let (ids, provider) = (&ctx.ids, &ctx.inner.services.provider);
+    crate::telemetry::run_span(
+        A::SPEC.name,
+        &ids.run_id,
+        &ids.session_id,
+        &ids.manifest_sha256,
+        provider.name(),
+        provider.model(),
+        &ids.user_id,
+        &ids.org_id,
+        &ids.role,
+    )
 }
 
-/// A slot the store will answer about later (a shared store).
-type PendingSlot = BoxFuture<'static, crate::store::StoreResult<Option<SlotId>>>;
-
-impl SlotGuard {
-    /// Asks the store for a slot for `principal` (at most `max` at once). A store that
-    /// answers at once gives the guard or the refusal now; a shared store's answer is awaited
-    /// by [`SlotGuard::settle`] in the run's task.
-    fn take(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-    ) -> Result<Result<Self, PendingSlot>, StartError> {
-        let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
-        let store = inner.services.store.clone();
-        let lease = inner.settings.slot_lease;
-        let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, lease).await });
-        match answer_now(acquire) {
-            Ok(answer) => Self::granted(inner, principal, session, max, answer).map(Ok),
-            Err(pending) => Ok(Err(pending)),
-        }
-    }
-
-    /// Awaits a shared store's answer.
-    async fn settle(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-        pending: PendingSlot,
-    ) -> Result<Self, StartError> {
-        Self::granted(inner, principal, session, max, pending.await)
-    }
-
-    fn granted(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-        answer: crate::store::StoreResult<Option<SlotId>>,
-    ) -> Result<Self, StartError> {
-        let slot = match answer {
-            Ok(Some(slot)) => slot,
-            Ok(None) => return Err(StartError::TooManyRuns(max)),
-            Err(e) => return Err(StartError::StateUnavailable(e.to_string())),
-        };
-        let key = (principal.org_id.clone(), principal.user_id.clone());
-        *lock(&inner.live.active).entry(key.clone()).or_insert(0) += 1;
-        lock(&inner.live.sessions).entry(session.to_owned()).or_default().runs += 1;
-        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewal: None })
-    }
-
-    /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
-    /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
-    fn keep_renewed(&mut self, cancel: CancellationToken) {
-        let (store, slot) = (self.inner.services.store.clone(), self.slot.clone().expect("held until drop"));
-        let lease = self.inner.settings.slot_lease;
-        self.renewal = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                match store.renew_slot(&slot, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
-                        cancel.cancel();
-                        return;
-                    }
-                    Err(e) => tracing::warn!(error = %e, slot = %slot.0, "the run's slot could not be renewed"),
-                }
-            }
-        }));
-    }
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
-        }
-        if let Some(slot) = self.slot.take() {
-            let store = self.inner.services.store.clone();
-            // A slot whose release fails lapses with its lease.
-            now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });
-        }
-        if let Some(s) = lock(&self.inner.live.sessions).get_mut(&self.session) {
-            s.runs = s.runs.saturating_sub(1);
-            // The run's end is a use: the session's idle time counts from here.
-            s.last_used = Some(tokio::time::Instant::now());
-        }
-        let mut active = lock(&self.inner.live.active);
-        if let Some(n) = active.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                active.remove(&self.key);
-            }
-        }
-    }
+/// How a run refused before anything ran ends: subscribers see it end, as a run the audit
+/// log refused.
+fn not_started<A: Registry>(ctx: &RunCtx<A>, e: StartError) -> Ending<A::Output> {
+    let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
+    ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
+    ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
+    let mut ending = Ending::empty(run_id, RunStatus::Failed);
+    ending.failure = Some(Failure::NotStarted(e));
+    ending
 }
 
 impl Runtime {
@@ -711,31 +627,11 @@ impl Runtime {
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
         let run_id = ctx.ids.run_id.to_string();
-        let (ids, provider) = (&ctx.ids, &ctx.inner.services.provider);
-        let span = crate::telemetry::run_span(
-            A::SPEC.name,
-            &run_id,
-            &ids.session_id,
-            &ids.manifest_sha256,
-            provider.name(),
-            provider.model(),
-            &ids.user_id,
-            &ids.org_id,
-            &ids.role,
-        );
+        let span = run_span(&ctx);
         let session = session_id.to_owned();
         let join = handle.spawn(
             async move {
-                // Refused before anything ran: subscribers see it end, as a run the audit log
-                // refused.
-                let refused = |e: StartError| {
-                    let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
-                    ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
-                    ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
-                    let mut ending = Ending::empty(run_id, RunStatus::Failed);
-                    ending.failure = Some(Failure::NotStarted(e));
-                    ending
-                };
+                let refused = |e: StartError| not_started(&ctx, e);
                 let conversation = match bound {
                     Ok(conversation) => conversation,
                     Err(pending) => match pending.await {

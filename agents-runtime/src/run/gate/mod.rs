@@ -218,11 +218,21 @@ async fn check<A: Registry>(
     } else {
         (String::new(), Value::Null)
     };
-    // The arguments are final: the records' redacted copy is the value itself when nothing in
-    // it is secret; when something is, the secret values are kept to mask derived texts.
+    let redacted = final_redacted(ctx, schema, args, &mut secrets);
+    Ok(Admitted { typed, raw, args_hash, redacted, secrets, why })
+}
+
+/// The records' redacted copy of a call's final arguments: the value itself when nothing in it
+/// is secret; when something is, the secret values are kept in `secrets` to mask derived texts
+/// (an interceptor may have replaced the arguments: their secrets are masked too).
+fn final_redacted<A: Registry>(
+    ctx: &RunCtx<A>,
+    schema: SecretSchema<'static>,
+    args: Value,
+    secrets: &mut CallSecrets,
+) -> SharedValue {
     let redacted = if schema.marks_secrets() {
         let redacted = ctx.redact_args(schema, &args);
-        // An interceptor may have replaced the arguments: their secrets are masked too.
         let replaced = CallSecrets::of(&args, &redacted);
         ctx.remember_secrets(&replaced);
         secrets.extend(replaced);
@@ -230,7 +240,7 @@ async fn check<A: Registry>(
     } else {
         schema.redact_owned(args, &ctx.inner.settings.redaction)
     };
-    Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets, why })
+    SharedValue::from(redacted)
 }
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
