@@ -74,8 +74,10 @@
 //!      then one room per tier (read, action, handoff), the run of an approved action
 //!      (`gate::execute`) and the call context a tool runs with, through which a tool calls
 //!      another granted tool back through the gate (`gate::nested`);
-//!    - `confirm`: how a person decides on an action, one method per confirmation mode (the
-//!      action tier asks it; it ends in `gate::execute`);
+//!    - `confirm`: how a person decides on an action: one `Channel` (a `pub(crate)` trait)
+//!      per way of asking, each its own file (`dialog`: a UI, the HTTP decisions route or a
+//!      [`Confirmer`] such as MCP elicitation; `conversational`; `unavailable`), chosen once
+//!      per call by the gate's action tier; an approval ends in `gate::execute`;
 //!    - `carry`: carrying out an approved call whose run is gone, or that the decisions API
 //!      approved;
 //!    - `spend`: the budget gate every paid model call of a run passes, the agent's and a

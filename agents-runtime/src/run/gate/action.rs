@@ -6,7 +6,7 @@
 
 use super::Checked;
 use super::execute::ActionFn;
-use crate::run::confirm::Confirmation;
+use crate::run::confirm::{Channel, Confirmation, Conversational, Dialog, Unavailable};
 use crate::run::context::CallOutcome;
 use crate::run::decision::{ConfirmMode, DirectConfirm};
 use crate::run::record::RecordOf;
@@ -25,12 +25,14 @@ pub(super) async fn call<A: Registry>(
 ) -> CallOutcome {
     let ctx = checked.ctx;
     let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
+    // The channel, chosen once for the call.
     match &ctx.direct {
         None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
-            confirmation.conversational(approved).await
+            Conversational { approved }.decide(confirmation).await
         }
-        Some(DirectConfirm::Unavailable) => confirmation.unavailable().await,
-        Some(DirectConfirm::Ask(confirmer)) => confirmation.dialog(Some(confirmer.clone())).await,
-        None => confirmation.dialog(ctx.inner.services.confirmer.clone()).await,
+        Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
+        // A direct session's confirmer (MCP elicitation) asks beside the decisions API.
+        Some(DirectConfirm::Ask(confirmer)) => Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation).await,
+        None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
     }
 }

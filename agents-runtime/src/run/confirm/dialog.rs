@@ -1,28 +1,42 @@
-//! How a person decides on an action: [`Confirmation`], one pending action with one method per
-//! way of asking (the vocabulary it speaks, modes, verdicts and the [`Confirmer`], is in
-//! `decision`).
+//! The dialog channel: the proposal is put in the state store and the call waits for a
+//! decision, made through [`Runtime::decide`](crate::run::Runtime::decide) on this node,
+//! [`Runtime::decide_async`](crate::run::Runtime::decide_async) on any node sharing the store
+//! (the HTTP decisions route), or the answer of a [`Confirmer`] that asks (the runtime's, or a
+//! direct session's such as MCP elicitation), whichever the store records first.
 
-use super::context::{CallOutcome, RunCtx};
-use super::conversation::PendingProposal;
-use super::decision::{ConfirmAnswer, ConfirmRequest, Confirmer, DeciderView, Undecided, Verdict};
-use super::gate::{ActionFn, Checked, execute_approved};
-use super::ledger::{ClaimHeartbeat, claim_in_store, end_waiting};
-use super::owed::FinalOwed;
-use super::pending::{Heard, SharedStore, declined, detail_of, seal, verdict_of, withdraw};
-use super::proposal::{Refused, State};
-use super::record::{RecordFields, RecordIds, RecordOf};
-use super::shared::LocalWaiter;
-use super::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
+use super::{Channel, Confirmation, Proposal, withdraw_unkept};
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::events::{Event, RunPhase};
+use crate::run::context::{CallOutcome, RunCtx};
+use crate::run::decision::{ConfirmAnswer, Confirmer, Undecided, Verdict};
+use crate::run::gate::{Checked, execute_approved};
+use crate::run::ledger::ClaimHeartbeat;
+use crate::run::owed::FinalOwed;
+use crate::run::pending::{Heard, SharedStore, declined, seal, verdict_of, withdraw};
+use crate::run::proposal::State;
+use crate::run::record::{RecordIds, RecordOf};
+use crate::run::shared::LocalWaiter;
+use crate::run::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
 use crate::store::{DecideOutcome, ProposalRecord, StoreError, StoredVerdict};
-use crate::token::ConfirmationToken;
-use crate::tool::{ErasedArgs, Registry};
-use serde_json::{Value, json};
+use crate::tool::Registry;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
+
+/// The dialog channel, with the [`Confirmer`] that asks beside the decisions API, if any.
+pub(in crate::run) struct Dialog {
+    pub(in crate::run) confirmer: Option<Arc<dyn Confirmer>>,
+}
+
+impl Channel for Dialog {
+    fn decide<'a, A: Registry, F: RecordOf + 'a>(
+        self,
+        confirmation: Confirmation<'a, A, F>,
+    ) -> impl Future<Output = CallOutcome> + 'a {
+        confirmation.dialog(self.confirmer)
+    }
+}
 
 /// A dialog proposal's entry in the state store, withdrawn (in the background) if the call
 /// ends without settling it, so a later decision on it runs nothing.
@@ -121,44 +135,10 @@ impl Drop for StoredProposal {
     }
 }
 
-/// How many times, and how far apart, a withdrawal of a proposal the store may hold is tried
-/// again in the background when the store cannot be asked at once (a minute in all).
-const WITHDRAW_RETRIES: u32 = 30;
-const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
-
-/// A proposal the store answered with an error may be stored all the same (the insert went
-/// through and its reply was lost, and reading it back failed too): it is withdrawn (ended,
-/// its final record claimed), so it is neither listed for a decision nor run once approved
-/// behind the `skipped` record the call writes next, which then marks the claim written. A
-/// store that cannot be asked now is asked again in the background ([`WITHDRAW_RETRIES`] times,
-/// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
-/// resumption that takes it over, once it found the `skipped` record in the log.
-async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
-    let Err(e) = withdraw(&*ctx.inner.services.store, record, reason).await else {
-        ctx.inner.live.settling.insert(record.call_id.clone());
-        return;
-    };
-    tracing::error!(call_id = %record.call_id, error = %e,
-        "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same, \
-         and the withdrawal is tried again in the background");
-    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-    let (store, record, reason) = (ctx.inner.services.store.clone(), record.clone(), reason.to_owned());
-    handle.spawn(async move {
-        for _ in 0..WITHDRAW_RETRIES {
-            tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
-            match withdraw(&*store, &record, &reason).await {
-                Ok(()) => return,
-                Err(e) => tracing::warn!(call_id = %record.call_id, error = %e, "the withdrawal failed again"),
-            }
-        }
-        tracing::error!(call_id = %record.call_id, "a proposal the state store may hold could not be withdrawn");
-    });
-}
-
 /// The store failed while this call's final record was being claimed: without the claim the
 /// call writes no final record (a resumption that wins the claim once the run's slot lapsed
 /// writes it, so there is never a second one); nothing ran, and the run ends with
-/// [`RunError::StateUnavailable`](super::RunError::StateUnavailable).
+/// [`RunError::StateUnavailable`](crate::run::RunError::StateUnavailable).
 fn unclaimed<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     stored: &StoredProposal,
@@ -180,7 +160,7 @@ fn unclaimed<A: Registry>(
 /// A dialog proposal's entry in the book, closed however the call ends (its final record is
 /// owed separately, see [`FinalOwed`]).
 struct OpenProposal<'a> {
-    book: &'a super::proposal::Book,
+    book: &'a crate::run::proposal::Book,
     session: &'a str,
     call_id: &'a str,
     /// This call opened the entry (so it closes it).
@@ -188,7 +168,7 @@ struct OpenProposal<'a> {
 }
 
 impl<'a> OpenProposal<'a> {
-    fn new(book: &'a super::proposal::Book, ids: &'a Arc<RecordIds>, call_id: &'a str) -> Self {
+    fn new(book: &'a crate::run::proposal::Book, ids: &'a Arc<RecordIds>, call_id: &'a str) -> Self {
         let opened = book.open(ids, call_id, true);
         OpenProposal { book, session: ids.session_id.as_str(), call_id, opened }
     }
@@ -221,138 +201,8 @@ impl Waited {
     }
 }
 
-/// One action call past the gate's checks, waiting for a person: one method per way of
-/// asking ([`conversational`](Self::conversational), [`unavailable`](Self::unavailable),
-/// [`dialog`](Self::dialog)).
-pub(super) struct Confirmation<'a, A, F> {
-    proposal: Proposal<'a, A, F>,
-    run: ActionFn,
-    /// Held by value only (the typed arguments are `Send`, not `Sync`).
-    typed: ErasedArgs,
-}
-
-/// What a person is asked about: the call, the MAC of its arguments and their description.
-struct Proposal<'a, A, F> {
-    checked: Checked<'a, A, F>,
-    args_hash: &'a str,
-    /// The arguments as the tool receives them (kept in the store for a resumption).
-    raw: Value,
-    /// A normalized description of exactly what would run.
-    description: String,
-    /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]).
-    why: Option<String>,
-}
-
 impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
-    fn title(&self) -> &'static str {
-        self.checked.spec.title.unwrap_or(self.checked.spec.name)
-    }
-
-    fn confirm_required(&self) -> Event {
-        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
-        Event::ConfirmRequired {
-            run_id: ctx.ids.run_id.to_string(),
-            call_id: call.id.to_owned(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            risk: spec.risk,
-            why: self.why.clone(),
-        }
-    }
-
-    /// Writes the record `status` of this call with `reason`; whether the log took it.
-    async fn record(&self, status: AuditStatus, reason: impl Into<String>) -> bool {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(status, redacted.clone()).reason(reason)).await.is_ok()
-    }
-
-    /// Writes the record `status` of this call with `reason`, with the log's answer.
-    async fn record_durable(&self, status: AuditStatus, reason: String) -> Result<(), crate::audit::AuditError> {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(status, redacted.clone()).reason(reason)).await
-    }
-
-    /// Writes this call's `proposed` record; whether the log took it.
-    async fn propose(&self) -> bool {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_ok()
-    }
-
-    /// The final record a proposal owes from now on, `status` unless written otherwise.
-    fn owed(&self, status: AuditStatus) -> FinalOwed<'a, A> {
-        FinalOwed::new(self.checked.ctx, (self.checked.base)(status, self.checked.redacted.clone()))
-    }
-
-    /// Ends the proposal without running it: the transition (its record first), and a
-    /// `tool_result` event. The proposal ends even when the log refuses the record.
-    async fn end(&self, owed: FinalOwed<'a, A>, status: AuditStatus, reason: impl Into<String>) {
-        owed.paid();
-        let Checked { ctx, call, .. } = &self.checked;
-        let reason = reason.into();
-        let to = match Undecided::of_reason(&reason) {
-            _ if status == AuditStatus::Rejected => State::Rejected,
-            Some(Undecided::TimedOut) => State::Expired,
-            _ => State::Cancelled,
-        };
-        let record = || self.record_durable(status, reason.clone());
-        let session = ctx.ids.session_id.as_str();
-        if let Err(Refused::NotAllowed) = ctx.inner.live.proposals.transition(session, call.id, to, None, record).await
-        {
-            // Not open in the book (a channel that keeps none): the record is still owed.
-            let _ = self.record(status, reason.clone()).await;
-        }
-        let shown = if status == AuditStatus::Rejected { AuditStatus::Rejected } else { AuditStatus::Skipped };
-        self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
-    }
-
-    /// The proposal as the state store keeps it.
-    fn store_record(&self) -> ProposalRecord {
-        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
-        let slot = ctx.slot.get().map(|s| s.0.as_str());
-        let mut record = ProposalRecord {
-            call_id: call.id.to_owned(),
-            run_id: ctx.ids.run_id.to_string(),
-            session_id: ctx.ids.session_id.to_string(),
-            org_id: ctx.principal.org_id.clone(),
-            user_id: ctx.principal.user_id.clone(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            args_mac: self.args_hash.to_owned(),
-            detail: detail_of(
-                &ctx.principal,
-                A::SPEC.name,
-                A::MANIFEST_SHA256,
-                spec.risk.as_str(),
-                &self.raw,
-                slot,
-                ctx.ids.request_id.as_str(),
-                self.why.as_deref(),
-            ),
-            seal: String::new(),
-        };
-        record.seal = seal::proposed(&ctx.inner.services.tokens, &record);
-        record
-    }
-
-    /// What the confirmer shows the person.
-    fn request(&self) -> ConfirmRequest {
-        let Checked { call, spec, redacted, .. } = &self.checked;
-        ConfirmRequest {
-            call_id: call.id.to_owned(),
-            caller_call_id: call.given_id.to_owned(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            decider_args: DeciderView::new(self.raw.clone()),
-            risk: spec.risk.as_str().into(),
-            description: self.description.clone(),
-            why: self.why.clone(),
-        }
-    }
-
-    /// Registers the call for [`Runtime::decide`](super::Runtime::decide) (deregistered on
+    /// Registers the call for [`Runtime::decide`](crate::run::Runtime::decide) (deregistered on
     /// every exit, so a late decision finds nothing) and waits for it or the confirmer.
     async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>, stored: &StoredProposal) -> Waited {
         let Checked { ctx, call, .. } = &self.checked;
@@ -425,160 +275,10 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
 }
 
 impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
-    pub(super) fn new(
-        checked: Checked<'a, A, F>,
-        args_hash: &'a str,
-        raw: Value,
-        run: ActionFn,
-        typed: ErasedArgs,
-        why: Option<String>,
-    ) -> Self {
-        let spec = checked.spec;
-        let mut description = format!(
-            "{}: `{}` with {}",
-            spec.title.unwrap_or(spec.name),
-            spec.name,
-            agents_core::canonical::to_string(&checked.redacted)
-        );
-        if let Some(why) = &why {
-            description.push_str(&format!(" (needs confirmation: {why})"));
-        }
-        Confirmation { proposal: Proposal { checked, args_hash, raw, description, why }, run, typed }
-    }
-
-    /// Conversational mode. With the session's approval for this tool, the token is redeemed
-    /// for these exact arguments and the action runs; otherwise the proposal is audited, kept
-    /// in the session for the user's next message, and nothing runs.
-    pub(super) async fn conversational(self, approved: Option<(ConfirmationToken, String, String)>) -> CallOutcome {
-        if let Some((token, _, proposal_call)) = approved.filter(|(_, t, _)| t == self.proposal.checked.spec.name) {
-            return self.with_approval(token, proposal_call).await;
-        }
-        let Confirmation { proposal, .. } = self;
-        let Checked { ctx, call, spec, .. } = proposal.checked;
-        let session = ctx.ids.session_id.as_str();
-        if !proposal.propose().await {
-            return CallOutcome::err("the audit log is unavailable; nothing ran");
-        }
-        // Durable before the user is asked: listed for them on every node sharing the store
-        // (and after a restart), and decided there once, whatever node or channel answers.
-        let mut record = proposal.store_record();
-        if let Some(detail) = record.detail.as_object_mut() {
-            detail.insert(super::pending::detail::CONVERSATIONAL.into(), Value::Bool(true));
-        }
-        if let Err(e) = ctx.inner.services.store.put_proposal(&record).await {
-            let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
-            withdraw_unkept(ctx, &record, &reason).await;
-            let _ = proposal.record(AuditStatus::Skipped, reason).await;
-            return CallOutcome::err("the state store is unavailable; nothing ran");
-        }
-        // An older undecided proposal in the session (under any call id) is replaced by this one.
-        for old in ctx.inner.live.proposals.proposed_in(session) {
-            let reason = "superseded: a newer proposal replaced this one before the user decided; nothing ran";
-            let record = RecordFields { call_id: Some(old.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
-                .reason(reason);
-            if end_waiting(ctx, &old, State::Superseded, record, reason).await.is_err() {
-                ctx.inner.live.proposals.close(session, &old);
-            }
-            lock(&ctx.delta).cleared.push(old);
-        }
-        ctx.inner.live.proposals.open(&ctx.ids, call.id, false);
-        ctx.emit(|| proposal.confirm_required());
-        lock(&ctx.delta).proposed = Some(PendingProposal {
-            call_id: call.id.to_owned(),
-            run_id: ctx.ids.run_id.to_string(),
-            tool: spec.name.into(),
-            title: proposal.title().into(),
-            args: proposal.checked.redacted.clone(),
-            args_hash: proposal.args_hash.to_owned(),
-            tier: spec.tier,
-        });
-        *lock(&ctx.awaiting) = true;
-        CallOutcome::ok(
-            json!({"status": "confirmation_required", "description": proposal.description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),
-        )
-    }
-
-    /// Conversational mode with the session's approval of `proposal_call` for this tool: the
-    /// token is redeemed for these exact arguments and the action runs, once.
-    async fn with_approval(self, token: ConfirmationToken, proposal_call: String) -> CallOutcome {
-        let Confirmation { proposal, run, typed } = self;
-        let Checked { ctx, call, spec, .. } = proposal.checked;
-        let session = ctx.ids.session_id.as_str();
-        // The approved proposal moves to `executing` once: a second use finds it gone.
-        let turn = ctx.ids.run_id.as_str();
-        let Some(running) = ctx.inner.live.proposals.claim_execution(session, &proposal_call, turn) else {
-            let reason = "the approval is no longer valid (used, expired or ended with its turn); nothing ran";
-            let _ = proposal.record(AuditStatus::Denied, reason).await;
-            return CallOutcome::err(format!("{reason}. Propose the action again so the user can confirm it."));
-        };
-        // The state store is the arbiter across nodes: the approval is recorded there and
-        // the execution claimed, once, whatever node or channel answered the proposal.
-        let stored = match claim_in_store(ctx, &proposal_call).await {
-            Ok(stored) => stored,
-            Err(why) => {
-                running.abort();
-                let _ = proposal.record(AuditStatus::Denied, why.clone()).await;
-                return CallOutcome::err(format!(
-                    "{why}. Nothing ran here. Tell the user; propose the action again only if they ask for it."
-                ));
-            }
-        };
-        // The proposing turn's slot is gone: the claim is kept alive by renewing it until
-        // the final record is written, however long the call runs.
-        let (inner, node) = (&ctx.inner, ctx.inner.settings.node_id.as_str());
-        let _claim = ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, &proposal_call, node);
-        if let Err(e) = ctx.inner.services.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
-            running.abort();
-            let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
-            ctx.emit(|| Event::ToolDenied {
-                run_id: ctx.ids.run_id.to_string(),
-                call_id: call.id.to_owned(),
-                tool: spec.name.into(),
-                reason: e.to_string(),
-            });
-            return CallOutcome::err(format!(
-                "Permission problem: {e}. Nothing ran. The user's confirmation belonged to a different action; propose this one so they can confirm it."
-            ));
-        }
-        // What runs is what the sealed row holds: its tool, and arguments with its MAC.
-        if stored.tool != spec.name
-            || !crate::token::constant_time_eq(stored.args_mac.as_bytes(), proposal.args_hash.as_bytes())
-        {
-            running.abort();
-            let _ = proposal.record(AuditStatus::Denied, seal::FORGED).await;
-            return CallOutcome::err(format!("{}. Tell the user.", seal::FORGED));
-        }
-        running.commit(None);
-        let owed = proposal.owed(AuditStatus::Failed);
-        let out = execute_approved(proposal.checked, run, typed, &token, owed).await;
-        let end = if out.executed { State::Executed } else { State::Failed };
-        // The executed or failed record is written; the proposal's life is over.
-        if let Some(done) = ctx.inner.live.proposals.claim(session, &proposal_call, end) {
-            done.commit(None);
-        }
-        out
-    }
-
-    /// A direct session whose client cannot ask: audited `skipped`, and the caller gets a
-    /// structured "confirmation required" result; nothing runs.
-    pub(super) async fn unavailable(self) -> CallOutcome {
-        let proposal = self.proposal;
-        let reason = "confirmation required, but the client cannot ask the user; nothing ran";
-        if !proposal.record(AuditStatus::Skipped, reason).await {
-            return CallOutcome::err("the audit log is unavailable; nothing ran");
-        }
-        let spec = proposal.checked.spec;
-        CallOutcome {
-            content: json!({"status": "confirmation_required", "tool": spec.name, "title": proposal.title(), "description": proposal.description, "args": proposal.checked.redacted, "message": "Nothing ran. This action needs the user's confirmation, and this client cannot ask for it."}),
-            is_error: true,
-            executed: false,
-        }
-    }
-
     /// Dialog mode (and a direct session's confirmer): the proposal is audited, the person is
-    /// asked, and the call waits for [`Runtime::decide`](super::Runtime::decide) or the
+    /// asked, and the call waits for [`Runtime::decide`](crate::run::Runtime::decide) or the
     /// confirmer, whichever answers first, within the confirmation timeout.
-    pub(super) async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
+    async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, .. } = proposal.checked;
         // The proposal's entry in the book, closed however this call ends; one per call id.
