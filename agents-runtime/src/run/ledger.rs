@@ -10,6 +10,13 @@
 //!   seal checked before and after;
 //! - keeping a claim of a final record from lapsing while it is carried out
 //!   ([`ClaimHeartbeat`]).
+//!
+//! The other transitions (proposing, deciding in a dialog, ending a call that waited) are
+//! still written by the channels in `confirm`, through the book's
+//! [`transition`](super::proposal::Book::transition) and `Proposal::end`; the invariant they
+//! keep together is stated in the module docs of `run` (exactly one final record per proposed
+//! call, nothing runs twice, an action runs only with the person's decision bound to its exact
+//! arguments, the store's seal checked before anything runs).
 
 use super::context::RunCtx;
 use super::pending::seal;

@@ -6,9 +6,9 @@
 //!
 //! A dialog proposal (and a direct session's, and a model run's with a
 //! [`Confirmer`](super::Confirmer)) is put in the store under a call id the runtime mints
-//! before the person is asked. From then on the store is the arbiter: a decision is one
-//! conditional update there, whatever node or channel it comes through, and an approved call
-//! runs only on the node whose claim of its execution the store granted (exactly one).
+//! before the person is asked. From then on a decision is one conditional update there,
+//! whatever node or channel it comes through, and an approved call runs only on the node whose
+//! claim of its execution the store granted (exactly one).
 
 use super::decision::{DeciderView, DecisionError, Verdict};
 use crate::store::{ProposalRecord, Store, StoreError, StoredVerdict};
