@@ -1,26 +1,25 @@
 //! One run's context: who it acts for, its availability snapshot, its ids and how it writes
 //! records and events. A direct session has one too (with a confirmer instead of a loop).
 
-use super::confirm::DirectConfirm;
-use super::gate::gate_call;
+use super::conversation::{Conversation, Delta, push_digest};
+use super::decision::{ConfirmMode, DirectConfirm, Undecided};
+use super::lock;
 use super::outcome::{CallStatus, CallSummary};
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
-use super::runtime::{DisabledFallback, Inner};
 use super::secrets::CallSecrets;
-use super::session::{Conversation, Delta, push_digest};
-use super::{ConfirmMode, Undecided, lock};
+use super::shared::{DisabledFallback, Inner, mark_recorded, settles};
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
 use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
-use crate::tool::{CallContext, NestedInvoker, RegisteredTool, Registry, ToolError};
+use crate::tool::{NestedInvoker, RegisteredTool, Registry};
 use agents_core::redact::{SecretSchema, redact};
 use agents_core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use serde_json::{Value, json};
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +35,8 @@ pub(super) struct RunCtx<A> {
     /// (empty until then: nothing is available).
     pub(super) snapshot: OnceLock<Vec<bool>>,
     pub(super) awaiting: Mutex<bool>,
-    nested: std::sync::atomic::AtomicU64,
+    /// How many nested calls the run made (their ids count them).
+    pub(super) nested: std::sync::atomic::AtomicU64,
     pub(super) direct: Option<DirectConfirm>,
     /// Why `cancel` was cancelled, when someone said (a direct session's owner); a plain stop
     /// otherwise.
@@ -44,8 +44,9 @@ pub(super) struct RunCtx<A> {
     /// The run's slot in the store, once granted (direct sessions hold none): a proposal
     /// keeps it, so a resumption can tell whether the run that proposed it is alive.
     pub(super) slot: OnceLock<crate::store::SlotId>,
-    /// What the run's tools call other granted tools through (see [`nested_invoker`]).
-    invoker: NestedInvoker,
+    /// What the run's tools call other granted tools through: made by the gate the first time
+    /// one of the run's tools runs (see `gate::nested`), holding the run weakly.
+    pub(super) invoker: OnceLock<NestedInvoker>,
     /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
     /// call in this run.
     facts: Box<[OnceLock<ToolFacts>]>,
@@ -179,8 +180,8 @@ impl<A: Registry> RunCtx<A> {
     ) -> Arc<Self> {
         let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
         let ledger = reaches_out
-            .then(|| lock(&inner.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
-        Arc::new_cyclic(|run| RunCtx::<A> {
+            .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
+        Arc::new(RunCtx::<A> {
             inner: inner.clone(),
             ids: Arc::new(ids),
             principal: Arc::new(principal),
@@ -193,7 +194,7 @@ impl<A: Registry> RunCtx<A> {
             stop_reason: OnceLock::new(),
             slot: OnceLock::new(),
             direct,
-            invoker: nested_invoker(run.clone()),
+            invoker: OnceLock::new(),
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             secrets: Mutex::new(CallSecrets::default()),
             ledger,
@@ -238,7 +239,7 @@ impl<A: Registry> RunCtx<A> {
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             status,
-            result: result.map(|v| redact(v, None, &self.inner.redaction)),
+            result: result.map(|v| redact(v, None, &self.inner.settings.redaction)),
         });
     }
 
@@ -257,10 +258,10 @@ impl<A: Registry> RunCtx<A> {
             (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
             _ => None,
         };
-        let settled = super::record::settles(&self.inner, f.call_id.as_ref(), f.status);
+        let settled = settles(&self.inner.live, f.call_id.as_ref(), f.status);
         let record = self.ids.record(f);
         // A sink that answers at once has its sealed record dropped here.
-        let answer = self.inner.audit.append(record).outcome_now();
+        let answer = self.inner.services.audit.append(record).outcome_now();
         let answer = match answer {
             Ok(answer) if settled.is_none() => {
                 self.took(&answer, moved);
@@ -277,10 +278,10 @@ impl<A: Registry> RunCtx<A> {
             self.took(&answer, moved);
             if let Some(id) = settled {
                 if answer.is_ok() {
-                    super::record::mark_recorded(&self.inner, &id).await;
+                    mark_recorded(&self.inner.services, &id).await;
                 } else {
                     // Still owed: a later final record of the call marks it.
-                    self.inner.settling.insert(id);
+                    self.inner.live.settling.insert(id);
                 }
             }
             answer
@@ -359,7 +360,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
-        schema.redact(args, &self.inner.redaction)
+        schema.redact(args, &self.inner.settings.redaction)
     }
 
     /// Keeps a tool result for the egress provenance check (when the agent has a tool that
@@ -379,7 +380,7 @@ impl<A: Registry> RunCtx<A> {
 
     /// Where the values of `args` came from (a tool that reaches out).
     pub(super) fn provenance_of(&self, args: &Value) -> Provenance {
-        let application = crate::provenance::normalise(&self.inner.system_prompt);
+        let application = crate::provenance::normalise(&self.inner.settings.system_prompt);
         match &self.ledger {
             Some(l) => lock(l).assess(args, &application),
             None => Ledger::default().assess(args, &application),
@@ -397,11 +398,12 @@ impl<A: Registry> RunCtx<A> {
         call_id: &str,
         confirmed: bool,
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
-        let approved = if self.inner.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
-            lock(&self.approved).take()
-        } else {
-            None
-        };
+        let approved =
+            if self.inner.settings.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
+                lock(&self.approved).take()
+            } else {
+                None
+            };
         let records_call_id = match &approved {
             Some((_, tool, proposal_call)) if tool == spec.name => proposal_call.as_str().into(),
             _ => call_id.into(),
@@ -415,7 +417,7 @@ impl<A: Registry> RunCtx<A> {
             name: entry.spec.name.into(),
             title: entry.spec.title.map(Into::into),
             schema: SecretSchema::new((entry.schema)()),
-            permitted: self.inner.roles.has_permission(&self.principal.role, entry.spec.permission),
+            permitted: self.inner.settings.roles.has_permission(&self.principal.role, entry.spec.permission),
             import: self.import_of(entry.spec),
         })
     }
@@ -425,7 +427,7 @@ impl<A: Registry> RunCtx<A> {
     /// the pin.
     pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
         let import = spec.import?;
-        let source = self.inner.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
+        let source = self.inner.services.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
         Some(crate::audit::AuditImport {
             server: import.server.to_owned(),
             source,
@@ -440,8 +442,8 @@ impl<A: Registry> RunCtx<A> {
     ///
     /// [`TokenStore::result_mac`]: crate::token::TokenStore::result_mac
     pub(super) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
-        if self.inner.raw_results {
-            AuditResult::Value(redact(schema_free, None, &self.inner.redaction))
+        if self.inner.settings.raw_results {
+            AuditResult::Value(redact(schema_free, None, &self.inner.settings.redaction))
         } else {
             self.digest_within(schema_free, usize::MAX).expect("no canonical text is longer than usize::MAX")
         }
@@ -452,7 +454,7 @@ impl<A: Registry> RunCtx<A> {
     /// once, for both the length and the digest, into a buffer each thread keeps between calls
     /// (dropped when a large result grew it).
     pub(super) fn digest_within(&self, schema_free: &Value, max: usize) -> Option<AuditResult> {
-        if self.inner.raw_results {
+        if self.inner.settings.raw_results {
             return None;
         }
         thread_local! {
@@ -461,8 +463,8 @@ impl<A: Registry> RunCtx<A> {
         TEXT.with_borrow_mut(|text| {
             text.clear();
             agents_core::canonical::write_to(schema_free, text);
-            let digest =
-                (text.len() <= max).then(|| AuditResult::Sha256(self.inner.tokens.result_mac(text.as_bytes())));
+            let digest = (text.len() <= max)
+                .then(|| AuditResult::Sha256(self.inner.services.tokens.result_mac(text.as_bytes())));
             if text.capacity() > RESULT_TEXT_KEPT {
                 *text = String::new();
             }
@@ -474,50 +476,6 @@ impl<A: Registry> RunCtx<A> {
     pub(super) fn push_digest(&self, tool: &str, result: &Value) {
         push_digest(&mut lock(&self.delta), tool, result);
     }
-
-    pub(super) fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {
-        CallContext {
-            principal: self.principal.clone(),
-            run_id: self.ids.run_id.clone(),
-            session_id: self.ids.session_id.clone(),
-            call_id,
-            spec,
-            invoker: Some(self.invoker.clone()),
-            approved: None,
-            state: self.inner.state.clone(),
-            imports: self.inner.mcp_imports.clone(),
-            listed_sha256: std::sync::OnceLock::new(),
-        }
-    }
-}
-
-/// How a tool calls another granted tool: through the gate of the run it belongs to. Built
-/// once per run, it holds the run weakly (the run holds it, so a strong reference would keep
-/// the run alive for ever). A tool only has its context while the run is calling it, so the
-/// run is always there when the tool invokes; the refusal covers the impossible case.
-fn nested_invoker<A: Registry>(run: Weak<RunCtx<A>>) -> NestedInvoker {
-    Arc::new(move |name: &'static str, args: Value| {
-        let run = run.upgrade();
-        Box::pin(async move {
-            let Some(me) = run else {
-                return Err(ToolError::new("the run this call belongs to has ended; nothing ran"));
-            };
-            let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let call = ToolCallRequest {
-                id: format!("{}-nested-{n}", me.ids.run_id),
-                name: name.to_owned(),
-                arguments: args.to_string(),
-            };
-            let out = gate_call(&me, CallRef::from(&call)).await;
-            if out.is_error {
-                Err(ToolError::new(
-                    out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
-                ))
-            } else {
-                Ok(out.content)
-            }
-        }) as BoxFuture<'static, Result<Value, ToolError>>
-    })
 }
 
 /// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that
@@ -539,11 +497,11 @@ pub(super) async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Ve
 pub(super) async fn snapshot_of<A: Registry>(ctx: &RunCtx<A>) -> (Vec<bool>, Option<String>) {
     let inner = &ctx.inner;
     let role_set: Vec<bool> =
-        A::tools().iter().map(|t| inner.roles.has_permission(&ctx.principal.role, t.permission)).collect();
-    let Some(d) = &inner.disabled else { return (role_set, None) };
+        A::tools().iter().map(|t| inner.settings.roles.has_permission(&ctx.principal.role, t.permission)).collect();
+    let Some(d) = &inner.services.disabled else { return (role_set, None) };
     match d.disabled().await {
         Ok(off) => (A::tools().iter().zip(role_set).map(|(t, held)| held && !off.contains(t.name)).collect(), None),
-        Err(e) => match inner.disabled_fallback {
+        Err(e) => match inner.settings.disabled_fallback {
             DisabledFallback::RoleOnly => {
                 tracing::warn!(error = %e, "disable list unreadable; using the role-only tool set");
                 (role_set, Some(format!("disable list unreadable ({e}); fell back to the role-only tool set")))

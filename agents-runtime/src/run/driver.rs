@@ -2,12 +2,14 @@
 //! gate → call the model → dispatch its tool calls through the gate → finish (parse the
 //! output, remember the turn, record how it ended).
 
+use super::carry::carry_out;
 use super::context::{CallRef, RunCtx, availability};
+use super::conversation::{PendingProposal, digest_message, replay_within};
 use super::gate::gate_call;
+use super::ledger::end_waiting;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
-use super::session::{PendingProposal, digest_message, replay_within};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -81,7 +83,7 @@ impl<A: Registry> Turn<A> {
         let (history, digest, pending) = {
             let c = lock(&ctx.conversation);
             (
-                replay_within(&c.history, ctx.limits.history_messages as usize, ctx.inner.history_bytes),
+                replay_within(&c.history, ctx.limits.history_messages as usize, ctx.inner.settings.history_bytes),
                 digest_message(&c.digest),
                 c.pending.clone(),
             )
@@ -101,7 +103,7 @@ impl<A: Registry> Turn<A> {
         };
         let turn = Turn {
             outcome: Ending::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
-            system: ctx.inner.system_prompt.clone(),
+            system: ctx.inner.settings.system_prompt.clone(),
             bind_tools: true,
             definitions,
             response_schema,
@@ -120,7 +122,8 @@ impl<A: Registry> Turn<A> {
     /// that the store says are over, leave it.
     async fn adopt(&mut self, pending: Option<PendingProposal>) -> Option<PendingProposal> {
         let ctx = self.ctx.clone();
-        let (session, store, book) = (ctx.ids.session_id.as_str(), &ctx.inner.store, &ctx.inner.proposals);
+        let (session, store, book) =
+            (ctx.ids.session_id.as_str(), &ctx.inner.services.store, &ctx.inner.live.proposals);
         let keep = pending.as_ref().map(|p| p.call_id.as_str());
         for stale in book.proposed_in(session).into_iter().filter(|c| Some(c.as_str()) != keep) {
             match store.proposal(&stale).await {
@@ -164,12 +167,11 @@ impl<A: Registry> Turn<A> {
                     // Approved through the decisions API and not carried out yet: this turn
                     // carries it out, if the store grants it the execution (once, ever).
                     Some(f) if verdict == Some(crate::store::StoredVerdict::Approved) && f.claimed_by.is_none() => {
-                        let node = ctx.inner.node_id.as_str();
-                        let sealed = super::pending::seal::for_claim(&ctx.inner.tokens, &f.proposal, node);
+                        let node = ctx.inner.settings.node_id.as_str();
+                        let sealed = super::pending::seal::for_claim(&ctx.inner.services.tokens, &f.proposal, node);
                         if matches!(store.claim_execution(&p.call_id, node, &sealed).await, Ok(true)) {
-                            let rt = super::Runtime { inner: ctx.inner.clone() };
                             let ids = RecordIds::clone(&ctx.ids);
-                            let done = rt.carry_out::<A>(f.proposal, Some(ids)).await;
+                            let done = carry_out::<A>(&ctx.inner, f.proposal, Some(ids)).await;
                             how = format!("approved and has now been carried out ({})", done.status.as_str());
                         }
                     }
@@ -198,7 +200,7 @@ impl<A: Registry> Turn<A> {
         let summary = ProposalSummary { tool: p.tool.clone(), title: p.title.clone(), args: p.args.as_value().clone() };
         // The classifier's model calls pass the run's budget gate and count in its spend.
         let meter = Meter { ctx: &ctx, spend: &self.spend };
-        let class = ctx.inner.classifier.classify_metered(&summary, input, &meter).await;
+        let class = ctx.inner.services.classifier.classify_metered(&summary, input, &meter).await;
         self.note_spend();
         let to = match class {
             Classification::Confirm => State::Confirmed,
@@ -216,7 +218,7 @@ impl<A: Registry> Turn<A> {
             // The approval is recorded in the store when the call is carried out (and claimed
             // there once, whatever node answers).
             let record = || ctx.audit(proposal_record(&ctx, &p, status, class));
-            ctx.inner.proposals.transition(session, &p.call_id, to, turn, record).await
+            ctx.inner.live.proposals.transition(session, &p.call_id, to, turn, record).await
         } else {
             let reason = format!("reply classified as {class:?}").to_lowercase();
             end_waiting(&ctx, &p.call_id, to, proposal_record(&ctx, &p, status, class), &reason).await.map(drop)
@@ -233,7 +235,7 @@ impl<A: Registry> Turn<A> {
         }
         let token = match class {
             Classification::Confirm => {
-                match ctx.inner.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl()).await {
+                match ctx.inner.services.tokens.mint(session, &p.tool, &p.args_hash, ctx.token_ttl()).await {
                     Ok(token) => Some(token),
                     Err(e) => {
                         tracing::warn!(error = %e, "the approval's confirmation token could not be stored");
@@ -277,7 +279,7 @@ impl<A: Registry> Turn<A> {
     async fn budget_gate(&mut self) -> ControlFlow<()> {
         let ctx = &self.ctx;
         let meter = Meter { ctx, spend: &self.spend };
-        let stop = match meter.reserve(&*ctx.inner.provider).await {
+        let stop = match meter.reserve(&*ctx.inner.services.provider).await {
             Ok(reservation) => {
                 self.reservation = reservation;
                 return ControlFlow::Continue(());
@@ -322,7 +324,8 @@ impl<A: Registry> Turn<A> {
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
         // A panicking provider fails the call instead of the run's task.
-        let chat = tokio::time::timeout(per_call, crate::provider::chat_contained(&*inner.provider, &request, &sink));
+        let chat =
+            tokio::time::timeout(per_call, crate::provider::chat_contained(&*inner.services.provider, &request, &sink));
         let answer = unless_cancelled(&ctx.cancel, chat).await;
         // The reservation is settled whatever happened: with the cost the provider reported,
         // or nothing when it reported none (a failed, timed-out or stopped call).
@@ -394,7 +397,7 @@ impl<A: Registry> Turn<A> {
         }
         let calls = response.tool_calls.clone();
         self.messages.push(ChatMessage::Assistant { content: response.content, tool_calls: response.tool_calls });
-        let (asked, max) = (calls.len(), ctx.inner.max_tool_calls_per_answer);
+        let (asked, max) = (calls.len(), ctx.inner.settings.max_tool_calls_per_answer);
         for (i, call) in calls.into_iter().enumerate() {
             let out = if i < max {
                 gate_call(ctx, CallRef::from(&call)).await
@@ -412,7 +415,7 @@ impl<A: Registry> Turn<A> {
                 call_id: call.id,
                 name: call.name,
                 // The model reads at most its bound of any result; the rest is a notice.
-                content: super::gate::model_view(out.content.to_string(), ctx.inner.max_model_result_bytes),
+                content: super::gate::model_view(out.content.to_string(), ctx.inner.settings.max_model_result_bytes),
                 is_error: out.is_error,
             });
             if ctx.cancel.is_cancelled() {
@@ -507,7 +510,7 @@ fn proposal_record<A: Registry>(
 /// turn ends waiting for the user's answer to it. Each gets its final record.
 async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
     let session = ctx.ids.session_id.as_str();
-    for (call_id, state, session_ended) in ctx.inner.proposals.open_of_turn(session, ctx.ids.run_id.as_str()) {
+    for (call_id, state, session_ended) in ctx.inner.live.proposals.open_of_turn(session, ctx.ids.run_id.as_str()) {
         let (to, reason) = match state {
             State::Confirmed => (
                 State::Expired,
@@ -528,54 +531,12 @@ async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
         if end_waiting(ctx, &call_id, to, record, &reason).await.is_err() {
             // The record was refused; the proposal ends anyway (it must not stay decidable).
             tracing::error!(run_id = %ctx.ids.run_id, call_id, "a proposal's final record was refused; it ends without one");
-            ctx.inner.proposals.close(session, &call_id);
+            ctx.inner.live.proposals.close(session, &call_id);
         }
         lock(&ctx.delta).cleared.push(call_id.clone());
         let mut approved = lock(&ctx.approved);
         if approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
             *approved = None;
-        }
-    }
-}
-
-/// Ends a conversational proposal without running it (`to`: rejected, expired, cancelled or
-/// superseded): the move is claimed in this node's book, then the proposal is ended in the
-/// state store (one conditional update: of every node and channel ending or deciding it, one
-/// does), and only the one that ended it writes `record`, its final record. `Ok(false)` when it
-/// was decided or ended elsewhere (it leaves the book without a record from here);
-/// `Err(Refused::Audit)` when the store or the log failed (the proposal stays in the book).
-pub(super) async fn end_waiting<A: Registry>(
-    ctx: &RunCtx<A>,
-    call_id: &str,
-    to: State,
-    record: RecordFields,
-    reason: &str,
-) -> Result<bool, Refused> {
-    let session = ctx.ids.session_id.as_str();
-    let claim = ctx.inner.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
-    match ctx.inner.store.close_undecided(call_id, &ctx.inner.node_id, reason).await {
-        // The claim is this node's: its final record, once in the log, marks it written.
-        Ok(true) => {
-            ctx.inner.settling.insert(call_id.to_owned());
-        }
-        Ok(false) => {
-            claim.commit(None);
-            return Ok(false);
-        }
-        Err(e) => {
-            tracing::warn!(call_id, error = %e, "a proposal could not be ended in the state store");
-            claim.abort();
-            return Err(Refused::Audit);
-        }
-    }
-    match ctx.audit(record).await {
-        Ok(()) => {
-            claim.commit(None);
-            Ok(true)
-        }
-        Err(_) => {
-            claim.abort();
-            Err(Refused::Audit)
         }
     }
 }

@@ -46,22 +46,47 @@
 //!   `<earlier_tool_results>` markers (a result cannot close the block: its `<` is escaped);
 //! - **tool messages**: this turn's tool results, each answering its call.
 //!
-//! The rooms of this module:
-//! - `runtime`: the [`Runtime`] and its [`RuntimeBuilder`], and what a runtime shares between runs;
-//! - `session`: the state a session keeps between turns, and [`DirectSession`];
-//! - `context`: one run's context (who it acts for, its availability snapshot, its records);
-//! - `gate`: the checks every call passes (with the egress check of tools that reach out),
-//!   then one room per tier (read, action, handoff);
-//! - `confirm`: how a person decides on an action, one method per confirmation mode;
-//! - `record`: the audit records of a run and the final record a call owes;
-//! - `driver`: the run loop, step by step;
-//! - `outcome`: how a run ends and the handle that waits for it;
-//! - `spend`: the budget gate every paid model call of a run passes, the agent's and a classifier's;
-//! - `proposal`: the one state machine every proposed action goes through;
-//! - `pending`: proposals as the state store keeps them: [`Runtime::pending_decisions`],
-//!   [`Runtime::decide_async`], runtime-minted call ids;
-//! - `resume`: [`Runtime::resume_orphaned`], carrying out approved calls whose run is gone;
-//! - `secrets`: the values of a call's secrets, masked in the texts derived from the call.
+//! The rooms of this module, in layers: a file imports only from files of its own layer or
+//! below (`cargo xtask graph` finds no circle among them), and the public facade sits on top.
+//!
+//! 1. What every run shares and what the records are made of, at the bottom:
+//!    - `record`: the fields every audit record of a run repeats, the parts that vary, what
+//!      builds the records of one call, and the time stamp;
+//!    - `decision`: the vocabulary of a person's decision ([`ConfirmMode`], [`Verdict`],
+//!      [`Undecided`], [`ConfirmRequest`], [`DeciderView`], [`Confirmer`], [`DecisionError`]);
+//!    - `proposal`: the in-process book every proposed action moves through (its state machine);
+//!    - `pending`: proposals as the state store keeps them (their detail, their seals,
+//!      runtime-minted call ids, the [`PendingDecision`] card);
+//!    - `conversation`: a session's conversation as the store keeps it, what one turn changed,
+//!      and history replay;
+//!    - `secrets`: the values of a call's secrets, masked in the texts derived from the call;
+//!    - `outcome`: how a run ends and the handle that waits for it;
+//!    - `shared`: what every run of one runtime shares (`Inner`: its settings, its services and
+//!      its live state), and the records written with nobody waiting for them.
+//! 2. `context`: one run's context (who it acts for, its availability snapshot, its ids, how it
+//!    writes records and events). A direct session has one too.
+//! 3. Above the context, what moves one call:
+//!    - `owed`: the final record a call owes once it has begun;
+//!    - `ledger`: a stored proposal's transitions that change the book, the store and the log
+//!      together (ending one still waiting, claiming a conversational approval's execution),
+//!      and the heartbeat of a claim being carried out;
+//!    - `gate`: the checks every call passes (with the egress check of tools that reach out),
+//!      then one room per tier (read, action, handoff), the run of an approved action
+//!      (`gate::execute`) and the call context a tool runs with, through which a tool calls
+//!      another granted tool back through the gate (`gate::nested`);
+//!    - `confirm`: how a person decides on an action: one `Channel` (a `pub(crate)` trait)
+//!      per way of asking, each its own file (`dialog`: a UI, the HTTP decisions route or a
+//!      [`Confirmer`] such as MCP elicitation; `conversational`; `unavailable`), chosen once
+//!      per call by the gate's action tier; an approval ends in `gate::execute`;
+//!    - `carry`: carrying out an approved call whose run is gone, or that the decisions API
+//!      approved;
+//!    - `spend`: the budget gate every paid model call of a run passes, the agent's and a
+//!      classifier's.
+//! 4. `driver` (the run loop, step by step) and `session` (the state a session keeps between
+//!    turns on this node, and [`DirectSession`]).
+//! 5. The facade: `runtime` (the [`Runtime`] and its [`RuntimeBuilder`]), `decide`
+//!    ([`Runtime::pending_decisions`], [`Runtime::decide_async`]) and `resume`
+//!    ([`Runtime::resume_orphaned`], [`Runtime::prune_state`]).
 //!
 //! # Confirmation channels: what holds on which path
 //!
@@ -236,11 +261,17 @@ macro_rules! await_in_place {
     }};
 }
 
+mod carry;
 mod confirm;
 mod context;
+mod conversation;
+mod decide;
+mod decision;
 mod driver;
 mod gate;
+mod ledger;
 mod outcome;
+mod owed;
 mod pending;
 mod proposal;
 mod record;
@@ -248,23 +279,26 @@ mod resume;
 mod runtime;
 mod secrets;
 mod session;
+mod shared;
+mod slot;
 mod spend;
 
-pub use confirm::{
+pub use carry::ResumedCall;
+pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, Undecided, Verdict,
 };
 pub use outcome::{
     CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
 };
 pub use pending::PendingDecision;
-pub use resume::{Pruned, RESUME_BATCH, ResumedCall};
+pub use resume::{Pruned, RESUME_BATCH};
 pub use runtime::{
     DEFAULT_DECISION_POLL, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_MODEL_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER, DEFAULT_PROPOSAL_RETENTION, DEFAULT_SESSION_IDLE_TIMEOUT,
-    DEFAULT_SETTLE_LEASE, DEFAULT_SWEEP_EVERY, DEFAULT_TOOL_TIMEOUT, DisabledFallback, DisabledTools, RUN_SLOT_LEASE,
-    Runtime, RuntimeBuilder,
+    DEFAULT_SETTLE_LEASE, DEFAULT_SWEEP_EVERY, DEFAULT_TOOL_TIMEOUT, RUN_SLOT_LEASE, Runtime, RuntimeBuilder,
 };
 pub use session::{DirectResult, DirectSession};
+pub use shared::{DisabledFallback, DisabledTools};
 
 use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;

@@ -1,30 +1,31 @@
-//! Proposals waiting for a person, as the state store keeps them: what a decider may list
-//! ([`Runtime::pending_decisions`]), how a decision reaches the store from any node
-//! ([`Runtime::decide_async`]), and the runtime's own side of a stored proposal (its detail,
-//! how a call that ends undecided withdraws it).
+//! Proposals waiting for a person, as the state store keeps them: the card a decider lists
+//! ([`PendingDecision`]), runtime-minted call ids, and the runtime's own side of a stored
+//! proposal (its detail, its seals, how a call that ends undecided withdraws it). The
+//! decisions API on top of it ([`Runtime::pending_decisions`](super::Runtime::pending_decisions),
+//! [`Runtime::decide_async`](super::Runtime::decide_async)) is in `decide`.
 //!
 //! A dialog proposal (and a direct session's, and a model run's with a
 //! [`Confirmer`](super::Confirmer)) is put in the store under a call id the runtime mints
-//! before the person is asked. From then on the store is the arbiter: a decision is one
-//! conditional update there, whatever node or channel it comes through, and an approved call
-//! runs only on the node whose claim of its execution the store granted (exactly one).
+//! before the person is asked. From then on a decision is one conditional update there,
+//! whatever node or channel it comes through, and an approved call runs only on the node whose
+//! claim of its execution the store granted (exactly one).
 
-use super::{DeciderView, DecisionError, Runtime, Verdict, lock};
-use crate::store::{DecideOutcome, ProposalRecord, Store, StoreError, StoredVerdict};
+use super::decision::{DeciderView, DecisionError, Verdict};
+use crate::store::{ProposalRecord, Store, StoreError, StoredVerdict};
 use agents_core::Principal;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// One proposal waiting for a person, as its decider may see it.
 ///
-/// Listed by [`Runtime::pending_decisions`] from the state store, so a confirm request that a
+/// Listed by [`Runtime::pending_decisions`](super::Runtime::pending_decisions) from the state store, so a confirm request that a
 /// slow event subscriber missed (events are a lossy live view) is still listed and decidable,
 /// on any node sharing the store.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct PendingDecision {
     /// The call's id, minted by the runtime (never a model provider's): what
-    /// [`Runtime::decide`] and [`Runtime::decide_async`] take.
+    /// [`Runtime::decide`](super::Runtime::decide) and [`Runtime::decide_async`](super::Runtime::decide_async) take.
     pub call_id: String,
     /// The run that proposed it.
     pub run_id: String,
@@ -81,7 +82,7 @@ pub(super) fn detail_str<'a>(p: &'a ProposalRecord, key: &str) -> &'a str {
     p.detail.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn stored(verdict: Verdict) -> StoredVerdict {
+pub(super) fn stored(verdict: Verdict) -> StoredVerdict {
     match verdict {
         Verdict::Approve => StoredVerdict::Approved,
         Verdict::Reject => StoredVerdict::Rejected,
@@ -96,7 +97,7 @@ pub(super) fn verdict_of(stored: StoredVerdict) -> Verdict {
     }
 }
 
-fn unavailable(e: StoreError) -> DecisionError {
+pub(super) fn unavailable(e: StoreError) -> DecisionError {
     DecisionError::Unavailable(e.to_string())
 }
 
@@ -121,100 +122,6 @@ pub(super) fn declined(reason: Option<&str>) -> String {
     match reason {
         Some(why) => format!("the user declined: {why}"),
         None => "the user declined".to_owned(),
-    }
-}
-
-impl Runtime {
-    /// The proposals waiting for `principal`'s decision: those of runs acting for the same
-    /// user, organisation and role (the only principal whose decision is accepted), oldest
-    /// first, from the state store, so every node sharing the store lists them, including
-    /// those of a run whose process is gone (a decision on one is carried out by
-    /// [`Runtime::resume_orphaned`]).
-    ///
-    /// Conversational proposals (answered by the user's next message) are listed too, from
-    /// the moment they are proposed until they are answered or end: a person who reloads the
-    /// page, or comes back after a restart of the service, finds them here, and may answer
-    /// them here or in the conversation (whichever comes first holds; an approved call is
-    /// carried out exactly once, see [`Runtime::resume_orphaned`]).
-    ///
-    /// ```no_run
-    /// # async fn f(rt: agents_runtime::Runtime, me: agents_runtime::Principal) {
-    /// for p in rt.pending_decisions(&me).await.unwrap() {
-    ///     println!("{} wants to {} ({})", p.agent, p.title, p.call_id);
-    /// }
-    /// # }
-    /// ```
-    pub async fn pending_decisions(&self, principal: &Principal) -> Result<Vec<PendingDecision>, DecisionError> {
-        let store = &self.inner.store;
-        let pending = store.pending_for(&principal.org_id, &principal.user_id).await.map_err(unavailable)?;
-        Ok(pending
-            .into_iter()
-            .filter(|p| detail_str(p, detail::ROLE) == principal.role)
-            .map(|p| PendingDecision {
-                agent: detail_str(&p, detail::AGENT).to_owned(),
-                risk: detail_str(&p, detail::RISK).to_owned(),
-                decider_arguments: DeciderView::new(p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null)),
-                proposed_at: detail_str(&p, detail::PROPOSED_AT).to_owned(),
-                call_id: p.call_id,
-                run_id: p.run_id,
-                session_id: Some(p.session_id),
-                why: p.detail.get(detail::WHY).and_then(Value::as_str).map(str::to_owned),
-                tool: p.tool,
-                title: p.title,
-                arguments: p.args,
-            })
-            .collect())
-    }
-
-    /// Records a person's decision on a pending action, through the state store, so it is
-    /// accepted on any node sharing the store: the run waiting for it (on this node or
-    /// another) goes on, or, when that run's process is gone, [`Runtime::resume_orphaned`]
-    /// carries out an approved call. Accepted only from the principal the run acts for (same
-    /// user, organisation and role; [`DecisionError::NotYourRun`] otherwise, and nothing
-    /// changes), and only once ([`DecisionError::NotPending`] for a proposal decided already,
-    /// by whatever node or channel). `reason` is kept with a rejection and written in the call's
-    /// `rejected` record (`"the user declined: <reason>"`), by the run or, when its process is
-    /// gone, by [`Runtime::resume_orphaned`].
-    pub async fn decide_async(
-        &self,
-        call_id: &str,
-        decider: &Principal,
-        verdict: Verdict,
-        reason: Option<&str>,
-    ) -> Result<(), DecisionError> {
-        let not_pending = || DecisionError::NotPending(call_id.to_owned());
-        let store = &self.inner.store;
-        let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
-        let p = &found.proposal;
-        if p.user_id != decider.user_id || p.org_id != decider.org_id || detail_str(p, detail::ROLE) != decider.role {
-            tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
-            return Err(DecisionError::NotYourRun);
-        }
-        if found.verdict.is_some() {
-            return Err(not_pending());
-        }
-        // An approval is sealed over the row as read, so only a row a key holder wrote gets one
-        // (a rejection runs nothing, whoever wrote the row).
-        let tokens = &self.inner.tokens;
-        if verdict == Verdict::Approve && !seal::holds_proposed(tokens, p) {
-            tracing::error!(call_id, "a stored proposal does not verify under the server key; not decided");
-            return Err(DecisionError::Unverified(call_id.to_owned()));
-        }
-        let sealed = seal::decided(tokens, p, stored(verdict));
-        match store
-            .decide(call_id, &p.org_id, &p.user_id, stored(verdict), reason, &sealed)
-            .await
-            .map_err(unavailable)?
-        {
-            DecideOutcome::Recorded => {}
-            DecideOutcome::NotYours => return Err(DecisionError::NotYourRun),
-            DecideOutcome::Unknown | DecideOutcome::AlreadyDecided => return Err(not_pending()),
-        }
-        // A run waiting here hears it at once; one on another node finds it in the store.
-        if let Some(waiter) = lock(&self.inner.decisions).remove(call_id) {
-            let _ = waiter.tx.send(Heard { verdict, recorded: true, reason: reason.map(str::to_owned) });
-        }
-        Ok(())
     }
 }
 

@@ -1,5 +1,6 @@
-//! The life of a proposed action, in one place: every confirmation channel moves a proposal
-//! through this machine, and only through it.
+//! The life of a proposed action on this node, as a state machine (the proposal book): every
+//! confirmation channel moves a proposal through this machine, and only through it; the state
+//! store decides between nodes (see `pending` and `ledger`).
 //!
 //! ```text
 //! proposed ──▶ confirmed ──▶ executing ──▶ executed | failed

@@ -1,14 +1,9 @@
-//! The audit records of a run: the fields every record repeats, the parts that vary, the
-//! time stamp, and the final record a call owes once it has begun.
+//! The audit records of a run: the fields every record repeats, the parts that vary, what
+//! builds the records of one call, and the time stamp.
 
-use super::Undecided;
-use super::context::RunCtx;
-use super::gate::RecordOf;
-use super::runtime::Inner;
 use crate::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus};
 use crate::tool::Registry;
 use agents_core::{Principal, SharedStr, SharedValue, Tier};
-use std::sync::{Arc, Mutex};
 
 /// The largest buffer (bytes) a thread keeps for the canonical text of results it hashes.
 pub(super) const RESULT_TEXT_KEPT: usize = 64 * 1024;
@@ -124,6 +119,12 @@ impl RecordFields {
     }
 }
 
+/// What builds the records of one call from a status and its (redacted) arguments (see
+/// [`Checked::base`](super::gate::Checked::base)).
+pub(super) trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
+
+impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
+
 /// Now, in UTC, as RFC 3339 (fraction without trailing zeros, `Z`): what [`rfc3339`] writes,
 /// written directly from the clock (every record carries one, so it is on every call's path).
 /// Each thread keeps the text of the last whole second it wrote, so only the fraction is
@@ -224,173 +225,6 @@ fn unix_rfc3339(secs: u64, nanos: u32) -> Option<String> {
 /// `t` as RFC 3339; empty outside the years RFC 3339 can write (0000 to 9999).
 pub(super) fn rfc3339(t: time::OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
-/// The final record a call owes once its `proposed` record is durable (or, for an approved
-/// action, once it is about to run). Dropped while still owed (the call's future was dropped,
-/// its task aborted, its tool panicked, or a record write failed), it writes that record on
-/// its own: the status it was made with, and the reason the run was stopped for or
-/// [`Undecided::Abandoned`]. [`FinalOwed::paid`] is called right before the call hands its own
-/// final record to the sink.
-pub(super) struct FinalOwed<'a, A: Registry> {
-    ctx: &'a Arc<RunCtx<A>>,
-    record: Option<RecordFields>,
-}
-
-impl<'a, A: Registry> FinalOwed<'a, A> {
-    pub(super) fn new(ctx: &'a Arc<RunCtx<A>>, record: RecordFields) -> Self {
-        FinalOwed { ctx, record: Some(record) }
-    }
-
-    /// From now on the outcome is unknown if the call goes away: a `failed` record is owed.
-    pub(super) fn running(&mut self) {
-        if let Some(r) = &mut self.record {
-            r.status = AuditStatus::Failed;
-        }
-    }
-
-    pub(super) fn paid(mut self) {
-        self.record = None;
-    }
-}
-
-impl<A: Registry> Drop for FinalOwed<'_, A> {
-    fn drop(&mut self) {
-        if let Some(f) = self.record.take() {
-            write_owed(self.ctx, f);
-        }
-    }
-}
-
-/// A read call's final record while its tool runs: like [`FinalOwed`], but the record is
-/// built only if it is written (from the call's own record builder and arguments), so a call
-/// that finishes builds nothing here.
-pub(super) struct ReadOwed<'a, A: Registry, F: RecordOf> {
-    ctx: &'a Arc<RunCtx<A>>,
-    base: &'a F,
-    args: &'a SharedValue,
-    owed: bool,
-}
-
-impl<'a, A: Registry, F: RecordOf> ReadOwed<'a, A, F> {
-    /// A `failed` record is owed from now on.
-    pub(super) fn new(ctx: &'a Arc<RunCtx<A>>, base: &'a F, args: &'a SharedValue) -> Self {
-        ReadOwed { ctx, base, args, owed: true }
-    }
-
-    /// The call hands its own final record to the sink.
-    pub(super) fn paid(mut self) {
-        self.owed = false;
-    }
-}
-
-impl<A: Registry, F: RecordOf> Drop for ReadOwed<'_, A, F> {
-    fn drop(&mut self) {
-        if self.owed {
-            write_owed(self.ctx, (self.base)(AuditStatus::Failed, self.args.clone()));
-        }
-    }
-}
-
-/// Writes a final record a call still owed when it went away, with the reason the run was
-/// stopped for or [`Undecided::Abandoned`].
-fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
-    let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Abandoned);
-    f.reason = Some(why.reason());
-    tracing::warn!(run_id = %ctx.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
-    append_detached(&ctx.inner, ctx.ids.record(f));
-}
-
-/// The call id whose stored proposal a record of `status` settles, if this node owes it
-/// (taken out of the list: one final record marks it).
-pub(super) fn settles(inner: &Inner, call_id: Option<&SharedStr>, status: AuditStatus) -> Option<String> {
-    let id = call_id.filter(|_| crate::audit::is_final_status(status))?;
-    inner.settling.take(id.as_ref())
-}
-
-/// The call ids whose stored proposal this node holds the claim of and owes the final record
-/// of (marked written once the record is in the log). Most final records (a read call's) owe
-/// nothing: they are answered from a count, without the lock.
-#[derive(Debug, Default)]
-pub(super) struct Owed {
-    ids: Mutex<std::collections::HashSet<String>>,
-    held: std::sync::atomic::AtomicUsize,
-}
-
-impl Owed {
-    pub(super) fn insert(&self, call_id: String) {
-        let mut ids = super::lock(&self.ids);
-        ids.insert(call_id);
-        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
-    }
-
-    pub(super) fn remove(&self, call_id: &str) {
-        self.take(call_id);
-    }
-
-    /// Takes `call_id` out, if it is owed.
-    pub(super) fn take(&self, call_id: &str) -> Option<String> {
-        if self.held.load(std::sync::atomic::Ordering::Acquire) == 0 {
-            return None;
-        }
-        let mut ids = super::lock(&self.ids);
-        let taken = ids.take(call_id);
-        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
-        taken
-    }
-}
-
-/// Marks a stored proposal's final record written, once it is durable in the log. A store
-/// that fails here leaves the claim unmarked: once the settle lease runs out a resumption
-/// writes the record again (see [`RuntimeBuilder::settle_lease`](super::RuntimeBuilder::settle_lease)).
-pub(super) async fn mark_recorded(inner: &Inner, call_id: &str) {
-    if let Err(e) = inner.store.mark_recorded(call_id).await {
-        tracing::error!(call_id, error = %e, "a proposal's final record is written but could not be marked so in the state store");
-    }
-}
-
-/// Writes a record nobody waits for. On a tokio runtime it is written by a task the runtime
-/// counts (see [`Runtime::records_settled`](super::Runtime::records_settled)); without one, or
-/// if that task never runs, the sink is polled once here, which hands the record to a sink that
-/// writes on its own thread.
-pub(super) fn append_detached(inner: &Arc<Inner>, record: AuditRecord) {
-    struct Detached {
-        inner: Arc<Inner>,
-        record: Option<AuditRecord>,
-    }
-    impl Drop for Detached {
-        fn drop(&mut self) {
-            if let Some(record) = self.record.take() {
-                let mut append = std::pin::pin!(self.inner.audit.append(record));
-                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                if append.as_mut().poll(&mut cx).is_pending() {
-                    tracing::error!("a final audit record was handed to a sink that did not finish it at once");
-                }
-            }
-            self.inner.detached.leave();
-        }
-    }
-    inner.detached.enter();
-    let mut write = Detached { inner: inner.clone(), record: Some(record) };
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(async move {
-                if let Some(record) = write.record.take() {
-                    let settled = settles(&write.inner, record.call_id.as_ref(), record.status);
-                    match write.inner.audit.append(record).await {
-                        Err(e) => tracing::error!(error = %e, "a final audit record could not be written"),
-                        Ok(_) => {
-                            if let Some(id) = settled {
-                                mark_recorded(&write.inner, &id).await;
-                            }
-                        }
-                    }
-                }
-                drop(write);
-            });
-        }
-        Err(_) => drop(write),
-    }
 }
 
 #[cfg(test)]

@@ -65,20 +65,17 @@
 
 use super::Runtime;
 use super::Undecided;
-use super::context::{CallRef, RunCtx, snapshot_of};
-use super::gate::{Checked, execute_approved};
+use super::carry::{ResumedCall, carry_out};
+use super::ledger::ClaimHeartbeat;
 use super::pending::{WITHDRAWN, declined};
 use super::pending::{detail, detail_str, principal_of, seal};
-use super::record::{FinalOwed, RecordFields, RecordIds};
-use super::secrets::CallSecrets;
+use super::record::{RecordFields, RecordIds};
+use super::shared::mark_recorded;
 use crate::audit::AuditStatus;
-use crate::events::EventBus;
-use crate::store::{ProposalCursor, ProposalRecord, ProposalState, SlotId, Store, StoreError, StoredVerdict};
-use crate::tool::{CallContext, ErasedArgs, Handler, RegisteredTool, Registry, ToolFuture};
-use agents_core::{SharedStr, SharedValue};
+use crate::store::{ProposalCursor, ProposalRecord, ProposalState, SlotId, StoreError, StoredVerdict};
+use crate::tool::Registry;
+use agents_core::SharedValue;
 use serde_json::Value;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// What [`Runtime::prune_state`] dropped from the state store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -123,71 +120,6 @@ fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
 /// conversational proposal its session still holds, a live run's), the ones after them are
 /// settled in the same pass.
 pub const RESUME_BATCH: u32 = 100;
-
-/// Keeps a claim of a final record this node holds from lapsing while it carries the claim
-/// out (an execution may outlast the [settle lease](super::RuntimeBuilder::settle_lease)):
-/// renews it in the store ([`Store::renew_claim`], one conditional update that holds only
-/// while this node is still the holder) every third of the lease, until dropped. A node that
-/// dies stops renewing, so its claim still lapses and is taken over. Without a tokio runtime,
-/// or with a zero lease, it does nothing.
-pub(super) struct ClaimHeartbeat(Option<tokio::task::JoinHandle<()>>);
-
-impl ClaimHeartbeat {
-    /// Starts renewing `call_id`'s claim, held by `node`.
-    pub(super) fn start(store: &Arc<dyn Store>, lease: std::time::Duration, call_id: &str, node: &str) -> Self {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return ClaimHeartbeat(None) };
-        if lease.is_zero() {
-            return ClaimHeartbeat(None);
-        }
-        let (store, call_id, node) = (store.clone(), call_id.to_owned(), node.to_owned());
-        ClaimHeartbeat(Some(handle.spawn(async move {
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                match store.renew_claim(&call_id, &node).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(
-                            call_id,
-                            "the claim of a final record is no longer this node's (its record is written, or another \
-                             node took the claim over after it lapsed); it is not renewed any more"
-                        );
-                        return;
-                    }
-                    Err(e) => tracing::warn!(call_id, error = %e, "the claim of a final record could not be renewed"),
-                }
-            }
-        })))
-    }
-}
-
-impl Drop for ClaimHeartbeat {
-    fn drop(&mut self) {
-        if let Some(beat) = self.0.take() {
-            beat.abort();
-        }
-    }
-}
-
-/// What [`Runtime::resume_orphaned`] did with one proposal whose run is gone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ResumedCall {
-    /// The runtime's call id (the proposal's).
-    pub call_id: String,
-    /// The run that proposed it.
-    pub run_id: String,
-    /// The tool.
-    pub tool: String,
-    /// How it ended: approved, `Executed`, `Failed` (it ran and failed, or could not run:
-    /// see `reason`), `Denied` (its token was refused) or `Skipped` (its approval could not be
-    /// recorded); rejected, `Rejected`; undecided past its confirmation window, `Skipped`
-    /// (reason `timeout: ...`).
-    pub status: AuditStatus,
-    /// Why it did not execute (the `rejected` record's reason, with the person's own).
-    pub reason: Option<String>,
-    /// Whether its final record was written (`false`: the audit log refused it).
-    pub recorded: bool,
-}
 
 impl Runtime {
     /// Settles the proposals of agent `A` whose run is gone (see the rules in
@@ -262,8 +194,9 @@ impl Runtime {
     /// random per-process key cannot resume anything).
     pub async fn resume_orphaned<A: Registry>(&self) -> Result<Vec<ResumedCall>, StoreError> {
         crate::tool::verified_registry::<A>().map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let store = &self.inner.store;
-        let window = std::time::Duration::from_secs(self.inner.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
+        let store = &self.inner.services.store;
+        let window =
+            std::time::Duration::from_secs(self.inner.settings.limits.unwrap_or(A::SPEC.limits).confirm_timeout_secs);
         let mut done = Vec::new();
         // Page after page: proposals left alone below never hide the ones after them.
         let mut after = ProposalCursor::START;
@@ -281,7 +214,7 @@ impl Runtime {
         // settle lease ran out (and, for a live run's, once its slot lapsed).
         let mut after = ProposalCursor::START;
         loop {
-            let page = store.stale_claims(after, RESUME_BATCH, self.inner.settle_lease).await?;
+            let page = store.stale_claims(after, RESUME_BATCH, self.inner.settings.settle_lease).await?;
             for found in page.proposals {
                 self.take_over_one::<A>(found, &mut done).await?;
             }
@@ -302,7 +235,8 @@ impl Runtime {
     /// run without a kept proposal) `skipped`, any other call `failed`, both with reason
     /// `abandoned: ...`. The record pays the debt in the transaction that appends it.
     async fn settle_owed(&self, done: &mut Vec<ResumedCall>) -> Result<(), StoreError> {
-        let (audit, node, lease) = (&self.inner.audit, self.inner.node_id.as_str(), self.inner.settle_lease);
+        let (audit, node, lease) =
+            (&self.inner.services.audit, self.inner.settings.node_id.as_str(), self.inner.settings.settle_lease);
         let refused = |e: crate::audit::AuditError| StoreError::Unavailable(e.to_string());
         let owed = audit.owed_finals(lease, RESUME_BATCH).await.map_err(refused)?;
         for proposed in owed {
@@ -366,8 +300,8 @@ impl Runtime {
         found: ProposalState,
         done: &mut Vec<ResumedCall>,
     ) -> Result<(), StoreError> {
-        let store = &self.inner.store;
-        let node = self.inner.node_id.as_str();
+        let store = &self.inner.services.store;
+        let node = self.inner.settings.node_id.as_str();
         let p = found.proposal;
         if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
             return Ok(());
@@ -381,9 +315,9 @@ impl Runtime {
         match found.verdict {
             Some(StoredVerdict::Approved) => {
                 // A row that does not verify is claimed with no seal, and refused below.
-                let sealed = seal::for_claim(&self.inner.tokens, &p, node);
+                let sealed = seal::for_claim(&self.inner.services.tokens, &p, node);
                 if store.claim_execution(&p.call_id, node, &sealed).await? {
-                    done.push(self.carry_out::<A>(p, None).await);
+                    done.push(carry_out::<A>(&self.inner, p, None).await);
                 }
             }
             Some(StoredVerdict::Rejected) => {
@@ -416,7 +350,7 @@ impl Runtime {
         found: ProposalState,
         done: &mut Vec<ResumedCall>,
     ) -> Result<(), StoreError> {
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         let p = &found.proposal;
         if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
             return Ok(());
@@ -426,12 +360,12 @@ impl Runtime {
         {
             return Ok(());
         }
-        if !store.take_over(&p.call_id, &self.inner.node_id, self.inner.settle_lease).await? {
+        if !store.take_over(&p.call_id, &self.inner.settings.node_id, self.inner.settings.settle_lease).await? {
             return Ok(());
         }
         // Its record may have reached the log just before its holder died: then it is only
         // marked.
-        match self.inner.audit.holds_final(&p.call_id).await {
+        match self.inner.services.audit.holds_final(&p.call_id).await {
             Ok(Some(true)) => {
                 tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
                 store.mark_recorded(&p.call_id).await?;
@@ -455,24 +389,30 @@ impl Runtime {
     /// (an open proposal, or one whose final record nobody has claimed, is never dropped). A
     /// service calls it on a timer (`agents_service` does).
     pub async fn prune_state(&self) -> Result<Pruned, StoreError> {
-        let store = &self.inner.store;
+        let store = &self.inner.services.store;
         Ok(Pruned {
             tokens: store.prune_tokens().await?,
-            sessions: store.prune_sessions(self.inner.session_idle_timeout).await?,
-            proposals: store.prune_proposals(self.inner.proposal_retention).await?,
+            sessions: store.prune_sessions(self.inner.settings.session_idle_timeout).await?,
+            proposals: store.prune_proposals(self.inner.settings.proposal_retention).await?,
         })
     }
 
     /// Whether the proposal's session (within its idle time) still waits for the user's answer
     /// to it.
     async fn session_holds(&self, p: &ProposalRecord) -> Result<bool, StoreError> {
-        let session = self.inner.store.load_session(&p.session_id, self.inner.session_idle_timeout).await?;
+        let session =
+            self.inner.services.store.load_session(&p.session_id, self.inner.settings.session_idle_timeout).await?;
         Ok(session.is_some_and(|s| s.pending.get("call_id").and_then(Value::as_str) == Some(p.call_id.as_str())))
     }
 
     /// Writes the final record of a claimed proposal that does not run.
     async fn settle<A: Registry>(&self, p: ProposalRecord, status: AuditStatus, reason: String) -> ResumedCall {
-        let _claim = ClaimHeartbeat::start(&self.inner.store, self.inner.settle_lease, &p.call_id, &self.inner.node_id);
+        let _claim = ClaimHeartbeat::start(
+            &self.inner.services.store,
+            self.inner.settings.settle_lease,
+            &p.call_id,
+            &self.inner.settings.node_id,
+        );
         let principal = principal_of(&p);
         let request_id = match detail_str(&p, detail::REQUEST) {
             "" => uuid::Uuid::new_v4().to_string(),
@@ -489,9 +429,9 @@ impl Runtime {
         }
         .reason(reason.clone());
         crate::telemetry::audited(status, Some(p.tool.as_str()), None);
-        let recorded = match self.inner.audit.append(ids.record(record)).await {
+        let recorded = match self.inner.services.audit.append(ids.record(record)).await {
             Ok(_) => {
-                super::record::mark_recorded(&self.inner, &p.call_id).await;
+                mark_recorded(&self.inner.services, &p.call_id).await;
                 true
             }
             Err(e) => {
@@ -501,166 +441,4 @@ impl Runtime {
         };
         ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
-
-    /// The context a claimed call runs in: its run's principal, under `ids` (or the ids of the
-    /// run that proposed it), with the availability the run's role has now.
-    async fn resumed_ctx<A: Registry>(&self, p: &ProposalRecord, ids: Option<RecordIds>) -> Arc<RunCtx<A>> {
-        let inner = &self.inner;
-        let principal = principal_of(p);
-        let limits = inner.limits.unwrap_or(A::SPEC.limits);
-        let ids = ids.unwrap_or_else(|| {
-            let request_id = uuid::Uuid::new_v4().to_string();
-            RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal)
-        });
-        let bus = Arc::new(EventBus::new());
-        let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
-        let (snapshot, _) = snapshot_of(&ctx).await;
-        let _ = ctx.snapshot.set(snapshot);
-        ctx
-    }
-
-    /// Runs one claimed call as its run would have (under `ids`, a turn of its session that
-    /// carries it out, or else the ids of the run that proposed it).
-    pub(super) async fn carry_out<A: Registry>(&self, p: ProposalRecord, ids: Option<RecordIds>) -> ResumedCall {
-        let inner = &self.inner;
-        // The claim is this node's until the final record is written, however long the call
-        // runs; its final record, once in the log, is marked written in the store.
-        let _claim = ClaimHeartbeat::start(&inner.store, inner.settle_lease, &p.call_id, &inner.node_id);
-        inner.settling.insert(p.call_id.clone());
-        let in_turn = ids.is_some();
-        let ctx = self.resumed_ctx::<A>(&p, ids).await;
-        let call_id: SharedStr = p.call_id.as_str().into();
-        let ended = |status: AuditStatus, reason: Option<String>| ResumedCall {
-            call_id: p.call_id.clone(),
-            run_id: p.run_id.clone(),
-            tool: p.tool.clone(),
-            status,
-            reason,
-            recorded: true,
-        };
-        let refuse = |status: AuditStatus, reason: String| {
-            let ctx = &ctx;
-            let record = RecordFields {
-                call_id: Some(call_id.clone()),
-                tool: Some(p.tool.as_str().into()),
-                args: Some(SharedValue::from(p.args.clone())),
-                ..RecordFields::new(status)
-            }
-            .reason(reason.clone());
-            async move {
-                let _ = ctx.audit(record).await;
-                ended(status, Some(reason))
-            }
-        };
-        // A call whose final record is in the log already ran (or ended): its row was put back
-        // to an earlier state (claim columns cleared, or a pruned row written again). It is
-        // never run again, and gets no second final record: the log is asked before the row
-        // is checked, so a forged row of a call that ended gets no `failed` record either.
-        match inner.audit.holds_final(&p.call_id).await {
-            Ok(Some(false) | None) => {}
-            Ok(Some(true)) => {
-                tracing::error!(call_id = %p.call_id, "an approval in the state store whose call has its final record already; not run again");
-                super::record::mark_recorded(inner, &p.call_id).await;
-                let reason = "its final record is in the audit log already (the state store was put back to an \
-                              earlier state); nothing ran again";
-                return ResumedCall { recorded: false, ..ended(AuditStatus::Failed, Some(reason.to_owned())) };
-            }
-            Err(e) => {
-                let reason =
-                    format!("the audit log could not be asked whether this call ran already ({e}); nothing ran");
-                return refuse(AuditStatus::Failed, reason).await;
-            }
-        }
-        let Runnable { index, entry, run, typed, raw, args_mac } = match runnable(&ctx, &p) {
-            Ok(runnable) => runnable,
-            Err(reason) => return refuse(AuditStatus::Failed, reason).await,
-        };
-        let facts = ctx.facts(index, &entry);
-        let spec = entry.spec;
-        let secrets = if facts.schema.marks_secrets() {
-            CallSecrets::of(&raw, &ctx.redact_args(facts.schema, &raw))
-        } else {
-            CallSecrets::default()
-        };
-        let (name, title, import) = (facts.name.clone(), facts.title.clone(), facts.import.clone());
-        let base = |status: AuditStatus, args: SharedValue| {
-            let mut f = RecordFields::new(status);
-            f.call_id = Some(call_id.clone());
-            f.tool = Some(name.clone());
-            f.tier = Some(spec.tier);
-            f.title = title.clone();
-            f.args = Some(args);
-            f.args_hash = Some(args_mac.clone());
-            f.import.clone_from(&import);
-            f
-        };
-        let redacted = SharedValue::from(p.args.clone());
-        let session = p.session_id.as_str();
-        let token = match inner.tokens.mint(session, spec.name, &args_mac, ctx.token_ttl()).await {
-            Ok(token) => token,
-            Err(e) => return refuse(AuditStatus::Skipped, format!("{e}; nothing ran")).await,
-        };
-        let when = if in_turn { "by the session's next turn" } else { "after the run's process ended" };
-        let reason = format!("approved by the user; carried out by {} {when}; token {}", inner.node_id, token.id());
-        if ctx.audit(base(AuditStatus::Confirmed, redacted.clone()).reason(reason)).await.is_err() {
-            // The proposal still ends, with one final record (if the log takes it).
-            return refuse(AuditStatus::Skipped, "the approval could not be recorded; nothing ran".to_owned()).await;
-        }
-        if let Err(e) = inner.tokens.redeem(&token, session, spec.name, &args_mac).await {
-            return refuse(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
-        }
-        let owed = FinalOwed::new(&ctx, base(AuditStatus::Failed, redacted.clone()));
-        let call = CallRef { id: &p.call_id, given_id: &p.call_id, name: &p.tool, arguments: "" };
-        let checked = Checked { ctx: &ctx, call, spec, base, redacted, secrets };
-        let out = execute_approved(checked, run, typed, &token, owed).await;
-        if out.executed {
-            ended(AuditStatus::Executed, None)
-        } else {
-            let why = out.content.get("error").and_then(Value::as_str).map(str::to_owned);
-            ended(AuditStatus::Failed, why)
-        }
-    }
-}
-
-/// What a claimed call needs to run as its run would have.
-struct Runnable<A> {
-    index: usize,
-    entry: RegisteredTool<A>,
-    run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
-    typed: ErasedArgs,
-    raw: Value,
-    args_mac: String,
-}
-
-/// Whether the claimed call `p` can still run in `ctx`: its row sealed approved under this
-/// node's server key as it reads (see [`seal`]), its tool available to the run's role now
-/// (not disabled meanwhile) and with an execution path, its stored arguments parsing, and
-/// their MAC under this node's server key the approved one. Otherwise the reason its `failed`
-/// record gives.
-fn runnable<A: Registry>(ctx: &RunCtx<A>, p: &ProposalRecord) -> Result<Runnable<A>, String> {
-    // Nothing below is trusted unless a key holder sealed it approved, as it reads now.
-    if !seal::holds_approval(&ctx.inner.tokens, p) {
-        return Err(seal::FORGED.to_owned());
-    }
-    let found = ctx.available_index(&p.tool).and_then(|i| Some((i, A::entry_at(i)?)));
-    let Some((index, entry)) = found else {
-        return Err("the tool is no longer available to the run's role; nothing ran".to_owned());
-    };
-    // An action, or a read that reaches out and was proposed for a copied value.
-    let run = match entry.handler {
-        Handler::Action(run) | Handler::Read(run) => run,
-        Handler::Handoff(_) => return Err("a handoff has no execution path; nothing ran".to_owned()),
-    };
-    let raw = p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null);
-    let typed = agents_core::strict::check_value(&raw)
-        .map_err(|e| e.to_string())
-        .and_then(|()| (entry.parse)(&raw))
-        .map_err(|e| format!("the stored arguments do not parse ({e}); nothing ran"))?;
-    let args_mac = ctx.inner.tokens.args_mac(&raw);
-    if args_mac != p.args_mac {
-        return Err("the stored arguments do not match the approved ones under this node's server key (give every \
-                    node the same server key); nothing ran"
-            .to_owned());
-    }
-    Ok(Runnable { index, entry, run, typed, raw, args_mac })
 }

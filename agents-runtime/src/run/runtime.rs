@@ -1,192 +1,32 @@
-//! The runtime, its builder, and what it shares between runs: roles, the audit sink, the
-//! provider, the token store, the sessions and the decisions waiting for a person.
+//! The runtime and its builder: the facade an application holds. What its runs share (its
+//! settings, services and live state) is in `shared`; a run's slot in `slot`.
 
-use super::confirm::{DirectConfirm, LocalWaiter};
 use super::context::{RunCtx, availability};
+use super::decision::DirectConfirm;
 use super::driver::run_loop;
 use super::outcome::{Ending, Failure};
 use super::pending::Heard;
-use super::proposal::Book;
 use super::record::{RecordFields, RecordIds};
-use super::session::{DirectSession, SessionState};
+use super::session::DirectSession;
+use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
+use super::slot::SlotGuard;
 use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
-use crate::BoxFuture;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};
 use crate::events::{Event, EventBus};
 use crate::interceptor::Interceptor;
 use crate::provider::Provider;
-use crate::store::{MemoryStore, SlotId, SlotOwner, Store, answer_now, now_or_in_background};
+use crate::store::{MemoryStore, Store, answer_now};
 use crate::token::TokenStore;
 use crate::tool::Registry;
 use agents_core::redact::RedactionKeys;
 use agents_core::{Limits, Principal, RoleMap};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-
-/// What to do when the administrator's disable list cannot be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DisabledFallback {
-    /// Use the role-only set (the disable list is a convenience, not a boundary); audited.
-    #[default]
-    RoleOnly,
-    /// Offer no tools; audited.
-    FailClosed,
-}
-
-/// The tools an administrator switched off. It can only remove capability.
-pub trait DisabledTools: Send + Sync {
-    /// The disabled tool names.
-    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>>;
-}
-
-impl DisabledTools for BTreeSet<String> {
-    fn disabled(&self) -> BoxFuture<'_, Result<BTreeSet<String>, String>> {
-        let s = self.clone();
-        Box::pin(async move { Ok(s) })
-    }
-}
-
-/// What every run of one runtime shares.
-pub(super) struct Inner {
-    pub(super) roles: RoleMap,
-    pub(super) audit: Arc<dyn AuditSink>,
-    pub(super) provider: Arc<dyn Provider>,
-    pub(super) disabled: Option<Arc<dyn DisabledTools>>,
-    pub(super) disabled_fallback: DisabledFallback,
-    pub(super) interceptors: Vec<Arc<dyn Interceptor>>,
-    pub(super) budget: Option<Arc<dyn BudgetStore>>,
-    pub(super) budget_fallback: BudgetFallback,
-    pub(super) classifier: Arc<dyn ConfirmationClassifier>,
-    pub(super) confirm_mode: ConfirmMode,
-    pub(super) tokens: TokenStore,
-    /// Where tokens and run slots are kept (shared with other nodes when it is a shared store).
-    pub(super) store: Arc<dyn Store>,
-    pub(super) redaction: RedactionKeys,
-    pub(super) raw_results: bool,
-    pub(super) limits: Option<Limits>,
-    pub(super) system_prompt: String,
-    pub(super) active: Mutex<HashMap<(String, String), u32>>,
-    pub(super) sessions: Mutex<HashMap<String, SessionState>>,
-    pub(super) decisions: Mutex<HashMap<String, LocalWaiter>>,
-    /// This runtime's name in the store's execution claims.
-    pub(super) node_id: String,
-    /// How often a call waiting for a decision looks in the store for one made elsewhere.
-    pub(super) decision_poll: Duration,
-    /// Asks a person for the actions of model runs (dialog mode), beside [`Runtime::decide`].
-    pub(super) confirmer: Option<Arc<dyn Confirmer>>,
-    /// The lease of a run's slot in the store.
-    pub(super) slot_lease: Duration,
-    /// Final records written after their call's future was dropped, not yet durable.
-    pub(super) detached: InFlight,
-    /// The open proposals of every confirmation channel.
-    pub(super) proposals: Book,
-    /// How long one tool call may run before it is ended.
-    pub(super) tool_timeout: Duration,
-    /// The largest result (bytes of compact JSON) handed on whole.
-    pub(super) max_result_bytes: usize,
-    /// The largest part of one tool result (bytes of its compact JSON text) the model reads.
-    pub(super) max_model_result_bytes: usize,
-    /// The runtime's own isolation settings, workers and added isolated tools.
-    pub(crate) isolation: Option<crate::isolate::Isolation>,
-    /// Tool calls of one model answer that run; the rest are refused.
-    pub(super) max_tool_calls_per_answer: usize,
-    /// A session unused for this long starts afresh, and is purged.
-    pub(super) session_idle_timeout: Duration,
-    /// The most sessions this node holds (beyond those with a model run under way).
-    pub(super) max_sessions: usize,
-    /// How often the runtime's own timer sweeps expired tokens and idle sessions.
-    pub(super) sweep_every: Option<Duration>,
-    /// That timer's task, once a run or direct session started it.
-    pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// How long proposals that are over stay in the state store.
-    pub(super) proposal_retention: Duration,
-    /// How long a claim of a proposal's final record may stay unwritten before a resumption
-    /// takes it over.
-    pub(super) settle_lease: Duration,
-    /// The call ids of this node's stored proposals whose final record, once written, is
-    /// marked written in the store.
-    pub(super) settling: super::record::Owed,
-    /// Bytes of text of replayed history.
-    pub(super) history_bytes: usize,
-    /// The MCP servers imported tools are called on.
-    pub(super) mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
-    /// The application's state, reachable from every tool's context.
-    pub(super) state: crate::tool::AppState,
-}
-
-impl Inner {
-    /// Expired tokens and idle sessions dropped (see [`Runtime::purge_expired`]).
-    pub(super) fn purge_expired(self: &Arc<Self>) -> usize {
-        self.tokens.purge_expired() + self.purge_idle_sessions()
-    }
-
-    /// Starts the sweep timer ([`RuntimeBuilder::sweep_every`]) on `handle`, unless it runs.
-    pub(super) fn keep_swept(self: &Arc<Self>, handle: &tokio::runtime::Handle) {
-        let Some(every) = self.sweep_every else { return };
-        let mut sweeper = lock(&self.sweeper);
-        if sweeper.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
-        }
-        let inner = Arc::downgrade(self);
-        *sweeper = Some(handle.spawn(async move {
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = inner.upgrade() else { return };
-                let swept = inner.purge_expired();
-                if swept > 0 {
-                    tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
-                }
-            }
-        }));
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(task) = self.sweeper.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            task.abort();
-        }
-    }
-}
-
-/// A count of detached record writes and a way to wait until there are none.
-#[derive(Default)]
-pub(super) struct InFlight {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-impl InFlight {
-    pub(super) fn enter(&self) {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    pub(super) fn leave(&self) {
-        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-
-    async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
 
 /// Configures a [`Runtime`].
 pub struct RuntimeBuilder {
@@ -523,49 +363,47 @@ impl RuntimeBuilder {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Runtime {
             inner: Arc::new(Inner {
-                roles: self.roles,
-                audit: self.audit,
-                provider: self.provider,
-                disabled: self.disabled,
-                disabled_fallback: self.disabled_fallback,
-                interceptors: self.interceptors,
-                budget: self.budget,
-                budget_fallback: self.budget_fallback,
-                classifier: self.classifier,
-                confirm_mode: self.confirm_mode,
-                tokens: TokenStore::with_store(
-                    self.key.unwrap_or_else(crate::token::random_bytes::<32>),
-                    store.clone(),
-                ),
-                store,
-                redaction: self.redaction,
-                raw_results: self.raw_results,
-                limits: self.limits,
-                system_prompt: self.system_prompt,
-                active: Mutex::new(HashMap::new()),
-                sessions: Mutex::new(HashMap::new()),
-                decisions: Mutex::new(HashMap::new()),
-                node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
-                decision_poll: self.decision_poll,
-                confirmer: self.confirmer,
-                slot_lease: self.slot_lease,
-                detached: InFlight::default(),
-                proposals: Book::default(),
-                tool_timeout: self.tool_timeout,
-                max_result_bytes: self.max_result_bytes,
-                max_model_result_bytes: self.max_model_result_bytes,
-                isolation: self.isolation,
-                max_tool_calls_per_answer: self.max_tool_calls_per_answer,
-                session_idle_timeout: self.session_idle_timeout,
-                max_sessions: self.max_sessions,
-                sweep_every: self.sweep_every,
-                sweeper: Mutex::new(None),
-                proposal_retention: self.proposal_retention,
-                settle_lease: self.settle_lease,
-                settling: super::record::Owed::default(),
-                history_bytes: self.history_bytes,
-                mcp_imports: self.mcp_imports,
-                state: self.state,
+                settings: Settings {
+                    roles: self.roles,
+                    disabled_fallback: self.disabled_fallback,
+                    budget_fallback: self.budget_fallback,
+                    confirm_mode: self.confirm_mode,
+                    redaction: self.redaction,
+                    raw_results: self.raw_results,
+                    limits: self.limits,
+                    system_prompt: self.system_prompt,
+                    node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
+                    decision_poll: self.decision_poll,
+                    slot_lease: self.slot_lease,
+                    tool_timeout: self.tool_timeout,
+                    max_result_bytes: self.max_result_bytes,
+                    max_model_result_bytes: self.max_model_result_bytes,
+                    max_tool_calls_per_answer: self.max_tool_calls_per_answer,
+                    session_idle_timeout: self.session_idle_timeout,
+                    max_sessions: self.max_sessions,
+                    sweep_every: self.sweep_every,
+                    proposal_retention: self.proposal_retention,
+                    settle_lease: self.settle_lease,
+                    history_bytes: self.history_bytes,
+                },
+                services: Services {
+                    audit: self.audit,
+                    provider: self.provider,
+                    disabled: self.disabled,
+                    interceptors: self.interceptors,
+                    budget: self.budget,
+                    classifier: self.classifier,
+                    tokens: TokenStore::with_store(
+                        self.key.unwrap_or_else(crate::token::random_bytes::<32>),
+                        store.clone(),
+                    ),
+                    store,
+                    confirmer: self.confirmer,
+                    isolation: self.isolation,
+                    mcp_imports: self.mcp_imports,
+                    state: self.state,
+                },
+                live: Live::default(),
             }),
         }
     }
@@ -579,119 +417,35 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("confirm_mode", &self.inner.confirm_mode).finish_non_exhaustive()
+        f.debug_struct("Runtime").field("confirm_mode", &self.inner.settings.confirm_mode).finish_non_exhaustive()
     }
 }
 
-/// One of a user's concurrent runs: a slot of the store, leased and renewed while the run
-/// lives, and this runtime's own count of the user's runs. Both go down when the run's task
-/// ends.
-struct SlotGuard {
-    inner: Arc<Inner>,
-    key: (String, String),
-    /// The run's session: it has a run under way while the guard lives.
-    session: String,
-    slot: Option<SlotId>,
-    renewal: Option<tokio::task::JoinHandle<()>>,
+/// The `invoke_agent` span of a run (see [`crate::telemetry::run_span`]).
+fn run_span<A: Registry>(ctx: &RunCtx<A>) -> tracing::Span {
+    let (ids, provider) = (&ctx.ids, &ctx.inner.services.provider);
+    crate::telemetry::run_span(
+        A::SPEC.name,
+        &ids.run_id,
+        &ids.session_id,
+        &ids.manifest_sha256,
+        provider.name(),
+        provider.model(),
+        &ids.user_id,
+        &ids.org_id,
+        &ids.role,
+    )
 }
 
-/// A slot the store will answer about later (a shared store).
-type PendingSlot = BoxFuture<'static, crate::store::StoreResult<Option<SlotId>>>;
-
-impl SlotGuard {
-    /// Asks the store for a slot for `principal` (at most `max` at once). A store that
-    /// answers at once gives the guard or the refusal now; a shared store's answer is awaited
-    /// by [`SlotGuard::settle`] in the run's task.
-    fn take(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-    ) -> Result<Result<Self, PendingSlot>, StartError> {
-        let owner = SlotOwner { org_id: principal.org_id.clone(), user_id: principal.user_id.clone() };
-        let store = inner.store.clone();
-        let lease = inner.slot_lease;
-        let acquire: PendingSlot = Box::pin(async move { store.acquire_slot(&owner, max, lease).await });
-        match answer_now(acquire) {
-            Ok(answer) => Self::granted(inner, principal, session, max, answer).map(Ok),
-            Err(pending) => Ok(Err(pending)),
-        }
-    }
-
-    /// Awaits a shared store's answer.
-    async fn settle(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-        pending: PendingSlot,
-    ) -> Result<Self, StartError> {
-        Self::granted(inner, principal, session, max, pending.await)
-    }
-
-    fn granted(
-        inner: &Arc<Inner>,
-        principal: &Principal,
-        session: &str,
-        max: u32,
-        answer: crate::store::StoreResult<Option<SlotId>>,
-    ) -> Result<Self, StartError> {
-        let slot = match answer {
-            Ok(Some(slot)) => slot,
-            Ok(None) => return Err(StartError::TooManyRuns(max)),
-            Err(e) => return Err(StartError::StateUnavailable(e.to_string())),
-        };
-        let key = (principal.org_id.clone(), principal.user_id.clone());
-        *lock(&inner.active).entry(key.clone()).or_insert(0) += 1;
-        lock(&inner.sessions).entry(session.to_owned()).or_default().runs += 1;
-        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewal: None })
-    }
-
-    /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
-    /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
-    fn keep_renewed(&mut self, cancel: CancellationToken) {
-        let (store, slot) = (self.inner.store.clone(), self.slot.clone().expect("held until drop"));
-        let lease = self.inner.slot_lease;
-        self.renewal = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                match store.renew_slot(&slot, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
-                        cancel.cancel();
-                        return;
-                    }
-                    Err(e) => tracing::warn!(error = %e, slot = %slot.0, "the run's slot could not be renewed"),
-                }
-            }
-        }));
-    }
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
-        }
-        if let Some(slot) = self.slot.take() {
-            let store = self.inner.store.clone();
-            // A slot whose release fails lapses with its lease.
-            now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });
-        }
-        if let Some(s) = lock(&self.inner.sessions).get_mut(&self.session) {
-            s.runs = s.runs.saturating_sub(1);
-            // The run's end is a use: the session's idle time counts from here.
-            s.last_used = Some(tokio::time::Instant::now());
-        }
-        let mut active = lock(&self.inner.active);
-        if let Some(n) = active.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                active.remove(&self.key);
-            }
-        }
-    }
+/// How a run refused before anything ran ends: subscribers see it end, as a run the audit
+/// log refused.
+fn not_started<A: Registry>(ctx: &RunCtx<A>, e: StartError) -> Ending<A::Output> {
+    let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
+    ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
+    ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
+    let mut ending = Ending::empty(run_id, RunStatus::Failed);
+    ending.failure = Some(Failure::NotStarted(e));
+    ending
 }
 
 impl Runtime {
@@ -740,20 +494,20 @@ impl Runtime {
     /// The roles and the permissions each holds, as given to [`RuntimeBuilder::roles`]
     /// (what a capability report's role × tool table shows).
     pub fn roles(&self) -> &RoleMap {
-        &self.inner.roles
+        &self.inner.settings.roles
     }
 
     /// Runs this runtime (this process) is running for a user. With a shared store, the
     /// user's runs on all nodes are `Store::active_slots`.
     pub fn active_runs(&self, principal: &Principal) -> u32 {
-        lock(&self.inner.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
+        lock(&self.inner.live.active).get(&(principal.org_id.clone(), principal.user_id.clone())).copied().unwrap_or(0)
     }
 
     /// Waits until every final record the runtime wrote on its own (for a call whose caller
     /// went away, or a direct session that was dropped) is stored. A server calls this after
     /// its sessions have ended, before it reports that it stopped.
     pub async fn records_settled(&self) {
-        self.inner.detached.settled().await;
+        self.inner.live.detached.settled().await;
     }
 
     /// Drops what the runtime keeps for decisions that can no longer be used: expired
@@ -791,7 +545,7 @@ impl Runtime {
     /// Sessions this runtime holds on this node (for monitoring and memory checks): those a
     /// run or direct session used here and that were not purged or ended.
     pub fn session_count(&self) -> usize {
-        lock(&self.inner.sessions).len()
+        lock(&self.inner.live.sessions).len()
     }
 
     /// Audits a refused request that reached no run: `denied`, with the principal who sent
@@ -806,7 +560,7 @@ impl Runtime {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, principal);
         let record = ids.record(RecordFields::new(AuditStatus::Denied).reason(reason));
-        self.inner.audit.append(record).await.map(drop)
+        self.inner.services.audit.append(record).await.map(drop)
     }
 
     /// Records a person's decision on a pending action, without waiting: for a call waiting
@@ -819,7 +573,7 @@ impl Runtime {
     /// [`DecisionError::NotYourRun`] and changes nothing).
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
         {
-            let mut decisions = lock(&self.inner.decisions);
+            let mut decisions = lock(&self.inner.live.decisions);
             if let Some(waiter) = decisions.get(call_id) {
                 if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role {
                     tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
@@ -832,7 +586,7 @@ impl Runtime {
                     .map_err(|_| DecisionError::NotPending(call_id.to_owned()));
             }
         }
-        if !self.inner.store.answers_at_once() {
+        if !self.inner.services.store.answers_at_once() {
             return Err(DecisionError::NotHere(call_id.to_owned()));
         }
         match answer_now(Box::pin(self.decide_async(call_id, decider, verdict, None))) {
@@ -853,7 +607,7 @@ impl Runtime {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
-        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
         let input_text = match serde_json::to_value(&input) {
             Ok(Value::String(s)) => s,
             Ok(v) => v.to_string(),
@@ -873,31 +627,11 @@ impl Runtime {
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
         let run_id = ctx.ids.run_id.to_string();
-        let (ids, provider) = (&ctx.ids, &ctx.inner.provider);
-        let span = crate::telemetry::run_span(
-            A::SPEC.name,
-            &run_id,
-            &ids.session_id,
-            &ids.manifest_sha256,
-            provider.name(),
-            provider.model(),
-            &ids.user_id,
-            &ids.org_id,
-            &ids.role,
-        );
+        let span = run_span(&ctx);
         let session = session_id.to_owned();
         let join = handle.spawn(
             async move {
-                // Refused before anything ran: subscribers see it end, as a run the audit log
-                // refused.
-                let refused = |e: StartError| {
-                    let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
-                    ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
-                    ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
-                    let mut ending = Ending::empty(run_id, RunStatus::Failed);
-                    ending.failure = Some(Failure::NotStarted(e));
-                    ending
-                };
+                let refused = |e: StartError| not_started(&ctx, e);
                 let conversation = match bound {
                     Ok(conversation) => conversation,
                     Err(pending) => match pending.await {
@@ -937,7 +671,7 @@ impl Runtime {
         crate::tool::verified_registry::<A>()?;
         principal.validate()?;
         self.inner.bind_session(session_id, &principal).await?;
-        let limits = self.inner.limits.unwrap_or(A::SPEC.limits);
+        let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
         let confirm = match confirmer {
             Some(c) => DirectConfirm::Ask(c),
             None => DirectConfirm::Unavailable,

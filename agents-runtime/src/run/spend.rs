@@ -69,13 +69,13 @@ impl<A: Registry> Meter<'_, A> {
     /// set (`None` otherwise, or when the store failed and the runtime fails open).
     pub(super) async fn reserve(&self, provider: &dyn Provider) -> Result<Option<Reservation>, BudgetStop> {
         let inner = &self.ctx.inner;
-        let Some(budget) = inner.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
+        let Some(budget) = inner.services.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
         let estimate = lock(self.spend).last_cost;
         let p = &self.ctx.principal;
         match budget.reserve(&p.org_id, &p.user_id, estimate).await {
             Ok(Admission::Granted(r)) => Ok(Some(r)),
             Ok(Admission::Refused { headroom }) => Err(BudgetStop::Exhausted { headroom }),
-            Err(e) => match inner.budget_fallback {
+            Err(e) => match inner.settings.budget_fallback {
                 BudgetFallback::FailClosed => {
                     tracing::warn!(error = %e, "budget store unavailable; the paid call is not made");
                     Err(BudgetStop::StoreFailed(e.to_string()))
@@ -112,7 +112,7 @@ impl<A: Registry> Meter<'_, A> {
             }
         }
         let (inner, p) = (&self.ctx.inner, &self.ctx.principal);
-        let Some(budget) = &inner.budget else { return };
+        let Some(budget) = &inner.services.budget else { return };
         let stored = match reservation {
             Some(r) => budget.settle(r, cost).await,
             None if cost > 0.0 => budget.record(&p.org_id, &p.user_id, cost).await,

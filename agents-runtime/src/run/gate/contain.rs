@@ -4,7 +4,7 @@
 //! the model, the events or the audit log see it.
 
 use crate::run::context::RunCtx;
-use crate::run::session::json_prefix;
+use crate::run::conversation::json_prefix;
 use crate::run::{Undecided, unless_cancelled};
 use crate::tool::{CallContext, ErasedArgs, ToolError, ToolFuture};
 use serde_json::{Value, json};
@@ -48,7 +48,7 @@ async fn contained<A: crate::tool::Registry>(
     if ctx.cancel.is_cancelled() {
         return Err(stopped(ctx));
     }
-    if cx.spec.policy.isolated || ctx.inner.isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
+    if cx.spec.policy.isolated || ctx.inner.services.isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
         // Boxed: the worker's pipes and timers are not kept in every call's future.
         return Box::pin(run_isolated(ctx, cx, typed)).await;
     }
@@ -68,7 +68,7 @@ async fn contained<A: crate::tool::Registry>(
         return result;
     }
     let polled = std::future::poll_fn(poll);
-    let deadline = ctx.inner.tool_timeout;
+    let deadline = ctx.inner.settings.tool_timeout;
     let left = deadline.saturating_sub(started.elapsed());
     // Boxed: the timer and the watch on the stop are only for a tool that did not finish in
     // its first poll, and are not kept in the future of every call.
@@ -100,7 +100,7 @@ async fn run_isolated<A: crate::tool::Registry>(
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
-    let call = crate::isolate::call(ctx.inner.isolation.as_ref(), cx, typed, ctx.inner.tool_timeout);
+    let call = crate::isolate::call(ctx.inner.services.isolation.as_ref(), cx, typed, ctx.inner.settings.tool_timeout);
     let Some((result, ended)) = unless_cancelled(&ctx.cancel, call).await else {
         let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
         return Err(ToolError::new(format!(

@@ -1,10 +1,10 @@
 //! A handoff call: audited `handed_off` and passed to a person's queue; nothing runs.
 
-use super::{Checked, RecordOf};
+use super::Checked;
 use crate::audit::AuditStatus;
 use crate::events::{Event, HandoffRecord};
 use crate::run::context::CallOutcome;
-use crate::run::record::now_rfc3339;
+use crate::run::record::{RecordOf, now_rfc3339};
 use crate::tool::Registry;
 use serde_json::json;
 

@@ -7,14 +7,16 @@
 mod action;
 mod contain;
 mod egress;
+mod execute;
 mod handoff;
+mod nested;
 mod read;
 
-pub(in crate::run) use action::{ActionFn, execute_approved};
 pub(in crate::run) use contain::{model_view, run_contained};
+pub(in crate::run) use execute::{ActionFn, execute_approved};
 
 use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
-use super::record::RecordFields;
+use super::record::{RecordFields, RecordOf};
 use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
 use crate::events::Event;
@@ -37,11 +39,6 @@ pub(in crate::run) struct Checked<'a, A, F> {
     /// The values of the call's secrets, masked in every text derived from the call.
     pub(in crate::run) secrets: CallSecrets,
 }
-
-/// What builds the records of one call (see [`Checked::base`]).
-pub(in crate::run) trait RecordOf: Fn(AuditStatus, SharedValue) -> RecordFields {}
-
-impl<F: Fn(AuditStatus, SharedValue) -> RecordFields> RecordOf for F {}
 
 /// The arguments of a call that passed the checks: typed for the handler, their MAC (actions
 /// only, else empty) and the redacted copy the records hold.
@@ -202,7 +199,7 @@ async fn check<A: Registry>(
     let reaches_out = spec.policy.reaches_out() && spec.tier != Tier::Handoff;
     let mut provenance = if reaches_out { Some(ctx.provenance_of(&args)) } else { None };
     // Boxed, and skipped without interceptors: their state is not kept in every call's future.
-    let replaced = if ctx.inner.interceptors.is_empty() {
+    let replaced = if ctx.inner.services.interceptors.is_empty() {
         false
     } else {
         Box::pin(intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets, provenance.as_ref())).await?
@@ -217,29 +214,39 @@ async fn check<A: Registry>(
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
-        (ctx.inner.tokens.args_mac(&args), args.clone())
+        (ctx.inner.services.tokens.args_mac(&args), args.clone())
     } else {
         (String::new(), Value::Null)
     };
-    // The arguments are final: the records' redacted copy is the value itself when nothing in
-    // it is secret; when something is, the secret values are kept to mask derived texts.
+    let redacted = final_redacted(ctx, schema, args, &mut secrets);
+    Ok(Admitted { typed, raw, args_hash, redacted, secrets, why })
+}
+
+/// The records' redacted copy of a call's final arguments: the value itself when nothing in it
+/// is secret; when something is, the secret values are kept in `secrets` to mask derived texts
+/// (an interceptor may have replaced the arguments: their secrets are masked too).
+fn final_redacted<A: Registry>(
+    ctx: &RunCtx<A>,
+    schema: SecretSchema<'static>,
+    args: Value,
+    secrets: &mut CallSecrets,
+) -> SharedValue {
     let redacted = if schema.marks_secrets() {
         let redacted = ctx.redact_args(schema, &args);
-        // An interceptor may have replaced the arguments: their secrets are masked too.
         let replaced = CallSecrets::of(&args, &redacted);
         ctx.remember_secrets(&replaced);
         secrets.extend(replaced);
         secrets.value(redacted)
     } else {
-        schema.redact_owned(args, &ctx.inner.redaction)
+        schema.redact_owned(args, &ctx.inner.settings.redaction)
     };
-    Ok(Admitted { typed, raw, args_hash, redacted: SharedValue::from(redacted), secrets, why })
+    SharedValue::from(redacted)
 }
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
 /// JSON for its worker (see `crate::isolate::Isolation`).
 fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Value) -> Result<ErasedArgs, String> {
-    match &ctx.inner.isolation {
+    match &ctx.inner.services.isolation {
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
     }
@@ -317,7 +324,7 @@ async fn intercept<A: Registry>(
 ) -> Result<bool, CallOutcome> {
     let spec = entry.spec;
     let mut replaced_any = false;
-    for interceptor in &ctx.inner.interceptors {
+    for interceptor in &ctx.inner.services.interceptors {
         let interception =
             Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str(), provenance };
         let refusal = match interceptor.before_call(interception).await {
@@ -404,7 +411,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // only a result over the bound (or a raw-results runtime) is measured again and cut.
             let value = secrets.value(value);
             ctx.note_result(call.id, spec.name, &value);
-            let max = ctx.inner.max_result_bytes;
+            let max = ctx.inner.settings.max_result_bytes;
             let (value, cut, kept) = match ctx.digest_within(&value, max) {
                 Some(kept) => (value, None, kept),
                 None => {
@@ -417,7 +424,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // The model reads at most its bound of the result (see `Turn::dispatch_calls`); the
             // record says so, and its digest covers the whole result.
             let size = contain::json_size(&value);
-            let shown = ctx.inner.max_model_result_bytes;
+            let shown = ctx.inner.settings.max_model_result_bytes;
             f.reason = match (cut, size > shown) {
                 (cut, false) => cut,
                 (None, true) => Some(contain::model_cut_reason(size, shown)),

@@ -1,9 +1,11 @@
 //! A read call: audited `proposed`, run, its outcome audited.
 
-use super::{Checked, RecordOf, finish_call, run_contained};
+use super::nested::call_context;
+use super::{Checked, finish_call, run_contained};
 use crate::audit::AuditStatus;
 use crate::run::context::CallOutcome;
-use crate::run::record::ReadOwed;
+use crate::run::owed::ReadOwed;
+use crate::run::record::RecordOf;
 use crate::tool::{CallContext, ErasedArgs, Registry, ToolFuture};
 use agents_core::SharedStr;
 
@@ -29,7 +31,7 @@ pub(super) fn call<'a, A: Registry>(
         let owed = ReadOwed::new(ctx, base, redacted);
         // The call's context lives while its tool runs, not while its outcome is recorded.
         let result = {
-            let cx = ctx.call_context(spec, call_id);
+            let cx = call_context(ctx, spec, call_id);
             await_in_place!(run_contained(ctx, run, &cx, typed))
         };
         owed.paid();

@@ -1,0 +1,62 @@
+//! What a tool runs with: its call context, and through it the way back into this gate for
+//! the tools it calls in turn (a nested call passes every check a model's call passes).
+
+use super::gate_call;
+use crate::BoxFuture;
+use crate::provider::ToolCallRequest;
+use crate::run::context::{CallRef, RunCtx};
+use crate::tool::{CallContext, NestedInvoker, Registry, ToolError};
+use agents_core::{SharedStr, ToolSpec};
+use serde_json::Value;
+use std::sync::{Arc, Weak};
+
+/// The context a tool of the run runs with: who it acts for, the call, the application's
+/// state, and the way back into this gate for the tools it calls in turn.
+pub(in crate::run) fn call_context<A: Registry>(
+    ctx: &Arc<RunCtx<A>>,
+    spec: &'static ToolSpec,
+    call_id: SharedStr,
+) -> CallContext {
+    let invoker = ctx.invoker.get_or_init(|| nested_invoker(Arc::downgrade(ctx))).clone();
+    CallContext {
+        principal: ctx.principal.clone(),
+        run_id: ctx.ids.run_id.clone(),
+        session_id: ctx.ids.session_id.clone(),
+        call_id,
+        spec,
+        invoker: Some(invoker),
+        approved: None,
+        state: ctx.inner.services.state.clone(),
+        imports: ctx.inner.services.mcp_imports.clone(),
+        listed_sha256: std::sync::OnceLock::new(),
+    }
+}
+
+/// How a tool calls another granted tool: through the gate of the run it belongs to. Built
+/// once per run, it holds the run weakly (the run holds it, so a strong reference would keep
+/// the run alive for ever). A tool only has its context while the run is calling it, so the
+/// run is always there when the tool invokes; the refusal covers the impossible case.
+fn nested_invoker<A: Registry>(run: Weak<RunCtx<A>>) -> NestedInvoker {
+    Arc::new(move |name: &'static str, args: Value| {
+        let run = run.upgrade();
+        Box::pin(async move {
+            let Some(me) = run else {
+                return Err(ToolError::new("the run this call belongs to has ended; nothing ran"));
+            };
+            let n = me.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let call = ToolCallRequest {
+                id: format!("{}-nested-{n}", me.ids.run_id),
+                name: name.to_owned(),
+                arguments: args.to_string(),
+            };
+            let out = gate_call(&me, CallRef::from(&call)).await;
+            if out.is_error {
+                Err(ToolError::new(
+                    out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),
+                ))
+            } else {
+                Ok(out.content)
+            }
+        }) as BoxFuture<'static, Result<Value, ToolError>>
+    })
+}

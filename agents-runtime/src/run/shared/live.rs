@@ -1,0 +1,107 @@
+//! A runtime's live state on this node: its run slots, its sessions, the decisions waiting on
+//! it, the proposal book, the final records it owes and the detached writes under way.
+
+use crate::run::conversation::SessionState;
+use crate::run::lock;
+use crate::run::pending::Heard;
+use crate::run::proposal::Book;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// A runtime's live state on this node.
+#[derive(Default)]
+pub(in crate::run) struct Live {
+    /// Runs under way on this node, by organisation and user.
+    pub(in crate::run) active: Mutex<HashMap<(String, String), u32>>,
+    /// What this node keeps of each session beside the store, by session id.
+    pub(in crate::run) sessions: Mutex<HashMap<String, SessionState>>,
+    /// Dialog calls waiting on this node for a decision, by call id.
+    pub(in crate::run) decisions: Mutex<HashMap<String, LocalWaiter>>,
+    /// Final records written after their call's future was dropped, not yet durable.
+    pub(in crate::run) detached: InFlight,
+    /// The open proposals of every confirmation channel.
+    pub(in crate::run) proposals: Book,
+    /// The sweep timer's task ([`RuntimeBuilder::sweep_every`](crate::run::RuntimeBuilder::sweep_every)),
+    /// once a run or direct session started it.
+    pub(in crate::run) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The call ids of this node's stored proposals whose final record, once written, is
+    /// marked written in the store.
+    pub(in crate::run) settling: Owed,
+}
+
+/// A count of detached record writes and a way to wait until there are none.
+#[derive(Default)]
+pub(in crate::run) struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl InFlight {
+    pub(in crate::run) fn enter(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(in crate::run) fn leave(&self) {
+        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    pub(in crate::run) async fn settled(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+/// A dialog-mode action waiting on this node for [`Runtime::decide`](super::Runtime::decide),
+/// registered by call id with the principal it may come from (user, organisation and role)
+/// and the session and run it belongs to. A decision made on another node reaches the call
+/// through the state store instead.
+pub(in crate::run) struct LocalWaiter {
+    pub(in crate::run) user_id: String,
+    pub(in crate::run) org_id: String,
+    pub(in crate::run) role: String,
+    pub(in crate::run) session_id: String,
+    pub(in crate::run) run_id: String,
+    pub(in crate::run) tx: oneshot::Sender<Heard>,
+}
+
+/// The call ids whose stored proposal this node holds the claim of and owes the final record
+/// of (marked written once the record is in the log). Most final records (a read call's) owe
+/// nothing: they are answered from a count, without the lock.
+#[derive(Debug, Default)]
+pub(in crate::run) struct Owed {
+    ids: Mutex<std::collections::HashSet<String>>,
+    held: std::sync::atomic::AtomicUsize,
+}
+
+impl Owed {
+    pub(in crate::run) fn insert(&self, call_id: String) {
+        let mut ids = lock(&self.ids);
+        ids.insert(call_id);
+        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
+    }
+
+    pub(in crate::run) fn remove(&self, call_id: &str) {
+        self.take(call_id);
+    }
+
+    /// Takes `call_id` out, if it is owed.
+    pub(in crate::run) fn take(&self, call_id: &str) -> Option<String> {
+        if self.held.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut ids = lock(&self.ids);
+        let taken = ids.take(call_id);
+        self.held.store(ids.len(), std::sync::atomic::Ordering::Release);
+        taken
+    }
+}
