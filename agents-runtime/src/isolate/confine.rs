@@ -179,7 +179,7 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
     }
 
     // The parent-death signal, again: a change of credentials clears it.
-    super::worker::tie_to_parent()?;
+    tie_to_parent()?;
 
     // 1. Namespaces: no capability in the parent's user namespace; no network unless declared.
     let no_network = policy.net_hosts.is_empty();
@@ -196,7 +196,7 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
     }
 
     // And once more: the new user namespace is a change of credentials too.
-    super::worker::tie_to_parent()?;
+    tie_to_parent()?;
 
     // 2. Resource limits (hard = soft, but CPU: SIGXCPU first, SIGKILL one second later).
     let l = &header.limits;
@@ -357,6 +357,21 @@ fn seccomp(metadata_by_descriptor: bool) -> Result<(), String> {
     for filter in [deny, clone3] {
         let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
         seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Sets the worker's parent-death signal (`SIGKILL`), then checks that its parent is still the
+/// runtime that started it: a runtime that ended before the signal was set left the worker to
+/// another parent, which the signal does not cover, and the worker exits. Set again after each
+/// change of credentials (the kernel clears it then).
+pub(super) fn tie_to_parent() -> Result<(), String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
+    let expected = std::env::var(super::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    let parent = nix::unistd::getppid().as_raw();
+    if expected != Some(parent) {
+        return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
     }
     Ok(())
 }

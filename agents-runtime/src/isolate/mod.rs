@@ -521,15 +521,3 @@ inventory::collect!(IsolatedTool);
 fn registered(name: &str) -> Option<&'static IsolatedTool> {
     unique(name).ok()
 }
-
-/// Checked arguments of an isolated call, kept as JSON for the worker.
-pub(crate) struct WorkerArgs(pub(crate) Value);
-
-/// The registry's parse of an isolated tool: as strict as any tool's (the typed parse must
-/// accept them), keeping the checked JSON value that the worker parses again.
-pub(crate) fn parse_for_worker<T: Tool>(v: &Value) -> Result<ErasedArgs, String> {
-    match T::parse_args(v) {
-        Ok(_) => Ok(ErasedArgs::new(WorkerArgs(v.clone()))),
-        Err(e) => Err(e),
-    }
-}

@@ -8,8 +8,8 @@
 //! spawner refills the pool once the call has its result, and retires workers left idle.
 
 use super::protocol::{CallFrame, Confinement, FrameError, Outcome, Ready, read_frame, write_frame};
-use super::{Settings, WORKER_ENV, WorkerArgs};
-use crate::tool::{CallContext, ErasedArgs, ToolError};
+use super::{Settings, WORKER_ENV};
+use crate::tool::{CallContext, CheckedJson, ErasedArgs, ToolError};
 use agents_core::ToolSpec;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -438,7 +438,7 @@ pub(crate) async fn call(
             format!("isolated: refused, nothing ran: {why}"),
         )
     };
-    let Some(WorkerArgs(args)) = typed.take::<WorkerArgs>() else {
+    let Some(CheckedJson(args)) = typed.take::<CheckedJson>() else {
         return refused("its arguments were not kept for a worker".to_owned());
     };
     let frame = CallFrame {

@@ -18,7 +18,7 @@ pub(super) const EXIT_PROTOCOL: i32 = 97;
 /// Serves one call and exits; never returns.
 pub(super) fn serve() -> ! {
     // Dies with the runtime: the kernel kills it when the thread that started it ends.
-    if tie_to_parent().is_err() {
+    if super::confine::tie_to_parent().is_err() {
         std::process::exit(EXIT_PROTOCOL);
     }
     // The protocol's output is a duplicate of stdout; the tool's own stdout goes to stderr, so
@@ -179,19 +179,4 @@ fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Ru
         Ok(Err(e)) => Outcome::Err(e.message),
         Err(_) => Outcome::Err(PANICKED.to_owned()),
     }
-}
-
-/// Sets the worker's parent-death signal (`SIGKILL`), then checks that its parent is still the
-/// runtime that started it: a runtime that ended before the signal was set left the worker to
-/// another parent, which the signal does not cover, and the worker exits. Set again after each
-/// change of credentials (the kernel clears it then).
-pub(super) fn tie_to_parent() -> Result<(), String> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
-    let expected = std::env::var(super::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
-    let parent = nix::unistd::getppid().as_raw();
-    if expected != Some(parent) {
-        return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
-    }
-    Ok(())
 }
