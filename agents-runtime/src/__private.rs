@@ -13,6 +13,8 @@ pub use agents_core::seal;
 
 pub use crate::tool::NotCalledDirectly;
 
+pub use crate::isolate::isolated_tool;
+
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

@@ -9,8 +9,9 @@ use std::marker::PhantomData;
 /// The witness that a person approved this exact call of the tool `T`. Only the gate mints
 /// one, after redeeming a confirmation token bound to the session, the tool and the arguments.
 ///
-/// - Tied to the tool by its type: [`ActionTool::run_approved`] of `T` takes an
-///   `Approval<'_, T>`, so a witness for one tool does not type-check for another.
+/// - Tied to the tool by its type: [`ActionTool::run_approved`](super::ActionTool::run_approved)
+///   of `T` takes an `Approval<'_, T>`, so a witness for one tool does not type-check for
+///   another.
 /// - Tied to this call by its value: it carries the nonce of the gate's record of the redeemed
 ///   token, kept in this call's [`CallContext`]. The tool's `run_approved` compares the two
 ///   before the body runs and refuses on any difference, so a witness moved to another call,

@@ -47,8 +47,8 @@ impl<A> RegisteredTool<A> {
         (self.parse)(args)
     }
 
-    /// How the tool is carried out (callable only with a [`CallContext`], which only the
-    /// runtime makes).
+    /// How the tool is carried out (callable only with a [`CallContext`](super::CallContext),
+    /// which only the runtime makes).
     pub fn handler(&self) -> &Handler<A> {
         &self.handler
     }

@@ -3,7 +3,7 @@
 //! Landlock, `no_new_privs`, seccomp. No `unsafe`: `nix`, `landlock` and `seccompiler` wrap
 //! each system call safely. (The descriptors it inherited are closed before, in `worker`.)
 
-use super::protocol::{Confinement, Header};
+use crate::protocol::{Confinement, Header};
 use agents_core::ToolSpec;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 /// and changing the root, namespaces, kernel modules, kexec and reboot, BPF, keyrings,
 /// performance counters, swap, clocks, raising limits, leaving the worker's process group,
 /// running another program, and a few legacy or privileged calls. `clone` with a namespace
-/// flag is refused as well, and `clone3` answers `ENOSYS` (see the module docs).
+/// flag is refused as well, and `clone3` answers `ENOSYS` (see the crate docs).
 pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
@@ -153,7 +153,7 @@ const RESOLVER_FILES: &[&str] =
     &["/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
 
 /// Confines the calling process (which must be single-threaded) to `spec`'s policy.
-pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
+pub(crate) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
     let policy = &spec.policy;
     let mut report = Confinement::default();
     let degrade = |what: String, report: &mut Confinement| {
@@ -365,10 +365,10 @@ fn seccomp(metadata_by_descriptor: bool) -> Result<(), String> {
 /// runtime that started it: a runtime that ended before the signal was set left the worker to
 /// another parent, which the signal does not cover, and the worker exits. Set again after each
 /// change of credentials (the kernel clears it then).
-pub(super) fn tie_to_parent() -> Result<(), String> {
+pub(crate) fn tie_to_parent() -> Result<(), String> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
-    let expected = std::env::var(super::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    let expected = std::env::var(crate::settings::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
     let parent = nix::unistd::getppid().as_raw();
     if expected != Some(parent) {
         return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
