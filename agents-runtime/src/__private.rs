@@ -13,6 +13,8 @@ pub use agents_core::seal;
 
 pub use crate::tool::NotCalledDirectly;
 
+pub use crate::isolate::isolated_tool;
+
 /// Byte equality of two strings in const context (for the permission name check).
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -130,7 +132,7 @@ pub fn env_access(call: &crate::CallContext) -> crate::EnvAccess {
 // The arguments of a `#[tool]`: `Deserialize` is written by the macro rather than derived. It
 // reads the JSON object into a `Value` (one visitor for every tool, generic only over the
 // deserializer) and hands it to the tool's own reader, a plain function that takes each field
-// with `arg_field`. The messages are serde's own: unknown, missing and duplicate fields, and
+// with `arg_field` (in `crate::tool`). The messages are serde's own: unknown, missing and duplicate fields, and
 // each field's type errors from its `Deserialize`.
 
 /// The arguments' JSON object, every key one of `fields`. `name` is the args struct's name.
@@ -152,18 +154,6 @@ pub fn args_object<'v>(
     match map.keys().find(|k| !fields.contains(&k.as_str())) {
         Some(unknown) => Err(serde::de::Error::unknown_field(unknown, fields)),
         None => Ok(map),
-    }
-}
-
-/// One field of the arguments' object: its value, or what serde does for a missing field
-/// (`None` for an `Option`, else "missing field").
-pub fn arg_field<T: serde::de::DeserializeOwned>(
-    map: &serde_json::Map<String, serde_json::Value>,
-    field: &'static str,
-) -> Result<T, serde_json::Error> {
-    match map.get(field) {
-        Some(value) => T::deserialize(value),
-        None => T::deserialize(MissingField(field)),
     }
 }
 
@@ -205,27 +195,6 @@ impl<'de> serde::de::Visitor<'de> for ArgsVisitor {
             map.insert(key, value);
         }
         Ok(serde_json::Value::Object(map))
-    }
-}
-
-/// What a derived `Deserialize` reads for an absent field: `None` for an `Option`, and for
-/// anything else the error "missing field".
-struct MissingField(&'static str);
-
-impl<'de> serde::Deserializer<'de> for MissingField {
-    type Error = serde_json::Error;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
-        Err(serde::de::Error::missing_field(self.0))
-    }
-
-    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        visitor.visit_none()
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
-        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
     }
 }
 

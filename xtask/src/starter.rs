@@ -11,7 +11,7 @@ use crate::cmd::{self, cargo, run, timed};
 use std::path::Path;
 
 /// The crates the starter may depend on, patched to this workspace's copies.
-const PATCHED: [&str; 4] = ["agents-core", "agents-macros", "agents-provider", "agents-runtime"];
+const PATCHED: [&str; 5] = ["agents-core", "agents-macros", "agents-provider", "agents-sandbox", "agents-runtime"];
 
 pub(crate) fn run_starter() -> Result<(), String> {
     let ws = cmd::workspace()?;

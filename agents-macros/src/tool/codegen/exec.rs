@@ -84,6 +84,11 @@ pub(super) fn impls(
         other => unreachable!("`#[tool]` gives a tool one of the three tiers, not {other}"),
     };
     let dispatch_where = if tool.tier == Tier::Handoff { quote!() } else { agent_where(tool, rt) };
+    // An isolated tool's arguments cross to its worker process as JSON: the registry's parse
+    // checks them as strictly as any tool's and keeps the checked value.
+    let parse = tool
+        .isolated
+        .then(|| quote!(const PARSE: #rt::tool::ParseArgs = <Self as #rt::Dispatch<__A>>::PARSE_KEEPING_JSON;));
     quote! {
         #exec_impl
         impl #seal::DeclaredByToolMacro for #fn_ident {
@@ -91,6 +96,7 @@ pub(super) fn impls(
         }
         impl<__A> #seal::DispatchedByToolMacro<__A> for #fn_ident #dispatch_where {}
         impl<__A> #rt::Dispatch<__A> for #fn_ident #dispatch_where {
+            #parse
             fn handler() -> #rt::tool::Handler<__A> {
                 #handler
             }

@@ -85,7 +85,7 @@ fn registrations(tool: &Tool<'_>, rt: &TokenStream) -> TokenStream {
     let isolated = (tool.agent.is_none() && tool.tier != Tier::Handoff).then(|| {
         quote! {
             #rt::__private::inventory::submit! {
-                #rt::isolate::IsolatedTool::of::<#fn_ident>()
+                #rt::__private::isolated_tool::<#fn_ident>()
             }
         }
     });

@@ -1,6 +1,7 @@
 //! What crosses the pipes between the runtime and a worker: frames of a little-endian `u32`
 //! length and that many bytes of JSON.
 
+use crate::settings::Limits;
 use agents_core::Principal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,18 +9,18 @@ use std::io::{Read, Write};
 
 /// The first frame a worker reads: which tool, and how to confine it.
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Header {
-    pub(super) tool: String,
-    pub(super) limits: super::Limits,
-    pub(super) allow_degraded: bool,
-    pub(super) max_message_bytes: usize,
+pub(crate) struct Header {
+    pub(crate) tool: String,
+    pub(crate) limits: Limits,
+    pub(crate) allow_degraded: bool,
+    pub(crate) max_message_bytes: usize,
     /// The uid and gid a worker started as root becomes.
-    pub(super) worker_user: (u32, u32),
+    pub(crate) worker_user: (u32, u32),
 }
 
 /// The worker's answer to the header: confined and waiting, or refused (nothing will run).
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) enum Ready {
+pub(crate) enum Ready {
     Confined(Confinement),
     Refused(String),
 }
@@ -27,24 +28,24 @@ pub(super) enum Ready {
 /// What confines a worker, as it reports it once the rules are in force (all `false` and
 /// empty by default: nothing yet).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct Confinement {
+pub(crate) struct Confinement {
     /// The Landlock ABI in force, or `None` (degraded).
-    pub(super) landlock_abi: Option<i32>,
-    pub(super) user_namespace: bool,
-    pub(super) network_namespace: bool,
-    pub(super) seccomp: bool,
-    pub(super) degraded: bool,
+    pub(crate) landlock_abi: Option<i32>,
+    pub(crate) user_namespace: bool,
+    pub(crate) network_namespace: bool,
+    pub(crate) seccomp: bool,
+    pub(crate) degraded: bool,
     /// Declared roots that did not exist when the worker started (nothing beneath is granted).
-    pub(super) missing_roots: Vec<String>,
+    pub(crate) missing_roots: Vec<String>,
     /// Descriptors the worker inherited (above 2, but the protocol's own) and closed at start.
-    pub(super) inherited_closed: usize,
+    pub(crate) inherited_closed: usize,
     /// Whether seccomp lets the tool change metadata through a descriptor it opened (it
     /// declares a write root); by path, never.
-    pub(super) metadata_by_descriptor: bool,
+    pub(crate) metadata_by_descriptor: bool,
 }
 
 impl Confinement {
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();
         match self.landlock_abi {
             Some(abi) => parts.push(format!("landlock abi {abi}")),
@@ -78,27 +79,36 @@ impl Confinement {
     }
 }
 
-/// One call, as the worker receives it.
+/// One call, as the worker receives it: who it runs for, its ids, and its arguments as JSON
+/// (already checked by the tool's typed parse).
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct CallFrame {
-    pub(super) principal: Principal,
-    pub(super) run_id: String,
-    pub(super) session_id: String,
-    pub(super) call_id: String,
+pub struct Call {
+    /// The principal the run acts for.
+    pub principal: Principal,
+    /// The run's id.
+    pub run_id: String,
+    /// The session's id.
+    pub session_id: String,
+    /// The call's id.
+    pub call_id: String,
     /// The id of the confirmation token the gate redeemed (action calls only).
-    pub(super) token_id: Option<String>,
-    pub(super) args: Value,
+    pub token_id: Option<String>,
+    /// The arguments.
+    pub args: Value,
 }
 
 /// The call's outcome, as the worker sends it.
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) enum Outcome {
+pub(crate) enum Outcome {
     Ok(Value),
     Err(String),
 }
 
+/// The exit code of a worker that could not serve (the parent reads it as "refused").
+pub(crate) const EXIT_PROTOCOL: i32 = 97;
+
 /// Writes one frame.
-pub(super) fn write_frame<T: Serialize>(out: &mut impl Write, value: &T) -> std::io::Result<()> {
+pub(crate) fn write_frame<T: Serialize>(out: &mut impl Write, value: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     let len = u32::try_from(bytes.len()).map_err(|_| std::io::Error::other("frame larger than 4 GiB"))?;
     let mut buf = Vec::with_capacity(4 + bytes.len());
@@ -110,7 +120,7 @@ pub(super) fn write_frame<T: Serialize>(out: &mut impl Write, value: &T) -> std:
 
 /// Why a frame was not read.
 #[derive(Debug)]
-pub(super) enum FrameError {
+pub(crate) enum FrameError {
     /// The stream ended before a whole frame.
     Closed,
     /// The announced length is over the bound (nothing more was read).
@@ -120,7 +130,7 @@ pub(super) enum FrameError {
 }
 
 /// Reads one frame of at most `max` bytes.
-pub(super) fn read_frame<T: for<'de> Deserialize<'de>>(input: &mut impl Read, max: usize) -> Result<T, FrameError> {
+pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(input: &mut impl Read, max: usize) -> Result<T, FrameError> {
     let mut len = [0u8; 4];
     input.read_exact(&mut len).map_err(|_| FrameError::Closed)?;
     let len = u32::from_le_bytes(len) as usize;

@@ -1,22 +1,20 @@
 //! The worker process: reads which tool to serve, confines itself, answers "ready", reads one
-//! call, runs the tool's own handler on a single-threaded async runtime, writes the outcome
+//! call, runs the tool on a single-threaded async runtime, writes the outcome
 //! and exits.
 
-use super::protocol::{CallFrame, Header, Outcome, Ready, read_frame, write_frame};
-use crate::tool::{ApprovedCall, CallContext, Handler};
+use crate::confine::{confine, tie_to_parent};
+use crate::protocol::{Call, EXIT_PROTOCOL, Header, Outcome, Ready, read_frame, write_frame};
+use crate::settings::WORKER_ENV;
+use crate::tools::{IsolatedTool, registered};
 use std::io::Write;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
 
 /// What the model and the record are told when the tool panicked (its own text may quote the
 /// arguments; it goes to the worker's stderr only).
 const PANICKED: &str = "panicked: the tool failed unexpectedly and its message is withheld; its outcome is unknown";
 
-/// Exit codes of a worker that could not serve (the parent reads them as "refused").
-pub(super) const EXIT_PROTOCOL: i32 = 97;
-
 /// Serves one call and exits; never returns.
-pub(super) fn serve() -> ! {
+pub(crate) fn serve() -> ! {
     // Dies with the runtime: the kernel kills it when the thread that started it ends.
     if tie_to_parent().is_err() {
         std::process::exit(EXIT_PROTOCOL);
@@ -45,19 +43,16 @@ pub(super) fn serve() -> ! {
     let header: Header = match read_frame(&mut input, 64 << 10) {
         Ok(h) => h,
         Err(_) => {
-            eprintln!(
-                "{}: this process was started as an isolated-tool worker without a valid request",
-                super::WORKER_ENV
-            );
+            eprintln!("{}: this process was started as an isolated-tool worker without a valid request", WORKER_ENV);
             std::process::exit(EXIT_PROTOCOL);
         }
     };
-    let Some(tool) = super::registered(&header.tool) else {
+    let Some(tool) = registered(&header.tool) else {
         let _ =
             write_frame(&mut out, &Ready::Refused(format!("no isolated tool `{}` in this executable", header.tool)));
         std::process::exit(EXIT_PROTOCOL);
     };
-    match super::confine::confine(tool.spec, &header) {
+    match confine(tool.spec, &header) {
         Ok(mut confinement) => {
             confinement.inherited_closed = inherited_closed;
             if write_frame(&mut out, &Ready::Confined(confinement)).is_err() {
@@ -79,7 +74,7 @@ pub(super) fn serve() -> ! {
         }
     };
     warm_up(&runtime);
-    let call: CallFrame = match read_frame(&mut input, header.max_message_bytes) {
+    let call: Call = match read_frame(&mut input, header.max_message_bytes) {
         Ok(c) => c,
         // The runtime closed the pipe: a warm worker it no longer needs.
         Err(_) => std::process::exit(0),
@@ -126,7 +121,7 @@ fn close_inherited(keep: RawFd) -> Result<usize, String> {
 /// the first touch of each page of a fresh process costs a fault, which would otherwise fall
 /// on the call's path.
 fn warm_up(runtime: &tokio::runtime::Runtime) {
-    let sample = CallFrame {
+    let sample = Call {
         principal: agents_core::Principal::new("user", "org", "role"),
         run_id: "run".to_owned(),
         session_id: "session".to_owned(),
@@ -136,7 +131,7 @@ fn warm_up(runtime: &tokio::runtime::Runtime) {
     };
     let mut bytes = Vec::new();
     if write_frame(&mut bytes, &sample).is_ok() {
-        let _ = read_frame::<CallFrame>(&mut bytes.as_slice(), bytes.len());
+        let _ = read_frame::<Call>(&mut bytes.as_slice(), bytes.len());
     }
     runtime.block_on(async { tokio::task::yield_now().await });
     let mut out = Vec::new();
@@ -144,54 +139,12 @@ fn warm_up(runtime: &tokio::runtime::Runtime) {
     std::hint::black_box(out);
 }
 
-/// Runs the tool's handler on the call.
-fn run(tool: &super::IsolatedTool, call: CallFrame, runtime: &tokio::runtime::Runtime) -> Outcome {
-    let typed = match (tool.parse)(&call.args) {
-        Ok(t) => t,
-        Err(e) => return Outcome::Err(format!("invalid arguments for `{}`: {e}", tool.spec.name)),
-    };
-    let cx = CallContext {
-        principal: Arc::new(call.principal),
-        run_id: call.run_id.as_str().into(),
-        session_id: call.session_id.as_str().into(),
-        call_id: call.call_id.as_str().into(),
-        spec: tool.spec,
-        invoker: None,
-        // The runtime redeemed the token before it started this call: the handler's witness
-        // is minted from this record, as in-process.
-        approved: call.token_id.map(|token_id| ApprovedCall {
-            token_id,
-            tool: tool.spec.name,
-            nonce: crate::token::random_bytes::<16>(),
-        }),
-        // The application's state stays in its process.
-        state: crate::tool::AppState::default(),
-        imports: None,
-        listed_sha256: std::sync::OnceLock::new(),
-    };
-    let run = match (tool.handler)() {
-        Handler::Read(f) | Handler::Action(f) => f,
-        Handler::Handoff(_) => return Outcome::Err("a handoff tool has no execution path".to_owned()),
-    };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(&cx, typed))));
+/// Runs the tool on the call, its panic caught.
+fn run(tool: &IsolatedTool, call: Call, runtime: &tokio::runtime::Runtime) -> Outcome {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on((tool.run)(call))));
     match result {
         Ok(Ok(value)) => Outcome::Ok(value),
-        Ok(Err(e)) => Outcome::Err(e.message),
+        Ok(Err(message)) => Outcome::Err(message),
         Err(_) => Outcome::Err(PANICKED.to_owned()),
     }
-}
-
-/// Sets the worker's parent-death signal (`SIGKILL`), then checks that its parent is still the
-/// runtime that started it: a runtime that ended before the signal was set left the worker to
-/// another parent, which the signal does not cover, and the worker exits. Set again after each
-/// change of credentials (the kernel clears it then).
-pub(super) fn tie_to_parent() -> Result<(), String> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
-    let expected = std::env::var(super::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
-    let parent = nix::unistd::getppid().as_raw();
-    if expected != Some(parent) {
-        return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
-    }
-    Ok(())
 }

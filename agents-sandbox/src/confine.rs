@@ -3,7 +3,7 @@
 //! Landlock, `no_new_privs`, seccomp. No `unsafe`: `nix`, `landlock` and `seccompiler` wrap
 //! each system call safely. (The descriptors it inherited are closed before, in `worker`.)
 
-use super::protocol::{Confinement, Header};
+use crate::protocol::{Confinement, Header};
 use agents_core::ToolSpec;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 /// and changing the root, namespaces, kernel modules, kexec and reboot, BPF, keyrings,
 /// performance counters, swap, clocks, raising limits, leaving the worker's process group,
 /// running another program, and a few legacy or privileged calls. `clone` with a namespace
-/// flag is refused as well, and `clone3` answers `ENOSYS` (see the module docs).
+/// flag is refused as well, and `clone3` answers `ENOSYS` (see the crate docs).
 pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
@@ -153,7 +153,7 @@ const RESOLVER_FILES: &[&str] =
     &["/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
 
 /// Confines the calling process (which must be single-threaded) to `spec`'s policy.
-pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
+pub(crate) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, String> {
     let policy = &spec.policy;
     let mut report = Confinement::default();
     let degrade = |what: String, report: &mut Confinement| {
@@ -179,7 +179,7 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
     }
 
     // The parent-death signal, again: a change of credentials clears it.
-    super::worker::tie_to_parent()?;
+    tie_to_parent()?;
 
     // 1. Namespaces: no capability in the parent's user namespace; no network unless declared.
     let no_network = policy.net_hosts.is_empty();
@@ -196,7 +196,7 @@ pub(super) fn confine(spec: &ToolSpec, header: &Header) -> Result<Confinement, S
     }
 
     // And once more: the new user namespace is a change of credentials too.
-    super::worker::tie_to_parent()?;
+    tie_to_parent()?;
 
     // 2. Resource limits (hard = soft, but CPU: SIGXCPU first, SIGKILL one second later).
     let l = &header.limits;
@@ -357,6 +357,21 @@ fn seccomp(metadata_by_descriptor: bool) -> Result<(), String> {
     for filter in [deny, clone3] {
         let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
         seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Sets the worker's parent-death signal (`SIGKILL`), then checks that its parent is still the
+/// runtime that started it: a runtime that ended before the signal was set left the worker to
+/// another parent, which the signal does not cover, and the worker exits. Set again after each
+/// change of credentials (the kernel clears it then).
+pub(crate) fn tie_to_parent() -> Result<(), String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("setting the worker's parent-death signal failed: {e}"))?;
+    let expected = std::env::var(crate::settings::WORKER_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    let parent = nix::unistd::getppid().as_raw();
+    if expected != Some(parent) {
+        return Err(format!("the runtime that started the worker is gone (parent {parent}, expected {expected:?})"));
     }
     Ok(())
 }

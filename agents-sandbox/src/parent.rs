@@ -1,4 +1,4 @@
-//! The runtime's side: starting (or taking a warm) worker, sending the call, waiting for the
+//! The application's side: starting (or taking a warm) worker, sending the call, waiting for the
 //! result under the deadline, killing the worker's process group, and saying how it ended.
 //!
 //! Workers are started by one long-lived thread per set of pools (the *spawner*): a worker's
@@ -7,9 +7,8 @@
 //! the calling task, and awaits the result that the worker's reader thread hands over; the
 //! spawner refills the pool once the call has its result, and retires workers left idle.
 
-use super::protocol::{CallFrame, Confinement, FrameError, Outcome, Ready, read_frame, write_frame};
-use super::{Settings, WORKER_ENV, WorkerArgs};
-use crate::tool::{CallContext, ErasedArgs, ToolError};
+use crate::protocol::{Call, Confinement, EXIT_PROTOCOL, FrameError, Header, Outcome, Ready, read_frame, write_frame};
+use crate::settings::{Settings, WORKER_ENV};
 use agents_core::ToolSpec;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -18,7 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -91,51 +90,16 @@ fn reap(child: Child) {
 /// Starts a worker for `spec` and waits until it is confined (or refused). Called on the
 /// spawner thread only (see the module docs).
 fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("the current executable cannot be found: {e}"))?;
-    let mut command = Command::new(exe);
-    // The worker checks its parent against this pid after setting its parent-death signal.
-    command.env_clear().env(WORKER_ENV, std::process::id().to_string());
-    for var in spec.policy.env_vars {
-        if let Some(value) = std::env::var_os(var) {
-            command.env(var, value);
-        }
-    }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, which the deadline kills whole and which it cannot leave.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("the worker process could not be started: {e}"))?;
+    let mut child = start_process(spec)?;
     let pid = child.id() as i32;
-    let (Some(mut stdin), Some(stdout), Some(mut stderr_pipe)) =
+    let (Some(mut stdin), Some(stdout), Some(stderr_pipe)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         kill_group(pid);
         reap(child);
         return Err("the worker's pipes could not be opened".to_owned());
     };
-    let stderr = Arc::new(Mutex::new(Vec::new()));
-    let kept = stderr.clone();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stderr_pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
-            let room = STDERR_KEPT.saturating_sub(kept.len());
-            kept.extend_from_slice(&buf[..n.min(room)]);
-        }
-    });
-    let header = super::protocol::Header {
-        tool: spec.name.to_owned(),
-        limits: settings.limits,
-        allow_degraded: settings.allow_degraded,
-        max_message_bytes: settings.max_message_bytes,
-        worker_user: settings.worker_user,
-    };
+    let (stderr, stderr_reader) = keep_stderr(stderr_pipe);
     let mut worker = Worker {
         child: Some(child),
         pid,
@@ -146,11 +110,69 @@ fn spawn(spec: &'static ToolSpec, settings: &Settings) -> Result<Worker, String>
         confinement: Confinement::default(),
         since: Instant::now(),
     };
-    if write_frame(&mut stdin, &header).is_err() {
+    if write_frame(&mut stdin, &header(spec, settings)).is_err() {
         let status = wait_exit(&mut worker, Duration::from_secs(1));
         return Err(format!("the worker did not take its request ({})", describe_exit(status, &worker.stderr)));
     }
     worker.stdin = Some(stdin);
+    await_confinement(worker, stdout)
+}
+
+/// Starts the executable again as a worker: its environment cleared but for the variables the
+/// policy declares, its standard streams piped, in a process group of its own.
+fn start_process(spec: &'static ToolSpec) -> Result<Child, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("the current executable cannot be found: {e}"))?;
+    let mut command = Command::new(exe);
+    // The worker checks its parent against this pid after setting its parent-death signal.
+    command.env_clear().env(WORKER_ENV, std::process::id().to_string());
+    for var in spec.policy.env_vars {
+        if let Some(value) = std::env::var_os(var) {
+            command.env(var, value);
+        }
+    }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, which the deadline kills whole and which it cannot leave.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("the worker process could not be started: {e}"))
+}
+
+/// Keeps the start of the worker's stderr (at most [`STDERR_KEPT`] bytes), read on a thread of
+/// its own that ends when every holder of the pipe is gone.
+fn keep_stderr(mut pipe: ChildStderr) -> (Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    let kept = stderr.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+            let room = STDERR_KEPT.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+    });
+    (stderr, reader)
+}
+
+/// The first frame a worker of `spec` reads: which tool, and how to confine it.
+fn header(spec: &'static ToolSpec, settings: &Settings) -> Header {
+    Header {
+        tool: spec.name.to_owned(),
+        limits: settings.limits,
+        allow_degraded: settings.allow_degraded,
+        max_message_bytes: settings.max_message_bytes,
+        worker_user: settings.worker_user,
+    }
+}
+
+/// Waits for the worker's report that it is confined (within [`START_DEADLINE`]): the worker
+/// ready for its call, or why it is not.
+fn await_confinement(mut worker: Worker, stdout: ChildStdout) -> Result<Worker, String> {
     let mut stdout = std::fs::File::from(OwnedFd::from(stdout));
     match read_ready(&mut stdout, Instant::now() + START_DEADLINE) {
         Ok(Ready::Confined(c)) => {
@@ -421,125 +443,142 @@ impl Drop for Refill<'_> {
     }
 }
 
-/// Carries out an isolated call: its result, and how the worker ended (for the audit notice,
-/// starting with `isolated:`).
-pub(crate) async fn call(
-    pools: &Pools,
-    cx: &CallContext,
-    typed: ErasedArgs,
-    runtime_deadline: Duration,
-) -> (Result<Value, ToolError>, String) {
-    let spec = cx.spec;
+/// How an isolated call ended: its result (the tool's value, or the text of its error) and
+/// the audit notice's reason (starting with `isolated:`).
+type Ended = (Result<Value, String>, String);
+
+/// The result and the audit notice's reason of an isolated call of `tool` refused before
+/// anything ran, for the reason `why`.
+pub fn refused(tool: &str, why: &str) -> (Result<Value, String>, String) {
+    (
+        Err(format!("the isolated tool `{tool}` was refused and nothing ran: {why}")),
+        format!("isolated: refused, nothing ran: {why}"),
+    )
+}
+
+/// Carries out an isolated call of the tool `spec`: its result, and how the worker ended.
+pub(crate) async fn call(pools: &Pools, spec: &'static ToolSpec, call: Call, runtime_deadline: Duration) -> Ended {
     let settings = pools.settings();
-    let fail = |message: String, ended: String| (Err(ToolError::new(message)), ended);
-    let refused = |why: String| {
-        fail(
-            format!("the isolated tool `{}` was refused and nothing ran: {why}", spec.name),
-            format!("isolated: refused, nothing ran: {why}"),
-        )
-    };
-    let Some(WorkerArgs(args)) = typed.take::<WorkerArgs>() else {
-        return refused("its arguments were not kept for a worker".to_owned());
-    };
-    let frame = CallFrame {
-        principal: (*cx.principal).clone(),
-        run_id: cx.run_id.to_string(),
-        session_id: cx.session_id.to_string(),
-        call_id: cx.call_id.to_string(),
-        token_id: cx.approved.as_ref().map(|a| a.token_id.clone()),
-        args,
-    };
     let mut bytes = Vec::new();
-    if let Err(e) = write_frame(&mut bytes, &frame) {
-        return refused(format!("its arguments could not be written ({e})"));
+    if let Err(e) = write_frame(&mut bytes, &call) {
+        return refused(spec.name, &format!("its arguments could not be written ({e})"));
     }
-    drop(frame);
+    drop(call);
     let deadline = settings.deadline.min(runtime_deadline);
     let _refill = Refill(pools, spec);
     let mut worker = match pools.take(spec) {
         Some(w) => w,
         None => match pools.cold(spec).await {
             Ok(w) => w,
-            Err(why) => return refused(why),
+            Err(why) => return refused(spec.name, &why),
         },
     };
     let confined = worker.confinement.describe();
     // The result pipe joins the calling task's reactor before anything is sent, so a runtime
     // that cannot read it refuses the call with nothing run.
     let Some(pipe) = worker.stdout.take().and_then(result_pipe) else {
-        return refused(
-            "the async runtime running the call has no I/O driver (build it with `enable_io` or `enable_all`)"
-                .to_owned(),
-        );
+        let why = "the async runtime running the call has no I/O driver (build it with `enable_io` or `enable_all`)";
+        return refused(spec.name, why);
     };
+    let started = Instant::now();
+    let received = exchange(&mut worker, bytes, pipe, settings.max_message_bytes, deadline).await;
+    let ending = Ending { spec, worker, confined, deadline, started, max_message_bytes: settings.max_message_bytes };
+    match received {
+        Ok(Ok(outcome)) => ending.delivered(outcome),
+        Ok(Err(FrameError::Closed)) => ending.without_result().await,
+        Ok(Err(error)) => ending.refused_result(error),
+        Err(_) => ending.past_deadline(),
+    }
+}
+
+/// Sends the call's frame to the worker and reads its result frame, within `deadline` from
+/// now: `Err` when the deadline passed first.
+async fn exchange(
+    worker: &mut Worker,
+    bytes: Vec<u8>,
+    pipe: tokio::net::unix::pipe::Receiver,
+    max_message_bytes: usize,
+    deadline: Duration,
+) -> Result<Result<Outcome, FrameError>, tokio::time::error::Elapsed> {
     let started = Instant::now();
     let sent = match worker.stdin.take() {
         Some(mut stdin) if bytes.len() <= INLINE_FRAME => stdin.write_all(&bytes).is_ok(),
         Some(mut stdin) => tokio::task::spawn_blocking(move || stdin.write_all(&bytes).is_ok()).await.unwrap_or(false),
         None => false,
     };
-    let received = if sent {
-        let outcome = read_outcome(pipe, settings.max_message_bytes);
-        tokio::time::timeout(deadline.saturating_sub(started.elapsed()), outcome).await
-    } else {
-        Ok(Err(FrameError::Closed))
-    };
-    match received {
-        Ok(Ok(outcome)) => {
-            // The result is in: nothing of the tool may run on. Its process group is killed at
-            // once (dropping the worker) and reaped off the call's path.
-            drop(worker);
-            let ended = format!(
-                "isolated: result delivered, then the worker's process group was killed; confined by {confined}"
-            );
-            match outcome {
-                Outcome::Ok(value) => (Ok(value), ended),
-                Outcome::Err(message) => (Err(ToolError::new(message)), ended),
-            }
+    if !sent {
+        return Ok(Err(FrameError::Closed));
+    }
+    let outcome = read_outcome(pipe, max_message_bytes);
+    tokio::time::timeout(deadline.saturating_sub(started.elapsed()), outcome).await
+}
+
+/// A call whose frame was sent, and what the audit notice says of it: the result it ends with.
+struct Ending {
+    spec: &'static ToolSpec,
+    worker: Worker,
+    /// What confined the worker, in the notice's words.
+    confined: String,
+    deadline: Duration,
+    started: Instant,
+    max_message_bytes: usize,
+}
+
+impl Ending {
+    /// The result is in: nothing of the tool may run on. Its process group is killed at once
+    /// (dropping the worker) and reaped off the call's path.
+    fn delivered(self, outcome: Outcome) -> Ended {
+        drop(self.worker);
+        let ended = format!(
+            "isolated: result delivered, then the worker's process group was killed; confined by {}",
+            self.confined
+        );
+        match outcome {
+            Outcome::Ok(value) => (Ok(value), ended),
+            Outcome::Err(message) => (Err(message), ended),
         }
-        Ok(Err(FrameError::TooLarge(n))) => {
-            drop(worker);
-            let why = format!(
+    }
+
+    /// A result frame over the bound, or not valid: the worker is killed.
+    fn refused_result(self, error: FrameError) -> Ended {
+        drop(self.worker);
+        let why = match error {
+            FrameError::TooLarge(n) => format!(
                 "its result of {n} bytes is larger than the {} bytes allowed; the worker was killed",
-                settings.max_message_bytes
-            );
-            fail(
-                format!("the isolated tool `{}` failed: {why}", spec.name),
-                format!("isolated: {why}; confined by {confined}"),
-            )
-        }
-        Ok(Err(FrameError::Malformed(e))) => {
-            drop(worker);
-            let why = format!("its result frame was not valid ({e}); the worker was killed");
-            fail(
-                format!("the isolated tool `{}` failed: {why}", spec.name),
-                format!("isolated: {why}; confined by {confined}"),
-            )
-        }
-        Err(_) => {
-            drop(worker);
-            let why = format!(
-                "limit hit: wall-clock deadline of {} s; the worker's process group was killed",
-                deadline.as_secs_f64()
-            );
-            fail(
-                format!("the isolated tool `{}` did not finish: {why}; its outcome is unknown", spec.name),
-                format!("isolated: {why}; confined by {confined}"),
-            )
-        }
-        Ok(Err(FrameError::Closed)) => {
-            let within = deadline.saturating_sub(started.elapsed());
-            let why = tokio::task::spawn_blocking(move || {
-                let status = wait_exit(&mut worker, within);
-                describe_exit(status, &worker.stderr)
-            })
-            .await
-            .unwrap_or_else(|_| "its exit status is unknown".to_owned());
-            fail(
-                format!("the isolated tool `{}` ended without a result: {why}; its outcome is unknown", spec.name),
-                format!("isolated: {why}; confined by {confined}"),
-            )
-        }
+                self.max_message_bytes
+            ),
+            FrameError::Malformed(e) => format!("its result frame was not valid ({e}); the worker was killed"),
+            FrameError::Closed => "its result frame ended early; the worker was killed".to_owned(),
+        };
+        let message = format!("the isolated tool `{}` failed: {why}", self.spec.name);
+        (Err(message), format!("isolated: {why}; confined by {}", self.confined))
+    }
+
+    /// The deadline passed first: the worker's process group is killed.
+    fn past_deadline(self) -> Ended {
+        drop(self.worker);
+        let why = format!(
+            "limit hit: wall-clock deadline of {} s; the worker's process group was killed",
+            self.deadline.as_secs_f64()
+        );
+        let message = format!("the isolated tool `{}` did not finish: {why}; its outcome is unknown", self.spec.name);
+        (Err(message), format!("isolated: {why}; confined by {}", self.confined))
+    }
+
+    /// The worker ended (or closed its pipe) without a result: how it ended, once it has, within
+    /// what is left of the deadline.
+    async fn without_result(self) -> Ended {
+        let Ending { spec, mut worker, confined, deadline, started, .. } = self;
+        let within = deadline.saturating_sub(started.elapsed());
+        let why = tokio::task::spawn_blocking(move || {
+            let status = wait_exit(&mut worker, within);
+            describe_exit(status, &worker.stderr)
+        })
+        .await
+        .unwrap_or_else(|_| "its exit status is unknown".to_owned());
+        let message =
+            format!("the isolated tool `{}` ended without a result: {why}; its outcome is unknown", spec.name);
+        (Err(message), format!("isolated: {why}; confined by {confined}"))
     }
 }
 
@@ -572,7 +611,7 @@ fn describe_exit(status: Option<ExitStatus>, stderr: &Mutex<Vec<u8>>) -> String 
     if let Some(code) = status.code() {
         return match code {
             0 => "exit 0".to_owned(),
-            super::worker::EXIT_PROTOCOL => format!("exit {code} (the worker refused or lost its request)"),
+            EXIT_PROTOCOL => format!("exit {code} (the worker refused or lost its request)"),
             101 => format!("exit {code} (the tool panicked)"),
             _ => format!("exit {code}"),
         };

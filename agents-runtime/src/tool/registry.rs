@@ -1,0 +1,192 @@
+//! The registry `agent!` generates, its entries, the check that it is exactly what the
+//! agent's `MANIFEST` states, and the link-time list of every tool in a binary.
+
+use super::args::{ErasedArgs, ParseArgs};
+use super::exec::{Dispatch, Handler};
+use agents_core::ToolSpec;
+use serde_json::Value;
+use std::fmt;
+
+/// A registry entry: the spec, a strict typed parse, and the handler.
+///
+/// Built only by [`RegisteredTool::of`], from one tool's own `#[tool]` declaration: an entry cannot
+/// pair one tool's spec with another tool's handler, parse or schema.
+pub struct RegisteredTool<A> {
+    /// The tool's spec.
+    pub(crate) spec: &'static ToolSpec,
+    /// The cached input schema.
+    pub(crate) schema: fn() -> &'static Value,
+    /// Typed deserialization of already-strictly-parsed arguments (borrowed: no copy).
+    pub(crate) parse: ParseArgs,
+    /// The parse for a worker process (keeps the checked JSON): a runtime setting may isolate
+    /// a tool its code does not mark `isolated` (see `crate::isolate::Isolation`).
+    pub(crate) parse_isolated: ParseArgs,
+    /// How to carry it out.
+    pub(crate) handler: Handler<A>,
+}
+
+impl<A> fmt::Debug for RegisteredTool<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredTool").field("tool", &self.spec.name).field("handler", &self.handler).finish()
+    }
+}
+
+impl<A> RegisteredTool<A> {
+    /// The tool's spec.
+    pub fn spec(&self) -> &'static ToolSpec {
+        self.spec
+    }
+
+    /// The tool's cached input schema.
+    pub fn schema(&self) -> &'static Value {
+        (self.schema)()
+    }
+
+    /// Typed deserialization of already-strictly-parsed arguments.
+    pub fn parse(&self, args: &Value) -> Result<ErasedArgs, String> {
+        (self.parse)(args)
+    }
+
+    /// How the tool is carried out (callable only with a [`CallContext`](super::CallContext),
+    /// which only the runtime makes).
+    pub fn handler(&self) -> &Handler<A> {
+        &self.handler
+    }
+
+    /// The tool's tier, as its handler carries it out.
+    pub fn tier(&self) -> agents_core::Tier {
+        match self.handler {
+            Handler::Read(_) => agents_core::Tier::Read,
+            Handler::Action(_) => agents_core::Tier::Action,
+            Handler::Handoff(_) => agents_core::Tier::Handoff,
+        }
+    }
+
+    /// The entry of tool `T`, which the agent must grant.
+    pub fn of<T: Dispatch<A>>() -> Self
+    where
+        A: agents_core::Grants<T>,
+    {
+        RegisteredTool {
+            spec: &T::SPEC,
+            schema: T::input_schema,
+            parse: T::PARSE,
+            parse_isolated: T::PARSE_KEEPING_JSON,
+            handler: T::handler(),
+        }
+    }
+}
+
+/// The registry `agent!` generates: a `match` on the tool's position in
+/// [`Agent::tools`](agents_core::Agent::tools).
+///
+/// Sealed (a hand-written impl does not compile), and checked: `Runtime::start` and
+/// `Runtime::direct` refuse, once per agent type, an agent whose registry does not produce
+/// exactly its `MANIFEST` bytes (see [`verify_registry`]).
+pub trait Registry: agents_core::Agent + Sized {
+    /// The entry of the tool at `index` in `tools()`.
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>>;
+    /// The entry of a granted tool, by name.
+    fn entry(name: &str) -> Option<RegisteredTool<Self>> {
+        Self::tool_index(name).and_then(Self::entry_at)
+    }
+}
+
+/// Why a registry is refused: it does not produce exactly its agent's `MANIFEST`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "agent `{agent}` is refused: its registry does not match its `MANIFEST` ({reason}); declare agents only with `agent!`, which builds both from one source"
+)]
+pub struct RegistryMismatch {
+    /// The agent's name.
+    pub agent: &'static str,
+    /// What differs.
+    pub reason: String,
+}
+
+/// Checks that `A`'s registry is exactly what its `MANIFEST` states: the manifest rebuilt from
+/// the specs the registry runs (each entry's own spec, in `tools()` order, with its handler's
+/// tier) has the same bytes as `A::MANIFEST`, and `A::MANIFEST_SHA256` is their SHA-256.
+/// The runtime calls this once per agent type before the first run or direct session.
+pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
+    let refuse = |reason: String| Err(RegistryMismatch { agent: A::SPEC.name, reason });
+    let tools = A::tools();
+    let mut specs: Vec<&'static ToolSpec> = Vec::with_capacity(tools.len());
+    for (i, listed) in tools.iter().enumerate() {
+        let Some(entry) = A::entry_at(i) else {
+            return refuse(format!("no registry entry for the listed tool `{}`", listed.name));
+        };
+        if entry.spec != *listed {
+            return refuse(format!("entry {i} runs `{}` where `tools()` lists `{}`", entry.spec.name, listed.name));
+        }
+        if entry.tier() != entry.spec.tier {
+            return refuse(format!(
+                "`{}` is declared {} but its handler is {}",
+                entry.spec.name,
+                entry.spec.tier,
+                entry.tier()
+            ));
+        }
+        specs.push(entry.spec);
+    }
+    if A::entry_at(tools.len()).is_some() {
+        return refuse("the registry has entries beyond the listed tools".to_owned());
+    }
+    if tools.windows(2).any(|w| w[0].name >= w[1].name) {
+        return refuse("`tools()` is not sorted by name without duplicates".to_owned());
+    }
+    let rebuilt = match agents_core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
+        Ok(m) => m.to_canonical_string(),
+        Err(e) => return refuse(e.to_string()),
+    };
+    if rebuilt != A::MANIFEST {
+        let at = rebuilt
+            .bytes()
+            .zip(A::MANIFEST.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(rebuilt.len().min(A::MANIFEST.len()));
+        let near = |s: &str| s.get(at.saturating_sub(40)..(at + 40).min(s.len())).unwrap_or_default().to_owned();
+        return refuse(format!(
+            "the manifest the registry produces differs from `MANIFEST` at byte {at}: registry `…{}…`, MANIFEST `…{}…`",
+            near(&rebuilt),
+            near(A::MANIFEST)
+        ));
+    }
+    if agents_core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
+        return refuse("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`".to_owned());
+    }
+    Ok(())
+}
+
+/// [`verify_registry`], remembered per agent type for the life of the process.
+pub(crate) fn verified_registry<A: Registry>() -> Result<(), RegistryMismatch> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static VERIFIED: Mutex<Option<HashMap<std::any::TypeId, Result<(), RegistryMismatch>>>> = Mutex::new(None);
+    let id = std::any::TypeId::of::<A>();
+    if let Some(known) = VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&id) {
+        return known.clone();
+    }
+    let result = verify_registry::<A>();
+    if let Err(e) = &result {
+        tracing::error!(agent = A::SPEC.name, "{e}");
+    }
+    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(id, result.clone());
+    result
+}
+
+/// Link-time registration of every tool in a binary.
+#[derive(Debug)]
+pub struct ToolRegistration {
+    /// The tool's spec.
+    pub spec: &'static ToolSpec,
+}
+
+inventory::collect!(ToolRegistration);
+
+/// Every tool linked into this binary, sorted by name.
+pub fn linked_tools() -> Vec<&'static ToolSpec> {
+    let mut v: Vec<_> = inventory::iter::<ToolRegistration>.into_iter().map(|r| r.spec).collect();
+    v.sort_by(|a, b| a.name.cmp(b.name));
+    v
+}
