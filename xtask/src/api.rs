@@ -144,97 +144,14 @@ impl<'a> Walk<'a> {
                     self.child(child, path);
                 }
             }
-            "use" => {
-                // A re-export: the item it names, at this path (a glob: its items, here).
-                let target = &inner["id"];
-                let name = inner["name"].as_str().unwrap_or_default();
-                let parent = path.rsplit_once("::").map_or(path, |(p, _)| p);
-                match self.get(target) {
-                    Some(t) if inner["is_glob"] == true => {
-                        for child in
-                            t["inner"]["module"]["items"].as_array().into_iter().flatten().cloned().collect::<Vec<_>>()
-                        {
-                            self.child(&child, parent);
-                        }
-                    }
-                    Some(_) => self.item(target, &format!("{parent}::{name}")),
-                    None => {
-                        let glob = if inner["is_glob"] == true { "::*" } else { "" };
-                        self.lines.insert(format!(
-                            "pub use {parent}::{name} = {}{glob}",
-                            inner["source"].as_str().unwrap_or_default()
-                        ));
-                    }
-                }
-            }
-            "struct" | "union" => {
-                let generics = self.generics(&inner["generics"]);
-                let shape = &inner["kind"];
-                if let Some(fields) = shape["tuple"].as_array() {
-                    let fields: Vec<String> = fields
-                        .iter()
-                        .map(|f| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"])))
-                        .collect();
-                    self.lines.insert(format!("pub {kind} {path}{}({}){}", generics.0, fields.join(", "), generics.1));
-                } else {
-                    let unit = if shape == "unit" { ";" } else { "" };
-                    self.lines.insert(format!("pub {kind} {path}{}{}{unit}", generics.0, generics.1));
-                    let fields = shape["plain"]["fields"].as_array().or(inner["fields"].as_array());
-                    for f in fields.into_iter().flatten() {
-                        if let Some(field) = self.get(f) {
-                            self.lines.insert(format!(
-                                "pub {path}.{}: {}",
-                                field["name"].as_str().unwrap_or("_"),
-                                ty(&field["inner"]["struct_field"])
-                            ));
-                        }
-                    }
-                }
-                self.impls(&inner["impls"], path);
-            }
-            "enum" => {
-                let generics = self.generics(&inner["generics"]);
-                self.lines.insert(format!("pub enum {path}{}{}", generics.0, generics.1));
-                for v in inner["variants"].as_array().into_iter().flatten() {
-                    let Some(variant) = self.get(v) else { continue };
-                    let name = variant["name"].as_str().unwrap_or("_");
-                    let shape = &variant["inner"]["variant"]["kind"];
-                    let field_type =
-                        |f: &Value| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"]));
-                    let body = if let Some(fields) = shape["tuple"].as_array() {
-                        format!("({})", fields.iter().map(field_type).collect::<Vec<_>>().join(", "))
-                    } else if let Some(fields) = shape["struct"]["fields"].as_array() {
-                        let fields: Vec<String> = fields
-                            .iter()
-                            .filter_map(|f| self.get(f))
-                            .map(|f| {
-                                format!("{}: {}", f["name"].as_str().unwrap_or("_"), ty(&f["inner"]["struct_field"]))
-                            })
-                            .collect();
-                        format!(" {{ {} }}", fields.join(", "))
-                    } else {
-                        String::new()
-                    };
-                    self.lines.insert(format!("pub {path}::{name}{body}"));
-                }
-                self.impls(&inner["impls"], path);
-            }
+            "use" => self.reexport(inner, path),
+            "struct" | "union" => self.structure(kind, inner, path),
+            "enum" => self.enumeration(inner, path),
             "function" => {
                 let line = self.function(inner, path);
                 self.lines.insert(format!("pub {line}"));
             }
-            "trait" => {
-                let generics = self.generics(&inner["generics"]);
-                let bounds = self.bounds(&inner["bounds"]);
-                let bounds = if bounds.is_empty() { String::new() } else { format!(": {bounds}") };
-                let unsafety = if inner["is_unsafe"] == true { "unsafe " } else { "" };
-                self.lines.insert(format!("pub {unsafety}trait {path}{}{bounds}{}", generics.0, generics.1));
-                for member in inner["items"].as_array().into_iter().flatten() {
-                    if let Some(line) = self.member(member, path) {
-                        self.lines.insert(line);
-                    }
-                }
-            }
+            "trait" => self.trait_with_members(inner, path),
             "type_alias" => {
                 let generics = self.generics(&inner["generics"]);
                 self.lines.insert(format!("pub type {path}{}{} = {}", generics.0, generics.1, ty(&inner["type"])));
@@ -255,6 +172,100 @@ impl<'a> Walk<'a> {
             }
             other => {
                 self.lines.insert(format!("pub {other} {path}"));
+            }
+        }
+    }
+
+    /// A re-export: the item it names, at this path (a glob: its items, here).
+    fn reexport(&mut self, inner: &'a Value, path: &str) {
+        let target = &inner["id"];
+        let name = inner["name"].as_str().unwrap_or_default();
+        let parent = path.rsplit_once("::").map_or(path, |(p, _)| p);
+        match self.get(target) {
+            Some(t) if inner["is_glob"] == true => {
+                for child in t["inner"]["module"]["items"].as_array().into_iter().flatten().cloned().collect::<Vec<_>>()
+                {
+                    self.child(&child, parent);
+                }
+            }
+            Some(_) => self.item(target, &format!("{parent}::{name}")),
+            None => {
+                let glob = if inner["is_glob"] == true { "::*" } else { "" };
+                self.lines.insert(format!(
+                    "pub use {parent}::{name} = {}{glob}",
+                    inner["source"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+
+    /// A struct or union (`kind`): its generics, its fields' types, its impls.
+    fn structure(&mut self, kind: &str, inner: &'a Value, path: &str) {
+        let doc = self.doc;
+        let ty = |t: &Value| Type(doc).render(t);
+        let generics = self.generics(&inner["generics"]);
+        let shape = &inner["kind"];
+        if let Some(fields) = shape["tuple"].as_array() {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|f| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"])))
+                .collect();
+            self.lines.insert(format!("pub {kind} {path}{}({}){}", generics.0, fields.join(", "), generics.1));
+        } else {
+            let unit = if shape == "unit" { ";" } else { "" };
+            self.lines.insert(format!("pub {kind} {path}{}{}{unit}", generics.0, generics.1));
+            let fields = shape["plain"]["fields"].as_array().or(inner["fields"].as_array());
+            for f in fields.into_iter().flatten() {
+                if let Some(field) = self.get(f) {
+                    self.lines.insert(format!(
+                        "pub {path}.{}: {}",
+                        field["name"].as_str().unwrap_or("_"),
+                        ty(&field["inner"]["struct_field"])
+                    ));
+                }
+            }
+        }
+        self.impls(&inner["impls"], path);
+    }
+
+    /// An enum: its generics, each variant with its fields' types, its impls.
+    fn enumeration(&mut self, inner: &'a Value, path: &str) {
+        let doc = self.doc;
+        let ty = |t: &Value| Type(doc).render(t);
+        let generics = self.generics(&inner["generics"]);
+        self.lines.insert(format!("pub enum {path}{}{}", generics.0, generics.1));
+        for v in inner["variants"].as_array().into_iter().flatten() {
+            let Some(variant) = self.get(v) else { continue };
+            let name = variant["name"].as_str().unwrap_or("_");
+            let shape = &variant["inner"]["variant"]["kind"];
+            let field_type = |f: &Value| self.get(f).map_or("_".to_owned(), |f| ty(&f["inner"]["struct_field"]));
+            let body = if let Some(fields) = shape["tuple"].as_array() {
+                format!("({})", fields.iter().map(field_type).collect::<Vec<_>>().join(", "))
+            } else if let Some(fields) = shape["struct"]["fields"].as_array() {
+                let fields: Vec<String> = fields
+                    .iter()
+                    .filter_map(|f| self.get(f))
+                    .map(|f| format!("{}: {}", f["name"].as_str().unwrap_or("_"), ty(&f["inner"]["struct_field"])))
+                    .collect();
+                format!(" {{ {} }}", fields.join(", "))
+            } else {
+                String::new()
+            };
+            self.lines.insert(format!("pub {path}::{name}{body}"));
+        }
+        self.impls(&inner["impls"], path);
+    }
+
+    /// A trait: its generics, bounds and safety, then each of its members.
+    fn trait_with_members(&mut self, inner: &'a Value, path: &str) {
+        let generics = self.generics(&inner["generics"]);
+        let bounds = self.bounds(&inner["bounds"]);
+        let bounds = if bounds.is_empty() { String::new() } else { format!(": {bounds}") };
+        let unsafety = if inner["is_unsafe"] == true { "unsafe " } else { "" };
+        self.lines.insert(format!("pub {unsafety}trait {path}{}{bounds}{}", generics.0, generics.1));
+        for member in inner["items"].as_array().into_iter().flatten() {
+            if let Some(line) = self.member(member, path) {
+                self.lines.insert(line);
             }
         }
     }

@@ -10,6 +10,8 @@
 //! | `features` | each library crate checked with no default features and with each feature alone |
 //! | `api [--check]` | writes (or compares) the public-API listing of each library crate in `api/` |
 //! | `starter` | builds and tests `starter/` against the crates of this workspace |
+//! | `graph [--check]` | the circles of files in each crate (files that import from each other, directly or through others); `--check` fails on any |
+//! | `measures [--check] [--top N]` | the longest functions and largest files of each crate; `--check` fails on a function over 80 lines or a file over 800 |
 //!
 //! `--no-install` (or `AGENTS_NO_INSTALL=1`) makes `setup` and `test` stop before any test,
 //! printing the commands that install what is missing, instead of running them.
@@ -17,7 +19,10 @@
 mod api;
 mod checks;
 mod cmd;
+mod graph;
+mod measures;
 mod setup;
+mod sources;
 mod starter;
 
 use std::process::ExitCode;
@@ -32,6 +37,9 @@ usage: cargo xtask <command>
   features                       each library crate with no default features and each feature alone
   api [--check]                  write (or compare with) the public-API listings in api/
   starter                        build and test starter/ against this workspace's crates
+  graph [--check]                the circles of files in each crate; --check fails on any
+  measures [--check] [--top N]   the longest functions and largest files; --check fails on a
+                                 function over 80 lines or a file over 800
 
 --no-install (or AGENTS_NO_INSTALL=1) prints the install commands instead of running them.";
 
@@ -53,12 +61,14 @@ fn main() -> ExitCode {
         "features" => no_args(&command, &args).and_then(|()| checks::features()),
         "api" => api::run_api(args),
         "starter" => no_args(&command, &args).and_then(|()| starter::run_starter()),
+        "graph" => graph::run_graph(args),
+        "measures" => measures::run_measures(args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
         }
         other => Err(format!(
-            "unknown command `{other}`; expected one of `test`, `setup`, `package`, `docs`, `features`, `api`, `starter`\n\n{USAGE}"
+            "unknown command `{other}`; expected one of `test`, `setup`, `package`, `docs`, `features`, `api`, `starter`, `graph`, `measures`\n\n{USAGE}"
         )),
     };
     match outcome {
