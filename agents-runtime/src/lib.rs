@@ -9,10 +9,6 @@ pub mod events;
 pub mod imported;
 pub mod interceptor;
 pub mod isolate;
-#[cfg(feature = "mcp")]
-pub mod listener;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod provenance;
 pub mod provider;
 pub mod run;
