@@ -17,7 +17,7 @@
 //! - event streams and open MCP sessions per principal are capped (429; a refused `initialize`
 //!   makes no session);
 //! - the agent is told when a client goes away before its response is complete
-//!   ([`ClientGone`](crate::ClientGone)): a confirmation asked then ends as `disconnected`;
+//!   ([`ClientGone`]): a confirmation asked then ends as `disconnected`;
 //! - the token is never forwarded: rmcp, the agent and its tools do not see it;
 //! - a timer purges the records of ended sessions and expired confirmation tokens.
 
