@@ -7,9 +7,9 @@
 //! - `tools/list` size in bytes against the raw schemars output for the same argument types.
 //!
 //! Both servers are measured alternately, call by call, so they share the machine's load.
-//! Run with `cargo bench -p agents-runtime --bench mcp`. One run; figures are printed.
+//! Run with `cargo bench -p agents-mcp --bench mcp`. One run; figures are printed.
 //!
-//! `cargo bench -p agents-runtime --bench mcp -- tokens` measures instead what confirmation
+//! `cargo bench -p agents-mcp --bench mcp -- tokens` measures instead what confirmation
 //! tokens cost in memory: the resident set after minting 10^6 tokens, after they expire and
 //! are purged, and over further rounds (bounded: it does not grow round by round).
 

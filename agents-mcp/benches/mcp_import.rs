@@ -5,7 +5,7 @@
 //! server's `tools/list` is read once per session, not per call).
 //!
 //! Both are measured alternately, call by call, so they share the machine's load.
-//! Run with `cargo bench -p agents-runtime --bench mcp_import`. One run; figures are printed.
+//! Run with `cargo bench -p agents-mcp --bench mcp_import`. One run; figures are printed.
 
 use agents_mcp::{ImportSource, McpImports};
 use agents_runtime::audit::MemorySink;

@@ -8,7 +8,6 @@ use agents_runtime::tool::Registry;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +148,7 @@ async fn endpoint<A: Registry>(door: Arc<FrontDoor<A>>, auth: Arc<dyn Authentica
     if let Some(refusal) = door.origins().refusal(req.headers()) {
         return refusal.map(Body::new);
     }
-    let (mut parts, body) = req.into_parts();
+    let (parts, body) = req.into_parts();
     let principal = match auth.authenticate(&parts).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -157,8 +156,7 @@ async fn endpoint<A: Registry>(door: Arc<FrontDoor<A>>, auth: Arc<dyn Authentica
     if let Err(e) = principal.validate() {
         return crate::auth::unauthorized("invalid_principal", e.to_string()).into_response();
     }
-    // Never forwarded: rmcp, the agent and its tools do not see the token.
-    parts.headers.remove(header::AUTHORIZATION);
+    // The door removes the token: rmcp, the agent and its tools do not see it.
     door.serve(principal, Request::from_parts(parts, body)).await.map(Body::new)
 }
 
