@@ -5,7 +5,7 @@
 
 use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use agents_core::mcp_lock::{LockFile, LockedServer};
-use agents_runtime::mcp::import::{ImportSource, pin_server};
+use agents_mcp::{ImportSource, pin_server};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -81,7 +81,7 @@
 //!
 //! **6. Serve it** over HTTP with `agents-service` (runs, their events as server-sent events,
 //! pending decisions to approve or reject, audit queries), or over MCP with
-//! `agents_runtime::mcp::serve_http::<Physio>(runtime, options)`:
+//! `agents_mcp::serve_http::<Physio>(runtime, options)`:
 //!
 //! ```ignore
 //! let service = agents_service::Service::builder(auth, audit_sink, audit_reader)

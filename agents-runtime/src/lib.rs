@@ -9,10 +9,6 @@ pub mod events;
 pub mod imported;
 pub mod interceptor;
 pub mod isolate;
-#[cfg(feature = "mcp")]
-pub mod listener;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod provenance;
 /// Model providers: the [`Provider`](provider::Provider) trait, the scripted and rule-based
 /// providers, and the HTTP providers for OpenAI-compatible Chat Completions and Anthropic

@@ -67,7 +67,7 @@
 //! ([`McpEndpoint::allowed_hosts`], rmcp's) still applies behind this one.
 //!
 //! **The service's own listener** ([`Service::serve`]) takes the connection limits of the
-//! runtime's shared [`listener`](agents_runtime::listener), the same as the MCP HTTP server's
+//! shared [`listener`](agents_mcp::listener) of `agents-mcp`, the same as the MCP HTTP server's
 //! ([`ConnectionLimits`], each a setting with a safe default): at most 1024 connections at
 //! once (further clients wait in the listen queue, holding nothing of the process), 10 s to
 //! send a request's headers (a client sending them byte by byte is cut then), 30 s of quiet
@@ -94,8 +94,9 @@
 //!
 //! # MCP in the same router
 //!
-//! [`ServiceBuilder::mcp`] also serves an agent over MCP streamable HTTP (rmcp's own service)
-//! at [`McpEndpoint::path`] (default `/mcp`), for the principals the same [`Authenticator`]
+//! [`ServiceBuilder::mcp`] also serves an agent over MCP streamable HTTP (the MCP front door of
+//! `agents-mcp`, the same as its standalone server's, in front of rmcp's own service) at
+//! [`McpEndpoint::path`] (default `/mcp`), for the principals the same [`Authenticator`]
 //! names. Its refusals are MCP's, not the JSON ones below: 403 for a foreign `Origin`, 401
 //! from the authenticator, 413 over [`McpEndpoint::max_body_bytes`], and for any request on an
 //! MCP session its caller did not open the 404 of an unknown session (audited as `denied`).
@@ -184,7 +185,7 @@ mod serve;
 mod sessions;
 mod sse;
 
-pub use agents_runtime::listener::ConnectionLimits;
+pub use agents_mcp::listener::ConnectionLimits;
 pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).

@@ -1,9 +1,9 @@
-//! The service's own listener: the connection limits of the runtime's shared
-//! [`listener`](agents_runtime::listener), the same as the MCP HTTP server's.
+//! The service's own listener: the connection limits of the shared
+//! [`listener`](agents_mcp::listener) of `agents-mcp`, the same as the MCP HTTP server's.
 
 use crate::Service;
 use crate::host::ServedAt;
-use agents_runtime::listener::{ConnectionLimits, accept_loop};
+use agents_mcp::listener::{ConnectionLimits, accept_loop};
 use axum::Router;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;

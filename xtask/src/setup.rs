@@ -23,7 +23,7 @@ use std::process::Command;
 const NO_INSTALL_VAR: &str = "AGENTS_NO_INSTALL";
 
 /// The npm fixtures, relative to the workspace root, each installed from its lock file.
-const NPM_FIXTURES: [&str; 2] = ["agents-runtime/tests/fixtures/ts-mcp-server", "agents-service/tests/console-e2e"];
+const NPM_FIXTURES: [&str; 2] = ["agents-mcp/tests/fixtures/ts-mcp-server", "agents-service/tests/console-e2e"];
 
 /// One thing the tests need from the system.
 struct Prerequisite {

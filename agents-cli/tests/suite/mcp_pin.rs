@@ -1,4 +1,4 @@
-//! `agents mcp pin` against a live MCP server: the fixture server of `agents-runtime`
+//! `agents mcp pin` against a live MCP server: the fixture server of `agents-mcp`
 //! (`agents-mcp-import-fixture`), which lists other tools when its state file says so.
 
 use crate::common;
@@ -7,12 +7,12 @@ use agents_core::mcp_lock::LockFile;
 use common::{agents, code, stderr, stdout};
 use std::path::{Path, PathBuf};
 
-/// The fixture server, built beside this crate's binary by `cargo build -p agents-runtime`.
+/// The fixture server, built beside this crate's binary by `cargo build -p agents-mcp`.
 fn fixture_server() -> PathBuf {
     let path = Path::new(env!("CARGO_BIN_EXE_agents")).with_file_name("agents-mcp-import-fixture");
     assert!(
         path.exists(),
-        "{} is missing: build it first with `cargo build -p agents-runtime --bin agents-mcp-import-fixture` (same target directory)",
+        "{} is missing: build it first with `cargo build -p agents-mcp --bin agents-mcp-import-fixture` (same target directory)",
         path.display()
     );
     path
@@ -80,10 +80,10 @@ fn a_server_that_does_not_start_is_a_clear_error() {
     assert!(stderr(&o).contains("exactly one of `--stdio"), "{}", stderr(&o));
 }
 
-/// The server written with the official TypeScript SDK that `agents-runtime`'s import tests
+/// The server written with the official TypeScript SDK that `agents-mcp`'s import tests
 /// use; its packages must be installed (`npm ci` there, as `.ci/run` does).
 fn ts_server() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-runtime/tests/fixtures/ts-mcp-server");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-mcp/tests/fixtures/ts-mcp-server");
     assert!(
         dir.join("node_modules/@modelcontextprotocol/sdk/package.json").is_file(),
         "the TypeScript MCP server's packages are not installed: run `cargo xtask setup` (or `cargo xtask test`), which installs them, or `npm ci --no-audit --no-fund` in {} (node 20 and npm)",
@@ -110,8 +110,8 @@ fn pin_reads_a_server_written_with_the_typescript_sdk_over_stdio_and_http() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("+ search") && stdout(&o).contains("+ add_note"), "{}", stdout(&o));
     let written = LockFile::parse(&std::fs::read_to_string(&lock).unwrap()).unwrap();
-    // The same pins as the runtime's import tests compile in.
-    let theirs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-runtime/tests/mcp_import.lock.json");
+    // The same pins as the import tests of `agents-mcp` compile in.
+    let theirs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-mcp/tests/mcp_import.lock.json");
     let theirs = LockFile::parse(&std::fs::read_to_string(theirs).unwrap()).unwrap();
     assert_eq!(written.servers["ts_notes"].tools, theirs.servers["ts_notes"].tools);
 

@@ -538,8 +538,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Drops the session's state in the runtime (its owner binding) when it ends: for session
     /// ids that are never reused, such as an MCP transport's.
-    #[cfg_attr(not(feature = "mcp"), expect(dead_code, reason = "only the MCP server's sessions are ephemeral"))]
-    pub(crate) fn ephemeral(mut self) -> Self {
+    pub fn ephemeral(mut self) -> Self {
         self.ephemeral = true;
         self
     }

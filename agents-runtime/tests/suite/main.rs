@@ -3,14 +3,13 @@
 //!
 //! To add tests: write `tests/suite/<topic>.rs` (its `//!` says what it shows), add
 //! `mod <topic>;` below in alphabetical order, and reach the shared helpers as
-//! `use crate::run_common;` (`audit_common`, `mcp_common`, ...). Run one file's tests with
+//! `use crate::run_common;` (`audit_common`, `provider_common`, ...). Run one file's tests with
 //! `cargo test -p agents-runtime --test suite <topic>::`.
 //!
 //! A test that changes the whole process (environment variables, resource limits, a panic
 //! hook, Landlock or seccomp, re-running its own executable) stays a file of its own at
 //! `tests/<name>.rs`, its own binary, and declares the helpers it uses with `mod run_common;`:
-//! `isolate`, `isolate_without_init`, `audit_crash`, `mcp_http_descriptors`, `mcp_http_limits`,
-//! `provider_hostile_memory` and `run_model`.
+//! `isolate`, `isolate_without_init`, `audit_crash`, `provider_hostile_memory` and `run_model`.
 
 // Each topic is a private module: a `pub` item there is as reachable as it was in a binary of
 // its own.
@@ -18,12 +17,6 @@
 
 #[path = "../audit_common/mod.rs"]
 mod audit_common;
-#[cfg(feature = "mcp")]
-#[path = "../import_common/mod.rs"]
-mod import_common;
-#[cfg(feature = "mcp")]
-#[path = "../mcp_common/mod.rs"]
-mod mcp_common;
 #[path = "../provider_common/mod.rs"]
 mod provider_common;
 #[path = "../run_common/mod.rs"]
@@ -37,13 +30,6 @@ mod audit_sqlite;
 mod decider_view;
 mod macros_basic;
 mod manifest_hash;
-mod mcp_decider_view;
-mod mcp_http;
-mod mcp_http_cross_user;
-mod mcp_import;
-mod mcp_import_ts;
-mod mcp_outcomes;
-mod mcp_stdio;
 mod param_descriptions;
 mod provider_anthropic;
 mod provider_config;

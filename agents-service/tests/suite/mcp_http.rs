@@ -4,7 +4,7 @@
 //! 404 of an unknown session every time, changes nothing and is audited; no token, a foreign
 //! `Origin`, an oversized body and duplicate keys are refused before rmcp sees the request.
 
-#[path = "../../../agents-runtime/tests/mcp_common/mod.rs"]
+#[path = "../../../agents-mcp/tests/mcp_common/mod.rs"]
 mod mcp_common;
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};

@@ -133,9 +133,9 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
         .roles(super::roles().clone())
         .shared_state(Store::shared())
         .build();
-    let options = agents_runtime::mcp::McpOptions::default();
+    let options = agents_mcp::McpOptions::default();
     if !http {
-        return agents_runtime::mcp::serve_stdio::<DeskLoop>(rt, alex(), options).await.map_err(io::Error::other);
+        return agents_mcp::serve_stdio::<DeskLoop>(rt, alex(), options).await.map_err(io::Error::other);
     }
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
     let token = std::env::var("AGENTS_MCP_TOKEN")
@@ -143,12 +143,12 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
         .filter(|t| !t.is_empty())
         .ok_or_else(|| invalid("`mcp --http` needs the bearer token clients present in AGENTS_MCP_TOKEN".into()))?;
     let bind = std::env::var("AGENTS_MCP_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let mut http = agents_runtime::mcp::McpHttpOptions { mcp: options, ..Default::default() };
+    let mut http = agents_mcp::McpHttpOptions { mcp: options, ..Default::default() };
     http.bind = bind
         .parse()
         .map_err(|_| invalid(format!("AGENTS_MCP_BIND must be an address like 127.0.0.1:8080, got `{bind}`")))?;
     http.bearer_tokens.insert(token, alex());
-    let server = agents_runtime::mcp::serve_http::<DeskLoop>(rt, http).await.map_err(io::Error::other)?;
+    let server = agents_mcp::serve_http::<DeskLoop>(rt, http).await.map_err(io::Error::other)?;
     eprintln!("serving DeskLoop over MCP at http://{}/mcp (Ctrl-C stops)", server.local_addr());
     tokio::signal::ctrl_c().await?;
     server.shutdown();

@@ -2,7 +2,7 @@
 //! network host, or it is marked `egress`); see [`crate::provenance`] for what it compares.
 //!
 //! A tool imported from an MCP server is `egress` by default (its arguments leave for the
-//! server's operator; see [`crate::mcp::import`]): steps 2 and 3 apply to it, step 1 does not
+//! server's operator; see the `agents-mcp` crate's `import`): steps 2 and 3 apply to it, step 1 does not
 //! (the hosts in its arguments are the server's business, and its arguments reach only it).
 //!
 //! 1. **Hosts.** Every URL (`scheme://…`, `//host…`) and every bare host name (`name.tld`,

@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod door;
+mod http;
+pub mod import;
+pub mod listener;
+mod options;
+mod server;
+mod stdio;
+mod strict;
+
+pub use door::{DEFAULT_MAX_BODY_BYTES, FrontDoor, FrontDoorOptions, Origins, ResponseBody};
+pub use http::{HttpLimits, HttpServer, McpHttpOptions, serve_http};
+pub use import::{ImportError, ImportSource, McpImports, pin_server};
+pub use options::{DEFAULT_ELICITATION_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, McpError, McpOptions};
+pub use server::{ClientGone, ClientGoneBody, McpServer};
+pub use stdio::{serve_io, serve_stdio};
+pub use strict::{INVALID_REQUEST, strict_refusal};
