@@ -46,6 +46,7 @@ pub const ACCEPTED_FORMS: &str = "openai:<model> (e.g. openai:gpt-4o-mini), anth
 
 /// Which wire protocol and defaults to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// Hosted OpenAI (Chat Completions).
     #[serde(rename = "openai")]

@@ -62,6 +62,7 @@ pub struct BudgetError(pub String);
 
 /// What to do when the budget store cannot answer before a paid call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum BudgetFallback {
     /// Stop the run before the call, as when the budget is used up; audited. The default: a
     /// budget that cannot be read does not bind, so the call is not made.

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 /// What an interceptor decides about one call.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Decision {
     /// Go on.
     Proceed,

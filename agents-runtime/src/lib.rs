@@ -17,7 +17,12 @@ pub mod provenance;
 pub use agents_provider as provider;
 pub mod run;
 pub mod store;
+// The span and metric names, read by `agents-telemetry` (which documents them for users).
+#[doc(hidden)]
 pub mod telemetry;
+// Confirmation tokens are minted and redeemed by the gate alone: an application never holds
+// one (it decides with `Runtime::decide`); the module stays reachable for benchmarks.
+#[doc(hidden)]
 pub mod token;
 pub mod tool;
 
@@ -174,13 +179,20 @@ pub use agents_macros::agent;
 /// }
 /// ```
 pub use agents_macros::permissions;
+pub use audit::{AuditSink, JsonlSink, MemorySink};
 #[cfg(feature = "http")]
 pub use capability::NetClient;
 pub use capability::{EnvAccess, FsAccess, NetAccess};
+pub use events::Event;
+pub use imported::ImportedTools;
+pub use interceptor::Interceptor;
+pub use provider::{Provider, ScriptedProvider};
 pub use run::{
-    CallStatus, CallSummary, ConfirmMode, PendingDecision, ResumedCall, RunError, RunHandle, RunOutput, RunReport,
-    RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Verdict,
+    CallStatus, CallSummary, ConfirmMode, Confirmer, DirectResult, DirectSession, PendingDecision, ResumedCall,
+    RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Undecided,
+    Verdict,
 };
+pub use store::{MemoryStore, Store};
 pub use tool::{
     ActionTool, AppState, Approval, CallContext, Dispatch, HandoffTool, ReadTool, RegisteredTool, Registry,
     ToolContext, ToolError, linked_tools,

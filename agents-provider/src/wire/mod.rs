@@ -43,6 +43,7 @@ use crate::redact::Redactor;
 
 /// Which wire format an answer is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WireFormat {
     /// OpenAI Chat Completions (`chat.completion` / `chat.completion.chunk`).
     OpenAi,

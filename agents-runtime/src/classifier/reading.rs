@@ -8,6 +8,7 @@ use std::sync::Arc;
 /// How a reply to a pending proposal reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Classification {
     /// Agreement to exactly the proposal.
     Confirm,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 /// How an action waits for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ConfirmMode {
     /// The run pauses and a UI calls [`Runtime::decide`](super::Runtime::decide) (a confirm dialog).
     #[default]
@@ -20,6 +21,7 @@ pub enum ConfirmMode {
 
 /// A person's decision on a pending action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Run exactly this call.
     Approve,
@@ -96,6 +98,7 @@ impl Undecided {
 
 /// What a [`Confirmer`] learned from the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfirmAnswer {
     /// The person decided.
     Decided(Verdict),

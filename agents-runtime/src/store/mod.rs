@@ -182,6 +182,7 @@ pub struct SlotId(pub String);
 
 /// A person's decision, as the store keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoredVerdict {
     /// Approved.
     Approved,
@@ -285,6 +286,7 @@ pub struct ProposalPage {
 
 /// Why a decision was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecideOutcome {
     /// Recorded: this decision is the proposal's one decision.
     Recorded,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 /// What to do when the administrator's disable list cannot be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum DisabledFallback {
     /// Use the role-only set (the disable list is a convenience, not a boundary); audited.
     #[default]
