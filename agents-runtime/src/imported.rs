@@ -131,8 +131,8 @@ async fn call_configured(call: &CallContext, args: ImportedArgs) -> Result<Value
     let Some(import) = spec.import else {
         return Err(ToolError::new(format!("`{}` is not an imported tool; nothing ran", spec.name)));
     };
-    let configured = call.imports.as_ref().filter(|i| i.source_of(import.server).is_some());
-    let Some(imports) = configured else {
+    // A server the implementation does not know is its to refuse (with the same words).
+    let Some(imports) = call.imports.as_ref() else {
         return Err(ToolError::new(format!(
             "MCP server `{}` (of tool `{}`) is not configured in this runtime; nothing ran (the application adds it with `RuntimeBuilder::mcp_imports`)",
             import.server, spec.name

@@ -46,8 +46,10 @@ async fn headers_sent_byte_by_byte_are_cut_at_the_header_read_timeout() {
     let mut limits = ConnectionLimits::default();
     limits.header_read_timeout = Duration::from_secs(1);
     let base = serve(limits).await;
-    let mut stream = TcpStream::connect(base).await.unwrap();
+    // Taken before the connection exists, so it is never later than the server's timer, which
+    // starts when the server has accepted the connection.
     let started = Instant::now();
+    let mut stream = TcpStream::connect(base).await.unwrap();
     // Headers that never end: one byte every 100 ms (each byte keeps the connection active, so
     // only the header timeout can end it). Sending stops at 20 s, far beyond the limit.
     let head = format!("GET /v1/agents HTTP/1.1\r\nHost: {base}\r\nX-Slow: {}", "a".repeat(400));
