@@ -6,7 +6,8 @@
 //! and by the session's next turn.
 
 use super::context::{CallRef, RunCtx, ToolFacts, snapshot_of};
-use super::gate::{Checked, execute_approved};
+use super::gate::checked::Checked;
+use super::gate::execute::execute_approved;
 use super::ledger::ClaimHeartbeat;
 use super::owed::FinalOwed;
 use super::pending::{detail, principal_of, seal};
@@ -102,6 +103,7 @@ async fn resumed_ctx<A: Registry>(inner: &Arc<Inner>, p: &ProposalRecord, ids: O
     });
     let bus = Arc::new(EventBus::new());
     let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);
+    super::gate::arm_nested(&ctx);
     let (snapshot, _) = snapshot_of(&ctx).await;
     let _ = ctx.snapshot.set(snapshot);
     ctx

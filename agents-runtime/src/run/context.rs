@@ -14,7 +14,7 @@ use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};
 use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
-use crate::tool::{NestedInvoker, RegisteredTool, Registry};
+use crate::tool::{CallContext, NestedInvoker, RegisteredTool, Registry};
 use agents_core::redact::{SecretSchema, redact};
 use agents_core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
 use serde_json::{Value, json};
@@ -153,6 +153,24 @@ impl Future for Audited<'_> {
 }
 
 impl<A: Registry> RunCtx<A> {
+    /// The context a tool of the run runs with: who it acts for, the call, the application's
+    /// state, and the way back into this gate for the tools it calls in turn.
+    pub(super) fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {
+        let invoker = self.invoker.get().cloned();
+        CallContext {
+            principal: self.principal.clone(),
+            run_id: self.ids.run_id.clone(),
+            session_id: self.ids.session_id.clone(),
+            call_id,
+            spec,
+            invoker,
+            approved: None,
+            state: self.inner.services.state.clone(),
+            imports: self.inner.services.mcp_imports.clone(),
+            listed_sha256: std::sync::OnceLock::new(),
+        }
+    }
+
     /// A new run (or direct session) of `A` for `principal` in `session_id`, with fresh ids.
     pub(super) fn new(
         inner: &Arc<Inner>,

@@ -626,6 +626,7 @@ impl Runtime {
         let events = bus.subscribe();
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
+        super::gate::arm_nested(&ctx);
         let run_id = ctx.ids.run_id.to_string();
         let span = run_span(&ctx);
         let session = session_id.to_owned();
@@ -679,6 +680,7 @@ impl Runtime {
         let bus = Arc::new(EventBus::new());
         let ctx =
             RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus, CancellationToken::new(), Some(confirm));
+        super::gate::arm_nested(&ctx);
         let snapshot = availability(&ctx).await.ok_or(StartError::AuditUnavailable)?;
         let _ = ctx.snapshot.set(snapshot);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -17,7 +17,8 @@ pub(super) use unavailable::Unavailable;
 
 use super::context::{CallOutcome, RunCtx};
 use super::decision::{ConfirmRequest, DeciderView, Undecided};
-use super::gate::{ActionFn, Checked};
+use super::gate::checked::Checked;
+use super::gate::execute::ActionFn;
 use super::owed::FinalOwed;
 use super::pending::{detail_of, seal, withdraw};
 use super::proposal::{Refused, State};

@@ -4,7 +4,7 @@
 //! the arguments, redeemed by the channel, and the permission is checked again before the tool
 //! runs ([`execute`](super::execute)).
 
-use super::Checked;
+use super::checked::Checked;
 use super::execute::ActionFn;
 use crate::run::confirm::{Channel, Confirmation, Conversational, Dialog, Unavailable};
 use crate::run::context::CallOutcome;

@@ -2,8 +2,8 @@
 //! then the tool runs, contained, with the witness of that token, and its outcome is recorded.
 //! Every confirmation channel and a resumption end here.
 
-use super::nested::call_context;
-use super::{Checked, finish_call, run_contained};
+use super::checked::{Checked, finish_call};
+use super::contain::run_contained;
 use crate::audit::AuditStatus;
 use crate::run::context::CallOutcome;
 use crate::run::owed::FinalOwed;
@@ -30,7 +30,7 @@ pub(in crate::run) async fn execute_approved<A: Registry>(
         let _ = ctx.audit(base(AuditStatus::Failed, redacted.clone()).reason(reason)).await;
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
     }
-    let mut cx = call_context(ctx, spec, call.id.into());
+    let mut cx = ctx.call_context(spec, call.id.into());
     // The record of the token just redeemed; the handler's witness must carry its nonce.
     cx.approved = Some(crate::tool::ApprovedCall::redeemed(token, spec.name));
     owed.running();

@@ -1,6 +1,6 @@
 //! A handoff call: audited `handed_off` and passed to a person's queue; nothing runs.
 
-use super::Checked;
+use super::checked::Checked;
 use crate::audit::AuditStatus;
 use crate::events::{Event, HandoffRecord};
 use crate::run::context::CallOutcome;

@@ -5,31 +5,15 @@ use super::gate_call;
 use crate::BoxFuture;
 use crate::provider::ToolCallRequest;
 use crate::run::context::{CallRef, RunCtx};
-use crate::tool::{CallContext, NestedInvoker, Registry, ToolError};
-use agents_core::{SharedStr, ToolSpec};
+use crate::tool::{NestedInvoker, Registry, ToolError};
 use serde_json::Value;
 use std::sync::{Arc, Weak};
 
-/// The context a tool of the run runs with: who it acts for, the call, the application's
-/// state, and the way back into this gate for the tools it calls in turn.
-pub(in crate::run) fn call_context<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    spec: &'static ToolSpec,
-    call_id: SharedStr,
-) -> CallContext {
-    let invoker = ctx.invoker.get_or_init(|| nested_invoker(Arc::downgrade(ctx))).clone();
-    CallContext {
-        principal: ctx.principal.clone(),
-        run_id: ctx.ids.run_id.clone(),
-        session_id: ctx.ids.session_id.clone(),
-        call_id,
-        spec,
-        invoker: Some(invoker),
-        approved: None,
-        state: ctx.inner.services.state.clone(),
-        imports: ctx.inner.services.mcp_imports.clone(),
-        listed_sha256: std::sync::OnceLock::new(),
-    }
+/// Gives the run its way back into this gate for the tools its tools call in turn: the
+/// nested invoker every call context of the run carries. The code that makes a run (above
+/// the gate) arms it once; the layers below only read it.
+pub(in crate::run) fn arm_nested<A: Registry>(ctx: &Arc<RunCtx<A>>) {
+    let _ = ctx.invoker.set(nested_invoker(Arc::downgrade(ctx)));
 }
 
 /// How a tool calls another granted tool: through the gate of the run it belongs to. Built

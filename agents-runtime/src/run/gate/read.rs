@@ -1,7 +1,7 @@
 //! A read call: audited `proposed`, run, its outcome audited.
 
-use super::nested::call_context;
-use super::{Checked, finish_call, run_contained};
+use super::checked::{Checked, finish_call};
+use super::contain::run_contained;
 use crate::audit::AuditStatus;
 use crate::run::context::CallOutcome;
 use crate::run::owed::ReadOwed;
@@ -31,7 +31,7 @@ pub(super) fn call<'a, A: Registry>(
         let owed = ReadOwed::new(ctx, base, redacted);
         // The call's context lives while its tool runs, not while its outcome is recorded.
         let result = {
-            let cx = call_context(ctx, spec, call_id);
+            let cx = ctx.call_context(spec, call_id);
             await_in_place!(run_contained(ctx, run, &cx, typed))
         };
         owed.paid();
