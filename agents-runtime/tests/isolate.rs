@@ -24,10 +24,11 @@ use std::time::Duration;
 
 const BASE: &str = "/tmp/agents-isolate-escape";
 const SECRET: &str = "SECRET: outside every declared root";
-/// The one TCP port the network tool declares.
-const DECLARED_PORT: u16 = 47_001;
+/// The one TCP port the network tool declares. The test ports lie below the kernel's range of
+/// ephemeral ports (32768-60999 by default), so no outgoing connection of another test holds one.
+const DECLARED_PORT: u16 = 31_001;
 /// A port it does not declare.
-const UNDECLARED_PORT: u16 = 47_002;
+const UNDECLARED_PORT: u16 = 31_002;
 /// The worker's process limit (threads count).
 const PROCESSES: u64 = 8;
 /// How many threads the bomb tries before it gives up on its own.
@@ -61,7 +62,7 @@ async fn read_with_handle(fs: FsAccess, name: String) -> Result<String, String> 
 }
 
 /// Connects to a TCP port on loopback and reads a line.
-#[tool(permission = public, isolated, policy(net(hosts = ["127.0.0.1:47001"])))]
+#[tool(permission = public, isolated, policy(net(hosts = ["127.0.0.1:31001"])))]
 async fn connect_tcp(port: u16) -> Result<String, String> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect {port}: {e}"))?;
     let mut line = String::new();
@@ -282,7 +283,7 @@ async fn connect_unix(path: String) -> Result<String, String> {
 
 /// Connects to an abstract Unix socket name. It declares a host, so it shares the runtime's
 /// network namespace (where abstract names live).
-#[tool(permission = public, isolated, policy(net(hosts = ["127.0.0.1:47001"])))]
+#[tool(permission = public, isolated, policy(net(hosts = ["127.0.0.1:31001"])))]
 async fn connect_abstract(name: String) -> Result<String, String> {
     use std::os::linux::net::SocketAddrExt;
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
@@ -664,16 +665,16 @@ async fn connect_to_an_undeclared_port_is_refused(w: Arc<World>) -> Result<(), S
 }
 
 async fn connect_without_a_declared_network_is_refused(w: Arc<World>) -> Result<(), String> {
-    let _l = listen(47_003, "hello");
-    let c = w.call("connect_undeclared", serde_json::json!({"port": 47_003})).await;
-    c.refused("connect 47003")?;
+    let _l = listen(31_003, "hello");
+    let c = w.call("connect_undeclared", serde_json::json!({"port": 31_003})).await;
+    c.refused("connect 31003")?;
     Ok(())
 }
 
 async fn udp_without_a_declared_network_goes_nowhere(w: Arc<World>) -> Result<(), String> {
-    let listener = std::net::UdpSocket::bind(("127.0.0.1", 47_004)).map_err(|e| e.to_string())?;
+    let listener = std::net::UdpSocket::bind(("127.0.0.1", 31_004)).map_err(|e| e.to_string())?;
     // The worker's own network namespace has no usable interface: the datagram has no route.
-    let c = w.call("udp_undeclared", serde_json::json!({"port": 47_004})).await;
+    let c = w.call("udp_undeclared", serde_json::json!({"port": 31_004})).await;
     c.refused("udp ")?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let mut buf = [0u8; 16];

@@ -64,16 +64,19 @@
 //!    - `shared`: what every run of one runtime shares (`Inner`: its settings, its services and
 //!      its live state), and the records written with nobody waiting for them.
 //! 2. `context`: one run's context (who it acts for, its availability snapshot, its ids, how it
-//!    writes records and events). A direct session has one too.
+//!    writes records and events, the call context a tool runs with). A direct session has one
+//!    too. A tool that calls another granted tool goes back through the gate by the nested
+//!    invoker its call context carries: a trait object the code that makes a run arms once
+//!    (`gate::arm_nested`), so nothing below the gate names the gate.
 //! 3. Above the context, what moves one call:
 //!    - `owed`: the final record a call owes once it has begun;
 //!    - `ledger`: a stored proposal's transitions that change the book, the store and the log
 //!      together (ending one still waiting, claiming a conversational approval's execution),
 //!      and the heartbeat of a claim being carried out;
-//!    - `gate`: the checks every call passes (with the egress check of tools that reach out),
-//!      then one room per tier (read, action, handoff), the run of an approved action
-//!      (`gate::execute`) and the call context a tool runs with, through which a tool calls
-//!      another granted tool back through the gate (`gate::nested`);
+//!    - `gate`: a call past the checks and the recording of its outcome (`gate::checked`), the
+//!      run of an approved action (`gate::execute`), both below the checks every call passes
+//!      (with the egress check of tools that reach out) and one room per tier (read, action,
+//!      handoff); `gate::nested` makes the invoker through which a tool calls another;
 //!    - `confirm`: how a person decides on an action: one `Channel` (a `pub(crate)` trait)
 //!      per way of asking, each its own file (`dialog`: a UI, the HTTP decisions route or a
 //!      [`Confirmer`] such as MCP elicitation; `conversational`; `unavailable`), chosen once
