@@ -340,9 +340,16 @@
       return "/v1/audit?" + params.toString();
     }
 
+    // Only the latest search may fill the table: an earlier answer that arrives late (the
+    // unfiltered list asked for on load, say) must not replace or join a later one's rows.
+    let latest = 0;
     async function search(after) {
+      const asked = ++latest;
+      const url = query(after);
+      tbody.setAttribute("aria-busy", "true");
       try {
-        const r = await api(query(after));
+        const r = await api(url);
+        if (asked !== latest) return;
         if (after === null) { found = []; tbody.replaceChildren(); }
         found.push(...r.records);
         for (const rec of r.records) {
@@ -355,8 +362,12 @@
         next = r.next_after;
         more.hidden = next === null || next === undefined;
         result.textContent = found.length + " record(s)";
+        tbody.dataset.query = url;
+        tbody.setAttribute("aria-busy", "false");
       } catch (err) {
+        if (asked !== latest) return;
         result.textContent = err.message;
+        tbody.setAttribute("aria-busy", "false");
       }
     }
 

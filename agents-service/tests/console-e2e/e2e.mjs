@@ -198,6 +198,8 @@ try {
   await page.waitForURL(base + "/console/audit");
   await page.getByLabel("Tool").fill("change_portal_password");
   await page.getByRole("button", { name: "Search" }).click();
+  // The rows answer the search for this tool, not the unfiltered list the page asked for on load.
+  await page.locator('#records tbody[aria-busy="false"][data-query*="tool=change_portal_password"]').waitFor({ state: "attached" });
   await page.locator("#records tbody tr[data-status=executed]").first().waitFor();
   const statuses = await page.locator("#records tbody tr").evaluateAll((rows) => rows.map((r) => r.dataset.status));
   check(statuses.filter((s) => s === "executed").length === 2, "the reviewer does not find both executions: " + statuses);
