@@ -8,6 +8,8 @@ mod call;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+pub mod json_endpoint;
 pub mod limits;
 #[cfg(feature = "http")]
 pub mod openai;
@@ -24,6 +26,8 @@ pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use config::{ConfigError, ProviderConfig, ProviderDescription, ProviderKind, provider_from_env};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, DEFAULT_TIMEOUT, ProviderHttpOptions};
+#[cfg(feature = "http")]
+pub use json_endpoint::JsonEndpoint;
 pub use limits::{ProviderLimit, ProviderLimits};
 #[cfg(feature = "http")]
 pub use openai::{OpenAiConfig, OpenAiProvider};

@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod chunk;
+pub mod embed;
+pub mod entry;
+pub mod error;
+pub mod lexical;
+#[cfg(feature = "http")]
+pub mod openai;
+pub mod render;
+pub mod retrieve;
+pub mod source;
+
+pub use chunk::{Chunk, ChunkLimits, chunk_document, chunk_ranges};
+pub use embed::{Embedder, EmbeddingUsage, Embeddings, ScriptedEmbedder, cosine};
+pub use entry::{EMBEDDED, SourceEntry};
+pub use error::{ChunkError, EmbedError, IndexError, SourceError};
+pub use lexical::LexicalIndex;
+#[cfg(feature = "http")]
+pub use openai::{OpenAiEmbedder, OpenAiEmbeddingConfig};
+pub use render::{PASSAGES_CLOSE, PASSAGES_OPEN, PASSAGES_PREAMBLE, passages_message};
+pub use retrieve::{KnowledgeBase, KnowledgeError, Passage, RRF_K, Retrieval, RetrievalLimits, fuse};
+pub use source::{Document, Origin, Source, SourceLimits, SourceSet};

@@ -1,0 +1,16 @@
+//! The crate's integration tests, one module per topic, linked into one test binary (one
+//! link of the crate and its dependencies instead of one per file).
+//!
+//! To add tests: write `tests/suite/<topic>.rs` (its `//!` says what it shows) and add
+//! `mod <topic>;` below in alphabetical order. Run one topic with
+//! `cargo test -p agents-knowledge --test suite <topic>::`.
+
+// Each topic is a private module: a `pub` item there is as reachable as it was in a binary of
+// its own.
+#![allow(unreachable_pub)]
+
+#[cfg(feature = "http")]
+mod embeddings_http;
+mod render;
+mod retrieval;
+mod sources;
