@@ -27,7 +27,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::ChunkError;
-use crate::source::Document;
+use crate::source::{Document, SourceSet};
 
 /// How large a chunk may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +101,15 @@ pub fn chunk_document(document: &Document, limits: ChunkLimits) -> Result<Vec<Ch
             text: Arc::from(text),
         });
         line += newlines;
+    }
+    Ok(chunks)
+}
+
+/// The chunks of every document of `set`, in source order.
+pub fn chunk_set(set: &SourceSet, limits: ChunkLimits) -> Result<Vec<Chunk>, ChunkError> {
+    let mut chunks = Vec::new();
+    for document in set.documents() {
+        chunks.extend(chunk_document(document, limits)?);
     }
     Ok(chunks)
 }

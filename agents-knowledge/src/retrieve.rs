@@ -37,7 +37,7 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
-use crate::chunk::{Chunk, ChunkLimits, chunk_document};
+use crate::chunk::{Chunk, ChunkLimits, chunk_set};
 use crate::embed::{Embedder, EmbeddingUsage, Embeddings, cosine};
 use crate::entry::SourceEntry;
 use crate::error::{EmbedError, IndexError};
@@ -117,6 +117,9 @@ pub enum KnowledgeError {
     /// Embeddings.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The database of the PostgreSQL backend (feature `postgres`).
+    #[error("the knowledge database failed: {0}")]
+    Database(String),
 }
 
 /// The chunks of a loaded set, their BM25 index and, once [embedded](Self::embed), their
@@ -135,10 +138,7 @@ impl KnowledgeBase {
 
     /// Cuts every document of `set` into chunks and indexes them (lexical only).
     pub fn build(set: &SourceSet, limits: ChunkLimits) -> Result<Self, KnowledgeError> {
-        let mut chunks = Vec::new();
-        for document in set.documents() {
-            chunks.extend(chunk_document(document, limits)?);
-        }
+        let chunks = chunk_set(set, limits)?;
         let lexical = LexicalIndex::build(&chunks)?;
         Ok(Self { entries: set.entries(), chunks, lexical, vectors: None })
     }
@@ -179,7 +179,11 @@ impl KnowledgeBase {
     /// Lexical retrieval (BM25), within `limits`.
     pub fn search(&self, query: &str, limits: RetrievalLimits) -> Result<Retrieval, KnowledgeError> {
         let hits = self.lexical.search(query, limits.candidates.max(limits.max_chunks))?;
-        Ok(self.bounded(hits, limits, EmbeddingUsage::default()))
+        Ok(bounded(
+            hits.into_iter().filter_map(|(i, score)| Some((self.chunks.get(i)?, score))),
+            limits,
+            EmbeddingUsage::default(),
+        ))
     }
 
     /// Hybrid retrieval: BM25 and the cosine similarity to the query's vector, fused by
@@ -202,24 +206,28 @@ impl KnowledgeBase {
         let mut semantic: Vec<(usize, f32)> = vectors.iter().enumerate().map(|(i, v)| (i, cosine(&q, v))).collect();
         semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         semantic.truncate(candidates);
-        Ok(self.bounded(fuse(&[&lexical, &semantic]), limits, usage))
+        let fused = fuse(&[&lexical, &semantic]);
+        Ok(bounded(fused.into_iter().filter_map(|(i, score)| Some((self.chunks.get(i)?, score))), limits, usage))
     }
+}
 
-    /// The passages of `ranked` (best first) within the limits.
-    fn bounded(&self, ranked: Vec<(usize, f32)>, limits: RetrievalLimits, usage: EmbeddingUsage) -> Retrieval {
-        let mut out = Retrieval { usage, ..Retrieval::default() };
-        let mut bytes = 0usize;
-        for (i, score) in ranked {
-            let Some(chunk) = self.chunks.get(i) else { continue };
-            if out.passages.len() == limits.max_chunks || bytes + chunk.text().len() > limits.max_bytes {
-                out.truncated = true;
-                continue;
-            }
-            bytes += chunk.text().len();
-            out.passages.push(Passage { chunk: chunk.clone(), score });
+/// The passages of `ranked` (best first) within the limits (see the [module docs](self)).
+pub(crate) fn bounded<'c>(
+    ranked: impl IntoIterator<Item = (&'c Chunk, f32)>,
+    limits: RetrievalLimits,
+    usage: EmbeddingUsage,
+) -> Retrieval {
+    let mut out = Retrieval { usage, ..Retrieval::default() };
+    let mut bytes = 0usize;
+    for (chunk, score) in ranked {
+        if out.passages.len() == limits.max_chunks || bytes + chunk.text().len() > limits.max_bytes {
+            out.truncated = true;
+            continue;
         }
-        out
+        bytes += chunk.text().len();
+        out.passages.push(Passage { chunk: chunk.clone(), score });
     }
+    out
 }
 
 /// Reciprocal rank fusion of rankings (best first) of chunk positions: see the

@@ -11,6 +11,7 @@
 
 #[cfg(feature = "http")]
 mod embeddings_http;
+mod postgres;
 mod render;
 mod retrieval;
 mod sources;
