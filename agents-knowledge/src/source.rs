@@ -298,6 +298,14 @@ fn read_file(source: &str, path: &Path, label: &str, budget: &mut Budget) -> Res
         path: path.to_string_lossy().into_owned(),
         cause: e.to_string(),
     };
+    // A pipe or a device would block the start or never end: only regular files are read.
+    if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
+        return Err(SourceError::Unreadable {
+            source_name: source.into(),
+            path: path.to_string_lossy().into_owned(),
+            cause: "not a regular file (a directory, a pipe or a device)".into(),
+        });
+    }
     let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut bytes = Vec::new();
     file.take(budget.limits.max_document_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(unreadable)?;

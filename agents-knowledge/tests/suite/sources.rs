@@ -140,3 +140,18 @@ fn a_symbolic_link_inside_a_directory_is_refused() {
     let err = SourceSet::load(vec![Source::directory("docs", dir.path())], limits()).unwrap_err();
     assert_eq!(err, SourceError::Link { source_name: "docs".into(), path: "link.md".into() });
 }
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_a_device_or_a_directory_as_a_file_source_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for path in [fifo.as_path(), std::path::Path::new("/dev/zero"), dir.path()] {
+        let err = SourceSet::load(vec![Source::file("odd", path)], limits()).unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Unreadable { cause, .. } if cause.contains("not a regular file")),
+            "{path:?}: {err:?}"
+        );
+    }
+}
