@@ -85,6 +85,40 @@ impl Embeddings {
     }
 }
 
+/// An embedding that failed, and what was spent before and by the failing call: a budget
+/// counts it all. A call whose answer was refused by [`Embeddings::checked`] counts as the
+/// server reported it; a call that got no answer counts as one call of its inputs with its
+/// tokens [estimated](EmbeddingUsage::estimated).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error} ({} embedding calls were spent)", .spent.calls)]
+pub struct EmbedFailure {
+    /// What failed.
+    pub error: EmbedError,
+    /// What was spent, the failing call included.
+    pub spent: EmbeddingUsage,
+}
+
+/// One call of `embedder` on `inputs`, its answer [checked](Embeddings::checked) against
+/// `dimension`; a failure carries what the call spent (added to `before`).
+pub async fn embed_checked(
+    embedder: &dyn Embedder,
+    inputs: &[String],
+    dimension: Option<usize>,
+    before: EmbeddingUsage,
+) -> Result<Embeddings, EmbedFailure> {
+    match embedder.embed(inputs).await {
+        Ok(answer) => {
+            let usage = answer.usage;
+            answer.checked(inputs.len(), dimension).map_err(|error| EmbedFailure { error, spent: before + usage })
+        }
+        Err(error) => {
+            let tokens = EmbeddingUsage::estimate_tokens(inputs);
+            let call = EmbeddingUsage { calls: 1, inputs: inputs.len() as u64, tokens, estimated: true };
+            Err(EmbedFailure { error, spent: before + call })
+        }
+    }
+}
+
 /// Turns texts into vectors. Implementations: [`ScriptedEmbedder`] (offline, deterministic)
 /// and [`OpenAiEmbedder`](crate::OpenAiEmbedder) (the OpenAI embeddings wire format).
 pub trait Embedder: Send + Sync {

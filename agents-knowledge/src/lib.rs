@@ -15,7 +15,7 @@ pub mod retrieve;
 pub mod source;
 
 pub use chunk::{Chunk, ChunkLimits, chunk_document, chunk_ranges, chunk_set};
-pub use embed::{Embedder, EmbeddingUsage, Embeddings, ScriptedEmbedder, cosine};
+pub use embed::{EmbedFailure, Embedder, EmbeddingUsage, Embeddings, ScriptedEmbedder, cosine, embed_checked};
 pub use entry::{EMBEDDED, SourceEntry};
 pub use error::{ChunkError, EmbedError, IndexError, SourceError};
 pub use lexical::LexicalIndex;

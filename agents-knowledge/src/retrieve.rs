@@ -38,9 +38,9 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 use crate::chunk::{Chunk, ChunkLimits, chunk_set};
-use crate::embed::{Embedder, EmbeddingUsage, Embeddings, cosine};
+use crate::embed::{EmbedFailure, Embedder, EmbeddingUsage, Embeddings, cosine, embed_checked};
 use crate::entry::SourceEntry;
-use crate::error::{EmbedError, IndexError};
+use crate::error::IndexError;
 use crate::lexical::LexicalIndex;
 use crate::source::SourceSet;
 
@@ -114,9 +114,9 @@ pub enum KnowledgeError {
     /// The lexical index.
     #[error(transparent)]
     Index(#[from] IndexError),
-    /// Embeddings.
+    /// Embeddings (with what they spent).
     #[error(transparent)]
-    Embed(#[from] EmbedError),
+    Embed(#[from] EmbedFailure),
     /// The database of the PostgreSQL backend (feature `postgres`).
     #[error("the knowledge database failed: {0}")]
     Database(String),
@@ -146,14 +146,14 @@ impl KnowledgeBase {
     /// Embeds every chunk, [`EMBED_BATCH`](Self::EMBED_BATCH) at a time, for hybrid ranking.
     /// Every answer is [checked](Embeddings::checked) (one vector per chunk, one length,
     /// finite numbers); on any error nothing is kept and the base stays lexical. Returns what
-    /// the calls spent.
-    pub async fn embed(&mut self, embedder: &dyn Embedder) -> Result<EmbeddingUsage, EmbedError> {
+    /// the calls spent; a failure carries it too.
+    pub async fn embed(&mut self, embedder: &dyn Embedder) -> Result<EmbeddingUsage, EmbedFailure> {
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(self.chunks.len());
         let mut usage = EmbeddingUsage::default();
         for batch in self.chunks.chunks(Self::EMBED_BATCH) {
             let texts: Vec<String> = batch.iter().map(|c| c.text().to_owned()).collect();
             let dimension = vectors.first().map(Vec::len);
-            let answer = embedder.embed(&texts).await?.checked(texts.len(), dimension)?;
+            let answer = embed_checked(embedder, &texts, dimension, usage).await?;
             usage = usage + answer.usage;
             vectors.extend(answer.vectors);
         }
@@ -201,7 +201,8 @@ impl KnowledgeBase {
         let lexical = self.lexical.search(query, candidates)?;
         let input = [query.to_owned()];
         let dimension = vectors.first().map(Vec::len);
-        let Embeddings { vectors: mut q, usage } = embedder.embed(&input).await?.checked(1, dimension)?;
+        let Embeddings { vectors: mut q, usage } =
+            embed_checked(embedder, &input, dimension, EmbeddingUsage::default()).await?;
         let q = q.pop().unwrap_or_default();
         let mut semantic: Vec<(usize, f32)> = vectors.iter().enumerate().map(|(i, v)| (i, cosine(&q, v))).collect();
         semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -139,10 +139,11 @@ fn a_hand_written_embedder_that_lies_is_refused_whole() {
         let mut base = base(ChunkLimits { max_chunk_bytes: 64 });
         let err = block_on(base.embed(&Lying(answer))).unwrap_err();
         match what {
-            "count" => assert!(matches!(err, EmbedError::Count { .. }), "{err:?}"),
-            "dimension" => assert!(matches!(err, EmbedError::Dimension { .. }), "{err:?}"),
-            _ => assert!(matches!(err, EmbedError::NotFinite { .. }), "{what}: {err:?}"),
+            "count" => assert!(matches!(err.error, EmbedError::Count { .. }), "{err:?}"),
+            "dimension" => assert!(matches!(err.error, EmbedError::Dimension { .. }), "{err:?}"),
+            _ => assert!(matches!(err.error, EmbedError::NotFinite { .. }), "{what}: {err:?}"),
         }
+        assert_eq!(err.spent.calls, 1, "{what}: the refused call is still counted");
         assert!(!base.is_embedded(), "{what}: nothing kept");
     }
 }
@@ -152,7 +153,49 @@ fn a_query_vector_of_another_length_is_refused() {
     let mut base = base(ChunkLimits::default());
     block_on(base.embed(&ScriptedEmbedder::new(16))).unwrap();
     let err = block_on(base.search_hybrid("leave", &ScriptedEmbedder::new(8), RetrievalLimits::default())).unwrap_err();
-    assert_eq!(err, KnowledgeError::Embed(EmbedError::Dimension { expected: 16, got: 8 }));
+    let KnowledgeError::Embed(failure) = err else { panic!("{err:?}") };
+    assert_eq!(failure.error, EmbedError::Dimension { expected: 16, got: 8 });
+    assert_eq!((failure.spent.calls, failure.spent.inputs), (1, 1), "the query's call is counted");
+}
+
+/// Answers its first call, fails every later one.
+struct FailsAfterOne(std::sync::atomic::AtomicUsize);
+
+impl Embedder for FailsAfterOne {
+    fn name(&self) -> &str {
+        "fails-after-one"
+    }
+    fn model(&self) -> &str {
+        "fails-after-one"
+    }
+    fn embed<'a>(&'a self, inputs: &'a [String]) -> BoxFuture<'a, Result<Embeddings, EmbedError>> {
+        let first = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+        Box::pin(async move {
+            if !first {
+                return Err(EmbedError::Protocol("the server went away".into()));
+            }
+            let usage = EmbeddingUsage { calls: 1, inputs: inputs.len() as u64, tokens: 7, estimated: false };
+            Ok(Embeddings { vectors: vec![vec![1.0; 4]; inputs.len()], usage })
+        })
+    }
+}
+
+#[test]
+fn a_failure_midway_keeps_nothing_but_says_what_was_spent() {
+    let mut base = base(ChunkLimits { max_chunk_bytes: 8 });
+    assert!(base.chunks().len() > KnowledgeBase::EMBED_BATCH, "two batches at least");
+    let err = block_on(base.embed(&FailsAfterOne(Default::default()))).unwrap_err();
+    assert_eq!(err.error, EmbedError::Protocol("the server went away".into()));
+    assert_eq!(err.spent.calls, 2);
+    // The answered call as the server reported it, the failed one estimated.
+    let second: Vec<String> = base.chunks()[KnowledgeBase::EMBED_BATCH..]
+        .iter()
+        .take(KnowledgeBase::EMBED_BATCH)
+        .map(|c| c.text().to_owned())
+        .collect();
+    assert_eq!(err.spent.tokens, 7 + EmbeddingUsage::estimate_tokens(&second));
+    assert!(err.spent.estimated);
+    assert!(!base.is_embedded());
 }
 
 #[test]
