@@ -8,6 +8,9 @@
 //! network. The crate's default features (memory-mapped files, compression) are off: nothing
 //! is written to disk.
 //!
+//! Text is cut on what is not a letter or a digit, lowercased and reduced by the English
+//! stemmer (`booking` finds `booked`); in other languages words still match as written.
+//!
 //! A query is the model's text, so it is never parsed as query syntax (no field names, no
 //! operators, no wildcards a model could use to list the index): it is cut into terms by the
 //! index's own tokenizer, and the chunks are ranked by BM25 over those terms (any of them

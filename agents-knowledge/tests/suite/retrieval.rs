@@ -211,3 +211,12 @@ fn chunks_carry_their_place_and_the_document_hash() {
     }
     assert_eq!(probation[0].lines.start, 1);
 }
+
+#[test]
+fn an_empty_set_finds_nothing_and_embeds_with_no_call() {
+    let set = SourceSet::load(vec![Source::embedded("empty", b"")], SourceLimits::default()).unwrap();
+    let mut base = KnowledgeBase::build(&set, ChunkLimits::default()).unwrap();
+    assert!(base.chunks().is_empty());
+    assert!(base.search("anything", RetrievalLimits::default()).unwrap().passages.is_empty());
+    assert_eq!(block_on(base.embed(&ScriptedEmbedder::new(8))).unwrap().calls, 0);
+}
