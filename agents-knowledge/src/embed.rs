@@ -68,6 +68,17 @@ impl Embeddings {
     /// Checks an answer to `inputs` texts: one vector per input, all of one length (and of
     /// `dimension`, when one is known), none empty, every number finite. The index checks
     /// every embedder's answer this way, a hand-written [`Embedder`] included.
+    ///
+    /// ```
+    /// use agents_knowledge::{EmbedError, EmbeddingUsage, Embeddings};
+    ///
+    /// let answer = |vectors| Embeddings { vectors, usage: EmbeddingUsage::default() };
+    /// assert!(answer(vec![vec![0.5, 0.5]]).checked(1, Some(2)).is_ok());
+    /// let short = answer(vec![vec![1.0]]).checked(2, None);
+    /// assert_eq!(short, Err(EmbedError::Count { expected: 2, got: 1 }));
+    /// let nan = answer(vec![vec![f32::NAN]]).checked(1, None);
+    /// assert_eq!(nan, Err(EmbedError::NotFinite { index: 0 }));
+    /// ```
     pub fn checked(self, inputs: usize, dimension: Option<usize>) -> Result<Self, EmbedError> {
         if self.vectors.len() != inputs {
             return Err(EmbedError::Count { expected: inputs, got: self.vectors.len() });
@@ -187,6 +198,11 @@ impl Embedder for ScriptedEmbedder {
 }
 
 /// The cosine similarity of two vectors of one length (0 when either is zero).
+///
+/// ```
+/// assert_eq!(agents_knowledge::cosine(&[1.0, 0.0], &[2.0, 0.0]), 1.0);
+/// assert_eq!(agents_knowledge::cosine(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
+/// ```
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();

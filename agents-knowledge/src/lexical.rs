@@ -31,6 +31,21 @@ const WRITER_BYTES: usize = 15_000_000;
 const MAX_QUERY_TERMS: usize = 64;
 
 /// BM25 over chunks, in memory (see the [module docs](self)).
+///
+/// ```
+/// use agents_knowledge::{ChunkLimits, LexicalIndex, Source, SourceLimits, SourceSet, chunk_set};
+///
+/// let set = SourceSet::load(
+///     vec![Source::embedded("a", b"Receipts are required."), Source::embedded("b", b"Leave is booked ahead.")],
+///     SourceLimits::default(),
+/// )?;
+/// let chunks = chunk_set(&set, ChunkLimits::default())?;
+/// let index = LexicalIndex::build(&chunks)?;
+/// let hits = index.search("booking leave", 5)?;
+/// assert_eq!(hits[0].0, 1); // the second chunk
+/// assert!(index.search("body:* OR ord:0", 5)?.is_empty()); // not query syntax
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct LexicalIndex {
     index: Index,
     reader: IndexReader,

@@ -87,6 +87,17 @@ pub struct Retrieval {
 impl Retrieval {
     /// The evidence of what was used, without any text: for each passage its chunk id, source,
     /// path, byte and line ranges and SHA-256s. What an event or an audit record may carry.
+    ///
+    /// ```
+    /// # use agents_knowledge::{ChunkLimits, KnowledgeBase, RetrievalLimits, Source, SourceLimits, SourceSet};
+    /// let set = SourceSet::load(vec![Source::embedded("hr", b"Probation: six months.")], SourceLimits::default())?;
+    /// let base = KnowledgeBase::build(&set, ChunkLimits::default())?;
+    /// let evidence = base.search("probation", RetrievalLimits::default())?.evidence();
+    /// assert_eq!(evidence[0]["source"], "hr");
+    /// assert_eq!(evidence[0]["lines"], serde_json::json!([1, 2]));
+    /// assert!(!evidence.to_string().contains("six months"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn evidence(&self) -> Value {
         Value::Array(
             self.passages
@@ -233,6 +244,14 @@ pub(crate) fn bounded<'c>(
 
 /// Reciprocal rank fusion of rankings (best first) of chunk positions: see the
 /// [module docs](self). Returns the fused ranking, best first, ties by position.
+///
+/// ```
+/// // Chunk 1 is second lexically and first by meaning: it wins over chunk 3 (first, then third).
+/// let lexical = [(3, 9.1), (1, 5.0)];
+/// let semantic = [(1, 0.92), (4, 0.80), (3, 0.11)];
+/// let fused = agents_knowledge::fuse(&[&lexical, &semantic]);
+/// assert_eq!(fused.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1, 3, 4]);
+/// ```
 pub fn fuse(rankings: &[&[(usize, f32)]]) -> Vec<(usize, f32)> {
     let mut scores: HashMap<usize, f32> = HashMap::new();
     for ranking in rankings {
