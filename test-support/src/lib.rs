@@ -5,14 +5,8 @@
 //! the binary [`ENV_VAR`] names, else the first of [`NAMES`] on `PATH`. A test that needs the
 //! browser and finds none fails and says what it looked for and how to install one; it never
 //! passes without having run.
-//!
-//! With the feature `postgres`, [`postgres::TempCluster`] starts a throwaway PostgreSQL cluster
-//! for the suites of crates below the runtime (`agents-knowledge`).
 
 #![forbid(unsafe_code)]
-
-#[cfg(feature = "postgres")]
-pub mod postgres;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

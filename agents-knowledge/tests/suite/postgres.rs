@@ -3,7 +3,7 @@
 //! what the model reads.
 
 use agents_knowledge::{ChunkLimits, PgKnowledge, RetrievalLimits, Source, SourceLimits, SourceSet};
-use agents_test_support::postgres::TempCluster;
+use agents_store::postgres::TempCluster;
 use tokio_postgres::{Client, NoTls};
 
 const LEAVE: &[u8] = b"# Leave\n\nAnnual leave is 25 days a year.\n\nLeave must be booked two weeks ahead.\n";
