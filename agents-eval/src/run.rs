@@ -1,0 +1,269 @@
+//! Running a probe set: each probe in its own session and its own audit log, turn by turn as
+//! the person would type them, then the blind judge, then the report from the artifacts.
+
+use crate::artifacts::{self, JudgeBudget, ModelInfo, RunInfo, Transcript, Turn};
+use crate::family::{self, FamilyError};
+use crate::probe::{LoadedSet, Probe, ProbeSetError, Split};
+use crate::render;
+use crate::report::{Report, ScoreError};
+use crate::spent::{self, SpentMarker};
+use agents_runtime::provider::Provider;
+use agents_runtime::{Agent, AuditSink, JsonlSink, Principal, Registry, RunResultExt as _, Runtime};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a probe set runs against: the application's agent, built as the application builds it.
+///
+/// ```ignore
+/// struct Helpdesk;
+/// impl EvalTarget for Helpdesk {
+///     type Agent = DeskLoop;
+///     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
+///         Runtime::builder(audit, model)
+///             .roles(roles().clone())
+///             .confirm_mode(ConfirmMode::Conversational)
+///             .shared_state(Arc::new(Store::seeded())) // fresh state for every probe
+///             .build()
+///     }
+///     fn principal(&self) -> Principal { alex() }
+/// }
+/// ```
+pub trait EvalTarget: Send + Sync {
+    /// The agent; a user's turn is its input.
+    type Agent: Registry<Input = String>;
+    /// A runtime for one probe, writing to `audit` and asking `model`. Give each probe fresh
+    /// application state, so that probes do not see each other's changes.
+    fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime;
+    /// The person every probe acts for.
+    fn principal(&self) -> Principal;
+}
+
+/// The agent's model: a fresh provider for each probe (a scripted model keeps state), and its
+/// declared family, if any.
+pub struct AgentModel {
+    /// Makes the provider of one probe.
+    pub make: Box<dyn Fn() -> Arc<dyn Provider> + Send + Sync>,
+    /// The family, when declared (see [`family`](crate::family)).
+    pub declared_family: Option<String>,
+}
+
+/// The judge's model and its declared family, if any.
+pub struct JudgeModel {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The family, when declared.
+    pub declared_family: Option<String>,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EvalOptions {
+    /// The judge's budget.
+    pub judge_budget: JudgeBudget,
+    /// Run a held-out set that is already spent (the report says so).
+    pub rerun_held_out: bool,
+}
+
+/// Why a run was refused or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// The probe set is not valid.
+    #[error(transparent)]
+    ProbeSet(#[from] ProbeSetError),
+    /// A family is unknown, contradicted, or the judge's is the agent's.
+    #[error(transparent)]
+    Family(#[from] FamilyError),
+    /// The held-out set was run before.
+    #[error(
+        "the held-out set `{set}` was already run (marker {marker}, first run's artifacts in {artifacts}); \
+         a held-out set is run once. Write a new held-out set, or pass --rerun-held-out to run it again \
+         (the report will say it is a rerun)"
+    )]
+    HeldOutSpent {
+        /// The set's name.
+        set: String,
+        /// The marker's path.
+        marker: String,
+        /// Where the first run's artifacts went.
+        artifacts: String,
+    },
+    /// The held-out set was changed after it was spent.
+    #[error(
+        "the held-out set `{set}` was run as SHA-256 {spent} and has been changed since (now {now}); \
+         a spent held-out set does not become fresh by editing it. Write a new held-out set in a new \
+         file, or pass --rerun-held-out"
+    )]
+    HeldOutChanged {
+        /// The set's name.
+        set: String,
+        /// The hash it was spent as.
+        spent: String,
+        /// Its hash now.
+        now: String,
+    },
+    /// The output directory cannot be used, or a marker or artifact could not be read or written.
+    #[error("{0}")]
+    Artifacts(String),
+    /// A run of the agent could not start.
+    #[error("probe `{probe}`: the run could not start: {message}")]
+    Start {
+        /// The probe.
+        probe: String,
+        /// Why.
+        message: String,
+    },
+    /// The report could not be computed.
+    #[error(transparent)]
+    Score(#[from] ScoreError),
+}
+
+fn io(what: &Path) -> impl Fn(std::io::Error) -> EvalError + '_ {
+    move |e| EvalError::Artifacts(format!("cannot write {}: {e}", what.display()))
+}
+
+/// Runs the probe set at `set_path` against `target` with `agent`'s model, has `judge` label
+/// the transcripts, writes every artifact under `out` (a new or empty directory), and returns
+/// the report, which is also written there (`report.json`, `report.md`).
+///
+/// Refused before anything runs or is written: an invalid set, a model of unknown family, a
+/// judge of the agent's family, a spent held-out set (unless `options.rerun_held_out`), an
+/// `out` that holds files.
+pub async fn run_probe_set<T: EvalTarget>(
+    target: &T,
+    set_path: &Path,
+    out: &Path,
+    agent: &AgentModel,
+    judge: &JudgeModel,
+    options: &EvalOptions,
+) -> Result<Report, EvalError> {
+    let loaded = LoadedSet::read(set_path)?;
+    let (agent_model, judge_model) = models(agent, judge)?;
+    let rerun = held_out_check(set_path, &loaded, options.rerun_held_out)?;
+    prepare_out(out)?;
+    if loaded.set.split == Split::HeldOut && !rerun {
+        let marker = SpentMarker {
+            format: spent::SPENT_FORMAT.to_owned(),
+            set: loaded.set.name.clone(),
+            sha256: loaded.sha256.clone(),
+            artifacts: out.display().to_string(),
+        };
+        spent::write_marker(set_path, &marker).map_err(EvalError::Artifacts)?;
+    }
+    let set_copy = out.join(artifacts::PROBE_SET_FILE);
+    std::fs::write(&set_copy, &loaded.bytes).map_err(io(&set_copy))?;
+    let info = RunInfo {
+        format: artifacts::RUN_FORMAT.to_owned(),
+        set_sha256: loaded.sha256.clone(),
+        agent: <T::Agent as Agent>::SPEC.name.to_owned(),
+        manifest_sha256: <T::Agent as Agent>::MANIFEST_SHA256.to_owned(),
+        agent_model,
+        judge_model,
+        judge_budget: options.judge_budget,
+        held_out_rerun: rerun,
+    };
+    let run_file = out.join(artifacts::RUN_FILE);
+    artifacts::write_json(&run_file, &info).map_err(io(&run_file))?;
+    let mut transcripts = Vec::new();
+    for probe in &loaded.set.probes {
+        transcripts.push(run_probe(target, probe, out, (agent.make)()).await?);
+    }
+    let judgments =
+        crate::judge::judge_all(judge.provider.as_ref(), &loaded.set, &transcripts, options.judge_budget).await;
+    let judgments_file = out.join(artifacts::JUDGMENTS_FILE);
+    artifacts::write_json(&judgments_file, &judgments).map_err(io(&judgments_file))?;
+    Ok(render::write_report(out)?)
+}
+
+/// The two models' descriptions, with the families settled and the judge's independence
+/// checked.
+fn models(agent: &AgentModel, judge: &JudgeModel) -> Result<(ModelInfo, ModelInfo), EvalError> {
+    let sample = (agent.make)();
+    let agent_family =
+        family::family_of("agent", sample.model(), agent.declared_family.as_deref(), "AGENTS_MODEL_FAMILY")?;
+    let j = &judge.provider;
+    let judge_family = family::family_of("judge", j.model(), judge.declared_family.as_deref(), "AGENTS_JUDGE_FAMILY")?;
+    family::check_independent(sample.model(), &agent_family, j.model(), &judge_family)?;
+    let info =
+        |p: &dyn Provider, family| ModelInfo { provider: p.name().to_owned(), model: p.model().to_owned(), family };
+    Ok((info(sample.as_ref(), agent_family), info(j.as_ref(), judge_family)))
+}
+
+/// Whether this run is a rerun of a spent held-out set; refuses one unless `rerun_allowed`.
+fn held_out_check(set_path: &Path, loaded: &LoadedSet, rerun_allowed: bool) -> Result<bool, EvalError> {
+    if loaded.set.split != Split::HeldOut {
+        return Ok(false);
+    }
+    let Some(marker) = spent::read_marker(set_path).map_err(EvalError::Artifacts)? else {
+        return Ok(false);
+    };
+    if rerun_allowed {
+        return Ok(true);
+    }
+    if marker.sha256 != loaded.sha256 {
+        return Err(EvalError::HeldOutChanged {
+            set: loaded.set.name.clone(),
+            spent: marker.sha256,
+            now: loaded.sha256.clone(),
+        });
+    }
+    Err(EvalError::HeldOutSpent {
+        set: loaded.set.name.clone(),
+        marker: spent::marker_path(set_path).display().to_string(),
+        artifacts: marker.artifacts,
+    })
+}
+
+/// Creates `out`, or accepts it empty.
+fn prepare_out(out: &Path) -> Result<(), EvalError> {
+    let refuse = |why: String| EvalError::Artifacts(format!("cannot use {} for the artifacts: {why}", out.display()));
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(refuse("it is not empty; give a new directory (artifacts are never overwritten)".into()));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(out).map_err(|e| refuse(e.to_string()))
+        }
+        Err(e) => Err(refuse(e.to_string())),
+    }
+}
+
+/// Runs one probe: its turns in one session, its records in its own log.
+async fn run_probe<T: EvalTarget>(
+    target: &T,
+    probe: &Probe,
+    out: &Path,
+    model: Arc<dyn Provider>,
+) -> Result<Transcript, EvalError> {
+    let dir = artifacts::probe_dir(out, &probe.id);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let log = dir.join(artifacts::AUDIT_FILE);
+    let sink = JsonlSink::open(&log).map_err(|e| EvalError::Artifacts(format!("{}: {e}", log.display())))?;
+    let rt = target.runtime(Arc::new(sink), model);
+    let session = format!("eval-{}", probe.id);
+    let mut turns = Vec::new();
+    for text in &probe.turns {
+        let started = rt.start::<T::Agent>(target.principal(), &session, text.clone());
+        let handle = started.map_err(|e| EvalError::Start { probe: probe.id.clone(), message: e.to_string() })?;
+        let result = handle.wait().await;
+        let usage = result.report().usage;
+        turns.push(Turn {
+            user: text.clone(),
+            reply: result.text().to_owned(),
+            status: result.status().as_str().to_owned(),
+            error: result.error_text(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: usage.cost_usd,
+        });
+    }
+    rt.records_settled().await;
+    drop(rt);
+    let transcript = Transcript { probe: probe.id.clone(), turns };
+    let file = dir.join(artifacts::TRANSCRIPT_FILE);
+    artifacts::write_json(&file, &transcript).map_err(io(&file))?;
+    Ok(transcript)
+}
