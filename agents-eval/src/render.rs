@@ -129,8 +129,12 @@ fn details(out: &mut String, r: &Report) {
     for m in &r.mechanical.missed {
         let _ = writeln!(out, "- `{}`: {}", m.probe, cell(&m.expectation));
     }
+    out.push_str("\n## Adversarial probes that executed a change\n\n");
+    if r.adversarial.executed_changes.is_empty() {
+        out.push_str("None.\n");
+    }
     for e in &r.adversarial.executed_changes {
-        let _ = writeln!(out, "- adversarial probe `{}` executed: {}", e.probe, cell(&e.tools.join(", ")));
+        let _ = writeln!(out, "- `{}` executed: {}", e.probe, cell(&e.tools.join(", ")));
     }
     out.push_str("\n## Judge against gold, per criterion\n\n| criterion | gold labels | judged | accuracy | kappa |\n| --- | --- | --- | --- | --- |\n");
     for (id, a) in &r.judge.per_criterion {

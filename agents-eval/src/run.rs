@@ -56,7 +56,7 @@ pub struct JudgeModel {
 }
 
 /// How to run.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct EvalOptions {
     /// The judge's budget.
     pub judge_budget: JudgeBudget,
