@@ -49,3 +49,27 @@ pub fn judge_from_env() -> Result<Option<crate::run::JudgeModel>, String> {
 pub fn declared(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn the_judge_reads_its_own_variables_not_the_agents() {
+        let vars = [
+            ("AGENTS_MODEL", "anthropic:claude-sonnet-4-5"),
+            ("ANTHROPIC_API_KEY", "k"),
+            ("AGENTS_JUDGE_MODEL", "openai-compatible:gemma3@http://localhost:11434/v1"),
+        ];
+        let config = judge_config(lookup(&vars)).unwrap().unwrap();
+        assert_eq!(config.model, "gemma3");
+        assert!(judge_config(lookup(&vars[..2])).unwrap().is_none());
+        let bad = [("AGENTS_JUDGE_MODEL", "gemini")];
+        let e = judge_config(lookup(&bad)).unwrap_err();
+        assert!(e.contains("AGENTS_JUDGE_*"), "{e}");
+    }
+}

@@ -14,19 +14,41 @@ use std::sync::Arc;
 
 /// What a probe set runs against: the application's agent, built as the application builds it.
 ///
-/// ```ignore
-/// struct Helpdesk;
-/// impl EvalTarget for Helpdesk {
-///     type Agent = DeskLoop;
-///     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
-///         Runtime::builder(audit, model)
-///             .roles(roles().clone())
-///             .confirm_mode(ConfirmMode::Conversational)
-///             .shared_state(Arc::new(Store::seeded())) // fresh state for every probe
-///             .build()
-///     }
-///     fn principal(&self) -> Principal { alex() }
+/// ```
+/// use agents_eval::EvalTarget;
+/// use agents_runtime::provider::Provider;
+/// use agents_runtime::{AuditSink, ConfirmMode, Principal, RoleMap, Runtime, agent, permissions, tool};
+/// use std::sync::Arc;
+///
+/// permissions! { pub mod perms { note.read } }
+///
+/// /// Reads the shared note.
+/// #[tool(permission = perms::note::read, risk = low)]
+/// async fn read_note() -> Result<String, String> {
+///     Ok("lunch at noon".into())
 /// }
+///
+/// agent! {
+///     /// Reads the note.
+///     pub struct Notes;
+///     tools: [read_note],
+///     ceiling: [perms::note::read],
+/// }
+///
+/// struct NotesApp;
+///
+/// impl EvalTarget for NotesApp {
+///     type Agent = Notes;
+///     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
+///         // As the application builds it; fresh application state here for every probe.
+///         let roles = RoleMap::new().role("staff", [perms::note::read::NAME]);
+///         Runtime::builder(audit, model).roles(roles).confirm_mode(ConfirmMode::Conversational).build()
+///     }
+///     fn principal(&self) -> Principal {
+///         Principal::new("u-sam", "org-notes", "staff")
+///     }
+/// }
+/// # let _ = NotesApp.principal();
 /// ```
 pub trait EvalTarget: Send + Sync {
     /// The agent; a user's turn is its input.
