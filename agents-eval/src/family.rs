@@ -3,7 +3,7 @@
 //! The family is known in one of two ways:
 //!
 //! 1. **Declared** in the configuration (`AGENTS_MODEL_FAMILY`, `AGENTS_JUDGE_FAMILY`, or
-//!    [`ModelUnderTest::declared_family`](crate::run::ModelUnderTest)). A declaration that
+//!    [`AgentModel::declared_family`](crate::run::AgentModel::declared_family)). A declaration that
 //!    contradicts the table below for a model the table knows is refused: a family is declared
 //!    for models the table does not know (a local fine-tune, a scripted model), not to rename a
 //!    known one.

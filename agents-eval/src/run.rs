@@ -65,7 +65,7 @@ pub trait EvalTarget: Send + Sync {
 pub struct AgentModel {
     /// Makes the provider of one probe.
     pub make: Box<dyn Fn() -> Arc<dyn Provider> + Send + Sync>,
-    /// The family, when declared (see [`family`](crate::family)).
+    /// The family, when declared (see the `family` module for how a family is known).
     pub declared_family: Option<String>,
 }
 
