@@ -130,3 +130,13 @@ fn check_names_a_spent_held_out_set_and_what_is_wrong_with_a_bad_one() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("there is no probe") && err.contains("hint:"), "{err}");
 }
+
+#[test]
+fn score_of_a_directory_that_is_not_a_run_says_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = agents(["eval".as_ref(), "score".as_ref(), dir.path().as_os_str()]);
+    assert_eq!(code(&o), 2);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("run.json") && err.contains("hint: DIR is the directory a run wrote"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a failed score wrote something");
+}

@@ -59,3 +59,25 @@ async fn the_committed_held_out_set_is_spent() {
     assert!(matches!(e, EvalError::HeldOutSpent { .. }), "{e}");
     assert!(!out.path().join("rerun").exists());
 }
+
+#[test]
+fn the_eval_command_says_what_is_missing_or_wrong() {
+    use examples::helpdesk::eval::EvalArgs;
+    let args = |a: &[&str]| EvalArgs::parse(&a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+    let ok =
+        args(&["set.toml", "--out", "dir", "--judge-max-calls", "7", "--judge-max-usd", "0.5", "--rerun-held-out"])
+            .unwrap();
+    assert_eq!((ok.options.judge_budget.max_calls, ok.options.judge_budget.max_usd), (7, 0.5));
+    assert!(ok.options.rerun_held_out);
+    for (bad, says) in [
+        (&["set.toml"][..], "give --out DIR"),
+        (&["--out", "dir"][..], "give its path"),
+        (&["set.toml", "--out", "dir", "--judge-max-usd", "-1"][..], "not an amount of USD"),
+        (&["set.toml", "--out", "dir", "--judge-max-calls", "many"][..], "not a whole number"),
+        (&["set.toml", "--out", "dir", "--rerun"][..], "unknown option `--rerun`"),
+        (&["set.toml", "--out"][..], "`--out` needs a value"),
+    ] {
+        let e = args(bad).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("usage: helpdesk eval"), "{bad:?}: {e}");
+    }
+}
