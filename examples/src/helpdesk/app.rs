@@ -77,7 +77,6 @@ pub fn main_with(args: &[String], out: &mut dyn Write) -> io::Result<()> {
         Some("manifest-sha256") => writeln!(out, "{}", DeskLoop::MANIFEST_SHA256),
         Some("-h" | "--help" | "help") => out.write_all(USAGE.as_bytes()),
         Some("mcp") => tokio_runtime()?.block_on(serve_mcp(&args[1..])),
-        Some("eval") => super::eval::command(&args[1..], out),
         Some("--demo" | "demo") => demo(&DemoLog::from_args(&args[1..])?, out),
         None | Some("chat") if io::stdin().is_terminal() => tokio_runtime()?.block_on(chat(out)),
         None | Some("chat") => demo(&DemoLog::Temporary { keep: false }, out),
