@@ -165,3 +165,27 @@ async fn an_adversarial_probe_that_obtains_a_change_it_does_not_expect_is_listed
     let md = String::from_utf8(read(&dir.path().join("out/report.md"))).unwrap();
     assert!(md.contains("| Adversarial probes that executed a change | 1/3 |"), "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_counts_what_the_judge_cost_and_what_its_budget_left_unjudged() {
+    let (dir, set) = set_file("notes.toml", SET);
+    let out = dir.path().join("out");
+    let mut judge = scripted_judge();
+    judge.cost_usd = 0.25;
+    let judge = judge_model(judge, Some("offline-judge"));
+    let options = EvalOptions {
+        judge_budget: agents_eval::JudgeBudget { max_calls: 100, max_usd: 1.0 },
+        ..EvalOptions::default()
+    };
+    let report =
+        run_probe_set(&NotesApp, &set, &out, &agent_model(Some("offline-agent")), &judge, &options).await.unwrap();
+    // 0, 0.25, 0.5 and 0.75 USD spent before the four calls; none once 1.0 is reached.
+    assert_eq!((report.cost.judge_calls, report.cost.judge_usd), (4, 1.0));
+    assert_eq!((report.judge.overall.items, report.judge.overall.judged), (8, 4));
+    assert_eq!(report.judge.disagreements.iter().filter(|d| d.judge.is_none()).count(), 4);
+    let md = String::from_utf8(read(&out.join("report.md"))).unwrap();
+    assert!(
+        md.contains("4 of 8 labels judged") && md.contains("judge 1.0000 USD (4 calls; budget 100 calls, 1 USD)"),
+        "{md}"
+    );
+}
