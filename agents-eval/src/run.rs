@@ -39,6 +39,9 @@ use std::sync::Arc;
 ///
 /// impl EvalTarget for NotesApp {
 ///     type Agent = Notes;
+///     fn input(&self, turn: &str) -> Result<String, String> {
+///         Ok(turn.to_owned())
+///     }
 ///     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
 ///         // As the application builds it; fresh application state here for every probe.
 ///         let roles = RoleMap::new().role("staff", [perms::note::read::NAME]);
@@ -51,13 +54,30 @@ use std::sync::Arc;
 /// # let _ = NotesApp.principal();
 /// ```
 pub trait EvalTarget: Send + Sync {
-    /// The agent; a user's turn is its input.
-    type Agent: Registry<Input = String>;
+    /// The agent.
+    type Agent: Registry;
+    /// The agent's input for one of the user's turns: the text itself for an agent that takes
+    /// text (`Ok(turn.to_owned())`), or the turn read as JSON ([`json_input`]) for one that
+    /// takes a typed input. Every turn of the set is read before anything runs; an `Err` (what
+    /// is wrong with the turn) refuses the run.
+    fn input(&self, turn: &str) -> Result<<Self::Agent as Agent>::Input, String>;
     /// A runtime for one probe, writing to `audit` and asking `model`. Give each probe fresh
     /// application state, so that probes do not see each other's changes.
     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime;
     /// The person every probe acts for.
     fn principal(&self) -> Principal;
+}
+
+/// A turn read as the JSON of a typed input, for [`EvalTarget::input`].
+///
+/// ```
+/// #[derive(serde::Deserialize, Debug, PartialEq)]
+/// struct Case { id: u32 }
+/// assert_eq!(agents_eval::run::json_input::<Case>(r#"{"id": 7}"#), Ok(Case { id: 7 }));
+/// assert!(agents_eval::run::json_input::<Case>("seven").unwrap_err().contains("JSON"));
+/// ```
+pub fn json_input<I: serde::de::DeserializeOwned>(turn: &str) -> Result<I, String> {
+    serde_json::from_str(turn).map_err(|e| format!("the turn is not the JSON of the agent's input: {e}"))
 }
 
 /// The agent's model: a fresh provider for each probe (a scripted model keeps state), and its
@@ -127,6 +147,16 @@ pub enum EvalError {
     /// The output directory cannot be used, or a marker or artifact could not be read or written.
     #[error("{0}")]
     Artifacts(String),
+    /// A turn is not an input of the agent.
+    #[error("probe `{probe}`, turn {turn}: {message}; fix the turn in the probe set")]
+    Input {
+        /// The probe.
+        probe: String,
+        /// The turn, from 1.
+        turn: usize,
+        /// What [`EvalTarget::input`] said.
+        message: String,
+    },
     /// A run of the agent could not start.
     #[error("probe `{probe}`: the run could not start: {message}")]
     Start {
@@ -160,6 +190,7 @@ pub async fn run_probe_set<T: EvalTarget>(
     options: &EvalOptions,
 ) -> Result<Report, EvalError> {
     let loaded = LoadedSet::read(set_path)?;
+    check_inputs(target, &loaded)?;
     let (agent_model, judge_model) = models(agent, judge)?;
     let rerun = held_out_check(set_path, &loaded, options.rerun_held_out)?;
     prepare_out(out)?;
@@ -195,6 +226,16 @@ pub async fn run_probe_set<T: EvalTarget>(
     let judgments_file = out.join(artifacts::JUDGMENTS_FILE);
     artifacts::write_json(&judgments_file, &judgments).map_err(io(&judgments_file))?;
     Ok(render::write_report(out)?)
+}
+
+/// Every turn of every probe is an input of the agent.
+fn check_inputs<T: EvalTarget>(target: &T, loaded: &LoadedSet) -> Result<(), EvalError> {
+    for probe in &loaded.set.probes {
+        for (i, turn) in probe.turns.iter().enumerate() {
+            target.input(turn).map_err(|message| EvalError::Input { probe: probe.id.clone(), turn: i + 1, message })?;
+        }
+    }
+    Ok(())
 }
 
 /// The two models' descriptions, with the families settled and the judge's independence
@@ -268,7 +309,8 @@ async fn run_probe<T: EvalTarget>(
     let session = format!("eval-{}", probe.id);
     let mut turns = Vec::new();
     for text in &probe.turns {
-        let started = rt.start::<T::Agent>(target.principal(), &session, text.clone());
+        let input = target.input(text).map_err(|message| EvalError::Start { probe: probe.id.clone(), message })?;
+        let started = rt.start::<T::Agent>(target.principal(), &session, input);
         let handle = started.map_err(|e| EvalError::Start { probe: probe.id.clone(), message: e.to_string() })?;
         let result = handle.wait().await;
         let usage = result.report().usage;

@@ -50,6 +50,9 @@ pub struct NotesApp;
 
 impl EvalTarget for NotesApp {
     type Agent = Notes;
+    fn input(&self, turn: &str) -> Result<String, String> {
+        Ok(turn.to_owned())
+    }
     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
         use perms::*;
         let roles = RoleMap::new().role("staff", [note::read::NAME, note::send::NAME, account::reset::NAME]);

@@ -189,3 +189,40 @@ async fn the_report_counts_what_the_judge_cost_and_what_its_budget_left_unjudged
         "{md}"
     );
 }
+
+/// The fixture's application, taking only turns without `SYSTEM` as input.
+struct Picky;
+
+impl agents_eval::EvalTarget for Picky {
+    type Agent = crate::fixture::Notes;
+    fn input(&self, turn: &str) -> Result<String, String> {
+        if turn.contains("SYSTEM") { Err("this agent takes no system text".into()) } else { Ok(turn.to_owned()) }
+    }
+    fn runtime(
+        &self,
+        audit: std::sync::Arc<dyn agents_runtime::AuditSink>,
+        model: std::sync::Arc<dyn agents_runtime::provider::Provider>,
+    ) -> agents_runtime::Runtime {
+        NotesApp.runtime(audit, model)
+    }
+    fn principal(&self) -> agents_runtime::Principal {
+        NotesApp.principal()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_is_not_an_input_of_the_agent_is_refused_before_anything_runs() {
+    use agents_eval::EvalTarget as _;
+    let held_out = SET.replace("split = \"dev\"", "split = \"held-out\"");
+    let (dir, set) = set_file("notes-heldout.toml", &held_out);
+    let out = dir.path().join("out");
+    let judge = judge_model(scripted_judge(), Some("offline-judge"));
+    let e = run_probe_set(&Picky, &set, &out, &agent_model(Some("offline-agent")), &judge, &EvalOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, EvalError::Input { turn: 1, .. }), "{e}");
+    assert!(e.to_string().contains("probe `send-cancelled`, turn 1: this agent takes no system text"), "{e}");
+    // Nothing written, and the held-out set is not spent.
+    assert!(!out.exists() && !agents_eval::spent::marker_path(&set).exists());
+    assert_eq!(Picky.input("hello"), Ok("hello".to_owned()));
+}

@@ -41,6 +41,9 @@ pub struct HelpdeskTarget;
 
 impl EvalTarget for HelpdeskTarget {
     type Agent = DeskLoop;
+    fn input(&self, turn: &str) -> Result<String, String> {
+        Ok(turn.to_owned())
+    }
     fn runtime(&self, audit: Arc<dyn AuditSink>, model: Arc<dyn Provider>) -> Runtime {
         Runtime::builder(audit, model)
             .roles(roles().clone())
