@@ -5,13 +5,15 @@
 //! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
 //! `show` (filtered), `stats` (counts and severe failures), `recover` (the records before a
 //! torn or corrupt tail, copied to a new log) and `keygen` (the keys of a keyed chain, in new
-//! files). MCP imports: `mcp pin` (the pins of a server's tools, in a lock file). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
+//! files). MCP imports: `mcp pin` (the pins of a server's tools, in a lock file). Evaluations:
+//! `eval check` (a probe set) and `eval score` (a run's report recomputed from its artifacts). Exit codes: 0 nothing found, 1 something found, 2 the command could not run.
 //!
 //! Every value printed that came from a manifest, an audit record or a file name is escaped
 //! for the terminal (see `term`).
 
 mod audit_cmd;
 mod error;
+mod eval_cmd;
 mod load;
 mod manifest_cmd;
 mod mcp_cmd;
@@ -45,6 +47,29 @@ enum Command {
     /// Tools imported from MCP servers: pin their descriptions and schemas in a lock file.
     #[command(subcommand)]
     Mcp(McpCmd),
+    /// Evaluations: check a probe set, recompute a run's report from its artifacts.
+    #[command(subcommand)]
+    Eval(EvalCmd),
+}
+
+#[derive(Subcommand)]
+enum EvalCmd {
+    /// Checks a probe set: valid or not (with what to fix), its SHA-256, and for a held-out
+    /// set whether it is spent.
+    Check {
+        /// The probe set (TOML).
+        set: PathBuf,
+    },
+    /// Recomputes the report of a run from its artifacts, with no model call, and compares it
+    /// with the committed report.json and report.md: exit 1 unless both are reproduced byte
+    /// for byte.
+    Score {
+        /// The directory the run wrote.
+        dir: PathBuf,
+        /// Write report.json and report.md instead of comparing.
+        #[arg(long)]
+        write: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -160,6 +185,8 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
             };
             mcp_cmd::pin(&target, &file, check, out)
         }
+        Command::Eval(EvalCmd::Check { set }) => eval_cmd::check(&set, out),
+        Command::Eval(EvalCmd::Score { dir, write }) => eval_cmd::score(&dir, write, out),
         Command::Audit(_) => unreachable!("audit commands write as they go (`audit_cmd::run`)"),
     }
 }

@@ -21,6 +21,7 @@ mod audit_inputs;
 mod audit_keygen;
 mod browser;
 mod escape_sweep;
+mod eval;
 mod manifest;
 mod mcp_pin;
 mod one_reading;

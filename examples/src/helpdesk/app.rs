@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | mcp | manifest | manifest-sha256]
+const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | mcp | eval | manifest | manifest-sha256]
   (no arguments)   chat on a terminal; set AGENTS_MODEL to use a real model, otherwise rules answer
   --demo           the scripted session (also whenever stdin is not a terminal); always the scripted
                    model, whatever AGENTS_MODEL says. Its audit log is written to the temporary
@@ -29,6 +29,8 @@ const USAGE: &str = "usage: helpdesk [--demo [--keep-log | --audit-log PATH] | m
   mcp [--http]     serve the agent over MCP as Alex (actions confirmed by MCP elicitation): on
                    stdio, or with --http over streamable HTTP on AGENTS_MCP_BIND (default
                    127.0.0.1:8080) for clients with the bearer token in AGENTS_MCP_TOKEN
+  eval SET --out DIR
+                   run a probe set (examples/eval/) and write its artifacts and report (`eval --help`)
   manifest         print the permission manifest exactly (canonical JSON, no trailing newline)
   manifest-sha256  print the manifest's SHA-256
 ";

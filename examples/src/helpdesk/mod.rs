@@ -24,9 +24,11 @@
 //! session, which always uses the scripted model, `-- manifest` / `-- manifest-sha256` for the
 //! manifest. The demo prints each audit record once it is durable, after the events that came
 //! before it, exactly as the log holds it; its log goes to the temporary directory and is
-//! removed at the end unless `--keep-log` (or `--audit-log PATH`) is given.
+//! removed at the end unless `--keep-log` (or `--audit-log PATH`) is given. `-- eval SET --out DIR`
+//! runs a probe set of `examples/eval/` ([`eval`]).
 
 pub mod app;
+pub mod eval;
 pub mod store;
 pub mod tools;
 

@@ -15,6 +15,7 @@
 
 mod clinic;
 mod console;
+mod eval;
 mod helpdesk;
 mod kyc;
 mod manifest_baseline;
