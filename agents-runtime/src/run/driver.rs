@@ -132,7 +132,7 @@ impl<A: Registry> Turn<A> {
                 // this turn the execution (once, ever).
                 if let Some(approved) = carry {
                     let ids = RecordIds::clone(&ctx.ids);
-                    let done = carry_out::<A>(&ctx.inner, approved, Some(ids)).await;
+                    let done = carry_out::<A>(&ctx.inner, *approved, Some(ids)).await;
                     how = format!("approved and has now been carried out ({})", done.status.as_str());
                 }
                 self.system.push_str(&format!("\n\nThe action that was waiting for the user's confirmation ({}) was {how} outside this conversation; it no longer waits for an answer. Do not act on it.", p.title));

@@ -99,7 +99,7 @@ pub(in crate::run) enum Adopted {
     /// Decided or ended outside the conversation (`how`, in words) and out of the book; its
     /// final record is written (or another node's to write). `carry`: an approval through the
     /// decisions API whose execution the store granted this node: the turn carries it out.
-    Over { how: String, carry: Option<ProposalRecord> },
+    Over { how: String, carry: Option<Box<ProposalRecord>> },
     /// Its state could not be read; nothing was decided.
     Unreadable(crate::store::StoreError),
 }
@@ -139,7 +139,7 @@ pub(in crate::run) async fn adopt<A: Registry>(ctx: &RunCtx<A>, p: &PendingPropo
             let node = ctx.inner.settings.node_id.as_str();
             let sealed = crate::run::pending::seal::for_claim(&ctx.inner.services.tokens, &f.proposal, node);
             if matches!(ctx.inner.services.store.claim_execution(&p.call_id, node, &sealed).await, Ok(true)) {
-                carry = Some(f.proposal);
+                carry = Some(Box::new(f.proposal));
             }
         }
         _ => {}
