@@ -268,7 +268,7 @@ impl<A: Registry> Turn<A> {
             response_schema: self.response_schema.clone(),
         };
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Thinking });
-        let bus = ctx.bus.clone();
+        let bus = ctx.recorder.bus.clone();
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
@@ -355,7 +355,7 @@ impl<A: Registry> Turn<A> {
                     "refused: this answer asked for {asked} tool calls and at most {max} run per answer; this \
                      call did not run. Ask for fewer calls at a time."
                 );
-                ctx.deny(CallRef::from(&call), None, None, reason).await
+                ctx.recorder.deny(CallRef::from(&call), None, None, reason).await
             };
             if out.executed {
                 ctx.push_digest(&call.name, &out.content);
@@ -430,7 +430,7 @@ impl<A: Registry> Turn<A> {
         {
             outcome.failure = Some(Failure::StateUnavailable(message.clone()));
         }
-        outcome.report.calls = std::mem::take(&mut *lock(&ctx.calls));
+        outcome.report.calls = std::mem::take(&mut *lock(&ctx.recorder.calls));
         outcome
     }
 }

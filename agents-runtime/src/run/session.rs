@@ -426,7 +426,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Subscribes to this session's events.
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
-        self.ctx.bus.subscribe()
+        self.ctx.recorder.bus.subscribe()
     }
 
     /// Stops the session: an action waiting for a person ends as `skipped` with `why`'s code,

@@ -17,9 +17,14 @@ pub(super) use unavailable::Unavailable;
 
 pub(super) use super::ledger::Confirmation;
 
-use super::context::CallOutcome;
+use super::context::{CallOutcome, RunCtx};
+use super::decision::{ConfirmMode, DirectConfirm};
+use super::gate::action::Ask;
+use super::gate::checked::Checked;
+use super::gate::execute::ActionFn;
 use super::record::RecordOf;
-use crate::tool::Registry;
+use crate::token::ConfirmationToken;
+use crate::tool::{ErasedArgs, Registry};
 
 /// A way of asking a person about one action call: it asks, waits for the answer, and
 /// carries the proposal to its one final record, running the call only on an approval bound
@@ -30,4 +35,33 @@ pub(super) trait Channel {
         self,
         confirmation: Confirmation<'a, A, F>,
     ) -> impl Future<Output = CallOutcome> + 'a;
+}
+
+/// A run's action calls are asked about on the channel its settings and its kind choose, once
+/// per call: a direct session's (a confirmer, or none), the conversational mode, or the dialog
+/// (with the runtime's confirmer, if any).
+impl<A: Registry> Ask for RunCtx<A> {
+    async fn ask<'a, F: RecordOf + Send + Sync + 'a>(
+        checked: Checked<'a, Self, F>,
+        args_hash: &'a str,
+        approved: Option<(ConfirmationToken, String, String)>,
+        raw: serde_json::Value,
+        run: ActionFn,
+        typed: ErasedArgs,
+        why: Option<String>,
+    ) -> CallOutcome {
+        let ctx = checked.ctx;
+        let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
+        match &ctx.direct {
+            None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
+                Conversational { approved }.decide(confirmation).await
+            }
+            Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
+            // A direct session's confirmer (MCP elicitation) asks beside the decisions API.
+            Some(DirectConfirm::Ask(confirmer)) => {
+                Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation).await
+            }
+            None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
+        }
+    }
 }

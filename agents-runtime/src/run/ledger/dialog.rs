@@ -127,7 +127,7 @@ impl Drop for StoredProposal {
 fn unclaimed<A: Registry>(
     ctx: &Arc<RunCtx<A>>,
     stored: &StoredProposal,
-    owed: FinalOwed<'_, A>,
+    owed: FinalOwed<'_, RunCtx<A>>,
     e: StoreError,
 ) -> CallOutcome {
     owed.paid();
@@ -191,7 +191,7 @@ impl Waited {
 pub(in crate::run) struct Waiting<'a, A: Registry> {
     /// Closed however the call ends.
     _open: OpenProposal<'a>,
-    owed: FinalOwed<'a, A>,
+    owed: FinalOwed<'a, RunCtx<A>>,
     pub(in crate::run) stored: StoredProposal,
 }
 
@@ -322,7 +322,12 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
 
     /// The person rejected: exactly one final record, this run's, unless a resumption on
     /// another node (which took this run for gone) claimed and wrote it.
-    async fn rejected(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>, reason: Option<String>) -> CallOutcome {
+    async fn rejected(
+        self,
+        mut stored: StoredProposal,
+        owed: FinalOwed<'a, RunCtx<A>>,
+        reason: Option<String>,
+    ) -> CallOutcome {
         let proposal = self.proposal;
         let ctx = proposal.checked.ctx;
         stored.settled = true;
@@ -352,7 +357,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     /// The approval is read back from the store and must carry the seal this node's key gives
     /// this run's own proposal approved: a verdict set in the store by someone without the key
     /// runs nothing, and the call ends `failed` with the reason.
-    async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>) -> CallOutcome {
+    async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, RunCtx<A>>) -> CallOutcome {
         let ctx = self.proposal.checked.ctx;
         let node = ctx.inner.settings.node_id.as_str();
         let read = ctx.inner.services.store.proposal(&stored.record.call_id).await;
@@ -403,7 +408,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
 
     /// The person approved: a token is minted for what they saw, the approval is audited,
     /// and the token is redeemed for what will run.
-    async fn approved(self, owed: FinalOwed<'a, A>) -> CallOutcome {
+    async fn approved(self, owed: FinalOwed<'a, RunCtx<A>>) -> CallOutcome {
         let Confirmation { proposal, run, typed } = self;
         let Checked { ctx, call, spec, .. } = proposal.checked;
         let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.live.proposals);

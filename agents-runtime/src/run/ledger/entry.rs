@@ -79,7 +79,7 @@ pub(in crate::run) struct Confirmation<'a, A, F> {
 
 /// What a person is asked about: the call, the MAC of its arguments and their description.
 pub(in crate::run) struct Proposal<'a, A, F> {
-    pub(in crate::run) checked: Checked<'a, A, F>,
+    pub(in crate::run) checked: Checked<'a, RunCtx<A>, F>,
     pub(in crate::run) args_hash: &'a str,
     /// The arguments as the tool receives them (kept in the store for a resumption).
     raw: Value,
@@ -136,13 +136,13 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
     }
 
     /// The final record a proposal owes from now on, `status` unless written otherwise.
-    pub(super) fn owed(&self, status: AuditStatus) -> FinalOwed<'a, A> {
+    pub(super) fn owed(&self, status: AuditStatus) -> FinalOwed<'a, RunCtx<A>> {
         FinalOwed::new(self.checked.ctx, (self.checked.base)(status, self.checked.redacted.clone()))
     }
 
     /// Ends the proposal without running it: the transition (its record first), and a
     /// `tool_result` event. The proposal ends even when the log refuses the record.
-    pub(super) async fn end(&self, owed: FinalOwed<'a, A>, status: AuditStatus, reason: impl Into<String>) {
+    pub(super) async fn end(&self, owed: FinalOwed<'a, RunCtx<A>>, status: AuditStatus, reason: impl Into<String>) {
         owed.paid();
         let Checked { ctx, call, .. } = &self.checked;
         let reason = reason.into();
@@ -211,7 +211,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
 
 impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     pub(in crate::run) fn new(
-        checked: Checked<'a, A, F>,
+        checked: Checked<'a, RunCtx<A>, F>,
         args_hash: &'a str,
         raw: Value,
         run: ActionFn,
