@@ -6,7 +6,9 @@
 //! together, each step taking effect only once the step it depends on holds. The confirmation
 //! channels (`confirm`) ask the person and wait; the run loop, the sessions, the decisions API
 //! and the resumption of a gone run's calls ask the ledger to move a proposal. No other code
-//! writes a proposal's records.
+//! writes a proposal's records: the outcome of an approved call is recorded by the run the
+//! ledger starts (`gate::execute`, through the run's recorder), and a final record owed when a
+//! call goes away is written by the [`FinalOwed`](super::owed::FinalOwed) the ledger arms.
 //!
 //! | transition | where | what it writes |
 //! |---|---|---|
@@ -15,8 +17,8 @@
 //! | end unasked (a direct session that cannot ask) | [`Proposal::skip_unasked`] | `skipped` |
 //! | adopt (a turn begins) | [`adopt`], [`drop_stale`] | the book's entry of the session's proposal, or its end as the store says (`rejected`; an approval's execution claimed) |
 //! | decide (a person's verdict) | [`Confirmation::settle_waited`] (heard here: recorded in the store, the first recorded holds), [`answer_waiting`] (the user's reply), [`decide_in_store`] (the decisions API, any node) | the store's verdict; `confirmed` (a reply) or `rejected` |
-//! | claim the execution | [`Confirmation::settle_waited`], [`claim_in_store`], [`carry_out`] | the store's claim, its seal checked first; the book's move to executing |
-//! | execute | [`Confirmation::settle_waited`], [`Confirmation::with_approval`], [`carry_out`] | `confirmed`, then the token redeemed for the exact arguments, the permission checked again, the run, `executed` or `failed` |
+//! | claim the execution | [`Confirmation::settle_waited`], [`claim_in_store`], [`carry_claimed`] | the store's claim, its seal checked first; the book's move to executing |
+//! | execute | [`Confirmation::settle_waited`], [`Confirmation::with_approval`], [`carry_claimed`] | `confirmed`, then the token redeemed for the exact arguments, the permission checked again, the run, `executed` or `failed` |
 //! | settle (a rejection, or a claim whose holder is gone) | [`Confirmation::settle_waited`], [`resume_one`], [`take_over_one`] | the store's settlement claim, then `rejected` or `skipped`, marked written |
 //! | withdraw / end undecided | [`end_waiting`](waiting::end_waiting), [`end_or_close`], [`resolve_turn`] (a turn's end), [`Inner::end_proposals_of`](super::shared::Inner), [`Inner::close_waiting`](super::shared::Inner), [`Confirmation::settle_waited`] | the store's conditional close, then `skipped` (`timeout`, `stopped`, `cancelled`, `expired`, `superseded`, `abandoned`) |
 //!
