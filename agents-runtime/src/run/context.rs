@@ -1,22 +1,25 @@
-//! One run's context: who it acts for, its availability snapshot, its ids and how it writes
-//! records and events. A direct session has one too (with a confirmer instead of a loop).
+//! One run's context: who it acts for, its availability snapshot, its ids, its recorder (how
+//! it writes records and events), its conversation. A direct session has one too (with a
+//! confirmer instead of a loop). It is the run the gate takes (`scope::Run`).
+
+pub(super) use super::call::{CallOutcome, CallRef, ToolFacts};
+pub(super) use super::recorder::Audited;
 
 use super::conversation::{Conversation, Delta, push_digest};
 use super::decision::{ConfirmMode, DirectConfirm, Undecided};
 use super::lock;
-use super::outcome::{CallStatus, CallSummary};
-use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
+use super::record::{RecordFields, RecordIds};
+use super::recorder::Recorder;
+use super::scope::Run;
 use super::secrets::CallSecrets;
-use super::shared::{DisabledFallback, Inner, mark_recorded, settles};
-use crate::BoxFuture;
-use crate::audit::{AuditError, AuditResult, AuditStatus};
+use super::shared::{DisabledFallback, Inner, Services, Settings};
+use crate::audit::{AuditResult, AuditStatus};
 use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};
-use crate::provider::ToolCallRequest;
 use crate::token::ConfirmationToken;
 use crate::tool::{CallContext, NestedInvoker, RegisteredTool, Registry};
-use agents_core::redact::{SecretSchema, redact};
-use agents_core::{Limits, Principal, SharedStr, SharedValue, Tier, ToolSpec};
+use agents_core::redact::SecretSchema;
+use agents_core::{Limits, Principal, SharedStr, Tier, ToolSpec};
 use serde_json::{Value, json};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,7 +29,6 @@ use tokio_util::sync::CancellationToken;
 pub(super) struct RunCtx<A> {
     pub(super) inner: Arc<Inner>,
     pub(super) principal: Arc<Principal>,
-    pub(super) bus: Arc<EventBus>,
     pub(super) cancel: CancellationToken,
     pub(super) limits: Limits,
     /// The run's ids and who it acts for, as every audit record repeats them.
@@ -57,9 +59,8 @@ pub(super) struct RunCtx<A> {
     /// when the agent has a tool that reaches the outside world (shared with the session, so
     /// later turns see earlier results).
     ledger: Option<Arc<Mutex<Ledger>>>,
-    /// The run's tool calls with their last status the log took (runs only: a direct
-    /// session, which may live long, keeps none).
-    pub(super) calls: Mutex<Vec<CallSummary>>,
+    /// How the run writes its records and events (its ids, the event bus, its list of calls).
+    pub(super) recorder: Recorder,
     /// Set when a confirmation's timeout ended the run (not a stop by the user).
     pub(super) confirmation_timed_out: std::sync::atomic::AtomicBool,
     /// The session's conversation as the store held it when the run bound it (runs only).
@@ -73,83 +74,6 @@ pub(super) struct RunCtx<A> {
     /// Set when the state store failed while a proposal's final record was being claimed.
     pub(super) state_failed: OnceLock<String>,
     _agent: PhantomData<fn() -> A>,
-}
-
-/// What the gate needs of one tool on every call: the shared text its records carry and its
-/// input schema with whether that marks anything secret.
-pub(super) struct ToolFacts {
-    pub(super) name: SharedStr,
-    pub(super) title: Option<SharedStr>,
-    pub(super) schema: SecretSchema<'static>,
-    /// Whether the run's role holds the tool's permission, read from the role map (which does
-    /// not change while the runtime lives), not from the availability snapshot.
-    pub(super) permitted: bool,
-    /// For a tool imported from an MCP server: what each record of its calls says of the
-    /// server, its tool and the pin.
-    pub(super) import: Option<crate::audit::AuditImport>,
-}
-
-/// One tool call as the gate reads it, borrowed from the request that carries it.
-#[derive(Clone, Copy)]
-pub(super) struct CallRef<'a> {
-    /// The id the call is known by in records, events and decisions: for an action, one the
-    /// runtime minted; otherwise the caller's.
-    pub(super) id: &'a str,
-    /// The id the caller gave (the model provider's, or a direct session caller's).
-    pub(super) given_id: &'a str,
-    pub(super) name: &'a str,
-    pub(super) arguments: &'a str,
-}
-
-impl<'a> From<&'a ToolCallRequest> for CallRef<'a> {
-    fn from(call: &'a ToolCallRequest) -> Self {
-        CallRef { id: &call.id, given_id: &call.id, name: &call.name, arguments: &call.arguments }
-    }
-}
-
-/// What the gate hands back to the model for one call.
-pub(super) struct CallOutcome {
-    pub(super) content: Value,
-    pub(super) is_error: bool,
-    /// The tool ran and this is its result (not a refusal, substitute or handoff notice).
-    pub(super) executed: bool,
-}
-
-impl CallOutcome {
-    pub(super) fn ok(v: Value) -> Self {
-        CallOutcome { content: v, is_error: false, executed: false }
-    }
-    pub(super) fn err(msg: impl Into<String>) -> Self {
-        CallOutcome { content: json!({"error": msg.into()}), is_error: true, executed: false }
-    }
-}
-
-/// Whether the log took a record ([`RunCtx::audit`]): known at once, or by a boxed future
-/// (a sink that writes later, or a record that settles a stored proposal).
-#[must_use = "a record's answer says whether anything may run"]
-pub(super) struct Audited<'a>(Option<AuditedState<'a>>);
-
-enum AuditedState<'a> {
-    Now(Result<(), AuditError>),
-    Later(BoxFuture<'a, Result<(), AuditError>>),
-}
-
-impl Future for Audited<'_> {
-    type Output = Result<(), AuditError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        match self.0.take() {
-            Some(AuditedState::Now(answer)) => std::task::Poll::Ready(answer),
-            Some(AuditedState::Later(mut later)) => {
-                let polled = later.as_mut().poll(cx);
-                if polled.is_pending() {
-                    self.0 = Some(AuditedState::Later(later));
-                }
-                polled
-            }
-            None => panic!("`Audited` polled after it resolved"),
-        }
-    }
 }
 
 impl<A: Registry> RunCtx<A> {
@@ -199,11 +123,12 @@ impl<A: Registry> RunCtx<A> {
         let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
         let ledger = reaches_out
             .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
+        let ids = Arc::new(ids);
         Arc::new(RunCtx::<A> {
+            recorder: Recorder::new(inner, ids.clone(), bus, direct.is_some()),
             inner: inner.clone(),
-            ids: Arc::new(ids),
+            ids,
             principal: Arc::new(principal),
-            bus,
             cancel,
             limits,
             snapshot: OnceLock::new(),
@@ -216,7 +141,6 @@ impl<A: Registry> RunCtx<A> {
             facts: A::tools().iter().map(|_| OnceLock::new()).collect(),
             secrets: Mutex::new(CallSecrets::default()),
             ledger,
-            calls: Mutex::new(Vec::new()),
             confirmation_timed_out: std::sync::atomic::AtomicBool::new(false),
             conversation: Mutex::new(Conversation::default()),
             delta: Mutex::new(Delta::default()),
@@ -226,12 +150,28 @@ impl<A: Registry> RunCtx<A> {
         })
     }
 
-    /// Publishes an event; it is built only when someone subscribes (events are a view, the
-    /// audit log is the record).
+    /// Publishes an event (see [`Recorder::emit`]).
     pub(super) fn emit(&self, e: impl FnOnce() -> Event) {
-        if self.bus.has_subscribers() {
-            self.bus.publish(e());
-        }
+        self.recorder.emit(e);
+    }
+
+    /// Emits a `tool_result` event with the result redacted.
+    pub(super) fn emit_result(&self, call_id: &str, tool: &str, status: AuditStatus, result: Option<&Value>) {
+        self.recorder.emit_result(call_id, tool, status, result);
+    }
+
+    /// Writes a record of the run (see [`Recorder::audit`]).
+    pub(super) fn audit(&self, f: RecordFields) -> Audited<'_> {
+        self.recorder.audit(f)
+    }
+
+    /// What the records of a call of `spec` say of the MCP server it is imported from.
+    pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
+        self.recorder.import_of(spec)
+    }
+
+    pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
+        self.recorder.redact_args(schema, args)
     }
 
     /// The position of `name` in `A::tools()` when it is in this run's availability snapshot.
@@ -250,121 +190,6 @@ impl<A: Registry> RunCtx<A> {
         Duration::from_secs(self.limits.token_ttl_secs)
     }
 
-    /// Emits a `tool_result` event with the result redacted.
-    pub(super) fn emit_result(&self, call_id: &str, tool: &str, status: AuditStatus, result: Option<&Value>) {
-        self.emit(|| Event::ToolResult {
-            run_id: self.ids.run_id.to_string(),
-            call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
-            status,
-            result: result.map(|v| redact(v, None, &self.inner.settings.redaction)),
-        });
-    }
-
-    /// Builds the record now and hands it to the sink; the future only waits for the sink
-    /// (it holds no record, so the gate's own future stays small). The sealed record the sink
-    /// returns is not needed here: it is dropped where it arrives rather than passed up.
-    ///
-    /// A sink that answers at once, for a record that settles no stored proposal (every read
-    /// call's), is answered here: the run's list of calls follows the record now, and the
-    /// future only hands the answer over (a few words, moved with the gate's future at no
-    /// cost). Otherwise the rest waits in a boxed future.
-    pub(super) fn audit(&self, f: RecordFields) -> Audited<'_> {
-        crate::telemetry::audited(f.status, f.tool.as_deref(), f.tier);
-        // A record that moves a call: the run's list of calls follows it once the log took it.
-        let moved = match (&f.call_id, CallStatus::of_audit(f.status)) {
-            (Some(id), Some(status)) if self.direct.is_none() => Some((id.clone(), f.tool.clone(), f.tier, status)),
-            _ => None,
-        };
-        let settled = settles(&self.inner.live, f.call_id.as_ref(), f.status);
-        let record = self.ids.record(f);
-        // A sink that answers at once has its sealed record dropped here.
-        let answer = self.inner.services.audit.append(record).outcome_now();
-        let answer = match answer {
-            Ok(answer) if settled.is_none() => {
-                self.took(&answer, moved);
-                return Audited(Some(AuditedState::Now(answer)));
-            }
-            Ok(answer) => Ok(answer),
-            Err(pending) => Err(pending),
-        };
-        Audited(Some(AuditedState::Later(Box::pin(async move {
-            let answer = match answer {
-                Ok(answer) => answer,
-                Err(pending) => pending.await.map(drop),
-            };
-            self.took(&answer, moved);
-            if let Some(id) = settled {
-                if answer.is_ok() {
-                    mark_recorded(&self.inner.services, &id).await;
-                } else {
-                    // Still owed: a later final record of the call marks it.
-                    self.inner.live.settling.insert(id);
-                }
-            }
-            answer
-        }))))
-    }
-
-    /// What follows the log's answer to a record: a refusal is logged; a record taken moves its
-    /// call in the run's list (`moved`).
-    fn took(
-        &self,
-        answer: &Result<(), AuditError>,
-        moved: Option<(SharedStr, Option<SharedStr>, Option<Tier>, CallStatus)>,
-    ) {
-        match answer {
-            Err(e) => tracing::error!(run_id = %self.ids.run_id, error = %e, "audit write failed"),
-            Ok(()) => {
-                if let Some((id, tool, tier, status)) = moved {
-                    self.note_call(&id, tool, tier, status);
-                }
-            }
-        }
-    }
-
-    /// Notes a call's new status in the run's list (a call first seen is added when its tool
-    /// is known).
-    fn note_call(&self, call_id: &str, tool: Option<SharedStr>, tier: Option<Tier>, status: CallStatus) {
-        let mut calls = lock(&self.calls);
-        if let Some(c) = calls.iter_mut().rev().find(|c| c.call_id == call_id) {
-            c.status = status;
-            if c.tier.is_none() {
-                c.tier = tier;
-            }
-        } else if let Some(tool) = tool {
-            calls.push(CallSummary { call_id: call_id.to_owned(), tool: tool.to_string(), tier, status });
-        }
-    }
-
-    /// Audits and tells the model a call was refused; nothing ran.
-    /// Boxed: refusals are the rare path, and the gate's future should not carry their state.
-    pub(super) fn deny<'a>(
-        &'a self,
-        call: CallRef<'a>,
-        spec: Option<&'static ToolSpec>,
-        args: Option<Value>,
-        reason: String,
-    ) -> BoxFuture<'a, CallOutcome> {
-        Box::pin(async move {
-            let mut f = RecordFields::new(AuditStatus::Denied);
-            f.call_id = Some(call.id.into());
-            f.tool = Some(call.name.into());
-            f.tier = spec.map(|s| s.tier);
-            f.import = spec.and_then(|s| self.import_of(s));
-            f.reason = Some(reason.clone());
-            f.args = args.map(SharedValue::from);
-            let _ = self.audit(f).await;
-            self.emit(|| Event::ToolDenied {
-                run_id: self.ids.run_id.to_string(),
-                call_id: call.id.to_owned(),
-                tool: call.name.to_owned(),
-                reason: reason.clone(),
-            });
-            CallOutcome::err(reason)
-        })
-    }
-
     /// Remembers a call's secret values for the texts the run derives later.
     pub(super) fn remember_secrets(&self, secrets: &CallSecrets) {
         if !secrets.is_empty() {
@@ -375,10 +200,6 @@ impl<A: Registry> RunCtx<A> {
     /// `text` with the secret values of every call of the run so far masked.
     pub(super) fn mask_run_text(&self, text: &str) -> String {
         lock(&self.secrets).text(text)
-    }
-
-    pub(super) fn redact_args(&self, schema: SecretSchema<'_>, args: &Value) -> Value {
-        schema.redact(args, &self.inner.settings.redaction)
     }
 
     /// Keeps a tool result for the egress provenance check (when the agent has a tool that
@@ -440,59 +261,79 @@ impl<A: Registry> RunCtx<A> {
         })
     }
 
-    /// What the records of a call of `spec` say of the MCP server it is imported from (none
-    /// for a tool of this program): the server, where this runtime reaches it, its tool and
-    /// the pin.
-    pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
-        let import = spec.import?;
-        let source = self.inner.services.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
-        Some(crate::audit::AuditImport {
-            server: import.server.to_owned(),
-            source,
-            tool: import.tool.to_owned(),
-            sha256: import.sha256.to_owned(),
-            listed_sha256: None,
-        })
-    }
-
-    /// What a record keeps of a result: its keyed digest ([`TokenStore::result_mac`]), or the
-    /// redacted value when the runtime records raw results.
-    ///
-    /// [`TokenStore::result_mac`]: crate::token::TokenStore::result_mac
-    pub(super) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
-        if self.inner.settings.raw_results {
-            AuditResult::Value(redact(schema_free, None, &self.inner.settings.redaction))
-        } else {
-            self.digest_within(schema_free, usize::MAX).expect("no canonical text is longer than usize::MAX")
-        }
-    }
-
-    /// The keyed digest of a result whose canonical JSON text is at most `max` bytes long;
-    /// `None` when it is longer, or when the runtime records raw results. The text is written
-    /// once, for both the length and the digest, into a buffer each thread keeps between calls
-    /// (dropped when a large result grew it).
-    pub(super) fn digest_within(&self, schema_free: &Value, max: usize) -> Option<AuditResult> {
-        if self.inner.settings.raw_results {
-            return None;
-        }
-        thread_local! {
-            static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-        }
-        TEXT.with_borrow_mut(|text| {
-            text.clear();
-            agents_core::canonical::write_to(schema_free, text);
-            let digest = (text.len() <= max)
-                .then(|| AuditResult::Sha256(self.inner.services.tokens.result_mac(text.as_bytes())));
-            if text.capacity() > RESULT_TEXT_KEPT {
-                *text = String::new();
-            }
-            digest
-        })
-    }
-
     /// Remembers an executed result for the session's digest (saved when the turn ends).
     pub(super) fn push_digest(&self, tool: &str, result: &Value) {
         push_digest(&mut lock(&self.delta), tool, result);
+    }
+}
+
+impl<A: Registry> Run for RunCtx<A> {
+    type Agent = A;
+
+    fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    fn services(&self) -> &Services {
+        &self.inner.services
+    }
+
+    fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn stop_reason(&self) -> Option<Undecided> {
+        self.stop_reason.get().copied()
+    }
+
+    fn available_index(&self, name: &str) -> Option<usize> {
+        RunCtx::available_index(self, name)
+    }
+
+    fn facts(&self, index: usize, entry: &RegisteredTool<A>) -> &ToolFacts {
+        RunCtx::facts(self, index, entry)
+    }
+
+    fn remember_secrets(&self, secrets: &CallSecrets) {
+        RunCtx::remember_secrets(self, secrets);
+    }
+
+    fn provenance_of(&self, args: &Value) -> Provenance {
+        RunCtx::provenance_of(self, args)
+    }
+
+    fn note_result(&self, call_id: &str, tool: &str, result: &Value) {
+        RunCtx::note_result(self, call_id, tool, result);
+    }
+
+    fn approval(
+        &self,
+        spec: &'static ToolSpec,
+        call_id: &str,
+        confirmed: bool,
+    ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
+        RunCtx::approval(self, spec, call_id, confirmed)
+    }
+
+    fn call_context(&self, spec: &'static ToolSpec, call_id: SharedStr) -> CallContext {
+        RunCtx::call_context(self, spec, call_id)
+    }
+
+    fn arm(&self, invoker: NestedInvoker) {
+        let _ = self.invoker.set(invoker);
+    }
+
+    fn nested_call_id(&self) -> String {
+        let n = self.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}-nested-{n}", self.ids.run_id)
     }
 }
 

@@ -2,10 +2,9 @@
 //! how a decision reaches the state store from any node ([`Runtime::decide_async`]).
 
 use super::decision::{DeciderView, DecisionError, Verdict};
-use super::lock;
-use super::pending::{Heard, PendingDecision, detail, detail_str, seal, stored, unavailable};
+use super::ledger::decide_in_store;
+use super::pending::{PendingDecision, detail, detail_str, unavailable};
 use super::runtime::Runtime;
-use crate::store::DecideOutcome;
 use agents_core::Principal;
 use serde_json::Value;
 
@@ -78,27 +77,6 @@ impl Runtime {
         if found.verdict.is_some() {
             return Err(not_pending());
         }
-        // An approval is sealed over the row as read, so only a row a key holder wrote gets one
-        // (a rejection runs nothing, whoever wrote the row).
-        let tokens = &self.inner.services.tokens;
-        if verdict == Verdict::Approve && !seal::holds_proposed(tokens, p) {
-            tracing::error!(call_id, "a stored proposal does not verify under the server key; not decided");
-            return Err(DecisionError::Unverified(call_id.to_owned()));
-        }
-        let sealed = seal::decided(tokens, p, stored(verdict));
-        match store
-            .decide(call_id, &p.org_id, &p.user_id, stored(verdict), reason, &sealed)
-            .await
-            .map_err(unavailable)?
-        {
-            DecideOutcome::Recorded => {}
-            DecideOutcome::NotYours => return Err(DecisionError::NotYourRun),
-            DecideOutcome::Unknown | DecideOutcome::AlreadyDecided => return Err(not_pending()),
-        }
-        // A run waiting here hears it at once; one on another node finds it in the store.
-        if let Some(waiter) = lock(&self.inner.live.decisions).remove(call_id) {
-            let _ = waiter.tx.send(Heard { verdict, recorded: true, reason: reason.map(str::to_owned) });
-        }
-        Ok(())
+        decide_in_store(&self.inner, p, verdict, reason).await
     }
 }

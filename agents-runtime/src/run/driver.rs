@@ -6,7 +6,7 @@ use super::carry::carry_out;
 use super::context::{CallRef, RunCtx, availability};
 use super::conversation::{PendingProposal, digest_message, replay_within};
 use super::gate::gate_call;
-use super::ledger::end_waiting;
+use super::ledger::{Adopted, adopt, answer_waiting, drop_stale, resolve_turn};
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
@@ -122,65 +122,23 @@ impl<A: Registry> Turn<A> {
     /// that the store says are over, leave it.
     async fn adopt(&mut self, pending: Option<PendingProposal>) -> Option<PendingProposal> {
         let ctx = self.ctx.clone();
-        let (session, store, book) =
-            (ctx.ids.session_id.as_str(), &ctx.inner.services.store, &ctx.inner.live.proposals);
-        let keep = pending.as_ref().map(|p| p.call_id.as_str());
-        for stale in book.proposed_in(session).into_iter().filter(|c| Some(c.as_str()) != keep) {
-            match store.proposal(&stale).await {
-                // Still open: a turn under way on this node proposed it.
-                Ok(Some(found)) if found.verdict.is_none() => {}
-                // Decided through the decisions API while the session no longer held it: it
-                // ends here (rejected: its record; approved and not carried out: withdrawn),
-                // unless another node or the upkeep ended it first.
-                Ok(Some(found)) => {
-                    let ids = Arc::new(ctx.ids.of_run(&found.proposal.run_id));
-                    let reason = "cancelled: the conversation moved on before the decision reached it".to_owned();
-                    ctx.inner.close_waiting(&stale, reason, Some(ids)).await;
-                    book.close(session, &stale);
-                }
-                _ => book.close(session, &stale),
-            }
-        }
+        drop_stale(&ctx, pending.as_ref().map(|p| p.call_id.as_str())).await;
         let p = pending?;
-        match store.proposal(&p.call_id).await {
-            Ok(Some(found)) if found.verdict.is_none() => {
-                book.open(&Arc::new(ctx.ids.of_run(&p.run_id)), &p.call_id, false);
-                Some(p)
-            }
-            Ok(found) => {
-                book.close(session, &p.call_id);
+        match adopt(&ctx, &p).await {
+            Adopted::Waiting => Some(p),
+            Adopted::Over { mut how, carry } => {
                 lock(&ctx.delta).cleared.push(p.call_id.clone());
-                let verdict = found.as_ref().and_then(|f| f.verdict);
-                let mut how = match verdict {
-                    Some(crate::store::StoredVerdict::Approved) => "approved and carried out".to_owned(),
-                    Some(crate::store::StoredVerdict::Rejected) => "rejected".to_owned(),
-                    None => "ended".to_owned(),
-                };
-                match found {
-                    // Rejected through the decisions API: its record, unless written already.
-                    Some(f) if verdict == Some(crate::store::StoredVerdict::Rejected) && f.settled_by.is_none() => {
-                        let ids = Arc::new(ctx.ids.of_run(&p.run_id));
-                        ctx.inner
-                            .close_waiting(&p.call_id, "rejected outside the conversation".into(), Some(ids))
-                            .await;
-                    }
-                    // Approved through the decisions API and not carried out yet: this turn
-                    // carries it out, if the store grants it the execution (once, ever).
-                    Some(f) if verdict == Some(crate::store::StoredVerdict::Approved) && f.claimed_by.is_none() => {
-                        let node = ctx.inner.settings.node_id.as_str();
-                        let sealed = super::pending::seal::for_claim(&ctx.inner.services.tokens, &f.proposal, node);
-                        if matches!(store.claim_execution(&p.call_id, node, &sealed).await, Ok(true)) {
-                            let ids = RecordIds::clone(&ctx.ids);
-                            let done = carry_out::<A>(&ctx.inner, f.proposal, Some(ids)).await;
-                            how = format!("approved and has now been carried out ({})", done.status.as_str());
-                        }
-                    }
-                    _ => {}
+                // Approved through the decisions API and not carried out yet: the store granted
+                // this turn the execution (once, ever).
+                if let Some(approved) = carry {
+                    let ids = RecordIds::clone(&ctx.ids);
+                    let done = carry_out::<A>(&ctx.inner, *approved, Some(ids)).await;
+                    how = format!("approved and has now been carried out ({})", done.status.as_str());
                 }
                 self.system.push_str(&format!("\n\nThe action that was waiting for the user's confirmation ({}) was {how} outside this conversation; it no longer waits for an answer. Do not act on it.", p.title));
                 None
             }
-            Err(e) => {
+            Adopted::Unreadable(e) => {
                 tracing::warn!(error = %e, call_id = %p.call_id, "the pending proposal could not be looked up");
                 self.bind_tools = false;
                 self.system.push_str("\n\nAn action is waiting for the user's confirmation, but its state could not be read, so nothing was decided and nothing ran. Tell them, and ask them to answer again later.");
@@ -213,17 +171,8 @@ impl<A: Registry> Turn<A> {
             }
         };
         let status = if to == State::Confirmed { AuditStatus::Confirmed } else { AuditStatus::Rejected };
-        let turn = Some(ctx.ids.run_id.as_str());
-        let decided = if to == State::Confirmed {
-            // The approval is recorded in the store when the call is carried out (and claimed
-            // there once, whatever node answers).
-            let record = || ctx.audit(proposal_record(&ctx, &p, status, class));
-            ctx.inner.live.proposals.transition(session, &p.call_id, to, turn, record).await
-        } else {
-            let reason = format!("reply classified as {class:?}").to_lowercase();
-            end_waiting(&ctx, &p.call_id, to, proposal_record(&ctx, &p, status, class), &reason).await.map(drop)
-        };
-        match decided {
+        let reason = format!("reply classified as {class:?}").to_lowercase();
+        match answer_waiting(&ctx, &p.call_id, to, proposal_record(&ctx, &p, status, class), &reason).await {
             Ok(()) => lock(&ctx.delta).cleared.push(p.call_id.clone()),
             // Decided by another message already, or ended: this message answers nothing.
             Err(Refused::NotAllowed) => return,
@@ -319,7 +268,7 @@ impl<A: Registry> Turn<A> {
             response_schema: self.response_schema.clone(),
         };
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Thinking });
-        let bus = ctx.bus.clone();
+        let bus = ctx.recorder.bus.clone();
         let run_id = ctx.ids.run_id.to_string();
         let sink = move |t: &str| bus.publish(Event::Token { run_id: run_id.clone(), text: t.to_owned() });
         let per_call = Duration::from_secs(ctx.limits.provider_timeout_secs);
@@ -406,7 +355,7 @@ impl<A: Registry> Turn<A> {
                     "refused: this answer asked for {asked} tool calls and at most {max} run per answer; this \
                      call did not run. Ask for fewer calls at a time."
                 );
-                ctx.deny(CallRef::from(&call), None, None, reason).await
+                ctx.recorder.deny(CallRef::from(&call), None, None, reason).await
             };
             if out.executed {
                 ctx.push_digest(&call.name, &out.content);
@@ -481,7 +430,7 @@ impl<A: Registry> Turn<A> {
         {
             outcome.failure = Some(Failure::StateUnavailable(message.clone()));
         }
-        outcome.report.calls = std::mem::take(&mut *lock(&ctx.calls));
+        outcome.report.calls = std::mem::take(&mut *lock(&ctx.recorder.calls));
         outcome
     }
 }
@@ -503,42 +452,6 @@ fn proposal_record<A: Registry>(
     f.args = Some(p.args.clone());
     f.args_hash = Some(p.args_hash.clone());
     f
-}
-
-/// Ends what the turn leaves open: an approval it granted and did not use expires (a later
-/// message never rides on an earlier "yes"), and a proposal it made is cancelled unless the
-/// turn ends waiting for the user's answer to it. Each gets its final record.
-async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: RunStatus) {
-    let session = ctx.ids.session_id.as_str();
-    for (call_id, state, session_ended) in ctx.inner.live.proposals.open_of_turn(session, ctx.ids.run_id.as_str()) {
-        let (to, reason) = match state {
-            State::Confirmed => (
-                State::Expired,
-                "expired: the approval was not used in the turn that granted it; nothing ran".to_owned(),
-            ),
-            // Its session ended during the turn: nobody can answer it any more.
-            State::Proposed if session_ended => {
-                (State::Cancelled, "cancelled: the session ended before the user decided; nothing ran".to_owned())
-            }
-            State::Proposed if status != RunStatus::AwaitingConfirmation => (
-                State::Cancelled,
-                format!("cancelled: the turn ended ({}) before the user decided; nothing ran", status.as_str()),
-            ),
-            _ => continue,
-        };
-        let record = RecordFields { call_id: Some(call_id.as_str().into()), ..RecordFields::new(AuditStatus::Skipped) }
-            .reason(reason.clone());
-        if end_waiting(ctx, &call_id, to, record, &reason).await.is_err() {
-            // The record was refused; the proposal ends anyway (it must not stay decidable).
-            tracing::error!(run_id = %ctx.ids.run_id, call_id, "a proposal's final record was refused; it ends without one");
-            ctx.inner.live.proposals.close(session, &call_id);
-        }
-        lock(&ctx.delta).cleared.push(call_id.clone());
-        let mut approved = lock(&ctx.approved);
-        if approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
-            *approved = None;
-        }
-    }
 }
 
 /// The model's final text as the output type: as a JSON string first, then as JSON (a

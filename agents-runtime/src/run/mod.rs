@@ -62,27 +62,43 @@
 //!    - `secrets`: the values of a call's secrets, masked in the texts derived from the call;
 //!    - `outcome`: how a run ends and the handle that waits for it;
 //!    - `shared`: what every run of one runtime shares (`Inner`: its settings, its services and
-//!      its live state), and the records written with nobody waiting for them.
-//! 2. `context`: one run's context (who it acts for, its availability snapshot, its ids, how it
-//!    writes records and events, the call context a tool runs with). A direct session has one
-//!    too. A tool that calls another granted tool goes back through the gate by the nested
-//!    invoker its call context carries: a trait object the code that makes a run arms once
-//!    (`gate::arm_nested`), so nothing below the gate names the gate.
+//!      its live state), and the records written with nobody waiting for them;
+//!    - `call`: one tool call as the gate reads it, what it hands back, and what the records of
+//!      a tool's calls repeat.
+//! 2. How a run records, and what the gate takes of it:
+//!    - `recorder`: the `Recorder` one run writes its records and events through (the audit
+//!      sink, the run's ids, the event bus, the run's list of calls), made once per run and
+//!      borrowed by every call;
+//!    - `scope`: `Run`, what the gate takes of a run: its recorder, the runtime's settings and
+//!      services, and the narrow parts of the run a call needs (who it acts for, its stop, its
+//!      availability snapshot, its secrets and provenance, its approval, a tool's call
+//!      context). The gate is generic over it and knows no more of a run;
+//!    - `context`: one run's context (who it acts for, its availability snapshot, its ids, its
+//!      recorder, the call context a tool runs with, its conversation), which implements `Run`.
+//!      A direct session has one too. A tool that calls another granted tool goes back through
+//!      the gate by the nested invoker its call context carries: a trait object the code that
+//!      makes a run arms once (`gate::arm_nested`), so nothing below the gate names the gate.
 //! 3. Above the context, what moves one call:
 //!    - `owed`: the final record a call owes once it has begun;
-//!    - `ledger`: a stored proposal's transitions that change the book, the store and the log
-//!      together (ending one still waiting, claiming a conversational approval's execution),
-//!      and the heartbeat of a claim being carried out;
-//!    - `gate`: a call past the checks and the recording of its outcome (`gate::checked`), the
-//!      run of an approved action (`gate::execute`), both below the checks every call passes
-//!      (with the egress check of tools that reach out) and one room per tier (read, action,
-//!      handoff); `gate::nested` makes the invoker through which a tool calls another;
-//!    - `confirm`: how a person decides on an action: one `Channel` (a `pub(crate)` trait)
+//!    - `gate`: the checks every call passes (with the egress check of tools that reach out),
+//!      one room per tier (read, action, handoff), a call past the checks and the recording of
+//!      its outcome (`gate::checked`) and the run of an approved action (`gate::execute`),
+//!      all generic over the run (`Run`); the action tier hands the call to the run's
+//!      `gate::action::Ask` and knows no channel; `gate::nested` makes the invoker through
+//!      which a tool calls another;
+//!    - `ledger`: the one owner of a proposal, from its `proposed` record to its one final
+//!      record. The book, the store's row with its verdict and claims, the decisions waiting
+//!      on this node and the final records this node owes are its state; each transition
+//!      (propose, decide, claim, execute, settle, withdraw or end) is one function of it that
+//!      changes the book, the store and the audit log together, and no other code writes a
+//!      proposal's records (its module docs list the transitions and the invariant they keep);
+//!    - `confirm`: how a person is asked about an action: one `Channel` (a `pub(crate)` trait)
 //!      per way of asking, each its own file (`dialog`: a UI, the HTTP decisions route or a
 //!      [`Confirmer`] such as MCP elicitation; `conversational`; `unavailable`), chosen once
-//!      per call by the gate's action tier; an approval ends in `gate::execute`;
-//!    - `carry`: carrying out an approved call whose run is gone, or that the decisions API
-//!      approved;
+//!      per call by a run's context (its `Ask`, in `confirm`); a channel asks and waits, and
+//!      moves the proposal only through the ledger;
+//!    - `carry`: the context an approved call whose run is gone (or that the decisions API
+//!      approved) runs in, handed to the ledger that carries it out;
 //!    - `spend`: the budget gate every paid model call of a run passes, the agent's and a
 //!      classifier's.
 //! 4. `driver` (the run loop, step by step) and `session` (the state a session keeps between
@@ -195,8 +211,9 @@
 //! What stays in one node's memory: the egress provenance ledger of a session (a tool that
 //! reaches out compares its arguments with the results of this node's turns; once a turn of
 //! the session ran on another node, the check fails closed on this one: every value the user
-//! did not type here waits for a person) and the proposal book's in-flight claims. The in-memory store keeps everything in this process and
-//! answers at once, so a single node behaves as before, with nothing to wait for.
+//! did not type here waits for a person) and the proposal book's in-flight claims. The
+//! in-memory store keeps everything in this process and answers at once, so a single node
+//! behaves as before, with nothing to wait for.
 //!
 //! The model-based test `tests/run_model.rs` drives random schedules of these channels
 //! (proposals, duplicated, concurrent, late and wrong-role decisions, stops, iteration limits,
@@ -264,6 +281,7 @@ macro_rules! await_in_place {
     }};
 }
 
+mod call;
 mod carry;
 mod confirm;
 mod context;
@@ -278,18 +296,20 @@ mod owed;
 mod pending;
 mod proposal;
 mod record;
+mod recorder;
 mod resume;
 mod runtime;
+mod scope;
 mod secrets;
 mod session;
 mod shared;
 mod slot;
 mod spend;
 
-pub use carry::ResumedCall;
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, Undecided, Verdict,
 };
+pub use ledger::ResumedCall;
 pub use outcome::{
     CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
 };

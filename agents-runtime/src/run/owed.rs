@@ -2,11 +2,9 @@
 //! away first (its future dropped, its task aborted, a record write failed), on its own.
 
 use super::Undecided;
-use super::context::RunCtx;
 use super::record::{RecordFields, RecordOf};
-use super::shared::append_detached;
+use super::scope::Run;
 use crate::audit::AuditStatus;
-use crate::tool::Registry;
 use agents_core::SharedValue;
 use std::sync::Arc;
 
@@ -16,13 +14,13 @@ use std::sync::Arc;
 /// its own: the status it was made with, and the reason the run was stopped for or
 /// [`Undecided::Abandoned`]. [`FinalOwed::paid`] is called right before the call hands its own
 /// final record to the sink.
-pub(super) struct FinalOwed<'a, A: Registry> {
-    ctx: &'a Arc<RunCtx<A>>,
+pub(super) struct FinalOwed<'a, R: Run> {
+    ctx: &'a Arc<R>,
     record: Option<RecordFields>,
 }
 
-impl<'a, A: Registry> FinalOwed<'a, A> {
-    pub(super) fn new(ctx: &'a Arc<RunCtx<A>>, record: RecordFields) -> Self {
+impl<'a, R: Run> FinalOwed<'a, R> {
+    pub(super) fn new(ctx: &'a Arc<R>, record: RecordFields) -> Self {
         FinalOwed { ctx, record: Some(record) }
     }
 
@@ -38,10 +36,10 @@ impl<'a, A: Registry> FinalOwed<'a, A> {
     }
 }
 
-impl<A: Registry> Drop for FinalOwed<'_, A> {
+impl<R: Run> Drop for FinalOwed<'_, R> {
     fn drop(&mut self) {
         if let Some(f) = self.record.take() {
-            write_owed(self.ctx, f);
+            write_owed::<R>(self.ctx, f);
         }
     }
 }
@@ -49,16 +47,16 @@ impl<A: Registry> Drop for FinalOwed<'_, A> {
 /// A read call's final record while its tool runs: like [`FinalOwed`], but the record is
 /// built only if it is written (from the call's own record builder and arguments), so a call
 /// that finishes builds nothing here.
-pub(super) struct ReadOwed<'a, A: Registry, F: RecordOf> {
-    ctx: &'a Arc<RunCtx<A>>,
+pub(super) struct ReadOwed<'a, R: Run, F: RecordOf> {
+    ctx: &'a Arc<R>,
     base: &'a F,
     args: &'a SharedValue,
     owed: bool,
 }
 
-impl<'a, A: Registry, F: RecordOf> ReadOwed<'a, A, F> {
+impl<'a, R: Run, F: RecordOf> ReadOwed<'a, R, F> {
     /// A `failed` record is owed from now on.
-    pub(super) fn new(ctx: &'a Arc<RunCtx<A>>, base: &'a F, args: &'a SharedValue) -> Self {
+    pub(super) fn new(ctx: &'a Arc<R>, base: &'a F, args: &'a SharedValue) -> Self {
         ReadOwed { ctx, base, args, owed: true }
     }
 
@@ -68,19 +66,20 @@ impl<'a, A: Registry, F: RecordOf> ReadOwed<'a, A, F> {
     }
 }
 
-impl<A: Registry, F: RecordOf> Drop for ReadOwed<'_, A, F> {
+impl<R: Run, F: RecordOf> Drop for ReadOwed<'_, R, F> {
     fn drop(&mut self) {
         if self.owed {
-            write_owed(self.ctx, (self.base)(AuditStatus::Failed, self.args.clone()));
+            write_owed::<R>(self.ctx, (self.base)(AuditStatus::Failed, self.args.clone()));
         }
     }
 }
 
 /// Writes a final record a call still owed when it went away, with the reason the run was
 /// stopped for or [`Undecided::Abandoned`].
-fn write_owed<A: Registry>(ctx: &Arc<RunCtx<A>>, mut f: RecordFields) {
-    let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Abandoned);
+fn write_owed<R: Run>(ctx: &R, mut f: RecordFields) {
+    let why = ctx.stop_reason().unwrap_or(Undecided::Abandoned);
     f.reason = Some(why.reason());
-    tracing::warn!(run_id = %ctx.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
-    append_detached(&ctx.inner, ctx.ids.record(f));
+    let recorder = ctx.recorder();
+    tracing::warn!(run_id = %recorder.ids.run_id, reason = why.code(), "a call ended without its final record; writing it");
+    recorder.append_detached(f);
 }

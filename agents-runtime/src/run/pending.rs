@@ -1,6 +1,6 @@
 //! Proposals waiting for a person, as the state store keeps them: the card a decider lists
 //! ([`PendingDecision`]), runtime-minted call ids, and the runtime's own side of a stored
-//! proposal (its detail, its seals, how a call that ends undecided withdraws it). The
+//! proposal (its detail, its seals). The ledger (`ledger`) moves it there; the
 //! decisions API on top of it ([`Runtime::pending_decisions`](super::Runtime::pending_decisions),
 //! [`Runtime::decide_async`](super::Runtime::decide_async)) is in `decide`.
 //!
@@ -99,22 +99,6 @@ pub(super) fn verdict_of(stored: StoredVerdict) -> Verdict {
 
 pub(super) fn unavailable(e: StoreError) -> DecisionError {
     DecisionError::Unavailable(e.to_string())
-}
-
-/// The node that claims a call it withdrew: nobody may run it any more.
-pub(super) const WITHDRAWN: &str = "withdrawn";
-
-/// Withdraws a stored proposal whose call ended without running it (timeout, stop, a dropped
-/// caller), and claims its final record for the call (which writes it): recorded as rejected
-/// with `reason` when still undecided; when a decision got there first, its execution and its
-/// record are claimed for nobody else, so no node (nor a resumption) runs or records it later.
-pub(super) async fn withdraw(store: &dyn Store, p: &ProposalRecord, reason: &str) -> Result<(), StoreError> {
-    if store.close_undecided(&p.call_id, WITHDRAWN, reason).await? {
-        return Ok(());
-    }
-    // Claimed for nobody: the row keeps no seal, so nothing can ever carry it out.
-    store.claim_execution(&p.call_id, WITHDRAWN, "").await?;
-    store.claim_settlement(&p.call_id, WITHDRAWN).await.map(drop)
 }
 
 /// The `reason` of a `rejected` record: that the user declined, and the reason they gave.

@@ -1,6 +1,7 @@
-//! The life of a proposed action on this node, as a state machine (the proposal book): every
-//! confirmation channel moves a proposal through this machine, and only through it; the state
-//! store decides between nodes (see `pending` and `ledger`).
+//! The life of a proposed action on this node, as a state machine (the proposal book): the
+//! ledger's in-process state (see `ledger`, the one owner of a proposal, which moves an entry
+//! only together with the state store and the audit log); the state store decides between
+//! nodes (see `pending` and `ledger`).
 //!
 //! ```text
 //! proposed ──▶ confirmed ──▶ executing ──▶ executed | failed

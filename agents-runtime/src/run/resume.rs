@@ -65,17 +65,11 @@
 
 use super::Runtime;
 use super::Undecided;
-use super::carry::{ResumedCall, carry_out};
-use super::ledger::ClaimHeartbeat;
-use super::pending::{WITHDRAWN, declined};
-use super::pending::{detail, detail_str, principal_of, seal};
-use super::record::{RecordFields, RecordIds};
-use super::shared::mark_recorded;
+use super::carry::carry_out;
+use super::ledger::{Resumed, ResumedCall, resume_one, take_over_one};
 use crate::audit::AuditStatus;
-use crate::store::{ProposalCursor, ProposalRecord, ProposalState, SlotId, StoreError, StoredVerdict};
+use crate::store::{ProposalCursor, StoreError};
 use crate::tool::Registry;
-use agents_core::SharedValue;
-use serde_json::Value;
 
 /// What [`Runtime::prune_state`] dropped from the state store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -87,32 +81,6 @@ pub struct Pruned {
     pub sessions: u64,
     /// Proposals over for longer than the proposal retention.
     pub proposals: u64,
-}
-
-/// The final record a claim that lapsed unwritten gets: what the store knows of the
-/// proposal, and never more (an execution claimed by a node that died may have run).
-fn taken_over(found: &ProposalState) -> (AuditStatus, String) {
-    let reason = found.reason.as_deref();
-    match (found.verdict, found.claimed_by.as_deref()) {
-        (Some(StoredVerdict::Approved), Some(WITHDRAWN) | None) => (
-            AuditStatus::Skipped,
-            format!(
-                "{}: the run ended before carrying out the approval and stopped before recording why; nothing ran",
-                Undecided::Abandoned.code()
-            ),
-        ),
-        (Some(StoredVerdict::Approved), Some(node)) => (
-            AuditStatus::Failed,
-            format!(
-                "{}; {node} claimed its execution and stopped before recording the outcome",
-                Undecided::Abandoned.reason()
-            ),
-        ),
-        _ => match reason.and_then(Undecided::of_reason) {
-            Some(_) => (AuditStatus::Skipped, reason.unwrap_or_default().to_owned()),
-            None => (AuditStatus::Rejected, declined(reason)),
-        },
-    }
 }
 
 /// How many proposals [`Runtime::resume_orphaned`] reads from the store at once: it reads
@@ -203,7 +171,11 @@ impl Runtime {
         loop {
             let page = store.unsettled(after, RESUME_BATCH, window).await?;
             for found in page.proposals {
-                self.resume_one::<A>(found, &mut done).await?;
+                match resume_one::<A>(&self.inner, found).await? {
+                    Resumed::Carry(p) => done.push(carry_out::<A>(&self.inner, p, None).await),
+                    Resumed::Settled(call) => done.push(call),
+                    Resumed::Left => {}
+                }
             }
             match page.next {
                 Some(next) => after = next,
@@ -216,7 +188,7 @@ impl Runtime {
         loop {
             let page = store.stale_claims(after, RESUME_BATCH, self.inner.settings.settle_lease).await?;
             for found in page.proposals {
-                self.take_over_one::<A>(found, &mut done).await?;
+                done.extend(take_over_one::<A>(&self.inner, found).await?);
             }
             match page.next {
                 Some(next) => after = next,
@@ -293,95 +265,6 @@ impl Runtime {
         Ok(())
     }
 
-    /// Settles one unsettled proposal if it is `A`'s and its run is gone (see
-    /// [`Runtime::resume_orphaned`]), noting in `done` what it did.
-    async fn resume_one<A: Registry>(
-        &self,
-        found: ProposalState,
-        done: &mut Vec<ResumedCall>,
-    ) -> Result<(), StoreError> {
-        let store = &self.inner.services.store;
-        let node = self.inner.settings.node_id.as_str();
-        let p = found.proposal;
-        if detail_str(&p, detail::AGENT) != A::SPEC.name || detail_str(&p, detail::MANIFEST) != A::MANIFEST_SHA256 {
-            return Ok(());
-        }
-        // A direct session's proposal has no slot: its caller is gone with it.
-        let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str) else { return Ok(()) };
-        // A live run (its lease renewed) settles its proposal itself.
-        if store.slot_held(&SlotId(slot.to_owned())).await? {
-            return Ok(());
-        }
-        match found.verdict {
-            Some(StoredVerdict::Approved) => {
-                // A row that does not verify is claimed with no seal, and refused below.
-                let sealed = seal::for_claim(&self.inner.services.tokens, &p, node);
-                if store.claim_execution(&p.call_id, node, &sealed).await? {
-                    done.push(carry_out::<A>(&self.inner, p, None).await);
-                }
-            }
-            Some(StoredVerdict::Rejected) => {
-                if store.claim_settlement(&p.call_id, node).await? {
-                    let reason = declined(found.reason.as_deref());
-                    done.push(self.settle::<A>(p, AuditStatus::Rejected, reason).await);
-                }
-            }
-            None => {
-                // A conversational proposal waits as long as its session holds it for the
-                // user's next message (until the session idles out, ends or moves on).
-                if p.detail.get(detail::CONVERSATIONAL).and_then(Value::as_bool) == Some(true)
-                    && self.session_holds(&p).await?
-                {
-                    return Ok(());
-                }
-                let reason = Undecided::TimedOut.reason();
-                if store.close_undecided(&p.call_id, node, &reason).await? {
-                    done.push(self.settle::<A>(p, AuditStatus::Skipped, reason).await);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Takes over one lapsed claim if it is `A`'s and its run's slot (if any) lapsed too, and
-    /// writes (or, found in the log, marks) its final record, noting in `done` what it wrote.
-    async fn take_over_one<A: Registry>(
-        &self,
-        found: ProposalState,
-        done: &mut Vec<ResumedCall>,
-    ) -> Result<(), StoreError> {
-        let store = &self.inner.services.store;
-        let p = &found.proposal;
-        if detail_str(p, detail::AGENT) != A::SPEC.name || detail_str(p, detail::MANIFEST) != A::MANIFEST_SHA256 {
-            return Ok(());
-        }
-        if let Some(slot) = p.detail.get(detail::SLOT).and_then(Value::as_str)
-            && store.slot_held(&SlotId(slot.to_owned())).await?
-        {
-            return Ok(());
-        }
-        if !store.take_over(&p.call_id, &self.inner.settings.node_id, self.inner.settings.settle_lease).await? {
-            return Ok(());
-        }
-        // Its record may have reached the log just before its holder died: then it is only
-        // marked.
-        match self.inner.services.audit.holds_final(&p.call_id).await {
-            Ok(Some(true)) => {
-                tracing::warn!(call_id = %p.call_id, "a lapsed claim's final record is in the log; marking it");
-                store.mark_recorded(&p.call_id).await?;
-                return Ok(());
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(call_id = %p.call_id, error = %e, "the log could not be searched; writing the record");
-            }
-        }
-        let (status, reason) = taken_over(&found);
-        tracing::warn!(call_id = %p.call_id, "a claim of a final record lapsed unwritten; writing the record");
-        done.push(self.settle::<A>(found.proposal, status, reason).await);
-        Ok(())
-    }
-
     /// Drops from the state store what can no longer be used, on every node's behalf:
     /// redeemed and expired confirmation tokens, sessions unused for longer than the
     /// [session idle timeout](super::RuntimeBuilder::session_idle_timeout), and proposals over
@@ -395,50 +278,5 @@ impl Runtime {
             sessions: store.prune_sessions(self.inner.settings.session_idle_timeout).await?,
             proposals: store.prune_proposals(self.inner.settings.proposal_retention).await?,
         })
-    }
-
-    /// Whether the proposal's session (within its idle time) still waits for the user's answer
-    /// to it.
-    async fn session_holds(&self, p: &ProposalRecord) -> Result<bool, StoreError> {
-        let session =
-            self.inner.services.store.load_session(&p.session_id, self.inner.settings.session_idle_timeout).await?;
-        Ok(session.is_some_and(|s| s.pending.get("call_id").and_then(Value::as_str) == Some(p.call_id.as_str())))
-    }
-
-    /// Writes the final record of a claimed proposal that does not run.
-    async fn settle<A: Registry>(&self, p: ProposalRecord, status: AuditStatus, reason: String) -> ResumedCall {
-        let _claim = ClaimHeartbeat::start(
-            &self.inner.services.store,
-            self.inner.settings.settle_lease,
-            &p.call_id,
-            &self.inner.settings.node_id,
-        );
-        let principal = principal_of(&p);
-        let request_id = match detail_str(&p, detail::REQUEST) {
-            "" => uuid::Uuid::new_v4().to_string(),
-            given => given.to_owned(),
-        };
-        let ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
-        let record = RecordFields {
-            call_id: Some(p.call_id.as_str().into()),
-            tool: Some(p.tool.as_str().into()),
-            title: Some(p.title.as_str().into()),
-            args: Some(SharedValue::from(p.args.clone())),
-            args_hash: Some(p.args_mac.clone()),
-            ..RecordFields::new(status)
-        }
-        .reason(reason.clone());
-        crate::telemetry::audited(status, Some(p.tool.as_str()), None);
-        let recorded = match self.inner.services.audit.append(ids.record(record)).await {
-            Ok(_) => {
-                mark_recorded(&self.inner.services, &p.call_id).await;
-                true
-            }
-            Err(e) => {
-                tracing::error!(call_id = %p.call_id, error = %e, "the final record of a gone run's proposal could not be written");
-                false
-            }
-        };
-        ResumedCall { call_id: p.call_id, run_id: p.run_id, tool: p.tool, status, reason: Some(reason), recorded }
     }
 }

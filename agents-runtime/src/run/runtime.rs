@@ -4,8 +4,8 @@
 use super::context::{RunCtx, availability};
 use super::decision::DirectConfirm;
 use super::driver::run_loop;
+use super::ledger::hand_to_waiter;
 use super::outcome::{Ending, Failure};
-use super::pending::Heard;
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
 use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
@@ -572,19 +572,8 @@ impl Runtime {
     /// decision from the same user under another role is refused with
     /// [`DecisionError::NotYourRun`] and changes nothing).
     pub fn decide(&self, call_id: &str, decider: &Principal, verdict: Verdict) -> Result<(), DecisionError> {
-        {
-            let mut decisions = lock(&self.inner.live.decisions);
-            if let Some(waiter) = decisions.get(call_id) {
-                if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role {
-                    tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
-                    return Err(DecisionError::NotYourRun);
-                }
-                let waiter = decisions.remove(call_id).expect("checked above");
-                return waiter
-                    .tx
-                    .send(Heard { verdict, recorded: false, reason: None })
-                    .map_err(|_| DecisionError::NotPending(call_id.to_owned()));
-            }
+        if let Some(handed) = hand_to_waiter(&self.inner.live, call_id, decider, verdict) {
+            return handed;
         }
         if !self.inner.services.store.answers_at_once() {
             return Err(DecisionError::NotHere(call_id.to_owned()));

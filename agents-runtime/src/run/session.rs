@@ -15,13 +15,12 @@
 use super::context::{CallRef, RunCtx};
 use super::conversation::{Conversation, Delta, SessionState, owner_of};
 use super::gate::gate_call;
-use super::proposal::State;
-use super::record::{RecordFields, RecordIds};
+use super::record::RecordFields;
 use super::shared::{Inner, append_detached};
 use super::{StartError, Undecided, lock};
 use crate::audit::AuditStatus;
 use crate::events::Event;
-use crate::store::{ProposalRecord, SessionSaved, answer_now};
+use crate::store::{SessionSaved, answer_now};
 use crate::tool::Registry;
 use agents_core::{Principal, ToolSpec};
 use serde_json::Value;
@@ -327,96 +326,10 @@ impl Inner {
         }
     }
 
-    /// A session's context ended (`why`): every proposal in it resolves with one final record.
-    /// One that waits in the session for the user's next message (conversational, on this node
-    /// or, `stored`, the one the store held) is ended in the store (one conditional update,
-    /// so of every node ending or deciding it one does) and, by the one that ended it,
-    /// recorded `skipped` with reason `cancelled` (or `expired` for an approval not yet used),
-    /// written by the runtime on its own ([`Runtime::records_settled`](super::Runtime::records_settled)
-    /// waits for it). A dialog or direct call waiting for a decision is woken and ends itself
-    /// `skipped` with reason `stopped`; any proposal of the session can no longer be approved
-    /// or start running, so a turn still under way ends what it holds when it ends.
+    /// A session's context ended (`why`): every proposal in it resolves with one final record
+    /// (see [`Inner::end_proposals_of`]).
     pub(super) async fn end_context(self: &Arc<Self>, session_id: &str, why: SessionEnd, stored: Option<String>) {
-        let ended = self.live.proposals.end_session(session_id);
-        // Dropping a waiting call's sender wakes it: it ends as stopped, with its own record.
-        lock(&self.live.decisions).retain(|_, d| d.session_id != session_id);
-        let stored = stored.filter(|c| !ended.iter().any(|e| e.call_id == *c));
-        let local = ended.into_iter().map(|e| (e.call_id, e.state, Some(e.ids)));
-        for (call_id, state, ids) in local.chain(stored.map(|c| (c, State::Proposed, None))) {
-            let reason = match state {
-                State::Confirmed => format!("expired: {} before the approval was used; nothing ran", why.says()),
-                _ => format!("cancelled: {} before the user decided; nothing ran", why.says()),
-            };
-            self.close_waiting(&call_id, reason, ids).await;
-        }
-    }
-
-    /// Ends a conversational proposal in the store and, when this call ended it, writes its
-    /// final record (under `ids`, or the ids of the run the store says proposed it): `skipped`
-    /// with `reason` when it was undecided; `rejected` when a person rejected it through the
-    /// decisions API and nobody recorded that yet; `skipped` when a person approved it there
-    /// and nobody carried it out yet (the session ended first: nothing runs). Each is one
-    /// conditional update of the store, so of every node ending it one writes the record.
-    pub(super) async fn close_waiting(self: &Arc<Self>, call_id: &str, reason: String, ids: Option<Arc<RecordIds>>) {
-        let store = &self.services.store;
-        let fields = match self.settle_waiting(call_id, &reason).await {
-            Ok(Some(fields)) => {
-                // This node holds the claim: the record, once in the log, marks it written.
-                self.live.settling.insert(call_id.to_owned());
-                fields
-            }
-            // Decided and settled elsewhere: its final record is the one who did it.
-            Ok(None) => return,
-            Err(e) => {
-                tracing::error!(call_id, error = %e, "a proposal of an ended session could not be ended in the state store");
-                return;
-            }
-        };
-        let ids = match ids {
-            Some(ids) => ids,
-            None => match store.proposal(call_id).await {
-                Ok(Some(found)) => Arc::new(ids_of(&found.proposal)),
-                _ => {
-                    tracing::error!(call_id, "the ended proposal's run could not be read; its final record is missing");
-                    return;
-                }
-            },
-        };
-        let mut f = fields;
-        f.call_id = Some(call_id.into());
-        append_detached(self, ids.record(f));
-    }
-
-    /// Claims the end of a conversational proposal in the store (see
-    /// [`Inner::close_waiting`]); the final record this node then owes, if it won.
-    pub(super) async fn settle_waiting(
-        &self,
-        call_id: &str,
-        reason: &str,
-    ) -> Result<Option<RecordFields>, crate::store::StoreError> {
-        let (store, node) = (&self.services.store, self.settings.node_id.as_str());
-        if store.close_undecided(call_id, node, reason).await? {
-            return Ok(Some(RecordFields::new(AuditStatus::Skipped).reason(reason)));
-        }
-        let Some(found) = store.proposal(call_id).await? else { return Ok(None) };
-        Ok(match found.verdict {
-            Some(crate::store::StoredVerdict::Rejected) if found.settled_by.is_none() => {
-                let declined = super::pending::declined(found.reason.as_deref());
-                store
-                    .claim_settlement(call_id, node)
-                    .await?
-                    .then(|| RecordFields::new(AuditStatus::Rejected).reason(declined))
-            }
-            Some(crate::store::StoredVerdict::Approved) if found.claimed_by.is_none() => {
-                let withdrawn = super::pending::WITHDRAWN;
-                let why = format!("{reason} (it was approved, and not carried out yet)");
-                store
-                    .claim_execution(call_id, withdrawn, "")
-                    .await?
-                    .then(|| RecordFields::new(AuditStatus::Skipped).reason(why))
-            }
-            _ => None,
-        })
+        self.end_proposals_of(session_id, why.says(), stored).await;
     }
 }
 
@@ -445,19 +358,6 @@ fn over_cap(
         evicted.push(id);
     }
     evicted
-}
-
-/// The ids of the run that proposed a stored proposal.
-pub(super) fn ids_of(p: &ProposalRecord) -> RecordIds {
-    use super::pending::{detail, detail_str, principal_of};
-    RecordIds::from_parts(
-        &p.run_id,
-        &p.session_id,
-        detail_str(p, detail::REQUEST),
-        &principal_of(p),
-        detail_str(p, detail::AGENT),
-        detail_str(p, detail::MANIFEST),
-    )
 }
 
 /// Calls tools of agent `A` for one principal without a model loop (an MCP server, a UI
@@ -526,7 +426,7 @@ impl<A: Registry> DirectSession<A> {
 
     /// Subscribes to this session's events.
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
-        self.ctx.bus.subscribe()
+        self.ctx.recorder.bus.subscribe()
     }
 
     /// Stops the session: an action waiting for a person ends as `skipped` with `why`'s code,

@@ -2,28 +2,23 @@
 //! decision, made through [`Runtime::decide`](crate::run::Runtime::decide) on this node,
 //! [`Runtime::decide_async`](crate::run::Runtime::decide_async) on any node sharing the store
 //! (the HTTP decisions route), or the answer of a [`Confirmer`] that asks (the runtime's, or a
-//! direct session's such as MCP elicitation), whichever the store records first.
+//! direct session's such as MCP elicitation), whichever the store records first. The ledger
+//! proposes the call, records the verdict and settles it (`ledger::dialog`); the channel asks
+//! and waits.
 
-use super::{Channel, Confirmation, Proposal, withdraw_unkept};
+use super::{Channel, Confirmation};
 use crate::BoxFuture;
-use crate::audit::AuditStatus;
 use crate::events::{Event, RunPhase};
-use crate::run::context::{CallOutcome, RunCtx};
-use crate::run::decision::{ConfirmAnswer, Confirmer, Undecided, Verdict};
+use crate::run::context::CallOutcome;
+use crate::run::decision::{ConfirmAnswer, Confirmer, Undecided};
 use crate::run::gate::checked::Checked;
-use crate::run::gate::execute::execute_approved;
-use crate::run::ledger::ClaimHeartbeat;
-use crate::run::owed::FinalOwed;
-use crate::run::pending::{Heard, SharedStore, declined, seal, verdict_of, withdraw};
-use crate::run::proposal::State;
-use crate::run::record::{RecordIds, RecordOf};
-use crate::run::shared::LocalWaiter;
-use crate::run::{REJECTED_MESSAGE, first_of, lock, unless_cancelled};
-use crate::store::{DecideOutcome, ProposalRecord, StoreError, StoredVerdict};
+use crate::run::ledger::{Proposal, StoredProposal, Waited, register};
+use crate::run::pending::Heard;
+use crate::run::record::RecordOf;
+use crate::run::{first_of, unless_cancelled};
 use crate::tool::Registry;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 
 /// The dialog channel, with the [`Confirmer`] that asks beside the decisions API, if any.
 pub(in crate::run) struct Dialog {
@@ -35,434 +30,72 @@ impl Channel for Dialog {
         self,
         confirmation: Confirmation<'a, A, F>,
     ) -> impl Future<Output = CallOutcome> + 'a {
-        confirmation.dialog(self.confirmer)
+        dialog(confirmation, self.confirmer)
     }
 }
 
-/// A dialog proposal's entry in the state store, withdrawn (in the background) if the call
-/// ends without settling it, so a later decision on it runs nothing.
-struct StoredProposal {
-    store: SharedStore,
-    record: ProposalRecord,
-    /// The seals a verdict on it gets ([`seal::decided`]): approved, rejected.
-    sealed: [String; 2],
-    settled: bool,
-}
-
-impl StoredProposal {
-    /// Records a verdict heard from this node (the confirmer's answer, or `decide` on this
-    /// node); when another decision got there first, that one (and its reason) holds.
-    async fn record(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
-        let p = &self.record;
-        let (stored, sealed) = match verdict {
-            Verdict::Approve => (crate::store::StoredVerdict::Approved, &self.sealed[0]),
-            Verdict::Reject => (crate::store::StoredVerdict::Rejected, &self.sealed[1]),
-        };
-        let outcome = self.store.decide(&p.call_id, &p.org_id, &p.user_id, stored, None, sealed).await;
-        match outcome.map_err(|e| e.to_string())? {
-            DecideOutcome::Recorded => Ok((verdict, None)),
-            DecideOutcome::AlreadyDecided => {
-                let found = self.store.proposal(&p.call_id).await.map_err(|e| e.to_string())?;
-                found
-                    .and_then(|f| Some((verdict_of(f.verdict?), f.reason)))
-                    .ok_or_else(|| "the decision vanished".to_owned())
-            }
-            other => Err(format!("the state store refused the decision ({other:?})")),
-        }
-    }
-
-    /// The verdict recorded in the store, if any, with its reason.
-    async fn decided(&self) -> Option<(Verdict, Option<String>)> {
-        match self.store.proposal(&self.record.call_id).await {
-            Ok(found) => found.and_then(|f| Some((verdict_of(f.verdict?), f.reason))),
-            Err(e) => {
-                tracing::warn!(error = %e, call_id = %self.record.call_id, "the state store could not be asked for a decision");
-                None
-            }
-        }
-    }
-
-    /// Ends the stored proposal without running it (see [`withdraw`]); `Err` when the store
-    /// failed, and the final record is then not this call's to write.
-    async fn withdraw(&mut self, reason: &str) -> Result<(), StoreError> {
-        self.settled = true;
-        withdraw(&*self.store, &self.record, reason).await.inspect_err(|e| {
-            tracing::warn!(error = %e, call_id = %self.record.call_id, "a stored proposal could not be withdrawn");
-        })
-    }
-}
-
-/// Why a heard answer could not be settled in the state store.
-enum Unsettled {
-    /// The proposal could not be withdrawn either: its final record is left to a resumption.
-    Unclaimed(StoreError),
-    /// The verdict could not be recorded; the proposal was withdrawn.
-    Unrecorded(String),
-}
-
-impl StoredProposal {
-    /// The store is the arbiter: a verdict heard here is recorded there, and the one recorded
-    /// first (from any node) holds; a question that ended undecided withdraws the proposal.
-    async fn arbitrate(&mut self, waited: Waited) -> Result<Waited, Unsettled> {
-        match waited {
-            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match self.record(verdict).await {
-                Ok((verdict, reason)) => Ok(Waited::Answer(Ok(Heard { verdict, recorded: true, reason }))),
-                Err(e) => {
-                    self.withdraw("the decision could not be recorded").await.map_err(Unsettled::Unclaimed)?;
-                    Err(Unsettled::Unrecorded(e))
-                }
-            },
-            Waited::TimedOut => {
-                self.withdraw(&Undecided::TimedOut.reason()).await.map_err(Unsettled::Unclaimed)?;
-                Ok(Waited::TimedOut)
-            }
-            Waited::Answer(Err(why)) => {
-                self.withdraw(&why.reason()).await.map_err(Unsettled::Unclaimed)?;
-                Ok(Waited::Answer(Err(why)))
-            }
-            recorded => Ok(recorded),
-        }
-    }
-}
-
-impl Drop for StoredProposal {
-    fn drop(&mut self) {
-        if !self.settled {
-            let (store, record) = (self.store.clone(), self.record.clone());
-            crate::store::now_or_in_background("withdraw a proposal", async move {
-                withdraw(&*store, &record, "abandoned: the call ended before it was settled").await
-            });
-        }
-    }
-}
-
-/// The store failed while this call's final record was being claimed: without the claim the
-/// call writes no final record (a resumption that wins the claim once the run's slot lapsed
-/// writes it, so there is never a second one); nothing ran, and the run ends with
-/// [`RunError::StateUnavailable`](crate::run::RunError::StateUnavailable).
-fn unclaimed<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
-    stored: &StoredProposal,
-    owed: FinalOwed<'_, A>,
-    e: StoreError,
+/// Dialog mode (and a direct session's confirmer): the ledger proposes the call, the person is
+/// asked, and the call waits for [`Runtime::decide`](crate::run::Runtime::decide) or the
+/// confirmer, whichever answers first, within the confirmation timeout; the ledger settles
+/// what the wait heard.
+async fn dialog<A: Registry, F: RecordOf>(
+    confirmation: Confirmation<'_, A, F>,
+    confirmer: Option<Arc<dyn Confirmer>>,
 ) -> CallOutcome {
-    owed.paid();
-    ctx.inner.live.settling.remove(&stored.record.call_id);
-    tracing::error!(call_id = %stored.record.call_id, error = %e,
-        "the state store failed while claiming a proposal's final record; a resumption writes it");
-    let _ = ctx.state_failed.set(e.to_string());
-    // A run ends; a direct session's call answers with the error (its caller decides).
-    if ctx.direct.is_none() {
-        ctx.cancel.cancel();
-    }
-    CallOutcome::err("the state store is unavailable; nothing ran")
+    let Confirmation { proposal, run, typed } = confirmation;
+    let waiting = match proposal.propose_waited().await {
+        Ok(waiting) => waiting,
+        Err(refused) => return refused,
+    };
+    let asked = confirmer.map(|c| c.confirm(proposal.request()));
+    let since = std::time::Instant::now();
+    let waited = wait(&proposal, asked, &waiting.stored).await;
+    Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since).await
 }
 
-/// A dialog proposal's entry in the book, closed however the call ends (its final record is
-/// owed separately, see [`FinalOwed`]).
-struct OpenProposal<'a> {
-    book: &'a crate::run::proposal::Book,
-    session: &'a str,
-    call_id: &'a str,
-    /// This call opened the entry (so it closes it).
-    opened: bool,
-}
-
-impl<'a> OpenProposal<'a> {
-    fn new(book: &'a crate::run::proposal::Book, ids: &'a Arc<RecordIds>, call_id: &'a str) -> Self {
-        let opened = book.open(ids, call_id, true);
-        OpenProposal { book, session: ids.session_id.as_str(), call_id, opened }
-    }
-}
-
-impl Drop for OpenProposal<'_> {
-    fn drop(&mut self) {
-        if self.opened {
-            self.book.close(self.session, self.call_id);
-        }
-    }
-}
-
-/// How a dialog wait ended.
-enum Waited {
-    /// A person decided, or the question ended undecided for this reason.
-    Answer(Result<Heard, Undecided>),
-    /// Nobody answered within the confirmation timeout.
-    TimedOut,
-}
-
-impl Waited {
-    /// What came of the wait, as the `agents.decision` attribute names it.
-    fn decision(&self) -> &'static str {
-        match self {
-            Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => "approved",
-            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, .. })) => "rejected",
-            Waited::Answer(Err(_)) | Waited::TimedOut => "undecided",
-        }
-    }
-}
-
-impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
-    /// Registers the call for [`Runtime::decide`](crate::run::Runtime::decide) (deregistered on
-    /// every exit, so a late decision finds nothing) and waits for it or the confirmer.
-    async fn wait(&self, asked: Option<BoxFuture<'static, ConfirmAnswer>>, stored: &StoredProposal) -> Waited {
-        let Checked { ctx, call, .. } = &self.checked;
-        let (tx, rx) = oneshot::channel();
-        let principal = &ctx.principal;
-        lock(&ctx.inner.live.decisions).insert(
-            call.id.to_owned(),
-            LocalWaiter {
-                user_id: principal.user_id.clone(),
-                org_id: principal.org_id.clone(),
-                role: principal.role.clone(),
-                session_id: ctx.ids.session_id.to_string(),
-                run_id: ctx.ids.run_id.to_string(),
-                tx,
-            },
-        );
-        /// Removes this run's registration (not one another run made under the same call id).
-        struct Deregister<'a>(&'a std::sync::Mutex<std::collections::HashMap<String, LocalWaiter>>, &'a str, &'a str);
-        impl Drop for Deregister<'_> {
-            fn drop(&mut self) {
-                let mut decisions = lock(self.0);
-                if decisions.get(self.1).is_some_and(|d| d.run_id == self.2) {
-                    decisions.remove(self.1);
-                }
-            }
-        }
-        let _dereg = Deregister(&ctx.inner.live.decisions, call.id, ctx.ids.run_id.as_str());
-        // Registered first, then looked at: a session that ends from here on drops the
-        // registration, and one that ended before is seen now.
-        if ctx.inner.live.proposals.session_ended(ctx.ids.session_id.as_str(), call.id) {
-            return Waited::Answer(Err(Undecided::Stopped));
-        }
-        ctx.emit(|| self.confirm_required());
-        ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
-        let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
-        let poll = ctx.inner.settings.decision_poll;
-        let decision = async move {
-            // A confirmer without an answer leaves the decision to `decide` or the timeout.
-            let from_confirmer = async move {
-                if let Some(f) = asked {
-                    match f.await {
-                        ConfirmAnswer::Decided(verdict) => {
-                            return Ok(Heard { verdict, recorded: false, reason: None });
-                        }
-                        ConfirmAnswer::Undecided(why) => return Err(why),
-                        ConfirmAnswer::NoAnswer => {}
+/// Registers the call for [`Runtime::decide`](crate::run::Runtime::decide) (deregistered on
+/// every exit, so a late decision finds nothing) and waits for it or the confirmer.
+async fn wait<A: Registry, F: RecordOf>(
+    proposal: &Proposal<'_, A, F>,
+    asked: Option<BoxFuture<'static, ConfirmAnswer>>,
+    stored: &StoredProposal,
+) -> Waited {
+    let Checked { ctx, call, .. } = &proposal.checked;
+    let Some((_registered, rx)) = register(ctx, call.id) else { return Waited::Answer(Err(Undecided::Stopped)) };
+    ctx.emit(|| proposal.confirm_required());
+    ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
+    let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
+    let poll = ctx.inner.settings.decision_poll;
+    let decision = async move {
+        // A confirmer without an answer leaves the decision to `decide` or the timeout.
+        let from_confirmer = async move {
+            if let Some(f) = asked {
+                match f.await {
+                    ConfirmAnswer::Decided(verdict) => {
+                        return Ok(Heard { verdict, recorded: false, reason: None });
                     }
+                    ConfirmAnswer::Undecided(why) => return Err(why),
+                    ConfirmAnswer::NoAnswer => {}
                 }
-                std::future::pending().await
-            };
-            // A decision made through another node (or runtime) sharing the store.
-            let from_store = async move {
-                loop {
-                    tokio::time::sleep(poll).await;
-                    if let Some((verdict, reason)) = stored.decided().await {
-                        return Ok(Heard { verdict, recorded: true, reason });
-                    }
+            }
+            std::future::pending().await
+        };
+        // A decision made through another node (or runtime) sharing the store.
+        let from_store = async move {
+            loop {
+                tokio::time::sleep(poll).await;
+                if let Some((verdict, reason)) = stored.decided().await {
+                    return Ok(Heard { verdict, recorded: true, reason });
                 }
-            };
-            // The sender goes only with the registration, which lives as long as this wait.
-            let here = async move { rx.await.map_err(|_| Undecided::Stopped) };
-            first_of(from_confirmer, first_of(here, from_store)).await
-        };
-        match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
-            Some(Ok(answer)) => Waited::Answer(answer),
-            Some(Err(_)) => Waited::TimedOut,
-            None => Waited::Answer(Err(ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped))),
-        }
-    }
-}
-
-impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
-    /// Dialog mode (and a direct session's confirmer): the proposal is audited, the person is
-    /// asked, and the call waits for [`Runtime::decide`](crate::run::Runtime::decide) or the
-    /// confirmer, whichever answers first, within the confirmation timeout.
-    async fn dialog(self, confirmer: Option<Arc<dyn Confirmer>>) -> CallOutcome {
-        let Confirmation { proposal, run, typed } = self;
-        let Checked { ctx, call, .. } = proposal.checked;
-        // The proposal's entry in the book, closed however this call ends; one per call id.
-        let open = OpenProposal::new(&ctx.inner.live.proposals, &ctx.ids, call.id);
-        if !open.opened {
-            return CallOutcome::err("a call with this id is already waiting for a decision; nothing ran");
-        }
-        if !proposal.propose().await {
-            return CallOutcome::err("the audit log is unavailable; nothing ran");
-        }
-        // From here the proposal owes exactly one final record, whatever happens to this future.
-        let owed = proposal.owed(AuditStatus::Skipped);
-        // Durable and decidable from any node sharing the store before the person is asked.
-        let record = proposal.store_record();
-        if let Err(e) = ctx.inner.services.store.put_proposal(&record).await {
-            let reason = format!("the state store could not keep the proposal ({e}); nothing ran");
-            withdraw_unkept(ctx, &record, &reason).await;
-            proposal.end(owed, AuditStatus::Skipped, reason).await;
-            return CallOutcome::err("the state store is unavailable; nothing ran");
-        }
-        let tokens = &ctx.inner.services.tokens;
-        let sealed = [StoredVerdict::Approved, StoredVerdict::Rejected].map(|v| seal::decided(tokens, &record, v));
-        let mut stored = StoredProposal { store: ctx.inner.services.store.clone(), record, sealed, settled: false };
-        // Its final record, once in the log, is marked written in the store (this call's
-        // claim then holds no more; see `Runtime::resume_orphaned`).
-        ctx.inner.live.settling.insert(stored.record.call_id.clone());
-        let asked = confirmer.map(|c| c.confirm(proposal.request()));
-        let since = std::time::Instant::now();
-        let waited = proposal.wait(asked, &stored).await;
-        let waited = match stored.arbitrate(waited).await {
-            Ok(waited) => waited,
-            Err(Unsettled::Unclaimed(e)) => return unclaimed(ctx, &stored, owed, e),
-            Err(Unsettled::Unrecorded(e)) => {
-                let reason = format!("the decision could not be recorded in the state store ({e}); nothing ran");
-                proposal.end(owed, AuditStatus::Skipped, reason).await;
-                return CallOutcome::err("the state store is unavailable; nothing ran");
             }
         };
-        crate::telemetry::confirmation_waited(call.name, since.elapsed(), waited.decision());
-        match waited {
-            Waited::TimedOut => {
-                proposal.end(owed, AuditStatus::Skipped, Undecided::TimedOut.reason()).await;
-                let ctx = proposal.checked.ctx;
-                ctx.confirmation_timed_out.store(true, std::sync::atomic::Ordering::Release);
-                ctx.cancel.cancel();
-                CallOutcome::err("The user did not confirm in time. The action did not run.")
-            }
-            Waited::Answer(Err(why)) => {
-                proposal.end(owed, AuditStatus::Skipped, why.reason()).await;
-                CallOutcome::err(match why {
-                    Undecided::Stopped | Undecided::Shutdown => "The run was cancelled before this action ran.",
-                    Undecided::TimedOut => "The user did not confirm in time. The action did not run.",
-                    _ => "The user's confirmation did not arrive, so the action did not run. Do not retry it unasked.",
-                })
-            }
-            Waited::Answer(Ok(Heard { verdict: Verdict::Reject, reason, .. })) => {
-                Confirmation { proposal, run, typed }.rejected(stored, owed, reason).await
-            }
-            Waited::Answer(Ok(Heard { verdict: Verdict::Approve, .. })) => {
-                Confirmation { proposal, run, typed }.claim_approved(stored, owed).await
-            }
-        }
-    }
-
-    /// The person rejected: exactly one final record, this run's, unless a resumption on
-    /// another node (which took this run for gone) claimed and wrote it.
-    async fn rejected(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>, reason: Option<String>) -> CallOutcome {
-        let proposal = self.proposal;
-        let ctx = proposal.checked.ctx;
-        stored.settled = true;
-        match ctx
-            .inner
-            .services
-            .store
-            .claim_settlement(&stored.record.call_id, ctx.inner.settings.node_id.as_str())
-            .await
-        {
-            Ok(false) => {
-                owed.paid();
-                ctx.inner.live.settling.remove(&stored.record.call_id);
-                return CallOutcome::err(REJECTED_MESSAGE);
-            }
-            Ok(true) => {}
-            // Not claimed, not written: a resumption claims and writes it.
-            Err(e) => return unclaimed(ctx, &stored, owed, e),
-        }
-        proposal.end(owed, AuditStatus::Rejected, declined(reason.as_deref())).await;
-        CallOutcome::err(REJECTED_MESSAGE)
-    }
-
-    /// The person approved: exactly one node runs the call, the one whose claim the store
-    /// grants.
-    ///
-    /// The approval is read back from the store and must carry the seal this node's key gives
-    /// this run's own proposal approved: a verdict set in the store by someone without the key
-    /// runs nothing, and the call ends `failed` with the reason.
-    async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, A>) -> CallOutcome {
-        let ctx = self.proposal.checked.ctx;
-        let node = ctx.inner.settings.node_id.as_str();
-        let read = ctx.inner.services.store.proposal(&stored.record.call_id).await;
-        let sealed = match &read {
-            Ok(Some(found)) => {
-                found.verdict == Some(StoredVerdict::Approved)
-                    && crate::token::constant_time_eq(found.proposal.seal.as_bytes(), stored.sealed[0].as_bytes())
-            }
-            // Not readable: the claim below fails the same way and is handled there.
-            Ok(None) | Err(_) => true,
-        };
-        if !sealed {
-            tracing::error!(call_id = %stored.record.call_id, "an approval read back from the state store does not verify; nothing runs");
-            if let Err(e) = stored.withdraw(seal::FORGED).await {
-                return unclaimed(ctx, &stored, owed, e);
-            }
-            self.proposal.end(owed, AuditStatus::Failed, seal::FORGED).await;
-            return CallOutcome::err("the approval in the state store does not verify; nothing ran");
-        }
-        let claim_seal = seal::claimed(&ctx.inner.services.tokens, &stored.record, node);
-        match ctx.inner.services.store.claim_execution(&stored.record.call_id, node, &claim_seal).await {
-            Ok(true) => {
-                stored.settled = true;
-                // Renewed while the call runs, should the run's slot lapse meanwhile.
-                let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
-                let _claim = ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, id, node);
-                self.approved(owed).await
-            }
-            Ok(false) => {
-                // Claimed by a resumption on another node, which writes its records.
-                stored.settled = true;
-                owed.paid();
-                ctx.inner.live.settling.remove(&stored.record.call_id);
-                CallOutcome::err(
-                    "The approved action is carried out by another server; its outcome is in the audit log.",
-                )
-            }
-            Err(e) => {
-                if let Err(e) = stored.withdraw("the execution could not be claimed").await {
-                    return unclaimed(ctx, &stored, owed, e);
-                }
-                let reason = format!("the state store could not grant the execution ({e}); nothing ran");
-                self.proposal.end(owed, AuditStatus::Skipped, reason).await;
-                CallOutcome::err("the state store is unavailable; nothing ran")
-            }
-        }
-    }
-
-    /// The person approved: a token is minted for what they saw, the approval is audited,
-    /// and the token is redeemed for what will run.
-    async fn approved(self, owed: FinalOwed<'a, A>) -> CallOutcome {
-        let Confirmation { proposal, run, typed } = self;
-        let Checked { ctx, call, spec, .. } = proposal.checked;
-        let (session, turn, book) = (ctx.ids.session_id.as_str(), ctx.ids.run_id.as_str(), &ctx.inner.live.proposals);
-        let token = match ctx.inner.services.tokens.mint(session, spec.name, proposal.args_hash, ctx.token_ttl()).await
-        {
-            Ok(token) => token,
-            Err(e) => {
-                // No token, no execution; the proposal still ends.
-                owed.paid();
-                let _ = proposal.record(AuditStatus::Skipped, format!("{e}; nothing ran")).await;
-                return CallOutcome::err(format!("{e}; nothing ran"));
-            }
-        };
-        let reason = format!("approved by the user; token {}", token.id());
-        let confirmed = book
-            .transition(session, call.id, State::Confirmed, None, || {
-                proposal.record_durable(AuditStatus::Confirmed, reason)
-            })
-            .await;
-        let running = confirmed.ok().and_then(|()| book.claim_execution(session, call.id, turn));
-        let Some(running) = running else {
-            // The approval is not on record (or the proposal ended meanwhile), so nothing runs;
-            // the proposal still ends.
-            owed.paid();
-            let reason = "the approval could not be recorded in the audit log; nothing ran";
-            let _ = proposal.record(AuditStatus::Skipped, reason).await;
-            return CallOutcome::err("the audit log is unavailable; nothing ran");
-        };
-        if let Err(e) = ctx.inner.services.tokens.redeem(&token, session, spec.name, proposal.args_hash).await {
-            running.abort();
-            owed.paid();
-            let _ = proposal.record(AuditStatus::Denied, format!("confirmation token refused: {e}")).await;
-            return CallOutcome::err(format!("{e}; nothing ran"));
-        }
-        running.commit(None);
-        execute_approved(proposal.checked, run, typed, &token, owed).await
+        // The sender goes only with the registration, which lives as long as this wait.
+        let here = async move { rx.await.map_err(|_| Undecided::Stopped) };
+        first_of(from_confirmer, first_of(here, from_store)).await
+    };
+    match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
+        Some(Ok(answer)) => Waited::Answer(answer),
+        Some(Err(_)) => Waited::TimedOut,
+        None => Waited::Answer(Err(ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped))),
     }
 }

@@ -15,20 +15,16 @@ pub(super) use conversational::Conversational;
 pub(super) use dialog::Dialog;
 pub(super) use unavailable::Unavailable;
 
+pub(super) use super::ledger::Confirmation;
+
 use super::context::{CallOutcome, RunCtx};
-use super::decision::{ConfirmRequest, DeciderView, Undecided};
+use super::decision::{ConfirmMode, DirectConfirm};
+use super::gate::action::Ask;
 use super::gate::checked::Checked;
 use super::gate::execute::ActionFn;
-use super::owed::FinalOwed;
-use super::pending::{detail_of, seal, withdraw};
-use super::proposal::{Refused, State};
 use super::record::RecordOf;
-use crate::audit::AuditStatus;
-use crate::events::Event;
-use crate::store::ProposalRecord;
+use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
-use serde_json::Value;
-use std::time::Duration;
 
 /// A way of asking a person about one action call: it asks, waits for the answer, and
 /// carries the proposal to its one final record, running the call only on an approval bound
@@ -41,190 +37,31 @@ pub(super) trait Channel {
     ) -> impl Future<Output = CallOutcome> + 'a;
 }
 
-/// How many times, and how far apart, a withdrawal of a proposal the store may hold is tried
-/// again in the background when the store cannot be asked at once (a minute in all).
-const WITHDRAW_RETRIES: u32 = 30;
-const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
-
-/// A proposal the store answered with an error may be stored all the same (the insert went
-/// through and its reply was lost, and reading it back failed too): it is withdrawn (ended,
-/// its final record claimed), so it is neither listed for a decision nor run once approved
-/// behind the `skipped` record the call writes next, which then marks the claim written. A
-/// store that cannot be asked now is asked again in the background ([`WITHDRAW_RETRIES`] times,
-/// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
-/// resumption that takes it over, once it found the `skipped` record in the log.
-async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
-    let Err(e) = withdraw(&*ctx.inner.services.store, record, reason).await else {
-        ctx.inner.live.settling.insert(record.call_id.clone());
-        return;
-    };
-    tracing::error!(call_id = %record.call_id, error = %e,
-        "a proposal the state store may hold could not be withdrawn; its `skipped` record is written all the same, \
-         and the withdrawal is tried again in the background");
-    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-    let (store, record, reason) = (ctx.inner.services.store.clone(), record.clone(), reason.to_owned());
-    handle.spawn(async move {
-        for _ in 0..WITHDRAW_RETRIES {
-            tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
-            match withdraw(&*store, &record, &reason).await {
-                Ok(()) => return,
-                Err(e) => tracing::warn!(call_id = %record.call_id, error = %e, "the withdrawal failed again"),
-            }
-        }
-        tracing::error!(call_id = %record.call_id, "a proposal the state store may hold could not be withdrawn");
-    });
-}
-
-/// One action call past the gate's checks, waiting for a person; a [`Channel`] asks about it
-/// and ends it.
-pub(super) struct Confirmation<'a, A, F> {
-    proposal: Proposal<'a, A, F>,
-    run: ActionFn,
-    /// Held by value only (the typed arguments are `Send`, not `Sync`).
-    typed: ErasedArgs,
-}
-
-/// What a person is asked about: the call, the MAC of its arguments and their description.
-struct Proposal<'a, A, F> {
-    checked: Checked<'a, A, F>,
-    args_hash: &'a str,
-    /// The arguments as the tool receives them (kept in the store for a resumption).
-    raw: Value,
-    /// A normalized description of exactly what would run.
-    description: String,
-    /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]).
-    why: Option<String>,
-}
-
-impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
-    fn title(&self) -> &'static str {
-        self.checked.spec.title.unwrap_or(self.checked.spec.name)
-    }
-
-    fn confirm_required(&self) -> Event {
-        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
-        Event::ConfirmRequired {
-            run_id: ctx.ids.run_id.to_string(),
-            call_id: call.id.to_owned(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            risk: spec.risk,
-            why: self.why.clone(),
-        }
-    }
-
-    /// Writes the record `status` of this call with `reason`; whether the log took it.
-    async fn record(&self, status: AuditStatus, reason: impl Into<String>) -> bool {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(status, redacted.clone()).reason(reason)).await.is_ok()
-    }
-
-    /// Writes the record `status` of this call with `reason`, with the log's answer.
-    async fn record_durable(&self, status: AuditStatus, reason: String) -> Result<(), crate::audit::AuditError> {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(status, redacted.clone()).reason(reason)).await
-    }
-
-    /// Writes this call's `proposed` record; whether the log took it.
-    async fn propose(&self) -> bool {
-        let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_ok()
-    }
-
-    /// The final record a proposal owes from now on, `status` unless written otherwise.
-    fn owed(&self, status: AuditStatus) -> FinalOwed<'a, A> {
-        FinalOwed::new(self.checked.ctx, (self.checked.base)(status, self.checked.redacted.clone()))
-    }
-
-    /// Ends the proposal without running it: the transition (its record first), and a
-    /// `tool_result` event. The proposal ends even when the log refuses the record.
-    async fn end(&self, owed: FinalOwed<'a, A>, status: AuditStatus, reason: impl Into<String>) {
-        owed.paid();
-        let Checked { ctx, call, .. } = &self.checked;
-        let reason = reason.into();
-        let to = match Undecided::of_reason(&reason) {
-            _ if status == AuditStatus::Rejected => State::Rejected,
-            Some(Undecided::TimedOut) => State::Expired,
-            _ => State::Cancelled,
-        };
-        let record = || self.record_durable(status, reason.clone());
-        let session = ctx.ids.session_id.as_str();
-        if let Err(Refused::NotAllowed) = ctx.inner.live.proposals.transition(session, call.id, to, None, record).await
-        {
-            // Not open in the book (a channel that keeps none): the record is still owed.
-            let _ = self.record(status, reason.clone()).await;
-        }
-        let shown = if status == AuditStatus::Rejected { AuditStatus::Rejected } else { AuditStatus::Skipped };
-        self.checked.ctx.emit_result(self.checked.call.id, self.checked.spec.name, shown, None);
-    }
-
-    /// The proposal as the state store keeps it.
-    fn store_record(&self) -> ProposalRecord {
-        let Checked { ctx, call, spec, redacted, .. } = &self.checked;
-        let slot = ctx.slot.get().map(|s| s.0.as_str());
-        let mut record = ProposalRecord {
-            call_id: call.id.to_owned(),
-            run_id: ctx.ids.run_id.to_string(),
-            session_id: ctx.ids.session_id.to_string(),
-            org_id: ctx.principal.org_id.clone(),
-            user_id: ctx.principal.user_id.clone(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            args_mac: self.args_hash.to_owned(),
-            detail: detail_of(
-                &ctx.principal,
-                A::SPEC.name,
-                A::MANIFEST_SHA256,
-                spec.risk.as_str(),
-                &self.raw,
-                slot,
-                ctx.ids.request_id.as_str(),
-                self.why.as_deref(),
-            ),
-            seal: String::new(),
-        };
-        record.seal = seal::proposed(&ctx.inner.services.tokens, &record);
-        record
-    }
-
-    /// What the confirmer shows the person.
-    fn request(&self) -> ConfirmRequest {
-        let Checked { call, spec, redacted, .. } = &self.checked;
-        ConfirmRequest {
-            call_id: call.id.to_owned(),
-            caller_call_id: call.given_id.to_owned(),
-            tool: spec.name.into(),
-            title: self.title().into(),
-            args: redacted.as_value().clone(),
-            decider_args: DeciderView::new(self.raw.clone()),
-            risk: spec.risk.as_str().into(),
-            description: self.description.clone(),
-            why: self.why.clone(),
-        }
-    }
-}
-
-impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
-    pub(super) fn new(
-        checked: Checked<'a, A, F>,
+/// A run's action calls are asked about on the channel its settings and its kind choose, once
+/// per call: a direct session's (a confirmer, or none), the conversational mode, or the dialog
+/// (with the runtime's confirmer, if any).
+impl<A: Registry> Ask for RunCtx<A> {
+    async fn ask<'a, F: RecordOf + Send + Sync + 'a>(
+        checked: Checked<'a, Self, F>,
         args_hash: &'a str,
-        raw: Value,
+        approved: Option<(ConfirmationToken, String, String)>,
+        raw: serde_json::Value,
         run: ActionFn,
         typed: ErasedArgs,
         why: Option<String>,
-    ) -> Self {
-        let spec = checked.spec;
-        let mut description = format!(
-            "{}: `{}` with {}",
-            spec.title.unwrap_or(spec.name),
-            spec.name,
-            agents_core::canonical::to_string(&checked.redacted)
-        );
-        if let Some(why) = &why {
-            description.push_str(&format!(" (needs confirmation: {why})"));
+    ) -> CallOutcome {
+        let ctx = checked.ctx;
+        let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
+        match &ctx.direct {
+            None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
+                Conversational { approved }.decide(confirmation).await
+            }
+            Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
+            // A direct session's confirmer (MCP elicitation) asks beside the decisions API.
+            Some(DirectConfirm::Ask(confirmer)) => {
+                Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation).await
+            }
+            None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
         }
-        Confirmation { proposal: Proposal { checked, args_hash, raw, description, why }, run, typed }
     }
 }

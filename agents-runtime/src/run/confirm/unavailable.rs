@@ -2,7 +2,6 @@
 //! the caller gets a structured "confirmation required" result; nothing runs.
 
 use super::{Channel, Confirmation};
-use crate::audit::AuditStatus;
 use crate::run::context::CallOutcome;
 use crate::run::record::RecordOf;
 use crate::tool::Registry;
@@ -26,7 +25,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     async fn unavailable(self) -> CallOutcome {
         let proposal = self.proposal;
         let reason = "confirmation required, but the client cannot ask the user; nothing ran";
-        if !proposal.record(AuditStatus::Skipped, reason).await {
+        if !proposal.skip_unasked(reason).await {
             return CallOutcome::err("the audit log is unavailable; nothing ran");
         }
         let spec = proposal.checked.spec;

@@ -1,21 +1,39 @@
 //! An action call (or a read of a tool that reaches out, carrying a value copied from a tool
 //! result): a person decides on exactly these arguments before it runs (dialog or
 //! conversational mode, or a direct session's confirmer); the approval is a token bound to
-//! the arguments, redeemed by the channel, and the permission is checked again before the tool
-//! runs ([`execute`](super::execute)).
+//! the arguments, redeemed by the ledger, and the permission is checked again before the tool
+//! runs ([`execute`](super::execute)). How the person is asked is the run's business
+//! ([`Ask`]): the gate hands the checked call over and knows no channel.
 
 use super::checked::Checked;
 use super::execute::ActionFn;
-use crate::run::confirm::{Channel, Confirmation, Conversational, Dialog, Unavailable};
-use crate::run::context::CallOutcome;
-use crate::run::decision::{ConfirmMode, DirectConfirm};
+use crate::run::call::CallOutcome;
 use crate::run::record::RecordOf;
+use crate::run::scope::Run;
 use crate::token::ConfirmationToken;
-use crate::tool::{ErasedArgs, Registry};
+use crate::tool::ErasedArgs;
+
+/// A run whose action calls a person decides on: it chooses the confirmation channel once per
+/// call and hands the call to it (`confirm`, for a run's context).
+pub(in crate::run) trait Ask: Run {
+    /// Asks about `checked` (its arguments' MAC `args_hash`, the arguments as the tool
+    /// receives them `raw`, why a person must decide `why`) and ends it, running `run` only on
+    /// an approval bound to exactly these arguments; `approved`: the approval the turn holds.
+    #[allow(clippy::too_many_arguments)]
+    fn ask<'a, F: RecordOf + Send + Sync + 'a>(
+        checked: Checked<'a, Self, F>,
+        args_hash: &'a str,
+        approved: Option<(ConfirmationToken, String, String)>,
+        raw: serde_json::Value,
+        run: ActionFn,
+        typed: ErasedArgs,
+        why: Option<String>,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a;
+}
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.
-pub(super) async fn call<A: Registry>(
-    checked: Checked<'_, A, impl RecordOf>,
+pub(super) async fn call<R: Ask>(
+    checked: Checked<'_, R, impl RecordOf + Send + Sync>,
     args_hash: &str,
     approved: Option<(ConfirmationToken, String, String)>,
     raw: serde_json::Value,
@@ -23,16 +41,5 @@ pub(super) async fn call<A: Registry>(
     typed: ErasedArgs,
     why: Option<String>,
 ) -> CallOutcome {
-    let ctx = checked.ctx;
-    let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
-    // The channel, chosen once for the call.
-    match &ctx.direct {
-        None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
-            Conversational { approved }.decide(confirmation).await
-        }
-        Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
-        // A direct session's confirmer (MCP elicitation) asks beside the decisions API.
-        Some(DirectConfirm::Ask(confirmer)) => Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation).await,
-        None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
-    }
+    R::ask(checked, args_hash, approved, raw, run, typed, why).await
 }

@@ -4,17 +4,18 @@
 
 use super::contain;
 use crate::audit::AuditStatus;
-use crate::run::context::{CallOutcome, CallRef, RunCtx};
+use crate::run::call::{CallOutcome, CallRef};
 use crate::run::record::RecordOf;
+use crate::run::scope::Run;
 use crate::run::secrets::CallSecrets;
-use crate::tool::{Registry, ToolError};
+use crate::tool::ToolError;
 use agents_core::{SharedValue, ToolSpec};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// One call past the gate's checks: what the rest of it and its records share.
-pub(in crate::run) struct Checked<'a, A, F> {
-    pub(in crate::run) ctx: &'a Arc<RunCtx<A>>,
+pub(in crate::run) struct Checked<'a, R, F> {
+    pub(in crate::run) ctx: &'a Arc<R>,
     pub(in crate::run) call: CallRef<'a>,
     pub(in crate::run) spec: &'static ToolSpec,
     /// Builds a record of this call with a status and its (redacted) arguments.
@@ -26,8 +27,8 @@ pub(in crate::run) struct Checked<'a, A, F> {
 
 /// Records a call's outcome and hands the model its answer. The record is built before the
 /// future is first polled; the future holds only the sink's answer to wait for and the outcome.
-pub(in crate::run) fn finish_call<'a, A: Registry>(
-    checked: Checked<'a, A, impl RecordOf>,
+pub(in crate::run) fn finish_call<'a, R: Run>(
+    checked: Checked<'a, R, impl RecordOf>,
     result: Result<Value, ToolError>,
 ) -> impl Future<Output = CallOutcome> + 'a {
     let Checked { ctx, call, spec, base, redacted, secrets } = checked;
@@ -38,12 +39,12 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // only a result over the bound (or a raw-results runtime) is measured again and cut.
             let value = secrets.value(value);
             ctx.note_result(call.id, spec.name, &value);
-            let max = ctx.inner.settings.max_result_bytes;
-            let (value, cut, kept) = match ctx.digest_within(&value, max) {
+            let max = ctx.settings().max_result_bytes;
+            let (value, cut, kept) = match ctx.recorder().digest_within(&value, max) {
                 Some(kept) => (value, None, kept),
                 None => {
                     let (value, cut) = contain::bounded(value, max);
-                    let kept = ctx.result_for_audit(&value);
+                    let kept = ctx.recorder().result_for_audit(&value);
                     (value, cut, kept)
                 }
             };
@@ -51,7 +52,7 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             // The model reads at most its bound of the result (see `Turn::dispatch_calls`); the
             // record says so, and its digest covers the whole result.
             let size = contain::json_size(&value);
-            let shown = ctx.inner.settings.max_model_result_bytes;
+            let shown = ctx.settings().max_model_result_bytes;
             f.reason = match (cut, size > shown) {
                 (cut, false) => cut,
                 (None, true) => Some(contain::model_cut_reason(size, shown)),
@@ -69,10 +70,10 @@ pub(in crate::run) fn finish_call<'a, A: Registry>(
             (f.reason(message.clone()), AuditStatus::Failed, CallOutcome::err(message))
         }
     };
-    let audited = ctx.audit(record);
+    let audited = ctx.recorder().audit(record);
     async move {
         let _ = audited.await;
-        ctx.emit_result(call.id, spec.name, status, outcome.executed.then_some(&outcome.content));
+        ctx.recorder().emit_result(call.id, spec.name, status, outcome.executed.then_some(&outcome.content));
         outcome
     }
 }

@@ -3,8 +3,8 @@
 //! ending (or holding) the run; and a result larger than the runtime's bound is cut before
 //! the model, the events or the audit log see it.
 
-use crate::run::context::RunCtx;
 use crate::run::conversation::json_prefix;
+use crate::run::scope::Run;
 use crate::run::{Undecided, unless_cancelled};
 use crate::tool::{CallContext, ErasedArgs, ToolError, ToolFuture};
 use serde_json::{Value, json};
@@ -22,8 +22,8 @@ pub(in crate::run) const PANICKED: &str =
 /// that first poll (most read tools) needs neither a timer nor a watch on the run's stop, so
 /// none is set up; one that does not is then raced against the deadline, counted from before
 /// that first poll, and the stop, as before. A panic in any poll is caught either way.
-pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
-    ctx: &RunCtx<A>,
+pub(in crate::run) async fn run_contained<R: Run>(
+    ctx: &R,
     run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
     cx: &CallContext,
     typed: ErasedArgs,
@@ -39,16 +39,16 @@ pub(in crate::run) async fn run_contained<A: crate::tool::Registry>(
     await_in_place!(contained(ctx, run, cx, typed))
 }
 
-async fn contained<A: crate::tool::Registry>(
-    ctx: &RunCtx<A>,
+async fn contained<R: Run>(
+    ctx: &R,
     run: for<'c> fn(&'c CallContext, ErasedArgs) -> ToolFuture<'c>,
     cx: &CallContext,
     typed: ErasedArgs,
 ) -> Result<Value, ToolError> {
-    if ctx.cancel.is_cancelled() {
+    if ctx.cancel().is_cancelled() {
         return Err(stopped(ctx));
     }
-    if cx.spec.policy.isolated || ctx.inner.services.isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
+    if cx.spec.policy.isolated || ctx.services().isolation.as_ref().is_some_and(|i| i.adds(cx.spec.name)) {
         // Boxed: the worker's pipes and timers are not kept in every call's future.
         return Box::pin(run_isolated(ctx, cx, typed)).await;
     }
@@ -68,11 +68,11 @@ async fn contained<A: crate::tool::Registry>(
         return result;
     }
     let polled = std::future::poll_fn(poll);
-    let deadline = ctx.inner.settings.tool_timeout;
+    let deadline = ctx.settings().tool_timeout;
     let left = deadline.saturating_sub(started.elapsed());
     // Boxed: the timer and the watch on the stop are only for a tool that did not finish in
     // its first poll, and are not kept in the future of every call.
-    match Box::pin(unless_cancelled(&ctx.cancel, tokio::time::timeout(left, polled))).await {
+    match Box::pin(unless_cancelled(ctx.cancel(), tokio::time::timeout(left, polled))).await {
         Some(Ok(result)) => result,
         Some(Err(_)) => Err(ToolError::new(format!(
             "{}: the tool did not finish within {} s and was ended; its outcome is unknown",
@@ -84,8 +84,8 @@ async fn contained<A: crate::tool::Registry>(
 }
 
 /// What a call that a stop of its run ended is told.
-fn stopped<A>(ctx: &RunCtx<A>) -> ToolError {
-    let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
+fn stopped<R: Run>(ctx: &R) -> ToolError {
+    let why = ctx.stop_reason().unwrap_or(Undecided::Stopped);
     ToolError::new(format!(
         "{}: the run was stopped while the tool ran; it was ended and its outcome is unknown",
         why.code()
@@ -95,14 +95,10 @@ fn stopped<A>(ctx: &RunCtx<A>) -> ToolError {
 /// An isolated tool's call, carried out by a confined worker process ([`crate::isolate`]) under
 /// the per-call deadline; how the worker ended is audited as a notice before the call's own
 /// `executed` or `failed` record. A stop of the run drops the call, which kills the worker.
-async fn run_isolated<A: crate::tool::Registry>(
-    ctx: &RunCtx<A>,
-    cx: &CallContext,
-    typed: ErasedArgs,
-) -> Result<Value, ToolError> {
-    let call = crate::isolate::call(ctx.inner.services.isolation.as_ref(), cx, typed, ctx.inner.settings.tool_timeout);
-    let Some((result, ended)) = unless_cancelled(&ctx.cancel, call).await else {
-        let why = ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped);
+async fn run_isolated<R: Run>(ctx: &R, cx: &CallContext, typed: ErasedArgs) -> Result<Value, ToolError> {
+    let call = crate::isolate::call(ctx.services().isolation.as_ref(), cx, typed, ctx.settings().tool_timeout);
+    let Some((result, ended)) = unless_cancelled(ctx.cancel(), call).await else {
+        let why = ctx.stop_reason().unwrap_or(Undecided::Stopped);
         return Err(ToolError::new(format!(
             "{}: the run was stopped while the isolated tool ran; its worker process was killed and its outcome is unknown",
             why.code()
@@ -114,7 +110,7 @@ async fn run_isolated<A: crate::tool::Registry>(
         tier: Some(cx.spec.tier),
         ..crate::run::record::RecordFields::new(crate::audit::AuditStatus::Notice).reason(ended)
     };
-    let _ = ctx.audit(notice).await;
+    let _ = ctx.recorder().audit(notice).await;
     result
 }
 

@@ -3,8 +3,14 @@
 //! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
 //! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
 //! copied from a tool result goes the action's way: a person decides first ([`egress`]).
+//!
+//! The gate takes a run as a [`Run`](super::scope::Run): its recorder (every record the gate
+//! writes goes through [`Recorder`](super::recorder::Recorder), borrowed from the run), the
+//! runtime's settings and services, and the narrow parts of the run a call needs. It does not
+//! know the run's context, nor how a person is asked: an action call is handed to the run's
+//! [`Ask`](action::Ask).
 
-mod action;
+pub(in crate::run) mod action;
 pub(in crate::run) mod checked;
 mod contain;
 mod egress;
@@ -17,13 +23,16 @@ use checked::Checked;
 pub(in crate::run) use contain::model_view;
 pub(in crate::run) use nested::arm_nested;
 
-use super::context::{CallOutcome, CallRef, RunCtx, ToolFacts};
+use super::call::{CallOutcome, CallRef, ToolFacts};
 use super::record::RecordFields;
+use super::scope::Run;
 use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
 use crate::events::Event;
 use crate::interceptor::{Decision, Interception};
 use crate::tool::{ErasedArgs, Handler, RegisteredTool, Registry};
+use action::Ask;
+use agents_core::Agent;
 use agents_core::redact::SecretSchema;
 use agents_core::{SharedValue, Tier, ToolSpec};
 use serde_json::Value;
@@ -52,14 +61,15 @@ struct Admitted {
     reason = "`matches!` reads `why` without borrowing it, and the entry is moved into the checks' block: \
               a local once borrowed is kept in the future until its scope ends"
 )]
-pub(in crate::run) fn gate_call<'a, A: Registry>(
-    ctx: &'a Arc<RunCtx<A>>,
+pub(in crate::run) fn gate_call<'a, R: Ask>(
+    ctx: &'a Arc<R>,
     call: CallRef<'a>,
 ) -> impl Future<Output = CallOutcome> + Send + 'a {
-    let span = crate::telemetry::tool_span(call.name, call.id, &ctx.ids.run_id, || A::tool_spec(call.name));
+    let span =
+        crate::telemetry::tool_span(call.name, call.id, &ctx.recorder().ids.run_id, || R::Agent::tool_spec(call.name));
     async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
-        let found = ctx.available_index(call.name).and_then(|i| Some((i, A::entry_at(i)?)));
+        let found = ctx.available_index(call.name).and_then(|i| Some((i, R::Agent::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
         let spec = entry.spec;
         // An action's call, and a call of a read that reaches out (a copied value makes it a
@@ -122,27 +132,27 @@ pub(in crate::run) fn gate_call<'a, A: Registry>(
 }
 
 /// Refuses a name outside the availability snapshot, saying whether it exists at all.
-async fn refuse_unknown<A: Registry>(ctx: &Arc<RunCtx<A>>, call: CallRef<'_>) -> CallOutcome {
-    let reason = if A::tool_spec(call.name).is_some() {
+async fn refuse_unknown<R: Run>(ctx: &Arc<R>, call: CallRef<'_>) -> CallOutcome {
+    let reason = if R::Agent::tool_spec(call.name).is_some() {
         format!("unknown tool `{}`: it is not available to you in this session", call.name)
     } else {
         format!("unknown tool `{}`", call.name)
     };
-    ctx.emit(|| Event::ToolCall {
-        run_id: ctx.ids.run_id.to_string(),
+    ctx.recorder().emit(|| Event::ToolCall {
+        run_id: ctx.recorder().ids.run_id.to_string(),
         call_id: call.id.to_owned(),
         tool: call.name.to_owned(),
         args: None,
     });
-    ctx.deny(call, None, None, reason).await
+    ctx.recorder().deny(call, None, None, reason).await
 }
 
 /// The strict parse, the typed parse, the permission and the interceptors. Refusal texts are
 /// made before any wait, so the errors they describe are not kept in the gate's future.
-async fn check<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
+async fn check<R: Run>(
+    ctx: &Arc<R>,
     call: CallRef<'_>,
-    entry: &RegisteredTool<A>,
+    entry: &RegisteredTool<R::Agent>,
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
@@ -150,46 +160,49 @@ async fn check<A: Registry>(
         Ok(v) => v,
         Err(e) => {
             let reason = format!("invalid arguments for `{}`: {e}", spec.name);
-            let reason =
-                if schema.marks_secrets() { mask_refused(ctx, schema, call.arguments, &e, &reason) } else { reason };
-            return Err(ctx.deny(call, Some(spec), None, reason).await);
+            let reason = if schema.marks_secrets() {
+                mask_refused::<R>(ctx, schema, call.arguments, &e, &reason)
+            } else {
+                reason
+            };
+            return Err(ctx.recorder().deny(call, Some(spec), None, reason).await);
         }
     };
     // The values at secret positions, masked wherever else they appear (only a schema that
     // marks secrets has any).
     let mut secrets = CallSecrets::default();
     if schema.marks_secrets() {
-        secrets = CallSecrets::of(&args, &ctx.redact_args(schema, &args));
+        secrets = CallSecrets::of(&args, &ctx.recorder().redact_args(schema, &args));
         ctx.remember_secrets(&secrets);
     }
     // The redacted copy the records hold is made once the arguments are final (below); the
     // event and the refusals before that redact on the spot.
-    ctx.emit(|| Event::ToolCall {
-        run_id: ctx.ids.run_id.to_string(),
+    ctx.recorder().emit(|| Event::ToolCall {
+        run_id: ctx.recorder().ids.run_id.to_string(),
         call_id: call.id.to_owned(),
         tool: call.name.to_owned(),
-        args: Some(secrets.value(ctx.redact_args(schema, &args))),
+        args: Some(secrets.value(ctx.recorder().redact_args(schema, &args))),
     });
-    let parsed = parse_args(ctx, entry, &args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
+    let parsed = parse_args::<R>(ctx, entry, &args).map_err(|e| format!("invalid arguments for `{}`: {e}", spec.name));
     let mut typed = match parsed {
         Ok(t) => t,
         Err(reason) => {
             // A serde error may quote the argument it refused: a secret one is masked.
-            let shown = secrets.value(ctx.redact_args(schema, &args));
-            return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+            let shown = secrets.value(ctx.recorder().redact_args(schema, &args));
+            return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
         }
     };
     // Permission is decided before any business check (defence in depth on top of the snapshot).
     if !facts.permitted {
-        let reason = format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal.role);
-        let shown = secrets.value(ctx.redact_args(schema, &args));
-        return Err(ctx.deny(call, Some(spec), Some(shown), reason).await);
+        let reason = format!("permission `{}` is not held by role `{}`", spec.permission, ctx.principal().role);
+        let shown = secrets.value(ctx.recorder().redact_args(schema, &args));
+        return Err(ctx.recorder().deny(call, Some(spec), Some(shown), reason).await);
     }
     // A tool that reaches out: where its argument values came from, for the interceptors.
     let reaches_out = spec.policy.reaches_out() && spec.tier != Tier::Handoff;
     let mut provenance = if reaches_out { Some(ctx.provenance_of(&args)) } else { None };
     // Boxed, and skipped without interceptors: their state is not kept in every call's future.
-    let replaced = if ctx.inner.services.interceptors.is_empty() {
+    let replaced = if ctx.services().interceptors.is_empty() {
         false
     } else {
         Box::pin(intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets, provenance.as_ref())).await?
@@ -204,39 +217,39 @@ async fn check<A: Registry>(
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
-        (ctx.inner.services.tokens.args_mac(&args), args.clone())
+        (ctx.services().tokens.args_mac(&args), args.clone())
     } else {
         (String::new(), Value::Null)
     };
-    let redacted = final_redacted(ctx, schema, args, &mut secrets);
+    let redacted = final_redacted::<R>(ctx, schema, args, &mut secrets);
     Ok(Admitted { typed, raw, args_hash, redacted, secrets, why })
 }
 
 /// The records' redacted copy of a call's final arguments: the value itself when nothing in it
 /// is secret; when something is, the secret values are kept in `secrets` to mask derived texts
 /// (an interceptor may have replaced the arguments: their secrets are masked too).
-fn final_redacted<A: Registry>(
-    ctx: &RunCtx<A>,
+fn final_redacted<R: Run>(
+    ctx: &R,
     schema: SecretSchema<'static>,
     args: Value,
     secrets: &mut CallSecrets,
 ) -> SharedValue {
     let redacted = if schema.marks_secrets() {
-        let redacted = ctx.redact_args(schema, &args);
+        let redacted = ctx.recorder().redact_args(schema, &args);
         let replaced = CallSecrets::of(&args, &redacted);
         ctx.remember_secrets(&replaced);
         secrets.extend(replaced);
         secrets.value(redacted)
     } else {
-        schema.redact_owned(args, &ctx.inner.settings.redaction)
+        schema.redact_owned(args, &ctx.settings().redaction)
     };
     SharedValue::from(redacted)
 }
 
 /// The typed parse of a call's arguments; a tool the runtime's setting isolates keeps them as
 /// JSON for its worker (see `crate::isolate::Isolation`).
-fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Value) -> Result<ErasedArgs, String> {
-    match &ctx.inner.services.isolation {
+fn parse_args<R: Run>(ctx: &R, entry: &RegisteredTool<R::Agent>, args: &Value) -> Result<ErasedArgs, String> {
+    match &ctx.services().isolation {
         Some(i) if i.adds(entry.spec.name) => (entry.parse_isolated)(args),
         _ => (entry.parse)(args),
     }
@@ -245,8 +258,8 @@ fn parse_args<A: Registry>(ctx: &RunCtx<A>, entry: &RegisteredTool<A>, args: &Va
 /// A tool that reaches out: a URL or host outside its declared hosts is refused; the
 /// provenance of its arguments is recorded (a `notice`); and the reason a person must decide
 /// on it, when a value was copied from a tool result.
-async fn egress_check<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
+async fn egress_check<R: Run>(
+    ctx: &Arc<R>,
     call: CallRef<'_>,
     spec: &'static ToolSpec,
     schema: SecretSchema<'static>,
@@ -257,8 +270,8 @@ async fn egress_check<A: Registry>(
     // An imported tool's hosts are its server's business, not a policy of ours: its arguments
     // reach only that server, so only their provenance is checked.
     if let Some(reason) = spec.import.is_none().then(|| egress::host_refusal(spec, args)).flatten() {
-        let shown = secrets.value(ctx.redact_args(schema, args));
-        return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+        let shown = secrets.value(ctx.recorder().redact_args(schema, args));
+        return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
     }
     let notice = RecordFields {
         call_id: Some(call.id.into()),
@@ -266,10 +279,10 @@ async fn egress_check<A: Registry>(
         tier: Some(spec.tier),
         result: Some(crate::audit::AuditResult::Value(serde_json::to_value(&provenance).unwrap_or(Value::Null))),
         // An imported tool's notice names its server and pin, as its other records do.
-        import: ctx.import_of(spec),
+        import: ctx.recorder().import_of(spec),
         ..RecordFields::new(AuditStatus::Notice).reason(egress::describe(&provenance))
     };
-    if ctx.audit(notice).await.is_err() {
+    if ctx.recorder().audit(notice).await.is_err() {
         return Err(CallOutcome::err("the audit log is unavailable; nothing ran"));
     }
     Ok(provenance.reason())
@@ -279,8 +292,8 @@ async fn egress_check<A: Registry>(
 /// quote masked: the values at secret positions of the arguments read leniently (every value
 /// of a key given twice), and a number quoted as beyond the exact range when its position is
 /// secret. A text that is not JSON at all is quoted by no value, only by where it stopped.
-fn mask_refused<A: Registry>(
-    ctx: &RunCtx<A>,
+fn mask_refused<R: Run>(
+    ctx: &R,
     schema: SecretSchema<'static>,
     text: &str,
     error: &agents_core::strict::StrictError,
@@ -288,11 +301,11 @@ fn mask_refused<A: Registry>(
 ) -> String {
     let mut secrets = CallSecrets::default();
     if let Some(lenient) = secrets::lenient_args(text) {
-        secrets.extend(CallSecrets::of(&lenient, &ctx.redact_args(schema, &lenient)));
+        secrets.extend(CallSecrets::of(&lenient, &ctx.recorder().redact_args(schema, &lenient)));
     }
     if let agents_core::strict::StrictError::NumberBeyondExactRange { path, value } = error {
         let at = secrets::at_pointer(path, Value::String(value.clone()));
-        secrets.extend(CallSecrets::of(&at, &ctx.redact_args(schema, &at)));
+        secrets.extend(CallSecrets::of(&at, &ctx.recorder().redact_args(schema, &at)));
     }
     ctx.remember_secrets(&secrets);
     secrets.text(reason)
@@ -302,10 +315,10 @@ fn mask_refused<A: Registry>(
 /// its arguments (audited `modified`) or answer in its place (audited `substituted`). Whether
 /// one replaced the arguments.
 #[allow(clippy::too_many_arguments)]
-async fn intercept<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
+async fn intercept<R: Run>(
+    ctx: &Arc<R>,
     call: CallRef<'_>,
-    entry: &RegisteredTool<A>,
+    entry: &RegisteredTool<R::Agent>,
     schema: SecretSchema<'static>,
     args: &mut Value,
     typed: &mut ErasedArgs,
@@ -314,31 +327,36 @@ async fn intercept<A: Registry>(
 ) -> Result<bool, CallOutcome> {
     let spec = entry.spec;
     let mut replaced_any = false;
-    for interceptor in &ctx.inner.services.interceptors {
-        let interception =
-            Interception { principal: &ctx.principal, spec, args, run_id: ctx.ids.run_id.as_str(), provenance };
+    for interceptor in &ctx.services().interceptors {
+        let interception = Interception {
+            principal: ctx.principal(),
+            spec,
+            args,
+            run_id: ctx.recorder().ids.run_id.as_str(),
+            provenance,
+        };
         let refusal = match interceptor.before_call(interception).await {
             Decision::Proceed => None,
             Decision::Deny(reason) => Some(format!("denied by policy: {reason}")),
             Decision::ProceedWith(new_args) => {
                 let replaced = agents_core::strict::check_value(&new_args)
                     .map_err(|e| e.to_string())
-                    .and_then(|()| parse_args(ctx, entry, &new_args));
+                    .and_then(|()| parse_args::<R>(ctx, entry, &new_args));
                 match replaced {
                     Err(e) => {
                         // The refusal may quote the replacement's own secret values.
-                        let theirs = CallSecrets::of(&new_args, &ctx.redact_args(schema, &new_args));
+                        let theirs = CallSecrets::of(&new_args, &ctx.recorder().redact_args(schema, &new_args));
                         ctx.remember_secrets(&theirs);
                         Some(theirs.text(&format!("an interceptor produced invalid arguments: {e}")))
                     }
                     Ok(t) => {
                         (*typed, *args) = (t, new_args);
                         replaced_any = true;
-                        let modified = ctx.audit(RecordFields {
+                        let modified = ctx.recorder().audit(RecordFields {
                             call_id: Some(call.id.into()),
                             tool: Some(spec.name.into()),
                             tier: Some(spec.tier),
-                            args: Some(secrets.value(ctx.redact_args(schema, args)).into()),
+                            args: Some(secrets.value(ctx.recorder().redact_args(schema, args)).into()),
                             reason: Some("an interceptor replaced the arguments".into()),
                             ..RecordFields::new(AuditStatus::Modified)
                         });
@@ -350,13 +368,13 @@ async fn intercept<A: Registry>(
                 }
             }
             Decision::Substitute(result) => {
-                let (shown, result) = (secrets.value(ctx.redact_args(schema, args)), secrets.value(result));
+                let (shown, result) = (secrets.value(ctx.recorder().redact_args(schema, args)), secrets.value(result));
                 return Err(substitute(ctx, call, spec, shown, result).await);
             }
         };
         if let Some(reason) = refusal {
-            let shown = secrets.value(ctx.redact_args(schema, args));
-            return Err(ctx.deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+            let shown = secrets.value(ctx.recorder().redact_args(schema, args));
+            return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
         }
     }
     Ok(replaced_any)
@@ -364,25 +382,25 @@ async fn intercept<A: Registry>(
 
 /// An interceptor answered in the tool's place: audited `substituted`, and that answer is the
 /// call's result; the tool does not run.
-async fn substitute<A: Registry>(
-    ctx: &Arc<RunCtx<A>>,
+async fn substitute<R: Run>(
+    ctx: &Arc<R>,
     call: CallRef<'_>,
     spec: &'static ToolSpec,
     shown_args: Value,
     result: Value,
 ) -> CallOutcome {
-    let substituted = ctx.audit(RecordFields {
+    let substituted = ctx.recorder().audit(RecordFields {
         call_id: Some(call.id.into()),
         tool: Some(spec.name.into()),
         tier: Some(spec.tier),
         args: Some(shown_args.into()),
-        result: Some(ctx.result_for_audit(&result)),
+        result: Some(ctx.recorder().result_for_audit(&result)),
         ..RecordFields::new(AuditStatus::Substituted)
     });
     if substituted.await.is_err() {
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
     ctx.note_result(call.id, spec.name, &result);
-    ctx.emit_result(call.id, spec.name, AuditStatus::Substituted, Some(&result));
+    ctx.recorder().emit_result(call.id, spec.name, AuditStatus::Substituted, Some(&result));
     CallOutcome::ok(result)
 }

@@ -1,84 +1,25 @@
-//! A proposal's ledger: the transitions of a stored proposal that change the proposal book,
-//! the state store and the audit log together, and the claim of its final record kept alive
-//! while the node holding it carries it out.
-//!
-//! - ending a proposal still waiting for a person ([`end_waiting`]): the book's claim, the
-//!   store's conditional close, then the final record, each taking effect only if the next
-//!   holds;
-//! - recording a conversational approval and claiming its execution for this node
-//!   ([`claim_in_store`]): decided once in the store whatever node or channel answers, the
-//!   seal checked before and after;
-//! - keeping a claim of a final record from lapsing while it is carried out
-//!   ([`ClaimHeartbeat`]).
-//!
-//! The other transitions (proposing, deciding in a dialog, ending a call that waited) are
-//! still written by the channels in `confirm`, through the book's
-//! [`transition`](super::proposal::Book::transition) and `Proposal::end`; the invariant they
-//! keep together is stated in the module docs of `run` (exactly one final record per proposed
-//! call, nothing runs twice, an action runs only with the person's decision bound to its exact
-//! arguments, the store's seal checked before anything runs).
+//! The claims of a stored proposal's execution and of its final record: recording a
+//! conversational approval and claiming its execution for this node ([`claim_in_store`]),
+//! and keeping a claim of a final record from lapsing while it is carried out
+//! ([`ClaimHeartbeat`]).
 
-use super::context::RunCtx;
-use super::pending::seal;
-use super::proposal::{Refused, State};
-use super::record::RecordFields;
+use crate::run::context::RunCtx;
+use crate::run::pending::seal;
 use crate::store::{DecideOutcome, ProposalRecord, Store};
 use crate::tool::Registry;
 use std::sync::Arc;
 
-/// Ends a conversational proposal without running it (`to`: rejected, expired, cancelled or
-/// superseded): the move is claimed in this node's book, then the proposal is ended in the
-/// state store (one conditional update: of every node and channel ending or deciding it, one
-/// does), and only the one that ended it writes `record`, its final record. `Ok(false)` when it
-/// was decided or ended elsewhere (it leaves the book without a record from here);
-/// `Err(Refused::Audit)` when the store or the log failed (the proposal stays in the book).
-pub(super) async fn end_waiting<A: Registry>(
-    ctx: &RunCtx<A>,
-    call_id: &str,
-    to: State,
-    record: RecordFields,
-    reason: &str,
-) -> Result<bool, Refused> {
-    let session = ctx.ids.session_id.as_str();
-    let claim = ctx.inner.live.proposals.claim(session, call_id, to).ok_or(Refused::NotAllowed)?;
-    match ctx.inner.services.store.close_undecided(call_id, &ctx.inner.settings.node_id, reason).await {
-        // The claim is this node's: its final record, once in the log, marks it written.
-        Ok(true) => {
-            ctx.inner.live.settling.insert(call_id.to_owned());
-        }
-        Ok(false) => {
-            claim.commit(None);
-            return Ok(false);
-        }
-        Err(e) => {
-            tracing::warn!(call_id, error = %e, "a proposal could not be ended in the state store");
-            claim.abort();
-            return Err(Refused::Audit);
-        }
-    }
-    match ctx.audit(record).await {
-        Ok(()) => {
-            claim.commit(None);
-            Ok(true)
-        }
-        Err(_) => {
-            claim.abort();
-            Err(Refused::Audit)
-        }
-    }
-}
-
 /// Keeps a claim of a final record this node holds from lapsing while it carries the claim
-/// out (an execution may outlast the [settle lease](super::RuntimeBuilder::settle_lease)):
+/// out (an execution may outlast the [settle lease](crate::run::RuntimeBuilder::settle_lease)):
 /// renews it in the store ([`Store::renew_claim`], one conditional update that holds only
 /// while this node is still the holder) every third of the lease, until dropped. A node that
 /// dies stops renewing, so its claim still lapses and is taken over. Without a tokio runtime,
 /// or with a zero lease, it does nothing.
-pub(super) struct ClaimHeartbeat(Option<tokio::task::JoinHandle<()>>);
+pub(in crate::run) struct ClaimHeartbeat(Option<tokio::task::JoinHandle<()>>);
 
 impl ClaimHeartbeat {
     /// Starts renewing `call_id`'s claim, held by `node`.
-    pub(super) fn start(store: &Arc<dyn Store>, lease: std::time::Duration, call_id: &str, node: &str) -> Self {
+    pub(in crate::run) fn start(store: &Arc<dyn Store>, lease: std::time::Duration, call_id: &str, node: &str) -> Self {
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return ClaimHeartbeat(None) };
         if lease.is_zero() {
             return ClaimHeartbeat(None);
@@ -120,7 +61,10 @@ impl Drop for ClaimHeartbeat {
 /// The stored row must be this run's principal's, as a key holder wrote it: a seal that
 /// verifies for its state (see [`seal`]). The caller then holds the call it runs to the row's
 /// tool and arguments' MAC.
-pub(super) async fn claim_in_store<A: Registry>(ctx: &RunCtx<A>, call_id: &str) -> Result<ProposalRecord, String> {
+pub(in crate::run) async fn claim_in_store<A: Registry>(
+    ctx: &RunCtx<A>,
+    call_id: &str,
+) -> Result<ProposalRecord, String> {
     let (store, principal, tokens) = (&ctx.inner.services.store, &ctx.principal, &ctx.inner.services.tokens);
     let unavailable = |e: crate::store::StoreError| format!("the state store could not record the approval ({e})");
     let approved = crate::store::StoredVerdict::Approved;
