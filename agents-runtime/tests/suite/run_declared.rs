@@ -170,3 +170,35 @@ fn a_declared_model_id_is_checked_in_const_evaluation() {
     assert!(std::panic::catch_unwind(|| Declared::declared_model("gpt-5")).is_err());
     assert_eq!(Open::declared_model("anything"), "anything");
 }
+
+/// The HTTP providers report the host of their base URL: a local server named by address is
+/// not the `localhost` the agent declares, and a hosted provider moved to another base URL is
+/// not the hosted one. Nothing is sent (the runs are refused before any call).
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn the_http_providers_are_held_to_the_host_of_their_base_url() {
+    use agents_runtime::provider::{AnthropicConfig, AnthropicProvider, ApiKey, OpenAiConfig, OpenAiProvider};
+    let by_address = OpenAiProvider::new(OpenAiConfig::compatible("llama3.2", "http://127.0.0.1:11434/v1")).unwrap();
+    assert_eq!(by_address.host().as_deref(), Some("127.0.0.1"));
+    let mut moved = OpenAiConfig::openai("gpt-4.1-mini", ApiKey::new("sk-test"));
+    moved.base_url = "https://llm-gateway.example.net/v1".into();
+    let moved = OpenAiProvider::new(moved).unwrap();
+    let anthropic = AnthropicProvider::new(AnthropicConfig::new("claude-sonnet-4-5", ApiKey::new("sk-test"))).unwrap();
+    assert_eq!(anthropic.host().as_deref(), Some("api.anthropic.com"));
+    for (provider, help) in [
+        (Arc::new(by_address) as Arc<dyn Provider>, r#"openai_compatible("llama3.2", host = "127.0.0.1")"#),
+        (Arc::new(moved), r#"openai("gpt-4.1-mini", host = "llm-gateway.example.net")"#),
+        (Arc::new(anthropic), r#"anthropic("claude-sonnet-4-5")"#),
+    ] {
+        let audit = Arc::new(MemorySink::new());
+        let err = runtime(audit.clone(), provider).start::<Declared>(me(), "s1", "hi".to_owned()).unwrap_err();
+        assert!(err.to_string().contains(&format!("declare `{help}`")), "{err}");
+        assert!(!err.to_string().contains("sk-test"), "the key never appears: {err}");
+        assert!(audit.records().is_empty());
+    }
+    let hosted = OpenAiProvider::new(OpenAiConfig::openai("gpt-4.1-mini", ApiKey::new("sk-test"))).unwrap();
+    let rt = runtime(Arc::new(MemorySink::new()), Arc::new(hosted));
+    let run = rt.start::<Declared>(me(), "s1", "hi".to_owned()).expect("the declared hosted model is admitted");
+    run.stop();
+    let _ = run.wait().await;
+}
