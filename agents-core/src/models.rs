@@ -230,17 +230,15 @@ pub fn admits(declared: &[ModelEntry], used: &ProviderIdentity<'_>) -> bool {
     declared.iter().any(|m| m.admits(used))
 }
 
-/// The declaration that would admit `used`, as `agent!` takes it (for the refusal's help).
-pub fn declaration_for(used: &ProviderIdentity<'_>) -> String {
-    let Some(host) = used.host else { return "offline".into() };
-    let kind = ModelProvider::ALL.into_iter().find(|k| k.as_str() == used.provider);
-    match kind {
-        Some(k @ (ModelProvider::OpenAi | ModelProvider::Anthropic)) if k.default_host() == Some(host) => {
-            format!("{}(\"{}\")", fn_name(k), used.model)
-        }
-        Some(k) if k.is_networked() => format!("{}(\"{}\", host = \"{host}\")", fn_name(k), used.model),
-        _ => format!("openai_compatible(\"{}\", host = \"{host}\")", used.model),
-    }
+/// The declaration that would admit `used`, as `agent!` takes it (for the refusal's help), or
+/// `None` when its name is no kind `agent!` knows, so that no declaration admits it.
+pub fn declaration_for(used: &ProviderIdentity<'_>) -> Option<String> {
+    let Some(host) = used.host else { return Some("offline".into()) };
+    let kind = ModelProvider::ALL.into_iter().find(|k| k.is_networked() && k.as_str() == used.provider)?;
+    Some(match kind.default_host() {
+        Some(default) if default == host => format!("{}(\"{}\")", fn_name(kind), used.model),
+        _ => format!("{}(\"{}\", host = \"{host}\")", fn_name(kind), used.model),
+    })
 }
 
 /// The name of a kind in `agent!`'s `models: [...]`.
@@ -300,11 +298,14 @@ mod tests {
 
     #[test]
     fn the_help_names_the_declaration_that_would_admit_the_provider() {
-        assert_eq!(declaration_for(&used("openai", "gpt-4.1", Some("api.openai.com"))), r#"openai("gpt-4.1")"#);
+        let declare = |p, m, h| declaration_for(&used(p, m, h));
+        assert_eq!(declare("openai", "gpt-4.1", Some("api.openai.com")).unwrap(), r#"openai("gpt-4.1")"#);
         assert_eq!(
-            declaration_for(&used("openai-compatible", "llama3.2", Some("localhost"))),
+            declare("openai-compatible", "llama3.2", Some("localhost")).unwrap(),
             r#"openai_compatible("llama3.2", host = "localhost")"#
         );
-        assert_eq!(declaration_for(&used("rules", "offline", None)), "offline");
+        assert_eq!(declare("rules", "offline", None).unwrap(), "offline");
+        // A name no kind has: no declaration would admit it, and none is suggested.
+        assert_eq!(declare("openrouter", "m", Some("openrouter.ai")), None);
     }
 }

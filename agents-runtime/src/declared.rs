@@ -11,10 +11,7 @@ use agents_core::{Agent, AgentSpec};
 
 /// A run refused because the agent's manifest does not name its provider: the provider's
 /// kind, model or host is not among the agent's `models`. Nothing ran.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "agent `{agent}` may not run on {provider}: its manifest declares the models {declared}; declare `{declaration}` in `models: [...]` of its `agent!` (a widening reviewers see in the manifest), or configure one of the declared models"
-)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndeclaredModel {
     /// The agent's name.
     pub agent: &'static str,
@@ -22,9 +19,28 @@ pub struct UndeclaredModel {
     pub provider: String,
     /// The declared models, as shown.
     pub declared: String,
-    /// The declaration that would admit the provider.
-    pub declaration: String,
+    /// The declaration that would admit the provider; `None` when the provider's name is no
+    /// kind `agent!` knows, so no declaration would.
+    pub declaration: Option<String>,
 }
+
+impl std::fmt::Display for UndeclaredModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let UndeclaredModel { agent, provider, declared, declaration } = self;
+        write!(f, "agent `{agent}` may not run on {provider}: its manifest declares the models {declared}; ")?;
+        match declaration {
+            Some(d) => write!(
+                f,
+                "declare `{d}` in `models: [...]` of its `agent!` (a widening reviewers see in the manifest), or configure one of the declared models"
+            ),
+            None => f.write_str(
+                "no declaration admits a provider of that name (`agent!` knows `openai`, `anthropic`, `openai-compatible`, and `offline` for providers without a host): configure one of the declared models",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UndeclaredModel {}
 
 /// Refuses a provider the agent's declared models do not admit; an agent that declares none
 /// admits any.
