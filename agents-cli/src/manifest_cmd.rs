@@ -33,6 +33,8 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
     ]);
     head.row(["ceiling".to_owned(), ceiling_text(man)]);
     head.row(["limits".to_owned(), limits_text(man)]);
+    head.row(["models".to_owned(), agents_core::models::models_text(a.models.as_deref())]);
+    head.row(["budget".to_owned(), a.budget.text()]);
     head.row(["skills".to_owned(), skills_text(man)]);
     head.row(["tools".to_owned(), tools_count_text(man)]);
     out.push_str(&head.render());

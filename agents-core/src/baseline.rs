@@ -306,6 +306,8 @@ mod tests {
             skills: vec![],
             ceiling: None,
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
+            models: None,
+            budget: Default::default(),
         };
         let tools = tools
             .iter()

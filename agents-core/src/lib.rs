@@ -4,10 +4,12 @@
 pub mod agent;
 pub mod audit;
 pub mod baseline;
+pub mod budget;
 pub mod canonical;
 pub mod diff;
 pub mod manifest;
 pub mod mcp_lock;
+pub mod models;
 pub mod permission;
 pub mod policy;
 pub mod principal;

@@ -4,6 +4,8 @@
 //! from the runtime registry.
 
 use crate::agent::{AgentSpec, Limits};
+use crate::budget::BudgetEntry;
+use crate::models::{ModelEntry, ModelEntryError};
 use crate::tool::{Risk, Tier, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -45,6 +47,13 @@ pub struct AgentEntry {
     pub ceiling: Option<Vec<String>>,
     /// Default limits.
     pub limits: LimitsEntry,
+    /// The models it may run on, sorted; absent (read as "any provider") when it declares
+    /// none, so a manifest without them keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<ModelEntry>>,
+    /// Its budget caps per run; absent when it declares none.
+    #[serde(default, skip_serializing_if = "BudgetEntry::is_empty")]
+    pub budget: BudgetEntry,
 }
 
 /// A skill in a manifest.
@@ -284,6 +293,17 @@ pub enum ManifestError {
         "the text is not in canonical form (it does not round-trip to its own canonical bytes: formatting, order or repeated list entries differ), so its SHA-256 is not the manifest's hash"
     )]
     NotCanonical,
+    /// A declared model does not fit its kind.
+    #[error(transparent)]
+    InvalidModel(#[from] ModelEntryError),
+    /// `models` is an empty list: no provider could run the agent.
+    #[error(
+        "`agent.models` is an empty list, so no provider could run the agent; declare at least one model, or leave `models` out to allow any provider"
+    )]
+    NoModels,
+    /// A budget cap the manifest cannot hold.
+    #[error("{0}")]
+    InvalidBudget(String),
     /// Fields of one tool contradict each other.
     #[error("tool `{tool}` says `mutating: {mutating}` with tier `{tier}`; an action tool is mutating and no other is")]
     MutatingMismatch {
@@ -380,7 +400,23 @@ impl AgentEntry {
             skills: spec.skills.iter().map(|s| SkillEntry { name: s.name.to_owned(), tools: owned(s.tools) }).collect(),
             ceiling: spec.ceiling.map(owned),
             limits: spec.limits.into(),
+            models: spec.models.map(|m| m.iter().map(ModelEntry::from_spec).collect()),
+            budget: spec.budget.into(),
         }
+    }
+}
+
+impl AgentEntry {
+    /// Refuses a declared model that does not fit its kind, an empty list of models and a
+    /// budget cap of 0.
+    pub fn check_surface(&self) -> Result<(), ManifestError> {
+        if let Some(models) = &self.models {
+            if models.is_empty() {
+                return Err(ManifestError::NoModels);
+            }
+            models.iter().try_for_each(ModelEntry::check)?;
+        }
+        self.budget.check().map_err(ManifestError::InvalidBudget)
     }
 }
 
@@ -403,6 +439,9 @@ impl Manifest {
         agent.skills.sort_by(|a, b| a.name.cmp(&b.name));
         if let Some(c) = &mut agent.ceiling {
             sort_dedup(c);
+        }
+        if let Some(m) = &mut agent.models {
+            sort_dedup(m);
         }
         Ok(Manifest { format: FORMAT.to_owned(), version: VERSION, agent, tools })
     }
@@ -464,6 +503,7 @@ impl Manifest {
         }
         names::check_unique(text)?;
         let parsed: Manifest = serde_json::from_value(value).map_err(|e| ManifestError::NotAManifest(e.to_string()))?;
+        parsed.agent.check_surface()?;
         for t in &parsed.tools {
             t.check_policy()?;
             if t.mutating != (t.tier == Tier::Action) {
@@ -495,7 +535,7 @@ fn owned(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn sort_dedup(v: &mut Vec<String>) {
+fn sort_dedup<T: Ord>(v: &mut Vec<T>) {
     v.sort();
     v.dedup();
 }

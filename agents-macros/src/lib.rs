@@ -6,7 +6,7 @@
 //! | macro | what it does |
 //! | --- | --- |
 //! | [`macro@tool`] | turns a function into a tool: marker type, typed args, spec, execution by tier |
-//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, registry, `MANIFEST` |
+//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, models, budget, registry, `MANIFEST` |
 //! | [`permissions!`] | declares the application's permissions once, as types |
 //! | [`mcp_import!`] | declares tools of another MCP server, pinned by a checked-in lock file |
 //!
@@ -352,8 +352,8 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(args.into(), item.into()).into()
 }
 
-/// Declares an agent: the tools it grants, the permissions it may never exceed, its skills and
-/// limits, and the `MANIFEST` reviewers read.
+/// Declares an agent: the tools it grants, the permissions it may never exceed, its skills,
+/// limits, models and budget, and the `MANIFEST` reviewers read.
 ///
 /// ```ignore
 /// agent! {
@@ -379,6 +379,8 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | [`ceiling`](#ceiling) | paths of permissions, in square brackets | no ceiling checked |
 /// | [`skills`](#skills) | named lists of its tools, in braces | none |
 /// | [`limits`](#limits) | named positive integers, in braces | `Limits::DEFAULT` |
+/// | [`models`](#models) | the models it may run on, in square brackets | any provider |
+/// | [`budget`](#budget) | caps per run, in braces | no caps |
 /// | [`name`](#name) | a string | the type's name |
 /// | [`input`](#input) | a type | `String` |
 /// | [`output`](#output) | a type | `String` |
@@ -431,6 +433,49 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// limits: { max_iterations: 8, confirm_timeout_secs: 120 },
 /// ```
 ///
+/// ## `models`
+///
+/// The models the agent may run on, each a provider kind with its model id and the host of the
+/// provider's base URL (a host pattern without a port: `localhost`, `*.internal.example`); the
+/// manifest lists them under `agent.models`. `Runtime::start` refuses a run whose provider's
+/// kind, model or host none of them admits, naming the declaration that would admit it; the
+/// model calls of a run's helpers (a model-backed classifier) are refused the same way. Without
+/// `models` the agent runs on any provider (the manifest has no `models` key, and dropping the
+/// key is a widening in `agents manifest diff`). No declaration holds a key: a model on a
+/// network host takes its key at run time, and readers show it as masked.
+///
+/// | kind | takes | host |
+/// | --- | --- | --- |
+/// | `openai("id")` | the model id | `api.openai.com`, or `host = "..."` |
+/// | `anthropic("id")` | the model id | `api.anthropic.com`, or `host = "..."` |
+/// | `openai_compatible("id", host = "...")` | the model id and the host | required |
+/// | `offline` | nothing | any provider that reaches no network host (scripted, rules) |
+///
+/// ```ignore
+/// models: [openai("gpt-4.1-mini"), openai_compatible("llama3.2", host = "localhost"), offline],
+/// ```
+///
+/// The agent's type gets `const fn declared_model(id)`, which returns `id` when a declared
+/// model has that id: in a `const`, naming a model the agent does not declare is a compile
+/// error (`const MODEL: &str = Physio::declared_model("gpt-4.1-mini");`).
+///
+/// ## `budget`
+///
+/// Caps on every run, in braces, each at most once, each positive; the manifest lists them
+/// under `agent.budget` (money in micro-dollars, `usd_per_run_micros`). Before each model call
+/// the run's spend so far is compared with them, and a run that has reached one ends with
+/// `RunStatus::BudgetExhausted` (audited as a notice). They bind besides the deployment's
+/// monthly caps (`BudgetStore`).
+///
+/// | cap | what |
+/// | --- | --- |
+/// | `tokens_per_run` | model tokens (prompt and completion) a run may use (`u64`) |
+/// | `usd_per_run` | what a run may cost, in US dollars, at most six decimals |
+///
+/// ```ignore
+/// budget: { tokens_per_run: 200_000, usd_per_run: 0.50 },
+/// ```
+///
 /// ## `name`
 ///
 /// The agent's name in its manifest, the audit log and the service's routes, as a string.
@@ -467,6 +512,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `tools = [...]` | ``write `tools: ...` with a colon`` |
 /// | `limits: { max_iterations: 0 }` | ``limit `max_iterations` is 0, out of range for its type `u32`: write an integer from 1 to ...`` |
 /// | `limit: { ... }` | ``unknown `agent!` key `limit`; did you mean `limits`?`` |
+/// | `models: [openai_compatible("llama3.2")]` | ``model kind `openai_compatible` has no default host: write ...`` |
+/// | the same model twice in `models` | ``model `openai:gpt-4.1-mini@api.openai.com` is declared twice; declare each model once`` |
+/// | `budget: { tokens_per_run: 0 }` | ``budget cap `tokens_per_run` is 0; a cap is a positive number`` |
 /// | a tool outside the ceiling | ``the permission `perms::injury::write` lies outside the ceiling of the agent `Physio` `` |
 /// | a second `agent!` declaring `struct Physio` in the same module | ``agent `Physio` is declared twice in this module ... help: give this agent a type name of its own`` |
 ///

@@ -303,6 +303,10 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
+    fn host(&self) -> Option<String> {
+        http::url_host(&self.config.base_url)
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

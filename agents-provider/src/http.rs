@@ -156,6 +156,12 @@ pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, ProviderError
     }
 }
 
+/// The host of a base URL, as the URL parser gives it (lowercase name, dotted quad or
+/// bracketed IPv6 address), without its port.
+pub(crate) fn url_host(base_url: &str) -> Option<String> {
+    reqwest::Url::parse(base_url.trim()).ok()?.host_str().map(str::to_owned)
+}
+
 /// Whether a base URL points at this machine (a local model server, which costs nothing).
 pub(crate) fn is_loopback(base_url: &str) -> bool {
     let Ok(url) = reqwest::Url::parse(base_url) else {
@@ -489,6 +495,13 @@ mod tests {
         assert!(is_loopback("http://127.0.0.1:8000"));
         assert!(is_loopback("http://[::1]:8000"));
         assert!(!is_loopback("https://openrouter.ai/api/v1"));
+    }
+
+    #[test]
+    fn a_base_url_host_is_given_without_port_or_path() {
+        assert_eq!(url_host("https://API.OpenAI.com/v1").as_deref(), Some("api.openai.com"));
+        assert_eq!(url_host("http://[::1]:8000/v1").as_deref(), Some("[::1]"));
+        assert_eq!(url_host("not a url"), None);
     }
 
     #[test]

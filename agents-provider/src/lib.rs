@@ -265,6 +265,12 @@ pub trait Provider: Send + Sync {
     fn is_paid(&self) -> bool {
         true
     }
+    /// The host of the base URL its calls go to, as a URL parser gives it (no port), or `None`
+    /// when it reaches no network host (the default, for offline providers). The runtime
+    /// refuses to start a run of an agent whose manifest does not name this host.
+    fn host(&self) -> Option<String> {
+        None
+    }
     /// One model call, streaming tokens to `tokens`.
     fn chat<'a>(
         &'a self,
@@ -284,6 +290,9 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     }
     fn is_paid(&self) -> bool {
         (**self).is_paid()
+    }
+    fn host(&self) -> Option<String> {
+        (**self).host()
     }
     fn chat<'a>(
         &'a self,

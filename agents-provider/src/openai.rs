@@ -269,6 +269,10 @@ impl Provider for OpenAiProvider {
         &self.config.model
     }
 
+    fn host(&self) -> Option<String> {
+        http::url_host(&self.config.base_url)
+    }
+
     fn is_paid(&self) -> bool {
         self.config.paid
     }

@@ -31,6 +31,20 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// Whether an agent's declared models (`None`: any) include one of id `id` (for
+/// `declared_model`, in const context).
+pub const fn declares_model(models: Option<&[agents_core::models::ModelSpec]>, id: &str) -> bool {
+    let Some(models) = models else { return true };
+    let mut i = 0;
+    while i < models.len() {
+        if !models[i].model.is_empty() && str_eq(models[i].model, id) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Whether two lists hold the same names, in any order and counting each once (for the check
 /// of a tool's `uses` against its resolved bounds).
 pub const fn same_names(a: &[&str], b: &[&str]) -> bool {

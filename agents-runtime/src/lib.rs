@@ -5,6 +5,7 @@ pub mod audit;
 pub mod budget;
 pub mod capability;
 pub mod classifier;
+pub mod declared;
 pub mod events;
 pub mod imported;
 pub mod interceptor;
@@ -147,7 +148,12 @@ pub use agents_macros::tool;
 ///     ceiling: [perms::athlete::read, perms::injury::write],
 ///     skills: { triage: [list_athletes, record_injury] },
 ///     limits: { max_iterations: 8, confirm_timeout_secs: 120 },
+///     models: [openai("gpt-4.1-mini"), offline],
+///     budget: { tokens_per_run: 200_000, usd_per_run: 0.50 },
 /// }
+///
+/// /// The model the application configures: a model `Physio` does not declare is a compile error.
+/// const MODEL: &str = Physio::declared_model("gpt-4.1-mini");
 ///
 /// fn main() {
 ///     assert_eq!(Physio::SPEC.name, "physio");
@@ -158,6 +164,9 @@ pub use agents_macros::tool;
 ///     let manifest: serde_json::Value = serde_json::from_str(Physio::MANIFEST).unwrap();
 ///     let tools = manifest["tools"].as_array().unwrap();
 ///     assert!(tools.iter().any(|t| t["name"] == "record_injury" && t["title"] == "Record injury"));
+///     assert_eq!(manifest["agent"]["models"][0]["host"], "api.openai.com");
+///     assert_eq!(manifest["agent"]["budget"]["usd_per_run_micros"], 500_000);
+///     assert_eq!(MODEL, "gpt-4.1-mini");
 /// }
 /// ```
 pub use agents_macros::agent;

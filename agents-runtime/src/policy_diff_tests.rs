@@ -350,6 +350,8 @@ fn manifest(spec: &ToolSpec) -> Manifest {
         skills: vec![],
         ceiling: None,
         limits: LimitsEntry::from(Limits::DEFAULT),
+        models: None,
+        budget: Default::default(),
     };
     Manifest::from_entries(agent, vec![ToolEntry::from_spec(spec)]).expect("one tool")
 }

@@ -125,6 +125,8 @@ pub fn helpdesk_v1() -> Manifest {
         ],
         ceiling: Some(strings(&["identity.admin", "leave.read", "leave.write", "public", "ticket.write"])),
         limits: LimitsEntry::from(Limits::DEFAULT),
+        models: None,
+        budget: Default::default(),
     };
     Manifest::from_entries(agent, vec![lookup, balance, submit, ticket, reset]).unwrap()
 }

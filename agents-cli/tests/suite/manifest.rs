@@ -356,3 +356,39 @@ fn manifest_text_cannot_add_markup_to_the_report() {
     assert!(hostile.contains("&#60;img src=x onerror=alert(2)&#62;&#60;script&#62;alert(3)&#60;/script&#62;"));
     assert!(hostile.contains("data-tool=\"open_ticket&#34;&#39; onmouseover=&#39;alert(1)&#39;"));
 }
+
+/// The models and the budget: `show` prints them with the key masked (a manifest never holds
+/// one), and a model on a new host or a raised cap is a widening that fails the gate.
+#[test]
+fn models_and_budget_are_shown_and_their_widenings_fail_the_gate() {
+    use agents_core::budget::BudgetEntry;
+    use agents_core::models::{ModelEntry, ModelProvider};
+    let dir = tempdir();
+    let mut old = helpdesk_v1();
+    old.agent.models = Some(vec![ModelEntry::new(ModelProvider::OpenAi, "gpt-4.1-mini", "api.openai.com")]);
+    old.agent.budget = BudgetEntry { tokens_per_run: Some(100_000), usd_per_run_micros: Some(250_000) };
+    let mut new = old.clone();
+    new.agent.models.as_mut().unwrap().push(ModelEntry::new(
+        ModelProvider::OpenAiCompatible,
+        "gpt-4.1-mini",
+        "llm.proxy.example",
+    ));
+    new.agent.budget.tokens_per_run = Some(400_000);
+    let (a, b) = (
+        write(dir.path(), "old.json", &old.to_canonical_string()),
+        write(dir.path(), "new.json", &new.to_canonical_string()),
+    );
+
+    let o = agents(["manifest".as_ref(), "show".as_ref(), a.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("openai:gpt-4.1-mini@api.openai.com (key: masked)"), "{s}");
+    assert!(s.contains("100000 model tokens per run, 0.25 USD per run"), "{s}");
+
+    let o = agents(["manifest".as_ref(), "diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("2 widening, 0 narrowing, 0 neutral"), "{s}");
+    assert!(s.contains("on a new host `llm.proxy.example`"), "{s}");
+    assert!(s.contains("budget cap tokens_per_run raised from 100000 to 400000"), "{s}");
+}

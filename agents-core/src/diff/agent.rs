@@ -1,5 +1,5 @@
 //! The agent's own changes: its name, description and types, its permission ceiling, its
-//! limits and its skills.
+//! limits, its models and budget (in `surface`) and its skills.
 
 use super::lists::{ListItem, list_diff};
 use super::model::{Change, ChangeKind, Rule, change, quote};
@@ -11,6 +11,7 @@ pub(super) fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) 
     diff_identity(a, b, out);
     diff_ceiling(a.ceiling.as_deref(), b.ceiling.as_deref(), out);
     diff_limits(&a.limits, &b.limits, out);
+    super::surface::diff_surface(a, b, out);
     diff_skills(a, b, out);
 }
 

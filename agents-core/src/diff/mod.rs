@@ -35,6 +35,10 @@
 //! | the permission ceiling removed / declared | widening / narrowing |
 //! | a permission added to / removed from the ceiling | widening / narrowing |
 //! | a limit raised / lowered (iterations, timeouts, concurrent runs, token lifetime, history) | widening / narrowing |
+//! | the declared models removed (any provider may run it) / declared | widening / narrowing |
+//! | a model added (or its host pattern broadened) / removed (or narrowed) | widening / narrowing |
+//! | a model added or removed that another declared model covers | neutral |
+//! | a budget cap per run removed or raised / declared or lowered | widening / narrowing |
 //! | skills regrouped, name, description, input or output type changed | neutral |
 //!
 //! # What the classification guarantees
@@ -47,7 +51,9 @@
 //! manifest, as the runtime's own matchers decide ([`crate::policy`] defines them once, for
 //! the runtime and for this module); no tool was added, lost its confirmation, lowered its
 //! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
-//! stopped masking one; no limit went up; the ceiling did not grow.
+//! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
+//! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
+//! cap per run went up or away.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -62,6 +68,7 @@ mod agent;
 mod lists;
 mod model;
 mod params;
+mod surface;
 mod tool;
 
 pub use model::{Change, ChangeKind, ManifestDiff, Rule};

@@ -131,6 +131,24 @@ pub enum Rule {
     /// stopped being imported): the text the model reads and the schema it fills come from
     /// elsewhere now.
     ImportChanged,
+    /// The agent's declared models were removed: it may run on any provider.
+    ModelsAny,
+    /// The agent declared its models, where any provider was allowed.
+    ModelsDeclared,
+    /// A model was added to the declared ones (or one admits more hosts).
+    ModelAdded,
+    /// A model was removed from the declared ones (or one admits fewer hosts).
+    ModelRemoved,
+    /// A model was added or removed, but what it admits was and is admitted.
+    ModelCovered,
+    /// A budget cap per run was removed.
+    BudgetCapRemoved,
+    /// A budget cap per run was declared.
+    BudgetCapDeclared,
+    /// A budget cap per run went up.
+    BudgetCapRaised,
+    /// A budget cap per run went down.
+    BudgetCapLowered,
 }
 
 impl Rule {
@@ -176,6 +194,15 @@ impl Rule {
             Rule::AgentDescriptionChanged => "agent_description_changed",
             Rule::IoTypeChanged => "io_type_changed",
             Rule::ImportChanged => "import_changed",
+            Rule::ModelsAny => "models_any",
+            Rule::ModelsDeclared => "models_declared",
+            Rule::ModelAdded => "model_added",
+            Rule::ModelRemoved => "model_removed",
+            Rule::ModelCovered => "model_covered",
+            Rule::BudgetCapRemoved => "budget_cap_removed",
+            Rule::BudgetCapDeclared => "budget_cap_declared",
+            Rule::BudgetCapRaised => "budget_cap_raised",
+            Rule::BudgetCapLowered => "budget_cap_lowered",
         }
     }
 }

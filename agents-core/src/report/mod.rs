@@ -82,6 +82,8 @@ struct Page<'a> {
     tools_count: String,
     ceiling: String,
     limits: String,
+    models: String,
+    budget: String,
     changes: Option<Changes<'a>>,
     graph: Graph<'a>,
     tier_legend: Vec<(&'static str, String)>,
@@ -220,6 +222,8 @@ pub fn render(r: &Report<'_>) -> String {
         tools_count: tools_count_text(m),
         ceiling: ceiling_text(m),
         limits: limits_text(m),
+        models: crate::models::models_text(m.agent.models.as_deref()),
+        budget: m.agent.budget.text(),
         changes: r.diff.map(|(d, old_name)| changes(d, old_name)),
         graph: graph(m, &widened),
         tier_legend: [Tier::Read, Tier::Action, Tier::Handoff]
@@ -401,6 +405,8 @@ mod tests {
             skills: vec![],
             ceiling: None,
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
+            models: None,
+            budget: Default::default(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -419,5 +425,48 @@ mod tests {
     fn backticks_split_into_code_spans() {
         assert_eq!(code_spans("glob `<a>` added"), [("glob ", false), ("<a>", true), (" added", false)]);
         assert_eq!(code_spans("one ` only"), [("one ` only", false)]);
+    }
+
+    #[test]
+    fn the_models_and_the_budget_are_shown_with_keys_masked() {
+        use crate::budget::BudgetEntry;
+        use crate::manifest::{AgentEntry, LimitsEntry};
+        use crate::models::{ModelEntry, ModelProvider};
+        let agent = |models, budget| AgentEntry {
+            name: "desk".into(),
+            description: "Answers.".into(),
+            input: "String".into(),
+            output: "String".into(),
+            skills: vec![],
+            ceiling: None,
+            limits: LimitsEntry::from(crate::Limits::DEFAULT),
+            models,
+            budget,
+        };
+        let row = |page: &str, th: &str| {
+            let start = page.find(&format!("<th>{th}</th>")).expect("a row");
+            page[start..start + page[start..].find("</tr>").unwrap()].to_owned()
+        };
+        let declared = Manifest::from_entries(
+            agent(
+                Some(vec![
+                    ModelEntry::new(ModelProvider::Anthropic, "claude-sonnet-4-5", "api.anthropic.com"),
+                    ModelEntry::offline(),
+                ]),
+                BudgetEntry { tokens_per_run: Some(200_000), usd_per_run_micros: Some(500_000) },
+            ),
+            vec![],
+        )
+        .unwrap();
+        let page = render(&Report::new(&declared, "desk.json", "0"));
+        assert_eq!(
+            row(&page, "models"),
+            "<th>models</th><td>anthropic:claude-sonnet-4-5@api.anthropic.com (key: masked), offline (no network host)</td>"
+        );
+        assert_eq!(row(&page, "budget"), "<th>budget</th><td>200000 model tokens per run, 0.5 USD per run</td>");
+        let open = Manifest::from_entries(agent(None, BudgetEntry::default()), vec![]).unwrap();
+        let page = render(&Report::new(&open, "desk.json", "0"));
+        assert!(row(&page, "models").contains("any (none declared"), "{}", row(&page, "models"));
+        assert!(row(&page, "budget").contains("no caps per run declared"));
     }
 }

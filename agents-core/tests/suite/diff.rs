@@ -32,6 +32,8 @@ fn agent() -> AgentEntry {
         skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()] }],
         ceiling: Some(vec!["desk.use".into(), "public".into()]),
         limits: LimitsEntry::from(Limits::DEFAULT),
+        models: None,
+        budget: Default::default(),
     }
 }
 

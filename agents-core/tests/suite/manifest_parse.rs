@@ -37,6 +37,8 @@ fn manifest() -> Manifest {
         skills: vec![agents_core::manifest::SkillEntry { name: "s".into(), tools: vec!["a".into()] }],
         ceiling: Some(vec!["desk.use".into()]),
         limits: LimitsEntry::from(Limits::DEFAULT),
+        models: None,
+        budget: Default::default(),
     };
     Manifest::from_entries(agent, vec![tool("a", Tier::Read), tool("b", Tier::Action)]).unwrap()
 }

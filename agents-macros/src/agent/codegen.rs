@@ -21,6 +21,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let grants = grants(m, rt);
     let (consistency, checks) = checks(m, rt);
     let ceiling = ceiling_impls(m, rt);
+    let declared_model = declared_model(m, rt);
     quote! {
         impl #ident {
             #[doc = #manifest_doc]
@@ -28,6 +29,8 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
             #[doc = #hash_doc]
             pub const MANIFEST_SHA256: &'static str = #hash;
         }
+
+        #declared_model
 
         const _: () = {
             #agent_impl
@@ -66,6 +69,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         history_messages,
     } = m.limits;
     let (text, hash) = (&m.manifest_text, &m.manifest_hash);
+    let (models, budget) = surface_spec(m, rt);
     quote! {
         impl #seal::DeclaredByAgentMacro for #ident {}
         impl #rt::Agent for #ident {
@@ -86,11 +90,58 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                     token_ttl_secs: #token_ttl_secs,
                     history_messages: #history_messages,
                 },
+                models: #models,
+                budget: #budget,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;
             fn tools() -> &'static [&'static #rt::ToolSpec] {
                 &[#(#spec_refs),*]
+            }
+        }
+    }
+}
+
+/// The `models` and `budget` of the agent's spec, from the manifest's (sorted) entries.
+fn surface_spec(m: &Model, rt: &TokenStream) -> (TokenStream, TokenStream) {
+    let core = quote!(#rt::agents_core);
+    let models = match &m.manifest.agent.models {
+        None => quote!(::core::option::Option::None),
+        Some(list) => {
+            let specs = list.iter().map(|e| {
+                let kind = Ident::new(&format!("{:?}", e.provider), proc_macro2::Span::call_site());
+                let (model, host) = (e.model.as_deref().unwrap_or(""), e.host.as_deref().unwrap_or(""));
+                quote!(#core::models::ModelSpec { provider: #core::models::ModelProvider::#kind, model: #model, host: #host })
+            });
+            quote!(::core::option::Option::Some(&[#(#specs),*]))
+        }
+    };
+    let opt = |v: Option<u64>| match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let b = &m.manifest.agent.budget;
+    let (tokens, usd) = (opt(b.tokens_per_run), opt(b.usd_per_run_micros));
+    let budget = quote!(#core::budget::BudgetSpec { tokens_per_run: #tokens, usd_per_run_micros: #usd });
+    (models, budget)
+}
+
+/// `declared_model`: a model id the agent declares, checked in const evaluation.
+fn declared_model(m: &Model, rt: &TokenStream) -> TokenStream {
+    let ident = &m.agent.ident;
+    let doc = format!(
+        "`id` when `{}` declares a model of that id (or declares no models); otherwise a panic, which in a `const` is a compile error: `const MODEL: &str = {ident}::declared_model(\"...\");`.",
+        m.name
+    );
+    quote! {
+        impl #ident {
+            #[doc = #doc]
+            pub const fn declared_model(id: &'static str) -> &'static str {
+                ::core::assert!(
+                    #rt::__private::declares_model(<#ident as #rt::Agent>::SPEC.models, id),
+                    "the agent does not declare this model: add it to `models: [...]` in its `agent!`, a widening reviewers see in the manifest"
+                );
+                id
             }
         }
     }

@@ -7,6 +7,7 @@
 mod codegen;
 mod model;
 mod parse;
+mod surface;
 
 use crate::chain;
 use crate::context::Errors;

@@ -56,6 +56,8 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         skills,
         ceiling,
         limits: LimitsEntry::from(limits),
+        models: agent.models.clone(),
+        budget: agent.budget,
     };
     if !errors.is_empty() {
         return None;

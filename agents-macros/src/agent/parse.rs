@@ -1,14 +1,16 @@
 //! The input of `agent!`, as written: every key read, each mistake kept as an error spanned
 //! on its token (so that one mistake does not hide the next).
 
+use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
+use agents_core::budget::BudgetEntry;
 use proc_macro2::TokenTree;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
-const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits"];
+const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget"];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
@@ -41,6 +43,10 @@ pub(crate) struct AgentInput {
     pub(crate) ceiling: Option<Vec<syn::Path>>,
     /// `limits: { name: value }`, checked against each limit's type by the model.
     pub(crate) limits: Vec<(Ident, LitInt)>,
+    /// `models: [...]`: the providers it may run on; `None` when not given (any provider).
+    pub(crate) models: Option<Vec<agents_core::models::ModelEntry>>,
+    /// `budget: { ... }`: its caps per run.
+    pub(crate) budget: BudgetEntry,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -72,6 +78,8 @@ impl Parse for AgentInput {
             skills: Vec::new(),
             ceiling: None,
             limits: Vec::new(),
+            models: None,
+            budget: BudgetEntry::default(),
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -119,6 +127,18 @@ impl AgentInput {
             "output" => self.output = Some(input.parse().map_err(wrong)?),
             "tools" => self.tools = path_list(input).map_err(wrong)?,
             "ceiling" => self.ceiling = Some(path_list(input).map_err(wrong)?),
+            "models" => {
+                if !input.peek(syn::token::Bracket) {
+                    return Err(wrong(input.error("")));
+                }
+                self.models = Some(parse_models(input, &mut self.errors)?);
+            }
+            "budget" => {
+                if !input.peek(syn::token::Brace) {
+                    return Err(wrong(input.error("")));
+                }
+                self.budget = parse_budget(input, &mut self.errors)?;
+            }
             "skills" | "limits" => {
                 if !input.peek(syn::token::Brace) {
                     return Err(wrong(input.error("")));
@@ -219,6 +239,10 @@ fn key_takes(key: &str) -> &'static str {
         }
         "skills" => "named groups of its tools in braces, e.g. `skills: { triage: [list_athletes, record_injury] }`",
         "limits" => "limits in braces, each a name and a positive integer, e.g. `limits: { max_iterations: 8 }`",
+        "models" => {
+            "the models it may run on, in square brackets, e.g. `models: [openai(\"gpt-4.1-mini\"), anthropic(\"claude-sonnet-4-5\"), openai_compatible(\"llama3.2\", host = \"localhost\"), offline]`"
+        }
+        "budget" => "its caps per run in braces, e.g. `budget: { tokens_per_run: 200_000, usd_per_run: 0.50 }`",
         _ => "a value",
     }
 }

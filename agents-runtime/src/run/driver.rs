@@ -250,6 +250,10 @@ impl<A: Registry> Turn<A> {
                 outcome.status = RunStatus::Failed;
                 outcome.failure = Some(Failure::BudgetUnavailable(stop.to_string()));
             }
+            BudgetStop::Declared(why) => {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.report.text = format!("I stopped before the next model call: {why}.");
+            }
         }
         let reason = format!("budget gate: this turn spent {:.6} USD; {stop}", outcome.report.usage.cost_usd);
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;

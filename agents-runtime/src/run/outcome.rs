@@ -37,6 +37,9 @@ pub enum StartError {
     /// The agent's registry does not produce exactly its `MANIFEST`: nothing of it runs.
     #[error(transparent)]
     RegistryMismatch(#[from] crate::tool::RegistryMismatch),
+    /// The runtime's provider is not one of the agent's declared models: nothing ran.
+    #[error(transparent)]
+    ModelNotDeclared(#[from] crate::declared::UndeclaredModel),
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

@@ -594,6 +594,7 @@ impl Runtime {
         input: A::Input,
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
+        crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);

@@ -43,6 +43,9 @@ pub(super) enum BudgetStop {
     Exhausted { headroom: f64 },
     /// The store failed and the runtime fails closed.
     StoreFailed(String),
+    /// The agent's declarations refuse the call: its provider is not declared, or a budget
+    /// cap per run is reached (see [`crate::declared`]).
+    Declared(String),
 }
 
 impl std::fmt::Display for BudgetStop {
@@ -54,6 +57,7 @@ impl std::fmt::Display for BudgetStop {
             BudgetStop::StoreFailed(e) => {
                 write!(f, "the budget store failed ({e}); no paid call is made (fail closed)")
             }
+            BudgetStop::Declared(why) => write!(f, "{why}; no model call is made"),
         }
     }
 }
@@ -65,9 +69,17 @@ pub(super) struct Meter<'a, A> {
 }
 
 impl<A: Registry> Meter<'_, A> {
-    /// Before a call of `provider`: a reservation when the provider is paid and a store is
-    /// set (`None` otherwise, or when the store failed and the runtime fails open).
+    /// Before a call of `provider`: refused when the agent's declarations refuse it; else a
+    /// reservation when the provider is paid and a store is set (`None` otherwise, or when the
+    /// store failed and the runtime fails open).
     pub(super) async fn reserve(&self, provider: &dyn Provider) -> Result<Option<Reservation>, BudgetStop> {
+        let spent = {
+            let s = lock(self.spend);
+            agents_core::budget::RunSpend { tokens: s.input_tokens.saturating_add(s.output_tokens), usd: s.cost_usd }
+        };
+        if let Some(why) = crate::declared::before_model_call(&A::SPEC, provider, spent) {
+            return Err(BudgetStop::Declared(why));
+        }
         let inner = &self.ctx.inner;
         let Some(budget) = inner.services.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
         let estimate = lock(self.spend).last_cost;

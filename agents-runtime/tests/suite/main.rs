@@ -43,6 +43,7 @@ mod run_availability;
 mod run_confirm;
 mod run_contained;
 mod run_conversational;
+mod run_declared;
 mod run_egress;
 mod run_endings;
 mod run_history;

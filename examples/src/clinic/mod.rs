@@ -183,4 +183,9 @@ agent! {
         perms::report::generate,
     ],
     limits: { max_iterations: 12 },
+    models: [
+        offline, openai("gpt-4o-mini"), anthropic("claude-sonnet-4-5"),
+        openai_compatible("llama3.2", host = "localhost"),
+    ],
+    budget: { tokens_per_run: 400_000, usd_per_run: 0.50 },
 }

@@ -88,4 +88,9 @@ agent! {
         perms::equipment::request, perms::software::request, perms::identity::reset,
     ],
     limits: { max_iterations: 6, token_ttl_secs: 180 },
+    models: [
+        offline, openai("gpt-4o-mini"), anthropic("claude-sonnet-4-5"),
+        openai_compatible("llama3.2", host = "localhost"),
+    ],
+    budget: { tokens_per_run: 200_000, usd_per_run: 0.25 },
 }

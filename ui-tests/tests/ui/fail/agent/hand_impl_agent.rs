@@ -16,6 +16,8 @@ impl Agent for Forged {
         skills: &[],
         ceiling: None,
         limits: Limits::DEFAULT,
+        models: None,
+        budget: agents_runtime::agents_core::budget::BudgetSpec::NONE,
     };
     const MANIFEST: &'static str = "{}";
     const MANIFEST_SHA256: &'static str = "";

@@ -1,0 +1,27 @@
+use agents_runtime::{agent, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        athlete.read,
+    }
+}
+
+/// Lists the athletes.
+#[tool(permission = perms::athlete::read)]
+async fn list_athletes() -> Result<Vec<String>, String> {
+    Ok(vec![])
+}
+
+agent! {
+    /// Answers questions about the squad.
+    pub struct Coach;
+    tools: [list_athletes],
+    models: [openai("gpt-4.1-mini")],
+}
+
+// A model the agent does not declare, named where the provider is configured.
+const MODEL: &str = Coach::declared_model("gpt-5");
+
+fn main() {
+    let _ = MODEL;
+}
