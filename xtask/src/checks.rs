@@ -29,13 +29,70 @@ pub(crate) fn with_workspace_profile(command: &mut Command) -> &mut Command {
 /// packed (a local overlay of the registry), as crates.io users would get them.
 pub(crate) fn package() -> Result<(), String> {
     let ws = cmd::workspace()?;
+    let names: Vec<&str> = ws.packages.iter().filter(|p| p.published).map(|p| p.name.as_str()).collect();
+    forget_unpacked_copies(&names)?;
+    let verify_dir = ws.target_dir.join("package-verify");
+    forget_verified_builds(&verify_dir, &names)?;
     let mut command = cargo();
-    command.args(["package", "--allow-dirty"]);
+    command.args(["package", "--allow-dirty", "--target-dir"]).arg(&verify_dir);
     for p in ws.published_in_dependency_order() {
         command.args(["-p", &p.name]);
     }
     with_workspace_profile(&mut command);
     timed("package", || run(&mut command))
+}
+
+/// Removes cargo's unpacked copies of the workspace's own crates from local registries.
+///
+/// The overlay `cargo package` verifies against is a local registry in the target directory,
+/// and cargo unpacks a registry's `name-version` once, into `$CARGO_HOME/registry/src/-<hash of
+/// the registry's path>/`, and never again. Packaging again from the same target directory
+/// would therefore verify each crate against the sources of an earlier run's tarballs (a
+/// module added since is "not found"). Only directories of local registries (their names start
+/// with `-`) are touched, and in them only this workspace's published crates.
+fn forget_unpacked_copies(names: &[&str]) -> Result<(), String> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(home) => std::path::PathBuf::from(home),
+        None => match std::env::var_os("HOME") {
+            Some(home) => std::path::PathBuf::from(home).join(".cargo"),
+            None => return Ok(()),
+        },
+    };
+    let Ok(registries) = std::fs::read_dir(home.join("registry").join("src")) else { return Ok(()) };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(crates) = std::fs::read_dir(registry.path()) else { continue };
+        for unpacked in crates.flatten() {
+            let file_name = unpacked.file_name();
+            let file_name = file_name.to_string_lossy();
+            let ours = file_name.rsplit_once('-').is_some_and(|(name, _)| names.contains(&name));
+            if ours {
+                std::fs::remove_dir_all(unpacked.path())
+                    .map_err(|e| format!("cannot remove the stale unpacked copy {}: {e}", unpacked.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the verification's builds of the workspace's own crates from `verify_dir`, a target
+/// directory `cargo package` uses for nothing else. Cargo takes a crate from a registry to be
+/// the same as long as its name and version are, so a build of an earlier run's tarball would
+/// be reused for this run's; the dependencies' builds stay.
+fn forget_verified_builds(verify_dir: &std::path::Path, names: &[&str]) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(verify_dir.join("debug").join(".fingerprint")) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.rsplit_once('-').is_some_and(|(name, _)| names.contains(&name)) {
+            std::fs::remove_dir_all(entry.path()).map_err(|e| {
+                format!("cannot remove the earlier verification's build {}: {e}", entry.path().display())
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// The API docs of the whole workspace with warnings (broken intra-doc links included) as
