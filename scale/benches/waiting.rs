@@ -1,0 +1,174 @@
+//! Runs waiting for a person's decision, held by one service node on PostgreSQL, decided at a
+//! second node.
+//!
+//! Two service nodes (two `Runtime`s and two service `Router`s, each with its own connection
+//! pool, one server key) share one PostgreSQL database of a throwaway cluster, in this one
+//! process, each on its own loopback port. `--runs` runs (10,000) are started at node A over
+//! HTTP, one user each (a user may hold three runs at once), each proposing an action and
+//! waiting. Printed:
+//!
+//! - the resident set of the process before the runs and once all of them wait, and its
+//!   growth per waiting run (everything the process holds for one: the run's task and
+//!   context, its event journal in the service, its proposal in the live book, the client's
+//!   side of the finished request);
+//! - the database transactions per second the waiting runs cost while nobody decides
+//!   (`pg_stat_database.xact_commit` over `--idle-secs`, 5);
+//! - for 2 × `--decide` of them (100 each), one after the other: the decision sent to node B (`POST
+//!   /v1/decisions/{id}`, as the run's person, who first lists it at B) to the action's
+//!   `executed` record durable (written by node A, whose waiting run hears of the decision
+//!   through the store), p50/p99/max, against the same decision sent to node A itself (the
+//!   baseline: the waiting run hears it at once), alternating; the nodes poll the store for
+//!   decisions every `--poll-ms` (the runtime's default, 500).
+//!
+//! `cargo bench -p scale --bench waiting` (`-- --runs=2000` for a shorter run).
+
+use agents_runtime::Runtime;
+use agents_runtime::audit::{AuditSink, MemorySink};
+use agents_runtime::store::{Store, StoreAuditSink};
+use agents_service::{DevAuthenticator, Service, ServiceLimits};
+use agents_store::PostgresStore;
+use agents_store::postgres::TempCluster;
+use futures::StreamExt;
+use scale::desk::{AGENT, Desk, model, roles};
+use scale::figures::{arg, machine, ms, percentile, rss_bytes};
+use scale::http::{Client, serve, user};
+use scale::timed::{Seen, Timed};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SERVER_KEY: [u8; 32] = [42; 32];
+
+/// One node: a runtime on its own pool of the shared database, behind the service's router.
+async fn node(url: &str, stream: &str, seen: &Arc<Seen>, poll: Duration) -> SocketAddr {
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(url, 16).await.expect("the database answers"));
+    let sink: Arc<dyn AuditSink> =
+        Arc::new(Timed::new(Arc::new(StoreAuditSink::new(store.clone(), stream)), seen.clone()));
+    let runtime = Runtime::builder(sink.clone(), Arc::new(model()))
+        .roles(roles())
+        .store(store)
+        .server_key(SERVER_KEY)
+        .decision_poll(poll)
+        .build();
+    let mut limits = ServiceLimits::default();
+    limits.max_retained_runs = 1_000_000;
+    // The bench reads no audit records back through the service; its reader is never asked.
+    let service = Service::builder(Arc::new(DevAuthenticator::enabled()), sink, Arc::new(MemorySink::new()))
+        .agent::<Desk>(runtime)
+        .limits(limits)
+        .build();
+    serve(service.router()).await
+}
+
+/// Starts a waiting run for user `i` at `a`.
+async fn start(client: &Client, a: SocketAddr, i: usize) {
+    let body = serde_json::json!({"agent": AGENT, "input": "submit a request", "session_id": format!("w-{i}")});
+    let r = client.post(a, "/v1/runs", &user(i), &body.to_string()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// Database transactions committed so far.
+async fn commits(db: &tokio_postgres::Client) -> i64 {
+    let row = db
+        .query_one("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", &[])
+        .await
+        .expect("the statistics view answers");
+    row.get(0)
+}
+
+/// User `i` lists their decision at `b`, approves it there; the time from sending the
+/// decision to the `executed` record.
+async fn decide(client: &Client, b: SocketAddr, seen: &Seen, i: usize) -> Duration {
+    let who = user(i);
+    let call = loop {
+        let r = client.get(b, "/v1/decisions", &who).await;
+        if let Some(c) = r.json()["decisions"][0]["call_id"].as_str() {
+            break c.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let sent = Instant::now();
+    let r = client.post(b, &format!("/v1/decisions/{call}"), &who, r#"{"verdict": "approve"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    loop {
+        if let Some(at) = seen.executed_at(&call) {
+            return at.saturating_duration_since(sent);
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let runs: usize = arg("runs", 10_000);
+    let decisions: usize = arg("decide", 100).min(runs / 2);
+    let poll = Duration::from_millis(arg("poll-ms", 500));
+    let idle = Duration::from_secs(arg("idle-secs", 5));
+    println!("{}", machine());
+    let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = cluster.create_database("scale").await.expect("a database");
+    let (db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("a connection");
+    tokio::spawn(connection);
+    let seen = Arc::new(Seen::default());
+    let a = node(&url, "node-a", &seen, poll).await;
+    let b = node(&url, "node-b", &seen, poll).await;
+    let client = Client::new();
+    // Warm both nodes: one run waits, is decided at B and carried out at A.
+    start(&client, a, runs).await;
+    decide(&client, b, &seen, runs).await;
+
+    let before = rss_bytes();
+    let t = Instant::now();
+    futures::stream::iter(0..runs).for_each_concurrent(32, |i| start(&client, a, i)).await;
+    while seen.proposed() < runs + 1 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = t.elapsed();
+    let held = rss_bytes();
+    let c0 = commits(&db).await;
+    tokio::time::sleep(idle).await;
+    let per_second = (commits(&db).await - c0) as f64 / idle.as_secs_f64();
+
+    // The baseline: decisions at node A itself, where the waiting run hears them at once.
+    let mut here = Vec::with_capacity(decisions);
+    let mut there = Vec::with_capacity(decisions);
+    for i in 0..decisions {
+        there.push(decide(&client, b, &seen, 2 * i).await);
+        here.push(decide(&client, a, &seen, 2 * i + 1).await);
+    }
+    here.sort();
+    there.sort();
+    let grown = held.saturating_sub(before);
+    println!("{runs} runs waiting for a decision on node A (PostgreSQL), decision poll {} ms:", poll.as_millis());
+    println!(
+        "  started and waiting in     {:8.1} s ({:.0} runs/s)",
+        started.as_secs_f64(),
+        runs as f64 / started.as_secs_f64()
+    );
+    println!(
+        "  resident set               {:8.1} MB before, {:.1} MB waiting: {:.1} KB per waiting run (target: at most 1 GB in all, under 200 MB)",
+        before as f64 / 1e6,
+        held as f64 / 1e6,
+        grown as f64 / runs as f64 / 1e3
+    );
+    println!(
+        "  database while waiting     {per_second:8.0} transactions/s ({:.2} per waiting run a second)",
+        per_second / runs as f64
+    );
+    let line = |name: &str, t: &[Duration]| {
+        println!(
+            "  {name:<38} p50 {:7.1} ms  p99 {:7.1} ms  max {:7.1} ms",
+            ms(percentile(t, 0.5)),
+            ms(percentile(t, 0.99)),
+            ms(percentile(t, 1.0))
+        )
+    };
+    println!("  decision sent -> `executed` durable, {decisions} decisions each, alternating:");
+    line("decided at node A (baseline)", &here);
+    line("decided at node B", &there);
+    println!(
+        "  node B / node A: p50 {:.1}x  p99 {:.1}x   (target: p99 at node B <= 50 ms)",
+        percentile(&there, 0.5).as_secs_f64() / percentile(&here, 0.5).as_secs_f64(),
+        percentile(&there, 0.99).as_secs_f64() / percentile(&here, 0.99).as_secs_f64()
+    );
+}
