@@ -10,7 +10,8 @@
 //! store, session or event journal, and answers the text. Printed per service: turns per
 //! second and p50/p99 of one turn, and the service's cost per turn (the inverse of its
 //! throughput) and p99 against the bare service's, on SQLite (state store and audit log in
-//! SQLite files) and on PostgreSQL (a throwaway cluster).
+//! SQLite files) and on PostgreSQL (a throwaway cluster); and, to split the durable writes'
+//! share from the rest, the same service on the in-process store and audit log.
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
 //! `--no-postgres`).
@@ -18,7 +19,7 @@
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
 use agents_runtime::provider::{ChatMessage, ChatRequest, Provider, RuleProvider, ToolDefinition};
-use agents_runtime::store::{Store, StoreAuditSink};
+use agents_runtime::store::{MemoryStore, Store, StoreAuditSink};
 use agents_service::axum::extract::State;
 use agents_service::axum::{Router, routing::post};
 use agents_service::{AuditReader, DevAuthenticator, Service, ServiceLimits, SqliteReader};
@@ -147,6 +148,11 @@ async fn main() {
     println!("{}", machine());
     println!("{conversations} conversations at once, {turns} turns each (one read call and one answer a turn):");
     let base = measure("bare axum service", bare().await, true, conversations, turns).await;
+    // The service with nothing durable: what the service, the gate and the journal cost
+    // without the database's commits.
+    let memory_sink = Arc::new(MemorySink::new());
+    let at = service(memory_sink.clone(), memory_sink, Arc::new(MemoryStore::new())).await;
+    let memory = measure("service, in memory", at, false, conversations, turns).await;
 
     let dir = tempfile::tempdir().expect("a temporary directory");
     let sqlite_sink = Arc::new(SqliteSink::open(dir.path().join("audit.db")).expect("the audit file opens"));
@@ -166,6 +172,7 @@ async fn main() {
         let at = service(sink, Arc::new(MemorySink::new()), store).await;
         Some((measure("service, PostgreSQL", at, false, conversations, turns).await, cluster))
     };
+    ratio("service, in memory", &memory, &base);
     ratio("service, SQLite", &sqlite, &base);
     if let Some((f, _cluster)) = &pg {
         ratio("service, PostgreSQL", f, &base);

@@ -3,6 +3,8 @@
 //! - rig: 60 tools implementing `rig_core::tool::Tool` in a `rig_agent::tool::ToolSet`; a
 //!   call is `ToolSet::execute(name, arguments as JSON text, context)` (lookup, parse, the
 //!   body, the output converted). No gate, no audit.
+//! - agents, the gate without records: the same checks composed from the registry the macros
+//!   generate (as the gate bench's `gate_no_audit` path), no record, no event.
 //! - agents: `DirectSession::call` of a 60-tool agent (lookup, strict parse, availability,
 //!   permission, one interceptor, typed parse, the body, the `proposed` and `executed`
 //!   records), with a sink that does no I/O: records built only; built and sealed on a plain
@@ -20,16 +22,17 @@
 //! measured in the same run.
 //!
 //! `cd peers/rig && cargo run --release --ignore-rust-version` (nightly, see
-//! `rust-toolchain.toml`); `PEER_CALLS=<n>` changes `N` (20,000).
+//! `rust-toolchain.toml`); `PEER_CALLS=<n>` changes `N` (20,000). `PEER_ONLY=<part of a
+//! label>` runs that one path once, for `valgrind --tool=callgrind`.
 #![recursion_limit = "512"]
 #![allow(missing_docs, non_camel_case_types)]
 
 use agents_runtime::audit::{Appended, AuditRecord, AuditSink, ChainKey, EpochKey, GENESIS_HASH, PreparedRecord};
-use agents_runtime::interceptor::{Decision, Interception};
+use agents_runtime::interceptor::{Decision, Interception, Interceptor};
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::run::DirectSession;
-use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
+use agents_runtime::{Agent, Principal, Registry, RoleMap, Runtime, agent, permissions, tool};
 use agents_runtime::{RunResultExt as _, RunStatus};
 use rig_agent::AgentBuilder;
 use rig_agent::tool::ToolSet;
@@ -184,6 +187,41 @@ fn session(rt: &tokio::runtime::Runtime, sink: Arc<dyn AuditSink>) -> DirectSess
     rt.block_on(runtime.direct::<Small>(Principal::new("u1", "org1", "analyst"), "bench", None)).unwrap()
 }
 
+/// The gate's checks without audit records or events, from the registry the macros generate
+/// (as `agents-runtime/benches/gate.rs` composes them): lookup in the availability snapshot,
+/// strict parse, typed parse, the interceptor, the body, the result as JSON.
+struct Bare {
+    snapshot: Vec<bool>,
+    interceptor: Arc<dyn Interceptor>,
+    principal: Principal,
+}
+
+impl Bare {
+    fn new() -> Self {
+        let roles = RoleMap::new().role("analyst", ["bench.read"]);
+        let principal = Principal::new("u1", "org1", "analyst");
+        let snapshot = Small::tools().iter().map(|t| roles.has_permission(&principal.role, t.permission)).collect();
+        Bare { snapshot, interceptor: Arc::new(proceed), principal }
+    }
+
+    async fn call(&self) -> serde_json::Value {
+        let index = Small::tool_index(TOOL).filter(|&i| self.snapshot[i]);
+        let entry = index.and_then(Small::entry_at).expect("available");
+        let value = agents_runtime::agents_core::strict::parse_args(ARGS).unwrap();
+        let typed = entry.parse(&value).unwrap();
+        let seen = Interception {
+            principal: &self.principal,
+            spec: entry.spec(),
+            args: &value,
+            run_id: "bench",
+            provenance: None,
+        };
+        assert_eq!(self.interceptor.before_call(seen).await, Decision::Proceed);
+        let a = typed.take::<T59Args>().expect("the registry parses to the tool's args");
+        serde_json::to_value(body(a.id, &a.name, &a.tags)).unwrap()
+    }
+}
+
 /// rig's `ToolSet::execute` of one tool call by name.
 async fn rig_execute(set: &ToolSet) -> serde_json::Value {
     let result = set.execute(TOOL, ARGS, &mut ToolContext::new()).await;
@@ -226,12 +264,14 @@ fn main() {
     let n: u32 = std::env::var("PEER_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let set = rig_tools();
+    let bare = Bare::new();
     let built = session(&rt, Arc::new(BuiltOnlySink));
     let plain = session(&rt, Arc::new(NoIoSink::new(None)));
     let keyed = session(&rt, Arc::new(NoIoSink::new(Some(ChainKey::from_bytes([7; 32]).key_at(3)))));
 
     // Every path answers the same thing.
     let want = rt.block_on(rig_execute(&set));
+    assert_eq!(rt.block_on(bare.call()), want);
     for s in [&built, &plain, &keyed] {
         assert_eq!(rt.block_on(s.call("c", TOOL, ARGS)).content, want);
     }
@@ -245,6 +285,16 @@ fn main() {
                 rt.block_on(async {
                     for _ in 0..n {
                         black_box(rig_execute(&set).await);
+                    }
+                })
+            }),
+        ),
+        (
+            "agents: gate, no audit record",
+            Box::new(|n| {
+                rt.block_on(async {
+                    for _ in 0..n {
+                        black_box(bare.call().await);
                     }
                 })
             }),
@@ -273,25 +323,34 @@ fn main() {
             }),
         ),
     ];
+    // `PEER_ONLY=<part of a label>`: that path once (`n` calls) and nothing else, for
+    // instruction counts under `valgrind --tool=callgrind`, which the machine's load does not
+    // change.
+    if let Ok(only) = std::env::var("PEER_ONLY") {
+        let (label, p) = paths.iter().find(|(l, _)| l.contains(only.as_str())).expect("no path has that label");
+        p(n);
+        println!("ran `{label}` with n = {n}");
+        return;
+    }
     let mut best = vec![f64::INFINITY; paths.len()];
     for _ in 0..7 {
         for (i, (_, p)) in paths.iter().enumerate() {
             let t = Instant::now();
             p(n);
-            let calls = if i >= 4 { n / 20 } else { n };
+            let calls = if i >= 5 { n / 20 } else { n };
             best[i] = best[i].min(t.elapsed().as_nanos() as f64 / f64::from(calls));
         }
     }
     println!("one read call of a 60-tool set, best of 7 rounds of {n}, one thread:");
-    for ((label, _), ns) in paths.iter().zip(&best).take(4) {
+    for ((label, _), ns) in paths.iter().zip(&best).take(5) {
         println!("  {label:<40} {ns:>9.0} ns   {:>5.2}x rig", ns / best[0]);
     }
     println!(
         "  audited call (gate + two sealed records) / rig's ToolSet::execute: {:.2}x plain, {:.2}x keyed (target <= 1.5x)",
-        best[2] / best[0],
-        best[3] / best[0]
+        best[3] / best[0],
+        best[4] / best[0]
     );
     println!("cold start, best of 7 rounds of {}:", n / 20);
-    println!("  {:<40} {:>9.1} us", paths[4].0, best[4] / 1e3);
-    println!("  {:<40} {:>9.1} us   {:>5.2}x rig", paths[5].0, best[5] / 1e3, best[5] / best[4]);
+    println!("  {:<40} {:>9.1} us", paths[5].0, best[5] / 1e3);
+    println!("  {:<40} {:>9.1} us   {:>5.2}x rig", paths[6].0, best[6] / 1e3, best[6] / best[5]);
 }
