@@ -21,6 +21,10 @@
 //!   baseline: the waiting run hears it at once), alternating; the nodes poll the store for
 //!   decisions every `--poll-ms` (the runtime's default, 500).
 //!
+//! `--direct`: the runs are started on node A's runtime itself (`Runtime::start`, their
+//! handles kept), not through the service, to split the service's share of a waiting run
+//! from the runtime's.
+//!
 //! The runs are started 1,000 at a time (32 requests in flight), with a line of progress
 //! after each thousand; when `--start-secs` (150) are spent, no more are started and the
 //! figures are those of the runs waiting then (the bench says so).
@@ -30,12 +34,13 @@
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink};
 use agents_runtime::store::{Store, StoreAuditSink};
+use agents_runtime::{Principal, RunHandle};
 use agents_service::{DevAuthenticator, Service, ServiceLimits};
 use agents_store::PostgresStore;
 use agents_store::postgres::TempCluster;
 use futures::StreamExt;
-use scale::desk::{AGENT, Desk, model, roles};
-use scale::figures::{arg, machine, ms, percentile, rss_bytes};
+use scale::desk::{AGENT, Desk, ORG, ROLE, model, roles};
+use scale::figures::{arg, flag, machine, ms, percentile, rss_bytes};
 use scale::http::{Client, serve, user};
 use scale::timed::{Seen, Timed};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -55,8 +60,9 @@ const STEP: usize = 1000;
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// One node: a runtime on its own pool of the shared database, behind the service's router.
-async fn node(url: &str, stream: &str, seen: &Arc<Seen>, poll: Duration) -> SocketAddr {
+/// One node: a runtime on its own pool of the shared database, behind the service's router;
+/// its address and its runtime.
+async fn node(url: &str, stream: &str, seen: &Arc<Seen>, poll: Duration) -> (SocketAddr, Runtime) {
     let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(url, 16).await.expect("the database answers"));
     let sink: Arc<dyn AuditSink> =
         Arc::new(Timed::new(Arc::new(StoreAuditSink::new(store.clone(), stream)), seen.clone()));
@@ -70,10 +76,16 @@ async fn node(url: &str, stream: &str, seen: &Arc<Seen>, poll: Duration) -> Sock
     limits.max_retained_runs = 1_000_000;
     // The bench reads no audit records back through the service; its reader is never asked.
     let service = Service::builder(Arc::new(DevAuthenticator::enabled()), sink, Arc::new(MemorySink::new()))
-        .agent::<Desk>(runtime)
+        .agent::<Desk>(runtime.clone())
         .limits(limits)
         .build();
-    serve(service.router()).await
+    (serve(service.router()).await, runtime)
+}
+
+/// Starts a waiting run for user `i` on `runtime` itself, without the service; its handle.
+fn start_direct(runtime: &Runtime, i: usize) -> RunHandle<String> {
+    let who = Principal::new(format!("u{i}"), ORG, ROLE);
+    runtime.start::<Desk>(who, &format!("w-{i}"), "submit a request".into()).expect("the run starts")
 }
 
 /// Starts a waiting run for user `i` at `a`.
@@ -128,8 +140,10 @@ async fn main() {
     let (db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("a connection");
     tokio::spawn(connection);
     let seen = Arc::new(Seen::default());
-    let a = node(&url, "node-a", &seen, poll).await;
-    let b = node(&url, "node-b", &seen, poll).await;
+    let (a, runtime_a) = node(&url, "node-a", &seen, poll).await;
+    let (b, _runtime_b) = node(&url, "node-b", &seen, poll).await;
+    let direct = flag("direct");
+    let mut handles = Vec::new();
     let client = Client::new();
     println!("{runs} runs to wait for a decision on node A (PostgreSQL), decision poll {} ms:", poll.as_millis());
     // Warm both nodes: one run waits, is decided at B and carried out at A.
@@ -146,7 +160,11 @@ async fn main() {
             break;
         }
         let batch = runs_waiting..(runs_waiting + STEP).min(runs);
-        futures::stream::iter(batch.clone()).for_each_concurrent(32, |i| start(&client, a, i)).await;
+        if direct {
+            handles.extend(batch.clone().map(|i| start_direct(&runtime_a, i)));
+        } else {
+            futures::stream::iter(batch.clone()).for_each_concurrent(32, |i| start(&client, a, i)).await;
+        }
         while seen.proposed() < batch.end + 1 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
