@@ -140,10 +140,12 @@ pub(super) fn proposal<'a>(
 ) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let row = client
-            .query_opt(&format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = $1"), &[&call_id])
+        // Prepared once per connection: a run waiting for a decision asks this at every poll.
+        let select = client
+            .prepare_cached(&format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = $1"))
             .await
             .map_err(pg_error)?;
+        let row = client.query_opt(&select, &[&call_id]).await.map_err(pg_error)?;
         Ok(row.as_ref().map(proposal_row))
     })
 }
