@@ -60,18 +60,8 @@ fn forget_unpacked_copies(names: &[&str]) -> Result<(), String> {
     };
     let Ok(registries) = std::fs::read_dir(home.join("registry").join("src")) else { return Ok(()) };
     for registry in registries.flatten() {
-        if !registry.file_name().to_string_lossy().starts_with('-') {
-            continue;
-        }
-        let Ok(crates) = std::fs::read_dir(registry.path()) else { continue };
-        for unpacked in crates.flatten() {
-            let file_name = unpacked.file_name();
-            let file_name = file_name.to_string_lossy();
-            let ours = file_name.rsplit_once('-').is_some_and(|(name, _)| names.contains(&name));
-            if ours {
-                std::fs::remove_dir_all(unpacked.path())
-                    .map_err(|e| format!("cannot remove the stale unpacked copy {}: {e}", unpacked.path().display()))?;
-            }
+        if registry.file_name().to_string_lossy().starts_with('-') {
+            remove_entries_of(&registry.path(), names, "stale unpacked copy")?;
         }
     }
     Ok(())
@@ -82,14 +72,19 @@ fn forget_unpacked_copies(names: &[&str]) -> Result<(), String> {
 /// the same as long as its name and version are, so a build of an earlier run's tarball would
 /// be reused for this run's; the dependencies' builds stay.
 fn forget_verified_builds(verify_dir: &std::path::Path, names: &[&str]) -> Result<(), String> {
-    let Ok(entries) = std::fs::read_dir(verify_dir.join("debug").join(".fingerprint")) else { return Ok(()) };
+    remove_entries_of(&verify_dir.join("debug").join(".fingerprint"), names, "earlier verification's build")
+}
+
+/// Removes the entries of `dir` named `<one of names>-<anything without a dash>` (an unpacked
+/// `name-version`, a build's `name-hash`); a missing `dir` has none.
+fn remove_entries_of(dir: &std::path::Path, names: &[&str], what: &str) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let file_name = file_name.to_string_lossy();
-        if file_name.rsplit_once('-').is_some_and(|(name, _)| names.contains(&name)) {
-            std::fs::remove_dir_all(entry.path()).map_err(|e| {
-                format!("cannot remove the earlier verification's build {}: {e}", entry.path().display())
-            })?;
+        let ours = file_name.to_string_lossy().rsplit_once('-').is_some_and(|(name, _)| names.contains(&name));
+        if ours {
+            std::fs::remove_dir_all(entry.path())
+                .map_err(|e| format!("cannot remove the {what} {}: {e}", entry.path().display()))?;
         }
     }
     Ok(())
@@ -155,4 +150,30 @@ pub(crate) fn as_rustdoc() -> Option<std::process::ExitCode> {
             std::process::ExitCode::FAILURE
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remove_entries_of;
+
+    #[test]
+    fn only_the_named_crates_entries_are_removed() {
+        let dir = std::env::temp_dir().join(format!("xtask-remove-entries-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in
+            ["agents-core-0.1.0", "agents-core-0a32664c", "agents-core-extra-1.0", "serde-1.0.228", "agents-macros"]
+        {
+            std::fs::create_dir(dir.as_path().join(entry)).unwrap();
+        }
+        remove_entries_of(dir.as_path(), &["agents-core", "agents-macros"], "entry").unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.as_path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // `agents-macros` alone has no version or hash after it; `agents-core-extra` is another crate.
+        assert_eq!(left, ["agents-core-extra-1.0", "agents-macros", "serde-1.0.228"]);
+        remove_entries_of(&dir.join("missing"), &["agents-core"], "entry").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
