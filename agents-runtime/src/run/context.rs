@@ -7,12 +7,12 @@ pub(super) use super::recorder::Audited;
 
 use super::conversation::{Conversation, Delta, push_digest};
 use super::decision::{ConfirmMode, DirectConfirm, Undecided};
-use super::lock;
 use super::record::{RecordFields, RecordIds};
 use super::recorder::Recorder;
 use super::scope::Run;
 use super::secrets::CallSecrets;
 use super::shared::{DisabledFallback, Inner, Services, Settings};
+use super::sync::lock;
 use crate::audit::{AuditResult, AuditStatus};
 use crate::events::{Event, EventBus};
 use crate::provenance::{Ledger, Provenance};

@@ -2,13 +2,19 @@
 //! history, the digest of executed results, the proposal waiting for the user's next message,
 //! what one turn changed, and how history is replayed to the model.
 
-use super::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 use crate::provider::ChatMessage;
 use crate::store::SessionRecord;
 use agents_core::{Principal, SharedValue, Tier};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+
+/// Executed results kept in the digest.
+pub const DIGEST_ENTRIES: usize = 12;
+/// Characters kept of one result in the digest.
+pub const DIGEST_ENTRY_CHARS: usize = 280;
+/// Characters of the whole digest.
+pub const DIGEST_TOTAL_CHARS: usize = 3500;
 
 /// One executed result the session remembers, as the model is reminded of it.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,6 +7,10 @@ use crate::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// What the model is told after a person declines.
+pub const REJECTED_MESSAGE: &str =
+    "The user declined this action. Do not retry it; ask how they would like to proceed.";
+
 /// How an action waits for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -5,13 +5,15 @@
 use super::carry::carry_out;
 use super::context::{CallRef, RunCtx, availability};
 use super::conversation::{PendingProposal, digest_message, replay_within};
+use super::decision::REJECTED_MESSAGE;
 use super::gate::gate_call;
 use super::ledger::{Adopted, adopt, answer_waiting, drop_stale, resolve_turn};
+use super::outcome::RunStatus;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
 use super::spend::{BudgetStop, Meter, Spend};
-use super::{REJECTED_MESSAGE, RunStatus, lock, unless_cancelled};
+use super::sync::{lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
 use crate::budget::Reservation;
 use crate::classifier::{Classification, ProposalSummary};

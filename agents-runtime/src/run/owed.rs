@@ -1,7 +1,7 @@
 //! The final record a call owes once it has begun: written by the call, or, when the call goes
 //! away first (its future dropped, its task aborted, a record write failed), on its own.
 
-use super::Undecided;
+use super::decision::Undecided;
 use super::record::{RecordFields, RecordOf};
 use super::scope::Run;
 use crate::audit::AuditStatus;

@@ -20,8 +20,8 @@
 //! or because its principal's role changed): a proposal no live call waits on ends at once,
 //! and every other proposal of the session may from then on only move to a final state.
 
-use super::lock;
 use super::record::RecordIds;
+use super::sync::lock;
 use crate::audit::AuditError;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

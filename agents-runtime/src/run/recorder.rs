@@ -4,10 +4,10 @@
 //! run's list of calls that follows the records the log took.
 
 use super::call::{CallOutcome, CallRef};
-use super::lock;
 use super::outcome::{CallStatus, CallSummary};
 use super::record::{RESULT_TEXT_KEPT, RecordFields, RecordIds};
 use super::shared::{Inner, append_detached, mark_recorded, settles};
+use super::sync::lock;
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
 use crate::events::{Event, EventBus};

@@ -63,10 +63,10 @@
 //! gone with them; they hold no run slot). A claim a direct session's call left unwritten is
 //! taken over like any other once the settle lease ran out.
 
-use super::Runtime;
-use super::Undecided;
 use super::carry::carry_out;
+use super::decision::Undecided;
 use super::ledger::{Resumed, ResumedCall, resume_one, take_over_one};
+use super::runtime::Runtime;
 use crate::audit::AuditStatus;
 use crate::store::{ProposalCursor, StoreError};
 use crate::tool::Registry;

@@ -3,14 +3,16 @@
 
 use super::context::{RunCtx, availability};
 use super::decision::DirectConfirm;
+use super::decision::{ConfirmMode, Confirmer, DecisionError, Verdict};
 use super::driver::run_loop;
 use super::ledger::hand_to_waiter;
 use super::outcome::{Ending, Failure};
+use super::outcome::{RunHandle, RunStatus, StartError};
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
 use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
 use super::slot::SlotGuard;
-use super::{ConfirmMode, Confirmer, DecisionError, RunHandle, RunStatus, StartError, Verdict, lock};
+use super::sync::lock;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
 use crate::budget::{BudgetFallback, BudgetStore};
 use crate::classifier::{ConfirmationClassifier, KeywordClassifier};

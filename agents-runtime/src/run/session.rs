@@ -14,10 +14,12 @@
 
 use super::context::{CallRef, RunCtx};
 use super::conversation::{Conversation, Delta, SessionState, owner_of};
+use super::decision::Undecided;
 use super::gate::gate_call;
+use super::outcome::StartError;
 use super::record::RecordFields;
 use super::shared::{Inner, append_detached};
-use super::{StartError, Undecided, lock};
+use super::sync::lock;
 use crate::audit::AuditStatus;
 use crate::events::Event;
 use crate::store::{SessionSaved, answer_now};

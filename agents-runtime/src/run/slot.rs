@@ -1,9 +1,9 @@
 //! A run's slot: one of a user's concurrent runs, leased in the state store and renewed while
 //! the run lives, and counted on this node (the user's runs, the session's runs under way).
 
-use super::StartError;
-use super::lock;
+use super::outcome::StartError;
 use super::shared::Inner;
+use super::sync::lock;
 use crate::BoxFuture;
 use crate::store::{SlotId, SlotOwner, answer_now, now_or_in_background};
 use agents_core::Principal;

@@ -5,8 +5,8 @@
 //! [`crate::budget`] for the guarantee this gives under concurrency.
 
 use super::context::RunCtx;
-use super::lock;
 use super::record::RecordFields;
+use super::sync::lock;
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::budget::{Admission, BudgetFallback, MeteredCalls, Reservation};

@@ -15,7 +15,7 @@ use crate::run::gate::checked::Checked;
 use crate::run::ledger::{Proposal, StoredProposal, Waited, register};
 use crate::run::pending::Heard;
 use crate::run::record::RecordOf;
-use crate::run::{first_of, unless_cancelled};
+use crate::run::sync::{first_of, unless_cancelled};
 use crate::tool::Registry;
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,8 +4,9 @@
 //! the model, the events or the audit log see it.
 
 use crate::run::conversation::json_prefix;
+use crate::run::decision::Undecided;
 use crate::run::scope::Run;
-use crate::run::{Undecided, unless_cancelled};
+use crate::run::sync::unless_cancelled;
 use crate::tool::{CallContext, ErasedArgs, ToolError, ToolFuture};
 use serde_json::{Value, json};
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -5,13 +5,13 @@
 //! writes its final record.
 
 use crate::audit::AuditStatus;
-use crate::run::RunStatus;
 use crate::run::context::RunCtx;
 use crate::run::conversation::PendingProposal;
-use crate::run::lock;
+use crate::run::outcome::RunStatus;
 use crate::run::proposal::{Refused, State};
 use crate::run::record::{RecordFields, RecordIds};
 use crate::run::shared::{Inner, append_detached};
+use crate::run::sync::lock;
 use crate::store::{ProposalRecord, StoredVerdict};
 use crate::tool::Registry;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! it, the proposal book, the final records it owes and the detached writes under way.
 
 use crate::run::conversation::SessionState;
-use crate::run::lock;
 use crate::run::pending::Heard;
 use crate::run::proposal::Book;
+use crate::run::sync::lock;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
