@@ -47,6 +47,17 @@ fn find_bin() -> Result<PathBuf, HarnessError> {
     found.pop().map(|(_, bin)| bin).ok_or_else(|| err(format!("no initdb and pg_ctl under {}/*/bin", root.display())))
 }
 
+/// How many free ports a start tries before it gives up.
+const PORT_TRIES: u32 = 5;
+
+/// A port of 127.0.0.1 free at this moment (bound, then released).
+fn free_port() -> Result<u16, HarnessError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| err(format!("no free port: {e}")))
+}
+
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
@@ -69,13 +80,7 @@ impl TempCluster {
                 return Err(err("cannot give the temp dir to the `postgres` user (is there one?)"));
             }
         }
-        // A free port: bound and released. Another process could take it in between; the
-        // start then fails with the server's log in the error.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| err(format!("no free port: {e}")))?
-            .port();
-        let cluster = TempCluster { dir, bin, port, as_postgres };
+        let mut cluster = TempCluster { dir, bin, port: 0, as_postgres };
         let data = cluster.data_dir();
         cluster.run(
             "initdb",
@@ -90,30 +95,48 @@ impl TempCluster {
                 "--no-sync".as_ref(),
             ],
         )?;
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB",
-            cluster.dir.path().display()
-        );
-        let log = cluster.dir.path().join("server.log");
-        if let Err(e) = cluster.run(
-            "pg_ctl",
-            &[
-                "start".as_ref(),
-                "-w".as_ref(),
-                "-t".as_ref(),
-                "120".as_ref(),
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-l".as_ref(),
-                log.as_os_str(),
-                "-o".as_ref(),
-                options.as_ref(),
-            ],
-        ) {
+        cluster.serve()?;
+        Ok(cluster)
+    }
+
+    /// Starts the server on a free port. A port is found free by binding and releasing it, so
+    /// another process may take it before the server binds it: then another port is tried, up
+    /// to [`PORT_TRIES`] in all. Any other failure ends the start with the server's log.
+    fn serve(&mut self) -> Result<(), HarnessError> {
+        let data = self.data_dir();
+        let log = self.dir.path().join("server.log");
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            self.port = free_port()?;
+            let options = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB",
+                self.port,
+                self.dir.path().display()
+            );
+            let started = self.run(
+                "pg_ctl",
+                &[
+                    "start".as_ref(),
+                    "-w".as_ref(),
+                    "-t".as_ref(),
+                    "120".as_ref(),
+                    "-D".as_ref(),
+                    data.as_os_str(),
+                    "-l".as_ref(),
+                    log.as_os_str(),
+                    "-o".as_ref(),
+                    options.as_ref(),
+                ],
+            );
+            let Err(e) = started else { return Ok(()) };
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            if tries < PORT_TRIES && tail.contains("Address already in use") {
+                let _ = std::fs::remove_file(&log);
+                continue;
+            }
             return Err(err(format!("{e}; server log:\n{tail}")));
         }
-        Ok(cluster)
     }
 
     fn data_dir(&self) -> PathBuf {
