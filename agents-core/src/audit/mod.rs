@@ -25,6 +25,7 @@ pub mod severe;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod summary;
+mod values;
 mod verify;
 
 pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointSigningKey, CheckpointVerifyingKey};
@@ -34,4 +35,7 @@ pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMEST
 pub use record::{AuditImport, AuditRecord, AuditResult, AuditStatus, GENESIS_HASH};
 pub use seal::PreparedRecord;
 pub use summary::{ChainSummary, SealCheck};
+pub use values::{
+    AuditValues, DIGEST_MEMBER, MIN_OMITTED_BYTES, OMITTED, is_value_digest, omit_args, omit_in_text, values_omitted,
+};
 pub use verify::{ChainVerifier, verify_jsonl};

@@ -301,13 +301,17 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// The tool's title, as shown to the person confirming.
     pub title: Option<SharedStr>,
-    /// Redacted arguments (shared by the records of one call).
+    /// The arguments (shared by the records of one call), as the run's
+    /// [`AuditValues`](super::AuditValues) setting keeps them: by default each argument's name
+    /// with a keyed digest of its value ([`values_omitted`](super::values_omitted) tells), or
+    /// the values with secret positions masked.
     pub args: Option<SharedValue>,
     /// HMAC-SHA-256 (server key) of the canonical real arguments of an action call: joins a
     /// proposal, its approval and its execution without storing the values (`None` for
     /// read and handoff calls, whose records join by `call_id`).
     pub args_hash: Option<String>,
-    /// The result (redacted), only when raw results are opted in; otherwise its SHA-256.
+    /// The result (redacted), only when [`AuditValues::Full`](super::AuditValues::Full) is
+    /// opted in; otherwise its keyed digest.
     pub result: Option<AuditResult>,
     /// For a tool imported from an MCP server: the server, its name for the tool, and the pin
     /// the call was checked against. Absent (not `null`) for every other record, so records
@@ -321,4 +325,13 @@ pub struct AuditRecord {
     /// The record's seal over its canonical JSON without the `hash` field: SHA-256 in a plain
     /// chain, HMAC-SHA-256 under the key of `epoch` in a keyed one (lowercase hex either way).
     pub hash: String,
+}
+
+impl AuditRecord {
+    /// Whether this record's arguments hold no value, only names and keyed digests (a record
+    /// written under [`AuditValues::Omitted`](super::AuditValues::Omitted)): what readers
+    /// show as "values omitted".
+    pub fn values_omitted(&self) -> bool {
+        self.args.as_ref().is_some_and(|a| super::values_omitted(a.as_value()))
+    }
 }
