@@ -127,6 +127,28 @@ impl TokenStore {
         m.finalize().into_bytes().into()
     }
 
+    /// The keyed digest of one argument's value that audit records carry when values are
+    /// omitted ([`AuditValues::Omitted`](agents_core::audit::AuditValues::Omitted)):
+    /// HMAC-SHA-256 under the server key of `text`, which
+    /// [`omit_args`](agents_core::audit::omit_args) gives as `value:` followed by the value's
+    /// canonical JSON. An auditor holding the key and a value computes the same digest:
+    ///
+    /// ```
+    /// use agents_runtime::agents_core::audit::omit_args;
+    /// use agents_runtime::token::TokenStore;
+    /// use serde_json::json;
+    ///
+    /// let key = TokenStore::new([7; 32]);
+    /// let kept = omit_args(&json!({"dob": "1990-04-01"}), |t| key.value_mac(t));
+    /// let mine = agents_runtime::agents_core::canonical::digest_hex(&key.value_mac(b"value:\"1990-04-01\""));
+    /// assert_eq!(kept["dob"]["hmac_sha256"], mine);
+    /// ```
+    pub fn value_mac(&self, text: &[u8]) -> [u8; 32] {
+        let mut m = self.keyed.clone();
+        m.update(text);
+        m.finalize().into_bytes().into()
+    }
+
     /// HMAC-SHA-256 of the canonical JSON of `args`.
     pub fn args_mac(&self, args: &Value) -> String {
         self.mac(&["args", &agents_core::canonical::to_string(args)])

@@ -268,8 +268,14 @@
 //!   walker does not follow (see `agents_core::redact`), a map key that is itself secret (a
 //!   strict-parse refusal may name it in a JSON pointer), text a tool writes to its own logs
 //!   or to tracing, and encodings stacked on one another.
-//! - Results are recorded as a keyed digest (HMAC-SHA-256 under the server key), or, with
-//!   [`RuntimeBuilder::record_raw_results`], as the redacted value.
+//! - What the records keep of a call's values is the runtime's
+//!   [`RuntimeBuilder::audit_values`]. By default (`Omitted`) no value: each argument's name
+//!   with a keyed digest of its value (HMAC-SHA-256 under the server key), the result's keyed
+//!   digest, and argument values of four bytes or more replaced by `[omitted]` in the record's
+//!   reason (a tool's error message that names a person otherwise than by an argument's
+//!   value is the tool's to keep clean). `Masked` keeps the argument values, secret positions
+//!   masked as above; `Full` the result's redacted value too. The person deciding sees the
+//!   values on the card; the state store keeps them for that, not the log.
 
 /// Awaits a future where it is made: `.await` moves a future it is given once more before it
 /// keeps it in the caller's own future, and a large one (the gate's, a tool call's) is then

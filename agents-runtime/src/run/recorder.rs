@@ -10,6 +10,7 @@ use super::shared::{Inner, append_detached, mark_recorded, settles};
 use super::sync::lock;
 use crate::BoxFuture;
 use crate::audit::{AuditError, AuditResult, AuditStatus};
+use agents_core::audit::AuditValues;
 use crate::events::{Event, EventBus};
 use agents_core::redact::{SecretSchema, redact};
 use agents_core::{SharedStr, SharedValue, Tier, ToolSpec};
@@ -208,11 +209,11 @@ impl Recorder {
     }
 
     /// What a record keeps of a result: its keyed digest ([`TokenStore::result_mac`]), or the
-    /// redacted value when the runtime records raw results.
+    /// redacted value under [`AuditValues::Full`].
     ///
     /// [`TokenStore::result_mac`]: crate::token::TokenStore::result_mac
     pub(in crate::run) fn result_for_audit(&self, schema_free: &Value) -> AuditResult {
-        if self.inner.settings.raw_results {
+        if self.inner.settings.values == AuditValues::Full {
             AuditResult::Value(redact(schema_free, None, &self.inner.settings.redaction))
         } else {
             self.digest_within(schema_free, usize::MAX).expect("no canonical text is longer than usize::MAX")
@@ -220,11 +221,11 @@ impl Recorder {
     }
 
     /// The keyed digest of a result whose canonical JSON text is at most `max` bytes long;
-    /// `None` when it is longer, or when the runtime records raw results. The text is written
+    /// `None` when it is longer, or under [`AuditValues::Full`] (the value is recorded). The text is written
     /// once, for both the length and the digest, into a buffer each thread keeps between calls
     /// (dropped when a large result grew it).
     pub(in crate::run) fn digest_within(&self, schema_free: &Value, max: usize) -> Option<AuditResult> {
-        if self.inner.settings.raw_results {
+        if self.inner.settings.values == AuditValues::Full {
             return None;
         }
         thread_local! {

@@ -10,7 +10,7 @@ use super::outcome::{Ending, Failure};
 use super::outcome::{RunHandle, RunStatus, StartError};
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
-use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings};
+use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings, ValuesSink};
 use super::slot::SlotGuard;
 use super::sync::lock;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
@@ -45,7 +45,7 @@ pub struct RuntimeBuilder {
     key: Option<[u8; 32]>,
     store: Option<Arc<dyn Store>>,
     redaction: RedactionKeys,
-    raw_results: bool,
+    values: agents_core::audit::AuditValues,
     limits: Option<Limits>,
     system_prompt: String,
     tool_timeout: Duration,
@@ -193,10 +193,42 @@ impl RuntimeBuilder {
         self.redaction = k;
         self
     }
-    /// Store (redacted) results in audit records instead of their keyed digest (HMAC-SHA-256
-    /// under the server key, see [`TokenStore::result_mac`](crate::token::TokenStore::result_mac)).
+    /// What the audit records keep of a call's argument and result values (default
+    /// [`AuditValues::Omitted`](agents_core::audit::AuditValues::Omitted): the arguments' names
+    /// with a keyed digest of each value, and the result's keyed digest; no value of a call is
+    /// in the log). [`AuditValues::Masked`](agents_core::audit::AuditValues::Masked) keeps the
+    /// argument values with secret positions masked;
+    /// [`AuditValues::Full`](agents_core::audit::AuditValues::Full) the result's (redacted)
+    /// value too. The digests are HMAC-SHA-256 under the server key
+    /// ([`RuntimeBuilder::server_key`]; see
+    /// [`TokenStore::value_mac`](crate::token::TokenStore::value_mac) and
+    /// [`TokenStore::result_mac`](crate::token::TokenStore::result_mac)): only a holder of the
+    /// key can check a value against the log.
+    ///
+    /// The person deciding on an action still sees its values on the card
+    /// ([`PendingDecision::decider_arguments`](super::PendingDecision)): the state store keeps
+    /// them for the decision, the log does not.
+    ///
+    /// ```
+    /// # use agents_runtime::{Runtime, audit::MemorySink, provider::ScriptedProvider};
+    /// # use std::sync::Arc;
+    /// use agents_runtime::agents_core::audit::AuditValues;
+    /// let rt = Runtime::builder(Arc::new(MemorySink::new()), Arc::new(ScriptedProvider::new([])))
+    ///     .audit_values(AuditValues::Masked)
+    ///     .build();
+    /// # drop(rt);
+    /// ```
+    pub fn audit_values(mut self, values: agents_core::audit::AuditValues) -> Self {
+        self.values = values;
+        self
+    }
+    /// `true`: [`RuntimeBuilder::audit_values`] with
+    /// [`AuditValues::Full`](agents_core::audit::AuditValues::Full) (results are recorded as
+    /// their redacted value). `false` narrows a `Full` setting to `Masked` and leaves a
+    /// narrower one as it is.
     pub fn record_raw_results(mut self, yes: bool) -> Self {
-        self.raw_results = yes;
+        use agents_core::audit::AuditValues;
+        self.values = if yes { AuditValues::Full } else { self.values.narrowed_to(AuditValues::Masked) };
         self
     }
     /// Overrides the agent's declared limits.
@@ -363,6 +395,8 @@ impl RuntimeBuilder {
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let key = self.key.unwrap_or_else(crate::token::random_bytes::<32>);
+        let audit = Arc::new(ValuesSink::new(self.audit, self.values, TokenStore::with_store(key, store.clone())));
         Runtime {
             inner: Arc::new(Inner {
                 settings: Settings {
@@ -371,7 +405,7 @@ impl RuntimeBuilder {
                     budget_fallback: self.budget_fallback,
                     confirm_mode: self.confirm_mode,
                     redaction: self.redaction,
-                    raw_results: self.raw_results,
+                    values: self.values,
                     limits: self.limits,
                     system_prompt: self.system_prompt,
                     node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
@@ -389,16 +423,13 @@ impl RuntimeBuilder {
                     history_bytes: self.history_bytes,
                 },
                 services: Services {
-                    audit: self.audit,
+                    audit,
                     provider: self.provider,
                     disabled: self.disabled,
                     interceptors: self.interceptors,
                     budget: self.budget,
                     classifier: self.classifier,
-                    tokens: TokenStore::with_store(
-                        self.key.unwrap_or_else(crate::token::random_bytes::<32>),
-                        store.clone(),
-                    ),
+                    tokens: TokenStore::with_store(key, store.clone()),
                     store,
                     confirmer: self.confirmer,
                     isolation: self.isolation,
@@ -468,7 +499,7 @@ impl Runtime {
             key: None,
             store: None,
             redaction: RedactionKeys::default(),
-            raw_results: false,
+            values: agents_core::audit::AuditValues::Omitted,
             limits: None,
             system_prompt: "You are an assistant inside an application. You act with the user's own authority \
                             through the tools you are given. Every fact you state about a record must come from a \

@@ -55,5 +55,6 @@ mod run_redaction_fuzz;
 mod run_result;
 mod run_sessions;
 mod run_smoke;
+mod run_values;
 mod secret_by_type;
 mod session_memory;

@@ -115,7 +115,11 @@ fn setup(
     let audit = Arc::new(MemorySink::new());
     register_sink(session, audit.clone());
     let provider = Arc::new(ScriptedProvider::new(script));
-    let rt = Runtime::builder(audit.clone(), provider.clone()).roles(roles()).build();
+    // Masked values: these tests read what a record keeps of the arguments, secrets masked.
+    let rt = Runtime::builder(audit.clone(), provider.clone())
+        .roles(roles())
+        .audit_values(agents_runtime::agents_core::audit::AuditValues::Masked)
+        .build();
     (rt, audit, provider)
 }
 

@@ -55,6 +55,8 @@ fn setup() -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
     let rt = Runtime::builder(audit.clone(), provider.clone())
         .roles(RoleMap::new().role("employee", ["leave.write"]))
         .confirm_mode(ConfirmMode::Conversational)
+        // These tests read the arguments a record holds.
+        .audit_values(agents_runtime::agents_core::audit::AuditValues::Masked)
         .build();
     (rt, audit, provider)
 }

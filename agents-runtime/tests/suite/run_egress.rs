@@ -104,6 +104,8 @@ fn runtime(mode: ConfirmMode) -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider
         .roles(RoleMap::new().role("clerk", Vec::<&str>::new()))
         .system_prompt("You help with mail. Our site is https://docs.example.com/handbook-2026.")
         .confirm_mode(mode)
+        // These tests read the arguments a record holds.
+        .audit_values(agents_runtime::agents_core::audit::AuditValues::Masked)
         .build();
     (rt, audit, provider)
 }

@@ -40,6 +40,8 @@ fn runtime(
     Runtime::builder(audit, provider)
         .roles(RoleMap::new().role("dev", ["files.read"]))
         .interceptor(Arc::new(decide))
+        // These tests read the arguments a record holds.
+        .audit_values(agents_runtime::agents_core::audit::AuditValues::Masked)
         .build()
 }
 

@@ -7,12 +7,14 @@
 mod live;
 mod services;
 mod settings;
+mod values;
 
 pub(super) use live::{Live, LocalWaiter};
 pub use services::DisabledTools;
 pub(super) use services::Services;
 pub use settings::DisabledFallback;
 pub(super) use settings::Settings;
+pub(super) use values::ValuesSink;
 
 use crate::audit::{AuditRecord, AuditStatus};
 use agents_core::SharedStr;

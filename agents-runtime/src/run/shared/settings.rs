@@ -25,7 +25,8 @@ pub(in crate::run) struct Settings {
     pub(in crate::run) budget_fallback: BudgetFallback,
     pub(in crate::run) confirm_mode: ConfirmMode,
     pub(in crate::run) redaction: RedactionKeys,
-    pub(in crate::run) raw_results: bool,
+    /// What the records keep of a call's values.
+    pub(in crate::run) values: agents_core::audit::AuditValues,
     pub(in crate::run) limits: Option<Limits>,
     pub(in crate::run) system_prompt: String,
     /// This runtime's name in the store's execution claims.
