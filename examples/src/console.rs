@@ -146,7 +146,10 @@ pub fn format_record(r: &AuditRecord) -> String {
             }
         }
         AuditStatus::Proposed | AuditStatus::HandedOff => {
-            if let Some(args) = &r.args {
+            if r.values_omitted() {
+                let names: Vec<&str> = r.args.iter().flat_map(|a| a.as_object()).flat_map(|m| m.keys()).map(String::as_str).collect();
+                line.push_str(&format!(" args=(values omitted: {})", names.join(", ")));
+            } else if let Some(args) = &r.args {
                 line.push_str(&format!(" args={}", canonical(args)));
             }
         }
@@ -209,6 +212,9 @@ pub struct Screen<'a> {
     pub tail: AuditTail,
     /// The records a [`ShowingSink`] handed over, in chain order.
     pub shown: Vec<AuditRecord>,
+    /// The argument values and results the screen was shown (the events, the cards), kept to
+    /// check the audit log against them.
+    pub seen: Vec<serde_json::Value>,
 }
 
 impl std::fmt::Debug for Screen<'_> {
@@ -220,7 +226,7 @@ impl std::fmt::Debug for Screen<'_> {
 impl<'a> Screen<'a> {
     /// Prints to `out`, following the audit log at `audit_path`.
     pub fn new(out: &'a mut dyn Write, audit_path: &Path) -> Self {
-        Screen { out, tail: AuditTail::new(audit_path), shown: Vec::new() }
+        Screen { out, tail: AuditTail::new(audit_path), shown: Vec::new(), seen: Vec::new() }
     }
 
     /// Prints one record a [`ShowingSink`] handed over and keeps it.

@@ -85,6 +85,8 @@ pub struct DemoReport {
     pub audit_path: PathBuf,
     /// The records, read back from that file.
     pub records: Vec<AuditRecord>,
+    /// Every argument value and result the session's events and cards showed.
+    pub seen: Vec<serde_json::Value>,
 }
 
 /// How a person answers a confirmation prompt.
@@ -112,11 +114,13 @@ async fn turn(
         match event {
             Event::ToolCall { tool, args, .. } => {
                 screen.tool_call("kinetix", &tool, args.as_ref())?;
+                screen.seen.extend(args);
             }
             event @ Event::ConfirmRequired { .. } => confirm(rt, screen, who, &decider, event).await?,
             // An outcome follows its records in the log: show those first.
             Event::ToolResult { tool, status, result, .. } => {
                 screen.audit()?;
+                screen.seen.extend(result.clone());
                 let shown = result.map(|r| format!(": {}", short(&r, 160))).unwrap_or_default();
                 writeln!(screen.out, "  {tool} {status}{shown}")?;
             }
@@ -161,6 +165,7 @@ async fn confirm(
         .ok()
         .and_then(|pending| pending.into_iter().find(|p| p.call_id == call_id).map(|p| p.decider_arguments));
     let shown = view.as_ref().map_or(&args, |view| view.as_value());
+    screen.seen.push(shown.clone());
     writeln!(screen.out, "  ┌─ Confirm: {title}   [risk: {risk}]")?;
     writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(shown))?;
     if shown != &args {
@@ -315,6 +320,7 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
     show_records_afterwards(&mut screen)?;
     drop(rt);
     let records = screen.tail.records().to_vec();
+    let seen = std::mem::take(&mut screen.seen);
     let summary = verify_jsonl_file(&path, Some(Kinetix::MANIFEST_SHA256)).map_err(io::Error::other)?;
     writeln!(
         screen.out,
@@ -323,7 +329,7 @@ pub async fn run_demo(out: &mut dyn Write) -> io::Result<DemoReport> {
         &summary.last_hash[..16]
     )?;
     writeln!(screen.out, "severe failures computed from the audit records: {}", severe_failures(&records).len())?;
-    Ok(DemoReport { audit_path: path, records })
+    Ok(DemoReport { audit_path: path, records, seen })
 }
 
 /// The records the demo changed, read from the store: the sign-offs of `rtp-1`, the
