@@ -119,12 +119,13 @@ pub(crate) fn show(
         unparsable_ts: 0,
     };
     let mut table = PagedTable::new(HEADER);
-    let mut selected = 0u64;
+    let (mut selected, mut omitted) = (0u64, 0u64);
     let scan = source::scan(log_path, chain, AfterBreak::Continue, |_, r| {
         if !selection.selects(r) {
             return;
         }
         selected += 1;
+        omitted += u64::from(r.values_omitted());
         if as_json {
             print_json_line(out, r);
         } else {
@@ -141,9 +142,18 @@ pub(crate) fn show(
     if !as_json {
         table.flush(out);
         emit(out, format_args!("{selected} of {} record(s)\n", scan.records));
+        if omitted > 0 {
+            emit(out, format_args!("values omitted in {omitted} of them: {OMITTED_NOTE}\n"));
+        }
     }
     Ok(chain_code(&scan.chain))
 }
+
+/// What the table says of a record whose arguments are names and keyed digests only.
+const VALUES_OMITTED: &str = "(values omitted)";
+
+/// The end of the footer's line when some records shown omit their values.
+const OMITTED_NOTE: &str = "the log keeps each argument's name and a keyed digest of its value, not the value";
 
 const HEADER: [&str; 10] = ["seq", "ts", "run", "user", "role", "tool", "tier", "status", "call", "detail"];
 
@@ -155,6 +165,8 @@ fn print_json_line(out: &mut dyn Write, r: &AuditRecord) {
 /// The table cells of one record.
 fn row_cells(r: &AuditRecord) -> Vec<String> {
     let said = r.reason.as_deref().or(r.title.as_deref()).unwrap_or("");
+    let said = if r.values_omitted() { format!("{VALUES_OMITTED} {said}") } else { said.to_owned() };
+    let said = said.trim_end();
     // An imported tool's call leads with its server, the server's tool and the pin (and what
     // the server gave instead, when the call was refused for it): the reason may be clipped.
     let detail = match &r.import {

@@ -376,6 +376,35 @@ fn show_prints_a_table() {
 }
 
 #[test]
+fn show_says_values_omitted_for_records_that_keep_names_and_digests_only() {
+    let dir = tempdir();
+    let mut records = normal_run();
+    let mac = |t: &[u8]| -> [u8; 32] {
+        use sha2::Digest;
+        sha2::Sha256::new().chain_update(b"key").chain_update(t).finalize().into()
+    };
+    let mut omitted = 0;
+    for r in records.iter_mut().filter(|r| r.status == AuditStatus::Proposed) {
+        let args = serde_json::json!({"employee_id": "emp-4417", "days": 3});
+        r.args = Some(agents_core::audit::omit_args(&args, mac).into());
+        omitted += 1;
+    }
+    assert!(omitted >= 2);
+    let log = log_file(dir.path(), records);
+    let o = run(&["show"], &log);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let s = stdout(&o);
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("(values omitted)")).collect();
+    assert_eq!(rows.len(), omitted, "{s}");
+    assert!(rows.iter().all(|l| l.contains("proposed")), "{s}");
+    assert!(s.contains(&format!("values omitted in {omitted} of them: the log keeps each argument's name")), "{s}");
+    assert!(!s.contains("emp-4417"), "{s}");
+    // A log written with values says nothing of the kind.
+    let plain = log_file(dir.path(), normal_run());
+    assert!(!stdout(&run(&["show"], &plain)).contains("values omitted"));
+}
+
+#[test]
 fn show_refuses_unknown_statuses_and_bad_times() {
     let dir = tempdir();
     let log = log_file(dir.path(), normal_run());
