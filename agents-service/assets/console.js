@@ -8,6 +8,9 @@
   const HEADER = { "x-agents-console": "1" };
 
   /** An element with attributes and children; strings become text nodes. */
+  // What a record that keeps its arguments' names and keyed digests, not their values, says.
+  const VALUES_OMITTED = "values omitted";
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -194,9 +197,11 @@
       if (!runId) return;
       try {
         const r = await api("/v1/audit?run=" + encodeURIComponent(runId) + "&limit=200");
+        const omitted = new Set(r.values_omitted || []);
         auditLive.replaceChildren(...r.records.map((rec) => el("li", { "data-status": rec.status },
           el("span", { class: "status st-" + rec.status, text: rec.status }), " ",
           el("span", { text: rec.tool || "run" }), " ",
+          omitted.has(rec.seq) ? el("span", { class: "hint omitted", text: VALUES_OMITTED }) : null, " ",
           el("span", { class: "mono", title: "manifest " + rec.manifest_sha256, text: "manifest " + short(rec.manifest_sha256) }),
           rec.reason ? el("div", { class: "hint", text: rec.reason }) : null)));
       } catch (err) {
@@ -352,11 +357,13 @@
         if (asked !== latest) return;
         if (after === null) { found = []; tbody.replaceChildren(); }
         found.push(...r.records);
+        const omitted = new Set(r.values_omitted || []);
         for (const rec of r.records) {
           tbody.append(el("tr", { "data-status": rec.status },
             el("td", { class: "nowrap", text: rec.seq }), el("td", { text: rec.ts }), el("td", { text: rec.user_id }),
             el("td", { text: rec.tool || "" }), el("td", { class: "status st-" + rec.status, text: rec.status }),
-            el("td", { text: rec.reason || "" }), el("td", { class: "mono", text: rec.run_id }),
+            el("td", {}, omitted.has(rec.seq) ? el("span", { class: "hint omitted", text: VALUES_OMITTED + " " }) : null,
+              rec.reason || ""), el("td", { class: "mono", text: rec.run_id }),
             el("td", { class: "mono", title: rec.manifest_sha256, text: short(rec.manifest_sha256) })));
         }
         next = r.next_after;

@@ -517,8 +517,11 @@ async fn audit_query(
     .map_err(|e| ApiError::internal("reading the audit log", e))?;
     let (records, more) = page;
     let next_after = if more { records.last().map(|r| r.seq) } else { None };
+    // The records as written (each still verifies on its own); beside them, the `seq` of each
+    // whose arguments are names and keyed digests only.
+    let omitted: Vec<u64> = records.iter().filter(|r| r.values_omitted()).map(|r| r.seq).collect();
     let records: Vec<Value> = records.iter().filter_map(|r| serde_json::from_str(&r.to_line()).ok()).collect();
-    Ok(axum::Json(json!({ "records": records, "next_after": next_after })).into_response())
+    Ok(axum::Json(json!({ "records": records, "next_after": next_after, "values_omitted": omitted })).into_response())
 }
 
 /// Verifies the whole chain (a chain is checked whole or not at all) and answers for the

@@ -88,6 +88,8 @@ try {
   await auditShows(page, "change_portal_password", "proposed");
   const proposedText = await page.locator("#audit-live").textContent();
   check(!proposedText.includes(SECRET_1), "the audit pane shows the secret");
+  const proposedItem = page.locator('#audit-live li[data-status="proposed"]', { hasText: "change_portal_password" }).first();
+  check((await proposedItem.textContent()).includes("values omitted"), "the audit pane does not say the values are omitted");
   const toolCall = await page.locator("#log").textContent();
   check(!toolCall.includes(SECRET_1) || toolCall.indexOf(SECRET_1) === toolCall.lastIndexOf(SECRET_1),
     "the event stream carried the secret beyond the user's own message");
@@ -204,6 +206,8 @@ try {
   const statuses = await page.locator("#records tbody tr").evaluateAll((rows) => rows.map((r) => r.dataset.status));
   check(statuses.filter((s) => s === "executed").length === 2, "the reviewer does not find both executions: " + statuses);
   check(statuses.includes("proposed") && statuses.includes("confirmed"), "missing records: " + statuses);
+  const proposedRow = await page.locator("#records tbody tr[data-status=proposed]").first().textContent();
+  check(proposedRow.includes("values omitted"), "the reviewer's table does not say the values are omitted: " + proposedRow);
   await page.getByRole("button", { name: "Verify the chain" }).click();
   await page.locator("#verify-result .ok").first().waitFor();
   const severe = await page.locator("#severe-result").textContent();

@@ -345,6 +345,11 @@ async fn audit_queries_filter_like_the_cli_and_verify_for_reviewers() {
     let recs = q["records"].as_array().unwrap();
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["call_id"], call.as_str());
+    // The record keeps the argument's name and a keyed digest, and the answer says so.
+    assert!(recs[0]["args"]["item"]["hmac_sha256"].is_string(), "{}", recs[0]);
+    assert_eq!(q["values_omitted"], serde_json::json!([recs[0]["seq"]]), "{q}");
+    let started = get(s.base, &format!("/v1/audit?run={run}&status=run_started"), &alice()).await.json();
+    assert_eq!(started["values_omitted"], serde_json::json!([]), "a record without arguments omits nothing");
     // Alice reads only her own records, the auditor the organisation's.
     let mine = get(s.base, "/v1/audit", &alice()).await.json();
     assert!(mine["records"].as_array().unwrap().iter().all(|r| r["user_id"] == "alice"));
