@@ -1,6 +1,7 @@
 //! The program around the reviewer: the offline demo, the gate's hooks (the declared path
 //! check and the tool-call budget) and the manifest commands.
 
+use agents_runtime::agents_core::audit::AuditValues;
 use super::tools::{read_customer_file, save_review_note};
 use super::vendor::{KycExtractor, vendor_extract_text};
 use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
@@ -432,13 +433,17 @@ impl<'a> Stage<'a> {
         let sink = Arc::new(sink);
         let model = Arc::new(ScriptedProvider::new([]).with_model("kyc-script"));
         let budget = Arc::new(ToolCallBudget::new(MAX_TOOL_CALLS_PER_RUN));
+        // The demo shows which path each refusal names: its records keep the argument values
+        // (masked), where a deployment's default keeps only their names and keyed digests.
         let gated = Runtime::builder(sink.clone(), model.clone())
             .roles(super::roles().clone())
             .interceptor(budget.clone())
             .interceptor(Arc::new(DeclaredPathCheck))
+            .audit_values(AuditValues::Masked)
             .build();
         // The same sink, so one chain records both; no interceptor, so the handle decides.
-        let plain = Runtime::builder(sink, model.clone()).roles(super::roles().clone()).build();
+        let plain =
+            Runtime::builder(sink, model.clone()).roles(super::roles().clone()).audit_values(AuditValues::Masked).build();
         Ok(Stage { screen: Screen::new(out, path), records, gated, plain, model, budget })
     }
 }

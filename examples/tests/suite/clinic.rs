@@ -215,27 +215,28 @@ async fn demo_scenarios_end_as_described() {
     std::fs::remove_file(&report.audit_path).unwrap();
 }
 
-/// By default the log holds no argument or result value the session showed: every string
-/// (and every number of four digits or more) of every call's arguments, card and result is
-/// searched for in the log's raw bytes. Values that are the records' own words (the user, the
-/// organisation, a tool's name: the principal and the agent, not the call) are not values of
-/// a call.
+/// By default the log holds no argument or result value the session showed: every string of
+/// four bytes or more of every call's arguments, card and result is searched for in the log's
+/// raw bytes, and every number of four digits or more as a JSON value (a number's digits occur
+/// by chance in the hashes and timestamps). Values that are the records' own words (the user,
+/// the organisation, a tool's name: the principal and the agent, not the call) are not values
+/// of a call.
 fn no_value_in_the_log(seen: &[serde_json::Value], records: &[AuditRecord], file: &str) {
-    fn leaves(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    fn leaves(v: &serde_json::Value, out: &mut BTreeSet<String>, numbers: &mut BTreeSet<String>) {
         match v {
             serde_json::Value::String(s) => {
                 out.insert(s.clone());
             }
             serde_json::Value::Number(n) => {
-                out.insert(n.to_string());
+                numbers.insert(n.to_string());
             }
-            serde_json::Value::Array(a) => a.iter().for_each(|v| leaves(v, out)),
-            serde_json::Value::Object(m) => m.values().for_each(|v| leaves(v, out)),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| leaves(v, out, numbers)),
+            serde_json::Value::Object(m) => m.values().for_each(|v| leaves(v, out, numbers)),
             _ => {}
         }
     }
-    let mut values = BTreeSet::new();
-    seen.iter().for_each(|v| leaves(v, &mut values));
+    let (mut values, mut numbers) = (BTreeSet::new(), BTreeSet::new());
+    seen.iter().for_each(|v| leaves(v, &mut values, &mut numbers));
     let own: BTreeSet<String> = records
         .iter()
         .flat_map(|r| [Some(&r.user_id), Some(&r.org_id), Some(&r.role), Some(&r.agent), r.tool.as_ref()])
@@ -246,4 +247,11 @@ fn no_value_in_the_log(seen: &[serde_json::Value], records: &[AuditRecord], file
     assert!(searched.len() >= 20, "the session showed too few values to search for: {searched:?}");
     let found: Vec<&&String> = searched.iter().filter(|v| file.contains(v.as_str())).collect();
     assert!(found.is_empty(), "values of the session in the audit log: {found:?}");
+    let as_json = |n: &str| {
+        [':', '[', ','].iter().any(|before| [',', '}', ']'].iter().any(|after| file.contains(&format!("{before}{n}{after}"))))
+    };
+    let numbers: Vec<&String> = numbers.iter().filter(|n| n.len() >= 4).collect();
+    assert!(!numbers.is_empty(), "the session showed no number to search for");
+    let found: Vec<&&String> = numbers.iter().filter(|n| as_json(n)).collect();
+    assert!(found.is_empty(), "numbers of the session in the audit log: {found:?}");
 }
