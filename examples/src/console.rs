@@ -147,7 +147,8 @@ pub fn format_record(r: &AuditRecord) -> String {
         }
         AuditStatus::Proposed | AuditStatus::HandedOff => {
             if r.values_omitted() {
-                let names: Vec<&str> = r.args.iter().flat_map(|a| a.as_object()).flat_map(|m| m.keys()).map(String::as_str).collect();
+                let names: Vec<&str> =
+                    r.args.iter().flat_map(|a| a.as_object()).flat_map(|m| m.keys()).map(String::as_str).collect();
                 line.push_str(&format!(" args=(values omitted: {})", names.join(", ")));
             } else if let Some(args) = &r.args {
                 line.push_str(&format!(" args={}", canonical(args)));

@@ -133,7 +133,10 @@ async fn masked_keeps_the_argument_values_and_digests_the_results() {
         assert!(!log.contains(value), "the result `{value}` is in the log");
     }
     assert!(calls(&audit).iter().all(|r| !r.values_omitted()));
-    assert_eq!(with_status(&audit, AuditStatus::Failed)[0].reason.as_deref(), Some("no patient pt-missing born 1971-12-24"));
+    assert_eq!(
+        with_status(&audit, AuditStatus::Failed)[0].reason.as_deref(),
+        Some("no patient pt-missing born 1971-12-24")
+    );
 }
 
 #[tokio::test]

@@ -1,12 +1,12 @@
 //! The program around the reviewer: the offline demo, the gate's hooks (the declared path
 //! check and the tool-call budget) and the manifest commands.
 
-use agents_runtime::agents_core::audit::AuditValues;
 use super::tools::{read_customer_file, save_review_note};
 use super::vendor::{KycExtractor, vendor_extract_text};
 use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
 use agents_runtime::RunResultExt as _;
+use agents_runtime::agents_core::audit::AuditValues;
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::agents_core::policy::{GlobSet, lexical_path};
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
@@ -442,8 +442,10 @@ impl<'a> Stage<'a> {
             .audit_values(AuditValues::Masked)
             .build();
         // The same sink, so one chain records both; no interceptor, so the handle decides.
-        let plain =
-            Runtime::builder(sink, model.clone()).roles(super::roles().clone()).audit_values(AuditValues::Masked).build();
+        let plain = Runtime::builder(sink, model.clone())
+            .roles(super::roles().clone())
+            .audit_values(AuditValues::Masked)
+            .build();
         Ok(Stage { screen: Screen::new(out, path), records, gated, plain, model, budget })
     }
 }

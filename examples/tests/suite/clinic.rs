@@ -248,7 +248,9 @@ fn no_value_in_the_log(seen: &[serde_json::Value], records: &[AuditRecord], file
     let found: Vec<&&String> = searched.iter().filter(|v| file.contains(v.as_str())).collect();
     assert!(found.is_empty(), "values of the session in the audit log: {found:?}");
     let as_json = |n: &str| {
-        [':', '[', ','].iter().any(|before| [',', '}', ']'].iter().any(|after| file.contains(&format!("{before}{n}{after}"))))
+        [':', '[', ',']
+            .iter()
+            .any(|before| [',', '}', ']'].iter().any(|after| file.contains(&format!("{before}{n}{after}"))))
     };
     let numbers: Vec<&String> = numbers.iter().filter(|n| n.len() >= 4).collect();
     assert!(!numbers.is_empty(), "the session showed no number to search for");
