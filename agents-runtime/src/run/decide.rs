@@ -3,7 +3,7 @@
 
 use super::decision::{DeciderView, DecisionError, Verdict};
 use super::ledger::decide_in_store;
-use super::pending::{PendingDecision, detail, detail_str, unavailable};
+use super::pending::{PendingDecision, detail, detail_str, principal_of, unavailable};
 use super::runtime::Runtime;
 use agents_core::Principal;
 use serde_json::Value;
@@ -59,6 +59,14 @@ impl Runtime {
     /// by whatever node or channel). `reason` is kept with a rejection and written in the call's
     /// `rejected` record (`"the user declined: <reason>"`), by the run or, when its process is
     /// gone, by [`Runtime::resume_orphaned`].
+    ///
+    /// A runtime that reads principals again
+    /// ([`RuntimeBuilder::reread_principal`](super::RuntimeBuilder::reread_principal)) asks its
+    /// source first: when the run's user is gone or holds another role, the decision is refused
+    /// ([`DecisionError::AuthorityChanged`], saying why) and the proposal ends, with the user's
+    /// other proposals made under the old authority. ([`Runtime::decide`], which does not wait,
+    /// hands the verdict to the waiting call, whose approved action reads the principal again
+    /// before it runs.)
     pub async fn decide_async(
         &self,
         call_id: &str,
@@ -76,6 +84,14 @@ impl Runtime {
         }
         if found.verdict.is_some() {
             return Err(not_pending());
+        }
+        // Who the run acts for, read again when the runtime is told to: a changed authority
+        // decides nothing, and ends what waits under it.
+        let held = principal_of(p);
+        if let Some(reason) = self.inner.authority_changed(&held).await {
+            self.inner.end_for_authority(call_id, &reason).await;
+            self.inner.end_under_authority(&held, &reason).await;
+            return Err(DecisionError::AuthorityChanged(reason));
         }
         decide_in_store(&self.inner, p, verdict, reason).await
     }

@@ -64,6 +64,7 @@ pub struct RuntimeBuilder {
     slot_lease: Duration,
     mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     state: crate::tool::AppState,
+    principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -360,6 +361,22 @@ impl RuntimeBuilder {
         self.isolation = Some(isolation);
         self
     }
+    /// Reads who a run acts for again, from `source`, before each call the gate admits, each
+    /// decision recorded through [`Runtime::decide_async`] and each approved action's run (a
+    /// resumption's included), instead of trusting the principal the run started with: a user
+    /// deactivated or a role changed mid-run stops the next call (`denied`, reason `authority
+    /// changed: ...`) and ends the proposals waiting under the old role. Without it (the
+    /// default) a run holds its snapshot until it ends. See [`crate::authority`].
+    ///
+    /// ```no_run
+    /// # fn f(b: agents_runtime::RuntimeBuilder, directory: std::sync::Arc<dyn agents_runtime::authority::PrincipalSource>) {
+    /// let runtime = b.reread_principal(directory).build();
+    /// # }
+    /// ```
+    pub fn reread_principal(mut self, source: Arc<dyn crate::authority::PrincipalSource>) -> Self {
+        self.principals = Some(source);
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -404,6 +421,7 @@ impl RuntimeBuilder {
                     isolation: self.isolation,
                     mcp_imports: self.mcp_imports,
                     state: self.state,
+                    principals: self.principals,
                 },
                 live: Live::default(),
             }),
@@ -490,6 +508,7 @@ impl Runtime {
             slot_lease: RUN_SLOT_LEASE,
             mcp_imports: None,
             state: crate::tool::AppState::default(),
+            principals: None,
         }
     }
 

@@ -39,6 +39,7 @@ mod provider_openai;
 mod provider_run;
 mod provider_scripted;
 mod registry_backstop;
+mod run_authority;
 mod run_availability;
 mod run_confirm;
 mod run_contained;

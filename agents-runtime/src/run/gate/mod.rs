@@ -11,6 +11,7 @@
 //! [`Ask`](action::Ask).
 
 pub(in crate::run) mod action;
+mod authority;
 pub(in crate::run) mod checked;
 mod contain;
 mod egress;
@@ -72,6 +73,13 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         let found = ctx.available_index(call.name).and_then(|i| Some((i, R::Agent::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
         let spec = entry.spec;
+        // 1b. who the run acts for, read again when the runtime is told to (boxed: nothing is
+        // added to a call's future without it).
+        if ctx.services().principals.is_some()
+            && let Some(refused) = Box::pin(authority::refuse_changed(ctx, call, spec)).await
+        {
+            return refused;
+        }
         // An action's call, and a call of a read that reaches out (a copied value makes it a
         // proposal), is known by an id the runtime mints (a proposal is decided under it); the
         // model keeps its own id for the answer. Other calls keep the provider's id.
