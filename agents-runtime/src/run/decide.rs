@@ -78,20 +78,30 @@ impl Runtime {
         let store = &self.inner.services.store;
         let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
         let p = &found.proposal;
-        if p.user_id != decider.user_id || p.org_id != decider.org_id || detail_str(p, detail::ROLE) != decider.role {
+        let theirs = p.user_id == decider.user_id && p.org_id == decider.org_id;
+        let refused = || {
             tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
-            return Err(DecisionError::NotYourRun);
-        }
-        if found.verdict.is_some() {
-            return Err(not_pending());
+            DecisionError::NotYourRun
+        };
+        if !theirs {
+            return Err(refused());
         }
         // Who the run acts for, read again when the runtime is told to: a changed authority
-        // decides nothing, and ends what waits under it.
+        // decides nothing, and ends what waits under it (asked before the role is compared,
+        // so the user deciding under their new role learns why).
         let held = principal_of(p);
-        if let Some(reason) = self.inner.authority_changed(&held).await {
+        if found.verdict.is_none()
+            && let Some(reason) = self.inner.authority_changed(&held).await
+        {
             self.inner.end_for_authority(call_id, &reason).await;
             self.inner.end_under_authority(&held, &reason).await;
             return Err(DecisionError::AuthorityChanged(reason));
+        }
+        if detail_str(p, detail::ROLE) != decider.role {
+            return Err(refused());
+        }
+        if found.verdict.is_some() {
+            return Err(not_pending());
         }
         decide_in_store(&self.inner, p, verdict, reason).await
     }
