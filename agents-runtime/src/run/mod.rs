@@ -306,6 +306,7 @@ mod shared;
 mod slot;
 mod spend;
 mod sync;
+mod threshold;
 
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{

@@ -47,6 +47,7 @@ mod run_conversational;
 mod run_declared;
 mod run_egress;
 mod run_endings;
+mod run_events;
 mod run_history;
 mod run_interceptors;
 mod run_limits;
