@@ -1,4 +1,5 @@
-//! The gate every tool call passes: lookup in the availability snapshot → strict parse →
+//! The gate every tool call passes: lookup in the availability snapshot → (with a principal
+//! source, who the run acts for, read again: `authority`) → strict parse →
 //! typed parse → permission → (a tool that reaches out: its arguments' provenance) →
 //! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
 //! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
@@ -73,13 +74,6 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         let found = ctx.available_index(call.name).and_then(|i| Some((i, R::Agent::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
         let spec = entry.spec;
-        // 1b. who the run acts for, read again when the runtime is told to (boxed: nothing is
-        // added to a call's future without it).
-        if ctx.services().principals.is_some()
-            && let Some(refused) = Box::pin(authority::refuse_changed(ctx, call, spec)).await
-        {
-            return refused;
-        }
         // An action's call, and a call of a read that reaches out (a copied value makes it a
         // proposal), is known by an id the runtime mints (a proposal is decided under it); the
         // model keeps its own id for the answer. Other calls keep the provider's id.
@@ -155,15 +149,23 @@ async fn refuse_unknown<R: Run>(ctx: &Arc<R>, call: CallRef<'_>) -> CallOutcome 
     ctx.recorder().deny(call, None, None, reason).await
 }
 
-/// The strict parse, the typed parse, the permission and the interceptors. Refusal texts are
+/// Who the run acts for (read again, with a principal source), the strict parse, the typed
+/// parse, the permission and the interceptors. Refusal texts are
 /// made before any wait, so the errors they describe are not kept in the gate's future.
-async fn check<R: Run>(
+async fn check<R: Ask>(
     ctx: &Arc<R>,
     call: CallRef<'_>,
     entry: &RegisteredTool<R::Agent>,
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
+    // Who the run acts for, read again when the runtime is told to (boxed, and here rather
+    // than in the gate's own future, which stays as small without it).
+    if ctx.services().principals.is_some()
+        && let Some(refused) = Box::pin(authority::refuse_changed(ctx, call, spec)).await
+    {
+        return Err(refused);
+    }
     let mut args = match agents_core::strict::parse_args(call.arguments) {
         Ok(v) => v,
         Err(e) => {
