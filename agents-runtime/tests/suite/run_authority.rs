@@ -237,3 +237,40 @@ async fn a_call_refused_for_a_changed_role_ends_the_proposals_waiting_under_the_
     let refused = rt.decide_async(&call_id, &me, Verdict::Approve, None).await.unwrap_err();
     assert!(matches!(refused, DecisionError::NotPending(_)), "{refused:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_yes_after_the_role_changed_runs_nothing_and_the_proposal_ends_once() {
+    let audit = Arc::new(MemorySink::new());
+    let script = vec![
+        tool_call("sign_off", r#"{"patient": 7}"#),
+        reply("please confirm"),
+        tool_call("sign_off", r#"{"patient": 7}"#),
+        reply("done"),
+    ];
+    let roles = RoleMap::new().role("doctor", ["chart.read", "chart.sign"]).role("nurse", ["chart.read"]);
+    let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new(script)))
+        .roles(roles)
+        .confirm_mode(ConfirmMode::Conversational)
+        .reread_principal(Arc::new(Directory))
+        .build();
+    let me = doctor("auth-yes-1");
+    let out = rt.start::<Clinic>(me.clone(), "auth-yes-1", "sign it off".into()).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::AwaitingConfirmation, "{out:?}");
+    let call_id = rt.pending_decisions(&me).await.unwrap()[0].call_id.clone();
+    set_role(&me.user_id, Some("nurse"));
+    let out = rt.start::<Clinic>(me.clone(), "auth-yes-1", "yes".into()).unwrap().wait().await;
+    assert_ne!(out.status(), RunStatus::Failed, "{out:?}");
+    rt.records_settled().await;
+    assert_eq!(ran("auth-yes-1"), 0, "nothing ran");
+    let finals: Vec<_> = call_statuses(&audit, &call_id)
+        .into_iter()
+        .filter(|s| !matches!(s, AuditStatus::Proposed | AuditStatus::Confirmed))
+        .collect();
+    assert_eq!(finals.len(), 1, "exactly one final record: {:?}", call_statuses(&audit, &call_id));
+    let ended: Vec<_> =
+        audit.records().into_iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).collect();
+    let reason = ended.last().and_then(|r| r.reason.clone()).unwrap_or_default();
+    let all: Vec<_> = audit.records().into_iter().map(|r| (r.status, r.tool, r.reason)).collect();
+    assert!(reason.starts_with("authority changed: role `doctor` is now `nurse`"), "{all:?}");
+    assert!(rt.pending_decisions(&me).await.unwrap().is_empty());
+}
