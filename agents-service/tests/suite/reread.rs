@@ -1,6 +1,8 @@
 //! Who a run acts for, read again over HTTP: the service's authenticator, backed by a role
 //! table, is the runtime's principal source; a role revoked between two calls of one run
-//! started through the service stops the second call, and the refusal is in the audit log.
+//! started through the service stops the second call, and the refusal is in the audit log; a
+//! decision under the changed role is refused (403) and ends the proposal; a tool that fails
+//! is streamed as a typed `error_occurred` event.
 
 use crate::common;
 
@@ -33,7 +35,7 @@ async fn read_notes(cx: &ToolContext<'_>) -> Result<String, String> {
 /// * `text` - the note
 #[tool(permission = perms::notes::write, mutating, title = "File a note")]
 async fn file_note(text: String) -> Result<String, String> {
-    Err(format!("never runs in these tests: {text}"))
+    Err(format!("the ward register is read-only today; `{text}` was not filed"))
 }
 
 agent! {
@@ -179,4 +181,20 @@ async fn a_decision_after_the_role_changed_is_refused_over_http_and_the_proposal
     assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Skipped], "the proposal ended, once");
     let r = post(base, &format!("/v1/decisions/{call_id}"), &porter, r#"{"verdict": "approve"}"#).await;
     assert_eq!(r.status, 404, "nothing left to decide: {}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_fails_is_streamed_as_a_typed_error() {
+    let script = [tool_call("file_note", r#"{"text": "ok"}"#), reply("done")];
+    let (_table, _audit, base) = serve_ward(Arc::new(agents_runtime::ScriptedProvider::new(script))).await;
+    let nina = Principal::new("nina", "acme", "nurse");
+    let run = start_ward(base, "file a note", "reread-3").await;
+    let call_id = pending_call(base, &nina).await;
+    let r = post(base, &format!("/v1/decisions/{call_id}"), &nina, r#"{"verdict": "approve"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let events = open(base, &run, &nina, None).await.until("done").await;
+    let error = events.iter().find(|e| e.event == "error_occurred").expect("an error_occurred event");
+    let json = error.json();
+    assert_eq!((json["kind"].as_str(), json["tool"].as_str()), (Some("tool"), Some("file_note")), "{json}");
+    assert!(json["message"].as_str().unwrap().contains("the ward register is read-only"), "{json}");
 }
