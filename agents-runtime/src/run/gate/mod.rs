@@ -159,11 +159,7 @@ async fn check<R: Ask>(
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
-    // Who the run acts for, read again when the runtime is told to (boxed, and here rather
-    // than in the gate's own future, which stays as small without it).
-    if ctx.services().principals.is_some()
-        && let Some(refused) = Box::pin(authority::refuse_changed(ctx, call, spec)).await
-    {
+    if let Some(refused) = authority::reread(ctx, call, spec).await {
         return Err(refused);
     }
     let mut args = match agents_core::strict::parse_args(call.arguments) {
