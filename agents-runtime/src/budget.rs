@@ -120,6 +120,54 @@ pub trait BudgetStore: Send + Sync {
     /// Releases a reservation and records the call's actual cost. A negative or non-finite
     /// cost is refused and changes nothing (the hold stays until settled with a valid cost).
     fn settle(&self, reservation: Reservation, cost_usd: f64) -> BoxFuture<'_, Result<(), BudgetError>>;
+
+    /// Month-to-date spend against each cap set for this user and their organisation, read
+    /// after a paid call is settled to tell whether it crossed one of the
+    /// [thresholds](crate::RuntimeBuilder::budget_thresholds). The default answers `None`: a
+    /// store that does not say emits no threshold events (the caps still bind).
+    fn usage<'a>(
+        &'a self,
+        org_id: &'a str,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<BudgetUsage>, BudgetError>> {
+        let _ = (org_id, user_id);
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// Month-to-date spend against the caps of one user and their organisation
+/// ([`BudgetStore::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BudgetUsage {
+    /// The user's cap and spend, when the user has a cap.
+    pub user: Option<CapUsage>,
+    /// The organisation's cap and spend, when it has a cap.
+    pub organisation: Option<CapUsage>,
+}
+
+/// Spend against one cap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapUsage {
+    /// Month-to-date spend, in USD.
+    pub spent_usd: f64,
+    /// The cap, in USD.
+    pub cap_usd: f64,
+}
+
+/// The fractions of a cap whose crossing [`RuntimeBuilder::budget_thresholds`](crate::RuntimeBuilder::budget_thresholds)
+/// reports by default: half, 80 % and the whole cap.
+pub const DEFAULT_BUDGET_THRESHOLDS: [f64; 3] = [0.5, 0.8, 1.0];
+
+/// A budget threshold that is not a fraction of a cap.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("budget threshold {0} refused: give fractions of a cap greater than 0 and at most 1 (0.8 is 80 %)")]
+pub struct InvalidThreshold(pub f64);
+
+/// The fractions of `fractions` (each in (0, 1]) that spend moving from `before` to `after`
+/// crosses on a cap of `cap` (positive): `before < fraction × cap <= after`.
+pub(crate) fn crossed(fractions: &[f64], before: f64, after: f64, cap: f64) -> impl Iterator<Item = f64> + '_ {
+    let real = cap.is_finite() && cap > 0.0;
+    fractions.iter().copied().filter(move |f| real && before < f * cap && f * cap <= after)
 }
 
 /// How an auxiliary model call — one a component such as a
@@ -254,6 +302,23 @@ impl InMemoryBudget {
 }
 
 impl BudgetStore for InMemoryBudget {
+    fn usage<'a>(
+        &'a self,
+        org_id: &'a str,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<BudgetUsage>, BudgetError>> {
+        let s = self.lock();
+        let key = (org_id.to_owned(), user_id.to_owned());
+        let of = |cap: Option<&f64>, a: Option<&Account>| {
+            cap.map(|c| CapUsage { spent_usd: a.map_or(0.0, |a| a.spend), cap_usd: *c })
+        };
+        let usage = BudgetUsage {
+            user: of(s.user_caps.get(&key), s.users.get(&key)),
+            organisation: of(s.org_caps.get(org_id), s.orgs.get(org_id)),
+        };
+        Box::pin(async move { Ok(Some(usage)) })
+    }
+
     fn remaining<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, Result<f64, BudgetError>> {
         let r = self.lock().headroom(org_id, user_id);
         Box::pin(async move { Ok(r) })
@@ -313,6 +378,18 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use std::sync::Arc;
+
+    #[test]
+    fn a_threshold_is_crossed_once_by_the_spend_that_reaches_it() {
+        let f = DEFAULT_BUDGET_THRESHOLDS;
+        let at = |before, after, cap| crossed(&f, before, after, cap).collect::<Vec<_>>();
+        assert_eq!(at(0.0, 4.0, 10.0), Vec::<f64>::new());
+        assert_eq!(at(4.0, 5.0, 10.0), [0.5], "reaching it exactly crosses it");
+        assert_eq!(at(5.0, 6.0, 10.0), Vec::<f64>::new(), "already beyond: not again");
+        assert_eq!(at(4.0, 12.0, 10.0), [0.5, 0.8, 1.0], "one call may cross several");
+        assert_eq!(at(0.0, 1.0, 0.0), Vec::<f64>::new(), "a zero cap has no fractions");
+        assert_eq!(at(0.0, 1.0, f64::NAN), Vec::<f64>::new());
+    }
 
     fn granted(a: Admission) -> Reservation {
         match a {

@@ -115,6 +115,79 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// An error, typed by where it happened: a tool call that failed (`tool` names it), or the
+    /// run's own failure (the model provider, the budget, the final answer, the audit log, the
+    /// state store). A live view only: the evidence is in the audit log already (a tool's
+    /// `failed` record; the run's `notice` and `run_finished` records).
+    ErrorOccurred {
+        /// The run.
+        run_id: String,
+        /// Where it happened.
+        kind: ErrorKind,
+        /// The tool, for [`ErrorKind::Tool`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// What went wrong (a call's secret values masked).
+        message: String,
+    },
+    /// A model call's cost carried the month's spend across a fraction of a cap (see
+    /// [`RuntimeBuilder::budget_thresholds`](crate::RuntimeBuilder::budget_thresholds)):
+    /// emitted once per crossing, by the run whose call crossed it, and recorded (a `notice`
+    /// whose result is this event's `scope`, `fraction`, `spent_usd` and `cap_usd`).
+    BudgetThreshold {
+        /// The run.
+        run_id: String,
+        /// Whose cap: the user's or the organisation's.
+        scope: BudgetScope,
+        /// The fraction of the cap crossed (`0.8`: 80 %).
+        fraction: f64,
+        /// The month's spend against the cap after the call, in USD.
+        spent_usd: f64,
+        /// The cap, in USD.
+        cap_usd: f64,
+    },
+}
+
+/// Where an [`Event::ErrorOccurred`] happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A tool call failed (its `failed` record says why).
+    Tool,
+    /// The model provider failed (after its retries).
+    Provider,
+    /// The budget could not be checked, so no paid call was made.
+    Budget,
+    /// The model's final answer does not fit the agent's output type.
+    Output,
+    /// The audit log refused a record the run needed.
+    Audit,
+    /// The state store failed.
+    State,
+    /// The run could not start.
+    Start,
+}
+
+/// Whose cap an [`Event::BudgetThreshold`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetScope {
+    /// The user's own monthly cap.
+    User,
+    /// The organisation's monthly cap.
+    Organisation,
+}
+
+impl BudgetScope {
+    /// The snake_case name, as the JSON form carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetScope::User => "user",
+            BudgetScope::Organisation => "organisation",
+        }
+    }
 }
 
 /// Where a running run is (the `status` of an [`Event::Status`]).

@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod audit;
+pub mod authority;
 pub mod budget;
 pub mod capability;
 pub mod classifier;

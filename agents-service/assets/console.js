@@ -152,6 +152,9 @@
         case "error":
           say("note error", data.message);
           break;
+        case "budget_threshold":
+          say("note", "Budget: the " + data.scope + " cap is " + Math.round(data.fraction * 100) + " % spent.");
+          break;
         case "gap":
           say("note", "Some events were missed; the audit records follow.");
           break;
@@ -178,7 +181,7 @@
       if (source) source.close();
       source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
-        "message", "done", "error", "gap", "end", "idle", "record"];
+        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
           let data = {};

@@ -15,6 +15,26 @@ pub trait Authenticator: Send + Sync + 'static {
     /// The principal of this request, or a refusal (401 with a stable code, e.g.
     /// `missing_token`, `token_expired`).
     fn authenticate<'a>(&'a self, request: &'a Parts) -> BoxFuture<'a, Result<Principal, ApiError>>;
+
+    /// Who `held` (a principal this authenticator named) is now, read from the user store
+    /// or role table behind it: `Ok(Some)` with their current role, `Ok(None)` when they were
+    /// deactivated, `Err` when it cannot say. A runtime given
+    /// [`AuthenticatorSource`](crate::AuthenticatorSource) asks it before each tool call, each
+    /// decision and each resumption of a run this authenticator's principal started (see
+    /// [`agents_runtime::authority`]).
+    ///
+    /// The default answers `Err`: an authenticator that reads only the request's token
+    /// ([`JwtAuthenticator`](crate::JwtAuthenticator), [`DevAuthenticator`]) cannot read a
+    /// principal again, so a runtime that asks it refuses every call, saying so. Implement it
+    /// where your authenticator has a user store.
+    fn current<'a>(&'a self, held: &'a Principal) -> BoxFuture<'a, Result<Option<Principal>, String>> {
+        let _ = held;
+        Box::pin(async {
+            Err("this authenticator cannot read a principal again: implement `Authenticator::current` against \
+                 your user store, or do not give the runtime `AuthenticatorSource`"
+                .to_owned())
+        })
+    }
 }
 
 /// A 401 refusal with this code and message.

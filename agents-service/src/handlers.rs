@@ -436,6 +436,10 @@ async fn decide(
                     format!("the decision could not be recorded ({e}); try again"),
                 ));
             }
+            // The run's user was deactivated or holds another role: the proposal ended.
+            Err(e @ DecisionError::AuthorityChanged(_)) => {
+                return Err(ApiError::new(StatusCode::FORBIDDEN, "authority_changed", e.to_string()));
+            }
             Err(_) => {}
         }
     }

@@ -180,6 +180,7 @@ mod host;
 mod jwt;
 mod maintain;
 mod mcp;
+mod reread;
 mod runs;
 mod serve;
 mod sessions;
@@ -195,6 +196,7 @@ pub use error::ApiError;
 pub use host::InvalidHost;
 pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 pub use mcp::{McpEndpoint, McpEndpointError};
+pub use reread::AuthenticatorSource;
 pub use runs::RunSummary;
 pub use serve::{ServeError, Server};
 

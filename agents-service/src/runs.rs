@@ -134,6 +134,8 @@ impl RunEntry {
             Event::Message { .. } => "message",
             Event::Done { .. } => "done",
             Event::Error { .. } => "error",
+            Event::ErrorOccurred { .. } => "error_occurred",
+            Event::BudgetThreshold { .. } => "budget_threshold",
             _ => "event",
         };
         let last = {

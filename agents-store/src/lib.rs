@@ -112,6 +112,30 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
 }
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// The caps set for a user and their organisation, and the spend against each, read by
+/// [`USAGE_SQL`] (`$1`/`?1`: the organisation, `$2`/`?2`: the user): one row per cap set, its
+/// user id (`''`: the organisation's), the cap and the spend.
+const USAGE_SQL: &str = "SELECT c.user_id, c.cap_usd, COALESCE(a.spend_usd, 0) FROM agents_budget_caps c \
+                         LEFT JOIN agents_budget_accounts a ON a.org_id = c.org_id AND a.user_id = c.user_id \
+                         WHERE c.org_id = $1 AND c.user_id IN ($2, '')";
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// The usage of the rows [`USAGE_SQL`] reads.
+fn usage_of(rows: impl IntoIterator<Item = (String, f64, f64)>) -> agents_runtime::budget::BudgetUsage {
+    use agents_runtime::budget::{BudgetUsage, CapUsage};
+    let mut usage = BudgetUsage::default();
+    for (user, cap_usd, spent_usd) in rows {
+        let cap = Some(CapUsage { spent_usd, cap_usd });
+        if user.is_empty() {
+            usage.organisation = cap;
+        } else {
+            usage.user = cap;
+        }
+    }
+    usage
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// Checks an amount of money given to a budget store.
 fn budget_amount(what: &str, usd: f64) -> Result<f64, agents_runtime::budget::BudgetError> {
     if usd.is_finite() && usd >= 0.0 {

@@ -3,7 +3,7 @@
 
 use super::decision::{DeciderView, DecisionError, Verdict};
 use super::ledger::decide_in_store;
-use super::pending::{PendingDecision, detail, detail_str, unavailable};
+use super::pending::{PendingDecision, detail, detail_str, principal_of, unavailable};
 use super::runtime::Runtime;
 use agents_core::Principal;
 use serde_json::Value;
@@ -59,6 +59,14 @@ impl Runtime {
     /// by whatever node or channel). `reason` is kept with a rejection and written in the call's
     /// `rejected` record (`"the user declined: <reason>"`), by the run or, when its process is
     /// gone, by [`Runtime::resume_orphaned`].
+    ///
+    /// A runtime that reads principals again
+    /// ([`RuntimeBuilder::reread_principal`](super::RuntimeBuilder::reread_principal)) asks its
+    /// source first: when the run's user is gone or holds another role, the decision is refused
+    /// ([`DecisionError::AuthorityChanged`], saying why) and the proposal ends, with the user's
+    /// other proposals made under the old authority. ([`Runtime::decide`], which does not wait,
+    /// hands the verdict to the waiting call, whose approved action reads the principal again
+    /// before it runs.)
     pub async fn decide_async(
         &self,
         call_id: &str,
@@ -70,9 +78,27 @@ impl Runtime {
         let store = &self.inner.services.store;
         let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
         let p = &found.proposal;
-        if p.user_id != decider.user_id || p.org_id != decider.org_id || detail_str(p, detail::ROLE) != decider.role {
+        let theirs = p.user_id == decider.user_id && p.org_id == decider.org_id;
+        let refused = || {
             tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
-            return Err(DecisionError::NotYourRun);
+            DecisionError::NotYourRun
+        };
+        if !theirs {
+            return Err(refused());
+        }
+        // Who the run acts for, read again when the runtime is told to: a changed authority
+        // decides nothing, and ends what waits under it (asked before the role is compared,
+        // so the user deciding under their new role learns why).
+        let held = principal_of(p);
+        if found.verdict.is_none()
+            && let Some(reason) = self.inner.authority_changed(&held).await
+        {
+            self.inner.end_for_authority(call_id, &reason).await;
+            self.inner.end_under_authority(&held, &reason).await;
+            return Err(DecisionError::AuthorityChanged(reason));
+        }
+        if detail_str(p, detail::ROLE) != decider.role {
+            return Err(refused());
         }
         if found.verdict.is_some() {
             return Err(not_pending());

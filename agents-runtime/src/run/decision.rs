@@ -143,6 +143,12 @@ pub enum DecisionError {
          writes the state store"
     )]
     Unverified(String),
+    /// The principal the run acts for changed since it started: the runtime reads it again
+    /// ([`RuntimeBuilder::reread_principal`](super::RuntimeBuilder::reread_principal)) and the
+    /// user is gone or holds another role. The decision was not recorded, and the proposal
+    /// ended (`skipped`, with this reason). The text says what changed.
+    #[error("{0}; the decision was not recorded and the proposal ended")]
+    AuthorityChanged(String),
 }
 
 /// What a person is asked to decide.

@@ -57,6 +57,9 @@ fn not_started<A: Registry>(ctx: &RunCtx<A>) -> Ending<A::Output> {
     ending.failure = Some(Failure::AuditUnavailable);
     let error = ending.error_text().unwrap_or_default();
     ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: error.clone() });
+    if let Some(e) = ending.error_occurred() {
+        ctx.emit(|| e);
+    }
     ctx.emit(|| Event::Done { run_id: ctx.ids.run_id.to_string(), status: RunStatus::Failed });
     crate::telemetry::run_ended(A::SPEC.name, RunStatus::Failed.as_str(), 0);
     ending
@@ -412,6 +415,9 @@ impl<A: Registry> Turn<A> {
         }
         if let Some(e) = outcome.error_text() {
             ctx.emit(|| Event::Error { run_id: ctx.ids.run_id.to_string(), message: e });
+        }
+        if let Some(e) = outcome.error_occurred() {
+            ctx.emit(|| e);
         }
         resolve_turn(&ctx, outcome.status).await;
         // Only into the session as this run's principal holds it: a session ended, expired or

@@ -1,6 +1,7 @@
 //! The bounded run loop and the gate every tool call passes.
 //!
-//! One call, in this order: lookup in the availability snapshot → strict parse → typed parse
+//! One call, in this order: lookup in the availability snapshot → (with a principal source,
+//! who the run acts for read again: see [`crate::authority`]) → strict parse → typed parse
 //! → interceptors → tier (read: audit `proposed`, run, audit the outcome; action: audit
 //! `proposed`, ask a person, mint a token bound to the exact arguments, redeem it, re-check
 //! the permission, run; handoff: audit `handed_off`, emit the record, nothing runs).
@@ -100,7 +101,9 @@
 //!    - `carry`: the context an approved call whose run is gone (or that the decisions API
 //!      approved) runs in, handed to the ledger that carries it out;
 //!    - `spend`: the budget gate every paid model call of a run passes, the agent's and a
-//!      classifier's.
+//!      classifier's;
+//!    - `threshold`: the fractions of the user's and the organisation's caps a settled paid
+//!      call carried the spend across, reported once each (an event and a `notice`).
 //! 4. `driver` (the run loop, step by step) and `session` (the state a session keeps between
 //!    turns on this node, and [`DirectSession`]).
 //! 5. The facade: `runtime` (the [`Runtime`] and its [`RuntimeBuilder`]), `decide`
@@ -312,6 +315,7 @@ mod shared;
 mod slot;
 mod spend;
 mod sync;
+mod threshold;
 
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{

@@ -464,6 +464,21 @@ impl<O> Ending<O> {
         })
     }
 
+    /// The typed `error_occurred` event of the run's failure, when it failed.
+    pub(super) fn error_occurred(&self) -> Option<crate::events::Event> {
+        use crate::events::ErrorKind;
+        let kind = match self.failure.as_ref()? {
+            Failure::BudgetUnavailable(_) => ErrorKind::Budget,
+            Failure::Provider(_) => ErrorKind::Provider,
+            Failure::Output { .. } => ErrorKind::Output,
+            Failure::AuditUnavailable => ErrorKind::Audit,
+            Failure::StateUnavailable(_) => ErrorKind::State,
+            Failure::NotStarted(_) => ErrorKind::Start,
+        };
+        let (run_id, message) = (self.report.run_id.clone(), self.error_text()?);
+        Some(crate::events::Event::ErrorOccurred { run_id, kind, tool: None, message })
+    }
+
     /// The caller's result.
     pub(super) fn into_result(self) -> Result<RunOutput<O>, RunError> {
         let report = Box::new(self.report);

@@ -64,6 +64,8 @@ pub struct RuntimeBuilder {
     slot_lease: Duration,
     mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     state: crate::tool::AppState,
+    principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
+    budget_thresholds: Vec<f64>,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -392,6 +394,48 @@ impl RuntimeBuilder {
         self.isolation = Some(isolation);
         self
     }
+    /// Reads who a run acts for again, from `source`, before each call the gate admits, each
+    /// decision recorded through [`Runtime::decide_async`] and each approved action's run (a
+    /// resumption's included), instead of trusting the principal the run started with: a user
+    /// deactivated or a role changed mid-run stops the next call (`denied`, reason `authority
+    /// changed: ...`) and ends the proposals waiting under the old role. Without it (the
+    /// default) a run holds its snapshot until it ends. See [`crate::authority`].
+    ///
+    /// ```no_run
+    /// # fn f(b: agents_runtime::RuntimeBuilder, directory: std::sync::Arc<dyn agents_runtime::authority::PrincipalSource>) {
+    /// let runtime = b.reread_principal(directory).build();
+    /// # }
+    /// ```
+    pub fn reread_principal(mut self, source: Arc<dyn crate::authority::PrincipalSource>) -> Self {
+        self.principals = Some(source);
+        self
+    }
+    /// The fractions of the user's and the organisation's budget caps whose crossing is
+    /// reported, once per crossing, by the run whose paid call crossed it: an
+    /// [`Event::BudgetThreshold`] and a `notice` record (default
+    /// [`DEFAULT_BUDGET_THRESHOLDS`](crate::budget::DEFAULT_BUDGET_THRESHOLDS): 0.5, 0.8, 1.0;
+    /// an empty list reports none). It needs a budget ([`RuntimeBuilder::budget`]) whose store
+    /// says its usage ([`BudgetStore::usage`](crate::budget::BudgetStore::usage)). A fraction
+    /// that is not greater than 0 and at most 1 is refused with an error naming it.
+    ///
+    /// ```
+    /// # fn f(b: agents_runtime::RuntimeBuilder) -> Result<(), agents_runtime::budget::InvalidThreshold> {
+    /// let runtime = b.budget_thresholds([0.75, 0.9])?.build();
+    /// # Ok(()) }
+    /// ```
+    pub fn budget_thresholds(
+        mut self,
+        fractions: impl IntoIterator<Item = f64>,
+    ) -> Result<Self, crate::budget::InvalidThreshold> {
+        let mut fractions: Vec<f64> = fractions.into_iter().collect();
+        if let Some(bad) = fractions.iter().find(|f| !(f.is_finite() && **f > 0.0 && **f <= 1.0)) {
+            return Err(crate::budget::InvalidThreshold(*bad));
+        }
+        fractions.sort_by(f64::total_cmp);
+        fractions.dedup();
+        self.budget_thresholds = fractions;
+        Ok(self)
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -421,6 +465,7 @@ impl RuntimeBuilder {
                     proposal_retention: self.proposal_retention,
                     settle_lease: self.settle_lease,
                     history_bytes: self.history_bytes,
+                    budget_thresholds: self.budget_thresholds,
                 },
                 services: Services {
                     audit,
@@ -435,6 +480,7 @@ impl RuntimeBuilder {
                     isolation: self.isolation,
                     mcp_imports: self.mcp_imports,
                     state: self.state,
+                    principals: self.principals,
                 },
                 live: Live::default(),
             }),
@@ -478,6 +524,9 @@ fn not_started<A: Registry>(ctx: &RunCtx<A>, e: StartError) -> Ending<A::Output>
     ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
     let mut ending = Ending::empty(run_id, RunStatus::Failed);
     ending.failure = Some(Failure::NotStarted(e));
+    if let Some(e) = ending.error_occurred() {
+        ctx.emit(|| e);
+    }
     ending
 }
 
@@ -521,6 +570,8 @@ impl Runtime {
             slot_lease: RUN_SLOT_LEASE,
             mcp_imports: None,
             state: crate::tool::AppState::default(),
+            principals: None,
+            budget_thresholds: crate::budget::DEFAULT_BUDGET_THRESHOLDS.to_vec(),
         }
     }
 

@@ -130,8 +130,9 @@ impl<A: Registry> Meter<'_, A> {
             None if cost > 0.0 => budget.record(&p.org_id, &p.user_id, cost).await,
             None => Ok(()),
         };
-        if let Err(e) = stored {
-            tracing::error!(error = %e, "spend could not be recorded");
+        match stored {
+            Ok(()) => super::threshold::report(self.ctx, &**budget, cost).await,
+            Err(e) => tracing::error!(error = %e, "spend could not be recorded"),
         }
     }
 }

@@ -24,4 +24,5 @@ mod jwt;
 mod listener;
 mod mcp_http;
 mod org_scope;
+mod reread;
 mod sqlite;

@@ -3,7 +3,7 @@
 use super::connection::{PostgresStore, abandon, in_own_task, with_sources};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
-use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
+use agents_runtime::budget::{Admission, BudgetError, BudgetStore, BudgetUsage, Reservation};
 
 fn budget_error(e: impl std::error::Error) -> BudgetError {
     BudgetError(format!("PostgreSQL: {}", with_sources(&e)))
@@ -69,6 +69,18 @@ impl PostgresStore {
 /// version of the row once a concurrent writer of it commits, so the guarantee of
 /// [`agents_runtime::budget`] holds across every node, with no lock in any process.
 impl BudgetStore for PostgresStore {
+    fn usage<'a>(
+        &'a self,
+        org_id: &'a str,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<BudgetUsage>, BudgetError>> {
+        Box::pin(async move {
+            let client = self.client().await.map_err(budget_error)?;
+            let rows = client.query(crate::USAGE_SQL, &[&org_id, &user_id]).await.map_err(budget_error)?;
+            Ok(Some(crate::usage_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))))))
+        })
+    }
+
     fn remaining<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, Result<f64, BudgetError>> {
         Box::pin(async move {
             let client = self.client().await.map_err(budget_error)?;

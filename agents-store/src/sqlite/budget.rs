@@ -3,7 +3,7 @@
 use super::connection::{SqliteStore, sql_error};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
-use agents_runtime::budget::{Admission, BudgetError, BudgetStore, Reservation};
+use agents_runtime::budget::{Admission, BudgetError, BudgetStore, BudgetUsage, Reservation};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 /// The budget accounts of `org_id`'s cap (user `''`) and `user_id`'s, in that order of rows
@@ -79,6 +79,24 @@ impl SqliteStore {
 /// organisation's), each admitting only while its cap minus spend minus holds is above 0, so
 /// the guarantee of [`agents_runtime::budget`] holds across processes.
 impl BudgetStore for SqliteStore {
+    fn usage<'a>(
+        &'a self,
+        org_id: &'a str,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<BudgetUsage>, BudgetError>> {
+        let (org, user) = (org_id.to_owned(), user_id.to_owned());
+        let read = self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(crate::USAGE_SQL).map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![org, user], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?, r.get::<_, f64>(2)?))
+                })
+                .map_err(sql_error)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql_error)
+        });
+        Box::pin(async move { Ok(Some(crate::usage_of(read.await.map_err(budget_error)?))) })
+    }
+
     fn remaining<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, Result<f64, BudgetError>> {
         let (org, user) = (org_id.to_owned(), user_id.to_owned());
         let read = self.run(move |conn| sqlite_headroom(conn, &org, &user).map_err(sql_error));

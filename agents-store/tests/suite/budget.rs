@@ -4,7 +4,7 @@
 //! organisation's cap binds its users together. Bad amounts and caps change nothing.
 
 use agents_runtime::audit::MemorySink;
-use agents_runtime::budget::{Admission, BudgetStore};
+use agents_runtime::budget::{Admission, BudgetStore, CapUsage};
 use agents_runtime::provider::scripted::tool_call;
 use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
 use agents_runtime::{Principal, RoleMap, Runtime, agent, permissions, tool};
@@ -98,6 +98,15 @@ fn assert_within_the_bound(spend: f64, held: f64) {
     assert_eq!(held, 0.0, "every reservation was settled");
 }
 
+/// The usage a store reports for threshold events: each cap set, with the spend against it.
+async fn reports_usage(store: &dyn BudgetStore, spend: f64) {
+    let usage = store.usage("org1", "u1").await.unwrap().expect("a durable store says its usage");
+    assert_eq!(usage.user, Some(CapUsage { spent_usd: spend, cap_usd: CAP }));
+    assert_eq!(usage.organisation, Some(CapUsage { spent_usd: spend, cap_usd: spend }));
+    let none = store.usage("org3", "u3").await.unwrap().unwrap();
+    assert_eq!((none.user, none.organisation), (None, None), "no cap set, nothing to cross");
+}
+
 async fn checks_amounts(store: &dyn BudgetStore) {
     for bad in [-1.0, f64::NAN, f64::INFINITY] {
         assert!(store.record("org9", "u9", bad).await.is_err());
@@ -127,6 +136,7 @@ async fn two_nodes_on_one_sqlite_file_share_the_cap() {
     a.set_budget_cap("org1", None, spend).await.unwrap();
     assert!(matches!(b.reserve("org1", "u2", 0.0).await.unwrap(), Admission::Refused { .. }));
     assert!(matches!(b.reserve("org2", "u2", 0.0).await.unwrap(), Admission::Granted(_)));
+    reports_usage(&b, spend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,4 +156,5 @@ async fn two_nodes_on_one_postgres_share_the_cap() {
     a.set_budget_cap("org1", None, spend).await.unwrap();
     assert!(matches!(b.reserve("org1", "u2", 0.0).await.unwrap(), Admission::Refused { .. }));
     assert!(matches!(b.reserve("org2", "u2", 0.0).await.unwrap(), Admission::Granted(_)));
+    reports_usage(&b, spend).await;
 }

@@ -64,4 +64,10 @@ impl<A: Registry> Ask for RunCtx<A> {
             None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
         }
     }
+
+    async fn authority_changed(&self) -> Option<String> {
+        let reason = self.inner.authority_changed(&self.principal).await?;
+        self.inner.end_under_authority(&self.principal, &reason).await;
+        Some(reason)
+    }
 }

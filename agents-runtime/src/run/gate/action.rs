@@ -29,6 +29,11 @@ pub(in crate::run) trait Ask: Run {
         typed: ErasedArgs,
         why: Option<String>,
     ) -> impl Future<Output = CallOutcome> + Send + 'a;
+
+    /// Why the principal the run acts for no longer holds, when the runtime reads it again
+    /// (see [`crate::authority`]) and it changed; the proposals made under the old authority
+    /// have then ended. `None`: it still holds.
+    fn authority_changed(&self) -> impl Future<Output = Option<String>> + Send + '_;
 }
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.

@@ -4,6 +4,7 @@
 
 use super::contain;
 use crate::audit::AuditStatus;
+use crate::events::{ErrorKind, Event};
 use crate::run::call::{CallOutcome, CallRef};
 use crate::run::record::RecordOf;
 use crate::run::scope::Run;
@@ -74,6 +75,14 @@ pub(in crate::run) fn finish_call<'a, R: Run>(
     async move {
         let _ = audited.await;
         ctx.recorder().emit_result(call.id, spec.name, status, outcome.executed.then_some(&outcome.content));
+        if status == AuditStatus::Failed {
+            ctx.recorder().emit(|| Event::ErrorOccurred {
+                run_id: ctx.recorder().ids.run_id.to_string(),
+                kind: ErrorKind::Tool,
+                tool: Some(spec.name.to_owned()),
+                message: outcome.content.as_str().map_or_else(|| outcome.content.to_string(), str::to_owned),
+            });
+        }
         outcome
     }
 }

@@ -1,5 +1,5 @@
-//! An approved action's run: its token was just redeemed; the permission is checked again,
-//! then the tool runs, contained, with the witness of that token, and its outcome is recorded.
+//! An approved action's run: its token was just redeemed; the permission is checked again
+//! (and who the run acts for is read again, when the runtime is told to), then the tool runs, contained, with the witness of that token, and its outcome is recorded.
 //! Every confirmation channel and a resumption end here.
 
 use super::checked::{Checked, finish_call};
@@ -30,6 +30,15 @@ pub(in crate::run) async fn execute_approved<R: Run>(
         let reason = format!("permission `{}` is no longer held by role `{}`", spec.permission, ctx.principal().role);
         let _ = ctx.recorder().audit(base(AuditStatus::Failed, redacted.clone()).reason(reason)).await;
         return CallOutcome::err("permission re-check failed after approval; nothing ran");
+    }
+    // Who the run acts for, read again when the runtime is told to (see `crate::authority`).
+    if let Some(source) = ctx.services().principals.as_deref()
+        && let Some(reason) = crate::authority::changed(source, ctx.principal()).await
+    {
+        owed.paid();
+        let reason = format!("{reason}; nothing ran");
+        let _ = ctx.recorder().audit(base(AuditStatus::Failed, redacted.clone()).reason(reason.clone())).await;
+        return CallOutcome::err(format!("{reason}. Do not retry it in this run."));
     }
     let mut cx = ctx.call_context(spec, call.id.into());
     // The record of the token just redeemed; the handler's witness must carry its nonce.

@@ -1,4 +1,5 @@
-//! The gate every tool call passes: lookup in the availability snapshot → strict parse →
+//! The gate every tool call passes: lookup in the availability snapshot → (with a principal
+//! source, who the run acts for, read again: `authority`) → strict parse →
 //! typed parse → permission → (a tool that reaches out: its arguments' provenance) →
 //! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
 //! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
@@ -11,6 +12,7 @@
 //! [`Ask`](action::Ask).
 
 pub(in crate::run) mod action;
+mod authority;
 pub(in crate::run) mod checked;
 mod contain;
 mod egress;
@@ -147,15 +149,19 @@ async fn refuse_unknown<R: Run>(ctx: &Arc<R>, call: CallRef<'_>) -> CallOutcome 
     ctx.recorder().deny(call, None, None, reason).await
 }
 
-/// The strict parse, the typed parse, the permission and the interceptors. Refusal texts are
+/// Who the run acts for (read again, with a principal source), the strict parse, the typed
+/// parse, the permission and the interceptors. Refusal texts are
 /// made before any wait, so the errors they describe are not kept in the gate's future.
-async fn check<R: Run>(
+async fn check<R: Ask>(
     ctx: &Arc<R>,
     call: CallRef<'_>,
     entry: &RegisteredTool<R::Agent>,
     facts: &ToolFacts,
 ) -> Result<Admitted, CallOutcome> {
     let (spec, schema) = (entry.spec, facts.schema);
+    if let Some(refused) = authority::reread(ctx, call, spec).await {
+        return Err(refused);
+    }
     let mut args = match agents_core::strict::parse_args(call.arguments) {
         Ok(v) => v,
         Err(e) => {

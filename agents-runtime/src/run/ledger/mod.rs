@@ -21,6 +21,7 @@
 //! | execute | [`Confirmation::settle_waited`], [`Confirmation::with_approval`], [`carry_claimed`] | `confirmed`, then the token redeemed for the exact arguments, the permission checked again, the run, `executed` or `failed` |
 //! | settle (a rejection, or a claim whose holder is gone) | [`Confirmation::settle_waited`], [`resume_one`], [`take_over_one`] | the store's settlement claim, then `rejected` or `skipped`, marked written |
 //! | withdraw / end undecided | [`end_waiting`](waiting::end_waiting), [`end_or_close`], [`resolve_turn`] (a turn's end), [`Inner::end_proposals_of`](super::shared::Inner), [`Inner::close_waiting`](super::shared::Inner), [`Confirmation::settle_waited`] | the store's conditional close, then `skipped` (`timeout`, `stopped`, `cancelled`, `expired`, `superseded`, `abandoned`) |
+//! | end under a changed authority (the principal source says the user is gone or holds another role) | [`Inner::end_under_authority`](super::shared::Inner), [`Inner::end_for_authority`](super::shared::Inner) | the store's conditional close, then `skipped` (`authority changed: ...`) |
 //!
 //! The invariant it keeps, on every path and every node sharing the store:
 //!
@@ -41,6 +42,7 @@
 //!   this node's server key gives it in its state (proposed, approved, claimed), and what runs
 //!   is the sealed row's tool and arguments.
 
+mod authority;
 mod carry;
 mod claim;
 mod conversation;

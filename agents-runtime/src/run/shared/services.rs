@@ -46,4 +46,7 @@ pub(in crate::run) struct Services {
     pub(in crate::run) mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     /// The application's state, reachable from every tool's context.
     pub(in crate::run) state: crate::tool::AppState,
+    /// Where who a run acts for is read again before each call, decision and resumption;
+    /// `None`: a run holds the principal it started with (see [`crate::authority`]).
+    pub(in crate::run) principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
 }

@@ -56,4 +56,6 @@ pub(in crate::run) struct Settings {
     pub(in crate::run) settle_lease: Duration,
     /// Bytes of text of replayed history.
     pub(in crate::run) history_bytes: usize,
+    /// The fractions of a budget cap whose crossing is reported (each in (0, 1]).
+    pub(in crate::run) budget_thresholds: Vec<f64>,
 }
