@@ -49,6 +49,7 @@ mod run_endings;
 mod run_history;
 mod run_interceptors;
 mod run_limits;
+mod run_origins;
 mod run_proposals;
 mod run_records;
 mod run_redaction_fuzz;
