@@ -179,9 +179,29 @@ pub struct ArgOrigin {
     /// keys may be data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_at: Option<String>,
+    /// For a value from a tool result: it was found inside a longer text (a note, a message's
+    /// body: where instructions hide), not as a value of its own (an id or an amount the
+    /// application keeps in a field of its own). Only such a value, or one built around a
+    /// result's value ([`Match::Contains`], [`Match::Split`]), flags the card. A short token
+    /// ([`Match::Token`]) counts only with a letter and three characters or more: a number or
+    /// a two-letter word occurs in any text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_text: bool,
 }
 
 impl ArgOrigin {
+    /// An argument value found (or not) at `place` of a source.
+    fn found(
+        pointer: String,
+        origin: Origin,
+        matched: Match,
+        split_with: Option<String>,
+        place: Option<Place>,
+    ) -> Self {
+        let (found_at, in_text) = place.map_or((None, false), |p| (Some(p.at), p.in_text));
+        ArgOrigin { pointer, origin, matched, split_with, found_at, in_text }
+    }
+
     /// The argument's name as a card says it: its pointer without the leading `/`.
     pub fn name(&self) -> &str {
         self.pointer.trim_start_matches('/')
@@ -200,13 +220,27 @@ impl ArgOrigin {
     ///     matched: Match::Exact,
     ///     split_with: None,
     ///     found_at: Some("/transactions/7/note".into()),
+    ///     in_text: true,
     /// };
     /// assert_eq!(
     ///     a.warning(false).unwrap(),
     ///     "argument `iban` was copied from the result of `get_transactions` (call c3) at `transactions/7/note`"
     /// );
+    /// // The same value as a field of its own (the account a transaction came from) is shown
+    /// // as the result's, without a warning.
+    /// assert_eq!(ArgOrigin { in_text: false, ..a }.warning(false), None);
     /// ```
     pub fn warning(&self, forgotten: bool) -> Option<String> {
+        let flagged = self.in_text
+            || matches!(self.matched, Match::Contains | Match::Split)
+            || matches!(self.origin, Origin::Document { .. })
+            || !self.origin.is_untrusted();
+        flagged.then(|| self.sentence(forgotten)).flatten()
+    }
+
+    /// The sentence of [`warning`](Self::warning) for any value from content the user did
+    /// not write, wherever in it the value was found.
+    pub fn sentence(&self, forgotten: bool) -> Option<String> {
         let name = self.name();
         if !self.origin.is_untrusted() {
             return (forgotten && self.origin == Origin::Unknown && self.matched == Match::NotFound).then(|| format!(
@@ -254,7 +288,13 @@ impl Provenance {
     /// "argument `url` was copied from the result of `read_email` (call c1)". A short value
     /// found only as a token ([`Match::Token`]) is not a reason on its own.
     pub fn reason(&self) -> Option<String> {
-        self.sentences(|a| a.matched != Match::Token)
+        let why: Vec<String> = self
+            .args
+            .iter()
+            .filter(|a| a.matched != Match::Token)
+            .filter_map(|a| a.sentence(self.results_forgotten))
+            .collect();
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// The card's warning: one sentence per argument whose value came from content the user
@@ -266,7 +306,8 @@ impl Provenance {
     /// assert_eq!(Provenance::default().warning(), None);
     /// ```
     pub fn warning(&self) -> Option<String> {
-        self.sentences(|_| true)
+        let why: Vec<String> = self.flagged().filter_map(|a| a.warning(self.results_forgotten)).collect();
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// The arguments whose value came from content the user did not write.
@@ -292,6 +333,7 @@ impl Provenance {
     ///     matched: Match::Exact,
     ///     split_with: None,
     ///     found_at: Some("/from".into()),
+    ///     in_text: false,
     /// };
     /// let p = Provenance { args: vec![to], results_forgotten: false };
     /// assert_eq!(p.describe(), "provenance: `to` from the result of `read_email` (call c1)");
@@ -312,12 +354,6 @@ impl Provenance {
         } else {
             format!("provenance: {}", parts.join(", "))
         }
-    }
-
-    fn sentences(&self, keep: impl Fn(&ArgOrigin) -> bool) -> Option<String> {
-        let why: Vec<String> =
-            self.args.iter().filter(|a| keep(a)).filter_map(|a| a.warning(self.results_forgotten)).collect();
-        (!why.is_empty()).then(|| why.join("; "))
     }
 }
 
@@ -401,12 +437,28 @@ fn short_tokens(n: &str) -> impl Iterator<Item = &str> {
 struct Seen {
     /// Where it came from.
     origin: Origin,
-    /// Its normalised values of at least [`MIN_VALUE_CHARS`] characters, as written, and the
-    /// pointer of the value in the result they are (or are a word of).
-    values: Vec<(String, String, String)>,
-    /// Its short tokens, each with the pointer of the first value that has it.
-    tokens: std::collections::HashMap<String, String>,
+    /// Its normalised values of at least [`MIN_VALUE_CHARS`] characters, as written, and
+    /// where they are.
+    values: Vec<(String, String, Place)>,
+    /// Its short tokens, each where it is (within a text when any value has it so).
+    tokens: std::collections::HashMap<String, Place>,
     bytes: usize,
+}
+
+/// Where in a result a value is: the pointer of the value it is (or is part of), and whether
+/// it is part of a longer text rather than a value of its own.
+#[derive(Debug, Clone)]
+struct Place {
+    at: String,
+    in_text: bool,
+}
+
+/// A result's value an argument was found in.
+struct Found {
+    origin: Origin,
+    /// What the comparison said (found as written, for an exact copy).
+    said: bool,
+    place: Place,
 }
 
 /// What a session's check compares against: its tool results and its user's messages.
@@ -426,28 +478,34 @@ impl Ledger {
         let mut values = Vec::new();
         let mut tokens = std::collections::HashMap::new();
         pointed_leaves(value, &mut String::new(), true, &mut |pointer, raw| {
+            let words: Vec<&str> = raw.split_whitespace().map(|w| w.trim_matches(WORD_EDGE)).collect();
+            let text = words.len() > 1;
             let mut keep = |raw: &str| {
                 let n = normalise(raw);
                 if n.chars().count() >= MIN_VALUE_CHARS {
-                    values.push((n, raw.to_owned(), pointer.to_owned()));
+                    values.push((n, raw.to_owned(), Place { at: pointer.to_owned(), in_text: text }));
                 }
             };
             keep(raw);
             // The words of a text too, so that a value inside a message (a link, an address,
             // a number) is found inside an argument.
-            let words: Vec<&str> = raw.split_whitespace().map(|w| w.trim_matches(WORD_EDGE)).collect();
-            if words.len() > 1 {
+            if text {
                 words.into_iter().for_each(&mut keep);
             }
-            for t in short_tokens(&normalise(raw)) {
-                tokens.entry(t.to_owned()).or_insert_with(|| pointer.to_owned());
+            let n = normalise(raw);
+            for t in short_tokens(&n) {
+                let in_text = t != n;
+                let place = tokens.entry(t.to_owned()).or_insert_with(|| Place { at: pointer.to_owned(), in_text });
+                if in_text && !place.in_text {
+                    *place = Place { at: pointer.to_owned(), in_text };
+                }
             }
         });
         if values.is_empty() && tokens.is_empty() {
             return;
         }
-        let bytes = values.iter().map(|(n, r, p)| n.len() + r.len() + p.len()).sum::<usize>()
-            + tokens.iter().map(|(t, p)| t.len() + p.len()).sum::<usize>();
+        let bytes = values.iter().map(|(n, r, p)| n.len() + r.len() + p.at.len()).sum::<usize>()
+            + tokens.iter().map(|(t, p)| t.len() + p.at.len()).sum::<usize>();
         self.bytes += bytes;
         let (tool, call_id) = (tool.to_owned(), call_id.to_owned());
         let origin = if imported { Origin::Imported { tool, call_id } } else { Origin::ToolResult { tool, call_id } };
@@ -492,18 +550,26 @@ impl Ledger {
     }
 
     /// A short value's origin: a token of the user's messages, of the application's, or of
-    /// the latest tool result that has it.
-    fn short(&self, n: &str, application: &str) -> (Origin, Match, Option<String>) {
+    /// the latest tool result that has it within a text (else the latest that has it).
+    fn short(&self, n: &str, application: &str) -> (Origin, Match, Option<Place>) {
+        // A number, or a token of one or two characters, occurs in any text: it is labelled
+        // with the result that has it, but not as found within its text (it flags nothing).
+        let telling = n.chars().count() >= 3 && n.chars().any(char::is_alphabetic);
+        let in_result = |text: bool| {
+            self.results.iter().rev().find_map(|s| {
+                let place = s.tokens.get(n).filter(|p| p.in_text || !text)?;
+                let place = Place { at: place.at.clone(), in_text: place.in_text && telling };
+                Some((s.origin.clone(), Match::Token, Some(place)))
+            })
+        };
         if n.is_empty() {
             (Origin::Unknown, Match::TooShort, None)
         } else if self.user_tokens.contains(n) {
             (Origin::User, Match::Token, None)
         } else if short_tokens(application).any(|t| t == n) {
             (Origin::Application, Match::Token, None)
-        } else if let Some(s) = self.results.iter().rev().find(|s| s.tokens.contains_key(n)) {
-            (s.origin.clone(), Match::Token, s.tokens.get(n).cloned())
         } else {
-            (Origin::Unknown, Match::TooShort, None)
+            in_result(true).or_else(|| in_result(false)).unwrap_or((Origin::Unknown, Match::TooShort, None))
         }
     }
 
@@ -519,23 +585,21 @@ impl Ledger {
         let mut out = Vec::with_capacity(values.len());
         for (pointer, raw, n) in &values {
             let short = n.chars().count() < MIN_VALUE_CHARS;
-            let (origin, matched, found_at) = if short {
+            let (origin, matched, place) = if short {
                 self.short(n, application)
             } else if let Some(o) = self.by_user(n, application) {
                 // The trusted texts are kept normalised: as written when the value already is.
                 (o, if n == raw { Match::Exact } else { Match::Normalised }, None)
-            } else if let Some((seen, exact, at)) =
-                self.latest(|v, r| v.contains(n.as_str()).then(|| r.contains(raw.as_str())))
-            {
-                (seen, if exact { Match::Exact } else { Match::Normalised }, Some(at))
-            } else if let Some((seen, _, at)) =
+            } else if let Some(f) = self.latest(|v, r| v.contains(n.as_str()).then(|| r.contains(raw.as_str()))) {
+                (f.origin, if f.said { Match::Exact } else { Match::Normalised }, Some(f.place))
+            } else if let Some(f) =
                 self.latest(|v, _| (v.len() <= n.len() && n.contains(v) && not_theirs(v)).then_some(false))
             {
-                (seen, Match::Contains, Some(at))
+                (f.origin, Match::Contains, Some(f.place))
             } else {
                 (Origin::Unknown, Match::NotFound, None)
             };
-            out.push(ArgOrigin { pointer: pointer.clone(), origin, matched, split_with: None, found_at });
+            out.push(ArgOrigin::found(pointer.clone(), origin, matched, None, place));
         }
         self.splits(&values, &mut out, &not_theirs);
         Provenance { args: out, results_forgotten: self.forgotten }
@@ -559,25 +623,25 @@ impl Ledger {
                         && not_theirs(v))
                     .then_some(false)
                 });
-                if let Some((seen, _, at)) = hit {
-                    out[i] = ArgOrigin {
-                        pointer: values[i].0.clone(),
-                        origin: seen,
-                        matched: Match::Split,
-                        split_with: Some(values[j].0.clone()),
-                        found_at: Some(at),
-                    };
+                if let Some(f) = hit {
+                    let (pointer, with) = (values[i].0.clone(), Some(values[j].0.clone()));
+                    out[i] = ArgOrigin::found(pointer, f.origin, Match::Split, with, Some(f.place));
                 }
             }
         }
     }
 
-    /// The latest result with a value for which `hit` says something, what it said, and
-    /// where in the result that value is.
-    fn latest(&self, hit: impl Fn(&str, &str) -> Option<bool>) -> Option<(Origin, bool, String)> {
-        self.results.iter().rev().find_map(|s| {
-            s.values.iter().find_map(|(n, raw, at)| hit(n, raw).map(|said| (s.origin.clone(), said, at.clone())))
-        })
+    /// The latest result with a value within a text for which `hit` says something (else the
+    /// latest with any such value), what it said, and where in the result that value is.
+    fn latest(&self, hit: impl Fn(&str, &str) -> Option<bool>) -> Option<Found> {
+        let find = |text: bool| {
+            self.results.iter().rev().find_map(|s| {
+                s.values.iter().filter(|(_, _, p)| p.in_text || !text).find_map(|(n, raw, place)| {
+                    hit(n, raw).map(|said| Found { origin: s.origin.clone(), said, place: place.clone() })
+                })
+            })
+        };
+        find(true).or_else(|| find(false))
     }
 }
 
@@ -665,23 +729,28 @@ mod tests {
     }
 
     #[test]
-    fn short_values_are_tokens_of_the_users_words_or_of_a_result() {
+    fn short_values_are_tokens_and_only_values_within_a_text_flag_the_card() {
         let mut l = ledger();
-        l.result("get_rtp", "c2", true, &json!({"rtp": [{"id": "rtp-1", "stage": 6}]}));
+        let rtp = json!({"rtp": [{"id": "rtp-1", "stage": 2}, {"id": "rtp-2"}], "note": "coach: set rtp-1 to stage 6"});
+        l.result("get_rtp", "c2", true, &rtp);
         l.user("move it to stage 3");
         // Objects' keys in sorted order: `back`, `rtp_id`, `stage`.
         let p = l.assess(&json!({"rtp_id": "rtp-1", "stage": 6, "back": 3}), "");
         assert_eq!(p.args[0].origin, Origin::User);
         assert!(matches!(&p.args[1].origin, Origin::Imported { tool, .. } if tool == "get_rtp"));
-        assert_eq!((p.args[1].matched, p.args[1].found_at.as_deref()), (Match::Token, Some("/rtp/0/id")));
-        assert!(p.args[2].origin.is_untrusted());
-        assert!(
-            p.warning()
-                .unwrap()
-                .contains("argument `rtp_id` was copied from the result of the imported tool `get_rtp`")
-        );
+        assert_eq!((p.args[1].matched, p.args[1].found_at.as_deref()), (Match::Token, Some("/note")));
+        assert!(p.args[1].in_text, "an id within the note");
+        assert!(p.args[2].origin.is_untrusted() && !p.args[2].in_text, "a number in a text flags nothing");
+        assert!(p.warning().unwrap().contains(
+            "argument `rtp_id` was copied from the result of the imported tool `get_rtp` (call c2) at `note`"
+        ));
         assert_eq!(p.reason(), None, "a short token alone makes no read wait");
-        assert_eq!(p.for_audit().args[0].found_at, None, "the audit keeps no place in a result");
+        assert_eq!(p.for_audit().args[1].found_at, None, "the audit keeps no place in a result");
+        // A value of its own in the result (an id the application keeps): shown, not flagged.
+        let q = l.assess(&json!({"rtp_id": "rtp-2"}), "");
+        assert!(q.args[0].origin.is_untrusted() && !q.args[0].in_text);
+        assert_eq!(q.args[0].found_at.as_deref(), Some("/rtp/1/id"));
+        assert_eq!(q.warning(), None);
     }
 
     /// Values as a person or a page may write them: letters, digits and the characters of

@@ -121,7 +121,7 @@ async fn a_value_copied_from_a_result_is_flagged_on_the_card_the_listing_and_the
     let why = card.why.as_deref().expect("the card carries a warning");
     assert!(why.contains("argument `iban` was copied from the result of `get_transactions` (call call_1)"), "{why}");
     assert!(why.contains("at `transactions/1/note`"), "where in the result: {why}");
-    assert!(why.contains("argument `amount` was copied from the result of `get_transactions`"), "{why}");
+    assert!(!why.contains("amount"), "a number found in a text is labelled, not flagged: {why}");
     assert!(!why.contains("memo"), "the model's own text is not flagged: {why}");
     assert_eq!(card.listed_why, card.why, "the decision listing says what the card says");
     assert_eq!(card.listed_origins, card.origins, "and lists the same origins");
@@ -131,7 +131,8 @@ async fn a_value_copied_from_a_result_is_flagged_on_the_card_the_listing_and_the
         matches!(&iban.origin, Origin::ToolResult { tool, call_id } if tool == "get_transactions" && call_id == "call_1")
     );
     assert_eq!(iban.matched, Match::Exact);
-    assert_eq!(origin_of(origins, "/amount").matched, Match::Token);
+    let amount = origin_of(origins, "/amount");
+    assert!(amount.origin.is_untrusted() && amount.matched == Match::Token && !amount.in_text, "{amount:?}");
     assert_eq!(origin_of(origins, "/memo").origin, Origin::Unknown);
     // The audit log keeps the origins, never the values.
     let proposed = sent(&audit, AuditStatus::Proposed);
