@@ -132,9 +132,7 @@ impl Origin {
             Origin::User => "you".to_owned(),
             Origin::Application => "the application".to_owned(),
             Origin::ToolResult { tool, call_id } => format!("the result of `{tool}` (call {call_id})"),
-            Origin::Imported { tool, call_id } => {
-                format!("the result of the imported tool `{tool}` (call {call_id})")
-            }
+            Origin::Imported { tool, call_id } => format!("the result of `{tool}` (imported tool, call {call_id})"),
             Origin::Document { source, chunk } => format!("the document `{source}` (passage {chunk})"),
             Origin::Unknown => "the model alone (found nowhere)".to_owned(),
         }
@@ -248,7 +246,9 @@ impl ArgOrigin {
             ));
         }
         let from = self.origin.describe();
-        let at = self.found_at.as_deref().map(|p| format!(" at `{}`", p.trim_start_matches('/'))).unwrap_or_default();
+        // A result that is one value has nothing to point at.
+        let at = self.found_at.as_deref().filter(|p| !p.is_empty());
+        let at = at.map(|p| format!(" at `{}`", p.trim_start_matches('/'))).unwrap_or_default();
         Some(match self.matched {
             Match::Contains => format!("argument `{name}` contains a value from {from}{at}"),
             Match::Split => format!(
@@ -741,9 +741,11 @@ mod tests {
         assert_eq!((p.args[1].matched, p.args[1].found_at.as_deref()), (Match::Token, Some("/note")));
         assert!(p.args[1].in_text, "an id within the note");
         assert!(p.args[2].origin.is_untrusted() && !p.args[2].in_text, "a number in a text flags nothing");
-        assert!(p.warning().unwrap().contains(
-            "argument `rtp_id` was copied from the result of the imported tool `get_rtp` (call c2) at `note`"
-        ));
+        assert!(
+            p.warning().unwrap().contains(
+                "argument `rtp_id` was copied from the result of `get_rtp` (imported tool, call c2) at `note`"
+            )
+        );
         assert_eq!(p.reason(), None, "a short token alone makes no read wait");
         assert_eq!(p.for_audit().args[1].found_at, None, "the audit keeps no place in a result");
         // A value of its own in the result (an id the application keeps): shown, not flagged.

@@ -150,8 +150,21 @@ try {
   check(await card.locator('dd.flagged').allTextContents().then((t) => JSON.stringify(t)) === '["Academy-North"]',
     "the copied argument is not the one marked");
   await shot(page, "04c-warned");
+  const warnedCall = await card.getAttribute("data-call");
   await card.getByRole("button", { name: "Reject" }).click();
-  await page.locator("#audit-live li[data-status=rejected]", { hasText: "move_athlete" }).nth(1).waitFor();
+  await page.locator(`article.card[data-call="${warnedCall}"]`).waitFor({ state: "detached" });
+  // The audit log keeps where the values came from, not the values.
+  let warnedRecords = { records: [] };
+  for (let i = 0; i < 100 && !warnedRecords.records.some((r) => r.status === "rejected"); i++) {
+    if (i > 0) await page.waitForTimeout(200);
+    warnedRecords = await page.evaluate(async (id) =>
+      (await fetch("/v1/audit?call=" + encodeURIComponent(id), { headers: { "x-agents-console": "1" } })).json(), warnedCall);
+  }
+  const warnedStatuses = warnedRecords.records.map((r) => r.status);
+  check(JSON.stringify(warnedStatuses) === JSON.stringify(["proposed", "rejected"]), "the warned call: " + warnedStatuses);
+  const origins = warnedRecords.records[0].reason || "";
+  check(origins.includes("`squad` from the result of `list_athletes`") && !origins.includes("Academy-North"),
+    "the proposed record's origins: " + origins);
 
   // A third, decided after a reload of the page.
   await send(page, "change the portal password of ath-1 to " + SECRET_2);

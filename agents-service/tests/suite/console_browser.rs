@@ -245,8 +245,9 @@ async fn the_console_in_a_real_browser() {
     };
     assert_eq!(count("executed", "change_portal_password"), 2);
     // One move rejected with a reason; one rejected for a change, whose replacement, a call of
-    // its own, was approved and executed once; the changed call itself never executed.
-    assert_eq!(count("rejected", "move_athlete"), 2);
+    // its own, was approved and executed once; the changed call itself never executed; one
+    // whose squad was copied from a tool result, rejected on its warning.
+    assert_eq!(count("rejected", "move_athlete"), 3);
     assert_eq!(count("executed", "move_athlete"), 1);
     assert!(lines.iter().any(|l| l.contains("wrong squad, ask the coach first")), "the rejection's reason is recorded");
     let records: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
