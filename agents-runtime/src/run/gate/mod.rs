@@ -218,21 +218,7 @@ async fn check<R: Run>(
     if replaced && assessed {
         provenance = Some(ctx.provenance_of(&args));
     }
-    let mut why = None;
-    if reaches_out {
-        let p = provenance.clone().unwrap_or_default();
-        why = Box::pin(egress_check(ctx, call, spec, schema, &args, &secrets, p)).await?;
-    }
-    // A read a person decides on shows why; an action shows its warning, and is refused here
-    // when the application's policy refuses values from content the user did not write.
-    let origins = if spec.tier == Tier::Action || why.is_some() { provenance } else { None };
-    if spec.tier == Tier::Action {
-        why = origins.as_ref().and_then(Provenance::warning);
-    }
-    if let Some(reason) = ctx.settings().untrusted.refusal(spec.name, origins.as_ref()) {
-        let shown = secrets.value(ctx.recorder().redact_args(schema, &args));
-        return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
-    }
+    let (why, origins) = Box::pin(card(ctx, call, spec, schema, &args, &secrets, provenance)).await?;
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
@@ -242,6 +228,35 @@ async fn check<R: Run>(
     };
     let redacted = final_redacted::<R>(ctx, schema, args, &mut secrets);
     Ok(Admitted { typed, raw, args_hash, redacted, secrets, why, origins })
+}
+
+/// What a call's card says: for a tool that reaches out, the egress check (its hosts, its
+/// `notice`) and why a read must wait for a person; for an action, its warning. Every call a
+/// person decides on keeps its origins; a proposal the application's policy refuses for a
+/// value from content the user did not write is denied here, before anyone is asked.
+async fn card<R: Run>(
+    ctx: &Arc<R>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    schema: SecretSchema<'static>,
+    args: &Value,
+    secrets: &CallSecrets,
+    provenance: Option<Provenance>,
+) -> Result<(Option<String>, Option<Provenance>), CallOutcome> {
+    let mut why = None;
+    if spec.policy.reaches_out() && spec.tier != Tier::Handoff {
+        let p = provenance.clone().unwrap_or_default();
+        why = Box::pin(egress_check(ctx, call, spec, schema, args, secrets, p)).await?;
+    }
+    let origins = if spec.tier == Tier::Action || why.is_some() { provenance } else { None };
+    if spec.tier == Tier::Action {
+        why = origins.as_ref().and_then(Provenance::warning);
+    }
+    if let Some(reason) = ctx.settings().untrusted.refusal(spec.name, origins.as_ref()) {
+        let shown = secrets.value(ctx.recorder().redact_args(schema, args));
+        return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+    }
+    Ok((why, origins))
 }
 
 /// The records' redacted copy of a call's final arguments: the value itself when nothing in it
