@@ -1,8 +1,9 @@
 //! The gate every tool call passes: lookup in the availability snapshot → strict parse →
-//! typed parse → permission → (a tool that reaches out: its arguments' provenance) →
-//! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
-//! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
-//! copied from a tool result goes the action's way: a person decides first ([`egress`]).
+//! typed parse → permission → (a tool that reaches out, an action: its arguments' provenance)
+//! → interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the
+//! card (an action's warning; the application's policy may refuse it here) → the call's tier
+//! (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value copied
+//! from a tool result goes the action's way: a person decides first ([`egress`]).
 //!
 //! The gate takes a run as a [`Run`](super::scope::Run): its recorder (every record the gate
 //! writes goes through [`Recorder`](super::recorder::Recorder), borrowed from the run), the
