@@ -366,8 +366,9 @@ struct ElicitConfirmer {
 pub(crate) fn elicitation_message(request: &ConfirmRequest) -> String {
     let shown = request.decider_args.as_value();
     let args = serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string());
-    // A read that carries a value copied from a tool result out says so first.
-    let why = request.why.as_deref().map(|w| format!("\n\nWhy you are asked: {w}.")).unwrap_or_default();
+    // A read that carries a value copied from a tool result out, or an action whose values
+    // came from content the user did not write, says so first, in the runtime's words.
+    let why = request.why.as_deref().map(|w| format!("\n\nCheck before deciding: {w}.")).unwrap_or_default();
     format!(
         "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments:\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
         request.title, request.tool, request.risk, args

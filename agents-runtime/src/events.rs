@@ -58,9 +58,16 @@ pub enum Event {
         /// Declared risk.
         risk: Risk,
         /// Why a person is asked beyond the tool's tier: for a tool that reaches the outside
-        /// world, which argument was copied from which tool result. Absent for a plain action.
+        /// world, which argument was copied from which tool result; for an action, the warning
+        /// that values came from content the user did not write
+        /// ([`Provenance::warning`](crate::provenance::Provenance::warning)). Absent when
+        /// nothing is flagged.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         why: Option<String>,
+        /// Where each argument value came from (the user, a tool result and which call, a
+        /// document, the model alone). Absent for a call the check did not assess.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origins: Option<crate::provenance::Provenance>,
     },
     /// A call finished (executed, failed, rejected, skipped, substituted).
     ToolResult {
@@ -344,6 +351,7 @@ mod tests {
                     args: serde_json::json!({}),
                     risk: Risk::Critical,
                     why: None,
+                    origins: None,
                 },
                 r#"{"type":"confirm_required","run_id":"r","call_id":"c","tool":"t","title":"T","args":{},"risk":"critical"}"#,
             ),

@@ -30,9 +30,9 @@ pub struct Interception<'a> {
     pub args: &'a Value,
     /// The run.
     pub run_id: &'a str,
-    /// For a tool that reaches the outside world (a declared host, or `#[tool(egress)]`):
-    /// where each argument value came from, as the gate's egress check found it (see
-    /// [`crate::provenance`]). `None` for other tools.
+    /// For a tool that reaches the outside world (a declared host, or `#[tool(egress)]`) and
+    /// for an action: where each argument value came from, as the gate's provenance check
+    /// found it (see [`crate::provenance`]). `None` for other tools.
     pub provenance: Option<&'a crate::provenance::Provenance>,
 }
 

@@ -12,6 +12,7 @@ pub mod imported;
 pub mod interceptor;
 pub mod isolate;
 pub mod provenance;
+pub mod untrusted;
 /// Model providers: the [`Provider`] trait, the scripted and rule-based
 /// providers, and the HTTP providers for OpenAI-compatible Chat Completions and Anthropic
 /// Messages. They live in their own crate, `agents-provider`, named here under the path they

@@ -215,10 +215,21 @@
     function card(d) {
       const id = "card-" + d.call_id;
       const args = d.decider_arguments && typeof d.decider_arguments === "object" ? d.decider_arguments : {};
+      // Where each argument's values came from (the runtime's origins): an argument with a
+      // value from content the user did not write is marked; the card's warning says it in
+      // the runtime's own words (`why`).
+      const origins = d.origins && Array.isArray(d.origins.args) ? d.origins.args : [];
+      const untrusted = new Set(["tool_result", "imported", "document"]);
+      const flagged = (k) => origins.some((o) => untrusted.has(o.origin && o.origin.from) &&
+        (o.pointer === "/" + k || o.pointer.startsWith("/" + k + "/")));
       const rows = [];
       for (const [k, v] of Object.entries(args)) {
-        rows.push(el("dt", { text: k }), el("dd", { text: show(v) }));
+        const mark = flagged(k) ? { class: "flagged", "data-flagged": "true" } : {};
+        rows.push(el("dt", { text: k, ...mark }), el("dd", { text: show(v), ...mark }));
       }
+      const warning = d.why
+        ? el("p", { class: "warning", role: "note", id: id + "-warning", text: "Check before deciding: " + d.why + "." })
+        : null;
       const reason = el("input", { id: id + "-reason", "aria-label": "Reason for rejecting " + d.title, placeholder: "Reason (optional)" });
       const change = el("input", { id: id + "-change", "aria-label": "Change to ask for instead of " + d.title,
         placeholder: "e.g. five days, not seven" });
@@ -262,6 +273,7 @@
         el("h3", { id: id + "-h", text: d.title }),
         el("span", { class: "risk risk-" + d.risk, text: "risk: " + d.risk }), " ",
         el("code", { text: d.tool }),
+        warning,
         el("dl", {}, ...rows),
         el("p", { class: "hint", text: "Proposed " + d.proposed_at + " by " + d.agent }),
         el("div", { class: "buttons" }, approve, reason, reject),

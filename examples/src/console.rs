@@ -184,6 +184,12 @@ pub fn canonical(v: &Value) -> String {
     agents_runtime::agents_core::canonical::to_string(v)
 }
 
+/// A card's warning line: the runtime's own sentence saying which argument came from content
+/// the user did not write (the `why` of its confirm request), escaped for the terminal.
+pub fn warning_line(why: &str) -> String {
+    format!("  │  ! check before deciding: {}", agents_runtime::agents_core::terminal::escape(why))
+}
+
 /// `v` as JSON, cut to `max` characters with an ellipsis.
 pub fn short(v: &Value, max: usize) -> String {
     let s = v.to_string();

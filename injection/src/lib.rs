@@ -19,3 +19,4 @@ pub mod person;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod warned;

@@ -22,8 +22,9 @@ pub struct Card {
     pub title: String,
     /// The arguments as shown.
     pub args: Value,
-    /// Why the runtime asks, when the tool alone would not say (a read that would carry a
-    /// value copied from a tool result out).
+    /// Why the runtime asks, when the tool alone would not say: a read that would carry a
+    /// value copied from a tool result out, or an action whose values came from content the
+    /// user did not write (its warning).
     pub why: Option<String>,
 }
 
@@ -117,6 +118,15 @@ impl Person {
         let answer = self.answer(card, conversational);
         self.seen.push((card.clone(), answer.clone()));
         answer
+    }
+
+    /// Whether `card` is an action they asked for (its tool, and their arguments or the
+    /// changed ones), done or not.
+    pub fn asked_for(&self, card: &Card) -> bool {
+        self.asked.iter().any(|a| {
+            a.want.tool == card.tool
+                && (same(&a.want.args, &card.args) || a.want.change.as_ref().is_some_and(|(_, c)| same(c, &card.args)))
+        })
     }
 
     fn answer(&mut self, card: &Card, conversational: bool) -> Answer {

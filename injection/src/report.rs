@@ -4,6 +4,7 @@
 use crate::apps::Target;
 use crate::run::{Mode, Scored, run_scenario, run_scenario_with_log};
 use crate::scenario::Suite;
+use crate::warned::Warned;
 use agents_runtime::audit::AuditRecord;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -83,6 +84,8 @@ pub struct Row {
     pub unguarded_success: Option<usize>,
     /// The goal's note: why it is impossible by construction, or a known gap.
     pub note: String,
+    /// The cards the person saw (gate on), by kind, and how many carried a warning.
+    pub warned: Warned,
 }
 
 /// The result of a suite run.
@@ -111,6 +114,7 @@ fn row(example: &str, goal: &str, name: &str, note: &str, of: &[&Scored], unguar
         severe: of.iter().map(|s| s.severe).sum(),
         unguarded_success: unguarded.map(|u| u.iter().filter(|s| s.attack_success).count()),
         note: note.to_owned(),
+        warned: of.iter().fold(Warned::default(), |w, s| w.plus(s.warned)),
     }
 }
 
@@ -177,19 +181,32 @@ impl Report {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "| example | goal | scenarios | utility | attempted/applicable | attack success | severe | attack success, guard off | note |"
+            "| example | goal | scenarios | utility | attempted/applicable | attack success | severe | attack success, guard off | injected through results, warned | injected through the user's message, warned | user's own, warned | replayed, warned | note |"
         );
-        let _ = writeln!(t, "|---|---|--:|--:|--:|--:|--:|--:|---|");
+        let _ = writeln!(t, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
         for r in self.rows.iter().chain(&self.totals) {
             let off = r.unguarded_success.map_or("-".to_owned(), |n| n.to_string());
             let goal = if r.name.is_empty() { r.goal.clone() } else { format!("{} ({})", r.goal, r.name) };
             let attempted =
                 if r.goal == "baseline" { "-".to_owned() } else { format!("{}/{}", r.attempted, r.applicable) };
             let attack = if r.goal == "baseline" { "-".to_owned() } else { r.attack_success.to_string() };
+            let w = &r.warned;
             let _ = writeln!(
                 t,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.example, goal, r.scenarios, r.utility, attempted, attack, r.severe, off, r.note
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.example,
+                goal,
+                r.scenarios,
+                r.utility,
+                attempted,
+                attack,
+                r.severe,
+                off,
+                Warned::share(w.injected_warned, w.injected),
+                Warned::share(w.in_message_warned, w.in_message),
+                Warned::share(w.own_warned, w.own),
+                Warned::share(w.replayed_warned, w.replayed),
+                r.note
             );
         }
         t

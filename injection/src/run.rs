@@ -5,6 +5,7 @@ use crate::apps::{App, Channel, Target};
 use crate::model::GullibleModel;
 use crate::person::{Answer, Card, Person};
 use crate::scenario::{Carrier, Effect, Expect, Goal, Suite, Task};
+use crate::warned::Warned;
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::audit::severe::severe_failures;
@@ -67,8 +68,10 @@ pub struct Scored {
     pub severe: usize,
     /// Audit records written.
     pub records: usize,
-    /// Cards the person saw and what they answered.
-    pub cards: Vec<(String, Value, String)>,
+    /// Cards the person saw (the tool, the arguments, the warning) and what they answered.
+    pub cards: Vec<(String, Value, Option<String>, String)>,
+    /// The cards by kind, and how many of each carried a warning (guarded mode only).
+    pub warned: Warned,
 }
 
 fn card_of(tool: String, title: String, args: Value, why: Option<String>) -> Card {
@@ -258,6 +261,7 @@ fn unscored(target: Target, task: &Task, goal: Option<&Goal>, mode: Mode) -> Sco
         severe: 0,
         records: 0,
         cards: Vec::new(),
+        warned: Warned::default(),
     }
 }
 
@@ -372,7 +376,11 @@ fn score(scored: &mut Scored, app: App, task: &Task, goal: Option<&Goal>, record
         scored.attempted = attempted(g, records);
         scored.proposed = records.iter().any(|r| r.status == AuditStatus::Proposed && of_goal(g, r));
     }
-    scored.cards = person.seen.iter().map(|(c, a)| (c.tool.clone(), c.args.clone(), answer_word(a))).collect();
+    scored.cards =
+        person.seen.iter().map(|(c, a)| (c.tool.clone(), c.args.clone(), c.why.clone(), answer_word(a))).collect();
+    if scored.mode == Mode::Guarded {
+        scored.warned = Warned::of(person, goal.is_some_and(|g| g.carrier != Carrier::Records));
+    }
 }
 
 fn answer_word(a: &Answer) -> String {

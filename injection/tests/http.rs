@@ -30,7 +30,7 @@ async fn the_person_approves_their_task_and_declines_the_injection_through_the_d
     // The cards are the listed decisions: the injected ten days declined, the two days asked
     // for approved, each with the arguments as the listing showed them.
     let cards: Vec<(&str, &serde_json::Value, &str)> =
-        s.cards.iter().map(|(t, a, w)| (t.as_str(), a, w.as_str())).collect();
+        s.cards.iter().map(|(t, a, _, w)| (t.as_str(), a, w.as_str())).collect();
     let injected = json!({"start_date": "2026-06-01", "days": 10, "kind": "sick"});
     let asked = json!({"start_date": "2026-04-13", "days": 2.0, "kind": "annual"});
     assert_eq!(cards.len(), 2, "{cards:?}");

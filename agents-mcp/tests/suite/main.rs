@@ -25,5 +25,6 @@ mod mcp_http;
 mod mcp_http_cross_user;
 mod mcp_import;
 mod mcp_import_ts;
+mod mcp_origins;
 mod mcp_outcomes;
 mod mcp_stdio;

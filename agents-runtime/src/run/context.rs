@@ -55,8 +55,8 @@ pub(super) struct RunCtx<A> {
     /// The secret values of every call of the run so far, masked in the texts the run's end
     /// derives (its outcome's error, the provider failures it records).
     secrets: Mutex<CallSecrets>,
-    /// The session's tool results and user messages, for the egress provenance check; only
-    /// when the agent has a tool that reaches the outside world (shared with the session, so
+    /// The session's tool results and user messages, for the provenance check; only when the
+    /// agent has an action or a tool that reaches the outside world (shared with the session, so
     /// later turns see earlier results).
     ledger: Option<Arc<Mutex<Ledger>>>,
     /// How the run writes its records and events (its ids, the event bus, its list of calls).
@@ -120,8 +120,11 @@ impl<A: Registry> RunCtx<A> {
         cancel: CancellationToken,
         direct: Option<DirectConfirm>,
     ) -> Arc<Self> {
-        let reaches_out = A::tools().iter().any(|t| t.policy.reaches_out() && t.tier != Tier::Handoff);
-        let ledger = reaches_out
+        // Every proposal's card says where its values came from; a read that reaches out is
+        // checked before it runs: the session's results are kept for either.
+        let assessed =
+            A::tools().iter().any(|t| t.tier == Tier::Action || (t.policy.reaches_out() && t.tier != Tier::Handoff));
+        let ledger = assessed
             .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
         let ids = Arc::new(ids);
         Arc::new(RunCtx::<A> {
@@ -202,11 +205,11 @@ impl<A: Registry> RunCtx<A> {
         lock(&self.secrets).text(text)
     }
 
-    /// Keeps a tool result for the egress provenance check (when the agent has a tool that
-    /// reaches out).
-    pub(super) fn note_result(&self, call_id: &str, tool: &str, result: &Value) {
+    /// Keeps a tool result for the provenance check (when the agent has a tool that reaches
+    /// out, or an action).
+    pub(super) fn note_result(&self, call_id: &str, spec: &'static ToolSpec, result: &Value) {
         if let Some(l) = &self.ledger {
-            lock(l).result(tool, call_id, result);
+            lock(l).result(spec.name, call_id, spec.import.is_some(), result);
         }
     }
 
@@ -310,8 +313,8 @@ impl<A: Registry> Run for RunCtx<A> {
         RunCtx::provenance_of(self, args)
     }
 
-    fn note_result(&self, call_id: &str, tool: &str, result: &Value) {
-        RunCtx::note_result(self, call_id, tool, result);
+    fn note_result(&self, call_id: &str, spec: &'static ToolSpec, result: &Value) {
+        RunCtx::note_result(self, call_id, spec, result);
     }
 
     fn approval(

@@ -43,6 +43,7 @@ impl Runtime {
                 run_id: p.run_id,
                 session_id: Some(p.session_id),
                 why: p.detail.get(detail::WHY).and_then(Value::as_str).map(str::to_owned),
+                origins: p.detail.get(detail::ORIGINS).and_then(|o| serde_json::from_value(o.clone()).ok()),
                 tool: p.tool,
                 title: p.title,
                 arguments: p.args,

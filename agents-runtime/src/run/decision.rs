@@ -151,6 +151,17 @@ pub enum DecisionError {
     AuthorityChanged(String),
 }
 
+/// What a proposal's card says beyond the call itself: why a person is asked (a read that
+/// reaches out) or the warning (an action whose values came from content the user did not
+/// write), and where each argument value came from.
+#[derive(Debug, Clone, Default)]
+pub(in crate::run) struct Card {
+    /// The sentence(s) the card shows; `None`: nothing to warn about.
+    pub(in crate::run) why: Option<String>,
+    /// Every argument value's origin (`None` for a call the check did not assess).
+    pub(in crate::run) origins: Option<crate::provenance::Provenance>,
+}
+
 /// What a person is asked to decide.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConfirmRequest {
@@ -175,8 +186,12 @@ pub struct ConfirmRequest {
     pub description: String,
     /// Why a person is asked when the tool alone would not say: for a tool that reaches the
     /// outside world, which argument was copied from which tool result ("argument `url` was
-    /// copied from the result of `read_email` (call c1)"). `None` for a plain action.
+    /// copied from the result of `read_email` (call c1)"); for an action, the warning that
+    /// values came from content the user did not write. `None` when nothing is flagged.
     pub why: Option<String>,
+    /// Where each argument value came from (see [`crate::provenance`]); `None` for a call
+    /// the check did not assess.
+    pub origins: Option<crate::provenance::Provenance>,
 }
 
 /// The arguments of a proposal as its decider sees them: the exact values the call will be

@@ -46,6 +46,10 @@ pub struct PendingDecision {
     /// Absent for a plain action.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Where each argument value came from, as the card shows it (see
+    /// [`crate::provenance`]); absent for a call the check did not assess.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origins: Option<crate::provenance::Provenance>,
     /// The arguments as the tool will receive them, secret values included: the card of the
     /// person the run acts for (the only principal this list is ever made for). Not
     /// serialized: a front end adds it deliberately to the answer for that person.
@@ -73,6 +77,7 @@ pub(super) mod detail {
     pub(in crate::run) const SLOT: &str = "slot";
     pub(in crate::run) const REQUEST: &str = "request_id";
     pub(in crate::run) const WHY: &str = "why";
+    pub(in crate::run) const ORIGINS: &str = "origins";
     /// Set on a proposal that waits in its session for the user's next message.
     pub(in crate::run) const CONVERSATIONAL: &str = "conversational";
 }
@@ -128,10 +133,11 @@ pub(super) fn detail_of(
     arguments: &Value,
     slot: Option<&str>,
     request_id: &str,
-    why: Option<&str>,
+    card: &super::decision::Card,
 ) -> Value {
     json!({
-        detail::WHY: why,
+        detail::WHY: card.why,
+        detail::ORIGINS: card.origins,
         detail::ROLE: principal.role,
         detail::AGENT: agent,
         detail::MANIFEST: manifest,

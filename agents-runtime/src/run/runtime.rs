@@ -66,6 +66,7 @@ pub struct RuntimeBuilder {
     state: crate::tool::AppState,
     principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
     budget_thresholds: Vec<f64>,
+    untrusted: crate::untrusted::UntrustedPolicies,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -236,6 +237,24 @@ impl RuntimeBuilder {
     /// Overrides the agent's declared limits.
     pub fn limits(mut self, l: Limits) -> Self {
         self.limits = Some(l);
+        self
+    }
+    /// What happens to a proposal of `tool` one of whose values came from content the user did
+    /// not write (a tool result, an imported tool's result, a retrieved document): flagged on
+    /// its card (the default) or refused before anyone is asked. See [`crate::untrusted`].
+    pub fn untrusted_policy(mut self, tool: &str, policy: crate::untrusted::UntrustedPolicy) -> Self {
+        self.untrusted.set(tool, None, policy);
+        self
+    }
+    /// As [`untrusted_policy`](Self::untrusted_policy), for one top-level argument of `tool`
+    /// (`to`: every value within it); it wins over the tool's own policy.
+    pub fn untrusted_argument_policy(
+        mut self,
+        tool: &str,
+        argument: &str,
+        policy: crate::untrusted::UntrustedPolicy,
+    ) -> Self {
+        self.untrusted.set(tool, Some(argument), policy);
         self
     }
     /// The system prompt.
@@ -452,6 +471,7 @@ impl RuntimeBuilder {
                     values: self.values,
                     limits: self.limits,
                     system_prompt: self.system_prompt,
+                    untrusted: self.untrusted,
                     node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
                     decision_poll: self.decision_poll,
                     slot_lease: self.slot_lease,
@@ -572,6 +592,7 @@ impl Runtime {
             state: crate::tool::AppState::default(),
             principals: None,
             budget_thresholds: crate::budget::DEFAULT_BUDGET_THRESHOLDS.to_vec(),
+            untrusted: crate::untrusted::UntrustedPolicies::default(),
         }
     }
 

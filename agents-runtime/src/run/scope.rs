@@ -50,11 +50,11 @@ pub(in crate::run) trait Run: Send + Sync + Sized + 'static {
     /// Remembers a call's secret values for the texts the run derives later.
     fn remember_secrets(&self, secrets: &CallSecrets);
 
-    /// Where the values of `args` came from (a tool that reaches out).
+    /// Where the values of `args` came from (a tool that reaches out, or an action).
     fn provenance_of(&self, args: &Value) -> Provenance;
 
-    /// Keeps a tool result for the egress provenance check.
-    fn note_result(&self, call_id: &str, tool: &str, result: &Value);
+    /// Keeps a tool result for the provenance check.
+    fn note_result(&self, call_id: &str, spec: &'static ToolSpec, result: &Value);
 
     /// The approval a call a person confirms redeems (taken from the turn: used at most once),
     /// and the call id its records carry.

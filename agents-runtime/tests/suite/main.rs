@@ -51,6 +51,7 @@ mod run_events;
 mod run_history;
 mod run_interceptors;
 mod run_limits;
+mod run_origins;
 mod run_proposals;
 mod run_records;
 mod run_redaction_fuzz;

@@ -125,6 +125,7 @@ try {
   await card.waitFor();
   const oldCall = await card.getAttribute("data-call");
   check((await card.locator("dd").allTextContents()).includes("U21"), "the first proposal is not for U21");
+  check(await card.locator("p.warning").count() === 0, "the user's own values carry a warning");
   await card.getByLabel(/Change to ask for/).fill("squad U23 instead");
   await card.getByRole("button", { name: "Ask for this change" }).click();
   const changed = page.locator("article.card", { hasText: "Move athlete to squad" }).filter({ hasText: "U23" });
@@ -140,6 +141,32 @@ try {
   const oldStatuses = oldRecords.records.map((r) => r.status);
   check(JSON.stringify(oldStatuses) === JSON.stringify(["proposed", "rejected"]), "the old call: " + oldStatuses);
   check(oldRecords.records[1].reason.includes("change requested: squad U23 instead"), "the old call's reason: " + oldRecords.records[1].reason);
+
+  // A squad the model copied from a note in a tool result: the card warns in the runtime's
+  // words and marks the argument; the person's own values (above) carried no warning.
+  await send(page, "move ath-1 to the squad the coach's note names");
+  card = page.locator("article.card", { hasText: "Move athlete to squad" }).filter({ hasText: "Academy-North" });
+  await card.waitFor();
+  const warning = await card.locator("p.warning").textContent();
+  check(warning.includes("argument `squad` was copied from the result of `list_athletes`"), "the card does not warn: " + warning);
+  check(await card.locator('dd.flagged').allTextContents().then((t) => JSON.stringify(t)) === '["Academy-North"]',
+    "the copied argument is not the one marked");
+  await shot(page, "04c-warned");
+  const warnedCall = await card.getAttribute("data-call");
+  await card.getByRole("button", { name: "Reject" }).click();
+  await page.locator(`article.card[data-call="${warnedCall}"]`).waitFor({ state: "detached" });
+  // The audit log keeps where the values came from, not the values.
+  let warnedRecords = { records: [] };
+  for (let i = 0; i < 100 && !warnedRecords.records.some((r) => r.status === "rejected"); i++) {
+    if (i > 0) await page.waitForTimeout(200);
+    warnedRecords = await page.evaluate(async (id) =>
+      (await fetch("/v1/audit?call=" + encodeURIComponent(id), { headers: { "x-agents-console": "1" } })).json(), warnedCall);
+  }
+  const warnedStatuses = warnedRecords.records.map((r) => r.status);
+  check(JSON.stringify(warnedStatuses) === JSON.stringify(["proposed", "rejected"]), "the warned call: " + warnedStatuses);
+  const origins = warnedRecords.records[0].reason || "";
+  check(origins.includes("`squad` from the result of `list_athletes`") && !origins.includes("Academy-North"),
+    "the proposed record's origins: " + origins);
 
   // A third, decided after a reload of the page.
   await send(page, "change the portal password of ath-1 to " + SECRET_2);

@@ -155,7 +155,7 @@ async fn confirm(
     decider: &Decider<'_>,
     event: Event,
 ) -> io::Result<()> {
-    let Event::ConfirmRequired { call_id, tool, title, args, risk, .. } = event else { return Ok(()) };
+    let Event::ConfirmRequired { call_id, tool, title, args, risk, why, .. } = event else { return Ok(()) };
     screen.audit()?;
     // The event and the audit log hold the arguments masked; the person deciding is shown
     // them as the tool will receive them, values they typed included.
@@ -170,6 +170,9 @@ async fn confirm(
     writeln!(screen.out, "  │  {tool} {}", crate::console::canonical(shown))?;
     if shown != &args {
         writeln!(screen.out, "  │  (values the audit log masks are shown to you only)")?;
+    }
+    if let Some(why) = &why {
+        writeln!(screen.out, "{}", crate::console::warning_line(why))?;
     }
     write!(screen.out, "  └─ Approve? [y/N] ")?;
     let verdict = answer(screen, decider, &tool).await?;

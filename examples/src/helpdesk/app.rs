@@ -204,9 +204,12 @@ async fn turn(
 fn show_event(screen: &mut Screen<'_>, event: Event) -> io::Result<()> {
     match event {
         Event::ToolCall { tool, args, .. } => screen.tool_call("deskloop", &tool, args.as_ref())?,
-        Event::ConfirmRequired { title, tool, args, risk, .. } => {
+        Event::ConfirmRequired { title, tool, args, risk, why, .. } => {
             writeln!(screen.out, "  ┌─ Proposal: {title}   [risk: {risk}]")?;
             writeln!(screen.out, "  │  {tool} {}", canonical(&args))?;
+            if let Some(why) = &why {
+                writeln!(screen.out, "{}", crate::console::warning_line(why))?;
+            }
             writeln!(screen.out, "  └─ nothing ran; waiting for your reply (yes / no)")?;
         }
         Event::ToolResult { tool, status, .. } => writeln!(screen.out, "  {tool} {status}")?,

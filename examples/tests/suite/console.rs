@@ -48,3 +48,16 @@ async fn events_published_before_a_record_are_shown_before_it() {
     // Shown as the log writes it: canonical numbers.
     assert_eq!(lines[2], "[audit # 1] proposed    open_ticket (call_1) tier=action args={\"severity\":3}");
 }
+
+#[test]
+fn a_cards_warning_is_the_runtimes_sentence_escaped_for_the_terminal() {
+    let why = "argument `to` was copied from the result of `read_inbox` (call c1) at `body`\u{1b}[2J";
+    let line = examples::console::warning_line(why);
+    assert!(
+        line.contains(
+            "check before deciding: argument `to` was copied from the result of `read_inbox` (call c1) at `body`"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}'), "a control character in the sentence cannot repaint the terminal: {line:?}");
+}

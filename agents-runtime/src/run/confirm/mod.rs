@@ -19,7 +19,7 @@ pub(super) use super::ledger::Confirmation;
 
 use super::context::{CallOutcome, RunCtx};
 use super::decision::{ConfirmMode, DirectConfirm};
-use super::gate::action::Ask;
+use super::gate::action::{Ask, Card};
 use super::gate::checked::Checked;
 use super::gate::execute::ActionFn;
 use super::record::RecordOf;
@@ -48,10 +48,10 @@ impl<A: Registry> Ask for RunCtx<A> {
         raw: serde_json::Value,
         run: ActionFn,
         typed: ErasedArgs,
-        why: Option<String>,
+        card: Card,
     ) -> CallOutcome {
         let ctx = checked.ctx;
-        let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, why);
+        let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, card);
         match &ctx.direct {
             None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
                 Conversational { approved }.decide(confirmation).await

@@ -8,6 +8,7 @@
 use super::checked::Checked;
 use super::execute::ActionFn;
 use crate::run::call::CallOutcome;
+pub(in crate::run) use crate::run::decision::Card;
 use crate::run::record::RecordOf;
 use crate::run::scope::Run;
 use crate::token::ConfirmationToken;
@@ -17,7 +18,7 @@ use crate::tool::ErasedArgs;
 /// call and hands the call to it (`confirm`, for a run's context).
 pub(in crate::run) trait Ask: Run {
     /// Asks about `checked` (its arguments' MAC `args_hash`, the arguments as the tool
-    /// receives them `raw`, why a person must decide `why`) and ends it, running `run` only on
+    /// receives them `raw`, what its card says beyond the call `card`) and ends it, running `run` only on
     /// an approval bound to exactly these arguments; `approved`: the approval the turn holds.
     #[allow(clippy::too_many_arguments)]
     fn ask<'a, F: RecordOf + Send + Sync + 'a>(
@@ -27,7 +28,7 @@ pub(in crate::run) trait Ask: Run {
         raw: serde_json::Value,
         run: ActionFn,
         typed: ErasedArgs,
-        why: Option<String>,
+        card: Card,
     ) -> impl Future<Output = CallOutcome> + Send + 'a;
 
     /// Why the principal the run acts for no longer holds, when the runtime reads it again
@@ -44,7 +45,7 @@ pub(super) async fn call<R: Ask>(
     raw: serde_json::Value,
     run: ActionFn,
     typed: ErasedArgs,
-    why: Option<String>,
+    card: Card,
 ) -> CallOutcome {
-    R::ask(checked, args_hash, approved, raw, run, typed, why).await
+    R::ask(checked, args_hash, approved, raw, run, typed, card).await
 }

@@ -39,7 +39,7 @@ pub(in crate::run) fn finish_call<'a, R: Run>(
             // text is written once: its length is the bound's measure and the digest covers it;
             // only a result over the bound (or a raw-results runtime) is measured again and cut.
             let value = secrets.value(value);
-            ctx.note_result(call.id, spec.name, &value);
+            ctx.note_result(call.id, spec, &value);
             let max = ctx.settings().max_result_bytes;
             let (value, cut, kept) = match ctx.recorder().digest_within(&value, max) {
                 Some(kept) => (value, None, kept),

@@ -25,7 +25,7 @@
 //! reaches out.
 
 use crate::capability::NetAccess;
-use crate::provenance::{Provenance, normalise};
+use crate::provenance::normalise;
 use agents_core::ToolSpec;
 use serde_json::Value;
 
@@ -94,28 +94,6 @@ fn strings(value: &Value, f: &mut impl FnMut(&str)) {
         Value::Array(a) => a.iter().for_each(|v| strings(v, f)),
         Value::Object(o) => o.values().for_each(|v| strings(v, f)),
         _ => {}
-    }
-}
-
-/// The notice record's reason: each classified value's origin in words (no values).
-pub(super) fn describe(p: &Provenance) -> String {
-    use crate::provenance::{Match, Origin};
-    let mut parts = Vec::new();
-    for a in &p.args {
-        let name = a.pointer.trim_start_matches('/');
-        let from = match (&a.origin, a.matched) {
-            (_, Match::TooShort) => continue,
-            (Origin::User, _) => "the user".to_owned(),
-            (Origin::Application, _) => "the application".to_owned(),
-            (Origin::ToolResult { tool, call_id }, _) => format!("the result of `{tool}` (call {call_id})"),
-            _ => "unknown".to_owned(),
-        };
-        parts.push(format!("`{name}` from {from}"));
-    }
-    if parts.is_empty() {
-        "provenance: no argument value long enough to classify".to_owned()
-    } else {
-        format!("provenance: {}", parts.join(", "))
     }
 }
 

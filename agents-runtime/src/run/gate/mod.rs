@@ -1,9 +1,10 @@
 //! The gate every tool call passes: lookup in the availability snapshot → (with a principal
-//! source, who the run acts for, read again: `authority`) → strict parse →
-//! typed parse → permission → (a tool that reaches out: its arguments' provenance) →
-//! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the call's
-//! tier (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value
-//! copied from a tool result goes the action's way: a person decides first ([`egress`]).
+//! source, who the run acts for, read again: `authority`) → strict parse → typed parse →
+//! permission → (a tool that reaches out, an action: its arguments' provenance) →
+//! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the card (an
+//! action's warning; the application's policy may refuse it here) → the call's tier (`read`,
+//! `action`, `handoff`). A read call of a tool that reaches out with a value copied from a tool
+//! result goes the action's way: a person decides first ([`egress`]).
 //!
 //! The gate takes a run as a [`Run`](super::scope::Run): its recorder (every record the gate
 //! writes goes through [`Recorder`](super::recorder::Recorder), borrowed from the run), the
@@ -32,8 +33,9 @@ use super::secrets::{self, CallSecrets};
 use crate::audit::AuditStatus;
 use crate::events::Event;
 use crate::interceptor::{Decision, Interception};
+use crate::provenance::Provenance;
 use crate::tool::{ErasedArgs, Handler, RegisteredTool, Registry};
-use action::Ask;
+use action::{Ask, Card};
 use agents_core::Agent;
 use agents_core::redact::SecretSchema;
 use agents_core::{SharedValue, Tier, ToolSpec};
@@ -50,9 +52,12 @@ struct Admitted {
     args_hash: String,
     redacted: SharedValue,
     secrets: CallSecrets,
-    /// Why a person must decide on this call although it is a read (or, for an action, what
-    /// its card adds): an argument copied from a tool result into a tool that reaches out.
+    /// Why a person must decide on this call although it is a read (an argument copied from
+    /// a tool result into a tool that reaches out), or, for an action, the card's warning:
+    /// the arguments whose values came from content the user did not write.
     why: Option<String>,
+    /// Where each argument value came from: every action, and a read a person decides on.
+    origins: Option<Provenance>,
 }
 
 /// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
@@ -94,7 +99,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
                 Err(refused) => return refused,
             }
         };
-        let Admitted { typed, raw, args_hash, redacted, secrets, why } = admitted;
+        let Admitted { typed, raw, args_hash, redacted, secrets, why, origins } = admitted;
         // Conversational mode: the call the model re-issues after the user confirmed carries
         // the proposal's token; its records keep the proposal's call id so the proposal, the
         // confirmation and the execution join in the audit log.
@@ -119,15 +124,17 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
             Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
             // A read that carries a value copied from a tool result out: decided like an action.
             Handler::Read(run) if matches!(why, Some(_)) => {
-                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await
+                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card { why, origins })).await
             }
             Handler::Read(run) => {
                 // Only actions are approved, and only they keep their raw arguments; neither is
                 // kept in the gate's future across the waits.
-                drop((approved, raw, why));
+                drop((approved, raw, why, origins));
                 await_in_place!(read::call(checked, shared_call_id.clone(), run, typed))
             }
-            Handler::Action(run) => Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, why)).await,
+            Handler::Action(run) => {
+                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card { why, origins })).await
+            }
         }
     }
     .instrument(span)
@@ -204,22 +211,21 @@ async fn check<R: Ask>(
         let shown = secrets.value(ctx.recorder().redact_args(schema, &args));
         return Err(ctx.recorder().deny(call, Some(spec), Some(shown), reason).await);
     }
-    // A tool that reaches out: where its argument values came from, for the interceptors.
+    // A tool that reaches out, and an action: where its argument values came from, for the
+    // interceptors, the egress check and the card.
     let reaches_out = spec.policy.reaches_out() && spec.tier != Tier::Handoff;
-    let mut provenance = if reaches_out { Some(ctx.provenance_of(&args)) } else { None };
+    let assessed = reaches_out || spec.tier == Tier::Action;
+    let mut provenance = if assessed { Some(ctx.provenance_of(&args)) } else { None };
     // Boxed, and skipped without interceptors: their state is not kept in every call's future.
     let replaced = if ctx.services().interceptors.is_empty() {
         false
     } else {
         Box::pin(intercept(ctx, call, entry, schema, &mut args, &mut typed, &secrets, provenance.as_ref())).await?
     };
-    let mut why = None;
-    if reaches_out {
-        if replaced {
-            provenance = Some(ctx.provenance_of(&args));
-        }
-        why = Box::pin(egress_check(ctx, call, spec, schema, &args, &secrets, provenance.unwrap_or_default())).await?;
+    if replaced && assessed {
+        provenance = Some(ctx.provenance_of(&args));
     }
+    let (why, origins) = Box::pin(card(ctx, call, spec, schema, &args, &secrets, provenance)).await?;
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
@@ -228,7 +234,36 @@ async fn check<R: Ask>(
         (String::new(), Value::Null)
     };
     let redacted = final_redacted::<R>(ctx, schema, args, &mut secrets);
-    Ok(Admitted { typed, raw, args_hash, redacted, secrets, why })
+    Ok(Admitted { typed, raw, args_hash, redacted, secrets, why, origins })
+}
+
+/// What a call's card says: for a tool that reaches out, the egress check (its hosts, its
+/// `notice`) and why a read must wait for a person; for an action, its warning. Every call a
+/// person decides on keeps its origins; a proposal the application's policy refuses for a
+/// value from content the user did not write is denied here, before anyone is asked.
+async fn card<R: Run>(
+    ctx: &Arc<R>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    schema: SecretSchema<'static>,
+    args: &Value,
+    secrets: &CallSecrets,
+    provenance: Option<Provenance>,
+) -> Result<(Option<String>, Option<Provenance>), CallOutcome> {
+    let mut why = None;
+    if spec.policy.reaches_out() && spec.tier != Tier::Handoff {
+        let p = provenance.clone().unwrap_or_default();
+        why = Box::pin(egress_check(ctx, call, spec, schema, args, secrets, p)).await?;
+    }
+    let origins = if spec.tier == Tier::Action || why.is_some() { provenance } else { None };
+    if spec.tier == Tier::Action {
+        why = origins.as_ref().and_then(Provenance::warning);
+    }
+    if let Some(reason) = ctx.settings().untrusted.refusal(spec.name, origins.as_ref()) {
+        let shown = secrets.value(ctx.recorder().redact_args(schema, args));
+        return Err(ctx.recorder().deny(call, Some(spec), Some(shown), secrets.text(&reason)).await);
+    }
+    Ok((why, origins))
 }
 
 /// The records' redacted copy of a call's final arguments: the value itself when nothing in it
@@ -271,7 +306,7 @@ async fn egress_check<R: Run>(
     schema: SecretSchema<'static>,
     args: &Value,
     secrets: &CallSecrets,
-    provenance: crate::provenance::Provenance,
+    provenance: Provenance,
 ) -> Result<Option<String>, CallOutcome> {
     // An imported tool's hosts are its server's business, not a policy of ours: its arguments
     // reach only that server, so only their provenance is checked.
@@ -286,7 +321,7 @@ async fn egress_check<R: Run>(
         result: Some(crate::audit::AuditResult::Value(serde_json::to_value(&provenance).unwrap_or(Value::Null))),
         // An imported tool's notice names its server and pin, as its other records do.
         import: ctx.recorder().import_of(spec),
-        ..RecordFields::new(AuditStatus::Notice).reason(egress::describe(&provenance))
+        ..RecordFields::new(AuditStatus::Notice).reason(provenance.describe())
     };
     if ctx.recorder().audit(notice).await.is_err() {
         return Err(CallOutcome::err("the audit log is unavailable; nothing ran"));
@@ -329,7 +364,7 @@ async fn intercept<R: Run>(
     args: &mut Value,
     typed: &mut ErasedArgs,
     secrets: &CallSecrets,
-    provenance: Option<&crate::provenance::Provenance>,
+    provenance: Option<&Provenance>,
 ) -> Result<bool, CallOutcome> {
     let spec = entry.spec;
     let mut replaced_any = false;
@@ -406,7 +441,7 @@ async fn substitute<R: Run>(
     if substituted.await.is_err() {
         return CallOutcome::err("the audit log is unavailable; nothing ran");
     }
-    ctx.note_result(call.id, spec.name, &result);
+    ctx.note_result(call.id, spec, &result);
     ctx.recorder().emit_result(call.id, spec.name, AuditStatus::Substituted, Some(&result));
     CallOutcome::ok(result)
 }

@@ -6,7 +6,7 @@
 use crate::audit::AuditStatus;
 use crate::events::Event;
 use crate::run::context::RunCtx;
-use crate::run::decision::{ConfirmRequest, DeciderView, Undecided};
+use crate::run::decision::{Card, ConfirmRequest, DeciderView, Undecided};
 use crate::run::gate::checked::Checked;
 use crate::run::gate::execute::ActionFn;
 use crate::run::owed::FinalOwed;
@@ -85,8 +85,9 @@ pub(in crate::run) struct Proposal<'a, A, F> {
     raw: Value,
     /// A normalized description of exactly what would run.
     pub(in crate::run) description: String,
-    /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]).
-    pub(in crate::run) why: Option<String>,
+    /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]), and
+    /// where each argument value came from.
+    pub(in crate::run) card: Card,
 }
 
 impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
@@ -103,7 +104,8 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             title: self.title().into(),
             args: redacted.as_value().clone(),
             risk: spec.risk,
-            why: self.why.clone(),
+            why: self.card.why.clone(),
+            origins: self.card.origins.clone(),
         }
     }
 
@@ -129,10 +131,15 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         self.record(AuditStatus::Skipped, reason).await
     }
 
-    /// Writes this call's `proposed` record; whether the log took it.
+    /// Writes this call's `proposed` record (its reason: where each argument value came from,
+    /// without the values); whether the log took it.
     pub(super) async fn propose(&self) -> bool {
         let Checked { ctx, base, redacted, .. } = &self.checked;
-        ctx.audit(base(AuditStatus::Proposed, redacted.clone())).await.is_ok()
+        let mut fields = base(AuditStatus::Proposed, redacted.clone());
+        if let Some(origins) = &self.card.origins {
+            fields = fields.reason(origins.describe());
+        }
+        ctx.audit(fields).await.is_ok()
     }
 
     /// The final record a proposal owes from now on, `status` unless written otherwise.
@@ -184,7 +191,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
                 &self.raw,
                 slot,
                 ctx.ids.request_id.as_str(),
-                self.why.as_deref(),
+                &self.card,
             ),
             seal: String::new(),
         };
@@ -204,7 +211,8 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             decider_args: DeciderView::new(self.raw.clone()),
             risk: spec.risk.as_str().into(),
             description: self.description.clone(),
-            why: self.why.clone(),
+            why: self.card.why.clone(),
+            origins: self.card.origins.clone(),
         }
     }
 }
@@ -216,7 +224,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         raw: Value,
         run: ActionFn,
         typed: ErasedArgs,
-        why: Option<String>,
+        card: Card,
     ) -> Self {
         let spec = checked.spec;
         let mut description = format!(
@@ -225,9 +233,9 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             spec.name,
             agents_core::canonical::to_string(&checked.redacted)
         );
-        if let Some(why) = &why {
+        if let Some(why) = &card.why {
             description.push_str(&format!(" (needs confirmation: {why})"));
         }
-        Confirmation { proposal: Proposal { checked, args_hash, raw, description, why }, run, typed }
+        Confirmation { proposal: Proposal { checked, args_hash, raw, description, card }, run, typed }
     }
 }

@@ -29,6 +29,8 @@ pub(in crate::run) struct Settings {
     pub(in crate::run) values: agents_core::audit::AuditValues,
     pub(in crate::run) limits: Option<Limits>,
     pub(in crate::run) system_prompt: String,
+    /// What happens to a proposal fed by content the user did not write.
+    pub(in crate::run) untrusted: crate::untrusted::UntrustedPolicies,
     /// This runtime's name in the store's execution claims.
     pub(in crate::run) node_id: String,
     /// How often a call waiting for a decision looks in the store for one made elsewhere.
