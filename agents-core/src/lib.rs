@@ -17,6 +17,7 @@ pub mod redact;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod secret;
+pub mod skill;
 pub mod shared_str;
 pub mod shared_value;
 pub mod strict;

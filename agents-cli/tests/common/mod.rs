@@ -120,6 +120,7 @@ pub fn helpdesk_v1() -> Manifest {
         input: "HelpdeskRequest".into(),
         output: "HelpdeskReply".into(),
         skills: vec![
+        unskilled: Default::default(),
             SkillEntry { name: "leave".into(), tools: strings(&["get_leave_balance", "submit_leave"]) },
             SkillEntry { name: "tickets".into(), tools: strings(&["lookup_policy", "open_ticket"]) },
         ],
