@@ -17,9 +17,9 @@ pub mod redact;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod secret;
-pub mod skill;
 pub mod shared_str;
 pub mod shared_value;
+pub mod skill;
 pub mod strict;
 pub mod terminal;
 pub mod tool;

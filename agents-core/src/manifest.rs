@@ -5,8 +5,8 @@
 
 use crate::agent::{AgentSpec, Limits};
 use crate::budget::BudgetEntry;
-use crate::skill::Unskilled;
 use crate::models::{ModelEntry, ModelEntryError};
+use crate::skill::Unskilled;
 use crate::tool::{Risk, Tier, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

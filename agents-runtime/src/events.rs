@@ -115,6 +115,15 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// The skill the run works within was chosen: only the tools it offers are offered.
+    SkillChosen {
+        /// The run.
+        run_id: String,
+        /// The skill's name.
+        skill: String,
+        /// Who chose it: the application or the model.
+        by: agents_core::skill::SkillChooser,
+    },
 }
 
 /// Where a running run is (the `status` of an [`Event::Status`]).

@@ -26,7 +26,10 @@ pub(super) fn diff_skills(old: &Manifest, new: &Manifest, out: &mut Vec<Change>)
             } else if skill.tools.iter().any(|t| t == tool) {
                 format!("action tool `{tool}` moved into skill `{}`", skill.name)
             } else {
-                format!("action tool `{tool}` is offered under skill `{}` as a tool no skill lists (`unskilled: shared`)", skill.name)
+                format!(
+                    "action tool `{tool}` is offered under skill `{}` as a tool no skill lists (`unskilled: shared`)",
+                    skill.name
+                )
             };
             out.push(change(
                 ChangeKind::Widening,
@@ -86,9 +89,10 @@ fn unskilled(a: &AgentEntry, b: &AgentEntry, out: &mut Vec<Change>) {
     }
     let (kind, why) = match b.unskilled {
         Unskilled::None => (ChangeKind::Narrowing, "tools no skill lists are no longer offered under any skill"),
-        Unskilled::Shared => {
-            (ChangeKind::Neutral, "tools no skill lists are now offered under every skill (each action among them is listed as a widening)")
-        }
+        Unskilled::Shared => (
+            ChangeKind::Neutral,
+            "tools no skill lists are now offered under every skill (each action among them is listed as a widening)",
+        ),
     };
     out.push(change(
         kind,

@@ -79,17 +79,26 @@ fn an_action_moved_into_a_skill_widens_and_moved_out_does_not() {
 
 #[test]
 fn sharing_unskilled_tools_widens_only_when_an_action_is_among_them() {
-    let (old, new) = (manifest(&[("triage", &["lookup"])], Unskilled::None), manifest(&[("triage", &["lookup"])], Unskilled::Shared));
+    let (old, new) = (
+        manifest(&[("triage", &["lookup"])], Unskilled::None),
+        manifest(&[("triage", &["lookup"])], Unskilled::Shared),
+    );
     let d = diff(&old, &new);
     assert!(d.has_widening(), "{d}");
     assert!(d.changes.iter().any(|c| c.rule == Rule::UnskilledChanged && c.kind == ChangeKind::Neutral), "{d}");
-    assert!(d.changes.iter().any(|c| c.rule == Rule::SkillReachesAction && c.reason.contains("unskilled: shared")), "{d}");
+    assert!(
+        d.changes.iter().any(|c| c.rule == Rule::SkillReachesAction && c.reason.contains("unskilled: shared")),
+        "{d}"
+    );
     // Back to `none`: a narrowing, nothing widens.
     let back = diff(&new, &old);
     assert!(!back.has_widening(), "{back}");
     assert_eq!(rules(&new, &old), vec![(Rule::UnskilledChanged, ChangeKind::Narrowing)]);
     // Every action already in a skill: sharing the rest (a read, a handoff) widens nothing.
-    let (old, new) = (manifest(&[("decide", &["submit"])], Unskilled::None), manifest(&[("decide", &["submit"])], Unskilled::Shared));
+    let (old, new) = (
+        manifest(&[("decide", &["submit"])], Unskilled::None),
+        manifest(&[("decide", &["submit"])], Unskilled::Shared),
+    );
     assert_eq!(rules(&old, &new), vec![(Rule::UnskilledChanged, ChangeKind::Neutral)]);
 }
 
@@ -107,8 +116,9 @@ fn unskilled_none_is_left_out_of_the_manifest_and_shared_is_written() {
 /// Every layout: each of two skills absent or present with any subset of the three tools,
 /// and `unskilled` either way.
 fn layouts() -> Vec<(Vec<(&'static str, Vec<&'static str>)>, Unskilled)> {
-    let subsets: Vec<Vec<&str>> =
-        (0..8u8).map(|m| TOOLS.iter().enumerate().filter(|(i, _)| m & (1 << i) != 0).map(|(_, t)| t.0).collect()).collect();
+    let subsets: Vec<Vec<&str>> = (0..8u8)
+        .map(|m| TOOLS.iter().enumerate().filter(|(i, _)| m & (1 << i) != 0).map(|(_, t)| t.0).collect())
+        .collect();
     let choices: Vec<Option<&Vec<&str>>> = std::iter::once(None).chain(subsets.iter().map(Some)).collect();
     let mut out = Vec::new();
     for a in &choices {
@@ -137,15 +147,12 @@ fn actions_offered(skills: &[(&str, Vec<&str>)], unskilled: Unskilled, name: &st
 #[test]
 fn the_diff_widens_exactly_when_a_skill_reaches_an_action_it_did_not() {
     let all = layouts();
-    let built: Vec<Manifest> = all
-        .iter()
-        .map(|(s, u)| manifest(&s.iter().map(|(n, t)| (*n, t.as_slice())).collect::<Vec<_>>(), *u))
-        .collect();
+    let built: Vec<Manifest> =
+        all.iter().map(|(s, u)| manifest(&s.iter().map(|(n, t)| (*n, t.as_slice())).collect::<Vec<_>>(), *u)).collect();
     for (i, (sa, ua)) in all.iter().enumerate() {
         for (j, (sb, ub)) in all.iter().enumerate() {
-            let expected = sb.iter().any(|(name, _)| {
-                !actions_offered(sb, *ub, name).is_subset(&actions_offered(sa, *ua, name))
-            });
+            let expected =
+                sb.iter().any(|(name, _)| !actions_offered(sb, *ub, name).is_subset(&actions_offered(sa, *ua, name)));
             let d = diff(&built[i], &built[j]);
             assert_eq!(d.has_widening(), expected, "{sa:?} {ua:?} -> {sb:?} {ub:?}:\n{d}");
         }

@@ -7,6 +7,7 @@
 mod codegen;
 mod model;
 mod parse;
+mod skill_enum;
 mod surface;
 
 use crate::chain;

@@ -303,6 +303,7 @@ mod scope;
 mod secrets;
 mod session;
 mod shared;
+mod skill;
 mod slot;
 mod spend;
 mod sync;
@@ -325,3 +326,4 @@ pub use runtime::{
 };
 pub use session::{DirectResult, DirectSession};
 pub use shared::{DisabledFallback, DisabledTools};
+pub use skill::CHOICE_TOOL;

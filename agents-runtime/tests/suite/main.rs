@@ -54,6 +54,7 @@ mod run_records;
 mod run_redaction_fuzz;
 mod run_result;
 mod run_sessions;
+mod run_skills;
 mod run_smoke;
 mod secret_by_type;
 mod session_memory;

@@ -15,7 +15,9 @@ use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
 use agents_runtime::{Agent, BoxFuture, RunStatus, Runtime, Tier, Verdict};
 use examples::console::format_record;
 use examples::kyc::app::{DemoFiles, MAX_TOOL_CALLS_PER_RUN, analyst, run_demo};
-use examples::kyc::{ApprovalDecision, DecisionKind, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with};
+use examples::kyc::{
+    ApprovalDecision, DecisionKind, KycReviewer, KycReviewerSkill, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with,
+};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -139,7 +141,11 @@ async fn a_malformed_decision_is_refused_with_a_clear_error_and_audited() {
         ]));
         let sink = Arc::new(MemorySink::new());
         let rt = Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build();
-        let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
+        let out = rt
+            .start_in_skill(analyst(), "s", KycReviewerSkill::Review, request(vec![passport.clone()]))
+            .unwrap()
+            .wait()
+            .await;
         assert_eq!(out.status(), RunStatus::Failed, "{answer}");
         assert!(out.output().is_none());
         let error = out.error_text().unwrap();
