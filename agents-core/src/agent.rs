@@ -101,3 +101,33 @@ pub trait Agent: crate::seal::DeclaredByAgentMacro + Send + Sync + 'static {
         Self::tool_index(name).map(|i| Self::tools()[i])
     }
 }
+
+impl AgentSpec {
+    /// The declared skill named `name`.
+    pub fn skill(&self, name: &str) -> Option<&'static SkillSpec> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    /// Whether `skill` offers the granted tool `tool` (see [`crate::skill::offers`]).
+    pub fn skill_offers(&self, skill: &SkillSpec, tool: &str) -> bool {
+        let any = self.skills.iter().any(|s| s.tools.contains(&tool));
+        crate::skill::offers(skill.tools.contains(&tool), any, self.unskilled)
+    }
+}
+
+/// A skill of agent [`Skill::Agent`], as the application names it: `agent!` generates an enum
+/// `<Agent>Skill` with one variant per skill (`triage` → `Triage`), so a name the agent does
+/// not declare does not compile.
+///
+/// ```
+/// use agents_core::Skill;
+/// fn skill_name<S: Skill>(s: S) -> &'static str {
+///     s.name()
+/// }
+/// ```
+pub trait Skill: Copy + Send + Sync + 'static {
+    /// The agent the skill belongs to.
+    type Agent: Agent;
+    /// The skill's name, as `agent!` declares it.
+    fn name(self) -> &'static str;
+}

@@ -27,7 +27,7 @@ pub mod tool;
 #[doc(hidden)]
 pub mod seal;
 
-pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
+pub use agent::{Agent, AgentSpec, Limits, Skill, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, PrincipalError, RoleMap};
 pub use secret::Secret;

@@ -5,10 +5,9 @@
 //! every skill when the agent says `unskilled: shared`, and under none by default
 //! (`unskilled: none`). An agent without skills has one implicit skill that offers every
 //! granted tool. [`offers`] is that rule, written once for the runtime (on an
-//! [`AgentSpec`]), the manifest diff and the report (on an
+//! [`AgentSpec`](crate::AgentSpec)), the manifest diff and the report (on an
 //! [`AgentEntry`](crate::manifest::AgentEntry)).
 
-use crate::agent::{Agent, AgentSpec, SkillSpec};
 use serde::{Deserialize, Serialize};
 
 /// What happens to the granted tools that no skill lists (the `unskilled` key of `agent!`).
@@ -51,19 +50,6 @@ pub const fn offers(listed_by_skill: bool, listed_by_any_skill: bool, unskilled:
     listed_by_skill || (!listed_by_any_skill && matches!(unskilled, Unskilled::Shared))
 }
 
-impl AgentSpec {
-    /// The declared skill named `name`.
-    pub fn skill(&self, name: &str) -> Option<&'static SkillSpec> {
-        self.skills.iter().find(|s| s.name == name)
-    }
-
-    /// Whether `skill` offers the granted tool `tool` (see [`offers`]).
-    pub fn skill_offers(&self, skill: &SkillSpec, tool: &str) -> bool {
-        let any = self.skills.iter().any(|s| s.tools.contains(&tool));
-        offers(skill.tools.contains(&tool), any, self.unskilled)
-    }
-}
-
 /// Who chose the skill a run works within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,21 +68,4 @@ impl SkillChooser {
             SkillChooser::Model => "model",
         }
     }
-}
-
-/// A skill of agent [`Skill::Agent`], as the application names it: `agent!` generates an enum
-/// `<Agent>Skill` with one variant per skill (`triage` → `Triage`), so a name the agent does
-/// not declare does not compile.
-///
-/// ```
-/// use agents_core::skill::Skill;
-/// fn skill_name<S: Skill>(s: S) -> &'static str {
-///     s.name()
-/// }
-/// ```
-pub trait Skill: Copy + Send + Sync + 'static {
-    /// The agent the skill belongs to.
-    type Agent: Agent;
-    /// The skill's name, as `agent!` declares it.
-    fn name(self) -> &'static str;
 }

@@ -1,5 +1,5 @@
 //! The skill enum of an agent with skills: `<Agent>Skill`, one variant per skill
-//! (`decide_case` → `DecideCase`), implementing `agents_core::skill::Skill`, so the
+//! (`decide_case` → `DecideCase`), implementing `agents_core::Skill`, so the
 //! application names the skill a run works within and a name the agent does not declare does
 //! not compile.
 
@@ -44,7 +44,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
             #(#decls,)*
         }
 
-        impl #rt::agents_core::skill::Skill for #name {
+        impl #rt::agents_core::Skill for #name {
             type Agent = #ident;
             fn name(self) -> &'static str {
                 match self {

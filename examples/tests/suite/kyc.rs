@@ -358,6 +358,23 @@ fn the_demo_prints_only_records_and_ids_its_audit_log_holds() {
     std::fs::remove_file(&path).unwrap();
     let records: Vec<AuditRecord> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(records.len() > 50);
+    // Every run of the reviewer works within the skill the application chose.
+    // (Direct sessions, which call its tools outside a run's loop and end `closed`, work
+    // within no skill.)
+    let runs: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r.status == AuditStatus::RunFinished && r.agent.to_string() == "kyc-reviewer")
+        .filter(|r| r.reason.as_deref() != Some("closed"))
+        .map(|r| &*r.run_id)
+        .collect();
+    let chosen: Vec<&AuditRecord> = records.iter().filter(|r| r.status == AuditStatus::SkillChosen).collect();
+    assert!(!runs.is_empty());
+    let chosen_runs: std::collections::BTreeSet<&str> = chosen.iter().map(|r| &*r.run_id).collect();
+    assert_eq!(chosen_runs, runs, "one skill_chosen record per run of the reviewer");
+    assert_eq!(chosen.len(), runs.len());
+    for r in chosen {
+        assert_eq!(r.reason.as_deref(), Some("skill `review` chosen by the application"), "{r:?}");
+    }
     let shown: Vec<&str> = text.lines().map(str::trim_start).filter(|l| l.starts_with("[audit #")).collect();
     assert_eq!(shown.len(), records.len());
     for (line, record) in shown.iter().zip(&records) {
