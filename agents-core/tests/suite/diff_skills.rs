@@ -113,9 +113,12 @@ fn unskilled_none_is_left_out_of_the_manifest_and_shared_is_written() {
     assert!(Manifest::parse(&wrong).is_err());
 }
 
+/// Skills (each a name and its tools) and `unskilled`.
+type Layout = (Vec<(&'static str, Vec<&'static str>)>, Unskilled);
+
 /// Every layout: each of two skills absent or present with any subset of the three tools,
 /// and `unskilled` either way.
-fn layouts() -> Vec<(Vec<(&'static str, Vec<&'static str>)>, Unskilled)> {
+fn layouts() -> Vec<Layout> {
     let subsets: Vec<Vec<&str>> = (0..8u8)
         .map(|m| TOOLS.iter().enumerate().filter(|(i, _)| m & (1 << i) != 0).map(|(_, t)| t.0).collect())
         .collect();

@@ -363,7 +363,7 @@ fn the_demo_prints_only_records_and_ids_its_audit_log_holds() {
     // within no skill.)
     let runs: std::collections::BTreeSet<&str> = records
         .iter()
-        .filter(|r| r.status == AuditStatus::RunFinished && r.agent.to_string() == "kyc-reviewer")
+        .filter(|r| r.status == AuditStatus::RunFinished && r.agent == "kyc-reviewer")
         .filter(|r| r.reason.as_deref() != Some("closed"))
         .map(|r| &*r.run_id)
         .collect();
