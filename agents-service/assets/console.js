@@ -149,6 +149,9 @@
         case "error":
           say("note error", data.message);
           break;
+        case "skill_chosen":
+          say("note", "Working within skill " + data.skill + " (chosen by the " + data.by + ").");
+          break;
         case "gap":
           say("note", "Some events were missed; the audit records follow.");
           break;
@@ -175,7 +178,7 @@
       if (source) source.close();
       source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
-        "message", "done", "error", "gap", "end", "idle", "record"];
+        "message", "done", "error", "gap", "end", "idle", "record", "skill_chosen"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
           let data = {};

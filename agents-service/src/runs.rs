@@ -134,6 +134,7 @@ impl RunEntry {
             Event::Message { .. } => "message",
             Event::Done { .. } => "done",
             Event::Error { .. } => "error",
+            Event::SkillChosen { .. } => "skill_chosen",
             _ => "event",
         };
         let last = {
