@@ -1,4 +1,4 @@
-//! Skills that scope, in the manifest diff: a skill that now offers an action tool it did not
+//! Skills that scope, in the manifest diff and the capability report: a skill that now offers an action tool it did not
 //! offer (a new skill, a tool moved into a skill, `unskilled: shared`) is a widening; every
 //! other regrouping is not. The last test compares the diff with a plain reading of the rule
 //! over every layout of two skills on three tools.
@@ -160,4 +160,21 @@ fn the_diff_widens_exactly_when_a_skill_reaches_an_action_it_did_not() {
             assert_eq!(d.has_widening(), expected, "{sa:?} {ua:?} -> {sb:?} {ub:?}:\n{d}");
         }
     }
+}
+
+#[test]
+fn the_report_shows_the_skills_and_what_tools_in_no_skill_serve() {
+    use agents_core::report::{Report, render};
+    let none = manifest(&[("decide", &["lookup", "submit"])], Unskilled::None);
+    let html = render(&Report::new(&none, "desk.manifest.json", "0"));
+    assert!(html.contains("<tr><th>skills</th><td>decide: lookup, submit; a run works within one"), "{html}");
+    assert!(html.contains("tools in no skill: offered under no skill"), "{html}");
+    assert!(html.contains("(no skill: offered under none)"), "the graph's group of `reset`");
+    let shared = manifest(&[("decide", &["lookup", "submit"])], Unskilled::Shared);
+    let html = render(&Report::new(&shared, "desk.manifest.json", "0"));
+    assert!(html.contains("tools in no skill: shared by every skill"), "{html}");
+    assert!(html.contains("(no skill: shared by every skill)"));
+    let plain = manifest(&[], Unskilled::None);
+    let html = render(&Report::new(&plain, "desk.manifest.json", "0"));
+    assert!(html.contains("<tr><th>skills</th><td>none declared (every run is offered every tool)"), "{html}");
 }
