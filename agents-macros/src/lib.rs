@@ -424,8 +424,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// does not compile). A run started with `Runtime::start` makes the model choose first: its
 /// first call offers one tool, `choose_skill`, whose argument is an enum of the skill names;
 /// any other answer ends the run (`RunError::SkillChoice`) with nothing offered or run. The
-/// choice is a `skill_chosen` record and event. An agent without skills works as one skill
-/// offering every tool. Typed input and output per skill are not declared here: a skill
+/// choice is a `skill_chosen` record and event. A tool's calls of the tools it invokes pass the
+/// same gate, so a skill listing a tool must offer the tools it invokes (else it does not
+/// compile). An agent without skills works as one skill offering every tool. Typed input and output per skill are not declared here: a skill
 /// shares the agent's `input` and `output`.
 ///
 /// ## `unskilled`

@@ -42,6 +42,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
     let tools = unique_tools(&agent, entries, links, errors);
     let skills = skills(&agent, &tools, errors);
     check_skill_names(&agent, errors);
+    check_skill_uses(&agent, &skills, &tools, errors);
     let ceiling = ceiling_names(&agent, errors);
     if let Some(names) = &ceiling {
         check_ceiling(ident, names, &tools, errors);
@@ -190,6 +191,29 @@ fn check_skill_names(agent: &AgentInput, errors: &Errors) {
             u,
             format!("`unskilled` says what happens to the tools no skill lists, but agent `{ident}` declares no skills: remove `unskilled`, or declare `skills: {{ ... }}`"),
         );
+    }
+}
+
+/// Each tool a skill lists invokes only tools the skill offers: its calls of them pass the
+/// same gate, which denies a tool outside the run's skill.
+fn check_skill_uses(agent: &AgentInput, skills: &[SkillEntry], tools: &[Granted], errors: &Errors) {
+    let unskilled = agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default();
+    let listed = |s: &SkillEntry, t: &str| s.tools.iter().any(|n| n == t);
+    for ((ident, _), skill) in agent.skills.iter().zip(skills) {
+        for t in tools.iter().filter(|t| listed(skill, &t.entry.name)) {
+            for used in &t.entry.uses {
+                let in_any = skills.iter().any(|s| listed(s, used));
+                if !agents_core::skill::offers(listed(skill, used), in_any, unskilled) {
+                    errors.spanned(
+                        ident,
+                        format!(
+                            "skill `{ident}` lists `{}`, which invokes `{used}`, a tool the skill does not offer (its call would be denied outside the skill): add `{used}` to skill `{ident}`",
+                            t.entry.name
+                        ),
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -610,7 +610,7 @@ impl Runtime {
     /// event say the application chose it. Otherwise as [`Runtime::start`].
     ///
     /// ```ignore
-    /// let handle = runtime.start_in_skill(principal, "session-1", KycReviewerSkill::Decide, input)?;
+    /// let handle = runtime.start_in_skill(principal, "session-1", KycReviewerSkill::Review, input)?;
     /// ```
     pub fn start_in_skill<S>(
         &self,
