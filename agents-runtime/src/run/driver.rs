@@ -312,7 +312,8 @@ impl<A: Registry> Turn<A> {
             system,
             messages: self.messages.clone(),
             tools,
-            response_schema: self.response_schema.clone(),
+            // The choice step's answer is a call, not the run's output.
+            response_schema: if self.choosing { None } else { self.response_schema.clone() },
         };
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Thinking });
         let bus = ctx.recorder.bus.clone();

@@ -7,10 +7,13 @@
 //! chooses it: that call is offered one tool only, [`CHOICE_TOOL`], whose argument is an
 //! enum of the skill names. An answer that is not exactly one call of it naming a declared
 //! skill ends the run ([`RunError::SkillChoice`](super::RunError::SkillChoice)) before any
-//! tool is offered; there is no default skill. Once chosen, only the skill's tools are sent
-//! to the model, and the gate denies a call of any other granted tool (`outside skill`).
-//! An agent without skills works as one implicit skill offering every granted tool: no
-//! choice, no `skill_chosen` record.
+//! tool is offered; there is no default skill. The choice is a model call like any other:
+//! it passes the budget gate and counts as one of the turn's iterations. Once chosen, only
+//! the skill's tools are sent to the model, and the gate denies a call of any other granted
+//! tool (`outside skill`), a tool's nested calls included (`agent!` refuses a skill that does
+//! not offer the tools its tools invoke). An agent without skills works as one implicit skill
+//! offering every granted tool: no choice, no `skill_chosen` record. A direct session (MCP,
+//! the application's own calls) works within no skill: every available tool serves it.
 
 use crate::provider::{ChatResponse, ToolDefinition};
 use crate::tool::Registry;
