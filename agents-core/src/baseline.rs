@@ -304,6 +304,7 @@ mod tests {
             input: "String".into(),
             output: "String".into(),
             skills: vec![],
+            unskilled: Default::default(),
             ceiling: None,
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,

@@ -19,6 +19,7 @@ pub mod report;
 pub mod secret;
 pub mod shared_str;
 pub mod shared_value;
+pub mod skill;
 pub mod strict;
 pub mod terminal;
 pub mod tool;
@@ -26,7 +27,7 @@ pub mod tool;
 #[doc(hidden)]
 pub mod seal;
 
-pub use agent::{Agent, AgentSpec, Limits, SkillSpec};
+pub use agent::{Agent, AgentSpec, Limits, Skill, SkillSpec};
 pub use permission::{Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, PrincipalError, RoleMap};
 pub use secret::Secret;

@@ -6,6 +6,7 @@
 use crate::agent::{AgentSpec, Limits};
 use crate::budget::BudgetEntry;
 use crate::models::{ModelEntry, ModelEntryError};
+use crate::skill::Unskilled;
 use crate::tool::{Risk, Tier, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -54,6 +55,10 @@ pub struct AgentEntry {
     /// Its budget caps per run; absent when it declares none.
     #[serde(default, skip_serializing_if = "BudgetEntry::is_empty")]
     pub budget: BudgetEntry,
+    /// Whether the granted tools no skill lists are offered under every skill; absent when
+    /// `none` (the default), so a manifest without it keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Unskilled::is_none")]
+    pub unskilled: Unskilled,
 }
 
 /// A skill in a manifest.
@@ -402,6 +407,7 @@ impl AgentEntry {
             limits: spec.limits.into(),
             models: spec.models.map(|m| m.iter().map(ModelEntry::from_spec).collect()),
             budget: spec.budget.into(),
+            unskilled: spec.unskilled,
         }
     }
 }

@@ -381,6 +381,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | [`limits`](#limits) | named positive integers, in braces | `Limits::DEFAULT` |
 /// | [`models`](#models) | the models it may run on, in square brackets | any provider |
 /// | [`budget`](#budget) | caps per run, in braces | no caps |
+/// | [`unskilled`](#unskilled) | `none` or `shared` (only beside `skills`) | `none` |
 /// | [`name`](#name) | a string | the type's name |
 /// | [`input`](#input) | a type | `String` |
 /// | [`output`](#output) | a type | `String` |
@@ -413,6 +414,31 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// ```ignore
 /// skills: { triage: [list_athletes, record_injury], review: [list_athletes] },
+/// ```
+///
+/// Skills scope: a run of an agent with skills works within one, and only the tools that
+/// skill offers are sent to the model; a call of another granted tool is denied before
+/// anything runs (`outside skill`, audited). The macro generates an enum `<Agent>Skill`, one
+/// variant per skill (`triage` → `Triage`, two names making one variant are refused), which
+/// the application passes to `Runtime::start_in_skill` (a skill the agent does not declare
+/// does not compile). A run started with `Runtime::start` makes the model choose first: its
+/// first call offers one tool, `choose_skill`, whose argument is an enum of the skill names;
+/// any other answer ends the run (`RunError::SkillChoice`) with nothing offered or run. The
+/// choice is a `skill_chosen` record and event. A tool's calls of the tools it invokes pass the
+/// same gate, so a skill listing a tool must offer the tools it invokes (else it does not
+/// compile). An agent without skills works as one skill offering every tool. Typed input and output per skill are not declared here: a skill
+/// shares the agent's `input` and `output`.
+///
+/// ## `unskilled`
+///
+/// What happens to the granted tools no skill lists: `none` (the default) offers them under
+/// no skill, `shared` under every skill. Given without `skills`, or with another value, it is
+/// refused. The manifest writes `shared` (and leaves `none` out), and the diff counts an
+/// action tool a skill reaches anew through it as a widening.
+///
+/// ```ignore
+/// skills: { triage: [list_athletes], decide: [list_athletes, record_injury] },
+/// unskilled: shared,
 /// ```
 ///
 /// ## `limits`

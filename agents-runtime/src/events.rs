@@ -153,6 +153,15 @@ pub enum Event {
         /// The cap, in USD.
         cap_usd: f64,
     },
+    /// The skill the run works within was chosen: only the tools it offers are offered.
+    SkillChosen {
+        /// The run.
+        run_id: String,
+        /// The skill's name.
+        skill: String,
+        /// Who chose it: the application or the model.
+        by: agents_core::skill::SkillChooser,
+    },
 }
 
 /// Where an [`Event::ErrorOccurred`] happened.
@@ -174,6 +183,8 @@ pub enum ErrorKind {
     State,
     /// The run could not start.
     Start,
+    /// The model's choice of a skill was refused, so nothing ran.
+    SkillChoice,
 }
 
 /// Whose cap an [`Event::BudgetThreshold`] is about.

@@ -39,6 +39,8 @@ extern crate self as agents_runtime;
 /// The manifest, audit record, canonical JSON and policy types this crate builds on, under their
 /// own crate's name (`agents_runtime::agents_core::manifest::Manifest`, ...).
 pub use agents_core;
+pub use agents_core::Skill;
+pub use agents_core::skill::{SkillChooser, Unskilled};
 pub use agents_core::{
     Agent, AgentSpec, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap,
     Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,

@@ -348,6 +348,7 @@ fn manifest(spec: &ToolSpec) -> Manifest {
         input: "String".into(),
         output: "String".into(),
         skills: vec![],
+        unskilled: Default::default(),
         ceiling: None,
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,

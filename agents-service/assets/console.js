@@ -155,6 +155,9 @@
         case "budget_threshold":
           say("note", "Budget: the " + data.scope + " cap is " + Math.round(data.fraction * 100) + " % spent.");
           break;
+        case "skill_chosen":
+          say("note", "Working within skill " + data.skill + " (chosen by the " + data.by + ").");
+          break;
         case "gap":
           say("note", "Some events were missed; the audit records follow.");
           break;
@@ -181,7 +184,7 @@
       if (source) source.close();
       source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
-        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold"];
+        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold", "skill_chosen"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
           let data = {};

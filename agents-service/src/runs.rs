@@ -136,6 +136,7 @@ impl RunEntry {
             Event::Error { .. } => "error",
             Event::ErrorOccurred { .. } => "error_occurred",
             Event::BudgetThreshold { .. } => "budget_threshold",
+            Event::SkillChosen { .. } => "skill_chosen",
             _ => "event",
         };
         let last = {

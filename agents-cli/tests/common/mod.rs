@@ -123,6 +123,7 @@ pub fn helpdesk_v1() -> Manifest {
             SkillEntry { name: "leave".into(), tools: strings(&["get_leave_balance", "submit_leave"]) },
             SkillEntry { name: "tickets".into(), tools: strings(&["lookup_policy", "open_ticket"]) },
         ],
+        unskilled: Default::default(),
         ceiling: Some(strings(&["identity.admin", "leave.read", "leave.write", "public", "ticket.write"])),
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,

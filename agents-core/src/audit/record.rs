@@ -52,11 +52,14 @@ pub enum AuditStatus {
     Substituted,
     /// Something the record must show that is not a call: a fallback, a budget halt.
     Notice,
+    /// The skill a run works within was chosen (its name, who chose it and the tools it
+    /// offers are in `result`; see `agents_core::skill`).
+    SkillChosen,
 }
 
 impl AuditStatus {
     /// Every status, in declaration order (`ALL[s as usize] == s`).
-    pub const ALL: [AuditStatus; 13] = [
+    pub const ALL: [AuditStatus; 14] = [
         AuditStatus::RunStarted,
         AuditStatus::RunFinished,
         AuditStatus::Proposed,
@@ -70,6 +73,7 @@ impl AuditStatus {
         AuditStatus::Modified,
         AuditStatus::Substituted,
         AuditStatus::Notice,
+        AuditStatus::SkillChosen,
     ];
 
     /// The snake_case name.
@@ -88,6 +92,7 @@ impl AuditStatus {
             AuditStatus::Modified => "modified",
             AuditStatus::Substituted => "substituted",
             AuditStatus::Notice => "notice",
+            AuditStatus::SkillChosen => "skill_chosen",
         }
     }
 }

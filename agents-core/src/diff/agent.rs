@@ -1,5 +1,5 @@
 //! The agent's own changes: its name, description and types, its permission ceiling, its
-//! limits, its models and budget (in `surface`) and its skills.
+//! limits, its models and budget (in `surface`) and its skills (in `skills`).
 
 use super::lists::{ListItem, list_diff};
 use super::model::{Change, ChangeKind, Rule, change, quote};
@@ -12,7 +12,7 @@ pub(super) fn diff_agent(old: &Manifest, new: &Manifest, out: &mut Vec<Change>) 
     diff_ceiling(a.ceiling.as_deref(), b.ceiling.as_deref(), out);
     diff_limits(&a.limits, &b.limits, out);
     super::surface::diff_surface(a, b, out);
-    diff_skills(a, b, out);
+    super::skills::diff_skills(old, new, out);
 }
 
 /// The name, the description and the input and output types: neutral.
@@ -136,27 +136,4 @@ fn diff_limits(la: &LimitsEntry, lb: &LimitsEntry, out: &mut Vec<Change>) {
             format!("limit {name} {verb} from {x} to {y}"),
         ));
     }
-}
-
-/// The skills: neutral, since grants are compared tool by tool.
-fn diff_skills(a: &AgentEntry, b: &AgentEntry, out: &mut Vec<Change>) {
-    if a.skills == b.skills {
-        return;
-    }
-    let show = |agent: &AgentEntry| {
-        agent.skills.iter().map(|s| format!("{}: [{}]", s.name, s.tools.join(", "))).collect::<Vec<_>>().join("; ")
-    };
-    out.push(change(
-        ChangeKind::Neutral,
-        Rule::SkillsChanged,
-        None,
-        "skills",
-        Some(show(a)),
-        Some(show(b)),
-        format!(
-            "skills regrouped from {{{}}} to {{{}}} (skills group granted tools; grants are compared tool by tool)",
-            show(a),
-            show(b)
-        ),
-    ));
 }

@@ -39,6 +39,8 @@
 //! | a model added (or its host pattern broadened) / removed (or narrowed) | widening / narrowing |
 //! | a model added or removed that another declared model covers | neutral |
 //! | a budget cap per run removed or raised / declared or lowered | widening / narrowing |
+//! | a skill offers an action tool it did not offer (a new skill reaching an action, an action tool moved into a skill, an action shared by `unskilled: shared`) | widening |
+//! | `unskilled` changed from `shared` to `none` / from `none` to `shared` (each action it shares is a widening above) | narrowing / neutral |
 //! | skills regrouped, name, description, input or output type changed | neutral |
 //!
 //! # What the classification guarantees
@@ -68,6 +70,7 @@ mod agent;
 mod lists;
 mod model;
 mod params;
+mod skills;
 mod surface;
 mod tool;
 

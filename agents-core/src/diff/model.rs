@@ -149,6 +149,12 @@ pub enum Rule {
     BudgetCapRaised,
     /// A budget cap per run went down.
     BudgetCapLowered,
+    /// A skill offers an action tool it did not offer: a new skill reaching an action, an
+    /// action tool moved into a skill, or one shared with every skill by `unskilled: shared`.
+    SkillReachesAction,
+    /// The agent's `unskilled` changed: `none` → `shared` (neutral: the actions it shares are
+    /// each a [`Rule::SkillReachesAction`]), `shared` → `none` (narrowing).
+    UnskilledChanged,
 }
 
 impl Rule {
@@ -203,6 +209,8 @@ impl Rule {
             Rule::BudgetCapDeclared => "budget_cap_declared",
             Rule::BudgetCapRaised => "budget_cap_raised",
             Rule::BudgetCapLowered => "budget_cap_lowered",
+            Rule::SkillReachesAction => "skill_reaches_action",
+            Rule::UnskilledChanged => "unskilled_changed",
         }
     }
 }

@@ -223,15 +223,20 @@ pub(super) fn graph<'a>(m: &'a Manifest, w: &Widened<'_>) -> Graph<'a> {
     }
 }
 
-/// The skills column's groups; tools in no skill hang off a "(no skill)" group when skills
-/// exist, and straight off the agent when none do (no group at all).
+/// The skills column's groups; tools in no skill hang off a "(no skill: offered under none)"
+/// group when skills exist (or "(no skill: shared by every skill)" under `unskilled: shared`),
+/// and straight off the agent when none do (no group at all).
 fn skill_groups(m: &Manifest) -> Vec<SkillGroup<'_>> {
     let grouped: BTreeSet<&str> = m.agent.skills.iter().flat_map(|s| s.tools.iter().map(String::as_str)).collect();
     let ungrouped: Vec<&ToolEntry> = m.tools.iter().filter(|t| !grouped.contains(t.name.as_str())).collect();
     let mut groups: Vec<SkillGroup<'_>> =
         m.agent.skills.iter().map(|s| (s.name.as_str(), s.tools.iter().map(String::as_str).collect(), false)).collect();
     if !groups.is_empty() && !ungrouped.is_empty() {
-        groups.push(("(no skill)", ungrouped.iter().map(|t| t.name.as_str()).collect(), true));
+        let label = match m.agent.unskilled {
+            crate::skill::Unskilled::None => "(no skill: offered under none)",
+            crate::skill::Unskilled::Shared => "(no skill: shared by every skill)",
+        };
+        groups.push((label, ungrouped.iter().map(|t| t.name.as_str()).collect(), true));
     }
     groups
 }

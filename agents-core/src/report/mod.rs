@@ -81,6 +81,7 @@ struct Page<'a> {
     version: u32,
     tools_count: String,
     ceiling: String,
+    skills: String,
     limits: String,
     models: String,
     budget: String,
@@ -221,6 +222,7 @@ pub fn render(r: &Report<'_>) -> String {
         version: m.version,
         tools_count: tools_count_text(m),
         ceiling: ceiling_text(m),
+        skills: skills_text(m),
         limits: limits_text(m),
         models: crate::models::models_text(m.agent.models.as_deref()),
         budget: m.agent.budget.text(),
@@ -260,6 +262,23 @@ pub fn ceiling_text(m: &Manifest) -> String {
         Some(c) => c.join(", "),
         None => "none declared (tools of any permission may be granted)".to_owned(),
     }
+}
+
+/// The agent's skills and what the tools in no skill serve, in words: a run works within one
+/// skill and is offered its tools only (see [`crate::skill`]).
+fn skills_text(m: &Manifest) -> String {
+    if m.agent.skills.is_empty() {
+        return "none declared (every run is offered every tool)".to_owned();
+    }
+    let skills: Vec<String> = m.agent.skills.iter().map(|s| format!("{}: {}", s.name, s.tools.join(", "))).collect();
+    let unskilled = match m.agent.unskilled {
+        crate::skill::Unskilled::None => "offered under no skill",
+        crate::skill::Unskilled::Shared => "shared by every skill",
+    };
+    format!(
+        "{}; a run works within one and is offered its tools only; tools in no skill: {unskilled}",
+        skills.join("; ")
+    )
 }
 
 /// The agent's limits, in one line.
@@ -403,6 +422,7 @@ mod tests {
             input: "String".into(),
             output: "String".into(),
             skills: vec![],
+            unskilled: Default::default(),
             ceiling: None,
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
@@ -438,6 +458,7 @@ mod tests {
             input: "String".into(),
             output: "String".into(),
             skills: vec![],
+            unskilled: Default::default(),
             ceiling: None,
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models,

@@ -30,6 +30,7 @@ fn agent() -> AgentEntry {
         input: "Question".into(),
         output: "Answer".into(),
         skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()] }],
+        unskilled: Default::default(),
         ceiling: Some(vec!["desk.use".into(), "public".into()]),
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,

@@ -17,6 +17,7 @@ fn manifest(models: Option<Vec<ModelEntry>>, budget: BudgetEntry) -> Manifest {
         input: "String".into(),
         output: "String".into(),
         skills: vec![],
+        unskilled: Default::default(),
         ceiling: None,
         limits: LimitsEntry::from(Limits::DEFAULT),
         models,

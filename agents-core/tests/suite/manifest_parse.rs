@@ -35,6 +35,7 @@ fn manifest() -> Manifest {
         input: "String".into(),
         output: "String".into(),
         skills: vec![agents_core::manifest::SkillEntry { name: "s".into(), tools: vec!["a".into()] }],
+        unskilled: Default::default(),
         ceiling: Some(vec!["desk.use".into()]),
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,

@@ -22,6 +22,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let (consistency, checks) = checks(m, rt);
     let ceiling = ceiling_impls(m, rt);
     let declared_model = declared_model(m, rt);
+    let skill_enum = super::skill_enum::emit(m, rt);
     quote! {
         impl #ident {
             #[doc = #manifest_doc]
@@ -31,6 +32,8 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
         }
 
         #declared_model
+
+        #skill_enum
 
         const _: () = {
             #agent_impl
@@ -70,6 +73,10 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     } = m.limits;
     let (text, hash) = (&m.manifest_text, &m.manifest_hash);
     let (models, budget) = surface_spec(m, rt);
+    let unskilled = match m.manifest.agent.unskilled {
+        agents_core::skill::Unskilled::None => quote!(None),
+        agents_core::skill::Unskilled::Shared => quote!(Shared),
+    };
     quote! {
         impl #seal::DeclaredByAgentMacro for #ident {}
         impl #rt::Agent for #ident {
@@ -92,6 +99,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 },
                 models: #models,
                 budget: #budget,
+                unskilled: #rt::agents_core::skill::Unskilled::#unskilled,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;

@@ -7,6 +7,7 @@
 mod codegen;
 mod model;
 mod parse;
+mod skill_enum;
 mod surface;
 
 use crate::chain;
@@ -140,5 +141,36 @@ mod tests {
         .to_string();
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains(r#"\"skills\":[{\"name\":\"read\",\"tools\":[\"list_athletes\"]}]"#), "{out}");
+    }
+
+    #[test]
+    fn a_skill_must_offer_the_tools_its_tools_invoke() {
+        let (a, s) =
+            (entry("list_athletes", "athlete.read", &[]), entry("summary", "athlete.read", &["list_athletes"]));
+        let expand = |skills: proc_macro2::TokenStream| {
+            finish(quote! {
+                []
+                { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, summary], #skills }
+                { "list_athletes" #a "summary" #s }
+            })
+            .to_string()
+        };
+        let out = expand(quote!(skills: { brief: [summary] },));
+        assert!(
+            out.contains(
+                "skill `brief` lists `summary`, which invokes `list_athletes`, a tool the skill does not offer"
+            ),
+            "{out}"
+        );
+        for ok in [
+            quote!(skills: { brief: [summary, list_athletes] },),
+            quote!(skills: { brief: [summary] }, unskilled: shared,),
+        ] {
+            let out = expand(ok);
+            assert!(!out.contains("compile_error"), "{out}");
+        }
+        // Shared, but listed by another skill: not offered under `brief`.
+        let out = expand(quote!(skills: { brief: [summary], roster: [list_athletes] }, unskilled: shared,));
+        assert!(out.contains("which invokes `list_athletes`"), "{out}");
     }
 }

@@ -4,7 +4,7 @@
 use super::parse::AgentInput;
 use crate::chain::Link;
 use crate::context::Errors;
-use crate::util::{doc_string, permission_name, type_string};
+use crate::util::{camel, doc_string, permission_name, type_string};
 use agents_core::Limits;
 use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, SkillEntry, ToolEntry};
 use proc_macro2::Literal;
@@ -41,6 +41,8 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
     let entries = attribute_uses(entries, links, ident, errors);
     let tools = unique_tools(&agent, entries, links, errors);
     let skills = skills(&agent, &tools, errors);
+    check_skill_names(&agent, errors);
+    check_skill_uses(&agent, &skills, &tools, errors);
     let ceiling = ceiling_names(&agent, errors);
     if let Some(names) = &ceiling {
         check_ceiling(ident, names, &tools, errors);
@@ -58,6 +60,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         limits: LimitsEntry::from(limits),
         models: agent.models.clone(),
         budget: agent.budget,
+        unskilled: agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default(),
     };
     if !errors.is_empty() {
         return None;
@@ -164,6 +167,54 @@ fn skills(agent: &AgentInput, tools: &[Granted], errors: &Errors) -> Vec<SkillEn
         skills.push(SkillEntry { name: skill.to_string(), tools: names });
     }
     skills
+}
+
+/// Each skill's name given once and making a variant of the skill enum of its own
+/// (`decide_case` → `DecideCase`); `unskilled` only beside skills.
+fn check_skill_names(agent: &AgentInput, errors: &Errors) {
+    let ident = &agent.ident;
+    for (i, (skill, _)) in agent.skills.iter().enumerate() {
+        let variant = camel(&skill.to_string());
+        if variant.is_empty() {
+            errors.spanned(skill, format!("skill `{skill}` needs a name with a letter, e.g. `triage`"));
+        } else if let Some((other, _)) = agent.skills[..i].iter().find(|(o, _)| camel(&o.to_string()) == variant) {
+            errors.spanned(
+                skill,
+                format!("skill `{skill}` of agent `{ident}` clashes with skill `{other}`: both become `{ident}Skill::{variant}`; give each skill a name of its own"),
+            );
+        }
+    }
+    if let Some((u, _)) = &agent.unskilled
+        && agent.skills.is_empty()
+    {
+        errors.spanned(
+            u,
+            format!("`unskilled` says what happens to the tools no skill lists, but agent `{ident}` declares no skills: remove `unskilled`, or declare `skills: {{ ... }}`"),
+        );
+    }
+}
+
+/// Each tool a skill lists invokes only tools the skill offers: its calls of them pass the
+/// same gate, which denies a tool outside the run's skill.
+fn check_skill_uses(agent: &AgentInput, skills: &[SkillEntry], tools: &[Granted], errors: &Errors) {
+    let unskilled = agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default();
+    let listed = |s: &SkillEntry, t: &str| s.tools.iter().any(|n| n == t);
+    for ((ident, _), skill) in agent.skills.iter().zip(skills) {
+        for t in tools.iter().filter(|t| listed(skill, &t.entry.name)) {
+            for used in &t.entry.uses {
+                let in_any = skills.iter().any(|s| listed(s, used));
+                if !agents_core::skill::offers(listed(skill, used), in_any, unskilled) {
+                    errors.spanned(
+                        ident,
+                        format!(
+                            "skill `{ident}` lists `{}`, which invokes `{used}`, a tool the skill does not offer (its call would be denied outside the skill): add `{used}` to skill `{ident}`",
+                            t.entry.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// The ceiling's permission names (`public` is always within), `None` without a ceiling.

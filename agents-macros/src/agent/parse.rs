@@ -10,7 +10,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
-const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget"];
+const KEYS: &[&str] =
+    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled"];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
@@ -47,6 +48,8 @@ pub(crate) struct AgentInput {
     pub(crate) models: Option<Vec<agents_core::models::ModelEntry>>,
     /// `budget: { ... }`: its caps per run.
     pub(crate) budget: BudgetEntry,
+    /// `unskilled: none | shared`: the tools no skill lists; `None` when not given (`none`).
+    pub(crate) unskilled: Option<(Ident, agents_core::skill::Unskilled)>,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -80,6 +83,7 @@ impl Parse for AgentInput {
             limits: Vec::new(),
             models: None,
             budget: BudgetEntry::default(),
+            unskilled: None,
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -158,6 +162,16 @@ impl AgentInput {
                     }
                     if !content.is_empty() {
                         content.parse::<Token![,]>()?;
+                    }
+                }
+            }
+            "unskilled" => {
+                let value: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(wrong)?;
+                match value.to_string().as_str() {
+                    "none" => self.unskilled = Some((value, agents_core::skill::Unskilled::None)),
+                    "shared" => self.unskilled = Some((value, agents_core::skill::Unskilled::Shared)),
+                    _ => {
+                        self.errors.push(syn::Error::new(value.span(), format!("`unskilled` takes {}", key_takes(&k))))
                     }
                 }
             }
@@ -243,6 +257,9 @@ fn key_takes(key: &str) -> &'static str {
             "the models it may run on, in square brackets, e.g. `models: [openai(\"gpt-4.1-mini\"), anthropic(\"claude-sonnet-4-5\"), openai_compatible(\"llama3.2\", host = \"localhost\"), offline]`"
         }
         "budget" => "its caps per run in braces, e.g. `budget: { tokens_per_run: 200_000, usd_per_run: 0.50 }`",
+        "unskilled" => {
+            "what happens to the granted tools no skill lists: `unskilled: none` (offered under no skill, the default) or `unskilled: shared` (offered under every skill)"
+        }
         _ => "a value",
     }
 }

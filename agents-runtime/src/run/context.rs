@@ -12,6 +12,7 @@ use super::recorder::Recorder;
 use super::scope::Run;
 use super::secrets::CallSecrets;
 use super::shared::{DisabledFallback, Inner, Services, Settings};
+use super::skill::Scope;
 use super::sync::lock;
 use crate::audit::{AuditResult, AuditStatus};
 use crate::events::{Event, EventBus};
@@ -36,6 +37,9 @@ pub(super) struct RunCtx<A> {
     /// The availability snapshot, by position in `A::tools()`; set once when the run starts
     /// (empty until then: nothing is available).
     pub(super) snapshot: OnceLock<Vec<bool>>,
+    /// The skill the run works within, once chosen (see `skill`); unset for an agent
+    /// without skills and for a direct session, which every available tool serves.
+    pub(super) scope: OnceLock<Scope>,
     pub(super) awaiting: Mutex<bool>,
     /// How many nested calls the run made (their ids count them).
     pub(super) nested: std::sync::atomic::AtomicU64,
@@ -135,6 +139,7 @@ impl<A: Registry> RunCtx<A> {
             cancel,
             limits,
             snapshot: OnceLock::new(),
+            scope: OnceLock::new(),
             awaiting: Mutex::new(false),
             nested: std::sync::atomic::AtomicU64::new(0),
             stop_reason: OnceLock::new(),
@@ -187,6 +192,12 @@ impl<A: Registry> RunCtx<A> {
     pub(super) fn available(&self) -> impl Iterator<Item = usize> + '_ {
         let on = self.snapshot.get().map(Vec::as_slice).unwrap_or_default();
         on.iter().enumerate().filter(|(_, on)| **on).map(|(i, _)| i)
+    }
+
+    /// The positions of the available tools the run's skill offers (every available tool
+    /// while no skill is chosen), in name order: the tools sent to the model.
+    pub(super) fn offered(&self) -> impl Iterator<Item = usize> + '_ {
+        self.available().filter(|i| self.scope.get().is_none_or(|s| s.offers(*i)))
     }
 
     pub(super) fn token_ttl(&self) -> Duration {
@@ -301,6 +312,10 @@ impl<A: Registry> Run for RunCtx<A> {
         RunCtx::available_index(self, name)
     }
 
+    fn outside_skill(&self, index: usize) -> Option<&'static str> {
+        self.scope.get().filter(|s| !s.offers(index)).map(|s| s.skill.name)
+    }
+
     fn facts(&self, index: usize, entry: &RegisteredTool<A>) -> &ToolFacts {
         RunCtx::facts(self, index, entry)
     }
@@ -352,6 +367,19 @@ pub(super) async fn availability<A: Registry>(ctx: &Arc<RunCtx<A>>) -> Option<Ve
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(n)).await;
     }
     Some(snapshot)
+}
+
+/// The run's skill, once chosen, as a `skill_chosen` record and event. `Err` when the record
+/// could not be written: the run must not go on (fail closed).
+pub(super) async fn announce_skill<A: Registry>(ctx: &RunCtx<A>) -> Result<(), ()> {
+    let Some(scope) = ctx.scope.get() else { return Ok(()) };
+    let (name, by) = (scope.skill.name, scope.by);
+    let mut f =
+        RecordFields::new(AuditStatus::SkillChosen).reason(format!("skill `{name}` chosen by the {}", by.as_str()));
+    f.result = Some(AuditResult::Value(scope.record_value::<A>()));
+    ctx.audit(f).await.map_err(|_| ())?;
+    ctx.emit(|| Event::SkillChosen { run_id: ctx.ids.run_id.to_string(), skill: name.to_owned(), by });
+    Ok(())
 }
 
 /// Grants ∩ role ∩ not disabled, by position in `A::tools()`, and the notice to record when

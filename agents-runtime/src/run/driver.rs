@@ -3,7 +3,7 @@
 //! output, remember the turn, record how it ended).
 
 use super::carry::carry_out;
-use super::context::{CallRef, RunCtx, availability};
+use super::context::{CallRef, RunCtx, announce_skill, availability};
 use super::conversation::{PendingProposal, digest_message, replay_within};
 use super::decision::REJECTED_MESSAGE;
 use super::gate::gate_call;
@@ -12,6 +12,7 @@ use super::outcome::RunStatus;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
+use super::skill::{Scope, choice_instruction, choice_tool, read_choice};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::sync::{lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
@@ -30,6 +31,9 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Started });
     let Some(snapshot) = availability(&ctx).await else { return not_started(&ctx) };
     let _ = ctx.snapshot.set(snapshot);
+    if announce_skill(&ctx).await.is_err() {
+        return not_started(&ctx);
+    }
     ctx.note_user(&input);
     let (mut turn, pending) = Turn::open(ctx);
     let pending = turn.adopt(pending).await;
@@ -37,11 +41,19 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
         turn.classify_reply(proposal, &input).await;
     }
     turn.messages.push(ChatMessage::User { content: input.clone() });
+    // A turn offered no tools (a proposal waits for a clear answer) chooses no skill either.
+    turn.choosing &= turn.bind_tools;
     loop {
         if turn.iteration_limit_reached() || turn.budget_gate().await.is_break() {
             break;
         }
         let Some(response) = turn.call_model().await else { break };
+        if turn.choosing {
+            if turn.take_choice(&response).await.is_break() {
+                break;
+            }
+            continue;
+        }
         if turn.dispatch_calls(response).await.is_break() {
             break;
         }
@@ -79,6 +91,9 @@ struct Turn<A: Registry> {
     spend: Mutex<Spend>,
     /// The headroom held for the model call about to be made.
     reservation: Option<Reservation>,
+    /// Whether the next model call is the skill-choice step (see `skill`): its only tool is
+    /// the choice, and the system prompt says so.
+    choosing: bool,
 }
 
 impl<A: Registry> Turn<A> {
@@ -93,15 +108,9 @@ impl<A: Registry> Turn<A> {
                 c.pending.clone(),
             )
         };
-        let definitions = ctx
-            .available()
-            .filter_map(A::entry_at)
-            .map(|e| ToolDefinition {
-                name: e.spec.name.to_owned(),
-                description: e.spec.description.to_owned(),
-                input_schema: (e.schema)().clone(),
-            })
-            .collect();
+        // An agent with skills and no skill named by the application: the model chooses first.
+        let choosing = !A::SPEC.skills.is_empty() && ctx.scope.get().is_none();
+        let definitions = if choosing { Vec::new() } else { definitions(&ctx) };
         let response_schema = {
             let s = crate::__private::schema_for::<A::Output>();
             (s.get("type").and_then(Value::as_str) != Some("string")).then_some(s)
@@ -115,6 +124,7 @@ impl<A: Registry> Turn<A> {
             messages: history.into_iter().chain(digest).collect(),
             spend: Mutex::new(Spend::default()),
             reservation: None,
+            choosing,
             ctx,
         };
         (turn, pending)
@@ -214,6 +224,32 @@ impl<A: Registry> Turn<A> {
         }
     }
 
+    /// The model's answer to the skill-choice step: a declared skill becomes the run's (its
+    /// record written, its tools offered from the next call on), anything else ends the run
+    /// with nothing run (fail closed, audited as a notice).
+    async fn take_choice(&mut self, response: &ChatResponse) -> ControlFlow<()> {
+        let ctx = self.ctx.clone();
+        let why = match read_choice::<A>(response) {
+            Ok(skill) => {
+                let _ = ctx.scope.set(Scope::of::<A>(skill, agents_core::skill::SkillChooser::Model));
+                if announce_skill(&ctx).await.is_err() {
+                    self.outcome.status = RunStatus::Failed;
+                    self.outcome.failure = Some(Failure::AuditUnavailable);
+                    return ControlFlow::Break(());
+                }
+                self.choosing = false;
+                self.definitions = definitions(&ctx);
+                return ControlFlow::Continue(());
+            }
+            Err(why) => why,
+        };
+        let reason = format!("skill choice refused, nothing was offered or run: {why}");
+        let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
+        self.outcome.status = RunStatus::Failed;
+        self.outcome.failure = Some(Failure::SkillChoice(why));
+        ControlFlow::Break(())
+    }
+
     /// Whether the turn made as many provider calls as it may (then it ends saying so).
     fn iteration_limit_reached(&mut self) -> bool {
         let max = self.ctx.limits.max_iterations;
@@ -270,11 +306,17 @@ impl<A: Registry> Turn<A> {
     async fn call_model(&mut self) -> Option<ChatResponse> {
         let ctx = self.ctx.clone();
         let inner = &ctx.inner;
+        let (system, tools) = match (self.choosing, self.bind_tools) {
+            (true, _) => (format!("{}{}", self.system, choice_instruction::<A>()), vec![choice_tool::<A>()]),
+            (false, true) => (self.system.clone(), self.definitions.clone()),
+            (false, false) => (self.system.clone(), Vec::new()),
+        };
         let request = ChatRequest {
-            system: self.system.clone(),
+            system,
             messages: self.messages.clone(),
-            tools: if self.bind_tools { self.definitions.clone() } else { Vec::new() },
-            response_schema: self.response_schema.clone(),
+            tools,
+            // The choice step's answer is a call, not the run's output.
+            response_schema: if self.choosing { None } else { self.response_schema.clone() },
         };
         ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Thinking });
         let bus = ctx.recorder.bus.clone();
@@ -447,7 +489,19 @@ impl<A: Registry> Turn<A> {
     }
 }
 
-/// The record of a decision on a conversational proposal.
+/// The definitions of the tools the run offers the model: available, and offered by its
+/// skill once one is chosen.
+fn definitions<A: Registry>(ctx: &RunCtx<A>) -> Vec<ToolDefinition> {
+    ctx.offered()
+        .filter_map(A::entry_at)
+        .map(|e| ToolDefinition {
+            name: e.spec.name.to_owned(),
+            description: e.spec.description.to_owned(),
+            input_schema: (e.schema)().clone(),
+        })
+        .collect()
+}
+
 /// A record of a conversational proposal's answer; an imported tool's names its server and pin.
 fn proposal_record<A: Registry>(
     ctx: &RunCtx<A>,

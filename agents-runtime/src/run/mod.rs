@@ -61,6 +61,8 @@
 //!    - `conversation`: a session's conversation as the store keeps it, what one turn changed,
 //!      and history replay;
 //!    - `secrets`: the values of a call's secrets, masked in the texts derived from the call;
+//!    - `skill`: the skill a run works within and the tools it offers, the skill-choice step
+//!      offered to the model and the reading of its answer, which fails closed;
 //!    - `outcome`: how a run ends and the handle that waits for it;
 //!    - `shared`: what every run of one runtime shares (`Inner`: its settings, its services and
 //!      its live state), and the records written with nobody waiting for them;
@@ -312,6 +314,7 @@ mod scope;
 mod secrets;
 mod session;
 mod shared;
+mod skill;
 mod slot;
 mod spend;
 mod sync;
@@ -335,3 +338,4 @@ pub use runtime::{
 };
 pub use session::{DirectResult, DirectSession};
 pub use shared::{DisabledFallback, DisabledTools};
+pub use skill::CHOICE_TOOL;

@@ -40,6 +40,17 @@ pub enum StartError {
     /// The runtime's provider is not one of the agent's declared models: nothing ran.
     #[error(transparent)]
     ModelNotDeclared(#[from] crate::declared::UndeclaredModel),
+    /// The skill the application named is not one the agent declares (a hand-written
+    /// `Skill` impl; the enum `agent!` generates names declared skills only): nothing ran.
+    #[error(
+        "agent `{agent}` declares no skill `{skill}`; name one of its skills (the enum `agent!` generates lists them)"
+    )]
+    UnknownSkill {
+        /// The agent.
+        agent: &'static str,
+        /// The name given.
+        skill: &'static str,
+    },
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.
@@ -129,7 +140,11 @@ impl CallStatus {
             AuditStatus::Denied => CallStatus::Denied,
             AuditStatus::HandedOff => CallStatus::HandedOff,
             AuditStatus::Substituted => CallStatus::Substituted,
-            AuditStatus::RunStarted | AuditStatus::RunFinished | AuditStatus::Modified | AuditStatus::Notice => {
+            AuditStatus::RunStarted
+            | AuditStatus::RunFinished
+            | AuditStatus::Modified
+            | AuditStatus::Notice
+            | AuditStatus::SkillChosen => {
                 return None;
             }
             // A kind of record this runtime does not write moves none of its calls.
@@ -305,6 +320,16 @@ pub enum RunError {
         /// What is known of the run.
         report: Box<RunReport>,
     },
+    /// The agent has skills, the application named none, and the model's answer to the
+    /// skill-choice step named none of them (or was not that one call): the run ends there,
+    /// having offered no tool and run nothing (it fails closed; see `agents_core::skill`).
+    #[error("the model's choice of a skill was refused, so nothing ran: {message}")]
+    SkillChoice {
+        /// Why the answer was refused.
+        message: String,
+        /// What the run did.
+        report: Box<RunReport>,
+    },
 }
 
 /// The report every variant of [`RunError`] carries, by reference or by value as `$error` is.
@@ -321,7 +346,8 @@ macro_rules! report_of {
             | RunError::AuditUnavailable { report }
             | RunError::StateUnavailable { report, .. }
             | RunError::NotStarted { report, .. }
-            | RunError::TaskFailed { report, .. } => report,
+            | RunError::TaskFailed { report, .. }
+            | RunError::SkillChoice { report, .. } => report,
         }
     };
 }
@@ -354,7 +380,8 @@ impl RunError {
             | RunError::AuditUnavailable { .. }
             | RunError::StateUnavailable { .. }
             | RunError::NotStarted { .. }
-            | RunError::TaskFailed { .. } => RunStatus::Failed,
+            | RunError::TaskFailed { .. }
+            | RunError::SkillChoice { .. } => RunStatus::Failed,
         }
     }
 }
@@ -422,6 +449,7 @@ pub(super) enum Failure {
     AuditUnavailable,
     StateUnavailable(String),
     NotStarted(StartError),
+    SkillChoice(String),
 }
 
 /// A run as its loop builds it, turned into the caller's `Result` at the end.
@@ -461,6 +489,7 @@ impl<O> Ending<O> {
                 format!("the state store failed while settling a proposed action ({m}); the action did not run")
             }
             Failure::NotStarted(e) => e.to_string(),
+            Failure::SkillChoice(m) => format!("the model's choice of a skill was refused, so nothing ran: {m}"),
         })
     }
 
@@ -474,6 +503,7 @@ impl<O> Ending<O> {
             Failure::AuditUnavailable => ErrorKind::Audit,
             Failure::StateUnavailable(_) => ErrorKind::State,
             Failure::NotStarted(_) => ErrorKind::Start,
+            Failure::SkillChoice(_) => ErrorKind::SkillChoice,
         };
         let (run_id, message) = (self.report.run_id.clone(), self.error_text()?);
         Some(crate::events::Event::ErrorOccurred { run_id, kind, tool: None, message })
@@ -492,6 +522,7 @@ impl<O> Ending<O> {
             (_, Some(Failure::AuditUnavailable)) => RunError::AuditUnavailable { report },
             (_, Some(Failure::StateUnavailable(message))) => RunError::StateUnavailable { message, report },
             (_, Some(Failure::NotStarted(source))) => RunError::NotStarted { source, report },
+            (_, Some(Failure::SkillChoice(message))) => RunError::SkillChoice { message, report },
             (RunStatus::IterationLimit, None) => RunError::IterationLimit { limit: self.limit, report },
             (RunStatus::BudgetExhausted, None) => RunError::BudgetExhausted { report },
             (_, None) if self.confirmation_timed_out => RunError::ConfirmationTimedOut { report },
@@ -564,7 +595,7 @@ mod tests {
                     calls += 1;
                     assert_eq!(serde_json::to_value(call).unwrap(), audit.as_str(), "{audit}");
                 }
-                None => assert!(matches!(audit, RunStarted | RunFinished | Modified | Notice), "{audit}"),
+                None => assert!(matches!(audit, RunStarted | RunFinished | Modified | Notice | SkillChosen), "{audit}"),
             }
         }
         assert_eq!(calls, 9);

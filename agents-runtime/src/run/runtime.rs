@@ -11,6 +11,7 @@ use super::outcome::{RunHandle, RunStatus, StartError};
 use super::record::{RecordFields, RecordIds};
 use super::session::DirectSession;
 use super::shared::{DisabledFallback, DisabledTools, Inner, Live, Services, Settings, ValuesSink};
+use super::skill::Scope;
 use super::slot::SlotGuard;
 use super::sync::lock;
 use crate::audit::{AuditError, AuditSink, AuditStatus};
@@ -22,8 +23,10 @@ use crate::provider::Provider;
 use crate::store::{MemoryStore, Store, answer_now};
 use crate::token::TokenStore;
 use crate::tool::Registry;
+use agents_core::Skill;
 use agents_core::redact::RedactionKeys;
-use agents_core::{Limits, Principal, RoleMap};
+use agents_core::skill::SkillChooser;
+use agents_core::{Limits, Principal, RoleMap, SkillSpec};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -692,11 +695,50 @@ impl Runtime {
     /// Starts a run of agent `A` for `principal` in `session_id` (created on first use and
     /// bound to the principal). The fourth concurrent run of a user is refused, not queued.
     /// Outside a tokio runtime it returns [`StartError::NoAsyncRuntime`] and changes nothing.
+    ///
+    /// An agent with skills works within the one its model chooses first (see
+    /// [`Runtime::start_in_skill`] to choose it in code, and [`crate::run::CHOICE_TOOL`]).
     pub fn start<A: Registry>(
         &self,
         principal: Principal,
         session_id: &str,
         input: A::Input,
+    ) -> Result<RunHandle<A::Output>, StartError> {
+        self.start_scoped::<A>(principal, session_id, input, None)
+    }
+
+    /// Starts a run of the agent of `skill` that works within that skill: only the tools the
+    /// skill offers are offered to the model, a call of any other granted tool is denied
+    /// (`outside skill`), and no skill-choice step is made. Its `skill_chosen` record and
+    /// event say the application chose it. Otherwise as [`Runtime::start`].
+    ///
+    /// ```ignore
+    /// let handle = runtime.start_in_skill(principal, "session-1", KycReviewerSkill::Review, input)?;
+    /// ```
+    pub fn start_in_skill<S>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        skill: S,
+        input: <S::Agent as agents_core::Agent>::Input,
+    ) -> Result<RunHandle<<S::Agent as agents_core::Agent>::Output>, StartError>
+    where
+        S: Skill,
+        S::Agent: Registry,
+    {
+        let spec = <S::Agent as agents_core::Agent>::SPEC;
+        let declared =
+            spec.skill(skill.name()).ok_or(StartError::UnknownSkill { agent: spec.name, skill: skill.name() })?;
+        self.start_scoped::<S::Agent>(principal, session_id, input, Some(declared))
+    }
+
+    /// [`Runtime::start`], within `skill` when the application named one.
+    fn start_scoped<A: Registry>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: A::Input,
+        skill: Option<&'static SkillSpec>,
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
@@ -721,6 +763,9 @@ impl Runtime {
         let events = bus.subscribe();
         let cancel = CancellationToken::new();
         let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
+        if let Some(skill) = skill {
+            let _ = ctx.scope.set(Scope::of::<A>(skill, SkillChooser::Application));
+        }
         super::gate::arm_nested(&ctx);
         let run_id = ctx.ids.run_id.to_string();
         let span = run_span(&ctx);

@@ -44,6 +44,10 @@ pub(in crate::run) trait Run: Send + Sync + Sized + 'static {
     /// snapshot.
     fn available_index(&self, name: &str) -> Option<usize>;
 
+    /// The skill the run works within when it does not offer the tool at `index` (the call
+    /// is then denied); `None` when it does, or when the run works within no chosen skill.
+    fn outside_skill(&self, index: usize) -> Option<&'static str>;
+
     /// The facts of the tool at `index` (worked out on its first call in the run).
     fn facts(&self, index: usize, entry: &RegisteredTool<Self::Agent>) -> &ToolFacts;
 

@@ -57,6 +57,7 @@ mod run_records;
 mod run_redaction_fuzz;
 mod run_result;
 mod run_sessions;
+mod run_skills;
 mod run_smoke;
 mod run_values;
 mod secret_by_type;

@@ -155,7 +155,9 @@ fn build_roles() -> RoleMap {
 
 agent! {
     /// Kinetix, the assistant in the corner of every page: it looks things up and, after a
-    /// person approves, changes records, always as the user it acts for.
+    /// person approves, changes records, always as the user it acts for. It serves every page,
+    /// so a run may need any of its tools: it declares no skills (one implicit skill holding
+    /// every tool).
     pub struct Kinetix;
     name: "kinetix",
     tools: [
@@ -169,11 +171,6 @@ agent! {
         list_devices, pair_device, rotate_device_key,
         generate_report, open_page,
     ],
-    skills: {
-        injuries: [list_injuries, get_injury, create_injury, update_injury],
-        return_to_play: [list_rtp, create_rtp, update_rtp, list_screenings],
-        workload: [list_sessions, get_workload_acwr, log_session],
-    },
     ceiling: [
         perms::athlete::read, perms::athlete::write, perms::injury::read, perms::injury::write,
         perms::wellness::read, perms::wellness::write, perms::vitals::read, perms::device::manage,

@@ -3,7 +3,7 @@
 
 use super::tools::{read_customer_file, save_review_note};
 use super::vendor::{KycExtractor, vendor_extract_text};
-use super::{ANALYST, ApprovalDecision, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
+use super::{ANALYST, ApprovalDecision, KycReviewer, KycReviewerSkill, NOTES_ROOT, RawRequest, UPLOADS_ROOT};
 use crate::console::{Screen, ShowingSink, Shown, canonical, temp_audit_path, tokio_runtime};
 use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::audit::AuditValues;
@@ -359,8 +359,10 @@ impl Stage<'_> {
             "\nrequest> {}",
             canonical(&serde_json::to_value(request).map_err(io::Error::other)?)
         )?;
-        let mut run =
-            self.gated.start::<KycReviewer>(analyst(), "kyc-demo", request.clone()).map_err(io::Error::other)?;
+        let mut run = self
+            .gated
+            .start_in_skill(analyst(), "kyc-demo", KycReviewerSkill::Review, request.clone())
+            .map_err(io::Error::other)?;
         let mut events = std::mem::replace(run.events(), no_events());
         let outcome = self.screen.show_turn(&mut events, &mut self.records, run.wait(), show_event).await?;
         self.budget.forget(&outcome.report().run_id);

@@ -15,7 +15,9 @@ use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer};
 use agents_runtime::{Agent, BoxFuture, RunStatus, Runtime, Tier, Verdict};
 use examples::console::format_record;
 use examples::kyc::app::{DemoFiles, MAX_TOOL_CALLS_PER_RUN, analyst, run_demo};
-use examples::kyc::{ApprovalDecision, DecisionKind, KycReviewer, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with};
+use examples::kyc::{
+    ApprovalDecision, DecisionKind, KycReviewer, KycReviewerSkill, NOTES_ROOT, RawRequest, UPLOADS_ROOT, main_with,
+};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -139,7 +141,11 @@ async fn a_malformed_decision_is_refused_with_a_clear_error_and_audited() {
         ]));
         let sink = Arc::new(MemorySink::new());
         let rt = Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build();
-        let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
+        let out = rt
+            .start_in_skill(analyst(), "s", KycReviewerSkill::Review, request(vec![passport.clone()]))
+            .unwrap()
+            .wait()
+            .await;
         assert_eq!(out.status(), RunStatus::Failed, "{answer}");
         assert!(out.output().is_none());
         let error = out.error_text().unwrap();
@@ -352,6 +358,23 @@ fn the_demo_prints_only_records_and_ids_its_audit_log_holds() {
     std::fs::remove_file(&path).unwrap();
     let records: Vec<AuditRecord> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(records.len() > 50);
+    // Every run of the reviewer works within the skill the application chose.
+    // (Direct sessions, which call its tools outside a run's loop and end `closed`, work
+    // within no skill.)
+    let runs: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r.status == AuditStatus::RunFinished && r.agent == "kyc-reviewer")
+        .filter(|r| r.reason.as_deref() != Some("closed"))
+        .map(|r| &*r.run_id)
+        .collect();
+    let chosen: Vec<&AuditRecord> = records.iter().filter(|r| r.status == AuditStatus::SkillChosen).collect();
+    assert!(!runs.is_empty());
+    let chosen_runs: std::collections::BTreeSet<&str> = chosen.iter().map(|r| &*r.run_id).collect();
+    assert_eq!(chosen_runs, runs, "one skill_chosen record per run of the reviewer");
+    assert_eq!(chosen.len(), runs.len());
+    for r in chosen {
+        assert_eq!(r.reason.as_deref(), Some("skill `review` chosen by the application"), "{r:?}");
+    }
     let shown: Vec<&str> = text.lines().map(str::trim_start).filter(|l| l.starts_with("[audit #")).collect();
     assert_eq!(shown.len(), records.len());
     for (line, record) in shown.iter().zip(&records) {

@@ -1,10 +1,10 @@
-//! The gate every tool call passes: lookup in the availability snapshot → (with a principal
-//! source, who the run acts for, read again: `authority`) → strict parse → typed parse →
-//! permission → (a tool that reaches out, an action: its arguments' provenance) →
-//! interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the card (an
-//! action's warning; the application's policy may refuse it here) → the call's tier (`read`,
-//! `action`, `handoff`). A read call of a tool that reaches out with a value copied from a tool
-//! result goes the action's way: a person decides first ([`egress`]).
+//! The gate every tool call passes: lookup in the availability snapshot → the run's skill →
+//! (with a principal source, who the run acts for, read again: `authority`) → strict parse →
+//! typed parse → permission → (a tool that reaches out, an action: its arguments' provenance)
+//! → interceptors → (a tool that reaches out: its hosts, the provenance recorded) → the card
+//! (an action's warning; the application's policy may refuse it here) → the call's tier
+//! (`read`, `action`, `handoff`). A read call of a tool that reaches out with a value copied
+//! from a tool result goes the action's way: a person decides first ([`egress`]).
 //!
 //! The gate takes a run as a [`Run`](super::scope::Run): its recorder (every record the gate
 //! writes goes through [`Recorder`](super::recorder::Recorder), borrowed from the run), the
@@ -78,6 +78,10 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         // 1. lookup: only names in the availability snapshot exist for this run.
         let found = ctx.available_index(call.name).and_then(|i| Some((i, R::Agent::entry_at(i)?)));
         let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
+        // A granted tool the run's skill does not offer exists, but not for this run.
+        if let Some(skill) = ctx.outside_skill(index) {
+            return refuse_outside_skill(ctx, call, entry.spec, skill).await;
+        }
         let spec = entry.spec;
         // An action's call, and a call of a read that reaches out (a copied value makes it a
         // proposal), is known by an id the runtime mints (a proposal is decided under it); the
@@ -154,6 +158,26 @@ async fn refuse_unknown<R: Run>(ctx: &Arc<R>, call: CallRef<'_>) -> CallOutcome 
         args: None,
     });
     ctx.recorder().deny(call, None, None, reason).await
+}
+
+/// A call of a granted tool that the run's skill does not offer: denied, nothing runs.
+async fn refuse_outside_skill<R: Run>(
+    ctx: &Arc<R>,
+    call: CallRef<'_>,
+    spec: &'static ToolSpec,
+    skill: &'static str,
+) -> CallOutcome {
+    let reason = format!(
+        "outside skill `{skill}`: this run works within skill `{skill}`, which does not offer `{}`; nothing ran",
+        spec.name
+    );
+    ctx.recorder().emit(|| Event::ToolCall {
+        run_id: ctx.recorder().ids.run_id.to_string(),
+        call_id: call.id.to_owned(),
+        tool: call.name.to_owned(),
+        args: None,
+    });
+    ctx.recorder().deny(call, Some(spec), None, reason).await
 }
 
 /// Who the run acts for (read again, with a principal source), the strict parse, the typed

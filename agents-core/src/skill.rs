@@ -1,0 +1,71 @@
+//! Skills that scope: a run works within one skill of its agent, and only the tools that skill
+//! offers are offered to the model or let through the gate.
+//!
+//! A skill offers the tools it lists. A granted tool that no skill lists is offered under
+//! every skill when the agent says `unskilled: shared`, and under none by default
+//! (`unskilled: none`). An agent without skills has one implicit skill that offers every
+//! granted tool. [`offers`] is that rule, written once for the runtime (on an
+//! [`AgentSpec`](crate::AgentSpec)), the manifest diff and the report (on an
+//! [`AgentEntry`](crate::manifest::AgentEntry)).
+
+use serde::{Deserialize, Serialize};
+
+/// What happens to the granted tools that no skill lists (the `unskilled` key of `agent!`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unskilled {
+    /// Offered under no skill: a tool must be listed by a skill to be offered (the default).
+    #[default]
+    None,
+    /// Offered under every skill.
+    Shared,
+}
+
+impl Unskilled {
+    /// Whether it is the default (`none`), which a manifest leaves out.
+    pub fn is_none(&self) -> bool {
+        *self == Unskilled::None
+    }
+
+    /// The name `agent!` and the manifest write.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Unskilled::None => "none",
+            Unskilled::Shared => "shared",
+        }
+    }
+}
+
+/// Whether a skill offers a tool: it lists it, or no skill lists it and the agent shares such
+/// tools. The one rule of skills' scope.
+///
+/// ```
+/// use agents_core::skill::{Unskilled, offers};
+/// assert!(offers(true, true, Unskilled::None));
+/// assert!(!offers(false, false, Unskilled::None));
+/// assert!(offers(false, false, Unskilled::Shared));
+/// assert!(!offers(false, true, Unskilled::Shared));
+/// ```
+pub const fn offers(listed_by_skill: bool, listed_by_any_skill: bool, unskilled: Unskilled) -> bool {
+    listed_by_skill || (!listed_by_any_skill && matches!(unskilled, Unskilled::Shared))
+}
+
+/// Who chose the skill a run works within.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillChooser {
+    /// The application, when it started the run.
+    Application,
+    /// The model, in the run's skill-choice step.
+    Model,
+}
+
+impl SkillChooser {
+    /// The snake_case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SkillChooser::Application => "application",
+            SkillChooser::Model => "model",
+        }
+    }
+}
