@@ -40,6 +40,9 @@
 //! | a model added or removed that another declared model covers | neutral |
 //! | a budget cap per run removed or raised / declared or lowered | widening / narrowing |
 //! | skills regrouped, name, description, input or output type changed | neutral |
+//! | a knowledge source added / removed | widening / narrowing |
+//! | a knowledge source's contents changed (its SHA-256: text no reviewer has read reaches the model) | widening |
+//! | a knowledge source's path changed, its contents the same | neutral |
 //!
 //! # What the classification guarantees
 //!
@@ -53,7 +56,7 @@
 //! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
 //! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
 //! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
-//! cap per run went up or away.
+//! cap per run went up or away; no knowledge source was added or changed its contents.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -65,6 +68,7 @@
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
+mod knowledge;
 mod lists;
 mod model;
 mod params;
@@ -79,6 +83,7 @@ use crate::manifest::Manifest;
 pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
     let mut out = Vec::new();
     agent::diff_agent(old, new, &mut out);
+    knowledge::diff_knowledge(&old.agent.knowledge, &new.agent.knowledge, &mut out);
     tool::diff_tools(old, new, &mut out);
     ManifestDiff { old_sha256: old.sha256(), new_sha256: new.sha256(), changes: out }
 }

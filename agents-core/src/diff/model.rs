@@ -149,6 +149,15 @@ pub enum Rule {
     BudgetCapRaised,
     /// A budget cap per run went down.
     BudgetCapLowered,
+    /// A knowledge source was declared: new text reaches the model.
+    KnowledgeAdded,
+    /// A knowledge source was removed.
+    KnowledgeRemoved,
+    /// A knowledge source's contents changed (its SHA-256): text a reviewer has not read
+    /// reaches the model.
+    KnowledgeChanged,
+    /// A knowledge source's path changed, its contents (SHA-256) the same.
+    KnowledgeMoved,
 }
 
 impl Rule {
@@ -203,6 +212,10 @@ impl Rule {
             Rule::BudgetCapDeclared => "budget_cap_declared",
             Rule::BudgetCapRaised => "budget_cap_raised",
             Rule::BudgetCapLowered => "budget_cap_lowered",
+            Rule::KnowledgeAdded => "knowledge_added",
+            Rule::KnowledgeRemoved => "knowledge_removed",
+            Rule::KnowledgeChanged => "knowledge_changed",
+            Rule::KnowledgeMoved => "knowledge_moved",
         }
     }
 }

@@ -407,6 +407,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
             budget: Default::default(),
+            knowledge: Vec::new(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -442,6 +443,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models,
             budget,
+            knowledge: Vec::new(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");

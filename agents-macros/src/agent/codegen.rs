@@ -70,7 +70,9 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     } = m.limits;
     let (text, hash) = (&m.manifest_text, &m.manifest_hash);
     let (models, budget) = surface_spec(m, rt);
+    let (knowledge, tracked) = super::knowledge::spec_tokens(&m.knowledge, &quote!(#rt::agents_core));
     quote! {
+        #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
         impl #rt::Agent for #ident {
             type Input = #input_ty;
@@ -92,6 +94,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 },
                 models: #models,
                 budget: #budget,
+                knowledge: #knowledge,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;
