@@ -115,6 +115,17 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// Passages of the agent's knowledge were given to the model for this turn (as data):
+    /// which ones, never their text.
+    KnowledgeLoaded {
+        /// The run.
+        run_id: String,
+        /// The agent's sources, as its manifest names them.
+        sources: Vec<agents_core::knowledge::KnowledgeEntry>,
+        /// Each passage given: its chunk id, source, path, byte and line ranges and SHA-256s
+        /// ([`Retrieval::evidence`](crate::knowledge::Retrieval::evidence)).
+        passages: Value,
+    },
 }
 
 /// Where a running run is (the `status` of an [`Event::Status`]).

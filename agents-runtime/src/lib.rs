@@ -10,6 +10,7 @@ pub mod events;
 pub mod imported;
 pub mod interceptor;
 pub mod isolate;
+pub mod knowledge;
 pub mod provenance;
 /// Model providers: the [`Provider`] trait, the scripted and rule-based
 /// providers, and the HTTP providers for OpenAI-compatible Chat Completions and Anthropic

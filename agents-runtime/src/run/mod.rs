@@ -290,6 +290,7 @@ mod decide;
 mod decision;
 mod driver;
 mod gate;
+mod knowledge;
 mod ledger;
 mod outcome;
 mod owed;

@@ -64,6 +64,7 @@ pub struct RuntimeBuilder {
     slot_lease: Duration,
     mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     state: crate::tool::AppState,
+    knowledge: crate::knowledge::KnowledgeSettings,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -360,6 +361,12 @@ impl RuntimeBuilder {
         self.isolation = Some(isolation);
         self
     }
+    /// Where the agents' `file` and `dir` knowledge sources are read, how their passages are
+    /// ranked (an embedder for hybrid ranking) and bounded: see [`crate::knowledge`].
+    pub fn knowledge(mut self, settings: crate::knowledge::KnowledgeSettings) -> Self {
+        self.knowledge = settings;
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -404,6 +411,7 @@ impl RuntimeBuilder {
                     isolation: self.isolation,
                     mcp_imports: self.mcp_imports,
                     state: self.state,
+                    knowledge: crate::knowledge::Knowledge::new(self.knowledge),
                 },
                 live: Live::default(),
             }),
@@ -490,6 +498,7 @@ impl Runtime {
             slot_lease: RUN_SLOT_LEASE,
             mcp_imports: None,
             state: crate::tool::AppState::default(),
+            knowledge: crate::knowledge::KnowledgeSettings::default(),
         }
     }
 
@@ -597,6 +606,7 @@ impl Runtime {
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
+        self.inner.services.knowledge.load(A::MANIFEST_SHA256, A::SPEC.knowledge).map_err(StartError::Knowledge)?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);

@@ -48,6 +48,7 @@ mod run_egress;
 mod run_endings;
 mod run_history;
 mod run_interceptors;
+mod run_knowledge;
 mod run_limits;
 mod run_proposals;
 mod run_records;

@@ -46,4 +46,6 @@ pub(in crate::run) struct Services {
     pub(in crate::run) mcp_imports: Option<Arc<dyn crate::imported::ImportedTools>>,
     /// The application's state, reachable from every tool's context.
     pub(in crate::run) state: crate::tool::AppState,
+    /// The agents' knowledge: its settings and the sources loaded so far.
+    pub(in crate::run) knowledge: crate::knowledge::Knowledge,
 }
