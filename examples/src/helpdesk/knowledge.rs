@@ -12,7 +12,7 @@ use agents_runtime::provider::{ChatMessage, ChatRequest};
 use serde_json::Value;
 
 /// The largest passage of the helpdesk's documents, in bytes: about one section of a policy.
-pub const PASSAGE_BYTES: usize = 500;
+pub const PASSAGE_BYTES: usize = 320;
 
 /// How the helpdesk's runtime reads and ranks its documents: offline (BM25), passages of
 /// about one section.

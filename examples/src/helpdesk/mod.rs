@@ -33,6 +33,7 @@
 pub mod app;
 pub mod eval;
 pub mod knowledge;
+pub mod recall;
 pub mod store;
 pub mod tools;
 

@@ -265,3 +265,17 @@ async fn the_helpdesk_answers_leave_and_probation_questions_from_its_policies_an
     assert!(answer.contains("Up to 5 unused days carry over"), "{answer}");
     assert!(answer.contains("(Source: the leave policy"), "{answer}");
 }
+
+#[tokio::test]
+async fn the_labelled_questions_name_real_passages_and_retrieval_finds_them_offline() {
+    use examples::helpdesk::recall::{K, knowledge_base, measure, resolved};
+    let base = knowledge_base();
+    let labelled = resolved(&base).unwrap();
+    assert!(labelled.len() >= 20, "a set worth measuring");
+    let r = measure(K).await.unwrap();
+    for v in [r.lexical, r.hybrid, r.substring] {
+        assert!((0.0..=1.0).contains(&v), "{r:?}");
+    }
+    // A floor on the offline default's quality (measured 0.958 when the set was written).
+    assert!(r.lexical >= 0.9, "{r:?}");
+}
