@@ -174,7 +174,7 @@ impl SourceSet {
         self.entries.clone()
     }
 
-    /// The entries as the manifest will carry them: canonical JSON (RFC 8785) of the array
+    /// The entries as the manifest carries them: canonical JSON (RFC 8785) of the array
     /// of [`SourceEntry::to_json`], sorted by name.
     pub fn manifest_json(&self) -> String {
         canonical::to_string(&Value::Array(self.entries.iter().map(SourceEntry::to_json).collect()))
