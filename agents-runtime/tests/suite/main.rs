@@ -49,6 +49,7 @@ mod run_endings;
 mod run_history;
 mod run_interceptors;
 mod run_knowledge;
+mod run_knowledge_injection;
 mod run_limits;
 mod run_proposals;
 mod run_records;
