@@ -134,6 +134,7 @@ impl RunEntry {
             Event::Message { .. } => "message",
             Event::Done { .. } => "done",
             Event::Error { .. } => "error",
+            Event::KnowledgeLoaded { .. } => "knowledge_loaded",
             _ => "event",
         };
         let last = {
