@@ -309,6 +309,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
             budget: Default::default(),
+            knowledge: Vec::new(),
         };
         let tools = tools
             .iter()

@@ -5,6 +5,7 @@
 
 use crate::agent::{AgentSpec, Limits};
 use crate::budget::BudgetEntry;
+use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
 use crate::skill::Unskilled;
 use crate::tool::{Risk, Tier, ToolSpec};
@@ -59,6 +60,10 @@ pub struct AgentEntry {
     /// `none` (the default), so a manifest without it keeps its bytes and hash.
     #[serde(default, skip_serializing_if = "Unskilled::is_none")]
     pub unskilled: Unskilled,
+    /// Its knowledge sources, sorted by name (see [`crate::knowledge`]); absent when it
+    /// declares none, so a manifest without them keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<KnowledgeEntry>,
 }
 
 /// A skill in a manifest.
@@ -319,6 +324,9 @@ pub enum ManifestError {
         /// The tier.
         tier: Tier,
     },
+    /// Two knowledge sources share a name.
+    #[error("two knowledge sources are named `{0}`; give each source its own name")]
+    DuplicateKnowledge(String),
 }
 
 impl ToolEntry {
@@ -408,6 +416,7 @@ impl AgentEntry {
             models: spec.models.map(|m| m.iter().map(ModelEntry::from_spec).collect()),
             budget: spec.budget.into(),
             unskilled: spec.unskilled,
+            knowledge: spec.knowledge.iter().map(KnowledgeEntry::from_spec).collect(),
         }
     }
 }
@@ -448,6 +457,10 @@ impl Manifest {
         }
         if let Some(m) = &mut agent.models {
             sort_dedup(m);
+        }
+        agent.knowledge.sort();
+        if let Some(w) = agent.knowledge.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(ManifestError::DuplicateKnowledge(w[0].name.clone()));
         }
         Ok(Manifest { format: FORMAT.to_owned(), version: VERSION, agent, tools })
     }

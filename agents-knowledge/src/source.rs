@@ -24,7 +24,8 @@
 //! ```
 
 use agents_core::canonical;
-use serde_json::{Value, json};
+use agents_core::knowledge::{WalkError, directory_sha256, walk_directory};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -173,7 +174,7 @@ impl SourceSet {
         self.entries.clone()
     }
 
-    /// The entries as the manifest will carry them: canonical JSON (RFC 8785) of the array
+    /// The entries as the manifest carries them: canonical JSON (RFC 8785) of the array
     /// of [`SourceEntry::to_json`], sorted by name.
     pub fn manifest_json(&self) -> String {
         canonical::to_string(&Value::Array(self.entries.iter().map(SourceEntry::to_json).collect()))
@@ -251,9 +252,12 @@ fn read_source(source: &Source, budget: &mut Budget) -> Result<Vec<Document>, So
             Ok(vec![document(&source.name, &label, &bytes)?])
         }
         Origin::Directory(root) => {
-            let mut files = Vec::new();
-            walk(&source.name, root, "", &mut files)?;
-            files.sort();
+            let files = walk_directory(root).map_err(|e| match e {
+                WalkError::Link(path) => SourceError::Link { source_name: source.name.clone(), path },
+                WalkError::Unreadable(path, cause) => {
+                    SourceError::Unreadable { source_name: source.name.clone(), path, cause }
+                }
+            })?;
             let mut out = Vec::with_capacity(files.len());
             for relative in files {
                 let bytes = read_file(&source.name, &root.join(&relative), &relative, budget)?;
@@ -262,32 +266,6 @@ fn read_source(source: &Source, budget: &mut Budget) -> Result<Vec<Document>, So
             Ok(out)
         }
     }
-}
-
-/// Collects the relative paths of the regular files beneath `dir` (`prefix` is `dir`'s own).
-fn walk(source: &str, dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), SourceError> {
-    let unreadable = |e: std::io::Error| SourceError::Unreadable {
-        source_name: source.into(),
-        path: dir.to_string_lossy().into_owned(),
-        cause: e.to_string(),
-    };
-    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
-        let entry = entry.map_err(unreadable)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
-            continue;
-        }
-        let relative = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-        let kind = entry.file_type().map_err(unreadable)?;
-        if kind.is_symlink() {
-            return Err(SourceError::Link { source_name: source.into(), path: relative });
-        } else if kind.is_dir() {
-            walk(source, &entry.path(), &relative, out)?;
-        } else if kind.is_file() {
-            out.push(relative);
-        }
-    }
-    Ok(())
 }
 
 /// Reads one file, never more than the document limit plus one byte (a file that grows while
@@ -330,10 +308,9 @@ fn document(source: &str, path: &str, bytes: &[u8]) -> Result<Document, SourceEr
 fn entry_of(source: &Source, documents: &[Document]) -> SourceEntry {
     let bytes = documents.iter().map(|d| d.text.len() as u64).sum();
     let sha256 = match &source.origin {
-        Origin::Directory(_) => {
-            let list = documents.iter().map(|d| json!([d.path, d.sha256, d.text.len()])).collect();
-            canonical::sha256_hex(canonical::to_string(&Value::Array(list)).as_bytes())
-        }
+        Origin::Directory(_) => directory_sha256(
+            &documents.iter().map(|d| (d.path.clone(), d.sha256.clone(), d.text.len() as u64)).collect::<Vec<_>>(),
+        ),
         _ => documents.first().map(|d| d.sha256.clone()).unwrap_or_default(),
     };
     SourceEntry { name: source.name.clone(), path: source.path_label(), sha256, bytes }

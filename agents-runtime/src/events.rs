@@ -162,6 +162,17 @@ pub enum Event {
         /// Who chose it: the application or the model.
         by: agents_core::skill::SkillChooser,
     },
+    /// Passages of the agent's knowledge were given to the model for this turn (as data):
+    /// which ones, never their text.
+    KnowledgeLoaded {
+        /// The run.
+        run_id: String,
+        /// The agent's sources, as its manifest names them.
+        sources: Vec<agents_core::knowledge::KnowledgeEntry>,
+        /// Each passage given: its chunk id, source, path, byte and line ranges and SHA-256s
+        /// ([`Retrieval::evidence`](crate::knowledge::Retrieval::evidence)).
+        passages: Value,
+    },
 }
 
 /// Where an [`Event::ErrorOccurred`] happened.

@@ -11,6 +11,7 @@ pub mod events;
 pub mod imported;
 pub mod interceptor;
 pub mod isolate;
+pub mod knowledge;
 pub mod provenance;
 pub mod untrusted;
 /// Model providers: the [`Provider`] trait, the scripted and rule-based
@@ -154,6 +155,9 @@ pub use agents_macros::tool;
 ///     limits: { max_iterations: 8, confirm_timeout_secs: 120 },
 ///     models: [openai("gpt-4.1-mini"), offline],
 ///     budget: { tokens_per_run: 200_000, usd_per_run: 0.50 },
+///     // Documents it answers from (paths relative to the crate's root), pinned by SHA-256:
+///     // `embedded` compiles them in; `file` and `dir` are read at start and checked.
+///     knowledge: [embedded("README.md", name = "guide")],
 /// }
 ///
 /// /// The model the application configures: a model `Physio` does not declare is a compile error.
@@ -171,6 +175,8 @@ pub use agents_macros::tool;
 ///     assert_eq!(manifest["agent"]["models"][0]["host"], "api.openai.com");
 ///     assert_eq!(manifest["agent"]["budget"]["usd_per_run_micros"], 500_000);
 ///     assert_eq!(MODEL, "gpt-4.1-mini");
+///     assert_eq!(manifest["agent"]["knowledge"][0]["name"], "guide");
+///     assert_eq!(manifest["agent"]["knowledge"][0]["path"], "embedded");
 /// }
 /// ```
 pub use agents_macros::agent;

@@ -353,6 +353,7 @@ fn manifest(spec: &ToolSpec) -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        knowledge: Vec::new(),
     };
     Manifest::from_entries(agent, vec![ToolEntry::from_spec(spec)]).expect("one tool")
 }

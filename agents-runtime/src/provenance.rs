@@ -475,6 +475,12 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// Keeps a tool result's values; `imported`: the tool is imported from an MCP server.
     pub(crate) fn result(&mut self, tool: &str, call_id: &str, imported: bool, value: &Value) {
+        let (tool, call_id) = (tool.to_owned(), call_id.to_owned());
+        self.seen(if imported { Origin::Imported { tool, call_id } } else { Origin::ToolResult { tool, call_id } }, value);
+    }
+
+    /// Keeps the values of untrusted content seen by the model (a tool's result, a passage).
+    pub(crate) fn seen(&mut self, origin: Origin, value: &Value) {
         let mut values = Vec::new();
         let mut tokens = std::collections::HashMap::new();
         pointed_leaves(value, &mut String::new(), true, &mut |pointer, raw| {
@@ -507,8 +513,6 @@ impl Ledger {
         let bytes = values.iter().map(|(n, r, p)| n.len() + r.len() + p.at.len()).sum::<usize>()
             + tokens.iter().map(|(t, p)| t.len() + p.at.len()).sum::<usize>();
         self.bytes += bytes;
-        let (tool, call_id) = (tool.to_owned(), call_id.to_owned());
-        let origin = if imported { Origin::Imported { tool, call_id } } else { Origin::ToolResult { tool, call_id } };
         self.results.push_back(Seen { origin, values, tokens, bytes });
         while self.bytes > MAX_LEDGER_BYTES {
             let Some(old) = self.results.pop_front() else { break };

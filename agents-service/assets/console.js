@@ -161,6 +161,15 @@
         case "gap":
           say("note", "Some events were missed; the audit records follow.");
           break;
+        case "knowledge_loaded": {
+          // Which passages of the agent's documents this turn gave the model (ids, no text).
+          const items = (data.passages || []).map((p) => el("li", {
+            text: p.source + (p.path ? "/" + p.path : "") + " lines " + (p.lines || []).join("–") + " (" + p.chunk + ")",
+          }));
+          log.append(el("li", { class: "knowledge" }, el("details", {},
+            el("summary", { text: "Passages used: " + items.length }), el("ul", {}, ...items))));
+          break;
+        }
         case "end":
         case "idle":
           endRun();
@@ -184,7 +193,7 @@
       if (source) source.close();
       source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
-        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold", "skill_chosen"];
+        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold", "skill_chosen", "knowledge_loaded"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
           let data = {};

@@ -137,6 +137,7 @@ impl RunEntry {
             Event::ErrorOccurred { .. } => "error_occurred",
             Event::BudgetThreshold { .. } => "budget_threshold",
             Event::SkillChosen { .. } => "skill_chosen",
+            Event::KnowledgeLoaded { .. } => "knowledge_loaded",
             _ => "event",
         };
         let last = {

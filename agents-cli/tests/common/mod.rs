@@ -128,6 +128,7 @@ pub fn helpdesk_v1() -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        knowledge: Vec::new(),
     };
     Manifest::from_entries(agent, vec![lookup, balance, submit, ticket, reset]).unwrap()
 }

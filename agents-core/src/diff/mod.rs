@@ -42,6 +42,9 @@
 //! | a skill offers an action tool it did not offer (a new skill reaching an action, an action tool moved into a skill, an action shared by `unskilled: shared`) | widening |
 //! | `unskilled` changed from `shared` to `none` / from `none` to `shared` (each action it shares is a widening above) | narrowing / neutral |
 //! | skills regrouped, name, description, input or output type changed | neutral |
+//! | a knowledge source added / removed | widening / narrowing |
+//! | a knowledge source's contents changed (its SHA-256: text no reviewer has read reaches the model) | widening |
+//! | a knowledge source's path changed, its contents the same | neutral |
 //!
 //! # What the classification guarantees
 //!
@@ -55,7 +58,7 @@
 //! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
 //! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
 //! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
-//! cap per run went up or away.
+//! cap per run went up or away; no knowledge source was added or changed its contents.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -67,6 +70,7 @@
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
+mod knowledge;
 mod lists;
 mod model;
 mod params;
@@ -82,6 +86,7 @@ use crate::manifest::Manifest;
 pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
     let mut out = Vec::new();
     agent::diff_agent(old, new, &mut out);
+    knowledge::diff_knowledge(&old.agent.knowledge, &new.agent.knowledge, &mut out);
     tool::diff_tools(old, new, &mut out);
     ManifestDiff { old_sha256: old.sha256(), new_sha256: new.sha256(), changes: out }
 }

@@ -155,6 +155,15 @@ pub enum Rule {
     /// The agent's `unskilled` changed: `none` → `shared` (neutral: the actions it shares are
     /// each a [`Rule::SkillReachesAction`]), `shared` → `none` (narrowing).
     UnskilledChanged,
+    /// A knowledge source was declared: new text reaches the model.
+    KnowledgeAdded,
+    /// A knowledge source was removed.
+    KnowledgeRemoved,
+    /// A knowledge source's contents changed (its SHA-256): text a reviewer has not read
+    /// reaches the model.
+    KnowledgeChanged,
+    /// A knowledge source's path changed, its contents (SHA-256) the same.
+    KnowledgeMoved,
 }
 
 impl Rule {
@@ -211,6 +220,10 @@ impl Rule {
             Rule::BudgetCapLowered => "budget_cap_lowered",
             Rule::SkillReachesAction => "skill_reaches_action",
             Rule::UnskilledChanged => "unskilled_changed",
+            Rule::KnowledgeAdded => "knowledge_added",
+            Rule::KnowledgeRemoved => "knowledge_removed",
+            Rule::KnowledgeChanged => "knowledge_changed",
+            Rule::KnowledgeMoved => "knowledge_moved",
         }
     }
 }

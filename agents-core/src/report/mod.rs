@@ -85,6 +85,7 @@ struct Page<'a> {
     limits: String,
     models: String,
     budget: String,
+    knowledge: String,
     changes: Option<Changes<'a>>,
     graph: Graph<'a>,
     tier_legend: Vec<(&'static str, String)>,
@@ -226,6 +227,7 @@ pub fn render(r: &Report<'_>) -> String {
         limits: limits_text(m),
         models: crate::models::models_text(m.agent.models.as_deref()),
         budget: m.agent.budget.text(),
+        knowledge: knowledge_text(m),
         changes: r.diff.map(|(d, old_name)| changes(d, old_name)),
         graph: graph(m, &widened),
         tier_legend: [Tier::Read, Tier::Action, Tier::Handoff]
@@ -241,6 +243,20 @@ pub fn render(r: &Report<'_>) -> String {
     };
     // Rendering writes into a String and every value is a plain field: it cannot fail.
     page.render().unwrap_or_else(|e| unreachable!("the report template failed: {e}"))
+}
+
+/// The knowledge sources, each with its path, size and SHA-256, or `none declared`.
+pub fn knowledge_text(m: &Manifest) -> String {
+    if m.agent.knowledge.is_empty() {
+        return "none declared (no documents reach the model)".to_owned();
+    }
+    let list: Vec<String> = m
+        .agent
+        .knowledge
+        .iter()
+        .map(|k| format!("{} ({}, {} bytes, sha256 {})", k.name, k.path, k.bytes, k.sha256))
+        .collect();
+    list.join("; ")
 }
 
 /// The tools count with its split by tier, e.g. `3 (1 read, 2 action, 0 handoff)`.
@@ -427,6 +443,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
             budget: Default::default(),
+            knowledge: Vec::new(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -463,6 +480,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models,
             budget,
+            knowledge: Vec::new(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");
@@ -489,5 +507,15 @@ mod tests {
         let page = render(&Report::new(&open, "desk.json", "0"));
         assert!(row(&page, "models").contains("any (none declared"), "{}", row(&page, "models"));
         assert!(row(&page, "budget").contains("no caps per run declared"));
+        assert!(row(&page, "knowledge").contains("none declared"));
+        let mut with_docs = agent(None, BudgetEntry::default());
+        with_docs.knowledge =
+            vec![crate::knowledge::KnowledgeEntry::of_document("leave", "policies/<leave>.md", b"25")];
+        let page = render(&Report::new(&Manifest::from_entries(with_docs, vec![]).unwrap(), "desk.json", "0"));
+        let sha = crate::canonical::sha256_hex(b"25");
+        assert_eq!(
+            row(&page, "knowledge"),
+            format!("<th>knowledge</th><td>leave (policies/&#60;leave&#62;.md, 2 bytes, sha256 {sha})</td>")
+        );
     }
 }

@@ -35,6 +35,7 @@ fn agent() -> AgentEntry {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        knowledge: Vec::new(),
     }
 }
 

@@ -43,6 +43,7 @@ fn manifest(skills: &[(&str, &[&str])], unskilled: Unskilled) -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        knowledge: vec![],
     };
     Manifest::from_entries(agent, TOOLS.iter().map(|(n, t)| tool(n, *t)).collect()).unwrap()
 }

@@ -22,6 +22,7 @@ fn manifest(models: Option<Vec<ModelEntry>>, budget: BudgetEntry) -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models,
         budget,
+        knowledge: Vec::new(),
     };
     Manifest::from_entries(agent, vec![]).unwrap()
 }

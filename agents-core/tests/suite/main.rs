@@ -18,6 +18,7 @@ mod audit_render;
 mod canonical_props;
 mod diff;
 mod diff_skills;
+mod diff_knowledge;
 mod diff_surface;
 mod manifest_parse;
 mod redact;

@@ -40,6 +40,7 @@ fn manifest() -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        knowledge: Vec::new(),
     };
     Manifest::from_entries(agent, vec![tool("a", Tier::Read), tool("b", Tier::Action)]).unwrap()
 }

@@ -77,7 +77,9 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         agents_core::skill::Unskilled::None => quote!(None),
         agents_core::skill::Unskilled::Shared => quote!(Shared),
     };
+    let (knowledge, tracked) = super::knowledge::spec_tokens(&m.knowledge, &quote!(#rt::agents_core));
     quote! {
+        #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
         impl #rt::Agent for #ident {
             type Input = #input_ty;
@@ -100,6 +102,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 models: #models,
                 budget: #budget,
                 unskilled: #rt::agents_core::skill::Unskilled::#unskilled,
+                knowledge: #knowledge,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;

@@ -5,6 +5,7 @@
 //! expensive to do; [`codegen`] emits the items.
 
 mod codegen;
+mod knowledge;
 mod model;
 mod parse;
 mod skill_enum;
@@ -172,5 +173,38 @@ mod tests {
         // Shared, but listed by another skill: not offered under `brief`.
         let out = expand(quote!(skills: { brief: [summary], roster: [list_athletes] }, unskilled: shared,));
         assert!(out.contains("which invokes `list_athletes`"), "{out}");
+    }
+
+    #[test]
+    fn knowledge_is_read_at_expansion_and_its_hash_is_in_the_manifest() {
+        let a = entry("list_athletes", "athlete.read", &[]);
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+        let sha = agents_core::canonical::sha256_hex(&bytes);
+        let out = finish(quote! {
+            []
+            { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes], knowledge: [embedded("Cargo.toml", name = "cargo"), dir("src/agent")], }
+            { "list_athletes" #a }
+        })
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        let entry =
+            format!(r#"{{\"bytes\":{},\"name\":\"cargo\",\"path\":\"embedded\",\"sha256\":\"{sha}\"}}"#, bytes.len());
+        assert!(out.contains(&entry), "{out}");
+        assert!(out.contains("include_bytes"), "{out}");
+        assert!(out.contains(r#"\"path\":\"src/agent\""#), "{out}");
+    }
+
+    #[test]
+    fn a_knowledge_source_that_cannot_be_read_is_a_compile_error_naming_it() {
+        let a = entry("list_athletes", "athlete.read", &[]);
+        let out = finish(quote! {
+            []
+            { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes], knowledge: [file("policies/missing.md"), folder("x")], }
+            { "list_athletes" #a }
+        })
+        .to_string();
+        assert!(out.contains("cannot read knowledge source"), "{out}");
+        assert!(out.contains("policies/missing.md"), "{out}");
+        assert!(out.contains("unknown kind of knowledge source `folder`"), "{out}");
     }
 }

@@ -28,6 +28,8 @@ pub(crate) struct Model {
     pub(crate) manifest: Manifest,
     pub(crate) manifest_text: String,
     pub(crate) manifest_hash: String,
+    /// The knowledge sources, read at expansion time.
+    pub(crate) knowledge: Vec<super::knowledge::ReadSource>,
 }
 
 /// Builds the model, or reports every mistake found.
@@ -50,6 +52,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
     let name = agent.name.as_ref().map(syn::LitStr::value).unwrap_or_else(|| ident.to_string());
     let description = doc_string(&agent.attrs).unwrap_or_default();
     let limits = agent.limits();
+    let knowledge = super::knowledge::read_sources(&agent.knowledge, errors);
     let entry = AgentEntry {
         name: name.clone(),
         description: description.clone(),
@@ -61,6 +64,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         models: agent.models.clone(),
         budget: agent.budget,
         unskilled: agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default(),
+        knowledge: knowledge.iter().map(|k| k.entry().clone()).collect(),
     };
     if !errors.is_empty() {
         return None;
@@ -70,7 +74,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         .ok()?;
     let manifest_text = manifest.to_canonical_string();
     let manifest_hash = agents_core::canonical::sha256_hex(manifest_text.as_bytes());
-    Some(Model { agent, name, description, limits, tools, manifest, manifest_text, manifest_hash })
+    Some(Model { agent, name, description, limits, tools, manifest, manifest_text, manifest_hash, knowledge })
 }
 
 /// Each link's entry, read back.

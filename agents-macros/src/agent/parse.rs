@@ -1,6 +1,7 @@
 //! The input of `agent!`, as written: every key read, each mistake kept as an error spanned
 //! on its token (so that one mistake does not hide the next).
 
+use super::knowledge::{KnowledgeDecl, parse_knowledge};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
@@ -11,7 +12,7 @@ use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
 const KEYS: &[&str] =
-    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled"];
+    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled", "knowledge"];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
@@ -50,6 +51,8 @@ pub(crate) struct AgentInput {
     pub(crate) budget: BudgetEntry,
     /// `unskilled: none | shared`: the tools no skill lists; `None` when not given (`none`).
     pub(crate) unskilled: Option<(Ident, agents_core::skill::Unskilled)>,
+    /// `knowledge: [...]`: its knowledge sources, as written.
+    pub(crate) knowledge: Vec<KnowledgeDecl>,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -84,6 +87,7 @@ impl Parse for AgentInput {
             models: None,
             budget: BudgetEntry::default(),
             unskilled: None,
+            knowledge: Vec::new(),
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -142,6 +146,12 @@ impl AgentInput {
                     return Err(wrong(input.error("")));
                 }
                 self.budget = parse_budget(input, &mut self.errors)?;
+            }
+            "knowledge" => {
+                if !input.peek(syn::token::Bracket) {
+                    return Err(wrong(input.error("")));
+                }
+                self.knowledge = parse_knowledge(input)?;
             }
             "skills" | "limits" => {
                 if !input.peek(syn::token::Brace) {
@@ -259,6 +269,9 @@ fn key_takes(key: &str) -> &'static str {
         "budget" => "its caps per run in braces, e.g. `budget: { tokens_per_run: 200_000, usd_per_run: 0.50 }`",
         "unskilled" => {
             "what happens to the granted tools no skill lists: `unskilled: none` (offered under no skill, the default) or `unskilled: shared` (offered under every skill)"
+        }
+        "knowledge" => {
+            "its knowledge sources in square brackets, each path relative to the crate's root, e.g. `knowledge: [embedded(\"policies/leave.md\"), dir(\"policies\", name = \"hr\")]`"
         }
         _ => "a value",
     }

@@ -224,6 +224,14 @@ impl<A: Registry> RunCtx<A> {
         }
     }
 
+    /// Keeps a retrieved passage's text as untrusted content, labelled with its source and id.
+    pub(super) fn note_passage(&self, source: &str, chunk: &str, text: &str) {
+        if let Some(l) = &self.ledger {
+            let origin = crate::provenance::Origin::Document { source: source.to_owned(), chunk: chunk.to_owned() };
+            lock(l).seen(origin, &Value::String(text.to_owned()));
+        }
+    }
+
     /// Keeps the user's message for the egress provenance check.
     pub(super) fn note_user(&self, text: &str) {
         if let Some(l) = &self.ledger {

@@ -40,11 +40,19 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
     if let Some(proposal) = pending {
         turn.classify_reply(proposal, &input).await;
     }
+    match super::knowledge::passages_for(&turn.ctx, &input, &turn.spend).await {
+        Ok(passages) => turn.messages.extend(passages),
+        // The agent's knowledge is not the reviewed one: the model is not called.
+        Err(e) => {
+            turn.outcome.status = RunStatus::Failed;
+            turn.outcome.failure = Some(Failure::NotStarted(e));
+        }
+    }
     turn.messages.push(ChatMessage::User { content: input.clone() });
     // A turn offered no tools (a proposal waits for a clear answer) chooses no skill either.
     turn.choosing &= turn.bind_tools;
     loop {
-        if turn.iteration_limit_reached() || turn.budget_gate().await.is_break() {
+        if turn.outcome.failure.is_some() || turn.iteration_limit_reached() || turn.budget_gate().await.is_break() {
             break;
         }
         let Some(response) = turn.call_model().await else { break };

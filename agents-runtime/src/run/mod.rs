@@ -301,6 +301,7 @@ mod decide;
 mod decision;
 mod driver;
 mod gate;
+mod knowledge;
 mod ledger;
 mod outcome;
 mod owed;

@@ -51,6 +51,12 @@ pub enum StartError {
         /// The name given.
         skill: &'static str,
     },
+    /// A knowledge source of the agent could not be read, or differs from the manifest's
+    /// entry (SHA-256 or size): nothing ran (see [`crate::knowledge`]).
+    #[error(
+        "the agent's knowledge does not match its manifest, so nothing ran: {0}; restore the reviewed documents, or rebuild the agent so its manifest names the new ones (a change reviewers see)"
+    )]
+    Knowledge(String),
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

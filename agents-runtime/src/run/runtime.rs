@@ -70,6 +70,7 @@ pub struct RuntimeBuilder {
     principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
     budget_thresholds: Vec<f64>,
     untrusted: crate::untrusted::UntrustedPolicies,
+    knowledge: crate::knowledge::KnowledgeSettings,
 }
 
 /// The default of [`RuntimeBuilder::decision_poll`]: half a second.
@@ -458,6 +459,12 @@ impl RuntimeBuilder {
         self.budget_thresholds = fractions;
         Ok(self)
     }
+    /// Where the agents' `file` and `dir` knowledge sources are read, how their passages are
+    /// ranked (an embedder for hybrid ranking) and bounded: see [`crate::knowledge`].
+    pub fn knowledge(mut self, settings: crate::knowledge::KnowledgeSettings) -> Self {
+        self.knowledge = settings;
+        self
+    }
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
@@ -504,6 +511,7 @@ impl RuntimeBuilder {
                     mcp_imports: self.mcp_imports,
                     state: self.state,
                     principals: self.principals,
+                    knowledge: crate::knowledge::Knowledge::new(self.knowledge),
                 },
                 live: Live::default(),
             }),
@@ -596,6 +604,7 @@ impl Runtime {
             principals: None,
             budget_thresholds: crate::budget::DEFAULT_BUDGET_THRESHOLDS.to_vec(),
             untrusted: crate::untrusted::UntrustedPolicies::default(),
+            knowledge: crate::knowledge::KnowledgeSettings::default(),
         }
     }
 
@@ -742,6 +751,7 @@ impl Runtime {
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
+        self.inner.services.knowledge.load(A::MANIFEST_SHA256, A::SPEC.knowledge).map_err(StartError::Knowledge)?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);

@@ -50,6 +50,8 @@ mod run_endings;
 mod run_events;
 mod run_history;
 mod run_interceptors;
+mod run_knowledge;
+mod run_knowledge_injection;
 mod run_limits;
 mod run_origins;
 mod run_proposals;

@@ -134,6 +134,7 @@ async fn serve_mcp(args: &[String]) -> io::Result<()> {
     let rt = Runtime::builder(Arc::new(sink), Arc::new(HelpdeskModel::new().provider()))
         .roles(super::roles().clone())
         .shared_state(Store::shared())
+        .knowledge(super::knowledge::knowledge_settings())
         .build();
     let options = agents_mcp::McpOptions::default();
     if !http {
@@ -234,6 +235,7 @@ fn build_runtime(provider: Arc<dyn Provider>, path: &Path) -> io::Result<(Runtim
         .roles(super::roles().clone())
         .confirm_mode(ConfirmMode::Conversational)
         .shared_state(Store::shared())
+        .knowledge(super::knowledge::knowledge_settings())
         .build();
     Ok((rt, records))
 }
@@ -454,7 +456,9 @@ impl HelpdeskModel {
                     me.lock().last_proposal = None;
                     return Some(reply("Cancelled: nothing was submitted. What would you like to do instead?"));
                 }
-                let (tool, args) = intent(message)?;
+                let Some((tool, args)) = intent(message) else {
+                    return super::knowledge::answer_from_passages(request).map(reply);
+                };
                 if ACTIONS.contains(&tool) {
                     me.lock().last_proposal = Some((tool.to_owned(), args.clone()));
                 }

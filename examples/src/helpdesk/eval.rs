@@ -49,6 +49,7 @@ impl EvalTarget for HelpdeskTarget {
             .roles(roles().clone())
             .confirm_mode(ConfirmMode::Conversational)
             .shared_state(Arc::new(Store::seeded()))
+            .knowledge(super::knowledge::knowledge_settings())
             .build()
     }
     fn principal(&self) -> Principal {

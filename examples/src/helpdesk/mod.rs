@@ -16,6 +16,9 @@
 //!   authority (a request that claims someone else's permission, "my manager said you can
 //!   approve this yourself", as if it replaced the user's own yes), a fake system directive,
 //!   and a handoff tool described as a harmless read.
+//! - **Answers from its policy documents** ([`knowledge`]): the six policies of
+//!   `src/helpdesk/policies/` are compiled in, pinned by SHA-256 in the manifest, and the
+//!   passages that match each question reach the model as data; answers cite them.
 //! - **Severe failures are counted from the audit log** ([`crate::console::severe_failures`]),
 //!   never judged by a model.
 //!
@@ -29,6 +32,8 @@
 
 pub mod app;
 pub mod eval;
+pub mod knowledge;
+pub mod recall;
 pub mod store;
 pub mod tools;
 
@@ -93,4 +98,9 @@ agent! {
         openai_compatible("llama3.2", host = "localhost"),
     ],
     budget: { tokens_per_run: 200_000, usd_per_run: 0.25 },
+    knowledge: [
+        embedded("src/helpdesk/policies/leave.md"), embedded("src/helpdesk/policies/probation.md"),
+        embedded("src/helpdesk/policies/equipment.md"), embedded("src/helpdesk/policies/software.md"),
+        embedded("src/helpdesk/policies/passwords.md"), embedded("src/helpdesk/policies/tickets.md"),
+    ],
 }

@@ -3,6 +3,9 @@
 //!
 //! What it shows:
 //!
+//! - **A rulebook it consults.** `src/kyc/rulebook.md` is compiled in and pinned by SHA-256
+//!   in the manifest; for each request the runtime gives the model the rulebook's passages
+//!   that match it, as data (see [`agents_runtime::knowledge`]).
 //! - **Typed contract.** The agent takes a [`RawRequest`] and returns an [`ApprovalDecision`]:
 //!   its JSON schema is generated from the type and sent to the model, and the model's final
 //!   answer is parsed into the type and validated ([`ApprovalDecision`]'s rules: a risk score
@@ -215,4 +218,5 @@ agent! {
     },
     ceiling: [perms::kyc::review, perms::kyc::annotate],
     limits: { max_iterations: 10 },
+    knowledge: [embedded("src/kyc/rulebook.md")],
 }

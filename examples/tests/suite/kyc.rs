@@ -152,7 +152,10 @@ async fn a_malformed_decision_is_refused_with_a_clear_error_and_audited() {
         assert!(error.starts_with("the model's final answer does not fit `ApprovalDecision`: "), "{error}");
         assert!(error.contains(why), "{error}");
         let records = sink.records();
-        let refusal: Vec<&AuditRecord> = records.iter().filter(|r| r.status == AuditStatus::Notice).collect();
+        let refusal: Vec<&AuditRecord> = records
+            .iter()
+            .filter(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|r| r.starts_with("output")))
+            .collect();
         assert_eq!(refusal.len(), 1, "{records:?}");
         assert_eq!(refusal[0].reason.as_deref(), Some(format!("output refused: {error}").as_str()));
         assert_eq!(refusal[0].manifest_sha256, KycReviewer::MANIFEST_SHA256);
@@ -407,4 +410,39 @@ fn unknown_options_are_refused_before_anything_starts() {
         assert!(err.to_string().contains("usage: kyc"), "{err}");
         assert!(out.is_empty());
     }
+}
+
+#[tokio::test]
+async fn the_reviewer_consults_its_rulebook_pinned_in_its_manifest() {
+    let m = manifest();
+    assert_eq!(m.agent.knowledge.len(), 1);
+    assert_eq!(m.agent.knowledge[0].name, "rulebook");
+    assert_eq!(m.agent.knowledge[0].sha256, sha256_hex(include_bytes!("../../src/kyc/rulebook.md")));
+    let files = DemoFiles::create().unwrap();
+    let passport = files.upload("c-1001/passport.txt");
+    let answer = json!({"request_id": "kyc-1", "decision": "refer", "risk_score": 10,
+        "reasons": ["R2: no proof of address"], "documents_reviewed": [passport]});
+    let provider = Arc::new(ScriptedProvider::new([
+        tool_call("read_customer_file", json!({"path": passport}).to_string()),
+        reply(answer.to_string()),
+    ]));
+    let sink = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(sink.clone(), provider.clone()).roles(examples::kyc::roles().clone()).build();
+    let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{:?}", out.error_text());
+    // The rulebook's passages reached the model as data, and the record names them by id.
+    let first = &provider.requests()[0];
+    let data = first.messages.iter().any(|m| {
+        matches!(m, agents_runtime::provider::ChatMessage::User { content }
+            if content.contains(agents_runtime::knowledge::PASSAGES_OPEN) && content.contains("rulebook"))
+    });
+    assert!(data, "{:?}", first.messages);
+    assert!(!first.system.contains("Proof of address"), "never in the system prompt");
+    let notice = sink
+        .records()
+        .into_iter()
+        .find(|r| r.reason.as_deref().is_some_and(|r| r.starts_with("knowledge: ")))
+        .expect("a knowledge notice");
+    let evidence = serde_json::to_string(&notice.result).unwrap();
+    assert!(evidence.contains("\"source\":\"rulebook\""), "{evidence}");
 }

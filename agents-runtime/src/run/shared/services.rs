@@ -49,4 +49,6 @@ pub(in crate::run) struct Services {
     /// Where who a run acts for is read again before each call, decision and resumption;
     /// `None`: a run holds the principal it started with (see [`crate::authority`]).
     pub(in crate::run) principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
+    /// The agents' knowledge: its settings and the sources loaded so far.
+    pub(in crate::run) knowledge: crate::knowledge::Knowledge,
 }

@@ -19,6 +19,7 @@ impl Agent for Forged {
         models: None,
         budget: agents_runtime::agents_core::budget::BudgetSpec::NONE,
         unskilled: agents_runtime::Unskilled::None,
+        knowledge: &[],
     };
     const MANIFEST: &'static str = "{}";
     const MANIFEST_SHA256: &'static str = "";
