@@ -133,7 +133,7 @@ async fn a_value_copied_from_a_passage_into_an_egress_call_waits_for_a_person() 
     assert_eq!(run.wait().await.status(), RunStatus::Completed);
     assert_eq!(ran("kn-egress"), 0, "nothing ran without the person");
     assert_eq!(cards.len(), 1, "one card");
-    assert!(cards[0].contains("knowledge:leave"), "the card names the passage's source: {}", cards[0]);
+    assert!(cards[0].contains("the document `leave`"), "the card names the passage's source: {}", cards[0]);
     assert!(statuses(&audit).contains(&AuditStatus::Rejected));
 }
 

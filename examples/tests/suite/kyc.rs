@@ -428,7 +428,11 @@ async fn the_reviewer_consults_its_rulebook_pinned_in_its_manifest() {
     ]));
     let sink = Arc::new(MemorySink::new());
     let rt = Runtime::builder(sink.clone(), provider.clone()).roles(examples::kyc::roles().clone()).build();
-    let out = rt.start::<KycReviewer>(analyst(), "s", request(vec![passport.clone()])).unwrap().wait().await;
+    let out = rt
+        .start_in_skill(analyst(), "s", KycReviewerSkill::Review, request(vec![passport.clone()]))
+        .unwrap()
+        .wait()
+        .await;
     assert_eq!(out.status(), RunStatus::Completed, "{:?}", out.error_text());
     // The rulebook's passages reached the model as data, and the record names them by id.
     let first = &provider.requests()[0];
