@@ -308,6 +308,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
             budget: Default::default(),
+            audit_values: Default::default(),
         };
         let tools = tools
             .iter()

@@ -4,6 +4,7 @@
 //! from the runtime registry.
 
 use crate::agent::{AgentSpec, Limits};
+use crate::audit::AuditValues;
 use crate::budget::BudgetEntry;
 use crate::models::{ModelEntry, ModelEntryError};
 use crate::tool::{Risk, Tier, ToolSpec};
@@ -54,6 +55,12 @@ pub struct AgentEntry {
     /// Its budget caps per run; absent when it declares none.
     #[serde(default, skip_serializing_if = "BudgetEntry::is_empty")]
     pub budget: BudgetEntry,
+    /// The most of a call's values its audit records may keep; absent when it is
+    /// [`AuditValues::Omitted`] (the default, the least), so a manifest that does not widen it
+    /// keeps its bytes and hash, and one that does shows `"audit_values": "masked"` or
+    /// `"full"`.
+    #[serde(default, skip_serializing_if = "AuditValues::is_omitted")]
+    pub audit_values: AuditValues,
 }
 
 /// A skill in a manifest.
@@ -402,6 +409,7 @@ impl AgentEntry {
             limits: spec.limits.into(),
             models: spec.models.map(|m| m.iter().map(ModelEntry::from_spec).collect()),
             budget: spec.budget.into(),
+            audit_values: spec.audit_values,
         }
     }
 }

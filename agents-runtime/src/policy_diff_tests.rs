@@ -352,6 +352,7 @@ fn manifest(spec: &ToolSpec) -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![ToolEntry::from_spec(spec)]).expect("one tool")
 }

@@ -127,6 +127,7 @@ pub fn helpdesk_v1() -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![lookup, balance, submit, ticket, reset]).unwrap()
 }

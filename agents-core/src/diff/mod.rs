@@ -39,6 +39,7 @@
 //! | a model added (or its host pattern broadened) / removed (or narrowed) | widening / narrowing |
 //! | a model added or removed that another declared model covers | neutral |
 //! | a budget cap per run removed or raised / declared or lowered | widening / narrowing |
+//! | the audit records' values widened (omitted → masked → full) / narrowed | widening / narrowing |
 //! | skills regrouped, name, description, input or output type changed | neutral |
 //!
 //! # What the classification guarantees
@@ -53,7 +54,7 @@
 //! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
 //! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
 //! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
-//! cap per run went up or away.
+//! cap per run went up or away; the audit records keep no more of a call's values.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -65,6 +66,7 @@
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
+mod audit_values;
 mod lists;
 mod model;
 mod params;

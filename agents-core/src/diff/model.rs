@@ -149,6 +149,10 @@ pub enum Rule {
     BudgetCapRaised,
     /// A budget cap per run went down.
     BudgetCapLowered,
+    /// The audit records may keep more of a call's values (omitted → masked → full).
+    AuditValuesWidened,
+    /// The audit records keep less of a call's values.
+    AuditValuesNarrowed,
 }
 
 impl Rule {
@@ -203,6 +207,8 @@ impl Rule {
             Rule::BudgetCapDeclared => "budget_cap_declared",
             Rule::BudgetCapRaised => "budget_cap_raised",
             Rule::BudgetCapLowered => "budget_cap_lowered",
+            Rule::AuditValuesWidened => "audit_values_widened",
+            Rule::AuditValuesNarrowed => "audit_values_narrowed",
         }
     }
 }

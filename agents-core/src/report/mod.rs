@@ -84,6 +84,7 @@ struct Page<'a> {
     limits: String,
     models: String,
     budget: String,
+    audit_values: &'static str,
     changes: Option<Changes<'a>>,
     graph: Graph<'a>,
     tier_legend: Vec<(&'static str, String)>,
@@ -224,6 +225,7 @@ pub fn render(r: &Report<'_>) -> String {
         limits: limits_text(m),
         models: crate::models::models_text(m.agent.models.as_deref()),
         budget: m.agent.budget.text(),
+        audit_values: m.agent.audit_values.meaning(),
         changes: r.diff.map(|(d, old_name)| changes(d, old_name)),
         graph: graph(m, &widened),
         tier_legend: [Tier::Read, Tier::Action, Tier::Handoff]
@@ -407,6 +409,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models: None,
             budget: Default::default(),
+            audit_values: Default::default(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -442,6 +445,7 @@ mod tests {
             limits: LimitsEntry::from(crate::Limits::DEFAULT),
             models,
             budget,
+            audit_values: Default::default(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");
@@ -468,5 +472,31 @@ mod tests {
         let page = render(&Report::new(&open, "desk.json", "0"));
         assert!(row(&page, "models").contains("any (none declared"), "{}", row(&page, "models"));
         assert!(row(&page, "budget").contains("no caps per run declared"));
+    }
+
+    #[test]
+    fn the_audit_values_setting_is_shown() {
+        use crate::audit::AuditValues;
+        let row = |values| {
+            let mut agent = crate::manifest::AgentEntry::from_spec(&crate::AgentSpec {
+                name: "desk",
+                description: "",
+                input: "String",
+                output: "String",
+                skills: &[],
+                ceiling: None,
+                limits: crate::Limits::DEFAULT,
+                models: None,
+                budget: Default::default(),
+                audit_values: AuditValues::Omitted,
+            });
+            agent.audit_values = values;
+            let page = render(&Report::new(&Manifest::from_entries(agent, vec![]).unwrap(), "desk.json", "0"));
+            let start = page.find("<th>audit values</th>").expect("an audit values row");
+            page[start..start + page[start..].find("</tr>").unwrap()].to_owned()
+        };
+        assert!(row(AuditValues::Omitted).contains("<td>omitted: "), "{}", row(AuditValues::Omitted));
+        assert!(row(AuditValues::Masked).contains("<td>masked: "));
+        assert!(row(AuditValues::Full).contains("<td>full: "));
     }
 }

@@ -34,6 +34,7 @@ fn agent() -> AgentEntry {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        audit_values: Default::default(),
     }
 }
 

@@ -21,6 +21,7 @@ fn manifest(models: Option<Vec<ModelEntry>>, budget: BudgetEntry) -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models,
         budget,
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![]).unwrap()
 }

@@ -17,6 +17,7 @@ mod audit_chain;
 mod audit_render;
 mod canonical_props;
 mod diff;
+mod diff_audit_values;
 mod diff_surface;
 mod manifest_parse;
 mod redact;

@@ -39,6 +39,7 @@ fn manifest() -> Manifest {
         limits: LimitsEntry::from(Limits::DEFAULT),
         models: None,
         budget: Default::default(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![tool("a", Tier::Read), tool("b", Tier::Action)]).unwrap()
 }

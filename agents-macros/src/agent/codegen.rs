@@ -70,6 +70,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     } = m.limits;
     let (text, hash) = (&m.manifest_text, &m.manifest_hash);
     let (models, budget) = surface_spec(m, rt);
+    let audit_values = Ident::new(&format!("{:?}", m.manifest.agent.audit_values), proc_macro2::Span::call_site());
     quote! {
         impl #seal::DeclaredByAgentMacro for #ident {}
         impl #rt::Agent for #ident {
@@ -92,6 +93,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 },
                 models: #models,
                 budget: #budget,
+                audit_values: #rt::agents_core::audit::AuditValues::#audit_values,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;

@@ -58,6 +58,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         limits: LimitsEntry::from(limits),
         models: agent.models.clone(),
         budget: agent.budget,
+        audit_values: agent.audit_values,
     };
     if !errors.is_empty() {
         return None;

@@ -1,6 +1,7 @@
 //! The input of `agent!`, as written: every key read, each mistake kept as an error spanned
 //! on its token (so that one mistake does not hide the next).
 
+use super::audit::{AUDIT_TAKES, parse_audit};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
@@ -10,7 +11,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
-const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget"];
+const KEYS: &[&str] = &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "audit"];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
@@ -47,6 +48,8 @@ pub(crate) struct AgentInput {
     pub(crate) models: Option<Vec<agents_core::models::ModelEntry>>,
     /// `budget: { ... }`: its caps per run.
     pub(crate) budget: BudgetEntry,
+    /// `audit: { values: ... }`: the most of a call's values its records may keep.
+    pub(crate) audit_values: agents_core::audit::AuditValues,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -80,6 +83,7 @@ impl Parse for AgentInput {
             limits: Vec::new(),
             models: None,
             budget: BudgetEntry::default(),
+            audit_values: Default::default(),
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -138,6 +142,12 @@ impl AgentInput {
                     return Err(wrong(input.error("")));
                 }
                 self.budget = parse_budget(input, &mut self.errors)?;
+            }
+            "audit" => {
+                if !input.peek(syn::token::Brace) {
+                    return Err(wrong(input.error("")));
+                }
+                self.audit_values = parse_audit(input, &mut self.errors)?;
             }
             "skills" | "limits" => {
                 if !input.peek(syn::token::Brace) {
@@ -243,6 +253,7 @@ fn key_takes(key: &str) -> &'static str {
             "the models it may run on, in square brackets, e.g. `models: [openai(\"gpt-4.1-mini\"), anthropic(\"claude-sonnet-4-5\"), openai_compatible(\"llama3.2\", host = \"localhost\"), offline]`"
         }
         "budget" => "its caps per run in braces, e.g. `budget: { tokens_per_run: 200_000, usd_per_run: 0.50 }`",
+        "audit" => AUDIT_TAKES,
         _ => "a value",
     }
 }

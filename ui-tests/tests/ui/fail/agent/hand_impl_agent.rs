@@ -18,6 +18,7 @@ impl Agent for Forged {
         limits: Limits::DEFAULT,
         models: None,
         budget: agents_runtime::agents_core::budget::BudgetSpec::NONE,
+        audit_values: agents_runtime::agents_core::audit::AuditValues::Full,
     };
     const MANIFEST: &'static str = "{}";
     const MANIFEST_SHA256: &'static str = "";
