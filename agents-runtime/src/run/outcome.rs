@@ -40,6 +40,10 @@ pub enum StartError {
     /// The runtime's provider is not one of the agent's declared models: nothing ran.
     #[error(transparent)]
     ModelNotDeclared(#[from] crate::declared::UndeclaredModel),
+    /// The runtime keeps more of a call's values in the audit log than the agent's manifest
+    /// declares (`audit: { values: ... }`): nothing ran.
+    #[error(transparent)]
+    AuditValuesNotDeclared(#[from] crate::audit::declared::UndeclaredAuditValues),
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

@@ -157,6 +157,7 @@ agent! {
     /// Kinetix, the assistant in the corner of every page: it looks things up and, after a
     /// person approves, changes records, always as the user it acts for.
     pub struct Kinetix;
+    audit: { values: full },
     name: "kinetix",
     tools: [
         list_athletes, get_athlete, create_athlete, update_athlete, deactivate_athlete, reactivate_athlete,
