@@ -310,6 +310,7 @@ mod tests {
             models: None,
             budget: Default::default(),
             knowledge: Vec::new(),
+            audit_values: Default::default(),
         };
         let tools = tools
             .iter()

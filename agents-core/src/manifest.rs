@@ -4,6 +4,7 @@
 //! from the runtime registry.
 
 use crate::agent::{AgentSpec, Limits};
+use crate::audit::AuditValues;
 use crate::budget::BudgetEntry;
 use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
@@ -64,6 +65,12 @@ pub struct AgentEntry {
     /// declares none, so a manifest without them keeps its bytes and hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<KnowledgeEntry>,
+    /// The most of a call's values its audit records may keep; absent when it is
+    /// [`AuditValues::Omitted`] (the default, the least), so a manifest that does not widen it
+    /// keeps its bytes and hash, and one that does shows `"audit_values": "masked"` or
+    /// `"full"`.
+    #[serde(default, skip_serializing_if = "AuditValues::is_omitted")]
+    pub audit_values: AuditValues,
 }
 
 /// A skill in a manifest.
@@ -417,6 +424,7 @@ impl AgentEntry {
             budget: spec.budget.into(),
             unskilled: spec.unskilled,
             knowledge: spec.knowledge.iter().map(KnowledgeEntry::from_spec).collect(),
+            audit_values: spec.audit_values,
         }
     }
 }

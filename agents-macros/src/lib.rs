@@ -6,7 +6,7 @@
 //! | macro | what it does |
 //! | --- | --- |
 //! | [`macro@tool`] | turns a function into a tool: marker type, typed args, spec, execution by tier |
-//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, models, budget, registry, `MANIFEST` |
+//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, models, budget, audit values, registry, `MANIFEST` |
 //! | [`permissions!`] | declares the application's permissions once, as types |
 //! | [`mcp_import!`] | declares tools of another MCP server, pinned by a checked-in lock file |
 //!
@@ -382,6 +382,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | [`models`](#models) | the models it may run on, in square brackets | any provider |
 /// | [`budget`](#budget) | caps per run, in braces | no caps |
 /// | [`unskilled`](#unskilled) | `none` or `shared` (only beside `skills`) | `none` |
+/// | [`audit`](#audit) | how much of a call's values its records may keep, in braces | `values: omitted` |
 /// | [`name`](#name) | a string | the type's name |
 /// | [`input`](#input) | a type | `String` |
 /// | [`output`](#output) | a type | `String` |
@@ -502,6 +503,19 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// budget: { tokens_per_run: 200_000, usd_per_run: 0.50 },
 /// ```
 ///
+/// ## `audit`
+///
+/// The most of a call's values the agent's audit records may keep: `values: omitted` (the
+/// default: each argument's name with a keyed digest of its value, the result's keyed
+/// digest), `masked` (the argument values, secrets masked) or `full` (the result's value
+/// too). The manifest lists `masked` and `full` as `agent.audit_values` (a widening in its
+/// diff); a runtime set to keep more than the agent declares
+/// (`RuntimeBuilder::audit_values`) refuses to start its runs.
+///
+/// ```ignore
+/// audit: { values: masked },
+/// ```
+///
 /// ## `name`
 ///
 /// The agent's name in its manifest, the audit log and the service's routes, as a string.
@@ -541,6 +555,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `models: [openai_compatible("llama3.2")]` | ``model kind `openai_compatible` has no default host: write ...`` |
 /// | the same model twice in `models` | ``model `openai:gpt-4.1-mini@api.openai.com` is declared twice; declare each model once`` |
 /// | `budget: { tokens_per_run: 0 }` | ``budget cap `tokens_per_run` is 0; a cap is a positive number`` |
+/// | `audit: { values: everything }` | ``unknown audit values setting `everything`; use one of: omitted, masked, full`` |
 /// | a tool outside the ceiling | ``the permission `perms::injury::write` lies outside the ceiling of the agent `Physio` `` |
 /// | a second `agent!` declaring `struct Physio` in the same module | ``agent `Physio` is declared twice in this module ... help: give this agent a type name of its own`` |
 ///

@@ -354,6 +354,7 @@ fn manifest(spec: &ToolSpec) -> Manifest {
         models: None,
         budget: Default::default(),
         knowledge: Vec::new(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![ToolEntry::from_spec(spec)]).expect("one tool")
 }

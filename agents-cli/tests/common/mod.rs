@@ -129,6 +129,7 @@ pub fn helpdesk_v1() -> Manifest {
         models: None,
         budget: Default::default(),
         knowledge: Vec::new(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![lookup, balance, submit, ticket, reset]).unwrap()
 }

@@ -63,6 +63,32 @@ impl AuditValues {
         }
     }
 
+    /// What the audit records keep under this setting, in one line (a manifest report's row).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            AuditValues::Omitted => {
+                "omitted: records keep each argument's name with a keyed digest of its value, and the result's keyed digest; no value of a call"
+            }
+            AuditValues::Masked => {
+                "masked: records keep the argument values (secrets masked) and the result's keyed digest"
+            }
+            AuditValues::Full => {
+                "full: records keep the argument values and the result's value (secrets masked in both)"
+            }
+        }
+    }
+
+    /// Whether an agent that declares this setting lets a runtime run it under `used`: a
+    /// runtime may keep as much as the agent declares or less, never more.
+    pub fn admits(self, used: AuditValues) -> bool {
+        used <= self
+    }
+
+    /// Whether it is [`AuditValues::Omitted`] (the default, left out of a manifest).
+    pub fn is_omitted(&self) -> bool {
+        *self == AuditValues::Omitted
+    }
+
     /// The narrower of two settings: what a runtime keeps of an agent's calls when both the
     /// agent and the runtime say (neither can widen the other).
     pub fn narrowed_to(self, other: AuditValues) -> AuditValues {

@@ -41,6 +41,7 @@
 //! | a budget cap per run removed or raised / declared or lowered | widening / narrowing |
 //! | a skill offers an action tool it did not offer (a new skill reaching an action, an action tool moved into a skill, an action shared by `unskilled: shared`) | widening |
 //! | `unskilled` changed from `shared` to `none` / from `none` to `shared` (each action it shares is a widening above) | narrowing / neutral |
+//! | the audit records' values widened (omitted → masked → full) / narrowed | widening / narrowing |
 //! | skills regrouped, name, description, input or output type changed | neutral |
 //! | a knowledge source added / removed | widening / narrowing |
 //! | a knowledge source's contents changed (its SHA-256: text no reviewer has read reaches the model) | widening |
@@ -58,7 +59,8 @@
 //! tier or risk, changed its permission, gained a parameter, changed a parameter's type or
 //! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
 //! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
-//! cap per run went up or away; no knowledge source was added or changed its contents.
+//! cap per run went up or away; no knowledge source was added or changed its contents; the
+//! audit records keep no more of a call's values.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -71,6 +73,7 @@
 
 mod agent;
 mod knowledge;
+mod audit_values;
 mod lists;
 mod model;
 mod params;

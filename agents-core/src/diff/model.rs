@@ -164,6 +164,10 @@ pub enum Rule {
     KnowledgeChanged,
     /// A knowledge source's path changed, its contents (SHA-256) the same.
     KnowledgeMoved,
+    /// The audit records may keep more of a call's values (omitted → masked → full).
+    AuditValuesWidened,
+    /// The audit records keep less of a call's values.
+    AuditValuesNarrowed,
 }
 
 impl Rule {
@@ -224,6 +228,8 @@ impl Rule {
             Rule::KnowledgeRemoved => "knowledge_removed",
             Rule::KnowledgeChanged => "knowledge_changed",
             Rule::KnowledgeMoved => "knowledge_moved",
+            Rule::AuditValuesWidened => "audit_values_widened",
+            Rule::AuditValuesNarrowed => "audit_values_narrowed",
         }
     }
 }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 pub(super) fn diff_surface(a: &AgentEntry, b: &AgentEntry, out: &mut Vec<Change>) {
     diff_models(a.models.as_deref(), b.models.as_deref(), out);
     diff_budget(&a.budget, &b.budget, out);
+    super::audit_values::diff_audit_values(a.audit_values, b.audit_values, out);
 }
 
 /// A list of models shown in one line.

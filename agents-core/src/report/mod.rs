@@ -86,6 +86,7 @@ struct Page<'a> {
     models: String,
     budget: String,
     knowledge: String,
+    audit_values: &'static str,
     changes: Option<Changes<'a>>,
     graph: Graph<'a>,
     tier_legend: Vec<(&'static str, String)>,
@@ -228,6 +229,7 @@ pub fn render(r: &Report<'_>) -> String {
         models: crate::models::models_text(m.agent.models.as_deref()),
         budget: m.agent.budget.text(),
         knowledge: knowledge_text(m),
+        audit_values: m.agent.audit_values.meaning(),
         changes: r.diff.map(|(d, old_name)| changes(d, old_name)),
         graph: graph(m, &widened),
         tier_legend: [Tier::Read, Tier::Action, Tier::Handoff]
@@ -444,6 +446,7 @@ mod tests {
             models: None,
             budget: Default::default(),
             knowledge: Vec::new(),
+            audit_values: Default::default(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -481,6 +484,7 @@ mod tests {
             models,
             budget,
             knowledge: Vec::new(),
+            audit_values: Default::default(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");
@@ -517,5 +521,33 @@ mod tests {
             row(&page, "knowledge"),
             format!("<th>knowledge</th><td>leave (policies/&#60;leave&#62;.md, 2 bytes, sha256 {sha})</td>")
         );
+    }
+
+    #[test]
+    fn the_audit_values_setting_is_shown() {
+        use crate::audit::AuditValues;
+        let row = |values| {
+            let mut agent = crate::manifest::AgentEntry::from_spec(&crate::AgentSpec {
+                name: "desk",
+                description: "",
+                input: "String",
+                output: "String",
+                skills: &[],
+                ceiling: None,
+                limits: crate::Limits::DEFAULT,
+                models: None,
+                budget: Default::default(),
+                audit_values: AuditValues::Omitted,
+                unskilled: Default::default(),
+                knowledge: &[],
+            });
+            agent.audit_values = values;
+            let page = render(&Report::new(&Manifest::from_entries(agent, vec![]).unwrap(), "desk.json", "0"));
+            let start = page.find("<th>audit values</th>").expect("an audit values row");
+            page[start..start + page[start..].find("</tr>").unwrap()].to_owned()
+        };
+        assert!(row(AuditValues::Omitted).contains("<td>omitted: "), "{}", row(AuditValues::Omitted));
+        assert!(row(AuditValues::Masked).contains("<td>masked: "));
+        assert!(row(AuditValues::Full).contains("<td>full: "));
     }
 }

@@ -36,6 +36,7 @@ fn agent() -> AgentEntry {
         models: None,
         budget: Default::default(),
         knowledge: Vec::new(),
+        audit_values: Default::default(),
     }
 }
 

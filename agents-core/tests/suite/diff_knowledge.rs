@@ -24,6 +24,7 @@ fn manifest(knowledge: Vec<KnowledgeEntry>) -> Manifest {
         models: None,
         budget: Default::default(),
         knowledge,
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![]).unwrap()
 }

@@ -44,6 +44,7 @@ fn manifest(skills: &[(&str, &[&str])], unskilled: Unskilled) -> Manifest {
         models: None,
         budget: Default::default(),
         knowledge: vec![],
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, TOOLS.iter().map(|(n, t)| tool(n, *t)).collect()).unwrap()
 }

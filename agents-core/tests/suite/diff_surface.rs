@@ -23,6 +23,7 @@ fn manifest(models: Option<Vec<ModelEntry>>, budget: BudgetEntry) -> Manifest {
         models,
         budget,
         knowledge: Vec::new(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![]).unwrap()
 }

@@ -19,6 +19,7 @@ mod canonical_props;
 mod diff;
 mod diff_skills;
 mod diff_knowledge;
+mod diff_audit_values;
 mod diff_surface;
 mod manifest_parse;
 mod redact;

@@ -41,6 +41,7 @@ fn manifest() -> Manifest {
         models: None,
         budget: Default::default(),
         knowledge: Vec::new(),
+        audit_values: Default::default(),
     };
     Manifest::from_entries(agent, vec![tool("a", Tier::Read), tool("b", Tier::Action)]).unwrap()
 }

@@ -78,6 +78,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         agents_core::skill::Unskilled::Shared => quote!(Shared),
     };
     let (knowledge, tracked) = super::knowledge::spec_tokens(&m.knowledge, &quote!(#rt::agents_core));
+    let audit_values = Ident::new(&format!("{:?}", m.manifest.agent.audit_values), proc_macro2::Span::call_site());
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -103,6 +104,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 budget: #budget,
                 unskilled: #rt::agents_core::skill::Unskilled::#unskilled,
                 knowledge: #knowledge,
+                audit_values: #rt::agents_core::audit::AuditValues::#audit_values,
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;

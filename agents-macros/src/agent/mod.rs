@@ -4,6 +4,7 @@
 //! and computes `MANIFEST` and its SHA-256 natively, leaving const evaluation nothing
 //! expensive to do; [`codegen`] emits the items.
 
+mod audit;
 mod codegen;
 mod knowledge;
 mod model;

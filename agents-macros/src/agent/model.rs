@@ -65,6 +65,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         budget: agent.budget,
         unskilled: agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default(),
         knowledge: knowledge.iter().map(|k| k.entry().clone()).collect(),
+        audit_values: agent.audit_values,
     };
     if !errors.is_empty() {
         return None;

@@ -2,6 +2,7 @@
 //! on its token (so that one mistake does not hide the next).
 
 use super::knowledge::{KnowledgeDecl, parse_knowledge};
+use super::audit::{AUDIT_TAKES, parse_audit};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
@@ -12,7 +13,7 @@ use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
 const KEYS: &[&str] =
-    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled", "knowledge"];
+    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled", "knowledge", "audit"];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
@@ -53,6 +54,8 @@ pub(crate) struct AgentInput {
     pub(crate) unskilled: Option<(Ident, agents_core::skill::Unskilled)>,
     /// `knowledge: [...]`: its knowledge sources, as written.
     pub(crate) knowledge: Vec<KnowledgeDecl>,
+    /// `audit: { values: ... }`: the most of a call's values its records may keep.
+    pub(crate) audit_values: agents_core::audit::AuditValues,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -88,6 +91,7 @@ impl Parse for AgentInput {
             budget: BudgetEntry::default(),
             unskilled: None,
             knowledge: Vec::new(),
+            audit_values: Default::default(),
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -152,6 +156,12 @@ impl AgentInput {
                     return Err(wrong(input.error("")));
                 }
                 self.knowledge = parse_knowledge(input)?;
+            }
+            "audit" => {
+                if !input.peek(syn::token::Brace) {
+                    return Err(wrong(input.error("")));
+                }
+                self.audit_values = parse_audit(input, &mut self.errors)?;
             }
             "skills" | "limits" => {
                 if !input.peek(syn::token::Brace) {
@@ -273,6 +283,7 @@ fn key_takes(key: &str) -> &'static str {
         "knowledge" => {
             "its knowledge sources in square brackets, each path relative to the crate's root, e.g. `knowledge: [embedded(\"policies/leave.md\"), dir(\"policies\", name = \"hr\")]`"
         }
+        "audit" => AUDIT_TAKES,
         _ => "a value",
     }
 }

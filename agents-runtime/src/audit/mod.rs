@@ -55,6 +55,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod declared;
 mod group_commit;
 mod identity;
 mod jsonl;

@@ -280,7 +280,9 @@
 //!   reason (a tool's error message that names a person otherwise than by an argument's
 //!   value is the tool's to keep clean). `Masked` keeps the argument values, secret positions
 //!   masked as above; `Full` the result's redacted value too. The person deciding sees the
-//!   values on the card; the state store keeps them for that, not the log.
+//!   values on the card; the state store keeps them for that, not the log. A setting wider
+//!   than the agent's manifest declares (`audit: { values: ... }` in its `agent!`) refuses
+//!   the run at its start ([`StartError::AuditValuesNotDeclared`]).
 
 /// Awaits a future where it is made: `.await` moves a future it is given once more before it
 /// keeps it in the caller's own future, and a large one (the gate's, a tool call's) is then

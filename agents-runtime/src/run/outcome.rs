@@ -57,6 +57,10 @@ pub enum StartError {
         "the agent's knowledge does not match its manifest, so nothing ran: {0}; restore the reviewed documents, or rebuild the agent so its manifest names the new ones (a change reviewers see)"
     )]
     Knowledge(String),
+    /// The runtime keeps more of a call's values in the audit log than the agent's manifest
+    /// declares (`audit: { values: ... }`): nothing ran.
+    #[error(transparent)]
+    AuditValuesNotDeclared(#[from] crate::audit::declared::UndeclaredAuditValues),
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

@@ -212,6 +212,11 @@ impl RuntimeBuilder {
     /// [`TokenStore::result_mac`](crate::token::TokenStore::result_mac)): only a holder of the
     /// key can check a value against the log.
     ///
+    /// An agent opts in to what this keeps: a run (or a direct session) of an agent whose
+    /// `agent!` declares less (`audit: { values: masked }`, or nothing for `omitted`) is
+    /// refused with [`StartError::AuditValuesNotDeclared`], so the manifest a reviewer
+    /// approved says the most the log may hold.
+    ///
     /// The person deciding on an action still sees its values on the card
     /// ([`PendingDecision::decider_arguments`](super::PendingDecision)): the state store keeps
     /// them for the decision, the log does not.
@@ -752,6 +757,7 @@ impl Runtime {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
         self.inner.services.knowledge.load(A::MANIFEST_SHA256, A::SPEC.knowledge).map_err(StartError::Knowledge)?;
+        crate::audit::declared::check_values(&A::SPEC, self.inner.settings.values)?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
@@ -820,6 +826,7 @@ impl Runtime {
         confirmer: Option<Arc<dyn Confirmer>>,
     ) -> Result<DirectSession<A>, StartError> {
         crate::tool::verified_registry::<A>()?;
+        crate::audit::declared::check_values(&A::SPEC, self.inner.settings.values)?;
         principal.validate()?;
         self.inner.bind_session(session_id, &principal).await?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);

@@ -45,6 +45,7 @@ mod run_confirm;
 mod run_contained;
 mod run_conversational;
 mod run_declared;
+mod run_declared_values;
 mod run_egress;
 mod run_endings;
 mod run_events;

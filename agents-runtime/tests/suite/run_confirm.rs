@@ -95,6 +95,7 @@ async fn create_account(cx: &ToolContext<'_>, profile: Profile) -> Result<String
 agent! {
     /// Clinic assistant.
     pub struct Clinic;
+    audit: { values: masked },
     tools: [list_athletes, create_injury, enrol, create_account],
 }
 

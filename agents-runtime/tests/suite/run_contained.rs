@@ -55,6 +55,7 @@ async fn flood(cx: &ToolContext<'_>, megabytes: usize) -> Result<String, String>
 agent! {
     /// Tool failures.
     pub struct Failing;
+    audit: { values: full },
     tools: [explode, hang, flood],
 }
 

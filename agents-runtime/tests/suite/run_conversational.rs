@@ -32,12 +32,14 @@ async fn submit_leave(cx: &ToolContext<'_>, days: u32) -> Result<String, String>
 agent! {
     /// Helpdesk assistant.
     pub struct Desk;
+    audit: { values: masked },
     tools: [submit_leave],
 }
 
 agent! {
     /// Helpdesk assistant whose confirmations lapse after thirty seconds.
     pub struct QuickDesk;
+    audit: { values: masked },
     tools: [submit_leave],
     limits: { token_ttl_secs: 30 },
 }

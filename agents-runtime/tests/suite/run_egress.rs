@@ -84,12 +84,14 @@ async fn count_notes(cx: &ToolContext<'_>, about: String) -> Result<String, Stri
 agent! {
     /// A mail assistant.
     pub struct Mail;
+    audit: { values: masked },
     tools: [read_email, fetch_page, search_directory, browse, count_notes],
 }
 
 agent! {
     /// An assistant with no tool that reaches out.
     pub struct Local;
+    audit: { values: masked },
     tools: [read_email, count_notes],
 }
 

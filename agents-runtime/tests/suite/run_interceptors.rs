@@ -29,6 +29,7 @@ async fn read_file(cx: &ToolContext<'_>, path: String) -> Result<String, String>
 agent! {
     /// Reads files.
     pub struct Reader;
+    audit: { values: masked },
     tools: [read_file],
 }
 

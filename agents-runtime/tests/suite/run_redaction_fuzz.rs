@@ -57,6 +57,7 @@ async fn nest_secret(cx: &ToolContext<'_>, token: Secret<String>) -> Result<serd
 agent! {
     /// Vault user.
     pub struct Vault;
+    audit: { values: full },
     tools: [use_secret, nest_secret],
 }
 
@@ -69,6 +70,7 @@ pub struct Receipt {
 agent! {
     /// Vault user whose answer is typed.
     pub struct VaultRun;
+    audit: { values: full },
     tools: [use_secret],
     output: Receipt,
 }

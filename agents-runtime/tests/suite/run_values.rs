@@ -44,6 +44,7 @@ async fn add_note(cx: &ToolContext<'_>, patient: String, note: String) -> Result
 agent! {
     /// Keeps charts.
     pub struct Charts;
+    audit: { values: full },
     tools: [find_patient, add_note],
 }
 

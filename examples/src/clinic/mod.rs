@@ -159,6 +159,7 @@ agent! {
     /// so a run may need any of its tools: it declares no skills (one implicit skill holding
     /// every tool).
     pub struct Kinetix;
+    audit: { values: full },
     name: "kinetix",
     tools: [
         list_athletes, get_athlete, create_athlete, update_athlete, deactivate_athlete, reactivate_athlete,

@@ -83,6 +83,7 @@ agent! {
     /// DeskLoop, the IT and HR helpdesk assistant: it reads your records on its own, proposes
     /// actions and runs them only after you confirm, and hands identity changes to a person.
     pub struct DeskLoop;
+    audit: { values: full },
     name: "deskloop",
     tools: [
         lookup_policy, get_leave_balance, get_request_history, submit_leave_request,

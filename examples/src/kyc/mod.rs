@@ -209,6 +209,7 @@ agent! {
     /// Reviews a KYC request against the customer's uploaded documents and returns a typed
     /// decision; it reads uploads only, and writes nothing but review notes.
     pub struct KycReviewer;
+    audit: { values: masked },
     name: "kyc-reviewer",
     input: RawRequest,
     output: ApprovalDecision,

@@ -34,6 +34,7 @@ pub async fn vendor_extract_text(path: String, overwrite: Option<bool>) -> Resul
 agent! {
     /// Runs the vendor's document extractor, confined by the kernel to the uploads directory.
     pub struct KycExtractor;
+    audit: { values: masked },
     name: "kyc-extractor",
     tools: [vendor_extract_text],
     ceiling: [perms::kyc::review],

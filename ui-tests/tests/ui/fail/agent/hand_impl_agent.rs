@@ -20,6 +20,7 @@ impl Agent for Forged {
         budget: agents_runtime::agents_core::budget::BudgetSpec::NONE,
         unskilled: agents_runtime::Unskilled::None,
         knowledge: &[],
+        audit_values: agents_runtime::agents_core::audit::AuditValues::Full,
     };
     const MANIFEST: &'static str = "{}";
     const MANIFEST_SHA256: &'static str = "";
