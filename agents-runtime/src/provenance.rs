@@ -476,7 +476,10 @@ impl Ledger {
     /// Keeps a tool result's values; `imported`: the tool is imported from an MCP server.
     pub(crate) fn result(&mut self, tool: &str, call_id: &str, imported: bool, value: &Value) {
         let (tool, call_id) = (tool.to_owned(), call_id.to_owned());
-        self.seen(if imported { Origin::Imported { tool, call_id } } else { Origin::ToolResult { tool, call_id } }, value);
+        self.seen(
+            if imported { Origin::Imported { tool, call_id } } else { Origin::ToolResult { tool, call_id } },
+            value,
+        );
     }
 
     /// Keeps the values of untrusted content seen by the model (a tool's result, a passage).

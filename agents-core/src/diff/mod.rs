@@ -72,8 +72,8 @@
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
-mod knowledge;
 mod audit_values;
+mod knowledge;
 mod lists;
 mod model;
 mod params;

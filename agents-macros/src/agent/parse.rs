@@ -1,8 +1,8 @@
 //! The input of `agent!`, as written: every key read, each mistake kept as an error spanned
 //! on its token (so that one mistake does not hide the next).
 
-use super::knowledge::{KnowledgeDecl, parse_knowledge};
 use super::audit::{AUDIT_TAKES, parse_audit};
+use super::knowledge::{KnowledgeDecl, parse_knowledge};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
@@ -12,8 +12,20 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitInt, LitStr, Token, Type, Visibility};
 
 /// Every key `agent!` takes after `struct Name;`, as the macro's rustdoc lists them.
-const KEYS: &[&str] =
-    &["name", "input", "output", "tools", "skills", "ceiling", "limits", "models", "budget", "unskilled", "knowledge", "audit"];
+const KEYS: &[&str] = &[
+    "name",
+    "input",
+    "output",
+    "tools",
+    "skills",
+    "ceiling",
+    "limits",
+    "models",
+    "budget",
+    "unskilled",
+    "knowledge",
+    "audit",
+];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
     "max_iterations",
