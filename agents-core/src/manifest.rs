@@ -410,6 +410,33 @@ impl ToolEntry {
 }
 
 impl AgentEntry {
+    /// The entry of an agent that declares nothing beyond its name and description: `String`
+    /// in and out, no skills, no ceiling, the default limits, any model, no budget caps, no
+    /// knowledge, no values kept by its audit records. For building manifests by hand (tests,
+    /// tools); change a field with struct update syntax.
+    ///
+    /// ```
+    /// use agents_core::manifest::AgentEntry;
+    /// let agent = AgentEntry { input: "Question".into(), ..AgentEntry::new("desk", "Answers.") };
+    /// assert_eq!(agent.output, "String");
+    /// ```
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        AgentEntry {
+            name: name.into(),
+            description: description.into(),
+            input: "String".into(),
+            output: "String".into(),
+            skills: Vec::new(),
+            unskilled: Unskilled::default(),
+            ceiling: None,
+            limits: LimitsEntry::from(crate::Limits::DEFAULT),
+            models: None,
+            budget: Default::default(),
+            knowledge: Vec::new(),
+            audit_values: AuditValues::default(),
+        }
+    }
+
     /// The manifest entry of an agent spec.
     pub fn from_spec(spec: &AgentSpec) -> Self {
         AgentEntry {

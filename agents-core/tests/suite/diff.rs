@@ -1,8 +1,8 @@
 //! Every classification rule of `agents_core::diff`, one change at a time.
 
 use agents_core::diff::{ChangeKind, ManifestDiff, Rule, diff};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ParamEntry, PolicyEntry, SkillEntry, ToolEntry};
-use agents_core::{Limits, Risk, Tier};
+use agents_core::manifest::{AgentEntry, Manifest, ParamEntry, PolicyEntry, SkillEntry, ToolEntry};
+use agents_core::{Risk, Tier};
 
 fn tool(name: &str, tier: Tier) -> ToolEntry {
     ToolEntry {
@@ -25,18 +25,11 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
 
 fn agent() -> AgentEntry {
     AgentEntry {
-        name: "helpdesk".into(),
-        description: "Answers staff questions.".into(),
         input: "Question".into(),
         output: "Answer".into(),
         skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()] }],
-        unskilled: Default::default(),
         ceiling: Some(vec!["desk.use".into(), "public".into()]),
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge: Vec::new(),
-        audit_values: Default::default(),
+        ..AgentEntry::new("helpdesk", "Answers staff questions.")
     }
 }
 

@@ -3,26 +3,12 @@
 //! held against the runtime's own decision (`AuditValues::admits`): when the diff reports no
 //! widening, every setting the new manifest lets a runtime run under, the old one did too.
 
-use agents_core::Limits;
 use agents_core::audit::AuditValues;
 use agents_core::diff::{ChangeKind, Rule, diff};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest};
+use agents_core::manifest::{AgentEntry, Manifest};
 
 fn manifest(values: AuditValues) -> Manifest {
-    let agent = AgentEntry {
-        name: "desk".into(),
-        description: "Answers.".into(),
-        input: "String".into(),
-        output: "String".into(),
-        skills: vec![],
-        ceiling: None,
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        audit_values: values,
-        unskilled: Default::default(),
-        knowledge: vec![],
-    };
+    let agent = AgentEntry { audit_values: values, ..AgentEntry::new("desk", "Answers.") };
     Manifest::from_entries(agent, vec![]).unwrap()
 }
 

@@ -4,28 +4,14 @@
 //! manifest was in the old one with the same SHA-256, so a run of the new manifest reads no
 //! text the old one's reviewer had not approved.
 
-use agents_core::Limits;
 use agents_core::canonical::sha256_hex;
 use agents_core::diff::{ChangeKind, Rule, diff};
 use agents_core::knowledge::KnowledgeEntry;
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest};
+use agents_core::manifest::{AgentEntry, Manifest};
 use proptest::prelude::*;
 
 fn manifest(knowledge: Vec<KnowledgeEntry>) -> Manifest {
-    let agent = AgentEntry {
-        name: "desk".into(),
-        description: "Answers.".into(),
-        input: "String".into(),
-        output: "String".into(),
-        skills: vec![],
-        unskilled: Default::default(),
-        ceiling: None,
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge,
-        audit_values: Default::default(),
-    };
+    let agent = AgentEntry { knowledge, ..AgentEntry::new("desk", "Answers.") };
     Manifest::from_entries(agent, vec![]).unwrap()
 }
 

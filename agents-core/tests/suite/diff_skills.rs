@@ -4,9 +4,9 @@
 //! over every layout of two skills on three tools.
 
 use agents_core::diff::{ChangeKind, Rule, diff};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, PolicyEntry, SkillEntry, ToolEntry};
+use agents_core::manifest::{AgentEntry, Manifest, PolicyEntry, SkillEntry, ToolEntry};
 use agents_core::skill::Unskilled;
-use agents_core::{Limits, Risk, Tier};
+use agents_core::{Risk, Tier};
 use std::collections::BTreeSet;
 
 const TOOLS: [(&str, Tier); 3] = [("lookup", Tier::Read), ("submit", Tier::Action), ("reset", Tier::Handoff)];
@@ -29,23 +29,11 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
 
 /// A manifest granting the three tools, with these skills and `unskilled`.
 fn manifest(skills: &[(&str, &[&str])], unskilled: Unskilled) -> Manifest {
-    let agent = AgentEntry {
-        name: "desk".into(),
-        description: "Answers staff questions.".into(),
-        input: "String".into(),
-        output: "String".into(),
-        skills: skills
-            .iter()
-            .map(|(n, t)| SkillEntry { name: (*n).into(), tools: t.iter().map(|t| (*t).into()).collect() })
-            .collect(),
-        unskilled,
-        ceiling: None,
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge: vec![],
-        audit_values: Default::default(),
-    };
+    let skills = skills
+        .iter()
+        .map(|(n, t)| SkillEntry { name: (*n).into(), tools: t.iter().map(|t| (*t).into()).collect() })
+        .collect();
+    let agent = AgentEntry { skills, unskilled, ..AgentEntry::new("desk", "Answers staff questions.") };
     Manifest::from_entries(agent, TOOLS.iter().map(|(n, t)| tool(n, *t)).collect()).unwrap()
 }
 

@@ -3,28 +3,14 @@
 //! admits was admitted by the old one (`agents_core::models::admits`, what the runtime asks),
 //! and every spend the old caps stopped, the new ones stop too (`BudgetEntry::exceeded`).
 
-use agents_core::Limits;
 use agents_core::budget::{BudgetEntry, RunSpend};
 use agents_core::diff::{ChangeKind, Rule, diff};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest};
+use agents_core::manifest::{AgentEntry, Manifest};
 use agents_core::models::{ModelEntry, ModelProvider, ProviderIdentity, admits};
 use proptest::prelude::*;
 
 fn manifest(models: Option<Vec<ModelEntry>>, budget: BudgetEntry) -> Manifest {
-    let agent = AgentEntry {
-        name: "desk".into(),
-        description: "Answers.".into(),
-        input: "String".into(),
-        output: "String".into(),
-        skills: vec![],
-        unskilled: Default::default(),
-        ceiling: None,
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models,
-        budget,
-        knowledge: Vec::new(),
-        audit_values: Default::default(),
-    };
+    let agent = AgentEntry { models, budget, ..AgentEntry::new("desk", "Answers.") };
     Manifest::from_entries(agent, vec![]).unwrap()
 }
 

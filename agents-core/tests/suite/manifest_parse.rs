@@ -1,8 +1,8 @@
 //! One reading of a manifest: `Manifest::parse` refuses every text a reader could read two
 //! ways, says where, and normalizes what it accepts.
 
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ManifestError, ParamEntry, PolicyEntry, ToolEntry};
-use agents_core::{Limits, Risk, Tier};
+use agents_core::manifest::{AgentEntry, Manifest, ManifestError, ParamEntry, PolicyEntry, ToolEntry};
+use agents_core::{Risk, Tier};
 use serde_json::{Value, json};
 
 fn tool(name: &str, tier: Tier) -> ToolEntry {
@@ -30,18 +30,9 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
 
 fn manifest() -> Manifest {
     let agent = AgentEntry {
-        name: "desk".into(),
-        description: "Helps.".into(),
-        input: "String".into(),
-        output: "String".into(),
         skills: vec![agents_core::manifest::SkillEntry { name: "s".into(), tools: vec!["a".into()] }],
-        unskilled: Default::default(),
         ceiling: Some(vec!["desk.use".into()]),
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge: Vec::new(),
-        audit_values: Default::default(),
+        ..AgentEntry::new("desk", "Helps.")
     };
     Manifest::from_entries(agent, vec![tool("a", Tier::Read), tool("b", Tier::Action)]).unwrap()
 }

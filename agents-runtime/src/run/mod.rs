@@ -108,7 +108,9 @@
 //!      call carried the spend across, reported once each (an event and a `notice`).
 //! 4. `driver` (the run loop, step by step) and `session` (the state a session keeps between
 //!    turns on this node, and [`DirectSession`]).
-//! 5. The facade: `runtime` (the [`Runtime`] and its [`RuntimeBuilder`]), `decide`
+//! 5. The facade: `runtime` (the [`Runtime`] and its [`RuntimeBuilder`]), `start`
+//!    ([`Runtime::start`], [`Runtime::start_in_skill`]: the checks before anything is
+//!    recorded, then the run's task), `decide`
 //!    ([`Runtime::pending_decisions`], [`Runtime::decide_async`]) and `resume`
 //!    ([`Runtime::resume_orphaned`], [`Runtime::prune_state`]).
 //!
@@ -320,6 +322,7 @@ mod shared;
 mod skill;
 mod slot;
 mod spend;
+mod start;
 mod sync;
 mod threshold;
 
