@@ -177,10 +177,11 @@ pub struct ArgOrigin {
     /// keys may be data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_at: Option<String>,
-    /// For a value from a tool result: it was found inside a longer text (a note, a message's
-    /// body: where instructions hide), not as a value of its own (an id or an amount the
-    /// application keeps in a field of its own). Only such a value, or one built around a
-    /// result's value ([`Match::Contains`], [`Match::Split`]), flags the card. A short token
+    /// For a value from a tool result or a document's passage: it was found inside a longer
+    /// text (a note, a message's body, a passage: where instructions hide), not as a value of
+    /// its own (an id or an amount the application keeps in a field of its own). Only such a
+    /// value, or one built around a result's value ([`Match::Contains`], [`Match::Split`]),
+    /// flags the card. A short token
     /// ([`Match::Token`]) counts only with a letter and three characters or more: a number or
     /// a two-letter word occurs in any text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -229,10 +230,8 @@ impl ArgOrigin {
     /// assert_eq!(ArgOrigin { in_text: false, ..a }.warning(false), None);
     /// ```
     pub fn warning(&self, forgotten: bool) -> Option<String> {
-        let flagged = self.in_text
-            || matches!(self.matched, Match::Contains | Match::Split)
-            || matches!(self.origin, Origin::Document { .. })
-            || !self.origin.is_untrusted();
+        let flagged =
+            self.in_text || matches!(self.matched, Match::Contains | Match::Split) || !self.origin.is_untrusted();
         flagged.then(|| self.sentence(forgotten)).flatten()
     }
 
