@@ -14,7 +14,10 @@ agents::agent! {
     pub struct Clinic;
     name: "clinic",
     tools: [ui_tools_lib::list_athletes, create_injury, reset_password, squad_summary, whoami],
-    skills: { intake: [create_injury, ui_tools_lib::list_athletes] },
+    skills: {
+        intake: [create_injury, ui_tools_lib::list_athletes],
+        review: [squad_summary, ui_tools_lib::list_athletes, whoami],
+    },
     ceiling: [perms::athlete::read, perms::injury::write],
     limits: { max_iterations: 6 },
 }

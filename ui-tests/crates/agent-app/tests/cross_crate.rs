@@ -8,7 +8,7 @@ use agents::RunResultExt as _;
 use agents::{Agent, Principal, Registry, RoleMap, RunStatus, Runtime};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use ui_agent_app::Clinic;
+use ui_agent_app::{Clinic, ClinicSkill};
 
 #[test]
 fn the_manifest_hash_is_the_sha256_of_the_manifest_bytes() {
@@ -47,7 +47,7 @@ async fn a_tool_from_the_other_crate_invokes_another_through_the_gate() {
         .roles(RoleMap::new().role("physio", ["athlete.read"]))
         .build();
     let me = Principal::new("u1", "org1", "physio");
-    let run = rt.start::<Clinic>(me, "s1", "summarise".to_owned()).unwrap();
+    let run = rt.start_in_skill(me, "s1", ClinicSkill::Review, "summarise".to_owned()).unwrap();
     let out = run.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 
