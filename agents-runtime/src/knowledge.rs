@@ -13,7 +13,7 @@
 //! Each turn then retrieves the passages that best match the user's message (BM25; hybrid by
 //! reciprocal rank fusion when an [`Embedder`] is set, see [`KnowledgeSettings::embedder`])
 //! and gives them to the model as one user-role message of data
-//! ([`passages_message`](agents_knowledge::passages_message)), never in the system prompt.
+//! ([`passages_message`]), never in the system prompt.
 //! Why each turn and not a tool the model calls: retrieval then needs no grant, adds no tool
 //! to the manifest, cannot be skipped or steered by the model, and what reached the model is
 //! fixed by the user's message alone. The passages count as untrusted content for the egress

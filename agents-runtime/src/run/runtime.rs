@@ -427,7 +427,8 @@ impl RuntimeBuilder {
     }
     /// The fractions of the user's and the organisation's budget caps whose crossing is
     /// reported, once per crossing, by the run whose paid call crossed it: an
-    /// [`Event::BudgetThreshold`] and a `notice` record (default
+    /// [`Event::BudgetThreshold`](crate::events::Event::BudgetThreshold) and a `notice` record
+    /// (default
     /// [`DEFAULT_BUDGET_THRESHOLDS`](crate::budget::DEFAULT_BUDGET_THRESHOLDS): 0.5, 0.8, 1.0;
     /// an empty list reports none). It needs a budget ([`RuntimeBuilder::budget`]) whose store
     /// says its usage ([`BudgetStore::usage`](crate::budget::BudgetStore::usage)). A fraction

@@ -6,7 +6,7 @@
 //!
 //! The passages are the ones a run retrieves from: the agent's own declared sources
 //! (`DeskLoop::SPEC.knowledge`), cut as the helpdesk's runtime cuts them
-//! ([`knowledge_settings`](super::knowledge::knowledge_settings)). Run
+//! ([`knowledge_settings`]). Run
 //! `cargo bench -p examples --bench retrieval_recall` to print the figures.
 
 use super::DeskLoop;
