@@ -293,25 +293,12 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{AgentEntry, LimitsEntry, PolicyEntry, ToolEntry};
+    use crate::manifest::{AgentEntry, PolicyEntry, ToolEntry};
     use crate::tool::{Risk, Tier};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn manifest(tools: &[(&str, Tier)]) -> String {
-        let agent = AgentEntry {
-            name: "helpdesk".into(),
-            description: "Answers staff questions.".into(),
-            input: "String".into(),
-            output: "String".into(),
-            skills: vec![],
-            unskilled: Default::default(),
-            ceiling: None,
-            limits: LimitsEntry::from(crate::Limits::DEFAULT),
-            models: None,
-            budget: Default::default(),
-            knowledge: Vec::new(),
-            audit_values: Default::default(),
-        };
+        let agent = AgentEntry::new("helpdesk", "Answers staff questions.");
         let tools = tools
             .iter()
             .map(|(name, tier)| ToolEntry {

@@ -13,8 +13,8 @@
 
 use crate::{EnvAccess, FsAccess, NetAccess};
 use agents_core::diff::diff;
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ToolEntry};
-use agents_core::{Limits, PolicySpec, Risk, Tier, ToolSpec};
+use agents_core::manifest::{AgentEntry, Manifest, ToolEntry};
+use agents_core::{PolicySpec, Risk, Tier, ToolSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -342,20 +342,7 @@ fn spec(field: Field, list: &[String]) -> &'static ToolSpec {
 }
 
 fn manifest(spec: &ToolSpec) -> Manifest {
-    let agent = AgentEntry {
-        name: "a".into(),
-        description: "d".into(),
-        input: "String".into(),
-        output: "String".into(),
-        skills: vec![],
-        unskilled: Default::default(),
-        ceiling: None,
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge: Vec::new(),
-        audit_values: Default::default(),
-    };
+    let agent = AgentEntry::new("a", "d");
     Manifest::from_entries(agent, vec![ToolEntry::from_spec(spec)]).expect("one tool")
 }
 

@@ -3,8 +3,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use agents_core::audit::{AuditRecord, AuditStatus, GENESIS_HASH};
-use agents_core::manifest::{AgentEntry, LimitsEntry, Manifest, ParamEntry, PolicyEntry, SkillEntry, ToolEntry};
-use agents_core::{Limits, Risk, Tier};
+use agents_core::manifest::{AgentEntry, Manifest, ParamEntry, PolicyEntry, SkillEntry, ToolEntry};
+use agents_core::{Risk, Tier};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -115,21 +115,14 @@ pub fn helpdesk_v1() -> Manifest {
     reset.parameters = vec![param("account", "String", false), param("otp", "String", true)];
 
     let agent = AgentEntry {
-        name: "helpdesk".into(),
-        description: "IT and HR helpdesk for employees: policies, leave, tickets.".into(),
         input: "HelpdeskRequest".into(),
         output: "HelpdeskReply".into(),
         skills: vec![
             SkillEntry { name: "leave".into(), tools: strings(&["get_leave_balance", "submit_leave"]) },
             SkillEntry { name: "tickets".into(), tools: strings(&["lookup_policy", "open_ticket"]) },
         ],
-        unskilled: Default::default(),
         ceiling: Some(strings(&["identity.admin", "leave.read", "leave.write", "public", "ticket.write"])),
-        limits: LimitsEntry::from(Limits::DEFAULT),
-        models: None,
-        budget: Default::default(),
-        knowledge: Vec::new(),
-        audit_values: Default::default(),
+        ..AgentEntry::new("helpdesk", "IT and HR helpdesk for employees: policies, leave, tickets.")
     };
     Manifest::from_entries(agent, vec![lookup, balance, submit, ticket, reset]).unwrap()
 }
