@@ -82,6 +82,7 @@ mod surface;
 mod tool;
 
 pub use model::{Change, ChangeKind, ManifestDiff, Rule};
+pub(crate) use model::{change, quote};
 
 use crate::manifest::Manifest;
 

@@ -168,6 +168,34 @@ pub enum Rule {
     AuditValuesWidened,
     /// The audit records keep less of a call's values.
     AuditValuesNarrowed,
+    /// A composite gained a node (a wrap is [`Rule::GuardAdded`]).
+    NodeAdded,
+    /// A composite lost a node (a wrap is [`Rule::GuardRemoved`]).
+    NodeRemoved,
+    /// A composite gained an edge: widening when a run entering its target may reach an
+    /// action or a handoff.
+    EdgeAdded,
+    /// A composite lost an edge.
+    EdgeRemoved,
+    /// An agent node's manifest SHA-256 changed and its manifests were not given, so what
+    /// changed was not inspected.
+    NodeManifestChanged,
+    /// A composite (or one of its agent nodes) gained a tool, action, handoff or permission.
+    CapabilityAdded,
+    /// A composite (or one of its agent nodes) lost a tool, action, handoff or permission.
+    CapabilityRemoved,
+    /// A wrap node, or one of its steps, was removed: a guard no longer runs.
+    GuardRemoved,
+    /// A wrap node, or a step of one, was added.
+    GuardAdded,
+    /// A branch's router changed: code → model (widening: text the model read may choose the
+    /// arm) or model → code.
+    RouterChanged,
+    /// A parallel's failure policy changed: fail_fast → collect (widening: the other members
+    /// run on after one fails) or collect → fail_fast.
+    FailurePolicyChanged,
+    /// A parallel's join changed.
+    JoinChanged,
 }
 
 impl Rule {
@@ -230,6 +258,18 @@ impl Rule {
             Rule::KnowledgeMoved => "knowledge_moved",
             Rule::AuditValuesWidened => "audit_values_widened",
             Rule::AuditValuesNarrowed => "audit_values_narrowed",
+            Rule::NodeAdded => "node_added",
+            Rule::NodeRemoved => "node_removed",
+            Rule::EdgeAdded => "edge_added",
+            Rule::EdgeRemoved => "edge_removed",
+            Rule::NodeManifestChanged => "node_manifest_changed",
+            Rule::CapabilityAdded => "capability_added",
+            Rule::CapabilityRemoved => "capability_removed",
+            Rule::GuardRemoved => "guard_removed",
+            Rule::GuardAdded => "guard_added",
+            Rule::RouterChanged => "router_changed",
+            Rule::FailurePolicyChanged => "failure_policy_changed",
+            Rule::JoinChanged => "join_changed",
         }
     }
 }
@@ -258,14 +298,25 @@ pub struct Change {
     pub new: Option<String>,
     /// What changed and why it is classified so, in a sentence.
     pub reason: String,
+    /// In a composite's graph manifest: the node the change is about (`tool` is then a tool
+    /// of that node's agent), or `None` for the composite itself or an edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl Change {
-    /// `tool `name`` or `agent`: what the change is about.
+    /// `tool `name`` or `agent`: what the change is about; in a composite, `node `id``
+    /// before it (`node `id` tool `name``), or `composite` for a change of a `composite.*` or
+    /// `capabilities.*` field.
     pub fn subject(&self) -> String {
-        match &self.tool {
-            Some(t) => format!("tool `{t}`"),
-            None => "agent".to_owned(),
+        match (&self.node, &self.tool) {
+            (None, Some(t)) => format!("tool `{t}`"),
+            (None, None) if self.field.starts_with("composite") || self.field.starts_with("capabilities.") => {
+                "composite".to_owned()
+            }
+            (None, None) => "agent".to_owned(),
+            (Some(n), Some(t)) => format!("node `{n}` tool `{t}`"),
+            (Some(n), None) => format!("node `{n}`"),
         }
     }
 }
@@ -355,7 +406,7 @@ impl fmt::Display for ManifestDiff {
 }
 
 /// A change of `kind` by `rule` to `field` of `tool` (`None`: the agent), from `old` to `new`.
-pub(super) fn change(
+pub(crate) fn change(
     kind: ChangeKind,
     rule: Rule,
     tool: Option<&str>,
@@ -364,12 +415,12 @@ pub(super) fn change(
     new: Option<String>,
     reason: String,
 ) -> Change {
-    Change { kind, rule, tool: tool.map(str::to_owned), field: field.to_owned(), old, new, reason }
+    Change { kind, rule, tool: tool.map(str::to_owned), field: field.to_owned(), old, new, reason, node: None }
 }
 
 /// A manifest's text (a description, a title) as a change's reason quotes it: debug-escaped,
 /// cut after 120 characters.
-pub(super) fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     const MAX: usize = 120;
     let mut t: String = s.chars().take(MAX).collect();
     if s.chars().count() > MAX {

@@ -21,6 +21,8 @@ mod diff_audit_values;
 mod diff_knowledge;
 mod diff_skills;
 mod diff_surface;
+mod graph_diff;
+mod graph_parse;
 mod manifest_parse;
 mod redact;
 mod redact_schema;
