@@ -82,8 +82,9 @@ pub(crate) fn manifest(path: &Path) -> Result<LoadedManifest, CliError> {
         ))
         .hint("use the `agents` CLI from the same framework release as the agent that wrote the manifest")),
         Err(ManifestError::WrongFormat(f)) => Err(CliError::new(format!(
-            "`{shown}` is not a permission manifest: its format is `{f}`, expected `{}`",
-            manifest::FORMAT
+            "`{shown}` is not a permission manifest: its format is `{f}`, expected `{}` (or `{}` for a composite)",
+            manifest::FORMAT,
+            agents_core::graph::FORMAT
         ))),
         Err(e) => {
             if looks_like_audit_log(text) {

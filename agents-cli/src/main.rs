@@ -1,7 +1,7 @@
 //! `agents`: the command for reviewers and operators of bounded agents.
 //!
-//! Manifests: `show`, `diff` (classified; exit 1 on any widening), `verify` (against a
-//! baseline), `hash` (what `sha256sum` prints) and `render` (a self-contained HTML report).
+//! Manifests (an agent's, or a composite's graph): `show`, `diff` (classified; exit 1 on any
+//! widening), `verify` (against a baseline), `hash` (what `sha256sum` prints) and `render` (a self-contained HTML report).
 //! Audit logs (JSONL or SQLite, read as a stream): `verify` (the chain, and what it proves),
 //! `show` (filtered), `stats` (counts and severe failures), `recover` (the records before a
 //! torn or corrupt tail, copied to a new log) and `keygen` (the keys of a keyed chain, in new
@@ -12,6 +12,7 @@
 //! for the terminal (see `term`).
 
 mod audit_cmd;
+mod composite_cmd;
 mod error;
 mod eval_cmd;
 mod load;
@@ -124,6 +125,10 @@ enum ManifestCmd {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// For composite manifests: an agent node's permission manifest (repeatable), so a
+        /// node whose manifest hash changed is classified by the agent diff.
+        #[arg(long = "node-manifest", value_name = "MANIFEST_JSON")]
+        node_manifest: Vec<PathBuf>,
     },
     /// Checks CURRENT against a committed BASELINE: any difference fails (exit 1).
     Verify {
@@ -131,6 +136,10 @@ enum ManifestCmd {
         baseline: PathBuf,
         /// The current manifest.
         current: PathBuf,
+        /// The SHA-256 CURRENT must have (for example the MANIFEST_SHA256 the audit records
+        /// carry).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
     },
     /// SHA-256 of the file's bytes (the value `sha256sum` gives).
     Hash {
@@ -158,8 +167,12 @@ fn run(cli: Cli, out: &mut String, err: &mut String) -> CmdResult {
     match cli.command {
         Command::Manifest(cmd) => match cmd {
             ManifestCmd::Show { file } => manifest_cmd::show(&file, out),
-            ManifestCmd::Diff { old, new, json } => manifest_cmd::diff_cmd(&old, &new, json, out),
-            ManifestCmd::Verify { baseline, current } => manifest_cmd::verify(&baseline, &current, out),
+            ManifestCmd::Diff { old, new, json, node_manifest } => {
+                manifest_cmd::diff_cmd(&old, &new, &node_manifest, json, out)
+            }
+            ManifestCmd::Verify { baseline, current, sha256 } => {
+                manifest_cmd::verify(&baseline, &current, sha256.as_deref(), out)
+            }
             ManifestCmd::Hash { file } => manifest_cmd::hash(&file, out, err),
             ManifestCmd::Render { file, diff, roles, output } => {
                 manifest_cmd::render(&file, diff.as_deref(), roles.as_deref(), &output, out)

@@ -1,5 +1,7 @@
-//! `agents manifest ...`: show, diff, verify, hash, render.
+//! `agents manifest ...`: show, diff, verify, hash, render. A composite's graph manifest is
+//! handed to [`crate::composite_cmd`].
 
+use crate::composite_cmd::{self, load_if_composite};
 use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedManifest};
 use crate::table::{Table, clip};
@@ -9,10 +11,13 @@ use agents_core::manifest::{Manifest, ToolEntry};
 use agents_core::report::{self, Report, ceiling_text, limits_text, tools_count_text};
 use serde_json::json;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `agents manifest show FILE`.
 pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
+    if let Some(g) = load_if_composite(file)? {
+        return composite_cmd::show(&g, out);
+    }
     let m = load::manifest(file)?;
     let man = &m.manifest;
     let a = &man.agent;
@@ -98,10 +103,26 @@ fn list_or_none(v: &[String]) -> String {
     if v.is_empty() { "none".to_owned() } else { v.join(", ") }
 }
 
-/// `agents manifest diff OLD NEW [--json]`: exit 1 on any widening.
-pub(crate) fn diff_cmd(old: &Path, new: &Path, as_json: bool, out: &mut String) -> CmdResult {
+/// `agents manifest diff OLD NEW [--node-manifest FILE]... [--json]`: exit 1 on any widening.
+pub(crate) fn diff_cmd(old: &Path, new: &Path, nodes: &[PathBuf], as_json: bool, out: &mut String) -> CmdResult {
+    if let Some(g) = load_if_composite(old)? {
+        return composite_cmd::diff(g, new, nodes, as_json, out);
+    }
+    if !nodes.is_empty() {
+        return Err(CliError::new("--node-manifest applies to composite manifests; these are an agent's")
+            .hint("compare the agent manifests themselves: agents manifest diff OLD NEW"));
+    }
     let a = load::manifest(old)?;
-    let b = load::manifest(new)?;
+    let b = match load_if_composite(new)? {
+        Some(_) => {
+            return Err(CliError::new(format!(
+                "`{}` is a composite manifest, but `{}` is an agent's; an agent is compared with an agent",
+                new.display(),
+                old.display()
+            )));
+        }
+        None => load::manifest(new)?,
+    };
     let d = diff(&a.manifest, &b.manifest);
     if as_json {
         out.push_str(&term::json(&diff_json(&a, &b, &d)));
@@ -155,10 +176,26 @@ fn diff_json(a: &LoadedManifest, b: &LoadedManifest, d: &ManifestDiff) -> serde_
     })
 }
 
-/// `agents manifest verify BASELINE CURRENT`: any byte difference fails (exit 1).
-pub(crate) fn verify(baseline: &Path, current: &Path, out: &mut String) -> CmdResult {
+/// `agents manifest verify BASELINE CURRENT [--sha256 HEX]`: any byte difference, or a hash
+/// other than the expected one, fails (exit 1).
+pub(crate) fn verify(baseline: &Path, current: &Path, sha256: Option<&str>, out: &mut String) -> CmdResult {
+    if let Some(g) = load_if_composite(baseline)? {
+        return composite_cmd::verify(g, current, sha256, out);
+    }
     let base = load::manifest(baseline)?;
     let cur = load::manifest(current)?;
+    if let Some(expected) = sha256
+        && expected != cur.file_sha256()
+    {
+        let _ = writeln!(
+            out,
+            "HASH MISMATCH: `{}` has sha256 {}, expected {}",
+            cur.display_name(),
+            cur.file_sha256(),
+            term::esc(expected)
+        );
+        return Ok(EXIT_FINDING);
+    }
     if base.bytes == cur.bytes {
         not_canonical_notes(&[&cur], out);
         let _ = writeln!(
@@ -195,6 +232,9 @@ pub(crate) fn verify(baseline: &Path, current: &Path, out: &mut String) -> CmdRe
 
 /// `agents manifest hash FILE`: SHA-256 of the file's bytes, as `sha256sum` prints it.
 pub(crate) fn hash(file: &Path, out: &mut String, err: &mut String) -> CmdResult {
+    if let Some(g) = load_if_composite(file)? {
+        return composite_cmd::hash(&g, out, err);
+    }
     let m = load::manifest(file)?;
     let _ = writeln!(out, "{}", m.file_sha256());
     if !m.is_canonical() {
@@ -216,6 +256,9 @@ pub(crate) fn render(
     output: &Path,
     out: &mut String,
 ) -> CmdResult {
+    if let Some(g) = load_if_composite(file)? {
+        return composite_cmd::render(&g, old, roles.is_some(), output, out);
+    }
     let m = load::manifest(file)?;
     let old = old.map(load::manifest).transpose()?;
     let roles = roles.map(load::roles).transpose()?;

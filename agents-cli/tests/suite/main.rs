@@ -20,6 +20,7 @@ mod audit;
 mod audit_inputs;
 mod audit_keygen;
 mod browser;
+mod composite;
 mod escape_sweep;
 mod eval;
 mod manifest;

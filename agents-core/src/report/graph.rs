@@ -10,7 +10,7 @@ use std::fmt;
 
 /// A coordinate printed with one decimal, as SVG attributes take it.
 #[derive(Clone, Copy)]
-pub(super) struct Px(f64);
+pub(super) struct Px(pub(super) f64);
 
 impl fmt::Display for Px {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -20,7 +20,7 @@ impl fmt::Display for Px {
 
 /// A size printed as a whole number.
 #[derive(Clone, Copy)]
-pub(super) struct Whole(f64);
+pub(super) struct Whole(pub(super) f64);
 
 impl fmt::Display for Whole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -91,20 +91,20 @@ pub(super) struct ToolNode<'a> {
     pub(super) flag: Option<Flag>,
 }
 
-const NODE_H: f64 = 46.0;
-const GAP_Y: f64 = 14.0;
-const TOP: f64 = 44.0;
-const COL_GAP: f64 = 90.0;
-const LEFT: f64 = 16.0;
+pub(super) const NODE_H: f64 = 46.0;
+pub(super) const GAP_Y: f64 = 14.0;
+pub(super) const TOP: f64 = 44.0;
+pub(super) const COL_GAP: f64 = 90.0;
+pub(super) const LEFT: f64 = 16.0;
 const MAIN_CHAR: f64 = 8.0;
 const SUB_CHAR: f64 = 6.8;
 
-fn node_width(main: &str, sub: &str) -> f64 {
+pub(super) fn node_width(main: &str, sub: &str) -> f64 {
     let w = (main.chars().count() as f64 * MAIN_CHAR).max(sub.chars().count() as f64 * SUB_CHAR) + 28.0;
     w.max(120.0)
 }
 
-fn tier_fill(t: Tier) -> (&'static str, &'static str) {
+pub(super) fn tier_fill(t: Tier) -> (&'static str, &'static str) {
     match t {
         Tier::Read => ("#dcfce7", "#14532d"),
         Tier::Action => ("#fef3c7", "#78350f"),
@@ -121,20 +121,20 @@ fn risk_stroke(r: Risk) -> (&'static str, f64) {
     }
 }
 
-struct Node {
-    x: f64,
-    y: f64,
-    w: f64,
+pub(super) struct Node {
+    pub(super) x: f64,
+    pub(super) y: f64,
+    pub(super) w: f64,
 }
 
 impl Node {
-    fn right(&self) -> (f64, f64) {
+    pub(super) fn right(&self) -> (f64, f64) {
         (self.x + self.w, self.y + NODE_H / 2.0)
     }
-    fn left(&self) -> (f64, f64) {
+    pub(super) fn left(&self) -> (f64, f64) {
         (self.x, self.y + NODE_H / 2.0)
     }
-    fn text<'a>(&self, main: &'a str, sub: String) -> NodeText<'a> {
+    pub(super) fn text<'a>(&self, main: &'a str, sub: String) -> NodeText<'a> {
         NodeText {
             x: Px(self.x),
             y: Px(self.y),
@@ -148,7 +148,7 @@ impl Node {
     }
 }
 
-fn edge(from: (f64, f64), to: (f64, f64), widened: bool) -> Edge {
+pub(super) fn edge(from: (f64, f64), to: (f64, f64), widened: bool) -> Edge {
     let dx = (to.0 - from.0) / 2.0;
     let d = format!(
         "M{:.1} {:.1} C{:.1} {:.1}, {:.1} {:.1}, {:.1} {:.1}",

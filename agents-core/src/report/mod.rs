@@ -25,8 +25,11 @@ use graph::{Graph, graph};
 use std::collections::BTreeSet;
 use widened::Widened;
 
+mod composite;
 mod graph;
 mod widened;
+
+pub use composite::{CompositeReport, render_composite};
 
 /// What goes into a report.
 #[derive(Debug, Clone, Copy)]
