@@ -236,7 +236,7 @@ fn a_contradictory_composite_is_refused_with_where_and_what_to_do() {
     let p = put(dir.path(), "lying.json", &v);
     let (c, _, err) = run(&["show".as_ref(), p.as_os_str()]);
     assert_eq!(c, 2, "{err}");
-    assert!(err.contains(r#"nodes (id \"review\").reaches"#) || err.contains(r#"(id "review").reaches"#), "{err}");
+    assert!(err.contains("nodes (id `review`).reaches"), "{err}");
     assert!(err.contains("regenerate it"), "{err}");
 }
 
@@ -253,4 +253,71 @@ fn a_composite_is_not_compared_with_an_agent() {
     let (c, _, err) =
         run(&["diff".as_ref(), agent.as_os_str(), agent.as_os_str(), "--node-manifest".as_ref(), agent.as_os_str()]);
     assert_eq!(c, 2, "{err}");
+}
+
+/// A value holding an escape sequence, bidi controls, invisible characters and a newline that
+/// would start a forged line.
+fn hostile(tag: &str) -> String {
+    format!("{tag}\u{1b}]0;t\u{7}\r\u{202e}\u{200b}\nFORGED {tag}")
+}
+
+fn assert_clean(what: &str, text: &str) {
+    let raw = text.chars().find(|c| *c != '\n' && agents_core::terminal::is_hidden_or_control(*c));
+    assert!(raw.is_none(), "{what}: raw {raw:?} in:\n{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("FORGED")), "{what}: a forged line in:\n{text}");
+}
+
+/// Every name a composite holds (its name, description, types, node ids, agent names, tools,
+/// joins, steps) comes out escaped from every command, and refusals quote it escaped too.
+#[test]
+fn every_composite_field_is_escaped_in_every_command() {
+    let dir = tempdir();
+    let mut v = kyc();
+    for (field, tag) in [("name", "c-name"), ("description", "c-desc"), ("input", "c-in"), ("output", "c-out")] {
+        v["composite"][field] = json!(hostile(tag));
+    }
+    let id = hostile("node-id");
+    v["nodes"][2]["id"] = json!(id);
+    v["nodes"][2]["agent"] = json!(hostile("agent"));
+    v["nodes"][2]["tools"] = json!([hostile("tool")]);
+    v["capabilities"]["tools"] = json!(["approve", hostile("tool")]);
+    v["nodes"][1]["steps"] = json!([hostile("step")]);
+    for e in v["edges"].as_array_mut().unwrap() {
+        for end in ["from", "to"] {
+            if e[end] == "intake" {
+                e[end] = json!(id);
+            }
+        }
+    }
+    let h = put(dir.path(), "hostile.json", &v);
+    let plain = put(dir.path(), "plain.json", &kyc());
+    let out_html = dir.path().join("r.html");
+    let (h, p) = (h.as_os_str(), plain.as_os_str());
+    let runs: [Vec<&std::ffi::OsStr>; 7] = [
+        vec!["show".as_ref(), h],
+        vec!["diff".as_ref(), p, h],
+        vec!["diff".as_ref(), h, p],
+        vec!["diff".as_ref(), p, h, "--json".as_ref()],
+        vec!["verify".as_ref(), p, h],
+        vec!["hash".as_ref(), h],
+        vec!["render".as_ref(), h, "--diff".as_ref(), p, "-o".as_ref(), out_html.as_os_str()],
+    ];
+    for args in runs {
+        let (c, out, err) = run(&args);
+        let what = format!("{:?}", args.first());
+        assert!(c == 0 || c == 1, "{what}: {err}");
+        assert_clean(&what, &out);
+        assert_clean(&what, &err);
+    }
+    let (_, show, _) = run(&["show".as_ref(), h]);
+    for tag in ["c-name", "node-id", "agent", "tool", "step"] {
+        assert!(show.contains(&format!("{tag}\\u{{1b}}]0;t")), "show: `{tag}` not shown escaped:\n{show}");
+    }
+    let mut lying = v.clone();
+    lying["nodes"][2]["reaches"] = json!("none");
+    let lying = put(dir.path(), "lying.json", &lying);
+    let (c, out, err) = run(&["show".as_ref(), lying.as_os_str()]);
+    assert_eq!(c, 2);
+    assert_clean("refusal", &format!("{out}{err}"));
+    assert!(err.contains("(id `node-id\\u{1b}]0;t"), "{err}");
 }

@@ -361,7 +361,7 @@ pub enum GraphError {
     /// A field is missing, unknown, of the wrong type, or contradicts another.
     #[error("{at}: {problem}; {fix}")]
     Invalid {
-        /// Where: `nodes[2] (id "review").reaches`, `edges[0]`, ...
+        /// Where: `nodes[2] (id `review`).reaches`, `edges[0]`, ...
         at: String,
         /// What is wrong.
         problem: String,

@@ -95,6 +95,12 @@ pub(super) fn parse(text: &str) -> Result<GraphManifest, GraphError> {
         StrictError::Syntax { line, column, detail, .. } => {
             GraphError::NotJson(format!("{detail} at line {line} column {column} (is the file cut short?)"))
         }
+        StrictError::DuplicateKey { path, key, line, column } => GraphError::NotJson(format!(
+            "the key `{key}` appears twice at line {line} column {column} (`{path}`), so the file has two readings; keep one"
+        )),
+        StrictError::TrailingCharacters { line, column } => {
+            GraphError::NotJson(format!("unexpected characters after the manifest at line {line} column {column}"))
+        }
         other => GraphError::NotJson(other.to_string()),
     })?;
     let mut top = Obj::new("the manifest".into(), &value)?;
@@ -147,7 +153,7 @@ fn lists(mut obj: Obj<'_>, close: bool) -> Result<NameLists, GraphError> {
 fn node(i: usize, v: &Value) -> Result<Node, GraphError> {
     let mut o = Obj::new(format!("nodes[{i}]"), v)?;
     let id = o.str("id")?;
-    o.at = format!("nodes[{i}] (id {id:?})");
+    o.at = format!("nodes[{i}] (id `{id}`)");
     let kind = match o.str("kind")?.as_str() {
         "agent" => agent_node(&mut o)?,
         "branch" => NodeKind::Branch {
@@ -248,7 +254,7 @@ pub(super) fn build(
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     if let Some(w) = nodes.windows(2).find(|w| w[0].id == w[1].id) {
         return Err(invalid(
-            format!("nodes (id {:?})", w[0].id),
+            format!("nodes (id `{}`)", w[0].id),
             "two nodes have this id",
             "give each node its own id",
         ));
@@ -270,7 +276,7 @@ pub(super) fn build(
 }
 
 fn check_node(n: &mut Node, union: &mut NameLists) -> Result<(), GraphError> {
-    let at = format!("nodes (id {:?})", n.id);
+    let at = format!("nodes (id `{}`)", n.id);
     if n.id.is_empty() {
         return Err(invalid(at, "a node's id is empty", "give the node an id"));
     }
@@ -322,7 +328,7 @@ fn check_edge(e: &Edge, kinds: &BTreeMap<&str, &NodeKind>) -> Result<(), GraphEr
     let at = format!("edges ({e})");
     for end in [&e.from, &e.to] {
         if !kinds.contains_key(end.as_str()) {
-            return Err(invalid(&at, format!("no node has the id {end:?}"), "add the node, or remove the edge"));
+            return Err(invalid(&at, format!("no node has the id `{end}`"), "add the node, or remove the edge"));
         }
     }
     let source = kinds[e.from.as_str()];

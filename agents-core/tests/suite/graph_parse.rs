@@ -91,7 +91,10 @@ fn torn_json_is_refused() {
 #[test]
 fn a_repeated_key_is_refused() {
     let t = text(&kyc()).replacen(r#""version":1"#, r#""version":1,"version":1"#, 1);
-    assert!(GraphManifest::parse(&t).unwrap_err().to_string().contains("version"));
+    let e = GraphManifest::parse(&t).unwrap_err().to_string();
+    assert!(e.contains("the key `version` appears twice") && e.contains("two readings"), "{e}");
+    let e = GraphManifest::parse(&format!("{} {{}}", text(&kyc()))).unwrap_err().to_string();
+    assert!(e.contains("unexpected characters after the manifest"), "{e}");
 }
 
 #[test]
@@ -111,7 +114,7 @@ fn an_unknown_node_kind_is_refused_with_where_and_what_to_do() {
     let mut v = kyc();
     v["nodes"][0]["kind"] = json!("retry");
     let e = refused(&v);
-    assert!(e.contains(r#"nodes[0] (id "again").kind"#) && e.contains("unknown node kind `retry`"), "{e}");
+    assert!(e.contains(r#"nodes[0] (id `again`).kind"#) && e.contains("unknown node kind `retry`"), "{e}");
     assert!(e.contains("agent, branch, loop"), "{e}");
 }
 
@@ -127,7 +130,7 @@ fn a_missing_field_is_refused() {
     let mut v = kyc();
     v["nodes"][0].as_object_mut().unwrap().remove("max_iterations");
     let e = refused(&v);
-    assert!(e.contains(r#"nodes[0] (id "again")"#) && e.contains("`max_iterations` is missing"), "{e}");
+    assert!(e.contains(r#"nodes[0] (id `again`)"#) && e.contains("`max_iterations` is missing"), "{e}");
 }
 
 #[test]
@@ -145,7 +148,7 @@ fn an_edge_to_an_unknown_node_is_refused() {
     let mut v = kyc();
     v["edges"][2]["to"] = json!("ghost");
     let e = refused(&v);
-    assert!(e.contains(r#"no node has the id "ghost""#) && e.contains("add the node, or remove the edge"), "{e}");
+    assert!(e.contains(r#"no node has the id `ghost`"#) && e.contains("add the node, or remove the edge"), "{e}");
 }
 
 #[test]
@@ -153,7 +156,7 @@ fn a_duplicate_id_is_refused() {
     let mut v = kyc();
     v["nodes"][3]["id"] = json!("again");
     let e = refused(&v);
-    assert!(e.contains(r#"(id "again")"#) && e.contains("two nodes have this id"), "{e}");
+    assert!(e.contains(r#"(id `again`)"#) && e.contains("two nodes have this id"), "{e}");
 }
 
 #[test]
@@ -170,7 +173,7 @@ fn reaches_that_contradicts_the_actions_is_refused() {
     v["nodes"][4]["reaches"] = json!("read");
     let e = refused(&v);
     assert!(
-        e.contains(r#"(id "review").reaches"#) && e.contains("it says `read`, but the node's lists reach `action`"),
+        e.contains(r#"(id `review`).reaches"#) && e.contains("it says `read`, but the node's lists reach `action`"),
         "{e}"
     );
 }
