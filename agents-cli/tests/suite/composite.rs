@@ -321,3 +321,32 @@ fn every_composite_field_is_escaped_in_every_command() {
     assert_clean("refusal", &format!("{out}{err}"));
     assert!(err.contains("(id `node-id\\u{1b}]0;t"), "{err}");
 }
+
+/// Composite text cannot add markup to the report, and the page fetches nothing: the hostile
+/// report has exactly as many tag and attribute delimiters as the same report of plain text.
+#[test]
+fn composite_text_cannot_add_markup_to_the_report() {
+    let dir = tempdir();
+    let render = |name: &str, text: &str| {
+        let mut v = kyc();
+        v["composite"]["name"] = json!(format!("n{text}"));
+        v["composite"]["description"] = json!(format!("d{text}"));
+        v["nodes"][1]["steps"] = json!([format!("s{text}")]);
+        v["nodes"][4]["agent"] = json!(format!("a{text}"));
+        let file = put(dir.path(), &format!("{name}.json"), &v);
+        let old = put(dir.path(), "old.json", &kyc());
+        let out = dir.path().join(format!("{name}.html"));
+        let (c, _, err) =
+            run(&["render".as_ref(), file.as_os_str(), "--diff".as_ref(), old.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        assert_eq!(c, 0, "{err}");
+        std::fs::read_to_string(out).unwrap()
+    };
+    let markup = r#"<img src=x onerror=alert(2)>"' onmouseover='alert(1)'<script>alert(3)</script>"#;
+    let plain = render("plain", &" plain text ".repeat(4));
+    let hostile = render("hostile", markup);
+    for c in ['<', '>', '"', '\''] {
+        assert_eq!(hostile.matches(c).count(), plain.matches(c).count(), "composite text added `{c}` to the page");
+    }
+    crate::manifest::assert_no_external_references(&plain);
+    assert!(hostile.contains("&#60;script&#62;alert(3)&#60;/script&#62;"), "the text is there, as text");
+}
