@@ -239,3 +239,26 @@ fn report_renders_in_chromium_without_any_request() {
     assert!(bytes.len() > 50_000, "the screenshot is suspiciously small ({} bytes)", bytes.len());
     eprintln!("screenshot: {}", png.display());
 }
+
+/// A composite's report in the browser: every node of the graph is drawn, every edge labelled
+/// by its kind, and the page makes no request.
+#[test]
+fn composite_report_renders_in_chromium_without_any_request() {
+    let binary = agents_test_support::chromium("the browser test of the composite report");
+    let work = tempdir();
+    let browser = Browser { binary, work: work.path().to_owned() };
+    let graph = crate::composite::kyc();
+    let file = crate::composite::put(work.path(), "kyc.json", &graph);
+    let report = work.path().join("kyc.html");
+    let o = agents(["manifest".as_ref(), "render".as_ref(), file.as_os_str(), "-o".as_ref(), report.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let run = browser.run("composite-dom", &report, &["--dump-dom".to_owned()]);
+    let dom = &run.stdout;
+    assert!(dom.contains("<svg id=\"composite-graph\""), "no graph in the DOM:\n{}", tail(&run.stderr));
+    for n in graph["nodes"].as_array().unwrap() {
+        let id = n["id"].as_str().unwrap();
+        assert!(dom.contains(&format!("data-node=\"{id}\"")), "graph node {id} missing");
+    }
+    assert_eq!(dom.matches("class=\"edge-label\"").count(), graph["edges"].as_array().unwrap().len());
+    assert!(page_requests(&run).is_empty(), "the composite report made requests: {:?}", page_requests(&run));
+}

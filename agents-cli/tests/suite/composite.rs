@@ -14,7 +14,7 @@ const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 
 /// A KYC pipeline: a loop over a forum whose member (intake, read) hands to a guarded reviewer
 /// (action).
-fn kyc() -> Value {
+pub fn kyc() -> Value {
     json!({
         "capabilities": {"actions": ["approve"], "handoffs": [], "permissions": ["kyc.read", "kyc.write"], "tools": ["approve", "lookup"]},
         "composite": {"description": "Reviews a KYC request.", "input": "RawRequest", "name": "kyc-pipeline", "output": "ApprovalDecision"},
@@ -38,7 +38,7 @@ fn kyc() -> Value {
     })
 }
 
-fn put(dir: &Path, name: &str, v: &Value) -> PathBuf {
+pub fn put(dir: &Path, name: &str, v: &Value) -> PathBuf {
     write(dir, name, &agents_core::canonical::to_string(v))
 }
 
@@ -336,8 +336,14 @@ fn composite_text_cannot_add_markup_to_the_report() {
         let file = put(dir.path(), &format!("{name}.json"), &v);
         let old = put(dir.path(), "old.json", &kyc());
         let out = dir.path().join(format!("{name}.html"));
-        let (c, _, err) =
-            run(&["render".as_ref(), file.as_os_str(), "--diff".as_ref(), old.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        let (c, _, err) = run(&[
+            "render".as_ref(),
+            file.as_os_str(),
+            "--diff".as_ref(),
+            old.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
         assert_eq!(c, 0, "{err}");
         std::fs::read_to_string(out).unwrap()
     };
