@@ -356,3 +356,29 @@ fn composite_text_cannot_add_markup_to_the_report() {
     crate::manifest::assert_no_external_references(&plain);
     assert!(hostile.contains("&#60;script&#62;alert(3)&#60;/script&#62;"), "the text is there, as text");
 }
+
+/// A node manifest edited after the fact does not match the hash the composite pins, so it is
+/// not used: the changed node stays a widening "not inspected".
+#[test]
+fn an_edited_node_manifest_is_not_used_to_classify() {
+    let dir = tempdir();
+    let (v1, mut v2) = (helpdesk_v1(), helpdesk_v1());
+    v2.agent.description.push_str(" Reworded.");
+    let with = |sha: String| {
+        let mut v = kyc();
+        v["nodes"][4]["manifest_sha256"] = json!(sha);
+        v
+    };
+    let old = put(dir.path(), "c1.json", &with(v1.sha256()));
+    let new = put(dir.path(), "c2.json", &with(v2.sha256()));
+    let m1 = write(dir.path(), "a1.json", &v1.to_canonical_string());
+    // The "new" manifest the reviewer is handed claims fewer limits than the one pinned.
+    let mut forged = v2.clone();
+    forged.agent.limits.max_iterations = 1;
+    let m2 = write(dir.path(), "a2.json", &forged.to_canonical_string());
+    let flag = "--node-manifest".as_ref();
+    let (c, out, err) =
+        run(&["diff".as_ref(), old.as_os_str(), new.as_os_str(), flag, m1.as_os_str(), flag, m2.as_os_str()]);
+    assert_eq!(c, 1, "{out}{err}");
+    assert!(out.contains(&format!("not inspected: give the node manifests (missing sha256 {})", v2.sha256())), "{out}");
+}
