@@ -1,23 +1,6 @@
 //! Classified differences between two graph manifests, in the agent diff's terms
 //! ([`Change`], [`ChangeKind`], [`Rule`]): each change says whether a run of the new graph
 //! may reach more than a run of the old one.
-//!
-//! | change | kind |
-//! | --- | --- |
-//! | a node added / removed (a wrap: see below) | widening / narrowing |
-//! | an edge added into a node from which a run may reach an action or a handoff / any other edge added | widening / neutral |
-//! | an edge removed | narrowing |
-//! | an agent node's manifest SHA-256 changed, both manifests given | each change of the agent diff, under the node |
-//! | an agent node's manifest SHA-256 changed, a manifest missing | widening (not inspected) |
-//! | a tool, action, handoff or permission added to / removed from a node or the union | widening / narrowing |
-//! | a wrap, or a wrap's step, removed / added | widening / narrowing |
-//! | a loop's `max_iterations` or a forum's `rounds` raised / lowered | widening / narrowing |
-//! | a router changed from code to model / from model to code | widening / narrowing |
-//! | a parallel's `on_failure` from fail_fast to collect / the reverse | widening / narrowing |
-//! | a node's agent name, a parallel's join, the composite's name, description or types | neutral |
-//!
-//! A node whose id changed is a removal and an addition (an id is the only name a node has);
-//! so is a node whose kind changed.
 
 use super::reach::Reach;
 use super::{GraphManifest, NameLists, Node, NodeKind, OnFailure, Router};
@@ -75,6 +58,32 @@ impl At<'_> {
 
 /// Compares two graph manifests and classifies every difference; `manifests` holds the agent
 /// manifests the reviewer gave (see [`NodeManifests`]).
+///
+/// | change | kind |
+/// | --- | --- |
+/// | a node added / removed (a wrap: see below) | widening / narrowing |
+/// | an edge added into a node from which a run may reach an action or a handoff / any other edge added | widening / neutral |
+/// | an edge removed | narrowing |
+/// | an agent node's manifest SHA-256 changed, both manifests given | each change of the agent diff, under the node |
+/// | an agent node's manifest SHA-256 changed, a manifest missing | widening (not inspected) |
+/// | a tool, action, handoff or permission added to / removed from a node or the union | widening / narrowing |
+/// | a wrap, or a wrap's step, removed / added | widening / narrowing |
+/// | a loop's `max_iterations` or a forum's `rounds` raised / lowered | widening / narrowing |
+/// | a router changed from code to model / from model to code | widening / narrowing |
+/// | a parallel's `on_failure` from fail_fast to collect / the reverse | widening / narrowing |
+/// | a node's agent name, a parallel's join, the composite's name, description or types | neutral |
+///
+/// A node whose id changed is a removal and an addition (an id is the only name a node has);
+/// so is a node whose kind changed.
+///
+/// What it guarantees: when [`ManifestDiff::has_widening`] is `false`, the new graph has no
+/// node (other than a wrap) the old one lacked, no edge through which a run reaches an agent
+/// node's action or handoff it did not reach through that edge before, no tool, action,
+/// handoff or permission a node lacked, no agent node whose manifest changed uninspected (or
+/// inspected and widened), no higher loop bound or forum rounds, no router moved to a model,
+/// no parallel that runs on after a failure where it stopped, and every wrap step of the old
+/// graph. The crate's tests check this verdict against an independent computation of those
+/// sets on random graphs and random mutations.
 ///
 /// ```
 /// use agents_core::graph::{CompositeEntry, GraphManifest, Node, NodeKind, NodeManifests, diff};
