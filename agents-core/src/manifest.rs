@@ -160,6 +160,12 @@ pub struct ImportEntry {
     /// when given; without it an imported tool's policy is `egress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_server: Option<String>,
+    /// Where the server is reached ([`crate::mcp_lock::endpoint`] of the lock file's
+    /// `source`: `stdio: desk-server`, `http: https://wiki.example.com/mcp`; never a
+    /// credential). Every tool of one server names the same endpoint, and the runtime refuses
+    /// to call the server at another. Absent only in manifests written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// A policy in a manifest; every list sorted and without duplicates.
@@ -334,6 +340,18 @@ pub enum ManifestError {
     /// Two knowledge sources share a name.
     #[error("two knowledge sources are named `{0}`; give each source its own name")]
     DuplicateKnowledge(String),
+    /// Two tools imported from one MCP server name two endpoints for it.
+    #[error(
+        "MCP server `{server}` is named with two endpoints (`{first}` and `{second}`); a server has one endpoint: pin its tools from one place (`agents mcp pin`) and import them from one lock file"
+    )]
+    ServerEndpoints {
+        /// The server's name.
+        server: String,
+        /// One endpoint.
+        first: String,
+        /// The other.
+        second: String,
+    },
 }
 
 impl ToolEntry {
@@ -365,6 +383,7 @@ impl ToolEntry {
                 tool: i.tool.to_owned(),
                 sha256: i.sha256.to_owned(),
                 own_server: i.own_server.map(str::to_owned),
+                endpoint: Some(i.endpoint.to_owned()),
             }),
         }
         .normalized()
@@ -479,6 +498,7 @@ impl Manifest {
         if let Some(w) = tools.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(ManifestError::DuplicateTool(w[0].name.clone()));
         }
+        check_server_endpoints(&tools)?;
         let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         for skill in &mut agent.skills {
             sort_dedup(&mut skill.tools);
@@ -583,6 +603,25 @@ impl Manifest {
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.iter().find(|t| t.name == name)
     }
+}
+
+/// Refuses tools of one MCP server that name two endpoints for it.
+fn check_server_endpoints(tools: &[ToolEntry]) -> Result<(), ManifestError> {
+    let mut seen: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for import in tools.iter().filter_map(|t| t.import.as_ref()) {
+        let Some(endpoint) = import.endpoint.as_deref() else { continue };
+        match seen.insert(&import.server, endpoint) {
+            Some(first) if first != endpoint => {
+                return Err(ManifestError::ServerEndpoints {
+                    server: import.server.clone(),
+                    first: first.to_owned(),
+                    second: endpoint.to_owned(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn owned(items: &[&str]) -> Vec<String> {

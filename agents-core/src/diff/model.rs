@@ -168,6 +168,12 @@ pub enum Rule {
     AuditValuesWidened,
     /// The audit records keep less of a call's values.
     AuditValuesNarrowed,
+    /// Tools are imported from an MCP server the old manifest did not name.
+    McpServerAdded,
+    /// No tool is imported from an MCP server any more.
+    McpServerRemoved,
+    /// An MCP server is reached at another endpoint (another program, host, scheme or path).
+    McpEndpointChanged,
 }
 
 impl Rule {
@@ -230,6 +236,9 @@ impl Rule {
             Rule::KnowledgeMoved => "knowledge_moved",
             Rule::AuditValuesWidened => "audit_values_widened",
             Rule::AuditValuesNarrowed => "audit_values_narrowed",
+            Rule::McpServerAdded => "mcp_server_added",
+            Rule::McpServerRemoved => "mcp_server_removed",
+            Rule::McpEndpointChanged => "mcp_endpoint_changed",
         }
     }
 }
