@@ -6,6 +6,7 @@
 use crate::agent::{AgentSpec, Limits};
 use crate::audit::AuditValues;
 use crate::budget::BudgetEntry;
+use crate::expose::ExposeEntry;
 use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
 use crate::skill::Unskilled;
@@ -71,6 +72,11 @@ pub struct AgentEntry {
     /// `"full"`.
     #[serde(default, skip_serializing_if = "AuditValues::is_omitted")]
     pub audit_values: AuditValues,
+    /// How it may be served ([`crate::expose`]): `{"mcp": ["stdio", ...]}`; absent when it
+    /// declares no way, so a manifest without it keeps its bytes and hash, and the agent is
+    /// then not served over MCP.
+    #[serde(default, skip_serializing_if = "ExposeEntry::is_empty")]
+    pub expose: ExposeEntry,
 }
 
 /// A skill in a manifest.
@@ -431,8 +437,8 @@ impl ToolEntry {
 impl AgentEntry {
     /// The entry of an agent that declares nothing beyond its name and description: `String`
     /// in and out, no skills, no ceiling, the default limits, any model, no budget caps, no
-    /// knowledge, no values kept by its audit records. For building manifests by hand (tests,
-    /// tools); change a field with struct update syntax.
+    /// knowledge, no values kept by its audit records, not served over MCP. For building
+    /// manifests by hand (tests, tools); change a field with struct update syntax.
     ///
     /// ```
     /// use agents_core::manifest::AgentEntry;
@@ -453,6 +459,7 @@ impl AgentEntry {
             budget: Default::default(),
             knowledge: Vec::new(),
             audit_values: AuditValues::default(),
+            expose: ExposeEntry::default(),
         }
     }
 
@@ -471,6 +478,7 @@ impl AgentEntry {
             unskilled: spec.unskilled,
             knowledge: spec.knowledge.iter().map(KnowledgeEntry::from_spec).collect(),
             audit_values: spec.audit_values,
+            expose: ExposeEntry { mcp: spec.expose_mcp.to_vec() },
         }
     }
 }
@@ -513,6 +521,7 @@ impl Manifest {
         if let Some(m) = &mut agent.models {
             sort_dedup(m);
         }
+        sort_dedup(&mut agent.expose.mcp);
         agent.knowledge.sort();
         if let Some(w) = agent.knowledge.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(ManifestError::DuplicateKnowledge(w[0].name.clone()));

@@ -174,6 +174,11 @@ pub enum Rule {
     McpServerRemoved,
     /// An MCP server is reached at another endpoint (another program, host, scheme or path).
     McpEndpointChanged,
+    /// The agent may be served over MCP in a way it could not (a transport, or HTTP behind
+    /// another kind of authentication).
+    McpExposureAdded,
+    /// The agent is no longer served over MCP in a way it was.
+    McpExposureRemoved,
 }
 
 impl Rule {
@@ -239,6 +244,8 @@ impl Rule {
             Rule::McpServerAdded => "mcp_server_added",
             Rule::McpServerRemoved => "mcp_server_removed",
             Rule::McpEndpointChanged => "mcp_endpoint_changed",
+            Rule::McpExposureAdded => "mcp_exposure_added",
+            Rule::McpExposureRemoved => "mcp_exposure_removed",
         }
     }
 }
