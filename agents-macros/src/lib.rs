@@ -512,7 +512,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// digest), `masked` (the argument values, secrets masked) or `full` (the result's value
 /// too). The manifest lists `masked` and `full` as `agent.audit_values` (a widening in its
 /// diff); a runtime set to keep more than the agent declares
-/// (`RuntimeBuilder::audit_values`) refuses to start its runs.
+/// (`RuntimeBuilder::audit_values`) refuses to start its runs. The setting is the most the
+/// log may hold, not what a runtime keeps by default: a runtime keeps `omitted` unless its
+/// operator sets more, within what the manifest allows.
 ///
 /// ```ignore
 /// audit: { values: masked },
