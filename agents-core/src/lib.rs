@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod budget;
 pub mod canonical;
 pub mod diff;
+pub mod expose;
 pub mod graph;
 pub mod knowledge;
 pub mod manifest;

@@ -6,6 +6,7 @@
 use crate::agent::{AgentSpec, Limits};
 use crate::audit::AuditValues;
 use crate::budget::BudgetEntry;
+use crate::expose::ExposeEntry;
 use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
 use crate::skill::Unskilled;
@@ -71,6 +72,11 @@ pub struct AgentEntry {
     /// `"full"`.
     #[serde(default, skip_serializing_if = "AuditValues::is_omitted")]
     pub audit_values: AuditValues,
+    /// How it may be served ([`crate::expose`]): `{"mcp": ["stdio", ...]}`; absent when it
+    /// declares no way, so a manifest without it keeps its bytes and hash, and the agent is
+    /// then not served over MCP.
+    #[serde(default, skip_serializing_if = "ExposeEntry::is_empty")]
+    pub expose: ExposeEntry,
 }
 
 /// A skill in a manifest.
@@ -160,6 +166,12 @@ pub struct ImportEntry {
     /// when given; without it an imported tool's policy is `egress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_server: Option<String>,
+    /// Where the server is reached ([`crate::mcp_lock::endpoint`] of the lock file's
+    /// `source`: `stdio: desk-server`, `http: https://wiki.example.com/mcp`; never a
+    /// credential). Every tool of one server names the same endpoint, and the runtime refuses
+    /// to call the server at another. Absent only in manifests written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// A policy in a manifest; every list sorted and without duplicates.
@@ -334,6 +346,18 @@ pub enum ManifestError {
     /// Two knowledge sources share a name.
     #[error("two knowledge sources are named `{0}`; give each source its own name")]
     DuplicateKnowledge(String),
+    /// Two tools imported from one MCP server name two endpoints for it.
+    #[error(
+        "MCP server `{server}` is named with two endpoints (`{first}` and `{second}`); a server has one endpoint: pin its tools from one place (`agents mcp pin`) and import them from one lock file"
+    )]
+    ServerEndpoints {
+        /// The server's name.
+        server: String,
+        /// One endpoint.
+        first: String,
+        /// The other.
+        second: String,
+    },
 }
 
 impl ToolEntry {
@@ -365,6 +389,7 @@ impl ToolEntry {
                 tool: i.tool.to_owned(),
                 sha256: i.sha256.to_owned(),
                 own_server: i.own_server.map(str::to_owned),
+                endpoint: Some(i.endpoint.to_owned()),
             }),
         }
         .normalized()
@@ -412,8 +437,8 @@ impl ToolEntry {
 impl AgentEntry {
     /// The entry of an agent that declares nothing beyond its name and description: `String`
     /// in and out, no skills, no ceiling, the default limits, any model, no budget caps, no
-    /// knowledge, no values kept by its audit records. For building manifests by hand (tests,
-    /// tools); change a field with struct update syntax.
+    /// knowledge, no values kept by its audit records, not served over MCP. For building
+    /// manifests by hand (tests, tools); change a field with struct update syntax.
     ///
     /// ```
     /// use agents_core::manifest::AgentEntry;
@@ -434,6 +459,7 @@ impl AgentEntry {
             budget: Default::default(),
             knowledge: Vec::new(),
             audit_values: AuditValues::default(),
+            expose: ExposeEntry::default(),
         }
     }
 
@@ -452,6 +478,7 @@ impl AgentEntry {
             unskilled: spec.unskilled,
             knowledge: spec.knowledge.iter().map(KnowledgeEntry::from_spec).collect(),
             audit_values: spec.audit_values,
+            expose: ExposeEntry { mcp: spec.expose_mcp.to_vec() },
         }
     }
 }
@@ -479,6 +506,7 @@ impl Manifest {
         if let Some(w) = tools.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(ManifestError::DuplicateTool(w[0].name.clone()));
         }
+        check_server_endpoints(&tools)?;
         let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         for skill in &mut agent.skills {
             sort_dedup(&mut skill.tools);
@@ -493,6 +521,7 @@ impl Manifest {
         if let Some(m) = &mut agent.models {
             sort_dedup(m);
         }
+        sort_dedup(&mut agent.expose.mcp);
         agent.knowledge.sort();
         if let Some(w) = agent.knowledge.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(ManifestError::DuplicateKnowledge(w[0].name.clone()));
@@ -583,6 +612,25 @@ impl Manifest {
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.iter().find(|t| t.name == name)
     }
+}
+
+/// Refuses tools of one MCP server that name two endpoints for it.
+fn check_server_endpoints(tools: &[ToolEntry]) -> Result<(), ManifestError> {
+    let mut seen: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for import in tools.iter().filter_map(|t| t.import.as_ref()) {
+        let Some(endpoint) = import.endpoint.as_deref() else { continue };
+        match seen.insert(&import.server, endpoint) {
+            Some(first) if first != endpoint => {
+                return Err(ManifestError::ServerEndpoints {
+                    server: import.server.clone(),
+                    first: first.to_owned(),
+                    second: endpoint.to_owned(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn owned(items: &[&str]) -> Vec<String> {

@@ -48,6 +48,72 @@ pub fn pin_sha256(name: &str, description: &str, input_schema: &Value) -> String
     crate::canonical::sha256_hex(crate::canonical::to_string(&value).as_bytes())
 }
 
+/// The endpoint a manifest names for a server reached at `source` (a lock file's
+/// [`LockedServer::source`], or what the runtime says of where it reaches the server): the
+/// part of where the server is that must not change without a review.
+///
+/// - `stdio: <program> <args>`: the program and its arguments, each word that is a path
+///   (holds a `/`, no `=` and no `://`) by its last component, since where a program or a
+///   script is installed differs from one machine to another
+///   (`stdio: /usr/local/bin/desk-server --stdio` → `stdio: desk-server --stdio`).
+/// - `http: <url>`: the scheme, the host (lowercase) and the path; user information, port,
+///   query and fragment are left out (`http: https://me:pw@Wiki.example.com:8443/mcp?key=x`
+///   → `http: https://wiki.example.com/mcp`), so the endpoint never holds a credential.
+/// - anything else: the text, trimmed.
+///
+/// The manifest holds this for each imported tool ([`crate::manifest::ImportEntry::endpoint`]),
+/// and the runtime refuses to call a server whose live endpoint, by this same function, is
+/// another.
+///
+/// ```
+/// use agents_core::mcp_lock::endpoint;
+/// assert_eq!(endpoint("stdio: /opt/bin/desk-server --stdio"), "stdio: desk-server --stdio");
+/// assert_eq!(endpoint("http: https://me:pw@Wiki.Example.com:8443/mcp?..."), "http: https://wiki.example.com/mcp");
+/// ```
+pub fn endpoint(source: &str) -> String {
+    let source = source.trim();
+    if let Some(command) = source.strip_prefix("stdio:") {
+        let words: Vec<&str> = command.split_whitespace().map(file_name_of_path).collect();
+        return format!("stdio: {}", words.join(" "));
+    }
+    if let Some(url) = source.strip_prefix("http:").map(str::trim) {
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let before = rest.find(['?', '#']).map_or(rest, |at| &rest[..at]);
+        let (authority, path) = before.split_at(before.find('/').unwrap_or(before.len()));
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = match host_port.rsplit_once(':') {
+            // An IPv6 literal keeps its colons: only a port after `]` is cut.
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && (!h.contains(':') || h.ends_with(']')) => h,
+            _ => host_port,
+        };
+        let scheme = if scheme.is_empty() { String::new() } else { format!("{}://", scheme.to_ascii_lowercase()) };
+        return format!("http: {scheme}{}{path}", host.to_ascii_lowercase());
+    }
+    source.to_owned()
+}
+
+/// The host of an HTTP endpoint ([`endpoint`]'s text), or `None` for another kind.
+///
+/// ```
+/// use agents_core::mcp_lock::endpoint_host;
+/// assert_eq!(endpoint_host("http: https://wiki.example.com/mcp"), Some("wiki.example.com"));
+/// assert_eq!(endpoint_host("stdio: desk-server"), None);
+/// ```
+pub fn endpoint_host(endpoint: &str) -> Option<&str> {
+    let url = endpoint.strip_prefix("http: ")?;
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    Some(rest.split('/').next().unwrap_or(rest))
+}
+
+/// A word of a stdio command by its last path component, when it is a path.
+fn file_name_of_path(word: &str) -> &str {
+    if word.contains('/') && !word.contains('=') && !word.contains("://") {
+        word.trim_end_matches('/').rsplit('/').next().unwrap_or(word)
+    } else {
+        word
+    }
+}
+
 /// A lock file: the pinned tools of each imported server, by server name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,8 +136,9 @@ impl Default for LockFile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockedServer {
-    /// Where the pins were taken from (`stdio: <command>` or `http: <url>`), for the reader:
-    /// the runtime connects where the application says, and trusts the pins, not this.
+    /// Where the pins were taken from (`stdio: <command>` or `http: <url>`): the manifest
+    /// names its [`endpoint`], and the runtime refuses to call the server where the
+    /// application reaches it at another endpoint.
     pub source: String,
     /// Each pinned tool, by the name the server gives it.
     pub tools: BTreeMap<String, LockedTool>,
@@ -299,6 +366,25 @@ mod tests {
         let a: Value = serde_json::from_str(r#"{"type":"object","required":[]}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{ "required": [], "type": "object" }"#).unwrap();
         assert_eq!(pin_sha256("a", "d", &a), pin_sha256("a", "d", &b));
+    }
+
+    #[test]
+    fn an_endpoint_keeps_what_a_reviewer_approves_and_no_credential() {
+        assert_eq!(endpoint("stdio: /a/b/desk-server --stdio"), "stdio: desk-server --stdio");
+        assert_eq!(endpoint("stdio: node /home/me/x/server.mjs"), "stdio: node server.mjs");
+        assert_eq!(endpoint("stdio: srv --config=/etc/srv.toml"), "stdio: srv --config=/etc/srv.toml");
+        assert_ne!(endpoint("stdio: node server.mjs"), endpoint("stdio: node other.mjs"));
+        assert_ne!(endpoint("stdio: desk-server"), endpoint("stdio: evil-server"));
+        assert_eq!(endpoint("http: http://127.0.0.1:4123/mcp"), "http: http://127.0.0.1/mcp");
+        assert_eq!(
+            endpoint("http: https://u:hunter2@Wiki.example.com:8443/mcp?key=hunter2#x"),
+            "http: https://wiki.example.com/mcp"
+        );
+        assert_eq!(endpoint("http: http://[::1]:8080/mcp"), "http: http://[::1]/mcp");
+        assert_ne!(endpoint("http: https://wiki.example.com/mcp"), endpoint("http: http://wiki.example.com/mcp"));
+        assert_ne!(endpoint("http: https://wiki.example.com/mcp"), endpoint("http: https://wiki.example.org/mcp"));
+        assert_ne!(endpoint("http: https://wiki.example.com/mcp"), endpoint("stdio: wiki.example.com/mcp"));
+        assert_eq!(endpoint_host(&endpoint("http: https://u:p@h.example:1/x")), Some("h.example"));
     }
 
     #[test]

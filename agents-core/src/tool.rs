@@ -169,6 +169,10 @@ pub struct ImportSpec {
     /// (`mcp_import! { ..., own_server = "..."; }`). `None` (the default): the arguments leave
     /// for a third party, the tool's policy is `egress` and the gate checks their provenance.
     pub own_server: Option<&'static str>,
+    /// Where the server is reached, as the manifest names it
+    /// ([`crate::mcp_lock::endpoint`] of the lock file's `source`): the runtime refuses to call
+    /// the server where the application reaches it at another endpoint.
+    pub endpoint: &'static str,
 }
 
 impl ToolSpec {

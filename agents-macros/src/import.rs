@@ -109,6 +109,16 @@ impl Parse for ImportInput {
     }
 }
 
+/// The server the tools of one `mcp_import!` come from.
+struct Server<'a> {
+    /// The name the application gives it.
+    name: &'a str,
+    /// Why it is the application's own, when declared so.
+    own_server: Option<&'a str>,
+    /// Where its pins were taken from (the lock file's `source`).
+    source: &'a str,
+}
+
 /// What `#[tool(...)]` says of one imported tool.
 #[derive(Default)]
 struct ImportArgs {
@@ -332,7 +342,8 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
             continue;
         };
         let own = input.own_server.as_ref().map(LitStr::value);
-        out.push(expand_tool(item, &args, &name, &remote, &server_name, own.as_deref(), pinned, &rt));
+        let at = Server { name: &server_name, own_server: own.as_deref(), source: &server.source };
+        out.push(expand_tool(item, &args, (&name, &remote), &at, pinned, &rt));
     }
     let errs = errors.into_tokens();
     // Rebuild when the lock file changes: the pins are compiled in.
@@ -384,14 +395,7 @@ fn exec(tier: Tier, ident: &Ident, rt: &TokenStream) -> (TokenStream, TokenStrea
 /// An imported tool's manifest entry: declared here (tier, permission, risk, title, whether
 /// the server is the application's own) and pinned (description, parameters, the pin's
 /// SHA-256). Its policy is `egress` unless the server is declared the application's own.
-fn import_entry(
-    args: &ImportArgs,
-    name: &str,
-    remote: &str,
-    server: &str,
-    own_server: Option<&str>,
-    pinned: &LockedTool,
-) -> ToolEntry {
+fn import_entry(args: &ImportArgs, name: &str, remote: &str, server: &Server<'_>, pinned: &LockedTool) -> ToolEntry {
     let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
     let perm_name = args.permission.as_ref().map(|(_, n)| n.clone()).unwrap_or_else(|| "public".to_owned());
     ToolEntry {
@@ -402,14 +406,15 @@ fn import_entry(
         tier,
         mutating: tier == Tier::Action,
         risk: args.risk.unwrap_or(Risk::Medium),
-        policy: PolicyEntry { egress: own_server.is_none(), ..PolicyEntry::default() },
+        policy: PolicyEntry { egress: server.own_server.is_none(), ..PolicyEntry::default() },
         parameters: parameters(&pinned.input_schema),
         uses: Vec::new(),
         import: Some(ImportEntry {
-            server: server.to_owned(),
+            server: server.name.to_owned(),
             tool: remote.to_owned(),
             sha256: pinned.sha256.clone(),
-            own_server: own_server.map(str::to_owned),
+            own_server: server.own_server.map(str::to_owned),
+            endpoint: Some(agents_core::mcp_lock::endpoint(server.source)),
         }),
     }
     .normalized()
@@ -442,6 +447,7 @@ fn tool_impl(
     let name = &entry.name;
     let import = entry.import.as_ref().expect("an imported tool's entry names its server");
     let (server, remote, sha) = (&import.server, &import.tool, &pinned.sha256);
+    let endpoint = import.endpoint.as_deref().expect("an imported tool's entry names its endpoint");
     let schema_text = agents_core::canonical::to_string(&pinned.input_schema);
     let own_server = match &import.own_server {
         Some(why) => quote!(::core::option::Option::Some(#why)),
@@ -474,6 +480,7 @@ fn tool_impl(
             sha256: #sha,
             input_schema: #schema_text,
             own_server: #own_server,
+            endpoint: #endpoint,
         };
         impl #rt::Tool for #ident {
             type Args = #args_ty;
@@ -503,20 +510,18 @@ fn tool_impl(
 }
 
 /// One imported tool's items: its marker type, its link for `agent!`, and its impls.
-#[allow(clippy::too_many_arguments)]
 fn expand_tool(
     item: &ImportedItem,
     args: &ImportArgs,
-    name: &str,
-    remote: &str,
-    server: &str,
-    own_server: Option<&str>,
+    (name, remote): (&str, &str),
+    server: &Server<'_>,
     pinned: &LockedTool,
     rt: &TokenStream,
 ) -> TokenStream {
     let (ident, vis) = (&item.ident, &item.vis);
     let tier = if args.mutating.is_some() { Tier::Action } else { Tier::Read };
-    let entry = import_entry(args, name, remote, server, own_server, pinned);
+    let entry = import_entry(args, name, remote, server, pinned);
+    let (server, own_server) = (server.name, server.own_server);
     let fragment = serde_json::to_string(&entry).expect("a tool entry always serializes");
     let digest = crate::chain::entry_digest(&fragment);
     let link = crate::chain::tool_link(ident, vis, &fragment);

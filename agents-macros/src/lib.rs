@@ -6,7 +6,7 @@
 //! | macro | what it does |
 //! | --- | --- |
 //! | [`macro@tool`] | turns a function into a tool: marker type, typed args, spec, execution by tier |
-//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, models, budget, audit values, registry, `MANIFEST` |
+//! | [`agent!`] | declares an agent: grants, ceiling, skills, limits, models, budget, audit values, MCP exposure, registry, `MANIFEST` |
 //! | [`permissions!`] | declares the application's permissions once, as types |
 //! | [`mcp_import!`] | declares tools of another MCP server, pinned by a checked-in lock file |
 //!
@@ -81,7 +81,8 @@
 //!
 //! **6. Serve it** over HTTP with `agents-service` (runs, their events as server-sent events,
 //! pending decisions to approve or reject, audit queries), or over MCP with
-//! `agents_mcp::serve_http::<Physio>(runtime, options)`:
+//! `agents_mcp::serve_http::<Physio>(runtime, options)` (the agent declaring
+//! `expose: { mcp: [http(auth = bearer)] }`):
 //!
 //! ```ignore
 //! let service = agents_service::Service::builder(auth, audit_sink, audit_reader)
@@ -383,6 +384,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | [`budget`](#budget) | caps per run, in braces | no caps |
 /// | [`unskilled`](#unskilled) | `none` or `shared` (only beside `skills`) | `none` |
 /// | [`audit`](#audit) | how much of a call's values its records may keep, in braces | `values: omitted` |
+/// | [`expose`](#expose) | the ways it may be served over MCP, in braces | not served over MCP |
 /// | [`name`](#name) | a string | the type's name |
 /// | [`input`](#input) | a type | `String` |
 /// | [`output`](#output) | a type | `String` |
@@ -510,10 +512,26 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// digest), `masked` (the argument values, secrets masked) or `full` (the result's value
 /// too). The manifest lists `masked` and `full` as `agent.audit_values` (a widening in its
 /// diff); a runtime set to keep more than the agent declares
-/// (`RuntimeBuilder::audit_values`) refuses to start its runs.
+/// (`RuntimeBuilder::audit_values`) refuses to start its runs. The setting is the most the
+/// log may hold, not what a runtime keeps by default: a runtime keeps `omitted` unless its
+/// operator sets more, within what the manifest allows.
 ///
 /// ```ignore
 /// audit: { values: masked },
+/// ```
+///
+/// ## `expose`
+///
+/// The ways the agent may be served over MCP, each a transport with the authentication that
+/// names each session's person: `stdio` (the application names the principal the process
+/// serves), `http(auth = bearer)` (the standalone server of `agents-mcp`, bearer tokens mapped
+/// to principals) and `http(auth = service)` (the MCP endpoint of `agents-service`, behind its
+/// authentication). The manifest lists them as `agent.expose.mcp` (a way added is a widening
+/// in its diff). An agent that declares none is not served over MCP: each server refuses an
+/// agent whose manifest does not name its way.
+///
+/// ```ignore
+/// expose: { mcp: [stdio, http(auth = bearer)] },
 /// ```
 ///
 /// ## `name`

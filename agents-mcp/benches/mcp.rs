@@ -71,6 +71,7 @@ agent! {
     /// Bench agent.
     pub struct Bench;
     tools: [echo, search_tickets, open_ticket],
+    expose: { mcp: [stdio] },
 }
 
 /// The baseline: a hand-written rmcp server with one echo tool and nothing in between.

@@ -314,8 +314,10 @@ impl<A: Registry> Shared<A> {
 }
 
 /// Serves agent `A` over streamable HTTP. Returns once listening; the server runs on the
-/// current tokio runtime until [`HttpServer::shutdown`].
+/// current tokio runtime until [`HttpServer::shutdown`]. Refused ([`McpError::NotExposed`])
+/// unless the agent's manifest names `http(auth = bearer)`.
 pub async fn serve_http<A: Registry>(runtime: Runtime, options: McpHttpOptions) -> Result<HttpServer, McpError> {
+    crate::options::check_exposed::<A>(agents_core::expose::McpExposure::HttpBearer)?;
     options.check()?;
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await

@@ -18,6 +18,13 @@
 //!   are compiled into the agent's `MANIFEST` (its `import` entries and the pinned
 //!   descriptions), so a re-pin changes `MANIFEST_SHA256` and shows in the reviewer's diff.
 //! - The model sees only the pinned description and schema, never what the server says now.
+//! - Where the server is reached is part of the manifest: each imported tool's `import`
+//!   entry names its server's endpoint ([`agents_core::mcp_lock::endpoint`] of the lock
+//!   file's `source`: the stdio command by its program's and arguments' file names, or the
+//!   HTTP scheme, host and path). A call of a server the runtime reaches at another endpoint
+//!   (another program, another host, `http` for `https`) is refused before anything is
+//!   started or sent, audited like any failed call. The port of an HTTP endpoint and the
+//!   directories of a stdio command are not compared: they differ between machines.
 //! - Before the first call of each run, and again whenever the server announces
 //!   `notifications/tools/list_changed`, the runtime reads the server's `tools/list` and
 //!   compares each imported tool with its pin. A tool whose description or schema changed, or
@@ -462,6 +469,7 @@ async fn call_checked(imports: &McpImports, call: ImportedCall<'_>) -> Result<Va
             import.server, call.tool
         )));
     };
+    check_endpoint(slot, &call)?;
     let peer = checked_peer(slot, &call).await?;
     let mut params = CallToolRequestParams::new(import.tool.to_owned());
     params.arguments = Some(call.args.into_map());
@@ -503,6 +511,20 @@ async fn call_checked(imports: &McpImports, call: ImportedCall<'_>) -> Result<Va
     }
     serde_json::to_value(&result.content)
         .map_err(|e| ToolError::new(format!("the result of `{}` could not be read: {e}", call.tool)))
+}
+
+/// Refuses a call when this runtime reaches the server at another endpoint than the one the
+/// manifest names ([`agents_core::mcp_lock::endpoint`] of both): nothing is started, opened or
+/// sent.
+fn check_endpoint(slot: &ServerSlot, call: &ImportedCall<'_>) -> Result<(), ToolError> {
+    let live = agents_core::mcp_lock::endpoint(&slot.source.describe());
+    if live == call.import.endpoint {
+        return Ok(());
+    }
+    Err(ToolError::new(format!(
+        "tool `{}` is unavailable: MCP server `{}` is reached at `{live}` here, but the agent's manifest names `{}`; nothing was sent to the server. Reach the server where it was pinned, or pin it where it is now (`agents mcp pin`), rebuild and review the manifest diff",
+        call.tool, slot.name, call.import.endpoint
+    )))
 }
 
 /// The connection to `slot`'s server, after its current `tools/list` was compared with the

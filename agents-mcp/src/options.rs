@@ -55,4 +55,20 @@ pub enum McpError {
     /// The options are inconsistent.
     #[error("invalid MCP options: {0}")]
     Options(String),
+    /// The agent's manifest does not name this way of serving it (`expose: { mcp: [...] }`
+    /// in `agent!`; see [`agents_core::expose`]): nothing was served.
+    #[error("agent `{agent}` is not served this way: {reason}")]
+    NotExposed {
+        /// The agent's name.
+        agent: String,
+        /// What the manifest names, and what to declare.
+        reason: String,
+    },
+}
+
+/// Refuses to serve agent `A` in a way its manifest does not name.
+pub(crate) fn check_exposed<A: agents_runtime::Registry>(
+    way: agents_core::expose::McpExposure,
+) -> Result<(), McpError> {
+    way.admitted(A::SPEC.expose_mcp).map_err(|reason| McpError::NotExposed { agent: A::SPEC.name.to_owned(), reason })
 }

@@ -22,6 +22,9 @@ const PARSE_ERROR: i64 = -32700;
 
 /// Serves agent `A` for `principal` over stdin/stdout until the client disconnects.
 ///
+/// Refused ([`McpError::NotExposed`]) unless the agent's manifest names `stdio`
+/// (`expose: { mcp: [stdio] }`).
+///
 /// Nothing else may write to stdout while this runs; see the crate docs for logging.
 pub async fn serve_stdio<A: Registry>(
     runtime: Runtime,
@@ -32,7 +35,9 @@ pub async fn serve_stdio<A: Registry>(
 }
 
 /// Serves agent `A` for `principal` over any newline-delimited JSON-RPC byte stream (stdio,
-/// a pipe, a socket) until the peer disconnects.
+/// a pipe, a socket) until the peer disconnects. Refused ([`McpError::NotExposed`]) unless
+/// the agent's manifest names `stdio`: the stream serves the one principal the application
+/// names, as stdio does.
 pub async fn serve_io<A, R, W>(
     runtime: Runtime,
     principal: Principal,
@@ -46,6 +51,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     use rmcp::ServiceExt;
+    crate::options::check_exposed::<A>(agents_core::expose::McpExposure::Stdio)?;
     if options.max_frame_bytes == 0 {
         return Err(McpError::Options("max_frame_bytes must be at least 1".into()));
     }

@@ -26,6 +26,7 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 /// CPU time (user + system) of this process so far, read through a file opened beforehand

@@ -42,6 +42,7 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note, write_note],
+    expose: { mcp: [stdio, http(auth = bearer)] },
 }
 
 fn runtime(audit: &Arc<MemorySink>) -> Runtime {

@@ -158,6 +158,7 @@ mod tests {
         sha256: "0",
         input_schema: r#"{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}"#,
         own_server: None,
+        endpoint: "stdio: s",
     };
 
     #[test]

@@ -167,6 +167,7 @@ pub(crate) fn router<A: Registry>(
     options: McpEndpoint,
     shutdown: CancellationToken,
 ) -> Result<Router, String> {
+    agents_runtime::agents_core::expose::McpExposure::HttpService.admitted(A::SPEC.expose_mcp)?;
     options.check()?;
     let door = Arc::new(FrontDoor::<A>::new(runtime, options.door(), shutdown));
     let serve = tower::service_fn(move |req: Request| {
@@ -184,7 +185,9 @@ pub struct McpEndpointError(String);
 impl crate::ServiceBuilder {
     /// Also serves agent `A` over MCP streamable HTTP at [`McpEndpoint::path`], in the same
     /// router as the REST API and for the principals the same [`Authenticator`] names (see
-    /// [`McpEndpoint`]). Several agents may be mounted at different paths.
+    /// [`McpEndpoint`]). Several agents may be mounted at different paths. Refused unless the
+    /// agent's manifest names `http(auth = service)` (`expose: { mcp: [http(auth = service)] }`
+    /// in `agent!`).
     pub fn mcp<A: Registry>(mut self, runtime: Runtime, endpoint: McpEndpoint) -> Result<Self, McpEndpointError> {
         if self.mcp.iter().any(|(path, _)| *path == endpoint.path) {
             return Err(McpEndpointError(format!("the path `{}` already serves an MCP endpoint", endpoint.path)));

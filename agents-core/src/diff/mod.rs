@@ -46,6 +46,9 @@
 //! | a knowledge source added / removed | widening / narrowing |
 //! | a knowledge source's contents changed (its SHA-256: text no reviewer has read reaches the model) | widening |
 //! | a knowledge source's path changed, its contents the same | neutral |
+//! | an MCP server added / removed (the servers the imported tools come from) | widening / narrowing |
+//! | an MCP server's endpoint changed (another program, scheme, host or path; a new host is named) | widening |
+//! | a way of being served over MCP added / removed (`expose.mcp`: a transport, or HTTP behind another authentication) | widening / narrowing |
 //!
 //! # What the classification guarantees
 //!
@@ -60,7 +63,9 @@
 //! stopped masking one; no limit went up; the ceiling did not grow; every provider the new
 //! manifest's models admit ([`crate::models::admits`]) was admitted by the old one; no budget
 //! cap per run went up or away; no knowledge source was added or changed its contents; the
-//! audit records keep no more of a call's values.
+//! audit records keep no more of a call's values; no tool is imported from a server the old
+//! manifest did not name, nor from one reached at another endpoint; the agent is served over
+//! MCP in no way it was not.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -73,10 +78,12 @@
 
 mod agent;
 mod audit_values;
+mod expose;
 mod knowledge;
 mod lists;
 mod model;
 mod params;
+mod servers;
 mod skills;
 mod surface;
 mod tool;
@@ -91,6 +98,8 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
     let mut out = Vec::new();
     agent::diff_agent(old, new, &mut out);
     knowledge::diff_knowledge(&old.agent.knowledge, &new.agent.knowledge, &mut out);
+    servers::diff_servers(old, new, &mut out);
+    expose::diff_expose(&old.agent.expose.mcp, &new.agent.expose.mcp, &mut out);
     tool::diff_tools(old, new, &mut out);
     ManifestDiff { old_sha256: old.sha256(), new_sha256: new.sha256(), changes: out }
 }

@@ -196,6 +196,17 @@ pub enum Rule {
     FailurePolicyChanged,
     /// A parallel's join changed.
     JoinChanged,
+    /// Tools are imported from an MCP server the old manifest did not name.
+    McpServerAdded,
+    /// No tool is imported from an MCP server any more.
+    McpServerRemoved,
+    /// An MCP server is reached at another endpoint (another program, host, scheme or path).
+    McpEndpointChanged,
+    /// The agent may be served over MCP in a way it could not (a transport, or HTTP behind
+    /// another kind of authentication).
+    McpExposureAdded,
+    /// The agent is no longer served over MCP in a way it was.
+    McpExposureRemoved,
 }
 
 impl Rule {
@@ -270,6 +281,11 @@ impl Rule {
             Rule::RouterChanged => "router_changed",
             Rule::FailurePolicyChanged => "failure_policy_changed",
             Rule::JoinChanged => "join_changed",
+            Rule::McpServerAdded => "mcp_server_added",
+            Rule::McpServerRemoved => "mcp_server_removed",
+            Rule::McpEndpointChanged => "mcp_endpoint_changed",
+            Rule::McpExposureAdded => "mcp_exposure_added",
+            Rule::McpExposureRemoved => "mcp_exposure_removed",
         }
     }
 }

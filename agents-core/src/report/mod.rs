@@ -450,6 +450,7 @@ mod tests {
             budget: Default::default(),
             knowledge: Vec::new(),
             audit_values: Default::default(),
+            expose: Default::default(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -488,6 +489,7 @@ mod tests {
             budget,
             knowledge: Vec::new(),
             audit_values: Default::default(),
+            expose: Default::default(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");
@@ -543,6 +545,7 @@ mod tests {
                 audit_values: AuditValues::Omitted,
                 unskilled: Default::default(),
                 knowledge: &[],
+                expose_mcp: &[],
             });
             agent.audit_values = values;
             let page = render(&Report::new(&Manifest::from_entries(agent, vec![]).unwrap(), "desk.json", "0"));

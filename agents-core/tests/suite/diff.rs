@@ -417,6 +417,7 @@ fn a_re_pinned_import_widens_and_shows_both_pins() {
         tool: "lookup".into(),
         sha256: sha.into(),
         own_server: None,
+        endpoint: Some("stdio: tracker-mcp".into()),
     };
     let old = edited(|m| tool_mut(m, "lookup").import = Some(pinned("aaa")));
     let new = edited(|m| tool_mut(m, "lookup").import = Some(pinned("bbb")));
@@ -424,8 +425,11 @@ fn a_re_pinned_import_widens_and_shows_both_pins() {
     assert_eq!(d.changes[0].old.as_deref(), Some("tracker/lookup pin aaa"));
     assert_eq!(d.changes[0].new.as_deref(), Some("tracker/lookup pin bbb"));
     assert_ne!(old.sha256(), new.sha256(), "the pin is part of the manifest's hash");
-    // A tool that becomes imported (its text now comes from elsewhere) is a widening too.
-    only(&base(), &old, Rule::ImportChanged, ChangeKind::Widening);
+    // A tool that becomes imported (its text now comes from elsewhere) is a widening too, and
+    // so is the server it now comes from.
+    let d = diff(&base(), &old);
+    let rules: Vec<(Rule, ChangeKind)> = d.changes.iter().map(|c| (c.rule, c.kind)).collect();
+    assert_eq!(rules, [(Rule::McpServerAdded, ChangeKind::Widening), (Rule::ImportChanged, ChangeKind::Widening)]);
     // A manifest without imports keeps its bytes: no `import` key is written.
     assert!(!base().to_canonical_string().contains("\"import\""));
     // And the manifest with a pin reads back.
@@ -435,7 +439,13 @@ fn a_re_pinned_import_widens_and_shows_both_pins() {
 #[test]
 fn an_import_declared_the_applications_own_server_widens_by_its_egress_and_names_the_reason() {
     use agents_core::manifest::ImportEntry;
-    let pin = ImportEntry { server: "tracker".into(), tool: "lookup".into(), sha256: "aaa".into(), own_server: None };
+    let pin = ImportEntry {
+        server: "tracker".into(),
+        tool: "lookup".into(),
+        sha256: "aaa".into(),
+        own_server: None,
+        endpoint: Some("stdio: tracker-mcp".into()),
+    };
     let third_party = edited(|m| {
         let t = tool_mut(m, "lookup");
         t.import = Some(pin.clone());
@@ -454,4 +464,84 @@ fn an_import_declared_the_applications_own_server_widens_by_its_egress_and_names
     assert!(own.to_canonical_string().contains(r#""own_server":"our tracker, in our network""#));
     assert_ne!(own.sha256(), third_party.sha256());
     assert_eq!(Manifest::parse(&own.to_canonical_string()).unwrap(), own);
+}
+
+/// `lookup` imported from `server` at `endpoint`, and `submit` from the same server when
+/// `both` (each tool's entry names its server's endpoint).
+fn imported(server: &str, endpoint: &str, both: bool) -> Manifest {
+    use agents_core::manifest::ImportEntry;
+    let entry = |tool: &str| ImportEntry {
+        server: server.into(),
+        tool: tool.into(),
+        sha256: "aaa".into(),
+        own_server: None,
+        endpoint: Some(endpoint.into()),
+    };
+    edited(|m| {
+        tool_mut(m, "lookup").import = Some(entry("lookup"));
+        if both {
+            tool_mut(m, "submit").import = Some(entry("submit"));
+        }
+    })
+}
+
+#[test]
+fn a_server_reached_at_another_endpoint_widens_and_a_new_host_is_named() {
+    let wiki = imported("wiki", "http: https://wiki.example.com/mcp", true);
+    // Another host: one change for the server, however many tools it serves.
+    let moved = imported("wiki", "http: https://wiki.example.net/mcp", true);
+    let d = only(&wiki, &moved, Rule::McpEndpointChanged, ChangeKind::Widening);
+    assert!(d.changes[0].reason.contains("a new host, `wiki.example.net`"), "{}", d.changes[0].reason);
+    assert_eq!(d.changes[0].field, "mcp_servers.wiki");
+    assert_eq!(d.changes[0].new.as_deref(), Some("http: https://wiki.example.net/mcp"));
+    // The same host over plain HTTP, or another path: still a widening, not a new host.
+    for elsewhere in ["http: http://wiki.example.com/mcp", "http: https://wiki.example.com/other"] {
+        let d = only(&wiki, &imported("wiki", elsewhere, true), Rule::McpEndpointChanged, ChangeKind::Widening);
+        assert!(d.changes[0].reason.contains("another program or address"), "{}", d.changes[0].reason);
+    }
+    // Another program behind a stdio server.
+    only(
+        &imported("desk", "stdio: desk-server", false),
+        &imported("desk", "stdio: other-server", false),
+        Rule::McpEndpointChanged,
+        ChangeKind::Widening,
+    );
+    // The endpoint is in the manifest's bytes and reads back.
+    assert_ne!(wiki.sha256(), moved.sha256());
+    assert!(wiki.to_canonical_string().contains(r#""endpoint":"http: https://wiki.example.com/mcp""#));
+    assert_eq!(Manifest::parse(&wiki.to_canonical_string()).unwrap(), wiki);
+}
+
+#[test]
+fn a_server_added_widens_and_one_removed_narrows() {
+    let a = imported("wiki", "http: https://wiki.example.com/mcp", false);
+    let mut b = a.clone();
+    tool_mut(&mut b, "submit").import = Some(agents_core::manifest::ImportEntry {
+        server: "tracker".into(),
+        tool: "submit".into(),
+        sha256: "bbb".into(),
+        own_server: None,
+        endpoint: Some("stdio: tracker-mcp".into()),
+    });
+    let d = diff(&a, &b);
+    let added: Vec<_> = d.changes.iter().filter(|c| c.rule == Rule::McpServerAdded).collect();
+    assert_eq!(added.len(), 1, "{d}");
+    assert_eq!(added[0].kind, ChangeKind::Widening);
+    assert!(added[0].reason.contains("`tracker` added (stdio: tracker-mcp)"), "{}", added[0].reason);
+    let d = diff(&b, &a);
+    let removed: Vec<_> = d.changes.iter().filter(|c| c.rule == Rule::McpServerRemoved).collect();
+    assert_eq!(removed.len(), 1, "{d}");
+    assert_eq!(removed[0].kind, ChangeKind::Narrowing);
+}
+
+#[test]
+fn two_endpoints_for_one_server_are_refused() {
+    let mut m = imported("wiki", "http: https://wiki.example.com/mcp", true);
+    tool_mut(&mut m, "submit").import.as_mut().unwrap().endpoint = Some("http: https://evil.example/mcp".into());
+    let e = Manifest::parse(&m.to_canonical_string()).unwrap_err();
+    assert!(
+        matches!(&e, agents_core::manifest::ManifestError::ServerEndpoints { server, .. } if server == "wiki"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("agents mcp pin"), "{e}");
 }

@@ -18,6 +18,7 @@ mod audit_render;
 mod canonical_props;
 mod diff;
 mod diff_audit_values;
+mod diff_expose;
 mod diff_knowledge;
 mod diff_skills;
 mod diff_surface;

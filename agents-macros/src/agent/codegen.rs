@@ -79,6 +79,10 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     };
     let (knowledge, tracked) = super::knowledge::spec_tokens(&m.knowledge, &quote!(#rt::agents_core));
     let audit_values = Ident::new(&format!("{:?}", m.manifest.agent.audit_values), proc_macro2::Span::call_site());
+    let expose_mcp = m.manifest.agent.expose.mcp.iter().map(|e| {
+        let way = Ident::new(&format!("{e:?}"), proc_macro2::Span::call_site());
+        quote!(#rt::agents_core::expose::McpExposure::#way)
+    });
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -105,6 +109,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 unskilled: #rt::agents_core::skill::Unskilled::#unskilled,
                 knowledge: #knowledge,
                 audit_values: #rt::agents_core::audit::AuditValues::#audit_values,
+                expose_mcp: &[#(#expose_mcp),*],
             };
             const MANIFEST: &'static str = #text;
             const MANIFEST_SHA256: &'static str = #hash;

@@ -6,6 +6,7 @@
 
 mod audit;
 mod codegen;
+mod expose;
 mod knowledge;
 mod model;
 mod parse;

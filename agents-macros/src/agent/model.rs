@@ -66,6 +66,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         unskilled: agent.unskilled.as_ref().map(|(_, u)| *u).unwrap_or_default(),
         knowledge: knowledge.iter().map(|k| k.entry().clone()).collect(),
         audit_values: agent.audit_values,
+        expose: agents_core::expose::ExposeEntry { mcp: agent.expose_mcp.clone() },
     };
     if !errors.is_empty() {
         return None;

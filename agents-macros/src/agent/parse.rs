@@ -2,6 +2,7 @@
 //! on its token (so that one mistake does not hide the next).
 
 use super::audit::{AUDIT_TAKES, parse_audit};
+use super::expose::{EXPOSE_TAKES, parse_expose};
 use super::knowledge::{KnowledgeDecl, parse_knowledge};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
@@ -25,6 +26,7 @@ const KEYS: &[&str] = &[
     "unskilled",
     "knowledge",
     "audit",
+    "expose",
 ];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
@@ -68,6 +70,8 @@ pub(crate) struct AgentInput {
     pub(crate) knowledge: Vec<KnowledgeDecl>,
     /// `audit: { values: ... }`: the most of a call's values its records may keep.
     pub(crate) audit_values: agents_core::audit::AuditValues,
+    /// `expose: { mcp: [...] }`: the ways it may be served over MCP.
+    pub(crate) expose_mcp: Vec<agents_core::expose::McpExposure>,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
 }
@@ -104,6 +108,7 @@ impl Parse for AgentInput {
             unskilled: None,
             knowledge: Vec::new(),
             audit_values: Default::default(),
+            expose_mcp: Vec::new(),
             errors: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -157,23 +162,21 @@ impl AgentInput {
                 }
                 self.models = Some(parse_models(input, &mut self.errors)?);
             }
-            "budget" => {
-                if !input.peek(syn::token::Brace) {
-                    return Err(wrong(input.error("")));
-                }
-                self.budget = parse_budget(input, &mut self.errors)?;
-            }
             "knowledge" => {
                 if !input.peek(syn::token::Bracket) {
                     return Err(wrong(input.error("")));
                 }
                 self.knowledge = parse_knowledge(input)?;
             }
-            "audit" => {
+            "budget" | "audit" | "expose" => {
                 if !input.peek(syn::token::Brace) {
                     return Err(wrong(input.error("")));
                 }
-                self.audit_values = parse_audit(input, &mut self.errors)?;
+                match k.as_str() {
+                    "budget" => self.budget = parse_budget(input, &mut self.errors)?,
+                    "audit" => self.audit_values = parse_audit(input, &mut self.errors)?,
+                    _ => self.expose_mcp = parse_expose(input, &mut self.errors)?,
+                }
             }
             "skills" | "limits" => {
                 if !input.peek(syn::token::Brace) {
@@ -296,6 +299,7 @@ fn key_takes(key: &str) -> &'static str {
             "its knowledge sources in square brackets, each path relative to the crate's root, e.g. `knowledge: [embedded(\"policies/leave.md\"), dir(\"policies\", name = \"hr\")]`"
         }
         "audit" => AUDIT_TAKES,
+        "expose" => EXPOSE_TAKES,
         _ => "a value",
     }
 }

@@ -72,6 +72,7 @@ agent! {
     /// The demo helpdesk agent.
     pub struct Desk;
     tools: [lookup_policy, open_ticket, reset_password, delete_account],
+    expose: { mcp: [stdio, http(auth = bearer)] },
 }
 
 fn env(name: &str) -> Option<String> {

@@ -30,6 +30,7 @@ agent! {
     /// Changes passwords.
     pub struct Accounts;
     tools: [change_password],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 const TYPED: &str = "correct-horse-battery-staple";

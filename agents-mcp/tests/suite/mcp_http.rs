@@ -36,9 +36,72 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note, write_note],
+    expose: { mcp: [http(auth = bearer)] },
+}
+
+/// The same notes, declared to be served over stdio only, and not at all.
+mod elsewhere {
+    use super::{read_note, write_note};
+    use agents_runtime::agent;
+
+    agent! {
+        /// Notes over stdio.
+        pub struct NotesOverStdio;
+        tools: [read_note, write_note],
+        expose: { mcp: [stdio] },
+    }
+
+    agent! {
+        /// Notes, not served over MCP.
+        pub struct NotesUnexposed;
+        tools: [read_note, write_note],
+    }
 }
 
 const LIMIT: usize = 8 * 1024;
+
+#[tokio::test]
+async fn an_agent_whose_manifest_does_not_name_the_way_is_not_served() {
+    let rt = || Runtime::builder(Arc::new(MemorySink::new()), Arc::new(ScriptedProvider::new([]))).build();
+    let opts = || {
+        let mut o = McpHttpOptions::default();
+        o.bearer_tokens.insert("reader-token".into(), Principal::new("r1", "org1", "reader"));
+        o
+    };
+    let not_served = |e: agents_mcp::McpError| match e {
+        agents_mcp::McpError::NotExposed { agent, reason } => (agent, reason),
+        other => panic!("expected NotExposed, got {other}"),
+    };
+    // Over HTTP with bearer tokens: refused before anything listens.
+    let (agent, reason) = not_served(serve_http::<elsewhere::NotesOverStdio>(rt(), opts()).await.unwrap_err());
+    assert_eq!(agent, "NotesOverStdio");
+    assert!(reason.contains("only as stdio, not `http(auth = bearer)`"), "{reason}");
+    let (_, reason) = not_served(serve_http::<elsewhere::NotesUnexposed>(rt(), opts()).await.unwrap_err());
+    assert!(reason.contains("declares no way") && reason.contains("expose: { mcp: [http(auth = bearer)] }"));
+    // Over a byte stream (stdio): refused before a frame is read or written.
+    let me = Principal::new("r1", "org1", "reader");
+    for served in [
+        agents_mcp::serve_io::<Notes, _, _>(
+            rt(),
+            me.clone(),
+            Default::default(),
+            tokio::io::empty(),
+            tokio::io::sink(),
+        )
+        .await,
+        agents_mcp::serve_io::<elsewhere::NotesUnexposed, _, _>(
+            rt(),
+            me.clone(),
+            Default::default(),
+            tokio::io::empty(),
+            tokio::io::sink(),
+        )
+        .await,
+    ] {
+        let (_, reason) = not_served(served.unwrap_err());
+        assert!(reason.contains("not `stdio`"), "{reason}");
+    }
+}
 
 async fn server() -> (HttpServer, Arc<MemorySink>) {
     let audit = Arc::new(MemorySink::new());

@@ -43,6 +43,7 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note, write_note],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 fn writes_of(id: u32) -> Vec<(String, u32, String)> {

@@ -46,6 +46,18 @@ mcp_import! {
     pub fn lookup_policy;
 }
 
+/// The same server's `lookup_policy`, pinned where it serves over loopback HTTP.
+mod desk_http {
+    use super::perms;
+    use agents_runtime::mcp_import;
+
+    mcp_import! {
+        server = "desk_http", lock = "tests/mcp_import.lock.json";
+        #[tool(permission = perms::policy::read, risk = low)]
+        pub fn lookup_policy;
+    }
+}
+
 /// The same server's `search`, imported by a team that declares the server its own.
 mod own {
     use super::perms;
@@ -89,6 +101,12 @@ agent! {
     /// Answers policy questions through the helpdesk's server.
     pub struct PolicyDesk;
     tools: [lookup_policy],
+}
+
+agent! {
+    /// Answers policy questions through the helpdesk's server, reached over HTTP.
+    pub struct PolicyDeskHttp;
+    tools: [desk_http::lookup_policy],
 }
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_agents-mcp-import-fixture");
@@ -141,7 +159,9 @@ const PINNED_SEARCH: &str = "Searches the notes for a word.";
 async fn the_manifest_holds_the_pins_and_the_model_reads_only_the_pinned_description() {
     let lock = agents_runtime::agents_core::mcp_lock::LockFile::parse(&std::fs::read_to_string(LOCK).unwrap()).unwrap();
     let pin = &lock.tool("fixture", "search").unwrap().sha256;
-    let entry = format!(r#""import":{{"server":"fixture","sha256":"{pin}","tool":"search"}}"#);
+    let entry = format!(
+        r#""import":{{"endpoint":"stdio: agents-mcp-import-fixture","server":"fixture","sha256":"{pin}","tool":"search"}}"#
+    );
     assert!(Notes::MANIFEST.contains(&entry), "{}", Notes::MANIFEST);
     assert!(Notes::MANIFEST.contains(PINNED_SEARCH));
     // Tier and risk are ours: the server says nothing about them.
@@ -232,10 +252,11 @@ async fn demo_http(token: &str) -> (tokio::process::Child, String) {
 #[tokio::test]
 async fn an_imported_read_runs_on_the_projects_own_server_over_http() {
     let (mut child, url) = demo_http("import-token").await;
-    let imports = Arc::new(McpImports::new().server("desk", ImportSource::http(url.clone()).bearer("import-token")));
+    let imports =
+        Arc::new(McpImports::new().server("desk_http", ImportSource::http(url.clone()).bearer("import-token")));
     let (rt, audit, provider) =
         runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "mail"}"#), reply("done")]);
-    let out = rt.start::<PolicyDesk>(me(), "desk-http", "mail?".into()).unwrap().wait().await;
+    let out = rt.start::<PolicyDeskHttp>(me(), "desk-http", "mail?".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let told = tool_messages(&provider.requests()[1]);
     assert_eq!(told[0].1, "\"policy on mail: ask the service desk\"", "{told:?}");
@@ -249,12 +270,12 @@ async fn an_imported_read_runs_on_the_projects_own_server_over_http() {
     imports.close().await;
 
     // A wrong token: the server refuses the session, the call fails with the reason, audited.
-    let imports = Arc::new(McpImports::new().server("desk", ImportSource::http(url).bearer("wrong")));
+    let imports = Arc::new(McpImports::new().server("desk_http", ImportSource::http(url).bearer("wrong")));
     let (rt, audit, provider) =
         runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "mail"}"#), reply("done")]);
-    let _ = rt.start::<PolicyDesk>(me(), "desk-http-bad", "mail?".into()).unwrap().wait().await;
+    let _ = rt.start::<PolicyDeskHttp>(me(), "desk-http-bad", "mail?".into()).unwrap().wait().await;
     let told = tool_messages(&provider.requests()[1]);
-    assert!(told[0].2 && told[0].1.contains("cannot reach MCP server `desk`"), "{told:?}");
+    assert!(told[0].2 && told[0].1.contains("cannot reach MCP server `desk_http`"), "{told:?}");
     assert_eq!(
         tool_statuses(&audit, "lookup_policy"),
         [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Failed]
@@ -460,6 +481,48 @@ async fn arguments_outside_the_pinned_schema_are_refused_before_the_server() {
     assert_eq!(named_imports(&audit, "add_note", AuditStatus::Denied)[0].tool, "add_note");
     assert!(server.effects().is_empty());
     imports.close().await;
+}
+
+#[tokio::test]
+async fn a_server_reached_where_the_manifest_does_not_name_it_is_not_called() {
+    // The manifest names where each server is: the desk over stdio, the same desk over HTTP.
+    let endpoint_of = |manifest: &str| {
+        let m = agents_runtime::agents_core::manifest::Manifest::parse(manifest).unwrap();
+        m.tool("lookup_policy").unwrap().import.as_ref().unwrap().endpoint.clone().unwrap()
+    };
+    assert_eq!(endpoint_of(PolicyDesk::MANIFEST), "stdio: agents-mcp-demo");
+    assert_eq!(endpoint_of(PolicyDeskHttp::MANIFEST), "http: http://127.0.0.1/mcp");
+    // The live server answers over HTTP, but this agent's manifest names the stdio command:
+    // nothing is sent, the model is told why, the call is audited as failed.
+    let (mut child, url) = demo_http("import-token").await;
+    let imports = Arc::new(McpImports::new().server("desk", ImportSource::http(url).bearer("import-token")));
+    let (rt, audit, provider) =
+        runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "mail"}"#), reply("done")]);
+    let _ = rt.start::<PolicyDesk>(me(), "desk-elsewhere", "mail?".into()).unwrap().wait().await;
+    let told = tool_messages(&provider.requests()[1]);
+    assert!(told[0].2, "{told:?}");
+    assert!(
+        told[0].1.contains(
+            "is reached at `http: http://127.0.0.1/mcp` here, but the agent's manifest names `stdio: agents-mcp-demo`"
+        ),
+        "{told:?}"
+    );
+    assert_eq!(
+        tool_statuses(&audit, "lookup_policy"),
+        [AuditStatus::Notice, AuditStatus::Proposed, AuditStatus::Failed]
+    );
+    assert!(reason(&audit, "lookup_policy", AuditStatus::Failed).contains("nothing was sent"));
+    imports.close().await;
+    // Another program behind the name of a stdio server is refused the same way.
+    let server = ServerFiles::new();
+    let imports = Arc::new(McpImports::new().server("desk", fixture_source(&server)));
+    let (rt, _audit, provider) =
+        runtime(imports.clone(), vec![tool_call("lookup_policy", r#"{"topic": "mail"}"#), reply("done")]);
+    let _ = rt.start::<PolicyDesk>(me(), "desk-other-program", "mail?".into()).unwrap().wait().await;
+    let told = tool_messages(&provider.requests()[1]);
+    assert!(told[0].1.contains("is reached at `stdio: agents-mcp-import-fixture` here"), "{told:?}");
+    imports.close().await;
+    child.kill().await.unwrap();
 }
 
 #[tokio::test]

@@ -39,6 +39,26 @@ mcp_import! {
     pub fn crash;
 }
 
+/// The same tools, pinned where the server serves over loopback HTTP.
+mod over_http {
+    use super::perms;
+    use agents_runtime::{agent, mcp_import};
+
+    mcp_import! {
+        server = "ts_notes_http", lock = "tests/mcp_import.lock.json";
+        #[tool(permission = perms::notes::read, risk = low)]
+        pub fn search;
+        #[tool(permission = perms::notes::write, mutating, title = "Add a note", risk = high)]
+        pub fn add_note;
+    }
+
+    agent! {
+        /// Keeps notes through the TypeScript server, reached over HTTP.
+        pub struct TsNotesHttp;
+        tools: [search, add_note],
+    }
+}
+
 /// Sends a summary to an address outside the application.
 ///
 /// # Arguments
@@ -118,8 +138,12 @@ fn pin_of<T: Tool>() -> &'static str {
 }
 
 /// Grants, calls and confirms on a server reached at `source`; `effects` reads what it did.
-async fn read_then_confirmed_action(source: ImportSource, described: &str, effects: impl Fn() -> Vec<String>) {
-    let imports = Arc::new(McpImports::new().server("ts_notes", source));
+async fn read_then_confirmed_action<A: agents_runtime::Registry<Input = String, Output = String>>(
+    (server, source): (&str, ImportSource),
+    described: &str,
+    effects: impl Fn() -> Vec<String>,
+) {
+    let imports = Arc::new(McpImports::new().server(server, source));
     let (rt, audit, provider) = runtime(
         imports.clone(),
         vec![
@@ -128,7 +152,7 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
             reply("added"),
         ],
     );
-    let mut run = rt.start::<TsNotes>(me(), "ts", "note it".into()).unwrap();
+    let mut run = rt.start::<A>(me(), "ts", "note it".into()).unwrap();
     let call_id = confirm_required(&mut run).await;
     assert!(effects().is_empty(), "nothing reaches the server before the decision");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
@@ -155,7 +179,7 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
             assert_eq!(
                 named(&audit, tool, status),
                 AuditImport {
-                    server: "ts_notes".into(),
+                    server: server.into(),
                     source: Some(described.to_owned()),
                     tool: tool.into(),
                     sha256: pin.into(),
@@ -173,7 +197,7 @@ async fn read_then_confirmed_action(source: ImportSource, described: &str, effec
 async fn a_read_and_a_confirmed_action_run_on_a_typescript_server_over_stdio() {
     let files = ServerFiles::new();
     let described = format!("stdio: node {}", server_script().display());
-    read_then_confirmed_action(ts_stdio(&files), &described, || files.effects()).await;
+    read_then_confirmed_action::<TsNotes>(("ts_notes", ts_stdio(&files)), &described, || files.effects()).await;
 }
 
 /// The TypeScript server over streamable HTTP on loopback, and the URL it listens on.
@@ -208,7 +232,12 @@ async fn a_read_and_a_confirmed_action_run_on_a_typescript_server_over_http() {
     let files = ServerFiles::new();
     let (mut child, url) = ts_http(&files).await;
     let described = format!("http: {url}");
-    read_then_confirmed_action(ImportSource::http(url), &described, || files.effects()).await;
+    read_then_confirmed_action::<over_http::TsNotesHttp>(
+        ("ts_notes_http", ImportSource::http(url)),
+        &described,
+        || files.effects(),
+    )
+    .await;
     child.kill().await.unwrap();
 }
 

@@ -36,6 +36,7 @@ agent! {
     /// Looks after accounts.
     pub struct Desk;
     tools: [read_inbox, lock_account],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 /// The text of the elicitation `call` asks with; declined.

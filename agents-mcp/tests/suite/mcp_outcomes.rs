@@ -50,6 +50,7 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note, write_note],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 fn written(id: u32) -> usize {

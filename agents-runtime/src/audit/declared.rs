@@ -41,7 +41,7 @@ impl std::error::Error for UndeclaredAuditValues {}
 /// #     name: "desk", description: "", input: "String", output: "String", skills: &[],
 /// #     ceiling: None, limits: agents_runtime::agents_core::Limits::DEFAULT, models: None,
 /// #     budget: Default::default(), audit_values: AuditValues::Masked,
-/// #     unskilled: Default::default(), knowledge: &[],
+/// #     unskilled: Default::default(), knowledge: &[], expose_mcp: &[],
 /// # };
 /// // `spec` declares `audit: { values: masked }`.
 /// assert!(check_values(&spec, AuditValues::Omitted).is_ok());

@@ -204,6 +204,12 @@ impl RuntimeBuilder {
     /// refused with [`StartError::AuditValuesNotDeclared`], so the manifest a reviewer
     /// approved says the most the log may hold.
     ///
+    /// The manifest's setting is a ceiling, not the runtime's default: without this call a
+    /// runtime keeps `Omitted` even for an agent that declares `full`. The setting belongs to
+    /// the deployment (one log, one sink, every agent the runtime runs), and keeping less than
+    /// the manifest allows is always within it; keeping more is the decision the operator
+    /// makes here, which the manifest must then allow.
+    ///
     /// The person deciding on an action still sees its values on the card
     /// ([`PendingDecision::decider_arguments`](super::PendingDecision)): the state store keeps
     /// them for the decision, the log does not.

@@ -1,13 +1,14 @@
 //! The audit values an agent declares (`audit: { values: ... }`), held against the runtime's
 //! setting: a runtime set to keep more of a call's values than the agent's manifest declares
 //! is refused at the start of a run and of a direct session, before anything is recorded or
-//! the model is asked; a setting within the declaration runs.
+//! the model is asked; a setting within the declaration runs; and the declaration is a
+//! ceiling, not a default: a runtime that sets nothing keeps no value.
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::audit::AuditValues;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::ScriptedProvider;
-use agents_runtime::provider::scripted::reply;
+use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::StartError;
 use agents_runtime::{Agent, Principal, RoleMap, RunStatus, Runtime, agent, permissions, tool};
 use std::sync::Arc;
@@ -32,6 +33,19 @@ agent! {
     /// Its records may keep the arguments' values, masked.
     pub struct Masking;
     tools: [read_notes],
+    audit: { values: masked },
+}
+
+/// Finds a note by a word.
+#[tool(permission = perms::notes::read)]
+async fn find_note(word: String) -> Result<String, String> {
+    Ok(format!("no note about {word}"))
+}
+
+agent! {
+    /// Its records may keep the arguments' values, masked; it searches by a word.
+    pub struct MaskingFinder;
+    tools: [find_note],
     audit: { values: masked },
 }
 
@@ -96,4 +110,34 @@ async fn a_setting_within_the_declaration_runs() {
         };
         assert_eq!(out.status(), RunStatus::Completed, "{values}: {out:?}");
     }
+}
+
+/// The manifest's setting is the most the log may hold, not the runtime's default: a runtime
+/// that sets nothing keeps no value even for an agent that allows `masked`; one set to
+/// `masked` keeps the value.
+#[tokio::test]
+async fn a_runtime_that_sets_nothing_keeps_no_value_whatever_the_manifest_allows() {
+    let start = |rt: Runtime| async move {
+        let out = rt.start::<MaskingFinder>(me(), "s1", "find".to_owned()).unwrap().wait().await;
+        assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    };
+    let script = || vec![tool_call("find_note", r#"{"word": "hernia"}"#), reply("done")];
+    let kept = |audit: &MemorySink| {
+        let records = audit.records();
+        assert!(records.iter().any(|r| r.tool.as_deref() == Some("find_note")), "{records:?}");
+        records.iter().any(|r| r.to_line().contains("hernia"))
+    };
+    let audit = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new(script())))
+        .roles(RoleMap::new().role("reader", ["notes.read"]))
+        .build();
+    start(rt).await;
+    assert!(!kept(&audit), "no value without the operator's setting");
+    let audit = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(audit.clone(), Arc::new(ScriptedProvider::new(script())))
+        .roles(RoleMap::new().role("reader", ["notes.read"]))
+        .audit_values(AuditValues::Masked)
+        .build();
+    start(rt).await;
+    assert!(kept(&audit), "the value is kept once the operator sets `masked`");
 }

@@ -49,6 +49,26 @@ agent! {
     /// Notes.
     pub struct Notes;
     tools: [read_note, write_note],
+    expose: { mcp: [http(auth = service)] },
+}
+
+/// The same notes, declared to be served over stdio and the standalone HTTP server only.
+mod elsewhere {
+    use super::{read_note, write_note};
+    use agents_runtime::agent;
+
+    agent! {
+        /// Notes, not for the service's endpoint.
+        pub struct NotesElsewhere;
+        tools: [read_note, write_note],
+        expose: { mcp: [stdio, http(auth = bearer)] },
+    }
+
+    agent! {
+        /// Notes, not served over MCP.
+        pub struct NotesUnexposed;
+        tools: [read_note, write_note],
+    }
 }
 
 fn writes_of(id: u32) -> Vec<(String, u32, String)> {
@@ -396,9 +416,20 @@ fn an_endpoint_that_cannot_be_served_is_refused_when_mounted() {
         let err = builder().mcp::<Notes>(rt.clone(), endpoint).unwrap_err();
         assert!(err.to_string().starts_with("invalid MCP endpoint"), "{what}: {err}");
     }
-    let twice =
-        builder().mcp::<Notes>(rt.clone(), McpEndpoint::default()).unwrap().mcp::<Notes>(rt, McpEndpoint::default());
+    let twice = builder()
+        .mcp::<Notes>(rt.clone(), McpEndpoint::default())
+        .unwrap()
+        .mcp::<Notes>(rt.clone(), McpEndpoint::default());
     assert!(twice.unwrap_err().to_string().contains("already serves"));
+    // An agent whose manifest does not name the service's endpoint is not mounted.
+    let err = builder().mcp::<elsewhere::NotesElsewhere>(rt.clone(), McpEndpoint::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("served over MCP only as stdio, http(auth = bearer), not `http(auth = service)`"),
+        "{err}"
+    );
+    let err = builder().mcp::<elsewhere::NotesUnexposed>(rt, McpEndpoint::default()).unwrap_err();
+    assert!(err.to_string().contains("declares no way to be served over MCP"), "{err}");
+    assert!(err.to_string().contains("expose: { mcp: [http(auth = service)] }"), "{err}");
 }
 
 #[tokio::test]

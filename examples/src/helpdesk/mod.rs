@@ -104,4 +104,6 @@ agent! {
         embedded("src/helpdesk/policies/equipment.md"), embedded("src/helpdesk/policies/software.md"),
         embedded("src/helpdesk/policies/passwords.md"), embedded("src/helpdesk/policies/tickets.md"),
     ],
+    // Served over MCP by `-- mcp` (stdio) and `-- mcp --http` (bearer tokens).
+    expose: { mcp: [stdio, http(auth = bearer)] },
 }

@@ -21,6 +21,7 @@ impl Agent for Forged {
         unskilled: agents_runtime::Unskilled::None,
         knowledge: &[],
         audit_values: agents_runtime::agents_core::audit::AuditValues::Full,
+        expose_mcp: &[],
     };
     const MANIFEST: &'static str = "{}";
     const MANIFEST_SHA256: &'static str = "";
