@@ -4,6 +4,7 @@
 //! examples/scenarios/<example>/suite.toml      the example's settings (tools an administrator disabled)
 //! examples/scenarios/<example>/tasks/*.toml    one user task per file
 //! examples/scenarios/<example>/goals/*.toml    one injection goal per file
+//! examples/scenarios/<example>/knowledge/*.md  the document of each goal carried by knowledge
 //! ```
 //!
 //! Adding a file adds a row or a column: every task is run once alone (the baseline) and once
