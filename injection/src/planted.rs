@@ -12,7 +12,7 @@
 //! role map and services. Each turn the runtime retrieves the passages that match the user's
 //! message; the document names every topic of the tasks, so its passage is among them.
 //!
-//! Adding a knowledge goal: its TOML file, its document, and a line in [`planted_agents!`]'s
+//! Adding a knowledge goal: its TOML file, its document, and a line in `planted_agents!`'s
 //! invocation below.
 
 use agents_runtime::agent;
