@@ -250,7 +250,9 @@ fn a_document_changed_on_disk_after_a_start_refuses_the_next_start_of_the_same_r
     // The reviewed bytes back (with a newer time): read again, verified, and the run starts.
     rewrite(&probation, &reviewed, 10);
     provider.push(reply("ok"));
-    start("kn-restored").expect("the reviewed document starts again");
+    let restored =
+        rt.start::<Hr>(me(), "kn-restored", "leave?".to_owned()).expect("the reviewed document starts again");
+    assert_eq!(tokio_rt.block_on(restored.wait()).status(), RunStatus::Completed);
 
     // A document added to a `dir` source after a start: refused at the next.
     let added = dir.path().join("tests/knowledge/handbook/bonus.md");
