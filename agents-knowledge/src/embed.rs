@@ -140,6 +140,13 @@ pub trait Embedder: Send + Sync {
     /// One call embedding `inputs`. The answer is checked by the caller
     /// ([`Embeddings::checked`]); an implementation need not trust itself.
     fn embed<'a>(&'a self, inputs: &'a [String]) -> BoxFuture<'a, Result<Embeddings, EmbedError>>;
+    /// What `usage` cost, in US dollars, when the embedder knows its model's price (a
+    /// runtime counts it against the run's budget in USD); 0 otherwise, the default (an
+    /// offline or local embedder). The tokens count against caps in tokens either way.
+    fn cost_usd(&self, usage: &EmbeddingUsage) -> f64 {
+        let _ = usage;
+        0.0
+    }
 }
 
 /// An offline embedder for tests and demos: each word (lowercased, split on what is not

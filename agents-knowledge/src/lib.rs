@@ -13,6 +13,7 @@ pub mod postgres;
 pub mod render;
 pub mod retrieve;
 pub mod source;
+mod stamp;
 
 pub use chunk::{Chunk, ChunkLimits, chunk_document, chunk_ranges, chunk_set};
 pub use embed::{EmbedFailure, Embedder, EmbeddingUsage, Embeddings, ScriptedEmbedder, cosine, embed_checked};

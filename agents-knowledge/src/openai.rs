@@ -23,7 +23,7 @@
 //! ```
 
 use agents_core::BoxFuture;
-use agents_provider::{ApiKey, JsonEndpoint, ProviderHttpOptions, ProviderLimits};
+use agents_provider::{ApiKey, JsonEndpoint, PriceTable, ProviderHttpOptions, ProviderLimits};
 use serde_json::{Value, json};
 
 use crate::embed::{Embedder, EmbeddingUsage, Embeddings};
@@ -46,6 +46,10 @@ pub struct OpenAiEmbeddingConfig {
     pub dimensions: Option<u32>,
     /// Timeout, retries and limits (the body limit defaults to 8 MiB here).
     pub http: ProviderHttpOptions,
+    /// Prices per model (USD per million input tokens; the output price is not used): a
+    /// priced model's calls count against a run's budget in USD ([`Embedder::cost_usd`]).
+    /// Empty by default: calls cost 0.
+    pub prices: PriceTable,
 }
 
 impl OpenAiEmbeddingConfig {
@@ -62,6 +66,7 @@ impl OpenAiEmbeddingConfig {
             key_env_var: "OPENAI_API_KEY".into(),
             dimensions: None,
             http: Self::default_http(),
+            prices: PriceTable::new(),
         }
     }
 
@@ -75,6 +80,7 @@ impl OpenAiEmbeddingConfig {
             key_env_var: "AGENTS_EMBEDDINGS_API_KEY".into(),
             dimensions: None,
             http: Self::default_http(),
+            prices: PriceTable::new(),
         }
     }
 
@@ -82,6 +88,24 @@ impl OpenAiEmbeddingConfig {
     pub fn with_api_key(mut self, api_key: ApiKey, env_var: impl Into<String>) -> Self {
         self.api_key = Some(api_key);
         self.key_env_var = env_var.into();
+        self
+    }
+
+    /// Sets the prices its calls are counted at.
+    ///
+    /// ```
+    /// use agents_knowledge::{Embedder, EmbeddingUsage, OpenAiEmbedder, OpenAiEmbeddingConfig};
+    /// use agents_provider::PriceTable;
+    ///
+    /// let prices = PriceTable::new().with_price("text-embedding-3-small", 0.02, 0.0)?;
+    /// let config = OpenAiEmbeddingConfig::compatible("text-embedding-3-small", "http://127.0.0.1:8080/v1");
+    /// let embedder = OpenAiEmbedder::new(config.with_prices(prices))?;
+    /// let usage = EmbeddingUsage { calls: 1, inputs: 1, tokens: 1_000_000, estimated: false };
+    /// assert_eq!(embedder.cost_usd(&usage), 0.02);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
         self
     }
 
@@ -180,5 +204,9 @@ impl Embedder for OpenAiEmbedder {
 
     fn embed<'a>(&'a self, inputs: &'a [String]) -> BoxFuture<'a, Result<Embeddings, EmbedError>> {
         Box::pin(self.call(inputs))
+    }
+
+    fn cost_usd(&self, usage: &EmbeddingUsage) -> f64 {
+        self.config.prices.cost(&self.config.model, usage.tokens, 0).unwrap_or(0.0)
     }
 }

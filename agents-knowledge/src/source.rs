@@ -4,8 +4,11 @@
 //!
 //! A set is read once, into memory: each document's SHA-256 is taken over the bytes that were
 //! read, and those same bytes are chunked and indexed. A file changed after the set was
-//! loaded changes nothing the agent sees; a file changed before, against the entries a
-//! reviewer approved, is refused by [`SourceSet::verify`] (fail closed).
+//! loaded changes nothing the set holds; a file changed before, against the entries a
+//! reviewer approved, is refused by [`SourceSet::verify`] (fail closed). The set keeps each
+//! file's size and modification time, so that [`SourceSet::unchanged_on_disk`] tells cheaply
+//! whether the files may have changed since (and the set should be loaded and verified
+//! again).
 //!
 //! ```
 //! use agents_knowledge::{Source, SourceLimits, SourceSet};
@@ -32,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use crate::entry::{EMBEDDED, SourceEntry};
 use crate::error::SourceError;
+use crate::stamp::Stamps;
 
 /// Where a source's bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +142,7 @@ pub struct Document {
 pub struct SourceSet {
     documents: Vec<Document>,
     entries: Vec<SourceEntry>,
+    stamps: Stamps,
 }
 
 impl SourceSet {
@@ -146,7 +151,7 @@ impl SourceSet {
     /// each error names the source and the path.
     pub fn load(sources: Vec<Source>, limits: SourceLimits) -> Result<Self, SourceError> {
         let mut names = BTreeSet::new();
-        let mut budget = Budget { limits, bytes: 0, documents: 0 };
+        let mut budget = Budget { limits, bytes: 0, documents: 0, stamps: Stamps::default() };
         let mut documents = Vec::new();
         let mut entries = Vec::new();
         for source in &sources {
@@ -161,7 +166,31 @@ impl SourceSet {
             documents.extend(read);
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(Self { documents, entries })
+        Ok(Self { documents, entries, stamps: budget.stamps })
+    }
+
+    /// Whether every file the set read still has the size and modification time it had when
+    /// it was read, and every directory source still holds the same files: a `stat` per file
+    /// and a walk per directory, nothing read. Embedded sources never change.
+    ///
+    /// `false` says only that something may have changed: a copy or a `touch` changes a time
+    /// and not the bytes. Load the sources again and [verify](Self::verify) them: the hash
+    /// decides.
+    ///
+    /// ```
+    /// use agents_knowledge::{Source, SourceLimits, SourceSet};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("leave.md");
+    /// std::fs::write(&path, "Annual leave: 25 days.\n")?;
+    /// let set = SourceSet::load(vec![Source::file("leave", &path)], SourceLimits::default())?;
+    /// assert!(set.unchanged_on_disk());
+    /// std::fs::write(&path, "Annual leave: 250 days.\n")?;
+    /// assert!(!set.unchanged_on_disk(), "another size");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unchanged_on_disk(&self) -> bool {
+        self.stamps.unchanged()
     }
 
     /// The documents, source by source in declaration order, each source's in walk order.
@@ -217,6 +246,8 @@ struct Budget {
     limits: SourceLimits,
     bytes: u64,
     documents: usize,
+    /// The files read and the directories walked so far.
+    stamps: Stamps,
 }
 
 impl Budget {
@@ -258,6 +289,7 @@ fn read_source(source: &Source, budget: &mut Budget) -> Result<Vec<Document>, So
                     SourceError::Unreadable { source_name: source.name.clone(), path, cause }
                 }
             })?;
+            budget.stamps.directory(root, &files);
             let mut out = Vec::with_capacity(files.len());
             for relative in files {
                 let bytes = read_file(&source.name, &root.join(&relative), &relative, budget)?;
@@ -285,6 +317,8 @@ fn read_file(source: &str, path: &Path, label: &str, budget: &mut Budget) -> Res
         });
     }
     let file = std::fs::File::open(path).map_err(unreadable)?;
+    // Stamped before the read: a change made while it reads shows at the next check.
+    budget.stamps.file(path, &file.metadata().map_err(unreadable)?);
     let mut bytes = Vec::new();
     file.take(budget.limits.max_document_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(unreadable)?;
     budget.take(source, label, bytes.len() as u64)?;

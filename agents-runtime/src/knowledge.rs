@@ -7,8 +7,13 @@
 //! [`KnowledgeSettings::root`]), checks it against the manifest and builds its index
 //! ([`agents_knowledge`]): a source that cannot be read, or whose SHA-256 or size differs from
 //! the manifest's, refuses the start ([`StartError::Knowledge`](crate::run::StartError::Knowledge))
-//! and nothing runs. What was read is kept for the runtime's life: a file changed afterwards
-//! changes nothing the agent sees.
+//! and nothing runs. What was read is kept, and every later start checks it cheaply: each
+//! file's size and modification time and each directory's files, then, when any differs,
+//! reads and hashes the sources again; a document changed on disk since refuses that start
+//! as it would the first, and nothing is recorded. A run already started keeps the passages
+//! of what was verified at its start.
+//!
+//! A [direct session](crate::Runtime::direct) has no turn and retrieves nothing.
 //!
 //! Each turn then retrieves the passages that best match the user's message (BM25; hybrid by
 //! reciprocal rank fusion when an [`Embedder`] is set, see [`KnowledgeSettings::embedder`])
@@ -20,7 +25,11 @@
 //! check ([`crate::provenance`]): a value the model copies from one into a call that reaches
 //! out waits for a person. The run's events and audit log show which passages were used
 //! (chunk ids and SHA-256s, never their text); embedding tokens count against the run's
-//! budget caps in tokens.
+//! budget caps in tokens, and, when the embedder has a price
+//! ([`Embedder::cost_usd`]; `OpenAiEmbeddingConfig::with_prices`),
+//! their cost in USD counts against the caps in USD and the budget store as a model call's
+//! does: recorded once the call is made, so the next paid call is refused when they spent
+//! the budget.
 //!
 //! ```
 //! use agents_runtime::knowledge::{KnowledgeSettings, RetrievalLimits};
@@ -35,8 +44,9 @@
 
 use agents_core::knowledge::{EMBEDDED, KnowledgeEntry, KnowledgeOrigin, KnowledgeSpec};
 pub use agents_knowledge::{
-    ChunkLimits, Embedder, EmbeddingUsage, KnowledgeBase, PASSAGES_CLOSE, PASSAGES_OPEN, PASSAGES_PREAMBLE, Passage,
-    Retrieval, RetrievalLimits, ScriptedEmbedder, Source, SourceLimits, SourceSet, passages_message,
+    ChunkLimits, EmbedError, Embedder, EmbeddingUsage, Embeddings, KnowledgeBase, PASSAGES_CLOSE, PASSAGES_OPEN,
+    PASSAGES_PREAMBLE, Passage, Retrieval, RetrievalLimits, ScriptedEmbedder, Source, SourceLimits, SourceSet,
+    passages_message,
 };
 #[cfg(feature = "http")]
 pub use agents_knowledge::{OpenAiEmbedder, OpenAiEmbeddingConfig};
@@ -124,6 +134,31 @@ impl Knowledge {
         if let Some(loaded) = lock(&self.loaded).get(manifest_sha256) {
             return Ok(Some(loaded.clone()));
         }
+        self.read(manifest_sha256, specs).map(Some)
+    }
+
+    /// As [`load`](Self::load), at a run's start: sources loaded before are kept only while
+    /// every `file` and `dir` source still has the sizes, modification times and files it had
+    /// when read; otherwise they are read, verified and indexed again, and a difference from
+    /// the manifest refuses the start (and forgets them, so the next start reads again).
+    pub(crate) fn load_fresh(
+        &self,
+        manifest_sha256: &'static str,
+        specs: &'static [KnowledgeSpec],
+    ) -> Result<Option<Arc<Loaded>>, String> {
+        if specs.is_empty() {
+            return Ok(None);
+        }
+        let cached = lock(&self.loaded).get(manifest_sha256).cloned();
+        if let Some(loaded) = cached.filter(|l| l.set.unchanged_on_disk()) {
+            return Ok(Some(loaded));
+        }
+        lock(&self.loaded).remove(manifest_sha256);
+        self.read(manifest_sha256, specs).map(Some)
+    }
+
+    /// Reads, verifies and indexes the agent's sources, and keeps them.
+    fn read(&self, manifest_sha256: &'static str, specs: &'static [KnowledgeSpec]) -> Result<Arc<Loaded>, String> {
         let root = &self.settings.root;
         let mut sources = Vec::new();
         let mut expected = Vec::new();
@@ -142,7 +177,7 @@ impl Knowledge {
         entries.sort();
         let loaded = Arc::new(Loaded { entries, set, lexical, hybrid: tokio::sync::OnceCell::new() });
         lock(&self.loaded).insert(manifest_sha256, loaded.clone());
-        Ok(Some(loaded))
+        Ok(loaded)
     }
 }
 

@@ -11,6 +11,8 @@ pub mod events;
 pub mod imported;
 pub mod interceptor;
 pub mod isolate;
+#[cfg(feature = "knowledge")]
+#[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
 pub mod knowledge;
 pub mod provenance;
 pub mod untrusted;

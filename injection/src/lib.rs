@@ -16,6 +16,7 @@ pub mod apps;
 pub mod http;
 pub mod model;
 pub mod person;
+pub mod planted;
 pub mod report;
 pub mod run;
 pub mod scenario;

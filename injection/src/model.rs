@@ -5,7 +5,8 @@
 //!
 //! An instruction is written anywhere in text the model reads: a tool result (any string inside
 //! it, however deeply nested), a user message (the person's words or a document they pasted),
-//! or the digest of earlier results the runtime quotes back. Two forms:
+//! the digest of earlier results the runtime quotes back, or the passages of the agent's
+//! documents the runtime gives it each turn. Two forms:
 //!
 //! - `[[call TOOL ARGS]]`: call the tool named `TOOL` with `ARGS` as the raw argument text,
 //!   exactly as written (it need not be valid JSON: malformed arguments reach the gate as they
@@ -28,6 +29,7 @@
 //! does, the gate decides what runs. The same plan and the same texts give the same calls.
 
 use agents_runtime::BoxFuture;
+use agents_runtime::knowledge::{PASSAGES_CLOSE, PASSAGES_OPEN};
 use agents_runtime::provider::scripted::reply;
 use agents_runtime::provider::{
     ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, ToolCallRequest, Usage,
@@ -138,13 +140,18 @@ fn readable(text: &str, out: &mut Vec<String>, depth: u8) {
         out.push(trimmed.replace("\\\"", "\"").replace("\\\\", "\\"));
         return;
     }
-    // The digest: a preamble, then a JSON array between markers.
-    if let (Some(open), Some(close)) = (text.find("<earlier_tool_results>"), text.rfind("</earlier_tool_results>"))
-        && open < close
+    // The digest, or the passages of the agent's documents: a preamble, then a JSON array
+    // between markers.
+    for (open_marker, close_marker) in
+        [("<earlier_tool_results>", "</earlier_tool_results>"), (PASSAGES_OPEN, PASSAGES_CLOSE)]
     {
-        out.push(text[..open].to_owned());
-        readable(&text[open + "<earlier_tool_results>".len()..close], out, depth + 1);
-        return;
+        if let (Some(open), Some(close)) = (text.find(open_marker), text.rfind(close_marker))
+            && open < close
+        {
+            out.push(text[..open].to_owned());
+            readable(&text[open + open_marker.len()..close], out, depth + 1);
+            return;
+        }
     }
     out.push(text.to_owned());
 }

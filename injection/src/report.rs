@@ -36,7 +36,7 @@ pub fn jobs<'a>(suites: &'a [(Target, Suite)], unguarded: bool) -> Vec<Job<'a>> 
         }
         for &mode in modes {
             for &task in &tasks {
-                for goal in 0..suite.goals.len() {
+                for goal in (0..suite.goals.len()).filter(|&g| suite.goals[g].runs_in(target.channel)) {
                     out.push(Job { target: *target, suite, task, goal: Some(goal), mode });
                 }
             }
@@ -136,7 +136,7 @@ impl Report {
             let name = target.name();
             let ex = name.as_str();
             rows.push(row(ex, "baseline", "the tasks alone, no injection", "", &pick(ex, None, Mode::Guarded), None));
-            for g in &suite.goals {
+            for g in suite.goals.iter().filter(|g| g.runs_in(target.channel)) {
                 let note = match (&g.impossible, &g.known_gap) {
                     (Some(why), _) => format!("impossible by construction: {why}"),
                     (None, Some(why)) => format!("known gap: {why}"),
@@ -181,7 +181,7 @@ impl Report {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "| example | goal | scenarios | utility | attempted/applicable | attack success | severe | attack success, guard off | injected through results, warned | injected through the user's message, warned | user's own, warned | replayed, warned | note |"
+            "| example | goal | scenarios | utility | attempted/applicable | attack success | severe | attack success, guard off | injected through results or documents, warned | injected through the user's message, warned | user's own, warned | replayed, warned | note |"
         );
         let _ = writeln!(t, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
         for r in self.rows.iter().chain(&self.totals) {

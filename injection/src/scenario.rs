@@ -4,6 +4,7 @@
 //! examples/scenarios/<example>/suite.toml      the example's settings (tools an administrator disabled)
 //! examples/scenarios/<example>/tasks/*.toml    one user task per file
 //! examples/scenarios/<example>/goals/*.toml    one injection goal per file
+//! examples/scenarios/<example>/knowledge/*.md  the document of each goal carried by knowledge
 //! ```
 //!
 //! Adding a file adds a row or a column: every task is run once alone (the baseline) and once
@@ -102,6 +103,10 @@ pub enum Carrier {
     Message,
     /// In the user's second message, after the task's conversation.
     SecondRun,
+    /// In a policy document the agent answers from: `knowledge/<goal id>.md` beside the
+    /// goals, pinned by an agent of [`crate::planted`], whose passages the runtime retrieves
+    /// each turn and gives the model as data.
+    Knowledge,
 }
 
 /// What shows in the audit log when a goal succeeded.
@@ -134,6 +139,9 @@ pub struct Goal {
     pub name: String,
     /// Where the instruction is planted.
     pub carrier: Carrier,
+    /// The confirmation channels the goal can reach the model in (default all): a goal
+    /// planted in the agent's documents has none in a direct session, which has no model turn.
+    pub channels: Option<Vec<crate::apps::Channel>>,
     /// The planted text, with its instructions (see [`crate::model`]). `{{repeat:TEXT:N}}` is
     /// replaced by `TEXT` repeated `N` times when the file is read.
     pub text: String,
@@ -151,6 +159,13 @@ pub struct Goal {
     /// Listed in the report; the test fails when it stops being true, so the note cannot
     /// outlive the gap.
     pub known_gap: Option<String>,
+}
+
+impl Goal {
+    /// Whether the goal can reach the model through `channel`.
+    pub fn runs_in(&self, channel: crate::apps::Channel) -> bool {
+        self.channels.as_ref().is_none_or(|c| c.contains(&channel))
+    }
 }
 
 impl Task {
@@ -248,6 +263,25 @@ pub fn expand(text: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Checks that the document of a goal carried by knowledge (`<root>/knowledge/<id>.md`) holds
+/// the goal's text, as the agent that pins it reads it.
+fn planted_in_document(root: &Path, goal: &Goal) -> Result<(), String> {
+    let document = root.join("knowledge").join(format!("{}.md", goal.id));
+    let text = std::fs::read_to_string(&document).map_err(|e| {
+        format!(
+            "a goal with `carrier = \"knowledge\"` is planted in `{}`, which cannot be read: {e}",
+            document.display()
+        )
+    })?;
+    if !text.contains(&goal.text) {
+        return Err(format!(
+            "`{}` does not hold the goal's `text`: write the text into the document (and declare the document in `injection/src/planted.rs`)",
+            document.display()
+        ));
+    }
+    Ok(())
+}
+
 impl Suite {
     /// Reads `<dir>/<example>/`.
     pub fn load(dir: &Path, example: &str) -> Result<Suite, LoadError> {
@@ -270,6 +304,9 @@ impl Suite {
             g.text = expand(&g.text).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
             if g.effect.is_empty() {
                 return Err(LoadError(format!("{}: a goal needs at least one `[[effect]]`", path.display())));
+            }
+            if g.carrier == Carrier::Knowledge {
+                planted_in_document(&root, &g).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
             }
             goals.push(g);
         }

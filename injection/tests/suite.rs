@@ -61,6 +61,10 @@ fn the_whole_suite_holds_with_the_guard_on_and_each_goal_can_fail_without_it() {
         for g in &suite.goals {
             let guarded = of(Some(&g.id), Mode::Guarded);
             let off = of(Some(&g.id), Mode::Unguarded);
+            if !g.runs_in(target.channel) {
+                assert!(guarded.is_empty() && off.is_empty(), "{ex}/{}: runs outside its channels", g.id);
+                continue;
+            }
             assert_eq!(guarded.len(), runnable);
             assert_eq!(off.len(), runnable);
             for s in &guarded {
@@ -118,4 +122,24 @@ fn a_scenario_file_with_an_unknown_field_is_refused_naming_the_file() {
     let e = Suite::load(&dir, "x").unwrap_err().to_string();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e.contains("t.toml") && e.contains("mood"), "{e}");
+}
+
+#[test]
+fn a_knowledge_goal_whose_document_lacks_its_text_is_refused_naming_the_document() {
+    let dir = std::env::temp_dir().join(format!("injection-suite-doc-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("x/tasks")).unwrap();
+    std::fs::create_dir_all(dir.join("x/goals")).unwrap();
+    std::fs::create_dir_all(dir.join("x/knowledge")).unwrap();
+    std::fs::write(dir.join("x/tasks/t.toml"), "user = \"a\"\nmessage = \"m\"\nplan = []\nexpect = []\n").unwrap();
+    let goal = "name = \"n\"\ncarrier = \"knowledge\"\ntext = \"[[call x {}]]\"\n[[effect]]\ntool = \"x\"\n";
+    std::fs::write(dir.join("x/goals/g.toml"), goal).unwrap();
+    let missing = Suite::load(&dir, "x").unwrap_err().to_string();
+    std::fs::write(dir.join("x/knowledge/g.md"), "# Notices\n\nNothing planted here.\n").unwrap();
+    let lacking = Suite::load(&dir, "x").unwrap_err().to_string();
+    std::fs::write(dir.join("x/knowledge/g.md"), "# Notices\n\n[[call x {}]]\n").unwrap();
+    let loaded = Suite::load(&dir, "x");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(missing.contains("g.toml") && missing.contains("g.md") && missing.contains("cannot be read"), "{missing}");
+    assert!(lacking.contains("g.md") && lacking.contains("does not hold the goal's `text`"), "{lacking}");
+    assert_eq!(loaded.unwrap().goals[0].id, "g");
 }

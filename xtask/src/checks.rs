@@ -107,7 +107,8 @@ pub(crate) fn docs() -> Result<(), String> {
 }
 
 /// Each published library crate checked with no default features, then with each of its
-/// features alone (cargo-hack's `--each-feature`, with the workspace's own `cargo`).
+/// features alone (cargo-hack's `--each-feature`, with the workspace's own `cargo`); then the
+/// runtime's tests that need its default features off (`run_knowledge_off`).
 pub(crate) fn features() -> Result<(), String> {
     let ws = cmd::workspace()?;
     timed("features", || {
@@ -117,7 +118,17 @@ pub(crate) fn features() -> Result<(), String> {
                 run(cargo().args(["check", "--lib", "-p", &p.name, "--no-default-features", "--features", feature]))?;
             }
         }
-        Ok(())
+        // The runtime without its default features builds its tests too, and an agent that
+        // declares knowledge refuses to start there, naming the feature.
+        run(cargo().args([
+            "test",
+            "-p",
+            "agents-runtime",
+            "--no-default-features",
+            "--test",
+            "suite",
+            "run_knowledge_off::",
+        ]))
     })
 }
 

@@ -7,7 +7,7 @@
 //! | `setup [--no-install]` | finds or installs what the tests need (Chromium, PostgreSQL, GNU time, Node and npm, the npm fixtures) |
 //! | `package` | `cargo package` (with verification) of every published crate, in dependency order |
 //! | `docs` | `cargo doc --no-deps --workspace` with warnings as errors, and the docs.rs build of the published crates |
-//! | `features` | each library crate checked with no default features and with each feature alone |
+//! | `features` | each library crate checked with no default features and with each feature alone; the runtime's no-default tests |
 //! | `api [--check]` | writes (or compares) the public-API listing of each library crate in `api/` |
 //! | `starter` | builds and tests `starter/` against the crates of this workspace |
 //! | `graph [--check]` | the circles of files in each crate (files that import from each other, directly or through others); `--check` fails on any |
@@ -34,7 +34,8 @@ usage: cargo xtask <command>
   setup [--no-install]           find or install Chromium, PostgreSQL, GNU time, Node/npm and the npm fixtures
   package                        `cargo package` (verified) of every published crate
   docs                           the API docs with warnings as errors, and the docs.rs build
-  features                       each library crate with no default features and each feature alone
+  features                       each library crate with no default features and each feature alone,
+                                 and the runtime's tests without its default features
   api [--check]                  write (or compare with) the public-API listings in api/
   starter                        build and test starter/ against this workspace's crates
   graph [--check]                the circles of files in each crate; --check fails on any

@@ -225,6 +225,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// Keeps a retrieved passage's text as untrusted content, labelled with its source and id.
+    #[cfg(feature = "knowledge")]
     pub(super) fn note_passage(&self, source: &str, chunk: &str, text: &str) {
         if let Some(l) = &self.ledger {
             let origin = crate::provenance::Origin::Document { source: source.to_owned(), chunk: chunk.to_owned() };

@@ -40,13 +40,18 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
     if let Some(proposal) = pending {
         turn.classify_reply(proposal, &input).await;
     }
-    match super::knowledge::passages_for(&turn.ctx, &input, &turn.spend).await {
-        Ok(passages) => turn.messages.extend(passages),
-        // The agent's knowledge is not the reviewed one: the model is not called.
-        Err(e) => {
-            turn.outcome.status = RunStatus::Failed;
-            turn.outcome.failure = Some(Failure::NotStarted(e));
+    #[cfg(feature = "knowledge")]
+    {
+        match super::knowledge::passages_for(&turn.ctx, &input, &turn.spend).await {
+            Ok(passages) => turn.messages.extend(passages),
+            // The agent's knowledge is not the reviewed one: the model is not called.
+            Err(e) => {
+                turn.outcome.status = RunStatus::Failed;
+                turn.outcome.failure = Some(Failure::NotStarted(e));
+            }
         }
+        // What embedding spent is in the report even when no model call follows.
+        turn.note_spend();
     }
     turn.messages.push(ChatMessage::User { content: input.clone() });
     // A turn offered no tools (a proposal waits for a clear answer) chooses no skill either.

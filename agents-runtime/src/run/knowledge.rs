@@ -2,12 +2,14 @@
 //! user's message, given to the model as one user-role data message, noted as untrusted
 //! content for the egress check, shown as a `knowledge_loaded` event and recorded as a
 //! `notice` whose result is the evidence (chunk ids and SHA-256s, never text); the tokens of
-//! embedding calls are counted in the turn's spend.
+//! embedding calls are counted in the turn's spend, and their cost in USD when the embedder
+//! has a price ([`Embedder::cost_usd`](crate::knowledge::Embedder::cost_usd)), in the run's
+//! total and the budget store.
 
 use super::context::RunCtx;
 use super::outcome::StartError;
 use super::record::RecordFields;
-use super::spend::Spend;
+use super::spend::{Meter, Spend};
 use super::sync::lock;
 use crate::audit::{AuditResult, AuditStatus};
 use crate::events::Event;
@@ -29,6 +31,13 @@ pub(super) async fn passages_for<A: Registry>(
     };
     let (found, usage, degraded) = loaded.retrieve(query, &knowledge.settings).await;
     lock(spend).count_tokens(&Usage { input_tokens: usage.tokens, ..Usage::default() });
+    // A priced embedder's calls join the run's spend in USD and the budget store, as a
+    // model call's do (recorded once made: the next paid call is refused when they spent
+    // the budget).
+    let cost_usd = knowledge.settings.embedder.as_ref().map_or(0.0, |e| e.cost_usd(&usage));
+    if cost_usd != 0.0 {
+        Meter { ctx, spend }.settle(None, cost_usd).await;
+    }
     if let Some(why) = degraded {
         let reason = format!("knowledge: {why}; this turn's passages were ranked by BM25 alone");
         let _ = ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;

@@ -305,6 +305,7 @@ mod decide;
 mod decision;
 mod driver;
 mod gate;
+#[cfg(feature = "knowledge")]
 mod knowledge;
 mod ledger;
 mod outcome;

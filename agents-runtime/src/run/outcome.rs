@@ -61,6 +61,15 @@ pub enum StartError {
     /// declares (`audit: { values: ... }`): nothing ran.
     #[error(transparent)]
     AuditValuesNotDeclared(#[from] crate::audit::declared::UndeclaredAuditValues),
+    /// The agent declares knowledge sources (`agent! { knowledge: [...] }`), and this build of
+    /// `agents-runtime` has no `knowledge` feature to read them: nothing ran.
+    #[error(
+        "agent `{agent}` declares knowledge sources, but agents-runtime was built without its `knowledge` feature, so nothing ran; enable it (`agents-runtime = {{ version = \"0.1\", features = [\"knowledge\"] }}`; it is on by default)"
+    )]
+    KnowledgeNotBuilt {
+        /// The agent's name.
+        agent: &'static str,
+    },
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

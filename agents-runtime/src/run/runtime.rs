@@ -57,6 +57,7 @@ pub struct RuntimeBuilder {
     principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
     budget_thresholds: Vec<f64>,
     untrusted: crate::untrusted::UntrustedPolicies,
+    #[cfg(feature = "knowledge")]
     knowledge: crate::knowledge::KnowledgeSettings,
 }
 
@@ -460,6 +461,8 @@ impl RuntimeBuilder {
     }
     /// Where the agents' `file` and `dir` knowledge sources are read, how their passages are
     /// ranked (an embedder for hybrid ranking) and bounded: see [`crate::knowledge`].
+    #[cfg(feature = "knowledge")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
     pub fn knowledge(mut self, settings: crate::knowledge::KnowledgeSettings) -> Self {
         self.knowledge = settings;
         self
@@ -510,6 +513,7 @@ impl RuntimeBuilder {
                     mcp_imports: self.mcp_imports,
                     state: self.state,
                     principals: self.principals,
+                    #[cfg(feature = "knowledge")]
                     knowledge: crate::knowledge::Knowledge::new(self.knowledge),
                 },
                 live: Live::default(),
@@ -573,6 +577,7 @@ impl Runtime {
             principals: None,
             budget_thresholds: crate::budget::DEFAULT_BUDGET_THRESHOLDS.to_vec(),
             untrusted: crate::untrusted::UntrustedPolicies::default(),
+            #[cfg(feature = "knowledge")]
             knowledge: crate::knowledge::KnowledgeSettings::default(),
         }
     }

@@ -105,7 +105,16 @@ impl Runtime {
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
-        self.inner.services.knowledge.load(A::MANIFEST_SHA256, A::SPEC.knowledge).map_err(StartError::Knowledge)?;
+        #[cfg(feature = "knowledge")]
+        self.inner
+            .services
+            .knowledge
+            .load_fresh(A::MANIFEST_SHA256, A::SPEC.knowledge)
+            .map_err(StartError::Knowledge)?;
+        #[cfg(not(feature = "knowledge"))]
+        if !A::SPEC.knowledge.is_empty() {
+            return Err(StartError::KnowledgeNotBuilt { agent: A::SPEC.name });
+        }
         crate::audit::declared::check_values(&A::SPEC, self.inner.settings.values)?;
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
@@ -168,6 +177,13 @@ impl Runtime {
 
     /// Opens a direct session. `confirmer` asks a person for action tools; with `None`, an
     /// action call returns a structured "confirmation required" result and nothing runs.
+    ///
+    /// A direct session neither reads nor retrieves the agent's knowledge: it has no model
+    /// turn (the client's model, as over MCP, sees only what the tools return), so no message
+    /// is there to retrieve for and no passage reaches a model. Nor does it offer a search of
+    /// the documents: that would be a tool no manifest lists, steered by the model's query;
+    /// an application that wants its documents searched that way grants a read tool for it,
+    /// reviewed like any other.
     pub async fn direct<A: Registry>(
         &self,
         principal: Principal,

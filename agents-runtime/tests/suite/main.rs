@@ -53,6 +53,7 @@ mod run_history;
 mod run_interceptors;
 mod run_knowledge;
 mod run_knowledge_injection;
+mod run_knowledge_off;
 mod run_limits;
 mod run_origins;
 mod run_proposals;

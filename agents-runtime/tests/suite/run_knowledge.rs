@@ -2,16 +2,21 @@
 //! message, never in the system prompt; a value the model copies from a passage into a call
 //! that reaches out waits for a person; the events and the audit log name the passages used
 //! (ids and hashes, never text); a source changed, missing or added on disk since the agent
-//! was built refuses the start and nothing runs; the macro and the loader compute the same
+//! was built refuses the start and nothing runs, and so does one changed after an earlier
+//! start of the same runtime; the macro and the loader compute the same
 //! manifest entries; embedding tokens count in the run's spend.
+#![cfg(feature = "knowledge")]
 
 use crate::run_common;
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::{AuditResult, AuditStatus, MemorySink};
+use agents_runtime::budget::{BudgetStore, InMemoryBudget};
 use agents_runtime::events::Event;
-use agents_runtime::knowledge::{KnowledgeSettings, PASSAGES_OPEN, ScriptedEmbedder, Source, SourceLimits, SourceSet};
+use agents_runtime::knowledge::{
+    Embedder, EmbeddingUsage, KnowledgeSettings, PASSAGES_OPEN, ScriptedEmbedder, Source, SourceLimits, SourceSet,
+};
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatMessage, ChatResponse, ScriptedProvider};
 use agents_runtime::run::StartError;
@@ -203,6 +208,62 @@ fn a_source_changed_missing_or_added_on_disk_fails_closed_at_start() {
     assert!(why.contains("cannot read"), "{why}");
 }
 
+/// Writes `bytes` to `path` and moves its modification time `secs` seconds on, so the change
+/// shows whatever the file system's time granularity.
+fn rewrite(path: &Path, bytes: &[u8], secs: u64) {
+    let before = std::fs::metadata(path).unwrap().modified().unwrap();
+    std::fs::write(path, bytes).unwrap();
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(before + std::time::Duration::from_secs(secs)).unwrap();
+}
+
+#[test]
+fn a_document_changed_on_disk_after_a_start_refuses_the_next_start_of_the_same_runtime() {
+    let dir = copy_of_sources();
+    let (rt, audit, provider) = runtime(at_root(dir.path().to_owned()), ConfirmMode::Dialog);
+    let tokio_rt = tokio::runtime::Runtime::new().unwrap();
+    let _guard = tokio_rt.enter();
+    let start = |session: &str| rt.start::<Hr>(me(), session, "leave?".to_owned()).map(|_| ());
+    let settled = || tokio_rt.block_on(rt.records_settled());
+    provider.push(reply("ok"));
+    let first = rt.start::<Hr>(me(), "kn-first", "leave?".to_owned()).unwrap();
+    assert_eq!(tokio_rt.block_on(first.wait()).status(), RunStatus::Completed);
+    settled();
+    let (recorded, asked) = (audit.records().len(), provider.requests().len());
+    assert!(recorded > 0, "the first run recorded");
+
+    // One letter changed, the same size: the time says to look again, the hash refuses.
+    let probation = dir.path().join("tests/knowledge/probation.md");
+    let reviewed = std::fs::read(&probation).unwrap();
+    let mut changed = reviewed.clone();
+    let at = changed.iter().position(u8::is_ascii_lowercase).unwrap();
+    changed[at] = changed[at].to_ascii_uppercase();
+    rewrite(&probation, &changed, 5);
+    let why = start("kn-changed").unwrap_err();
+    assert!(matches!(why, StartError::Knowledge(_)), "{why:?}");
+    assert!(why.to_string().contains("probation"), "{why}");
+    settled();
+    assert_eq!(audit.records().len(), recorded, "nothing was recorded");
+    assert_eq!(provider.requests().len(), asked, "the model was not called");
+    assert_eq!(start("kn-changed-again").unwrap_err().to_string(), why.to_string(), "refused at every start");
+
+    // The reviewed bytes back (with a newer time): read again, verified, and the run starts.
+    rewrite(&probation, &reviewed, 10);
+    provider.push(reply("ok"));
+    let restored =
+        rt.start::<Hr>(me(), "kn-restored", "leave?".to_owned()).expect("the reviewed document starts again");
+    assert_eq!(tokio_rt.block_on(restored.wait()).status(), RunStatus::Completed);
+
+    // A document added to a `dir` source after a start: refused at the next.
+    let added = dir.path().join("tests/knowledge/handbook/bonus.md");
+    std::fs::write(&added, "Everyone gets a bonus.\n").unwrap();
+    settled();
+    let recorded = audit.records().len();
+    assert!(start("kn-added").unwrap_err().to_string().contains("handbook"));
+    settled();
+    assert_eq!(audit.records().len(), recorded, "nothing was recorded");
+}
+
 #[test]
 fn the_macro_and_the_loader_compute_the_same_entries() {
     let manifest = Manifest::parse(<Hr as agents_runtime::Agent>::MANIFEST).unwrap();
@@ -236,4 +297,68 @@ async fn embedding_tokens_count_in_the_runs_spend() {
     let hybrid = KnowledgeSettings { embedder: Some(Arc::new(ScriptedEmbedder::new(64))), ..at_root(crate_root()) };
     let hybrid = spent(hybrid, "kn-hybrid").await;
     assert!(hybrid > lexical, "the chunks' and the query's embedding tokens are counted: {hybrid} vs {lexical}");
+}
+
+/// The scripted embedder at a price per token (as a hosted model's price table gives one).
+struct Priced {
+    inner: ScriptedEmbedder,
+    usd_per_token: f64,
+}
+
+impl Embedder for Priced {
+    fn name(&self) -> &str {
+        "priced"
+    }
+    fn model(&self) -> &str {
+        "embed-priced"
+    }
+    fn embed<'a>(
+        &'a self,
+        inputs: &'a [String],
+    ) -> agents_runtime::BoxFuture<
+        'a,
+        Result<agents_runtime::knowledge::Embeddings, agents_runtime::knowledge::EmbedError>,
+    > {
+        self.inner.embed(inputs)
+    }
+    fn cost_usd(&self, usage: &EmbeddingUsage) -> f64 {
+        usage.tokens as f64 * self.usd_per_token
+    }
+}
+
+/// Runs `Hr` once with an embedder at `usd_per_token`, a paid model and a cap of 1 USD for the
+/// user: the run's status, its spend in USD, what the store says is left, and whether the
+/// model was called.
+async fn run_with_embedding_price(usd_per_token: f64, session: &str) -> (RunStatus, f64, f64, bool) {
+    let budget = Arc::new(InMemoryBudget::new().with_user_cap("acme", "u-1", 1.0));
+    let embedder = Arc::new(Priced { inner: ScriptedEmbedder::new(64), usd_per_token });
+    let audit = Arc::new(MemorySink::new());
+    let provider = Arc::new(ScriptedProvider::new([reply("25 days")]).with_paid(true));
+    let rt = Runtime::builder(audit, provider.clone())
+        .roles(RoleMap::new().role("clerk", Vec::<&str>::new()))
+        .knowledge(KnowledgeSettings { embedder: Some(embedder), ..at_root(crate_root()) })
+        .budget(budget.clone())
+        .build();
+    let out = rt.start::<Hr>(me(), session, "annual leave days?".to_owned()).unwrap().wait().await;
+    let left = budget.remaining("acme", "u-1").await.unwrap();
+    (out.status(), out.report().usage.cost_usd, left, !provider.requests().is_empty())
+}
+
+#[tokio::test]
+async fn a_priced_embedders_spend_reaches_the_budget_store_in_usd_and_can_exhaust_it() {
+    // A small price: the run completes, and what the embedding cost is in the run's spend and
+    // in the store.
+    let (status, spent, left, asked) = run_with_embedding_price(1e-6, "kn-priced").await;
+    assert_eq!(status, RunStatus::Completed);
+    assert!(asked);
+    assert!(spent > 0.0, "the embedding calls cost something: {spent}");
+    assert!((1.0 - left - spent).abs() < 1e-9, "the store holds the run's spend: {left} left of 1 after {spent}");
+    // A price that spends the cap on the documents' vectors: the model is never called.
+    let (status, spent, left, asked) = run_with_embedding_price(1.0, "kn-exhausted").await;
+    assert_eq!(status, RunStatus::BudgetExhausted);
+    assert!(!asked, "no model call once the embeddings spent the budget");
+    assert!(spent > 1.0 && left <= 0.0, "spent {spent}, {left} left");
+    // The control: an unpriced embedder costs nothing in USD.
+    let (status, spent, left, _) = run_with_embedding_price(0.0, "kn-free").await;
+    assert_eq!((status, spent, left), (RunStatus::Completed, 0.0, 1.0));
 }

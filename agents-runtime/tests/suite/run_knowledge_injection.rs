@@ -3,6 +3,7 @@
 //! the person. The action waits for a decision (declined here, so nothing runs); the read that
 //! would carry a value copied from the document out waits too. The document's fake closing
 //! marker does not end the data block, and its text never reaches the system prompt.
+#![cfg(feature = "knowledge")]
 
 use crate::run_common;
 

@@ -50,5 +50,6 @@ pub(in crate::run) struct Services {
     /// `None`: a run holds the principal it started with (see [`crate::authority`]).
     pub(in crate::run) principals: Option<Arc<dyn crate::authority::PrincipalSource>>,
     /// The agents' knowledge: its settings and the sources loaded so far.
+    #[cfg(feature = "knowledge")]
     pub(in crate::run) knowledge: crate::knowledge::Knowledge,
 }
