@@ -183,6 +183,14 @@ pub(in crate::run) struct Card {
     pub(in crate::run) acknowledge: Option<String>,
 }
 
+impl Card {
+    /// The card of a call whose values `origins` holds, saying `why`; whether it needs a second
+    /// confirmation is settled when it is proposed (`Confirmation::new`).
+    pub(in crate::run) fn new(why: Option<String>, origins: Option<crate::provenance::Provenance>) -> Self {
+        Card { why, origins, acknowledge: None }
+    }
+}
+
 /// What a person is asked to decide.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConfirmRequest {

@@ -67,7 +67,7 @@ fn runtime() -> (Runtime, Arc<MemorySink>, Arc<ScriptedProvider>) {
 /// returns it and the proposal's call id once it waits.
 async fn proposed(rt: &Runtime, provider: &ScriptedProvider, session: &str) -> (RunHandle<String>, String) {
     provider.push(tool_call("list_transfers", "{}"));
-    provider.push(tool_call("pay", &format!(r#"{{"iban":"{IBAN}","amount":40}}"#)));
+    provider.push(tool_call("pay", format!(r#"{{"iban":"{IBAN}","amount":40}}"#)));
     provider.push(reply("done"));
     waiting(rt, session).await
 }
@@ -267,7 +267,7 @@ async fn a_yes_in_the_conversation_is_a_first_approval_only() {
     let (audit, provider) = (Arc::new(MemorySink::new()), Arc::new(ScriptedProvider::new(Vec::<ChatResponse>::new())));
     let rt = builder(&audit, &provider).confirm_mode(ConfirmMode::Conversational).build();
     provider.push(tool_call("list_transfers", "{}"));
-    provider.push(tool_call("pay", &format!(r#"{{"iban":"{IBAN}","amount":40}}"#)));
+    provider.push(tool_call("pay", format!(r#"{{"iban":"{IBAN}","amount":40}}"#)));
     provider.push(reply("Shall I pay?"));
     let out = rt.start::<Payer>(me(), "second-chat", "Pay back what I owe".to_owned()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::AwaitingConfirmation);
