@@ -6,6 +6,7 @@ mod http;
 pub mod import;
 pub mod listener;
 mod options;
+mod second;
 mod server;
 mod stdio;
 mod strict;

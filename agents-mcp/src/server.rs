@@ -364,13 +364,18 @@ struct ElicitConfirmer {
 /// these values, and the client that asks them sent the call, so it holds them already. The
 /// audit records of the call keep the masked copy.
 pub(crate) fn elicitation_message(request: &ConfirmRequest) -> String {
+    format!("{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.", card_text(request))
+}
+
+/// The card of [`elicitation_message`], without what to answer.
+fn card_text(request: &ConfirmRequest) -> String {
     let shown = request.decider_args.as_value();
     let args = serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string());
     // A read that carries a value copied from a tool result out, or an action whose values
     // came from content the user did not write, says so first, in the runtime's words.
     let why = request.why.as_deref().map(|w| format!("\n\nCheck before deciding: {w}.")).unwrap_or_default();
     format!(
-        "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments:\n{}\n\nSet \"{APPROVE_FIELD}\" to true to run it once; anything else and nothing runs.",
+        "Confirm action: {}{why}\n\nTool `{}` (risk: {}) will run with exactly these arguments:\n{}",
         request.title, request.tool, request.risk, args
     )
 }
@@ -397,11 +402,17 @@ impl Confirmer for ElicitConfirmer {
         let shutdown = self.shutdown.clone();
         let gone = lock(&self.calls).get(&request.caller_call_id).cloned();
         Box::pin(async move {
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: elicitation_message(&request),
-                requested_schema: approval_schema(),
+            // After a first approval of a proposal that needs a second confirmation, the
+            // form asks for the acknowledgement of its warning instead.
+            let second = request.second_confirmation.clone();
+            let (message, requested_schema) = match &second {
+                Some(ack) => {
+                    let card = card_text(&request);
+                    (crate::second::message(&request, ack, &card), crate::second::schema(ack))
+                }
+                None => (elicitation_message(&request), approval_schema()),
             };
+            let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
             let client_gone = async {
                 match gone {
                     Some(g) => g.cancelled().await,
@@ -421,8 +432,11 @@ impl Confirmer for ElicitConfirmer {
                 answer = peer.create_elicitation_with_timeout(params, Some(timeout)) => match answer {
                     Ok(answer) => match answer.action {
                         ElicitationAction::Accept => {
-                            let approved = answer.content.as_ref().and_then(|c| c.get(APPROVE_FIELD)).and_then(Value::as_bool)
-                                == Some(true);
+                            let content = answer.content.as_ref();
+                            let approved = match &second {
+                                Some(ack) => crate::second::acknowledged(content, ack),
+                                None => content.and_then(|c| c.get(APPROVE_FIELD)).and_then(Value::as_bool) == Some(true),
+                            };
                             ConfirmAnswer::Decided(if approved { Verdict::Approve } else { Verdict::Reject })
                         }
                         ElicitationAction::Decline => ConfirmAnswer::Decided(Verdict::Reject),

@@ -173,6 +173,18 @@ pub enum Event {
         /// ([`Retrieval::evidence`](crate::knowledge::Retrieval::evidence)).
         passages: Value,
     },
+    /// The person approved a proposal once, and the application's policy asks a second
+    /// confirmation of it (see [`crate::untrusted`]): nothing ran; it waits for an approval that
+    /// acknowledges the warning.
+    AcknowledgementRequired {
+        /// The run.
+        run_id: String,
+        /// The call waiting for the second confirmation.
+        call_id: String,
+        /// What the person must acknowledge: which argument value came from which content the
+        /// user did not write.
+        warning: String,
+    },
 }
 
 /// Where an [`Event::ErrorOccurred`] happened.

@@ -34,7 +34,10 @@
     try { body = await r.json(); } catch (_) { body = null; }
     if (!r.ok) {
       const m = body && body.error ? body.error.message + " (" + body.error.code + ")" : "HTTP " + r.status;
-      throw new Error(m);
+      const err = new Error(m);
+      err.code = body && body.error ? body.error.code : null;
+      err.body = body;
+      throw err;
     }
     return body;
   }
@@ -250,6 +253,27 @@
       const reject = el("button", { type: "button", class: "danger reject", text: "Reject" });
       const ask = el("button", { type: "button", class: "change", text: "Ask for this change" });
       const buttons = [approve, reject, ask];
+      // A proposal the application asks a second confirmation of: the first approval runs
+      // nothing; the service answers with the warning, shown in a second dialog whose one
+      // button affirms it, and only that approval (carrying the warning's digest) runs it.
+      const secondNote = d.acknowledge
+        ? el("p", { class: "hint second-note", text: "Needs a second confirmation: approving once runs nothing." })
+        : null;
+      const secondBox = el("div", { class: "second-confirmation", hidden: true });
+      function askSecond(ack) {
+        const ok = el("button", { type: "button", class: "acknowledge", text: ack.phrase });
+        ok.addEventListener("click", () => decide({ verdict: "approve", acknowledge: ack.digest }));
+        buttons.push(ok);
+        secondBox.replaceChildren(
+          el("div", { role: "alertdialog", "aria-modal": "false", "aria-labelledby": id + "-second-h", "aria-describedby": id + "-second-w" },
+            el("h4", { id: id + "-second-h", text: "Second confirmation" }),
+            el("p", { class: "warning", id: id + "-second-w",
+              text: "You approved once; nothing ran. Check before it runs: " + ack.warning + "." }),
+            el("div", { class: "buttons" }, ok)));
+        secondBox.hidden = false;
+        approve.hidden = true;
+        ok.focus();
+      }
       async function decide(body) {
         buttons.forEach((b) => { b.disabled = true; });
         try {
@@ -259,8 +283,14 @@
           refreshAudit();
           return true;
         } catch (err) {
-          status.textContent = err.message;
           buttons.forEach((b) => { b.disabled = false; });
+          if (err.code === "acknowledgement_required" && err.body && err.body.acknowledgement) {
+            status.textContent = "";
+            askSecond(err.body.acknowledgement);
+            refreshAudit();
+            return false;
+          }
+          status.textContent = err.message;
           return false;
         }
       }
@@ -286,8 +316,10 @@
         el("span", { class: "risk risk-" + d.risk, text: "risk: " + d.risk }), " ",
         el("code", { text: d.tool }),
         warning,
+        secondNote,
         el("dl", {}, ...rows),
         el("p", { class: "hint", text: "Proposed " + d.proposed_at + " by " + d.agent }),
+        secondBox,
         el("div", { class: "buttons" }, approve, reason, reject),
         el("div", { class: "buttons" }, change, ask),
         status);

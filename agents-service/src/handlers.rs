@@ -388,6 +388,9 @@ enum VerdictBody {
 struct DecideBody {
     verdict: VerdictBody,
     reason: Option<String>,
+    /// The second approval of a proposal that needs a second confirmation: the digest the
+    /// first approval's answer gave (`acknowledgement.digest`).
+    acknowledge: Option<String>,
 }
 
 async fn decide(
@@ -400,6 +403,9 @@ async fn decide(
         VerdictBody::Approve => Verdict::Approve,
         VerdictBody::Reject => Verdict::Reject,
     };
+    if body.acknowledge.is_some() && verdict != Verdict::Approve {
+        return Err(ApiError::invalid("an acknowledgement is given only with `approve`; a rejection needs none"));
+    }
     if let Some(reason) = &body.reason {
         if verdict == Verdict::Approve {
             return Err(ApiError::invalid("a reason is given only with `reject`"));
@@ -418,7 +424,12 @@ async fn decide(
         None => shared.agents.values().cloned().collect(),
     };
     for kind in kinds {
-        match kind.runtime().decide_async(&call_id, &caller, verdict, body.reason.as_deref()).await {
+        let rt = kind.runtime();
+        let decided = match &body.acknowledge {
+            Some(digest) => rt.acknowledge(&call_id, &caller, digest).await,
+            None => rt.decide_async(&call_id, &caller, verdict, body.reason.as_deref()).await,
+        };
+        match decided {
             Ok(()) => {
                 // The reason is kept with the decision and written in the call's `rejected` record.
                 let shown = if verdict == Verdict::Approve { "approve" } else { "reject" };
@@ -440,10 +451,35 @@ async fn decide(
             Err(e @ DecisionError::AuthorityChanged(_)) => {
                 return Err(ApiError::new(StatusCode::FORBIDDEN, "authority_changed", e.to_string()));
             }
+            Err(e @ (DecisionError::AcknowledgementRequired(_) | DecisionError::AcknowledgementMismatch(_))) => {
+                return Ok(second_confirmation(e));
+            }
             Err(_) => {}
         }
     }
     Err(ApiError::not_found("pending decision"))
+}
+
+/// 409 for a proposal that needs a second confirmation: `acknowledgement_required` after its
+/// first approval, with the acknowledgement (the warning, the sentence the person affirms and
+/// the digest the second approval carries back as `acknowledge`); `acknowledgement_mismatch`
+/// for a digest that is not this proposal's. Neither approved anything.
+fn second_confirmation(e: DecisionError) -> Response {
+    let message = e.to_string();
+    let (code, acknowledgement) = match e {
+        DecisionError::AcknowledgementRequired(ack) => {
+            let phrase = ack.phrase();
+            let mut value = serde_json::to_value(*ack).unwrap_or_default();
+            value["phrase"] = Value::String(phrase);
+            ("acknowledgement_required", Some(value))
+        }
+        _ => ("acknowledgement_mismatch", None),
+    };
+    let mut body = ApiError::new(StatusCode::CONFLICT, code, message).body();
+    if let Some(ack) = acknowledgement {
+        body["acknowledgement"] = ack;
+    }
+    (StatusCode::CONFLICT, axum::Json(body)).into_response()
 }
 
 /// Ends one of the caller's conversation sessions on every node sharing the state store: its

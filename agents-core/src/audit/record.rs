@@ -55,11 +55,16 @@ pub enum AuditStatus {
     /// The skill a run works within was chosen (its name, who chose it and the tools it
     /// offers are in `result`; see `agents_core::skill`).
     SkillChosen,
+    /// A person approved a proposal the application's policy asks a second confirmation of
+    /// (a value in it came from content the user did not write): nothing runs yet; the same
+    /// person must approve again, acknowledging the warning (the `confirmed` record that
+    /// follows says so). Not a final record.
+    FirstApproval,
 }
 
 impl AuditStatus {
     /// Every status, in declaration order (`ALL[s as usize] == s`).
-    pub const ALL: [AuditStatus; 14] = [
+    pub const ALL: [AuditStatus; 15] = [
         AuditStatus::RunStarted,
         AuditStatus::RunFinished,
         AuditStatus::Proposed,
@@ -74,6 +79,7 @@ impl AuditStatus {
         AuditStatus::Substituted,
         AuditStatus::Notice,
         AuditStatus::SkillChosen,
+        AuditStatus::FirstApproval,
     ];
 
     /// The snake_case name.
@@ -93,6 +99,7 @@ impl AuditStatus {
             AuditStatus::Substituted => "substituted",
             AuditStatus::Notice => "notice",
             AuditStatus::SkillChosen => "skill_chosen",
+            AuditStatus::FirstApproval => "first_approval",
         }
     }
 }

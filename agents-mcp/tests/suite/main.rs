@@ -27,4 +27,5 @@ mod mcp_import;
 mod mcp_import_ts;
 mod mcp_origins;
 mod mcp_outcomes;
+mod mcp_second_confirmation;
 mod mcp_stdio;

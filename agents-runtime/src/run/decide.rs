@@ -2,9 +2,10 @@
 //! how a decision reaches the state store from any node ([`Runtime::decide_async`]).
 
 use super::decision::{DeciderView, DecisionError, Verdict};
-use super::ledger::decide_in_store;
+use super::ledger::{acknowledged, decide_in_store, first_approval_in_store};
 use super::pending::{PendingDecision, detail, detail_str, principal_of, unavailable};
 use super::runtime::Runtime;
+use crate::store::ProposalState;
 use agents_core::Principal;
 use serde_json::Value;
 
@@ -39,6 +40,7 @@ impl Runtime {
                 risk: detail_str(&p, detail::RISK).to_owned(),
                 decider_arguments: DeciderView::new(p.detail.get(detail::ARGUMENTS).cloned().unwrap_or(Value::Null)),
                 proposed_at: detail_str(&p, detail::PROPOSED_AT).to_owned(),
+                acknowledge: Some(detail_str(&p, detail::ACKNOWLEDGE).to_owned()).filter(|w| !w.is_empty()),
                 call_id: p.call_id,
                 run_id: p.run_id,
                 session_id: Some(p.session_id),
@@ -68,6 +70,12 @@ impl Runtime {
     /// other proposals made under the old authority. ([`Runtime::decide`], which does not wait,
     /// hands the verdict to the waiting call, whose approved action reads the principal again
     /// before it runs.)
+    ///
+    /// An approval of a proposal the application's policy asks a second confirmation of
+    /// ([`UntrustedPolicy::SecondConfirmation`](crate::untrusted::UntrustedPolicy::SecondConfirmation))
+    /// is its first approval: recorded (`first_approval`), it decides nothing and is answered
+    /// with [`DecisionError::AcknowledgementRequired`], whose acknowledgement
+    /// [`Runtime::acknowledge`] then takes (see [`crate::untrusted`]).
     pub async fn decide_async(
         &self,
         call_id: &str,
@@ -75,6 +83,36 @@ impl Runtime {
         verdict: Verdict,
         reason: Option<&str>,
     ) -> Result<(), DecisionError> {
+        let found = self.decidable(call_id, decider).await?;
+        let p = &found.proposal;
+        if verdict == Verdict::Approve
+            && let Some(ack) = first_approval_in_store(&self.inner, p).await?
+        {
+            return Err(DecisionError::AcknowledgementRequired(Box::new(ack)));
+        }
+        decide_in_store(&self.inner, p, verdict, reason).await
+    }
+
+    /// The second approval of a proposal that needs a second confirmation (see
+    /// [`crate::untrusted`]): `digest` must be the one the person's first approval was answered
+    /// with ([`DecisionError::AcknowledgementRequired`]); it is bound to this proposal, its
+    /// person and its warning, so another's is refused with
+    /// [`DecisionError::AcknowledgementMismatch`] and changes nothing. Accepted from the same
+    /// principal as [`Runtime::decide_async`], on any node sharing the state store and the
+    /// server key; the run's `confirmed` record then says the warning was acknowledged. (A
+    /// rejection needs no acknowledgement: decline with [`Runtime::decide_async`].)
+    pub async fn acknowledge(&self, call_id: &str, decider: &Principal, digest: &str) -> Result<(), DecisionError> {
+        let found = self.decidable(call_id, decider).await?;
+        if !acknowledged(&self.inner, &found.proposal, digest) {
+            tracing::warn!(call_id, decider = %decider.user_id, "an acknowledgement that does not match refused");
+            return Err(DecisionError::AcknowledgementMismatch(call_id.to_owned()));
+        }
+        decide_in_store(&self.inner, &found.proposal, Verdict::Approve, None).await
+    }
+
+    /// The stored proposal `call_id`, undecided, when `decider` may decide it: the run's own
+    /// user, organisation and role, under an authority that still holds.
+    async fn decidable(&self, call_id: &str, decider: &Principal) -> Result<ProposalState, DecisionError> {
         let not_pending = || DecisionError::NotPending(call_id.to_owned());
         let store = &self.inner.services.store;
         let found = store.proposal(call_id).await.map_err(unavailable)?.ok_or_else(not_pending)?;
@@ -104,6 +142,6 @@ impl Runtime {
         if found.verdict.is_some() {
             return Err(not_pending());
         }
-        decide_in_store(&self.inner, p, verdict, reason).await
+        Ok(found)
     }
 }

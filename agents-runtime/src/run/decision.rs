@@ -149,6 +149,24 @@ pub enum DecisionError {
     /// ended (`skipped`, with this reason). The text says what changed.
     #[error("{0}; the decision was not recorded and the proposal ended")]
     AuthorityChanged(String),
+    /// The first approval of a proposal that needs a second confirmation (see
+    /// [`crate::untrusted`]) is recorded; nothing ran. The person must approve again, this time
+    /// acknowledging the warning: [`Runtime::acknowledge`](super::Runtime::acknowledge) with the
+    /// digest given here.
+    #[error(
+        "the first approval of `{}` is recorded, and nothing ran: a value in it came from content the user did not \
+         write ({}). Approve it again acknowledging this warning, with its digest",
+        .0.call_id, .0.warning
+    )]
+    AcknowledgementRequired(Box<crate::untrusted::Acknowledgement>),
+    /// An acknowledgement that is not the one of this proposal, its person and its warning (or
+    /// of a proposal that needs none); nothing was decided.
+    #[error(
+        "the acknowledgement does not match the warning of `{0}` (it belongs to another proposal, another person or \
+         another warning, or the proposal needs none); nothing was decided. Approve the proposal first and acknowledge \
+         the warning its answer gives"
+    )]
+    AcknowledgementMismatch(String),
 }
 
 /// What a proposal's card says beyond the call itself: why a person is asked (a read that
@@ -160,6 +178,17 @@ pub(in crate::run) struct Card {
     pub(in crate::run) why: Option<String>,
     /// Every argument value's origin (`None` for a call the check did not assess).
     pub(in crate::run) origins: Option<crate::provenance::Provenance>,
+    /// The warning a second confirmation must acknowledge, when the application's policy asks
+    /// for one ([`crate::untrusted::UntrustedPolicy::SecondConfirmation`]).
+    pub(in crate::run) acknowledge: Option<String>,
+}
+
+impl Card {
+    /// The card of a call whose values `origins` holds, saying `why`; whether it needs a second
+    /// confirmation is settled when it is proposed (`Confirmation::new`).
+    pub(in crate::run) fn new(why: Option<String>, origins: Option<crate::provenance::Provenance>) -> Self {
+        Card { why, origins, acknowledge: None }
+    }
 }
 
 /// What a person is asked to decide.
@@ -192,6 +221,12 @@ pub struct ConfirmRequest {
     /// Where each argument value came from (see [`crate::provenance`]); `None` for a call
     /// the check did not assess.
     pub origins: Option<crate::provenance::Provenance>,
+    /// Set on the second request about a proposal under
+    /// [`UntrustedPolicy::SecondConfirmation`](crate::untrusted::UntrustedPolicy::SecondConfirmation),
+    /// made after the person's first approval: what they must now acknowledge. A [`Confirmer`]
+    /// answers [`Verdict::Approve`] to it only when the person affirmed the warning explicitly
+    /// (its [`phrase`](crate::untrusted::Acknowledgement::phrase)); `None` on a first request.
+    pub second_confirmation: Option<crate::untrusted::Acknowledgement>,
 }
 
 /// The arguments of a proposal as its decider sees them: the exact values the call will be

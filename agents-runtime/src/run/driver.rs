@@ -7,7 +7,7 @@ use super::context::{CallRef, RunCtx, announce_skill, availability};
 use super::conversation::{PendingProposal, digest_message, replay_within};
 use super::decision::REJECTED_MESSAGE;
 use super::gate::gate_call;
-use super::ledger::{Adopted, adopt, answer_waiting, drop_stale, resolve_turn};
+use super::ledger::{Adopted, adopt, answer_waiting, awaited_acknowledgement, drop_stale, reply_reason, resolve_turn};
 use super::outcome::RunStatus;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
@@ -198,6 +198,9 @@ impl<A: Registry> Turn<A> {
                 return;
             }
         };
+        if to == State::Confirmed && self.needs_second_confirmation(&p, class).await {
+            return;
+        }
         let status = if to == State::Confirmed { AuditStatus::Confirmed } else { AuditStatus::Rejected };
         let reason = format!("reply classified as {class:?}").to_lowercase();
         match answer_waiting(&ctx, &p.call_id, to, proposal_record(&ctx, &p, status, class), &reason).await {
@@ -235,6 +238,38 @@ impl<A: Registry> Turn<A> {
             }
             _ => self.system.push_str(&format!("\n\n{REJECTED_MESSAGE}")),
         }
+    }
+
+    /// A reply that approves a proposal the application's policy asks a second confirmation of
+    /// is its first approval only (`first_approval`): the proposal keeps waiting, for an
+    /// approval that acknowledges the warning through the decisions API, and the model is told
+    /// to say so. `true` when the reply decided nothing (so, too, when the store or the log
+    /// could not be asked).
+    async fn needs_second_confirmation(&mut self, p: &PendingProposal, class: Classification) -> bool {
+        let ctx = self.ctx.clone();
+        let ack = match awaited_acknowledgement(&ctx.inner, &p.call_id).await {
+            Ok(None) => return false,
+            Ok(Some(ack)) => ack,
+            Err(e) => {
+                tracing::warn!(error = %e, call_id = %p.call_id, "the pending proposal could not be looked up");
+                self.bind_tools = false;
+                self.system.push_str("\n\nThe user's answer to the pending action could not be recorded, so nothing was decided and nothing ran. Tell them, and ask them to answer again.");
+                return true;
+            }
+        };
+        let record = proposal_record(&ctx, p, AuditStatus::FirstApproval, class).reason(reply_reason(&ack));
+        self.bind_tools = false;
+        if ctx.audit(record).await.is_err() {
+            self.system.push_str("\n\nThe user's answer to the pending action could not be recorded, so nothing was decided and nothing ran. Tell them, and ask them to answer again.");
+            return true;
+        }
+        ctx.emit(|| Event::AcknowledgementRequired {
+            run_id: ctx.ids.run_id.to_string(),
+            call_id: p.call_id.clone(),
+            warning: ack.warning.clone(),
+        });
+        self.system.push_str(&format!("\n\nThe user approved the pending action ({}) once, but it did not run: the application asks a second confirmation because {}. A reply in this conversation cannot give it. Tell the user to check that warning and confirm the action a second time in the pending decisions, or to cancel it; it still waits.", p.title, ack.warning));
+        true
     }
 
     /// The model's answer to the skill-choice step: a declared skill becomes the run's (its

@@ -163,7 +163,8 @@ impl CallStatus {
             | AuditStatus::RunFinished
             | AuditStatus::Modified
             | AuditStatus::Notice
-            | AuditStatus::SkillChosen => {
+            | AuditStatus::SkillChosen
+            | AuditStatus::FirstApproval => {
                 return None;
             }
             // A kind of record this runtime does not write moves none of its calls.
@@ -614,7 +615,10 @@ mod tests {
                     calls += 1;
                     assert_eq!(serde_json::to_value(call).unwrap(), audit.as_str(), "{audit}");
                 }
-                None => assert!(matches!(audit, RunStarted | RunFinished | Modified | Notice | SkillChosen), "{audit}"),
+                None => assert!(
+                    matches!(audit, RunStarted | RunFinished | Modified | Notice | SkillChosen | FirstApproval),
+                    "{audit}"
+                ),
             }
         }
         assert_eq!(calls, 9);

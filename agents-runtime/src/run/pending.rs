@@ -57,6 +57,11 @@ pub struct PendingDecision {
     pub decider_arguments: DeciderView,
     /// When it was proposed (RFC 3339, UTC).
     pub proposed_at: String,
+    /// The warning a second confirmation must acknowledge, when the application's policy asks
+    /// one of this proposal (see [`crate::untrusted`]): a first approval runs nothing. Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acknowledge: Option<String>,
 }
 
 /// A fresh call id for a proposal: the runtime's own, unique per call (a provider's ids, such
@@ -80,6 +85,9 @@ pub(super) mod detail {
     pub(in crate::run) const ORIGINS: &str = "origins";
     /// Set on a proposal that waits in its session for the user's next message.
     pub(in crate::run) const CONVERSATIONAL: &str = "conversational";
+    /// The warning a second confirmation must acknowledge (see [`crate::untrusted`]); part of
+    /// the proposal's seal.
+    pub(in crate::run) const ACKNOWLEDGE: &str = "acknowledge";
 }
 
 /// A text field of a proposal's detail (empty when absent).
@@ -147,6 +155,7 @@ pub(super) fn detail_of(
         detail::ARGUMENTS: arguments,
         detail::SLOT: slot,
         detail::REQUEST: request_id,
+        detail::ACKNOWLEDGE: card.acknowledge,
     })
 }
 
@@ -171,7 +180,7 @@ pub(crate) mod seal {
             Some(subject) => format!("={subject}"),
             None => String::new(),
         };
-        tokens.mac(&[
+        let mut parts = vec![
             "proposal",
             &p.call_id,
             &p.run_id,
@@ -184,7 +193,27 @@ pub(crate) mod seal {
             detail_str(p, detail::MANIFEST),
             &p.tool,
             &p.args_mac,
-        ])
+        ];
+        // A proposal that needs a second confirmation seals its warning (rows without one keep
+        // the seal they always had).
+        let warning = detail_str(p, detail::ACKNOWLEDGE);
+        if !warning.is_empty() {
+            parts.extend(["acknowledge", warning]);
+        }
+        tokens.mac(&parts)
+    }
+
+    /// What a second confirmation of `p` must acknowledge, when it needs one: its warning and
+    /// the keyed digest of its seal and warning (see [`crate::untrusted::Acknowledgement`]).
+    pub(crate) fn acknowledgement(
+        tokens: &TokenStore,
+        p: &ProposalRecord,
+    ) -> Option<crate::untrusted::Acknowledgement> {
+        let warning = detail_str(p, detail::ACKNOWLEDGE);
+        (!warning.is_empty()).then(|| {
+            let digest = tokens.mac(&["acknowledged", &proposed(tokens, p), warning]);
+            crate::untrusted::Acknowledgement::new(&p.call_id, warning, digest)
+        })
     }
 
     /// The seal of a decided proposal: the proposal's, the verdict and its decider (the run's

@@ -60,6 +60,7 @@ mod run_proposals;
 mod run_records;
 mod run_redaction_fuzz;
 mod run_result;
+mod run_second_confirmation;
 mod run_sessions;
 mod run_skills;
 mod run_smoke;

@@ -20,6 +20,7 @@
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::SqliteSink;
 use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_calls, tool_outcomes};
+use agents_runtime::untrusted::UntrustedPolicy;
 use agents_runtime::{Agent, Principal, RoleMap, Runtime, agent, permissions, tool};
 use agents_service::{AuditReader, Console, DevAuthenticator, Person, Service, SqliteReader};
 use serde_json::{Value, json};
@@ -148,12 +149,21 @@ struct Served {
 
 /// The service with the console, over SQLite files in `dir`, on a free loopback port.
 async fn serve(dir: &Path) -> Served {
+    serve_under(dir, None).await
+}
+
+/// As [`serve`], with `policy` for a squad copied from content the user did not write.
+async fn serve_under(dir: &Path, policy: Option<UntrustedPolicy>) -> Served {
     let sink = Arc::new(SqliteSink::open(dir.join("audit.db")).expect("the audit log opens"));
     let store = agents_store::SqliteStore::open(dir.join("state.db")).expect("the state store opens");
     let roles = RoleMap::new()
         .role("clinician", ["athlete.read", "athlete.write", "portal.write"])
         .role("auditor", ["athlete.read"]);
-    let runtime = Runtime::builder(sink.clone(), Arc::new(model())).roles(roles).store(Arc::new(store)).build();
+    let mut builder = Runtime::builder(sink.clone(), Arc::new(model())).roles(roles).store(Arc::new(store));
+    if let Some(policy) = policy {
+        builder = builder.untrusted_argument_policy("move_athlete", "squad", policy);
+    }
+    let runtime = builder.build();
     let console = Console::dev_login(people());
     let auth = console.authenticator(Arc::new(DevAuthenticator::enabled()));
     let service = Service::builder(auth, sink, Arc::new(SqliteReader::new(dir.join("audit.db"))))
@@ -273,6 +283,37 @@ async fn the_console_in_a_real_browser() {
     for shot in
         ["01-login", "02-proposal-card", "04b-change-asked", "05-after-reload", "09-reviewer", "08-phone", "11-report"]
     {
+        assert!(shots.join(format!("{shot}.png")).is_file(), "no screenshot {shot}");
+    }
+}
+
+/// The statuses of the records of `tool`, in order.
+fn statuses_of(reader: &SqliteReader, tool: &str) -> Vec<String> {
+    audit_lines(reader)
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["tool"] == tool)
+        .map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The policies for a value the model copied from a tool result, in the browser: refused, the
+/// proposal never becomes a card and the run says why; asked a second confirmation, one click
+/// on Approve runs nothing and opens a second dialog with the warning, whose "I checked" button
+/// alone runs the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_refuses_or_asks_twice_as_the_policy_says() {
+    let (refusing, confirming) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let refuse = serve_under(refusing.path(), Some(UntrustedPolicy::Refuse)).await;
+    let confirm = serve_under(confirming.path(), Some(UntrustedPolicy::SecondConfirmation)).await;
+    let shots = workspace_target().join("console-screenshots");
+    let args =
+        [format!("http://{}", refuse.base).into(), format!("http://{}", confirm.base).into(), shots.clone().into()];
+    let stdout = drive("the console's policies browser test", "policies.mjs", args).await;
+    assert!(stdout.contains("refused and confirmed twice"), "{stdout}");
+    assert_eq!(statuses_of(&refuse.reader, "move_athlete"), ["denied"]);
+    assert_eq!(statuses_of(&confirm.reader, "move_athlete"), ["proposed", "first_approval", "confirmed", "executed"]);
+    for shot in ["20-refused", "21-second-confirmation", "22-acknowledged"] {
         assert!(shots.join(format!("{shot}.png")).is_file(), "no screenshot {shot}");
     }
 }

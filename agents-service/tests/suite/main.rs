@@ -25,4 +25,5 @@ mod listener;
 mod mcp_http;
 mod org_scope;
 mod reread;
+mod second_confirmation;
 mod sqlite;

@@ -7,10 +7,9 @@
 //! and waits.
 
 use super::{Channel, Confirmation};
-use crate::BoxFuture;
 use crate::events::{Event, RunPhase};
 use crate::run::context::CallOutcome;
-use crate::run::decision::{ConfirmAnswer, Confirmer, Undecided};
+use crate::run::decision::{ConfirmAnswer, Confirmer, Undecided, Verdict};
 use crate::run::gate::checked::Checked;
 use crate::run::ledger::{Proposal, StoredProposal, Waited, register};
 use crate::run::pending::Heard;
@@ -47,9 +46,8 @@ async fn dialog<A: Registry, F: RecordOf>(
         Ok(waiting) => waiting,
         Err(refused) => return refused,
     };
-    let asked = confirmer.map(|c| c.confirm(proposal.request()));
     let since = std::time::Instant::now();
-    let waited = wait(&proposal, asked, &waiting.stored).await;
+    let waited = wait(&proposal, confirmer, &waiting.stored).await;
     Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since).await
 }
 
@@ -57,11 +55,13 @@ async fn dialog<A: Registry, F: RecordOf>(
 /// every exit, so a late decision finds nothing) and waits for it or the confirmer.
 async fn wait<A: Registry, F: RecordOf>(
     proposal: &Proposal<'_, A, F>,
-    asked: Option<BoxFuture<'static, ConfirmAnswer>>,
+    confirmer: Option<Arc<dyn Confirmer>>,
     stored: &StoredProposal,
 ) -> Waited {
     let Checked { ctx, call, .. } = &proposal.checked;
-    let Some((_registered, rx)) = register(ctx, call.id) else { return Waited::Answer(Err(Undecided::Stopped)) };
+    let asked = confirmer.map(|c| ask(proposal, c, stored));
+    let registered = register(ctx, call.id, proposal.needs_acknowledgement());
+    let Some((_registered, rx)) = registered else { return Waited::Answer(Err(Undecided::Stopped)) };
     ctx.emit(|| proposal.confirm_required());
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
     let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
@@ -69,8 +69,8 @@ async fn wait<A: Registry, F: RecordOf>(
     let decision = async move {
         // A confirmer without an answer leaves the decision to `decide` or the timeout.
         let from_confirmer = async move {
-            if let Some(f) = asked {
-                match f.await {
+            if let Some(asked) = asked {
+                match asked.await {
                     ConfirmAnswer::Decided(verdict) => {
                         return Ok(Heard { verdict, recorded: false, reason: None });
                     }
@@ -98,4 +98,28 @@ async fn wait<A: Registry, F: RecordOf>(
         Some(Err(_)) => Waited::TimedOut,
         None => Waited::Answer(Err(ctx.stop_reason.get().copied().unwrap_or(Undecided::Stopped))),
     }
+}
+
+/// Asks `confirmer` about the proposal: once, or, for a proposal that needs a second
+/// confirmation, twice: its first approval is recorded (`first_approval`) and only its answer
+/// to the second request, which carries the warning to acknowledge, decides.
+async fn ask<A: Registry, F: RecordOf>(
+    proposal: &Proposal<'_, A, F>,
+    confirmer: Arc<dyn Confirmer>,
+    stored: &StoredProposal,
+) -> ConfirmAnswer {
+    let first = confirmer.confirm(proposal.request()).await;
+    if !proposal.needs_acknowledgement() || first != ConfirmAnswer::Decided(Verdict::Approve) {
+        return first;
+    }
+    let Some(ack) = proposal.first_approval(stored.record()).await else {
+        // The first approval is not on record: nothing more is asked, nothing runs here.
+        return ConfirmAnswer::NoAnswer;
+    };
+    let Checked { ctx, call, .. } = &proposal.checked;
+    let (run_id, call_id, warning) = (ctx.ids.run_id.to_string(), call.id.to_owned(), ack.warning.clone());
+    ctx.emit(|| Event::AcknowledgementRequired { run_id, call_id, warning });
+    let mut second = proposal.request();
+    second.second_confirmation = Some(ack);
+    confirmer.confirm(second).await
 }

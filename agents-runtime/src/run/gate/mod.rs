@@ -128,7 +128,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
             Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
             // A read that carries a value copied from a tool result out: decided like an action.
             Handler::Read(run) if matches!(why, Some(_)) => {
-                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card { why, origins })).await
+                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card::new(why, origins))).await
             }
             Handler::Read(run) => {
                 // Only actions are approved, and only they keep their raw arguments; neither is
@@ -137,7 +137,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
                 await_in_place!(read::call(checked, shared_call_id.clone(), run, typed))
             }
             Handler::Action(run) => {
-                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card { why, origins })).await
+                Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card::new(why, origins))).await
             }
         }
     }

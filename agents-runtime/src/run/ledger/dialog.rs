@@ -35,9 +35,14 @@ pub(in crate::run) struct StoredProposal {
 }
 
 impl StoredProposal {
+    /// The proposal as stored.
+    pub(in crate::run) fn record(&self) -> &ProposalRecord {
+        &self.record
+    }
+
     /// Records a verdict heard from this node (the confirmer's answer, or `decide` on this
     /// node); when another decision got there first, that one (and its reason) holds.
-    async fn record(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
+    async fn record_verdict(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
         let p = &self.record;
         let (stored, sealed) = match verdict {
             Verdict::Approve => (crate::store::StoredVerdict::Approved, &self.sealed[0]),
@@ -90,7 +95,7 @@ impl StoredProposal {
     /// first (from any node) holds; a question that ended undecided withdraws the proposal.
     async fn arbitrate(&mut self, waited: Waited) -> Result<Waited, Unsettled> {
         match waited {
-            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match self.record(verdict).await {
+            Waited::Answer(Ok(Heard { verdict, recorded: false, .. })) => match self.record_verdict(verdict).await {
                 Ok((verdict, reason)) => Ok(Waited::Answer(Ok(Heard { verdict, recorded: true, reason }))),
                 Err(e) => {
                     self.withdraw("the decision could not be recorded").await.map_err(Unsettled::Unclaimed)?;
@@ -215,12 +220,14 @@ impl Drop for Registered<'_> {
 }
 
 /// Registers `call_id` of the run `ctx` for a decision made on this node by the run's own
-/// principal; the receiver hears it. `None` (the registration undone) when the proposal's
+/// principal (an approval only when the proposal needs no second confirmation,
+/// `acknowledge`); the receiver hears it. `None` (the registration undone) when the proposal's
 /// session ended: registered first, then looked at, so a session that ends from here on drops
 /// the registration, and one that ended before is seen now.
 pub(in crate::run) fn register<'a, A>(
     ctx: &'a RunCtx<A>,
     call_id: &'a str,
+    acknowledge: bool,
 ) -> Option<(Registered<'a>, oneshot::Receiver<Heard>)> {
     let (tx, rx) = oneshot::channel();
     let principal = &ctx.principal;
@@ -233,6 +240,7 @@ pub(in crate::run) fn register<'a, A>(
             session_id: ctx.ids.session_id.to_string(),
             run_id: ctx.ids.run_id.to_string(),
             tx,
+            acknowledge,
         },
     );
     let registered = Registered { decisions: &ctx.inner.live.decisions, call_id, run_id: ctx.ids.run_id.as_str() };
@@ -423,7 +431,15 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 return CallOutcome::err(format!("{e}; nothing ran"));
             }
         };
-        let reason = format!("approved by the user; token {}", token.id());
+        let reason = match &proposal.card.acknowledge {
+            Some(warning) => {
+                format!(
+                    "approved by the user a second time, acknowledging the warning ({warning}); token {}",
+                    token.id()
+                )
+            }
+            None => format!("approved by the user; token {}", token.id()),
+        };
         let confirmed = book
             .transition(session, call.id, State::Confirmed, None, || {
                 proposal.record_durable(AuditStatus::Confirmed, reason)

@@ -213,7 +213,13 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             description: self.description.clone(),
             why: self.card.why.clone(),
             origins: self.card.origins.clone(),
+            second_confirmation: None,
         }
+    }
+
+    /// Whether the application's policy asks a second confirmation of this proposal.
+    pub(in crate::run) fn needs_acknowledgement(&self) -> bool {
+        self.card.acknowledge.is_some()
     }
 }
 
@@ -224,9 +230,10 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         raw: Value,
         run: ActionFn,
         typed: ErasedArgs,
-        card: Card,
+        mut card: Card,
     ) -> Self {
         let spec = checked.spec;
+        card.acknowledge = checked.ctx.inner.settings.untrusted.acknowledgement(spec.name, card.origins.as_ref());
         let mut description = format!(
             "{}: `{}` with {}",
             spec.title.unwrap_or(spec.name),

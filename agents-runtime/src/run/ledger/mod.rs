@@ -16,6 +16,7 @@
 //! | propose, to the session (conversational) | [`Proposal::propose_to_session`] | `proposed`, the stored row, `skipped` (`superseded`) for the older undecided one, the book's entry |
 //! | end unasked (a direct session that cannot ask) | [`Proposal::skip_unasked`] | `skipped` |
 //! | adopt (a turn begins) | [`adopt`], [`drop_stale`] | the book's entry of the session's proposal, or its end as the store says (`rejected`; an approval's execution claimed) |
+//! | first approval (a proposal the policy asks a second confirmation of) | [`first_approval_in_store`] (the decisions API), [`Proposal::first_approval`] (a confirmer), the conversation's reply (`driver`) | `first_approval`; nothing in the store: the second approval must carry the acknowledgement ([`acknowledged`]) |
 //! | decide (a person's verdict) | [`Confirmation::settle_waited`] (heard here: recorded in the store, the first recorded holds), [`answer_waiting`] (the user's reply), [`decide_in_store`] (the decisions API, any node) | the store's verdict; `confirmed` (a reply) or `rejected` |
 //! | claim the execution | [`Confirmation::settle_waited`], [`claim_in_store`], [`carry_claimed`] | the store's claim, its seal checked first; the book's move to executing |
 //! | execute | [`Confirmation::settle_waited`], [`Confirmation::with_approval`], [`carry_claimed`] | `confirmed`, then the token redeemed for the exact arguments, the permission checked again, the run, `executed` or `failed` |
@@ -42,6 +43,7 @@
 //!   this node's server key gives it in its state (proposed, approved, claimed), and what runs
 //!   is the sealed row's tool and arguments.
 
+mod acknowledge;
 mod authority;
 mod carry;
 mod claim;
@@ -51,6 +53,7 @@ mod entry;
 mod orphan;
 mod waiting;
 
+pub(super) use acknowledge::{acknowledged, awaited_acknowledgement, first_approval_in_store, reply_reason};
 pub use carry::ResumedCall;
 pub(super) use carry::carry_claimed;
 pub(super) use claim::{ClaimHeartbeat, claim_in_store};

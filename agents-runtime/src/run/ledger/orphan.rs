@@ -225,7 +225,8 @@ pub(in crate::run) async fn decide_in_store(
 
 /// Hands `decider`'s verdict to a dialog call waiting on this node for it, which then records
 /// it in the state store (where a decision made first through another node holds). `None`
-/// when no call waits here under `call_id`; a decider other than the run's own principal
+/// when no call waits here under `call_id`, or when an approval of it must go through the
+/// decisions API (a proposal that needs a second confirmation); a decider other than the run's own principal
 /// (user, organisation and role) is refused and changes nothing.
 pub(in crate::run) fn hand_to_waiter(
     live: &Live,
@@ -238,6 +239,11 @@ pub(in crate::run) fn hand_to_waiter(
     if waiter.user_id != decider.user_id || waiter.org_id != decider.org_id || waiter.role != decider.role {
         tracing::warn!(call_id, decider = %decider.user_id, "decision from another principal refused");
         return Some(Err(DecisionError::NotYourRun));
+    }
+    // A second confirmation is asked through the decisions API, which records the first
+    // approval and checks the acknowledgement; an approval handed here would skip both.
+    if verdict == Verdict::Approve && waiter.acknowledge {
+        return None;
     }
     let waiter = decisions.remove(call_id).expect("checked above");
     Some(

@@ -72,6 +72,9 @@ pub(in crate::run) struct LocalWaiter {
     pub(in crate::run) session_id: String,
     pub(in crate::run) run_id: String,
     pub(in crate::run) tx: oneshot::Sender<Heard>,
+    /// The proposal needs a second confirmation: an approval handed here would skip it, so
+    /// approvals go through the decisions API (see [`crate::untrusted`]).
+    pub(in crate::run) acknowledge: bool,
 }
 
 /// The call ids whose stored proposal this node holds the claim of and owes the final record
