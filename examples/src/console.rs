@@ -5,6 +5,8 @@
 use agents_runtime::audit::{Appended, AuditRecord, AuditSink, AuditStatus};
 use agents_runtime::events::Event;
 use agents_runtime::provider::{Provider, RuleProvider, provider_from_env};
+use agents_runtime::run::DecisionError;
+use agents_runtime::{Principal, Runtime, Verdict};
 use serde_json::Value;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -188,6 +190,38 @@ pub fn canonical(v: &Value) -> String {
 /// the user did not write (the `why` of its confirm request), escaped for the terminal.
 pub fn warning_line(why: &str) -> String {
     format!("  │  ! check before deciding: {}", agents_runtime::agents_core::terminal::escape(why))
+}
+
+/// Sends a person's answer to a terminal card. When the application's policy asks a second
+/// confirmation of this proposal (a value in it came from content the user did not write;
+/// [`UntrustedPolicy::SecondConfirmation`](agents_runtime::untrusted::UntrustedPolicy::SecondConfirmation)),
+/// the runtime answers the first approval with the warning: a second card shows it, and
+/// `again` (the person's answer to that card) decides. Only an approval of the second card
+/// sends the acknowledgement the runtime bound to this proposal; anything else declines it.
+/// Returns the verdict that was sent.
+pub async fn send_verdict(
+    rt: &Runtime,
+    screen: &mut Screen<'_>,
+    who: &Principal,
+    call_id: &str,
+    verdict: Verdict,
+    again: impl AsyncFnOnce(&mut Screen<'_>) -> io::Result<Verdict>,
+) -> io::Result<Verdict> {
+    let ack = match rt.decide(call_id, who, verdict) {
+        Err(DecisionError::AcknowledgementRequired(ack)) => ack,
+        other => return other.map(|()| verdict).map_err(io::Error::other),
+    };
+    writeln!(screen.out, "  ┌─ Second confirmation")?;
+    writeln!(screen.out, "{}", warning_line(&ack.warning))?;
+    write!(screen.out, "  └─ {}? [y/N] ", agents_runtime::agents_core::terminal::escape(&ack.phrase()))?;
+    let second = again(screen).await?;
+    let sent = if second == Verdict::Approve {
+        rt.acknowledge(call_id, who, &ack.digest).await
+    } else {
+        rt.decide_async(call_id, who, Verdict::Reject, Some("declined at the second confirmation")).await
+    };
+    sent.map_err(io::Error::other)?;
+    Ok(second)
 }
 
 /// `v` as JSON, cut to `max` characters with an ellipsis.

@@ -2,7 +2,9 @@
 
 use super::store::Store;
 use super::{ADMIN, ATHLETE, COACH, DOCTOR, Kinetix, PHYSIO};
-use crate::console::{Screen, provider_or_offline, read_line, severe_failures, short, temp_audit_path, tokio_runtime};
+use crate::console::{
+    Screen, provider_or_offline, read_line, send_verdict, severe_failures, short, temp_audit_path, tokio_runtime,
+};
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, JsonlSink, verify_jsonl_file};
 use agents_runtime::events::Event;
@@ -176,13 +178,14 @@ async fn confirm(
     }
     write!(screen.out, "  └─ Approve? [y/N] ")?;
     let verdict = answer(screen, decider, &tool).await?;
-    writeln!(
-        screen.out,
-        "     {} by {}",
-        if verdict == Verdict::Approve { "approved" } else { "declined" },
-        who.user_id
-    )?;
-    rt.decide(&call_id, who, verdict).map_err(io::Error::other)
+    let said = |v: Verdict| if v == Verdict::Approve { "approved" } else { "declined" };
+    writeln!(screen.out, "     {} by {}", said(verdict), who.user_id)?;
+    let sent =
+        send_verdict(rt, screen, who, &call_id, verdict, async |s: &mut Screen<'_>| answer(s, decider, &tool).await);
+    if sent.await? != verdict {
+        writeln!(screen.out, "     declined at the second confirmation by {}", who.user_id)?;
+    }
+    Ok(())
 }
 
 /// The person's answer to the prompt about `tool`: scripted (and echoed), or typed.

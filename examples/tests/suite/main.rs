@@ -19,3 +19,4 @@ mod eval;
 mod helpdesk;
 mod kyc;
 mod manifest_baseline;
+mod second_card;
