@@ -79,6 +79,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     };
     let (knowledge, tracked) = super::knowledge::spec_tokens(&m.knowledge, &quote!(#rt::agents_core));
     let audit_values = Ident::new(&format!("{:?}", m.manifest.agent.audit_values), proc_macro2::Span::call_site());
+    let capabilities = super::capabilities::emit(m, rt);
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -111,6 +112,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
             fn tools() -> &'static [&'static #rt::ToolSpec] {
                 &[#(#spec_refs),*]
             }
+            #capabilities
         }
     }
 }

@@ -2,6 +2,7 @@
 //! produce exactly its `MANIFEST` bytes. The agents refused here are written by hand, as code
 //! that names the doc-hidden seals could write them; `agent!` cannot produce them.
 
+use agents_runtime::agents_core::compose::Capabilities;
 use agents_runtime::agents_core::seal;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::ScriptedProvider;
@@ -55,6 +56,7 @@ impl Agent for Forged {
     fn tools() -> &'static [&'static ToolSpec] {
         &[&<delete_user as agents_runtime::Tool>::SPEC]
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for Forged {
@@ -80,6 +82,7 @@ impl Agent for Swapped {
     fn tools() -> &'static [&'static ToolSpec] {
         <Helpdesk as Agent>::tools()
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for Swapped {
@@ -104,6 +107,7 @@ impl Agent for WrongHash {
     fn tools() -> &'static [&'static ToolSpec] {
         <Helpdesk as Agent>::tools()
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for WrongHash {
