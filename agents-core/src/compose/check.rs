@@ -36,12 +36,12 @@ impl<T> LoopsBack<T> for T {}
 
 /// `parallel([..], join = J, ...)`: `J` joins the members' output.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not join `{Item}`",
-    label = "the members give `{Item}`",
-    note = "set `type Item = {Item};` in the `Join` impl of `{Self}`"
+    message = "the join takes `{Self}` but the members give `{Item}`",
+    label = "this join's `Join::Item` is `{Self}`",
+    note = "set `type Item = {Item};` in the join's `Join` impl, or join members that give `{Self}`"
 )]
-pub trait JoinsItems<Item> {}
-impl<J: super::Join> JoinsItems<J::Item> for J {}
+pub trait JoinsItems<Item>: private::Same<Item> {}
+impl<T> JoinsItems<T> for T {}
 
 /// Checks `then`.
 pub const fn feeds<Out: Feeds<In>, In>() {}
@@ -50,7 +50,11 @@ pub const fn matches<T: Matches<Other>, Other>() {}
 /// Checks a loop's body.
 pub const fn loops_back<Out: LoopsBack<In>, In>() {}
 /// Checks a parallel node's join.
-pub const fn joins<J: JoinsItems<Item>, Item>() {}
+pub const fn joins<J: super::Join, Item>()
+where
+    J::Item: JoinsItems<Item>,
+{
+}
 /// Checks a branch's router.
 pub const fn routes<R: super::Route<In>, In>() {}
 /// Checks a loop's stop condition.

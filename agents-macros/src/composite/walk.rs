@@ -72,7 +72,8 @@ impl Walk {
     fn check(&mut self, span: Span, name: &str, args: [&TokenStream; 2]) {
         let (c, f) = (&self.compose, syn::Ident::new(name, span));
         let [a, b] = args;
-        self.checks.push(quote_spanned!(span=> #c::check::#f::<#a, #b>()));
+        // Every token on the user's: the error then points at the step, not the macro.
+        self.checks.push(respan(quote!(#c::check::#f::<#a, #b>()), span));
     }
 
     /// Walks one flow.
@@ -204,4 +205,21 @@ impl Walk {
 
 fn span_of(path: &Path) -> Span {
     syn::spanned::Spanned::span(path)
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(g) = &tree {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tree = proc_macro2::TokenTree::Group(group);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
