@@ -27,6 +27,7 @@
 //! assert!(MANIFEST.starts_with(r#"{"capabilities":{"actions":[],"handoffs":[],"permissions":["tickets.read"],"tools":["read_ticket"]}"#));
 //! ```
 
+pub mod baseline;
 #[doc(hidden)]
 pub mod check;
 mod flow;

@@ -218,7 +218,7 @@ fn every_combinator_is_a_node_and_a_nested_composite_is_one_node() {
     );
     assert!(has("parallel", "member", "count") && has("parallel", "member", "count-2"));
     assert_eq!(m["capabilities"]["handoffs"], json!(["escalate"]), "the nested composite's capabilities count");
-    assert_eq!(Short::stop(&"ok".to_owned()), true);
+    assert!(Short::stop(&"ok".to_owned()));
     assert_eq!(Trim::step(" a ".to_owned()), Ok("a".to_owned()));
     assert_eq!(Sum::join(vec![Ok(1), Ok(2)]), Ok(3));
 }
