@@ -41,7 +41,8 @@ pub trait Composite: Flow + crate::seal::DeclaredByCompositeMacro {
 }
 
 /// A branch's router written in the application's code: the id of the arm (its node id in
-/// the graph manifest) that takes `input`; `None`, or an id that is no arm, takes the default.
+/// the graph manifest) that takes `input`; `None`, or an id that is no arm, takes the default
+/// (see [`super::arm_for`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not route `{In}`",
     label = "a branch's router must implement `Route<{In}>` for the branch's input",

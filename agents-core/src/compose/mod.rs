@@ -32,11 +32,13 @@ pub mod baseline;
 pub mod check;
 mod flow;
 mod graph;
+mod route;
 mod summary;
 pub mod text;
 
 pub use flow::{Composite, Flow, Join, MemberResult, Route, Step, Stop};
 pub use graph::{Capabilities, Edge, EdgeKind, Graph, Node, NodeKind, OnFailure, Reach, Router};
+pub use route::arm_for;
 pub use summary::CapabilityLists;
 
 /// The canonical text of a composite manifest for a const [`Graph`] expression (no generic
