@@ -166,3 +166,105 @@ fn reach_is_the_most_dangerous_tier() {
     assert_eq!(Reach::of_tier(crate::Tier::Action), Reach::Action);
     assert_eq!(text::reaches(&GRAPH), Reach::Handoff);
 }
+
+mod generated {
+    //! Random graphs: the const writer's text is canonical JSON, its lists sorted, its union
+    //! the union, whatever the names (quotes, backslashes, control characters, any script).
+    use super::super::*;
+    use crate::constant::Writer;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn leak(s: String) -> &'static str {
+        Box::leak(s.into_boxed_str())
+    }
+
+    fn leak_list(v: Vec<String>) -> &'static [&'static str] {
+        Box::leak(v.into_iter().map(leak).collect::<Vec<_>>().into_boxed_slice())
+    }
+
+    fn write(graph: &Graph) -> String {
+        let mut counter = Writer::new(&mut []);
+        text::write(&mut counter, graph);
+        let mut bytes = vec![0u8; counter.len()];
+        let mut w = Writer::new(&mut bytes);
+        text::write(&mut w, graph);
+        w.finish();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof!["[a-z_.]{1,8}", "\\PC{1,6}", "[\"\\\\\\x00-\\x1f]{1,4}"]
+    }
+
+    fn caps() -> impl Strategy<Value = Capabilities> {
+        proptest::collection::vec(proptest::collection::vec(name(), 0..4), 4).prop_map(|mut lists| Capabilities {
+            tools: leak_list(lists.pop().unwrap()),
+            permissions: leak_list(lists.pop().unwrap()),
+            handoffs: leak_list(lists.pop().unwrap()),
+            actions: leak_list(lists.pop().unwrap()),
+            reaches: Reach::Read,
+        })
+    }
+
+    fn graph() -> impl Strategy<Value = Graph> {
+        (proptest::collection::btree_set(name(), 1..6), proptest::collection::vec(caps(), 6), name())
+            .prop_flat_map(|(ids, caps, description)| {
+                let ids: Vec<String> = ids.into_iter().collect();
+                let n = ids.len();
+                let edges = proptest::collection::btree_set((0..n, 0..n, 0..3usize), 0..6);
+                (Just(ids), Just(caps), Just(description), edges)
+            })
+            .prop_map(|(ids, caps, description, edges)| {
+                let ids: Vec<&'static str> = ids.into_iter().map(leak).collect();
+                let nodes: Vec<Node> = ids
+                    .iter()
+                    .zip(caps)
+                    .map(|(id, capabilities)| Node {
+                        id,
+                        kind: NodeKind::Agent { agent: id, manifest_sha256: "00", capabilities },
+                    })
+                    .collect();
+                let kinds = [EdgeKind::Then, EdgeKind::Arm, EdgeKind::Member];
+                let edges: Vec<Edge> =
+                    edges.into_iter().map(|(f, t, k)| Edge { from: ids[f], to: ids[t], kind: kinds[k] }).collect();
+                Graph {
+                    name: "random",
+                    description: leak(description),
+                    input: "In",
+                    output: "Out",
+                    entry: ids[0],
+                    nodes: Box::leak(nodes.into_boxed_slice()),
+                    edges: Box::leak(edges.into_boxed_slice()),
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn the_text_is_canonical_sorted_and_the_union_is_the_union(graph in graph()) {
+            let text = write(&graph);
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(crate::canonical::to_string(&value), text.clone());
+            prop_assert_eq!(value["composite"]["description"].as_str(), Some(graph.description));
+            let ids: Vec<&str> = value["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+            let sorted: BTreeSet<&str> = graph.nodes.iter().map(|n| n.id).collect();
+            prop_assert_eq!(ids, sorted.into_iter().collect::<Vec<_>>());
+            let edges: Vec<(String, String, String)> = value["edges"].as_array().unwrap().iter()
+                .map(|e| (e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into(), e["kind"].as_str().unwrap().into()))
+                .collect();
+            let mut expected: Vec<(String, String, String)> =
+                graph.edges.iter().map(|e| (e.from.into(), e.to.into(), e.kind.as_str().into())).collect();
+            expected.sort();
+            prop_assert_eq!(edges, expected);
+            for (key, pick) in [("actions", 0), ("handoffs", 1), ("permissions", 2), ("tools", 3)] {
+                let union: BTreeSet<&str> = graph.nodes.iter().flat_map(|n| match n.kind {
+                    NodeKind::Agent { capabilities: c, .. } => [c.actions, c.handoffs, c.permissions, c.tools][pick].to_vec(),
+                    _ => Vec::new(),
+                }).collect();
+                let written: Vec<&str> = value["capabilities"][key].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+                prop_assert_eq!(written, union.into_iter().collect::<Vec<_>>());
+            }
+        }
+    }
+}
