@@ -23,7 +23,7 @@ impl<A: Agent> Flow for A {
     type Input = A::Input;
     type Output = A::Output;
     const NODE: NodeKind =
-        NodeKind::Agent { agent: A::SPEC.name, manifest_sha256: A::MANIFEST_SHA256, capabilities: A::CAPABILITIES };
+        NodeKind::AgentNode { agent: A::SPEC.name, manifest_sha256: A::MANIFEST_SHA256, capabilities: A::CAPABILITIES };
 }
 
 /// Agents joined by typed combinators: declared with `composite!`, which writes its graph,

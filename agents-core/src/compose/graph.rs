@@ -114,11 +114,12 @@ pub enum OnFailure {
     Collect,
 }
 
-/// What a node is.
+/// What a node is. (`AgentNode`, not `Agent`: a second item named `Agent` would make the
+/// compiler print the trait's full path in every message that names it.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeKind {
     /// An agent declared with `agent!`.
-    Agent {
+    AgentNode {
         /// Its name (`Agent::SPEC.name`).
         agent: &'static str,
         /// Its `MANIFEST_SHA256`.
@@ -127,7 +128,7 @@ pub enum NodeKind {
         capabilities: Capabilities,
     },
     /// A composite used as one node of another.
-    Composite {
+    CompositeNode {
         /// Its name.
         composite: &'static str,
         /// Its `MANIFEST_SHA256`.
@@ -168,8 +169,8 @@ impl NodeKind {
     /// The `kind` written in the manifest.
     pub const fn as_str(&self) -> &'static str {
         match self {
-            NodeKind::Agent { .. } => "agent",
-            NodeKind::Composite { .. } => "composite",
+            NodeKind::AgentNode { .. } => "agent",
+            NodeKind::CompositeNode { .. } => "composite",
             NodeKind::Branch { .. } => "branch",
             NodeKind::Loop { .. } => "loop",
             NodeKind::Parallel { .. } => "parallel",

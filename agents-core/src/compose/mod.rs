@@ -18,7 +18,7 @@
 //!     name: "helpdesk", description: "Triage, then one specialist.",
 //!     input: "Ticket", output: "Answer", entry: "triage",
 //!     nodes: &[
-//!         Node { id: "triage", kind: NodeKind::Agent { agent: "triage", manifest_sha256: "ab", capabilities: TRIAGE } },
+//!         Node { id: "triage", kind: NodeKind::AgentNode { agent: "triage", manifest_sha256: "ab", capabilities: TRIAGE } },
 //!         Node { id: "route", kind: NodeKind::Branch { router: Router::Code } },
 //!     ],
 //!     edges: &[Edge { from: "triage", to: "route", kind: EdgeKind::Then }],

@@ -12,7 +12,7 @@ use crate::constant::eq;
 /// ```
 /// use agents_core::compose::{Capabilities, Edge, EdgeKind, Graph, Node, NodeKind, Router, arm_for};
 /// const fn agent(id: &'static str) -> Node {
-///     Node { id, kind: NodeKind::Agent { agent: id, manifest_sha256: "", capabilities: Capabilities::NONE } }
+///     Node { id, kind: NodeKind::AgentNode { agent: id, manifest_sha256: "", capabilities: Capabilities::NONE } }
 /// }
 /// const GRAPH: Graph = Graph {
 ///     name: "desk", description: "", input: "String", output: "String", entry: "branch",
@@ -44,7 +44,7 @@ mod tests {
     use crate::compose::{Capabilities, Edge, Node, NodeKind, Router};
 
     const fn agent(id: &'static str) -> Node {
-        Node { id, kind: NodeKind::Agent { agent: id, manifest_sha256: "", capabilities: Capabilities::NONE } }
+        Node { id, kind: NodeKind::AgentNode { agent: id, manifest_sha256: "", capabilities: Capabilities::NONE } }
     }
 
     const GRAPH: Graph = Graph {

@@ -17,7 +17,7 @@ const REVIEW: Capabilities = Capabilities {
 };
 
 const fn agent(id: &'static str, sha: &'static str, capabilities: Capabilities) -> Node {
-    Node { id, kind: NodeKind::Agent { agent: id, manifest_sha256: sha, capabilities } }
+    Node { id, kind: NodeKind::AgentNode { agent: id, manifest_sha256: sha, capabilities } }
 }
 
 const NODES: &[Node] = &[
@@ -84,7 +84,7 @@ fn every_combinator_node_is_written_canonically() {
             Node { id: "guard", kind: NodeKind::Wrap { steps: &["redact", "check"] } },
             Node {
                 id: "nested",
-                kind: NodeKind::Composite { composite: "inner", manifest_sha256: "44", graph: &INNER },
+                kind: NodeKind::CompositeNode { composite: "inner", manifest_sha256: "44", graph: &INNER },
             },
             NODES[0],
         ],
@@ -222,7 +222,7 @@ mod generated {
                     .zip(caps)
                     .map(|(id, capabilities)| Node {
                         id,
-                        kind: NodeKind::Agent { agent: id, manifest_sha256: "00", capabilities },
+                        kind: NodeKind::AgentNode { agent: id, manifest_sha256: "00", capabilities },
                     })
                     .collect();
                 let kinds = [EdgeKind::Then, EdgeKind::Arm, EdgeKind::Member];
@@ -259,7 +259,7 @@ mod generated {
             prop_assert_eq!(edges, expected);
             for (key, pick) in [("actions", 0), ("handoffs", 1), ("permissions", 2), ("tools", 3)] {
                 let union: BTreeSet<&str> = graph.nodes.iter().flat_map(|n| match n.kind {
-                    NodeKind::Agent { capabilities: c, .. } => [c.actions, c.handoffs, c.permissions, c.tools][pick].to_vec(),
+                    NodeKind::AgentNode { capabilities: c, .. } => [c.actions, c.handoffs, c.permissions, c.tools][pick].to_vec(),
                     _ => Vec::new(),
                 }).collect();
                 let written: Vec<&str> = value["capabilities"][key].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();

@@ -83,8 +83,8 @@ pub const fn reaches(graph: &Graph) -> Reach {
     let mut i = 0;
     while i < graph.nodes.len() {
         reach = match graph.nodes[i].kind {
-            NodeKind::Agent { capabilities, .. } => reach.max(capabilities.reaches),
-            NodeKind::Composite { graph: inner, .. } => reach.max(reaches(inner)),
+            NodeKind::AgentNode { capabilities, .. } => reach.max(capabilities.reaches),
+            NodeKind::CompositeNode { graph: inner, .. } => reach.max(reaches(inner)),
             _ => reach,
         };
         i += 1;
@@ -147,8 +147,8 @@ const fn smallest_after(graph: &Graph, list: List, last: Option<&str>) -> Option
     let mut i = 0;
     while i < graph.nodes.len() {
         let found = match graph.nodes[i].kind {
-            NodeKind::Agent { capabilities, .. } => smallest_in(capabilities.list(list), last),
-            NodeKind::Composite { graph: inner, .. } => smallest_after(inner, list, last),
+            NodeKind::AgentNode { capabilities, .. } => smallest_in(capabilities.list(list), last),
+            NodeKind::CompositeNode { graph: inner, .. } => smallest_after(inner, list, last),
             _ => None,
         };
         best = smaller(best, found);
@@ -220,10 +220,10 @@ const fn nodes(w: &mut Writer<'_>, graph: &Graph) {
 const fn node_text(w: &mut Writer<'_>, node: &Node) {
     w.raw("{");
     match node.kind {
-        NodeKind::Agent { agent, manifest_sha256, capabilities } => {
+        NodeKind::AgentNode { agent, manifest_sha256, capabilities } => {
             leaf(w, node, "agent", agent, manifest_sha256, capabilities.reaches, &Source::Agent(capabilities))
         }
-        NodeKind::Composite { composite, manifest_sha256, graph } => {
+        NodeKind::CompositeNode { composite, manifest_sha256, graph } => {
             leaf(w, node, "composite", composite, manifest_sha256, reaches(graph), &Source::Graph(graph))
         }
         NodeKind::Branch { router } => {

@@ -95,7 +95,7 @@ fn impls(d: &Declared, walk: &Walk, root: &walk::Part, rt: &TokenStream) -> Toke
         impl #c::Flow for #ident {
             type Input = #input;
             type Output = #output;
-            const NODE: #c::NodeKind = #c::NodeKind::Composite {
+            const NODE: #c::NodeKind = #c::NodeKind::CompositeNode {
                 composite: #name,
                 manifest_sha256: <#ident as #c::Composite>::MANIFEST_SHA256,
                 graph: &<#ident as #c::Composite>::GRAPH,
