@@ -109,6 +109,11 @@ pub trait Agent: crate::seal::DeclaredByAgentMacro + Send + Sync + 'static {
     fn tool_spec(name: &str) -> Option<&'static ToolSpec> {
         Self::tool_index(name).map(|i| Self::tools()[i])
     }
+    /// What the agent can reach, in a few names (its action and handoff tools, its
+    /// permissions, all its tools, its most dangerous tier): what a composite's graph manifest
+    /// names for it beside its `MANIFEST_SHA256`. Computed by `agent!` from the manifest
+    /// ([`crate::compose::CapabilityLists::of`]).
+    const CAPABILITIES: crate::compose::Capabilities;
 }
 
 impl AgentSpec {

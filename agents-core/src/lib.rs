@@ -6,6 +6,8 @@ pub mod audit;
 pub mod baseline;
 pub mod budget;
 pub mod canonical;
+pub mod compose;
+pub mod constant;
 pub mod diff;
 pub mod expose;
 pub mod graph;

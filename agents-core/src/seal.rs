@@ -77,3 +77,20 @@ pub trait HandoffByToolMacro {}
     note = "a tool's handler is its own body, run by the runtime; if `{Self}` invokes tools `{A}` does not grant, add them to the agent's `tools`"
 )]
 pub trait DispatchedByToolMacro<A> {}
+
+/// Seal of `compose::Flow`: implemented for every agent and, by `composite!`, for each
+/// composite.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is neither an agent nor a composite",
+    label = "not an agent (`agent!`) or a composite (`composite!`)",
+    note = "a composite's nodes are agents declared with `agent!` and composites declared with `composite!`"
+)]
+pub trait DeclaredFlow {}
+
+/// Seal of `compose::Composite`: implemented only by `composite!`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not declared with `composite!`",
+    label = "a hand-written composite: its graph manifest would not be the nodes that run",
+    note = "declare it with `composite! {{ /// what it is for\n pub struct {Self}: Input -> Output = then(A, B); }}`: it writes the graph, its manifest and the type checks from one source"
+)]
+pub trait DeclaredByCompositeMacro {}

@@ -112,6 +112,7 @@
 
 mod agent;
 mod chain;
+mod composite;
 mod context;
 mod crate_path;
 mod import;
@@ -711,6 +712,29 @@ pub fn permissions(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn mcp_import(input: TokenStream) -> TokenStream {
     import::expand(input.into()).into()
+}
+
+/// Declares a composite: agents (and other composites) joined by typed combinators, with its
+/// graph manifest as a const.
+///
+/// ```ignore
+/// composite! {
+///     /// Intake, then a review, then a decision or a person.
+///     pub struct KycPipeline: RawRequest -> ApprovalDecision =
+///         then(Intake, Reviewer, branch(Triage, [AutoDecision], default = HumanReview));
+/// }
+/// ```
+///
+/// Combinators: `then(a, b, ...)` (each output is the next input); `branch(Router | model,
+/// [arm, ...], default = d)` (one arm; `Router` implements `Route<In>`, an unknown choice
+/// takes `d`); `loop(body, max = N, until = Stop)` (no `max`, no loop); `parallel([m, ...],
+/// join = J, on_failure = fail_fast | collect)`; `forum([m, ...], moderator = m, rounds = N)`
+/// (the moderator takes the members' answers as a `Vec`); `wrap(inner, before = [Step, ...],
+/// after = [Step, ...])`. Each join of two types that differ is a compile error that names
+/// both. The reference is `agents_runtime::composite!`.
+#[proc_macro]
+pub fn composite(input: TokenStream) -> TokenStream {
+    composite::expand(input.into()).into()
 }
 
 #[doc(hidden)]

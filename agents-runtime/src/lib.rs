@@ -183,6 +183,72 @@ pub use agents_macros::tool;
 /// ```
 pub use agents_macros::agent;
 
+/// Agents joined by typed combinators into one composite, with one graph manifest (compiled
+/// and run as a doctest). The composite's `MANIFEST` names each node by its name, its
+/// `MANIFEST_SHA256` and its capability summary, each edge by its kind, and the union of the
+/// nodes' capabilities (see [`agents_core::compose`]).
+///
+/// ```
+/// use agents_runtime::agents_core::compose::{Composite, Route};
+/// use agents_runtime::{agent, composite};
+///
+/// agent! {
+///     /// Sorts a ticket.
+///     pub struct Triage;
+///     tools: [],
+/// }
+/// agent! {
+///     /// Answers billing questions.
+///     pub struct Billing;
+///     tools: [],
+/// }
+/// agent! {
+///     /// Answers anything else.
+///     pub struct General;
+///     tools: [],
+/// }
+///
+/// /// Sends a ticket that mentions an invoice to billing.
+/// pub struct ByTopic;
+/// impl Route<String> for ByTopic {
+///     fn route(input: &String) -> Option<&'static str> {
+///         input.contains("invoice").then_some("billing")
+///     }
+/// }
+///
+/// composite! {
+///     /// Triage, then one specialist.
+///     pub struct Helpdesk: String -> String =
+///         then(Triage, branch(ByTopic, [Billing], default = General));
+/// }
+///
+/// fn main() {
+///     let manifest: serde_json::Value = serde_json::from_str(Helpdesk::MANIFEST).unwrap();
+///     assert_eq!(manifest["composite"]["name"], "helpdesk");
+///     assert_eq!(manifest["nodes"].as_array().unwrap().len(), 4);
+///     assert_eq!(Helpdesk::MANIFEST_SHA256.len(), 64);
+///     assert_eq!(<Helpdesk as Composite>::GRAPH.entry, "triage");
+/// }
+/// ```
+///
+/// A join of two types that differ does not compile, and says which:
+///
+/// ```compile_fail
+/// use agents_runtime::{agent, composite};
+/// agent! {
+///     /// Counts words.
+///     pub struct Count;
+///     input: String,
+///     output: u64,
+///     tools: [],
+/// }
+/// composite! {
+///     /// Counts, then counts again: `u64` is not `String`.
+///     pub struct Twice: String -> u64 = then(Count, Count);
+/// }
+/// ```
+pub use agents_macros::composite;
+
 /// A permission is a type (compiled and run as a doctest; the reference follows).
 ///
 /// ```

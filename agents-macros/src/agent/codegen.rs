@@ -83,6 +83,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         let way = Ident::new(&format!("{e:?}"), proc_macro2::Span::call_site());
         quote!(#rt::agents_core::expose::McpExposure::#way)
     });
+    let capabilities = super::capabilities::emit(m, rt);
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -116,6 +117,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
             fn tools() -> &'static [&'static #rt::ToolSpec] {
                 &[#(#spec_refs),*]
             }
+            #capabilities
         }
     }
 }

@@ -5,6 +5,7 @@
 //! expensive to do; [`codegen`] emits the items.
 
 mod audit;
+mod capabilities;
 mod codegen;
 mod expose;
 mod knowledge;

@@ -106,7 +106,8 @@ pub struct RegistryMismatch {
 
 /// Checks that `A`'s registry is exactly what its `MANIFEST` states: the manifest rebuilt from
 /// the specs the registry runs (each entry's own spec, in `tools()` order, with its handler's
-/// tier) has the same bytes as `A::MANIFEST`, and `A::MANIFEST_SHA256` is their SHA-256.
+/// tier) has the same bytes as `A::MANIFEST`, `A::MANIFEST_SHA256` is their SHA-256, and
+/// `A::CAPABILITIES` is their capability summary.
 /// The runtime calls this once per agent type before the first run or direct session.
 pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     let refuse = |reason: String| Err(RegistryMismatch { agent: A::SPEC.name, reason });
@@ -135,10 +136,11 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if tools.windows(2).any(|w| w[0].name >= w[1].name) {
         return refuse("`tools()` is not sorted by name without duplicates".to_owned());
     }
-    let rebuilt = match agents_core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
-        Ok(m) => m.to_canonical_string(),
+    let manifest = match agents_core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
+        Ok(m) => m,
         Err(e) => return refuse(e.to_string()),
     };
+    let rebuilt = manifest.to_canonical_string();
     if rebuilt != A::MANIFEST {
         let at = rebuilt
             .bytes()
@@ -155,7 +157,20 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if agents_core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
         return refuse("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`".to_owned());
     }
+    if !summarises::<A>(&agents_core::compose::CapabilityLists::of(&manifest)) {
+        return refuse("`CAPABILITIES` is not the capability summary of `MANIFEST`".to_owned());
+    }
     Ok(())
+}
+
+/// Whether `A::CAPABILITIES` (what a composite's graph manifest names for `A`) is `lists`.
+fn summarises<A: Registry>(lists: &agents_core::compose::CapabilityLists) -> bool {
+    let c = A::CAPABILITIES;
+    lists.actions == c.actions
+        && lists.handoffs == c.handoffs
+        && lists.permissions == c.permissions
+        && lists.tools == c.tools
+        && lists.reach() == c.reaches
 }
 
 /// [`verify_registry`], remembered per agent type for the life of the process.

@@ -27,6 +27,7 @@ mod audit_jsonl;
 mod audit_keyed;
 mod audit_mutations;
 mod audit_sqlite;
+mod compose;
 mod decider_view;
 mod macros_basic;
 mod manifest_hash;

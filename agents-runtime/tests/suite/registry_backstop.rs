@@ -2,6 +2,7 @@
 //! produce exactly its `MANIFEST` bytes. The agents refused here are written by hand, as code
 //! that names the doc-hidden seals could write them; `agent!` cannot produce them.
 
+use agents_runtime::agents_core::compose::Capabilities;
 use agents_runtime::agents_core::seal;
 use agents_runtime::audit::MemorySink;
 use agents_runtime::provider::ScriptedProvider;
@@ -55,6 +56,7 @@ impl Agent for Forged {
     fn tools() -> &'static [&'static ToolSpec] {
         &[&<delete_user as agents_runtime::Tool>::SPEC]
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for Forged {
@@ -80,6 +82,7 @@ impl Agent for Swapped {
     fn tools() -> &'static [&'static ToolSpec] {
         <Helpdesk as Agent>::tools()
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for Swapped {
@@ -104,9 +107,36 @@ impl Agent for WrongHash {
     fn tools() -> &'static [&'static ToolSpec] {
         <Helpdesk as Agent>::tools()
     }
+    const CAPABILITIES: Capabilities = <Helpdesk as Agent>::CAPABILITIES;
 }
 
 impl Registry for WrongHash {
+    fn entry_at(index: usize) -> Option<RegisteredTool<Self>> {
+        (index == 0).then(RegisteredTool::of::<read_ticket>)
+    }
+}
+
+/// `Helpdesk` in every respect but its capability summary, which claims no tool: a composite's
+/// graph manifest would name it as reaching nothing.
+struct Understated;
+
+impl seal::DeclaredByAgentMacro for Understated {}
+impl seal::GrantedByAgentMacro<read_ticket> for Understated {}
+impl Grants<read_ticket> for Understated {}
+
+impl Agent for Understated {
+    type Input = String;
+    type Output = String;
+    const SPEC: AgentSpec = <Helpdesk as Agent>::SPEC;
+    const MANIFEST: &'static str = <Helpdesk as Agent>::MANIFEST;
+    const MANIFEST_SHA256: &'static str = <Helpdesk as Agent>::MANIFEST_SHA256;
+    fn tools() -> &'static [&'static ToolSpec] {
+        <Helpdesk as Agent>::tools()
+    }
+    const CAPABILITIES: Capabilities = Capabilities::NONE;
+}
+
+impl Registry for Understated {
     fn entry_at(index: usize) -> Option<RegisteredTool<Self>> {
         (index == 0).then(RegisteredTool::of::<read_ticket>)
     }
@@ -155,4 +185,11 @@ async fn an_entry_whose_handler_is_another_tools_is_refused() {
 async fn a_manifest_hash_that_is_not_the_manifests_is_refused() {
     let e = refusal(runtime().direct::<WrongHash>(admin(), "s-hash", None).await);
     assert!(e.reason.contains("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`"), "{e}");
+}
+
+#[tokio::test]
+async fn a_capability_summary_that_is_not_the_manifests_is_refused() {
+    let e = refusal(runtime().direct::<Understated>(admin(), "s-understated", None).await);
+    assert!(e.reason.contains("`CAPABILITIES` is not the capability summary of `MANIFEST`"), "{e}");
+    assert_eq!(<Helpdesk as Agent>::CAPABILITIES.tools, ["read_ticket"]);
 }

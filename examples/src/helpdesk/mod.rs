@@ -36,6 +36,7 @@ pub mod knowledge;
 pub mod recall;
 pub mod store;
 pub mod tools;
+pub mod triage;
 
 pub use app::main_with;
 

@@ -45,6 +45,7 @@
 //! run and writes its customer files there.
 
 pub mod app;
+pub mod pipeline;
 pub mod tools;
 pub mod vendor;
 

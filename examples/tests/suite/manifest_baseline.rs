@@ -1,10 +1,14 @@
-//! Each agent's manifest equals its committed baseline, byte for byte. When a capability
+//! Each agent's manifest and each composite's graph manifest equals its committed baseline,
+//! byte for byte. When a capability
 //! change is intended, rewrite the baselines with `AGENTS_BLESS=1 cargo test -p examples`
 //! and commit them with the code, so the reviewer sees both.
 
 use agents_runtime::agents_core::baseline::assert_baseline;
+use agents_runtime::agents_core::compose::baseline::assert_baseline as assert_graph_baseline;
 use examples::clinic::Kinetix;
 use examples::helpdesk::DeskLoop;
+use examples::helpdesk::triage::HelpdeskTriage;
+use examples::kyc::pipeline::{KycPanel, KycPipeline};
 
 #[test]
 fn clinic_manifest_matches_baseline() {
@@ -14,4 +18,37 @@ fn clinic_manifest_matches_baseline() {
 #[test]
 fn helpdesk_manifest_matches_baseline() {
     assert_baseline(DeskLoop::MANIFEST, concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/helpdesk.manifest.json"));
+}
+
+#[test]
+fn kyc_pipeline_graph_manifest_matches_baseline() {
+    assert_graph_baseline(
+        KycPipeline::MANIFEST,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/kyc-pipeline.composite.json"),
+    );
+}
+
+#[test]
+fn helpdesk_triage_graph_manifest_matches_baseline() {
+    assert_graph_baseline(
+        HelpdeskTriage::MANIFEST,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/helpdesk-triage.composite.json"),
+    );
+}
+
+#[test]
+fn kyc_panel_graph_manifest_matches_baseline() {
+    assert_graph_baseline(
+        KycPanel::MANIFEST,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/kyc-panel.composite.json"),
+    );
+}
+
+#[test]
+fn a_composite_names_each_agent_by_the_hash_of_its_committed_baseline() {
+    use agents_runtime::agents_core::canonical::sha256_hex;
+    let graph: serde_json::Value = serde_json::from_str(KycPipeline::MANIFEST).unwrap();
+    let reviewer = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "kyc-reviewer").unwrap();
+    let baseline = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/kyc.manifest.json")).unwrap();
+    assert_eq!(reviewer["manifest_sha256"], sha256_hex(&baseline));
 }

@@ -28,6 +28,8 @@ impl Agent for Forged {
     fn tools() -> &'static [&'static ToolSpec] {
         &[]
     }
+    const CAPABILITIES: agents_runtime::agents_core::compose::Capabilities =
+        agents_runtime::agents_core::compose::Capabilities::NONE;
 }
 
 fn main() {}

@@ -1,0 +1,225 @@
+//! From a flow as written to its graph (node ids, edges) and the type checks of each join:
+//! one walk, in the order the flow is written.
+
+use super::parse::{Flow, RouterInput};
+use crate::util::type_string;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use std::collections::BTreeMap;
+use syn::Path;
+
+/// What a walk gathers.
+pub(crate) struct Walk {
+    /// The path of `agents_core::compose`.
+    compose: TokenStream,
+    /// How many nodes start with each base id.
+    used: BTreeMap<String, u32>,
+    /// Each node: its id and its `NodeKind` expression.
+    pub(crate) nodes: Vec<(String, TokenStream)>,
+    /// Each edge: from, to, the `EdgeKind` variant.
+    pub(crate) edges: Vec<(String, String, &'static str)>,
+    /// Each check: a const call, spanned on the tokens it is about.
+    pub(crate) checks: Vec<TokenStream>,
+}
+
+/// A walked flow: where it starts and ends in the graph, and its types.
+pub(crate) struct Part {
+    pub(crate) entry: String,
+    pub(crate) exit: String,
+    pub(crate) input: TokenStream,
+    pub(crate) output: TokenStream,
+}
+
+/// `KycReviewer` → `kyc-reviewer`.
+pub(crate) fn kebab(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (i, c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if i > 0 && (prev_lower || (chars[i - 1].is_uppercase() && next_lower)) {
+                out.push('-');
+            }
+            out.extend(c.to_lowercase());
+        } else if *c == '_' {
+            out.push('-');
+        } else {
+            out.push(*c);
+        }
+    }
+    out
+}
+
+impl Walk {
+    pub(crate) fn new(compose: TokenStream) -> Self {
+        Walk { compose, used: BTreeMap::new(), nodes: Vec::new(), edges: Vec::new(), checks: Vec::new() }
+    }
+
+    /// A fresh node id: `base`, then `base-2`, `base-3`, ...
+    fn id(&mut self, base: &str) -> String {
+        let n = self.used.entry(base.to_owned()).or_insert(0);
+        *n += 1;
+        if *n == 1 { base.to_owned() } else { format!("{base}-{n}") }
+    }
+
+    fn node(&mut self, base: &str, kind: TokenStream) -> String {
+        let id = self.id(base);
+        self.nodes.push((id.clone(), kind));
+        id
+    }
+
+    fn check(&mut self, span: Span, name: &str, args: [&TokenStream; 2]) {
+        let (c, f) = (&self.compose, syn::Ident::new(name, span));
+        let [a, b] = args;
+        // Every token on the user's: the error then points at the step, not the macro.
+        self.checks.push(respan(quote!(#c::check::#f::<#a, #b>()), span));
+    }
+
+    /// Walks one flow.
+    pub(crate) fn flow(&mut self, flow: &Flow) -> Part {
+        let c = self.compose.clone();
+        match flow {
+            Flow::Leaf(path) => self.leaf(path),
+            Flow::Then(_, steps) => self.then(steps),
+            Flow::Branch { router, arms, default, .. } => self.branch(router, arms, default),
+            Flow::Loop { body, max, until, .. } => {
+                let id = self.node("loop", quote!(#c::NodeKind::Loop { max_iterations: #max }));
+                let body = self.flow(body);
+                self.edges.push((id.clone(), body.entry.clone(), "Body"));
+                self.check(flow.span(), "loops_back", [&body.output, &body.input]);
+                if let Some(until) = until {
+                    self.check(span_of(until), "stops", [&quote!(#until), &body.output]);
+                }
+                Part { entry: id.clone(), exit: id, input: body.input, output: body.output }
+            }
+            Flow::Parallel { members, join, collect, .. } => {
+                let policy = if *collect { quote!(Collect) } else { quote!(FailFast) };
+                let name = type_string(join);
+                let id = self.node(
+                    "parallel",
+                    quote!(#c::NodeKind::Parallel { join: #name, on_failure: #c::OnFailure::#policy }),
+                );
+                let first = self.members(&id, members);
+                self.check(span_of(join), "joins", [&quote!(#join), &first.output]);
+                let output = quote!(<#join as #c::Join>::Output);
+                Part { entry: id.clone(), exit: id, input: first.input, output }
+            }
+            Flow::Forum { members, moderator, rounds, .. } => {
+                let id = self.node("forum", quote!(#c::NodeKind::Forum { rounds: #rounds }));
+                let first = self.members(&id, members);
+                let m = self.flow(moderator);
+                self.edges.push((id.clone(), m.entry.clone(), "Moderator"));
+                let answers = &first.output;
+                self.check(moderator.span(), "feeds", [&quote!(::std::vec::Vec<#answers>), &m.input]);
+                Part { entry: id.clone(), exit: id, input: first.input, output: m.output }
+            }
+            Flow::Wrap { inner, before, after, .. } => self.wrap(inner, before, after),
+        }
+    }
+
+    fn leaf(&mut self, path: &Path) -> Part {
+        let c = &self.compose;
+        let last = path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let kind = quote_spanned!(span_of(path)=> <#path as #c::Flow>::NODE);
+        let (input, output) = (quote!(<#path as #c::Flow>::Input), quote!(<#path as #c::Flow>::Output));
+        let id = self.node(&kebab(&last), kind);
+        Part { entry: id.clone(), exit: id, input, output }
+    }
+
+    fn then(&mut self, steps: &[Flow]) -> Part {
+        let mut parts: Vec<Part> = Vec::new();
+        for step in steps {
+            let part = self.flow(step);
+            if let Some(before) = parts.last() {
+                self.edges.push((before.exit.clone(), part.entry.clone(), "Then"));
+                let before_out = before.output.clone();
+                self.check(step.span(), "feeds", [&before_out, &part.input]);
+            }
+            parts.push(part);
+        }
+        let last = parts.pop().expect("`then` has two steps or more");
+        let first = parts.into_iter().next().expect("`then` has two steps or more");
+        Part { entry: first.entry, exit: last.exit, input: first.input, output: last.output }
+    }
+
+    fn branch(&mut self, router: &RouterInput, arms: &[Flow], default: &Flow) -> Part {
+        let c = self.compose.clone();
+        let kind = match router {
+            RouterInput::Code(_) => quote!(Code),
+            RouterInput::Model => quote!(Model),
+        };
+        let id = self.node("branch", quote!(#c::NodeKind::Branch { router: #c::Router::#kind }));
+        let mut walked = Vec::new();
+        for arm in arms {
+            let part = self.flow(arm);
+            self.edges.push((id.clone(), part.entry.clone(), "Arm"));
+            walked.push((arm.span(), part));
+        }
+        let d = self.flow(default);
+        self.edges.push((id.clone(), d.entry.clone(), "Default"));
+        for (span, part) in &walked {
+            self.check(*span, "matches", [&part.input, &d.input]);
+            self.check(*span, "matches", [&part.output, &d.output]);
+        }
+        if let RouterInput::Code(path) = router {
+            self.check(span_of(path), "routes", [&quote!(#path), &d.input]);
+        }
+        Part { entry: id.clone(), exit: id, input: d.input, output: d.output }
+    }
+
+    /// Walks the members of a parallel node or a forum, checks that they match the first,
+    /// and returns the first.
+    fn members(&mut self, id: &str, members: &[Flow]) -> Part {
+        let mut first: Option<Part> = None;
+        for member in members {
+            let part = self.flow(member);
+            self.edges.push((id.to_owned(), part.entry.clone(), "Member"));
+            match &first {
+                None => first = Some(part),
+                Some(f) => {
+                    let (fi, fo) = (f.input.clone(), f.output.clone());
+                    self.check(member.span(), "matches", [&part.input, &fi]);
+                    self.check(member.span(), "matches", [&part.output, &fo]);
+                }
+            }
+        }
+        first.expect("two members or more")
+    }
+
+    fn wrap(&mut self, inner: &Flow, before: &[Path], after: &[Path]) -> Part {
+        let c = self.compose.clone();
+        let names = before.iter().chain(after).map(type_string);
+        let id = self.node("wrap", quote!(#c::NodeKind::Wrap { steps: &[#(#names),*] }));
+        let part = self.flow(inner);
+        self.edges.push((id.clone(), part.entry.clone(), "Inner"));
+        for step in before {
+            self.check(span_of(step), "steps", [&quote!(#step), &part.input]);
+        }
+        for step in after {
+            self.check(span_of(step), "steps", [&quote!(#step), &part.output]);
+        }
+        Part { entry: id.clone(), exit: id, input: part.input, output: part.output }
+    }
+}
+
+fn span_of(path: &Path) -> Span {
+    syn::spanned::Spanned::span(path)
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(g) = &tree {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tree = proc_macro2::TokenTree::Group(group);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
+}
