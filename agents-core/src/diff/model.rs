@@ -207,6 +207,8 @@ pub enum Rule {
     McpExposureAdded,
     /// The agent is no longer served over MCP in a way it was.
     McpExposureRemoved,
+    /// A composite's run starts at another node.
+    EntryChanged,
 }
 
 impl Rule {
@@ -286,6 +288,7 @@ impl Rule {
             Rule::McpEndpointChanged => "mcp_endpoint_changed",
             Rule::McpExposureAdded => "mcp_exposure_added",
             Rule::McpExposureRemoved => "mcp_exposure_removed",
+            Rule::EntryChanged => "entry_changed",
         }
     }
 }

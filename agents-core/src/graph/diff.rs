@@ -118,6 +118,10 @@ fn composite(old: &GraphManifest, new: &GraphManifest, at: &mut At<'_>) {
             at.push(ChangeKind::Neutral, rule, field, Some(x.clone()), Some(y.clone()), reason);
         }
     }
+    if a.entry != b.entry {
+        let reason = "a run starts at another node, and may reach what it could not from the old one".to_owned();
+        at.push(ChangeKind::Widening, Rule::EntryChanged, "composite.entry", a.entry.clone(), b.entry.clone(), reason);
+    }
 }
 
 /// Names added to / removed from the four lists (`prefix` before each field's name).

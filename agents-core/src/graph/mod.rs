@@ -78,6 +78,9 @@ pub struct CompositeEntry {
     pub input: String,
     /// The output type's name.
     pub output: String,
+    /// The id of the node a run starts at, when the manifest names it (`composite!` always
+    /// does).
+    pub entry: Option<String>,
 }
 
 /// Four sorted lists of names: an agent node's tools, and the composite's union of them.
@@ -192,7 +195,7 @@ pub enum NodeKind {
     },
     /// Runs its inner node inside guard steps.
     Wrap {
-        /// The steps' names, sorted.
+        /// The steps' names, in the order they run (before the inner node, then after it).
         steps: Vec<String>,
     },
 }
@@ -201,6 +204,7 @@ impl NodeKind {
     /// The kind's name in the format.
     pub const fn name(&self) -> &'static str {
         match self {
+            NodeKind::Agent(a) if a.is_composite => "composite",
             NodeKind::Agent(_) => "agent",
             NodeKind::Branch { .. } => "branch",
             NodeKind::Loop { .. } => "loop",
@@ -214,8 +218,11 @@ impl NodeKind {
 /// An agent node's fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentNode {
-    /// The agent's name.
+    /// The agent's name (a nested composite's, when [`AgentNode::is_composite`]).
     pub agent: String,
+    /// Whether the node is a composite nested in this one (`"kind":"composite"`, its name under
+    /// `"composite"` and its graph manifest's SHA-256 in `manifest_sha256`) rather than an agent.
+    pub is_composite: bool,
     /// Its permission manifest's SHA-256 (lowercase hex).
     pub manifest_sha256: String,
     /// The most dangerous tier among its tools (checked against `lists`).

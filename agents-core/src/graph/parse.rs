@@ -119,6 +119,10 @@ pub(super) fn parse(text: &str) -> Result<GraphManifest, GraphError> {
         description: c.str("description")?,
         input: c.str("input")?,
         output: c.str("output")?,
+        entry: match c.map.get("entry") {
+            Some(_) => Some(c.str("entry")?),
+            None => None,
+        },
     };
     c.done()?;
     let capabilities = lists(Obj::new("capabilities".into(), top.get("capabilities")?)?, true)?;
@@ -155,7 +159,8 @@ fn node(i: usize, v: &Value) -> Result<Node, GraphError> {
     let id = o.str("id")?;
     o.at = format!("nodes[{i}] (id `{id}`)");
     let kind = match o.str("kind")?.as_str() {
-        "agent" => agent_node(&mut o)?,
+        "agent" => agent_node(&mut o, false)?,
+        "composite" => agent_node(&mut o, true)?,
         "branch" => NodeKind::Branch {
             router: match o.str("router")?.as_str() {
                 "code" => Router::Code,
@@ -190,7 +195,7 @@ fn node(i: usize, v: &Value) -> Result<Node, GraphError> {
             return Err(invalid(
                 format!("{}.kind", o.at),
                 format!("unknown node kind `{other}`"),
-                "a node is one of agent, branch, loop, parallel, forum, wrap; read the file with the `agents` release that wrote it",
+                "a node is one of agent, composite, branch, loop, parallel, forum, wrap; read the file with the `agents` release that wrote it",
             ));
         }
     };
@@ -198,8 +203,8 @@ fn node(i: usize, v: &Value) -> Result<Node, GraphError> {
     Ok(Node { id, kind })
 }
 
-fn agent_node(o: &mut Obj<'_>) -> Result<NodeKind, GraphError> {
-    let agent = o.str("agent")?;
+fn agent_node(o: &mut Obj<'_>, is_composite: bool) -> Result<NodeKind, GraphError> {
+    let agent = o.str(if is_composite { "composite" } else { "agent" })?;
     let manifest_sha256 = o.str("manifest_sha256")?;
     let reaches = match o.str("reaches")?.as_str() {
         "none" => Reaches::None,
@@ -219,7 +224,7 @@ fn agent_node(o: &mut Obj<'_>) -> Result<NodeKind, GraphError> {
     for key in ["actions", "handoffs", "permissions", "tools"] {
         o.seen.insert(key);
     }
-    Ok(NodeKind::Agent(AgentNode { agent, manifest_sha256, reaches, lists }))
+    Ok(NodeKind::Agent(AgentNode { agent, is_composite, manifest_sha256, reaches, lists }))
 }
 
 fn edge(i: usize, v: &Value) -> Result<Edge, GraphError> {
@@ -268,6 +273,13 @@ pub(super) fn build(
         return Err(invalid(format!("edges ({})", w[0]), "the edge is listed twice", "list each edge once"));
     }
     let kinds: BTreeMap<&str, &NodeKind> = nodes.iter().map(|n| (n.id.as_str(), &n.kind)).collect();
+    if let Some(entry) = composite.entry.as_deref().filter(|e| !kinds.contains_key(e)) {
+        return Err(invalid(
+            "composite.entry",
+            format!("no node has the id `{entry}`"),
+            "name the node a run starts at, or regenerate the file from the composite's `MANIFEST` constant",
+        ));
+    }
     for e in &edges {
         check_edge(e, &kinds)?;
     }
@@ -306,8 +318,6 @@ fn check_node(n: &mut Node, union: &mut NameLists) -> Result<(), GraphError> {
             union.tools.extend(a.lists.tools.iter().cloned());
         }
         NodeKind::Wrap { steps } => {
-            steps.sort();
-            steps.dedup();
             if steps.is_empty() {
                 return Err(invalid(
                     format!("{at}.steps"),

@@ -1,6 +1,6 @@
 //! The canonical text of a graph manifest.
 
-use super::{FORMAT, GraphManifest, NameLists, Node, NodeKind, VERSION};
+use super::{CompositeEntry, FORMAT, GraphManifest, NameLists, Node, NodeKind, VERSION};
 use serde_json::{Map, Value, json};
 
 /// The canonical JSON text ([`crate::canonical`] rules: keys sorted, no whitespace).
@@ -8,13 +8,21 @@ pub(super) fn canonical(g: &GraphManifest) -> String {
     let c = &g.composite;
     let value = json!({
         "capabilities": lists(&g.capabilities),
-        "composite": {"description": c.description, "input": c.input, "name": c.name, "output": c.output},
+        "composite": composite(c),
         "edges": g.edges.iter().map(|e| json!({"from": e.from, "kind": e.kind.as_str(), "to": e.to})).collect::<Vec<_>>(),
         "format": FORMAT,
         "nodes": g.nodes.iter().map(node).collect::<Vec<_>>(),
         "version": VERSION,
     });
     crate::canonical::to_string(&value)
+}
+
+fn composite(c: &CompositeEntry) -> Value {
+    let mut m = json!({"description": c.description, "input": c.input, "name": c.name, "output": c.output});
+    if let Some(entry) = &c.entry {
+        m["entry"] = json!(entry);
+    }
+    m
 }
 
 fn lists(l: &NameLists) -> Map<String, Value> {
@@ -28,7 +36,7 @@ fn node(n: &Node) -> Value {
     match &n.kind {
         NodeKind::Agent(a) => {
             m.extend(lists(&a.lists));
-            m.insert("agent".into(), json!(a.agent));
+            m.insert(if a.is_composite { "composite" } else { "agent" }.into(), json!(a.agent));
             m.insert("manifest_sha256".into(), json!(a.manifest_sha256));
             m.insert("reaches".into(), json!(a.reaches.as_str()));
         }

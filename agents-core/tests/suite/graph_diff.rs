@@ -119,6 +119,7 @@ fn random_kind(r: &mut StdRng) -> NodeKind {
                 tools: pick(r, &["lookup", "search"]),
             };
             NodeKind::Agent(AgentNode {
+                is_composite: false,
                 agent: ["reviewer", "intake"][r.gen_range(0..2)].into(),
                 manifest_sha256: HASHES[r.gen_range(0..3)].into(),
                 reaches: lists.reaches(),
@@ -281,7 +282,13 @@ fn each_bound_and_guard_is_classified() {
 
 fn agent_graph(sha256: &str) -> GraphManifest {
     let lists = NameLists { actions: vec!["approve".into()], tools: vec!["approve".into()], ..NameLists::default() };
-    let node = AgentNode { agent: "reviewer".into(), manifest_sha256: sha256.into(), reaches: lists.reaches(), lists };
+    let node = AgentNode {
+        agent: "reviewer".into(),
+        is_composite: false,
+        manifest_sha256: sha256.into(),
+        reaches: lists.reaches(),
+        lists,
+    };
     GraphManifest::from_parts(
         CompositeEntry::default(),
         vec![Node { id: "review".into(), kind: NodeKind::Agent(node) }],

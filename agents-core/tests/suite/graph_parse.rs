@@ -115,7 +115,7 @@ fn an_unknown_node_kind_is_refused_with_where_and_what_to_do() {
     v["nodes"][0]["kind"] = json!("retry");
     let e = refused(&v);
     assert!(e.contains(r#"nodes[0] (id `again`).kind"#) && e.contains("unknown node kind `retry`"), "{e}");
-    assert!(e.contains("agent, branch, loop"), "{e}");
+    assert!(e.contains("agent, composite, branch, loop"), "{e}");
 }
 
 #[test]
@@ -215,4 +215,25 @@ fn a_zero_bound_and_an_empty_wrap_are_refused() {
     let mut v = kyc();
     v["nodes"][1]["steps"] = json!([]);
     assert!(refused(&v).contains("guards nothing"));
+}
+
+#[test]
+fn an_entry_that_names_no_node_is_refused() {
+    let mut v = kyc();
+    v["composite"]["entry"] = json!("nowhere");
+    let e = refused(&v);
+    assert!(e.contains("composite.entry") && e.contains("no node has the id `nowhere`"), "{e}");
+}
+
+#[test]
+fn a_nested_composite_node_reads_back_as_written() {
+    let mut v = kyc();
+    let nodes = v["nodes"].as_array_mut().unwrap();
+    let agent = nodes.iter_mut().find(|n| n["kind"] == "agent").expect("the fixture has an agent node");
+    agent["kind"] = json!("composite");
+    let name = agent.as_object_mut().unwrap().remove("agent").unwrap();
+    agent["composite"] = name;
+    let text = agents_core::canonical::to_string(&v);
+    let read = GraphManifest::parse(&text).expect("a nested composite node is read");
+    assert_eq!(read.to_canonical_string(), text);
 }
