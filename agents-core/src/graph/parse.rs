@@ -317,14 +317,12 @@ fn check_node(n: &mut Node, union: &mut NameLists) -> Result<(), GraphError> {
             union.permissions.extend(a.lists.permissions.iter().cloned());
             union.tools.extend(a.lists.tools.iter().cloned());
         }
-        NodeKind::Wrap { steps } => {
-            if steps.is_empty() {
-                return Err(invalid(
-                    format!("{at}.steps"),
-                    "a wrap with no steps guards nothing",
-                    "name its steps, or remove the wrap",
-                ));
-            }
+        NodeKind::Wrap { steps } if steps.is_empty() => {
+            return Err(invalid(
+                format!("{at}.steps"),
+                "a wrap with no steps guards nothing",
+                "name its steps, or remove the wrap",
+            ));
         }
         NodeKind::Loop { max_iterations: 0 } | NodeKind::Forum { rounds: 0 } => {
             return Err(invalid(at, "a bound of 0 runs nothing", "give a bound of at least 1"));
