@@ -43,6 +43,7 @@ agent! {
     /// Looks after accounts.
     pub struct Guard;
     tools: [read_mail, disable_account],
+    expose: { mcp: [http(auth = bearer)] },
 }
 
 /// The next elicitation request `call` asks with.
