@@ -76,8 +76,9 @@ pub const fn eq(a: &str, b: &str) -> bool {
 }
 
 /// A writer into a fixed buffer. Writing past the buffer's end only counts, so the same
-/// writing function first measures the text ([`Writer::counting`]) and then fills an array of
-/// exactly that length ([`Writer::new`], then [`Writer::finish`]).
+/// writing function first measures the text (a writer over an empty buffer, then
+/// [`Writer::len`]) and then fills an array of exactly that length ([`Writer::new`], then
+/// [`Writer::finish`]).
 #[derive(Debug)]
 pub struct Writer<'a> {
     out: &'a mut [u8],
