@@ -14,11 +14,9 @@
 //! }
 //! ```
 
-use super::text::FORMAT;
 use crate::baseline::{Mode, Outcome, write_atomically};
 use crate::canonical::sha256_hex;
-use serde_json::Value;
-use std::collections::BTreeSet;
+use crate::graph::{GraphManifest, NodeManifests};
 use std::path::{Path, PathBuf};
 
 /// Why a graph manifest did not pass its baseline.
@@ -91,8 +89,7 @@ pub fn check_with(manifest_text: &str, path: &Path, mode: Mode) -> Result<Outcom
     let Some(existing) = existing else {
         return Err(CompositeBaselineError::Missing { path: path.to_owned() });
     };
-    let old = std::str::from_utf8(&existing).ok().and_then(|t| serde_json::from_str::<Value>(t).ok());
-    let mut changes = old.map(|old| changes(&old, &current)).unwrap_or_else(|| vec!["the baseline is not JSON".into()]);
+    let mut changes = changes(&existing, &current);
     if changes.is_empty() {
         changes
             .push("no node, edge or capability changed: the file differs in its other fields or its formatting".into());
@@ -106,40 +103,36 @@ pub fn check_with(manifest_text: &str, path: &Path, mode: Mode) -> Result<Outcom
 }
 
 /// The manifest, refused unless it is canonical JSON of this format.
-fn parse(text: &str) -> Result<Value, CompositeBaselineError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| CompositeBaselineError::Invalid(e.to_string()))?;
-    if value["format"] != FORMAT {
-        return Err(CompositeBaselineError::Invalid(format!("its `format` is not \"{FORMAT}\"")));
-    }
-    if crate::canonical::to_string(&value) != text {
+/// The manifest, read by the reviewers' strict reader and refused unless canonical.
+fn parse(text: &str) -> Result<GraphManifest, CompositeBaselineError> {
+    let graph = GraphManifest::parse(text).map_err(|e| CompositeBaselineError::Invalid(e.to_string()))?;
+    if !graph.is_canonical_text(text.as_bytes()) {
         return Err(CompositeBaselineError::Invalid("the text is not canonical JSON".into()));
     }
-    Ok(value)
+    Ok(graph)
 }
 
-/// The nodes, edges and capability names added (`+`) or removed (`-`).
-fn changes(old: &Value, new: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let items = |v: &Value, key: &str| -> BTreeSet<String> {
-        v[key].as_array().map(|a| a.iter().map(crate::canonical::to_string).collect()).unwrap_or_default()
+/// What changed from the baseline, as `agents manifest diff` classifies it, one line each.
+fn changes(old: &[u8], new: &GraphManifest) -> Vec<String> {
+    let old = match std::str::from_utf8(old)
+        .map_err(|e| e.to_string())
+        .and_then(|t| GraphManifest::parse(t).map_err(|e| e.to_string()))
+    {
+        Ok(old) => old,
+        Err(e) => return vec![format!("the baseline is not a composite manifest this release reads: {e}")],
     };
-    let mut compare = |what: &str, before: BTreeSet<String>, after: BTreeSet<String>| {
-        out.extend(before.difference(&after).map(|i| format!("- {what} {}", crate::terminal::escape(i))));
-        out.extend(after.difference(&before).map(|i| format!("+ {what} {}", crate::terminal::escape(i))));
-    };
-    compare("node", items(old, "nodes"), items(new, "nodes"));
-    compare("edge", items(old, "edges"), items(new, "edges"));
-    for list in ["actions", "handoffs", "permissions", "tools"] {
-        compare(list, items(&old["capabilities"], list), items(&new["capabilities"], list));
+    let d = crate::graph::diff(&old, new, &NodeManifests::new());
+    if d.is_empty() {
+        return Vec::new();
     }
-    out
+    d.to_string().lines().map(|l| crate::terminal::escape(l).into_owned()).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const OLD: &str = r#"{"capabilities":{"actions":[],"handoffs":[],"permissions":[],"tools":[]},"composite":{"description":"d","entry":"a","input":"String","name":"n","output":"String"},"edges":[],"format":"agents.composite-manifest","nodes":[{"actions":[],"agent":"a","handoffs":[],"id":"a","kind":"agent","manifest_sha256":"11","permissions":[],"reaches":"none","tools":[]}],"version":1}"#;
+    const OLD: &str = r#"{"capabilities":{"actions":[],"handoffs":[],"permissions":[],"tools":[]},"composite":{"description":"d","entry":"a","input":"String","name":"n","output":"String"},"edges":[],"format":"agents.composite-manifest","nodes":[{"actions":[],"agent":"a","handoffs":[],"id":"a","kind":"agent","manifest_sha256":"1111111111111111111111111111111111111111111111111111111111111111","permissions":[],"reaches":"none","tools":[]}],"version":1}"#;
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("agents-composite-baseline-{}", std::process::id()));
@@ -161,13 +154,13 @@ mod tests {
     fn a_changed_node_hash_fails_and_names_the_node() {
         let path = temp("changed.json");
         std::fs::write(&path, OLD).unwrap();
-        let new = OLD.replace("\"11\"", "\"12\"");
+        let new = OLD.replace(&"1".repeat(64), &"2".repeat(64));
         let Err(CompositeBaselineError::Differs { changes, .. }) = check_with(&new, &path, Mode::Verify) else {
             panic!("a changed node passed");
         };
-        assert_eq!(changes.len(), 2, "{changes:?}");
-        assert!(changes[0].starts_with("- node") && changes[0].contains("\"11\""));
-        assert!(changes[1].starts_with("+ node") && changes[1].contains("\"12\""));
+        let shown = changes.join("\n");
+        assert!(shown.contains("node_manifest_changed") || shown.contains("node manifest"), "{shown}");
+        assert!(shown.contains(&"1".repeat(64)) && shown.contains(&"2".repeat(64)), "{shown}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), OLD, "verifying changes nothing");
     }
 
