@@ -94,31 +94,31 @@ impl Members {
     /// Seals in one pass, in the members' own text: the chain's members are spliced in where
     /// they go (`seq`, then `prev_hash`, then `epoch`, each moving only the text after it), the
     /// digest is fed the text around the place of `hash` (exactly the text the seal covers), and
-    /// the `hash` member is spliced in there. Returns the hex and the line.
-    fn seal(self, chain: Chain<'_>, key: Option<&EpochKey>) -> (String, String) {
+    /// the `hash` member is spliced in there. Returns the seal and the line.
+    fn seal(self, chain: Chain<'_>, key: Option<&EpochKey>) -> ([u8; 32], String) {
         thread_local! {
             static BITS: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
         let Members { text: mut line, cuts: [a, b, c] } = self;
-        let hex = BITS
+        let digest = BITS
             .try_with(|bits| match bits.try_borrow_mut() {
                 Ok(mut bits) => splice_chain(&mut line, &mut bits, [a, b, c], chain, key),
                 Err(_) => splice_chain(&mut line, &mut String::new(), [a, b, c], chain, key),
             })
             .unwrap_or_else(|_| splice_chain(&mut line, &mut String::new(), [a, b, c], chain, key));
-        (hex, line)
+        (digest, line)
     }
 }
 
 /// [`Members::seal`] in `line` (the members text, cut at `a`, `b`, `c`), with `bits` as room
-/// for each member it splices in; the seal's hex.
+/// for each member it splices in; the seal.
 fn splice_chain(
     line: &mut String,
     bits: &mut String,
     [a, b, c]: [usize; 3],
     chain: Chain<'_>,
     key: Option<&EpochKey>,
-) -> String {
+) -> [u8; 32] {
     // The line's own length plus the hash member, so no splice moves it elsewhere.
     line.reserve(chain.prev_hash.len() + 2 * 20 + 90);
     bits.clear();
@@ -147,11 +147,10 @@ fn splice_chain(
     crate::canonical::write_digest_hex(&digest, bits);
     bits.push('"');
     line.insert_str(hash_at, bits);
-    let hex = bits[",\"hash\":\"".len()..bits.len() - 1].to_owned();
     if bits.capacity() > BITS_KEPT {
         *bits = String::new();
     }
-    hex
+    digest
 }
 
 /// The largest buffer (bytes) a thread keeps for the chain members it splices in.
@@ -298,11 +297,13 @@ impl PreparedRecord {
     pub fn seal_with(self, seq: u64, prev_hash: &str, key: Option<&EpochKey>) -> (AuditRecord, String) {
         let PreparedRecord { mut record, members } = self;
         let epoch = key.map(EpochKey::epoch);
-        let (hash, line) = members.seal(Chain { seq, prev_hash, epoch }, key);
+        let (digest, line) = members.seal(Chain { seq, prev_hash, epoch }, key);
         record.seq = seq;
         record.epoch = epoch;
         prev_hash.clone_into(&mut record.prev_hash);
-        record.hash = hash;
+        // Written into the record's own text (a record built again in a spare one has room).
+        record.hash.clear();
+        crate::canonical::write_digest_hex(&digest, &mut record.hash);
         (record, line)
     }
 }

@@ -151,15 +151,25 @@ pub fn omit_args(args: &Value, mac: impl Fn(&[u8]) -> [u8; 32]) -> Value {
     if values_omitted(args) {
         return args.clone();
     }
-    let digest = |v: &Value| {
-        let mut text = String::from("value:");
+    // One buffer for every argument's `value:` text, grown once (each call's record has one).
+    let mut text = String::with_capacity(64);
+    let mut digest = |v: &Value| {
+        text.clear();
+        text.push_str("value:");
         crate::canonical::write_to(v, &mut text);
         let mut map = Map::new();
         map.insert(DIGEST_MEMBER.to_owned(), Value::String(crate::canonical::digest_hex(&mac(text.as_bytes()))));
         Value::Object(map)
     };
     match args {
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), digest(v))).collect()),
+        Value::Object(map) => {
+            // Inserted in the map's own (sorted) order: no list collected and sorted again.
+            let mut omitted = Map::new();
+            for (k, v) in map {
+                omitted.insert(k.clone(), digest(v));
+            }
+            Value::Object(omitted)
+        }
         Value::Null => Value::Null,
         other => {
             let mut map = Map::new();
