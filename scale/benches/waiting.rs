@@ -17,9 +17,10 @@
 //!   sent at a spread moment of the poll period), one after the other: the decision sent to node B (`POST
 //!   /v1/decisions/{id}`, as the run's person, who first lists it at B) to the action's
 //!   `executed` record durable (written by node A, whose waiting run hears of the decision
-//!   through the store), p50/p99/max, against the same decision sent to node A itself (the
-//!   baseline: the waiting run hears it at once), alternating; the nodes poll the store for
-//!   decisions every `--poll-ms` (the runtime's default, 500).
+//!   through the store: its notification, or node A's lookup of all its waiting calls),
+//!   p50/p99/max, against the same decision sent to node A itself (the baseline: the waiting
+//!   run hears it at once), alternating; each node looks up its waiting calls' decisions in
+//!   one query every `--poll-ms` (the runtime's default, 500).
 //!
 //! `--direct`: the runs are started on node A's runtime itself (`Runtime::start`, their
 //! handles kept), not through the service, to split the service's share of a waiting run

@@ -137,8 +137,10 @@
 //!   the decision comes through, the first one recorded holds), and run only by the node whose
 //!   claim of its execution the store grants. A call that ends undecided (timeout, stop, a
 //!   dropped caller) withdraws it, so a later decision runs nothing. A call waiting on one
-//!   node hears a decision made on another by looking in the store every
-//!   [`RuntimeBuilder::decision_poll`]; when its process is gone, [`Runtime::resume_orphaned`]
+//!   node hears a decision made on another at once when the store signals decisions
+//!   (PostgreSQL's notifications), and otherwise from the one lookup its runtime makes for all
+//!   its waiting calls every [`RuntimeBuilder::decision_poll`]; the row read back decides,
+//!   never the signal; when its process is gone, [`Runtime::resume_orphaned`]
 //!   carries the approved call out, exactly once;
 //! - the `proposed` record is durable before the person is asked, and every later step of
 //!   the proposal is recorded before it takes effect; a step whose record the log refuses

@@ -379,9 +379,12 @@ impl RuntimeBuilder {
         self.history_bytes = max;
         self
     }
-    /// How often a call waiting for a decision looks in the state store for one made through
-    /// another node (default [`DEFAULT_DECISION_POLL`]); a decision made through this runtime
-    /// reaches it at once.
+    /// How often this runtime looks in the state store, in one lookup for all the calls
+    /// waiting on it ([`Store::decided`](crate::store::Store::decided)), for decisions made
+    /// through another node (default [`DEFAULT_DECISION_POLL`]). A decision made through this
+    /// runtime reaches its call at once, and so does one made through another node when the
+    /// store signals decisions ([`Store::watch_decisions`](crate::store::Store::watch_decisions):
+    /// PostgreSQL does); the lookup is then the fallback for a lost signal.
     pub fn decision_poll(mut self, every: Duration) -> Self {
         self.decision_poll = every.max(Duration::from_millis(1));
         self

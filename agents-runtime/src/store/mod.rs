@@ -92,9 +92,11 @@
 //! [`crate::audit`]).
 
 mod memory;
+mod signal;
 mod sink;
 
 pub use memory::{MEMORY_SWEEP_EVERY, MemoryStore};
+pub use signal::{DECISION_SIGNALS_HELD, DecisionSignal};
 pub use sink::{STORE_MAX_BATCH, StoreAuditSink};
 
 use crate::BoxFuture;
@@ -415,6 +417,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// The proposal and its state.
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>>;
+
+    /// The proposals among `call_ids` that are decided, with their state, in any order (unknown
+    /// and undecided ids are left out): what a node looks up for all the calls waiting on it
+    /// at once. The default asks [`Store::proposal`] for each; a database answers in one query.
+    fn decided<'a>(&'a self, call_ids: &'a [String]) -> BoxFuture<'a, StoreResult<Vec<ProposalState>>> {
+        signal::decided_one_by_one(self, call_ids)
+    }
+
+    /// Signals of decisions as they are committed on any node sharing the store (see
+    /// [`DecisionSignal`]), for as long as the receiver is kept; `None` (the default) when the
+    /// store has none, and nodes then hear other nodes' decisions only by looking them up
+    /// ([`Store::decided`], every [`RuntimeBuilder::decision_poll`](crate::run::RuntimeBuilder::decision_poll)).
+    /// A runtime asks once and keeps the receiver. Called within a tokio runtime.
+    fn watch_decisions(&self) -> Option<tokio::sync::mpsc::Receiver<DecisionSignal>> {
+        None
+    }
 
     /// The undecided proposals of one user, oldest first (what a person still has to decide,
     /// whatever events they missed).

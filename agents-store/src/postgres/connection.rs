@@ -28,6 +28,15 @@ pub struct PostgresStore {
     /// The head of each audit stream as this node last left it: a guess, checked by the
     /// database on every append.
     pub(super) heads: Arc<Mutex<HashMap<String, Head>>>,
+    /// How the connection that hears decisions connects (see `listen`).
+    pub(super) listen: Arc<Listen>,
+}
+
+/// How the connection that hears decisions connects: the pool's configuration, and the first
+/// wait before it connects again once lost.
+pub(super) struct Listen {
+    pub(super) config: tokio_postgres::Config,
+    pub(super) retry: std::time::Duration,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -99,6 +108,7 @@ impl PostgresStore {
         let mut config: tokio_postgres::Config =
             conninfo.parse().map_err(|e| StoreError::Invalid(format!("PostgreSQL connection string: {e}")))?;
         settings.apply(&mut config)?;
+        let listen = Arc::new(Listen { config: config.clone(), retry: settings.listen_retry });
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(settings.max_connections.max(1))
@@ -108,7 +118,7 @@ impl PostgresStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(pg_error)?;
-        let store = PostgresStore { pool, heads: Arc::default() };
+        let store = PostgresStore { pool, heads: Arc::default(), listen };
         store.migrate().await?;
         Ok(store)
     }

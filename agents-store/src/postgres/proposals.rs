@@ -2,6 +2,7 @@
 //! by page, and pruned after their retention.
 
 use super::connection::{PostgresStore, is_unique_violation, outcome_unknown, pg_error};
+use super::listen::NOTIFY_DECIDED;
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{
@@ -110,15 +111,20 @@ pub(super) fn decide<'a>(
 ) -> BoxFuture<'a, StoreResult<DecideOutcome>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let n = client
-            .execute(
-                "UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now(), seal = $6 \
-                 WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL",
+        // The notification goes with the update, in its transaction: sent when it commits,
+        // never for a decision refused or rolled back.
+        let decided = client
+            .query(
+                &format!(
+                    "WITH decided AS (UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now(), seal = $6 \
+                     WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL RETURNING call_id) \
+                     {NOTIFY_DECIDED}"
+                ),
                 &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason, &seal],
             )
             .await
             .map_err(pg_error)?;
-        if n == 1 {
+        if decided.len() == 1 {
             return Ok(DecideOutcome::Recorded);
         }
         let row = client
@@ -147,6 +153,24 @@ pub(super) fn proposal<'a>(
             .map_err(pg_error)?;
         let row = client.query_opt(&select, &[&call_id]).await.map_err(pg_error)?;
         Ok(row.as_ref().map(proposal_row))
+    })
+}
+
+/// [`Store::decided`](crate::Store::decided): one query for every id (a node's waiting calls).
+pub(super) fn decided<'a>(
+    store: &'a PostgresStore,
+    call_ids: &'a [String],
+) -> BoxFuture<'a, StoreResult<Vec<ProposalState>>> {
+    Box::pin(async move {
+        let client = store.client().await?;
+        let select = client
+            .prepare_cached(&format!(
+                "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = ANY($1) AND verdict IS NOT NULL"
+            ))
+            .await
+            .map_err(pg_error)?;
+        let rows = client.query(&select, &[&call_ids]).await.map_err(pg_error)?;
+        Ok(rows.iter().map(proposal_row).collect())
     })
 }
 
@@ -188,16 +212,19 @@ pub(super) fn close_undecided<'a>(
         let client = store.client().await?;
         // One conditional update: a concurrent decision waits for this row's lock and then
         // re-checks `verdict IS NULL` on the updated row, which fails (and the other way round).
-        let n = client
-            .execute(
-                "UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
-                 settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
-                 WHERE call_id = $1 AND verdict IS NULL",
+        // It is a decision too: a run waiting for it on another node is told at once.
+        let closed = client
+            .query(
+                &format!(
+                    "WITH decided AS (UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
+                     settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
+                     WHERE call_id = $1 AND verdict IS NULL RETURNING call_id) {NOTIFY_DECIDED}"
+                ),
                 &[&call_id, &node, &reason],
             )
             .await
             .map_err(pg_error)?;
-        Ok(n == 1)
+        Ok(closed.len() == 1)
     })
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 /// | `statement_timeout` | 30 s | one statement on the server (`statement_timeout`) |
 /// | `lock_timeout` | 10 s | one wait for a row, table or advisory lock (`lock_timeout`) |
 /// | `tcp_user_timeout` | 30 s | unacknowledged data on the socket (a silent network, `TCP_USER_TIMEOUT`, Linux) |
+/// | `listen_retry` | 500 ms | the first wait before the connection that hears decisions reconnects (doubled after each failure, up to 30 s) |
 ///
 /// A statement or lock that times out is rolled back by the server (nothing is stored) and
 /// answers [`StoreError::Unavailable`]; so does a pool that has no free connection in time.
@@ -36,6 +37,10 @@ pub struct PostgresSettings {
     /// How long sent data may stay unacknowledged before the connection is dropped (a peer
     /// that vanished without closing; TCP keepalives start after the same idle time).
     pub tcp_user_timeout: Duration,
+    /// How long the connection that hears decisions ([`Store::watch_decisions`](crate::Store::watch_decisions))
+    /// waits before it reconnects once lost, the first time; each failure after doubles it,
+    /// up to 30 s. Decisions made meanwhile are looked up once it is back.
+    pub listen_retry: Duration,
 }
 
 impl Default for PostgresSettings {
@@ -47,6 +52,7 @@ impl Default for PostgresSettings {
             statement_timeout: Duration::from_secs(30),
             lock_timeout: Duration::from_secs(10),
             tcp_user_timeout: Duration::from_secs(30),
+            listen_retry: Duration::from_millis(500),
         }
     }
 }
@@ -60,11 +66,12 @@ impl PostgresSettings {
             ("statement_timeout", self.statement_timeout),
             ("lock_timeout", self.lock_timeout),
             ("tcp_user_timeout", self.tcp_user_timeout),
+            ("listen_retry", self.listen_retry),
         ];
         if let Some((name, _)) = named.iter().find(|(_, d)| d.as_millis() == 0) {
             return Err(StoreError::Invalid(format!(
                 "PostgresSettings::{name} is zero: give it a positive duration (a zero timeout would disable it on \
-                 the server, and every wait must end)"
+                 the server, and every wait must end; a zero retry would reconnect without a pause)"
             )));
         }
         let ours = format!(

@@ -5,8 +5,8 @@ use super::{audit, claims, proposals, sessions, slots, tokens};
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary};
 use agents_runtime::store::{
-    DecideOutcome, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed, SessionRecord, SessionSaved,
-    SlotId, SlotOwner, Store, StoreResult, StoredVerdict, TokenGrant,
+    DecideOutcome, DecisionSignal, ProposalCursor, ProposalPage, ProposalRecord, ProposalState, Redeemed,
+    SessionRecord, SessionSaved, SlotId, SlotOwner, Store, StoreResult, StoredVerdict, TokenGrant,
 };
 use std::time::Duration;
 
@@ -70,6 +70,14 @@ impl Store for PostgresStore {
 
     fn proposal<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
         proposals::proposal(self, call_id)
+    }
+
+    fn decided<'a>(&'a self, call_ids: &'a [String]) -> BoxFuture<'a, StoreResult<Vec<ProposalState>>> {
+        proposals::decided(self, call_ids)
+    }
+
+    fn watch_decisions(&self) -> Option<tokio::sync::mpsc::Receiver<DecisionSignal>> {
+        Some(super::listen::watch(&self.listen))
     }
 
     fn pending_for<'a>(&'a self, org_id: &'a str, user_id: &'a str) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {

@@ -182,6 +182,14 @@ async fn proposals(store: &dyn Store) {
     assert_eq!(c1.proposal.seal, "claimed-n1", "a refused claim changed nothing");
     let c2 = store.proposal("c2").await.unwrap().unwrap();
     assert_eq!((c2.verdict, c2.reason.as_deref()), (Some(StoredVerdict::Rejected), Some("not today")));
+
+    // One lookup for many waiting calls: the decided ones, as stored; undecided and unknown
+    // ids left out.
+    let asked = ["c3", "c2", "zz", "c1"].map(String::from);
+    let mut decided = store.decided(&asked).await.unwrap();
+    decided.sort_by(|x, y| x.proposal.call_id.cmp(&y.proposal.call_id));
+    assert_eq!(decided, [c1, c2], "the decided proposals among those asked");
+    assert!(store.decided(&[]).await.unwrap().is_empty());
 }
 
 /// Every proposal's final record is claimed once: a rejection's, an undecided proposal's

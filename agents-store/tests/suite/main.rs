@@ -21,6 +21,7 @@ mod durable;
 mod fairness;
 mod faults;
 mod memory;
+mod notify;
 mod postgres;
 mod postgres_checkpoints;
 mod runtime;

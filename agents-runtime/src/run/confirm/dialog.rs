@@ -65,7 +65,6 @@ async fn wait<A: Registry, F: RecordOf>(
     ctx.emit(|| proposal.confirm_required());
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::WaitingForConfirmation });
     let wait = Duration::from_secs(ctx.limits.confirm_timeout_secs);
-    let poll = ctx.inner.settings.decision_poll;
     let decision = async move {
         // A confirmer without an answer leaves the decision to `decide` or the timeout.
         let from_confirmer = async move {
@@ -80,18 +79,11 @@ async fn wait<A: Registry, F: RecordOf>(
             }
             std::future::pending().await
         };
-        // A decision made through another node (or runtime) sharing the store.
-        let from_store = async move {
-            loop {
-                tokio::time::sleep(poll).await;
-                if let Some((verdict, reason)) = stored.decided().await {
-                    return Ok(Heard { verdict, recorded: true, reason });
-                }
-            }
-        };
-        // The sender goes only with the registration, which lives as long as this wait.
+        // A decision made here, or through another node (or runtime) sharing the store and
+        // heard by the runtime's watch (`ledger::watch`). The sender goes only with the
+        // registration, which lives as long as this wait.
         let here = async move { rx.await.map_err(|_| Undecided::Stopped) };
-        first_of(from_confirmer, first_of(here, from_store)).await
+        first_of(from_confirmer, here).await
     };
     match unless_cancelled(&ctx.cancel, tokio::time::timeout(wait, decision)).await {
         Some(Ok(answer)) => Waited::Answer(answer),

@@ -61,17 +61,6 @@ impl StoredProposal {
         }
     }
 
-    /// The verdict recorded in the store, if any, with its reason.
-    pub(in crate::run) async fn decided(&self) -> Option<(Verdict, Option<String>)> {
-        match self.store.proposal(&self.record.call_id).await {
-            Ok(found) => found.and_then(|f| Some((verdict_of(f.verdict?), f.reason))),
-            Err(e) => {
-                tracing::warn!(error = %e, call_id = %self.record.call_id, "the state store could not be asked for a decision");
-                None
-            }
-        }
-    }
-
     /// Ends the stored proposal without running it (see [`withdraw`]); `Err` when the store
     /// failed, and the final record is then not this call's to write.
     async fn withdraw(&mut self, reason: &str) -> Result<(), StoreError> {
@@ -244,6 +233,7 @@ pub(in crate::run) fn register<'a, A>(
         },
     );
     let registered = Registered { decisions: &ctx.inner.live.decisions, call_id, run_id: ctx.ids.run_id.as_str() };
+    ctx.inner.keep_watching();
     if ctx.inner.live.proposals.session_ended(ctx.ids.session_id.as_str(), call_id) {
         return None;
     }

@@ -52,6 +52,7 @@ mod dialog;
 mod entry;
 mod orphan;
 mod waiting;
+mod watch;
 
 pub(super) use acknowledge::{acknowledged, awaited_acknowledgement, first_approval_in_store, reply_reason};
 pub use carry::ResumedCall;

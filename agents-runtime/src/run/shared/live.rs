@@ -25,6 +25,9 @@ pub(in crate::run) struct Live {
     /// The sweep timer's task ([`RuntimeBuilder::sweep_every`](crate::run::RuntimeBuilder::sweep_every)),
     /// once a run or direct session started it.
     pub(in crate::run) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The task that hears decisions recorded through other nodes for the calls waiting
+    /// here (`ledger::watch`), once a call waited.
+    pub(in crate::run) watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The call ids of this node's stored proposals whose final record, once written, is
     /// marked written in the store.
     pub(in crate::run) settling: Owed,
@@ -64,7 +67,8 @@ impl InFlight {
 /// A dialog-mode action waiting on this node for [`Runtime::decide`](super::Runtime::decide),
 /// registered by call id with the principal it may come from (user, organisation and role)
 /// and the session and run it belongs to. A decision made on another node reaches the call
-/// through the state store instead.
+/// through the same channel, read back from the state store by the runtime's watch over its
+/// waiting calls (`ledger::watch`).
 pub(in crate::run) struct LocalWaiter {
     pub(in crate::run) user_id: String,
     pub(in crate::run) org_id: String,

@@ -35,6 +35,9 @@ impl Drop for Inner {
         if let Some(task) = self.live.sweeper.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             task.abort();
         }
+        if let Some(task) = self.live.watcher.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            task.abort();
+        }
     }
 }
 
