@@ -82,7 +82,8 @@ const LOOSENING: &[&str] = &[
 /// assert_eq!(admits_no_more(&old, &wider).unwrap_err(), ["/properties/id: type widened: accepts number"]);
 /// ```
 pub fn admits_no_more(old: &Value, new: &Value) -> Result<(), Vec<String>> {
-    let mut check = Check { old_root: old, new_root: new, assumed: HashSet::new(), why: Vec::new() };
+    let same_defs = ["$defs", "definitions"].iter().all(|k| old.get(k) == new.get(k));
+    let mut check = Check { old_root: old, new_root: new, same_defs, assumed: HashSet::new(), why: Vec::new() };
     if check.sub(S::whole(old), S::whole(new), "") { Ok(()) } else { Err(check.why) }
 }
 
@@ -95,6 +96,9 @@ pub fn same_values(a: &Value, b: &Value) -> bool {
 struct Check<'a> {
     old_root: &'a Value,
     new_root: &'a Value,
+    /// Whether both documents hold the same definitions, so that two equal schemas mean the
+    /// same wherever their `$ref`s point.
+    same_defs: bool,
     /// Pairs being compared higher up: assumed to hold (values are finite, so a recursive
     /// type's comparison is decided by its non-recursive parts).
     assumed: HashSet<(usize, usize, u8, u8)>,
@@ -164,7 +168,7 @@ impl<'a> Check<'a> {
     }
 
     fn sub_resolved(&mut self, old: S<'a>, new: S<'a>, at: &str) -> bool {
-        if old.done == 0 && new.done == 0 && stripped(old.value) == stripped(new.value) {
+        if self.same_defs && old.done == 0 && new.done == 0 && stripped(old.value) == stripped(new.value) {
             return true;
         }
         match (old.value, new.value) {

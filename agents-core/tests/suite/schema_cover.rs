@@ -72,6 +72,14 @@ fn what_is_not_understood_counts_as_wider() {
 }
 
 #[test]
+fn equal_text_is_not_equal_meaning_when_the_definitions_differ() {
+    let with = |def: Value| json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}, "$defs": {"A": def}});
+    let (old, new) = (with(json!({"type": "integer"})), with(json!({"type": "number"})));
+    assert_eq!(admits_no_more(&old, &new).unwrap_err(), ["/properties/x: type widened: accepts number"]);
+    assert!(admits_no_more(&new, &old).is_ok());
+}
+
+#[test]
 fn a_recursive_type_is_compared_without_looping() {
     let tree = |leaf: &str| {
         json!({"$ref": "#/$defs/Node", "$defs": {"Node": {"type": "object", "properties": {
