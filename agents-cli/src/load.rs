@@ -6,6 +6,7 @@ use agents_core::RoleMap;
 use agents_core::audit::AuditRecord;
 use agents_core::canonical::sha256_hex;
 use agents_core::manifest::{self, Manifest, ManifestError};
+use agents_core::reviewed::{self, Document, IoSchemas};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -29,7 +30,8 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// A manifest read from a file.
+/// A manifest, or a reviewed document (the manifest with the agent's input and output
+/// schemas), read from a file.
 pub(crate) struct LoadedManifest {
     /// Where it was read from.
     pub(crate) path: PathBuf,
@@ -37,6 +39,8 @@ pub(crate) struct LoadedManifest {
     pub(crate) bytes: Vec<u8>,
     /// The parsed manifest.
     pub(crate) manifest: Manifest,
+    /// The schemas, when the file is a reviewed document.
+    pub(crate) io: Option<IoSchemas>,
 }
 
 impl LoadedManifest {
@@ -46,9 +50,19 @@ impl LoadedManifest {
     }
 
     /// Whether the file holds exactly the canonical text, so its hash is the agent's
-    /// `MANIFEST_SHA256`.
+    /// `MANIFEST_SHA256` (for a reviewed document: the document's own hash).
     pub(crate) fn is_canonical(&self) -> bool {
-        self.manifest.is_canonical_text(&self.bytes)
+        self.document().is_canonical_text(&self.bytes)
+    }
+
+    /// The document read: the manifest, with the schemas when there are some.
+    pub(crate) fn document(&self) -> Document {
+        Document { manifest: self.manifest.clone(), io: self.io.clone() }
+    }
+
+    /// The canonical SHA-256 of the reviewed document, when the file is one.
+    pub(crate) fn reviewed_sha256(&self) -> Option<String> {
+        self.io.as_ref().map(|_| self.document().sha256())
     }
 
     /// The hash the agent's records carry: the canonical SHA-256.
@@ -74,16 +88,21 @@ pub(crate) fn manifest(path: &Path) -> Result<LoadedManifest, CliError> {
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(CliError::new(format!("`{shown}` is not a permission manifest: it is not UTF-8 text")));
     };
-    match Manifest::parse(text) {
-        Ok(manifest) => Ok(LoadedManifest { path: path.to_owned(), bytes, manifest }),
+    match Document::parse(text) {
+        Ok(Document { manifest, io }) => Ok(LoadedManifest { path: path.to_owned(), bytes, manifest, io }),
+        Err(ManifestError::InvalidReviewed(d)) => Err(CliError::new(format!(
+            "`{shown}` is not a reviewed manifest document: {d}"
+        ))
+        .hint("a reviewed document is the text `agents_core::reviewed::of::<MyAgent>()` builds; write it again from the agent")),
         Err(ManifestError::WrongVersion(v)) => Err(CliError::new(format!(
             "`{shown}` is a version {v} permission manifest; this build of `agents` reads version {}",
             manifest::VERSION
         ))
         .hint("use the `agents` CLI from the same framework release as the agent that wrote the manifest")),
         Err(ManifestError::WrongFormat(f)) => Err(CliError::new(format!(
-            "`{shown}` is not a permission manifest: its format is `{f}`, expected `{}` (or `{}` for a composite)",
+            "`{shown}` is not a permission manifest: its format is `{f}`, expected `{}` (or `{}` for a reviewed document, `{}` for a composite)",
             manifest::FORMAT,
+            reviewed::FORMAT,
             agents_core::graph::FORMAT
         ))),
         Err(e) => {

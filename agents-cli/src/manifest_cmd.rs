@@ -6,7 +6,7 @@ use crate::error::{CliError, CmdResult, EXIT_FINDING, EXIT_OK};
 use crate::load::{self, LoadedManifest};
 use crate::table::{Table, clip};
 use crate::term::{self, esc};
-use agents_core::diff::{ChangeKind, ManifestDiff, diff};
+use agents_core::diff::{ChangeKind, ManifestDiff, diff_documents};
 use agents_core::manifest::{Manifest, ToolEntry};
 use agents_core::report::{self, Report, ceiling_text, limits_text, tools_count_text};
 use serde_json::json;
@@ -28,10 +28,14 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
     head.row(["output".to_owned(), a.output.clone()]);
     head.row(["format".to_owned(), format!("{} v{}", man.format, man.version)]);
     head.row(["sha256".to_owned(), m.manifest_sha256()]);
+    if let Some(sha) = m.reviewed_sha256() {
+        head.row(["document".to_owned(), format!("reviewed (manifest and schemas), sha256 {sha}")]);
+    }
     head.row([
         "file".to_owned(),
         if m.is_canonical() {
-            "canonical (sha256sum of the file gives the sha256 above)".to_owned()
+            let which = if m.io.is_some() { "the document's sha256" } else { "the sha256 above" };
+            format!("canonical (sha256sum of the file gives {which})")
         } else {
             format!("not canonical: sha256sum of the file gives {}", m.file_sha256())
         },
@@ -78,7 +82,18 @@ pub(crate) fn show(file: &Path, out: &mut String) -> CmdResult {
     for t in &man.tools {
         let _ = writeln!(out, "{}: {}", esc(&t.name), esc(&clip(&t.description, 200)));
     }
+    if let Some(io) = &m.io {
+        for (name, schema) in [("INPUT SCHEMA", &io.input), ("OUTPUT SCHEMA", &io.output)] {
+            let _ = writeln!(out, "\n{name}\n{}", esc(&serde_json::to_string_pretty(schema).unwrap_or_default()));
+        }
+    }
     Ok(EXIT_OK)
+}
+
+/// The classified changes between two files: of the manifests, and of the schemas when either
+/// is a reviewed document.
+fn diff_loaded(a: &LoadedManifest, b: &LoadedManifest) -> ManifestDiff {
+    diff_documents(&a.document(), &b.document())
 }
 
 fn skills_text(m: &Manifest) -> String {
@@ -123,7 +138,7 @@ pub(crate) fn diff_cmd(old: &Path, new: &Path, nodes: &[PathBuf], as_json: bool,
         }
         None => load::manifest(new)?,
     };
-    let d = diff(&a.manifest, &b.manifest);
+    let d = diff_loaded(&a, &b);
     if as_json {
         out.push_str(&term::json(&diff_json(&a, &b, &d)));
         out.push('\n');
@@ -207,7 +222,7 @@ pub(crate) fn verify(baseline: &Path, current: &Path, sha256: Option<&str>, out:
         );
         return Ok(EXIT_OK);
     }
-    let d = diff(&base.manifest, &cur.manifest);
+    let d = diff_loaded(&base, &cur);
     let _ = writeln!(out, "MISMATCH: `{}` differs from the baseline `{}`", cur.display_name(), base.display_name());
     let _ = writeln!(out, "baseline sha256 {}", base.file_sha256());
     let _ = writeln!(out, "current  sha256 {}", cur.file_sha256());
@@ -262,12 +277,13 @@ pub(crate) fn render(
     let m = load::manifest(file)?;
     let old = old.map(load::manifest).transpose()?;
     let roles = roles.map(load::roles).transpose()?;
-    let d = old.as_ref().map(|o| diff(&o.manifest, &m.manifest));
+    let d = old.as_ref().map(|o| diff_loaded(o, &m));
     let (source, sha256) = (m.raw_name(), m.manifest_sha256());
     let old_name = old.as_ref().map(|o| o.raw_name());
     let html = report::render(&Report {
         diff: d.as_ref().zip(old_name.as_deref()),
         roles: roles.as_ref(),
+        io: m.io.as_ref(),
         ..Report::new(&m.manifest, &source, &sha256)
     });
     std::fs::write(output, html.as_bytes()).map_err(|e| {

@@ -32,7 +32,7 @@
 //! - Blessing writes the file atomically (a temporary file in the same directory, then a
 //!   rename) and prints the accepted changes on standard error. Blessing never accepts text
 //!   that is not a manifest of this version.
-//! - Both the manifest text and the baseline are read with [`Manifest::parse`], the one
+//! - Both the manifest text and the baseline are read with [`Manifest::parse`](crate::manifest::Manifest::parse), the one
 //!   reading the `agents` CLI uses too: a repeated key or tool name, a policy entry outside
 //!   [`crate::policy`]'s dialect or a contradiction fails with its line and column. A
 //!   manifest text that is not canonical (it does not round-trip to its own canonical bytes)
@@ -42,12 +42,18 @@
 //!   report classifies each change with the guarantees of [`crate::diff`] (a change it calls
 //!   neutral or narrowing admits no path, host or variable the runtime's matchers refused
 //!   before). Values in the report are escaped with [`crate::terminal::escape`].
+//! - The text may be a plain manifest or a reviewed document ([`crate::reviewed`]: the
+//!   manifest with the JSON Schemas of the agent's input and output), each read by
+//!   [`Document::parse`]; pass `agents_core::reviewed::of::<YourAgent>().text` to pin the
+//!   schemas too. A schema change is then classified as well
+//!   ([`crate::diff::diff_documents`]).
 //! - Relative paths are resolved against the current directory, which for `cargo test` is the
 //!   package root; `concat!(env!("CARGO_MANIFEST_DIR"), ...)` does not depend on it.
 
 use crate::canonical::sha256_hex;
-use crate::diff::{ManifestDiff, diff};
-use crate::manifest::{Manifest, ManifestError};
+use crate::diff::{ManifestDiff, diff_documents};
+use crate::manifest::ManifestError;
+use crate::reviewed::Document;
 use crate::terminal::escape;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -220,7 +226,7 @@ pub fn assert_baseline(manifest_text: &str, path: impl AsRef<Path>) {
 /// [`check`] with an explicit mode instead of the environment.
 pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Result<Outcome, BaselineError> {
     let path = path.as_ref();
-    let current = Manifest::parse(manifest_text).map_err(BaselineError::InvalidManifest)?;
+    let current = Document::parse(manifest_text).map_err(BaselineError::InvalidManifest)?;
     if !current.is_canonical_text(manifest_text.as_bytes()) {
         return Err(BaselineError::InvalidManifest(ManifestError::NotCanonical));
     }
@@ -241,7 +247,7 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
     let old = existing.as_ref().map(|bytes| {
         std::str::from_utf8(bytes)
             .map_err(|_| ManifestError::NotAManifest("the file is not UTF-8 text".into()))
-            .and_then(Manifest::parse)
+            .and_then(Document::parse)
     });
     match mode {
         Mode::Verify => match old {
@@ -251,7 +257,7 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
                 path: path.to_owned(),
                 baseline_sha256: sha256_hex(existing.as_deref().unwrap_or_default()),
                 current_sha256: sha256_hex(manifest_text.as_bytes()),
-                diff: Box::new(diff(&old, &current)),
+                diff: Box::new(diff_documents(&old, &current)),
             }),
         },
         Mode::Bless => {
@@ -263,7 +269,7 @@ pub fn check_with(manifest_text: &str, path: impl AsRef<Path>, mode: Mode) -> Re
                     Ok(Outcome::Created)
                 }
                 Some(Ok(old)) => {
-                    let d = diff(&old, &current);
+                    let d = diff_documents(&old, &current);
                     eprintln!("rewrote manifest baseline `{}`: {}\n{d}", shown(path), d.summary());
                     Ok(Outcome::Rewritten(Some(d)))
                 }
@@ -293,7 +299,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{AgentEntry, PolicyEntry, ToolEntry};
+    use crate::manifest::{AgentEntry, Manifest, PolicyEntry, ToolEntry};
     use crate::tool::{Risk, Tier};
     use std::sync::atomic::{AtomicUsize, Ordering};
 

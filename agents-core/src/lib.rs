@@ -21,6 +21,7 @@ pub mod principal;
 pub mod redact;
 #[cfg(feature = "report")]
 pub mod report;
+pub mod reviewed;
 pub mod secret;
 pub mod shared_str;
 pub mod shared_value;

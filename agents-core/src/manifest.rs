@@ -358,6 +358,9 @@ pub enum ManifestError {
         /// The other.
         second: String,
     },
+    /// A reviewed manifest document (see [`crate::reviewed`]) that cannot be read.
+    #[error("not a reviewed manifest document: {0}")]
+    InvalidReviewed(String),
 }
 
 impl ToolEntry {
@@ -556,21 +559,7 @@ impl Manifest {
     /// not equal its own [`Manifest::to_canonical_string`]; [`Manifest::is_canonical_text`]
     /// says whether it is.
     pub fn parse(text: &str) -> Result<Self, ManifestError> {
-        let value = crate::strict::parse_args(text).map_err(|e| match e {
-            crate::strict::StrictError::DuplicateKey { path, key, line, column } => {
-                ManifestError::DuplicateKey { path, key, line, column }
-            }
-            crate::strict::StrictError::NotAnObject { .. } => {
-                ManifestError::NotAManifest("the top level is not a JSON object".into())
-            }
-            crate::strict::StrictError::Syntax { line, column, detail, .. } => {
-                ManifestError::NotAManifest(format!("{detail} at line {line} column {column}"))
-            }
-            crate::strict::StrictError::TrailingCharacters { line, column } => ManifestError::NotAManifest(format!(
-                "unexpected characters after the manifest object at line {line} column {column}"
-            )),
-            other => ManifestError::NotAManifest(other.to_string()),
-        })?;
+        let value = read_strict(text)?;
         let obj = value
             .as_object()
             .ok_or_else(|| ManifestError::NotAManifest("the top level is not a JSON object".into()))?;
@@ -612,6 +601,26 @@ impl Manifest {
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.iter().find(|t| t.name == name)
     }
+}
+
+/// Reads JSON text with [`crate::strict`] (a repeated key refused with its line and column),
+/// its errors said as a manifest's.
+pub(crate) fn read_strict(text: &str) -> Result<serde_json::Value, ManifestError> {
+    crate::strict::parse_args(text).map_err(|e| match e {
+        crate::strict::StrictError::DuplicateKey { path, key, line, column } => {
+            ManifestError::DuplicateKey { path, key, line, column }
+        }
+        crate::strict::StrictError::NotAnObject { .. } => {
+            ManifestError::NotAManifest("the top level is not a JSON object".into())
+        }
+        crate::strict::StrictError::Syntax { line, column, detail, .. } => {
+            ManifestError::NotAManifest(format!("{detail} at line {line} column {column}"))
+        }
+        crate::strict::StrictError::TrailingCharacters { line, column } => ManifestError::NotAManifest(format!(
+            "unexpected characters after the manifest object at line {line} column {column}"
+        )),
+        other => ManifestError::NotAManifest(other.to_string()),
+    })
 }
 
 /// Refuses tools of one MCP server that name two endpoints for it.

@@ -90,6 +90,15 @@ pub(crate) const APPROVE_FIELD: &str = "approve";
 
 /// An MCP server for agent `A`: one per MCP session. Every call goes through a
 /// [`DirectSession`] bound to one principal; the MCP layer never runs a tool itself.
+///
+/// Built only by the entry points that check the agent's `expose: { mcp: [...] }`; an
+/// application cannot build one to serve on a transport of its own:
+///
+/// ```compile_fail,E0624
+/// fn own_transport<A: agents_runtime::Registry>(runtime: agents_runtime::Runtime) {
+///     let _ = agents_mcp::McpServer::<A>::new(runtime, None, agents_mcp::McpOptions::default());
+/// }
+/// ```
 pub struct McpServer<A: Registry> {
     runtime: Runtime,
     /// The principal from configuration (stdio); `None` takes it from the HTTP request.
@@ -134,7 +143,13 @@ impl<A: Registry> McpServer<A> {
     /// A server for one MCP session. With `principal` set the session acts for it; without,
     /// the principal comes from each HTTP request (see [`serve_http`](crate::serve_http)),
     /// and the first one binds the session.
-    pub fn new(runtime: Runtime, principal: Option<Principal>, options: McpOptions) -> Self {
+    ///
+    /// Not public: a server is reached only through the entry points that check the agent's
+    /// `expose: { mcp: [...] }` ([`serve_stdio`](crate::serve_stdio),
+    /// [`serve_io`](crate::serve_io), [`serve_http`](crate::serve_http),
+    /// [`FrontDoor::new`](crate::FrontDoor::new)), so no transport of an application's own
+    /// serves an agent in a way its manifest does not name.
+    pub(crate) fn new(runtime: Runtime, principal: Option<Principal>, options: McpOptions) -> Self {
         let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));
         McpServer {
             runtime,
@@ -149,10 +164,10 @@ impl<A: Registry> McpServer<A> {
 
     /// A server whose pending confirmations end as `skipped` with reason `shutdown` (not
     /// `disconnected`, even when the shutdown then closes the client's connection) once
-    /// `shutdown` is cancelled; its session's end record says `shutdown` too. For a server
-    /// mounted in an application's own router: cancel the token when the application starts
-    /// shutting down, before it closes connections.
-    pub fn shutdown_on(mut self, shutdown: CancellationToken) -> Self {
+    /// `shutdown` is cancelled; its session's end record says `shutdown` too (the front door
+    /// of an endpoint mounted in an application's router cancels it when the application
+    /// starts shutting down).
+    pub(crate) fn shutdown_on(mut self, shutdown: CancellationToken) -> Self {
         self.shutdown = shutdown;
         self
     }

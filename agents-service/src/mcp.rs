@@ -169,7 +169,7 @@ pub(crate) fn router<A: Registry>(
 ) -> Result<Router, String> {
     agents_runtime::agents_core::expose::McpExposure::HttpService.admitted(A::SPEC.expose_mcp)?;
     options.check()?;
-    let door = Arc::new(FrontDoor::<A>::new(runtime, options.door(), shutdown));
+    let door = Arc::new(FrontDoor::<A>::new(runtime, options.door(), shutdown).map_err(|e| e.to_string())?);
     let serve = tower::service_fn(move |req: Request| {
         let (door, auth) = (door.clone(), auth.clone());
         async move { Ok::<_, std::convert::Infallible>(endpoint(door, auth, req).await) }

@@ -26,3 +26,4 @@ mod eval;
 mod manifest;
 mod mcp_pin;
 mod one_reading;
+mod reviewed;

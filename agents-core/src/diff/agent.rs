@@ -2,7 +2,8 @@
 //! limits, its models and budget (in `surface`) and its skills (in `skills`).
 
 use super::lists::{ListItem, list_diff};
-use super::model::{Change, ChangeKind, Rule, change, quote};
+use super::model::{Change, ChangeKind, change, quote};
+use super::rule::Rule;
 use crate::manifest::{AgentEntry, LimitsEntry, Manifest};
 
 /// Every change of the agent itself (not of its tools), in the order a reviewer reads them.

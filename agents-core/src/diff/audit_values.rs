@@ -1,6 +1,7 @@
 //! The agent's `audit_values`: how much of a call's values its audit records may keep.
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::audit::AuditValues;
 
 /// Omitted → masked → full keeps more of what a person typed or a tool returned in the log:

@@ -2,7 +2,8 @@
 //! transport, or HTTP behind another kind of authentication) lets new clients reach its tools:
 //! a widening; a way removed: a narrowing.
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::expose::McpExposure;
 
 /// Each way added or removed, in the manifest's order.

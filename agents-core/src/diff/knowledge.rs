@@ -2,7 +2,8 @@
 //! (narrowing), contents changed (widening: the new text has not been reviewed), moved with
 //! the same contents (neutral). Each change names the source.
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::knowledge::KnowledgeEntry;
 
 /// A source as a change shows it: `path sha256:<first 12 hex> (n bytes)`.

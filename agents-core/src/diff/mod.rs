@@ -50,6 +50,16 @@
 //! | an MCP server's endpoint changed (another program, scheme, host or path; a new host is named) | widening |
 //! | a way of being served over MCP added / removed (`expose.mcp`: a transport, or HTTP behind another authentication) | widening / narrowing |
 //!
+//! and, between reviewed documents ([`crate::reviewed`], compared by [`diff_documents`]):
+//!
+//! | change | kind |
+//! | --- | --- |
+//! | the input schema may accept a value the old one refused (a new property, a widened type, a property no longer required, a relaxed enum or bound, anything [`crate::reviewed::admits_no_more`] cannot show accepts nothing more) | widening |
+//! | the input schema accepts only values the old one did, not all of them | narrowing |
+//! | the input schema changed, accepting the same values | neutral |
+//! | the output schema changed | neutral (reported) |
+//! | one side is a plain manifest, the other a reviewed document | widening |
+//!
 //! # What the classification guarantees
 //!
 //! Against a contributor who edits tools, policies and agent declarations in any way (the
@@ -73,23 +83,28 @@
 //! reverse. A policy entry that [`crate::policy`] refuses covers nothing.
 //!
 //! What it does not see: anything the manifest does not hold. A type keeps its name while its
-//! definition changes (the manifest holds names only); what a tool's body does with its
+//! definition changes (the manifest holds names only; a reviewed document holds the agent's
+//! input and output schemas, and [`diff_documents`] classifies their changes); what a tool's body does with its
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
 mod audit_values;
 mod expose;
+mod io;
 mod knowledge;
 mod lists;
 mod model;
 mod params;
+mod rule;
 mod servers;
 mod skills;
 mod surface;
 mod tool;
 
-pub use model::{Change, ChangeKind, ManifestDiff, Rule};
+pub use io::diff_documents;
+pub use model::{Change, ChangeKind, ManifestDiff};
 pub(crate) use model::{change, quote};
+pub use rule::Rule;
 
 use crate::manifest::Manifest;
 

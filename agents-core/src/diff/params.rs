@@ -1,6 +1,7 @@
 //! A tool's parameters: added, removed, retyped, made secret or not, reordered.
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::manifest::ParamEntry;
 use std::collections::{BTreeMap, BTreeSet};
 

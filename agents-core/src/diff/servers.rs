@@ -3,7 +3,8 @@
 //! endpoint (widening: another program or host receives the calls; a new host is named as
 //! such). A server's pins are compared per tool (`import` of [`super::tool`]).
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::manifest::Manifest;
 use crate::mcp_lock::endpoint_host;
 use std::collections::BTreeMap;

@@ -2,7 +2,8 @@
 //! offers an action tool it did not offer is a widening; other regroupings are neutral, since
 //! grants are compared tool by tool.
 
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::manifest::{AgentEntry, Manifest, SkillEntry};
 use crate::skill::{Unskilled, offers};
 use crate::tool::Tier;

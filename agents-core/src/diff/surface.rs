@@ -2,7 +2,8 @@
 //! run.
 
 use super::lists::{ListItem, list_diff};
-use super::model::{Change, ChangeKind, Rule, change};
+use super::model::{Change, ChangeKind, change};
+use super::rule::Rule;
 use crate::budget::{BudgetEntry, usd_text};
 use crate::manifest::AgentEntry;
 use crate::models::ModelEntry;

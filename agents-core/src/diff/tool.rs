@@ -2,8 +2,9 @@
 //! confirmation, risk, policy lists, parameters, the tools it uses, its texts).
 
 use super::lists::{ListItem, any_host, env_covers, glob_covers, host_covers, list_diff};
-use super::model::{Change, ChangeKind, Rule, change, quote};
+use super::model::{Change, ChangeKind, change, quote};
 use super::params::diff_params;
+use super::rule::Rule;
 use crate::manifest::{ImportEntry, Manifest, ToolEntry};
 use crate::tool::{Risk, Tier};
 use std::collections::{BTreeMap, BTreeSet};

@@ -49,12 +49,15 @@ pub struct Report<'a> {
     pub stylesheet: Option<&'a str>,
     /// A link back to where the page is served from (shown first in the page's navigation).
     pub home: Option<&'a str>,
+    /// The input and output schemas, when the report is of a reviewed document
+    /// ([`crate::reviewed`]): shown in their own section.
+    pub io: Option<&'a crate::reviewed::IoSchemas>,
 }
 
 impl<'a> Report<'a> {
     /// A self-contained report of `manifest`: no diff, no roles, the style sheet inline.
     pub fn new(manifest: &'a Manifest, source: &'a str, sha256: &'a str) -> Self {
-        Report { manifest, source, sha256, diff: None, roles: None, stylesheet: None, home: None }
+        Report { manifest, source, sha256, diff: None, roles: None, stylesheet: None, home: None, io: None }
     }
 }
 
@@ -96,6 +99,8 @@ struct Page<'a> {
     risk_legend: Vec<(&'static str, String)>,
     tool_rows: Vec<ToolRow<'a>>,
     roles: Option<Reach<'a>>,
+    /// The input and output schemas, pretty-printed.
+    schemas: Option<(String, String)>,
 }
 
 struct Changes<'a> {
@@ -245,9 +250,14 @@ pub fn render(r: &Report<'_>) -> String {
             .collect(),
         tool_rows: m.tools.iter().map(|t| tool_row(t, &widened)).collect(),
         roles: r.roles.map(|roles| reach(m, roles, &widened)),
+        schemas: r.io.map(|io| (pretty(&io.input), pretty(&io.output))),
     };
     // Rendering writes into a String and every value is a plain field: it cannot fail.
     page.render().unwrap_or_else(|e| unreachable!("the report template failed: {e}"))
+}
+
+fn pretty(schema: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(schema).expect("a schema always serializes")
 }
 
 /// The knowledge sources, each with its path, size and SHA-256, or `none declared`.

@@ -27,3 +27,5 @@ mod graph_parse;
 mod manifest_parse;
 mod redact;
 mod redact_schema;
+mod reviewed;
+mod schema_cover;

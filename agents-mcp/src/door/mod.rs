@@ -152,12 +152,21 @@ fn session_of(headers: &HeaderMap) -> Option<String> {
 }
 
 impl<A: Registry> FrontDoor<A> {
-    /// The front door of an endpoint mounted in an application's router: once `shutdown` is
-    /// cancelled, pending confirmations end as `skipped` with reason `shutdown` (see
-    /// [`McpServer::shutdown_on`]). The purge runs on the tokio runtime of the first request
-    /// and ends when the door is dropped.
-    pub fn new(runtime: Runtime, options: FrontDoorOptions, shutdown: CancellationToken) -> Self {
-        Self::build(runtime, options, shutdown, None)
+    /// The front door of an endpoint mounted in an application's router, behind the
+    /// application's own authentication of each request: once `shutdown` is cancelled, pending
+    /// confirmations end as `skipped` with reason `shutdown`. The purge runs on the tokio
+    /// runtime of the first request and ends when the door is dropped.
+    ///
+    /// Refused ([`McpError::NotExposed`](crate::McpError::NotExposed)) unless the agent's
+    /// manifest names `http(auth = service)` (`expose: { mcp: [http(auth = service)] }`): the
+    /// application, not this crate, maps each request to a principal.
+    pub fn new(
+        runtime: Runtime,
+        options: FrontDoorOptions,
+        shutdown: CancellationToken,
+    ) -> Result<Self, crate::McpError> {
+        crate::options::check_exposed::<A>(agents_core::expose::McpExposure::HttpService)?;
+        Ok(Self::build(runtime, options, shutdown, None))
     }
 
     /// The front door of [`serve_http`](crate::serve_http): cancelling `stop` also ends rmcp's

@@ -21,6 +21,7 @@ mod mcp_common;
 mod run_common;
 
 mod mcp_decider_view;
+mod mcp_front_door_expose;
 mod mcp_http;
 mod mcp_http_cross_user;
 mod mcp_import;
