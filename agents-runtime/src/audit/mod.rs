@@ -66,7 +66,7 @@ mod sqlite;
 
 use crate::BoxFuture;
 pub use agents_core::audit::{
-    AuditImport, AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
+    AuditImport, AuditNode, AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
     CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord, SealCheck,
     severe,
 };
