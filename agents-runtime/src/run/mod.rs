@@ -298,6 +298,7 @@ macro_rules! await_in_place {
 
 mod call;
 mod carry;
+mod child;
 mod confirm;
 mod context;
 mod conversation;
@@ -327,6 +328,8 @@ mod start;
 mod sync;
 mod threshold;
 
+pub(crate) use child::{NodeScope, TreeAllowance, TreeEnd, TreeIds};
+pub use child::TreeLimit;
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
