@@ -161,7 +161,13 @@ impl Walk {
         let steps: Vec<Step> = parts.iter().map(Part::step).collect();
         let (first, last) = (&parts[0], &parts[parts.len() - 1]);
         let run = self.plan.then(&steps, &first.input, &last.output);
-        Part { entry: first.entry.clone(), exit: last.exit.clone(), input: first.input.clone(), output: last.output.clone(), run }
+        Part {
+            entry: first.entry.clone(),
+            exit: last.exit.clone(),
+            input: first.input.clone(),
+            output: last.output.clone(),
+            run,
+        }
     }
 
     fn branch(&mut self, router: &RouterInput, arms: &[Flow], default: &Flow) -> Part {

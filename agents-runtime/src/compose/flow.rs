@@ -107,7 +107,8 @@ impl Tree {
     /// Parallel node `id`'s join `J` of its members' results.
     pub async fn join<J: Join>(&self, id: &str, items: Vec<MemberResult<J::Item>>) -> Result<J::Output, NodeFailure> {
         let joined = self.hook(id, std::any::type_name::<J>(), || J::join(items)).await?;
-        joined.map_err(|e| NodeFailure::new(self.node_path(id), NodeFailureKind::Failed, format!("the join failed: {e}")))
+        joined
+            .map_err(|e| NodeFailure::new(self.node_path(id), NodeFailureKind::Failed, format!("the join failed: {e}")))
     }
 
     /// Runs the members of node `id` at once, each in a group under this place's stop, and
@@ -135,8 +136,11 @@ impl Tree {
                 Ok(done) => done,
                 Err(e) => {
                     let message = if e.is_panic() { panic_text(&*e.into_panic()) } else { e.to_string() };
-                    let failure =
-                        NodeFailure::new(self.node_path(id), NodeFailureKind::Panicked, format!("a member panicked: {message}"));
+                    let failure = NodeFailure::new(
+                        self.node_path(id),
+                        NodeFailureKind::Panicked,
+                        format!("a member panicked: {message}"),
+                    );
                     self.notice(format!("{failure}; the run tree ends failed")).await;
                     group.cancel.cancel();
                     first.get_or_insert(failure);
@@ -174,7 +178,8 @@ impl Tree {
     ) -> Result<O, NodeFailure> {
         let path = self.node_path(id);
         for round in 1..=rounds {
-            let answers: Vec<T> = self.members(id, false, members()).await?.into_iter().filter_map(Result::ok).collect();
+            let answers: Vec<T> =
+                self.members(id, false, members()).await?.into_iter().filter_map(Result::ok).collect();
             let failure = if answers.is_empty() {
                 NodeFailure::new(&path, NodeFailureKind::Failed, "no member answered")
             } else {
@@ -185,8 +190,10 @@ impl Tree {
                 }
             };
             if round < rounds {
-                self.notice(format!("forum `{path}`: round {round} of {rounds} decided nothing ({failure}); another round"))
-                    .await;
+                self.notice(format!(
+                    "forum `{path}`: round {round} of {rounds} decided nothing ({failure}); another round"
+                ))
+                .await;
             } else {
                 return Err(failure);
             }

@@ -15,7 +15,11 @@ use agents_core::compose::{Composite, Flow};
 #[doc(hidden)]
 pub trait RunNode: Flow {
     /// Runs the node on `input`.
-    fn run_node(tree: Tree, id: &'static str, input: Self::Input) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
+    fn run_node(
+        tree: Tree,
+        id: &'static str,
+        input: Self::Input,
+    ) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
 }
 
 impl<A: Registry> RunNode for A {

@@ -61,7 +61,8 @@ async fn run_tree<C: RunComposite>(tree: Tree, input: C::Input) -> TreeEnd<C::Ou
             Ok(result) => result,
             Err(e) => {
                 let message = if e.is_panic() { panic_text(&*e.into_panic()) } else { e.to_string() };
-                let failure = NodeFailure::new(tree.path(), NodeFailureKind::Panicked, format!("the plan panicked: {message}"));
+                let failure =
+                    NodeFailure::new(tree.path(), NodeFailureKind::Panicked, format!("the plan panicked: {message}"));
                 tree.notice(format!("{failure}; the run tree ends failed")).await;
                 Err(failure)
             }

@@ -140,10 +140,9 @@ impl Tree {
             allowance: shared.allowance.clone(),
         };
         let principal = shared.principal.clone();
-        let mut handle = shared
-            .runtime
-            .start_node::<A>(principal, &shared.session_id, input, scope)
-            .map_err(|e| NodeFailure::new(&path, NodeFailureKind::Failed, format!("the node's run could not start: {e}")))?;
+        let mut handle = shared.runtime.start_node::<A>(principal, &shared.session_id, input, scope).map_err(|e| {
+            NodeFailure::new(&path, NodeFailureKind::Failed, format!("the node's run could not start: {e}"))
+        })?;
         self.forward(&path, handle.run_id().to_owned(), handle.take_events());
         let result = handle.wait().await;
         let report = match &result {

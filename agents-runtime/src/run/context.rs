@@ -78,7 +78,7 @@ pub(super) struct RunCtx<A> {
     /// Set when the state store failed while a proposal's final record was being claimed.
     pub(super) state_failed: OnceLock<String>,
     /// The spend of the run tree this run is a node of (unset for a run of its own).
-    pub(super) tree: OnceLock<Arc<super::child::TreeAllowance>>,
+    pub(super) tree: OnceLock<Arc<super::limit::TreeAllowance>>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -116,16 +116,19 @@ impl<A: Registry> RunCtx<A> {
         Self::with_ids(inner, principal, ids, limits, bus, cancel, direct)
     }
 
-    /// A run of `A` as a node of a run tree: fresh ids carrying the node's place, the tree's
-    /// stop and its allowance.
+    /// A run of `A`, as a node of a run tree when `scope` says where: fresh ids carrying the
+    /// node's place, the tree's stop and its allowance.
     pub(super) fn in_tree(
         inner: &Arc<Inner>,
         principal: Principal,
         session_id: &str,
         limits: Limits,
         bus: Arc<EventBus>,
-        scope: super::child::NodeScope,
+        scope: Option<super::limit::NodeScope>,
     ) -> Arc<Self> {
+        let Some(scope) = scope else {
+            return Self::new(inner, principal, session_id, limits, bus, CancellationToken::new(), None);
+        };
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let mut ids = RecordIds::new::<A>(&run_id, session_id, &request_id, &principal);
         ids.node = Some(scope.node);

@@ -309,6 +309,7 @@ mod gate;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 mod ledger;
+mod limit;
 mod outcome;
 mod owed;
 mod pending;
@@ -328,14 +329,15 @@ mod start;
 mod sync;
 mod threshold;
 
-pub(crate) use child::{NodeScope, TreeAllowance, TreeEnd, TreeIds};
-pub use child::TreeLimit;
+pub(crate) use child::{TreeEnd, TreeIds};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
     Verdict,
 };
 pub use ledger::ResumedCall;
+pub use limit::TreeLimit;
+pub(crate) use limit::{NodeScope, TreeAllowance};
 pub use outcome::{
     CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
 };

@@ -478,13 +478,19 @@ impl<O> RunResultExt<O> for Result<RunOutput<O>, RunError> {
 pub(super) enum Failure {
     BudgetUnavailable(String),
     Provider(ProviderError),
-    Output { output_type: &'static str, message: String },
+    Output {
+        output_type: &'static str,
+        message: String,
+    },
     AuditUnavailable,
     StateUnavailable(String),
     NotStarted(StartError),
     SkillChoice(String),
     /// A node of a run tree failed.
-    Node { path: String, message: String },
+    Node {
+        path: String,
+        message: String,
+    },
 }
 
 /// A run as its loop builds it, turned into the caller's `Result` at the end.

@@ -37,7 +37,7 @@ pub struct RuntimeBuilder {
     redaction: RedactionKeys,
     values: agents_core::audit::AuditValues,
     limits: Option<Limits>,
-    tree_limit: Option<super::child::TreeLimit>,
+    tree_limit: Option<super::limit::TreeLimit>,
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
@@ -245,7 +245,7 @@ impl RuntimeBuilder {
     }
     /// A limit on the spend of a whole composite's run tree, across its nodes (see
     /// [`crate::compose`]); each node keeps its own agent's limits too. None by default.
-    pub fn tree_limit(mut self, limit: super::child::TreeLimit) -> Self {
+    pub fn tree_limit(mut self, limit: super::limit::TreeLimit) -> Self {
         self.tree_limit = Some(limit);
         self
     }

@@ -5,8 +5,8 @@ use super::context::{RunCtx, availability};
 use super::decision::Confirmer;
 use super::decision::DirectConfirm;
 use super::driver::run_loop;
+use super::limit::NodeScope;
 use super::outcome::{Ending, Failure};
-use super::child::NodeScope;
 use super::outcome::{RunHandle, RunStatus, StartError};
 use super::runtime::Runtime;
 use super::session::DirectSession;
@@ -138,11 +138,8 @@ impl Runtime {
         self.inner.keep_swept(&handle);
         let bus = Arc::new(EventBus::new());
         let events = bus.subscribe();
-        let cancel = node.as_ref().map_or_else(CancellationToken::new, |n| n.cancel.clone());
-        let ctx = match node {
-            None => RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None),
-            Some(node) => RunCtx::<A>::in_tree(&self.inner, principal, session_id, limits, bus.clone(), node),
-        };
+        let ctx = RunCtx::<A>::in_tree(&self.inner, principal, session_id, limits, bus.clone(), node);
+        let cancel = ctx.cancel.clone();
         if let Some(skill) = skill {
             let _ = ctx.scope.set(Scope::of::<A>(skill, SkillChooser::Application));
         }

@@ -176,7 +176,11 @@ impl Provider for Desk {
     fn model(&self) -> &str {
         "desk"
     }
-    fn chat<'a>(&'a self, request: &'a ChatRequest, _: &'a dyn TokenSink) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let tools = offered(request);
             let answered = !tool_messages(request).is_empty();
@@ -187,7 +191,10 @@ impl Provider for Desk {
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                return Err(ProviderError::UnknownModel { model: "desk".into(), detail: "this node's model fails".into() });
+                return Err(ProviderError::UnknownModel {
+                    model: "desk".into(),
+                    detail: "this node's model fails".into(),
+                });
             }
             Ok(used(match (tools.iter().find(|t| *t == "lookup" || *t == "approve_entry"), answered) {
                 (Some(tool), false) => tool_call(tool.as_str(), r#"{"id": 7}"#),
@@ -216,7 +223,8 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
 
 /// The call id and node path of the next confirmation a node of the tree asks for.
 async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
-    let asked = until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
+    let asked =
+        until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
     match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision") {
         Event::Node { node, event, .. } => match *event {
             Event::ConfirmRequired { call_id, .. } => (call_id, node),
@@ -253,7 +261,8 @@ async fn a_composite_is_one_tree_in_one_chain_and_its_nested_action_waits_for_th
 
     let records = sink.records();
     // One chain that verifies, every record of the principal, every one placed in the tree.
-    let canonical = |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
+    let canonical =
+        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
     let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
     let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
     assert_eq!(summary.records, records.len());
@@ -273,7 +282,10 @@ async fn a_composite_is_one_tree_in_one_chain_and_its_nested_action_waits_for_th
             assert_eq!(node.parent_run_id.as_deref(), Some(tree_id.as_str()), "{r:?}");
         }
     }
-    assert_eq!(paths(&records), ["read-then-approve", "read-then-approve/reader", "read-then-approve/approver", "read-then-approve"]);
+    assert_eq!(
+        paths(&records),
+        ["read-then-approve", "read-then-approve/reader", "read-then-approve/approver", "read-then-approve"]
+    );
     let approve: Vec<AuditStatus> =
         records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
     assert_eq!(approve, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
@@ -322,7 +334,9 @@ async fn the_tree_limit_runs_out_across_nodes() {
     // The first node spent 100; the reader's first call was under the limit, its second not.
     assert_eq!(out.report().usage.input_tokens + out.report().usage.output_tokens, 200);
     assert!(!paths(&records).iter().any(|p| p.ends_with("/plain-2")), "the last node never started");
-    let notice = records.iter().find(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("run tree")));
+    let notice = records
+        .iter()
+        .find(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("run tree")));
     assert!(notice.is_some(), "the refusal is recorded");
     assert_eq!(records.last().unwrap().reason.as_deref(), Some("budget_exhausted"));
     // Without the limit the same tree completes.
@@ -343,7 +357,11 @@ async fn a_panicking_hook_fails_the_tree_with_a_record_and_the_runtime_goes_on()
         other => panic!("{other:?}"),
     }
     let records = sink.records();
-    assert!(records.iter().any(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("panicked"))));
+    assert!(
+        records
+            .iter()
+            .any(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("panicked")))
+    );
     assert_eq!(records.last().unwrap().reason.as_deref(), Some("failed"));
     assert!(!paths(&records).iter().any(|p| p.contains("/approver") || p.contains("/reader")), "no arm ran");
     let again = rt.start::<Plain>(me(), "after-panic", "go".into()).unwrap().wait().await;
@@ -371,7 +389,11 @@ async fn fail_fast_cancels_the_siblings_and_their_pending_actions_end_skipped() 
 async fn collect_hands_every_result_to_the_join() {
     let (rt, _) = runtime(None);
     let out = rt.start_composite::<Collect>(me(), "tree-collect", "go".into()).unwrap().wait().await;
-    assert_eq!(out.as_ref().map(|o| o.output.clone()).ok().flatten().as_deref(), Some("1 answered, 1 failed"), "{out:?}");
+    assert_eq!(
+        out.as_ref().map(|o| o.output.clone()).ok().flatten().as_deref(),
+        Some("1 answered, 1 failed"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test]
@@ -408,7 +430,8 @@ async fn a_loop_runs_to_its_bound_and_a_nested_composite_runs_under_its_node() {
 
 #[test]
 fn a_committed_log_written_before_run_trees_verifies_and_keeps_its_bytes() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/eval/runs/helpdesk-dev/probes/leave-confirmed/audit.jsonl");
+    let path =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/eval/runs/helpdesk-dev/probes/leave-confirmed/audit.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
     assert!(summary.records > 0);

@@ -74,7 +74,14 @@ async fn the_kyc_pipeline_lets_a_clear_decision_stand() {
     let records = sink.records();
     assert_eq!(
         one_tree(&records, &tree),
-        ["kyc-pipeline", "kyc-pipeline/kyc-intake", "kyc-pipeline/kyc-reviewer", "kyc-pipeline", "kyc-pipeline/kyc-decision", "kyc-pipeline"]
+        [
+            "kyc-pipeline",
+            "kyc-pipeline/kyc-intake",
+            "kyc-pipeline/kyc-reviewer",
+            "kyc-pipeline",
+            "kyc-pipeline/kyc-decision",
+            "kyc-pipeline"
+        ]
     );
     let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
     assert!(chose.reason.as_deref().unwrap().contains("takes arm `kyc-decision`"), "{chose:?}");
