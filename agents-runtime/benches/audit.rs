@@ -51,6 +51,7 @@ fn record(i: u64) -> AuditRecord {
         manifest_sha256: "cd".repeat(32).into(),
         prev_hash: String::new(),
         hash: String::new(),
+        node: None,
     }
 }
 

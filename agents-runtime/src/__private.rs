@@ -11,6 +11,12 @@ pub use std::boxed::Box;
 pub use crate::tool::{IntoToolFuture, ToolFuture};
 pub use agents_core::seal;
 
+/// What the run plan `composite!` writes names.
+pub mod compose {
+    pub use crate::compose::{Member, NodeFailure, RunComposite, RunNode, Tree, pass};
+    pub use agents_core::compose::Join;
+}
+
 pub use crate::tool::NotCalledDirectly;
 
 pub use crate::isolate::isolated_tool;

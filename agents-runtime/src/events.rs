@@ -185,6 +185,20 @@ pub enum Event {
         /// user did not write.
         warning: String,
     },
+    /// An event of one node's run in a composite's run tree, as the tree's handle receives it:
+    /// the tree's run, the node's path and its run, and the node run's own event (whose
+    /// `run_id` is the node's run). A confirmation a node waits for arrives as a
+    /// `confirm_required` inside it, with the call id to decide it by.
+    Node {
+        /// The tree's run (its root run id).
+        run_id: String,
+        /// The node's path (`kyc-pipeline/kyc-reviewer`).
+        node: String,
+        /// The node's run.
+        node_run_id: String,
+        /// The node run's event.
+        event: Box<Event>,
+    },
 }
 
 /// Where an [`Event::ErrorOccurred`] happened.
@@ -208,6 +222,8 @@ pub enum ErrorKind {
     Start,
     /// The model's choice of a skill was refused, so nothing ran.
     SkillChoice,
+    /// A node of a composite's run tree failed.
+    Node,
 }
 
 /// Whose cap an [`Event::BudgetThreshold`] is about.

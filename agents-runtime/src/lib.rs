@@ -6,6 +6,7 @@ pub mod authority;
 pub mod budget;
 pub mod capability;
 pub mod classifier;
+pub mod compose;
 pub mod declared;
 pub mod events;
 pub mod imported;

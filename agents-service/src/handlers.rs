@@ -158,6 +158,7 @@ fn service_record(
         manifest_sha256: manifest.into(),
         prev_hash: String::new(),
         hash: String::new(),
+        node: None,
     }
 }
 

@@ -261,6 +261,7 @@ pub mod testing {
             manifest_sha256: "5f1c9e0b7a3d2c4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6".into(),
             prev_hash: String::new(),
             hash: String::new(),
+            node: None,
         }
     }
 }

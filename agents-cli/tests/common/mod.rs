@@ -200,6 +200,7 @@ pub fn record(status: AuditStatus) -> AuditRecord {
         manifest_sha256: manifest_hash().into(),
         prev_hash: String::new(),
         hash: String::new(),
+        node: None,
     }
 }
 

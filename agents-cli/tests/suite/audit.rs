@@ -460,3 +460,47 @@ fn show_names_the_server_tool_and_pins_of_an_imported_call_and_an_edited_pin_bre
     assert_ne!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(format!("{}{}", stdout(&o), stderr(&o)).contains("line 12"), "{}{}", stdout(&o), stderr(&o));
 }
+
+#[test]
+fn stats_reads_the_records_of_a_run_tree() {
+    use agents_core::audit::AuditNode;
+    let dir = tempdir();
+    let place = |r: &mut AuditRecord, parent: Option<&str>, path: &str| {
+        r.node = Some(AuditNode { parent_run_id: parent.map(str::to_owned), path: path.to_owned() });
+    };
+    let mut started = record(AuditStatus::RunStarted);
+    place(&mut started, None, "kyc-pipeline");
+    let mut node_started = record(AuditStatus::RunStarted);
+    node_started.run_id = "run-2".into();
+    place(&mut node_started, Some("run-1"), "kyc-pipeline/kyc-reviewer");
+    let mut calls = vec![
+        call(AuditStatus::Proposed, "submit_leave", Tier::Action, "c1", "h1"),
+        call(AuditStatus::Confirmed, "submit_leave", Tier::Action, "c1", "h1"),
+        call(AuditStatus::Executed, "submit_leave", Tier::Action, "c1", "h1"),
+    ];
+    for c in &mut calls {
+        c.run_id = "run-2".into();
+        place(c, Some("run-1"), "kyc-pipeline/kyc-reviewer");
+    }
+    let mut finished = record(AuditStatus::RunFinished);
+    place(&mut finished, None, "kyc-pipeline");
+    // A record of a single run before it, without `node`, in the same chain.
+    let mut records = vec![record(AuditStatus::Notice), started, node_started];
+    records.extend(calls);
+    records.push(finished);
+    let log = log_file(dir.path(), records);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.lines().next().unwrap().contains("\"node\""), "absent on a record outside a tree");
+    assert!(text.contains(r#""node":{"parent_run_id":"run-1","path":"kyc-pipeline/kyc-reviewer"}"#), "{text}");
+    let (c, v) = stats_json(&log, &[]);
+    assert_eq!(c, 0, "{v}");
+    assert_eq!(v["chain"]["ok"], true);
+    assert_eq!(v["by_tier_status"]["action"]["executed"], 1);
+    assert_eq!(v["by_tier_status"]["none"]["run_started"], 2);
+    assert!(severe_kinds(&v).is_empty());
+    // A node path changed after sealing breaks the chain.
+    std::fs::write(&log, text.replace("kyc-pipeline/kyc-reviewer", "kyc-pipeline/kyc-decision")).unwrap();
+    let (c, v) = stats_json(&log, &[]);
+    assert_ne!(c, 0);
+    assert_eq!(v["chain"]["ok"], false, "{v}");
+}

@@ -2,7 +2,7 @@
 //! in canonical key order, copying from the last record this thread rendered what did not
 //! change.
 
-use super::record::{AuditImport, AuditRecord, AuditResult};
+use super::record::{AuditImport, AuditNode, AuditRecord, AuditResult};
 use crate::tool::Tier;
 
 impl AuditRecord {
@@ -42,6 +42,7 @@ impl AuditRecord {
             manifest_sha256,
             prev_hash: _,
             hash: _,
+            node,
         } = self;
         let members: [Member<'_>; MEMBERS] = [
             Member::Shared(Some(agent)),
@@ -50,6 +51,7 @@ impl AuditRecord {
             Member::Shared(call_id.as_ref()),
             Member::Import(import.as_ref()),
             Member::Shared(Some(manifest_sha256)),
+            Member::Node(node.as_ref()),
             Member::Shared(Some(org_id)),
             Member::Str(reason.as_deref()),
             Member::Shared(Some(request_id)),
@@ -73,7 +75,7 @@ impl AuditRecord {
 }
 
 /// The members a record renders besides the chain's, in canonical key order.
-const MEMBERS: usize = 19;
+const MEMBERS: usize = 20;
 
 /// Each member's key as written: its comma, the quoted name and the colon (the first member,
 /// `agent`, always present, has no comma).
@@ -84,6 +86,7 @@ const KEYS: [&str; MEMBERS] = [
     ",\"call_id\":",
     ",\"import\":",
     ",\"manifest_sha256\":",
+    ",\"node\":",
     ",\"org_id\":",
     ",\"reason\":",
     ",\"request_id\":",
@@ -101,7 +104,7 @@ const KEYS: [&str; MEMBERS] = [
 
 /// Where the chain's members go: `epoch` and `hash` after `call_id`, `prev_hash` after
 /// `org_id`, `seq` after `run_id` (indices into [`KEYS`]).
-const CUT_AFTER: [usize; 3] = [3, 6, 11];
+const CUT_AFTER: [usize; 3] = [3, 7, 12];
 
 /// The largest members text (bytes) a thread keeps to copy unchanged members from.
 const LAST_KEPT: usize = 16 * 1024;
@@ -122,6 +125,8 @@ enum Member<'a> {
     Result(Option<&'a AuditResult>),
     /// Absent, not `null`, when there is none.
     Import(Option<&'a AuditImport>),
+    /// Absent, not `null`, when there is none.
+    Node(Option<&'a AuditNode>),
 }
 
 /// How a member's text was written, to tell whether another value writes the same.
@@ -172,8 +177,8 @@ impl LastRendered {
             }
             Member::Str(Some(v)) | Member::Word(Some(v)) => written == Written::Verbatim && self.same_text(i, v),
             Member::Args(Some(a)) => written == Written::Args && self.args.as_ref().is_some_and(|b| b.ptr_eq(a)),
-            Member::Import(None) => written == Written::Absent,
-            Member::Result(Some(_)) | Member::Import(Some(_)) => false,
+            Member::Import(None) | Member::Node(None) => written == Written::Absent,
+            Member::Result(Some(_)) | Member::Import(Some(_)) | Member::Node(Some(_)) => false,
         }
     }
 
@@ -189,10 +194,15 @@ impl LastRendered {
 fn write_member(out: &mut String, i: usize, m: &Member<'_>) -> Written {
     let key = KEYS[i];
     match m {
-        Member::Import(None) => return Written::Absent,
+        Member::Import(None) | Member::Node(None) => return Written::Absent,
         Member::Import(Some(import)) => {
             out.push_str(key);
             crate::canonical::write_to(&import.to_value(), out);
+            return Written::Other;
+        }
+        Member::Node(Some(node)) => {
+            out.push_str(key);
+            crate::canonical::write_to(&node.to_value(), out);
             return Written::Other;
         }
         _ => {}
@@ -239,7 +249,7 @@ fn write_member(out: &mut String, i: usize, m: &Member<'_>) -> Written {
             crate::canonical::write_to(value, out);
             Written::Other
         }
-        Member::Import(_) => unreachable!("written above"),
+        Member::Import(_) | Member::Node(_) => unreachable!("written above"),
     }
 }
 

@@ -32,7 +32,7 @@ pub use checkpoint::{CHECKPOINT_FORMAT, Checkpoint, CheckpointError, CheckpointS
 pub use error::ChainError;
 pub use filter::{RecordFilter, Selected};
 pub use keyed::{ChainKey, EpochKey, EpochPolicy, KeyError, MAX_EPOCH_GAP, TIMESTAMP_GRACE, unix_seconds};
-pub use record::{AuditImport, AuditRecord, AuditResult, AuditStatus, GENESIS_HASH};
+pub use record::{AuditImport, AuditNode, AuditRecord, AuditResult, AuditStatus, GENESIS_HASH};
 pub use seal::PreparedRecord;
 pub use summary::{ChainSummary, SealCheck};
 pub use values::{

@@ -271,6 +271,41 @@ impl AuditImport {
     }
 }
 
+/// Where a record's run sits in a composite's run tree ([`AuditRecord::node`]): the tree's
+/// own records name the composite alone; a node's records name the tree's run and the node's
+/// path from the composite.
+///
+/// ```
+/// use agents_core::audit::AuditNode;
+///
+/// let node = AuditNode { parent_run_id: Some("run-1".into()), path: "kyc-pipeline/kyc-reviewer".into() };
+/// assert_eq!(node.to_value(), serde_json::json!({"parent_run_id": "run-1", "path": "kyc-pipeline/kyc-reviewer"}));
+/// let root = AuditNode { parent_run_id: None, path: "kyc-pipeline".into() };
+/// assert!(root.to_value().get("parent_run_id").is_none(), "absent, not null, on the tree's own records");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditNode {
+    /// The run id of the tree (its root run); absent on the tree's own records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// The node's path from the composite's name, ids joined by `/`
+    /// (`kyc-pipeline/kyc-reviewer`); the composite's name alone on the tree's own records.
+    pub path: String,
+}
+
+impl AuditNode {
+    /// As JSON, as the record holds it.
+    pub fn to_value(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        if let Some(parent) = &self.parent_run_id {
+            map.insert("parent_run_id".to_owned(), Value::String(parent.clone()));
+        }
+        map.insert("path".to_owned(), Value::String(self.path.clone()));
+        Value::Object(map)
+    }
+}
+
 /// One audit record. `seq`, `prev_hash` and `hash` are set by the sink when it appends.
 ///
 /// The ids and names that every record of a run or call repeats are [`SharedStr`]s: the
@@ -337,6 +372,11 @@ pub struct AuditRecord {
     /// The record's seal over its canonical JSON without the `hash` field: SHA-256 in a plain
     /// chain, HMAC-SHA-256 under the key of `epoch` in a keyed one (lowercase hex either way).
     pub hash: String,
+    /// For a record of a composite's run tree: the tree's run and the node's path. Absent (not
+    /// `null`) for every other record, so records written before composites ran keep their
+    /// JSON and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<AuditNode>,
 }
 
 impl AuditRecord {

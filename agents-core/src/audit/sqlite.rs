@@ -23,7 +23,7 @@ pub const TABLE: &str = "audit_log";
 
 /// The record columns in the order [`insert_records`] binds them and [`for_each_record`] reads
 /// them.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 24] = [
     "seq",
     "ts",
     "run_id",
@@ -47,6 +47,7 @@ pub const COLUMNS: [&str; 23] = [
     "hash",
     "epoch",
     "import",
+    "node",
 ];
 
 /// The index of `epoch` in [`COLUMNS`]: the column a table made before keyed chains lacks.
@@ -54,6 +55,9 @@ const EPOCH: usize = 21;
 
 /// The index of `import` in [`COLUMNS`]: the column a table made before imported tools lacks.
 const IMPORT: usize = 22;
+
+/// The index of `node` in [`COLUMNS`]: the column a table made before composites ran lacks.
+const NODE: usize = 23;
 
 /// A row that is not an audit record: the column and what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,6 +79,12 @@ impl RowError {
 /// records read with `epoch: None`).
 pub fn has_epoch_column(conn: &Connection) -> rusqlite::Result<bool> {
     has_column(conn, COLUMNS[EPOCH])
+}
+
+/// Whether the table has the `node` column (tables made before composites ran do not; their
+/// records read with `node: None`).
+pub fn has_node_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, COLUMNS[NODE])
 }
 
 /// Whether the table has the `import` column (tables made before imported tools do not; their
@@ -108,8 +118,9 @@ pub fn for_each_record(
 ) -> rusqlite::Result<()> {
     let epoch = if has_epoch_column(conn)? { COLUMNS[EPOCH] } else { "NULL" };
     let import = if has_import_column(conn)? { COLUMNS[IMPORT] } else { "NULL" };
+    let node = if has_node_column(conn)? { COLUMNS[NODE] } else { "NULL" };
     let columns = COLUMNS[..EPOCH].join(", ");
-    let mut stmt = conn.prepare(&format!("SELECT {columns}, {epoch}, {import} FROM {TABLE} ORDER BY seq"))?;
+    let mut stmt = conn.prepare(&format!("SELECT {columns}, {epoch}, {import}, {node} FROM {TABLE} ORDER BY seq"))?;
     let mut rows = stmt.query([])?;
     let mut position = 0;
     while let Some(row) = rows.next()? {
@@ -124,7 +135,7 @@ pub fn for_each_record(
 /// Appends `records` to the table as they are (already sealed), in one prepared statement.
 /// Wrap the call in a transaction to make a batch atomic; the table's triggers, where present,
 /// refuse a row that does not continue the chain. The table needs every column of
-/// [`COLUMNS`] (the runtime's sink adds `epoch` and `import` to older tables when it opens them).
+/// [`COLUMNS`] (the runtime's sink adds `epoch`, `import` and `node` to older tables when it opens them).
 pub fn insert_records(conn: &Connection, records: &[AuditRecord]) -> rusqlite::Result<()> {
     let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
     let sql = format!("INSERT INTO {TABLE} ({}) VALUES ({})", COLUMNS.join(", "), placeholders.join(", "));
@@ -155,6 +166,7 @@ pub fn insert_records(conn: &Connection, records: &[AuditRecord]) -> rusqlite::R
             r.hash,
             r.epoch.map(i64::try_from).transpose().map_err(too_large)?,
             r.import.as_ref().map(|i| crate::canonical::to_string(&i.to_value())),
+            r.node.as_ref().map(|n| crate::canonical::to_string(&n.to_value())),
         ])?;
     }
     Ok(())
@@ -203,6 +215,7 @@ fn record_from_row(row: &Row<'_>) -> Result<AuditRecord, RowError> {
         import: json(row, IMPORT)?
             .map(|v| serde_json::from_value(v).map_err(|e| RowError::new(IMPORT, e)))
             .transpose()?,
+        node: json(row, NODE)?.map(|v| serde_json::from_value(v).map_err(|e| RowError::new(NODE, e))).transpose()?,
     })
 }
 
@@ -242,6 +255,7 @@ mod tests {
             manifest_sha256: "cd".repeat(32).into(),
             prev_hash: String::new(),
             hash: String::new(),
+            node: None,
         }
     }
 
@@ -270,7 +284,7 @@ mod tests {
     #[test]
     fn rows_read_back_as_the_records_written_and_the_chain_verifies() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT, node TEXT)")).unwrap();
         let mut records = chained(3);
         records[2].result = None;
         records[2].tier = None;
@@ -321,7 +335,7 @@ mod tests {
     #[test]
     fn a_row_that_is_not_a_record_names_its_column_and_the_pass_goes_on() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT, node TEXT)")).unwrap();
         insert_records(&conn, &chained(3)).unwrap();
         conn.execute_batch("UPDATE audit_log SET status = 'teleported' WHERE seq = 2").unwrap();
         let read = read_all(&conn);
@@ -340,7 +354,7 @@ mod tests {
     #[test]
     fn a_break_stops_the_pass() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT)")).unwrap();
+        conn.execute_batch(&format!("{TABLE_SQL}, epoch INTEGER, import TEXT, node TEXT)")).unwrap();
         insert_records(&conn, &chained(5)).unwrap();
         let mut seen = Vec::new();
         for_each_record(&conn, |n, _| {

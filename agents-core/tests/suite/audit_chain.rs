@@ -31,6 +31,7 @@ fn record(i: u64) -> AuditRecord {
         manifest_sha256: MANIFEST.into(),
         prev_hash: String::new(),
         hash: String::new(),
+        node: None,
     }
 }
 

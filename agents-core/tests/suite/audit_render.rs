@@ -46,6 +46,7 @@ fn record(args: Option<Value>, result: Option<Value>) -> AuditRecord {
         manifest_sha256: "m".into(),
         prev_hash: "stale".to_owned(),
         hash: "stale".to_owned(),
+        node: None,
     }
 }
 
@@ -207,6 +208,7 @@ proptest! {
             manifest_sha256: strings[8].clone().into(),
             prev_hash: String::new(),
             hash: String::new(),
+            node: None,
         };
         check(r, seq, &prev);
     }

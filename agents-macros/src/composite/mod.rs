@@ -6,6 +6,7 @@
 //! is its name, its manifest's hash and its capability summary.
 
 mod parse;
+mod plan;
 mod walk;
 
 use crate::crate_path;
@@ -34,8 +35,10 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         let err = syn::Error::new(ident.span(), msg).to_compile_error();
         return quote!(#err #strukt);
     };
-    let mut walk = Walk::new(quote!(#rt::agents_core::compose));
+    let graph = quote!(<#ident as #rt::agents_core::compose::Composite>::GRAPH);
+    let mut walk = Walk::new(quote!(#rt::agents_core::compose), plan::Plan::new(&rt, graph));
     let root = walk.flow(flow);
+    let run = walk.plan.impls(ident, &root.step(), (input, output));
     let decl = Declared { ident, input, output, name: kebab(&ident.to_string()), description };
     let impls = impls(&decl, &walk, &root, &rt);
     let c = quote!(#rt::agents_core::compose);
@@ -55,6 +58,7 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
 
         const _: () = {
             #impls
+            #run
             // Evaluated at every build: a graph that is not one, or a join of two types that
             // differ, does not compile. The manifest and its hash (const SHA-256 is slow: about
             // a second per 4 KB) are evaluated only where they are used.

@@ -2,6 +2,7 @@
 //! one walk, in the order the flow is written.
 
 use super::parse::{Flow, RouterInput};
+use super::plan::{Plan, Step};
 use crate::util::type_string;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -20,6 +21,8 @@ pub(crate) struct Walk {
     pub(crate) edges: Vec<(String, String, &'static str)>,
     /// Each check: a const call, spanned on the tokens it is about.
     pub(crate) checks: Vec<TokenStream>,
+    /// How each walked flow runs.
+    pub(crate) plan: Plan,
 }
 
 /// A walked flow: where it starts and ends in the graph, and its types.
@@ -28,6 +31,15 @@ pub(crate) struct Part {
     pub(crate) exit: String,
     pub(crate) input: TokenStream,
     pub(crate) output: TokenStream,
+    /// The closure that runs it (see [`Plan`]).
+    pub(crate) run: TokenStream,
+}
+
+impl Part {
+    /// The part as the plan sees it.
+    pub(crate) fn step(&self) -> Step<'_> {
+        Step { entry: &self.entry, input: &self.input, output: &self.output, run: &self.run }
+    }
 }
 
 /// `KycReviewer` → `kyc-reviewer`.
@@ -52,8 +64,8 @@ pub(crate) fn kebab(name: &str) -> String {
 }
 
 impl Walk {
-    pub(crate) fn new(compose: TokenStream) -> Self {
-        Walk { compose, used: BTreeMap::new(), nodes: Vec::new(), edges: Vec::new(), checks: Vec::new() }
+    pub(crate) fn new(compose: TokenStream, plan: Plan) -> Self {
+        Walk { compose, used: BTreeMap::new(), nodes: Vec::new(), edges: Vec::new(), checks: Vec::new(), plan }
     }
 
     /// A fresh node id: `base`, then `base-2`, `base-3`, ...
@@ -91,7 +103,8 @@ impl Walk {
                 if let Some(until) = until {
                     self.check(span_of(until), "stops", [&quote!(#until), &body.output]);
                 }
-                Part { entry: id.clone(), exit: id, input: body.input, output: body.output }
+                let run = self.plan.looped(&id, &body.step(), *max, until.as_ref());
+                Part { entry: id.clone(), exit: id, input: body.input, output: body.output, run }
             }
             Flow::Parallel { members, join, collect, .. } => {
                 let policy = if *collect { quote!(Collect) } else { quote!(FailFast) };
@@ -100,19 +113,25 @@ impl Walk {
                     "parallel",
                     quote!(#c::NodeKind::Parallel { join: #name, on_failure: #c::OnFailure::#policy }),
                 );
-                let first = self.members(&id, members);
-                self.check(span_of(join), "joins", [&quote!(#join), &first.output]);
+                let walked = self.members(&id, members);
+                self.check(span_of(join), "joins", [&quote!(#join), &walked[0].output]);
                 let output = quote!(<#join as #c::Join>::Output);
-                Part { entry: id.clone(), exit: id, input: first.input, output }
+                let steps: Vec<Step> = walked.iter().map(Part::step).collect();
+                let run = self.plan.parallel(&id, &steps, join, *collect);
+                let input = walked[0].input.clone();
+                Part { entry: id.clone(), exit: id, input, output, run }
             }
             Flow::Forum { members, moderator, rounds, .. } => {
                 let id = self.node("forum", quote!(#c::NodeKind::Forum { rounds: #rounds }));
-                let first = self.members(&id, members);
+                let walked = self.members(&id, members);
                 let m = self.flow(moderator);
                 self.edges.push((id.clone(), m.entry.clone(), "Moderator"));
-                let answers = &first.output;
+                let answers = &walked[0].output;
                 self.check(moderator.span(), "feeds", [&quote!(::std::vec::Vec<#answers>), &m.input]);
-                Part { entry: id.clone(), exit: id, input: first.input, output: m.output }
+                let steps: Vec<Step> = walked.iter().map(Part::step).collect();
+                let run = self.plan.forum(&id, &steps, &m.step(), *rounds);
+                let input = walked[0].input.clone();
+                Part { entry: id.clone(), exit: id, input, output: m.output, run }
             }
             Flow::Wrap { inner, before, after, .. } => self.wrap(inner, before, after),
         }
@@ -124,7 +143,8 @@ impl Walk {
         let kind = quote_spanned!(span_of(path)=> <#path as #c::Flow>::NODE);
         let (input, output) = (quote!(<#path as #c::Flow>::Input), quote!(<#path as #c::Flow>::Output));
         let id = self.node(&kebab(&last), kind);
-        Part { entry: id.clone(), exit: id, input, output }
+        let run = self.plan.leaf(&id, path, &input, &output);
+        Part { entry: id.clone(), exit: id, input, output, run }
     }
 
     fn then(&mut self, steps: &[Flow]) -> Part {
@@ -138,9 +158,16 @@ impl Walk {
             }
             parts.push(part);
         }
-        let last = parts.pop().expect("`then` has two steps or more");
-        let first = parts.into_iter().next().expect("`then` has two steps or more");
-        Part { entry: first.entry, exit: last.exit, input: first.input, output: last.output }
+        let steps: Vec<Step> = parts.iter().map(Part::step).collect();
+        let (first, last) = (&parts[0], &parts[parts.len() - 1]);
+        let run = self.plan.then(&steps, &first.input, &last.output);
+        Part {
+            entry: first.entry.clone(),
+            exit: last.exit.clone(),
+            input: first.input.clone(),
+            output: last.output.clone(),
+            run,
+        }
     }
 
     fn branch(&mut self, router: &RouterInput, arms: &[Flow], default: &Flow) -> Part {
@@ -162,29 +189,32 @@ impl Walk {
             self.check(*span, "matches", [&part.input, &d.input]);
             self.check(*span, "matches", [&part.output, &d.output]);
         }
-        if let RouterInput::Code(path) = router {
-            self.check(span_of(path), "routes", [&quote!(#path), &d.input]);
-        }
-        Part { entry: id.clone(), exit: id, input: d.input, output: d.output }
+        let code = match router {
+            RouterInput::Code(path) => {
+                self.check(span_of(path), "routes", [&quote!(#path), &d.input]);
+                Some(path)
+            }
+            RouterInput::Model => None,
+        };
+        let steps: Vec<Step> = walked.iter().map(|(_, part)| part.step()).collect();
+        let run = self.plan.branch(&id, code, &steps, &d.step(), (&d.input, &d.output));
+        Part { entry: id.clone(), exit: id, input: d.input, output: d.output, run }
     }
 
-    /// Walks the members of a parallel node or a forum, checks that they match the first,
-    /// and returns the first.
-    fn members(&mut self, id: &str, members: &[Flow]) -> Part {
-        let mut first: Option<Part> = None;
+    /// Walks the members of a parallel node or a forum and checks that they match the first.
+    fn members(&mut self, id: &str, members: &[Flow]) -> Vec<Part> {
+        let mut walked: Vec<Part> = Vec::new();
         for member in members {
             let part = self.flow(member);
             self.edges.push((id.to_owned(), part.entry.clone(), "Member"));
-            match &first {
-                None => first = Some(part),
-                Some(f) => {
-                    let (fi, fo) = (f.input.clone(), f.output.clone());
-                    self.check(member.span(), "matches", [&part.input, &fi]);
-                    self.check(member.span(), "matches", [&part.output, &fo]);
-                }
+            if let Some(f) = walked.first() {
+                let (fi, fo) = (f.input.clone(), f.output.clone());
+                self.check(member.span(), "matches", [&part.input, &fi]);
+                self.check(member.span(), "matches", [&part.output, &fo]);
             }
+            walked.push(part);
         }
-        first.expect("two members or more")
+        walked
     }
 
     fn wrap(&mut self, inner: &Flow, before: &[Path], after: &[Path]) -> Part {
@@ -199,7 +229,8 @@ impl Walk {
         for step in after {
             self.check(span_of(step), "steps", [&quote!(#step), &part.output]);
         }
-        Part { entry: id.clone(), exit: id, input: part.input, output: part.output }
+        let run = self.plan.wrap(&id, &part.step(), before, after);
+        Part { entry: id.clone(), exit: id, input: part.input, output: part.output, run }
     }
 }
 

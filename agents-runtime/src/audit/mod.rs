@@ -66,9 +66,9 @@ mod sqlite;
 
 use crate::BoxFuture;
 pub use agents_core::audit::{
-    AuditImport, AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier, Checkpoint,
-    CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord, SealCheck,
-    severe,
+    AuditImport, AuditNode, AuditRecord, AuditResult, AuditStatus, ChainError, ChainKey, ChainSummary, ChainVerifier,
+    Checkpoint, CheckpointSigningKey, CheckpointVerifyingKey, EpochKey, EpochPolicy, GENESIS_HASH, PreparedRecord,
+    SealCheck, severe,
 };
 pub use group_commit::{ChainOptions, DurableStore, GroupCommitSink, MAX_BATCH};
 pub use identity::FileIdentity;

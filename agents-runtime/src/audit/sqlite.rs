@@ -38,7 +38,8 @@ fn schema() -> String {
             prev_hash TEXT NOT NULL,
             hash TEXT NOT NULL UNIQUE,
             epoch INTEGER,
-            import TEXT
+            import TEXT,
+            node TEXT
         ) STRICT;
         CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log
         BEGIN
@@ -285,14 +286,17 @@ fn verify_connection(
         .map_err(|source| SqliteAuditError::Broken { path: path.to_path_buf(), source })
 }
 
-/// Databases made before keyed chains have no `epoch` column, and those made before imported
-/// tools no `import` column: add them (empty, so their records read as before).
+/// Databases made before keyed chains have no `epoch` column, those made before imported
+/// tools no `import` column, and those made before composites ran no `node` column: add them (empty, so their records read as before).
 fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
     if !sqlite::has_epoch_column(conn)? {
         conn.execute_batch("ALTER TABLE audit_log ADD COLUMN epoch INTEGER")?;
     }
     if !sqlite::has_import_column(conn)? {
         conn.execute_batch("ALTER TABLE audit_log ADD COLUMN import TEXT")?;
+    }
+    if !sqlite::has_node_column(conn)? {
+        conn.execute_batch("ALTER TABLE audit_log ADD COLUMN node TEXT")?;
     }
     Ok(())
 }

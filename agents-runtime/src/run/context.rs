@@ -77,6 +77,8 @@ pub(super) struct RunCtx<A> {
     pub(super) approved: Mutex<Option<(ConfirmationToken, String, String)>>,
     /// Set when the state store failed while a proposal's final record was being claimed.
     pub(super) state_failed: OnceLock<String>,
+    /// The spend of the run tree this run is a node of (unset for a run of its own).
+    pub(super) tree: OnceLock<Arc<super::limit::TreeAllowance>>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -112,6 +114,27 @@ impl<A: Registry> RunCtx<A> {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
         let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, &principal);
         Self::with_ids(inner, principal, ids, limits, bus, cancel, direct)
+    }
+
+    /// A run of `A`, as a node of a run tree when `scope` says where: fresh ids carrying the
+    /// node's place, the tree's stop and its allowance.
+    pub(super) fn in_tree(
+        inner: &Arc<Inner>,
+        principal: Principal,
+        session_id: &str,
+        limits: Limits,
+        bus: Arc<EventBus>,
+        scope: Option<super::limit::NodeScope>,
+    ) -> Arc<Self> {
+        let Some(scope) = scope else {
+            return Self::new(inner, principal, session_id, limits, bus, CancellationToken::new(), None);
+        };
+        let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+        let mut ids = RecordIds::new::<A>(&run_id, session_id, &request_id, &principal);
+        ids.node = Some(scope.node);
+        let ctx = Self::with_ids(inner, principal, ids, limits, bus, scope.cancel, None);
+        let _ = ctx.tree.set(scope.allowance);
+        ctx
     }
 
     /// A run (or direct session) of `A` under the given ids.
@@ -154,6 +177,7 @@ impl<A: Registry> RunCtx<A> {
             delta: Mutex::new(Delta::default()),
             approved: Mutex::new(None),
             state_failed: OnceLock::new(),
+            tree: OnceLock::new(),
             _agent: PhantomData,
         })
     }

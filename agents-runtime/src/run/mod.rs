@@ -300,6 +300,7 @@ macro_rules! await_in_place {
 
 mod call;
 mod carry;
+mod child;
 mod confirm;
 mod context;
 mod conversation;
@@ -310,6 +311,7 @@ mod gate;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 mod ledger;
+mod limit;
 mod outcome;
 mod owed;
 mod pending;
@@ -329,12 +331,15 @@ mod start;
 mod sync;
 mod threshold;
 
+pub(crate) use child::{TreeEnd, TreeIds};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
     Verdict,
 };
 pub use ledger::ResumedCall;
+pub use limit::TreeLimit;
+pub(crate) use limit::{NodeScope, TreeAllowance};
 pub use outcome::{
     CallStatus, CallSummary, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, StartError,
 };

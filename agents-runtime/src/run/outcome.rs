@@ -350,6 +350,17 @@ pub enum RunError {
         /// What the run did.
         report: Box<RunReport>,
     },
+    /// A node of a composite's run tree failed (its run failed, a step refused, a hook
+    /// panicked): the tree ended there and no later node started (see [`crate::compose`]).
+    #[error("node `{path}` failed: {message}")]
+    Node {
+        /// The node's path (`kyc-pipeline/kyc-reviewer`).
+        path: String,
+        /// Why.
+        message: String,
+        /// What the tree's runs did.
+        report: Box<RunReport>,
+    },
 }
 
 /// The report every variant of [`RunError`] carries, by reference or by value as `$error` is.
@@ -367,7 +378,8 @@ macro_rules! report_of {
             | RunError::StateUnavailable { report, .. }
             | RunError::NotStarted { report, .. }
             | RunError::TaskFailed { report, .. }
-            | RunError::SkillChoice { report, .. } => report,
+            | RunError::SkillChoice { report, .. }
+            | RunError::Node { report, .. } => report,
         }
     };
 }
@@ -401,7 +413,8 @@ impl RunError {
             | RunError::StateUnavailable { .. }
             | RunError::NotStarted { .. }
             | RunError::TaskFailed { .. }
-            | RunError::SkillChoice { .. } => RunStatus::Failed,
+            | RunError::SkillChoice { .. }
+            | RunError::Node { .. } => RunStatus::Failed,
         }
     }
 }
@@ -465,11 +478,19 @@ impl<O> RunResultExt<O> for Result<RunOutput<O>, RunError> {
 pub(super) enum Failure {
     BudgetUnavailable(String),
     Provider(ProviderError),
-    Output { output_type: &'static str, message: String },
+    Output {
+        output_type: &'static str,
+        message: String,
+    },
     AuditUnavailable,
     StateUnavailable(String),
     NotStarted(StartError),
     SkillChoice(String),
+    /// A node of a run tree failed.
+    Node {
+        path: String,
+        message: String,
+    },
 }
 
 /// A run as its loop builds it, turned into the caller's `Result` at the end.
@@ -510,6 +531,7 @@ impl<O> Ending<O> {
             }
             Failure::NotStarted(e) => e.to_string(),
             Failure::SkillChoice(m) => format!("the model's choice of a skill was refused, so nothing ran: {m}"),
+            Failure::Node { path, message } => format!("node `{path}` failed: {message}"),
         })
     }
 
@@ -524,6 +546,7 @@ impl<O> Ending<O> {
             Failure::StateUnavailable(_) => ErrorKind::State,
             Failure::NotStarted(_) => ErrorKind::Start,
             Failure::SkillChoice(_) => ErrorKind::SkillChoice,
+            Failure::Node { .. } => ErrorKind::Node,
         };
         let (run_id, message) = (self.report.run_id.clone(), self.error_text()?);
         Some(crate::events::Event::ErrorOccurred { run_id, kind, tool: None, message })
@@ -543,6 +566,7 @@ impl<O> Ending<O> {
             (_, Some(Failure::StateUnavailable(message))) => RunError::StateUnavailable { message, report },
             (_, Some(Failure::NotStarted(source))) => RunError::NotStarted { source, report },
             (_, Some(Failure::SkillChoice(message))) => RunError::SkillChoice { message, report },
+            (_, Some(Failure::Node { path, message })) => RunError::Node { path, message, report },
             (RunStatus::IterationLimit, None) => RunError::IterationLimit { limit: self.limit, report },
             (RunStatus::BudgetExhausted, None) => RunError::BudgetExhausted { report },
             (_, None) if self.confirmation_timed_out => RunError::ConfirmationTimedOut { report },

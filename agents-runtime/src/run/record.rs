@@ -1,7 +1,7 @@
 //! The audit records of a run: the fields every record repeats, the parts that vary, what
 //! builds the records of one call, and the time stamp.
 
-use crate::audit::{AuditImport, AuditRecord, AuditResult, AuditStatus};
+use crate::audit::{AuditImport, AuditNode, AuditRecord, AuditResult, AuditStatus};
 use crate::tool::Registry;
 use agents_core::{Principal, SharedStr, SharedValue, Tier};
 
@@ -19,6 +19,8 @@ pub(super) struct RecordIds {
     pub(super) role: SharedStr,
     pub(super) agent: SharedStr,
     pub(super) manifest_sha256: SharedStr,
+    /// Where the run sits in a composite's run tree (`None` for a run of its own).
+    pub(super) node: Option<AuditNode>,
 }
 
 impl RecordIds {
@@ -53,6 +55,7 @@ impl RecordIds {
             manifest_sha256: self.manifest_sha256.clone(),
             prev_hash: String::new(),
             hash: String::new(),
+            node: self.node.clone(),
         }
     }
 
@@ -77,6 +80,7 @@ impl RecordIds {
             role: principal.role.as_str().into(),
             agent: agent.into(),
             manifest_sha256: manifest_sha256.into(),
+            node: None,
         }
     }
 }

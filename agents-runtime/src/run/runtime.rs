@@ -37,6 +37,7 @@ pub struct RuntimeBuilder {
     redaction: RedactionKeys,
     values: agents_core::audit::AuditValues,
     limits: Option<Limits>,
+    tree_limit: Option<super::limit::TreeLimit>,
     system_prompt: String,
     tool_timeout: Duration,
     max_result_bytes: usize,
@@ -240,6 +241,12 @@ impl RuntimeBuilder {
     /// Overrides the agent's declared limits.
     pub fn limits(mut self, l: Limits) -> Self {
         self.limits = Some(l);
+        self
+    }
+    /// A limit on the spend of a whole composite's run tree, across its nodes (see
+    /// [`crate::compose`]); each node keeps its own agent's limits too. None by default.
+    pub fn tree_limit(mut self, limit: super::limit::TreeLimit) -> Self {
+        self.tree_limit = Some(limit);
         self
     }
     /// What happens to a proposal of `tool` one of whose values came from content the user did
@@ -485,6 +492,7 @@ impl RuntimeBuilder {
                     redaction: self.redaction,
                     values: self.values,
                     limits: self.limits,
+                    tree_limit: self.tree_limit,
                     system_prompt: self.system_prompt,
                     untrusted: self.untrusted,
                     node_id: format!("node-{}", uuid::Uuid::new_v4().simple()),
@@ -557,6 +565,7 @@ impl Runtime {
             redaction: RedactionKeys::default(),
             values: agents_core::audit::AuditValues::Omitted,
             limits: None,
+            tree_limit: None,
             system_prompt: "You are an assistant inside an application. You act with the user's own authority \
                             through the tools you are given. Every fact you state about a record must come from a \
                             tool result in this conversation; never fabricate data."

@@ -80,6 +80,9 @@ impl<A: Registry> Meter<'_, A> {
         if let Some(why) = crate::declared::before_model_call(&A::SPEC, provider, spent) {
             return Err(BudgetStop::Declared(why));
         }
+        if let Some(why) = self.ctx.tree.get().and_then(|tree| tree.refusal(spent)) {
+            return Err(BudgetStop::Declared(why));
+        }
         let inner = &self.ctx.inner;
         let Some(budget) = inner.services.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
         let estimate = lock(self.spend).last_cost;

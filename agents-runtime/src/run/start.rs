@@ -5,6 +5,7 @@ use super::context::{RunCtx, availability};
 use super::decision::Confirmer;
 use super::decision::DirectConfirm;
 use super::driver::run_loop;
+use super::limit::NodeScope;
 use super::outcome::{Ending, Failure};
 use super::outcome::{RunHandle, RunStatus, StartError};
 use super::runtime::Runtime;
@@ -67,7 +68,7 @@ impl Runtime {
         session_id: &str,
         input: A::Input,
     ) -> Result<RunHandle<A::Output>, StartError> {
-        self.start_scoped::<A>(principal, session_id, input, None)
+        self.start_in_tree::<A>(principal, session_id, input, None, None)
     }
 
     /// Starts a run of the agent of `skill` that works within that skill: only the tools the
@@ -92,16 +93,18 @@ impl Runtime {
         let spec = <S::Agent as agents_core::Agent>::SPEC;
         let declared =
             spec.skill(skill.name()).ok_or(StartError::UnknownSkill { agent: spec.name, skill: skill.name() })?;
-        self.start_scoped::<S::Agent>(principal, session_id, input, Some(declared))
+        self.start_in_tree::<S::Agent>(principal, session_id, input, Some(declared), None)
     }
 
-    /// [`Runtime::start`], within `skill` when the application named one.
-    fn start_scoped<A: Registry>(
+    /// [`Runtime::start`], within `skill` when the application named one, and as a node of a
+    /// run tree when `node` says where (see [`super::child`]).
+    pub(super) fn start_in_tree<A: Registry>(
         &self,
         principal: Principal,
         session_id: &str,
         input: A::Input,
         skill: Option<&'static SkillSpec>,
+        node: Option<NodeScope>,
     ) -> Result<RunHandle<A::Output>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
@@ -135,8 +138,8 @@ impl Runtime {
         self.inner.keep_swept(&handle);
         let bus = Arc::new(EventBus::new());
         let events = bus.subscribe();
-        let cancel = CancellationToken::new();
-        let ctx = RunCtx::<A>::new(&self.inner, principal, session_id, limits, bus.clone(), cancel.clone(), None);
+        let ctx = RunCtx::<A>::in_tree(&self.inner, principal, session_id, limits, bus.clone(), node);
+        let cancel = ctx.cancel.clone();
         if let Some(skill) = skill {
             let _ = ctx.scope.set(Scope::of::<A>(skill, SkillChooser::Application));
         }

@@ -52,6 +52,7 @@ pub fn record(i: usize, status: AuditStatus) -> AuditRecord {
         manifest_sha256: MANIFEST.into(),
         prev_hash: String::new(),
         hash: String::new(),
+        node: None,
     }
 }
 

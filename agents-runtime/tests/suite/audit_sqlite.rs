@@ -49,7 +49,7 @@ async fn update_and_delete_are_refused_by_the_triggers() {
     // A row that does not continue the chain is refused.
     let fork = format!(
         "INSERT INTO audit_log SELECT 4, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, tool, \
-         tier, status, reason, title, args, args_hash, result, manifest_sha256, '{}', hash || 'x', epoch, import FROM audit_log WHERE seq = 1",
+         tier, status, reason, title, args, args_hash, result, manifest_sha256, '{}', hash || 'x', epoch, import, node FROM audit_log WHERE seq = 1",
         "0".repeat(64)
     );
     assert!(refused(&conn, &fork).contains("hash chain"));
@@ -58,7 +58,7 @@ async fn update_and_delete_are_refused_by_the_triggers() {
     let last: String = conn.query_row("SELECT hash FROM audit_log WHERE seq = 3", [], |r| r.get(0)).unwrap();
     let swap = format!(
         "INSERT OR REPLACE INTO audit_log SELECT 4, ts, run_id, session_id, request_id, call_id, user_id, org_id, role, agent, \
-         tool, tier, status, reason, title, args, args_hash, result, manifest_sha256, '{last}', hash, epoch, import FROM audit_log WHERE seq = 1"
+         tool, tier, status, reason, title, args, args_hash, result, manifest_sha256, '{last}', hash, epoch, import, node FROM audit_log WHERE seq = 1"
     );
     assert!(refused(&conn, &swap).contains("append-only"));
 

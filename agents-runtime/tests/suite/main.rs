@@ -28,6 +28,7 @@ mod audit_keyed;
 mod audit_mutations;
 mod audit_sqlite;
 mod compose;
+mod composite;
 mod decider_view;
 mod macros_basic;
 mod manifest_hash;

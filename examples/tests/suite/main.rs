@@ -14,6 +14,7 @@
 #![allow(unreachable_pub)]
 
 mod clinic;
+mod composite;
 mod console;
 mod eval;
 mod helpdesk;

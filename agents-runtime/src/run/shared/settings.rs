@@ -28,6 +28,8 @@ pub(in crate::run) struct Settings {
     /// What the records keep of a call's values.
     pub(in crate::run) values: agents_core::audit::AuditValues,
     pub(in crate::run) limits: Option<Limits>,
+    /// The limit on a whole run tree's spend.
+    pub(in crate::run) tree_limit: Option<super::super::limit::TreeLimit>,
     pub(in crate::run) system_prompt: String,
     /// What happens to a proposal fed by content the user did not write.
     pub(in crate::run) untrusted: crate::untrusted::UntrustedPolicies,

@@ -1,0 +1,37 @@
+//! How a node runs. A node's path names an agent or a composite, and `composite!` cannot tell
+//! which, so it calls [`RunNode`] on either: agents have it by the one impl below (over every
+//! `agent!` type, which implements `Registry`), and `composite!` writes it for each composite
+//! it declares, next to the composite's plan ([`RunComposite`]). The two never overlap: a
+//! composite is declared in its own crate as a type no `agent!` declares, so the compiler
+//! sees it is no `Registry` (the same reasoning the core's `Flow` impls rest on).
+
+use super::tree::{NodeFailure, Tree};
+use crate::BoxFuture;
+use crate::tool::Registry;
+use agents_core::compose::{Composite, Flow};
+
+/// A node of a run tree: runs as node `id` of `tree`. Not for applications: `agent!` types
+/// have it, and `composite!` writes it.
+#[doc(hidden)]
+pub trait RunNode: Flow {
+    /// Runs the node on `input`.
+    fn run_node(
+        tree: Tree,
+        id: &'static str,
+        input: Self::Input,
+    ) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
+}
+
+impl<A: Registry> RunNode for A {
+    fn run_node(tree: Tree, id: &'static str, input: A::Input) -> BoxFuture<'static, Result<A::Output, NodeFailure>> {
+        Box::pin(async move { tree.run_agent::<A>(id, input).await })
+    }
+}
+
+/// A composite's run plan, written by `composite!` from its flow: which node runs when, on
+/// what. Sealed by [`Composite`] (only `composite!` implements it).
+#[doc(hidden)]
+pub trait RunComposite: Composite {
+    /// Runs the composite's flow on `input`, its nodes under `tree`.
+    fn run(tree: Tree, input: Self::Input) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
+}

@@ -1,0 +1,148 @@
+//! The examples' composites run offline as one run tree each: the KYC pipeline (intake, the
+//! reviewer, then a clear decision or a person) and the two-reviewer panel, with their
+//! records in one chain that verifies, each placed in the tree.
+
+use agents_runtime::RunResultExt as _;
+use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
+use agents_runtime::provider::scripted::{RuleProvider, reply, tool_call, tool_outcomes};
+use agents_runtime::provider::{ChatRequest, ScriptedProvider};
+use agents_runtime::{Provider, RunStatus, Runtime};
+use examples::kyc::app::{DemoFiles, analyst};
+use examples::kyc::pipeline::{KycPanel, KycPipeline};
+use examples::kyc::{ApprovalDecision, DecisionKind, RawRequest};
+use serde_json::json;
+use std::sync::Arc;
+
+fn request(documents: Vec<String>) -> RawRequest {
+    RawRequest {
+        request_id: "kyc-1".into(),
+        customer_id: "c-1001".into(),
+        full_name: "Astrid Lindgren".into(),
+        country: "SE".into(),
+        documents,
+    }
+}
+
+fn decision(kind: &str, risk: u8, passport: &str) -> String {
+    json!({"request_id": "kyc-1", "decision": kind, "risk_score": risk, "reasons": ["the passport matches"], "documents_reviewed": [passport]}).to_string()
+}
+
+fn runtime(provider: Arc<dyn Provider>) -> (Runtime, Arc<MemorySink>) {
+    let sink = Arc::new(MemorySink::new());
+    (Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build(), sink)
+}
+
+/// The records verify as one chain, and every one names the tree's run and its node.
+fn one_tree(records: &[AuditRecord], tree: &str) -> Vec<String> {
+    let text: String = records
+        .iter()
+        .map(|r| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap()) + "\n")
+        .collect();
+    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
+    assert_eq!(summary.records, records.len());
+    let mut paths: Vec<String> = Vec::new();
+    for r in records {
+        let node = r.node.as_ref().expect("every record names its place in the tree");
+        assert!(r.run_id == tree || node.parent_run_id.as_deref() == Some(tree), "{r:?}");
+        assert_eq!(r.user_id, analyst().user_id.as_str());
+        if paths.last() != Some(&node.path) {
+            paths.push(node.path.clone());
+        }
+    }
+    paths
+}
+
+#[tokio::test]
+async fn the_kyc_pipeline_lets_a_clear_decision_stand() {
+    let files = DemoFiles::create().unwrap();
+    let passport = files.upload("c-1001/passport.txt");
+    let request = request(vec![passport.clone()]);
+    let provider = Arc::new(ScriptedProvider::new([
+        reply(serde_json::to_string(&request).unwrap()),
+        tool_call(agents_runtime::run::CHOICE_TOOL, r#"{"skill": "review"}"#),
+        tool_call("read_customer_file", json!({"path": passport}).to_string()),
+        reply(decision("approve", 10, &passport)),
+        reply(decision("approve", 10, &passport)),
+    ]));
+    let (rt, sink) = runtime(provider);
+    let handle = rt.start_composite::<KycPipeline>(analyst(), "kyc-tree", request).unwrap();
+    let tree = handle.run_id().to_owned();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    let decided: &ApprovalDecision = out.output().unwrap();
+    assert_eq!((decided.decision, decided.risk_score), (DecisionKind::Approve, 10));
+    let records = sink.records();
+    assert_eq!(
+        one_tree(&records, &tree),
+        [
+            "kyc-pipeline",
+            "kyc-pipeline/kyc-intake",
+            "kyc-pipeline/kyc-reviewer",
+            "kyc-pipeline",
+            "kyc-pipeline/kyc-decision",
+            "kyc-pipeline"
+        ]
+    );
+    let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
+    assert!(chose.reason.as_deref().unwrap().contains("takes arm `kyc-decision`"), "{chose:?}");
+}
+
+#[tokio::test]
+async fn the_kyc_pipeline_sends_a_referral_to_a_person() {
+    let files = DemoFiles::create().unwrap();
+    let passport = files.upload("c-1001/passport.txt");
+    let request = request(vec![passport.clone()]);
+    let provider = Arc::new(ScriptedProvider::new([
+        reply(serde_json::to_string(&request).unwrap()),
+        tool_call(agents_runtime::run::CHOICE_TOOL, r#"{"skill": "review"}"#),
+        reply(decision("refer", 80, &passport)),
+        tool_call("refer_to_analyst", r#"{"request_id": "kyc-1", "reason": "the risk is high"}"#),
+        reply(decision("refer", 80, &passport)),
+    ]));
+    let (rt, sink) = runtime(provider);
+    let handle = rt.start_composite::<KycPipeline>(analyst(), "kyc-refer", request).unwrap();
+    let tree = handle.run_id().to_owned();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().unwrap().decision, DecisionKind::Refer);
+    let records = sink.records();
+    assert!(one_tree(&records, &tree).contains(&"kyc-pipeline/kyc-human-review".to_owned()));
+    let handed = records.iter().find(|r| r.status == AuditStatus::HandedOff).expect("the referral is recorded");
+    assert_eq!(handed.node.as_ref().unwrap().path, "kyc-pipeline/kyc-human-review");
+}
+
+/// The panel's model: a reviewer chooses its skill, reads the passport once, then approves;
+/// the moderator approves.
+fn panel_model(passport: String) -> RuleProvider {
+    RuleProvider::new().when(move |request: &ChatRequest| {
+        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let read = tool_outcomes(request).iter().any(|o| o.name == "read_customer_file");
+        Some(if offered.contains(&agents_runtime::run::CHOICE_TOOL) {
+            tool_call(agents_runtime::run::CHOICE_TOOL, r#"{"skill": "review"}"#)
+        } else if offered.contains(&"read_customer_file") && !read {
+            tool_call("read_customer_file", json!({"path": passport}).to_string())
+        } else {
+            reply(decision("approve", 12, &passport))
+        })
+    })
+}
+
+#[tokio::test]
+async fn the_kyc_panel_hears_both_reviewers_then_its_moderator() {
+    let files = DemoFiles::create().unwrap();
+    let passport = files.upload("c-1001/passport.txt");
+    let (rt, sink) = runtime(Arc::new(panel_model(passport.clone())));
+    let handle = rt.start_composite::<KycPanel>(analyst(), "kyc-panel", request(vec![passport])).unwrap();
+    let tree = handle.run_id().to_owned();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().unwrap().risk_score, 12);
+    let records = sink.records();
+    let paths = one_tree(&records, &tree);
+    for node in ["kyc-panel/kyc-reviewer", "kyc-panel/kyc-second-reviewer", "kyc-panel/kyc-moderator"] {
+        assert!(paths.iter().any(|p| p == node), "{node} in {paths:?}");
+    }
+    let moderator = records.iter().position(|r| r.node.as_ref().unwrap().path == "kyc-panel/kyc-moderator").unwrap();
+    let last_member = records.iter().rposition(|r| r.node.as_ref().unwrap().path.contains("reviewer")).unwrap();
+    assert!(last_member < moderator, "the moderator decides after both members answered");
+}
