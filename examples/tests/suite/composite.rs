@@ -1,6 +1,7 @@
 //! The examples' composites run offline as one run tree each: the KYC pipeline (intake, the
-//! reviewer, then a clear decision or a person) and the two-reviewer panel, with their
-//! records in one chain that verifies, each placed in the tree.
+//! reviewer, then a clear decision or a person), the two-reviewer panel and the helpdesk's
+//! triage (whose nested action waits for the same person), with their records in one chain
+//! that verifies, each placed in the tree.
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
@@ -33,7 +34,7 @@ fn runtime(provider: Arc<dyn Provider>) -> (Runtime, Arc<MemorySink>) {
 }
 
 /// The records verify as one chain, and every one names the tree's run and its node.
-fn one_tree(records: &[AuditRecord], tree: &str) -> Vec<String> {
+fn one_tree(records: &[AuditRecord], tree: &str, user: &str) -> Vec<String> {
     let text: String = records
         .iter()
         .map(|r| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap()) + "\n")
@@ -44,7 +45,7 @@ fn one_tree(records: &[AuditRecord], tree: &str) -> Vec<String> {
     for r in records {
         let node = r.node.as_ref().expect("every record names its place in the tree");
         assert!(r.run_id == tree || node.parent_run_id.as_deref() == Some(tree), "{r:?}");
-        assert_eq!(r.user_id, analyst().user_id.as_str());
+        assert_eq!(r.user_id, user, "every node acts for the caller");
         if paths.last() != Some(&node.path) {
             paths.push(node.path.clone());
         }
@@ -73,7 +74,7 @@ async fn the_kyc_pipeline_lets_a_clear_decision_stand() {
     assert_eq!((decided.decision, decided.risk_score), (DecisionKind::Approve, 10));
     let records = sink.records();
     assert_eq!(
-        one_tree(&records, &tree),
+        one_tree(&records, &tree, analyst().user_id.as_str()),
         [
             "kyc-pipeline",
             "kyc-pipeline/kyc-intake",
@@ -106,7 +107,9 @@ async fn the_kyc_pipeline_sends_a_referral_to_a_person() {
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(out.output().unwrap().decision, DecisionKind::Refer);
     let records = sink.records();
-    assert!(one_tree(&records, &tree).contains(&"kyc-pipeline/kyc-human-review".to_owned()));
+    assert!(
+        one_tree(&records, &tree, analyst().user_id.as_str()).contains(&"kyc-pipeline/kyc-human-review".to_owned())
+    );
     let handed = records.iter().find(|r| r.status == AuditStatus::HandedOff).expect("the referral is recorded");
     assert_eq!(handed.node.as_ref().unwrap().path, "kyc-pipeline/kyc-human-review");
 }
@@ -138,11 +141,61 @@ async fn the_kyc_panel_hears_both_reviewers_then_its_moderator() {
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert_eq!(out.output().unwrap().risk_score, 12);
     let records = sink.records();
-    let paths = one_tree(&records, &tree);
+    let paths = one_tree(&records, &tree, analyst().user_id.as_str());
     for node in ["kyc-panel/kyc-reviewer", "kyc-panel/kyc-second-reviewer", "kyc-panel/kyc-moderator"] {
         assert!(paths.iter().any(|p| p == node), "{node} in {paths:?}");
     }
     let moderator = records.iter().position(|r| r.node.as_ref().unwrap().path == "kyc-panel/kyc-moderator").unwrap();
     let last_member = records.iter().rposition(|r| r.node.as_ref().unwrap().path.contains("reviewer")).unwrap();
     assert!(last_member < moderator, "the moderator decides after both members answered");
+}
+
+#[tokio::test]
+async fn the_helpdesk_triage_takes_its_default_arm_and_a_nested_action_waits_for_the_same_person() {
+    use agents_runtime::Verdict;
+    use agents_runtime::events::Event;
+    use agents_runtime::run::DecisionError;
+    use examples::helpdesk::app::alex;
+    use examples::helpdesk::knowledge::knowledge_settings;
+    use examples::helpdesk::store::Store;
+    use examples::helpdesk::triage::HelpdeskTriage;
+    let provider = Arc::new(ScriptedProvider::new([
+        reply("The user's laptop screen is broken; they need a support ticket."),
+        tool_call("open_ticket", r#"{"summary": "laptop screen broken", "severity": 3}"#),
+        reply("I opened the ticket."),
+    ]));
+    let sink = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(sink.clone(), provider)
+        .roles(examples::helpdesk::roles().clone())
+        .shared_state(Arc::new(Store::seeded()))
+        .knowledge(knowledge_settings())
+        .build();
+    let mut handle =
+        rt.start_composite::<HelpdeskTriage>(alex(), "desk-tree", "My laptop screen is broken".into()).unwrap();
+    let tree = handle.run_id().to_owned();
+    let (call_id, node) = loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
+            .await
+            .expect("the nested action asks")
+            .expect("the tree's events go on");
+        if let Event::Node { node, event, .. } = event
+            && let Event::ConfirmRequired { call_id, .. } = *event
+        {
+            break (call_id, node);
+        }
+    };
+    assert_eq!(node, "helpdesk-triage/desk-loop");
+    let stranger = agents_runtime::Principal::new("u-sam", "org-deskloop", alex().role.as_str());
+    assert_eq!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun));
+    rt.decide(&call_id, &alex(), Verdict::Approve).unwrap();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    let records = sink.records();
+    let paths = one_tree(&records, &tree, alex().user_id.as_str());
+    assert!(paths.contains(&"helpdesk-triage/desk-triage".to_owned()), "{paths:?}");
+    let statuses: Vec<AuditStatus> =
+        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
+    assert!(chose.reason.as_deref().unwrap().contains("takes arm `desk-loop`"), "{chose:?}");
 }
