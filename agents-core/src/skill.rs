@@ -69,6 +69,21 @@ impl SkillEntry {
     pub fn of(name: &str, tools: Vec<String>, io: Option<SkillIo>) -> Self {
         SkillEntry { name: name.to_owned(), tools, io }
     }
+
+    /// Its name as `agent!` writes it: `review`, or `review(RawRequest -> Decision)` when typed.
+    ///
+    /// ```
+    /// use agents_core::skill::{SkillEntry, SkillIo};
+    /// assert_eq!(SkillEntry::of("read", vec![], None).label(), "read");
+    /// let io = SkillIo::from_spec(("RawRequest", "Decision"));
+    /// assert_eq!(SkillEntry::of("review", vec![], Some(io)).label(), "review(RawRequest -> Decision)");
+    /// ```
+    pub fn label(&self) -> String {
+        match &self.io {
+            Some(io) => format!("{}({} -> {})", self.name, io.input, io.output),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// The names of a typed skill's own input and output types, as the manifest keeps them

@@ -132,3 +132,14 @@ fn a_typed_skill_s_input_schema_is_diffed_as_the_agent_s_is() {
     assert!(d.changes.iter().any(|c| c.rule == Rule::InputSchemaWidened), "{:?}", d.changes);
     assert!(diff_documents(&document(None), &document(None)).changes.is_empty());
 }
+
+#[test]
+fn a_skill_that_becomes_typed_is_shown_with_its_types_in_the_diff_and_the_report() {
+    let typed = manifest(Some(SkillIo::from_spec(("RawRequest", "Decision"))));
+    let d = agents_core::diff::diff(&manifest(None), &typed);
+    let c: Vec<_> = d.changes.iter().filter(|c| c.rule == Rule::SkillsChanged).collect();
+    assert_eq!(c.len(), 1, "{:?}", d.changes);
+    assert!(c[0].reason.contains("to {review(RawRequest -> Decision): []}"), "{}", c[0].reason);
+    let page = agents_core::report::render(&agents_core::report::Report::new(&typed, "kyc.json", "00"));
+    assert!(page.contains("review(RawRequest -&#62; Decision)"), "the report names the skill's types");
+}
