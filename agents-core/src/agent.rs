@@ -45,6 +45,10 @@ pub struct SkillSpec {
     pub name: &'static str,
     /// The tool names in the skill.
     pub tools: &'static [&'static str],
+    /// The names of its own input and output types, `(input, output)`, when `agent!` gives it
+    /// some (`review(Request -> Decision): [...]`); `None` when it takes and returns the
+    /// agent's.
+    pub io: Option<(&'static str, &'static str)>,
 }
 
 /// Everything `agent!` declares about an agent besides its tools.
@@ -114,6 +118,21 @@ pub trait Agent: crate::seal::DeclaredByAgentMacro + Send + Sync + 'static {
     /// names for it beside its `MANIFEST_SHA256`. Computed by `agent!` from the manifest
     /// ([`crate::compose::CapabilityLists::of`]).
     const CAPABILITIES: crate::compose::Capabilities;
+    /// How to build each typed skill's input and output schemas, for the reviewed document
+    /// ([`crate::reviewed`]); empty (the default) when no skill has types of its own.
+    const SKILL_SCHEMAS: &'static [SkillSchemas] = &[];
+}
+
+/// A typed skill's name and the functions that build the JSON Schemas of its input and
+/// output types (`agent!` writes `agents_core::reviewed::schema_of::<T>`).
+#[derive(Debug, Clone, Copy)]
+pub struct SkillSchemas {
+    /// The skill's name.
+    pub name: &'static str,
+    /// The schema of its input type.
+    pub input: fn() -> serde_json::Value,
+    /// The schema of its output type.
+    pub output: fn() -> serde_json::Value,
 }
 
 impl AgentSpec {

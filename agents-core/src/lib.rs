@@ -29,6 +29,7 @@ pub mod skill;
 pub mod strict;
 pub mod terminal;
 pub mod tool;
+pub mod typed_skill;
 
 #[doc(hidden)]
 pub mod seal;
@@ -40,6 +41,7 @@ pub use secret::Secret;
 pub use shared_str::SharedStr;
 pub use shared_value::SharedValue;
 pub use tool::{ImportSpec, ParamSpec, PolicySpec, Risk, Tier, Tool, ToolSpec};
+pub use typed_skill::TypedSkill;
 
 /// A boxed future that may move between threads: what the traits of the crates built on this
 /// one return (a provider's answer, an interceptor's decision, an audit sink's lookup, ...).

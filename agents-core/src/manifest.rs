@@ -9,7 +9,8 @@ use crate::budget::BudgetEntry;
 use crate::expose::ExposeEntry;
 use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
-use crate::skill::Unskilled;
+pub use crate::skill::SkillEntry;
+use crate::skill::{SkillIo, Unskilled};
 use crate::tool::{Risk, Tier, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -77,16 +78,6 @@ pub struct AgentEntry {
     /// then not served over MCP.
     #[serde(default, skip_serializing_if = "ExposeEntry::is_empty")]
     pub expose: ExposeEntry,
-}
-
-/// A skill in a manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SkillEntry {
-    /// The skill's name.
-    pub name: String,
-    /// Its tools, sorted.
-    pub tools: Vec<String>,
 }
 
 /// Limits in a manifest.
@@ -473,7 +464,11 @@ impl AgentEntry {
             description: spec.description.to_owned(),
             input: spec.input.to_owned(),
             output: spec.output.to_owned(),
-            skills: spec.skills.iter().map(|s| SkillEntry { name: s.name.to_owned(), tools: owned(s.tools) }).collect(),
+            skills: spec
+                .skills
+                .iter()
+                .map(|s| SkillEntry::of(s.name, owned(s.tools), s.io.map(SkillIo::from_spec)))
+                .collect(),
             ceiling: spec.ceiling.map(owned),
             limits: spec.limits.into(),
             models: spec.models.map(|m| m.iter().map(ModelEntry::from_spec).collect()),

@@ -50,6 +50,60 @@ pub const fn offers(listed_by_skill: bool, listed_by_any_skill: bool, unskilled:
     listed_by_skill || (!listed_by_any_skill && matches!(unskilled, Unskilled::Shared))
 }
 
+/// A skill in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillEntry {
+    /// The skill's name.
+    pub name: String,
+    /// Its tools, sorted.
+    pub tools: Vec<String>,
+    /// The names of its own input and output types; absent when it takes and returns the
+    /// agent's, so an untyped skill keeps its manifest bytes and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<SkillIo>,
+}
+
+impl SkillEntry {
+    /// A skill's entry from its parts.
+    pub fn of(name: &str, tools: Vec<String>, io: Option<SkillIo>) -> Self {
+        SkillEntry { name: name.to_owned(), tools, io }
+    }
+
+    /// Its name as `agent!` writes it: `review`, or `review(RawRequest -> Decision)` when typed.
+    ///
+    /// ```
+    /// use agents_core::skill::{SkillEntry, SkillIo};
+    /// assert_eq!(SkillEntry::of("read", vec![], None).label(), "read");
+    /// let io = SkillIo::from_spec(("RawRequest", "Decision"));
+    /// assert_eq!(SkillEntry::of("review", vec![], Some(io)).label(), "review(RawRequest -> Decision)");
+    /// ```
+    pub fn label(&self) -> String {
+        match &self.io {
+            Some(io) => format!("{}({} -> {})", self.name, io.input, io.output),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The names of a typed skill's own input and output types, as the manifest keeps them
+/// (`"io": {"input": "RawRequest", "output": "Decision"}` in the skill's entry).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillIo {
+    /// The input type's name.
+    pub input: String,
+    /// The output type's name.
+    pub output: String,
+}
+
+impl SkillIo {
+    /// From a skill spec's `(input, output)` names.
+    pub fn from_spec((input, output): (&str, &str)) -> Self {
+        SkillIo { input: input.to_owned(), output: output.to_owned() }
+    }
+}
+
 /// Who chose the skill a run works within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -430,8 +430,24 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// any other answer ends the run (`RunError::SkillChoice`) with nothing offered or run. The
 /// choice is a `skill_chosen` record and event. A tool's calls of the tools it invokes pass the
 /// same gate, so a skill listing a tool must offer the tools it invokes (else it does not
-/// compile). An agent without skills works as one skill offering every tool. Typed input and output per skill are not declared here: a skill
-/// shares the agent's `input` and `output`.
+/// compile). An agent without skills works as one skill offering every tool.
+///
+/// A skill may take and return types of its own, written `name(Input -> Output)`:
+///
+/// ```ignore
+/// skills: { triage: [list_athletes], review(InjuryReport -> Verdict): [list_athletes, record_injury] },
+/// ```
+///
+/// The macro also writes one type per skill, `<Agent><Skill>Skill` (`review` of `Clinic` →
+/// `ClinicReviewSkill`), implementing `TypedSkill` with the skill's input and output (the
+/// agent's `input` and `output` for a skill written without types).
+/// `Runtime::start_skill::<ClinicReviewSkill>(principal, session, report)` takes an
+/// `InjuryReport` and its handle yields a `Verdict`: another input type does not compile. The
+/// manifest names a typed skill's types (`"io": {"input": ..., "output": ...}` in its entry,
+/// absent for an untyped one), the reviewed document holds their JSON Schemas
+/// (`io.skills.<name>`), and `agents manifest diff` checks a typed skill's input schema as it
+/// checks the agent's. A typed skill is never offered to the model's choice, and
+/// `start_in_skill` refuses it (`StartError::TypedSkill`): its input is not the agent's.
 ///
 /// ## `unskilled`
 ///

@@ -118,8 +118,8 @@ pub fn helpdesk_v1() -> Manifest {
         input: "HelpdeskRequest".into(),
         output: "HelpdeskReply".into(),
         skills: vec![
-            SkillEntry { name: "leave".into(), tools: strings(&["get_leave_balance", "submit_leave"]) },
-            SkillEntry { name: "tickets".into(), tools: strings(&["lookup_policy", "open_ticket"]) },
+            SkillEntry { name: "leave".into(), tools: strings(&["get_leave_balance", "submit_leave"]), io: None },
+            SkillEntry { name: "tickets".into(), tools: strings(&["lookup_policy", "open_ticket"]), io: None },
         ],
         ceiling: Some(strings(&["identity.admin", "leave.read", "leave.write", "public", "ticket.write"])),
         ..AgentEntry::new("helpdesk", "IT and HR helpdesk for employees: policies, leave, tickets.")

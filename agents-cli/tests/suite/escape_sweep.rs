@@ -50,7 +50,7 @@ fn hostile_manifest() -> Manifest {
         }];
         t.uses = vec![payload(&format!("uses-{n}"))];
     }
-    agent.skills = vec![SkillEntry { name: payload("skill"), tools: vec![payload("tool-lookup_policy")] }];
+    agent.skills = vec![SkillEntry { name: payload("skill"), tools: vec![payload("tool-lookup_policy")], io: None }];
     Manifest::from_entries(agent, tools).unwrap()
 }
 

@@ -17,7 +17,7 @@ fn request(extra: Option<&str>) -> Value {
 }
 
 fn reviewed(input: Value) -> String {
-    let io = IoSchemas { input, output: json!({"type": "string"}) };
+    let io = IoSchemas::new(input, json!({"type": "string"}));
     Document { manifest: helpdesk_v1(), io: Some(io) }.to_canonical_string()
 }
 

@@ -1,7 +1,8 @@
-//! The agent's input and output schemas, in a reviewed document ([`crate::reviewed`]): an
-//! input schema that may accept a value the old one refused is a widening (decided by
-//! [`admits_no_more`]); one that accepts less, a narrowing; an output schema that changed is
-//! reported, neutral.
+//! The agent's input and output schemas, in a reviewed document ([`crate::reviewed`]), and
+//! each typed skill's: an input schema that may accept a value the old one refused is a
+//! widening (decided by [`admits_no_more`]); one that accepts less, a narrowing; an output
+//! schema that changed is reported, neutral. A skill's input is compared as the agent's is,
+//! by the same check.
 
 use super::model::{Change, ChangeKind, ManifestDiff, change};
 use super::rule::Rule;
@@ -20,7 +21,7 @@ const MAX_PLACES: usize = 6;
 /// use agents_core::reviewed::{Document, IoSchemas};
 /// use serde_json::json;
 /// let manifest = Manifest::from_entries(AgentEntry::new("a", "d"), vec![]).unwrap();
-/// let doc = |input| Document { manifest: manifest.clone(), io: Some(IoSchemas { input, output: json!(true) }) };
+/// let doc = |input| Document { manifest: manifest.clone(), io: Some(IoSchemas::new(input, json!(true))) };
 /// let old = doc(json!({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": false}));
 /// let new = doc(json!({"type": "object", "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}, "additionalProperties": false}));
 /// let d = diff_documents(&old, &new);
@@ -54,11 +55,29 @@ fn diff_io(old: Option<&IoSchemas>, new: Option<&IoSchemas>, out: &mut Vec<Chang
             return;
         }
     };
-    diff_input(&a.input, &b.input, out);
+    diff_input(&a.input, &b.input, "io.input", "the input schema", out);
     diff_output(&a.output, &b.output, out);
+    diff_skills(a, b, out);
 }
 
-fn diff_input(old: &Value, new: &Value, out: &mut Vec<Change>) {
+/// Each typed skill's input schema, with the same check as the agent's: a skill's input is
+/// its own schema when it is typed, else the agent's, so a skill that becomes typed (or stops
+/// being) is compared against what it took before. Its output schema is reported like the
+/// agent's.
+fn diff_skills(a: &IoSchemas, b: &IoSchemas, out: &mut Vec<Change>) {
+    let names: std::collections::BTreeSet<&String> = a.skills.keys().chain(b.skills.keys()).collect();
+    for name in names {
+        let place = format!("io.skills.{name}.input");
+        let what = format!("the input schema of skill `{name}`");
+        diff_input(a.input_of(name), b.input_of(name), &place, &what, out);
+        if let (Some(x), Some(y)) = (a.skills.get(name), b.skills.get(name)) {
+            let what = format!("the output schema of skill `{name}`");
+            diff_output_at(&x.output, &y.output, &format!("io.skills.{name}.output"), &what, out);
+        }
+    }
+}
+
+fn diff_input(old: &Value, new: &Value, place: &str, what: &str, out: &mut Vec<Change>) {
     if old == new {
         return;
     }
@@ -66,23 +85,27 @@ fn diff_input(old: &Value, new: &Value, out: &mut Vec<Change>) {
         (Err(places), _) => (
             ChangeKind::Widening,
             Rule::InputSchemaWidened,
-            format!("the input schema may accept values the old one refused: {}", listed(&places)),
+            format!("{what} may accept values the old one refused: {}", listed(&places)),
         ),
         (Ok(()), Ok(())) => (
             ChangeKind::Neutral,
             Rule::InputSchemaChanged,
-            "the input schema changed, and accepts the same values (annotations or an equivalent form)".to_owned(),
+            format!("{what} changed, and accepts the same values (annotations or an equivalent form)"),
         ),
         (Ok(()), Err(places)) => (
             ChangeKind::Narrowing,
             Rule::InputSchemaNarrowed,
-            format!("the input schema accepts only values the old one accepted, and refuses some: {}", listed(&places)),
+            format!("{what} accepts only values the old one accepted, and refuses some: {}", listed(&places)),
         ),
     };
-    out.push(change(kind, rule, None, "io.input", None, None, reason));
+    out.push(change(kind, rule, None, place, None, None, reason));
 }
 
 fn diff_output(old: &Value, new: &Value, out: &mut Vec<Change>) {
+    diff_output_at(old, new, "io.output", "the output schema", out);
+}
+
+fn diff_output_at(old: &Value, new: &Value, place: &str, what: &str, out: &mut Vec<Change>) {
     if old == new {
         return;
     }
@@ -95,10 +118,10 @@ fn diff_output(old: &Value, new: &Value, out: &mut Vec<Change>) {
         ChangeKind::Neutral,
         Rule::OutputSchemaChanged,
         None,
-        "io.output",
+        place,
         None,
         None,
-        format!("the output schema changed: the application may receive {how}"),
+        format!("{what} changed: the application may receive {how}"),
     ));
 }
 

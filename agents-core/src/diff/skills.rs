@@ -65,7 +65,7 @@ fn regrouped(a: &AgentEntry, b: &AgentEntry, out: &mut Vec<Change>) {
         return;
     }
     let show = |agent: &AgentEntry| {
-        agent.skills.iter().map(|s| format!("{}: [{}]", s.name, s.tools.join(", "))).collect::<Vec<_>>().join("; ")
+        agent.skills.iter().map(|s| format!("{}: [{}]", s.label(), s.tools.join(", "))).collect::<Vec<_>>().join("; ")
     };
     out.push(change(
         ChangeKind::Neutral,

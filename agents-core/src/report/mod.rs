@@ -301,7 +301,7 @@ fn skills_text(m: &Manifest) -> String {
     if m.agent.skills.is_empty() {
         return "none declared (every run is offered every tool)".to_owned();
     }
-    let skills: Vec<String> = m.agent.skills.iter().map(|s| format!("{}: {}", s.name, s.tools.join(", "))).collect();
+    let skills: Vec<String> = m.agent.skills.iter().map(|s| format!("{}: {}", s.label(), s.tools.join(", "))).collect();
     let unskilled = match m.agent.unskilled {
         crate::skill::Unskilled::None => "offered under no skill",
         crate::skill::Unskilled::Shared => "shared by every skill",

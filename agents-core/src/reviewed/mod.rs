@@ -37,13 +37,15 @@ use crate::agent::Agent;
 use crate::manifest::{Manifest, ManifestError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The value of a reviewed document's `format` field.
 pub const FORMAT: &str = "agents.reviewed-manifest";
 /// The reviewed document version this crate writes and reads.
 pub const VERSION: u32 = 1;
 
-/// The JSON Schemas of what an agent takes and returns.
+/// The JSON Schemas of what an agent takes and returns, and of what each of its typed skills
+/// takes and returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IoSchemas {
@@ -51,6 +53,24 @@ pub struct IoSchemas {
     pub input: Value,
     /// The schema of the agent's `Output`.
     pub output: Value,
+    /// Each typed skill's schemas by its name (`{"review": {"input": ..., "output": ...}}`);
+    /// absent when no skill has types of its own, so such a document keeps its bytes. A
+    /// skill's entry holds no `skills` of its own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: BTreeMap<String, IoSchemas>,
+}
+
+impl IoSchemas {
+    /// The schemas of an input and an output, with no typed skill.
+    pub fn new(input: Value, output: Value) -> Self {
+        IoSchemas { input, output, skills: BTreeMap::new() }
+    }
+
+    /// The input schema a run in skill `name` is checked against: the skill's own when it is
+    /// typed, else the agent's.
+    pub fn input_of(&self, skill: &str) -> &Value {
+        self.skills.get(skill).map_or(&self.input, |s| &s.input)
+    }
 }
 
 /// A reviewed document's text and hash, as [`of`] builds it.
@@ -65,8 +85,11 @@ pub struct Reviewed {
 /// The reviewed document of agent `A`: its `MANIFEST` and the schemas of its input and output.
 pub fn of<A: Agent>() -> Reviewed {
     let manifest = Manifest::parse(A::MANIFEST).expect("an agent's MANIFEST is a manifest");
-    let doc =
-        Document { manifest, io: Some(IoSchemas { input: schema_of::<A::Input>(), output: schema_of::<A::Output>() }) };
+    let mut io = IoSchemas::new(schema_of::<A::Input>(), schema_of::<A::Output>());
+    for s in A::SKILL_SCHEMAS {
+        io.skills.insert(s.name.to_owned(), IoSchemas::new((s.input)(), (s.output)()));
+    }
+    let doc = Document { manifest, io: Some(io) };
     let text = doc.to_canonical_string();
     Reviewed { sha256: crate::canonical::sha256_hex(text.as_bytes()), text }
 }
@@ -101,6 +124,32 @@ struct Raw {
     io: IoSchemas,
 }
 
+/// Each schema is an object or a boolean, and `io.skills` names exactly the manifest's typed
+/// skills, each once, with no `skills` of its own.
+fn check_schemas(io: &IoSchemas, manifest: &Manifest) -> Result<(), String> {
+    let mut places = vec![("io.input".to_owned(), &io.input), ("io.output".to_owned(), &io.output)];
+    for (name, s) in &io.skills {
+        places.push((format!("io.skills.{name}.input"), &s.input));
+        places.push((format!("io.skills.{name}.output"), &s.output));
+        if !s.skills.is_empty() {
+            return Err(format!("`io.skills.{name}` holds `skills`; a skill's schemas are its input and output only"));
+        }
+    }
+    if let Some((place, _)) = places.iter().find(|(_, schema)| !(schema.is_object() || schema.is_boolean())) {
+        return Err(format!("`{place}` is not a JSON Schema (an object or a boolean)"));
+    }
+    let mut typed: Vec<&str> =
+        manifest.agent.skills.iter().filter(|s| s.io.is_some()).map(|s| s.name.as_str()).collect();
+    typed.sort_unstable();
+    let given: Vec<&str> = io.skills.keys().map(String::as_str).collect();
+    if typed != given {
+        return Err(format!(
+            "`io.skills` names the skills {given:?}, but the manifest's typed skills are {typed:?}; regenerate the document from the agent"
+        ));
+    }
+    Ok(())
+}
+
 impl Document {
     /// Reads a permission manifest ([`Manifest::parse`]) or a reviewed document, by its
     /// `format`. A reviewed document is read as strictly as a manifest: a repeated key, an
@@ -120,15 +169,11 @@ impl Document {
             None => return Err(invalid("no numeric `version` field".into())),
         }
         let raw: Raw = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-        for (name, schema) in [("input", &raw.io.input), ("output", &raw.io.output)] {
-            if !(schema.is_object() || schema.is_boolean()) {
-                return Err(invalid(format!("`io.{name}` is not a JSON Schema (an object or a boolean)")));
-            }
-        }
         let manifest = Manifest::parse(&crate::canonical::to_string(&raw.manifest)).map_err(|e| match e {
             ManifestError::NotAManifest(d) => invalid(format!("`manifest` is not a permission manifest: {d}")),
             other => other,
         })?;
+        check_schemas(&raw.io, &manifest).map_err(invalid)?;
         Ok(Document { manifest, io: Some(raw.io) })
     }
 

@@ -27,7 +27,7 @@ fn agent() -> AgentEntry {
     AgentEntry {
         input: "Question".into(),
         output: "Answer".into(),
-        skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()] }],
+        skills: vec![SkillEntry { name: "desk".into(), tools: vec!["lookup".into(), "submit".into()], io: None }],
         ceiling: Some(vec!["desk.use".into(), "public".into()]),
         ..AgentEntry::new("helpdesk", "Answers staff questions.")
     }

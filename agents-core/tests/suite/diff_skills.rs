@@ -31,7 +31,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
 fn manifest(skills: &[(&str, &[&str])], unskilled: Unskilled) -> Manifest {
     let skills = skills
         .iter()
-        .map(|(n, t)| SkillEntry { name: (*n).into(), tools: t.iter().map(|t| (*t).into()).collect() })
+        .map(|(n, t)| SkillEntry { name: (*n).into(), tools: t.iter().map(|t| (*t).into()).collect(), io: None })
         .collect();
     let agent = AgentEntry { skills, unskilled, ..AgentEntry::new("desk", "Answers staff questions.") };
     Manifest::from_entries(agent, TOOLS.iter().map(|(n, t)| tool(n, *t)).collect()).unwrap()

@@ -29,3 +29,4 @@ mod redact;
 mod redact_schema;
 mod reviewed;
 mod schema_cover;
+mod typed_skills;

@@ -30,7 +30,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
 
 fn manifest() -> Manifest {
     let agent = AgentEntry {
-        skills: vec![agents_core::manifest::SkillEntry { name: "s".into(), tools: vec!["a".into()] }],
+        skills: vec![agents_core::manifest::SkillEntry { name: "s".into(), tools: vec!["a".into()], io: None }],
         ceiling: Some(vec!["desk.use".into()]),
         ..AgentEntry::new("desk", "Helps.")
     };

@@ -13,7 +13,7 @@ fn manifest() -> Manifest {
 }
 
 fn doc(input: Value, output: Value) -> Document {
-    Document { manifest: manifest(), io: Some(IoSchemas { input, output }) }
+    Document { manifest: manifest(), io: Some(IoSchemas::new(input, output)) }
 }
 
 fn request(extra: bool) -> Value {

@@ -23,6 +23,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let ceiling = ceiling_impls(m, rt);
     let declared_model = declared_model(m, rt);
     let skill_enum = super::skill_enum::emit(m, rt);
+    let skill_types = super::skill_types::emit(m, rt);
     quote! {
         impl #ident {
             #[doc = #manifest_doc]
@@ -34,6 +35,8 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
         #declared_model
 
         #skill_enum
+
+        #skill_types
 
         const _: () = {
             #agent_impl
@@ -55,10 +58,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     let input = m.agent.input.as_ref().map(type_string).unwrap_or_else(|| "String".into());
     let output = m.agent.output.as_ref().map(type_string).unwrap_or_else(|| "String".into());
     let spec_refs = sorted(m).into_iter().map(|p| quote!(&<#p as #rt::Tool>::SPEC));
-    let skill_specs = m.manifest.agent.skills.iter().map(|s| {
-        let (n, t) = (&s.name, &s.tools);
-        quote!(#rt::SkillSpec { name: #n, tools: &[#(#t),*] })
-    });
+    let skill_specs = super::skill_types::specs(m, rt);
     let ceiling_spec = match &m.manifest.agent.ceiling {
         Some(c) => quote!(::core::option::Option::Some(&[#(#c),*])),
         None => quote!(::core::option::Option::None),
@@ -84,6 +84,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         quote!(#rt::agents_core::expose::McpExposure::#way)
     });
     let capabilities = super::capabilities::emit(m, rt);
+    let skill_schemas = super::skill_types::schemas(m, rt);
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -118,6 +119,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 &[#(#spec_refs),*]
             }
             #capabilities
+            #skill_schemas
         }
     }
 }

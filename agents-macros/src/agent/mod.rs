@@ -12,6 +12,8 @@ mod knowledge;
 mod model;
 mod parse;
 mod skill_enum;
+mod skill_io;
+mod skill_types;
 mod surface;
 
 use crate::chain;
@@ -145,6 +147,40 @@ mod tests {
         .to_string();
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains(r#"\"skills\":[{\"name\":\"read\",\"tools\":[\"list_athletes\"]}]"#), "{out}");
+    }
+
+    #[test]
+    fn a_typed_skill_names_its_types_in_the_manifest_and_an_untyped_one_writes_no_key() {
+        let (a, w) = (entry("list_athletes", "athlete.read", &[]), entry("create_injury", "injury.write", &[]));
+        let out = finish(quote! {
+            []
+            { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes, create_injury],
+              skills: { read: [list_athletes], record(crate::Injury -> Vec<u32>): [create_injury] }, }
+            { "list_athletes" #a "create_injury" #w }
+        })
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains(r#"{\"name\":\"read\",\"tools\":[\"list_athletes\"]}"#), "{out}");
+        let typed = r#"{\"io\":{\"input\":\"crate::Injury\",\"output\":\"Vec<u32>\"},\"name\":\"record\",\"tools\":[\"create_injury\"]}"#;
+        assert!(out.contains(typed), "{out}");
+    }
+
+    #[test]
+    fn a_skill_whose_types_are_not_input_arrow_output_is_refused_with_the_form() {
+        let a = entry("list_athletes", "athlete.read", &[]);
+        for bad in [
+            quote!(skills: { read(String): [list_athletes] },),
+            quote!(skills: { read(String -> u8 u8): [list_athletes] },),
+        ] {
+            let out = finish(quote! {
+                []
+                { #[doc = "Helps."] pub struct Clinic; tools: [list_athletes], #bad }
+                { "list_athletes" #a }
+            })
+            .to_string();
+            assert!(out.contains("compile_error"), "{out}");
+            assert!(out.contains("review(Request -> Decision)"), "{out}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! code generation reads. Each step checks one rule and reports at the user's token.
 
 use super::parse::AgentInput;
+use super::skill_io::SkillTypes;
 use crate::chain::Link;
 use crate::context::Errors;
 use crate::util::{camel, doc_string, permission_name, type_string};
@@ -161,7 +162,7 @@ fn skills(agent: &AgentInput, tools: &[Granted], errors: &Errors) -> Vec<SkillEn
     };
     let ident = &agent.ident;
     let mut skills = Vec::new();
-    for (skill, paths) in &agent.skills {
+    for ((skill, paths), io) in agent.skills.iter().zip(&agent.skill_io) {
         let mut names = Vec::new();
         for p in paths {
             match name_of(p) {
@@ -170,7 +171,7 @@ fn skills(agent: &AgentInput, tools: &[Granted], errors: &Errors) -> Vec<SkillEn
                 Err(_) => errors.spanned(p, format!("skill `{skill}` lists `{}`, which matches several granted tools; write its path as `tools` does", type_string(p))),
             }
         }
-        skills.push(SkillEntry { name: skill.to_string(), tools: names });
+        skills.push(SkillEntry { name: skill.to_string(), tools: names, io: io.as_ref().map(SkillTypes::entry) });
     }
     skills
 }

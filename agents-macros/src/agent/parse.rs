@@ -4,6 +4,7 @@
 use super::audit::{AUDIT_TAKES, parse_audit};
 use super::expose::{EXPOSE_TAKES, parse_expose};
 use super::knowledge::{KnowledgeDecl, parse_knowledge};
+use super::skill_io::{SkillTypes, parse_types};
 use super::surface::{parse_budget, parse_models};
 use crate::util::suggest;
 use agents_core::Limits;
@@ -56,6 +57,9 @@ pub(crate) struct AgentInput {
     pub(crate) tools: Vec<syn::Path>,
     /// `skills: { name: [...] }`.
     pub(crate) skills: Vec<(Ident, Vec<syn::Path>)>,
+    /// Each skill's own types (`name(Input -> Output): [...]`), by the skill's position in
+    /// `skills`; `None` for a skill that takes and returns the agent's.
+    pub(crate) skill_io: Vec<Option<SkillTypes>>,
     /// `ceiling: [...]`: the permissions' paths; `None` without a ceiling.
     pub(crate) ceiling: Option<Vec<syn::Path>>,
     /// `limits: { name: value }`, checked against each limit's type by the model.
@@ -101,6 +105,7 @@ impl Parse for AgentInput {
             output: None,
             tools: Vec::new(),
             skills: Vec::new(),
+            skill_io: Vec::new(),
             ceiling: None,
             limits: Vec::new(),
             models: None,
@@ -186,10 +191,12 @@ impl AgentInput {
                 syn::braced!(content in input);
                 while !content.is_empty() {
                     let entry: Ident = content.parse().map_err(wrong)?;
+                    let io = if k == "skills" { parse_types(&content).map_err(wrong)? } else { None };
                     content.parse::<Token![:]>().map_err(wrong)?;
                     if k == "skills" {
                         let tools = path_list(&content).map_err(wrong)?;
                         self.skills.push((entry, tools));
+                        self.skill_io.push(io);
                     } else {
                         let v: LitInt = content.parse().map_err(wrong)?;
                         self.check_limit(&entry, &v);
@@ -286,7 +293,9 @@ fn key_takes(key: &str) -> &'static str {
         "ceiling" => {
             "the permissions it may never exceed, as paths in square brackets (not strings), e.g. `ceiling: [perms::athlete::read]`"
         }
-        "skills" => "named groups of its tools in braces, e.g. `skills: { triage: [list_athletes, record_injury] }`",
+        "skills" => {
+            "named groups of its tools in braces, each optionally with its own input and output types, e.g. `skills: { triage: [list_athletes], review(Request -> Decision): [record_injury] }`"
+        }
         "limits" => "limits in braces, each a name and a positive integer, e.g. `limits: { max_iterations: 8 }`",
         "models" => {
             "the models it may run on, in square brackets, e.g. `models: [openai(\"gpt-4.1-mini\"), anthropic(\"claude-sonnet-4-5\"), openai_compatible(\"llama3.2\", host = \"localhost\"), offline]`"

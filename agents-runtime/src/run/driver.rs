@@ -26,8 +26,12 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Runs one turn of agent `A` on `input` to its end.
-pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) -> Ending<A::Output> {
+/// What a run's final answer is parsed into: the agent's `Output`, or a typed skill's.
+pub(super) trait AnswerType: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static {}
+impl<O: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static> AnswerType for O {}
+
+/// Runs one turn of agent `A` on `input` to its end, its answer parsed into `O`.
+pub(super) async fn run_loop<A: Registry, O: AnswerType>(ctx: Arc<RunCtx<A>>, input: String) -> Ending<O> {
     ctx.emit(|| Event::Status { run_id: ctx.ids.run_id.to_string(), status: RunPhase::Started });
     let Some(snapshot) = availability(&ctx).await else { return not_started(&ctx) };
     let _ = ctx.snapshot.set(snapshot);
@@ -77,7 +81,7 @@ pub(super) async fn run_loop<A: Registry>(ctx: Arc<RunCtx<A>>, input: String) ->
 }
 
 /// The audit log refused `run_started`: the run ends before anything happens (fail closed).
-fn not_started<A: Registry>(ctx: &RunCtx<A>) -> Ending<A::Output> {
+fn not_started<A: Registry, O>(ctx: &RunCtx<A>) -> Ending<O> {
     let mut ending = Ending::empty(ctx.ids.run_id.to_string(), RunStatus::Failed);
     ending.failure = Some(Failure::AuditUnavailable);
     let error = ending.error_text().unwrap_or_default();
@@ -91,9 +95,9 @@ fn not_started<A: Registry>(ctx: &RunCtx<A>) -> Ending<A::Output> {
 }
 
 /// One turn in progress: what the model is sent and what the run has come to so far.
-struct Turn<A: Registry> {
+struct Turn<A: Registry, O> {
     ctx: Arc<RunCtx<A>>,
-    outcome: Ending<A::Output>,
+    outcome: Ending<O>,
     system: String,
     /// Whether the model is offered tools (not while a proposal waits for the user).
     bind_tools: bool,
@@ -109,7 +113,7 @@ struct Turn<A: Registry> {
     choosing: bool,
 }
 
-impl<A: Registry> Turn<A> {
+impl<A: Registry, O: AnswerType> Turn<A, O> {
     /// The turn's start from the session: replayed history, then the digest as a data message,
     /// the tools of the availability snapshot; and the proposal the user's message answers.
     fn open(ctx: Arc<RunCtx<A>>) -> (Self, Option<PendingProposal>) {
@@ -125,7 +129,7 @@ impl<A: Registry> Turn<A> {
         let choosing = !A::SPEC.skills.is_empty() && ctx.scope.get().is_none();
         let definitions = if choosing { Vec::new() } else { definitions(&ctx) };
         let response_schema = {
-            let s = crate::__private::schema_for::<A::Output>();
+            let s = crate::__private::schema_for::<O>();
             (s.get("type").and_then(Value::as_str) != Some("string")).then_some(s)
         };
         let turn = Turn {
@@ -483,16 +487,17 @@ impl<A: Registry> Turn<A> {
 
     /// Parses a completed answer into the output type, tells subscribers how the turn ended,
     /// remembers it in the session and writes `run_finished`.
-    async fn finish(self, input: String) -> Ending<A::Output> {
+    async fn finish(self, input: String) -> Ending<O> {
         let Turn { ctx, mut outcome, .. } = self;
         if outcome.status == RunStatus::Completed {
-            match parse_output::<A::Output>(&outcome.report.text) {
+            match parse_output::<O>(&outcome.report.text) {
                 Ok(o) => outcome.output = Some(o),
                 Err(e) => {
                     outcome.status = RunStatus::Failed;
                     // The parse error quotes the model's answer, which may repeat a call's secret.
                     let message = ctx.mask_run_text(&e);
-                    outcome.failure = Some(Failure::Output { output_type: A::SPEC.output, message });
+                    let output_type = ctx.scope.get().and_then(|s| s.skill.io).map_or(A::SPEC.output, |(_, o)| o);
+                    outcome.failure = Some(Failure::Output { output_type, message });
                     // The refusal is part of the record, not only of the caller's outcome: a
                     // reviewer reading the log sees why the run returned no output.
                     let reason = format!("output refused: {}", outcome.error_text().unwrap_or_default());

@@ -328,6 +328,7 @@ mod skill;
 mod slot;
 mod spend;
 mod start;
+mod start_skill;
 mod sync;
 mod threshold;
 

@@ -70,6 +70,17 @@ pub enum StartError {
         /// The agent's name.
         agent: &'static str,
     },
+    /// The skill the application named through the skill enum takes and returns types of its
+    /// own, which only its skill type carries: nothing ran.
+    #[error(
+        "skill `{skill}` of agent `{agent}` takes and returns types of its own; start it with `Runtime::start_skill::<S>` and the skill's type `agent!` writes (`<Agent><Skill>Skill`), which takes its input type"
+    )]
+    TypedSkill {
+        /// The agent.
+        agent: &'static str,
+        /// The skill.
+        skill: &'static str,
+    },
 }
 
 /// How a run ended, as its `run_finished` record and its `done` event name it.

@@ -12,7 +12,9 @@
 //! the skill's tools are sent to the model, and the gate denies a call of any other granted
 //! tool (`outside skill`), a tool's nested calls included (`agent!` refuses a skill that does
 //! not offer the tools its tools invoke). An agent without skills works as one implicit skill
-//! offering every granted tool: no choice, no `skill_chosen` record. A direct session (MCP,
+//! offering every granted tool: no choice, no `skill_chosen` record. A skill with input and
+//! output types of its own is never offered to the choice: the application starts it, with its
+//! input ([`Runtime::start_skill`](super::Runtime::start_skill)). A direct session (MCP,
 //! the application's own calls) works within no skill: every available tool serves it.
 
 use crate::provider::{ChatResponse, ToolDefinition};
@@ -56,9 +58,15 @@ impl Scope {
     }
 }
 
+/// The skills the model may choose: those that take and return the agent's input and output
+/// (a typed skill is started by the application, with its own input).
+fn choosable<A: Registry>() -> impl Iterator<Item = &'static SkillSpec> {
+    A::SPEC.skills.iter().filter(|s| s.io.is_none())
+}
+
 /// The one tool of the skill-choice step: its argument an enum of `A`'s skill names.
 pub(super) fn choice_tool<A: Registry>() -> ToolDefinition {
-    let names: Vec<&str> = A::SPEC.skills.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = choosable::<A>().map(|s| s.name).collect();
     ToolDefinition {
         name: CHOICE_TOOL.to_owned(),
         description: "Choose the one skill this request needs; only its tools will be offered afterwards.".to_owned(),
@@ -75,7 +83,7 @@ pub(super) fn choice_tool<A: Registry>() -> ToolDefinition {
 /// tools, as `agent!` declares them).
 pub(super) fn choice_instruction<A: Registry>() -> String {
     let skills: Vec<String> =
-        A::SPEC.skills.iter().map(|s| format!("`{}` (tools: {})", s.name, s.tools.join(", "))).collect();
+        choosable::<A>().map(|s| format!("`{}` (tools: {})", s.name, s.tools.join(", "))).collect();
     format!(
         "\n\nFirst choose the skill this request needs by calling `{CHOICE_TOOL}` once, and nothing else. The skills: {}.",
         skills.join("; ")
@@ -103,8 +111,8 @@ pub(super) fn read_choice<A: Registry>(response: &ChatResponse) -> Result<&'stat
     let Some(skill) = skill else {
         return Err(format!("`{CHOICE_TOOL}` takes exactly one argument, `skill`, a skill's name"));
     };
-    A::SPEC.skill(skill).ok_or_else(|| {
-        let declared: Vec<String> = A::SPEC.skills.iter().map(|s| format!("`{}`", s.name)).collect();
+    choosable::<A>().find(|s| s.name == skill).ok_or_else(|| {
+        let declared: Vec<String> = choosable::<A>().map(|s| format!("`{}`", s.name)).collect();
         format!("`{CHOICE_TOOL}` named {}, which is none of the skills ({})", shown(skill), declared.join(", "))
     })
 }

@@ -4,7 +4,7 @@
 use super::context::{RunCtx, availability};
 use super::decision::Confirmer;
 use super::decision::DirectConfirm;
-use super::driver::run_loop;
+use super::driver::{AnswerType, run_loop};
 use super::limit::NodeScope;
 use super::outcome::{Ending, Failure};
 use super::outcome::{RunHandle, RunStatus, StartError};
@@ -43,7 +43,7 @@ fn run_span<A: Registry>(ctx: &RunCtx<A>) -> tracing::Span {
 
 /// How a run refused before anything ran ends: subscribers see it end, as a run the audit
 /// log refused.
-fn not_started<A: Registry>(ctx: &RunCtx<A>, e: StartError) -> Ending<A::Output> {
+fn not_started<A: Registry, O>(ctx: &RunCtx<A>, e: StartError) -> Ending<O> {
     let (run_id, error) = (ctx.ids.run_id.to_string(), e.to_string());
     ctx.emit(|| Event::Error { run_id: run_id.clone(), message: error.clone() });
     ctx.emit(|| Event::Done { run_id: run_id.clone(), status: RunStatus::Failed });
@@ -93,6 +93,9 @@ impl Runtime {
         let spec = <S::Agent as agents_core::Agent>::SPEC;
         let declared =
             spec.skill(skill.name()).ok_or(StartError::UnknownSkill { agent: spec.name, skill: skill.name() })?;
+        if declared.io.is_some() {
+            return Err(StartError::TypedSkill { agent: spec.name, skill: declared.name });
+        }
         self.start_in_tree::<S::Agent>(principal, session_id, input, Some(declared), None)
     }
 
@@ -106,6 +109,19 @@ impl Runtime {
         skill: Option<&'static SkillSpec>,
         node: Option<NodeScope>,
     ) -> Result<RunHandle<A::Output>, StartError> {
+        self.start_run::<A, A::Input, A::Output>(principal, session_id, &input, skill, node)
+    }
+
+    /// [`Runtime::start_in_tree`], its input of type `I` and its answer parsed into `O`: the
+    /// agent's, or a typed skill's (see [`Runtime::start_skill`]).
+    pub(super) fn start_run<A: Registry, I: serde::Serialize, O: AnswerType>(
+        &self,
+        principal: Principal,
+        session_id: &str,
+        input: &I,
+        skill: Option<&'static SkillSpec>,
+        node: Option<NodeScope>,
+    ) -> Result<RunHandle<O>, StartError> {
         crate::tool::verified_registry::<A>()?;
         crate::declared::check_provider::<A>(&*self.inner.services.provider)?;
         #[cfg(feature = "knowledge")]
@@ -122,7 +138,7 @@ impl Runtime {
         principal.validate()?;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoAsyncRuntime)?;
         let limits = self.inner.settings.limits.unwrap_or(A::SPEC.limits);
-        let input_text = match serde_json::to_value(&input) {
+        let input_text = match serde_json::to_value(input) {
             Ok(Value::String(s)) => s,
             Ok(v) => v.to_string(),
             Err(e) => return Err(StartError::Input(e.to_string())),

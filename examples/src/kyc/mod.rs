@@ -32,6 +32,12 @@
 //!      out, the symlink and the write (`Permission denied`, a `failed` record naming the
 //!      path after a `notice` saying how the worker was confined). The program's `main`
 //!      calls [`agents_runtime::isolate::init`] first, so it can serve as that worker.
+//! - **A typed skill.** Beside `review` (the agent's own input and output), the skill
+//!   `check_document` takes a [`DocumentRef`] and returns a [`DocumentCheck`], and offers
+//!   only [`tools::read_customer_file`]. The application starts it with
+//!   `runtime.start_skill::<KycReviewerCheckDocumentSkill>(principal, session, document)`: the
+//!   handle yields a `DocumentCheck`, and a run started with a `RawRequest` does not compile.
+//!   The model never chooses it (its input is not the agent's); the manifest names its types.
 //! - **A budget on tool calls.** [`app::ToolCallBudget`] allows six tool calls per run; the
 //!   seventh is refused and audited (`denied`, "budget exceeded: maxToolCalls").
 //!
@@ -100,6 +106,28 @@ pub struct RawRequest {
     pub country: String,
     /// Absolute paths of the uploaded documents, beneath the uploads directory.
     pub documents: Vec<String>,
+}
+
+/// One uploaded document to check on its own: the input of the reviewer's typed skill
+/// `check_document`, which the application starts with
+/// `start_skill::<KycReviewerCheckDocumentSkill>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentRef {
+    /// Absolute path of the upload, beneath the uploads directory.
+    pub path: String,
+}
+
+/// What a document check found: the output of the skill `check_document`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentCheck {
+    /// The path checked, as given.
+    pub path: String,
+    /// Whether the document could be read.
+    pub readable: bool,
+    /// What kind of document it appears to be (e.g. `passport`), or `unknown`.
+    pub kind: String,
 }
 
 /// What the reviewer decides.
@@ -217,6 +245,7 @@ agent! {
     tools: [read_customer_file, save_review_note],
     skills: {
         review: [read_customer_file, save_review_note],
+        check_document(DocumentRef -> DocumentCheck): [read_customer_file],
     },
     ceiling: [perms::kyc::review, perms::kyc::annotate],
     limits: { max_iterations: 10 },

@@ -19,5 +19,6 @@ mod console;
 mod eval;
 mod helpdesk;
 mod kyc;
+mod kyc_typed_skill;
 mod manifest_baseline;
 mod second_card;
