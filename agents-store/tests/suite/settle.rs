@@ -576,7 +576,11 @@ async fn proposed_by_a_gone_node(
         assert!(tokio::time::Instant::now() < deadline, "node A never stored its proposal");
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    assert!(dying.dead.load(Ordering::SeqCst));
+    // The proposal is visible once its insert commits; node A marks itself dead right after.
+    while !dying.dead.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "node A stored its proposal but never died");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     decider.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
     (call_id, run)
 }
