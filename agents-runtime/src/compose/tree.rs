@@ -173,9 +173,7 @@ impl Tree {
     fn keep(&self, report: &RunReport) {
         let mut tree = self.shared.report.lock().unwrap_or_else(PoisonError::into_inner);
         tree.calls.extend(report.calls.iter().cloned());
-        tree.usage.input_tokens = tree.usage.input_tokens.saturating_add(report.usage.input_tokens);
-        tree.usage.output_tokens = tree.usage.output_tokens.saturating_add(report.usage.output_tokens);
-        tree.usage.cost_usd += report.usage.cost_usd;
+        tree.usage.add(report.usage);
         tree.iterations = tree.iterations.saturating_add(report.iterations);
         if !report.text.is_empty() {
             tree.text.clone_from(&report.text);

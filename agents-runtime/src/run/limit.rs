@@ -42,10 +42,7 @@ impl TreeAllowance {
 
     /// Adds what a node's run spent, once it ended.
     pub(crate) fn add(&self, usage: RunUsage) {
-        let mut spent = lock(&self.spent);
-        spent.input_tokens = spent.input_tokens.saturating_add(usage.input_tokens);
-        spent.output_tokens = spent.output_tokens.saturating_add(usage.output_tokens);
-        spent.cost_usd += usage.cost_usd;
+        lock(&self.spent).add(usage);
     }
 
     /// What the nodes that ended spent.

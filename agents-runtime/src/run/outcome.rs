@@ -210,6 +210,15 @@ pub struct RunUsage {
     pub cost_usd: f64,
 }
 
+impl RunUsage {
+    /// Adds what another run used (the runs of one tree's nodes).
+    pub(crate) fn add(&mut self, other: RunUsage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_usd += other.cost_usd;
+    }
+}
+
 /// What a run did, whatever its end: kept by [`RunOutput`] and by every [`RunError`], so a
 /// failed run still tells which calls ran and what it spent.
 #[derive(Debug, Clone, Default, PartialEq)]
