@@ -28,11 +28,7 @@ async fn chat_caught(
 ) -> Result<ChatResponse, ProviderError> {
     use std::panic::{AssertUnwindSafe, catch_unwind};
     fn panicked(payload: Box<dyn std::any::Any + Send>) -> ProviderError {
-        let text = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
+        let text = panic_text(&*payload);
         ProviderError::Other(format!("the model provider panicked ({}); the call failed", truncate(&text, 200)))
     }
     let mut call = match catch_unwind(AssertUnwindSafe(|| provider.chat(request, tokens))) {
@@ -44,4 +40,19 @@ async fn chat_caught(
         Err(payload) => std::task::Poll::Ready(Err(panicked(payload))),
     })
     .await
+}
+
+/// The message a panic carried (its payload's `&str` or `String`), or "a panic without a
+/// message".
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+/// assert_eq!(agents_provider::panic_text(&*payload), "boom 1");
+/// ```
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

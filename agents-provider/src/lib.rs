@@ -37,7 +37,7 @@ pub use scripted::{RuleProvider, ScriptedProvider, ToolOutcome};
 pub use wire::{DecodedAnswer, WireFormat};
 
 pub use agents_core::BoxFuture;
-pub use call::chat_contained;
+pub use call::{chat_contained, panic_text};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

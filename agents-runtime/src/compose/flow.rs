@@ -27,14 +27,7 @@ fn mismatch(path: &str) -> NodeFailure {
     NodeFailure::new(path, NodeFailureKind::Failed, "a value did not have the type its next node takes")
 }
 
-/// The text of a panic's payload.
-pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
-}
+pub(crate) use crate::provider::panic_text;
 
 impl Tree {
     /// Calls a hook of the application's code for node `id`; a panic fails the node (recorded).
