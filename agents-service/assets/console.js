@@ -105,6 +105,9 @@
     let source = null;
     let bubble = null;
     let poll = null;
+    // The node runs of the current run, when it is a composite's run tree: their records are
+    // the tree's too.
+    const nodeRuns = new Set();
 
     function say(cls, text) {
       const li = el("li", { class: cls, text });
@@ -177,10 +180,48 @@
         case "idle":
           endRun();
           break;
+        case "node":
+          onNode(data);
+          break;
         default:
           break;
       }
       refreshAudit();
+    }
+
+    // An event of a node of a composite's run tree: the node's own event, shown with the
+    // node's path. A node's `done` ends the node, not the tree (the tree's own `done` does).
+    function onNode(data) {
+      const inner = data.event || {};
+      const path = String(data.node || "");
+      if (data.node_run_id) nodeRuns.add(String(data.node_run_id));
+      switch (inner.type) {
+        case "confirm_required":
+          say("note", "Waiting for your decision: " + inner.title + " (node " + path + ")");
+          refreshDecisions();
+          break;
+        case "tool_call":
+          say("tool", path + ": tool call " + inner.tool);
+          break;
+        case "tool_result":
+          say("tool", path + ": " + inner.tool + ": " + inner.status);
+          refreshDecisions();
+          break;
+        case "tool_denied":
+          say("tool", path + ": " + inner.tool + " denied: " + inner.reason);
+          break;
+        case "message":
+          say("assistant node", path + ": " + inner.text);
+          break;
+        case "error":
+          say("note error", path + ": " + inner.message);
+          break;
+        case "done":
+          say("note", "Node " + path + " " + inner.status + ".");
+          break;
+        default:
+          break;
+      }
     }
 
     function endRun() {
@@ -196,7 +237,8 @@
       if (source) source.close();
       source = new EventSource("/v1/runs/" + encodeURIComponent(runId) + "/events");
       const kinds = ["status", "token", "tool_call", "confirm_required", "tool_result", "tool_denied", "handoff",
-        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold", "skill_chosen", "knowledge_loaded"];
+        "message", "done", "error", "gap", "end", "idle", "record", "budget_threshold", "skill_chosen", "knowledge_loaded",
+        "node"];
       for (const kind of kinds) {
         source.addEventListener(kind, (e) => {
           let data = {};
@@ -214,11 +256,14 @@
       const runId = sessionStorage.getItem("run");
       if (!runId) return;
       try {
-        const r = await api("/v1/audit?run=" + encodeURIComponent(runId) + "&limit=200");
-        const omitted = new Set(r.values_omitted || []);
-        auditLive.replaceChildren(...r.records.map((rec) => el("li", { "data-status": rec.status },
+        const pages = await Promise.all([runId, ...nodeRuns].map((id) =>
+          api("/v1/audit?run=" + encodeURIComponent(id) + "&limit=200")));
+        const records = pages.flatMap((p) => p.records).sort((a, b) => a.seq - b.seq);
+        const omitted = new Set(pages.flatMap((p) => p.values_omitted || []));
+        auditLive.replaceChildren(...records.map((rec) => el("li", { "data-status": rec.status },
           el("span", { class: "status st-" + rec.status, text: rec.status }), " ",
           el("span", { text: rec.tool || "run" }), " ",
+          rec.node && rec.node.parent_run_id ? el("span", { class: "hint node-path", text: rec.node.path }) : null, " ",
           omitted.has(rec.seq) ? el("span", { class: "hint omitted", text: VALUES_OMITTED }) : null, " ",
           el("span", { class: "mono", title: "manifest " + rec.manifest_sha256, text: "manifest " + short(rec.manifest_sha256) }),
           rec.reason ? el("div", { class: "hint", text: rec.reason }) : null)));
@@ -318,10 +363,12 @@
         warning,
         secondNote,
         el("dl", {}, ...rows),
+        d.node ? el("p", { class: "node-path", "data-node": d.node, text: "Node " + d.node + " of a composite's run" }) : null,
         el("p", { class: "hint", text: "Proposed " + d.proposed_at + " by " + d.agent }),
         secondBox,
         el("div", { class: "buttons" }, approve, reason, reject),
-        el("div", { class: "buttons" }, change, ask),
+        // A node's agent is not asked on its own: a change is asked of the whole composite.
+        d.node ? null : el("div", { class: "buttons" }, change, ask),
         status);
       return node;
     }
@@ -362,6 +409,7 @@
         const r = await api("/v1/runs", { method: "POST", body: JSON.stringify({
           agent: agentName, input: text, session_id: session }) });
         sessionStorage.setItem("run", r.run_id);
+        nodeRuns.clear();
         auditLive.replaceChildren();
         follow(r.run_id);
       } catch (err) {

@@ -442,7 +442,11 @@ async fn reports(State(pages): St, headers: HeaderMap) -> Response {
         .agents
         .values()
         .map(|k| {
-            let tools = Manifest::parse(k.manifest()).map(|m| report::tools_count_text(&m)).unwrap_or_default();
+            let tools = if k.is_composite() {
+                "a composite: its nodes' tools".to_owned()
+            } else {
+                Manifest::parse(k.manifest()).map(|m| report::tools_count_text(&m)).unwrap_or_default()
+            };
             (k.name().to_owned(), k.manifest_sha256().to_owned(), tools, pages.shared.baselines.contains_key(k.name()))
         })
         .collect();
@@ -457,6 +461,9 @@ async fn report(State(pages): St, headers: HeaderMap, Path(agent): Path<String>)
         return ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", "this service serves no such agent")
             .into_response();
     };
+    if kind.is_composite() {
+        return composite_report(kind.as_ref());
+    }
     // The manifest the registry was compiled with and checked against when the agent started.
     let manifest = match Manifest::parse(kind.manifest()) {
         Ok(m) => m,
@@ -471,6 +478,20 @@ async fn report(State(pages): St, headers: HeaderMap, Path(agent): Path<String>)
         stylesheet: Some("/console/assets/report.css"),
         home: Some("/console"),
         ..Report::new(&manifest, &source, kind.manifest_sha256())
+    });
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
+}
+
+/// A composite's report: its graph manifest as `agents manifest render` draws it.
+fn composite_report(kind: &dyn crate::runs::AgentKind) -> Response {
+    let graph = match agents_core::graph::GraphManifest::parse(kind.manifest()) {
+        Ok(g) => g,
+        Err(e) => return ApiError::internal("reading the composite's compiled graph manifest", e).into_response(),
+    };
+    let source = format!("{} (compiled into this service)", kind.name());
+    let page = report::render_composite(&report::CompositeReport {
+        stylesheet: Some("/console/assets/report.css"),
+        ..report::CompositeReport::new(&graph, &source, kind.manifest_sha256())
     });
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
 }

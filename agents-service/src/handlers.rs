@@ -180,8 +180,14 @@ async fn owned_run(shared: &Shared, caller: &Principal, run_id: &str, action: &s
 }
 
 async fn agents(State(shared): St, Caller(_): Caller) -> Response {
-    let list: Vec<Value> =
-        shared.agents.values().map(|k| json!({"name": k.name(), "manifest_sha256": k.manifest_sha256()})).collect();
+    let list: Vec<Value> = shared
+        .agents
+        .values()
+        .map(|k| {
+            let kind = if k.is_composite() { "composite" } else { "agent" };
+            json!({"name": k.name(), "manifest_sha256": k.manifest_sha256(), "kind": kind})
+        })
+        .collect();
     axum::Json(json!({ "agents": list })).into_response()
 }
 
@@ -361,6 +367,7 @@ async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, 
         })?;
         for p in listed {
             let mut value = serde_json::to_value(&p).map_err(|e| ApiError::internal("listing decisions", e))?;
+            let node = shared.runs.node_asking(&p.call_id);
             // The caller is the principal the run acts for (the runtime lists no one else's):
             // their card shows the arguments they are bound by, secret values included.
             if let Value::Object(fields) = &mut value {
@@ -368,6 +375,10 @@ async fn pending(State(shared): St, Caller(caller): Caller) -> Result<Response, 
                 // The session as the caller named it, so a reply continues the same one.
                 if let Some(client) = p.session_id.as_deref().and_then(|s| scope.client(s)) {
                     fields.insert("session_id".into(), Value::String(client.to_owned()));
+                }
+                // A node of a run tree this service holds: its path (`kyc-pipeline/kyc-reviewer`).
+                if let Some(node) = node {
+                    fields.insert("node".into(), Value::String(node));
                 }
             }
             decisions.insert(p.call_id, value);

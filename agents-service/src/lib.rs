@@ -3,7 +3,7 @@
 //!
 //! | method and path | what |
 //! |---|---|
-//! | `GET /v1/agents` | the agents served, with their manifest hash |
+//! | `GET /v1/agents` | the agents and composites served, with their manifest hash (a composite's: its graph manifest's) and `kind` (`agent`, `composite`) |
 //! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` (session ids are the caller's own: see [Who sees what](#who-sees-what)) |
 //! | `GET /v1/runs` | the caller's runs |
 //! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
@@ -18,6 +18,18 @@
 //!
 //! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
 //! routes by [`Console`]; see the [`console`] module.
+//!
+//! # Composites
+//!
+//! A composite ([`ServiceBuilder::composite`]) is served through the same routes as an agent:
+//! `POST /v1/runs` with its name starts one run tree for the caller (every node acts for the
+//! caller, in the caller's session), its events stream as a run's do, each node's event as a
+//! `node` event (`{"type": "node", "run_id": <the tree's run>, "node": "desk-flow/desk",
+//! "node_run_id": ..., "event": {...}}`) and the tree's own `done` last; `stop` ends every node
+//! (a pending action ends `skipped`). An action a node proposes is listed by
+//! `GET /v1/decisions` for the person the tree acts for, with `node` (the node's path, while
+//! this service holds the tree), and decided by `POST /v1/decisions/{call_id}` exactly as a
+//! single run's: anyone else gets the same 404, audited `denied`.
 //!
 //! # Who sees what
 //!
@@ -173,6 +185,7 @@
 
 mod audit;
 mod auth;
+mod composite;
 pub mod console;
 mod error;
 mod handlers;

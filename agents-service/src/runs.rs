@@ -2,7 +2,7 @@
 //! events (numbered per run) that event streams read and resume from.
 
 use agents_runtime::events::Event;
-use agents_runtime::run::{ResumedCall, RunError, RunOutput, RunResultExt, StartError};
+use agents_runtime::run::{ResumedCall, RunError, RunHandle, RunOutput, RunResultExt, StartError};
 use agents_runtime::store::StoreError;
 use agents_runtime::tool::Registry;
 use agents_runtime::{Principal, Runtime};
@@ -33,8 +33,9 @@ pub(crate) struct Journal {
     events: VecDeque<Numbered>,
     bytes: usize,
     last_id: u64,
-    /// Calls waiting for a decision (their `confirm_required` event), by call id.
-    pub(crate) waiting: HashMap<String, Value>,
+    /// Calls waiting for a decision (their `confirm_required` event), by call id: the path
+    /// of the node that asks, when the run is a composite's run tree.
+    pub(crate) waiting: HashMap<String, Option<String>>,
 }
 
 impl Journal {
@@ -63,6 +64,29 @@ impl Journal {
                 self.bytes -= old.data.len();
             }
         }
+    }
+}
+
+/// The SSE event type of `event`: its JSON `type` for the kinds clients know, `node` for a
+/// run tree node's event (the node's own event inside, with its path), `event` otherwise.
+fn event_kind(event: &Event) -> &'static str {
+    match event {
+        Event::Status { .. } => "status",
+        Event::Token { .. } => "token",
+        Event::ToolCall { .. } => "tool_call",
+        Event::ConfirmRequired { .. } => "confirm_required",
+        Event::ToolResult { .. } => "tool_result",
+        Event::ToolDenied { .. } => "tool_denied",
+        Event::Handoff { .. } => "handoff",
+        Event::Message { .. } => "message",
+        Event::Done { .. } => "done",
+        Event::Error { .. } => "error",
+        Event::ErrorOccurred { .. } => "error_occurred",
+        Event::BudgetThreshold { .. } => "budget_threshold",
+        Event::SkillChosen { .. } => "skill_chosen",
+        Event::KnowledgeLoaded { .. } => "knowledge_loaded",
+        Event::Node { .. } => "node",
+        _ => "event",
     }
 }
 
@@ -123,35 +147,23 @@ impl RunEntry {
 
     fn record(&self, event: &Event) {
         let Ok(value) = serde_json::to_value(event) else { return };
-        let kind = match event {
-            Event::Status { .. } => "status",
-            Event::Token { .. } => "token",
-            Event::ToolCall { .. } => "tool_call",
-            Event::ConfirmRequired { .. } => "confirm_required",
-            Event::ToolResult { .. } => "tool_result",
-            Event::ToolDenied { .. } => "tool_denied",
-            Event::Handoff { .. } => "handoff",
-            Event::Message { .. } => "message",
-            Event::Done { .. } => "done",
-            Event::Error { .. } => "error",
-            Event::ErrorOccurred { .. } => "error_occurred",
-            Event::BudgetThreshold { .. } => "budget_threshold",
-            Event::SkillChosen { .. } => "skill_chosen",
-            Event::KnowledgeLoaded { .. } => "knowledge_loaded",
-            _ => "event",
+        // A node of a run tree: the node's own event, with its path.
+        let (inner, node) = match event {
+            Event::Node { node, event, .. } => (event.as_ref(), Some(node)),
+            other => (other, None),
         };
         let last = {
             let mut journal = lock(&self.journal);
-            match event {
+            match inner {
                 Event::ConfirmRequired { call_id, .. } => {
-                    journal.waiting.insert(call_id.clone(), value.clone());
+                    journal.waiting.insert(call_id.clone(), node.cloned());
                 }
                 Event::ToolResult { call_id, .. } | Event::ToolDenied { call_id, .. } => {
                     journal.waiting.remove(call_id);
                 }
                 _ => {}
             }
-            journal.push(kind, value.to_string(), self.limits);
+            journal.push(event_kind(event), value.to_string(), self.limits);
             journal.last_id()
         };
         self.progress.send_replace((last, false));
@@ -184,6 +196,10 @@ pub(crate) trait AgentKind: Send + Sync {
     fn manifest_sha256(&self) -> &'static str;
     /// The agent's manifest: the canonical JSON its registry was compiled with.
     fn manifest(&self) -> &'static str;
+    /// Whether it is a composite (its manifest is a graph manifest).
+    fn is_composite(&self) -> bool {
+        false
+    }
     fn runtime(&self) -> &Runtime;
     /// Settles the agent's proposals whose run is gone ([`Runtime::resume_orphaned`]).
     fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>>;
@@ -244,46 +260,72 @@ where
         input: Value,
         limits: (usize, usize),
     ) -> Result<Arc<RunEntry>, StartRefusal> {
-        let input: A::Input = serde_json::from_value(input)
-            .map_err(|e| StartRefusal::Input(format!("the input does not fit agent `{}`: {e}", A::SPEC.name)))?;
-        let mut handle = self.runtime.start::<A>(principal.clone(), session_id, input).map_err(StartRefusal::Start)?;
-        // The receiver subscribed at start: every event from the first.
-        let (_unused, placeholder) = tokio::sync::mpsc::channel(1);
-        let mut events = std::mem::replace(handle.events(), placeholder);
-        let entry = Arc::new(RunEntry {
-            run_id: handle.run_id().to_owned(),
-            agent: A::SPEC.name,
-            manifest_sha256: A::MANIFEST_SHA256,
-            session_id: client_session_id.to_owned(),
-            owner: principal,
-            stop: handle.stopper(),
-            journal: Mutex::new(Journal::default()),
-            progress: watch::channel((0, false)).0,
-            ended: Mutex::new(None),
-            limits,
-        });
-        let pump = entry.clone();
-        // The pump only moves events into the journal (no I/O, no waiting on readers), so the
-        // run's bus never fills on its account and a slow reader never slows the run.
-        tokio::spawn(async move {
-            let wait = handle.wait();
-            tokio::pin!(wait);
-            loop {
-                tokio::select! {
-                    biased;
-                    Some(event) = events.recv() => pump.record(&event),
-                    outcome = &mut wait => {
-                        while let Ok(event) = events.try_recv() {
-                            pump.record(&event);
-                        }
-                        pump.finish(outcome);
-                        return;
+        let input: A::Input = parse_input(input, A::SPEC.name)?;
+        let handle = self.runtime.start::<A>(principal.clone(), session_id, input).map_err(StartRefusal::Start)?;
+        let served = Served { name: A::SPEC.name, manifest_sha256: A::MANIFEST_SHA256, owner: principal };
+        Ok(launch(handle, served, client_session_id, limits))
+    }
+}
+
+/// The input a client sent, as the type the agent or composite `name` takes.
+pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(input: Value, name: &str) -> Result<T, StartRefusal> {
+    serde_json::from_value(input)
+        .map_err(|e| StartRefusal::Input(format!("the input does not fit agent `{name}`: {e}")))
+}
+
+/// What a started run is served as: the agent's (or composite's) name and manifest hash, and
+/// the principal it acts for.
+pub(crate) struct Served {
+    pub(crate) name: &'static str,
+    pub(crate) manifest_sha256: &'static str,
+    pub(crate) owner: Principal,
+}
+
+/// The entry of a run just started (an agent's run or a composite's run tree: one handle
+/// either way), and its pump: a task that moves the handle's events into the entry's journal
+/// until the run ends.
+pub(crate) fn launch<O: Send + 'static>(
+    mut handle: RunHandle<O>,
+    served: Served,
+    client_session_id: &str,
+    limits: (usize, usize),
+) -> Arc<RunEntry> {
+    // The receiver subscribed at start: every event from the first.
+    let (_unused, placeholder) = tokio::sync::mpsc::channel(1);
+    let mut events = std::mem::replace(handle.events(), placeholder);
+    let entry = Arc::new(RunEntry {
+        run_id: handle.run_id().to_owned(),
+        agent: served.name,
+        manifest_sha256: served.manifest_sha256,
+        session_id: client_session_id.to_owned(),
+        owner: served.owner,
+        stop: handle.stopper(),
+        journal: Mutex::new(Journal::default()),
+        progress: watch::channel((0, false)).0,
+        ended: Mutex::new(None),
+        limits,
+    });
+    let pump = entry.clone();
+    // The pump only moves events into the journal (no I/O, no waiting on readers), so the
+    // run's bus never fills on its account and a slow reader never slows the run.
+    tokio::spawn(async move {
+        let wait = handle.wait();
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                biased;
+                Some(event) = events.recv() => pump.record(&event),
+                outcome = &mut wait => {
+                    while let Ok(event) = events.try_recv() {
+                        pump.record(&event);
                     }
+                    pump.finish(outcome);
+                    return;
                 }
             }
-        });
-        Ok(entry)
-    }
+        }
+    });
+    entry
 }
 
 /// The runs of this service, live and recently ended.
@@ -326,5 +368,11 @@ impl Runs {
     /// The run that asked for a decision on `call_id`, if this service holds it.
     pub(crate) fn waiting_on(&self, call_id: &str) -> Option<Arc<RunEntry>> {
         lock(&self.runs).values().find(|e| lock(&e.journal).waiting.contains_key(call_id)).cloned()
+    }
+
+    /// The path of the run tree node that asked for a decision on `call_id`, if this service
+    /// holds its tree.
+    pub(crate) fn node_asking(&self, call_id: &str) -> Option<String> {
+        lock(&self.runs).values().find_map(|e| lock(&e.journal).waiting.get(call_id).cloned().flatten())
     }
 }

@@ -149,12 +149,17 @@ pub async fn serve_with(
     });
     let service =
         Service::builder(auth, audit.clone(), audit.clone()).agent::<Desk>(runtime.clone()).limits(limits).build();
+    let base = listen(&service).await;
+    Served { base, audit, service, runtime }
+}
+
+/// Serves `service` on a free loopback port with its own listener (connection limits, the
+/// bound port in the `Host` allowlist); its address. Dropping the server leaves it running.
+pub async fn listen(service: &Service) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = listener.local_addr().unwrap();
-    // The service's own listener (connection limits, the bound port in the `Host` allowlist).
-    // Dropping the server leaves it running.
     service.serve(listener, service.router(), agents_service::ConnectionLimits::default()).unwrap();
-    Served { base, audit, service, runtime }
+    base
 }
 
 /// A response: status, headers (lower-case names; the last of a repeated one), body.

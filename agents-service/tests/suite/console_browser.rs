@@ -75,7 +75,12 @@ fn word_after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
 
 /// The scripted model: copies the values the user typed into the call it proposes.
 fn model() -> RuleProvider {
-    RuleProvider::new()
+    physio_rules(RuleProvider::new())
+}
+
+/// The physio's rules, after `first`'s own.
+pub(crate) fn physio_rules(first: RuleProvider) -> RuleProvider {
+    first
         // "The squad the coach's note names": the model lists the athletes, then copies the
         // squad from the note in the result (the card warns).
         .when(|req| {
@@ -121,7 +126,7 @@ fn model() -> RuleProvider {
         .fallback("I can list athletes, move them between squads and change portal passwords.")
 }
 
-fn people() -> Vec<Person> {
+pub(crate) fn people() -> Vec<Person> {
     let p = |user: &str, org: &str, role: &str, label: &str| Person {
         principal: Principal::new(user, org, role),
         label: label.into(),
@@ -178,7 +183,7 @@ async fn serve_under(dir: &Path, policy: Option<UntrustedPolicy>) -> Served {
 }
 
 /// Every line of the audit log.
-fn audit_lines(reader: &SqliteReader) -> Vec<String> {
+pub(crate) fn audit_lines(reader: &SqliteReader) -> Vec<String> {
     let mut lines = Vec::new();
     reader
         .scan(&mut |r| {
@@ -189,7 +194,7 @@ fn audit_lines(reader: &SqliteReader) -> Vec<String> {
     lines
 }
 
-fn workspace_target() -> PathBuf {
+pub(crate) fn workspace_target() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -200,7 +205,7 @@ fn workspace_target() -> PathBuf {
 /// in the browser `agents_test_support::chromium` finds for `test` (handed to the driver in
 /// `AGENTS_CHROMIUM`), and returns what it printed. Fails with the reason when the browser,
 /// node or the npm packages are missing, or when the driver fails.
-async fn drive<const N: usize>(test: &str, script: &str, args: [OsString; N]) -> String {
+pub(crate) async fn drive<const N: usize>(test: &str, script: &str, args: [OsString; N]) -> String {
     let chromium = agents_test_support::chromium(test);
     let e2e = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console-e2e");
     assert!(

@@ -16,7 +16,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod composite;
 mod console_browser;
+mod console_composite;
 mod console_sessions;
 mod hosts;
 mod http;
