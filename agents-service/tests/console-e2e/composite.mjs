@@ -85,6 +85,16 @@ try {
   check(executed.includes(nodePath), "the live audit does not place the record in its node: " + executed);
   await page.locator("#log li", { hasText: "Run completed." }).first().waitFor();
   await page.screenshot({ path: join(shots, "31-nested-decided.png"), fullPage: true });
+
+  // The reports page lists the composite; its report draws the graph with both nodes.
+  await page.goto(base + "/console/report");
+  await page.getByRole("link", { name: composite }).first().waitFor();
+  const report = await page.goto(base + "/console/report/" + encodeURIComponent(composite));
+  check(report.status() === 200, "the composite's report answered " + report.status());
+  const drawn = await page.locator("body").textContent();
+  const node = nodePath.split("/").pop();
+  check(drawn.includes(composite) && drawn.includes(node) && drawn.includes("referral"), "the report lacks the graph: " + drawn.slice(0, 400));
+  await page.screenshot({ path: join(shots, "32-composite-report.png"), fullPage: true });
   await context.close();
   check(problems.length === 0, "the pages reported problems: " + JSON.stringify(problems));
   console.log("console composite e2e: nested card decided; screenshots in " + shots);
