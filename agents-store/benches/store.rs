@@ -195,6 +195,14 @@ async fn appends_per_second(sinks: Vec<Arc<dyn AuditSink>>, producers: usize) ->
     (producers * PER_PRODUCER) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// The machine's load averages (`/proc/loadavg`), which the figures depend on: a commit
+/// waits for the disk, which other work shares.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
@@ -209,6 +217,7 @@ async fn main() {
     session_costs(&[("memory", &memory), ("sqlite", &sqlite), ("postgresql", pg.as_ref())]).await;
 
     let n = PRODUCERS * PER_PRODUCER;
+    let load_before = load_average();
     // Warm both paths once (connections, prepared statements, table files).
     let warm: Arc<dyn AuditSink> = Arc::new(StoreAuditSink::new(pg.clone(), "warm"));
     warm.append(sample_record(0, "warm")).await.unwrap();
@@ -228,6 +237,7 @@ async fn main() {
     assert_eq!(pg.verify_audit("one-node").await.unwrap().records as usize, n + PER_PRODUCER);
     assert_eq!(pg.verify_audit("two-nodes").await.unwrap().records as usize, n);
 
+    println!("machine load (1, 5, 15 min) before the audit runs: {load_before}; after: {}", load_average());
     println!("audit appends on PostgreSQL, one producer x {PER_PRODUCER} records, each awaited until durable:");
     println!("  bare INSERT (no chain)              {bare_one:9.0} records/s");
     println!(
