@@ -785,6 +785,9 @@ enum Fault {
     LoseCommitReply,
     /// The next single-row INSERT (a proposal, a token, a slot) carried out, its reply lost.
     LoseInsertReply,
+    /// The next audit append carried out (its one statement, or that statement in the
+    /// transaction that read the head under its lock), its reply lost.
+    LoseAppendReply,
 }
 
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
@@ -795,6 +798,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         Just(Fault::CutExecuted),
         Just(Fault::LoseCommitReply),
         Just(Fault::LoseInsertReply),
+        Just(Fault::LoseAppendReply),
     ];
     prop_oneof![
         3 => (any::<bool>(), fault.clone()).prop_map(|(on_a, fault)| Step::Call { on_a, fault }),
@@ -813,6 +817,8 @@ fn arm(relay: &Relay, fault: Fault) {
         Fault::CutExecuted => relay.cut_when_sending(br#""status":"executed""#),
         Fault::LoseCommitReply => relay.cut_reply_holding(b"COMMIT\0"),
         Fault::LoseInsertReply => relay.cut_reply_holding(b"INSERT 0 1\0"),
+        // Only an append sends a record's line (`"prev_hash":"`); its statement answers `SELECT 1`.
+        Fault::LoseAppendReply => relay.cut_after_sending(br#""prev_hash":""#, b"SELECT 1\0", 0),
     }
 }
 
