@@ -91,6 +91,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "audit debts and append fence",
         sql: include_str!("../migrations/postgres/0009_audit_debts.sql"),
     },
+    Migration {
+        version: 10,
+        name: "audit append in one statement",
+        sql: include_str!("../migrations/postgres/0010_audit_append.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

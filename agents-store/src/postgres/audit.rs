@@ -9,8 +9,10 @@ use agents_runtime::store::{
     Debts, StoreError, StoreResult, call_id_needle, line_is_final_of, owed_records, seal_after, verify_lines,
 };
 use deadpool_postgres::Object;
-use futures::future::{join, join4, join5};
+use futures::future::join;
 use std::time::Duration;
+use tokio_postgres::Statement;
+use tokio_postgres::types::ToSql;
 
 /// A batch sent to the database in an append: the sealed records and the head they leave.
 type Sent = (Vec<AuditRecord>, Head);
@@ -36,10 +38,9 @@ pub(super) fn append_audit<'a>(
                     lock(&store.heads).insert(stream, new_head);
                     return Ok(sealed);
                 }
-                // Another node appended since: read the head under its lock below.
-                Err((e, _)) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
-                    abandon(&client).await;
-                }
+                // Another node appended since (the statement, its own transaction, stored
+                // nothing): read the head under its lock below.
+                Err((e, _)) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {}
                 Err((e, sent)) => return store.append_failed(&client, &stream, e, sent).await,
             }
         }
@@ -132,49 +133,90 @@ pub(super) fn claim_owed<'a>(
     })
 }
 
-/// The insert of one batch of sealed records.
-const INSERT_RECORDS: &str = "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) \
-                              SELECT $1, * FROM unnest($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])";
+/// The append of one sealed batch (migration 10): the head advanced under its fence, the
+/// records inserted, the batch's debts kept, in one statement.
+const APPEND: &str =
+    "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
-/// Seals `records` after `head` as this node last saw it and stores them, in one pipeline
-/// (one round trip): `BEGIN`, advance the head from exactly `head` (which takes the head
-/// row's lock, waiting for another node's append to end, and fails with SQLSTATE 40001 if the
-/// head moved on), insert, `COMMIT`. On failure the transaction stored nothing.
+/// A batch sealed after a head: its records, their canonical lines, and the last record's
+/// `seq` and `hash` (the head it leaves).
+struct Sealed {
+    records: Vec<AuditRecord>,
+    lines: Vec<String>,
+    to: (i64, String),
+}
+
+impl Sealed {
+    /// Seals `records` after the record `seq` whose hash is `hash`.
+    fn after(seq: i64, hash: &str, records: Vec<AuditRecord>) -> Self {
+        let (records, lines, last_seq, last_hash) = seal_after(seq as u64, hash, records);
+        Sealed { records, lines, to: (last_seq as i64, last_hash) }
+    }
+
+    /// The records, and the head they leave under `fence`.
+    fn sent(self, fence: i64) -> Sent {
+        let (seq, hash) = self.to;
+        (self.records, (seq, hash, fence))
+    }
+}
+
+/// Sends the append of `batch` after `from` (`append` is [`APPEND`] prepared). Sent alone it
+/// is its own transaction; in a pipeline it runs in the transaction the pipeline opened. The
+/// request leaves when the future is first polled.
+async fn send(
+    client: &Object,
+    append: &Statement,
+    stream: &str,
+    from: &Head,
+    batch: &Sealed,
+) -> Result<(), tokio_postgres::Error> {
+    let columns = Columns::of(&batch.records);
+    let debts = Debts::of(&batch.records, &batch.lines);
+    let args: [&(dyn ToSql + Sync); 16] = [
+        &stream,
+        &from.0,
+        &from.1,
+        &from.2,
+        &batch.to.0,
+        &batch.to.1,
+        &columns.seqs,
+        &columns.prevs,
+        &columns.hashes,
+        &batch.lines,
+        &debts.owed,
+        &debts.owed_runs,
+        &debts.owed_lines,
+        &debts.paid_calls,
+        &debts.paid,
+        &debts.paid_runs,
+    ];
+    client.execute(append, &args).await.map(drop)
+}
+
+/// Seals `records` after `head` as this node last saw it and stores them in one statement
+/// (one round trip, its own transaction): the head advanced from exactly `head` (which takes
+/// the head row's lock, waiting for another node's append to end, and fails with SQLSTATE
+/// 40001 if the head moved on), the records inserted, their debts kept. On a server's error
+/// the statement stored nothing.
 async fn append_after(
     client: &Object,
     stream: &str,
     head: &Head,
     records: Vec<AuditRecord>,
 ) -> Result<Sent, (tokio_postgres::Error, Option<Sent>)> {
-    let unsent = |e| (e, None);
-    let advance =
-        client.prepare_cached("SELECT agents_audit_advance_fenced($1, $2, $3, $4, $5, $6)").await.map_err(unsent)?;
-    let insert = client.prepare_cached(INSERT_RECORDS).await.map_err(unsent)?;
-    let (sealed, lines, last_seq, last_hash) = seal_after(head.0 as u64, &head.1, records);
-    let columns = Columns::of(&sealed);
-    let last_seq = last_seq as i64;
-    let debts = Debts::of(&sealed, &lines);
-    let (begin, advanced, inserted, kept, commit) = join5(
-        client.batch_execute("BEGIN"),
-        client.execute(&advance, &[&stream, &head.0, &head.1, &head.2, &last_seq, &last_hash]),
-        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
-        keep_debts(client, stream, &debts).await.map_err(unsent)?,
-        client.batch_execute("COMMIT"),
-    )
-    .await;
-    // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
-    // error is the answer and nothing was stored; unless the server's answer was lost.
-    let head = (last_seq, last_hash, head.2);
-    match begin.and(advanced).and(inserted).and(kept).and(commit) {
-        Ok(()) => Ok((sealed, head)),
-        Err(e) => Err((e, Some((sealed, head)))),
+    let append = client.prepare_cached(APPEND).await.map_err(|e| (e, None))?;
+    let batch = Sealed::after(head.0, &head.1, records);
+    let answer = send(client, &append, stream, head, &batch).await;
+    let sent = batch.sent(head.2);
+    match answer {
+        Ok(()) => Ok(sent),
+        Err(e) => Err((e, Some(sent))),
     }
 }
 
 /// Reads the head under its row lock (creating a new stream's head), seals `records` after
-/// it, inserts them and advances the head, in one transaction of two round trips. A writer
-/// on another node blocks on the lock until this transaction ends, then reads the head it
-/// left.
+/// it and appends them, in one transaction of two round trips. A writer on another node
+/// blocks on the lock until this transaction ends, then reads the head it left.
 async fn append_locked(
     client: &Object,
     stream: &str,
@@ -188,71 +230,19 @@ async fn append_locked(
         )
         .await
         .map_err(unsent)?;
-    let insert = client.prepare_cached(INSERT_RECORDS).await.map_err(unsent)?;
-    let advance = client
-        .prepare_cached("UPDATE agents_audit_heads SET seq = $2, hash = $3 WHERE stream = $1")
-        .await
-        .map_err(unsent)?;
+    let append = client.prepare_cached(APPEND).await.map_err(unsent)?;
     let (begin, head) = join(client.batch_execute("BEGIN"), client.query_one(&head, &[&stream, &GENESIS_HASH])).await;
     begin.map_err(unsent)?;
     let head = head.map_err(unsent)?;
-    let (seq, prev, fence): (i64, String, i64) = (head.get(0), head.get(1), head.get(2));
-    let (sealed, lines, last_seq, last_hash) = seal_after(seq as u64, &prev, records);
-    let columns = Columns::of(&sealed);
-    let last_seq = last_seq as i64;
-    let debts = Debts::of(&sealed, &lines);
-    let (inserted, advanced, kept, commit) = join4(
-        client.execute(&insert, &[&stream, &columns.seqs, &columns.prevs, &columns.hashes, &lines]),
-        client.execute(&advance, &[&stream, &last_seq, &last_hash]),
-        keep_debts(client, stream, &debts).await.map_err(unsent)?,
-        client.batch_execute("COMMIT"),
-    )
-    .await;
-    let head = (last_seq, last_hash, fence);
-    match inserted.and(advanced).and(kept).and(commit) {
-        Ok(()) => Ok((sealed, head)),
-        Err(e) => Err((e, Some((sealed, head)))),
+    let head: Head = (head.get(0), head.get(1), head.get(2));
+    let batch = Sealed::after(head.0, &head.1, records);
+    let (appended, commit) = join(send(client, &append, stream, &head, &batch), client.batch_execute("COMMIT")).await;
+    // A failed statement aborts the transaction and COMMIT then rolls it back, so the first
+    // error is the answer and nothing was stored; unless the server's answer was lost.
+    match appended.and(commit) {
+        Ok(()) => Ok(batch.sent(head.2)),
+        Err(e) => Err((e, Some(batch.sent(head.2)))),
     }
-}
-
-/// The statements that keep a batch's debts (see [`Debts`]), prepared (a round trip the first
-/// time on a connection only); the future they return sends them when first polled, so
-/// polled between the batch's insert and its COMMIT they run in its transaction, in the same
-/// pipeline. A batch without calls sends nothing.
-async fn keep_debts<'a>(
-    client: &'a Object,
-    stream: &'a str,
-    debts: &'a Debts<'a>,
-) -> Result<impl Future<Output = Result<(), tokio_postgres::Error>> + 'a, tokio_postgres::Error> {
-    let (owe, pay) = if debts.is_empty() {
-        (None, None)
-    } else {
-        let owe = client
-            .prepare_cached(
-                "INSERT INTO agents_audit_debts (stream, call_id, run_id, line) \
-                 SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[]) ON CONFLICT DO NOTHING",
-            )
-            .await?;
-        let pay = client
-            .prepare_cached(
-                "DELETE FROM agents_audit_debts WHERE stream = $1 AND (call_id = ANY($2::TEXT[]) \
-                 OR (call_id, run_id) IN (SELECT * FROM unnest($3::TEXT[], $4::TEXT[])))",
-            )
-            .await?;
-        (Some(owe), Some(pay))
-    };
-    let owe = owe.filter(|_| !debts.owed.is_empty());
-    let pay = pay.filter(|_| !debts.paid.is_empty() || !debts.paid_calls.is_empty());
-    let owed = futures::future::OptionFuture::from(owe.map(|owe| async move {
-        client.execute(&owe, &[&stream, &debts.owed, &debts.owed_runs, &debts.owed_lines]).await
-    }));
-    let paid = futures::future::OptionFuture::from(pay.map(|pay| async move {
-        client.execute(&pay, &[&stream, &debts.paid_calls, &debts.paid, &debts.paid_runs]).await
-    }));
-    Ok(async move {
-        let (owed, paid) = join(owed, paid).await;
-        owed.transpose().and(paid.transpose()).map(drop)
-    })
 }
 
 /// The chain columns of sealed records, as arrays for `unnest`.

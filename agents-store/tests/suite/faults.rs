@@ -256,10 +256,11 @@ async fn an_append_whose_commit_reply_is_lost_is_read_back_and_acknowledged_once
     let direct = cluster.create_database("lost_commit").await.unwrap();
     let relay = Relay::start(cluster.port()).await;
     let store = PostgresStore::connect(&relay.conninfo("lost_commit"), 4).await.unwrap();
-    // The first append of a stream reads the head under its lock (two round trips), the next
-    // ones send one pipeline after the head they left: both lose their COMMIT's reply.
-    for i in 0..2 {
-        relay.cut_reply_holding(b"COMMIT\0");
+    // The first append of a stream reads the head under its lock (two round trips, the second
+    // ends with COMMIT), the next ones send one statement after the head they left, its own
+    // transaction, whose one answer (`SELECT 1`) follows its commit: both lose that reply.
+    for (i, tag) in [b"COMMIT\0".as_slice(), b"SELECT 1\0"].into_iter().enumerate() {
+        relay.cut_reply_holding(tag);
         let sealed = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(i, "a")]))
             .await
             .expect("the append ends");
@@ -281,13 +282,25 @@ async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
     let direct = cluster.create_database("cut_anywhere").await.unwrap();
     let relay = Relay::start(cluster.port()).await;
     let store = PostgresStore::connect(&relay.conninfo("cut_anywhere"), 4).await.unwrap();
+    let other = PostgresStore::connect(&direct, 2).await.unwrap();
     store.append_audit("s", vec![sample_record(0, "a")]).await.unwrap();
-    // The tags of the pipeline's answers, in order: BEGIN, the head's advance (a SELECT), the
-    // insert, COMMIT. Cut at each, twice (the second time the head is read under its lock).
-    let mut acknowledged = 1;
-    for (i, tag) in
-        [b"BEGIN\0".as_slice(), b"SELECT 1\0", b"INSERT 0 1\0", b"COMMIT\0"].iter().cycle().take(8).enumerate()
-    {
+    // An append after the head this node left is one statement, whose one answer (`SELECT 1`)
+    // follows its commit. When another node appended first, that statement is refused and
+    // the head is read under its lock: the answers are then BEGIN, the head's read (`INSERT 0
+    // 1`), the append (`SELECT 1`) and COMMIT. Cut at each, twice.
+    let cases = [
+        (false, b"SELECT 1\0".as_slice()),
+        (true, b"BEGIN\0"),
+        (true, b"INSERT 0 1\0"),
+        (true, b"SELECT 1\0"),
+        (true, b"COMMIT\0"),
+    ];
+    let (mut acknowledged, mut elsewhere) = (1, 0);
+    for (i, &(other_first, tag)) in cases.iter().cycle().take(10).enumerate() {
+        if other_first {
+            other.append_audit("s", vec![sample_record(100 + i, "b")]).await.unwrap();
+            elsewhere += 1;
+        }
         relay.cut_reply_holding(tag);
         let answer = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(i + 1, "a")]))
             .await
@@ -304,10 +317,14 @@ async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
                 "refused ({e}): not stored (cut at {tag:?})"
             ),
         }
-        assert_eq!(lines.len(), acknowledged, "every stored record was acknowledged, once (cut at {tag:?})");
+        assert_eq!(
+            lines.len(),
+            acknowledged + elsewhere,
+            "every stored record was acknowledged, once (cut at {tag:?})"
+        );
     }
-    assert!(relay.cuts() >= 4, "the relay cut connections ({})", relay.cuts());
-    assert_eq!(store.verify_audit("s").await.unwrap().records, acknowledged);
+    assert_eq!(relay.cuts(), 10, "the relay cut every case's connection");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, acknowledged + elsewhere);
 }
 
 /// The race a read-back alone loses: the lost connection's pipeline reaches the server only
@@ -768,6 +785,9 @@ enum Fault {
     LoseCommitReply,
     /// The next single-row INSERT (a proposal, a token, a slot) carried out, its reply lost.
     LoseInsertReply,
+    /// The next audit append carried out (its one statement, or that statement in the
+    /// transaction that read the head under its lock), its reply lost.
+    LoseAppendReply,
 }
 
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
@@ -778,6 +798,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         Just(Fault::CutExecuted),
         Just(Fault::LoseCommitReply),
         Just(Fault::LoseInsertReply),
+        Just(Fault::LoseAppendReply),
     ];
     prop_oneof![
         3 => (any::<bool>(), fault.clone()).prop_map(|(on_a, fault)| Step::Call { on_a, fault }),
@@ -796,6 +817,8 @@ fn arm(relay: &Relay, fault: Fault) {
         Fault::CutExecuted => relay.cut_when_sending(br#""status":"executed""#),
         Fault::LoseCommitReply => relay.cut_reply_holding(b"COMMIT\0"),
         Fault::LoseInsertReply => relay.cut_reply_holding(b"INSERT 0 1\0"),
+        // Only an append sends a record's line (`"prev_hash":"`); its statement answers `SELECT 1`.
+        Fault::LoseAppendReply => relay.cut_after_sending(br#""prev_hash":""#, b"SELECT 1\0", 0),
     }
 }
 
