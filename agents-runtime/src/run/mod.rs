@@ -58,6 +58,8 @@
 //!    - `proposal`: the in-process book every proposed action moves through (its state machine);
 //!    - `pending`: proposals as the state store keeps them (their detail, their seals,
 //!      runtime-minted call ids, the [`PendingDecision`] card);
+//!    - `place`: where a proposal's run sat in a run tree, kept beside the proposal (under a
+//!      MAC, and sealed with it) for the records a resumption writes after a restart;
 //!    - `conversation`: a session's conversation as the store keeps it, what one turn changed,
 //!      and history replay;
 //!    - `secrets`: the values of a call's secrets, masked in the texts derived from the call;
@@ -321,6 +323,7 @@ mod limit;
 mod outcome;
 mod owed;
 mod pending;
+mod place;
 mod proposal;
 mod record;
 mod recorder;
