@@ -226,6 +226,17 @@ pub mod testing {
             tools: [submit_leave, withdraw_leave],
         }
 
+        agent! {
+            /// Restates a leave request for HR, changing nothing.
+            pub struct LeaveIntake;
+            tools: [],
+        }
+
+        agents_runtime::composite! {
+            /// The intake, then HR: a run tree whose second node proposes the action.
+            pub struct LeaveDesk: String -> String = then(LeaveIntake, Hr);
+        }
+
         /// The user the tests act for.
         pub fn employee() -> Principal {
             Principal::new("ann", "org-hr", "employee")

@@ -15,6 +15,9 @@ pub trait Flow: crate::seal::DeclaredFlow + Send + Sync + 'static {
     /// How a composite's graph manifest names it: an agent by its name, its manifest's hash
     /// and its capability summary; a composite by its name, its manifest's hash and its graph.
     const NODE: NodeKind;
+    /// What it is for, in the words of its doc comment: what a model router reads about it
+    /// when it is an arm of a `branch(model, ...)`. Empty unless given.
+    const DESCRIPTION: &'static str = "";
 }
 
 impl<A: Agent> crate::seal::DeclaredFlow for A {}
@@ -24,6 +27,7 @@ impl<A: Agent> Flow for A {
     type Output = A::Output;
     const NODE: NodeKind =
         NodeKind::AgentNode { agent: A::SPEC.name, manifest_sha256: A::MANIFEST_SHA256, capabilities: A::CAPABILITIES };
+    const DESCRIPTION: &'static str = A::SPEC.description;
 }
 
 /// Agents joined by typed combinators: declared with `composite!`, which writes its graph,

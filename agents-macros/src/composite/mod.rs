@@ -104,6 +104,7 @@ fn impls(d: &Declared, walk: &Walk, root: &walk::Part, rt: &TokenStream) -> Toke
                 manifest_sha256: <#ident as #c::Composite>::MANIFEST_SHA256,
                 graph: &<#ident as #c::Composite>::GRAPH,
             };
+            const DESCRIPTION: &'static str = #description;
         }
         impl #c::Composite for #ident {
             const GRAPH: #c::Graph = #c::Graph {

@@ -19,6 +19,15 @@ pub(crate) struct Plan {
     graph: TokenStream,
 }
 
+/// Who chooses a branch's arm, as the plan calls it.
+pub(crate) enum Router<'a> {
+    /// The application's `Route` type.
+    Code(&'a syn::Path),
+    /// The model: each arm's node id (the default's last) and the expression of what the model
+    /// reads about it.
+    Model(Vec<(String, TokenStream)>),
+}
+
 /// One walked flow as the plan sees it: its entry node id, its types and its closure.
 pub(crate) struct Step<'a> {
     pub(crate) entry: &'a str,
@@ -84,15 +93,18 @@ impl Plan {
     pub(crate) fn branch(
         &self,
         id: &str,
-        router: Option<&syn::Path>,
+        router: &Router,
         arms: &[Step],
         default: &Step,
         types: (&TokenStream, &TokenStream),
     ) -> TokenStream {
         let (input, output, graph) = (types.0, types.1, &self.graph);
         let choose = match router {
-            Some(r) => quote!(__tree.route::<#r, #input>(&#graph, #id, &__input).await?),
-            None => quote!(__tree.model_route(&#graph, #id).await?),
+            Router::Code(r) => quote!(__tree.route::<#r, #input>(&#graph, #id, &__input).await?),
+            Router::Model(described) => {
+                let (ids, about): (Vec<&String>, Vec<&TokenStream>) = described.iter().map(|(i, a)| (i, a)).unzip();
+                quote!(__tree.model_route::<#input>(&#graph, #id, &__input, &[#((#ids, #about)),*]).await?)
+            }
         };
         let arms = arms.iter().map(|arm| {
             let (entry, call) = (arm.entry, self.call(arm, quote!(__input), input, output));

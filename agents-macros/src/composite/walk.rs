@@ -2,7 +2,7 @@
 //! one walk, in the order the flow is written.
 
 use super::parse::{Flow, RouterInput};
-use super::plan::{Plan, Step};
+use super::plan::{Plan, Router, Step};
 use crate::util::type_string;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -189,16 +189,30 @@ impl Walk {
             self.check(*span, "matches", [&part.input, &d.input]);
             self.check(*span, "matches", [&part.output, &d.output]);
         }
-        let code = match router {
+        let router = match router {
             RouterInput::Code(path) => {
                 self.check(span_of(path), "routes", [&quote!(#path), &d.input]);
-                Some(path)
+                Router::Code(path)
             }
-            RouterInput::Model => None,
+            RouterInput::Model => {
+                let described =
+                    arms.iter().chain([default]).zip(walked.iter().map(|(_, p)| &p.entry).chain([&d.entry]));
+                Router::Model(described.map(|(flow, entry)| (entry.clone(), self.about(flow))).collect())
+            }
         };
         let steps: Vec<Step> = walked.iter().map(|(_, part)| part.step()).collect();
-        let run = self.plan.branch(&id, code, &steps, &d.step(), (&d.input, &d.output));
+        let run = self.plan.branch(&id, &router, &steps, &d.step(), (&d.input, &d.output));
         Part { entry: id.clone(), exit: id, input: d.input, output: d.output, run }
+    }
+
+    /// What a model router reads about an arm: an agent's or a composite's description; an
+    /// arm written as a combinator is known by its node id alone.
+    fn about(&self, flow: &Flow) -> TokenStream {
+        let c = &self.compose;
+        match flow {
+            Flow::Leaf(path) => quote!(<#path as #c::Flow>::DESCRIPTION),
+            _ => quote!(""),
+        }
     }
 
     /// Walks the members of a parallel node or a forum and checks that they match the first.

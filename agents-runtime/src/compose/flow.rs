@@ -5,7 +5,9 @@
 
 use super::tree::{NodeFailure, NodeFailureKind, Tree};
 use crate::BoxFuture;
+use crate::run::RunUsage;
 use agents_core::compose::{Graph, Join, MemberResult, Route, Step, Stop, arm_for};
+use serde_json::json;
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 
@@ -28,6 +30,23 @@ fn mismatch(path: &str) -> NodeFailure {
 }
 
 pub(crate) use crate::provider::panic_text;
+
+/// What a branch's router answered, as its `notice` says it.
+pub(super) struct RouterAnswer<'a> {
+    /// Who routed: the `Route` type's name, or `model`.
+    pub(super) router: String,
+    /// The arm it named (`None`: none), or why its answer names none.
+    pub(super) choice: Result<Option<&'a str>, String>,
+    /// A model router's spend (its `notice` is then placed at the branch's path).
+    pub(super) usage: Option<RunUsage>,
+}
+
+impl<'a> RouterAnswer<'a> {
+    /// A model router's answer: the arm it named, or why none; what its call spent.
+    pub(super) fn model(choice: Result<&'a str, String>, usage: Option<RunUsage>) -> Self {
+        RouterAnswer { router: "model".to_owned(), choice: choice.map(Some), usage: Some(usage.unwrap_or_default()) }
+    }
+}
 
 impl Tree {
     /// Calls a hook of the application's code for node `id`; a panic fails the node (recorded).
@@ -53,28 +72,42 @@ impl Tree {
     ) -> Result<&'static str, NodeFailure> {
         let router = std::any::type_name::<R>();
         let choice = self.hook(id, router, || R::route(input)).await?;
-        self.arm(graph, id, choice, router).await
+        let answer = RouterAnswer { router: router.to_owned(), choice: Ok(choice), usage: None };
+        self.arm(graph, id, answer).await
     }
 
-    /// The arm of a branch whose router is a model. This release asks no model: the branch
-    /// takes its declared default, and a `notice` says so.
-    pub async fn model_route(&self, graph: &Graph, id: &'static str) -> Result<&'static str, NodeFailure> {
-        self.arm(graph, id, None, "model (not asked by this release: the default arm is taken)").await
-    }
-
-    async fn arm(
+    /// The arm a router's answer takes (its choice when it names an arm of branch `id`, the
+    /// default otherwise), with the tree's `notice` that says so: a model router's is placed
+    /// at the branch's path and says what its call spent.
+    pub(super) async fn arm(
         &self,
         graph: &Graph,
         id: &'static str,
-        choice: Option<&str>,
-        router: &str,
+        answer: RouterAnswer<'_>,
     ) -> Result<&'static str, NodeFailure> {
         let path = self.node_path(id);
+        let choice = answer.choice.as_ref().ok().copied().flatten();
         let Some(arm) = arm_for(graph, id, choice) else {
             return Err(NodeFailure::new(path, NodeFailureKind::Failed, "the branch has no default arm"));
         };
-        let answered = choice.map_or_else(|| "no arm".to_owned(), |c| format!("{c:?}"));
-        self.notice(format!("branch `{path}` takes arm `{arm}` (router {router} answered {answered})")).await;
+        let answered = match &answer.choice {
+            Ok(Some(c)) => format!("{c:?}"),
+            Ok(None) => "no arm".to_owned(),
+            Err(why) => format!("no arm: {why}"),
+        };
+        let reason = format!("branch `{path}` takes arm `{arm}` (router {} answered {answered})", answer.router);
+        match answer.usage {
+            None => self.notice(reason).await,
+            Some(usage) => {
+                let result = json!({
+                    "router": answer.router,
+                    "arm": arm,
+                    "chosen": choice == Some(arm),
+                    "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd},
+                });
+                self.notice_at(&path, reason, result).await;
+            }
+        }
         Ok(arm)
     }
 

@@ -24,8 +24,13 @@
 //!   another model call and the tree ends `budget_exhausted`. Parallel members see each
 //!   other's spend when they end;
 //! - **combinators**: `then` passes each output on; `branch` asks its router (a [`Route`] of
-//!   the application's code) and fails closed to its declared default for any answer that is
-//!   no arm (a branch whose router is `model` takes its default in this release, recorded);
+//!   the application's code) or the model, and fails closed to its declared default for any
+//!   answer that is no arm, recorded either way. A `model` router asks the runtime's model
+//!   (the one every node's run uses: a composite names no model of its own, so a reviewer
+//!   reads one provider in one place) with one tool, [`ROUTE_TOOL`], the arms' ids and
+//!   descriptions and the branch's input; only exactly one valid call naming an arm is
+//!   followed. Its call is the tree's: for the caller, in the tree's allowance and usage, its
+//!   `notice` at the branch's path (see the `route` room);
 //!   `loop` runs its body up to `max` times, until its [`Stop`] holds; `parallel` runs its
 //!   members at once, `fail_fast` cancelling the others when one fails (their pending
 //!   actions end `skipped`), `collect` handing each failure to the [`Join`]; `forum` hears its
@@ -62,6 +67,7 @@
 
 mod flow;
 mod node;
+mod route;
 mod start;
 mod tree;
 
@@ -70,4 +76,5 @@ pub use crate::run::TreeLimit;
 pub use flow::{Member, pass};
 #[doc(hidden)]
 pub use node::{RunComposite, RunNode};
+pub use route::ROUTE_TOOL;
 pub use tree::{NodeFailure, NodeFailureKind, Tree};

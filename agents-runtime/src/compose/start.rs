@@ -42,7 +42,7 @@ impl Runtime {
             run_id: run_id.clone(),
             ids,
             bus: bus.clone(),
-            allowance: Arc::new(TreeAllowance::new(self.tree_limit())),
+            allowance: Arc::new(TreeAllowance::new(self.tree_limit(), composite)),
             report: Mutex::new(RunReport { run_id: run_id.clone(), ..RunReport::default() }),
         });
         let tree = Tree { shared, path: C::GRAPH.name.into(), cancel: cancel.clone() };

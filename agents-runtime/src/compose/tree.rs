@@ -4,7 +4,7 @@
 
 use crate::audit::{AuditNode, AuditStatus};
 use crate::events::{Event, EventBus};
-use crate::run::{NodeScope, RunError, RunReport, RunStatus, Runtime, TreeAllowance, TreeIds};
+use crate::run::{NodeScope, RunError, RunReport, RunStatus, RunUsage, Runtime, TreeAllowance, TreeIds};
 use crate::tool::Registry;
 use agents_core::Principal;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -195,5 +195,17 @@ impl Tree {
     pub(crate) async fn notice(&self, reason: String) {
         let shared = &self.shared;
         shared.runtime.tree_record(&shared.ids, AuditStatus::Notice, Some(reason), None).await;
+    }
+
+    /// Writes a `notice` of the tree placed at `path` (a branch's), with `result`.
+    pub(crate) async fn notice_at(&self, path: &str, reason: String, result: serde_json::Value) {
+        let shared = &self.shared;
+        shared.runtime.tree_record_at(&shared.ids, Some(path), AuditStatus::Notice, Some(reason), Some(result)).await;
+    }
+
+    /// Counts what one of the tree's own model calls spent in the tree's report (its
+    /// allowance counted it when it was made).
+    pub(crate) fn spent(&self, usage: RunUsage) {
+        self.shared.report.lock().unwrap_or_else(PoisonError::into_inner).usage.add(usage);
     }
 }

@@ -6,6 +6,7 @@
 use super::context::{RunCtx, snapshot_of};
 use super::ledger::{ResumedCall, carry_claimed};
 use super::pending::principal_of;
+use super::place::place_of;
 use super::record::RecordIds;
 use super::shared::Inner;
 use crate::events::EventBus;
@@ -33,7 +34,9 @@ async fn resumed_ctx<A: Registry>(inner: &Arc<Inner>, p: &ProposalRecord, ids: O
     let limits = inner.settings.limits.unwrap_or(A::SPEC.limits);
     let ids = ids.unwrap_or_else(|| {
         let request_id = uuid::Uuid::new_v4().to_string();
-        RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal)
+        let mut ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+        ids.node = place_of(&inner.services.tokens, p).map(|place| place.node);
+        ids
     });
     let bus = Arc::new(EventBus::new());
     let ctx = RunCtx::<A>::with_ids(inner, principal, ids, limits, bus, CancellationToken::new(), None);

@@ -67,11 +67,28 @@ impl Runtime {
         reason: Option<String>,
         result: Option<serde_json::Value>,
     ) -> bool {
+        self.tree_record_at(ids, None, status, reason, result).await
+    }
+
+    /// Writes one of the tree's own records placed at `path` (a branch's path; the
+    /// composite's name when `None`), under the tree's run id; `false` when the log refused it.
+    pub(crate) async fn tree_record_at(
+        &self,
+        ids: &TreeIds,
+        path: Option<&str>,
+        status: AuditStatus,
+        reason: Option<String>,
+        result: Option<serde_json::Value>,
+    ) -> bool {
         let mut f = RecordFields::new(status);
         f.reason = reason;
         f.result = result.map(AuditResult::Value);
         crate::telemetry::audited(status, None, None);
-        match self.inner.services.audit.append(ids.0.record(f)).await {
+        let mut record = ids.0.record(f);
+        if let Some(path) = path {
+            record.node = Some(AuditNode { parent_run_id: None, path: path.to_owned() });
+        }
+        match self.inner.services.audit.append(record).await {
             Ok(_) => true,
             Err(e) => {
                 tracing::error!(error = %e, "a run tree's record could not be written");

@@ -33,11 +33,14 @@ impl TreeLimit {
 pub(crate) struct TreeAllowance {
     limit: Option<TreeLimit>,
     spent: Mutex<RunUsage>,
+    /// The tree's composite, as the tree's own records name it: its name and its graph
+    /// manifest's hash (kept beside a node's proposal, for a resumption after a restart).
+    pub(crate) composite: (&'static str, &'static str),
 }
 
 impl TreeAllowance {
-    pub(crate) fn new(limit: Option<TreeLimit>) -> Self {
-        TreeAllowance { limit, spent: Mutex::new(RunUsage::default()) }
+    pub(crate) fn new(limit: Option<TreeLimit>, composite: (&'static str, &'static str)) -> Self {
+        TreeAllowance { limit, spent: Mutex::new(RunUsage::default()), composite }
     }
 
     /// Adds what a node's run spent, once it ended.

@@ -58,9 +58,13 @@
 //!    - `proposal`: the in-process book every proposed action moves through (its state machine);
 //!    - `pending`: proposals as the state store keeps them (their detail, their seals,
 //!      runtime-minted call ids, the [`PendingDecision`] card);
+//!    - `place`: where a proposal's run sat in a run tree, kept beside the proposal (under a
+//!      MAC, and sealed with it) for the records a resumption writes after a restart;
 //!    - `conversation`: a session's conversation as the store keeps it, what one turn changed,
 //!      and history replay;
 //!    - `secrets`: the values of a call's secrets, masked in the texts derived from the call;
+//!    - `choice`: the reading of a model's answer to a choice the runtime asked for (exactly
+//!      one call of the one tool offered, with one text argument), for a skill and a branch;
 //!    - `skill`: the skill a run works within and the tools it offers, the skill-choice step
 //!      offered to the model and the reading of its answer, which fails closed;
 //!    - `outcome`: how a run ends and the handle that waits for it;
@@ -112,7 +116,10 @@
 //!    ([`Runtime::start`], [`Runtime::start_in_skill`]: the checks before anything is
 //!    recorded, then the run's task), `decide`
 //!    ([`Runtime::pending_decisions`], [`Runtime::decide_async`]) and `resume`
-//!    ([`Runtime::resume_orphaned`], [`Runtime::prune_state`]).
+//!    ([`Runtime::resume_orphaned`], [`Runtime::prune_state`]); beside them, for run trees,
+//!    `child` (a node's run, the tree's own records) and `tree_call` (a run tree's own model
+//!    call, a branch's model router: within the tree's allowance and the caller's budget,
+//!    reserved and settled in the budget store as `spend` does).
 //!
 //! # Confirmation channels: what holds on which path
 //!
@@ -301,6 +308,7 @@ macro_rules! await_in_place {
 mod call;
 mod carry;
 mod child;
+mod choice;
 mod confirm;
 mod context;
 mod conversation;
@@ -315,6 +323,7 @@ mod limit;
 mod outcome;
 mod owed;
 mod pending;
+mod place;
 mod proposal;
 mod record;
 mod recorder;
@@ -331,8 +340,10 @@ mod start;
 mod start_skill;
 mod sync;
 mod threshold;
+mod tree_call;
 
 pub(crate) use child::{TreeEnd, TreeIds};
+pub(crate) use choice::{one_call_argument, shown};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
@@ -354,3 +365,4 @@ pub use runtime::{
 pub use session::{DirectResult, DirectSession};
 pub use shared::{DisabledFallback, DisabledTools};
 pub use skill::CHOICE_TOOL;
+pub(crate) use tree_call::TreeCallError;

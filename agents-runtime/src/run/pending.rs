@@ -200,6 +200,13 @@ pub(crate) mod seal {
         if !warning.is_empty() {
             parts.extend(["acknowledge", warning]);
         }
+        // A node's proposal seals its place in its run tree (rows of runs of their own keep
+        // the seal they always had).
+        let place = crate::run::place::sealed_parts(p);
+        if !place.is_empty() {
+            parts.push("node");
+            parts.extend(place.iter().map(String::as_str));
+        }
         tokens.mac(&parts)
     }
 

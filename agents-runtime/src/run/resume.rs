@@ -58,6 +58,21 @@
 //! `proposed` record until its final record is appended, in the same transaction, and the
 //! resumption writes what is owed past the settle lease (see [`Runtime::resume_orphaned`]).
 //!
+//! A node of a composite's run tree (see [`crate::compose`]) settles the same way: its
+//! proposal keeps the node's place in the tree beside it in the store (the tree's run id, the
+//! node's path, the composite's name and hash, with a MAC under the server key, and sealed
+//! with the proposal), so the records a resumption writes for it (`confirmed`, `executed`,
+//! `failed`, `rejected`, `skipped`) carry [`AuditRecord::node`](crate::audit::AuditRecord::node)
+//! as the live run's would have. A place edited in the store without the key is not recorded,
+//! and an approval of such a row runs nothing. Once the call's final record is written, the
+//! resumption closes the tree: its root run gets a `run_finished` record (reason `failed`,
+//! its result naming the node and the call and saying how it was settled), unless another
+//! proposal of the same tree still waits in the store (a parallel node's other member), in
+//! which case that one's settlement closes it. Two nodes settling the last two waiting
+//! proposals of one tree at the same moment may each close it. The tree's plan does not go on
+//! after a restart, as a single run's conversation does not: its later nodes never start,
+//! and a new tree is the application's to start.
+//!
 //! What is not resumed: the model's turn (it is over; the session's next turn goes on from
 //! the session's history, on any node), and proposals of direct sessions (their caller is
 //! gone with them; they hold no run slot). A claim a direct session's call left unwritten is
@@ -66,10 +81,13 @@
 use super::carry::carry_out;
 use super::decision::Undecided;
 use super::ledger::{Resumed, ResumedCall, resume_one, take_over_one};
+use super::pending::principal_of;
+use super::place::{TreePlace, place_of};
 use super::runtime::Runtime;
 use crate::audit::AuditStatus;
-use crate::store::{ProposalCursor, StoreError};
+use crate::store::{ProposalCursor, ProposalRecord, StoreError};
 use crate::tool::Registry;
+use serde_json::json;
 
 /// What [`Runtime::prune_state`] dropped from the state store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -171,11 +189,16 @@ impl Runtime {
         loop {
             let page = store.unsettled(after, RESUME_BATCH, window).await?;
             for found in page.proposals {
-                match resume_one::<A>(&self.inner, found).await? {
-                    Resumed::Carry(p) => done.push(carry_out::<A>(&self.inner, p, None).await),
-                    Resumed::Settled(call) => done.push(call),
-                    Resumed::Left => {}
+                let place = place_of(&self.inner.services.tokens, &found.proposal).map(|t| (t, found.proposal.clone()));
+                let call = match resume_one::<A>(&self.inner, found).await? {
+                    Resumed::Carry(p) => carry_out::<A>(&self.inner, p, None).await,
+                    Resumed::Settled(call) => call,
+                    Resumed::Left => continue,
+                };
+                if let Some((place, p)) = place.filter(|_| call.recorded) {
+                    self.close_tree(&place, &p, &call, window).await?;
                 }
+                done.push(call);
             }
             match page.next {
                 Some(next) => after = next,
@@ -197,6 +220,49 @@ impl Runtime {
         }
         self.settle_owed(&mut done).await?;
         Ok(done)
+    }
+
+    /// Closes the run tree a settled proposal's node run sat in (see the module's docs): its
+    /// root run gets its `run_finished` record (reason `failed`, saying which node's call was
+    /// settled and how), unless another proposal of the same tree still waits in the store
+    /// (its settlement closes the tree). The tree's plan does not go on.
+    async fn close_tree(
+        &self,
+        place: &TreePlace,
+        p: &ProposalRecord,
+        settled: &ResumedCall,
+        window: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        let (store, tokens) = (&self.inner.services.store, &self.inner.services.tokens);
+        let tree = place.tree_run_id();
+        let mut after = ProposalCursor::START;
+        loop {
+            let page = store.unsettled(after, RESUME_BATCH, window).await?;
+            let waits = page.proposals.iter().any(|other| {
+                other.proposal.call_id != p.call_id
+                    && place_of(tokens, &other.proposal).is_some_and(|o| o.tree_run_id() == tree)
+            });
+            if waits {
+                return Ok(());
+            }
+            match page.next {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+        let composite = (place.composite.as_str(), place.composite_sha256.as_str());
+        let ids = self.tree_ids(tree, &p.session_id, &principal_of(p), composite);
+        let why = format!(
+            "the run tree's process stopped while node `{}` waited for a decision; call {} was settled by a \
+             resumption ({}) and the tree does not go on",
+            place.node.path,
+            settled.call_id,
+            settled.status.as_str()
+        );
+        let ended = json!({"interrupted": why, "node": place.node.path, "call_id": settled.call_id});
+        let reason = Some(super::RunStatus::Failed.as_str().to_owned());
+        self.tree_record(&ids, AuditStatus::RunFinished, reason, Some(ended)).await;
+        Ok(())
     }
 
     /// Writes the final records the audit log still owes (see

@@ -17,6 +17,7 @@
 //! input ([`Runtime::start_skill`](super::Runtime::start_skill)). A direct session (MCP,
 //! the application's own calls) works within no skill: every available tool serves it.
 
+use super::choice::{one_call_argument, shown};
 use crate::provider::{ChatResponse, ToolDefinition};
 use crate::tool::Registry;
 use agents_core::SkillSpec;
@@ -93,33 +94,9 @@ pub(super) fn choice_instruction<A: Registry>() -> String {
 /// The skill the model's answer to the choice step names; any other answer is refused with
 /// why (a value the model wrote is quoted escaped and cut).
 pub(super) fn read_choice<A: Registry>(response: &ChatResponse) -> Result<&'static SkillSpec, String> {
-    let [call] = response.tool_calls.as_slice() else {
-        return Err(format!(
-            "the answer to the skill choice holds {} tool calls; exactly one call of `{CHOICE_TOOL}` was asked for",
-            response.tool_calls.len()
-        ));
-    };
-    if call.name != CHOICE_TOOL {
-        return Err(format!("the answer to the skill choice called {}, not `{CHOICE_TOOL}`", shown(&call.name)));
-    }
-    let args = agents_core::strict::parse_args(&call.arguments)
-        .map_err(|e| format!("the arguments of `{CHOICE_TOOL}` were refused: {e}"))?;
-    let skill = match &args {
-        Value::Object(o) if o.len() == 1 => o.get("skill").and_then(Value::as_str),
-        _ => None,
-    };
-    let Some(skill) = skill else {
-        return Err(format!("`{CHOICE_TOOL}` takes exactly one argument, `skill`, a skill's name"));
-    };
+    let skill = one_call_argument(response, CHOICE_TOOL, "skill", "the skill choice")?;
     choosable::<A>().find(|s| s.name == skill).ok_or_else(|| {
         let declared: Vec<String> = choosable::<A>().map(|s| format!("`{}`", s.name)).collect();
-        format!("`{CHOICE_TOOL}` named {}, which is none of the skills ({})", shown(skill), declared.join(", "))
+        format!("`{CHOICE_TOOL}` named {}, which is none of the skills ({})", shown(&skill), declared.join(", "))
     })
-}
-
-/// Text the model wrote, as an error quotes it: escaped and cut after 60 characters.
-fn shown(text: &str) -> String {
-    let cut: String = text.chars().take(60).collect();
-    let more = if text.chars().count() > 60 { "…" } else { "" };
-    format!("{cut:?}{more}")
 }

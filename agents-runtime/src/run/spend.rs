@@ -6,12 +6,14 @@
 
 use super::context::RunCtx;
 use super::record::RecordFields;
+use super::shared::Inner;
 use super::sync::lock;
 use crate::BoxFuture;
 use crate::audit::AuditStatus;
 use crate::budget::{Admission, BudgetFallback, MeteredCalls, Reservation};
 use crate::provider::{ChatRequest, ChatResponse, Provider, ProviderError};
 use crate::tool::Registry;
+use agents_core::Principal;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -83,26 +85,12 @@ impl<A: Registry> Meter<'_, A> {
         if let Some(why) = self.ctx.tree.get().and_then(|tree| tree.refusal(spent)) {
             return Err(BudgetStop::Declared(why));
         }
-        let inner = &self.ctx.inner;
-        let Some(budget) = inner.services.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(None) };
         let estimate = lock(self.spend).last_cost;
-        let p = &self.ctx.principal;
-        match budget.reserve(&p.org_id, &p.user_id, estimate).await {
-            Ok(Admission::Granted(r)) => Ok(Some(r)),
-            Ok(Admission::Refused { headroom }) => Err(BudgetStop::Exhausted { headroom }),
-            Err(e) => match inner.settings.budget_fallback {
-                BudgetFallback::FailClosed => {
-                    tracing::warn!(error = %e, "budget store unavailable; the paid call is not made");
-                    Err(BudgetStop::StoreFailed(e.to_string()))
-                }
-                BudgetFallback::FailOpen => {
-                    tracing::warn!(error = %e, "budget store unavailable; the call is made uncounted (fail open)");
-                    let reason = format!("budget store unavailable ({e}); the paid call is made uncounted (fail open)");
-                    let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
-                    Ok(None)
-                }
-            },
+        let reserved = reserve_in_store(&self.ctx.inner, &self.ctx.principal, provider, estimate).await?;
+        if let Some(reason) = reserved.fail_open {
+            let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
         }
+        Ok(reserved.reservation)
     }
 
     /// After a call: its cost joins the run's total and the store (settling the reservation,
@@ -110,15 +98,10 @@ impl<A: Registry> Meter<'_, A> {
     /// fault: the reservation's estimate is charged instead, so recorded spend never goes
     /// down, and the fault is audited.
     pub(super) async fn settle(&self, reservation: Option<Reservation>, cost_usd: f64) {
-        let cost = if cost_usd.is_finite() && cost_usd >= 0.0 {
-            cost_usd
-        } else {
-            let charged = reservation.as_ref().map_or(0.0, |r| r.amount);
-            tracing::error!(cost_usd, charged, "the provider reported an invalid cost");
-            let reason = format!("the provider reported a cost of {cost_usd} USD; {charged} USD was charged instead");
+        let (cost, invalid) = charged(cost_usd, reservation.as_ref());
+        if let Some(reason) = invalid {
             let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
-            charged
-        };
+        }
         {
             let mut s = lock(self.spend);
             s.cost_usd += cost;
@@ -126,16 +109,78 @@ impl<A: Registry> Meter<'_, A> {
                 s.last_cost = cost;
             }
         }
-        let (inner, p) = (&self.ctx.inner, &self.ctx.principal);
-        let Some(budget) = &inner.services.budget else { return };
-        let stored = match reservation {
-            Some(r) => budget.settle(r, cost).await,
-            None if cost > 0.0 => budget.record(&p.org_id, &p.user_id, cost).await,
-            None => Ok(()),
-        };
-        match stored {
-            Ok(()) => super::threshold::report(self.ctx, &**budget, cost).await,
-            Err(e) => tracing::error!(error = %e, "spend could not be recorded"),
+        if let Some(budget) = settle_in_store(&self.ctx.inner, &self.ctx.principal, reservation, cost).await {
+            super::threshold::report(self.ctx, &*budget, cost).await;
+        }
+    }
+}
+
+/// What a call that the provider said cost `cost_usd` is charged: that cost, or, when it is
+/// negative or not finite (a provider fault), the reservation's estimate, so recorded spend
+/// never goes down, with the `notice` that says so.
+pub(super) fn charged(cost_usd: f64, reservation: Option<&Reservation>) -> (f64, Option<String>) {
+    if cost_usd.is_finite() && cost_usd >= 0.0 {
+        return (cost_usd, None);
+    }
+    let charged = reservation.map_or(0.0, |r| r.amount);
+    tracing::error!(cost_usd, charged, "the provider reported an invalid cost");
+    (charged, Some(format!("the provider reported a cost of {cost_usd} USD; {charged} USD was charged instead")))
+}
+
+/// What the budget store granted a paid call: its reservation (`None` for a free provider, no
+/// store, or a store that failed while the runtime fails open, then with the `notice` to record).
+pub(super) struct Reserved {
+    pub(super) reservation: Option<Reservation>,
+    /// Why the call is made uncounted (the store failed and the runtime fails open).
+    pub(super) fail_open: Option<String>,
+}
+
+/// Holds `estimate` USD of `principal`'s budget for a call of `provider`, in the runtime's
+/// budget store: what every paid call of the runtime reserves, a run's or a run tree's.
+pub(super) async fn reserve_in_store(
+    inner: &Inner,
+    principal: &Principal,
+    provider: &dyn Provider,
+    estimate: f64,
+) -> Result<Reserved, BudgetStop> {
+    let none = Reserved { reservation: None, fail_open: None };
+    let Some(budget) = inner.services.budget.as_ref().filter(|_| provider.is_paid()) else { return Ok(none) };
+    match budget.reserve(&principal.org_id, &principal.user_id, estimate).await {
+        Ok(Admission::Granted(r)) => Ok(Reserved { reservation: Some(r), fail_open: None }),
+        Ok(Admission::Refused { headroom }) => Err(BudgetStop::Exhausted { headroom }),
+        Err(e) => match inner.settings.budget_fallback {
+            BudgetFallback::FailClosed => {
+                tracing::warn!(error = %e, "budget store unavailable; the paid call is not made");
+                Err(BudgetStop::StoreFailed(e.to_string()))
+            }
+            BudgetFallback::FailOpen => {
+                tracing::warn!(error = %e, "budget store unavailable; the call is made uncounted (fail open)");
+                let reason = format!("budget store unavailable ({e}); the paid call is made uncounted (fail open)");
+                Ok(Reserved { reservation: None, fail_open: Some(reason) })
+            }
+        },
+    }
+}
+
+/// Settles a paid call's `reservation` with its `cost` in the budget store (or records the cost
+/// when nothing was reserved). The store, when the spend was recorded there.
+pub(super) async fn settle_in_store(
+    inner: &Inner,
+    principal: &Principal,
+    reservation: Option<Reservation>,
+    cost: f64,
+) -> Option<std::sync::Arc<dyn crate::budget::BudgetStore>> {
+    let budget = inner.services.budget.clone()?;
+    let stored = match reservation {
+        Some(r) => budget.settle(r, cost).await,
+        None if cost > 0.0 => budget.record(&principal.org_id, &principal.user_id, cost).await,
+        None => Ok(()),
+    };
+    match stored {
+        Ok(()) => Some(budget),
+        Err(e) => {
+            tracing::error!(error = %e, "spend could not be recorded");
+            None
         }
     }
 }

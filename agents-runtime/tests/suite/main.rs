@@ -29,6 +29,7 @@ mod audit_mutations;
 mod audit_sqlite;
 mod compose;
 mod composite;
+mod composite_router;
 mod decider_view;
 mod macros_basic;
 mod manifest_hash;

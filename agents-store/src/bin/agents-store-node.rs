@@ -10,12 +10,15 @@
 //! agents-store-node CONNINFO claim CALL_ID N            -> claimed K
 //! agents-store-node CONNINFO audit STREAM PRODUCERS PER -> appended K
 //! agents-store-node STORE propose SESSION LEASE_MS      -> waiting CALL_ID, then finished STATUS
+//! agents-store-node STORE propose-tree SESSION LEASE_MS -> waiting CALL_ID TREE_RUN_ID, then finished STATUS
 //! ```
 //!
 //! `propose` runs the test agent (`agents_store::testing::leave::Hr`) on a runtime whose state
 //! and audit log (stream `audit`) are in STORE (a PostgreSQL CONNINFO, or `sqlite:PATH`): its
 //! model proposes one action, the process says which call waits for a decision, and the run
 //! goes on once the decision arrives through the store (or the process is killed).
+//! `propose-tree` runs the run tree `agents_store::testing::leave::LeaveDesk` the same way: its
+//! second node, the agent above, proposes the action.
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::store::{SlotOwner, Store, StoreAuditSink, StoredVerdict};
@@ -32,8 +35,8 @@ async fn main() -> Result<(), Failure> {
     let [conninfo, command, rest @ ..] = args.as_slice() else {
         return Err("usage: agents-store-node CONNINFO COMMAND ARGS...".into());
     };
-    if command == "propose" {
-        return propose(conninfo, rest).await;
+    if command == "propose" || command == "propose-tree" {
+        return propose(conninfo, rest, command == "propose-tree").await;
     }
     let store = Arc::new(PostgresStore::connect(conninfo, 32).await?);
     let args = Args { command, rest };
@@ -174,13 +177,13 @@ async fn audit(store: Arc<PostgresStore>, args: Args<'_>) -> Result<(), Failure>
     Ok(())
 }
 
-/// Runs the test agent until its action waits for a decision, says so, and waits for the
-/// run's end.
-async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
+/// Runs the test agent (or, `tree`, the run tree whose node it is) until its action waits for
+/// a decision, says so, and waits for the run's end.
+async fn propose(spec: &str, rest: &[String], tree: bool) -> Result<(), Failure> {
     use agents_runtime::events::Event;
     use agents_runtime::provider::ScriptedProvider;
     use agents_runtime::provider::scripted::{reply, tool_call};
-    use agents_store::testing::leave::{Hr, SERVER_KEY, employee, roles};
+    use agents_store::testing::leave::{Hr, LeaveDesk, SERVER_KEY, employee, roles};
     let [session, lease_ms] = rest else {
         return Err("usage: agents-store-node STORE propose SESSION LEASE_MS".into());
     };
@@ -188,7 +191,11 @@ async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
         Some(path) => Arc::new(agents_store::SqliteStore::open(path)?),
         None => Arc::new(PostgresStore::connect(spec, 4).await?),
     };
-    let provider = ScriptedProvider::new(vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("done")]);
+    let mut script = vec![tool_call("submit_leave", r#"{"days": 3}"#), reply("done")];
+    if tree {
+        script.insert(0, reply("three days of leave"));
+    }
+    let provider = ScriptedProvider::new(script);
     let runtime =
         agents_runtime::Runtime::builder(Arc::new(StoreAuditSink::new(store.clone(), "audit")), Arc::new(provider))
             .roles(roles())
@@ -197,10 +204,23 @@ async fn propose(spec: &str, rest: &[String]) -> Result<(), Failure> {
             .run_slot_lease(Duration::from_millis(lease_ms.parse()?))
             .decision_poll(Duration::from_millis(20))
             .build();
-    let mut run = runtime.start::<Hr>(employee(), session, "three days off".into())?;
+    let mut run = if tree {
+        runtime.start_composite::<LeaveDesk>(employee(), session, "three days off".into())?
+    } else {
+        runtime.start::<Hr>(employee(), session, "three days off".into())?
+    };
+    let tree_id = run.run_id().to_owned();
     while let Some(event) = run.events().recv().await {
+        let event = match event {
+            Event::Node { event, .. } => *event,
+            other => other,
+        };
         if let Event::ConfirmRequired { call_id, .. } = event {
-            println!("waiting {call_id}");
+            if tree {
+                println!("waiting {call_id} {tree_id}")
+            } else {
+                println!("waiting {call_id}")
+            }
             break;
         }
     }

@@ -141,8 +141,20 @@ struct ProposingNode {
 
 impl ProposingNode {
     async fn start(spec: &str, session: &str, lease_ms: u64) -> (Self, String) {
+        Self::run(spec, "propose", session, lease_ms).await
+    }
+
+    /// Runs the run tree `LeaveDesk`, stopped at its second node's proposal: the call id and
+    /// the tree's run id.
+    async fn start_tree(spec: &str, session: &str, lease_ms: u64) -> (Self, String, String) {
+        let (node, waiting) = Self::run(spec, "propose-tree", session, lease_ms).await;
+        let (call_id, tree) = waiting.split_once(' ').expect("`waiting CALL_ID TREE_RUN_ID`");
+        (node, call_id.to_owned(), tree.to_owned())
+    }
+
+    async fn run(spec: &str, command: &str, session: &str, lease_ms: u64) -> (Self, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agents-store-node"))
-            .args([spec, "propose", session, &lease_ms.to_string()])
+            .args([spec, command, session, &lease_ms.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -188,6 +200,11 @@ async fn a_killed_proposer_is_completed_once(spec: &str, b: Arc<dyn Store>, c: A
 /// The audit records of `call_id` in stream `audit` of `spec`'s store (a PostgreSQL CONNINFO,
 /// or `sqlite:PATH`), in chain order.
 async fn records_of(spec: &str, call_id: &str) -> Vec<agents_runtime::audit::AuditRecord> {
+    all_records(spec).await.into_iter().filter(|r| r.call_id.as_deref() == Some(call_id)).collect()
+}
+
+/// Every audit record in stream `audit` of `spec`'s store, in chain order.
+async fn all_records(spec: &str) -> Vec<agents_runtime::audit::AuditRecord> {
     let lines: Vec<String> = if let Some(path) = spec.strip_prefix("sqlite:") {
         let conn = rusqlite::Connection::open(path).unwrap();
         let mut stmt = conn.prepare("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq").unwrap();
@@ -199,11 +216,111 @@ async fn records_of(spec: &str, call_id: &str) -> Vec<agents_runtime::audit::Aud
             client.query("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq", &[]).await.unwrap();
         rows.iter().map(|r| r.get(0)).collect()
     };
-    lines
-        .iter()
-        .map(|l| serde_json::from_str::<agents_runtime::audit::AuditRecord>(l).unwrap())
-        .filter(|r| r.call_id.as_deref() == Some(call_id))
-        .collect()
+    lines.iter().map(|l| serde_json::from_str::<agents_runtime::audit::AuditRecord>(l).unwrap()).collect()
+}
+
+/// A run tree's process is killed (`kill -9`) while its second node's action waits; the person
+/// decides through another node (`verdict`), and two nodes resume at once: the call gets
+/// exactly one final record (executed once, or rejected), every record of the call carries
+/// the node's place, the tree's root run is closed once, a second decision is refused, and the
+/// chain verifies.
+async fn a_killed_tree_is_settled_once(
+    spec: &str,
+    b: Arc<dyn Store>,
+    c: Arc<dyn Store>,
+    prefix: &str,
+    verdict: Verdict,
+) {
+    use agents_runtime::audit::AuditStatus;
+    let s = session(prefix);
+    let lease_ms = 3000;
+    let (mut proposer, call_id, tree) = ProposingNode::start_tree(spec, &s, lease_ms).await;
+    let node_b = node(b.clone(), vec![]);
+    let node_c = node(c, vec![]);
+    proposer.child.kill().await.expect("kill -9 the tree's process");
+    let listed = node_b.pending_decisions(&employee()).await.unwrap();
+    assert!(listed.iter().any(|p| p.call_id == call_id), "the nested proposal is listed on another node");
+    node_b.decide_async(&call_id, &employee(), verdict, Some("not this week")).await.unwrap();
+    let settled = common::resume_until_settled(&node_b, &node_c, Duration::from_millis(lease_ms * 5)).await;
+    assert_eq!(settled.len(), 1, "one node settled it: {settled:?}");
+    for _ in 0..3 {
+        assert!(node_b.resume_orphaned::<Hr>().await.unwrap().is_empty());
+        assert!(node_c.resume_orphaned::<Hr>().await.unwrap().is_empty());
+    }
+    assert!(matches!(
+        node_c.decide_async(&call_id, &employee(), Verdict::Approve, None).await,
+        Err(DecisionError::NotPending(_))
+    ));
+    let records = records_of(spec, &call_id).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    let expected: &[AuditStatus] = if verdict == Verdict::Approve {
+        &[AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]
+    } else {
+        &[AuditStatus::Proposed, AuditStatus::Rejected]
+    };
+    assert_eq!(statuses, expected, "exactly one final record");
+    assert_eq!(executions(&s), usize::from(verdict == Verdict::Approve), "executed once, or never");
+    for r in &records {
+        let place = r.node.as_ref().unwrap_or_else(|| panic!("{:?} has no place", r.status));
+        assert_eq!((place.parent_run_id.as_deref(), place.path.as_str()), (Some(tree.as_str()), "leave-desk/hr"));
+    }
+    let root: Vec<_> = all_records(spec).await.into_iter().filter(|r| *r.run_id == *tree).collect();
+    let root_statuses: Vec<AuditStatus> = root.iter().map(|r| r.status).collect();
+    assert_eq!(root_statuses, [AuditStatus::RunStarted, AuditStatus::RunFinished], "the tree closed once");
+    let closed = &root[1];
+    assert_eq!(closed.reason.as_deref(), Some("failed"));
+    assert_eq!(closed.node.as_ref().map(|n| (n.parent_run_id.clone(), n.path.as_str())), Some((None, "leave-desk")));
+    assert_eq!((&*closed.agent, &*closed.manifest_sha256), (&*root[0].agent, &*root[0].manifest_sha256));
+    assert_eq!((&*closed.user_id, &*closed.session_id), ("ann", s.as_str()));
+    b.verify_audit("audit").await.expect("the chain verifies after the kill");
+    let _ = proposer.lines.next_line().await;
+}
+
+/// Someone with write access to the state store (not to the server key) moves an approved
+/// node's proposal to another place in its tree (`leave-desk/admin`) before it is resumed: its
+/// place no longer verifies, so no record names the forged place, the approval runs nothing
+/// (its seal covers the place), and its one final record says so. A waiting proposal so edited
+/// cannot be approved at all.
+async fn a_forged_place_is_not_recorded(path: &std::path::Path, b: Arc<dyn Store>, prefix: &str) {
+    use agents_runtime::audit::AuditStatus;
+    let spec = format!("sqlite:{}", path.display());
+    let move_it = |call_id: &str| {
+        let sql = "UPDATE agents_proposals SET detail = json_set(detail, '$.node.path', 'leave-desk/admin') \
+                   WHERE call_id = ?1";
+        assert_eq!(rusqlite::Connection::open(path).unwrap().execute(sql, [call_id]).unwrap(), 1, "the row was edited");
+    };
+    let node_b = node(b.clone(), vec![]);
+    let s = session(prefix);
+    let (mut proposer, call_id, _) = ProposingNode::start_tree(&spec, &s, 3000).await;
+    proposer.child.kill().await.expect("kill -9 the tree's process");
+    node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    move_it(&call_id);
+    let settled = common::resume_until_settled(&node_b, &node_b, Duration::from_millis(15_000)).await;
+    assert_eq!(
+        (settled[0].call_id.as_str(), settled[0].status),
+        (call_id.as_str(), AuditStatus::Failed),
+        "{settled:?}"
+    );
+    let records = records_of(&spec, &call_id).await;
+    let statuses: Vec<AuditStatus> = records.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Failed], "one final record, nothing confirmed");
+    assert!(records[1].reason.as_deref().unwrap_or_default().contains("does not verify under the server key"));
+    assert!(records[1].node.is_none(), "a place that does not verify is not recorded: {:?}", records[1]);
+    assert_eq!(records[0].node.as_ref().map(|n| n.path.as_str()), Some("leave-desk/hr"), "as the run recorded it");
+    assert_eq!(executions(&s), 0, "nothing ran");
+    let _ = proposer.lines.next_line().await;
+
+    let s = session(&format!("{prefix}-waiting"));
+    let (mut proposer, call_id, _) = ProposingNode::start_tree(&spec, &s, 3000).await;
+    proposer.child.kill().await.expect("kill -9 the tree's process");
+    move_it(&call_id);
+    assert!(matches!(
+        node_b.decide_async(&call_id, &employee(), Verdict::Approve, None).await,
+        Err(DecisionError::Unverified(_))
+    ));
+    assert_eq!(executions(&s), 0);
+    b.verify_audit("audit").await.expect("the chain verifies");
+    let _ = proposer.lines.next_line().await;
 }
 
 /// The process that proposed an action is killed (`kill -9`) while it waits, and the person
@@ -598,6 +715,26 @@ async fn sqlite_nodes_and_a_killed_process() {
     a_killed_proposer_is_completed_once(&spec, open(), open(), "sqlite-killed").await;
     a_killed_proposers_rejection_is_recorded_once(&spec, open(), open(), "sqlite-rejected").await;
     a_forged_approved_row_does_not_run(&path, open(), "sqlite-forged").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_killed_run_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let open = || -> Arc<dyn Store> { Arc::new(SqliteStore::open(&path).unwrap()) };
+    let spec = format!("sqlite:{}", path.display());
+    a_killed_tree_is_settled_once(&spec, open(), open(), "sqlite-tree", Verdict::Approve).await;
+    a_killed_tree_is_settled_once(&spec, open(), open(), "sqlite-tree-rejected", Verdict::Reject).await;
+    a_forged_place_is_not_recorded(&path, open(), "sqlite-tree-forged").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_killed_run_tree() {
+    let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = cluster.create_database("tree").await.unwrap_or_else(|e| panic!("{e}"));
+    let connect = || async { Arc::new(PostgresStore::connect(&url, 8).await.unwrap()) as Arc<dyn Store> };
+    a_killed_tree_is_settled_once(&url, connect().await, connect().await, "pg-tree", Verdict::Approve).await;
+    a_killed_tree_is_settled_once(&url, connect().await, connect().await, "pg-tree-rejected", Verdict::Reject).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -151,7 +151,7 @@ async fn the_kyc_panel_hears_both_reviewers_then_its_moderator() {
 }
 
 #[tokio::test]
-async fn the_helpdesk_triage_takes_its_default_arm_and_a_nested_action_waits_for_the_same_person() {
+async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_the_same_person() {
     use agents_runtime::Verdict;
     use agents_runtime::events::Event;
     use agents_runtime::run::DecisionError;
@@ -161,6 +161,7 @@ async fn the_helpdesk_triage_takes_its_default_arm_and_a_nested_action_waits_for
     use examples::helpdesk::triage::HelpdeskTriage;
     let provider = Arc::new(ScriptedProvider::new([
         reply("The user's laptop screen is broken; they need a support ticket."),
+        tool_call("choose_arm", r#"{"arm": "it-specialist"}"#),
         tool_call("open_ticket", r#"{"summary": "laptop screen broken", "severity": 3}"#),
         reply("I opened the ticket."),
     ]));
@@ -184,7 +185,7 @@ async fn the_helpdesk_triage_takes_its_default_arm_and_a_nested_action_waits_for
             break (call_id, node);
         }
     };
-    assert_eq!(node, "helpdesk-triage/desk-loop");
+    assert_eq!(node, "helpdesk-triage/it-specialist");
     let stranger = agents_runtime::Principal::new("u-sam", "org-deskloop", alex().role.as_str());
     assert_eq!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun));
     rt.decide(&call_id, &alex(), Verdict::Approve).unwrap();
@@ -197,5 +198,6 @@ async fn the_helpdesk_triage_takes_its_default_arm_and_a_nested_action_waits_for
         records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
     assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
     let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
-    assert!(chose.reason.as_deref().unwrap().contains("takes arm `desk-loop`"), "{chose:?}");
+    assert!(chose.reason.as_deref().unwrap().contains("takes arm `it-specialist`"), "{chose:?}");
+    assert_eq!(chose.node.as_ref().map(|n| n.path.as_str()), Some("helpdesk-triage/branch"));
 }

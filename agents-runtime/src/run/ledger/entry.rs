@@ -11,6 +11,7 @@ use crate::run::gate::checked::Checked;
 use crate::run::gate::execute::ActionFn;
 use crate::run::owed::FinalOwed;
 use crate::run::pending::{detail_of, seal};
+use crate::run::place::{self, TreePlace};
 use crate::run::proposal::{Refused, State};
 use crate::run::record::RecordOf;
 use crate::store::{ProposalRecord, Store, StoreError};
@@ -195,7 +196,18 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             ),
             seal: String::new(),
         };
-        record.seal = seal::proposed(&ctx.inner.services.tokens, &record);
+        let tokens = &ctx.inner.services.tokens;
+        if let (Some(node), Some(tree)) = (&ctx.ids.node, ctx.tree.get())
+            && let Some(detail) = record.detail.as_object_mut()
+        {
+            let place = TreePlace {
+                node: node.clone(),
+                composite: tree.composite.0.to_owned(),
+                composite_sha256: tree.composite.1.to_owned(),
+            };
+            detail.insert(place::NODE.to_owned(), place.to_detail(tokens, &record.call_id));
+        }
+        record.seal = seal::proposed(tokens, &record);
         record
     }
 

@@ -13,6 +13,7 @@ use super::{ClaimHeartbeat, ResumedCall};
 use crate::audit::AuditStatus;
 use crate::run::decision::{DecisionError, Undecided, Verdict};
 use crate::run::pending::{Heard, declined, detail, detail_str, principal_of, seal, stored, unavailable};
+use crate::run::place::place_of;
 use crate::run::record::{RecordFields, RecordIds};
 use crate::run::shared::{Inner, Live, mark_recorded};
 use crate::run::sync::lock;
@@ -161,7 +162,8 @@ async fn settle<A: Registry>(inner: &Inner, p: ProposalRecord, status: AuditStat
         "" => uuid::Uuid::new_v4().to_string(),
         given => given.to_owned(),
     };
-    let ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+    let mut ids = RecordIds::new::<A>(&p.run_id, &p.session_id, &request_id, &principal);
+    ids.node = place_of(&inner.services.tokens, &p).map(|place| place.node);
     let record = RecordFields {
         call_id: Some(p.call_id.as_str().into()),
         tool: Some(p.tool.as_str().into()),
