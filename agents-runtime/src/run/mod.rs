@@ -308,6 +308,7 @@ mod decide;
 mod decision;
 mod driver;
 mod gate;
+mod granted;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 mod ledger;
@@ -332,12 +333,14 @@ mod start_skill;
 mod sync;
 mod threshold;
 
-pub(crate) use child::{TreeEnd, TreeIds};
+pub use child::granted_agent;
+pub(crate) use child::{TreeEnd, TreeIds, forward_node_events};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
     Verdict,
 };
+pub use granted::GrantedAgent;
 pub use ledger::ResumedCall;
 pub use limit::TreeLimit;
 pub(crate) use limit::{NodeScope, TreeAllowance};
