@@ -77,7 +77,7 @@
 //! cap per run went up or away; no knowledge source was added or changed its contents; the
 //! audit records keep no more of a call's values; no tool is imported from a server the old
 //! manifest did not name, nor from one reached at another endpoint; the agent is served over
-//! MCP in no way it was not.
+//! MCP in no way it was not; no agent was granted and no granted agent's manifest changed.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
