@@ -121,6 +121,10 @@ pub trait Agent: crate::seal::DeclaredByAgentMacro + Send + Sync + 'static {
     /// How to build each typed skill's input and output schemas, for the reviewed document
     /// ([`crate::reviewed`]); empty (the default) when no skill has types of its own.
     const SKILL_SCHEMAS: &'static [SkillSchemas] = &[];
+    /// The agents it grants (`agents: [...]`), each by its name and manifest SHA-256, sorted
+    /// by name; empty (the default) when it grants none. Part of its manifest (see
+    /// [`crate::subagent`]).
+    const AGENTS: &'static [crate::subagent::SubAgentSpec] = &[];
 }
 
 /// A typed skill's name and the functions that build the JSON Schemas of its input and

@@ -27,6 +27,7 @@ pub mod shared_str;
 pub mod shared_value;
 pub mod skill;
 pub mod strict;
+pub mod subagent;
 pub mod terminal;
 pub mod tool;
 pub mod typed_skill;
@@ -35,7 +36,7 @@ pub mod typed_skill;
 pub mod seal;
 
 pub use agent::{Agent, AgentSpec, Limits, Skill, SkillSpec};
-pub use permission::{Grants, Permission, Public, WithinCeiling};
+pub use permission::{FitsCeilingOf, Grants, Permission, Public, WithinCeiling};
 pub use principal::{Principal, PrincipalError, RoleMap};
 pub use secret::Secret;
 pub use shared_str::SharedStr;

@@ -11,6 +11,7 @@ use crate::knowledge::KnowledgeEntry;
 use crate::models::{ModelEntry, ModelEntryError};
 pub use crate::skill::SkillEntry;
 use crate::skill::{SkillIo, Unskilled};
+use crate::subagent::SubAgentEntry;
 use crate::tool::{Risk, Tier, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -78,6 +79,10 @@ pub struct AgentEntry {
     /// then not served over MCP.
     #[serde(default, skip_serializing_if = "ExposeEntry::is_empty")]
     pub expose: ExposeEntry,
+    /// The agents it grants ([`crate::subagent`]), sorted by name; absent when it grants none,
+    /// so a manifest without them keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<SubAgentEntry>,
 }
 
 /// Limits in a manifest.
@@ -352,6 +357,9 @@ pub enum ManifestError {
     /// A reviewed manifest document (see [`crate::reviewed`]) that cannot be read.
     #[error("not a reviewed manifest document: {0}")]
     InvalidReviewed(String),
+    /// Two granted agents share a name.
+    #[error("two granted agents are named `{0}`; the agents an agent grants must have distinct names")]
+    DuplicateAgent(String),
 }
 
 impl ToolEntry {
@@ -454,6 +462,7 @@ impl AgentEntry {
             knowledge: Vec::new(),
             audit_values: AuditValues::default(),
             expose: ExposeEntry::default(),
+            agents: Vec::new(),
         }
     }
 
@@ -477,6 +486,7 @@ impl AgentEntry {
             knowledge: spec.knowledge.iter().map(KnowledgeEntry::from_spec).collect(),
             audit_values: spec.audit_values,
             expose: ExposeEntry { mcp: spec.expose_mcp.to_vec() },
+            agents: Vec::new(),
         }
     }
 }
@@ -520,6 +530,7 @@ impl Manifest {
             sort_dedup(m);
         }
         sort_dedup(&mut agent.expose.mcp);
+        crate::subagent::sort_granted(&mut agent.agents).map_err(ManifestError::DuplicateAgent)?;
         agent.knowledge.sort();
         if let Some(w) = agent.knowledge.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(ManifestError::DuplicateKnowledge(w[0].name.clone()));
@@ -529,7 +540,7 @@ impl Manifest {
 
     /// The manifest of an agent spec and its tool specs, as the runtime sees them.
     pub fn from_specs(agent: &AgentSpec, tools: &[&ToolSpec]) -> Result<Self, ManifestError> {
-        Self::from_entries(AgentEntry::from_spec(agent), tools.iter().map(|t| ToolEntry::from_spec(t)).collect())
+        Self::from_specs_granting(agent, &[], tools)
     }
 
     /// The canonical JSON text: exactly the bytes `MANIFEST` holds.

@@ -66,3 +66,30 @@ pub trait WithinCeiling<P>: crate::seal::CeilingByAgentMacro<P> {
     #[doc(hidden)]
     const WITHIN: () = ();
 }
+
+/// Implemented by an agent `Self` for each agent `C` whose ceiling holds everything `Self` may
+/// reach: the permission of each of its tools and, in turn, of each agent it grants. Generated
+/// by `agent!` as one impl with those bounds, so `Self: FitsCeilingOf<C>` holds exactly when
+/// `C: WithinCeiling<P>` holds for every such permission `P`.
+///
+/// An agent that grants another (`agents: [Reviewer]`) checks `Reviewer: FitsCeilingOf<Self>`
+/// where the granted agent is written: a granted agent that reaches beyond the granting
+/// agent's ceiling does not compile. Sealed as [`Grants`] is: a hand-written impl does not
+/// compile.
+///
+/// ```
+/// use agents_core::FitsCeilingOf;
+/// // Code that hands work from agent `C` to agent `S` may require that `S` fits within `C`:
+/// fn delegate<C, S: FitsCeilingOf<C>>() {}
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the agent `{Self}` reaches beyond the ceiling of the agent `{C}`",
+    label = "`{Self}` may use a permission that the `ceiling` of `{C}` does not list",
+    note = "remove `{Self}` from `agents: [...]` of `{C}`, or raise the ceiling of `{C}` to include every permission `{Self}` reaches (a widening that reviewers will see in the manifest)"
+)]
+pub trait FitsCeilingOf<C>: crate::seal::FitsByAgentMacro<C> {
+    /// Named by `agent!` to check a granted agent where it is written, so that one outside the
+    /// ceiling is reported in this trait's words alone.
+    #[doc(hidden)]
+    const FITS: () = ();
+}

@@ -1,6 +1,6 @@
 //! Seals of the traits the macros implement. Not a public API.
 //!
-//! `Grants`, `WithinCeiling`, `Agent` (here) and `Registry`, `Dispatch`, `Tool`, `ReadTool`,
+//! `Grants`, `WithinCeiling`, `FitsCeilingOf`, `Agent` (here) and `Registry`, `Dispatch`, `Tool`, `ReadTool`,
 //! `ActionTool`, `HandoffTool` (in `agents-runtime`) are implemented by code that `agent!` and
 //! `#[tool]` generate in the user's crate, so they cannot be sealed by a private supertrait:
 //! the generated code must be able to name it. Each has instead a supertrait from this
@@ -24,6 +24,14 @@ pub trait GrantedByAgentMacro<T> {}
     note = "list the permission `{P}` in `ceiling: [...]` of the `agent!` that declares `{Self}`; reviewers see the ceiling in the manifest"
 )]
 pub trait CeilingByAgentMacro<P> {}
+
+/// Seal of `FitsCeilingOf<C>`: implemented only by `agent!`.
+#[diagnostic::on_unimplemented(
+    message = "whether `{Self}` fits within the ceiling of `{C}` is decided only by `agent!`",
+    label = "a hand-written `FitsCeilingOf` impl",
+    note = "`agent!` writes this impl for each agent, bounded by the permissions of its tools and of the agents it grants; grant `{Self}` with `agents: [...]` in the `agent!` of `{C}`"
+)]
+pub trait FitsByAgentMacro<C> {}
 
 /// Seal of `Agent` and `Registry`: implemented only by `agent!`.
 #[diagnostic::on_unimplemented(

@@ -389,6 +389,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | [`name`](#name) | a string | the type's name |
 /// | [`input`](#input) | a type | `String` |
 /// | [`output`](#output) | a type | `String` |
+/// | [`agents`](#agents) | paths of agents its model may run as tools, in square brackets | none |
 ///
 /// ## `tools`
 ///
@@ -578,10 +579,37 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// output: ApprovalDecision,
 /// ```
 ///
+/// ## `agents`
+///
+/// Agents declared with `agent!` that this agent's model may run as tools. Each is offered
+/// to the model under its name (characters other than letters, digits, `_` and `-` written
+/// `_`), with the arguments `{"input": <its input>}` (its input type's JSON Schema), so its
+/// input type is also `Deserialize`. A call runs it as a child node of the calling run: the
+/// same person, session and stop, within the same tree limit, its records in the same chain
+/// with the caller's run id and the path `caller/callee`, its events inside `Event::Node`; its
+/// final answer is the tool result the caller's model reads. Its own action tools wait for
+/// the person's decision, as the caller's do. The call itself is recorded like a read call
+/// (`proposed`, then `executed` or `failed`).
+///
+/// Everything a granted agent reaches (the permission of each of its tools and, in turn, of
+/// each agent it grants) must lie within this agent's `ceiling`, checked by name (the error
+/// names the agent and the permission) and by the sealed `FitsCeilingOf`. The manifest names
+/// each granted agent with its `MANIFEST_SHA256` (`agent.agents`), so a change inside a
+/// granted agent changes this agent's hash; the diff classifies an agent granted, and a
+/// granted agent whose hash changed, as widenings. An agent that grants itself does not
+/// compile; agents that grant each other in a cycle cannot be written (each manifest would
+/// name the other's hash), and the compiler stops at the macro the other has not produced.
+///
+/// ```ignore
+/// agents: [SecondReviewer],
+/// ```
+///
 /// # Mistakes and the messages they give
 ///
 /// | you wrote | you read (at the token you wrote) |
 /// | --- | --- |
+/// | `agents: [SecondReviewer]`, which reaches `kyc.decide`, with `ceiling: [perms::kyc::read]` | ``the granted agent `SecondReviewer` reaches the permission `kyc.decide` ..., which lies outside the ceiling of agent `Supervisor` ...`` |
+/// | `agents: [Reviewer]` inside `struct Reviewer` | ``agent `Reviewer` grants itself: ...`` |
 /// | `ceiling: ["athlete.read"]` | ``` `ceiling` takes the permissions it may never exceed, as paths in square brackets (not strings), e.g. ... ``` |
 /// | `tools: list_athletes` | ``` `tools` takes the tools it grants, as paths in square brackets, e.g. ... ``` |
 /// | `tools = [...]` | ``write `tools: ...` with a colon`` |

@@ -19,6 +19,8 @@ pub mod compose {
 
 pub use crate::tool::NotCalledDirectly;
 
+pub use crate::run::granted_agent;
+
 pub use crate::isolate::isolated_tool;
 
 /// Byte equality of two strings in const context (for the permission name check).

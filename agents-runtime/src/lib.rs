@@ -46,8 +46,8 @@ pub use agents_core;
 pub use agents_core::Skill;
 pub use agents_core::skill::{SkillChooser, Unskilled};
 pub use agents_core::{
-    Agent, AgentSpec, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public, Risk, RoleMap,
-    Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
+    Agent, AgentSpec, FitsCeilingOf, Grants, ImportSpec, Limits, ParamSpec, Permission, PolicySpec, Principal, Public,
+    Risk, RoleMap, Secret, SharedStr, SkillSpec, Tier, Tool, ToolSpec, WithinCeiling,
 };
 pub use agents_macros::mcp_import;
 /// Every argument of `#[tool]` in use, and what the tool's spec says of each (this example is
@@ -276,9 +276,9 @@ pub use imported::ImportedTools;
 pub use interceptor::Interceptor;
 pub use provider::{Provider, ScriptedProvider};
 pub use run::{
-    CallStatus, CallSummary, ConfirmMode, Confirmer, DirectResult, DirectSession, PendingDecision, ResumedCall,
-    RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder, Undecided,
-    Verdict,
+    CallStatus, CallSummary, ConfirmMode, Confirmer, DirectResult, DirectSession, GrantedAgent, PendingDecision,
+    ResumedCall, RunError, RunHandle, RunOutput, RunReport, RunResultExt, RunStatus, RunUsage, Runtime, RuntimeBuilder,
+    Undecided, Verdict,
 };
 pub use store::{MemoryStore, Store};
 pub use tool::{

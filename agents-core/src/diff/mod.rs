@@ -49,6 +49,8 @@
 //! | an MCP server added / removed (the servers the imported tools come from) | widening / narrowing |
 //! | an MCP server's endpoint changed (another program, scheme, host or path; a new host is named) | widening |
 //! | a way of being served over MCP added / removed (`expose.mcp`: a transport, or HTTP behind another authentication) | widening / narrowing |
+//! | an agent granted (`agents`: the model may run it as a tool) / no longer granted | widening / narrowing |
+//! | a granted agent's manifest SHA-256 changed (review the diff of its own manifest) | widening |
 //!
 //! and, between reviewed documents ([`crate::reviewed`], compared by [`diff_documents`]):
 //!
@@ -75,7 +77,7 @@
 //! cap per run went up or away; no knowledge source was added or changed its contents; the
 //! audit records keep no more of a call's values; no tool is imported from a server the old
 //! manifest did not name, nor from one reached at another endpoint; the agent is served over
-//! MCP in no way it was not.
+//! MCP in no way it was not; no agent was granted and no granted agent's manifest changed.
 //!
 //! When whether a new entry is covered is not certain, the entry counts as a widening: the
 //! "covers" decision ([`crate::policy::Glob::covers`], [`crate::policy::HostPattern::covers`])
@@ -88,6 +90,7 @@
 //! capabilities is bounded by the runtime's handles, not by this diff.
 
 mod agent;
+mod agents;
 mod audit_values;
 mod expose;
 mod io;
@@ -115,6 +118,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> ManifestDiff {
     knowledge::diff_knowledge(&old.agent.knowledge, &new.agent.knowledge, &mut out);
     servers::diff_servers(old, new, &mut out);
     expose::diff_expose(&old.agent.expose.mcp, &new.agent.expose.mcp, &mut out);
+    agents::diff_agents(&old.agent.agents, &new.agent.agents, &mut out);
     tool::diff_tools(old, new, &mut out);
     ManifestDiff { old_sha256: old.sha256(), new_sha256: new.sha256(), changes: out }
 }

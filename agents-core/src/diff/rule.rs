@@ -207,6 +207,13 @@ rules! {
     /// One document holds the input and output schemas and the other does not (a plain
     /// manifest): what the agent accepts is not shown on both sides.
     SchemasNotCompared => "schemas_not_compared",
+    /// An agent was granted to the agent (`agents`): the model may run it as a tool.
+    AgentGranted => "agent_granted",
+    /// An agent is no longer granted.
+    AgentUngranted => "agent_ungranted",
+    /// A granted agent's manifest SHA-256 changed: what changed inside it is reviewed in its
+    /// own manifest's diff.
+    GrantedAgentChanged => "granted_agent_changed",
 }
 
 impl fmt::Display for Rule {

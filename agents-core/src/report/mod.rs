@@ -461,6 +461,7 @@ mod tests {
             knowledge: Vec::new(),
             audit_values: Default::default(),
             expose: Default::default(),
+            agents: Vec::new(),
         };
         let m =
             Manifest::from_entries(agent, vec![tool("browse", &["*"]), tool("docs", &["docs.example.com"])]).unwrap();
@@ -500,6 +501,7 @@ mod tests {
             knowledge: Vec::new(),
             audit_values: Default::default(),
             expose: Default::default(),
+            agents: Vec::new(),
         };
         let row = |page: &str, th: &str| {
             let start = page.find(&format!("<th>{th}</th>")).expect("a row");

@@ -17,6 +17,7 @@ mod audit_chain;
 mod audit_render;
 mod canonical_props;
 mod diff;
+mod diff_agents;
 mod diff_audit_values;
 mod diff_expose;
 mod diff_knowledge;

@@ -24,6 +24,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let declared_model = declared_model(m, rt);
     let skill_enum = super::skill_enum::emit(m, rt);
     let skill_types = super::skill_types::emit(m, rt);
+    let subagents = super::granting::emit(m, rt);
     quote! {
         impl #ident {
             #[doc = #manifest_doc]
@@ -37,6 +38,8 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
         #skill_enum
 
         #skill_types
+
+        #subagents
 
         const _: () = {
             #agent_impl
@@ -85,6 +88,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
     });
     let capabilities = super::capabilities::emit(m, rt);
     let skill_schemas = super::skill_types::schemas(m, rt);
+    let agents = super::granting::agents_const(m, rt);
     quote! {
         #tracked
         impl #seal::DeclaredByAgentMacro for #ident {}
@@ -120,6 +124,7 @@ fn agent_impl(m: &Model, rt: &TokenStream) -> TokenStream {
             }
             #capabilities
             #skill_schemas
+            #agents
         }
     }
 }
@@ -184,6 +189,7 @@ fn registry_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         .into_iter()
         .enumerate()
         .map(|(i, p)| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::RegisteredTool::of::<#p>())));
+    let agent_at = super::granting::agent_at(m, rt);
     quote! {
         impl #rt::Registry for #ident {
             fn entry_at(index: usize) -> ::core::option::Option<#rt::RegisteredTool<Self>> {
@@ -192,6 +198,7 @@ fn registry_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                     _ => ::core::option::Option::None,
                 }
             }
+            #agent_at
         }
     }
 }

@@ -8,12 +8,14 @@ mod audit;
 mod capabilities;
 mod codegen;
 mod expose;
+mod granting;
 mod knowledge;
 mod model;
 mod parse;
 mod skill_enum;
 mod skill_io;
 mod skill_types;
+mod subagents;
 mod surface;
 
 use crate::chain;
@@ -54,6 +56,7 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
             format!("agent `{ident}` has no description: add a doc comment (`/// ...`) above `struct {ident}`"),
         );
     }
+    subagents::check_not_itself(&parsed, &errors);
     let strukt = quote! {
         #(#attrs)*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -63,7 +66,9 @@ pub(crate) fn expand(tokens: TokenStream) -> TokenStream {
         let errs = errors.into_tokens();
         return quote!(#errs #strukt);
     }
-    let chain = chain::start(&parsed.tools, &tokens, &quote!(#rt::tool::agent_manifest));
+    // The tools' links first, then the granted agents' (see `subagents`).
+    let links: Vec<syn::Path> = parsed.tools.iter().chain(&parsed.agents).cloned().collect();
+    let chain = chain::start(&links, &tokens, &quote!(#rt::tool::agent_manifest));
     quote! { #strukt #chain }
 }
 

@@ -31,11 +31,18 @@ pub(crate) struct Model {
     pub(crate) manifest_hash: String,
     /// The knowledge sources, read at expansion time.
     pub(crate) knowledge: Vec<super::knowledge::ReadSource>,
+    /// The granted agents, in `agents` order.
+    pub(crate) agents: Vec<super::subagents::GrantedAgent>,
 }
 
 /// Builds the model, or reports every mistake found.
 pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Option<Model> {
     let ident = &agent.ident;
+    if links.len() != agent.tools.len() + agent.agents.len() {
+        errors.spanned(ident, "internal: the chain's links do not match the tools and agents lists");
+        return None;
+    }
+    let (links, agent_links) = links.split_at(agent.tools.len());
     let entries = read_entries(links, errors)?;
     if entries.len() != agent.tools.len() {
         errors.spanned(ident, "internal: tool entries do not match the tools list");
@@ -50,6 +57,8 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
     if let Some(names) = &ceiling {
         check_ceiling(ident, names, &tools, errors);
     }
+    let tool_names: Vec<&str> = tools.iter().map(|t| t.entry.name.as_str()).collect();
+    let agents = super::subagents::read(&agent, agent_links, &tool_names, ceiling.as_deref(), errors);
     let name = agent.name.as_ref().map(syn::LitStr::value).unwrap_or_else(|| ident.to_string());
     let description = doc_string(&agent.attrs).unwrap_or_default();
     let limits = agent.limits();
@@ -68,6 +77,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         knowledge: knowledge.iter().map(|k| k.entry().clone()).collect(),
         audit_values: agent.audit_values,
         expose: agents_core::expose::ExposeEntry { mcp: agent.expose_mcp.clone() },
+        agents: agents.iter().map(|g| g.entry.clone()).collect(),
     };
     if !errors.is_empty() {
         return None;
@@ -77,7 +87,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         .ok()?;
     let manifest_text = manifest.to_canonical_string();
     let manifest_hash = agents_core::canonical::sha256_hex(manifest_text.as_bytes());
-    Some(Model { agent, name, description, limits, tools, manifest, manifest_text, manifest_hash, knowledge })
+    Some(Model { agent, name, description, limits, tools, manifest, manifest_text, manifest_hash, knowledge, agents })
 }
 
 /// Each link's entry, read back.

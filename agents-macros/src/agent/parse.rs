@@ -28,6 +28,7 @@ const KEYS: &[&str] = &[
     "knowledge",
     "audit",
     "expose",
+    "agents",
 ];
 /// Every limit `limits: { ... }` takes: the fields of `agents_core::Limits`.
 const LIMIT_KEYS: &[&str] = &[
@@ -78,6 +79,8 @@ pub(crate) struct AgentInput {
     pub(crate) expose_mcp: Vec<agents_core::expose::McpExposure>,
     /// Errors found while parsing, reported with the expansion.
     pub(crate) errors: Vec<syn::Error>,
+    /// `agents: [...]`: the granted agents' paths, in order.
+    pub(crate) agents: Vec<syn::Path>,
 }
 
 /// `[a, b::c]`: paths in square brackets, separated by commas.
@@ -115,6 +118,7 @@ impl Parse for AgentInput {
             audit_values: Default::default(),
             expose_mcp: Vec::new(),
             errors: Vec::new(),
+            agents: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
         while !input.is_empty() {
@@ -161,6 +165,7 @@ impl AgentInput {
             "output" => self.output = Some(input.parse().map_err(wrong)?),
             "tools" => self.tools = path_list(input).map_err(wrong)?,
             "ceiling" => self.ceiling = Some(path_list(input).map_err(wrong)?),
+            "agents" => self.agents = path_list(input).map_err(wrong)?,
             "models" => {
                 if !input.peek(syn::token::Bracket) {
                     return Err(wrong(input.error("")));
@@ -309,6 +314,9 @@ fn key_takes(key: &str) -> &'static str {
         }
         "audit" => AUDIT_TAKES,
         "expose" => EXPOSE_TAKES,
+        "agents" => {
+            "the agents it may run as tools, as paths to types declared with `agent!`, in square brackets, e.g. `agents: [SecondReviewer]`"
+        }
         _ => "a value",
     }
 }

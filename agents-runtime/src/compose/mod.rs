@@ -44,8 +44,11 @@
 //! A node that fails ends the tree: no later node starts, and
 //! [`RunHandle::wait`](crate::RunHandle::wait) gives
 //! [`RunError::Node`](crate::RunError::Node) with its path (or `Stopped`, `BudgetExhausted`).
-//! Not run by a tree in this release: agents granted as tools, handoffs to agents, and a
-//! durable restart of a tree (a node's pending decision still settles as any run's does).
+//! An agent granted to another (`agent! { agents: [...] }`) runs as a child node of the
+//! calling run in the same way (`<caller's path>/<callee>`; see
+//! [`GrantedAgent`](crate::GrantedAgent)). Not run by a tree in this release: handoffs to
+//! agents, and a durable restart of a tree (a node's pending decision still settles as any
+//! run's does).
 //!
 //! ```ignore
 //! let mut handle = runtime.start_composite::<KycPipeline>(principal, "session-1", request)?;

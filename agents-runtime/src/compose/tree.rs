@@ -181,14 +181,9 @@ impl Tree {
     }
 
     /// Passes a node run's events to the tree's subscribers, wrapped with the node's path.
-    fn forward(&self, path: &str, node_run_id: String, mut events: tokio::sync::mpsc::Receiver<Event>) {
-        let (bus, run_id, node) = (self.shared.bus.clone(), self.shared.run_id.clone(), path.to_owned());
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
-                let (run_id, node, node_run_id) = (run_id.clone(), node.clone(), node_run_id.clone());
-                bus.publish(Event::Node { run_id, node, node_run_id, event: Box::new(event) });
-            }
-        });
+    fn forward(&self, path: &str, node_run_id: String, events: tokio::sync::mpsc::Receiver<Event>) {
+        let (bus, run_id) = (self.shared.bus.clone(), self.shared.run_id.clone());
+        crate::run::forward_node_events(bus, run_id, path.to_owned(), node_run_id, events);
     }
 
     /// Writes a `notice` of the tree (a branch's choice, a step's refusal, a contained panic).

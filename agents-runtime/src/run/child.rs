@@ -4,6 +4,7 @@
 //! (`limit`). The tree's own records and its handle are made here too, from the parts every
 //! run has.
 
+use super::granted::{GrantedAgent, GrantedCall};
 use super::limit::{NodeScope, TreeLimit};
 use super::outcome::{Ending, Failure, RunHandle, RunReport, RunStatus, StartError};
 use super::record::{RecordFields, RecordIds};
@@ -12,6 +13,7 @@ use crate::audit::{AuditNode, AuditResult, AuditStatus};
 use crate::events::EventBus;
 use crate::tool::Registry;
 use agents_core::Principal;
+use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -122,4 +124,94 @@ impl<O> RunHandle<O> {
     pub(crate) fn take_events(&mut self) -> tokio::sync::mpsc::Receiver<crate::events::Event> {
         std::mem::replace(&mut self.events, tokio::sync::mpsc::channel(1).1)
     }
+}
+
+/// Passes a node run's events to a tree's (or a calling run's) subscribers, each wrapped in
+/// [`Event::Node`](crate::Event::Node) with the node's path and its run.
+pub(crate) fn forward_node_events(
+    bus: Arc<EventBus>,
+    run_id: String,
+    node: String,
+    node_run_id: String,
+    mut events: tokio::sync::mpsc::Receiver<crate::events::Event>,
+) {
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let (run_id, node, node_run_id) = (run_id.clone(), node.clone(), node_run_id.clone());
+            bus.publish(crate::events::Event::Node { run_id, node, node_run_id, event: Box::new(event) });
+        }
+    });
+}
+
+/// The registry entry of agent `S` granted to another: what `agent!` writes per granted agent
+/// (through `__private`).
+pub fn granted_agent<S: Registry>() -> GrantedAgent
+where
+    S::Input: serde::de::DeserializeOwned,
+{
+    GrantedAgent {
+        name: S::SPEC.name,
+        sha256: S::MANIFEST_SHA256,
+        description: S::SPEC.description,
+        schema: granted_schema::<S::Input>,
+        run: run_granted::<S>,
+    }
+}
+
+/// Runs `S` as a child node of the calling run (see [`super::granted`]): its input parsed from
+/// the call's arguments, its final answer as JSON (a JSON text as its value, other text as a
+/// string); its usage joins the tree's allowance.
+fn run_granted<S: Registry>(call: GrantedCall, args: Value) -> crate::BoxFuture<'static, Result<Value, String>>
+where
+    S::Input: serde::de::DeserializeOwned,
+{
+    Box::pin(async move {
+        let name = S::SPEC.name;
+        let input = args.get("input").cloned().unwrap_or(Value::Null);
+        let input: S::Input = serde_json::from_value(input)
+            .map_err(|e| format!("invalid input for the agent `{name}`: {e}; nothing ran"))?;
+        let GrantedCall { inner, principal, session_id, scope, bus, run_id } = call;
+        let (node, allowance) = (scope.node.path.clone(), scope.allowance.clone());
+        let runtime = Runtime { inner };
+        let mut handle = runtime
+            .start_node::<S>(principal, &session_id, input, scope)
+            .map_err(|e| format!("the agent `{name}` could not start: {e}"))?;
+        forward_node_events(bus, run_id, node, handle.run_id().to_owned(), handle.take_events());
+        let result = handle.wait().await;
+        allowance.add(match &result {
+            Ok(out) => out.report.usage,
+            Err(e) => e.report().usage,
+        });
+        match result {
+            Ok(out) if out.output.is_some() => {
+                let text = out.report.text;
+                Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+            }
+            Ok(_) => Err(format!(
+                "the agent `{name}` waits for the user's next message; an agent run as a tool is decided through the decisions API (dialog confirmation)"
+            )),
+            Err(e) => Err(format!("the agent `{name}` ended without an answer: {e}")),
+        }
+    })
+}
+
+/// The arguments a granted agent is called with: `{"input": <its input>}` (a tool's arguments
+/// are an object, whatever the agent's input type), the input's definitions kept at the root
+/// where its references point.
+fn granted_schema<I: schemars::JsonSchema>() -> Value {
+    let mut input = agents_core::reviewed::schema_of::<I>();
+    let defs = input.as_object_mut().and_then(|o| {
+        o.remove("$schema");
+        o.remove("$defs")
+    });
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "properties": { "input": input },
+        "required": ["input"],
+        "additionalProperties": false,
+    });
+    if let (Some(defs), Some(o)) = (defs, schema.as_object_mut()) {
+        o.insert("$defs".into(), defs);
+    }
+    schema
 }

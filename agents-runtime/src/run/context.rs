@@ -386,6 +386,27 @@ impl<A: Registry> Run for RunCtx<A> {
         let n = self.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         format!("{}-nested-{n}", self.ids.run_id)
     }
+
+    fn granted_call(&self, callee: &'static str) -> super::granted::GrantedCall {
+        let (run_id, node) = (self.ids.run_id.to_string(), self.ids.node.as_ref());
+        // The tree's root: this run's own root when it is a node, else this run.
+        let root = node.and_then(|n| n.parent_run_id.clone()).unwrap_or_else(|| run_id.clone());
+        let path = format!("{}/{callee}", node.map_or(A::SPEC.name, |n| n.path.as_str()));
+        let limit = self.inner.settings.tree_limit;
+        let allowance = self.tree.get_or_init(|| Arc::new(super::limit::TreeAllowance::new(limit))).clone();
+        super::granted::GrantedCall {
+            inner: self.inner.clone(),
+            principal: (*self.principal).clone(),
+            session_id: self.ids.session_id.to_string(),
+            scope: super::limit::NodeScope {
+                cancel: self.cancel.child_token(),
+                node: crate::audit::AuditNode { parent_run_id: Some(root), path },
+                allowance,
+            },
+            bus: self.recorder.bus.clone(),
+            run_id,
+        }
+    }
 }
 
 /// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that

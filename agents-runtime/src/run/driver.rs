@@ -545,14 +545,18 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
 /// The definitions of the tools the run offers the model: available, and offered by its
 /// skill once one is chosen.
 fn definitions<A: Registry>(ctx: &RunCtx<A>) -> Vec<ToolDefinition> {
-    ctx.offered()
-        .filter_map(A::entry_at)
-        .map(|e| ToolDefinition {
-            name: e.spec.name.to_owned(),
-            description: e.spec.description.to_owned(),
-            input_schema: (e.schema)().clone(),
-        })
-        .collect()
+    let tools = ctx.offered().filter_map(A::entry_at).map(|e| ToolDefinition {
+        name: e.spec.name.to_owned(),
+        description: e.spec.description.to_owned(),
+        input_schema: (e.schema)().clone(),
+    });
+    // The agents it grants, each offered as a tool under every skill (see `run::granted`).
+    let agents = (0..A::AGENTS.len()).filter_map(A::agent_at).map(|g| ToolDefinition {
+        name: g.tool_name(),
+        description: g.description.to_owned(),
+        input_schema: g.input_schema(),
+    });
+    tools.chain(agents).collect()
 }
 
 /// A record of a conversational proposal's answer; an imported tool's names its server and pin.

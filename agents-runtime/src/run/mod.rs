@@ -316,6 +316,7 @@ mod decide;
 mod decision;
 mod driver;
 mod gate;
+mod granted;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 mod ledger;
@@ -342,13 +343,16 @@ mod sync;
 mod threshold;
 mod tree_call;
 
-pub(crate) use child::{TreeEnd, TreeIds};
+#[doc(hidden)]
+pub use child::granted_agent;
+pub(crate) use child::{TreeEnd, TreeIds, forward_node_events};
 pub(crate) use choice::{one_call_argument, shown};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{
     ConfirmAnswer, ConfirmMode, ConfirmRequest, Confirmer, DeciderView, DecisionError, REJECTED_MESSAGE, Undecided,
     Verdict,
 };
+pub use granted::GrantedAgent;
 pub use ledger::ResumedCall;
 pub use limit::TreeLimit;
 pub(crate) use limit::{NodeScope, TreeAllowance};

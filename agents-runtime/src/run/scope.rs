@@ -77,4 +77,8 @@ pub(in crate::run) trait Run: Send + Sync + Sized + 'static {
 
     /// A fresh id for a call a tool of the run makes through the gate.
     fn nested_call_id(&self) -> String;
+
+    /// What a call of the granted agent `callee` takes of the run: its principal, session,
+    /// stop, allowance and events, and the child's place (`<run's path>/<callee>`).
+    fn granted_call(&self, callee: &'static str) -> super::granted::GrantedCall;
 }

@@ -90,6 +90,12 @@ pub trait Registry: agents_core::Agent + Sized {
     fn entry(name: &str) -> Option<RegisteredTool<Self>> {
         Self::tool_index(name).and_then(Self::entry_at)
     }
+    /// The entry of the agent at `index` in [`Agent::AGENTS`](agents_core::Agent::AGENTS):
+    /// how the run offers it to its model and calls it. `None` (the default) beyond them.
+    fn agent_at(index: usize) -> Option<crate::run::GrantedAgent> {
+        let _ = index;
+        None
+    }
 }
 
 /// Why a registry is refused: it does not produce exactly its agent's `MANIFEST`.
@@ -133,10 +139,24 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if A::entry_at(tools.len()).is_some() {
         return refuse("the registry has entries beyond the listed tools".to_owned());
     }
+    for (i, listed) in A::AGENTS.iter().enumerate() {
+        match A::agent_at(i) {
+            Some(g) if g.name == listed.name && g.sha256 == listed.sha256 => {}
+            _ => {
+                return refuse(format!(
+                    "the registry does not run the granted agent `{}` that `AGENTS` lists",
+                    listed.name
+                ));
+            }
+        }
+    }
+    if A::agent_at(A::AGENTS.len()).is_some() {
+        return refuse("the registry runs agents beyond the granted ones".to_owned());
+    }
     if tools.windows(2).any(|w| w[0].name >= w[1].name) {
         return refuse("`tools()` is not sorted by name without duplicates".to_owned());
     }
-    let manifest = match agents_core::manifest::Manifest::from_specs(&A::SPEC, &specs) {
+    let manifest = match agents_core::manifest::Manifest::from_specs_granting(&A::SPEC, A::AGENTS, &specs) {
         Ok(m) => m,
         Err(e) => return refuse(e.to_string()),
     };

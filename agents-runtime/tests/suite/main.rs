@@ -67,6 +67,8 @@ mod run_second_confirmation;
 mod run_sessions;
 mod run_skills;
 mod run_smoke;
+mod run_subagents;
 mod run_values;
 mod secret_by_type;
 mod session_memory;
+mod subagents;

@@ -52,6 +52,7 @@
 
 pub mod app;
 pub mod pipeline;
+pub mod supervisor;
 pub mod tools;
 pub mod vendor;
 

@@ -19,6 +19,7 @@ mod console;
 mod eval;
 mod helpdesk;
 mod kyc;
+mod kyc_supervisor;
 mod kyc_typed_skill;
 mod manifest_baseline;
 mod second_card;

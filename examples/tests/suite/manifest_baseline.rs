@@ -12,6 +12,7 @@ use examples::helpdesk::DeskLoop;
 use examples::helpdesk::triage::HelpdeskTriage;
 use examples::kyc::KycReviewer;
 use examples::kyc::pipeline::{KycPanel, KycPipeline};
+use examples::kyc::supervisor::{KycSecondReviewer, KycSupervisor};
 use examples::kyc::vendor::KycExtractor;
 
 #[test]
@@ -84,4 +85,13 @@ fn a_composite_names_each_agent_by_the_hash_of_its_committed_baseline() {
     let reviewer = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "kyc-reviewer").unwrap();
     let baseline = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/baselines/kyc.manifest.json")).unwrap();
     assert_eq!(reviewer["manifest_sha256"], sha256_hex(&baseline));
+}
+
+/// The supervisor's manifest pins the second reviewer's hash: a change to the second reviewer
+/// changes both baselines.
+#[test]
+fn kyc_supervisor_manifests_match_their_baselines() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/baselines");
+    assert_baseline(KycSupervisor::MANIFEST, format!("{dir}/kyc-supervisor.manifest.json"));
+    assert_baseline(KycSecondReviewer::MANIFEST, format!("{dir}/kyc-second-reviewer.manifest.json"));
 }

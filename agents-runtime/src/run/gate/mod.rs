@@ -18,6 +18,7 @@ pub(in crate::run) mod checked;
 mod contain;
 mod egress;
 pub(in crate::run) mod execute;
+mod granted;
 mod handoff;
 mod nested;
 mod read;
@@ -77,7 +78,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
     async move {
         // 1. lookup: only names in the availability snapshot exist for this run.
         let found = ctx.available_index(call.name).and_then(|i| Some((i, R::Agent::entry_at(i)?)));
-        let Some((index, entry)) = found else { return refuse_unknown(ctx, call).await };
+        let Some((index, entry)) = found else { return Box::pin(not_a_tool(ctx, call)).await };
         // A granted tool the run's skill does not offer exists, but not for this run.
         if let Some(skill) = ctx.outside_skill(index) {
             return refuse_outside_skill(ctx, call, entry.spec, skill).await;
@@ -142,6 +143,15 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         }
     }
     .instrument(span)
+}
+
+/// A name that is no tool in the availability snapshot: an agent the run's agent grants (run
+/// as a child node of this run), else refused.
+async fn not_a_tool<R: Run>(ctx: &Arc<R>, call: CallRef<'_>) -> CallOutcome {
+    match granted::granted_named::<R::Agent>(call.name) {
+        Some(agent) => granted::call(ctx, call, agent).await,
+        None => refuse_unknown(ctx, call).await,
+    }
 }
 
 /// Refuses a name outside the availability snapshot, saying whether it exists at all.

@@ -1,0 +1,228 @@
+//! An agent granted to another (`agents: [...]`) at run time: offered to the caller's model as
+//! a tool, run as a child node of the caller's run (the caller's principal, session, stop and
+//! tree allowance; its records in the same chain with the caller's run id and the path
+//! `caller/callee`; its events inside `Event::Node`), its answer the tool result the caller's
+//! model reads. The callee's action waits for the same person, whatever the caller's model
+//! asked it to do.
+
+use crate::run_common::*;
+
+use agents_runtime::RunResultExt as _;
+use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
+use agents_runtime::compose::TreeLimit;
+use agents_runtime::events::Event;
+use agents_runtime::provider::scripted::{reply, tool_call};
+use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, Usage};
+use agents_runtime::run::DecisionError;
+use agents_runtime::{
+    BoxFuture, Principal, RoleMap, RunError, RunStatus, Runtime, ToolContext, Verdict, agent, permissions, tool,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+permissions! {
+    pub mod perms { ledger.read, ledger.write }
+}
+
+/// Looks an entry up.
+#[tool(permission = perms::ledger::read)]
+async fn lookup(id: u64) -> Result<String, String> {
+    Ok(format!("entry {id}"))
+}
+
+/// Approves an entry.
+///
+/// # Arguments
+///
+/// * `id` - the entry
+#[tool(permission = perms::ledger::write, mutating, title = "Approve entry")]
+async fn approve_entry(cx: &ToolContext<'_>, id: u64) -> Result<String, String> {
+    bump(cx.session_id());
+    Ok(format!("approved {id}"))
+}
+
+agent! {
+    /// Checks an entry and approves it.
+    pub struct Checker;
+    tools: [lookup, approve_entry],
+}
+
+agent! {
+    /// Looks entries up.
+    pub struct Looker;
+    tools: [lookup],
+}
+
+agent! {
+    /// Answers the desk, asking the checker.
+    pub struct Desk;
+    tools: [lookup],
+    ceiling: [perms::ledger::read, perms::ledger::write],
+    agents: [Checker],
+}
+
+agent! {
+    /// Answers the desk, asking the looker.
+    pub struct Asker;
+    tools: [lookup],
+    agents: [Looker],
+}
+
+/// Every model, by the tools its request offers: a caller (offered `Checker` or `Looker`)
+/// asks its callee to approve entry 7 (a gullible caller: the request is the model's, not the
+/// person's), then answers with what the callee said; a callee approves (or looks up) entry
+/// 7, then answers. Every answer uses 100 tokens.
+struct Model;
+
+fn used(mut r: ChatResponse) -> ChatResponse {
+    r.usage = Usage { input_tokens: 60, output_tokens: 40, ..Usage::default() };
+    r
+}
+
+impl Provider for Model {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "desk"
+    }
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let (tools, answers) = (offered(request), tool_messages(request));
+            let callee = tools.iter().find(|t| *t == "Checker" || *t == "Looker");
+            Ok(used(match (callee, answers.last()) {
+                (Some(callee), None) => tool_call(callee.as_str(), r#"{"input": "approve entry 7 right away"}"#),
+                (Some(_), Some((_, said, _))) => reply(format!("the callee said: {said}")),
+                (None, None) if tools.iter().any(|t| t == "approve_entry") => {
+                    tool_call("approve_entry", r#"{"id": 7}"#)
+                }
+                (None, None) => tool_call("lookup", r#"{"id": 7}"#),
+                (None, Some(_)) => reply("entry 7 handled"),
+            }))
+        })
+    }
+}
+
+fn me() -> Principal {
+    Principal::new("u1", "org1", "clerk")
+}
+
+fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
+    let sink = Arc::new(MemorySink::new());
+    let mut builder = Runtime::builder(sink.clone(), Arc::new(Model)).roles(
+        RoleMap::new().role("clerk", ["ledger.read", "ledger.write"]).role("other", ["ledger.read", "ledger.write"]),
+    );
+    if let Some(limit) = limit {
+        builder = builder.tree_limit(limit);
+    }
+    (builder.build(), sink)
+}
+
+/// The call id and node path of the next confirmation a callee asks for.
+async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
+    let asked =
+        until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
+    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("the callee asked for a decision") {
+        Event::Node { node, event, .. } => match *event {
+            Event::ConfirmRequired { call_id, .. } => (call_id, node),
+            _ => unreachable!(),
+        },
+        _ => unreachable!(),
+    }
+}
+
+fn statuses(records: &[AuditRecord], call_id: &str) -> Vec<AuditStatus> {
+    records.iter().filter(|r| r.call_id.as_deref() == Some(call_id)).map(|r| r.status).collect()
+}
+
+#[tokio::test]
+async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_person() {
+    let (rt, sink) = runtime(None);
+    let mut handle = rt.start::<Desk>(me(), "granted-chain", "approve 7".into()).unwrap();
+    let caller = handle.run_id().to_owned();
+    let (call_id, node) = nested_confirmation(&mut handle).await;
+    assert_eq!(node, "Desk/Checker");
+    // The caller's model asked for the approval; only the person decides it, and only they.
+    let stranger = Principal::new("u2", "org1", "clerk");
+    assert!(matches!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun)));
+    let other_role = Principal::new("u1", "org1", "other");
+    assert!(matches!(rt.decide(&call_id, &other_role, Verdict::Approve), Err(DecisionError::NotYourRun)));
+    assert_eq!(ran("granted-chain"), 0, "nothing ran before the person decided");
+    rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    // The caller's model read the callee's answer as the tool's result.
+    assert_eq!(out.as_ref().unwrap().output.as_deref(), Some("the callee said: \"entry 7 handled\""));
+    assert_eq!(ran("granted-chain"), 1);
+
+    let records = sink.records();
+    let canonical =
+        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
+    let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
+    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
+    assert_eq!(summary.records, records.len());
+    assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "granted-chain"));
+    // The caller's records are a run of their own; the callee's carry the caller's run id and
+    // its place.
+    for r in &records {
+        if r.run_id == caller {
+            assert!(r.node.is_none(), "{r:?}");
+        } else {
+            let n = r.node.as_ref().expect("the callee's records name their place");
+            assert_eq!((n.parent_run_id.as_deref(), n.path.as_str()), (Some(caller.as_str()), "Desk/Checker"));
+            assert_eq!(r.agent, "Checker");
+        }
+    }
+    assert_eq!(statuses(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    // The call of the granted agent: recorded like a read call in the caller's run.
+    let granted: Vec<&AuditRecord> = records.iter().filter(|r| r.tool.as_deref() == Some("Checker")).collect();
+    let kinds: Vec<AuditStatus> = granted.iter().map(|r| r.status).collect();
+    assert_eq!(kinds, [AuditStatus::Proposed, AuditStatus::Executed]);
+    assert!(granted.iter().all(|r| r.run_id == caller && r.tier == Some(agents_runtime::Tier::Read)));
+}
+
+#[tokio::test]
+async fn stop_on_the_caller_ends_the_callee_and_its_waiting_action() {
+    let (rt, sink) = runtime(None);
+    let mut handle = rt.start::<Desk>(me(), "granted-stop", "approve 7".into()).unwrap();
+    let (call_id, _) = nested_confirmation(&mut handle).await;
+    handle.stop();
+    let out = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.expect("the stop ends the caller");
+    assert!(matches!(out, Err(RunError::Stopped { .. })), "{out:?}");
+    assert_eq!(statuses(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Skipped]);
+    assert_eq!(ran("granted-stop"), 0);
+    assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
+}
+
+#[tokio::test]
+async fn the_tree_limit_runs_out_across_caller_and_callee() {
+    // 250 tokens for the tree; every answer uses 100: the caller's first (100) and the
+    // callee's two (200) leave nothing for the caller's second.
+    let (rt, sink) = runtime(Some(TreeLimit::new(None, Some(250))));
+    let out = rt.start::<Asker>(me(), "granted-budget", "look 7".into()).unwrap().wait().await;
+    assert!(matches!(out, Err(RunError::BudgetExhausted { .. })), "{out:?}");
+    let notice = sink
+        .records()
+        .into_iter()
+        .find(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("run tree")));
+    assert!(notice.is_some(), "the refusal is recorded");
+    // Without the limit the same run completes.
+    let (rt, _) = runtime(None);
+    let out = rt.start::<Asker>(me(), "granted-budget-free", "look 7".into()).unwrap().wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+}
+
+#[tokio::test]
+async fn the_caller_offers_the_granted_agent_with_its_input_schema_and_refuses_bad_arguments() {
+    let g = <Desk as agents_runtime::Registry>::agent_at(0).expect("Desk grants one agent");
+    assert_eq!((g.name(), g.tool_name().as_str()), ("Checker", "Checker"));
+    let schema = g.input_schema();
+    assert_eq!(schema["required"], serde_json::json!(["input"]));
+    assert_eq!(schema["properties"]["input"]["type"], "string");
+    assert!(<Desk as agents_runtime::Registry>::agent_at(1).is_none());
+    assert!(<Looker as agents_runtime::Registry>::agent_at(0).is_none());
+}

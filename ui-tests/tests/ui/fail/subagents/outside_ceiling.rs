@@ -1,0 +1,42 @@
+// A supervisor that may only read grants a reviewer that may decide: the reviewer's action
+// would run with a permission outside the supervisor's ceiling.
+use agents_runtime::{agent, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        kyc.read,
+        kyc.decide,
+    }
+}
+
+/// Reads a customer's file.
+#[tool(permission = perms::kyc::read)]
+async fn read_file(customer: u64) -> Result<u64, String> {
+    Ok(customer)
+}
+
+/// Records a KYC decision.
+///
+/// # Arguments
+///
+/// * `customer` - the customer
+#[tool(permission = perms::kyc::decide, mutating, title = "Record decision")]
+async fn record_decision(customer: u64) -> Result<u64, String> {
+    Ok(customer)
+}
+
+agent! {
+    /// Reviews a file a second time and records the decision.
+    pub struct SecondReviewer;
+    tools: [read_file, record_decision],
+}
+
+agent! {
+    /// Supervises reviews; it may only read.
+    pub struct Supervisor;
+    tools: [read_file],
+    ceiling: [perms::kyc::read],
+    agents: [SecondReviewer],
+}
+
+fn main() {}
