@@ -393,7 +393,10 @@ impl<A: Registry> Run for RunCtx<A> {
         let root = node.and_then(|n| n.parent_run_id.clone()).unwrap_or_else(|| run_id.clone());
         let path = format!("{}/{callee}", node.map_or(A::SPEC.name, |n| n.path.as_str()));
         let limit = self.inner.settings.tree_limit;
-        let allowance = self.tree.get_or_init(|| Arc::new(super::limit::TreeAllowance::new(limit))).clone();
+        // A tree whose root is this agent's run: the root names the agent where a composite's
+        // tree names the composite.
+        let root_of = (A::SPEC.name, A::MANIFEST_SHA256);
+        let allowance = self.tree.get_or_init(|| Arc::new(super::limit::TreeAllowance::new(limit, root_of))).clone();
         super::granted::GrantedCall {
             inner: self.inner.clone(),
             principal: (*self.principal).clone(),

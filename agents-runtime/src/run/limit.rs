@@ -35,6 +35,8 @@ pub(crate) struct TreeAllowance {
     spent: Mutex<RunUsage>,
     /// The tree's composite, as the tree's own records name it: its name and its graph
     /// manifest's hash (kept beside a node's proposal, for a resumption after a restart).
+    /// For the tree an agent's run grows by calling a granted agent, that agent's name and
+    /// manifest hash.
     pub(crate) composite: (&'static str, &'static str),
 }
 
