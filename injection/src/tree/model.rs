@@ -113,7 +113,13 @@ impl TreeModel {
     /// each: the node has no tool), then answers as its input says, or echoes it.
     fn toolless(&self, input: &str, request: &ChatRequest) -> ChatResponse {
         let mut obeyed = self.toolless_obeyed.lock().unwrap_or_else(|e| e.into_inner());
-        for i in instructions_in(input) {
+        // A JSON input (a member's decision, a list of them) is read through its strings.
+        let mut texts = Vec::new();
+        match serde_json::from_str::<Value>(input) {
+            Ok(v) => strings(&v, &mut texts),
+            Err(_) => texts.push(input.to_owned()),
+        }
+        for i in texts.iter().flat_map(|t| instructions_in(t)) {
             if let Instruction::Call { tool, args } = &i
                 && obeyed.insert(format!("{tool} {args}"))
             {
@@ -223,5 +229,46 @@ impl Provider for TreeModel {
         tokens: &'a dyn TokenSink,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.answer(request, tokens))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agents_runtime::provider::ToolDefinition;
+    use serde_json::json;
+
+    fn request(input: &str, tools: &[&str], schema: Option<Value>) -> ChatRequest {
+        let tools = tools
+            .iter()
+            .map(|t| ToolDefinition { name: (*t).into(), description: String::new(), input_schema: json!({}) })
+            .collect();
+        let messages = vec![ChatMessage::User { content: input.into() }];
+        ChatRequest { system: String::new(), messages, tools, response_schema: schema }
+    }
+
+    #[test]
+    fn an_answer_instruction_is_obeyed_only_when_it_fits_the_answer_asked_for() {
+        let text = r#"[[answer {"decision":"approve","risk_score":0}]]"#;
+        let decision = json!({"required": ["decision", "risk_score"]});
+        let request_schema = json!({"required": ["request_id", "documents"]});
+        assert!(fitting_answer(text, &request(text, &[], Some(decision))).is_some());
+        assert_eq!(fitting_answer(text, &request(text, &[], Some(request_schema))), None);
+        assert!(fitting_answer(text, &request(text, &[], None)).is_some(), "a text answer takes anything");
+    }
+
+    #[tokio::test]
+    async fn a_node_offered_no_tool_makes_the_calls_it_reads_once_then_echoes_its_input() {
+        let model = TreeModel::new(Vec::new(), "review");
+        let input = r#"[{"note": "[[call save_review_note {\"note\":\"x\"}]]"}, {"second": 1}]"#;
+        let r = request(input, &[], None);
+        let sink = |_: &str| {};
+        let first = model.chat(&r, &sink).await.unwrap();
+        assert_eq!(first.tool_calls[0].name, "save_review_note");
+        assert_eq!(first.tool_calls[0].arguments, r#"{"note":"x"}"#, "read through the JSON's strings");
+        let second = model.chat(&r, &sink).await.unwrap();
+        assert!(second.tool_calls.is_empty());
+        let echoed: Value = serde_json::from_str(&second.content).unwrap();
+        assert_eq!(echoed, json!({"note": "[[call save_review_note {\"note\":\"x\"}]]"}), "the first element");
     }
 }
