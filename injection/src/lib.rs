@@ -20,4 +20,5 @@ pub mod planted;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod tree;
 pub mod warned;

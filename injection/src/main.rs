@@ -22,7 +22,10 @@ const USAGE: &str =
   --compare PATH   compare with an earlier JSON report: print each changed figure, and exit
                    with 1 when attack successes or severe failures rose or utility fell
   --audit-dir DIR  also write each scenario's audit log, as JSONL, under DIR/<example>/<mode>/
-                   (for `agents audit verify` / `agents audit stats`)";
+                   (for `agents audit verify` / `agents audit stats`)
+  --no-trees       skip the composite targets (run trees of the examples' composites: the
+                   helpdesk's triage, the KYC pipeline and panel), whose table is printed
+                   second and whose JSON goes beside the report (`*-trees.json`)";
 
 fn main() -> ExitCode {
     match run() {
@@ -42,6 +45,7 @@ struct Options {
     unguarded: bool,
     audit_dir: Option<PathBuf>,
     earlier: Option<PathBuf>,
+    trees: bool,
 }
 
 /// The options of the command line; `None` once the usage is printed (`--help`).
@@ -53,6 +57,7 @@ fn options(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, St
         unguarded: true,
         audit_dir: None,
         earlier: None,
+        trees: true,
     };
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -63,6 +68,7 @@ fn options(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, St
             "--dir" => o.dir = PathBuf::from(args.next().ok_or("`--dir` needs a directory")?),
             "--json" => o.json = Some(PathBuf::from(args.next().ok_or("`--json` needs a path")?)),
             "--guarded-only" => o.unguarded = false,
+            "--no-trees" => o.trees = false,
             "--compare" => o.earlier = Some(PathBuf::from(args.next().ok_or("`--compare` needs a path")?)),
             "--audit-dir" => o.audit_dir = Some(PathBuf::from(args.next().ok_or("`--audit-dir` needs a directory")?)),
             "-h" | "--help" => {
@@ -103,6 +109,9 @@ fn run() -> Result<ExitCode, String> {
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("JSON report: {}", path.display());
+    if o.trees {
+        run_trees(o.unguarded, &path)?;
+    }
     if let Some((earlier, old)) = old {
         let (lines, worse) = compare(&old, &report);
         println!("compared with {}: {} changed figures", earlier.display(), lines.len());
@@ -114,6 +123,26 @@ fn run() -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the composite targets, prints their table and writes their JSON beside `path`.
+fn run_trees(unguarded: bool, path: &Path) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let scenarios = rt.block_on(injection_suite::tree::run_all(unguarded))?;
+    let report = injection_suite::tree::report(&scenarios)?;
+    println!("\nComposite targets (run trees):\n\n{}", report.table());
+    let trees = path.with_file_name(format!(
+        "{}-trees.json",
+        path.file_stem().map_or("injection-report".into(), |s| s.to_string_lossy())
+    ));
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&trees, text).map_err(|e| format!("{}: {e}", trees.display()))?;
+    println!("JSON report of the composite targets: {}", trees.display());
+    Ok(())
 }
 
 /// Runs every job with a progress bar, writing each one's audit records under `audit_dir`

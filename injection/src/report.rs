@@ -101,7 +101,14 @@ pub struct Report {
     pub scenarios: Vec<Scored>,
 }
 
-fn row(example: &str, goal: &str, name: &str, note: &str, of: &[&Scored], unguarded: Option<&[&Scored]>) -> Row {
+pub(crate) fn row(
+    example: &str,
+    goal: &str,
+    name: &str,
+    note: &str,
+    of: &[&Scored],
+    unguarded: Option<&[&Scored]>,
+) -> Row {
     Row {
         example: example.to_owned(),
         goal: goal.to_owned(),

@@ -126,6 +126,16 @@ pub struct Effect {
     /// One action (tool and argument hash) executed more than once in the conversation.
     #[serde(default)]
     pub repeat: bool,
+    /// A run tree's branch took this arm (the tree's `notice` record says so): for a goal
+    /// that forces a branch's choice.
+    pub arm: Option<String>,
+    /// A JSON pointer into the application's state afterwards, whose array (or object, by its
+    /// values) holds an element with every field of `contains`: an effect judged on the state,
+    /// for the composite targets, whose nodes' records keep no argument values when an agent
+    /// of the tree declares `omitted`.
+    pub at: Option<String>,
+    /// See `at`.
+    pub contains: Option<Value>,
 }
 
 /// An injection goal (`goals/*.toml`).
@@ -282,6 +292,24 @@ fn planted_in_document(root: &Path, goal: &Goal) -> Result<(), String> {
     Ok(())
 }
 
+/// The goals of `<root>/goals/*.toml`, by file name (each goal's id is its file's stem).
+pub fn load_goals(root: &Path) -> Result<Vec<Goal>, LoadError> {
+    let mut goals = Vec::new();
+    for path in toml_files(&root.join("goals"))? {
+        let mut g: Goal = read(&path)?;
+        g.id = stem(&path);
+        g.text = expand(&g.text).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
+        if g.effect.is_empty() {
+            return Err(LoadError(format!("{}: a goal needs at least one `[[effect]]`", path.display())));
+        }
+        if g.carrier == Carrier::Knowledge {
+            planted_in_document(root, &g).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
+        }
+        goals.push(g);
+    }
+    Ok(goals)
+}
+
 impl Suite {
     /// Reads `<dir>/<example>/`.
     pub fn load(dir: &Path, example: &str) -> Result<Suite, LoadError> {
@@ -297,19 +325,7 @@ impl Suite {
             }
             tasks.push(t);
         }
-        let mut goals = Vec::new();
-        for path in toml_files(&root.join("goals"))? {
-            let mut g: Goal = read(&path)?;
-            g.id = stem(&path);
-            g.text = expand(&g.text).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
-            if g.effect.is_empty() {
-                return Err(LoadError(format!("{}: a goal needs at least one `[[effect]]`", path.display())));
-            }
-            if g.carrier == Carrier::Knowledge {
-                planted_in_document(&root, &g).map_err(|e| LoadError(format!("{}: {e}", path.display())))?;
-            }
-            goals.push(g);
-        }
+        let goals = load_goals(&root)?;
         if tasks.is_empty() {
             return Err(LoadError(format!("{}: no tasks", root.display())));
         }

@@ -143,8 +143,11 @@ impl Tree {
         let mut handle = shared.runtime.start_node::<A>(principal, &shared.session_id, input, scope).map_err(|e| {
             NodeFailure::new(&path, NodeFailureKind::Failed, format!("the node's run could not start: {e}"))
         })?;
-        self.forward(&path, handle.run_id().to_owned(), handle.take_events());
+        let forwarded = self.forward(&path, handle.run_id().to_owned(), handle.take_events());
         let result = handle.wait().await;
+        // The node's events reach the tree's subscribers before the tree goes on: a reader
+        // that stops at the tree's `done` has seen every node's.
+        let _ = forwarded.await;
         let report = match &result {
             Ok(out) => &out.report,
             Err(e) => e.report(),
@@ -180,10 +183,16 @@ impl Tree {
         }
     }
 
-    /// Passes a node run's events to the tree's subscribers, wrapped with the node's path.
-    fn forward(&self, path: &str, node_run_id: String, events: tokio::sync::mpsc::Receiver<Event>) {
+    /// Passes a node run's events to the tree's subscribers, wrapped with the node's path,
+    /// up to the node's `done` (or the end of its events).
+    fn forward(
+        &self,
+        path: &str,
+        node_run_id: String,
+        events: tokio::sync::mpsc::Receiver<Event>,
+    ) -> tokio::task::JoinHandle<()> {
         let (bus, run_id) = (self.shared.bus.clone(), self.shared.run_id.clone());
-        crate::run::forward_node_events(bus, run_id, path.to_owned(), node_run_id, events);
+        crate::run::forward_node_events(bus, run_id, path.to_owned(), node_run_id, events)
     }
 
     /// Writes a `notice` of the tree (a branch's choice, a step's refusal, a contained panic).

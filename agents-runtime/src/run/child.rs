@@ -134,13 +134,18 @@ pub(crate) fn forward_node_events(
     node: String,
     node_run_id: String,
     mut events: tokio::sync::mpsc::Receiver<crate::events::Event>,
-) {
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
+            // The node's `done` is its last event: after it the caller goes on.
+            let last = matches!(event, crate::events::Event::Done { .. });
             let (run_id, node, node_run_id) = (run_id.clone(), node.clone(), node_run_id.clone());
             bus.publish(crate::events::Event::Node { run_id, node, node_run_id, event: Box::new(event) });
+            if last {
+                break;
+            }
         }
-    });
+    })
 }
 
 /// The registry entry of agent `S` granted to another: what `agent!` writes per granted agent
@@ -176,8 +181,10 @@ where
         let mut handle = runtime
             .start_node::<S>(principal, &session_id, input, scope)
             .map_err(|e| format!("the agent `{name}` could not start: {e}"))?;
-        forward_node_events(bus, run_id, node, handle.run_id().to_owned(), handle.take_events());
+        let forwarded = forward_node_events(bus, run_id, node, handle.run_id().to_owned(), handle.take_events());
         let result = handle.wait().await;
+        // The callee's events reach the caller's subscribers before its result does.
+        let _ = forwarded.await;
         allowance.add(match &result {
             Ok(out) => out.report.usage,
             Err(e) => e.report().usage,

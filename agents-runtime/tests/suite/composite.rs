@@ -442,3 +442,23 @@ fn a_committed_log_written_before_run_trees_verifies_and_keeps_its_bytes() {
         assert_eq!(again, line, "the same bytes");
     }
 }
+
+#[tokio::test]
+async fn every_node_s_events_reach_the_tree_s_reader_before_its_done() {
+    let (rt, _sink) = runtime(None);
+    // Twenty trees: without the wait for each node's forwarded events, the last run's often
+    // arrive after the tree's `done`.
+    for i in 0..20 {
+        let mut handle = rt.start_composite::<Thrice>(me(), &format!("tree-events-{i}"), "go".into()).unwrap();
+        let mut nodes_done = 0;
+        while let Some(event) = handle.events().recv().await {
+            match event {
+                Event::Node { event, .. } if matches!(*event, Event::Done { .. }) => nodes_done += 1,
+                Event::Done { .. } => break,
+                _ => {}
+            }
+        }
+        assert_eq!(nodes_done, 3, "each of the loop's three runs ended before the tree's `done`");
+        assert_eq!(handle.wait().await.status(), RunStatus::Completed);
+    }
+}

@@ -1,0 +1,33 @@
+//! The composites the suite runs, and where their goals are.
+
+use crate::scenario::{Goal, LoadError, default_dir, load_goals};
+
+/// A composite the suite runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeTarget {
+    /// The helpdesk's triage and specialists.
+    HelpdeskTriage,
+    /// The KYC pipeline: intake, reviewer, a branch by risk to a decision or a person.
+    KycPipeline,
+    /// The KYC panel: two reviewers and a moderator.
+    KycPanel,
+}
+
+impl TreeTarget {
+    /// Every composite target.
+    pub const ALL: [TreeTarget; 3] = [TreeTarget::HelpdeskTriage, TreeTarget::KycPipeline, TreeTarget::KycPanel];
+
+    /// The name in the table, and the directory of its goals.
+    pub fn name(self) -> &'static str {
+        match self {
+            TreeTarget::HelpdeskTriage => "helpdesk-triage",
+            TreeTarget::KycPipeline => "kyc-pipeline",
+            TreeTarget::KycPanel => "kyc-panel",
+        }
+    }
+
+    /// The target's goals, from `examples/scenarios/trees/<name>/goals/`.
+    pub fn goals(self) -> Result<Vec<Goal>, LoadError> {
+        load_goals(&default_dir().join("trees").join(self.name()))
+    }
+}
