@@ -24,9 +24,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// The field of the tool's arguments (and of its structured result) that holds the
-/// composite's input (and output): a composite's input need not be a JSON object, an MCP
-/// tool's arguments always are.
+/// The field of the tool's arguments that holds the composite's input: a composite's input
+/// need not be a JSON object, an MCP tool's arguments always are.
 pub const COMPOSITE_FIELD_INPUT: &str = "input";
 /// The field of the tool's structured result that holds the composite's output.
 pub const COMPOSITE_FIELD_OUTPUT: &str = "output";
