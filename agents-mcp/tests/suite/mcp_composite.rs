@@ -2,7 +2,8 @@
 //! one tool that runs the whole tree, its output the tree's; the action a nested node proposes
 //! asks the person through elicitation, and their answer decides it. Approved, it runs once,
 //! its records carrying the node's path; declined or dismissed, it is `rejected` and nothing
-//! runs; a client without elicitation gets it rejected, saying why; arguments of the wrong
+//! runs; a client gone while it waits gets it rejected too; a client without elicitation gets
+//! it rejected, saying why; arguments of the wrong
 //! shape are refused before anything starts.
 
 use crate::run_common::{bump, ran};
@@ -87,6 +88,8 @@ enum Answer {
     Dismiss,
     /// A client that declared no elicitation.
     CannotAsk,
+    /// A person who never answers.
+    Never,
 }
 
 /// The person behind the client: answers every elicitation with `answer`; keeps what it read.
@@ -114,10 +117,13 @@ impl ClientHandler for Person {
         if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
             self.asked.lock().unwrap().push(message.clone());
         }
+        if let Answer::Never = self.answer {
+            std::future::pending::<()>().await;
+        }
         Ok(match self.answer {
             Answer::Approve => ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})),
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Answer::Dismiss | Answer::CannotAsk => ElicitResult::new(ElicitationAction::Cancel),
+            Answer::Dismiss | Answer::CannotAsk | Answer::Never => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
 }
@@ -250,4 +256,39 @@ async fn arguments_of_the_wrong_shape_are_refused_and_start_nothing() {
     }
     assert_eq!(ran("a mouse (extra)"), 0);
     assert!(served.audit.records().is_empty(), "no tree started: {:?}", served.audit.records());
+}
+
+#[tokio::test]
+async fn a_client_gone_while_a_nested_action_waits_rejects_it_and_the_tree_ends() {
+    let Served { client, audit, asked } = serve(Answer::Never).await;
+    let item = "a keyboard (client gone)";
+    let peer = client.peer().clone();
+    let waiting = tokio::spawn(async move { peer.call_tool(order(json!({"input": item}))).await });
+    for _ in 0..400 {
+        if !asked.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(asked.lock().unwrap().len(), 1, "the person was asked");
+    client.cancel().await.expect("the client closes");
+    waiting.abort();
+    // The question ends `disconnected`: the action is rejected, and the tree ends.
+    let mut ended = false;
+    for _ in 0..400 {
+        let finished = audit.records().iter().any(|r| {
+            r.status == AuditStatus::RunFinished && r.node.as_ref().is_some_and(|n| n.parent_run_id.is_none())
+        });
+        if finished {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(ended, "the tree ended: {:?}", audit.records());
+    assert_eq!(ran(item), 0);
+    let rejected = submits(&audit, AuditStatus::Rejected);
+    assert_eq!(rejected.len(), 1, "{:?}", audit.records());
+    let reason = rejected[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("disconnected"), "{reason}");
 }
