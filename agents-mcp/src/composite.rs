@@ -48,11 +48,14 @@ const NO_ELICITATION: &str = "the MCP client cannot ask a person (it declared no
 /// (recorded `rejected`) and nothing runs. A client that declared no form elicitation gets
 /// every nested action rejected, saying why: nothing runs without a person's decision.
 ///
-/// What is checked: the frame limit (as [`serve_io`](crate::serve_io)). Not checked: the
-/// nodes' `expose: { mcp: [...] }`. A composite's graph names its agents by name and manifest
-/// hash only, so this entry point cannot read their exposure; what it serves is the
-/// composite, never a node's tool, and every node runs for `principal` under its own
-/// manifest, each of its actions waiting for that person.
+/// What is checked before anything is served: every agent node of the composite (nested
+/// composites' too) names `stdio` in its `expose: { mcp: [...] }` (serving the tree serves
+/// every node, so one node that is not served this way refuses the whole composite:
+/// [`McpError::NotExposed`] naming the node), the principal, and the frame limit (as
+/// [`serve_io`](crate::serve_io)). What it serves is the composite, never a node's tool, and
+/// every node runs for `principal` under its own manifest, each of its actions waiting for
+/// that person. Agents a node's agent calls as granted agents run under that node's
+/// exposure, as its tools do.
 ///
 /// ```no_run
 /// # async fn f<C>(runtime: agents_runtime::Runtime, me: agents_runtime::Principal) -> Result<(), agents_mcp::McpError>
@@ -74,6 +77,7 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    crate::options::check_composite_exposed(&C::GRAPH, agents_core::expose::McpExposure::Stdio)?;
     principal.validate().map_err(|e| McpError::Options(e.to_string()))?;
     let max = crate::stdio::max_frame(&options)?;
     let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));

@@ -47,17 +47,35 @@ agent! {
     /// Restates the person's request for the desk, changing nothing.
     pub struct Intake;
     tools: [read_catalogue],
+    expose: { mcp: [stdio] },
 }
 
 agent! {
     /// Orders what it is handed.
     pub struct Desk;
     tools: [submit_item],
+    expose: { mcp: [stdio] },
+}
+
+agent! {
+    /// Orders what it is handed; served over MCP in no way.
+    pub struct HiddenDesk;
+    tools: [submit_item],
 }
 
 composite! {
     /// The intake restates the request, then the desk orders it.
     pub struct OrderFlow: String -> String = then(Intake, Desk);
+}
+
+composite! {
+    /// The intake restates the request, then a desk that is not served over MCP orders it.
+    pub struct HiddenFlow: String -> String = then(Intake, HiddenDesk);
+}
+
+composite! {
+    /// The order flow, nested behind a wrap-free composite of one more level.
+    pub struct OuterFlow: String -> String = then(Intake, HiddenFlow);
 }
 
 const FLOW: &str = <OrderFlow as agents_runtime::agents_core::compose::Composite>::GRAPH.name;
@@ -291,4 +309,32 @@ async fn a_client_gone_while_a_nested_action_waits_rejects_it_and_the_tree_ends(
     assert_eq!(rejected.len(), 1, "{:?}", audit.records());
     let reason = rejected[0].reason.clone().unwrap_or_default();
     assert!(reason.contains("disconnected"), "{reason}");
+}
+
+/// A composite one of whose agent nodes (directly, or inside a nested composite) is not served
+/// over MCP this way is refused before anything is served, naming the node.
+#[tokio::test]
+async fn a_composite_with_a_node_not_exposed_over_stdio_is_refused_naming_it() {
+    for refused in [serve_refused::<HiddenFlow>().await, serve_refused::<OuterFlow>().await] {
+        let text = refused.to_string();
+        assert!(text.contains("`HiddenDesk`"), "{text}");
+        assert!(text.contains("declares no way to be served over MCP"), "{text}");
+    }
+}
+
+async fn serve_refused<C>() -> agents_mcp::McpError
+where
+    C: agents_runtime::compose::RunComposite,
+    C::Input: serde::de::DeserializeOwned + schemars::JsonSchema,
+    C::Output: serde::Serialize,
+{
+    let runtime = Runtime::builder(Arc::new(MemorySink::new()), Arc::new(model())).build();
+    let (server_end, _client_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let clerk = Principal::new("c1", "org1", "clerk");
+    let served = serve_composite_io::<C, _, _>(runtime, clerk, Default::default(), read, write);
+    tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .expect("refused at once")
+        .expect_err("a node not served over stdio refuses the composite")
 }
