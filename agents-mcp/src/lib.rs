@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod composite;
 pub mod door;
 mod http;
 pub mod import;
@@ -11,6 +12,7 @@ mod server;
 mod stdio;
 mod strict;
 
+pub use composite::{COMPOSITE_FIELD_INPUT, COMPOSITE_FIELD_OUTPUT, serve_composite_io};
 pub use door::{DEFAULT_MAX_BODY_BYTES, FrontDoor, FrontDoorOptions, Origins, ResponseBody};
 pub use http::{HttpLimits, HttpServer, McpHttpOptions, serve_http};
 pub use import::{ImportError, ImportSource, McpImports, pin_server};

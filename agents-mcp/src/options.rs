@@ -66,6 +66,31 @@ pub enum McpError {
     },
 }
 
+/// Refuses to serve a composite in a way one of its agent nodes' manifests (at any depth of
+/// nested composites) does not name: serving the tree serves every node.
+pub(crate) fn check_composite_exposed(
+    graph: &agents_core::compose::Graph,
+    way: agents_core::expose::McpExposure,
+) -> Result<(), McpError> {
+    use agents_core::compose::NodeKind;
+    for node in graph.nodes {
+        match &node.kind {
+            NodeKind::AgentNode { agent, capabilities, .. } => {
+                way.admitted(capabilities.expose_mcp).map_err(|reason| McpError::NotExposed {
+                    agent: (*agent).to_owned(),
+                    reason: format!(
+                        "it is a node of composite `{}`, which is served only in a way each of its nodes admits; {reason}",
+                        graph.name
+                    ),
+                })?;
+            }
+            NodeKind::CompositeNode { graph: inner, .. } => check_composite_exposed(inner, way)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Refuses to serve agent `A` in a way its manifest does not name.
 pub(crate) fn check_exposed<A: agents_runtime::Registry>(
     way: agents_core::expose::McpExposure,

@@ -367,11 +367,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Asks the person behind the MCP client through a form elicitation.
-struct ElicitConfirmer {
+pub(crate) struct ElicitConfirmer {
     peer: Peer<RoleServer>,
     timeout: Duration,
     shutdown: CancellationToken,
     calls: Calls,
+}
+
+impl ElicitConfirmer {
+    /// Asks through `peer`, for at most `timeout`; a question ends as `shutdown` once
+    /// `shutdown` is cancelled.
+    pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration, shutdown: CancellationToken) -> Self {
+        ElicitConfirmer { peer, timeout, shutdown, calls: Calls::default() }
+    }
 }
 
 /// The text a person reads before deciding: the arguments as the tool will receive them,

@@ -50,13 +50,29 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    use rmcp::ServiceExt;
     crate::options::check_exposed::<A>(agents_core::expose::McpExposure::Stdio)?;
+    let max = max_frame(&options)?;
+    serve_lines(McpServer::<A>::new(runtime, Some(principal), options), max, read, write).await
+}
+
+/// The frame limit of `options`, refused when it is zero.
+pub(crate) fn max_frame(options: &McpOptions) -> Result<usize, McpError> {
     if options.max_frame_bytes == 0 {
         return Err(McpError::Options("max_frame_bytes must be at least 1".into()));
     }
-    let transport = LineTransport::new(read, write, options.max_frame_bytes);
-    let server = McpServer::<A>::new(runtime, Some(principal), options);
+    Ok(options.max_frame_bytes)
+}
+
+/// Serves `server` over a newline-delimited JSON-RPC byte stream, frames up to `max` bytes,
+/// until the peer disconnects.
+pub(crate) async fn serve_lines<S, R, W>(server: S, max: usize, read: R, write: W) -> Result<(), McpError>
+where
+    S: rmcp::ServerHandler,
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    use rmcp::ServiceExt;
+    let transport = LineTransport::new(read, write, max);
     let running = server.serve(transport).await.map_err(|e| McpError::Handshake(e.to_string()))?;
     running.waiting().await.map_err(|e| McpError::Serve(e.to_string()))?;
     Ok(())

@@ -56,12 +56,22 @@ pub struct Capabilities {
     pub tools: &'static [&'static str],
     /// The most dangerous tier among its tools.
     pub reaches: Reach,
+    /// The ways it may be served over MCP (its `expose: { mcp: [...] }`, as
+    /// `AgentSpec::expose_mcp`): a composite is served over MCP only in a way every agent
+    /// node admits. Not part of the graph manifest's text.
+    pub expose_mcp: &'static [crate::expose::McpExposure],
 }
 
 impl Capabilities {
-    /// An agent without tools.
-    pub const NONE: Capabilities =
-        Capabilities { actions: &[], handoffs: &[], permissions: &[], tools: &[], reaches: Reach::None };
+    /// An agent without tools (served over MCP in no way).
+    pub const NONE: Capabilities = Capabilities {
+        actions: &[],
+        handoffs: &[],
+        permissions: &[],
+        tools: &[],
+        reaches: Reach::None,
+        expose_mcp: &[],
+    };
 
     /// One list, by its key in the manifest.
     pub(crate) const fn list(&self, list: List) -> &'static [&'static str] {

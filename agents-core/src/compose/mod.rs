@@ -12,7 +12,7 @@
 //!
 //! const TRIAGE: Capabilities = Capabilities {
 //!     actions: &[], handoffs: &[], permissions: &["tickets.read"], tools: &["read_ticket"],
-//!     reaches: Reach::Read,
+//!     reaches: Reach::Read, expose_mcp: &[],
 //! };
 //! const GRAPH: Graph = Graph {
 //!     name: "helpdesk", description: "Triage, then one specialist.",

@@ -7,6 +7,7 @@ const INTAKE: Capabilities = Capabilities {
     permissions: &["kyc.read"],
     tools: &["read_application"],
     reaches: Reach::Read,
+    expose_mcp: &[],
 };
 const REVIEW: Capabilities = Capabilities {
     actions: &["approve"],
@@ -14,6 +15,7 @@ const REVIEW: Capabilities = Capabilities {
     permissions: &["kyc.decide", "kyc.read"],
     tools: &["approve", "escalate", "read_application"],
     reaches: Reach::Handoff,
+    expose_mcp: &[],
 };
 
 const fn agent(id: &'static str, sha: &'static str, capabilities: Capabilities) -> Node {
@@ -213,6 +215,7 @@ mod generated {
             handoffs: leak_list(lists.pop().unwrap()),
             actions: leak_list(lists.pop().unwrap()),
             reaches: Reach::Read,
+            expose_mcp: &[],
         })
     }
 

@@ -27,6 +27,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
             permissions: &[#(#permissions),*],
             tools: &[#(#tools),*],
             reaches: #compose::Reach::#reach,
+            expose_mcp: <Self as #rt::agents_core::Agent>::SPEC.expose_mcp,
         };
     }
 }

@@ -20,6 +20,7 @@ mod mcp_common;
 #[path = "../../../agents-runtime/tests/run_common/mod.rs"]
 mod run_common;
 
+mod mcp_composite;
 mod mcp_decider_view;
 mod mcp_front_door_expose;
 mod mcp_http;
