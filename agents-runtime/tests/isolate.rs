@@ -1075,9 +1075,10 @@ async fn a_killed_runtime_takes_its_workers_along(_: Arc<World>) -> Result<(), S
     let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
     let _ = std::io::BufRead::read_line(&mut out, &mut line);
     // The warm worker is started beside the busy one; on a loaded machine it may come a
-    // moment after READY: wait (bounded) until both are there.
+    // moment after READY (seconds, with other builds on the machine): wait (bounded, 30 s)
+    // until both are there.
     let mut workers = children(parent.id());
-    for _ in 0..100 {
+    for _ in 0..300 {
         if workers.len() >= 2 {
             break;
         }
