@@ -279,18 +279,11 @@ where
     C::Output: serde::Serialize,
 {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(self.options.server_name.clone(), env!("CARGO_PKG_VERSION")));
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        if let Some(i) = &self.options.instructions {
-            info = info.with_instructions(i.clone());
-        }
-        info
+        crate::server::server_info(&self.options)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Elicitation is a server-to-client request, which later revisions removed.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        crate::server::eliciting_versions()
     }
 
     async fn list_tools(

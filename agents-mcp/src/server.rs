@@ -271,20 +271,31 @@ pub(crate) fn tool_of(spec: &ToolSpec, schema: Option<&Value>) -> Tool {
     Tool::new(spec.name, spec.description, Arc::new(input)).with_annotations(annotations)
 }
 
+/// What a server of this crate says of itself: tools only, its name and version, and the
+/// application's instructions.
+pub(crate) fn server_info(options: &McpOptions) -> ServerConfig {
+    let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new(options.server_name.clone(), env!("CARGO_PKG_VERSION")));
+    info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+    if let Some(i) = &options.instructions {
+        info = info.with_instructions(i.clone());
+    }
+    info
+}
+
+/// The protocol versions a server that asks through elicitation speaks: elicitation is a
+/// server-to-client request, which later revisions removed.
+pub(crate) fn eliciting_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+}
+
 impl<A: Registry> ServerHandler for McpServer<A> {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(self.options.server_name.clone(), env!("CARGO_PKG_VERSION")));
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        if let Some(i) = &self.options.instructions {
-            info = info.with_instructions(i.clone());
-        }
-        info
+        server_info(&self.options)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Elicitation is a server-to-client request, which later revisions removed.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        eliciting_versions()
     }
 
     async fn list_tools(

@@ -109,7 +109,7 @@ pub fn instructions_in(text: &str) -> Vec<Instruction> {
 }
 
 /// Every string inside a JSON value, depth first.
-fn strings(v: &Value, out: &mut Vec<String>) {
+pub(crate) fn strings(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) => out.push(s.clone()),
         Value::Array(a) => a.iter().for_each(|x| strings(x, out)),

@@ -212,7 +212,7 @@ pub async fn run_scenario_with_log(
     goal: Option<&Goal>,
     mode: Mode,
 ) -> (Scored, Vec<AuditRecord>) {
-    let mut scored = unscored(target, task, goal, mode);
+    let mut scored = unscored(target.name(), task.id.clone(), goal, mode);
     let app = target.app;
     let Some(principal) = app.person(&task.user) else {
         scored.utility_misses.push(format!("unknown person `{}`", task.user));
@@ -247,10 +247,10 @@ pub async fn run_scenario_with_log(
 }
 
 /// The score of a scenario before it runs: nothing done, nothing missed.
-fn unscored(target: Target, task: &Task, goal: Option<&Goal>, mode: Mode) -> Scored {
+pub(crate) fn unscored(example: String, task: String, goal: Option<&Goal>, mode: Mode) -> Scored {
     Scored {
-        example: target.name(),
-        task: task.id.clone(),
+        example,
+        task,
         goal: goal.map(|g| g.id.clone()),
         mode,
         utility: false,

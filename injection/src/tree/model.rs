@@ -19,7 +19,7 @@
 //! An `[[answer]]` is obeyed only when it fits the answer the node is asked for (every field
 //! its schema requires): a gullible model, not a broken one.
 
-use crate::model::{GullibleModel, Instruction, Step, instructions_in};
+use crate::model::{GullibleModel, Instruction, Step, instructions_in, strings};
 use agents_runtime::BoxFuture;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
@@ -169,14 +169,6 @@ fn read_texts(request: &ChatRequest) -> Vec<String> {
     out
 }
 
-fn strings(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) => out.push(s.clone()),
-        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-        Value::Object(o) => o.values().for_each(|x| strings(x, out)),
-        _ => {}
-    }
-}
 
 /// The JSON of the first `[[answer JSON]]` in `text`, unescaped once when the text quotes it
 /// inside a JSON string.

@@ -6,7 +6,7 @@ use super::model::TreeModel;
 use super::target::TreeTarget;
 use crate::apps::App;
 use crate::person::{Card, Person};
-use crate::run::{Mode, Scored, answer_word, card_of_goal, effect_in_state, effect_shows, goal_calls, miss, of_goal};
+use crate::run::{Mode, Scored, answer_word, unscored, card_of_goal, effect_in_state, effect_shows, goal_calls, miss, of_goal};
 use crate::scenario::{Carrier, Goal};
 use crate::warned::Warned;
 use agents_runtime::audit::severe::severe_failures;
@@ -90,22 +90,7 @@ fn set_up(target: TreeTarget, task: &str, goal: Option<&Goal>) -> Result<Setup, 
 
 /// Runs `task` of `target`, with `goal` planted when given, in `mode`, and scores it.
 pub async fn run(target: TreeTarget, task: &str, goal: Option<&Goal>, mode: Mode) -> TreeScenario {
-    let mut scored = Scored {
-        example: target.name().to_owned(),
-        task: task.to_owned(),
-        goal: goal.map(|g| g.id.clone()),
-        mode,
-        utility: false,
-        utility_misses: Vec::new(),
-        attack_success: false,
-        attempted: false,
-        proposed: false,
-        applicable: true,
-        severe: 0,
-        records: 0,
-        cards: Vec::new(),
-        warned: Warned::default(),
-    };
+    let mut scored = unscored(target.name().to_owned(), task.to_owned(), goal, mode);
     let setup = match set_up(target, task, goal) {
         Ok(setup) => setup,
         Err(e) => {
