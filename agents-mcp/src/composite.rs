@@ -10,9 +10,8 @@ use agents_runtime::compose::RunComposite;
 use agents_runtime::events::Event;
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DecisionError, PendingDecision, Verdict};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};

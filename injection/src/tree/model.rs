@@ -169,7 +169,6 @@ fn read_texts(request: &ChatRequest) -> Vec<String> {
     out
 }
 
-
 /// The JSON of the first `[[answer JSON]]` in `text`, unescaped once when the text quotes it
 /// inside a JSON string.
 ///

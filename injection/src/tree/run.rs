@@ -6,7 +6,9 @@ use super::model::TreeModel;
 use super::target::TreeTarget;
 use crate::apps::App;
 use crate::person::{Card, Person};
-use crate::run::{Mode, Scored, answer_word, unscored, card_of_goal, effect_in_state, effect_shows, goal_calls, miss, of_goal};
+use crate::run::{
+    Mode, Scored, answer_word, card_of_goal, effect_in_state, effect_shows, goal_calls, miss, of_goal, unscored,
+};
 use crate::scenario::{Carrier, Goal};
 use crate::warned::Warned;
 use agents_runtime::audit::severe::severe_failures;
