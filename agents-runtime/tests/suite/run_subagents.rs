@@ -217,7 +217,7 @@ async fn the_tree_limit_runs_out_across_caller_and_callee() {
 }
 
 #[tokio::test]
-async fn the_caller_offers_the_granted_agent_with_its_input_schema_and_refuses_bad_arguments() {
+async fn the_caller_offers_the_granted_agent_with_its_input_schema() {
     let g = <Desk as agents_runtime::Registry>::agent_at(0).expect("Desk grants one agent");
     assert_eq!((g.name(), g.tool_name().as_str()), ("Checker", "Checker"));
     let schema = g.input_schema();
@@ -225,4 +225,52 @@ async fn the_caller_offers_the_granted_agent_with_its_input_schema_and_refuses_b
     assert_eq!(schema["properties"]["input"]["type"], "string");
     assert!(<Desk as agents_runtime::Registry>::agent_at(1).is_none());
     assert!(<Looker as agents_runtime::Registry>::agent_at(0).is_none());
+}
+
+/// A caller whose model calls `Checker` with `args` once, then answers.
+struct BadArgs(&'static str);
+
+impl Provider for BadArgs {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "bad-args"
+    }
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            Ok(match tool_messages(request).last() {
+                None => tool_call("Checker", self.0),
+                Some((_, said, _)) => reply(format!("refused: {said}")),
+            })
+        })
+    }
+}
+
+/// Arguments that are not exactly `{"input": <its input>}` (an extra key, a missing or
+/// mistyped input, not an object) are refused, recorded `denied`, and the granted agent never
+/// starts.
+#[tokio::test]
+async fn bad_arguments_for_a_granted_agent_are_refused_and_start_nothing() {
+    for (args, why) in [
+        (r#"{"input": "approve entry 7", "as_user": "admin"}"#, "unknown argument"),
+        (r#"{"text": "approve entry 7"}"#, "`input` is missing"),
+        (r#"{"input": 7}"#, "invalid input"),
+        (r#"["approve entry 7"]"#, "must be a JSON object"),
+    ] {
+        let sink = Arc::new(MemorySink::new());
+        let runtime = Runtime::builder(sink.clone(), Arc::new(BadArgs(args)))
+            .roles(RoleMap::new().role("clerk", ["ledger.read", "ledger.write"]))
+            .build();
+        let out = runtime.start::<Desk>(me(), "s-bad", "check entry 7".to_owned()).expect("starts").wait().await;
+        let text = out.expect("the caller answers").report.text;
+        assert!(text.contains(why), "{args}: {text}");
+        let records = sink.records();
+        assert!(records.iter().all(|r| r.node.is_none()), "{args}: the granted agent started");
+        assert!(records.iter().all(|r| r.status != AuditStatus::Executed), "{args}: a call was carried out");
+    }
 }

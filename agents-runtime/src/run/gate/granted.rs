@@ -31,7 +31,14 @@ pub(super) async fn call<R: Run>(ctx: &Arc<R>, call: CallRef<'_>, granted: Grant
         args: None,
     });
     let args = match agents_core::strict::parse_args(call.arguments) {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(Value::Object(o)) if o.len() == 1 && o.contains_key("input") => Value::Object(o),
+        Ok(Value::Object(o)) if !o.contains_key("input") => {
+            return refuse(ctx, call, "the argument `input` is missing".to_owned()).await;
+        }
+        Ok(Value::Object(o)) => {
+            let extra: Vec<&String> = o.keys().filter(|k| k.as_str() != "input").collect();
+            return refuse(ctx, call, format!("unknown argument(s) {extra:?}")).await;
+        }
         Ok(_) => return refuse(ctx, call, "the arguments are not a JSON object".to_owned()).await,
         Err(e) => return refuse(ctx, call, e.to_string()).await,
     };
