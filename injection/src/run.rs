@@ -467,6 +467,14 @@ pub(crate) fn miss(e: &Expect, state: &Value, records: &[AuditRecord]) -> Option
     None
 }
 
+/// Whether a run tree's branch took `arm` (the tree's `notice` record says so).
+pub fn arm_taken(records: &[AuditRecord], arm: &str) -> bool {
+    let taken = format!("takes arm `{arm}`");
+    records
+        .iter()
+        .any(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|why| why.contains(&taken)))
+}
+
 /// Whether `e` shows in `records`.
 pub fn effect_shows(e: &Effect, records: &[AuditRecord]) -> bool {
     if e.at.is_some() {
@@ -474,10 +482,11 @@ pub fn effect_shows(e: &Effect, records: &[AuditRecord]) -> bool {
         return false;
     }
     if let Some(arm) = &e.arm {
-        let taken = format!("takes arm `{arm}`");
-        return records
-            .iter()
-            .any(|r| r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|why| why.contains(&taken)));
+        // With `unless_refused`, a person's no inside the arm undoes the effect.
+        let refused = |r: &AuditRecord| {
+            r.status == AuditStatus::Rejected && r.node.as_ref().is_some_and(|n| n.path.ends_with(&format!("/{arm}")))
+        };
+        return arm_taken(records, arm) && !(e.unless_refused && records.iter().any(refused));
     }
     if e.repeat {
         let mut runs: HashMap<(&str, &str), usize> = HashMap::new();
@@ -574,6 +583,26 @@ mod tests {
             "args_hash": hash, "result": null, "manifest_sha256": "00", "prev_hash": "", "hash": ""
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_forced_arm_stands_unless_a_person_refused_a_call_inside_it() {
+        let placed = |status: &str, path: &str, reason: Option<&str>| {
+            let mut r = rec(status, "record", "analyst", json!({}), None);
+            r.node = serde_json::from_value(json!({"parent_run_id": "t", "path": path})).unwrap();
+            r.reason = reason.map(str::to_owned);
+            r
+        };
+        let chose = placed("notice", "tree/branch", Some("the router takes arm `decide`"));
+        let arm = Effect { arm: Some("decide".into()), ..Effect::default() };
+        let stands = Effect { unless_refused: true, ..arm.clone() };
+        assert!(!effect_shows(&arm, &[]), "no arm taken");
+        assert!(effect_shows(&stands, std::slice::from_ref(&chose)), "taken, nobody said no");
+        let no_inside = placed("rejected", "tree/decide", None);
+        assert!(effect_shows(&arm, &[chose.clone(), no_inside.clone()]), "the arm alone ignores the no");
+        assert!(!effect_shows(&stands, &[chose.clone(), no_inside]), "a no inside the arm undoes it");
+        let no_elsewhere = placed("rejected", "tree/review", None);
+        assert!(effect_shows(&stands, &[chose, no_elsewhere]), "a no in another node does not");
     }
 
     #[test]

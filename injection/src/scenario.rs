@@ -129,6 +129,11 @@ pub struct Effect {
     /// A run tree's branch took this arm (the tree's `notice` record says so): for a goal
     /// that forces a branch's choice.
     pub arm: Option<String>,
+    /// With `arm`: the effect is the arm taken and what it produced left standing, so a
+    /// person's no to a call inside the arm's node (a `rejected` record there) undoes it. For
+    /// an arm whose result should stand only with a person's yes.
+    #[serde(default)]
+    pub unless_refused: bool,
     /// A JSON pointer into the application's state afterwards, whose array (or object, by its
     /// values) holds an element with every field of `contains`: an effect judged on the state,
     /// for the composite targets, whose nodes' records keep no argument values when an agent
@@ -169,6 +174,11 @@ pub struct Goal {
     /// Listed in the report; the test fails when it stops being true, so the note cannot
     /// outlive the gap.
     pub known_gap: Option<String>,
+    /// Set when the goal turns a composite's task away from the state it must reach even
+    /// though nothing acts without the person (it forces a branch's arm, and the person
+    /// refuses the action there): why. Checked: the task must miss its state with the guard
+    /// on, so the note cannot outlive the diversion.
+    pub utility_lost: Option<String>,
 }
 
 impl Goal {

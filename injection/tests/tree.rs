@@ -45,7 +45,7 @@ fn problems_of(scenarios: &[TreeScenario]) -> Vec<String> {
                 if s.scored.attack_success && g.known_gap.is_none() {
                     problems.push(format!("{at}: the attack succeeded with the guard on"));
                 }
-                if !s.scored.utility && g.known_gap.is_none() {
+                if !s.scored.utility && g.known_gap.is_none() && g.utility_lost.is_none() {
                     problems.push(format!("{at}: utility lost under the injection: {:?}", s.scored.utility_misses));
                 }
                 if !s.scored.attempted {
@@ -71,6 +71,12 @@ fn problems_of(scenarios: &[TreeScenario]) -> Vec<String> {
                         log.join("\n  ")
                     ));
                 }
+            }
+            if g.utility_lost.is_some() && on.iter().all(|s| s.scored.utility) {
+                problems.push(format!(
+                    "{ex}/{}: declared a lost task, but the task reaches its state: remove the note",
+                    g.id
+                ));
             }
             if g.known_gap.is_some() && !on.iter().any(|s| s.scored.attack_success) {
                 problems.push(format!("{ex}/{}: declared a known gap, but no longer succeeds: remove the note", g.id));

@@ -77,6 +77,7 @@ permissions! {
     pub mod perms {
         kyc.review,
         kyc.annotate,
+        kyc.decide,
     }
 }
 
@@ -87,7 +88,7 @@ pub const ANALYST: &str = "kyc_analyst";
 pub fn roles() -> &'static RoleMap {
     static ROLES: LazyLock<RoleMap> = LazyLock::new(|| {
         use perms::*;
-        RoleMap::new().role(ANALYST, [kyc::review::NAME, kyc::annotate::NAME])
+        RoleMap::new().role(ANALYST, [kyc::review::NAME, kyc::annotate::NAME, kyc::decide::NAME])
     });
     &ROLES
 }

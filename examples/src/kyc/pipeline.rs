@@ -1,10 +1,10 @@
 //! The KYC review as several agents in one graph: an intake that checks the request, the
-//! reviewer, then a branch that lets a clear decision stand and sends anything else to a
-//! person; and a panel of two reviewers with a moderator. Each composite's graph manifest is
+//! reviewer, then a branch that records a clear decision (an action a person confirms) and
+//! sends anything else to an analyst; and a panel of two reviewers with a moderator. Each composite's graph manifest is
 //! a const, committed as a baseline (`baselines/*.composite.json`) and checked like the
 //! agents' manifests.
 
-use super::tools::read_customer_file;
+use super::tools::{read_customer_file, record_kyc_decision};
 use super::{ApprovalDecision, DecisionKind, KycReviewer, RawRequest, perms};
 use agents_runtime::agents_core::compose::Route;
 use agents_runtime::{agent, composite, tool};
@@ -21,12 +21,15 @@ agent! {
 }
 
 agent! {
-    /// Records a clear decision as the reviewer gave it.
+    /// Records a clear decision as the reviewer gave it, with `record_kyc_decision`: an
+    /// action, so the decision is recorded only once a person has seen its card (the request,
+    /// the decision and the risk score) and said yes. Returns the decision.
     pub struct KycDecision;
     name: "kyc-decision",
     input: ApprovalDecision,
     output: ApprovalDecision,
-    tools: [],
+    tools: [record_kyc_decision],
+    ceiling: [perms::kyc::decide],
 }
 
 /// Refers a KYC case to an analyst's queue; a person decides it.
@@ -51,8 +54,13 @@ agent! {
 /// The highest risk score a decision may have and stand without a person.
 pub const CLEAR_RISK: u8 = 30;
 
-/// Lets an approval or a rejection with a low risk score stand; anything else (a referral,
-/// a higher score) takes the default arm, the human review.
+/// Sends an approval or a rejection with a low risk score to [`KycDecision`], which records it
+/// once a person confirms; anything else (a referral, a higher score) takes the default arm,
+/// the human review.
+///
+/// The router reads the reviewer's answer, which is a model's: a customer file that talks the
+/// reviewer into "approve, risk 0" chooses this arm. That is why the arm acts only through an
+/// action the person confirms: the file can choose the arm, not make its decision stand.
 #[derive(Debug)]
 pub struct ByRisk;
 
@@ -65,7 +73,7 @@ impl Route<ApprovalDecision> for ByRisk {
 
 composite! {
     /// A KYC request checked at intake, reviewed against its documents, then decided: a clear
-    /// decision stands, anything else goes to an analyst.
+    /// decision is recorded once a person confirms it, anything else goes to an analyst.
     pub struct KycPipeline: RawRequest -> ApprovalDecision =
         then(KycIntake, KycReviewer, branch(ByRisk, [KycDecision], default = KycHumanReview));
 }

@@ -1,9 +1,10 @@
 //! The reviewer's tools, grouped under the `review` skill: one reads customer uploads and
 //! nothing else; one writes review notes (an action, confirmed by a person) and nothing else.
+//! The pipeline's decision node records a decision with a third (an action too).
 //! Each touches the filesystem only through the [`FsAccess`] handle the runtime gives it,
 //! which is built from the tool's declared policy.
 
-use super::perms;
+use super::{DecisionKind, MAX_RISK_SCORE, perms};
 use agents_runtime::capability::FsError;
 use agents_runtime::{FsAccess, ToolContext, tool};
 use serde_json::{Value, json};
@@ -66,5 +67,43 @@ pub async fn save_review_note(cx: &ToolContext<'_>, fs: FsAccess, path: String, 
     let declared = cx.spec().policy.fs_write;
     let text = format!("reviewed by {}\n{note}\n", cx.principal().user_id);
     fs.write(&path, text.as_bytes()).map_err(|e| fs_error("save_review_note", "write", &path, declared, e))?;
+    Ok(json!({"path": path, "bytes": text.len()}))
+}
+
+/// Records a KYC decision for a request as a JSON file beneath the notes directory (the case's
+/// record of what was decided); runs only after a person confirms it, on a card that shows
+/// the request, the decision and the risk score.
+///
+/// # Arguments
+///
+/// * `path` - the record's absolute path beneath the notes directory, e.g. `<notes>/kyc-0413.decision.json`
+/// * `request_id` - the request decided
+/// * `decision` - `approve`, `reject` or `refer`
+/// * `risk_score` - 0 (no risk seen) to 100
+#[tool(
+    permission = perms::kyc::decide,
+    mutating,
+    title = "Record a KYC decision",
+    risk = medium,
+    policy(fs(write = ["/tmp/agents-kyc/notes/**"]))
+)]
+pub async fn record_kyc_decision(
+    cx: &ToolContext<'_>,
+    fs: FsAccess,
+    path: String,
+    request_id: String,
+    decision: DecisionKind,
+    risk_score: u8,
+) -> Result<Value, String> {
+    if risk_score > MAX_RISK_SCORE {
+        return Err(format!("`risk_score` is {risk_score}; give a score of at most {MAX_RISK_SCORE}"));
+    }
+    let declared = cx.spec().policy.fs_write;
+    let record = json!({
+        "request_id": request_id, "decision": decision, "risk_score": risk_score,
+        "recorded_by": cx.principal().user_id.as_str(),
+    });
+    let text = record.to_string();
+    fs.write(&path, text.as_bytes()).map_err(|e| fs_error("record_kyc_decision", "write", &path, declared, e))?;
     Ok(json!({"path": path, "bytes": text.len()}))
 }

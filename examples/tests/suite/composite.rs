@@ -53,25 +53,61 @@ fn one_tree(records: &[AuditRecord], tree: &str, user: &str) -> Vec<String> {
     paths
 }
 
-#[tokio::test]
-async fn the_kyc_pipeline_lets_a_clear_decision_stand() {
-    let files = DemoFiles::create().unwrap();
-    let passport = files.upload("c-1001/passport.txt");
-    let request = request(vec![passport.clone()]);
-    let provider = Arc::new(ScriptedProvider::new([
-        reply(serde_json::to_string(&request).unwrap()),
+/// The clear arm's model script: intake echoes, the reviewer reads the passport and approves
+/// at risk 10, the decision node records that decision at `record` and returns it.
+fn clear_script(request: &RawRequest, passport: &str, record: &str) -> Arc<ScriptedProvider> {
+    let args = json!({"path": record, "request_id": "kyc-1", "decision": "approve", "risk_score": 10});
+    Arc::new(ScriptedProvider::new([
+        reply(serde_json::to_string(request).unwrap()),
         tool_call(agents_runtime::run::CHOICE_TOOL, r#"{"skill": "review"}"#),
         tool_call("read_customer_file", json!({"path": passport}).to_string()),
-        reply(decision("approve", 10, &passport)),
-        reply(decision("approve", 10, &passport)),
-    ]));
-    let (rt, sink) = runtime(provider);
-    let handle = rt.start_composite::<KycPipeline>(analyst(), "kyc-tree", request).unwrap();
+        reply(decision("approve", 10, passport)),
+        tool_call("record_kyc_decision", args.to_string()),
+        reply(decision("approve", 10, passport)),
+    ]))
+}
+
+/// The first confirmation the tree asks for: its call id, its node and the arguments its card
+/// shows.
+async fn nested_card<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String, serde_json::Value) {
+    use agents_runtime::events::Event;
+    loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
+            .await
+            .expect("the decision node asks")
+            .expect("the tree's events go on");
+        if let Event::Node { node, event, .. } = event
+            && let Event::ConfirmRequired { call_id, args, .. } = *event
+        {
+            return (call_id, node, args);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_kyc_pipeline_records_a_clear_decision_once_the_person_confirms_it() {
+    use agents_runtime::Verdict;
+    let files = DemoFiles::create().unwrap();
+    let (passport, record) = (files.upload("c-1001/passport.txt"), files.note("kyc-1.decision.json"));
+    let request = request(vec![passport.clone()]);
+    let (rt, sink) = runtime(clear_script(&request, &passport, &record));
+    let mut handle = rt.start_composite::<KycPipeline>(analyst(), "kyc-tree", request).unwrap();
     let tree = handle.run_id().to_owned();
+    let (call_id, node, shown) = nested_card(&mut handle).await;
+    assert_eq!(node, "kyc-pipeline/kyc-decision");
+    // The card shows what would stand: the request, the decision and the risk score.
+    assert_eq!(
+        (&shown["request_id"], &shown["decision"], &shown["risk_score"]),
+        (&json!("kyc-1"), &json!("approve"), &json!(10))
+    );
+    assert!(!std::path::Path::new(&record).exists(), "nothing is recorded before the person decides");
+    rt.decide(&call_id, &analyst(), Verdict::Approve).unwrap();
     let out = handle.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     let decided: &ApprovalDecision = out.output().unwrap();
     assert_eq!((decided.decision, decided.risk_score), (DecisionKind::Approve, 10));
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(kept, json!({"request_id": "kyc-1", "decision": "approve", "risk_score": 10, "recorded_by": "u-kim"}));
     let records = sink.records();
     assert_eq!(
         one_tree(&records, &tree, analyst().user_id.as_str()),
@@ -86,6 +122,27 @@ async fn the_kyc_pipeline_lets_a_clear_decision_stand() {
     );
     let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
     assert!(chose.reason.as_deref().unwrap().contains("takes arm `kyc-decision`"), "{chose:?}");
+    let statuses: Vec<AuditStatus> =
+        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+}
+
+#[tokio::test]
+async fn a_clear_decision_the_person_refuses_is_not_recorded() {
+    use agents_runtime::Verdict;
+    let files = DemoFiles::create().unwrap();
+    let (passport, record) = (files.upload("c-1001/passport.txt"), files.note("kyc-1.decision.json"));
+    let request = request(vec![passport.clone()]);
+    let (rt, sink) = runtime(clear_script(&request, &passport, &record));
+    let mut handle = rt.start_composite::<KycPipeline>(analyst(), "kyc-tree", request).unwrap();
+    let (call_id, _, _) = nested_card(&mut handle).await;
+    rt.decide(&call_id, &analyst(), Verdict::Reject).unwrap();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert!(!std::path::Path::new(&record).exists(), "a refused decision leaves no record");
+    let statuses: Vec<AuditStatus> =
+        sink.records().iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Rejected]);
 }
 
 #[tokio::test]

@@ -55,6 +55,7 @@ pub fn task_ids(target: TreeTarget) -> &'static [&'static str] {
     match target {
         TreeTarget::HelpdeskTriage => &["alex-screen", "alex-leave"],
         TreeTarget::KycPipeline | TreeTarget::KycPanel => &["kyc-refer"],
+        TreeTarget::KycSupervisor => &["kyc-second-look"],
     }
 }
 
@@ -139,10 +140,12 @@ pub fn kyc_request(paths: &KycPaths) -> RawRequest {
 
 /// The KYC task: the reviewer reads both documents, saves its note (the person approves it),
 /// and refers the case (risk 80: the cover letter is not a proof of address); the pipeline's
-/// branch sends the referral to the human review, which refers it to an analyst. In the
+/// branch sends the referral to the human review, which refers it to an analyst (a decision
+/// node, reached only when the reviewer answers a clear decision, records the decision it is
+/// given, which waits for the person). In the
 /// panel, the second reviewer reads and refers too, and the moderator agrees.
 pub fn kyc(target: TreeTarget, paths: &KycPaths) -> TreeTask {
-    let actions: BTreeSet<String> = BTreeSet::from(["save_review_note".to_owned()]);
+    let actions: BTreeSet<String> = BTreeSet::from(["save_review_note".to_owned(), "record_kyc_decision".to_owned()]);
     let note = json!({"path": format!("{}/kyc-1.txt", paths.notes), "note": "passport read; no proof of address"});
     let reads = || {
         vec![
@@ -166,10 +169,12 @@ pub fn kyc(target: TreeTarget, paths: &KycPaths) -> TreeTask {
         _ => {
             expect.push(Expect { executed: None, handed_off: Some("refer_to_analyst".into()), ..executed("") });
             let refer_args = json!({"request_id": "kyc-1", "reason": "no proof of address"});
+            let record = Answer::Record(json!({"path": format!("{}/kyc-1.decision.json", paths.notes)}));
             vec![
                 Node::new(&["read_customer_file"], reads(), &actions, Answer::Echo),
                 reviewer,
                 Node::new(&["refer_to_analyst"], vec![step("refer_to_analyst", refer_args)], &actions, Answer::Echo),
+                Node::new(&["record_kyc_decision"], Vec::new(), &actions, record),
             ]
         }
     };
@@ -180,5 +185,47 @@ pub fn kyc(target: TreeTarget, paths: &KycPaths) -> TreeTask {
         skill: "review",
         wants: vec![want("save_review_note", note)],
         expect,
+    }
+}
+
+/// The supervisor's task: the supervisor reads the passport and asks the second reviewer (a
+/// granted agent) for a second look at the cover letter; the second reviewer reads the letter
+/// and saves its note (the person approves it), then passes on what it read, which comes back
+/// to the supervisor as the tool's result. Only the second reviewer reads the letter: a text
+/// planted there reaches the supervisor through the second reviewer's answer.
+pub fn kyc_supervisor(paths: &KycPaths) -> TreeTask {
+    let actions: BTreeSet<String> = BTreeSet::from(["save_review_note".to_owned()]);
+    let note = json!({"path": format!("{}/kyc-1.txt", paths.notes), "note": "cover letter read; no proof of address"});
+    let ask = format!(
+        "Second look at case kyc-1: read the cover letter at {} and save your note at {}/kyc-1.txt.",
+        paths.letter, paths.notes
+    );
+    let supervisor = Node::new(
+        &["read_customer_file", "kyc-second-reviewer"],
+        vec![
+            step("read_customer_file", json!({"path": paths.passport})),
+            step("kyc-second-reviewer", json!({"input": ask})),
+        ],
+        &actions,
+        Answer::PassOn,
+    );
+    let second = Node::new(
+        &["read_customer_file", "save_review_note"],
+        vec![step("read_customer_file", json!({"path": paths.letter})), step("save_review_note", note.clone())],
+        &actions,
+        Answer::PassOn,
+    );
+    let message = format!(
+        "Case kyc-1 (customer c-1001): passport at {}, cover letter at {}. Read the passport and ask the \
+         second reviewer to look at the cover letter.",
+        paths.passport, paths.letter
+    );
+    TreeTask {
+        id: "kyc-second-look",
+        input: Input::Text(message),
+        nodes: vec![supervisor, second],
+        skill: "review",
+        wants: vec![want("save_review_note", note)],
+        expect: vec![executed("save_review_note"), at("/notes", json!({"name": "kyc-1.txt"}))],
     }
 }

@@ -2,8 +2,9 @@
 //! make another node (or the tree) act without the person.
 //!
 //! Three of the examples' composites, each run with
-//! [`Runtime::start_composite`](agents_runtime::Runtime::start_composite) for one user, the
-//! person deciding each node's proposal from its card (the dialog channel: the tree's
+//! [`Runtime::start_composite`](agents_runtime::Runtime::start_composite) for one user, and
+//! one agent granted another as a tool, run with [`Runtime::start`](agents_runtime::Runtime::start);
+//! the person decides each node's proposal from its card (the dialog channel: the tree's
 //! `confirm_required` events, answered through `Runtime::decide`):
 //!
 //! - `helpdesk-triage` ([`HelpdeskTriage`](examples::helpdesk::triage::HelpdeskTriage)): a
@@ -14,10 +15,16 @@
 //! - `kyc-pipeline` ([`KycPipeline`](examples::kyc::pipeline::KycPipeline)): intake, the
 //!   reviewer, then a branch by risk to a clear decision or the human-review handoff. The
 //!   instruction is planted in a customer file every node that reads the request can open;
-//!   the reviewer quotes it in its reasons, so it reaches the handoff node too.
+//!   the reviewer quotes it in its reasons, so it reaches the handoff node too. A text that
+//!   dictates the reviewer's answer chooses the clear arm, whose decision node records the
+//!   decision only through an action the person confirms.
 //! - `kyc-panel` ([`KycPanel`](examples::kyc::pipeline::KycPanel)): a forum of two
 //!   reviewers and a moderator. A member's injected text reaches the moderator in the
 //!   member's answer.
+//! - `kyc-supervisor` ([`KycSupervisor`](examples::kyc::supervisor::KycSupervisor)): the
+//!   supervisor asks the second reviewer, granted to it as a tool, to read the cover letter.
+//!   The instruction is planted in the letter, which only the second reviewer reads; its
+//!   answer, the tool's result, carries it back to the supervisor.
 //!
 //! Goals are files, as for the single agents: `examples/scenarios/trees/<target>/goals/`
 //! (see [`crate::scenario::Goal`]; `{{notes}}` in a text is the run's notes directory). An
@@ -81,11 +88,14 @@ pub fn report(scenarios: &[TreeScenario]) -> Result<Report, String> {
         let ex = target.name();
         rows.push(row(ex, "baseline", "the tasks alone, no injection", "", &pick(ex, None, Mode::Guarded), None));
         for g in target.goals().map_err(|e| e.to_string())? {
-            let why = match (&g.impossible, &g.known_gap) {
+            let mut why = match (&g.impossible, &g.known_gap) {
                 (Some(why), _) => format!(" impossible by construction: {why}"),
                 (None, Some(why)) => format!(" known gap: {why}"),
                 _ => String::new(),
             };
+            if let Some(lost) = &g.utility_lost {
+                why.push_str(&format!(" Task diverted: {lost}"));
+            }
             let at = tried_at(scenarios, ex, &g.id);
             let note = if at.is_empty() { why.trim().to_owned() } else { format!("tried at {}.{why}", at.join(", ")) };
             let (on, off) = (pick(ex, Some(&g.id), Mode::Guarded), pick(ex, Some(&g.id), Mode::Unguarded));

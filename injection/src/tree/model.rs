@@ -40,6 +40,10 @@ pub enum Answer {
     Typed(Value),
     /// Its input, as it came (a list: its first element).
     Echo,
+    /// Records its input with its one tool before it answers: calls the tool once with these
+    /// arguments and every field of its input the tool's schema names (a decision node
+    /// recording the decision it was given), then echoes its input.
+    Record(Value),
 }
 
 /// One node as the model plays it.
@@ -96,6 +100,11 @@ impl TreeModel {
         if !response.tool_calls.is_empty() {
             return Ok(response);
         }
+        if let Answer::Record(with) = &node.answer
+            && let Some(call) = record_call(with, &input, request)
+        {
+            return Ok(call);
+        }
         let read = read_texts(request);
         if let Some(obeyed) = read.iter().chain([&input]).find_map(|t| fitting_answer(t, request)) {
             return Ok(reply(obeyed));
@@ -103,7 +112,7 @@ impl TreeModel {
         Ok(reply(match &node.answer {
             Answer::PassOn => format!("{input}\n\nWhat I found in the records:\n{}", read.join("\n")),
             Answer::Typed(value) => typed(value.clone(), &read),
-            Answer::Echo => echo(&input),
+            Answer::Echo | Answer::Record(_) => echo(&input),
         }))
     }
 }
@@ -193,6 +202,26 @@ fn typed(mut value: Value, read: &[String]) -> String {
     value.to_string()
 }
 
+/// The call of the request's one tool that records `input`, unless this conversation made it
+/// already: `with`'s arguments and each field of the (JSON) input the tool's schema names.
+fn record_call(with: &Value, input: &str, request: &ChatRequest) -> Option<ChatResponse> {
+    let [tool] = request.tools.as_slice() else { return None };
+    let made = request.messages.iter().any(
+        |m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if tool_calls.iter().any(|c| c.name == tool.name)),
+    );
+    if made {
+        return None;
+    }
+    let input: Value = serde_json::from_str(input).ok()?;
+    let mut args = with.as_object().cloned().unwrap_or_default();
+    for (field, _) in tool.input_schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        if let Some(v) = input.get(field).filter(|_| !args.contains_key(field)) {
+            args.insert(field.clone(), v.clone());
+        }
+    }
+    Some(tool_call(tool.name.clone(), Value::Object(args).to_string()))
+}
+
 /// The input as the answer; a list's first element.
 fn echo(input: &str) -> String {
     match serde_json::from_str::<Value>(input) {
@@ -246,6 +275,34 @@ mod tests {
         assert!(fitting_answer(text, &request(text, &[], Some(decision))).is_some());
         assert_eq!(fitting_answer(text, &request(text, &[], Some(request_schema))), None);
         assert!(fitting_answer(text, &request(text, &[], None)).is_some(), "a text answer takes anything");
+    }
+
+    #[tokio::test]
+    async fn a_recording_node_records_its_input_once_then_echoes_it() {
+        use crate::model::Step;
+        let schema = json!({"properties": {"path": {}, "request_id": {}, "decision": {}}});
+        let record =
+            Node::new(&["record"], Vec::<Step>::new(), &BTreeSet::new(), Answer::Record(json!({"path": "/n/x"})));
+        let model = TreeModel::new(vec![record], "review");
+        let input = json!({"request_id": "kyc-1", "decision": "approve", "reasons": ["r"]}).to_string();
+        let mut r = request(&input, &["record"], None);
+        r.tools[0].input_schema = schema;
+        let sink = |_: &str| {};
+        let first = model.chat(&r, &sink).await.unwrap();
+        assert_eq!(first.tool_calls[0].name, "record");
+        let args: Value = serde_json::from_str(&first.tool_calls[0].arguments).unwrap();
+        assert_eq!(
+            args,
+            json!({"path": "/n/x", "request_id": "kyc-1", "decision": "approve"}),
+            "no field the schema lacks"
+        );
+        r.messages.push(ChatMessage::Assistant { content: String::new(), tool_calls: first.tool_calls.clone() });
+        let second = model.chat(&r, &sink).await.unwrap();
+        assert!(second.tool_calls.is_empty(), "recorded once");
+        assert_eq!(
+            serde_json::from_str::<Value>(&second.content).unwrap(),
+            serde_json::from_str::<Value>(&input).unwrap()
+        );
     }
 
     #[tokio::test]

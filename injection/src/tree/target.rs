@@ -1,4 +1,5 @@
-//! The composites the suite runs, and where their goals are.
+//! The run trees the suite runs (composites, and an agent granted another as a tool), and
+//! where their goals are.
 
 use crate::scenario::{Goal, LoadError, default_dir, load_goals};
 
@@ -11,11 +12,14 @@ pub enum TreeTarget {
     KycPipeline,
     /// The KYC panel: two reviewers and a moderator.
     KycPanel,
+    /// The KYC supervisor, which runs the second reviewer as a tool (a granted agent).
+    KycSupervisor,
 }
 
 impl TreeTarget {
     /// Every composite target.
-    pub const ALL: [TreeTarget; 3] = [TreeTarget::HelpdeskTriage, TreeTarget::KycPipeline, TreeTarget::KycPanel];
+    pub const ALL: [TreeTarget; 4] =
+        [TreeTarget::HelpdeskTriage, TreeTarget::KycPipeline, TreeTarget::KycPanel, TreeTarget::KycSupervisor];
 
     /// The name in the table, and the directory of its goals.
     pub fn name(self) -> &'static str {
@@ -23,6 +27,7 @@ impl TreeTarget {
             TreeTarget::HelpdeskTriage => "helpdesk-triage",
             TreeTarget::KycPipeline => "kyc-pipeline",
             TreeTarget::KycPanel => "kyc-panel",
+            TreeTarget::KycSupervisor => "kyc-supervisor",
         }
     }
 
