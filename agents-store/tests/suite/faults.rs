@@ -1055,8 +1055,13 @@ fn model_every_proposed_call_ends_once_under_store_faults() {
 fn model_each_fault_fires_on_a_call_and_on_an_action() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let cluster = cluster();
-    let faults =
-        [Fault::CutProposed, Fault::CutExecuted, Fault::LoseCommitReply, Fault::LoseInsertReply, Fault::LoseAppendReply];
+    let faults = [
+        Fault::CutProposed,
+        Fault::CutExecuted,
+        Fault::LoseCommitReply,
+        Fault::LoseInsertReply,
+        Fault::LoseAppendReply,
+    ];
     for (i, fault) in faults.into_iter().enumerate() {
         let steps = [
             Step::Call { on_a: true, fault },

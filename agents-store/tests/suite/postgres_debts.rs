@@ -30,7 +30,11 @@ fn proposed(i: usize, call_id: &str) -> AuditRecord {
 
 /// The final record of `of` (same call, same run).
 fn executed(i: usize, of: &AuditRecord) -> AuditRecord {
-    AuditRecord { status: AuditStatus::Executed, run_id: of.run_id.clone(), ..proposed(i, of.call_id.as_deref().unwrap()) }
+    AuditRecord {
+        status: AuditStatus::Executed,
+        run_id: of.run_id.clone(),
+        ..proposed(i, of.call_id.as_deref().unwrap())
+    }
 }
 
 /// The call ids and `seq`s `store` owes in `stream` now.
@@ -62,7 +66,11 @@ async fn database_at(cluster: &TempCluster, name: &str, version: i64) -> (String
 
 /// Appends `records` to the new stream `stream` the way the build before did: migration 10's
 /// `agents_audit_append`, each debt holding its record's line.
-async fn append_as_before(client: &tokio_postgres::Client, stream: &str, records: Vec<AuditRecord>) -> Vec<AuditRecord> {
+async fn append_as_before(
+    client: &tokio_postgres::Client,
+    stream: &str,
+    records: Vec<AuditRecord>,
+) -> Vec<AuditRecord> {
     client
         .execute("INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2)", &[&stream, &GENESIS_HASH])
         .await
@@ -91,7 +99,10 @@ async fn append_as_before(client: &tokio_postgres::Client, stream: &str, records
         &debts.paid_runs,
     ];
     client
-        .execute("SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)", &args)
+        .execute(
+            "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            &args,
+        )
         .await
         .unwrap();
     sealed
@@ -143,10 +154,10 @@ async fn a_debt_of_the_schema_before_that_matches_no_record_stops_the_migration(
         )
         .await
         .unwrap();
-    let refused = PostgresStore::connect(&url, 4).await.err().expect("the migration is refused").to_string();
+    let Err(refused) = PostgresStore::connect(&url, 4).await else { panic!("the migration is refused") };
+    let refused = refused.to_string();
     assert!(refused.contains("read-2") && refused.contains("delete the debt"), "{refused}");
-    let version: i64 =
-        client.query_one("SELECT max(version) FROM agents_schema_migrations", &[]).await.unwrap().get(0);
+    let version: i64 = client.query_one("SELECT max(version) FROM agents_schema_migrations", &[]).await.unwrap().get(0);
     assert_eq!(version, 10, "nothing migrated");
     let lines: i64 = client.query_one("SELECT count(line) FROM agents_audit_debts", &[]).await.unwrap().get(0);
     assert_eq!(lines, 2, "the debts are as they were");
