@@ -23,7 +23,9 @@ ALTER TABLE agents_audit_debts ALTER COLUMN seq SET NOT NULL, DROP COLUMN line;
 -- The append of migration 10, with the debts' pointers instead of their lines. A debt is
 -- inserted without `ON CONFLICT`: a stream's debts are only opened here, after the head's row
 -- lock is taken, so appends to one stream are serialised and a call already owed in its run
--- (its first `proposed` record keeps the debt) is seen by a plain `NOT EXISTS`. A debt must
+-- (its first `proposed` record keeps the debt) is seen by a plain look-up of its key: a
+-- scalar subquery, one probe of the key's index a row (a `NOT EXISTS` may be planned as an
+-- anti-join that reads every stream's debts at each append). A debt must
 -- point at a record of its own batch: anything else is refused and nothing is stored.
 DROP FUNCTION agents_audit_append(
     TEXT, BIGINT, TEXT, BIGINT, BIGINT, TEXT, BIGINT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[]
@@ -47,8 +49,8 @@ BEGIN
         END IF;
         INSERT INTO agents_audit_debts (stream, call_id, run_id, seq)
             SELECT p_stream, o.* FROM unnest(p_owed, p_owed_runs, p_owed_seqs) AS o (call_id, run_id, seq)
-            WHERE NOT EXISTS (SELECT 1 FROM agents_audit_debts d
-                WHERE d.stream = p_stream AND d.call_id = o.call_id AND d.run_id = o.run_id);
+            WHERE (SELECT true FROM agents_audit_debts d
+                WHERE d.stream = p_stream AND d.call_id = o.call_id AND d.run_id = o.run_id) IS NULL;
     END IF;
     IF cardinality(p_paid_calls) > 0 OR cardinality(p_paid) > 0 THEN
         DELETE FROM agents_audit_debts WHERE stream = p_stream AND (call_id = ANY(p_paid_calls)
