@@ -24,8 +24,8 @@ ALTER TABLE agents_audit_debts ALTER COLUMN seq SET NOT NULL, DROP COLUMN line;
 -- inserted without `ON CONFLICT`: a stream's debts are only opened here, after the head's row
 -- lock is taken, so appends to one stream are serialised and a call already owed in its run
 -- (its first `proposed` record keeps the debt) is seen by a plain look-up of its key: a
--- scalar subquery, one probe of the key's index a row (a `NOT EXISTS` may be planned as an
--- anti-join that reads every stream's debts at each append). A debt must
+-- scalar subquery, one probe of the key's index a row, which the planner cannot turn into an
+-- anti-join over every stream's debts as it may a `NOT EXISTS`. A debt must
 -- point at a record of its own batch: anything else is refused and nothing is stored.
 DROP FUNCTION agents_audit_append(
     TEXT, BIGINT, TEXT, BIGINT, BIGINT, TEXT, BIGINT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[]
