@@ -224,6 +224,22 @@ async fn interleaved(base: &[Arc<dyn AuditSink>], path: &[Arc<dyn AuditSink>], p
     (ROUNDS as f64 / base_time, ROUNDS as f64 / path_time, ratios[ROUNDS / 2])
 }
 
+/// WAL bytes per record the server writes while `producers` tasks append `per_producer`
+/// records each through `sink` (its WAL insert position before and after; nothing else writes
+/// meanwhile, though a checkpoint's full-page images may fall in either run).
+async fn wal_per_record(url: &str, sink: &Arc<dyn AuditSink>, producers: usize, per_producer: usize) -> f64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let start: String = client.query_one("SELECT pg_current_wal_insert_lsn()::TEXT", &[]).await.unwrap().get(0);
+    appends_per_second(std::slice::from_ref(sink), producers, per_producer, 0).await;
+    let bytes: f64 = client
+        .query_one("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::TEXT::pg_lsn)::FLOAT8", &[&start])
+        .await
+        .unwrap()
+        .get(0);
+    bytes / (producers * per_producer) as f64
+}
+
 /// The machine's load averages (`/proc/loadavg`), which the figures depend on: a commit
 /// waits for the disk, which other work shares.
 fn load_average() -> String {
@@ -281,6 +297,9 @@ async fn main() {
     let two_rate = appends_per_second(&two, PRODUCERS, PER_PRODUCER, 0).await;
     assert_eq!(pg.verify_audit("one-node").await.unwrap().records as usize, n + PER_PRODUCER);
     assert_eq!(pg.verify_audit("two-nodes").await.unwrap().records as usize, n);
+    let wal_bare = wal_per_record(&url, &bare[0], PRODUCERS, 100).await;
+    let wal_sink: Arc<dyn AuditSink> = Arc::new(StoreAuditSink::new(pg.clone(), "wal"));
+    let wal_chain = wal_per_record(&url, &wal_sink, PRODUCERS, 100).await;
 
     println!("machine load (1, 5, 15 min) before the audit runs: {load_before}; after: {}", load_average());
     if unawaited {
@@ -305,5 +324,11 @@ async fn main() {
     println!(
         "  hash chain, two nodes (two pools)   {two_rate:9.0} records/s   {:.2}x the bare INSERT; both chains verify",
         two_rate / bare_rate
+    );
+    println!(
+        "WAL per record ({PRODUCERS} producers x 100, every record a `proposed` one that opens a debt): bare \
+         {:.2} KB, hash chain {:.2} KB",
+        wal_bare / 1024.0,
+        wal_chain / 1024.0
     );
 }

@@ -96,6 +96,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "audit append in one statement",
         sql: include_str!("../migrations/postgres/0010_audit_append.sql"),
     },
+    Migration {
+        version: 11,
+        name: "audit debts point at their record",
+        sql: include_str!("../migrations/postgres/0011_debt_points_at_record.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

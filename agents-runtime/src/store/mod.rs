@@ -615,9 +615,10 @@ pub fn owed_records<'a>(lines: impl IntoIterator<Item = &'a str>) -> StoreResult
 }
 
 /// What one batch of sealed records changes in its stream's debts: the calls it opens (a
-/// `proposed` record, owed a final record) with that record's line, and the calls it settles
-/// (a final record). A store applies both in the transaction that appends the batch, the
-/// opened ones first.
+/// `proposed` record, owed a final record) with that record's `seq` and line, and the calls it
+/// settles (a final record). A store applies both in the transaction that appends the batch,
+/// the opened ones first. A call already owed in its run keeps its first debt: a second
+/// `proposed` record of it in the batch opens none.
 ///
 /// A debt is keyed by call id and run id: a read call's id is the model provider's, which
 /// other runs reuse. An action's id is minted by the runtime (unique), and its final record may
@@ -630,6 +631,8 @@ pub struct Debts<'a> {
     pub owed: Vec<&'a str>,
     /// Their run ids, in the same order.
     pub owed_runs: Vec<&'a str>,
+    /// Their records' `seq` (where the debt points), in the same order.
+    pub owed_seqs: Vec<i64>,
     /// Their lines, in the same order.
     pub owed_lines: Vec<&'a str>,
     /// The call ids of the batch's final records of actions: each pays its call's debt.
@@ -647,7 +650,11 @@ impl<'a> Debts<'a> {
         for (record, line) in sealed.iter().zip(lines) {
             let Some(call_id) = record.call_id.as_deref() else { continue };
             if record.status == crate::audit::AuditStatus::Proposed {
+                if debts.owes(call_id, &record.run_id) {
+                    continue;
+                }
                 debts.owed.push(call_id);
+                debts.owed_seqs.push(record.seq as i64);
                 debts.owed_runs.push(&record.run_id);
                 debts.owed_lines.push(line);
             } else if !crate::audit::is_final_status(record.status) {
@@ -659,6 +666,11 @@ impl<'a> Debts<'a> {
             }
         }
         debts
+    }
+
+    /// Whether the batch already opens the debt of `call_id` in run `run_id`.
+    fn owes(&self, call_id: &str, run_id: &str) -> bool {
+        self.owed.iter().zip(&self.owed_runs).any(|(c, r)| *c == call_id && *r == run_id)
     }
 
     /// Whether the batch changes no debt.

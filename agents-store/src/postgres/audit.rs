@@ -4,7 +4,7 @@
 use super::connection::{Head, PostgresStore, abandon, lock, outcome_unknown, pg_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
-use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
+use agents_runtime::audit::{AuditRecord, AuditStatus, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
     Debts, StoreError, StoreResult, call_id_needle, line_is_final_of, owed_records, seal_after, verify_lines,
 };
@@ -83,7 +83,8 @@ pub(super) fn holds_final<'a>(
     })
 }
 
-/// [`Store::owed_finals`](crate::Store::owed_finals).
+/// [`Store::owed_finals`](crate::Store::owed_finals): each debt's `proposed` record, read
+/// through its pointer (`seq` in the debt's stream).
 pub(super) fn owed_finals<'a>(
     store: &'a PostgresStore,
     stream: &'a str,
@@ -94,7 +95,8 @@ pub(super) fn owed_finals<'a>(
         let client = store.client().await?;
         let rows = client
             .query(
-                "SELECT d.line FROM agents_audit_debts d WHERE d.stream = $1 \
+                "SELECT d.call_id, d.run_id, d.seq, a.line FROM agents_audit_debts d \
+                 LEFT JOIN agents_audit a ON a.stream = d.stream AND a.seq = d.seq WHERE d.stream = $1 \
                  AND d.owed_since <= now() - $2::BIGINT * interval '1 millisecond' \
                  AND (d.held_at IS NULL OR d.held_at <= now() - $2::BIGINT * interval '1 millisecond') \
                  AND NOT EXISTS (SELECT 1 FROM agents_proposals p WHERE p.call_id = d.call_id) \
@@ -103,8 +105,30 @@ pub(super) fn owed_finals<'a>(
             )
             .await
             .map_err(pg_error)?;
-        owed_records(rows.iter().map(|r| r.get::<_, &str>(0)))
+        rows.iter().map(|r| owed_record(stream, r.get(0), r.get(1), r.get(2), r.get(3))).collect()
     })
+}
+
+/// The `proposed` record the debt of call `call_id` in run `run_id` points at (`seq`), whose
+/// stored line is `line`. A pointer at no record, or at a record that is not that call's
+/// `proposed` record, is a broken store: refused, naming the debt.
+fn owed_record(stream: &str, call_id: &str, run_id: &str, seq: i64, line: Option<&str>) -> StoreResult<AuditRecord> {
+    let broken = |what: &str| {
+        StoreError::Invalid(format!(
+            "the audit debt of call {call_id} (run {run_id}) in stream {stream} points at record {seq}, {what}: the \
+             store is broken (restore the record or delete the debt)"
+        ))
+    };
+    let line = line.ok_or_else(|| broken("which is not stored"))?;
+    let record = owed_records([line])?.pop().ok_or_else(|| broken("which does not parse"))?;
+    let owed = record.status == AuditStatus::Proposed
+        && record.call_id.as_deref() == Some(call_id)
+        && &*record.run_id == run_id
+        && record.seq == seq as u64;
+    if !owed {
+        return Err(broken("which is not that call's `proposed` record"));
+    }
+    Ok(record)
 }
 
 /// [`Store::claim_owed`](crate::Store::claim_owed).
@@ -133,8 +157,9 @@ pub(super) fn claim_owed<'a>(
     })
 }
 
-/// The append of one sealed batch (migration 10): the head advanced under its fence, the
-/// records inserted, the batch's debts kept, in one statement.
+/// The append of one sealed batch (migrations 10 and 11): the head advanced under its fence,
+/// the records inserted, the batch's debts kept (each pointing at its `proposed` record), in
+/// one statement.
 const APPEND: &str =
     "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
@@ -185,7 +210,7 @@ async fn send(
         &batch.lines,
         &debts.owed,
         &debts.owed_runs,
-        &debts.owed_lines,
+        &debts.owed_seqs,
         &debts.paid_calls,
         &debts.paid,
         &debts.paid_runs,

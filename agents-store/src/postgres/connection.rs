@@ -153,7 +153,7 @@ impl PostgresStore {
         for m in POSTGRES_MIGRATIONS.iter().filter(|m| m.version > found) {
             tx.batch_execute(m.sql)
                 .await
-                .map_err(|e| unavailable(&format!("migration {} ({})", m.version, m.name), e))?;
+                .map_err(|e| unavailable(&format!("migration {} ({})", m.version, m.name), with_sources(&e)))?;
             tx.execute(&format!("INSERT INTO {VERSION_TABLE} (version, name) VALUES ($1, $2)"), &[&m.version, &m.name])
                 .await
                 .map_err(pg_error)?;

@@ -774,7 +774,7 @@ enum Step {
     Forge,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Fault {
     None,
     /// A `proposed` record's transaction cut before the server reads it.
@@ -808,6 +808,37 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         1 => Just(Step::Terminate),
         1 => Just(Step::Forge),
     ]
+}
+
+/// The faults armed on a relay, and those of them that fired (cut a connection).
+struct Armed {
+    fault: Fault,
+    cuts: usize,
+    fired: Vec<Fault>,
+}
+
+impl Armed {
+    fn new() -> Self {
+        Armed { fault: Fault::None, cuts: 0, fired: Vec::new() }
+    }
+
+    /// Arms `fault` on `relay` in place of the one armed, noting whether that one fired.
+    fn arm(&mut self, relay: &Relay, fault: Fault) {
+        self.settle(relay);
+        arm(relay, fault);
+        self.fault = fault;
+    }
+
+    /// Notes whether the armed fault fired, and disarms it.
+    fn settle(&mut self, relay: &Relay) -> &[Fault] {
+        if relay.cuts() > self.cuts {
+            self.fired.push(self.fault);
+        }
+        relay.disarm();
+        self.cuts = relay.cuts();
+        self.fault = Fault::None;
+        &self.fired
+    }
 }
 
 fn arm(relay: &Relay, fault: Fault) {
@@ -853,7 +884,7 @@ async fn asked<O>(run: &mut agents_runtime::RunHandle<O>) -> Option<String> {
 /// recorded `executed` ran once, no call ran twice, an action that ran is never recorded as
 /// not run, an action runs only if the person approved it (whatever an insider without the
 /// server key wrote in the proposals table), and the chain verifies.
-async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), String> {
+async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<Vec<Fault>, String> {
     let db = format!("model_{case}");
     let direct = cluster.create_database(&db).await.map_err(|e| e.to_string())?;
     let relay = Relay::start(cluster.port()).await;
@@ -864,11 +895,12 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
     let (mut reads, mut actions) = (Vec::new(), Vec::new());
     // The actions the person approved; no other may run, whatever an insider writes.
     let mut approved = std::collections::HashSet::new();
+    let mut armed = Armed::new();
     for (i, step) in steps.iter().enumerate() {
         let session = format!("model-{tag}-{i}");
         match *step {
             Step::Call { on_a, fault } => {
-                arm(&relay, fault);
+                armed.arm(&relay, fault);
                 let node = model_node(if on_a { &a_store } else { &b_store }, vec![balance(), reply("done")]);
                 if let Ok(run) = node.start::<lookup::Lookup>(employee(), &session, "my balance?".into()) {
                     let ended = tokio::time::timeout(HANG, run.wait()).await;
@@ -878,7 +910,7 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
                 reads.push(session);
             }
             Step::Action { on_a, approve, fault } => {
-                arm(&relay, fault);
+                armed.arm(&relay, fault);
                 let (here, there) = if on_a { (&a_store, &b_store) } else { (&b_store, &a_store) };
                 let node = model_node(here, vec![leave(3), reply("done")]);
                 let decider = model_node(there, vec![]);
@@ -927,7 +959,7 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
             }
         }
     }
-    relay.disarm();
+    let fired = armed.settle(&relay).to_vec();
     // Runs' slots lapse, and undecided proposals pass their confirmation window.
     tokio::time::sleep(Duration::from_secs(4)).await;
     // The settling passes a service runs on its timer: a pass may fail on a pooled connection
@@ -988,7 +1020,7 @@ async fn play(cluster: &TempCluster, case: usize, steps: &[Step]) -> Result<(), 
         }
     }
     b_store.verify_audit("audit").await.map_err(|e| format!("the chain does not verify: {e}"))?;
-    Ok(())
+    Ok(fired)
 }
 
 /// A model-based test: random schedules of read calls and decided actions on two nodes,
@@ -1002,10 +1034,41 @@ fn model_every_proposed_call_ends_once_under_store_faults() {
     let cluster = cluster();
     let config = Config { cases: 12, max_shrink_iters: 64, failure_persistence: None, ..Config::default() };
     let case = AtomicUsize::new(0);
+    let fired = Mutex::new(std::collections::HashMap::<Fault, usize>::new());
     let result = TestRunner::new(config).run(&proptest::collection::vec(step(), 1..12), |steps| {
-        rt.block_on(play(&cluster, case.fetch_add(1, SeqCst), &steps)).map_err(TestCaseError::fail)
+        let these = rt.block_on(play(&cluster, case.fetch_add(1, SeqCst), &steps)).map_err(TestCaseError::fail)?;
+        for fault in these {
+            *fired.lock().unwrap().entry(fault).or_default() += 1;
+        }
+        Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
+    }
+    eprintln!("faults that fired over {} cases: {:?}", case.load(SeqCst), fired.lock().unwrap());
+}
+
+/// Each fault of the model, armed on node A's relay before a call or an action on node A,
+/// fires (cuts a connection) and the model's claims hold after it: the random schedules above
+/// reach each one only by chance.
+#[test]
+fn model_each_fault_fires_on_a_call_and_on_an_action() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let cluster = cluster();
+    let faults = [
+        Fault::CutProposed,
+        Fault::CutExecuted,
+        Fault::LoseCommitReply,
+        Fault::LoseInsertReply,
+        Fault::LoseAppendReply,
+    ];
+    for (i, fault) in faults.into_iter().enumerate() {
+        let steps = [
+            Step::Call { on_a: true, fault },
+            Step::Action { on_a: true, approve: true, fault },
+            Step::Resume { on_a: true },
+        ];
+        let fired = rt.block_on(play(&cluster, 1000 + i, &steps)).unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert_eq!(fired, [fault, fault], "{fault:?} fired on the call and on the action");
     }
 }

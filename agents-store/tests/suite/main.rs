@@ -24,6 +24,7 @@ mod memory;
 mod notify;
 mod postgres;
 mod postgres_checkpoints;
+mod postgres_debts;
 mod runtime;
 mod sessions;
 mod settle;

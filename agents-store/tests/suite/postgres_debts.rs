@@ -1,0 +1,262 @@
+//! The PostgreSQL store's audit debts against a real server: a debt points at its `proposed`
+//! record (`seq` in the debt's own stream) instead of repeating its line. Debts opened by the
+//! schema before (which held the line) keep pointing at their records after the migration; a
+//! debt is opened only for a record of its own batch, once per call and run; and a pointer at
+//! any other record (another stream's, another call's, none) is refused when read, naming the
+//! debt.
+
+use agents_runtime::audit::{AuditRecord, AuditStatus, GENESIS_HASH};
+use agents_runtime::store::{Debts, Store, StoreError, seal_after};
+use agents_store::postgres::TempCluster;
+use agents_store::testing::sample_record;
+use agents_store::{POSTGRES_MIGRATIONS, PostgresStore};
+use std::time::Duration;
+use tokio_postgres::types::ToSql;
+
+fn cluster() -> TempCluster {
+    TempCluster::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn raw(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// A read call's `proposed` record (its debt is keyed by call and run).
+fn proposed(i: usize, call_id: &str) -> AuditRecord {
+    AuditRecord { tier: Some(agents_runtime::Tier::Read), call_id: Some(call_id.into()), ..sample_record(i, "a") }
+}
+
+/// The final record of `of` (same call, same run).
+fn executed(i: usize, of: &AuditRecord) -> AuditRecord {
+    AuditRecord {
+        status: AuditStatus::Executed,
+        run_id: of.run_id.clone(),
+        ..proposed(i, of.call_id.as_deref().unwrap())
+    }
+}
+
+/// The call ids and `seq`s `store` owes in `stream` now.
+async fn owed(store: &dyn Store, stream: &str) -> Vec<(String, u64)> {
+    let owed = store.owed_finals(stream, Duration::ZERO, 100).await.unwrap();
+    owed.iter().map(|r| (r.call_id.as_deref().unwrap().to_owned(), r.seq)).collect()
+}
+
+/// A database migrated up to `version` only (what a build before left).
+async fn database_at(cluster: &TempCluster, name: &str, version: i64) -> (String, tokio_postgres::Client) {
+    let url = cluster.create_database(name).await.unwrap();
+    let client = raw(&url).await;
+    client
+        .batch_execute(
+            "CREATE TABLE agents_schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        )
+        .await
+        .unwrap();
+    for m in POSTGRES_MIGRATIONS.iter().filter(|m| m.version <= version) {
+        client.batch_execute(m.sql).await.unwrap();
+        client
+            .execute("INSERT INTO agents_schema_migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])
+            .await
+            .unwrap();
+    }
+    (url, client)
+}
+
+/// Appends `records` to the new stream `stream` the way the build before did: migration 10's
+/// `agents_audit_append`, each debt holding its record's line.
+async fn append_as_before(
+    client: &tokio_postgres::Client,
+    stream: &str,
+    records: Vec<AuditRecord>,
+) -> Vec<AuditRecord> {
+    client
+        .execute("INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2)", &[&stream, &GENESIS_HASH])
+        .await
+        .unwrap();
+    let (sealed, lines, to, to_hash) = seal_after(0, GENESIS_HASH, records);
+    let debts = Debts::of(&sealed, &lines);
+    let seqs: Vec<i64> = sealed.iter().map(|r| r.seq as i64).collect();
+    let prevs: Vec<&str> = sealed.iter().map(|r| r.prev_hash.as_str()).collect();
+    let hashes: Vec<&str> = sealed.iter().map(|r| r.hash.as_str()).collect();
+    let args: [&(dyn ToSql + Sync); 16] = [
+        &stream,
+        &0_i64,
+        &GENESIS_HASH,
+        &0_i64,
+        &(to as i64),
+        &to_hash,
+        &seqs,
+        &prevs,
+        &hashes,
+        &lines,
+        &debts.owed,
+        &debts.owed_runs,
+        &debts.owed_lines,
+        &debts.paid_calls,
+        &debts.paid,
+        &debts.paid_runs,
+    ];
+    client
+        .execute(
+            "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            &args,
+        )
+        .await
+        .unwrap();
+    sealed
+}
+
+/// A database of the build before, holding open debts (their lines) and a paid one: after the
+/// migration each open debt points at its record, is read back as that record, is claimed and
+/// is paid by its final record as before; the chain verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_debts_of_the_schema_before_point_at_their_records_after_the_migration() {
+    let cluster = cluster();
+    let (url, client) = database_at(&cluster, "before", 10).await;
+    let (first, second, paid) = (proposed(1, "read-1"), proposed(2, "read-2"), proposed(3, "read-3"));
+    let records = vec![first, sample_record(9, "a"), second, paid.clone(), executed(4, &paid)];
+    let sealed = append_as_before(&client, "s", records).await;
+    let held: i64 = client.query_one("SELECT count(*) FROM agents_audit_debts", &[]).await.unwrap().get(0);
+    assert_eq!(held, 3, "read-1, read-2 and the sample action are owed before the migration");
+
+    let store = PostgresStore::connect(&url, 4).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), POSTGRES_MIGRATIONS.last().unwrap().version);
+    let mut now = owed(&store, "s").await;
+    now.sort();
+    assert_eq!(now, [("call-a-9".to_owned(), 2), ("read-1".to_owned(), 1), ("read-2".to_owned(), 3)]);
+    let read_back = store.owed_finals("s", Duration::ZERO, 100).await.unwrap();
+    let one = read_back.iter().find(|r| r.seq == 1).unwrap();
+    assert_eq!(one.hash, sealed[0].hash, "the stored `proposed` record itself");
+    let run = sealed[0].run_id.to_string();
+    assert!(store.claim_owed("s", "read-1", &run, "node-a", Duration::from_secs(600)).await.unwrap());
+    store.append_audit("s", vec![executed(5, &sealed[0])]).await.unwrap();
+    let mut now = owed(&store, "s").await;
+    now.sort();
+    assert_eq!(now, [("call-a-9".to_owned(), 2), ("read-2".to_owned(), 3)], "read-1 paid");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 6);
+}
+
+/// A debt of the build before whose line matches no record of its stream (a broken store):
+/// the migration refuses it, naming the debt and what to do, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debt_of_the_schema_before_that_matches_no_record_stops_the_migration() {
+    let cluster = cluster();
+    let (url, client) = database_at(&cluster, "lost", 10).await;
+    let sealed = append_as_before(&client, "s", vec![proposed(1, "read-1")]).await;
+    // The line of a record that was never stored.
+    let (_, lines, _, _) = seal_after(1, &sealed[0].hash, vec![proposed(2, "read-2")]);
+    client
+        .execute(
+            "INSERT INTO agents_audit_debts (stream, call_id, run_id, line) VALUES ('s', 'read-2', 'r', $1)",
+            &[&lines[0]],
+        )
+        .await
+        .unwrap();
+    let Err(refused) = PostgresStore::connect(&url, 4).await else { panic!("the migration is refused") };
+    let refused = refused.to_string();
+    assert!(refused.contains("read-2") && refused.contains("delete the debt"), "{refused}");
+    let version: i64 = client.query_one("SELECT max(version) FROM agents_schema_migrations", &[]).await.unwrap().get(0);
+    assert_eq!(version, 10, "nothing migrated");
+    let lines: i64 = client.query_one("SELECT count(line) FROM agents_audit_debts", &[]).await.unwrap().get(0);
+    assert_eq!(lines, 2, "the debts are as they were");
+}
+
+/// A call proposed twice in its run (in one batch, then again in a later one) owes one final
+/// record: its first `proposed` record keeps the debt, and one final record pays it. The same
+/// on SQLite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_proposed_twice_owes_one_final_record() {
+    let cluster = cluster();
+    let url = cluster.create_database("twice").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap();
+    let postgres = PostgresStore::connect(&url, 4).await.unwrap();
+    for store in [&sqlite as &dyn Store, &postgres] {
+        let call = proposed(1, "read-1");
+        store.append_audit("s", vec![call.clone(), call.clone()]).await.unwrap();
+        store.append_audit("s", vec![call.clone()]).await.unwrap();
+        assert_eq!(owed(store, "s").await, [("read-1".to_owned(), 1)], "one debt, at the first record");
+        store.append_audit("s", vec![executed(2, &call)]).await.unwrap();
+        assert!(owed(store, "s").await.is_empty(), "paid once, by one final record");
+        assert_eq!(store.verify_audit("s").await.unwrap().records, 4);
+    }
+}
+
+/// The append statement itself refuses a debt that points at a record outside its batch (an
+/// earlier record of the stream), and stores nothing: not the records, not the head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_append_refuses_a_debt_outside_its_batch_and_stores_nothing() {
+    let cluster = cluster();
+    let url = cluster.create_database("outside").await.unwrap();
+    let store = PostgresStore::connect(&url, 4).await.unwrap();
+    let first = store.append_audit("s", vec![proposed(1, "read-1")]).await.unwrap();
+    let client = raw(&url).await;
+    let (sealed, lines, to, to_hash) = seal_after(1, &first[0].hash, vec![proposed(2, "read-2")]);
+    let seqs: Vec<i64> = vec![sealed[0].seq as i64];
+    let (prevs, hashes) = (vec![sealed[0].prev_hash.as_str()], vec![sealed[0].hash.as_str()]);
+    let (owed_calls, owed_runs, none) = (vec!["read-2"], vec![&*sealed[0].run_id], Vec::<&str>::new());
+    let append = async |owed_seqs: Vec<i64>| {
+        let args: [&(dyn ToSql + Sync); 16] = [
+            &"s",
+            &1_i64,
+            &first[0].hash,
+            &0_i64,
+            &(to as i64),
+            &to_hash,
+            &seqs,
+            &prevs,
+            &hashes,
+            &lines,
+            &owed_calls,
+            &owed_runs,
+            &owed_seqs,
+            &none,
+            &none,
+            &none,
+        ];
+        client
+            .execute(
+                "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                &args,
+            )
+            .await
+    };
+    let refused = append(vec![1]).await.expect_err("a debt at record 1, not of the batch");
+    let db = refused.as_db_error().expect("the server's refusal");
+    assert_eq!(db.code().code(), "22023");
+    assert!(db.message().contains("its own batch"), "{}", db.message());
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 1, "no record stored");
+    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1)], "no debt opened");
+    append(vec![2]).await.expect("the same batch with its debt at its own record");
+    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1), ("read-2".to_owned(), 2)]);
+}
+
+/// Someone who can write the debts table points a debt elsewhere: at another call's record, at
+/// a record that is not stored, or moves it to another stream (where its `seq` is another
+/// stream's record). Reading what is owed refuses each, naming the debt, rather than handing a
+/// resumption a record that is not the call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debt_pointing_at_any_other_record_is_refused_when_read() {
+    let cluster = cluster();
+    let url = cluster.create_database("elsewhere").await.unwrap();
+    let store = PostgresStore::connect(&url, 4).await.unwrap();
+    store.append_audit("s", vec![proposed(1, "read-1"), sample_record(2, "a")]).await.unwrap();
+    store.append_audit("t", vec![proposed(3, "read-3")]).await.unwrap();
+    let client = raw(&url).await;
+    let expect_refused = async |sql: &str, stream: &str| {
+        client.execute(sql, &[]).await.unwrap();
+        match store.owed_finals(stream, Duration::ZERO, 100).await {
+            Err(StoreError::Invalid(m)) => assert!(m.contains("read-1") && m.contains("broken"), "{m}"),
+            other => panic!("after `{sql}`: {other:?}"),
+        }
+    };
+    expect_refused("UPDATE agents_audit_debts SET seq = 2 WHERE call_id = 'read-1'", "s").await;
+    expect_refused("UPDATE agents_audit_debts SET seq = 99 WHERE call_id = 'read-1'", "s").await;
+    expect_refused("UPDATE agents_audit_debts SET seq = 1, stream = 't' WHERE call_id = 'read-1'", "t").await;
+    client.execute("UPDATE agents_audit_debts SET stream = 's' WHERE call_id = 'read-1'", &[]).await.unwrap();
+    let mut now = owed(&store, "s").await;
+    now.sort();
+    assert_eq!(now, [("call-a-2".to_owned(), 2), ("read-1".to_owned(), 1)], "put back, read as before");
+}
