@@ -9,6 +9,7 @@ use agents_runtime::Runtime;
 use agents_runtime::compose::RunComposite;
 use agents_runtime::events::Event;
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DecisionError, PendingDecision, Verdict};
+use futures::stream::{FuturesUnordered, StreamExt};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerConfig, Tool, ToolAnnotations,
@@ -20,7 +21,6 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
@@ -171,13 +171,17 @@ where
             .runtime
             .start_composite::<C>(principal.clone(), &session_id, input)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let mut asks = JoinSet::new();
+        // Polled in this task, not spawned: a question asked here is asked on behalf of this
+        // call (over HTTP, on its own event stream).
+        let mut asks = FuturesUnordered::new();
         // Nested actions rejected because the client cannot ask its person.
         let mut unasked = 0usize;
-        while let Some(event) = handle.events().recv().await {
-            if matches!(event, Event::Done { .. }) {
-                break;
-            }
+        loop {
+            let event = tokio::select! {
+                event = handle.events().recv() => event,
+                Some(()) = asks.next(), if !asks.is_empty() => continue,
+            };
+            let Some(event) = event.filter(|e| !matches!(e, Event::Done { .. })) else { break };
             if let Some(call_id) = nested_confirmation(&event) {
                 unasked += usize::from(asker.is_none());
                 let decide = Decide {
@@ -186,11 +190,11 @@ where
                     call_id: call_id.to_owned(),
                     caller_call_id: caller_call_id.clone(),
                 };
-                asks.spawn(decide.ask(asker.clone()));
+                asks.push(decide.ask(asker.clone()));
             }
         }
         // The tree has ended: a question still open has nothing left to decide.
-        asks.abort_all();
+        drop(asks);
         let mut result = match handle.wait().await {
             Ok(out) => match out.output.map(serde_json::to_value) {
                 Some(Ok(output)) => CallToolResult::structured(json!({COMPOSITE_FIELD_OUTPUT: output})),
