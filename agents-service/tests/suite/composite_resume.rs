@@ -1,6 +1,6 @@
 //! A composite's run tree outlives the service that ran it: the tree's nested node proposes an
-//! action, the service is killed (its process's tasks dropped, its run slots no longer
-//! renewed), and a service started again on the same SQLite store lists the proposal, takes
+//! action, the service is killed (none of its tasks runs again, none is dropped, its run slots
+//! are no longer renewed), and a service started again on the same SQLite store lists the proposal, takes
 //! the person's decision and, in its upkeep, settles it exactly once and closes the tree's
 //! root run, the audit chain verifying.
 
@@ -109,19 +109,25 @@ async fn start_and_wait(base: SocketAddr, session: &str) -> (String, String) {
 async fn a_restarted_service_settles_a_killed_trees_nested_decision_and_closes_its_root() {
     let dir = tempfile::tempdir().unwrap();
     let session = "tree-killed-1";
-    // The first process: its own tokio runtime, which the "kill" ends with every task in it.
+    // The first process: its own tokio runtime, with one worker thread.
     let first = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let path = dir.path().to_owned();
     let (tx, rx) = tokio::sync::oneshot::channel();
     first.spawn(async move {
         let base = service_node(&path).await;
-        let _ = tx.send((base, start_and_wait(base, session).await));
+        let _ = tx.send(start_and_wait(base, session).await);
         std::future::pending::<()>().await
     });
-    let (old_base, (tree, call)) = rx.await.expect("the first process started the tree");
-    first.shutdown_background();
-    // Gone: nothing answers on its port any more.
-    assert!(tokio::net::TcpStream::connect(old_base).await.is_err(), "the first process is gone");
+    let (tree, call) = rx.await.expect("the first process started the tree");
+    // Killed: its one worker thread blocked for good, so none of its tasks runs again (its run
+    // slot is never renewed) and, as after `kill -9`, no drop guard writes anything: the
+    // runtime is never dropped.
+    first.spawn(async {
+        loop {
+            std::thread::park();
+        }
+    });
+    std::mem::forget(first);
 
     // The service restarted on the same store: the proposal is listed and decided there.
     let base = service_node(dir.path()).await;
@@ -133,7 +139,12 @@ async fn a_restarted_service_settles_a_killed_trees_nested_decision_and_closes_i
     // Its upkeep settles the node's proposal and closes the tree, with no application code.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while statuses(base, &format!("run={tree}")).await.len() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the upkeep never closed the killed tree");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upkeep never closed the killed tree: call {:?}, tree {:?}",
+            statuses(base, &format!("call={call}")).await,
+            statuses(base, &format!("run={tree}")).await
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // More rounds write nothing more.
