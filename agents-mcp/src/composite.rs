@@ -9,6 +9,7 @@ use agents_runtime::Runtime;
 use agents_runtime::compose::RunComposite;
 use agents_runtime::events::Event;
 use agents_runtime::run::{ConfirmAnswer, ConfirmRequest, Confirmer, DecisionError, PendingDecision, Verdict};
+use futures::stream::{FuturesUnordered, StreamExt};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerConfig, Tool, ToolAnnotations,
@@ -20,8 +21,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 /// The field of the tool's arguments that holds the composite's input: a composite's input
 /// need not be a JSON object, an MCP tool's arguments always are.
@@ -45,7 +46,9 @@ const NO_ELICITATION: &str = "the MCP client cannot ask a person (it declared no
 /// acknowledgement, [`Runtime::acknowledge`]). Approved, the action runs once; declined,
 /// answered anything but an approval, dismissed, timed out or interrupted, it is rejected
 /// (recorded `rejected`) and nothing runs. A client that declared no form elicitation gets
-/// every nested action rejected, saying why: nothing runs without a person's decision.
+/// every nested action rejected, nothing running without a person's decision, and the tool's
+/// answer says so: a text content block counting the rejected actions and saying what to do
+/// (use a client that supports elicitation, or decide through the decisions API).
 ///
 /// What is checked before anything is served: every agent node of the composite (nested
 /// composites' too) names `stdio` in its `expose: { mcp: [...] }` (serving the tree serves
@@ -79,26 +82,43 @@ where
     crate::options::check_composite_exposed(&C::GRAPH, agents_core::expose::McpExposure::Stdio)?;
     principal.validate().map_err(|e| McpError::Options(e.to_string()))?;
     let max = crate::stdio::max_frame(&options)?;
-    let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));
-    let server = CompositeServer::<C> {
-        runtime,
-        principal,
-        options,
-        session_id,
-        shutdown: CancellationToken::new(),
-        _c: PhantomData,
-    };
+    let server = CompositeServer::<C>::new(runtime, Some(principal), options, CancellationToken::new(), None);
     crate::stdio::serve_lines(server, max, read, write).await
 }
 
-/// The MCP server of one composite, for one principal.
-struct CompositeServer<C> {
+/// The MCP server of one composite, for one MCP session: built only by the entry points that
+/// check every agent node's `expose: { mcp: [...] }` ([`serve_composite_io`],
+/// [`serve_composite_http`](crate::serve_composite_http), a [`FrontDoor`](crate::FrontDoor) of a
+/// [`CompositeTree`](crate::door::CompositeTree)).
+pub struct CompositeServer<C> {
     runtime: Runtime,
-    principal: Principal,
+    /// The principal from configuration (a byte stream); `None` takes it from each HTTP request.
+    configured: Option<Principal>,
     options: McpOptions,
     session_id: String,
     shutdown: CancellationToken,
+    /// Keeps the HTTP server's count of live sessions.
+    _live: Option<TaskTrackerToken>,
     _c: PhantomData<fn() -> C>,
+}
+
+impl<C> std::fmt::Debug for CompositeServer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompositeServer").field("session_id", &self.session_id).finish_non_exhaustive()
+    }
+}
+
+impl<C> CompositeServer<C> {
+    pub(crate) fn new(
+        runtime: Runtime,
+        configured: Option<Principal>,
+        options: McpOptions,
+        shutdown: CancellationToken,
+        live: Option<TaskTrackerToken>,
+    ) -> Self {
+        let session_id = options.session_id.clone().unwrap_or_else(|| format!("mcp-{}", uuid::Uuid::new_v4()));
+        CompositeServer { runtime, configured, options, session_id, shutdown, _live: live, _c: PhantomData }
+    }
 }
 
 impl<C> CompositeServer<C>
@@ -145,39 +165,62 @@ where
 
     /// Runs the tree, asking the person about each nested action as it is proposed; the
     /// tool's result.
-    async fn run(&self, input: C::Input, asker: Option<Arc<dyn Confirmer>>) -> Result<CallToolResult, ErrorData> {
-        let principal = self.principal.clone();
+    async fn run(&self, call: Call, input: C::Input) -> Result<CallToolResult, ErrorData> {
+        let Call { principal, session_id, caller_call_id, asker } = call;
         let mut handle = self
             .runtime
-            .start_composite::<C>(principal, &self.session_id, input)
+            .start_composite::<C>(principal.clone(), &session_id, input)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let caller_call_id = format!("mcp-{}", uuid::Uuid::new_v4());
-        let mut asks = JoinSet::new();
-        while let Some(event) = handle.events().recv().await {
-            if matches!(event, Event::Done { .. }) {
-                break;
-            }
+        // Polled in this task, not spawned: a question asked here is asked on behalf of this
+        // call (over HTTP, on its own event stream).
+        let mut asks = FuturesUnordered::new();
+        // Nested actions rejected because the client cannot ask its person.
+        let mut unasked = 0usize;
+        loop {
+            let event = tokio::select! {
+                event = handle.events().recv() => event,
+                Some(()) = asks.next(), if !asks.is_empty() => continue,
+            };
+            let Some(event) = event.filter(|e| !matches!(e, Event::Done { .. })) else { break };
             if let Some(call_id) = nested_confirmation(&event) {
+                unasked += usize::from(asker.is_none());
                 let decide = Decide {
                     runtime: self.runtime.clone(),
-                    principal: self.principal.clone(),
+                    principal: principal.clone(),
                     call_id: call_id.to_owned(),
                     caller_call_id: caller_call_id.clone(),
                 };
-                asks.spawn(decide.ask(asker.clone()));
+                asks.push(decide.ask(asker.clone()));
             }
         }
         // The tree has ended: a question still open has nothing left to decide.
-        asks.abort_all();
-        Ok(match handle.wait().await {
+        drop(asks);
+        let mut result = match handle.wait().await {
             Ok(out) => match out.output.map(serde_json::to_value) {
                 Some(Ok(output)) => CallToolResult::structured(json!({COMPOSITE_FIELD_OUTPUT: output})),
                 Some(Err(e)) => CallToolResult::error(vec![ContentBlock::text(format!("the output: {e}"))]),
                 None => CallToolResult::error(vec![ContentBlock::text("the run tree ended without an output")]),
             },
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-        })
+        };
+        if unasked > 0 {
+            // The answer says why the tree's actions did not run, beside what the tree made of it.
+            let why = format!("{unasked} action(s) of the run tree were rejected: {NO_ELICITATION}");
+            result.content.push(ContentBlock::text(why));
+        }
+        Ok(result)
     }
+}
+
+/// What one call of the tool runs with.
+struct Call {
+    /// Whom the tree runs for.
+    principal: Principal,
+    session_id: String,
+    /// The call's id, under which a question asked during it is tied to its client.
+    caller_call_id: String,
+    /// Asks the person; `None`: the client cannot.
+    asker: Option<Arc<dyn Confirmer>>,
 }
 
 /// The call id of a nested node's `confirm_required`, at any depth.
@@ -308,12 +351,19 @@ where
             return Err(ErrorData::invalid_params(message, Some(json!({"tool": request.name}))));
         }
         let input = Self::input_of(&request)?;
+        let principal = crate::server::request_principal(self.configured.as_ref(), &context)?;
+        let session_id = crate::server::transport_session(&context)
+            .filter(|_| self.options.session_id.is_none())
+            .unwrap_or_else(|| self.session_id.clone());
+        let caller_call_id = format!("mcp-{}", uuid::Uuid::new_v4());
         let elicits = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
         let asker: Option<Arc<dyn Confirmer>> = elicits.then(|| {
             let confirmer =
-                ElicitConfirmer::new(context.peer.clone(), self.options.elicitation_timeout, self.shutdown.clone());
+                ElicitConfirmer::new(context.peer.clone(), self.options.elicitation_timeout, self.shutdown.clone())
+                    .gone_with(&caller_call_id, crate::server::client_gone(&context));
             Arc::new(confirmer) as Arc<dyn Confirmer>
         });
-        Ok(CallToolResponse::Complete(self.run(input, asker).await?))
+        let call = Call { principal, session_id, caller_call_id, asker };
+        Ok(CallToolResponse::Complete(self.run(call, input).await?))
     }
 }

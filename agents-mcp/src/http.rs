@@ -11,9 +11,11 @@
 //!   open event streams and open MCP sessions per principal, and back off when `accept`
 //!   fails (descriptors exhausted) instead of spinning.
 
+use crate::door::Served;
 use crate::door::{FrontDoor, FrontDoorOptions, Origins, ResponseBody, SessionOwners, plain};
 use crate::listener::{ConnectionLimits, accept_loop};
 use crate::options::{McpError, McpOptions};
+use agents_runtime::compose::RunComposite;
 use agents_runtime::{Principal, Registry, Runtime};
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use std::collections::HashMap;
@@ -297,12 +299,12 @@ impl Gate {
 }
 
 /// What one request needs from the server.
-struct Shared<A: Registry> {
+struct Shared<A: Served> {
     gate: Gate,
     door: FrontDoor<A>,
 }
 
-impl<A: Registry> Shared<A> {
+impl<A: Served> Shared<A> {
     /// One request (the listener counts it as in progress on its connection until its
     /// response body is dropped).
     async fn handle(&self, mut req: Request<hyper::body::Incoming>) -> Response<ResponseBody> {
@@ -317,7 +319,43 @@ impl<A: Registry> Shared<A> {
 /// current tokio runtime until [`HttpServer::shutdown`]. Refused ([`McpError::NotExposed`])
 /// unless the agent's manifest names `http(auth = bearer)`.
 pub async fn serve_http<A: Registry>(runtime: Runtime, options: McpHttpOptions) -> Result<HttpServer, McpError> {
-    crate::options::check_exposed::<A>(agents_core::expose::McpExposure::HttpBearer)?;
+    serve::<A>(runtime, options).await
+}
+
+/// Serves composite `C` over MCP streamable HTTP: the tool of [`serve_composite_io`](crate::serve_composite_io) (one
+/// tool named `C::GRAPH.name`, `{"input": ...}` in, `{"output": ...}` out, each nested action
+/// asked of the person through elicitation), behind the same server as an agent's
+/// ([`serve_http`](crate::serve_http)): each request's principal from its bearer token, the
+/// `Host` and `Origin` checks, an MCP session usable only by the principal that opened it,
+/// the body, session and stream limits. The tree runs for the principal of the request that
+/// calls the tool, and only that principal's client is asked to decide its actions.
+///
+/// Refused before anything is served ([`McpError::NotExposed`], naming the node) unless every
+/// agent node of `C`, nested composites' included, names `http(auth = bearer)` in its
+/// `expose: { mcp: [...] }`.
+///
+/// ```no_run
+/// # async fn f<C>(runtime: agents_runtime::Runtime, me: agents_runtime::Principal) -> Result<(), agents_mcp::McpError>
+/// # where C: agents_runtime::compose::RunComposite, C::Input: serde::de::DeserializeOwned + schemars::JsonSchema, C::Output: serde::Serialize {
+/// let mut options = agents_mcp::McpHttpOptions::default();
+/// options.bearer_tokens.insert("a-long-random-token".into(), me);
+/// let server = agents_mcp::serve_composite_http::<C>(runtime, options).await?;
+/// println!("serving on {}", server.local_addr());
+/// # Ok(()) }
+/// ```
+pub async fn serve_composite_http<C>(runtime: Runtime, options: McpHttpOptions) -> Result<HttpServer, McpError>
+where
+    C: RunComposite,
+    C::Input: serde::de::DeserializeOwned + schemars::JsonSchema,
+    C::Output: serde::Serialize,
+{
+    serve::<crate::door::CompositeTree<C>>(runtime, options).await
+}
+
+/// Serves `A` (an agent, or a composite's tree) over streamable HTTP, once its exposure and
+/// the options are checked.
+pub(crate) async fn serve<A: Served>(runtime: Runtime, options: McpHttpOptions) -> Result<HttpServer, McpError> {
+    A::check_exposed(agents_core::expose::McpExposure::HttpBearer)?;
     options.check()?;
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await

@@ -12,9 +12,9 @@ mod server;
 mod stdio;
 mod strict;
 
-pub use composite::{COMPOSITE_FIELD_INPUT, COMPOSITE_FIELD_OUTPUT, serve_composite_io};
-pub use door::{DEFAULT_MAX_BODY_BYTES, FrontDoor, FrontDoorOptions, Origins, ResponseBody};
-pub use http::{HttpLimits, HttpServer, McpHttpOptions, serve_http};
+pub use composite::{COMPOSITE_FIELD_INPUT, COMPOSITE_FIELD_OUTPUT, CompositeServer, serve_composite_io};
+pub use door::{CompositeTree, DEFAULT_MAX_BODY_BYTES, FrontDoor, FrontDoorOptions, Origins, ResponseBody, Served};
+pub use http::{HttpLimits, HttpServer, McpHttpOptions, serve_composite_http, serve_http};
 pub use import::{ImportError, ImportSource, McpImports, pin_server};
 pub use options::{DEFAULT_ELICITATION_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, McpError, McpOptions};
 pub use server::{ClientGone, ClientGoneBody, McpServer};

@@ -184,21 +184,8 @@ impl<A: Registry> McpServer<A> {
         self
     }
 
-    fn parts(ctx: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
-        ctx.extensions.get::<http::request::Parts>()
-    }
-
-    fn principal_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
-        if let Some(p) = &self.configured {
-            return Ok(p.clone());
-        }
-        Self::parts(ctx).and_then(|parts| parts.extensions.get::<Principal>()).cloned().ok_or_else(|| {
-            ErrorData::invalid_request("no principal for this request: authenticate with a bearer token", None)
-        })
-    }
-
     async fn bound(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Bound<A>>, ErrorData> {
-        let principal = self.principal_of(ctx)?;
+        let principal = request_principal(self.configured.as_ref(), ctx)?;
         let bound = self
             .bound
             .get_or_try_init(|| async {
@@ -216,11 +203,8 @@ impl<A: Registry> McpServer<A> {
                 };
                 // Over HTTP the records carry the transport's session id, as the client and a
                 // refused request that names it do.
-                let transport_id = Self::parts(ctx)
-                    .and_then(|p| p.headers.get("mcp-session-id"))
-                    .and_then(|v| v.to_str().ok())
-                    .filter(|_| self.options.session_id.is_none());
-                let session_id = transport_id.unwrap_or(&self.session_id);
+                let transport_id = transport_session(ctx).filter(|_| self.options.session_id.is_none());
+                let session_id = transport_id.as_deref().unwrap_or(&self.session_id);
                 let session = self
                     .runtime
                     .direct::<A>(principal.clone(), session_id, confirmer)
@@ -245,6 +229,35 @@ impl<A: Registry> McpServer<A> {
         }
         Ok(bound.clone())
     }
+}
+
+/// The HTTP request a call came in (none over a byte stream).
+fn parts(ctx: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
+    ctx.extensions.get::<http::request::Parts>()
+}
+
+/// Whom a request acts for: the principal configured (a byte stream), else the one the HTTP
+/// transport authenticated the request as.
+pub(crate) fn request_principal(
+    configured: Option<&Principal>,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<Principal, ErrorData> {
+    if let Some(p) = configured {
+        return Ok(p.clone());
+    }
+    parts(ctx).and_then(|parts| parts.extensions.get::<Principal>()).cloned().ok_or_else(|| {
+        ErrorData::invalid_request("no principal for this request: authenticate with a bearer token", None)
+    })
+}
+
+/// The MCP session id of the HTTP transport, which the records carry as the client does.
+pub(crate) fn transport_session(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    parts(ctx).and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// The signal that the client of this HTTP request went away ([`ClientGone`]).
+pub(crate) fn client_gone(ctx: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+    parts(ctx).and_then(|p| p.extensions.get::<ClientGone>()).map(|g| g.0.clone())
 }
 
 /// The MCP tool definition of a spec: the cached input schema and tier annotations.
@@ -329,8 +342,7 @@ impl<A: Registry> ServerHandler for McpServer<A> {
         let mut events = matches!(spec.map(|s| s.tier), Some(Tier::Handoff)).then(|| bound.session.subscribe());
         // A person asked during this call is asked on this request's behalf: if its client goes
         // away, the question ends as `disconnected`.
-        let gone = Self::parts(&context).and_then(|p| p.extensions.get::<ClientGone>()).map(|g| g.0.clone());
-        if let Some(gone) = gone {
+        if let Some(gone) = client_gone(&context) {
             lock(&bound.calls).insert(call_id.clone(), gone);
         }
         let out = bound.session.call(&call_id, name, &arguments).await;
@@ -390,6 +402,15 @@ impl ElicitConfirmer {
     /// `shutdown` is cancelled.
     pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration, shutdown: CancellationToken) -> Self {
         ElicitConfirmer { peer, timeout, shutdown, calls: Calls::default() }
+    }
+
+    /// A question asked for call `caller_call_id` ends as `disconnected` once `gone` is
+    /// cancelled (its HTTP client went away).
+    pub(crate) fn gone_with(self, caller_call_id: &str, gone: Option<CancellationToken>) -> Self {
+        if let Some(gone) = gone {
+            lock(&self.calls).insert(caller_call_id.to_owned(), gone);
+        }
+        self
     }
 }
 

@@ -1,6 +1,7 @@
 //! Paths the generated code names. Not a public API.
 
 pub use crate::BoxFuture;
+pub use crate::Runtime;
 pub use agents_macros::__agent_finish as agent_finish;
 pub use inventory;
 pub use schemars;
@@ -13,7 +14,7 @@ pub use agents_core::seal;
 
 /// What the run plan `composite!` writes names.
 pub mod compose {
-    pub use crate::compose::{Member, NodeFailure, RunComposite, RunNode, Tree, pass};
+    pub use crate::compose::{Member, NodeFailure, Resumption, RunComposite, RunNode, Tree, pass};
     pub use agents_core::compose::Join;
 }
 

@@ -43,10 +43,11 @@ where
         &self.runtime
     }
 
-    /// Nothing: a node's proposal whose tree is gone is settled where its agent is resumed
-    /// ([`Runtime::resume_orphaned`] of the node's agent type).
+    /// Every agent node's orphaned proposals, nested composites' included
+    /// ([`Runtime::resume_orphaned_composite`]): a node's decision settles, and its tree's root
+    /// closes, after the process that ran the tree is gone.
     fn resume_orphaned(&self) -> agents_runtime::BoxFuture<'_, Result<Vec<ResumedCall>, StoreError>> {
-        Box::pin(async { Ok(Vec::new()) })
+        Box::pin(self.runtime.resume_orphaned_composite::<C>())
     }
 
     fn start(

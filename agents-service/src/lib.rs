@@ -29,7 +29,12 @@
 //! (a pending action ends `skipped`). An action a node proposes is listed by
 //! `GET /v1/decisions` for the person the tree acts for, with `node` (the node's path, while
 //! this service holds the tree), and decided by `POST /v1/decisions/{call_id}` exactly as a
-//! single run's: anyone else gets the same 404, audited `denied`.
+//! single run's: anyone else gets the same 404, audited `denied`. A tree whose service was
+//! killed while a node waited survives it: a service started again on the same durable store
+//! lists the node's proposal, takes the decision, and its upkeep settles the proposal once
+//! (every agent node's, nested composites' included:
+//! [`Runtime::resume_orphaned_composite`]) and closes the tree's root run; the tree does not
+//! go on past that node.
 //!
 //! # Who sees what
 //!

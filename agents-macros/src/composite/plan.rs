@@ -17,6 +17,9 @@ pub(crate) struct Plan {
     private: TokenStream,
     /// The composite's `GRAPH` const.
     graph: TokenStream,
+    /// Every agent or composite a node names, once each: whose orphaned proposals the
+    /// composite's resumption settles.
+    leaves: Vec<syn::Path>,
 }
 
 /// Who chooses a branch's arm, as the plan calls it.
@@ -38,7 +41,7 @@ pub(crate) struct Step<'a> {
 
 impl Plan {
     pub(crate) fn new(rt: &TokenStream, graph: TokenStream) -> Self {
-        Plan { private: quote!(#rt::__private), graph }
+        Plan { private: quote!(#rt::__private), graph, leaves: Vec::new() }
     }
 
     /// A closure from `input` to `output` whose async body is `body` (with `__tree` and
@@ -71,7 +74,16 @@ impl Plan {
     }
 
     /// An agent or composite, by its path.
-    pub(crate) fn leaf(&self, id: &str, path: &syn::Path, input: &TokenStream, output: &TokenStream) -> TokenStream {
+    pub(crate) fn leaf(
+        &mut self,
+        id: &str,
+        path: &syn::Path,
+        input: &TokenStream,
+        output: &TokenStream,
+    ) -> TokenStream {
+        if !self.leaves.contains(path) {
+            self.leaves.push(path.clone());
+        }
         let p = &self.private;
         self.closure(input, output, quote!(<#path as #p::compose::RunNode>::run_node(__tree, #id, __input).await))
     }
@@ -219,6 +231,7 @@ impl Plan {
         let (input, output) = (types.0, types.1);
         let (input_ts, output_ts) = (quote!(#input), quote!(#output));
         let call = self.call(root, quote!(__input), &input_ts, &output_ts);
+        let leaves = &self.leaves;
         quote! {
             #[allow(clippy::redundant_closure_call, clippy::let_and_return, unused_braces)]
             impl #p::compose::RunComposite for #ident {
@@ -230,11 +243,21 @@ impl Plan {
                         __result
                     })
                 }
+                fn resume_nodes(__runtime: &#p::Runtime) -> #p::compose::Resumption<'_> {
+                    #p::Box::pin(async move {
+                        let mut __done = ::std::vec::Vec::new();
+                        #( __done.extend(<#leaves as #p::compose::RunNode>::resume_node(__runtime).await?); )*
+                        ::core::result::Result::Ok(__done)
+                    })
+                }
             }
             impl #p::compose::RunNode for #ident {
                 fn run_node(__tree: #p::compose::Tree, __id: &'static str, __input: #input)
                     -> #p::BoxFuture<'static, ::core::result::Result<#output, #p::compose::NodeFailure>> {
                     <#ident as #p::compose::RunComposite>::run(__tree.enter(__id), __input)
+                }
+                fn resume_node(__runtime: &#p::Runtime) -> #p::compose::Resumption<'_> {
+                    <#ident as #p::compose::RunComposite>::resume_nodes(__runtime)
                 }
             }
         }

@@ -25,15 +25,17 @@ mod answers;
 mod body;
 mod origins;
 mod owners;
+mod served;
 
 pub use answers::ResponseBody;
 pub(crate) use answers::plain;
 pub use origins::Origins;
 pub(crate) use owners::SessionOwners;
+pub use served::{CompositeTree, Served};
 
 use crate::options::McpOptions;
-use crate::server::{ClientGone, ClientGoneBody, McpServer};
-use agents_runtime::{Principal, Registry, Runtime};
+use crate::server::{ClientGone, ClientGoneBody};
+use agents_runtime::{Principal, Runtime};
 use body::{declared_too_large, is_event_stream, strict_body};
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
@@ -101,16 +103,17 @@ impl Default for FrontDoorOptions {
     }
 }
 
-/// The front door of agent `A` over MCP streamable HTTP (see the [module docs](self)): the
-/// checks every request passes, in front of rmcp's [`StreamableHttpService`]. The caller
+/// The front door of agent `A` (or of a composite's run tree, `A` =
+/// [`CompositeTree<C>`]) over MCP streamable HTTP (see the [module docs](self)): the checks
+/// every request passes, in front of rmcp's [`StreamableHttpService`]. The caller
 /// authenticates the request (bearer tokens, or an application's own authenticator) and calls
 /// [`FrontDoor::serve`] with the principal.
-pub struct FrontDoor<A: Registry> {
+pub struct FrontDoor<A: Served> {
     origins: Origins,
     max_body_bytes: usize,
     max_sessions: usize,
     max_streams: usize,
-    service: StreamableHttpService<McpServer<A>, LocalSessionManager>,
+    service: StreamableHttpService<A::Server, LocalSessionManager>,
     manager: Arc<LocalSessionManager>,
     owners: Arc<SessionOwners>,
     runtime: Runtime,
@@ -119,10 +122,10 @@ pub struct FrontDoor<A: Registry> {
     purge_stop: CancellationToken,
 }
 
-impl<A: Registry> std::fmt::Debug for FrontDoor<A> {
+impl<A: Served> std::fmt::Debug for FrontDoor<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrontDoor")
-            .field("agent", &A::SPEC.name)
+            .field("agent", &A::name())
             .field("origins", &self.origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("sessions", &self.owners.count())
@@ -151,21 +154,22 @@ fn session_of(headers: &HeaderMap) -> Option<String> {
     headers.get(SESSION_HEADER).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
-impl<A: Registry> FrontDoor<A> {
+impl<A: Served> FrontDoor<A> {
     /// The front door of an endpoint mounted in an application's router, behind the
     /// application's own authentication of each request: once `shutdown` is cancelled, pending
     /// confirmations end as `skipped` with reason `shutdown`. The purge runs on the tokio
     /// runtime of the first request and ends when the door is dropped.
     ///
     /// Refused ([`McpError::NotExposed`](crate::McpError::NotExposed)) unless the agent's
-    /// manifest names `http(auth = service)` (`expose: { mcp: [http(auth = service)] }`): the
-    /// application, not this crate, maps each request to a principal.
+    /// manifest names `http(auth = service)` (`expose: { mcp: [http(auth = service)] }`; for a
+    /// composite, every agent node's manifest): the application, not this crate, maps each
+    /// request to a principal.
     pub fn new(
         runtime: Runtime,
         options: FrontDoorOptions,
         shutdown: CancellationToken,
     ) -> Result<Self, crate::McpError> {
-        crate::options::check_exposed::<A>(agents_core::expose::McpExposure::HttpService)?;
+        A::check_exposed(agents_core::expose::McpExposure::HttpService)?;
         Ok(Self::build(runtime, options, shutdown, None))
     }
 
@@ -204,13 +208,7 @@ impl<A: Registry> FrontDoor<A> {
         mcp.session_id = None;
         let rt = runtime.clone();
         let service = StreamableHttpService::new(
-            move || {
-                let server = McpServer::<A>::new(rt.clone(), None, mcp.clone());
-                Ok(match &live {
-                    Some(live) => server.served_by(shutdown.clone(), live.token()),
-                    None => server.shutdown_on(shutdown.clone()),
-                })
-            },
+            move || Ok(A::server(rt.clone(), mcp.clone(), shutdown.clone(), live.as_ref().map(TaskTracker::token))),
             manager.clone(),
             config,
         );
@@ -310,7 +308,7 @@ impl<A: Registry> FrontDoor<A> {
         tracing::warn!(user = %principal.user_id, %method, "request on an MCP session the caller does not own refused");
         let reason =
             format!("{method} request on MCP session `{session}`, which this principal did not open; refused with 404");
-        if let Err(e) = self.runtime.audit_refusal::<A>(principal, session, reason).await {
+        if let Err(e) = A::audit_refusal(&self.runtime, principal, session, reason).await {
             tracing::error!(error = %e, "the refusal could not be audited");
         }
         answers::session_not_found()

@@ -21,6 +21,7 @@ mod mcp_common;
 mod run_common;
 
 mod mcp_composite;
+mod mcp_composite_http;
 mod mcp_decider_view;
 mod mcp_front_door_expose;
 mod mcp_http;

@@ -252,8 +252,13 @@ async fn a_dismissed_elicitation_rejects_the_nested_action_saying_why() {
 async fn a_client_without_elicitation_gets_the_nested_action_rejected_saying_why() {
     let served = serve(Answer::CannotAsk).await;
     let item = "a keyboard (no elicitation)";
-    call(&served, json!({"input": item})).await;
+    let out = call(&served, json!({"input": item})).await;
     assert_eq!(ran(item), 0, "nothing runs without a person's decision");
+    // The tool's answer says why, and what to do.
+    let said: Vec<String> = out.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    let why = said.iter().find(|t| t.contains("were rejected")).unwrap_or_else(|| panic!("{said:?}"));
+    assert!(why.starts_with("1 action(s) of the run tree were rejected: "), "{why}");
+    assert!(why.contains("cannot ask a person") && why.contains("decisions API"), "{why}");
     assert!(served.asked.lock().unwrap().is_empty(), "the client was never asked");
     let rejected = submits(&served.audit, AuditStatus::Rejected);
     assert_eq!(rejected.len(), 1, "{:?}", served.audit.records());

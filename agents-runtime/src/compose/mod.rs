@@ -78,6 +78,6 @@ pub use crate::run::TreeLimit;
 #[doc(hidden)]
 pub use flow::{Member, pass};
 #[doc(hidden)]
-pub use node::{RunComposite, RunNode};
+pub use node::{Resumption, RunComposite, RunNode};
 pub use route::ROUTE_TOOL;
 pub use tree::{NodeFailure, NodeFailureKind, Tree};

@@ -7,6 +7,8 @@
 
 use super::tree::{NodeFailure, Tree};
 use crate::BoxFuture;
+use crate::run::{ResumedCall, Runtime};
+use crate::store::StoreError;
 use crate::tool::Registry;
 use agents_core::compose::{Composite, Flow};
 
@@ -20,11 +22,23 @@ pub trait RunNode: Flow {
         id: &'static str,
         input: Self::Input,
     ) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
+
+    /// Settles the node's orphaned proposals (an agent's: [`Runtime::resume_orphaned`]; a
+    /// composite's: each of its nodes').
+    fn resume_node(runtime: &Runtime) -> Resumption<'_>;
 }
+
+/// What a resumption of nodes settled (see [`Runtime::resume_orphaned_composite`]).
+#[doc(hidden)]
+pub type Resumption<'a> = BoxFuture<'a, Result<Vec<ResumedCall>, StoreError>>;
 
 impl<A: Registry> RunNode for A {
     fn run_node(tree: Tree, id: &'static str, input: A::Input) -> BoxFuture<'static, Result<A::Output, NodeFailure>> {
         Box::pin(async move { tree.run_agent::<A>(id, input).await })
+    }
+
+    fn resume_node(runtime: &Runtime) -> Resumption<'_> {
+        Box::pin(runtime.resume_orphaned::<A>())
     }
 }
 
@@ -34,4 +48,7 @@ impl<A: Registry> RunNode for A {
 pub trait RunComposite: Composite {
     /// Runs the composite's flow on `input`, its nodes under `tree`.
     fn run(tree: Tree, input: Self::Input) -> BoxFuture<'static, Result<Self::Output, NodeFailure>>;
+
+    /// Settles the orphaned proposals of every agent node, nested composites' included.
+    fn resume_nodes(runtime: &Runtime) -> Resumption<'_>;
 }

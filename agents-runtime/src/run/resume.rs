@@ -222,6 +222,25 @@ impl Runtime {
         Ok(done)
     }
 
+    /// [`Runtime::resume_orphaned`] for every agent node of composite `C`, nested composites'
+    /// included, in the order the graph names them (an agent named by several nodes once): a
+    /// node's proposal whose run tree's process is gone is settled, and its tree's root run
+    /// closed, as a single run's. What each node's resumption settled, in that order; the
+    /// first store error stops it (the next round takes up the rest).
+    ///
+    /// ```no_run
+    /// # async fn f<C: agents_runtime::compose::RunComposite>(runtime: agents_runtime::Runtime) -> Result<(), agents_runtime::store::StoreError> {
+    /// for call in runtime.resume_orphaned_composite::<C>().await? {
+    ///     println!("{} settled as {:?}", call.call_id, call.status);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume_orphaned_composite<C: crate::compose::RunComposite>(
+        &self,
+    ) -> Result<Vec<ResumedCall>, StoreError> {
+        C::resume_nodes(self).await
+    }
+
     /// Closes the run tree a settled proposal's node run sat in (see the module's docs): its
     /// root run gets its `run_finished` record (reason `failed`, saying which node's call was
     /// settled and how), unless another proposal of the same tree still waits in the store

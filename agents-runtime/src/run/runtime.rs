@@ -660,8 +660,29 @@ impl Runtime {
         session_id: &str,
         reason: String,
     ) -> Result<(), AuditError> {
+        self.audit_refusal_of((A::SPEC.name, A::MANIFEST_SHA256), principal, session_id, reason).await
+    }
+
+    /// [`Runtime::audit_refusal`] of a request to a composite: the record names the composite
+    /// and its graph manifest's SHA-256.
+    pub async fn audit_composite_refusal<C: agents_core::compose::Composite>(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        reason: String,
+    ) -> Result<(), AuditError> {
+        self.audit_refusal_of((C::GRAPH.name, C::MANIFEST_SHA256), principal, session_id, reason).await
+    }
+
+    async fn audit_refusal_of(
+        &self,
+        (name, manifest_sha256): (&str, &str),
+        principal: &Principal,
+        session_id: &str,
+        reason: String,
+    ) -> Result<(), AuditError> {
         let (run_id, request_id) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
-        let ids = RecordIds::new::<A>(&run_id, session_id, &request_id, principal);
+        let ids = RecordIds::from_parts(&run_id, session_id, &request_id, principal, name, manifest_sha256);
         let record = ids.record(RecordFields::new(AuditStatus::Denied).reason(reason));
         self.inner.services.audit.append(record).await.map(drop)
     }

@@ -17,6 +17,7 @@
 mod common;
 
 mod composite;
+mod composite_resume;
 mod console_browser;
 mod console_composite;
 mod console_sessions;
