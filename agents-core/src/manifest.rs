@@ -144,6 +144,11 @@ pub struct ToolEntry {
     /// Written only for imported tools, so a manifest without them keeps its bytes and hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportEntry>,
+    /// For a handoff tool that names the agent it hands the run to: that agent, by name and
+    /// manifest SHA-256 ([`crate::subagent`]). Written only for such tools, so a manifest
+    /// without them keeps its bytes and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<SubAgentEntry>,
 }
 
 /// Where an imported tool comes from, in a manifest (see [`crate::mcp_lock`]).
@@ -393,6 +398,7 @@ impl ToolEntry {
                 own_server: i.own_server.map(str::to_owned),
                 endpoint: Some(i.endpoint.to_owned()),
             }),
+            handoff: spec.handoff.as_ref().map(SubAgentEntry::from_spec),
         }
         .normalized()
     }
