@@ -29,7 +29,7 @@ pub(super) fn check(target: &syn::Path, args: &[ArgField], name: &str, errors: &
         errors.spanned(
             target,
             format!(
-                "handoff tool `{name}` hands the run to `{t}`, so it takes exactly one parameter, the input of `{t}` (`<{t} as Agent>::In`), which the model fills; it has {} ({}): write `fn {name}(input: <the input type of {t}>);`",
+                "handoff tool `{name}` hands the run to `{t}`, so it takes exactly one parameter, the input of `{t}` (`<{t} as Agent>::Input`), which the model fills; it has {} ({}): write `fn {name}(input: <the input type of {t}>);`",
                 args.len(),
                 if found.is_empty() { "none".to_owned() } else { found.join(", ") },
                 t = type_string(target),

@@ -145,12 +145,15 @@ fn arg(meta: &ParseNestedMeta<'_>, key: &str, args: &mut ToolArgs, errors: &Erro
         }
         "mutating" => args.mutating = Some(parse_flag(meta, errors)?),
         "handoff" if meta.input.peek(Token![=]) => {
-            let target: syn::Path = parse_value(
-                meta,
-                "alone (a flag: a call files a record for a person) or the agent a call hands the run to, as the path of a type declared with `agent!`, e.g. `handoff = HrSpecialist`",
-            )?;
+            // Still a handoff tool when the target is misspelt: no second error for its body.
             args.handoff = Some(meta.path.span());
-            args.handoff_target = Some(target);
+            match parse_value(
+                meta,
+                "no value (a flag: a call files a record for a person), or the agent a call hands the run to, as the path of a type declared with `agent!`, e.g. `handoff = HrSpecialist`",
+            ) {
+                Ok(target) => args.handoff_target = Some(target),
+                Err(e) => errors.push(e),
+            }
         }
         "handoff" => args.handoff = Some(parse_flag(meta, errors)?),
         "isolated" => args.isolated = Some(parse_flag(meta, errors)?),
