@@ -78,7 +78,7 @@ pub(crate) fn continue_chain(
     for (path, entry) in &targets {
         let Some(entry) = entry else { continue };
         let written = entry.handoff.as_ref().map(|h| h.name.as_str()).unwrap_or_default();
-        if written == ident.to_string() || written == "Self" {
+        if *ident == written || written == "Self" {
             errors.spanned(
                 path,
                 format!(
