@@ -197,37 +197,17 @@ use proc_macro::TokenStream;
 ///
 /// ## `handoff`
 ///
-/// The tool has no execution path: the signature ends with `;` and has no body. Written alone
-/// (a flag), a call files a `handed_off` record and an event for a person's queue; nothing
-/// runs.
-///
-/// ```ignore
-/// /// Hands the conversation to a person at the front desk.
-/// #[tool(permission = public, handoff)]
-/// fn escalate(reason: String) -> Result<(), String>;
-/// ```
-///
-/// Written `handoff = Target`, with the path of an agent declared with `agent!`, a call hands
-/// the run to that agent: the call is recorded `handed_off` naming the target, the target
-/// starts as a child node of the run (same person, session, stop and tree allowance; its
-/// actions wait for the same person through its own gate), and the run ends with the
-/// target's answer as its output. Checked at compile time, each with a message that names
-/// the tool and the target:
-///
-/// - the tool takes exactly one parameter, the target's input (`<Target as Agent>::Input`),
-///   which the model fills;
-/// - every agent that grants the tool has the target's output as its own;
-/// - everything the target reaches (its tools' permissions and, in turn, its granted agents'
-///   and handoff targets') lies within the ceiling of every agent that grants the tool (by
-///   name, and by type through the sealed `FitsCeilingOf`);
-/// - an agent does not hand off to itself. Two agents that hand off to each other cannot be
-///   written: each manifest would name the other's SHA-256.
-///
-/// The manifest names the target on the tool's entry (`"handoff": {"name", "sha256"}`), so a
-/// change inside the target changes the granting agent's hash. The agent that grants the tool
-/// reaches the target by the path the tool is granted by (an alias the tool leaves beside
-/// itself), so grant it by its own name, not a renamed import.
-///
+/// No execution path: the signature ends with `;`. Alone (a flag), a call files a `handed_off`
+/// record and an event for a person's queue (`#[tool(permission = public, handoff)] fn
+/// escalate(reason: String);`). Written `handoff = Target` (an agent declared with `agent!`), a call hands the run to that
+/// agent: recorded `handed_off` naming it, the target runs as a child node of the run (same
+/// person, session, stop and tree limit; its actions wait for the same person) and the run ends
+/// with its answer. Checked at compile time, each message naming the tool and the target: one
+/// parameter, the target's `Input`; the granting agent's `Output` is the target's; all the
+/// target reaches lies within the granting agent's `ceiling` (by name and by the sealed
+/// `FitsCeilingOf`); no agent hands off to itself (nor can two hand off to each other). The
+/// manifest names the target on the tool's entry (`"handoff": {"name", "sha256"}`). Grant the
+/// tool by its own name (not a renamed import): the agent reaches the target through it.
 /// ```ignore
 /// /// Hands a leave question to the HR specialist, who answers it.
 /// #[tool(permission = perms::leave::read, handoff = HrSpecialist)]

@@ -17,7 +17,6 @@
 //! written: each manifest names the other's hash, and the chain stops at the link the other's
 //! expansion has not produced.
 
-use super::model::Granted;
 use super::parse::AgentInput;
 use super::subagents::{GrantedAgent, check_ceiling, parse_link};
 use crate::chain::Link;
@@ -181,6 +180,6 @@ pub(crate) fn handoff_to(handoffs: &[Handoff], rt: &TokenStream) -> TokenStream 
 
 /// Whether every tool entry that names a target names it with its hash (read from the target's
 /// link), and not only as written.
-pub(crate) fn resolved(tools: &[Granted]) -> bool {
-    tools.iter().all(|t| t.entry.handoff.as_ref().is_none_or(|h| !h.sha256.is_empty()))
+pub(crate) fn resolved<'a>(mut entries: impl Iterator<Item = &'a ToolEntry>) -> bool {
+    entries.all(|e| e.handoff.as_ref().is_none_or(|h| !h.sha256.is_empty()))
 }

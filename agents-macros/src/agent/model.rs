@@ -83,7 +83,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         expose: agents_core::expose::ExposeEntry { mcp: agent.expose_mcp.clone() },
         agents: agents.iter().map(|g| g.entry.clone()).collect(),
     };
-    if !errors.is_empty() || !super::handoffs::resolved(&tools) {
+    if !errors.is_empty() || !super::handoffs::resolved(tools.iter().map(|t| &t.entry)) {
         return None;
     }
     let manifest = Manifest::from_entries(entry, tools.iter().map(|t| t.entry.clone()).collect())

@@ -9,18 +9,9 @@
 use super::model::{ArgField, Tool};
 use crate::context::Errors;
 use crate::util::type_string;
-use agents_core::subagent::SubAgentEntry;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-
-/// What the tool's link says of its target before an agent reads the target's own link: the
-/// name it is written by (so that an agent handing off to itself is told so by name) and no
-/// hash. `agent!` writes the target's name and hash in its place.
-pub(super) fn placeholder(target: &syn::Path) -> SubAgentEntry {
-    let written = target.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-    SubAgentEntry { name: written, sha256: String::new() }
-}
 
 /// A targeted handoff takes exactly one parameter the model fills: the target's input.
 pub(super) fn check(target: &syn::Path, args: &[ArgField], name: &str, errors: &Errors) {

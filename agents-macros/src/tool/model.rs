@@ -215,7 +215,12 @@ impl Tool<'_> {
                 .collect(),
             uses: self.uses.clone(),
             import: None,
-            handoff: self.handoff.as_ref().map(super::handoff::placeholder),
+            // The target as written, without its hash: `agent!` writes its name and hash in
+            // its place (and tells an agent handing off to itself by this name).
+            handoff: self.handoff.as_ref().map(|t| agents_core::subagent::SubAgentEntry {
+                name: t.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+                sha256: String::new(),
+            }),
         }
         .normalized()
     }
