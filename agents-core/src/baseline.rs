@@ -319,6 +319,7 @@ mod tests {
                 parameters: vec![],
                 uses: vec![],
                 import: None,
+                handoff: None,
             })
             .collect();
         Manifest::from_entries(agent, tools).unwrap().to_canonical_string()

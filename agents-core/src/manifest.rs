@@ -68,10 +68,9 @@ pub struct AgentEntry {
     /// declares none, so a manifest without them keeps its bytes and hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<KnowledgeEntry>,
-    /// The most of a call's values its audit records may keep; absent when it is
-    /// [`AuditValues::Omitted`] (the default, the least), so a manifest that does not widen it
-    /// keeps its bytes and hash, and one that does shows `"audit_values": "masked"` or
-    /// `"full"`.
+    /// The most of a call's values its audit records may keep; absent when it is [`AuditValues::Omitted`] (the
+    /// default, the least), so a manifest that does not widen it keeps its bytes and hash, and one that does shows
+    /// `"audit_values": "masked"` or `"full"`.
     #[serde(default, skip_serializing_if = "AuditValues::is_omitted")]
     pub audit_values: AuditValues,
     /// How it may be served ([`crate::expose`]): `{"mcp": ["stdio", ...]}`; absent when it
@@ -144,6 +143,9 @@ pub struct ToolEntry {
     /// Written only for imported tools, so a manifest without them keeps its bytes and hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportEntry>,
+    /// A handoff tool's target agent ([`crate::subagent`]); absent for other tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<SubAgentEntry>,
 }
 
 /// Where an imported tool comes from, in a manifest (see [`crate::mcp_lock`]).
@@ -156,16 +158,15 @@ pub struct ImportEntry {
     pub tool: String,
     /// The pin: SHA-256 of the name, description and input schema the server gave.
     pub sha256: String,
-    /// The reason the application gave for treating the server as its own
-    /// (`own_server = "..."` in `mcp_import!`): the tool's arguments are then not egress
-    /// (`policy.egress` is absent) and copied values go to it without a person. Written only
-    /// when given; without it an imported tool's policy is `egress`.
+    /// The reason the application gave for treating the server as its own (`own_server = "..."` in `mcp_import!`):
+    /// the tool's arguments are then not egress (`policy.egress` is absent) and copied values go to it without a
+    /// person. Written only when given; without it an imported tool's policy is `egress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_server: Option<String>,
-    /// Where the server is reached ([`crate::mcp_lock::endpoint`] of the lock file's
-    /// `source`: `stdio: desk-server`, `http: https://wiki.example.com/mcp`; never a
-    /// credential). Every tool of one server names the same endpoint, and the runtime refuses
-    /// to call the server at another. Absent only in manifests written before it was recorded.
+    /// Where the server is reached ([`crate::mcp_lock::endpoint`] of the lock file's `source`: `stdio: desk-server`,
+    /// `http: https://wiki.example.com/mcp`; never a credential). Every tool of one server names the same endpoint,
+    /// and the runtime refuses to call the server at another. Absent only in manifests written before it was
+    /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
 }
@@ -393,6 +394,7 @@ impl ToolEntry {
                 own_server: i.own_server.map(str::to_owned),
                 endpoint: Some(i.endpoint.to_owned()),
             }),
+            handoff: spec.handoff.as_ref().map(SubAgentEntry::from_spec),
         }
         .normalized()
     }
@@ -556,14 +558,12 @@ impl Manifest {
 
     /// Reads a manifest: the one reading every command and the baseline gate use.
     ///
-    /// Checks the format and version first, so that the error says what is wrong; refuses a
-    /// key repeated in any object and a tool, skill or parameter name repeated in its list
-    /// (each with its line and column), numbers beyond ±2^53, unknown fields, policy entries
-    /// that [`crate::policy`] refuses and a `mutating` flag that contradicts the tier. The
-    /// result is normalized as [`Manifest::from_entries`] does (tools and unordered lists
-    /// sorted, duplicates in those lists removed), so a file that is not in that form does
-    /// not equal its own [`Manifest::to_canonical_string`]; [`Manifest::is_canonical_text`]
-    /// says whether it is.
+    /// Checks the format and version first, so that the error says what is wrong; refuses a key repeated in any
+    /// object and a tool, skill or parameter name repeated in its list (each with its line and column), numbers
+    /// beyond ±2^53, unknown fields, policy entries that [`crate::policy`] refuses and a `mutating` flag that
+    /// contradicts the tier. The result is normalized as [`Manifest::from_entries`] does (tools and unordered lists
+    /// sorted, duplicates in those lists removed), so a file that is not in that form does not equal its own
+    /// [`Manifest::to_canonical_string`]; [`Manifest::is_canonical_text`] says whether it is.
     pub fn parse(text: &str) -> Result<Self, ManifestError> {
         let value = read_strict(text)?;
         let obj = value

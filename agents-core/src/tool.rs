@@ -150,6 +150,10 @@ pub struct ToolSpec {
     /// For a tool imported from an MCP server (`mcp_import!`): the server and the pin. `None`
     /// for a tool written in Rust.
     pub import: Option<&'static ImportSpec>,
+    /// For a handoff tool that names the agent it hands to (`#[tool(handoff = Target)]`): that
+    /// agent, by name and manifest SHA-256. `None` for every other tool, and for a handoff
+    /// tool that only files a record.
+    pub handoff: Option<crate::subagent::SubAgentSpec>,
 }
 
 /// Where an imported tool comes from and what it was pinned as: written by `mcp_import!` from

@@ -120,6 +120,14 @@ impl Parse for Finished {
     }
 }
 
+/// The alias beside a handoff tool that names its target (`#[tool(handoff = Target)]`):
+/// `__agents_handoff_<tool>`, reaching the target's type and its link, so that an agent that
+/// grants the tool by a path reaches the target by the same path (see `agent/handoffs.rs`).
+pub(crate) fn handoff_ident(fn_ident: &Ident) -> Ident {
+    let plain = syn::ext::IdentExt::unraw(fn_ident).to_string();
+    Ident::new(&format!("__agents_handoff_{plain}"), fn_ident.span())
+}
+
 /// Macros of this crate: a tool named like one would clash with the user's import of it.
 const OWN_MACROS: &[&str] = &["agent", "tool", "permissions"];
 

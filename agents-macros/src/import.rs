@@ -416,6 +416,7 @@ fn import_entry(args: &ImportArgs, name: &str, remote: &str, server: &Server<'_>
             own_server: server.own_server.map(str::to_owned),
             endpoint: Some(agents_core::mcp_lock::endpoint(server.source)),
         }),
+        handoff: None,
     }
     .normalized()
 }
@@ -497,6 +498,7 @@ fn tool_impl(
                 params: &[#(#params),*],
                 uses: &[],
                 import: ::core::option::Option::Some(&#spec_ident),
+                handoff: ::core::option::Option::None,
             };
             fn parse_args(__v: &#rt::__private::serde_json::Value) -> ::core::result::Result<#args_ty, ::std::string::String> {
                 #rt::imported::ImportedArgs::parse(__v, <Self as #rt::Tool>::input_schema())

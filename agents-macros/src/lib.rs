@@ -156,7 +156,7 @@ use proc_macro::TokenStream;
 /// | [`permission`](#permission) | a path declared with `permissions!`, or `public` | required |
 /// | [`mutating`](#mutating) | a flag | a read tool |
 /// | [`title`](#title) | a string | required with `mutating` |
-/// | [`handoff`](#handoff) | a flag | — |
+/// | [`handoff`](#handoff) | a flag, or `= Agent` (the agent the run is handed to) | — |
 /// | [`risk`](#risk) | `low`, `medium`, `high`, `critical` | `medium` |
 /// | [`name`](#name) | a string | the function's name |
 /// | [`policy`](#policy) | `fs(read, write)`, `net(hosts)`, `env(vars)` | no access |
@@ -197,13 +197,21 @@ use proc_macro::TokenStream;
 ///
 /// ## `handoff`
 ///
-/// A flag: the tool has no execution path. Calling it ends the run and hands over (to a
-/// person, another agent); the signature ends with `;` and has no body.
-///
+/// No execution path: the signature ends with `;`. Alone (a flag), a call files a `handed_off`
+/// record and an event for a person's queue (`#[tool(permission = public, handoff)] fn
+/// escalate(reason: String);`). Written `handoff = Target` (an agent declared with `agent!`), a call hands the run to that
+/// agent: recorded `handed_off` naming it, the target runs as a child node of the run (same
+/// person, session, stop and tree limit; its actions wait for the same person) and the run ends
+/// with its answer. Checked at compile time, each message naming the tool and the target: one
+/// parameter, the target's `Input`; the granting agent's `Output` is the target's; all the
+/// target reaches lies within the granting agent's `ceiling` (by name and by the sealed
+/// `FitsCeilingOf`); no agent hands off to itself (nor can two hand off to each other). The
+/// manifest names the target on the tool's entry (`"handoff": {"name", "sha256"}`). Grant the
+/// tool by its own name (not a renamed import): the agent reaches the target through it.
 /// ```ignore
-/// /// Hands the conversation to a person at the front desk.
-/// #[tool(permission = public, handoff)]
-/// fn escalate(reason: String) -> Result<(), String>;
+/// /// Hands a leave question to the HR specialist, who answers it.
+/// #[tool(permission = perms::leave::read, handoff = HrSpecialist)]
+/// fn hand_to_hr(request: String);
 /// ```
 ///
 /// ## `risk`

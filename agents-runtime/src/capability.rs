@@ -347,6 +347,7 @@ mod tests {
         params: &[],
         uses: &[],
         import: None,
+        handoff: None,
     };
 
     #[test]

@@ -35,6 +35,7 @@ fn spec(fs_read: Vec<String>, fs_write: Vec<String>, net_hosts: Vec<&'static str
         params: &[],
         uses: &[],
         import: None,
+        handoff: None,
     }))
 }
 

@@ -296,6 +296,10 @@ pub struct HandoffRecord {
     pub session_id: String,
     /// When (RFC 3339).
     pub created_at: String,
+    /// The agent the run was handed to, for a handoff tool that names one
+    /// (`#[tool(handoff = Target)]`); absent for a call that only files this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// A publish/subscribe bus with a bounded buffer per subscriber and non-blocking publish.

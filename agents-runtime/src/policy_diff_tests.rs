@@ -338,6 +338,7 @@ fn spec(field: Field, list: &[String]) -> &'static ToolSpec {
         params: &[],
         uses: &[],
         import: None,
+        handoff: None,
     }))
 }
 

@@ -54,6 +54,7 @@ fn tool(name: &str, tier: Tier, permission: &str, risk: Risk, description: &str)
         parameters: vec![],
         uses: vec![],
         import: None,
+        handoff: None,
     }
 }
 

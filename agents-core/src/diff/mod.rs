@@ -51,6 +51,7 @@
 //! | a way of being served over MCP added / removed (`expose.mcp`: a transport, or HTTP behind another authentication) | widening / narrowing |
 //! | an agent granted (`agents`: the model may run it as a tool) / no longer granted | widening / narrowing |
 //! | a granted agent's manifest SHA-256 changed (review the diff of its own manifest) | widening |
+//! | a handoff tool's target agent named / another agent or its SHA-256 changed / no longer named | widening / widening / narrowing |
 //!
 //! and, between reviewed documents ([`crate::reviewed`], compared by [`diff_documents`]):
 //!

@@ -214,6 +214,12 @@ rules! {
     /// A granted agent's manifest SHA-256 changed: what changed inside it is reviewed in its
     /// own manifest's diff.
     GrantedAgentChanged => "granted_agent_changed",
+    /// A handoff tool now names the agent it hands the run to.
+    HandoffTargetAdded => "handoff_target_added",
+    /// The agent a handoff tool hands the run to is another, or its manifest SHA-256 changed.
+    HandoffTargetChanged => "handoff_target_changed",
+    /// A handoff tool no longer names an agent: a call only files a record.
+    HandoffTargetRemoved => "handoff_target_removed",
 }
 
 impl fmt::Display for Rule {

@@ -76,6 +76,7 @@ fn diff_tool(a: &ToolEntry, b: &ToolEntry, out: &mut Vec<Change>) {
     diff_policy_lists(a, b, out);
     diff_params(&a.name, &a.parameters, &b.parameters, out);
     diff_uses(a, b, out);
+    out.extend(super::agents::handoff_target(a, b));
     out.extend(TEXTS.iter().filter_map(|compare| compare(a, b)));
 }
 

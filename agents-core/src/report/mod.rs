@@ -445,6 +445,7 @@ mod tests {
                 parameters: vec![],
                 uses: vec![],
                 import: None,
+                handoff: None,
             }
         };
         let agent = AgentEntry {

@@ -20,6 +20,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
         ],
         uses: vec![],
         import: None,
+        handoff: None,
     }
 }
 

@@ -56,3 +56,49 @@ fn two_granted_agents_of_one_name_are_refused() {
     let err = Manifest::from_entries(AgentEntry { agents, ..AgentEntry::new("s", "S.") }, vec![]).unwrap_err();
     assert_eq!(err, ManifestError::DuplicateAgent("a".into()));
 }
+
+/// A manifest with one handoff tool, `to_hr`, handing to `target` (none: it files a record).
+fn handing(target: Option<(&str, &str)>) -> Manifest {
+    let tool = agents_core::manifest::ToolEntry {
+        name: "to_hr".into(),
+        title: None,
+        description: "Hands leave questions to HR.".into(),
+        permission: "public".into(),
+        tier: agents_core::Tier::Handoff,
+        mutating: false,
+        risk: agents_core::Risk::Medium,
+        policy: Default::default(),
+        parameters: vec![],
+        uses: vec![],
+        import: None,
+        handoff: target.map(|(n, h)| SubAgentEntry { name: n.into(), sha256: h.into() }),
+    };
+    Manifest::from_entries(AgentEntry::new("it", "IT."), vec![tool]).unwrap()
+}
+
+#[test]
+fn a_handoff_target_named_widens_and_no_longer_named_narrows() {
+    let (record, target) = (handing(None), handing(Some(("hr", "aa11"))));
+    let why = only(&record, &target, Rule::HandoffTargetAdded, ChangeKind::Widening);
+    assert!(why.contains("`hr`") && why.contains("every tool it reaches"), "{why}");
+    let why = only(&target, &record, Rule::HandoffTargetRemoved, ChangeKind::Narrowing);
+    assert!(why.contains("no longer hands the run to the agent `hr`"), "{why}");
+}
+
+#[test]
+fn a_handoff_target_changed_is_a_widening_to_review() {
+    let old = handing(Some(("hr", "aa11")));
+    for new in [handing(Some(("hr", "bb22"))), handing(Some(("payroll", "aa11")))] {
+        let why = only(&old, &new, Rule::HandoffTargetChanged, ChangeKind::Widening);
+        assert!(why.contains("review the diff of its own manifest"), "{why}");
+    }
+    assert!(diff(&old, &old.clone()).changes.is_empty());
+}
+
+#[test]
+fn a_handoff_without_a_target_writes_no_key_and_one_with_a_target_reads_back() {
+    assert!(!handing(None).to_canonical_string().contains("\"handoff\""));
+    let text = handing(Some(("hr", "aa11"))).to_canonical_string();
+    assert!(text.contains(r#""handoff":{"name":"hr","sha256":"aa11"}"#), "{text}");
+    assert_eq!(Manifest::parse(&text).unwrap().to_canonical_string(), text);
+}

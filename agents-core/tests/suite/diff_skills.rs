@@ -24,6 +24,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
         parameters: vec![],
         uses: vec![],
         import: None,
+        handoff: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn tool(name: &str, tier: Tier) -> ToolEntry {
         ],
         uses: vec![],
         import: None,
+        handoff: None,
     }
 }
 

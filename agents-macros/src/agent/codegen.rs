@@ -190,6 +190,7 @@ fn registry_impl(m: &Model, rt: &TokenStream) -> TokenStream {
         .enumerate()
         .map(|(i, p)| quote_spanned!(p.span()=> #i => ::core::option::Option::Some(#rt::RegisteredTool::of::<#p>())));
     let agent_at = super::granting::agent_at(m, rt);
+    let handoff_to = super::handoffs::handoff_to(&m.handoffs, rt);
     quote! {
         impl #rt::Registry for #ident {
             fn entry_at(index: usize) -> ::core::option::Option<#rt::RegisteredTool<Self>> {
@@ -199,6 +200,7 @@ fn registry_impl(m: &Model, rt: &TokenStream) -> TokenStream {
                 }
             }
             #agent_at
+            #handoff_to
         }
     }
 }

@@ -10,10 +10,12 @@ use quote::{format_ident, quote, quote_spanned};
 use std::collections::BTreeSet;
 use syn::spanned::Spanned;
 
-/// Every permission the agent reaches: its tools' and its granted agents'.
+/// Every permission the agent reaches: its tools', its granted agents' and its handoff
+/// targets'.
 fn reach(m: &Model) -> BTreeSet<String> {
     let own = m.tools.iter().map(|t| t.entry.permission.clone());
-    own.chain(m.agents.iter().flat_map(|g| g.permissions.iter().cloned())).collect()
+    let others = m.agents.iter().chain(m.handoffs.iter().map(|h| &h.target));
+    own.chain(others.flat_map(|g| g.permissions.iter().cloned())).collect()
 }
 
 /// The agent's link, for the agents that grant it: a hidden exported `macro_rules!` under a
@@ -90,6 +92,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let agent_bounds: Vec<TokenStream> = m
         .agents
         .iter()
+        .chain(m.handoffs.iter().map(|h| &h.target))
         .map(|g| {
             let p = &g.path;
             quote!(#p: #rt::FitsCeilingOf<GrantingAgent>,)
@@ -109,8 +112,10 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
         let a = syn::Ident::new(&ident.to_string(), p.span());
         quote_spanned!(p.span()=> let () = <#p as #rt::FitsCeilingOf<#a>>::FITS;)
     });
+    let handoffs = super::handoffs::checks(ident, &m.handoffs, rt);
     quote! {
         #link
+        #handoffs
         const _: () = {
             impl<GrantingAgent> #seal::FitsByAgentMacro<GrantingAgent> for #ident where #bounds {}
             impl<GrantingAgent> #rt::FitsCeilingOf<GrantingAgent> for #ident where #bounds {}

@@ -9,6 +9,7 @@ mod capabilities;
 mod codegen;
 mod expose;
 mod granting;
+mod handoffs;
 mod knowledge;
 mod model;
 mod parse;
@@ -79,13 +80,18 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),
     };
-    let agent: AgentInput = match syn::parse2(finished.state) {
+    let agent: AgentInput = match syn::parse2(finished.state.clone()) {
         Ok(a) => a,
         Err(e) => return e.to_compile_error(),
     };
+    let rt = crate_path::runtime();
+    let finish = quote!(#rt::tool::agent_manifest);
+    if let Some(more) = handoffs::continue_chain(&agent, &finished.state, &finished.links, &finish) {
+        return more;
+    }
     let errors = Errors::default();
     match model::build(agent, &finished.links, &errors) {
-        Some(m) if errors.is_empty() => codegen::emit(&m, &crate_path::runtime()),
+        Some(m) if errors.is_empty() => codegen::emit(&m, &rt),
         _ => errors.into_tokens(),
     }
 }
@@ -109,6 +115,7 @@ mod tests {
             parameters: Vec::new(),
             uses: uses.iter().map(|u| (*u).to_owned()).collect(),
             import: None,
+            handoff: None,
         };
         serde_json::to_string(&e).unwrap()
     }

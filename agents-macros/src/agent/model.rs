@@ -33,27 +33,31 @@ pub(crate) struct Model {
     pub(crate) knowledge: Vec<super::knowledge::ReadSource>,
     /// The granted agents, in `agents` order.
     pub(crate) agents: Vec<super::subagents::GrantedAgent>,
+    /// The handoff tools that name their target, in `tools` order.
+    pub(crate) handoffs: Vec<super::handoffs::Handoff>,
 }
 
 /// Builds the model, or reports every mistake found.
 pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Option<Model> {
     let ident = &agent.ident;
-    if links.len() != agent.tools.len() + agent.agents.len() {
+    if links.len() < agent.tools.len() + agent.agents.len() {
         errors.spanned(ident, "internal: the chain's links do not match the tools and agents lists");
         return None;
     }
-    let (links, agent_links) = links.split_at(agent.tools.len());
-    let entries = read_entries(links, errors)?;
+    let (links, rest) = links.split_at(agent.tools.len());
+    let (agent_links, target_links) = rest.split_at(agent.agents.len());
+    let mut entries = read_entries(links, errors)?;
     if entries.len() != agent.tools.len() {
         errors.spanned(ident, "internal: tool entries do not match the tools list");
         return None;
     }
+    let ceiling = ceiling_names(&agent, errors);
+    let handoffs = super::handoffs::read(&agent, links, &mut entries, target_links, ceiling.as_deref(), errors);
     let entries = attribute_uses(entries, links, ident, errors);
     let tools = unique_tools(&agent, entries, links, errors);
     let skills = skills(&agent, &tools, errors);
     check_skill_names(&agent, errors);
     check_skill_uses(&agent, &skills, &tools, errors);
-    let ceiling = ceiling_names(&agent, errors);
     if let Some(names) = &ceiling {
         check_ceiling(ident, names, &tools, errors);
     }
@@ -79,7 +83,7 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         expose: agents_core::expose::ExposeEntry { mcp: agent.expose_mcp.clone() },
         agents: agents.iter().map(|g| g.entry.clone()).collect(),
     };
-    if !errors.is_empty() {
+    if !errors.is_empty() || !super::handoffs::resolved(tools.iter().map(|t| &t.entry)) {
         return None;
     }
     let manifest = Manifest::from_entries(entry, tools.iter().map(|t| t.entry.clone()).collect())
@@ -87,7 +91,19 @@ pub(crate) fn build(agent: AgentInput, links: &[Link], errors: &Errors) -> Optio
         .ok()?;
     let manifest_text = manifest.to_canonical_string();
     let manifest_hash = agents_core::canonical::sha256_hex(manifest_text.as_bytes());
-    Some(Model { agent, name, description, limits, tools, manifest, manifest_text, manifest_hash, knowledge, agents })
+    Some(Model {
+        agent,
+        name,
+        description,
+        limits,
+        tools,
+        manifest,
+        manifest_text,
+        manifest_hash,
+        knowledge,
+        agents,
+        handoffs,
+    })
 }
 
 /// Each link's entry, read back.

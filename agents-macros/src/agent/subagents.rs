@@ -82,7 +82,14 @@ pub(crate) fn read(
             continue;
         }
         if let Some(names) = ceiling {
-            check_ceiling(ident, names, &granted, errors);
+            let remedy = format!("remove `{}` from `agents`", type_string(&granted.path));
+            check_ceiling(
+                ident,
+                names,
+                &granted,
+                (&format!("the granted agent `{}`", granted.entry.name), &remedy),
+                errors,
+            );
         }
         out.push(granted);
     }
@@ -90,7 +97,7 @@ pub(crate) fn read(
 }
 
 /// One agent link's text, read back.
-fn parse_link(path: &syn::Path, link: &Link, errors: &Errors) -> Option<GrantedAgent> {
+pub(crate) fn parse_link(path: &syn::Path, link: &Link, errors: &Errors) -> Option<GrantedAgent> {
     let value: serde_json::Value = match serde_json::from_str(&link.entry.value()) {
         Ok(v) => v,
         Err(e) => {
@@ -117,21 +124,27 @@ fn parse_link(path: &syn::Path, link: &Link, errors: &Errors) -> Option<GrantedA
     }
 }
 
-/// Each permission the granted agent reaches lies within the ceiling, checked by name so that
-/// the message names it; the type-level check (`FitsCeilingOf`) stays as the guarantee.
-fn check_ceiling(ident: &syn::Ident, names: &[String], granted: &GrantedAgent, errors: &Errors) {
+/// Each permission the agent reaches (granted, or a handoff target) lies within the ceiling,
+/// checked by name so that the message names it; the type-level check (`FitsCeilingOf`) stays
+/// as the guarantee. `said` is how the message names that agent and what to do instead.
+pub(crate) fn check_ceiling(
+    ident: &syn::Ident,
+    names: &[String],
+    granted: &GrantedAgent,
+    said: (&str, &str),
+    errors: &Errors,
+) {
     let within = if names.is_empty() {
         "it is empty: public tools only".to_owned()
     } else {
         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
     };
+    let (subject, remedy) = said;
     for p in granted.permissions.iter().filter(|p| *p != "public" && !names.contains(p)) {
         errors.spanned(
             &granted.path,
             format!(
-                "the granted agent `{}` reaches the permission `{p}` (through its tools or the agents it grants), which lies outside the ceiling of agent `{ident}` ({within}); remove `{}` from `agents`, or add the permission (the path ending in `{}`) to `ceiling`, a widening reviewers see in the manifest",
-                granted.entry.name,
-                type_string(&granted.path),
+                "{subject} reaches the permission `{p}` (through its tools or the agents it grants or hands off to), which lies outside the ceiling of agent `{ident}` ({within}); {remedy}, or add the permission (the path ending in `{}`) to `ceiling`, a widening reviewers see in the manifest",
                 p.replace('.', "::"),
             ),
         );

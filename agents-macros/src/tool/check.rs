@@ -36,6 +36,9 @@ pub(crate) fn check<'f>(func: &'f ToolFn, args: ToolArgs, errors: &Errors) -> To
     let params = params(&func.sig, &args, &name, errors);
     check_contexts(func, &params, agent, &uses, &name, errors, &mut emit);
     let args_fields = arg_fields(func, &params, tier, &name, errors);
+    if let Some(target) = &args.handoff_target {
+        super::handoff::check(target, &args_fields, &name, errors);
+    }
     Tool {
         func,
         plain_name: func.plain_name(),
@@ -53,6 +56,7 @@ pub(crate) fn check<'f>(func: &'f ToolFn, args: ToolArgs, errors: &Errors) -> To
         agent,
         uses,
         use_types,
+        handoff: args.handoff_target,
         emit,
     }
 }

@@ -6,6 +6,7 @@
 
 mod check;
 mod codegen;
+pub(crate) mod handoff;
 mod model;
 mod parse;
 

@@ -37,6 +37,8 @@ pub(crate) struct Tool<'f> {
     /// manifest; `agent!` maps them to tool names) and the types (for the spec).
     pub(crate) uses: Vec<String>,
     pub(crate) use_types: Vec<syn::TypePath>,
+    /// `handoff = Target`: the agent a call hands the run to (see [`super::handoff`]).
+    pub(crate) handoff: Option<syn::Path>,
     /// What the expansion keeps of the function after an error was reported.
     pub(crate) emit: Emit,
 }
@@ -213,6 +215,12 @@ impl Tool<'_> {
                 .collect(),
             uses: self.uses.clone(),
             import: None,
+            // The target as written, without its hash: `agent!` writes its name and hash in
+            // its place (and tells an agent handing off to itself by this name).
+            handoff: self.handoff.as_ref().map(|t| agents_core::subagent::SubAgentEntry {
+                name: t.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+                sha256: String::new(),
+            }),
         }
         .normalized()
     }

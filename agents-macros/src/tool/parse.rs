@@ -100,6 +100,8 @@ pub(crate) struct ToolArgs {
     pub(crate) permission: Option<syn::Path>,
     pub(crate) mutating: Option<Span>,
     pub(crate) handoff: Option<Span>,
+    /// `handoff = Target`: the agent a call hands the run to.
+    pub(crate) handoff_target: Option<syn::Path>,
     pub(crate) title: Option<LitStr>,
     pub(crate) risk: Option<(Risk, Span)>,
     pub(crate) policy: Policy,
@@ -142,6 +144,17 @@ fn arg(meta: &ParseNestedMeta<'_>, key: &str, args: &mut ToolArgs, errors: &Erro
             )?);
         }
         "mutating" => args.mutating = Some(parse_flag(meta, errors)?),
+        "handoff" if meta.input.peek(Token![=]) => {
+            // Still a handoff tool when the target is misspelt: no second error for its body.
+            args.handoff = Some(meta.path.span());
+            match parse_value(
+                meta,
+                "no value (a flag: a call files a record for a person), or the agent a call hands the run to, as the path of a type declared with `agent!`, e.g. `handoff = HrSpecialist`",
+            ) {
+                Ok(target) => args.handoff_target = Some(target),
+                Err(e) => errors.push(e),
+            }
+        }
         "handoff" => args.handoff = Some(parse_flag(meta, errors)?),
         "isolated" => args.isolated = Some(parse_flag(meta, errors)?),
         "egress" => args.egress = Some(parse_flag(meta, errors)?),

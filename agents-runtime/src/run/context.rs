@@ -79,6 +79,9 @@ pub(super) struct RunCtx<A> {
     pub(super) state_failed: OnceLock<String>,
     /// The spend of the run tree this run is a node of (unset for a run of its own).
     pub(super) tree: OnceLock<Arc<super::limit::TreeAllowance>>,
+    /// How the agent a handoff tool handed the run to ended (see `gate/handoff.rs`): the
+    /// turn ends with it.
+    pub(super) handed: OnceLock<super::scope::HandedOver>,
     _agent: PhantomData<fn() -> A>,
 }
 
@@ -178,6 +181,7 @@ impl<A: Registry> RunCtx<A> {
             approved: Mutex::new(None),
             state_failed: OnceLock::new(),
             tree: OnceLock::new(),
+            handed: OnceLock::new(),
             _agent: PhantomData,
         })
     }
@@ -385,6 +389,10 @@ impl<A: Registry> Run for RunCtx<A> {
     fn nested_call_id(&self) -> String {
         let n = self.nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         format!("{}-nested-{n}", self.ids.run_id)
+    }
+
+    fn hand_over(&self, end: super::scope::HandedOver) {
+        let _ = self.handed.set(end);
     }
 
     fn granted_call(&self, callee: &'static str) -> super::granted::GrantedCall {

@@ -12,6 +12,7 @@ use super::outcome::RunStatus;
 use super::outcome::{Ending, Failure};
 use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
+use super::scope::HandedOver;
 use super::skill::{Scope, choice_instruction, choice_tool, read_choice};
 use super::spend::{BudgetStop, Meter, Spend};
 use super::sync::{lock, unless_cancelled};
@@ -451,7 +452,12 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
         self.messages.push(ChatMessage::Assistant { content: response.content, tool_calls: response.tool_calls });
         let (asked, max) = (calls.len(), ctx.inner.settings.max_tool_calls_per_answer);
         for (i, call) in calls.into_iter().enumerate() {
-            let out = if i < max {
+            let out = if ctx.handed.get().is_some() {
+                let reason = "refused: an earlier call in this answer handed the run to another agent, whose \
+                              answer ends the turn; this call did not run"
+                    .to_owned();
+                ctx.recorder.deny(CallRef::from(&call), None, None, reason).await
+            } else if i < max {
                 gate_call(ctx, CallRef::from(&call)).await
             } else {
                 let reason = format!(
@@ -476,6 +482,17 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
         }
         if ctx.cancel.is_cancelled() {
             self.outcome.status = RunStatus::Cancelled;
+            return ControlFlow::Break(());
+        }
+        if let Some(end) = ctx.handed.get() {
+            // Handed off: the turn ends with the target's answer, parsed as the run's own.
+            match end {
+                HandedOver::Answered(text) => self.outcome.report.text = text.clone(),
+                HandedOver::Failed { path, message } => {
+                    self.outcome.status = RunStatus::Failed;
+                    self.outcome.failure = Some(Failure::Node { path: path.clone(), message: message.clone() });
+                }
+            }
             return ControlFlow::Break(());
         }
         if *lock(&ctx.awaiting) {

@@ -81,4 +81,16 @@ pub(in crate::run) trait Run: Send + Sync + Sized + 'static {
     /// What a call of the granted agent `callee` takes of the run: its principal, session,
     /// stop, allowance and events, and the child's place (`<run's path>/<callee>`).
     fn granted_call(&self, callee: &'static str) -> super::granted::GrantedCall;
+
+    /// Ends the turn with how the agent a handoff tool handed the run to ended (the first
+    /// handoff only).
+    fn hand_over(&self, end: HandedOver);
+}
+
+/// How the agent a run was handed to ended: its final text (the run's answer, parsed into the
+/// run's output), or the node's path and why it gave none.
+#[derive(Debug, Clone)]
+pub(in crate::run) enum HandedOver {
+    Answered(String),
+    Failed { path: String, message: String },
 }

@@ -96,6 +96,12 @@ pub trait Registry: agents_core::Agent + Sized {
         let _ = index;
         None
     }
+    /// The agent the handoff tool named `tool` hands the run to (`#[tool(handoff = Target)]`):
+    /// how the run starts it. `None` (the default) for every other tool.
+    fn handoff_to(tool: &str) -> Option<crate::run::GrantedAgent> {
+        let _ = tool;
+        None
+    }
 }
 
 /// Why a registry is refused: it does not produce exactly its agent's `MANIFEST`.
@@ -148,6 +154,12 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
                     listed.name
                 ));
             }
+        }
+    }
+    for spec in &specs {
+        let runs = A::handoff_to(spec.name).map(|g| (g.name, g.sha256));
+        if runs != spec.handoff.map(|t| (t.name, t.sha256)) {
+            return refuse(format!("the registry does not hand the tool `{}` to the agent its spec names", spec.name));
         }
     }
     if A::agent_at(A::AGENTS.len()).is_some() {

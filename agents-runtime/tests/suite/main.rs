@@ -52,6 +52,7 @@ mod run_declared_values;
 mod run_egress;
 mod run_endings;
 mod run_events;
+mod run_handoff;
 mod run_history;
 mod run_interceptors;
 mod run_knowledge;

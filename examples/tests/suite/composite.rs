@@ -258,3 +258,60 @@ async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_t
     assert!(chose.reason.as_deref().unwrap().contains("takes arm `it-specialist`"), "{chose:?}");
     assert_eq!(chose.node.as_ref().map(|n| n.path.as_str()), Some("helpdesk-triage/branch"));
 }
+
+/// A leave question that the triage routes to the IT specialist: IT hands it to HR through its
+/// handoff tool, HR's leave request waits for the same person, and the tree's output is HR's
+/// answer.
+#[tokio::test]
+async fn the_it_specialist_hands_a_leave_question_to_hr_whose_action_waits_for_the_same_person() {
+    use agents_runtime::Verdict;
+    use agents_runtime::events::Event;
+    use agents_runtime::run::DecisionError;
+    use examples::helpdesk::app::alex;
+    use examples::helpdesk::knowledge::knowledge_settings;
+    use examples::helpdesk::store::Store;
+    use examples::helpdesk::triage::HelpdeskTriage;
+    let provider = Arc::new(ScriptedProvider::new([
+        reply("The user wants two days of annual leave from 2026-03-02."),
+        tool_call("choose_arm", r#"{"arm": "it-specialist"}"#),
+        tool_call("hand_to_hr", r#"{"request": "two days of annual leave from 2026-03-02"}"#),
+        tool_call("submit_leave_request", r#"{"start_date": "2026-03-02", "days": 2, "kind": "annual"}"#),
+        reply("HR submitted your leave request."),
+    ]));
+    let sink = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(sink.clone(), provider)
+        .roles(examples::helpdesk::roles().clone())
+        .shared_state(Arc::new(Store::seeded()))
+        .knowledge(knowledge_settings())
+        .build();
+    let mut handle =
+        rt.start_composite::<HelpdeskTriage>(alex(), "desk-handoff", "Two days off please".into()).unwrap();
+    let tree = handle.run_id().to_owned();
+    let (call_id, node) = loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
+            .await
+            .expect("the handed-off action asks")
+            .expect("the tree's events go on");
+        if let Event::Node { event, .. } = event
+            && let Event::Node { node, event, .. } = *event
+            && let Event::ConfirmRequired { call_id, .. } = *event
+        {
+            break (call_id, node);
+        }
+    };
+    assert_eq!(node, "helpdesk-triage/it-specialist/hr-specialist");
+    let stranger = agents_runtime::Principal::new("u-sam", "org-deskloop", alex().role.as_str());
+    assert_eq!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun));
+    rt.decide(&call_id, &alex(), Verdict::Approve).unwrap();
+    let out = handle.wait().await;
+    assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+    assert_eq!(out.output().map(String::as_str), Some("HR submitted your leave request."));
+    let records = sink.records();
+    let paths = one_tree(&records, &tree, alex().user_id.as_str());
+    assert!(paths.contains(&"helpdesk-triage/it-specialist/hr-specialist".to_owned()), "{paths:?}");
+    let handed = records.iter().find(|r| r.status == AuditStatus::HandedOff).expect("the handoff is recorded");
+    assert_eq!(handed.node.as_ref().map(|n| n.path.as_str()), Some("helpdesk-triage/it-specialist"));
+    let statuses: Vec<AuditStatus> =
+        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
+    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+}

@@ -36,6 +36,7 @@ pub(crate) fn emit(tool: &Tool<'_>, errors: Errors, rt: &TokenStream) -> TokenSt
     let direct_call = function::direct_call(func, rt);
     let link = crate::chain::tool_link(fn_ident, vis, &fragment);
     let registrations = registrations(tool, rt);
+    let handoff = crate::tool::handoff::items(tool, rt);
     let errs = errors.into_tokens();
     let doc_attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let tool_name = &tool.name;
@@ -58,6 +59,7 @@ pub(crate) fn emit(tool: &Tool<'_>, errors: Errors, rt: &TokenStream) -> TokenSt
         #args_items
 
         #link
+        #handoff
 
         // schemars' derive calls `.into()` on its text: in a `#[no_implicit_prelude]` module the
         // trait is brought in unnamed, so it shadows nothing.

@@ -54,6 +54,7 @@ fn spec(tool: &Tool<'_>, rt: &TokenStream) -> TokenStream {
     });
     let uses = &tool.use_types;
     let (isolated, egress) = (tool.isolated, tool.egress);
+    let handoff = crate::tool::handoff::spec_field(tool, rt);
     quote! {
         #rt::ToolSpec {
             name: #name,
@@ -73,6 +74,7 @@ fn spec(tool: &Tool<'_>, rt: &TokenStream) -> TokenStream {
             params: &[#(#params),*],
             uses: &[#(<#uses as #rt::Tool>::NAME),*],
             import: ::core::option::Option::None,
+            handoff: #handoff,
         }
     }
 }

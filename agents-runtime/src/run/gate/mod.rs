@@ -126,7 +126,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         let checked = Checked { ctx, call, spec, base, redacted, secrets };
         // 4. tier.
         match handler {
-            Handler::Handoff(_) => Box::pin(handoff::call(checked)).await,
+            Handler::Handoff(_) => Box::pin(handoff::call(checked, raw)).await,
             // A read that carries a value copied from a tool result out: decided like an action.
             Handler::Read(run) if matches!(why, Some(_)) => {
                 Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card::new(why, origins))).await
@@ -264,6 +264,9 @@ async fn check<R: Ask>(
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
         (ctx.services().tokens.args_mac(&args), args.clone())
+    } else if spec.handoff.is_some() {
+        // A handoff that names its target starts it with the call's argument.
+        (String::new(), args.clone())
     } else {
         (String::new(), Value::Null)
     };

@@ -12,7 +12,7 @@ static MADE_UP: ToolSpec = ToolSpec {
     risk: Risk::Low,
     policy: PolicySpec { fs_read: &["/**"], fs_write: &["/**"], net_hosts: &[], env_vars: &[], isolated: false, egress: false },
     params: &[],
-    uses: &[], import: None,
+    uses: &[], import: None, handoff: None,
 };
 
 fn main() {

@@ -18,7 +18,7 @@ impl Tool for Sneaky {
         risk: Risk::Low,
         policy: PolicySpec::NONE,
         params: &[],
-        uses: &[], import: None,
+        uses: &[], import: None, handoff: None,
     };
     fn input_schema() -> &'static serde_json::Value {
         unimplemented!()

@@ -1,0 +1,51 @@
+// A desk that answers text hands its run to a reviewer that answers a number: the run's output
+// would not be the desk's.
+#![allow(dead_code)]
+
+use agents_runtime::{agent, permissions, tool};
+
+permissions! {
+    pub mod perms {
+        kyc.read,
+        kyc.decide,
+    }
+}
+
+/// Reads a customer's file.
+#[tool(permission = perms::kyc::read)]
+async fn read_file(customer: u64) -> Result<u64, String> {
+    Ok(customer)
+}
+
+/// Records a KYC decision.
+///
+/// # Arguments
+///
+/// * `customer` - the customer
+#[tool(permission = perms::kyc::decide, mutating, title = "Record decision")]
+async fn record_decision(customer: u64) -> Result<u64, String> {
+    Ok(customer)
+}
+
+agent! {
+    /// Reviews a file a second time and answers a score.
+    pub struct SecondReviewer;
+    tools: [read_file],
+    output: u64,
+}
+
+/// Hands the case to the second reviewer.
+///
+/// # Arguments
+///
+/// * `case` - the case
+#[tool(permission = perms::kyc::read, handoff = SecondReviewer)]
+fn to_reviewer(case: String);
+
+agent! {
+    /// Answers questions on files.
+    pub struct Desk;
+    tools: [read_file, to_reviewer],
+}
+
+fn main() {}
