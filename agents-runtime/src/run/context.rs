@@ -153,6 +153,7 @@ impl<A: Registry> RunCtx<A> {
             A::tools().iter().any(|t| t.tier == Tier::Action || (t.policy.reaches_out() && t.tier != Tier::Handoff));
         let ledger = assessed
             .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
+        let node = ids.node.is_some();
         let ids = Arc::new(ids);
         Arc::new(RunCtx::<A> {
             recorder: Recorder::new(inner, ids.clone(), bus, direct.is_some()),
@@ -177,7 +178,7 @@ impl<A: Registry> RunCtx<A> {
             delta: Mutex::new(Delta::default()),
             approved: Mutex::new(None),
             state_failed: OnceLock::new(),
-            tree: OnceLock::new(),
+            tree: root_tree::<A>(inner, node),
             _agent: PhantomData,
         })
     }
@@ -392,11 +393,7 @@ impl<A: Registry> Run for RunCtx<A> {
         // The tree's root: this run's own root when it is a node, else this run.
         let root = node.and_then(|n| n.parent_run_id.clone()).unwrap_or_else(|| run_id.clone());
         let path = format!("{}/{callee}", node.map_or(A::SPEC.name, |n| n.path.as_str()));
-        let limit = self.inner.settings.tree_limit;
-        // A tree whose root is this agent's run: the root names the agent where a composite's
-        // tree names the composite.
-        let root_of = (A::SPEC.name, A::MANIFEST_SHA256);
-        let allowance = self.tree.get_or_init(|| Arc::new(super::limit::TreeAllowance::new(limit, root_of))).clone();
+        let allowance = self.tree.get_or_init(|| root_allowance::<A>(&self.inner)).clone();
         super::granted::GrantedCall {
             inner: self.inner.clone(),
             principal: (*self.principal).clone(),
@@ -410,6 +407,23 @@ impl<A: Registry> Run for RunCtx<A> {
             run_id,
         }
     }
+}
+
+/// The tree an agent's run grows by calling a granted agent, whose root is that run: the root
+/// names the agent where a composite's tree names the composite.
+fn root_allowance<A: Registry>(inner: &Inner) -> Arc<super::limit::TreeAllowance> {
+    Arc::new(super::limit::TreeAllowance::new(inner.settings.tree_limit, (A::SPEC.name, A::MANIFEST_SHA256)))
+}
+
+/// A run's tree ledger from its start: set for the run of an agent that grants agents (not a
+/// node already), so its own spend is in the ledger before any callee checks it; a node's is
+/// set from its scope.
+fn root_tree<A: Registry>(inner: &Arc<Inner>, node: bool) -> OnceLock<Arc<super::limit::TreeAllowance>> {
+    let tree = OnceLock::new();
+    if !node && A::agent_at(0).is_some() {
+        let _ = tree.set(root_allowance::<A>(inner));
+    }
+    tree
 }
 
 /// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that
