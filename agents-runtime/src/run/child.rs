@@ -128,7 +128,12 @@ impl<O> RunHandle<O> {
     /// the node's path and run and the tree's `run_id`, up to the node's `done`. Read in the
     /// waiting task itself (no task per node): every event the node published before it ended
     /// is on `bus` when this returns, so a reader that stops at the tree's `done` has seen them.
-    pub(crate) async fn wait_forwarding(self, bus: &EventBus, run_id: &str, node: &str) -> Result<RunOutput<O>, RunError> {
+    pub(crate) async fn wait_forwarding(
+        self,
+        bus: &EventBus,
+        run_id: &str,
+        node: &str,
+    ) -> Result<RunOutput<O>, RunError> {
         let RunHandle { run_id: node_run_id, mut events, mut join, .. } = self;
         let mut open = true;
         // Passes one event on; `false` after the node's `done`, its last event.

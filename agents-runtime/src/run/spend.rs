@@ -45,7 +45,8 @@ impl Spend {
     /// tokens counted without a paid call included), releasing `hold`. Called with the spend
     /// locked, so a spend is never added twice nor missed.
     fn to_tree(&mut self, tree: &TreeAllowance, hold: Option<TreeHold>) {
-        let now = RunUsage { input_tokens: self.input_tokens, output_tokens: self.output_tokens, cost_usd: self.cost_usd };
+        let now =
+            RunUsage { input_tokens: self.input_tokens, output_tokens: self.output_tokens, cost_usd: self.cost_usd };
         let was = std::mem::replace(&mut self.in_tree, now);
         let delta = RunUsage {
             input_tokens: now.input_tokens.saturating_sub(was.input_tokens),

@@ -362,7 +362,9 @@ async fn parallel_members_share_one_tree_limit() {
     let tokens = usage.input_tokens + usage.output_tokens;
     assert!(tokens < 150 + 2 * 100, "at most one call per member past the limit: {tokens} tokens");
     let refused = sink.records().iter().any(|r| {
-        r.node.is_some() && r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
+        r.node.is_some()
+            && r.status == AuditStatus::Notice
+            && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
     });
     assert!(refused, "a member's call was refused by the tree's limit");
     // Without the limit both members make both calls.

@@ -233,7 +233,9 @@ async fn a_callee_sees_what_its_caller_spent_so_far() {
         .expect("the callee's run ended with a record");
     assert_eq!(callee_end.reason.as_deref(), Some("budget_exhausted"), "{callee_end:?}");
     let refused = records.iter().any(|r| {
-        r.node.is_some() && r.status == AuditStatus::Notice && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
+        r.node.is_some()
+            && r.status == AuditStatus::Notice
+            && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
     });
     assert!(refused, "the callee's refusal names the tree's limit");
     // The callee's lookup ran (its first call was under the limit), nothing after it.

@@ -771,14 +771,16 @@ async fn two_nodes_settling_a_trees_last_proposals_close_it_once(spec: &str, sto
     // The dead tree's slots lapse before anyone resumes.
     tokio::time::sleep(LEASE * 3).await;
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
-    let (b, c) = (Faulty::split(store.clone(), &calls[0], barrier.clone()), Faulty::split(store.clone(), &calls[1], barrier));
+    let (b, c) =
+        (Faulty::split(store.clone(), &calls[0], barrier.clone()), Faulty::split(store.clone(), &calls[1], barrier));
     let (node_b, node_c) = (node(b.clone(), vec![], LEASE), node(c.clone(), vec![], LEASE));
     let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
     let (from_b, from_c) = (from_b.unwrap(), from_c.unwrap());
     assert_eq!(from_b.iter().map(|r| &r.call_id).collect::<Vec<_>>(), [&calls[0]], "B settled the first call");
     assert_eq!(from_c.iter().map(|r| &r.call_id).collect::<Vec<_>>(), [&calls[1]], "C settled the second call");
     assert!(b.met.load(Ordering::SeqCst) && c.met.load(Ordering::SeqCst), "both looked once both had settled");
-    let root: Vec<AuditStatus> = all_records(spec).await.iter().filter(|r| *r.run_id == *tree).map(|r| r.status).collect();
+    let root: Vec<AuditStatus> =
+        all_records(spec).await.iter().filter(|r| *r.run_id == *tree).map(|r| r.status).collect();
     assert_eq!(root, [AuditStatus::RunStarted, AuditStatus::RunFinished], "the tree is closed exactly once");
     assert_eq!(executions(&s), 2, "each approved call ran once");
     store.verify_audit("audit").await.expect("the chain verifies");
