@@ -30,7 +30,7 @@ pub(super) struct Spend {
     pub(super) input_tokens: u64,
     /// Completion tokens.
     pub(super) output_tokens: u64,
-    /// What of the above the run's tree ledger has already (see [`Spend::to_tree`]).
+    /// What of the above the run's tree ledger has already (see [`Spend::push_to_tree`]).
     in_tree: RunUsage,
 }
 
@@ -44,7 +44,7 @@ impl Spend {
     /// Brings `tree`'s ledger up to this run's spend (what it spent since the last time,
     /// tokens counted without a paid call included), releasing `hold`. Called with the spend
     /// locked, so a spend is never added twice nor missed.
-    fn to_tree(&mut self, tree: &TreeAllowance, hold: Option<TreeHold>) {
+    fn push_to_tree(&mut self, tree: &TreeAllowance, hold: Option<TreeHold>) {
         let now =
             RunUsage { input_tokens: self.input_tokens, output_tokens: self.output_tokens, cost_usd: self.cost_usd };
         let was = std::mem::replace(&mut self.in_tree, now);
@@ -115,7 +115,7 @@ impl<A: Registry> Meter<'_, A> {
         let hold = match tree {
             Some(tree) => {
                 let mut s = lock(self.spend);
-                s.to_tree(tree, None);
+                s.push_to_tree(tree, None);
                 Some(tree.reserve(estimate).map_err(BudgetStop::Declared)?)
             }
             None => None,
@@ -152,7 +152,7 @@ impl<A: Registry> Meter<'_, A> {
                 s.last_cost = cost;
             }
             if let Some(tree) = self.ctx.tree.get() {
-                s.to_tree(tree, hold);
+                s.push_to_tree(tree, hold);
             }
         }
         if let Some(budget) = settle_in_store(&self.ctx.inner, &self.ctx.principal, reservation, cost).await {
