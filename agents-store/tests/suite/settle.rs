@@ -235,14 +235,15 @@ impl Store for Faulty {
         limit: u32,
         undecided_for: Duration,
     ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
-        if let Some((_, barrier)) = &self.split {
-            if self.claimed.load(Ordering::SeqCst) && !self.met.swap(true, Ordering::SeqCst) {
-                return Box::pin(async move {
-                    let met = tokio::time::timeout(Duration::from_secs(30), barrier.wait()).await;
-                    assert!(met.is_ok(), "the other resuming node never settled its call");
-                    self.inner.unsettled(after, limit, undecided_for).await
-                });
-            }
+        if let Some((_, barrier)) = &self.split
+            && self.claimed.load(Ordering::SeqCst)
+            && !self.met.swap(true, Ordering::SeqCst)
+        {
+            return Box::pin(async move {
+                let met = tokio::time::timeout(Duration::from_secs(30), barrier.wait()).await;
+                assert!(met.is_ok(), "the other resuming node never settled its call");
+                self.inner.unsettled(after, limit, undecided_for).await
+            });
         }
         self.live(self.inner.unsettled(after, limit, undecided_for))
     }
