@@ -57,6 +57,7 @@ pub const SQLITE_MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "claim holder", sql: include_str!("../migrations/sqlite/0006_claim_holder.sql") },
     Migration { version: 7, name: "integrity", sql: include_str!("../migrations/sqlite/0007_integrity.sql") },
     Migration { version: 8, name: "audit debts", sql: include_str!("../migrations/sqlite/0008_audit_debts.sql") },
+    Migration { version: 9, name: "tree closes", sql: include_str!("../migrations/sqlite/0009_tree_closes.sql") },
 ];
 
 /// The migrations of the PostgreSQL schema, in order.
@@ -101,6 +102,7 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "audit debts point at their record",
         sql: include_str!("../migrations/postgres/0011_debt_points_at_record.sql"),
     },
+    Migration { version: 12, name: "tree closes", sql: include_str!("../migrations/postgres/0012_tree_closes.sql") },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -240,6 +242,22 @@ pub mod testing {
         agents_runtime::composite! {
             /// The intake, then HR: a run tree whose second node proposes the action.
             pub struct LeaveDesk: String -> String = then(LeaveIntake, Hr);
+        }
+
+        /// Counts the members of a parallel node that answered.
+        pub struct Answered;
+
+        impl agents_runtime::agents_core::compose::Join for Answered {
+            type Item = String;
+            type Output = String;
+            fn join(items: Vec<agents_runtime::agents_core::compose::MemberResult<String>>) -> Result<String, String> {
+                Ok(format!("{} answered", items.iter().filter(|i| i.is_ok()).count()))
+            }
+        }
+
+        agents_runtime::composite! {
+            /// HR twice at once: a run tree two of whose nodes propose an action each.
+            pub struct LeavePair: String -> String = parallel([Hr, Hr], join = Answered, on_failure = collect);
         }
 
         /// The user the tests act for.

@@ -20,9 +20,15 @@
 //! - **events with the node's path**: the handle receives each node run's events wrapped in
 //!   [`Event::Node`](crate::Event::Node), and the tree's own `done`;
 //! - **limits**: each node keeps its agent's limits; [`RuntimeBuilder::tree_limit`](crate::RuntimeBuilder::tree_limit)
-//!   limits the whole tree's spend (USD, tokens): once the nodes spent it, no node makes
-//!   another model call and the tree ends `budget_exhausted`. Parallel members see each
-//!   other's spend when they end;
+//!   limits the whole tree's spend (USD, tokens) through one ledger for the tree: every paid
+//!   call of every node (and the tree's own router calls) is reserved in it before it is made
+//!   and settled to it once made, so a node sees what the others spent and hold the moment
+//!   they did, not when they end. A call is admitted only while the tree's settled spend plus
+//!   the estimates its calls in flight hold stays below the limit and its own estimate (its
+//!   node's previous call's cost) fits beside them; once the limit is spent no node makes
+//!   another model call nor starts, and the tree ends `budget_exhausted`. The tree passes
+//!   its limit by at most what its calls in flight cost beyond their estimates (a node's
+//!   first call, whose cost nothing predicts, estimates 0), as the budget store's caps do;
 //! - **combinators**: `then` passes each output on; `branch` asks its router (a [`Route`] of
 //!   the application's code) or the model, and fails closed to its declared default for any
 //!   answer that is no arm, recorded either way. A `model` router asks the runtime's model

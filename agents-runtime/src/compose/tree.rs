@@ -3,7 +3,7 @@
 //! what its nodes' runs did; and how one agent node runs in it.
 
 use crate::audit::{AuditNode, AuditStatus};
-use crate::events::{Event, EventBus};
+use crate::events::EventBus;
 use crate::run::{NodeScope, RunError, RunReport, RunStatus, RunUsage, Runtime, TreeAllowance, TreeIds};
 use crate::tool::Registry;
 use agents_core::Principal;
@@ -119,8 +119,7 @@ impl Tree {
         if self.cancel.is_cancelled() {
             return Err(NodeFailure::new(path, NodeFailureKind::Stopped, "the run tree was stopped before this node"));
         }
-        let none = agents_core::budget::RunSpend { tokens: 0, usd: 0.0 };
-        if let Some(why) = self.shared.allowance.refusal(none) {
+        if let Some(why) = self.shared.allowance.refusal() {
             return Err(NodeFailure::new(path, NodeFailureKind::Budget, why));
         }
         Ok(())
@@ -129,7 +128,7 @@ impl Tree {
     /// Runs agent `A` as node `id`: a run of its own (its own run id, its agent's limits), for
     /// the tree's principal in the tree's session, under the tree's stop; its records carry the
     /// tree's run id and the node's path, its events reach the tree's handle wrapped in
-    /// [`Event::Node`].
+    /// [`Event::Node`](crate::events::Event::Node).
     pub async fn run_agent<A: Registry>(&self, id: &str, input: A::Input) -> Result<A::Output, NodeFailure> {
         let path = self.node_path(id);
         self.may_start(&path)?;
@@ -140,19 +139,16 @@ impl Tree {
             allowance: shared.allowance.clone(),
         };
         let principal = shared.principal.clone();
-        let mut handle = shared.runtime.start_node::<A>(principal, &shared.session_id, input, scope).map_err(|e| {
+        let handle = shared.runtime.start_node::<A>(principal, &shared.session_id, input, scope).map_err(|e| {
             NodeFailure::new(&path, NodeFailureKind::Failed, format!("the node's run could not start: {e}"))
         })?;
-        let forwarded = self.forward(&path, handle.run_id().to_owned(), handle.take_events());
-        let result = handle.wait().await;
         // The node's events reach the tree's subscribers before the tree goes on: a reader
         // that stops at the tree's `done` has seen every node's.
-        let _ = forwarded.await;
+        let result = handle.wait_forwarding(&shared.bus, &shared.run_id, &path).await;
         let report = match &result {
             Ok(out) => &out.report,
             Err(e) => e.report(),
         };
-        shared.allowance.add(report.usage);
         self.keep(report);
         match result {
             Ok(out) => match out.output {
@@ -181,18 +177,6 @@ impl Tree {
         if !report.text.is_empty() {
             tree.text.clone_from(&report.text);
         }
-    }
-
-    /// Passes a node run's events to the tree's subscribers, wrapped with the node's path,
-    /// up to the node's `done` (or the end of its events).
-    fn forward(
-        &self,
-        path: &str,
-        node_run_id: String,
-        events: tokio::sync::mpsc::Receiver<Event>,
-    ) -> tokio::task::JoinHandle<()> {
-        let (bus, run_id) = (self.shared.bus.clone(), self.shared.run_id.clone());
-        crate::run::forward_node_events(bus, run_id, path.to_owned(), node_run_id, events)
     }
 
     /// Writes a `notice` of the tree (a branch's choice, a step's refusal, a contained panic).

@@ -6,7 +6,7 @@
 
 use super::granted::{GrantedAgent, GrantedCall};
 use super::limit::{NodeScope, TreeLimit};
-use super::outcome::{Ending, Failure, RunHandle, RunReport, RunStatus, StartError};
+use super::outcome::{Ending, Failure, RunError, RunHandle, RunOutput, RunReport, RunStatus, StartError, ended_with};
 use super::record::{RecordFields, RecordIds};
 use super::runtime::Runtime;
 use crate::audit::{AuditNode, AuditResult, AuditStatus};
@@ -14,7 +14,10 @@ use crate::events::EventBus;
 use crate::tool::Registry;
 use agents_core::Principal;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use tokio_util::sync::CancellationToken;
 
 /// How a run tree ended, as the compose room reports it.
@@ -120,32 +123,46 @@ impl Runtime {
 }
 
 impl<O> RunHandle<O> {
-    /// The run's events from its start, taken (the handle keeps a closed receiver).
-    pub(crate) fn take_events(&mut self) -> tokio::sync::mpsc::Receiver<crate::events::Event> {
-        std::mem::replace(&mut self.events, tokio::sync::mpsc::channel(1).1)
-    }
-}
-
-/// Passes a node run's events to a tree's (or a calling run's) subscribers, each wrapped in
-/// [`Event::Node`](crate::Event::Node) with the node's path and its run.
-pub(crate) fn forward_node_events(
-    bus: Arc<EventBus>,
-    run_id: String,
-    node: String,
-    node_run_id: String,
-    mut events: tokio::sync::mpsc::Receiver<crate::events::Event>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            // The node's `done` is its last event: after it the caller goes on.
+    /// Waits for the end of a node's run while passing its events to a tree's (or a calling
+    /// run's) subscribers on `bus`, each wrapped in [`Event::Node`](crate::Event::Node) with
+    /// the node's path and run and the tree's `run_id`, up to the node's `done`. Read in the
+    /// waiting task itself (no task per node): every event the node published before it ended
+    /// is on `bus` when this returns, so a reader that stops at the tree's `done` has seen them.
+    pub(crate) async fn wait_forwarding(
+        self,
+        bus: &EventBus,
+        run_id: &str,
+        node: &str,
+    ) -> Result<RunOutput<O>, RunError> {
+        let RunHandle { run_id: node_run_id, mut events, mut join, .. } = self;
+        let mut open = true;
+        // Passes one event on; `false` after the node's `done`, its last event.
+        let forward = |event: crate::events::Event| {
             let last = matches!(event, crate::events::Event::Done { .. });
-            let (run_id, node, node_run_id) = (run_id.clone(), node.clone(), node_run_id.clone());
+            let (run_id, node, node_run_id) = (run_id.to_owned(), node.to_owned(), node_run_id.clone());
             bus.publish(crate::events::Event::Node { run_id, node, node_run_id, event: Box::new(event) });
-            if last {
-                break;
+            !last
+        };
+        let ended = std::future::poll_fn(|cx| {
+            while open {
+                match events.poll_recv(cx) {
+                    Poll::Ready(Some(event)) => open = forward(event),
+                    Poll::Ready(None) => open = false,
+                    Poll::Pending => break,
+                }
+            }
+            Pin::new(&mut join).poll(cx)
+        })
+        .await;
+        // What the node published before its task ended is in the channel now.
+        while open {
+            match events.try_recv() {
+                Ok(event) => open = forward(event),
+                Err(_) => open = false,
             }
         }
-    })
+        ended_with(node_run_id, ended)
+    }
 }
 
 /// The registry entry of agent `S` granted to another: what `agent!` writes per granted agent
@@ -165,7 +182,7 @@ where
 
 /// Runs `S` as a child node of the calling run (see [`super::granted`]): its input parsed from
 /// the call's arguments, its final answer as JSON (a JSON text as its value, other text as a
-/// string); its usage joins the tree's allowance.
+/// string); its calls were reserved in and settled to the tree's ledger as they were made.
 fn run_granted<S: Registry>(call: GrantedCall, args: Value) -> crate::BoxFuture<'static, Result<Value, String>>
 where
     S::Input: serde::de::DeserializeOwned,
@@ -176,19 +193,13 @@ where
         let input: S::Input = serde_json::from_value(input)
             .map_err(|e| format!("invalid input for the agent `{name}`: {e}; nothing ran"))?;
         let GrantedCall { inner, principal, session_id, scope, bus, run_id } = call;
-        let (node, allowance) = (scope.node.path.clone(), scope.allowance.clone());
+        let node = scope.node.path.clone();
         let runtime = Runtime { inner };
-        let mut handle = runtime
+        let handle = runtime
             .start_node::<S>(principal, &session_id, input, scope)
             .map_err(|e| format!("the agent `{name}` could not start: {e}"))?;
-        let forwarded = forward_node_events(bus, run_id, node, handle.run_id().to_owned(), handle.take_events());
-        let result = handle.wait().await;
         // The callee's events reach the caller's subscribers before its result does.
-        let _ = forwarded.await;
-        allowance.add(match &result {
-            Ok(out) => out.report.usage,
-            Err(e) => e.report().usage,
-        });
+        let result = handle.wait_forwarding(&bus, &run_id, &node).await;
         match result {
             Ok(out) if out.output.is_some() => {
                 let text = out.report.text;

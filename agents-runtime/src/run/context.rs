@@ -156,6 +156,7 @@ impl<A: Registry> RunCtx<A> {
             A::tools().iter().any(|t| t.tier == Tier::Action || (t.policy.reaches_out() && t.tier != Tier::Handoff));
         let ledger = assessed
             .then(|| lock(&inner.live.sessions).entry(ids.session_id.to_string()).or_default().provenance.clone());
+        let node = ids.node.is_some();
         let ids = Arc::new(ids);
         Arc::new(RunCtx::<A> {
             recorder: Recorder::new(inner, ids.clone(), bus, direct.is_some()),
@@ -180,7 +181,7 @@ impl<A: Registry> RunCtx<A> {
             delta: Mutex::new(Delta::default()),
             approved: Mutex::new(None),
             state_failed: OnceLock::new(),
-            tree: OnceLock::new(),
+            tree: root_tree::<A>(inner, node),
             handed: OnceLock::new(),
             _agent: PhantomData,
         })
@@ -400,11 +401,7 @@ impl<A: Registry> Run for RunCtx<A> {
         // The tree's root: this run's own root when it is a node, else this run.
         let root = node.and_then(|n| n.parent_run_id.clone()).unwrap_or_else(|| run_id.clone());
         let path = format!("{}/{callee}", node.map_or(A::SPEC.name, |n| n.path.as_str()));
-        let limit = self.inner.settings.tree_limit;
-        // A tree whose root is this agent's run: the root names the agent where a composite's
-        // tree names the composite.
-        let root_of = (A::SPEC.name, A::MANIFEST_SHA256);
-        let allowance = self.tree.get_or_init(|| Arc::new(super::limit::TreeAllowance::new(limit, root_of))).clone();
+        let allowance = self.tree.get_or_init(|| root_allowance::<A>(&self.inner)).clone();
         super::granted::GrantedCall {
             inner: self.inner.clone(),
             principal: (*self.principal).clone(),
@@ -418,6 +415,24 @@ impl<A: Registry> Run for RunCtx<A> {
             run_id,
         }
     }
+}
+
+/// The tree an agent's run grows by calling a granted agent, whose root is that run: the root
+/// names the agent where a composite's tree names the composite.
+fn root_allowance<A: Registry>(inner: &Inner) -> Arc<super::limit::TreeAllowance> {
+    Arc::new(super::limit::TreeAllowance::new(inner.settings.tree_limit, (A::SPEC.name, A::MANIFEST_SHA256)))
+}
+
+/// A run's tree ledger from its start: set for the run of an agent that grants agents or hands
+/// off to one (not a node already), so its own spend is in the ledger before any callee or
+/// handoff target checks it; a node's is set from its scope.
+fn root_tree<A: Registry>(inner: &Arc<Inner>, node: bool) -> OnceLock<Arc<super::limit::TreeAllowance>> {
+    let tree = OnceLock::new();
+    let grows = A::agent_at(0).is_some() || A::SPEC.tools.iter().any(|t| A::handoff_to(t).is_some());
+    if !node && grows {
+        let _ = tree.set(root_allowance::<A>(inner));
+    }
+    tree
 }
 
 /// Availability: grants ∩ role ∩ not disabled, audited as `run_started`. `None` when that

@@ -14,10 +14,9 @@ use super::proposal::{Refused, State};
 use super::record::{RecordFields, RecordIds};
 use super::scope::HandedOver;
 use super::skill::{Scope, choice_instruction, choice_tool, read_choice};
-use super::spend::{BudgetStop, Meter, Spend};
+use super::spend::{BudgetStop, Held, Meter, Spend};
 use super::sync::{lock, unless_cancelled};
 use crate::audit::{AuditResult, AuditStatus};
-use crate::budget::Reservation;
 use crate::classifier::{Classification, ProposalSummary};
 use crate::events::{Event, RunPhase};
 use crate::provider::{ChatMessage, ChatRequest, ChatResponse, ProviderError, ToolDefinition};
@@ -108,7 +107,7 @@ struct Turn<A: Registry, O> {
     /// What the turn spent, its own calls and its classifier's.
     spend: Mutex<Spend>,
     /// The headroom held for the model call about to be made.
-    reservation: Option<Reservation>,
+    reservation: Held,
     /// Whether the next model call is the skill-choice step (see `skill`): its only tool is
     /// the choice, and the system prompt says so.
     choosing: bool,
@@ -141,7 +140,7 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
             response_schema,
             messages: history.into_iter().chain(digest).collect(),
             spend: Mutex::new(Spend::default()),
-            reservation: None,
+            reservation: Held::default(),
             choosing,
             ctx,
         };
@@ -422,7 +421,7 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
     /// Settles the model call's reservation with its cost, in the store and the turn's total.
     async fn record_spend(&mut self, cost_usd: f64) {
         let meter = Meter { ctx: &self.ctx, spend: &self.spend };
-        meter.settle(self.reservation.take(), cost_usd).await;
+        meter.settle(std::mem::take(&mut self.reservation), cost_usd).await;
         self.note_spend();
     }
 

@@ -36,7 +36,7 @@ pub(super) async fn passages_for<A: Registry>(
     // the budget).
     let cost_usd = knowledge.settings.embedder.as_ref().map_or(0.0, |e| e.cost_usd(&usage));
     if cost_usd != 0.0 {
-        Meter { ctx, spend }.settle(None, cost_usd).await;
+        Meter { ctx, spend }.settle(Default::default(), cost_usd).await;
     }
     if let Some(why) = degraded {
         let reason = format!("knowledge: {why}; this turn's passages were ranked by BM25 alone");

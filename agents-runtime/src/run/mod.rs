@@ -345,7 +345,7 @@ mod tree_call;
 
 #[doc(hidden)]
 pub use child::granted_agent;
-pub(crate) use child::{TreeEnd, TreeIds, forward_node_events};
+pub(crate) use child::{TreeEnd, TreeIds};
 pub(crate) use choice::{one_call_argument, shown};
 pub use conversation::{DIGEST_ENTRIES, DIGEST_ENTRY_CHARS, DIGEST_TOTAL_CHARS};
 pub use decision::{

@@ -633,14 +633,21 @@ impl<O> RunHandle<O> {
     /// Waits for the end: the run's answer (or the question waiting for the user), or why
     /// it ended without one. Either way the calls it made and what it spent are kept.
     pub async fn wait(self) -> Result<RunOutput<O>, RunError> {
-        let run_id = self.run_id.clone();
-        match self.join.await {
-            Ok(ending) => ending.into_result(),
-            Err(e) => Err(RunError::TaskFailed {
-                message: e.to_string(),
-                report: Box::new(RunReport { run_id, ..RunReport::default() }),
-            }),
-        }
+        ended_with(self.run_id, self.join.await)
+    }
+}
+
+/// A run's result from how its task of run `run_id` ended.
+pub(super) fn ended_with<O>(
+    run_id: String,
+    ended: Result<Ending<O>, tokio::task::JoinError>,
+) -> Result<RunOutput<O>, RunError> {
+    match ended {
+        Ok(ending) => ending.into_result(),
+        Err(e) => Err(RunError::TaskFailed {
+            message: e.to_string(),
+            report: Box::new(RunReport { run_id, ..RunReport::default() }),
+        }),
     }
 }
 

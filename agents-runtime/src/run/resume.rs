@@ -69,7 +69,9 @@
 //! its result naming the node and the call and saying how it was settled), unless another
 //! proposal of the same tree still waits in the store (a parallel node's other member), in
 //! which case that one's settlement closes it. Two nodes settling the last two waiting
-//! proposals of one tree at the same moment may each close it. The tree's plan does not go on
+//! proposals of one tree at the same moment both find none left; the store's
+//! [`claim_tree_close`](crate::store::Store::claim_tree_close) lets exactly one of them close
+//! it, so the root's `run_finished` is written once. The tree's plan does not go on
 //! after a restart, as a single run's conversation does not: its later nodes never start,
 //! and a new tree is the application's to start.
 //!
@@ -244,7 +246,8 @@ impl Runtime {
     /// Closes the run tree a settled proposal's node run sat in (see the module's docs): its
     /// root run gets its `run_finished` record (reason `failed`, saying which node's call was
     /// settled and how), unless another proposal of the same tree still waits in the store
-    /// (its settlement closes the tree). The tree's plan does not go on.
+    /// (its settlement closes the tree), and unless another node claimed the closing first. The
+    /// tree's plan does not go on.
     async fn close_tree(
         &self,
         place: &TreePlace,
@@ -268,6 +271,11 @@ impl Runtime {
                 Some(next) => after = next,
                 None => break,
             }
+        }
+        // Two nodes settling the tree's last two proposals at once both get here: the store
+        // lets one of them close it.
+        if !store.claim_tree_close(tree, &self.inner.settings.node_id).await? {
+            return Ok(());
         }
         let composite = (place.composite.as_str(), place.composite_sha256.as_str());
         let ids = self.tree_ids(tree, &p.session_id, &principal_of(p), composite);

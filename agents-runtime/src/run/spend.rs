@@ -5,6 +5,8 @@
 //! [`crate::budget`] for the guarantee this gives under concurrency.
 
 use super::context::RunCtx;
+use super::limit::{TreeAllowance, TreeHold};
+use super::outcome::RunUsage;
 use super::record::RecordFields;
 use super::shared::Inner;
 use super::sync::lock;
@@ -28,6 +30,8 @@ pub(super) struct Spend {
     pub(super) input_tokens: u64,
     /// Completion tokens.
     pub(super) output_tokens: u64,
+    /// What of the above the run's tree ledger has already (see [`Spend::push_to_tree`]).
+    in_tree: RunUsage,
 }
 
 impl Spend {
@@ -36,6 +40,29 @@ impl Spend {
         self.input_tokens = self.input_tokens.saturating_add(usage.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(usage.output_tokens);
     }
+
+    /// Brings `tree`'s ledger up to this run's spend (what it spent since the last time,
+    /// tokens counted without a paid call included), releasing `hold`. Called with the spend
+    /// locked, so a spend is never added twice nor missed.
+    fn push_to_tree(&mut self, tree: &TreeAllowance, hold: Option<TreeHold>) {
+        let now =
+            RunUsage { input_tokens: self.input_tokens, output_tokens: self.output_tokens, cost_usd: self.cost_usd };
+        let was = std::mem::replace(&mut self.in_tree, now);
+        let delta = RunUsage {
+            input_tokens: now.input_tokens.saturating_sub(was.input_tokens),
+            output_tokens: now.output_tokens.saturating_sub(was.output_tokens),
+            cost_usd: (now.cost_usd - was.cost_usd).max(0.0),
+        };
+        tree.settle(hold, delta);
+    }
+}
+
+/// What a paid call holds while it is made: its reservation in the budget store, and its hold
+/// on the run tree's limit when the run is part of a tree.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    pub(super) store: Option<Reservation>,
+    tree: Option<TreeHold>,
 }
 
 /// Why a paid call may not be made.
@@ -71,33 +98,49 @@ pub(super) struct Meter<'a, A> {
 }
 
 impl<A: Registry> Meter<'_, A> {
-    /// Before a call of `provider`: refused when the agent's declarations refuse it; else a
-    /// reservation when the provider is paid and a store is set (`None` otherwise, or when the
-    /// store failed and the runtime fails open).
-    pub(super) async fn reserve(&self, provider: &dyn Provider) -> Result<Option<Reservation>, BudgetStop> {
-        let spent = {
+    /// Before a call of `provider`: refused when the agent's declarations or the run tree's
+    /// limit refuse it; else what it holds: a reservation when the provider is paid and a
+    /// store is set (`None` otherwise, or when the store failed and the runtime fails open),
+    /// and a hold on the tree's limit when the run is part of a tree.
+    pub(super) async fn reserve(&self, provider: &dyn Provider) -> Result<Held, BudgetStop> {
+        let (spent, estimate) = {
             let s = lock(self.spend);
-            agents_core::budget::RunSpend { tokens: s.input_tokens.saturating_add(s.output_tokens), usd: s.cost_usd }
+            let tokens = s.input_tokens.saturating_add(s.output_tokens);
+            (agents_core::budget::RunSpend { tokens, usd: s.cost_usd }, s.last_cost)
         };
         if let Some(why) = crate::declared::before_model_call(&A::SPEC, provider, spent) {
             return Err(BudgetStop::Declared(why));
         }
-        if let Some(why) = self.ctx.tree.get().and_then(|tree| tree.refusal(spent)) {
-            return Err(BudgetStop::Declared(why));
-        }
-        let estimate = lock(self.spend).last_cost;
-        let reserved = reserve_in_store(&self.ctx.inner, &self.ctx.principal, provider, estimate).await?;
+        let tree = self.ctx.tree.get();
+        let hold = match tree {
+            Some(tree) => {
+                let mut s = lock(self.spend);
+                s.push_to_tree(tree, None);
+                Some(tree.reserve(estimate).map_err(BudgetStop::Declared)?)
+            }
+            None => None,
+        };
+        let reserved = match reserve_in_store(&self.ctx.inner, &self.ctx.principal, provider, estimate).await {
+            Ok(reserved) => reserved,
+            Err(stop) => {
+                if let Some(tree) = tree {
+                    tree.settle(hold, RunUsage::default());
+                }
+                return Err(stop);
+            }
+        };
         if let Some(reason) = reserved.fail_open {
             let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
         }
-        Ok(reserved.reservation)
+        Ok(Held { store: reserved.reservation, tree: hold })
     }
 
     /// After a call: its cost joins the run's total and the store (settling the reservation,
     /// or recorded when there was none). A cost that is negative or not finite is a provider
     /// fault: the reservation's estimate is charged instead, so recorded spend never goes
     /// down, and the fault is audited.
-    pub(super) async fn settle(&self, reservation: Option<Reservation>, cost_usd: f64) {
+    pub(super) async fn settle(&self, held: Held, cost_usd: f64) {
+        let Held { store: reservation, tree: hold } = held;
         let (cost, invalid) = charged(cost_usd, reservation.as_ref());
         if let Some(reason) = invalid {
             let _ = self.ctx.audit(RecordFields::new(AuditStatus::Notice).reason(reason)).await;
@@ -107,6 +150,9 @@ impl<A: Registry> Meter<'_, A> {
             s.cost_usd += cost;
             if cost > 0.0 {
                 s.last_cost = cost;
+            }
+            if let Some(tree) = self.ctx.tree.get() {
+                s.push_to_tree(tree, hold);
             }
         }
         if let Some(budget) = settle_in_store(&self.ctx.inner, &self.ctx.principal, reservation, cost).await {

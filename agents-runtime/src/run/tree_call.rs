@@ -50,17 +50,21 @@ impl Runtime {
     ) -> TreeCall {
         let (inner, mut notices) = (&self.inner, Vec::new());
         let usage = RunUsage::default();
-        let none = agents_core::budget::RunSpend { tokens: 0, usd: 0.0 };
-        if let Some(why) = allowance.refusal(none) {
-            return TreeCall { answer: Err(TreeCallError::Budget(why)), usage, notices };
-        }
+        let hold = match allowance.reserve(0.0) {
+            Ok(hold) => hold,
+            Err(why) => return TreeCall { answer: Err(TreeCallError::Budget(why)), usage, notices },
+        };
         let provider = &*inner.services.provider;
         let reserved = match reserve_in_store(inner, principal, provider, 0.0).await {
             Ok(reserved) => reserved,
-            Err(stop @ BudgetStop::StoreFailed(_)) => {
-                return TreeCall { answer: Err(TreeCallError::Unavailable(stop.to_string())), usage, notices };
+            Err(stop) => {
+                allowance.settle(Some(hold), usage);
+                let answer = match stop {
+                    BudgetStop::StoreFailed(_) => Err(TreeCallError::Unavailable(stop.to_string())),
+                    _ => Err(TreeCallError::Budget(stop.to_string())),
+                };
+                return TreeCall { answer, usage, notices };
             }
-            Err(stop) => return TreeCall { answer: Err(TreeCallError::Budget(stop.to_string())), usage, notices },
         };
         notices.extend(reserved.fail_open);
         let secs = inner.settings.limits.unwrap_or_default().provider_timeout_secs;
@@ -81,7 +85,7 @@ impl Runtime {
         if let Some(Ok(Ok(r))) = &answer {
             (usage.input_tokens, usage.output_tokens) = (r.usage.input_tokens, r.usage.output_tokens);
         }
-        allowance.add(usage);
+        allowance.settle(Some(hold), usage);
         let answer = match answer {
             None => Err(TreeCallError::Stopped),
             Some(Ok(Ok(r))) => Ok(r),

@@ -38,6 +38,8 @@ struct State {
     sessions: HashMap<String, (SessionRecord, Instant)>,
     streams: HashMap<String, Vec<String>>,
     heads: HashMap<String, (u64, String)>,
+    /// The run trees whose closing was claimed, and by which node.
+    closed_trees: HashMap<String, String>,
 }
 
 impl MemoryStore {
@@ -317,6 +319,18 @@ impl Store for MemoryStore {
                 true
             }
             _ => false,
+        };
+        ready(Ok(claimed))
+    }
+
+    fn claim_tree_close<'a>(&'a self, tree_run_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut state = self.lock();
+        let claimed = match state.closed_trees.entry(tree_run_id.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(node.to_owned());
+                true
+            }
         };
         ready(Ok(claimed))
     }

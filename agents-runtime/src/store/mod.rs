@@ -485,6 +485,23 @@ pub trait Store: Send + Sync + 'static {
     /// marked proposal does nothing.
     fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
+    /// Claims the closing of run tree `tree_run_id` (its root run's `run_finished` record,
+    /// written by a resumption that settled the tree's last waiting proposal) for `node`, in
+    /// one conditional insert: `true` for exactly one claim per tree, ever, whatever number of
+    /// nodes settle the tree's last proposals at once; `false` when it was claimed already
+    /// (nothing changed). A claimer that dies before writing the record leaves the tree
+    /// unclosed: the root's `run_finished` is written at most once.
+    ///
+    /// ```
+    /// use agents_runtime::store::{MemoryStore, Store};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = MemoryStore::new();
+    /// assert!(store.claim_tree_close("tree-run-1", "node-a").await.unwrap());
+    /// assert!(!store.claim_tree_close("tree-run-1", "node-b").await.unwrap(), "closed once");
+    /// # });
+    /// ```
+    fn claim_tree_close<'a>(&'a self, tree_run_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
     /// Proposals stored after `after` whose final record was claimed (execution, settlement
     /// or closing) and is not marked written, and whose claim was taken, taken over or renewed
     /// more than `lease` ago, oldest first, at most `limit`: the claims of holders that may

@@ -145,6 +145,10 @@ composite! {
     pub struct Collect: String -> String = parallel([Plain, Failer], join = Tally, on_failure = collect);
 }
 composite! {
+    /// Two readers at once, each answer kept.
+    pub struct TwoReaders: String -> String = parallel([Reader, Reader], join = Tally, on_failure = collect);
+}
+composite! {
     /// A step refuses before the node.
     pub struct Refused: String -> String = wrap(Plain, before = [Refuse]);
 }
@@ -343,6 +347,31 @@ async fn the_tree_limit_runs_out_across_nodes() {
     let (rt, _) = runtime(None);
     let out = rt.start_composite::<Spender>(me(), "tree-budget-free", "go".into()).unwrap().wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
+}
+
+/// Parallel members reserve in one ledger: a member's call is admitted only while what the
+/// whole tree settled (the other member's calls included, before that member ends) is under
+/// the limit, so the tree passes its limit by at most the calls in flight at once.
+#[tokio::test]
+async fn parallel_members_share_one_tree_limit() {
+    // 150 tokens for the tree; each reader answers twice with 100 tokens (400 in all when
+    // each member saw only its own spend).
+    let (rt, sink) = runtime(Some(TreeLimit::new(None, Some(150))));
+    let out = rt.start_composite::<TwoReaders>(me(), "tree-parallel-budget", "go".into()).unwrap().wait().await;
+    let usage = out.report().usage;
+    let tokens = usage.input_tokens + usage.output_tokens;
+    assert!(tokens < 150 + 2 * 100, "at most one call per member past the limit: {tokens} tokens");
+    let refused = sink.records().iter().any(|r| {
+        r.node.is_some()
+            && r.status == AuditStatus::Notice
+            && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
+    });
+    assert!(refused, "a member's call was refused by the tree's limit");
+    // Without the limit both members make both calls.
+    let (rt, _) = runtime(None);
+    let out = rt.start_composite::<TwoReaders>(me(), "tree-parallel-free", "go".into()).unwrap().wait().await;
+    let usage = out.report().usage;
+    assert_eq!(usage.input_tokens + usage.output_tokens, 400, "{out:?}");
 }
 
 #[tokio::test]

@@ -216,6 +216,32 @@ async fn the_tree_limit_runs_out_across_caller_and_callee() {
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
 }
 
+/// The caller's spend is the tree's the moment it is settled, not when the caller ends: a
+/// callee whose call would take the tree past its limit beside what the caller spent so far
+/// is refused.
+#[tokio::test]
+async fn a_callee_sees_what_its_caller_spent_so_far() {
+    // 150 tokens for the tree; every answer uses 100. The caller's first answer (100) and the
+    // callee's first (200 in all) leave nothing for the callee's second.
+    let (rt, sink) = runtime(Some(TreeLimit::new(None, Some(150))));
+    let out = rt.start::<Asker>(me(), "granted-in-flight", "look 7".into()).unwrap().wait().await;
+    assert!(matches!(out, Err(RunError::BudgetExhausted { .. })), "{out:?}");
+    let records = sink.records();
+    let callee_end = records
+        .iter()
+        .find(|r| r.status == AuditStatus::RunFinished && r.node.is_some())
+        .expect("the callee's run ended with a record");
+    assert_eq!(callee_end.reason.as_deref(), Some("budget_exhausted"), "{callee_end:?}");
+    let refused = records.iter().any(|r| {
+        r.node.is_some()
+            && r.status == AuditStatus::Notice
+            && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
+    });
+    assert!(refused, "the callee's refusal names the tree's limit");
+    // The callee's lookup ran (its first call was under the limit), nothing after it.
+    assert_eq!(out.report().usage.input_tokens + out.report().usage.output_tokens, 100, "the caller's own");
+}
+
 #[tokio::test]
 async fn the_caller_offers_the_granted_agent_with_its_input_schema() {
     let g = <Desk as agents_runtime::Registry>::agent_at(0).expect("Desk grants one agent");

@@ -150,3 +150,23 @@ impl PostgresStore {
         Ok(n == 1)
     }
 }
+
+/// [`Store::claim_tree_close`](crate::Store::claim_tree_close).
+pub(super) fn claim_tree_close<'a>(
+    store: &'a PostgresStore,
+    tree_run_id: &'a str,
+    node: &'a str,
+) -> BoxFuture<'a, StoreResult<bool>> {
+    Box::pin(async move {
+        let client = store.client().await?;
+        let n = client
+            .execute(
+                "INSERT INTO agents_tree_closes (tree_run_id, closed_by) VALUES ($1, $2) \
+                 ON CONFLICT (tree_run_id) DO NOTHING",
+                &[&tree_run_id, &node],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(n == 1)
+    })
+}

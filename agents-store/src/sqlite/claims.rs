@@ -114,3 +114,21 @@ pub(super) fn renew_claim<'a>(
         .map_err(sql_error)
     })
 }
+
+/// [`Store::claim_tree_close`](crate::Store::claim_tree_close).
+pub(super) fn claim_tree_close<'a>(
+    store: &'a SqliteStore,
+    tree_run_id: &'a str,
+    node: &'a str,
+) -> BoxFuture<'a, StoreResult<bool>> {
+    let (tree, node) = (tree_run_id.to_owned(), node.to_owned());
+    store.run(move |conn| {
+        conn.execute(
+            "INSERT INTO agents_tree_closes (tree_run_id, closed_by, closed_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (tree_run_id) DO NOTHING",
+            params![tree, node, now_ms()],
+        )
+        .map(|n| n == 1)
+        .map_err(sql_error)
+    })
+}

@@ -93,6 +93,10 @@ impl Store for SqliteStore {
         claims::claim_settlement(self, call_id, node)
     }
 
+    fn claim_tree_close<'a>(&'a self, tree_run_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        claims::claim_tree_close(self, tree_run_id, node)
+    }
+
     fn close_undecided<'a>(
         &'a self,
         call_id: &'a str,

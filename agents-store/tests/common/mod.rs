@@ -424,6 +424,31 @@ pub async fn race_redemptions(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     assert_eq!(wins, 1, "exactly one of 1,000 concurrent redemptions uses the token");
 }
 
+/// Rounds of 16 concurrent claims of one run tree's closing, half through each node: exactly
+/// one each round, and none after it.
+pub async fn race_tree_closes(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    for round in 0..20 {
+        let tree = format!("tree-{round}");
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let (barrier, tree) = (barrier.clone(), tree.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    store.claim_tree_close(&tree, &format!("node-{i}")).await.unwrap()
+                })
+            })
+            .collect();
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1, "round {round}: exactly one node closes the tree");
+        assert!(!b.claim_tree_close(&tree, "late").await.unwrap(), "round {round}: closed once, ever");
+    }
+}
+
 /// Rounds of 24 concurrent acquisitions under a cap of 3 over both nodes: exactly 3 each round.
 pub async fn race_slots(a: Arc<dyn Store>, b: Arc<dyn Store>) {
     for round in 0..20 {

@@ -15,6 +15,7 @@ async fn memory_store_keeps_the_contract() {
 async fn memory_store_races() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     common::race_redemptions(store.clone(), store.clone()).await;
+    common::race_tree_closes(store.clone(), store.clone()).await;
     common::race_slots(store.clone(), store.clone()).await;
     common::race_session_saves(store.clone(), store.clone()).await;
     common::proposal_across(store.clone(), store.clone()).await;

@@ -77,6 +77,7 @@ async fn two_pools_in_one_process_race_correctly() {
     let (url, a) = store(&cluster, "pools").await;
     let b: Arc<dyn Store> = Arc::new(PostgresStore::connect(&url, 32).await.unwrap());
     common::race_redemptions(a.clone(), b.clone()).await;
+    common::race_tree_closes(a.clone(), b.clone()).await;
     common::race_slots(a.clone(), b.clone()).await;
     common::race_session_saves(a.clone(), b.clone()).await;
     common::proposal_across(a.clone(), b.clone()).await;

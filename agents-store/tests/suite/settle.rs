@@ -35,7 +35,7 @@ use agents_runtime::store::{
 };
 use agents_runtime::{BoxFuture, RunHandle, Runtime, Verdict};
 use agents_store::postgres::TempCluster;
-use agents_store::testing::leave::{Hr, SERVER_KEY, employee, executions, roles};
+use agents_store::testing::leave::{Hr, LeavePair, SERVER_KEY, employee, executions, roles};
 use agents_store::{PostgresStore, SqliteStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +57,13 @@ enum Fault {
     DieAtRenewal,
     /// Recording a decision fails with a store error (nothing changes in the real store).
     FailDecide,
+    /// The second proposal is stored, then the node is dead (its run tree's two nodes wait
+    /// for ever, its slots lapse).
+    DieAfterSecondProposal,
+    /// A resuming node that may claim only one given call (the others' claims answer `false`)
+    /// and, once it claimed it, waits for the other resuming node before it looks for the
+    /// tree's other waiting proposals: both look when both settled theirs.
+    Split,
 }
 
 /// A node's view of the real store, with a fault at the claims.
@@ -64,11 +71,33 @@ struct Faulty {
     inner: Arc<dyn Store>,
     fault: Fault,
     dead: AtomicBool,
+    proposals: std::sync::atomic::AtomicUsize,
+    /// For [`Fault::Split`]: the one call this node may claim, the meeting point of the two
+    /// resuming nodes, whether this node claimed its call, and whether it met the other.
+    split: Option<(String, Arc<tokio::sync::Barrier>)>,
+    claimed: AtomicBool,
+    met: AtomicBool,
 }
 
 impl Faulty {
     fn new(inner: Arc<dyn Store>, fault: Fault) -> Arc<Self> {
-        Arc::new(Faulty { inner, fault, dead: AtomicBool::new(false) })
+        Arc::new(Faulty {
+            inner,
+            fault,
+            dead: AtomicBool::new(false),
+            proposals: Default::default(),
+            split: None,
+            claimed: AtomicBool::new(false),
+            met: AtomicBool::new(false),
+        })
+    }
+
+    /// A resuming node that claims only `call_id` and meets the other at `barrier` (see
+    /// [`Fault::Split`]).
+    fn split(inner: Arc<dyn Store>, call_id: &str, barrier: Arc<tokio::sync::Barrier>) -> Arc<Self> {
+        let mut node = Arc::into_inner(Faulty::new(inner, Fault::Split)).expect("just made");
+        node.split = Some((call_id.to_owned(), barrier));
+        Arc::new(node)
     }
 
     /// `f`'s answer while the node lives; a future that never ends once it died.
@@ -79,7 +108,12 @@ impl Faulty {
     /// A claim: faulted as configured.
     fn claim<'a>(&'a self, f: BoxFuture<'a, StoreResult<bool>>) -> BoxFuture<'a, StoreResult<bool>> {
         match self.fault {
-            Fault::DieBeforeMark | Fault::DieAfterProposal | Fault::DieAtRenewal | Fault::FailDecide => self.live(f),
+            Fault::DieBeforeMark
+            | Fault::DieAfterProposal
+            | Fault::DieAfterSecondProposal
+            | Fault::DieAtRenewal
+            | Fault::FailDecide
+            | Fault::Split => self.live(f),
             Fault::FailClaims => Box::pin(async { Err(StoreError::Unavailable("injected: the claim failed".into())) }),
             Fault::DieAfterClaim => self.live(Box::pin(async move {
                 let granted = f.await?;
@@ -126,12 +160,23 @@ impl Store for Faulty {
     fn active_slots<'a>(&'a self, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
         self.live(self.inner.active_slots(owner))
     }
+    fn claim_tree_close<'a>(&'a self, tree_run_id: &'a str, node: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.live(self.inner.claim_tree_close(tree_run_id, node))
+    }
     fn put_proposal<'a>(&'a self, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
         match self.fault {
             Fault::DieAfterProposal => self.live(Box::pin(async move {
                 self.inner.put_proposal(proposal).await?;
                 self.dead.store(true, Ordering::SeqCst);
                 std::future::pending().await
+            })),
+            Fault::DieAfterSecondProposal => self.live(Box::pin(async move {
+                self.inner.put_proposal(proposal).await?;
+                if self.proposals.fetch_add(1, Ordering::SeqCst) == 1 {
+                    self.dead.store(true, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                }
+                Ok(())
             })),
             _ => self.live(self.inner.put_proposal(proposal)),
         }
@@ -162,6 +207,12 @@ impl Store for Faulty {
         node: &'a str,
         seal: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
+        if let Some((only, _)) = &self.split {
+            if only != call_id {
+                return Box::pin(async { Ok(false) });
+            }
+            self.claimed.store(true, Ordering::SeqCst);
+        }
         self.claim(self.inner.claim_execution(call_id, node, seal))
     }
     fn approved_unclaimed(&self, limit: u32) -> BoxFuture<'_, StoreResult<Vec<ProposalState>>> {
@@ -184,6 +235,16 @@ impl Store for Faulty {
         limit: u32,
         undecided_for: Duration,
     ) -> BoxFuture<'_, StoreResult<ProposalPage>> {
+        if let Some((_, barrier)) = &self.split
+            && self.claimed.load(Ordering::SeqCst)
+            && !self.met.swap(true, Ordering::SeqCst)
+        {
+            return Box::pin(async move {
+                let met = tokio::time::timeout(Duration::from_secs(30), barrier.wait()).await;
+                assert!(met.is_ok(), "the other resuming node never settled its call");
+                self.inner.unsettled(after, limit, undecided_for).await
+            });
+        }
         self.live(self.inner.unsettled(after, limit, undecided_for))
     }
     fn mark_recorded<'a>(&'a self, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
@@ -294,6 +355,11 @@ async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
 /// The records of `call_id` in stream `audit` of `spec`'s database (a PostgreSQL CONNINFO,
 /// or `sqlite:PATH`), in chain order.
 async fn records_of(spec: &str, call_id: &str) -> Vec<AuditRecord> {
+    all_records(spec).await.into_iter().filter(|r| r.call_id.as_deref() == Some(call_id)).collect()
+}
+
+/// Every record in stream `audit` of `spec`'s database, in chain order.
+async fn all_records(spec: &str) -> Vec<AuditRecord> {
     let lines: Vec<String> = if let Some(path) = spec.strip_prefix("sqlite:") {
         let conn = rusqlite::Connection::open(path).unwrap();
         let mut stmt = conn.prepare("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq").unwrap();
@@ -305,11 +371,7 @@ async fn records_of(spec: &str, call_id: &str) -> Vec<AuditRecord> {
             client.query("SELECT line FROM agents_audit WHERE stream = 'audit' ORDER BY seq", &[]).await.unwrap();
         rows.iter().map(|r| r.get(0)).collect()
     };
-    lines
-        .iter()
-        .map(|l| serde_json::from_str::<AuditRecord>(l).unwrap())
-        .filter(|r| r.call_id.as_deref() == Some(call_id))
-        .collect()
+    lines.iter().map(|l| serde_json::from_str::<AuditRecord>(l).unwrap()).collect()
 }
 
 fn statuses(records: &[AuditRecord]) -> Vec<AuditStatus> {
@@ -681,6 +743,53 @@ async fn a_dead_resumers_claim_still_lapses(spec: &str, store: Arc<dyn Store>, p
     drop(run);
 }
 
+/// Node A runs the tree `LeavePair`, whose two nodes each propose an action, and is gone once
+/// both proposals are stored. The person approves both; nodes B and C resume at once, B
+/// settling the first call and C the second, and both look for the tree's other waiting
+/// proposals only once both settled theirs: both find none, both would close the tree. The
+/// store lets one of them: the tree's root run has exactly one `run_finished`.
+async fn two_nodes_settling_a_trees_last_proposals_close_it_once(spec: &str, store: Arc<dyn Store>, prefix: &str) {
+    let s = session(prefix);
+    let dying = Faulty::new(store.clone(), Fault::DieAfterSecondProposal);
+    let node_a = node(dying.clone(), vec![leave(2), leave(3), reply("done"), reply("done")], LEASE);
+    let decider = node(store.clone(), vec![], LEASE);
+    let run = node_a.start_composite::<LeavePair>(employee(), &s, "five days".into()).unwrap();
+    let tree = run.run_id().to_owned();
+    // A bound on waiting only (a loaded machine is slow to start both members), not on the
+    // guarantee.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let calls: Vec<String> = loop {
+        let listed = decider.pending_decisions(&employee()).await.unwrap();
+        let ours: Vec<String> =
+            listed.iter().filter(|p| p.session_id.as_deref() == Some(s.as_str())).map(|p| p.call_id.clone()).collect();
+        if ours.len() == 2 && dying.dead.load(Ordering::SeqCst) {
+            break ours;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "node A never stored both proposals");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    for call_id in &calls {
+        decider.decide_async(call_id, &employee(), Verdict::Approve, None).await.unwrap();
+    }
+    // The dead tree's slots lapse before anyone resumes.
+    tokio::time::sleep(LEASE * 3).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let (b, c) =
+        (Faulty::split(store.clone(), &calls[0], barrier.clone()), Faulty::split(store.clone(), &calls[1], barrier));
+    let (node_b, node_c) = (node(b.clone(), vec![], LEASE), node(c.clone(), vec![], LEASE));
+    let (from_b, from_c) = tokio::join!(node_b.resume_orphaned::<Hr>(), node_c.resume_orphaned::<Hr>());
+    let (from_b, from_c) = (from_b.unwrap(), from_c.unwrap());
+    assert_eq!(from_b.iter().map(|r| &r.call_id).collect::<Vec<_>>(), [&calls[0]], "B settled the first call");
+    assert_eq!(from_c.iter().map(|r| &r.call_id).collect::<Vec<_>>(), [&calls[1]], "C settled the second call");
+    assert!(b.met.load(Ordering::SeqCst) && c.met.load(Ordering::SeqCst), "both looked once both had settled");
+    let root: Vec<AuditStatus> =
+        all_records(spec).await.iter().filter(|r| *r.run_id == *tree).map(|r| r.status).collect();
+    assert_eq!(root, [AuditStatus::RunStarted, AuditStatus::RunFinished], "the tree is closed exactly once");
+    assert_eq!(executions(&s), 2, "each approved call ran once");
+    store.verify_audit("audit").await.expect("the chain verifies");
+    drop(run);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_every_proposal_gets_one_final_record() {
     let dir = tempfile::tempdir().unwrap();
@@ -694,7 +803,8 @@ async fn sqlite_every_proposal_gets_one_final_record() {
     a_failed_claim_leaves_the_record_to_a_resumption(&spec, store.clone(), "sqlite-failed").await;
     an_approval_the_store_cannot_record_runs_nothing(&spec, store.clone(), "sqlite-undecidable").await;
     a_long_execution_keeps_its_claim(&spec, store.clone(), "sqlite-long").await;
-    a_dead_resumers_claim_still_lapses(&spec, store, "sqlite-dead-resumer").await;
+    a_dead_resumers_claim_still_lapses(&spec, store.clone(), "sqlite-dead-resumer").await;
+    two_nodes_settling_a_trees_last_proposals_close_it_once(&spec, store, "sqlite-tree-close").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -709,5 +819,6 @@ async fn postgres_every_proposal_gets_one_final_record() {
     a_failed_claim_leaves_the_record_to_a_resumption(&url, store.clone(), "pg-failed").await;
     an_approval_the_store_cannot_record_runs_nothing(&url, store.clone(), "pg-undecidable").await;
     a_long_execution_keeps_its_claim(&url, store.clone(), "pg-long").await;
-    a_dead_resumers_claim_still_lapses(&url, store, "pg-dead-resumer").await;
+    a_dead_resumers_claim_still_lapses(&url, store.clone(), "pg-dead-resumer").await;
+    two_nodes_settling_a_trees_last_proposals_close_it_once(&url, store, "pg-tree-close").await;
 }

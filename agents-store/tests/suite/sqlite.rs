@@ -25,6 +25,7 @@ async fn two_connections_to_one_file_race_correctly() {
     let a: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     let b: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
     common::race_redemptions(a.clone(), b.clone()).await;
+    common::race_tree_closes(a.clone(), b.clone()).await;
     common::race_slots(a.clone(), b.clone()).await;
     common::race_session_saves(a.clone(), b.clone()).await;
     common::proposal_across(a.clone(), b.clone()).await;
