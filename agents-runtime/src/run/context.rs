@@ -428,7 +428,8 @@ fn root_allowance<A: Registry>(inner: &Inner) -> Arc<super::limit::TreeAllowance
 /// handoff target checks it; a node's is set from its scope.
 fn root_tree<A: Registry>(inner: &Arc<Inner>, node: bool) -> OnceLock<Arc<super::limit::TreeAllowance>> {
     let tree = OnceLock::new();
-    let grows = A::agent_at(0).is_some() || A::SPEC.tools.iter().any(|t| A::handoff_to(t).is_some());
+    let hands_off = (0..).map_while(A::entry_at).any(|e| e.spec().handoff.is_some());
+    let grows = A::agent_at(0).is_some() || hands_off;
     if !node && grows {
         let _ = tree.set(root_allowance::<A>(inner));
     }

@@ -235,12 +235,13 @@ async fn stop_on_the_caller_ends_the_target_and_its_waiting_action() {
     assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
 }
 
-/// The target runs within the tree's limit: with 100 tokens, its first answer (100) leaves it
-/// nothing for its second, and the refusal ends the caller's run, naming the node. (The
-/// caller's own spend before the handoff is not counted against the target: see the README.)
+/// Caller and target share the tree's limit: with 250 tokens, the caller's two answers (200)
+/// and the target's first (300 in all) leave the target nothing for its second, and the
+/// refusal ends the caller's run, naming the node. Were the caller's spend before the handoff
+/// not counted, the target would have 250 of its own and the run would complete.
 #[tokio::test]
 async fn the_tree_limit_bounds_the_target_and_its_refusal_ends_the_run() {
-    let (rt, sink) = runtime(Some(TreeLimit::new(None, Some(100))));
+    let (rt, sink) = runtime(Some(TreeLimit::new(None, Some(250))));
     let out = rt.start::<Asker>(me(), "handoff-budget", "look 7".into()).unwrap().wait().await;
     match &out {
         Err(RunError::Node { path, message, .. }) => {
