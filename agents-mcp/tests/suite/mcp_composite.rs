@@ -84,19 +84,24 @@ fn offers(req: &ChatRequest, tool: &str) -> bool {
     req.tools.iter().any(|t| t.name == tool)
 }
 
-/// The intake hands on `order: <the request>`; the desk orders exactly that, then reports
-/// what its tool answered.
-fn model() -> RuleProvider {
+/// A two-node order flow's model: the first node (not offered `tool`) hands on
+/// `order: <the request>`; the second orders exactly that through `tool`, then reports what the
+/// tool answered.
+pub(crate) fn order_model(tool: &'static str) -> RuleProvider {
     RuleProvider::new()
-        .when(|req| {
-            (!offers(req, "submit_item")).then(|| reply(format!("order: {}", last_user_message(req).unwrap_or(""))))
+        .when(move |req| {
+            (!offers(req, tool)).then(|| reply(format!("order: {}", last_user_message(req).unwrap_or(""))))
         })
-        .when(|req| {
+        .when(move |req| {
             let item = last_user_message(req)?.strip_prefix("order: ")?.to_owned();
-            tool_outcomes(req).is_empty().then(|| tool_call("submit_item", json!({"item": item}).to_string()))
+            tool_outcomes(req).is_empty().then(|| tool_call(tool, json!({"item": item}).to_string()))
         })
         .when(|req| tool_outcomes(req).first().map(|o| reply(format!("finished: {}", o.content))))
         .fallback("done")
+}
+
+fn model() -> RuleProvider {
+    order_model("submit_item")
 }
 
 #[derive(Clone, Copy)]

@@ -84,22 +84,9 @@ composite! {
 
 const FLOW: &str = <StockFlow as agents_runtime::agents_core::compose::Composite>::GRAPH.name;
 
-fn offers(req: &ChatRequest, tool: &str) -> bool {
-    req.tools.iter().any(|t| t.name == tool)
-}
-
 /// The front hands on `order: <the request>`; the buyer orders exactly that, then reports.
 fn model() -> RuleProvider {
-    RuleProvider::new()
-        .when(|req| {
-            (!offers(req, "order_stock")).then(|| reply(format!("order: {}", last_user_message(req).unwrap_or(""))))
-        })
-        .when(|req| {
-            let item = last_user_message(req)?.strip_prefix("order: ")?.to_owned();
-            tool_outcomes(req).is_empty().then(|| tool_call("order_stock", json!({"item": item}).to_string()))
-        })
-        .when(|req| tool_outcomes(req).first().map(|o| reply(format!("finished: {}", o.content))))
-        .fallback("done")
+    crate::mcp_composite::order_model("order_stock")
 }
 
 #[derive(Clone, Copy)]

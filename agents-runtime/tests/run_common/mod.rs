@@ -111,6 +111,33 @@ pub async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
     }
 }
 
+/// The call id and node path of the next confirmation a node of a run tree (a composite's
+/// node, a granted agent, a handoff target) asks for.
+pub async fn nested_confirmation<O>(run: &mut RunHandle<O>) -> (String, String) {
+    let asked = until(run, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
+    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision") {
+        Event::Node { node, event, .. } => match *event {
+            Event::ConfirmRequired { call_id, .. } => (call_id, node),
+            _ => unreachable!(),
+        },
+        _ => unreachable!(),
+    }
+}
+
+/// The statuses of `call_id`'s records, in order.
+pub fn statuses_of(records: &[AuditRecord], call_id: &str) -> Vec<AuditStatus> {
+    records.iter().filter(|r| r.call_id.as_deref() == Some(call_id)).map(|r| r.status).collect()
+}
+
+/// Verifies `records` as one JSONL chain (each record's canonical line) and returns how many
+/// records the verifier read.
+pub fn verify_chain(records: &[AuditRecord]) -> usize {
+    let canonical =
+        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
+    let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
+    agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap().records
+}
+
 /// An audit sink that refuses records with some statuses and stores the rest.
 pub struct RefusingSink {
     pub inner: MemorySink,

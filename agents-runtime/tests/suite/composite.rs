@@ -225,18 +225,6 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     (builder.build(), sink)
 }
 
-/// The call id and node path of the next confirmation a node of the tree asks for.
-async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
-    let asked =
-        until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
-    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision") {
-        Event::Node { node, event, .. } => match *event {
-            Event::ConfirmRequired { call_id, .. } => (call_id, node),
-            _ => unreachable!(),
-        },
-        _ => unreachable!(),
-    }
-}
 
 fn paths(records: &[AuditRecord]) -> Vec<String> {
     let mut paths: Vec<String> = records.iter().filter_map(|r| r.node.as_ref().map(|n| n.path.clone())).collect();
@@ -265,11 +253,7 @@ async fn a_composite_is_one_tree_in_one_chain_and_its_nested_action_waits_for_th
 
     let records = sink.records();
     // One chain that verifies, every record of the principal, every one placed in the tree.
-    let canonical =
-        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
-    let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
-    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
-    assert_eq!(summary.records, records.len());
+    assert_eq!(verify_chain(&records), records.len());
     assert!(records.iter().all(|r| r.user_id == "u1" && r.org_id == "org1" && r.role == "clerk"));
     assert!(records.iter().all(|r| r.session_id == "tree-chain"));
     let (first, last) = (&records[0], &records[records.len() - 1]);

@@ -141,22 +141,7 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     runtime_with(Arc::new(Model), limit)
 }
 
-/// The call id and node path of the next confirmation a target asks for.
-async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
-    let asked =
-        until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
-    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("the target asked for a decision") {
-        Event::Node { node, event, .. } => match *event {
-            Event::ConfirmRequired { call_id, .. } => (call_id, node),
-            _ => unreachable!(),
-        },
-        _ => unreachable!(),
-    }
-}
 
-fn statuses_of(records: &[AuditRecord], call_id: &str) -> Vec<AuditStatus> {
-    records.iter().filter(|r| r.call_id.as_deref() == Some(call_id)).map(|r| r.status).collect()
-}
 
 #[tokio::test]
 async fn a_handoff_starts_its_target_as_a_child_whose_action_waits_for_the_same_person() {
@@ -179,11 +164,7 @@ async fn a_handoff_starts_its_target_as_a_child_whose_action_waits_for_the_same_
     assert_eq!(ran("handoff-chain"), 1);
 
     let records = sink.records();
-    let canonical =
-        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
-    let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
-    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
-    assert_eq!(summary.records, records.len());
+    assert_eq!(verify_chain(&records), records.len());
     assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "handoff-chain"));
     for r in &records {
         if r.run_id == caller {

@@ -122,22 +122,7 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     (builder.build(), sink)
 }
 
-/// The call id and node path of the next confirmation a callee asks for.
-async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
-    let asked =
-        until(handle, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
-    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("the callee asked for a decision") {
-        Event::Node { node, event, .. } => match *event {
-            Event::ConfirmRequired { call_id, .. } => (call_id, node),
-            _ => unreachable!(),
-        },
-        _ => unreachable!(),
-    }
-}
 
-fn statuses(records: &[AuditRecord], call_id: &str) -> Vec<AuditStatus> {
-    records.iter().filter(|r| r.call_id.as_deref() == Some(call_id)).map(|r| r.status).collect()
-}
 
 #[tokio::test]
 async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_person() {
@@ -160,11 +145,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
     assert_eq!(ran("granted-chain"), 1);
 
     let records = sink.records();
-    let canonical =
-        |r: &AuditRecord| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap());
-    let text: String = records.iter().map(|r| format!("{}\n", canonical(r))).collect();
-    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
-    assert_eq!(summary.records, records.len());
+    assert_eq!(verify_chain(&records), records.len());
     assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "granted-chain"));
     // The caller's records are a run of their own; the callee's carry the caller's run id and
     // its place.
@@ -177,7 +158,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
             assert_eq!(r.agent, "Checker");
         }
     }
-    assert_eq!(statuses(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
     // The call of the granted agent: recorded like a read call in the caller's run.
     let granted: Vec<&AuditRecord> = records.iter().filter(|r| r.tool.as_deref() == Some("Checker")).collect();
     let kinds: Vec<AuditStatus> = granted.iter().map(|r| r.status).collect();
@@ -193,7 +174,7 @@ async fn stop_on_the_caller_ends_the_callee_and_its_waiting_action() {
     handle.stop();
     let out = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.expect("the stop ends the caller");
     assert!(matches!(out, Err(RunError::Stopped { .. })), "{out:?}");
-    assert_eq!(statuses(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Skipped]);
+    assert_eq!(statuses_of(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Skipped]);
     assert_eq!(ran("granted-stop"), 0);
     assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
 }
