@@ -10,8 +10,7 @@ use crate::mcp_common::{Client, elicitation_id, request};
 use crate::run_common::{bump, ran};
 use agents_mcp::{HttpServer, McpError, McpHttpOptions, serve_composite_http};
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::provider::ChatRequest;
-use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
+use agents_runtime::provider::scripted::RuleProvider;
 use agents_runtime::{Principal, RoleMap, Runtime, agent, composite, permissions, tool};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,

@@ -114,7 +114,8 @@ pub async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
 /// The call id and node path of the next confirmation a node of a run tree (a composite's
 /// node, a granted agent, a handoff target) asks for.
 pub async fn nested_confirmation<O>(run: &mut RunHandle<O>) -> (String, String) {
-    let asked = until(run, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
+    let asked =
+        until(run, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
     match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision") {
         Event::Node { node, event, .. } => match *event {
             Event::ConfirmRequired { call_id, .. } => (call_id, node),

@@ -225,7 +225,6 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     (builder.build(), sink)
 }
 
-
 fn paths(records: &[AuditRecord]) -> Vec<String> {
     let mut paths: Vec<String> = records.iter().filter_map(|r| r.node.as_ref().map(|n| n.path.clone())).collect();
     paths.dedup();

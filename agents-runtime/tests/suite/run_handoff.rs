@@ -141,8 +141,6 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     runtime_with(Arc::new(Model), limit)
 }
 
-
-
 #[tokio::test]
 async fn a_handoff_starts_its_target_as_a_child_whose_action_waits_for_the_same_person() {
     let (rt, sink) = runtime(None);

@@ -10,7 +10,6 @@ use crate::run_common::*;
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::compose::TreeLimit;
-use agents_runtime::events::Event;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, Usage};
 use agents_runtime::run::DecisionError;
@@ -121,8 +120,6 @@ fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
     }
     (builder.build(), sink)
 }
-
-
 
 #[tokio::test]
 async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_person() {
