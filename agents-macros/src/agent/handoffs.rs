@@ -150,7 +150,7 @@ pub(crate) fn checks(ident: &syn::Ident, handoffs: &[Handoff], rt: &TokenStream)
                 #[allow(dead_code)]
                 fn __agents_check_handoff() {
                     let () = <#p as #rt::FitsCeilingOf<#a>>::FITS;
-                    #rt::__private::handoff_output::<<#a as #rt::Agent>::Output, #a, #p, #tool, <#p as #rt::Agent>::Output>();
+                    #rt::tool::handoff_output::<<#a as #rt::Agent>::Output, #a, #p, #tool, <#p as #rt::Agent>::Output>();
                 }
             };
         }

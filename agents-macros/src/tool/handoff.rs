@@ -53,7 +53,7 @@ pub(super) fn items(tool: &Tool<'_>, rt: &TokenStream) -> TokenStream {
         quote_spanned! {a.ty.span()=>
             #[allow(dead_code)]
             fn __agents_handoff_input() {
-                #rt::__private::handoff_input::<#ty, #target, #fn_ident, <#target as #rt::Agent>::Input>();
+                #rt::tool::handoff_input::<#ty, #target, #fn_ident, <#target as #rt::Agent>::Input>();
             }
         }
     });

@@ -13,6 +13,7 @@ mod context;
 mod error;
 mod exec;
 mod future;
+mod handoff;
 mod registry;
 
 pub use approval::Approval;
@@ -21,6 +22,8 @@ pub use context::{AppState, CallContext, Supplied, ToolContext};
 pub use error::ToolError;
 pub use exec::{ActionTool, Dispatch, Handler, HandoffTool, NotCalledDirectly, ReadTool};
 pub use future::{IntoToolFuture, IntoToolResult, ToolFailure, ToolFuture, ToolSuccess};
+#[doc(hidden)]
+pub use handoff::{HandoffInput, HandoffOutput, handoff_input, handoff_output};
 pub use registry::{RegisteredTool, Registry, RegistryMismatch, ToolRegistration, linked_tools, verify_registry};
 
 pub(crate) use args::{CheckedJson, parse_erased};
