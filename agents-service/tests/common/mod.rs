@@ -18,6 +18,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+pub mod postgres;
+
 permissions! {
     pub mod perms { items.read, items.write }
 }
