@@ -150,8 +150,12 @@ pub fn helpdesk_handoff(id: &str) -> Option<TreeTask> {
         &actions,
         Answer::HandOff("hand_to_hr"),
     );
-    let hr =
-        Node::new(&tools_of::<HrSpecialist>(), vec![step("submit_leave_request", leave.clone())], &actions, Answer::PassOn);
+    let hr = Node::new(
+        &tools_of::<HrSpecialist>(),
+        vec![step("submit_leave_request", leave.clone())],
+        &actions,
+        Answer::PassOn,
+    );
     let handed_off = Expect { executed: None, handed_off: Some("hand_to_hr".into()), ..executed("") };
     Some(TreeTask {
         id: "alex-leave",
