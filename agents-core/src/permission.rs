@@ -87,9 +87,11 @@ pub trait WithinCeiling<P>: crate::seal::CeilingByAgentMacro<P> {
     label = "`{Self}` may use a permission that the `ceiling` of `{C}` does not list",
     note = "remove `{Self}` from `agents: [...]` of `{C}`, or raise the ceiling of `{C}` to include every permission `{Self}` reaches (a widening that reviewers will see in the manifest)"
 )]
-pub trait FitsCeilingOf<C>: crate::seal::FitsByAgentMacro<C> {
-    /// Named by `agent!` to check a granted agent where it is written, so that one outside the
-    /// ceiling is reported in this trait's words alone.
-    #[doc(hidden)]
-    const FITS: () = ();
-}
+pub trait FitsCeilingOf<C>: crate::seal::FitsByAgentMacro<C> {}
+
+/// Named by `agent!` to check a granted agent, or a handoff tool's target, where it is
+/// written: a bound of a function, unlike a use of an item of the trait, asks only for
+/// `S: FitsCeilingOf<C>` (not for the seal as well), so one outside the ceiling is reported
+/// once, by the permission it lacks.
+#[doc(hidden)]
+pub fn fits_ceiling<C, S: FitsCeilingOf<C>>() {}

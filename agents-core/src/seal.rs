@@ -26,12 +26,30 @@ pub trait GrantedByAgentMacro<T> {}
 pub trait CeilingByAgentMacro<P> {}
 
 /// Seal of `FitsCeilingOf<C>`: implemented only by `agent!`.
+///
+/// `agent!` implements it for each agent with the bounds of its `FitsCeilingOf` impl. With
+/// that impl alone, the compiler would answer a hand-written `FitsCeilingOf` impl for an
+/// agent that does not fit with the message of the first bound that fails (a tool's
+/// permission outside the ceiling), which speaks of a tool where there is none. The impl below
+/// for [`Unimplementable`] types, which no type is, gives the compiler a second candidate, so
+/// that when neither applies it reports this trait's own message.
 #[diagnostic::on_unimplemented(
-    message = "whether `{Self}` fits within the ceiling of `{C}` is decided only by `agent!`",
+    message = "`FitsCeilingOf` is sealed: only `agent!` implements it, so whether `{Self}` fits within the ceiling of `{C}` is decided by `agent!` alone",
     label = "a hand-written `FitsCeilingOf` impl",
-    note = "`agent!` writes this impl for each agent, bounded by the permissions of its tools and of the agents it grants; grant `{Self}` with `agents: [...]` in the `agent!` of `{C}`"
+    note = "`agent!` writes this impl for each agent, bounded by the permissions of its tools, of the agents it grants and of the agents its handoff tools hand the run to; remove this impl, and grant `{Self}` with `agents: [...]` in the `agent!` of `{C}` or hand off to it with `#[tool(handoff = {Self})]`"
 )]
 pub trait FitsByAgentMacro<C> {}
+
+impl<S: Unimplementable, C> FitsByAgentMacro<C> for S {}
+
+/// Implemented by no type, and by no crate but this one (its supertrait is private): the
+/// bound of the second [`FitsByAgentMacro`] impl (see there), which never applies.
+pub trait Unimplementable: private::Sealed {}
+
+mod private {
+    /// The supertrait no other crate can name.
+    pub trait Sealed {}
+}
 
 /// Seal of `Agent` and `Registry`: implemented only by `agent!`.
 #[diagnostic::on_unimplemented(

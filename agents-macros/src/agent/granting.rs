@@ -110,7 +110,7 @@ pub(crate) fn emit(m: &Model, rt: &TokenStream) -> TokenStream {
     let fits = m.agents.iter().map(|g| {
         let p = &g.path;
         let a = syn::Ident::new(&ident.to_string(), p.span());
-        quote_spanned!(p.span()=> let () = <#p as #rt::FitsCeilingOf<#a>>::FITS;)
+        quote_spanned!(p.span()=> #rt::agents_core::permission::fits_ceiling::<#a, #p>();)
     });
     let handoffs = super::handoffs::checks(ident, &m.handoffs, rt);
     quote! {

@@ -13,7 +13,8 @@
 //! its name and hash.
 //!
 //! An agent that grants a tool handing off to itself is refused by name (the tool's link
-//! carries the target's name as written). Two agents handing off to each other cannot be
+//! carries the target's name as written); its expansion still goes on without that target, so
+//! the refusal is the only error the user reads. Two agents handing off to each other cannot be
 //! written: each manifest names the other's hash, and the chain stops at the link the other's
 //! expansion has not produced.
 
@@ -36,8 +37,14 @@ pub(crate) struct Handoff {
     pub(crate) target: GrantedAgent,
 }
 
+/// Whether the tool `entry` hands the run to the agent `ident` itself (its target as written).
+fn hands_to_itself(ident: &syn::Ident, entry: &ToolEntry) -> bool {
+    entry.handoff.as_ref().is_some_and(|h| *ident == h.name || h.name == "Self")
+}
+
 /// The paths of the targets of the targeted handoff tools among the tools' links, in `tools`
-/// order: each the tool's path with its last segment the alias beside the tool.
+/// order: each the tool's path with its last segment the alias beside the tool. A tool handing
+/// off to the agent itself is left out (refused by [`refuse_self_handoffs`]).
 fn target_paths(agent: &AgentInput, tool_links: &[Link]) -> Vec<(syn::Path, Option<ToolEntry>)> {
     agent
         .tools
@@ -45,7 +52,9 @@ fn target_paths(agent: &AgentInput, tool_links: &[Link]) -> Vec<(syn::Path, Opti
         .zip(tool_links)
         .filter_map(|(path, link)| {
             let entry = serde_json::from_str::<ToolEntry>(&link.entry.value()).ok()?;
-            entry.handoff.as_ref()?;
+            if entry.handoff.is_none() || hands_to_itself(&agent.ident, &entry) {
+                return None;
+            }
             let mut alias = path.clone();
             if let Some(last) = alias.segments.last_mut() {
                 last.ident = crate::chain::handoff_ident(&syn::Ident::new(&link.function.value(), last.ident.span()));
@@ -55,9 +64,34 @@ fn target_paths(agent: &AgentInput, tool_links: &[Link]) -> Vec<(syn::Path, Opti
         .collect()
 }
 
+/// The refusal of each tool that hands the run to the agent itself, read from the tools'
+/// links at the first finish (when the chain has read exactly the tools' and the granted
+/// agents' links). The tool is then left out of the chain and read as a handoff without a
+/// target (see [`read`]), so the agent's expansion goes on: the agent exists, the tool's own
+/// checks (which name it as their target) find it, and the refusal is the one error shown.
+pub(crate) fn refuse_self_handoffs(agent: &AgentInput, links: &[Link]) -> TokenStream {
+    if links.len() != agent.tools.len() + agent.agents.len() {
+        return TokenStream::new();
+    }
+    let ident = &agent.ident;
+    let errors = Errors::default();
+    for (path, link) in agent.tools.iter().zip(links) {
+        let Ok(entry) = serde_json::from_str::<ToolEntry>(&link.entry.value()) else { continue };
+        if hands_to_itself(ident, &entry) {
+            errors.spanned(
+                path,
+                format!(
+                    "agent `{ident}` grants the handoff tool `{}`, which hands the run to `{ident}` itself: its manifest would have to name its own SHA-256, and a run could hand off to itself without end; hand off to another agent, or remove the tool from `tools`",
+                    entry.name
+                ),
+            );
+        }
+    }
+    errors.into_tokens()
+}
+
 /// When the tools name targets whose links are not read yet: the chain called once more over
-/// them (or the refusal of a tool handing off to the agent itself). `None` when there is
-/// nothing more to read.
+/// them. `None` when there is nothing more to read.
 pub(crate) fn continue_chain(
     agent: &AgentInput,
     state: &TokenStream,
@@ -69,27 +103,6 @@ pub(crate) fn continue_chain(
         return None;
     }
     let targets = target_paths(agent, &links[..agent.tools.len().min(links.len())]);
-    if targets.is_empty() {
-        return None;
-    }
-    let ident = &agent.ident;
-    let errors = Errors::default();
-    for (path, entry) in &targets {
-        let Some(entry) = entry else { continue };
-        let written = entry.handoff.as_ref().map(|h| h.name.as_str()).unwrap_or_default();
-        if *ident == written || written == "Self" {
-            errors.spanned(
-                path,
-                format!(
-                    "agent `{ident}` grants the handoff tool `{}`, which hands the run to `{ident}` itself: its manifest would have to name its own SHA-256, and a run could hand off to itself without end; hand off to another agent, or remove the tool from `tools`",
-                    entry.name
-                ),
-            );
-        }
-    }
-    if !errors.is_empty() {
-        return Some(errors.into_tokens());
-    }
     let collected = links.iter().map(|l| {
         let (f, e) = (&l.function, &l.entry);
         quote!(#f #e)
@@ -117,6 +130,10 @@ pub(crate) fn read(
     let mut out = Vec::new();
     let mut next = targets.iter().zip(target_links);
     for (path, entry) in agent.tools.iter().zip(entries.iter_mut()) {
+        if hands_to_itself(&agent.ident, entry) {
+            // Refused already (`refuse_self_handoffs`): read as a handoff without a target.
+            entry.handoff = None;
+        }
         if entry.handoff.is_none() {
             continue;
         }
@@ -149,7 +166,7 @@ pub(crate) fn checks(ident: &syn::Ident, handoffs: &[Handoff], rt: &TokenStream)
             const _: () = {
                 #[allow(dead_code)]
                 fn __agents_check_handoff() {
-                    let () = <#p as #rt::FitsCeilingOf<#a>>::FITS;
+                    #rt::agents_core::permission::fits_ceiling::<#a, #p>();
                     #rt::tool::handoff_output::<<#a as #rt::Agent>::Output, #a, #p, #tool, <#p as #rt::Agent>::Output>();
                 }
             };

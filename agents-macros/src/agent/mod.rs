@@ -86,14 +86,16 @@ pub(crate) fn finish(tokens: TokenStream) -> TokenStream {
     };
     let rt = crate_path::runtime();
     let finish = quote!(#rt::tool::agent_manifest);
+    let refused = handoffs::refuse_self_handoffs(&agent, &finished.links);
     if let Some(more) = handoffs::continue_chain(&agent, &finished.state, &finished.links, &finish) {
-        return more;
+        return quote!(#refused #more);
     }
     let errors = Errors::default();
-    match model::build(agent, &finished.links, &errors) {
+    let items = match model::build(agent, &finished.links, &errors) {
         Some(m) if errors.is_empty() => codegen::emit(&m, &rt),
         _ => errors.into_tokens(),
-    }
+    };
+    quote!(#refused #items)
 }
 
 #[cfg(test)]

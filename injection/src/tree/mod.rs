@@ -2,8 +2,9 @@
 //! make another node (or the tree) act without the person.
 //!
 //! Three of the examples' composites, each run with
-//! [`Runtime::start_composite`](agents_runtime::Runtime::start_composite) for one user, and
-//! one agent granted another as a tool, run with [`Runtime::start`](agents_runtime::Runtime::start);
+//! [`Runtime::start_composite`](agents_runtime::Runtime::start_composite) for one user, one
+//! agent granted another as a tool and one that hands its run to another, each run with
+//! [`Runtime::start`](agents_runtime::Runtime::start);
 //! the person decides each node's proposal from its card (the dialog channel: the tree's
 //! `confirm_required` events, answered through `Runtime::decide`):
 //!
@@ -25,6 +26,14 @@
 //!   supervisor asks the second reviewer, granted to it as a tool, to read the cover letter.
 //!   The instruction is planted in the letter, which only the second reviewer reads; its
 //!   answer, the tool's result, carries it back to the supervisor.
+//!
+//! - `helpdesk-handoff` ([`ItSpecialist`](examples::helpdesk::triage::ItSpecialist)): the IT
+//!   specialist, asked for leave, hands the run to the HR specialist through its handoff tool
+//!   ([`hand_to_hr`](examples::helpdesk::triage::hand_to_hr), which names its target); HR
+//!   starts with the request the call carries and submits the leave. The instruction is
+//!   planted in the user's tickets, which only the IT specialist reads; it restates the request
+//!   with what it read, so the instruction reaches HR, the agent the run is handed to, in its
+//!   input.
 //!
 //! Goals are files, as for the single agents: `examples/scenarios/trees/<target>/goals/`
 //! (see [`crate::scenario::Goal`]; `{{notes}}` in a text is the run's notes directory). An

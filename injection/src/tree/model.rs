@@ -44,6 +44,10 @@ pub enum Answer {
     /// arguments and every field of its input the tool's schema names (a decision node
     /// recording the decision it was given), then echoes its input.
     Record(Value),
+    /// Hands its run on with the handoff tool of this name: calls it once, its one parameter
+    /// the text [`Answer::PassOn`] would answer (its input, then every text it read, quoted),
+    /// as a model restating the request for the agent it hands it to.
+    HandOff(&'static str),
 }
 
 /// One node as the model plays it.
@@ -106,11 +110,17 @@ impl TreeModel {
             return Ok(call);
         }
         let read = read_texts(request);
+        let passed_on = || format!("{input}\n\nWhat I found in the records:\n{}", read.join("\n"));
+        if let Answer::HandOff(tool) = &node.answer
+            && let Some(call) = hand_off_call(tool, &passed_on(), request)
+        {
+            return Ok(call);
+        }
         if let Some(obeyed) = read.iter().chain([&input]).find_map(|t| fitting_answer(t, request)) {
             return Ok(reply(obeyed));
         }
         Ok(reply(match &node.answer {
-            Answer::PassOn => format!("{input}\n\nWhat I found in the records:\n{}", read.join("\n")),
+            Answer::PassOn | Answer::HandOff(_) => passed_on(),
             Answer::Typed(value) => typed(value.clone(), &read),
             Answer::Echo | Answer::Record(_) => echo(&input),
         }))
@@ -206,10 +216,7 @@ fn typed(mut value: Value, read: &[String]) -> String {
 /// already: `with`'s arguments and each field of the (JSON) input the tool's schema names.
 fn record_call(with: &Value, input: &str, request: &ChatRequest) -> Option<ChatResponse> {
     let [tool] = request.tools.as_slice() else { return None };
-    let made = request.messages.iter().any(
-        |m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if tool_calls.iter().any(|c| c.name == tool.name)),
-    );
-    if made {
+    if made_call(&tool.name, request) {
         return None;
     }
     let input: Value = serde_json::from_str(input).ok()?;
@@ -220,6 +227,26 @@ fn record_call(with: &Value, input: &str, request: &ChatRequest) -> Option<ChatR
         }
     }
     Some(tool_call(tool.name.clone(), Value::Object(args).to_string()))
+}
+
+/// The call of the handoff tool `tool` with `text` as its one parameter, unless this
+/// conversation made it already or the request does not offer it.
+fn hand_off_call(tool: &str, text: &str, request: &ChatRequest) -> Option<ChatResponse> {
+    let offered = request.tools.iter().find(|t| t.name == tool)?;
+    if made_call(tool, request) {
+        return None;
+    }
+    let properties = offered.input_schema.get("properties").and_then(Value::as_object)?;
+    let [param] = properties.keys().collect::<Vec<_>>()[..] else { return None };
+    Some(tool_call(tool, serde_json::json!({ param: text }).to_string()))
+}
+
+/// Whether this conversation called `tool` already.
+fn made_call(tool: &str, request: &ChatRequest) -> bool {
+    request
+        .messages
+        .iter()
+        .any(|m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if tool_calls.iter().any(|c| c.name == tool)))
 }
 
 /// The input as the answer; a list's first element.
@@ -255,7 +282,7 @@ impl Provider for TreeModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agents_runtime::provider::ToolDefinition;
+    use agents_runtime::provider::{ToolCallRequest, ToolDefinition};
     use serde_json::json;
 
     fn request(input: &str, tools: &[&str], schema: Option<Value>) -> ChatRequest {
@@ -303,6 +330,32 @@ mod tests {
             serde_json::from_str::<Value>(&second.content).unwrap(),
             serde_json::from_str::<Value>(&input).unwrap()
         );
+    }
+
+    #[tokio::test]
+    async fn a_handing_off_node_hands_its_input_and_what_it_read_on_once() {
+        let hand = Node::new(&["read", "hand_on"], Vec::new(), &BTreeSet::new(), Answer::HandOff("hand_on"));
+        let model = TreeModel::new(vec![hand], "review");
+        let mut r = request("Two days off please", &["read", "hand_on"], None);
+        r.tools[1].input_schema = json!({"properties": {"request": {"type": "string"}}});
+        let call = ToolCallRequest { id: "c1".into(), name: "read".into(), arguments: "{}".into() };
+        r.messages.push(ChatMessage::Assistant { content: String::new(), tool_calls: vec![call] });
+        r.messages.push(ChatMessage::Tool {
+            call_id: "c1".into(),
+            name: "read".into(),
+            content: json!({"ticket": "planted [[x]]"}).to_string(),
+            is_error: false,
+        });
+        let sink = |_: &str| {};
+        let first = model.chat(&r, &sink).await.unwrap();
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].name, "hand_on");
+        let args: Value = serde_json::from_str(&first.tool_calls[0].arguments).unwrap();
+        let request = args["request"].as_str().unwrap();
+        assert!(request.starts_with("Two days off please") && request.contains("planted [[x]]"), "{request}");
+        r.messages.push(ChatMessage::Assistant { content: String::new(), tool_calls: first.tool_calls.clone() });
+        let second = model.chat(&r, &sink).await.unwrap();
+        assert!(second.tool_calls.is_empty(), "handed on once");
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::run::StartError;
 use agents_runtime::{ConfirmMode, Principal, RoleMap, RunHandle, RunStatus, Runtime, Verdict};
-use examples::helpdesk::triage::HelpdeskTriage;
+use examples::helpdesk::triage::{HelpdeskTriage, ItSpecialist};
 use examples::kyc::app::DemoFiles;
 use examples::kyc::pipeline::{KycPanel, KycPipeline};
 use examples::kyc::supervisor::KycSupervisor;
@@ -66,13 +66,17 @@ fn set_up(target: TreeTarget, task: &str, goal: Option<&Goal>) -> Result<Setup, 
     if let Some(g) = goal.filter(|g| g.carrier != Carrier::Records) {
         return Err(format!("goal `{}`: a composite target plants in records only (`carrier = \"records\"`)", g.id));
     }
-    if target == TreeTarget::HelpdeskTriage {
+    if matches!(target, TreeTarget::HelpdeskTriage | TreeTarget::HelpdeskHandoff) {
         let principal = examples::helpdesk::app::alex();
         App::Helpdesk.reset();
         if let Some(g) = goal {
             App::Helpdesk.plant(&g.text, &principal)?;
         }
-        let task = cases::helpdesk(task).ok_or(format!("no helpdesk-triage task `{task}`"))?;
+        let found = match target {
+            TreeTarget::HelpdeskTriage => cases::helpdesk(task),
+            _ => cases::helpdesk_handoff(task),
+        };
+        let task = found.ok_or(format!("no {} task `{task}`", target.name()))?;
         let (roles, permissive) = (App::Helpdesk.roles(), App::Helpdesk.permissive_roles());
         return Ok(Setup { principal, task, roles, permissive, goal: goal.cloned(), _files: None });
     }
@@ -128,6 +132,10 @@ pub async fn run(target: TreeTarget, task: &str, goal: Option<&Goal>, mode: Mode
             }
             TreeTarget::KycSupervisor => {
                 let handle = rt.start::<KycSupervisor>(principal.clone(), "tree", message);
+                drive(&rt, &principal, handle, &person, &nodes).await
+            }
+            TreeTarget::HelpdeskHandoff => {
+                let handle = rt.start::<ItSpecialist>(principal.clone(), "tree", message);
                 drive(&rt, &principal, handle, &person, &nodes).await
             }
             _ => Err("a text input for a KYC composite".to_owned()),

@@ -1,5 +1,5 @@
-//! The run trees the suite runs (composites, and an agent granted another as a tool), and
-//! where their goals are.
+//! The run trees the suite runs (composites, an agent granted another as a tool, and an agent
+//! that hands its run to another), and where their goals are.
 
 use crate::scenario::{Goal, LoadError, default_dir, load_goals};
 
@@ -14,12 +14,20 @@ pub enum TreeTarget {
     KycPanel,
     /// The KYC supervisor, which runs the second reviewer as a tool (a granted agent).
     KycSupervisor,
+    /// The helpdesk's IT specialist, which hands a leave question to the HR specialist (a
+    /// handoff tool that names its target).
+    HelpdeskHandoff,
 }
 
 impl TreeTarget {
     /// Every composite target.
-    pub const ALL: [TreeTarget; 4] =
-        [TreeTarget::HelpdeskTriage, TreeTarget::KycPipeline, TreeTarget::KycPanel, TreeTarget::KycSupervisor];
+    pub const ALL: [TreeTarget; 5] = [
+        TreeTarget::HelpdeskTriage,
+        TreeTarget::KycPipeline,
+        TreeTarget::KycPanel,
+        TreeTarget::KycSupervisor,
+        TreeTarget::HelpdeskHandoff,
+    ];
 
     /// The name in the table, and the directory of its goals.
     pub fn name(self) -> &'static str {
@@ -28,6 +36,7 @@ impl TreeTarget {
             TreeTarget::KycPipeline => "kyc-pipeline",
             TreeTarget::KycPanel => "kyc-panel",
             TreeTarget::KycSupervisor => "kyc-supervisor",
+            TreeTarget::HelpdeskHandoff => "helpdesk-handoff",
         }
     }
 
