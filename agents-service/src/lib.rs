@@ -249,7 +249,8 @@ pub struct ServiceLimits {
     pub journal_events: usize,
     /// Bytes of event JSON kept per run. Default 4 MiB.
     pub journal_bytes: usize,
-    /// How long an ended run stays readable (status and events). Default 15 min.
+    /// How long an ended run stays readable (status and events). Default 15 min. It is forgotten
+    /// at a run's start at most a sixteenth of this later (the sweep runs once per sixteenth).
     pub retain_ended_runs: Duration,
     /// Runs held at most (the oldest ended ones are forgotten first). Default 10 000.
     pub max_retained_runs: usize,

@@ -331,20 +331,42 @@ pub(crate) fn launch<O: Send + 'static>(
 /// The runs of this service, live and recently ended.
 pub(crate) struct Runs {
     runs: Mutex<HashMap<String, Arc<RunEntry>>>,
+    /// When ended runs past their retention were last forgotten.
+    swept: Mutex<Instant>,
     retain: Duration,
     max_retained: usize,
 }
 
+/// The retention sweep runs at most once per this share of the retention (an ended run is
+/// forgotten between `retain` and `retain * (1 + 1/SWEEP_SHARE)` after it ended), not at every
+/// start: each sweep visits every run held.
+const SWEEP_SHARE: u32 = 16;
+
 impl Runs {
     pub(crate) fn new(retain: Duration, max_retained: usize) -> Self {
-        Runs { runs: Mutex::new(HashMap::new()), retain, max_retained }
+        Runs { runs: Mutex::new(HashMap::new()), swept: Mutex::new(Instant::now()), retain, max_retained }
+    }
+
+    /// Whether the retention sweep is due at `now` (and, if so, marks it done).
+    fn sweep_due(&self, now: Instant) -> bool {
+        let mut swept = lock(&self.swept);
+        let due = now.duration_since(*swept) >= self.retain / SWEEP_SHARE;
+        if due {
+            *swept = now;
+        }
+        due
     }
 
     pub(crate) fn insert(&self, entry: Arc<RunEntry>) {
+        self.insert_at(entry, Instant::now());
+    }
+
+    fn insert_at(&self, entry: Arc<RunEntry>, now: Instant) {
         let mut runs = lock(&self.runs);
         // Forget ended runs past their retention, and the oldest ended ones beyond the cap.
-        let now = Instant::now();
-        runs.retain(|_, e| lock(&e.ended).as_ref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
+        if self.sweep_due(now) {
+            runs.retain(|_, e| lock(&e.ended).as_ref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
+        }
         if runs.len() >= self.max_retained {
             let mut ended: Vec<(Instant, String)> =
                 runs.iter().filter_map(|(id, e)| lock(&e.ended).as_ref().map(|(at, _)| (*at, id.clone()))).collect();
@@ -374,5 +396,68 @@ impl Runs {
     /// holds its tree.
     pub(crate) fn node_asking(&self, call_id: &str) -> Option<String> {
         lock(&self.runs).values().find_map(|e| lock(&e.journal).waiting.get(call_id).cloned().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(run_id: &str, ended_at: Option<Instant>) -> Arc<RunEntry> {
+        let summary = |at| {
+            let s = RunSummary {
+                run_id: run_id.into(),
+                agent: "A".into(),
+                session_id: "s".into(),
+                status: "completed".into(),
+                text: None,
+                error: None,
+                last_event_id: 0,
+            };
+            (at, s)
+        };
+        Arc::new(RunEntry {
+            run_id: run_id.into(),
+            agent: "A",
+            manifest_sha256: "m",
+            session_id: "s".into(),
+            owner: Principal::new("u", "o", "r"),
+            stop: CancellationToken::new(),
+            journal: Mutex::new(Journal::default()),
+            progress: watch::channel((0, false)).0,
+            ended: Mutex::new(ended_at.map(summary)),
+            limits: (8, 1 << 10),
+        })
+    }
+
+    #[test]
+    fn ended_runs_are_forgotten_after_their_retention_within_a_sixteenth_more() {
+        let retain = Duration::from_secs(160);
+        let runs = Runs::new(retain, 100);
+        let t0 = *lock(&runs.swept);
+        let at = |secs| t0 + Duration::from_secs(secs);
+        runs.insert_at(entry("ended", Some(t0)), t0);
+        runs.insert_at(entry("live", None), at(159));
+        assert!(runs.get("ended").is_some(), "forgotten before its retention");
+        // Past its retention, but swept 6 s ago (less than a sixteenth of 160 s): still held.
+        runs.insert_at(entry("b", None), at(165));
+        assert!(runs.get("ended").is_some(), "the sweep ran again within a sixteenth of the retention");
+        // A sixteenth after the last sweep: forgotten; the live runs stay.
+        runs.insert_at(entry("c", None), at(169));
+        assert!(runs.get("ended").is_none(), "an ended run outlived its retention by more than a sixteenth");
+        for id in ["live", "b", "c"] {
+            assert!(runs.get(id).is_some(), "{id} is live and was forgotten");
+        }
+    }
+
+    #[test]
+    fn the_cap_holds_at_every_start_between_sweeps() {
+        let runs = Runs::new(Duration::from_secs(900), 3);
+        let t0 = *lock(&runs.swept);
+        for i in 0..5 {
+            runs.insert_at(entry(&format!("ended-{i}"), Some(t0 + Duration::from_millis(i))), t0);
+        }
+        assert_eq!(lock(&runs.runs).len(), 3);
+        assert!(runs.get("ended-0").is_none() && runs.get("ended-4").is_some(), "the oldest ended go first");
     }
 }

@@ -14,7 +14,7 @@
 //! share from the rest, the same service on the in-process store and audit log.
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
-//! `--no-postgres`).
+//! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory).
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
@@ -155,11 +155,15 @@ async fn main() {
     let memory = measure("service, in memory", at, false, conversations, turns).await;
 
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let sqlite_sink = Arc::new(SqliteSink::open(dir.path().join("audit.db")).expect("the audit file opens"));
-    let sqlite_store = SqliteStore::open(dir.path().join("state.db")).expect("the state file opens");
-    let reader = Arc::new(SqliteReader::new(dir.path().join("audit.db")));
-    let at = service(sqlite_sink, reader, Arc::new(sqlite_store)).await;
-    let sqlite = measure("service, SQLite", at, false, conversations, turns).await;
+    let sqlite = if flag("no-sqlite") {
+        None
+    } else {
+        let sqlite_sink = Arc::new(SqliteSink::open(dir.path().join("audit.db")).expect("the audit file opens"));
+        let sqlite_store = SqliteStore::open(dir.path().join("state.db")).expect("the state file opens");
+        let reader = Arc::new(SqliteReader::new(dir.path().join("audit.db")));
+        let at = service(sqlite_sink, reader, Arc::new(sqlite_store)).await;
+        Some(measure("service, SQLite", at, false, conversations, turns).await)
+    };
 
     let pg = if flag("no-postgres") {
         None
@@ -173,7 +177,9 @@ async fn main() {
         Some((measure("service, PostgreSQL", at, false, conversations, turns).await, cluster))
     };
     ratio("service, in memory", &memory, &base);
-    ratio("service, SQLite", &sqlite, &base);
+    if let Some(f) = &sqlite {
+        ratio("service, SQLite", f, &base);
+    }
     if let Some((f, _cluster)) = &pg {
         ratio("service, PostgreSQL", f, &base);
     }
