@@ -239,11 +239,7 @@ async fn a_composite_is_one_tree_in_one_chain_and_its_nested_action_waits_for_th
     let (call_id, node) = nested_confirmation(&mut handle).await;
     assert_eq!(node, "read-then-approve/approver");
     // Another user, and the same user under another role, cannot decide it.
-    let stranger = Principal::new("u2", "org1", "clerk");
-    assert!(matches!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    let other_role = Principal::new("u1", "org1", "other");
-    assert!(matches!(rt.decide(&call_id, &other_role, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    assert_eq!(ran("tree-chain"), 0, "nothing ran before the person decided");
+    only_the_person_decides(&rt, &call_id, &me(), "tree-chain");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = handle.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
