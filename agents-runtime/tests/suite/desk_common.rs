@@ -3,8 +3,8 @@
 //! session), the checker (reads and approves) and the finder (only reads), the clerk, and a
 //! runtime in which the clerk and another role hold both permissions.
 
-use crate::run_common::{bump, nested_confirmation, ran, statuses_of};
-use agents_runtime::audit::{AuditStatus, MemorySink};
+use crate::run_common::{bump, nested_confirmation, ran, statuses_of, verify_chain};
+use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::compose::TreeLimit;
 use agents_runtime::provider::{ChatResponse, Provider, Usage};
 use agents_runtime::run::DecisionError;
@@ -84,4 +84,30 @@ where
     assert_eq!(statuses_of(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Skipped]);
     assert_eq!(ran(session), 0);
     assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
+}
+
+/// `records`, of a caller's run `caller` in `session` whose child `agent` at `path` asked for
+/// `call_id`: one chain that verifies, every record the clerk's in `session`; the caller's
+/// records a run of their own, the child's carrying the caller's run id and the child's place;
+/// the call proposed, confirmed and executed.
+pub fn caller_and_child_in_one_chain(
+    records: &[AuditRecord],
+    caller: &str,
+    session: &str,
+    child: (&str, &str),
+    call_id: &str,
+) {
+    let (agent, path) = child;
+    assert_eq!(verify_chain(records), records.len());
+    assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == session));
+    for r in records {
+        if r.run_id == caller {
+            assert!(r.node.is_none(), "{r:?}");
+        } else {
+            let n = r.node.as_ref().expect("the child's records name their place");
+            assert_eq!((n.parent_run_id.as_deref(), n.path.as_str()), (Some(caller), path));
+            assert_eq!(r.agent, agent);
+        }
+    }
+    assert_eq!(statuses_of(records, call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
 }

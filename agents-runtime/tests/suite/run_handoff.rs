@@ -103,18 +103,7 @@ async fn a_handoff_starts_its_target_as_a_child_whose_action_waits_for_the_same_
     assert_eq!(ran("handoff-chain"), 1);
 
     let records = sink.records();
-    assert_eq!(verify_chain(&records), records.len());
-    assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "handoff-chain"));
-    for r in &records {
-        if r.run_id == caller {
-            assert!(r.node.is_none(), "{r:?}");
-        } else {
-            let n = r.node.as_ref().expect("the target's records name their place");
-            assert_eq!((n.parent_run_id.as_deref(), n.path.as_str()), (Some(caller.as_str()), "Front/Checker"));
-            assert_eq!(r.agent, "Checker");
-        }
-    }
-    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    caller_and_child_in_one_chain(&records, &caller, "handoff-chain", ("Checker", "Front/Checker"), &call_id);
     // The handoff: `handed_off` in the caller's run, naming the target by name and hash.
     let handed: Vec<&AuditRecord> = records.iter().filter(|r| r.status == AuditStatus::HandedOff).collect();
     assert_eq!(handed.len(), 1);

@@ -84,20 +84,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
     assert_eq!(ran("granted-chain"), 1);
 
     let records = sink.records();
-    assert_eq!(verify_chain(&records), records.len());
-    assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "granted-chain"));
-    // The caller's records are a run of their own; the callee's carry the caller's run id and
-    // its place.
-    for r in &records {
-        if r.run_id == caller {
-            assert!(r.node.is_none(), "{r:?}");
-        } else {
-            let n = r.node.as_ref().expect("the callee's records name their place");
-            assert_eq!((n.parent_run_id.as_deref(), n.path.as_str()), (Some(caller.as_str()), "Desk/Checker"));
-            assert_eq!(r.agent, "Checker");
-        }
-    }
-    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    caller_and_child_in_one_chain(&records, &caller, "granted-chain", ("Checker", "Desk/Checker"), &call_id);
     // The call of the granted agent: recorded like a read call in the caller's run.
     let granted: Vec<&AuditRecord> = records.iter().filter(|r| r.tool.as_deref() == Some("Checker")).collect();
     let kinds: Vec<AuditStatus> = granted.iter().map(|r| r.status).collect();
