@@ -32,3 +32,5 @@ mod mcp_origins;
 mod mcp_outcomes;
 mod mcp_second_confirmation;
 mod mcp_stdio;
+// The order flow both composite suites serve, its model and the person behind a client.
+mod order_flow;

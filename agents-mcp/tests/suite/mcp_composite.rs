@@ -6,150 +6,17 @@
 //! it rejected, saying why; arguments of the wrong
 //! shape are refused before anything starts.
 
-use crate::run_common::{bump, ran};
+use crate::order_flow::*;
+use crate::run_common::ran;
 use agents_mcp::serve_composite_io;
 use agents_runtime::audit::{AuditStatus, MemorySink};
-use agents_runtime::provider::ChatRequest;
-use agents_runtime::provider::scripted::{RuleProvider, last_user_message, reply, tool_call, tool_outcomes};
-use agents_runtime::{Principal, RoleMap, Runtime, agent, composite, permissions, tool};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProtocolVersion,
-};
-use rmcp::service::{RequestContext, RunningService};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use agents_runtime::{Principal, RoleMap, Runtime};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-permissions! {
-    pub mod perms { items.read, items.write }
-}
-
-/// Reads the catalogue.
-#[tool(permission = perms::items::read)]
-async fn read_catalogue() -> Result<String, String> {
-    Ok("keyboards, mice".into())
-}
-
-/// Submits an order for an item.
-///
-/// # Arguments
-///
-/// * `item` - what to order
-#[tool(permission = perms::items::write, mutating, title = "Submit an order", risk = medium)]
-async fn submit_item(item: String) -> Result<String, String> {
-    bump(&item);
-    Ok(format!("{item} ordered"))
-}
-
-agent! {
-    /// Restates the person's request for the desk, changing nothing.
-    pub struct Intake;
-    tools: [read_catalogue],
-    expose: { mcp: [stdio] },
-}
-
-agent! {
-    /// Orders what it is handed.
-    pub struct Desk;
-    tools: [submit_item],
-    expose: { mcp: [stdio] },
-}
-
-agent! {
-    /// Orders what it is handed; served over MCP in no way.
-    pub struct HiddenDesk;
-    tools: [submit_item],
-}
-
-composite! {
-    /// The intake restates the request, then the desk orders it.
-    pub struct OrderFlow: String -> String = then(Intake, Desk);
-}
-
-composite! {
-    /// The intake restates the request, then a desk that is not served over MCP orders it.
-    pub struct HiddenFlow: String -> String = then(Intake, HiddenDesk);
-}
-
-composite! {
-    /// The order flow, nested behind a wrap-free composite of one more level.
-    pub struct OuterFlow: String -> String = then(Intake, HiddenFlow);
-}
-
-const FLOW: &str = <OrderFlow as agents_runtime::agents_core::compose::Composite>::GRAPH.name;
-
-fn offers(req: &ChatRequest, tool: &str) -> bool {
-    req.tools.iter().any(|t| t.name == tool)
-}
-
-/// A two-node order flow's model: the first node (not offered `tool`) hands on
-/// `order: <the request>`; the second orders exactly that through `tool`, then reports what the
-/// tool answered.
-pub(crate) fn order_model(tool: &'static str) -> RuleProvider {
-    RuleProvider::new()
-        .when(move |req| {
-            (!offers(req, tool)).then(|| reply(format!("order: {}", last_user_message(req).unwrap_or(""))))
-        })
-        .when(move |req| {
-            let item = last_user_message(req)?.strip_prefix("order: ")?.to_owned();
-            tool_outcomes(req).is_empty().then(|| tool_call(tool, json!({"item": item}).to_string()))
-        })
-        .when(|req| tool_outcomes(req).first().map(|o| reply(format!("finished: {}", o.content))))
-        .fallback("done")
-}
-
-fn model() -> RuleProvider {
-    order_model("submit_item")
-}
-
-#[derive(Clone, Copy)]
-enum Answer {
-    Approve,
-    Decline,
-    Dismiss,
-    /// A client that declared no elicitation.
-    CannotAsk,
-    /// A person who never answers.
-    Never,
-}
-
-/// The person behind the client: answers every elicitation with `answer`; keeps what it read.
-#[derive(Clone)]
-struct Person {
-    answer: Answer,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Person {
-    fn get_info(&self) -> ClientConfig {
-        let caps = match self.answer {
-            Answer::CannotAsk => ClientCapabilities::default(),
-            _ => ClientCapabilities::builder().enable_elicitation().build(),
-        };
-        ClientConfig::new(caps, Implementation::new("test-person", "1"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        if let Answer::Never = self.answer {
-            std::future::pending::<()>().await;
-        }
-        Ok(match self.answer {
-            Answer::Approve => ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})),
-            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Answer::Dismiss | Answer::CannotAsk | Answer::Never => ElicitResult::new(ElicitationAction::Cancel),
-        })
-    }
-}
 
 struct Served {
     client: RunningService<RoleClient, Person>,

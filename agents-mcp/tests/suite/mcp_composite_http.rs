@@ -7,126 +7,19 @@
 //! is refused before anything runs.
 
 use crate::mcp_common::{Client, elicitation_id, request};
-use crate::run_common::{bump, ran};
+use crate::order_flow::*;
+use crate::run_common::ran;
 use agents_mcp::{HttpServer, McpError, McpHttpOptions, serve_composite_http};
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
-use agents_runtime::provider::scripted::RuleProvider;
-use agents_runtime::{Principal, RoleMap, Runtime, agent, composite, permissions, tool};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProtocolVersion,
-};
-use rmcp::service::{RequestContext, RunningService};
+use agents_runtime::{Principal, RoleMap, Runtime};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-permissions! {
-    pub mod perms { stock.read, stock.write }
-}
-
-/// Reads the stock list.
-#[tool(permission = perms::stock::read)]
-async fn read_stock() -> Result<String, String> {
-    Ok("cables, plugs".into())
-}
-
-/// Orders stock.
-///
-/// # Arguments
-///
-/// * `item` - what to order
-#[tool(permission = perms::stock::write, mutating, title = "Order stock", risk = medium)]
-async fn order_stock(item: String) -> Result<String, String> {
-    bump(&item);
-    Ok(format!("{item} ordered"))
-}
-
-agent! {
-    /// Restates the person's request for the buyer, changing nothing.
-    pub struct Front;
-    tools: [read_stock],
-    expose: { mcp: [http(auth = bearer)] },
-}
-
-agent! {
-    /// Orders what it is handed.
-    pub struct Buyer;
-    tools: [order_stock],
-    expose: { mcp: [http(auth = bearer)] },
-}
-
-agent! {
-    /// Orders what it is handed; served over MCP only on a byte stream.
-    pub struct StdioBuyer;
-    tools: [order_stock],
-    expose: { mcp: [stdio] },
-}
-
-composite! {
-    /// The front restates the request, then the buyer orders it.
-    pub struct StockFlow: String -> String = then(Front, Buyer);
-}
-
-composite! {
-    /// The front restates the request, then a buyer not served over HTTP orders it.
-    pub struct StdioFlow: String -> String = then(Front, StdioBuyer);
-}
-
-composite! {
-    /// The front, then the flow whose buyer is not served over HTTP, one level down.
-    pub struct OuterStdioFlow: String -> String = then(Front, StdioFlow);
-}
-
-const FLOW: &str = <StockFlow as agents_runtime::agents_core::compose::Composite>::GRAPH.name;
-
-/// The front hands on `order: <the request>`; the buyer orders exactly that, then reports.
-fn model() -> RuleProvider {
-    crate::mcp_composite::order_model("order_stock")
-}
-
-#[derive(Clone, Copy)]
-enum Answer {
-    Approve,
-    Decline,
-    /// A client that declared no elicitation.
-    CannotAsk,
-}
-
-/// The person behind an rmcp HTTP client: answers every elicitation with `answer`.
-#[derive(Clone)]
-struct Person {
-    answer: Answer,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Person {
-    fn get_info(&self) -> ClientConfig {
-        let caps = match self.answer {
-            Answer::CannotAsk => ClientCapabilities::default(),
-            _ => ClientCapabilities::builder().enable_elicitation().build(),
-        };
-        ClientConfig::new(caps, Implementation::new("http-person", "1"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        Ok(match self.answer {
-            Answer::Approve => ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})),
-            Answer::Decline | Answer::CannotAsk => ElicitResult::new(ElicitationAction::Decline),
-        })
-    }
-}
 
 fn alice() -> Principal {
     Principal::new("alice", "org1", "buyer")
@@ -138,7 +31,7 @@ fn bob() -> Principal {
 
 fn runtime(audit: Arc<MemorySink>) -> Runtime {
     Runtime::builder(audit, Arc::new(model()))
-        .roles(RoleMap::new().role("buyer", ["stock.read", "stock.write"]))
+        .roles(RoleMap::new().role("buyer", ["items.read", "items.write"]))
         .build()
 }
 
@@ -149,11 +42,11 @@ fn options() -> McpHttpOptions {
     opts
 }
 
-/// The composite served on a loopback port for Alice and Bob.
+/// The order flow served on a loopback port for Alice and Bob.
 async fn server() -> (HttpServer, Runtime, Arc<MemorySink>) {
     let audit = Arc::new(MemorySink::new());
     let rt = runtime(audit.clone());
-    let server = serve_composite_http::<StockFlow>(rt.clone(), options()).await.expect("served");
+    let server = serve_composite_http::<OrderFlow>(rt.clone(), options()).await.expect("served");
     (server, rt, audit)
 }
 
@@ -161,7 +54,7 @@ async fn server() -> (HttpServer, Runtime, Arc<MemorySink>) {
 async fn connect(s: &HttpServer, token: &str, answer: Answer) -> (RunningService<RoleClient, Person>, Person) {
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", s.local_addr())).auth_header(token);
-    let person = Person { answer, asked: Arc::new(Mutex::new(Vec::new())) };
+    let person = Person::new(answer);
     let client = person.clone().serve(StreamableHttpClientTransport::from_config(config)).await.expect("handshake");
     (client, person)
 }
@@ -178,7 +71,7 @@ async fn call(client: &RunningService<RoleClient, Person>, item: &str) -> CallTo
 }
 
 fn orders(audit: &MemorySink, status: AuditStatus) -> Vec<AuditRecord> {
-    audit.records().into_iter().filter(|r| r.status == status && r.tool.as_deref() == Some("order_stock")).collect()
+    audit.records().into_iter().filter(|r| r.status == status && r.tool.as_deref() == Some("submit_item")).collect()
 }
 
 fn texts(out: &CallToolResult) -> String {
@@ -199,13 +92,13 @@ async fn a_nested_action_is_decided_through_elicitation_by_the_tokens_principal_
     assert_eq!(ran(item), 1, "the approved order ran exactly once");
     let asked = person.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
-    assert!(asked[0].contains("Order stock") && asked[0].contains(item), "{}", asked[0]);
+    assert!(asked[0].contains("Submit an order") && asked[0].contains(item), "{}", asked[0]);
     let confirmed = orders(&audit, AuditStatus::Confirmed);
     assert_eq!(confirmed.len(), 1, "{:?}", audit.records());
     assert_eq!(confirmed[0].user_id.as_ref(), "alice", "decided for the token's principal");
     let executed = orders(&audit, AuditStatus::Executed);
     assert_eq!(executed.len(), 1);
-    assert_eq!(executed[0].node.as_ref().map(|n| n.path.clone()), Some(format!("{FLOW}/buyer")));
+    assert_eq!(executed[0].node.as_ref().map(|n| n.path.clone()), Some(format!("{FLOW}/desk")));
     assert!(audit.records().iter().all(|r| r.user_id.as_ref() == "alice"), "every record is Alice's");
     client.cancel().await.unwrap();
     s.shutdown();
@@ -303,7 +196,7 @@ async fn a_composite_with_a_node_not_exposed_over_http_refuses_to_serve() {
         serve_composite_http::<StdioFlow>(rt.clone(), options()).await.expect_err("refused"),
         serve_composite_http::<OuterStdioFlow>(rt.clone(), options()).await.expect_err("refused"),
     ] {
-        assert!(matches!(&refused, McpError::NotExposed { agent, .. } if agent == "StdioBuyer"), "{refused}");
+        assert!(matches!(&refused, McpError::NotExposed { agent, .. } if agent == "StdioDesk"), "{refused}");
         let text = refused.to_string();
         assert!(text.contains("is served over MCP only as stdio") && text.contains("http(auth = bearer)"), "{text}");
     }

@@ -1,10 +1,11 @@
 //! Helpers shared by the `run_*` integration tests.
 #![allow(dead_code, unreachable_pub)]
 
-use agents_runtime::RunHandle;
 use agents_runtime::audit::{Appended, AuditError, AuditRecord, AuditSink, AuditStatus, MemorySink};
 use agents_runtime::events::Event;
 use agents_runtime::provider::{ChatMessage, ChatRequest};
+use agents_runtime::run::DecisionError;
+use agents_runtime::{Principal, RunHandle, Runtime, Verdict};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -112,17 +113,39 @@ pub async fn confirm_required<O>(run: &mut RunHandle<O>) -> String {
 }
 
 /// The call id and node path of the next confirmation a node of a run tree (a composite's
-/// node, a granted agent, a handoff target) asks for.
+/// node, a granted agent, a handoff target, at any depth) asks for.
 pub async fn nested_confirmation<O>(run: &mut RunHandle<O>) -> (String, String) {
-    let asked =
-        until(run, |e| matches!(e, Event::Node { event, .. } if matches!(**event, Event::ConfirmRequired { .. })));
-    match tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision") {
-        Event::Node { node, event, .. } => match *event {
-            Event::ConfirmRequired { call_id, .. } => (call_id, node),
-            _ => unreachable!(),
-        },
-        _ => unreachable!(),
+    let (call_id, node, _) = nested_card(run).await;
+    (call_id, node)
+}
+
+/// The call id, node path and arguments (what its card shows) of the next confirmation a
+/// node of a run tree asks for, however deep the node: the path is the asking node's own.
+pub async fn nested_card<O>(run: &mut RunHandle<O>) -> (String, String, serde_json::Value) {
+    fn card(event: &Event) -> Option<(String, String, serde_json::Value)> {
+        let Event::Node { node, event, .. } = event else { return None };
+        match &**event {
+            Event::ConfirmRequired { call_id, args, .. } => Some((call_id.clone(), node.clone(), args.clone())),
+            inner => card(inner),
+        }
     }
+    let asked = until(run, |e| card(e).is_some());
+    let event = tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a node asked for a decision");
+    card(&event).expect("the event is a node's confirmation")
+}
+
+/// Only `person` may decide `call_id`, asked in `session`: another user of their organisation
+/// and role, and `person` under the role `other`, are told it is not their run; nothing has
+/// run in `session` yet.
+pub fn only_the_person_decides(rt: &Runtime, call_id: &str, person: &Principal, session: &str) {
+    let stranger = Principal::new("u2", person.org_id.as_str(), person.role.as_str());
+    let other_role = Principal::new(person.user_id.as_str(), person.org_id.as_str(), "other");
+    assert_ne!(stranger.user_id, person.user_id, "the stranger is another user");
+    for other in [stranger, other_role] {
+        let refused = rt.decide(call_id, &other, Verdict::Approve);
+        assert!(matches!(refused, Err(DecisionError::NotYourRun)), "{other:?}: {refused:?}");
+    }
+    assert_eq!(ran(session), 0, "nothing ran before the person decided");
 }
 
 /// The statuses of `call_id`'s records, in order.

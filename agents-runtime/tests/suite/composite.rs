@@ -17,6 +17,7 @@ use agents_runtime::{
     tool,
 };
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 permissions! {
@@ -239,11 +240,7 @@ async fn a_composite_is_one_tree_in_one_chain_and_its_nested_action_waits_for_th
     let (call_id, node) = nested_confirmation(&mut handle).await;
     assert_eq!(node, "read-then-approve/approver");
     // Another user, and the same user under another role, cannot decide it.
-    let stranger = Principal::new("u2", "org1", "clerk");
-    assert!(matches!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    let other_role = Principal::new("u1", "org1", "other");
-    assert!(matches!(rt.decide(&call_id, &other_role, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    assert_eq!(ran("tree-chain"), 0, "nothing ran before the person decided");
+    only_the_person_decides(&rt, &call_id, &me(), "tree-chain");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = handle.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
@@ -355,6 +352,64 @@ async fn parallel_members_share_one_tree_limit() {
     let out = rt.start_composite::<TwoReaders>(me(), "tree-parallel-free", "go".into()).unwrap().wait().await;
     let usage = out.report().usage;
     assert_eq!(usage.input_tokens + usage.output_tokens, 400, "{out:?}");
+
+    // A money limit of 1 USD, every call 0.3: a member's second call holds its estimate (its
+    // first call's cost) while it is made, so the other member's second call, beside it, does
+    // not fit (0.6 + 0.3 held + 0.3) and is refused. Were holds not counted, both would be
+    // admitted (0.6 + 0.3 each) and the tree would spend 1.2.
+    let sink = Arc::new(MemorySink::new());
+    let model = Arc::new(Priced { sink: sink.clone(), second_calls: AtomicUsize::new(0) });
+    let rt = Runtime::builder(sink.clone(), model)
+        .roles(RoleMap::new().role("clerk", ["ledger.read", "ledger.write"]))
+        .tree_limit(TreeLimit::new(Some(1.0), None))
+        .build();
+    let out = rt.start_composite::<TwoReaders>(me(), "tree-parallel-usd", "go".into()).unwrap().wait().await;
+    let cost = out.report().usage.cost_usd;
+    assert!((cost - 0.9).abs() < 1e-9, "three calls of 0.3 USD, the fourth refused: {cost} USD, {out:?}");
+    assert_eq!(with_status(&sink, AuditStatus::Notice).iter().filter(|r| tree_refusal(r)).count(), 1);
+}
+
+fn tree_refusal(r: &AuditRecord) -> bool {
+    r.node.is_some() && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
+}
+
+/// Two parallel readers' model, every call 0.3 USD: a reader's second call waits (up to 5 s)
+/// until the other reader's second call arrives too or the tree's limit refused it, so each
+/// second call is admitted or refused while the other is in flight.
+struct Priced {
+    sink: Arc<MemorySink>,
+    second_calls: AtomicUsize,
+}
+
+impl Provider for Priced {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "priced"
+    }
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _: &'a dyn TokenSink,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let second = !tool_messages(request).is_empty();
+            if second {
+                self.second_calls.fetch_add(1, Ordering::SeqCst);
+                for _ in 0..500 {
+                    let refused = with_status(&self.sink, AuditStatus::Notice).iter().any(tree_refusal);
+                    if refused || self.second_calls.load(Ordering::SeqCst) == 2 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            let mut r = if second { reply("done") } else { tool_call("lookup", r#"{"id": 7}"#) };
+            r.usage = Usage { input_tokens: 1, output_tokens: 1, cost_usd: 0.3, ..Usage::default() };
+            Ok(r)
+        })
+    }
 }
 
 #[tokio::test]

@@ -21,6 +21,8 @@ mod audit_common;
 mod provider_common;
 #[path = "../run_common/mod.rs"]
 mod run_common;
+// The desk the granted-agent and handoff tests share (permissions, tools, agents, runtime).
+mod desk_common;
 
 mod args_parse;
 mod audit_jsonl;

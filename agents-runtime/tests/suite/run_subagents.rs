@@ -5,78 +5,37 @@
 //! model reads. The callee's action waits for the same person, whatever the caller's model
 //! asked it to do.
 
+use crate::desk_common::*;
 use crate::run_common::*;
 
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::compose::TreeLimit;
 use agents_runtime::provider::scripted::{reply, tool_call};
-use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink, Usage};
-use agents_runtime::run::DecisionError;
-use agents_runtime::{
-    BoxFuture, Principal, RoleMap, RunError, RunStatus, Runtime, ToolContext, Verdict, agent, permissions, tool,
-};
+use agents_runtime::provider::{ChatRequest, ChatResponse, Provider, ProviderError, TokenSink};
+use agents_runtime::{BoxFuture, RunError, RunStatus, Runtime, Verdict, agent};
 use std::sync::Arc;
-use std::time::Duration;
-
-permissions! {
-    pub mod perms { ledger.read, ledger.write }
-}
-
-/// Looks an entry up.
-#[tool(permission = perms::ledger::read)]
-async fn lookup(id: u64) -> Result<String, String> {
-    Ok(format!("entry {id}"))
-}
-
-/// Approves an entry.
-///
-/// # Arguments
-///
-/// * `id` - the entry
-#[tool(permission = perms::ledger::write, mutating, title = "Approve entry")]
-async fn approve_entry(cx: &ToolContext<'_>, id: u64) -> Result<String, String> {
-    bump(cx.session_id());
-    Ok(format!("approved {id}"))
-}
-
-agent! {
-    /// Checks an entry and approves it.
-    pub struct Checker;
-    tools: [lookup, approve_entry],
-}
-
-agent! {
-    /// Looks entries up.
-    pub struct Looker;
-    tools: [lookup],
-}
 
 agent! {
     /// Answers the desk, asking the checker.
     pub struct Desk;
-    tools: [lookup],
-    ceiling: [perms::ledger::read, perms::ledger::write],
+    tools: [look],
+    ceiling: [perms::desk::read, perms::desk::write],
     agents: [Checker],
 }
 
 agent! {
-    /// Answers the desk, asking the looker.
+    /// Answers the desk, asking the finder.
     pub struct Asker;
-    tools: [lookup],
-    agents: [Looker],
+    tools: [look],
+    agents: [Finder],
 }
 
-/// Every model, by the tools its request offers: a caller (offered `Checker` or `Looker`)
+/// Every model, by the tools its request offers: a caller (offered `Checker` or `Finder`)
 /// asks its callee to approve entry 7 (a gullible caller: the request is the model's, not the
 /// person's), then answers with what the callee said; a callee approves (or looks up) entry
 /// 7, then answers. Every answer uses 100 tokens.
 struct Model;
-
-fn used(mut r: ChatResponse) -> ChatResponse {
-    r.usage = Usage { input_tokens: 60, output_tokens: 40, ..Usage::default() };
-    r
-}
 
 impl Provider for Model {
     fn name(&self) -> &str {
@@ -92,33 +51,20 @@ impl Provider for Model {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let (tools, answers) = (offered(request), tool_messages(request));
-            let callee = tools.iter().find(|t| *t == "Checker" || *t == "Looker");
+            let callee = tools.iter().find(|t| *t == "Checker" || *t == "Finder");
             Ok(used(match (callee, answers.last()) {
                 (Some(callee), None) => tool_call(callee.as_str(), r#"{"input": "approve entry 7 right away"}"#),
                 (Some(_), Some((_, said, _))) => reply(format!("the callee said: {said}")),
-                (None, None) if tools.iter().any(|t| t == "approve_entry") => {
-                    tool_call("approve_entry", r#"{"id": 7}"#)
-                }
-                (None, None) => tool_call("lookup", r#"{"id": 7}"#),
+                (None, None) if tools.iter().any(|t| t == "approve") => tool_call("approve", r#"{"id": 7}"#),
+                (None, None) => tool_call("look", r#"{"id": 7}"#),
                 (None, Some(_)) => reply("entry 7 handled"),
             }))
         })
     }
 }
 
-fn me() -> Principal {
-    Principal::new("u1", "org1", "clerk")
-}
-
 fn runtime(limit: Option<TreeLimit>) -> (Runtime, Arc<MemorySink>) {
-    let sink = Arc::new(MemorySink::new());
-    let mut builder = Runtime::builder(sink.clone(), Arc::new(Model)).roles(
-        RoleMap::new().role("clerk", ["ledger.read", "ledger.write"]).role("other", ["ledger.read", "ledger.write"]),
-    );
-    if let Some(limit) = limit {
-        builder = builder.tree_limit(limit);
-    }
-    (builder.build(), sink)
+    runtime_with(Arc::new(Model), limit)
 }
 
 #[tokio::test]
@@ -129,11 +75,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
     let (call_id, node) = nested_confirmation(&mut handle).await;
     assert_eq!(node, "Desk/Checker");
     // The caller's model asked for the approval; only the person decides it, and only they.
-    let stranger = Principal::new("u2", "org1", "clerk");
-    assert!(matches!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    let other_role = Principal::new("u1", "org1", "other");
-    assert!(matches!(rt.decide(&call_id, &other_role, Verdict::Approve), Err(DecisionError::NotYourRun)));
-    assert_eq!(ran("granted-chain"), 0, "nothing ran before the person decided");
+    only_the_person_decides(&rt, &call_id, &me(), "granted-chain");
     rt.decide(&call_id, &me(), Verdict::Approve).unwrap();
     let out = handle.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
@@ -142,20 +84,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
     assert_eq!(ran("granted-chain"), 1);
 
     let records = sink.records();
-    assert_eq!(verify_chain(&records), records.len());
-    assert!(records.iter().all(|r| r.user_id == "u1" && r.role == "clerk" && r.session_id == "granted-chain"));
-    // The caller's records are a run of their own; the callee's carry the caller's run id and
-    // its place.
-    for r in &records {
-        if r.run_id == caller {
-            assert!(r.node.is_none(), "{r:?}");
-        } else {
-            let n = r.node.as_ref().expect("the callee's records name their place");
-            assert_eq!((n.parent_run_id.as_deref(), n.path.as_str()), (Some(caller.as_str()), "Desk/Checker"));
-            assert_eq!(r.agent, "Checker");
-        }
-    }
-    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    caller_and_child_in_one_chain(&records, &caller, "granted-chain", ("Checker", "Desk/Checker"), &call_id);
     // The call of the granted agent: recorded like a read call in the caller's run.
     let granted: Vec<&AuditRecord> = records.iter().filter(|r| r.tool.as_deref() == Some("Checker")).collect();
     let kinds: Vec<AuditStatus> = granted.iter().map(|r| r.status).collect();
@@ -166,14 +95,7 @@ async fn a_granted_agent_runs_as_a_child_node_and_its_action_waits_for_the_same_
 #[tokio::test]
 async fn stop_on_the_caller_ends_the_callee_and_its_waiting_action() {
     let (rt, sink) = runtime(None);
-    let mut handle = rt.start::<Desk>(me(), "granted-stop", "approve 7".into()).unwrap();
-    let (call_id, _) = nested_confirmation(&mut handle).await;
-    handle.stop();
-    let out = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.expect("the stop ends the caller");
-    assert!(matches!(out, Err(RunError::Stopped { .. })), "{out:?}");
-    assert_eq!(statuses_of(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Skipped]);
-    assert_eq!(ran("granted-stop"), 0);
-    assert_eq!(rt.decide(&call_id, &me(), Verdict::Approve), Err(DecisionError::NotPending(call_id.clone())));
+    stopped_while_the_child_waits::<Desk>(&rt, &sink, "granted-stop", "approve 7").await;
 }
 
 #[tokio::test]
@@ -216,7 +138,7 @@ async fn a_callee_sees_what_its_caller_spent_so_far() {
             && r.reason.as_deref().is_some_and(|t| t.contains("run tree"))
     });
     assert!(refused, "the callee's refusal names the tree's limit");
-    // The callee's lookup ran (its first call was under the limit), nothing after it.
+    // The callee's look-up ran (its first call was under the limit), nothing after it.
     assert_eq!(out.report().usage.input_tokens + out.report().usage.output_tokens, 100, "the caller's own");
 }
 
@@ -228,7 +150,7 @@ async fn the_caller_offers_the_granted_agent_with_its_input_schema() {
     assert_eq!(schema["required"], serde_json::json!(["input"]));
     assert_eq!(schema["properties"]["input"]["type"], "string");
     assert!(<Desk as agents_runtime::Registry>::agent_at(1).is_none());
-    assert!(<Looker as agents_runtime::Registry>::agent_at(0).is_none());
+    assert!(<Finder as agents_runtime::Registry>::agent_at(0).is_none());
 }
 
 /// A caller whose model calls `Checker` with `args` once, then answers.
@@ -266,10 +188,7 @@ async fn bad_arguments_for_a_granted_agent_are_refused_and_start_nothing() {
         (r#"{"input": 7}"#, "invalid input"),
         (r#"["approve entry 7"]"#, "must be a JSON object"),
     ] {
-        let sink = Arc::new(MemorySink::new());
-        let runtime = Runtime::builder(sink.clone(), Arc::new(BadArgs(args)))
-            .roles(RoleMap::new().role("clerk", ["ledger.read", "ledger.write"]))
-            .build();
+        let (runtime, sink) = runtime_with(Arc::new(BadArgs(args)), None);
         let out = runtime.start::<Desk>(me(), "s-bad", "check entry 7".to_owned()).expect("starts").wait().await;
         let text = out.expect("the caller answers").report.text;
         assert!(text.contains(why), "{args}: {text}");

@@ -3,6 +3,7 @@
 //! triage (whose nested action waits for the same person), with their records in one chain
 //! that verifies, each placed in the tree.
 
+use crate::run_common::{nested_card, statuses_of, verify_chain};
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditRecord, AuditStatus, MemorySink};
 use agents_runtime::provider::scripted::{RuleProvider, reply, tool_call, tool_outcomes};
@@ -33,14 +34,22 @@ fn runtime(provider: Arc<dyn Provider>) -> (Runtime, Arc<MemorySink>) {
     (Runtime::builder(sink.clone(), provider).roles(examples::kyc::roles().clone()).build(), sink)
 }
 
+/// The helpdesk's runtime on `provider`: its roles, its seeded store and its knowledge.
+fn helpdesk_runtime(provider: Arc<dyn Provider>) -> (Runtime, Arc<MemorySink>) {
+    use examples::helpdesk::knowledge::knowledge_settings;
+    use examples::helpdesk::store::Store;
+    let sink = Arc::new(MemorySink::new());
+    let rt = Runtime::builder(sink.clone(), provider)
+        .roles(examples::helpdesk::roles().clone())
+        .shared_state(Arc::new(Store::seeded()))
+        .knowledge(knowledge_settings())
+        .build();
+    (rt, sink)
+}
+
 /// The records verify as one chain, and every one names the tree's run and its node.
 fn one_tree(records: &[AuditRecord], tree: &str, user: &str) -> Vec<String> {
-    let text: String = records
-        .iter()
-        .map(|r| agents_runtime::agents_core::canonical::to_string(&serde_json::to_value(r).unwrap()) + "\n")
-        .collect();
-    let summary = agents_runtime::agents_core::audit::verify_jsonl(&text, None).unwrap();
-    assert_eq!(summary.records, records.len());
+    assert_eq!(verify_chain(records), records.len());
     let mut paths: Vec<String> = Vec::new();
     for r in records {
         let node = r.node.as_ref().expect("every record names its place in the tree");
@@ -65,23 +74,6 @@ fn clear_script(request: &RawRequest, passport: &str, record: &str) -> Arc<Scrip
         tool_call("record_kyc_decision", args.to_string()),
         reply(decision("approve", 10, passport)),
     ]))
-}
-
-/// The first confirmation the tree asks for: its call id, its node and the arguments its card
-/// shows.
-async fn nested_card<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String, serde_json::Value) {
-    use agents_runtime::events::Event;
-    loop {
-        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
-            .await
-            .expect("the decision node asks")
-            .expect("the tree's events go on");
-        if let Event::Node { node, event, .. } = event
-            && let Event::ConfirmRequired { call_id, args, .. } = *event
-        {
-            return (call_id, node, args);
-        }
-    }
 }
 
 #[tokio::test]
@@ -122,9 +114,7 @@ async fn the_kyc_pipeline_records_a_clear_decision_once_the_person_confirms_it()
     );
     let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
     assert!(chose.reason.as_deref().unwrap().contains("takes arm `kyc-decision`"), "{chose:?}");
-    let statuses: Vec<AuditStatus> =
-        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
-    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
 }
 
 #[tokio::test]
@@ -140,9 +130,7 @@ async fn a_clear_decision_the_person_refuses_is_not_recorded() {
     let out = handle.wait().await;
     assert_eq!(out.status(), RunStatus::Completed, "{out:?}");
     assert!(!std::path::Path::new(&record).exists(), "a refused decision leaves no record");
-    let statuses: Vec<AuditStatus> =
-        sink.records().iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
-    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Rejected]);
+    assert_eq!(statuses_of(&sink.records(), &call_id), [AuditStatus::Proposed, AuditStatus::Rejected]);
 }
 
 #[tokio::test]
@@ -210,11 +198,8 @@ async fn the_kyc_panel_hears_both_reviewers_then_its_moderator() {
 #[tokio::test]
 async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_the_same_person() {
     use agents_runtime::Verdict;
-    use agents_runtime::events::Event;
     use agents_runtime::run::DecisionError;
     use examples::helpdesk::app::alex;
-    use examples::helpdesk::knowledge::knowledge_settings;
-    use examples::helpdesk::store::Store;
     use examples::helpdesk::triage::HelpdeskTriage;
     let provider = Arc::new(ScriptedProvider::new([
         reply("The user's laptop screen is broken; they need a support ticket."),
@@ -222,26 +207,11 @@ async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_t
         tool_call("open_ticket", r#"{"summary": "laptop screen broken", "severity": 3}"#),
         reply("I opened the ticket."),
     ]));
-    let sink = Arc::new(MemorySink::new());
-    let rt = Runtime::builder(sink.clone(), provider)
-        .roles(examples::helpdesk::roles().clone())
-        .shared_state(Arc::new(Store::seeded()))
-        .knowledge(knowledge_settings())
-        .build();
+    let (rt, sink) = helpdesk_runtime(provider);
     let mut handle =
         rt.start_composite::<HelpdeskTriage>(alex(), "desk-tree", "My laptop screen is broken".into()).unwrap();
     let tree = handle.run_id().to_owned();
-    let (call_id, node) = loop {
-        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
-            .await
-            .expect("the nested action asks")
-            .expect("the tree's events go on");
-        if let Event::Node { node, event, .. } = event
-            && let Event::ConfirmRequired { call_id, .. } = *event
-        {
-            break (call_id, node);
-        }
-    };
+    let (call_id, node, _) = nested_card(&mut handle).await;
     assert_eq!(node, "helpdesk-triage/it-specialist");
     let stranger = agents_runtime::Principal::new("u-sam", "org-deskloop", alex().role.as_str());
     assert_eq!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun));
@@ -251,9 +221,7 @@ async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_t
     let records = sink.records();
     let paths = one_tree(&records, &tree, alex().user_id.as_str());
     assert!(paths.contains(&"helpdesk-triage/desk-triage".to_owned()), "{paths:?}");
-    let statuses: Vec<AuditStatus> =
-        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
-    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
     let chose = records.iter().find(|r| r.status == AuditStatus::Notice && r.run_id == tree).unwrap();
     assert!(chose.reason.as_deref().unwrap().contains("takes arm `it-specialist`"), "{chose:?}");
     assert_eq!(chose.node.as_ref().map(|n| n.path.as_str()), Some("helpdesk-triage/branch"));
@@ -265,11 +233,8 @@ async fn the_helpdesk_triage_routes_by_the_model_and_a_nested_action_waits_for_t
 #[tokio::test]
 async fn the_it_specialist_hands_a_leave_question_to_hr_whose_action_waits_for_the_same_person() {
     use agents_runtime::Verdict;
-    use agents_runtime::events::Event;
     use agents_runtime::run::DecisionError;
     use examples::helpdesk::app::alex;
-    use examples::helpdesk::knowledge::knowledge_settings;
-    use examples::helpdesk::store::Store;
     use examples::helpdesk::triage::HelpdeskTriage;
     let provider = Arc::new(ScriptedProvider::new([
         reply("The user wants two days of annual leave from 2026-03-02."),
@@ -278,27 +243,11 @@ async fn the_it_specialist_hands_a_leave_question_to_hr_whose_action_waits_for_t
         tool_call("submit_leave_request", r#"{"start_date": "2026-03-02", "days": 2, "kind": "annual"}"#),
         reply("HR submitted your leave request."),
     ]));
-    let sink = Arc::new(MemorySink::new());
-    let rt = Runtime::builder(sink.clone(), provider)
-        .roles(examples::helpdesk::roles().clone())
-        .shared_state(Arc::new(Store::seeded()))
-        .knowledge(knowledge_settings())
-        .build();
+    let (rt, sink) = helpdesk_runtime(provider);
     let mut handle =
         rt.start_composite::<HelpdeskTriage>(alex(), "desk-handoff", "Two days off please".into()).unwrap();
     let tree = handle.run_id().to_owned();
-    let (call_id, node) = loop {
-        let event = tokio::time::timeout(std::time::Duration::from_secs(30), handle.events().recv())
-            .await
-            .expect("the handed-off action asks")
-            .expect("the tree's events go on");
-        if let Event::Node { event, .. } = event
-            && let Event::Node { node, event, .. } = *event
-            && let Event::ConfirmRequired { call_id, .. } = *event
-        {
-            break (call_id, node);
-        }
-    };
+    let (call_id, node, _) = nested_card(&mut handle).await;
     assert_eq!(node, "helpdesk-triage/it-specialist/hr-specialist");
     let stranger = agents_runtime::Principal::new("u-sam", "org-deskloop", alex().role.as_str());
     assert_eq!(rt.decide(&call_id, &stranger, Verdict::Approve), Err(DecisionError::NotYourRun));
@@ -311,7 +260,5 @@ async fn the_it_specialist_hands_a_leave_question_to_hr_whose_action_waits_for_t
     assert!(paths.contains(&"helpdesk-triage/it-specialist/hr-specialist".to_owned()), "{paths:?}");
     let handed = records.iter().find(|r| r.status == AuditStatus::HandedOff).expect("the handoff is recorded");
     assert_eq!(handed.node.as_ref().map(|n| n.path.as_str()), Some("helpdesk-triage/it-specialist"));
-    let statuses: Vec<AuditStatus> =
-        records.iter().filter(|r| r.call_id.as_deref() == Some(call_id.as_str())).map(|r| r.status).collect();
-    assert_eq!(statuses, [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
+    assert_eq!(statuses_of(&records, &call_id), [AuditStatus::Proposed, AuditStatus::Confirmed, AuditStatus::Executed]);
 }

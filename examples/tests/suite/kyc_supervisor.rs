@@ -3,9 +3,9 @@
 //! another user cannot decide it, and every record of both agents is in one chain that
 //! verifies, the second reviewer's placed under the supervisor's run.
 
+use crate::run_common::nested_confirmation;
 use agents_runtime::RunResultExt as _;
 use agents_runtime::audit::{AuditStatus, MemorySink};
-use agents_runtime::events::Event;
 use agents_runtime::provider::ScriptedProvider;
 use agents_runtime::provider::scripted::{reply, tool_call};
 use agents_runtime::run::DecisionError;
@@ -14,25 +14,6 @@ use examples::kyc::app::{DemoFiles, analyst};
 use examples::kyc::supervisor::{KycSecondReviewer, KycSupervisor};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// The call id and node of the first confirmation a child run asks for.
-async fn nested_confirmation<O>(handle: &mut agents_runtime::RunHandle<O>) -> (String, String) {
-    let wait = async {
-        loop {
-            match handle.events().recv().await {
-                Some(Event::Node { node, event, .. }) => {
-                    if let Event::ConfirmRequired { call_id, .. } = *event {
-                        return (call_id, node);
-                    }
-                }
-                Some(_) => {}
-                None => panic!("the run ended before a confirmation was asked for"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), wait).await.expect("the second reviewer asked for a decision")
-}
 
 #[tokio::test]
 async fn the_second_reviewers_note_waits_for_the_analyst_and_lands_in_one_chain() {

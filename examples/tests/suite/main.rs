@@ -13,6 +13,10 @@
 // its own.
 #![allow(unreachable_pub)]
 
+// The runtime's helpers for tests of runs (a tree's confirmations, a call's statuses, the chain).
+#[path = "../../../agents-runtime/tests/run_common/mod.rs"]
+mod run_common;
+
 mod clinic;
 mod composite;
 mod console;
