@@ -175,6 +175,7 @@ where
         name: S::SPEC.name,
         sha256: S::MANIFEST_SHA256,
         description: S::SPEC.description,
+        capabilities: S::CAPABILITIES,
         schema: granted_schema::<S::Input>,
         run: run_granted::<S>,
     }
