@@ -35,6 +35,9 @@ pub struct GrantedAgent {
     /// Its `CAPABILITIES`: what it reaches, merged into the granting agent's own summary
     /// (checked by [`verify_registry`](crate::tool::verify_registry)).
     pub(crate) capabilities: agents_core::compose::Capabilities,
+    /// Its own registry check (`verify_registry`, remembered per type): the summary merged
+    /// into the granting agent's is only as good as the callee's own. Why it is refused, if so.
+    pub(crate) verify: fn() -> Result<(), String>,
     /// The JSON Schema of its input type.
     pub(crate) schema: fn() -> Value,
     /// How a call runs it.

@@ -122,7 +122,8 @@ pub struct RegistryMismatch {
 /// tier) has the same bytes as `A::MANIFEST`, `A::MANIFEST_SHA256` is their SHA-256, and
 /// `A::CAPABILITIES` is their capability summary merged with the `CAPABILITIES` of each agent
 /// it grants ([`Registry::agent_at`]) and of each handoff tool's target
-/// ([`Registry::handoff_to`]): a summary that leaves out what a callee reaches is refused.
+/// ([`Registry::handoff_to`]): a summary that leaves out what a callee reaches is refused, and
+/// so is an agent whose callee's own registry is refused (its summary could understate too).
 /// The runtime calls this once per agent type before the first run or direct session.
 pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     let refuse = |reason: String| Err(RegistryMismatch { agent: A::SPEC.name, reason });
@@ -189,13 +190,14 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
 }
 
 /// The summaries of the agents `A`'s registry runs for it, each checked against what `AGENTS`
-/// and the specs name: each granted agent ([`Registry::agent_at`]) and each handoff tool's
-/// target ([`Registry::handoff_to`]). `A::CAPABILITIES` must merge them (see [`verify_registry`]).
+/// and the specs name and each accepted by its own registry check: each granted agent
+/// ([`Registry::agent_at`]) and each handoff tool's target ([`Registry::handoff_to`]).
+/// `A::CAPABILITIES` must merge them (see [`verify_registry`]).
 fn callees<A: Registry>(specs: &[&'static ToolSpec]) -> Result<Vec<Capabilities>, String> {
     let mut callees = Vec::new();
     for (i, listed) in A::AGENTS.iter().enumerate() {
         match A::agent_at(i) {
-            Some(g) if g.name == listed.name && g.sha256 == listed.sha256 => callees.push(g.capabilities),
+            Some(g) if g.name == listed.name && g.sha256 == listed.sha256 => callees.push(g),
             _ => {
                 return Err(format!(
                     "the registry does not run the granted agent `{}` that `AGENTS` lists",
@@ -209,12 +211,46 @@ fn callees<A: Registry>(specs: &[&'static ToolSpec]) -> Result<Vec<Capabilities>
         if target.as_ref().map(|g| (g.name, g.sha256)) != spec.handoff.map(|t| (t.name, t.sha256)) {
             return Err(format!("the registry does not hand the tool `{}` to the agent its spec names", spec.name));
         }
-        callees.extend(target.map(|g| g.capabilities));
+        callees.extend(target);
     }
     if A::agent_at(A::AGENTS.len()).is_some() {
         return Err("the registry runs agents beyond the granted ones".to_owned());
     }
-    Ok(callees)
+    // Each callee's summary counts only once its own registry is accepted. Agents that call
+    // each other in a circle (only hand-written impls can) are refused, not followed forever.
+    let _checking = CheckInProgress::enter::<A>()
+        .ok_or_else(|| "it calls, through the agents it grants or hands off to, an agent that calls it".to_owned())?;
+    for g in &callees {
+        (g.verify)().map_err(|e| format!("the agent `{}` it calls is refused: {e}", g.name))?;
+    }
+    Ok(callees.into_iter().map(|g| g.capabilities).collect())
+}
+
+/// The agent types whose callees this thread is checking: one met again is in a circle.
+struct CheckInProgress(std::any::TypeId);
+
+thread_local! {
+    static CHECKING: std::cell::RefCell<Vec<std::any::TypeId>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl CheckInProgress {
+    /// `None` when `A`'s callees are already being checked further up this thread's stack.
+    fn enter<A: 'static>() -> Option<CheckInProgress> {
+        let id = std::any::TypeId::of::<A>();
+        CHECKING.with(|c| {
+            let mut c = c.borrow_mut();
+            (!c.contains(&id)).then(|| {
+                c.push(id);
+                CheckInProgress(id)
+            })
+        })
+    }
+}
+
+impl Drop for CheckInProgress {
+    fn drop(&mut self) {
+        CHECKING.with(|c| c.borrow_mut().retain(|id| *id != self.0));
+    }
 }
 
 /// Whether `A::CAPABILITIES` (what a composite's graph manifest names for `A`) is `lists`.
