@@ -115,8 +115,12 @@ pub trait Agent: crate::seal::DeclaredByAgentMacro + Send + Sync + 'static {
     }
     /// What the agent can reach, in a few names (its action and handoff tools, its
     /// permissions, all its tools, its most dangerous tier): what a composite's graph manifest
-    /// names for it beside its `MANIFEST_SHA256`. Computed by `agent!` from the manifest
-    /// ([`crate::compose::CapabilityLists::of`]).
+    /// names for it beside its `MANIFEST_SHA256`. It covers the agent's own tools and what
+    /// every agent it grants (`agents: [...]`) and every target of its handoff tools
+    /// (`#[tool(handoff = Target)]`) reaches, in turn: computed by `agent!` from the manifest
+    /// ([`crate::compose::CapabilityLists::of`]) merged with each of those agents'
+    /// `CAPABILITIES` ([`crate::compose::CapabilityLists::merge`]), and checked so by the runtime
+    /// before the agent's first run.
     const CAPABILITIES: crate::compose::Capabilities;
     /// How to build each typed skill's input and output schemas, for the reviewed document
     /// ([`crate::reviewed`]); empty (the default) when no skill has types of its own.

@@ -43,18 +43,20 @@ impl Reach {
 }
 
 /// What an agent can reach, in a few names: `agent!` writes it as `Agent::CAPABILITIES`, each
-/// list sorted in byte order without repeats.
+/// list sorted in byte order without repeats. It covers the agent's own tools and, in turn,
+/// the tools of every agent it grants and of every target of its handoff tools: a run
+/// entering the agent may reach each of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
-    /// The action tools (each call waits for a person's decision).
+    /// The action tools it reaches (each call waits for a person's decision).
     pub actions: &'static [&'static str],
-    /// The handoff tools.
+    /// The handoff tools it reaches.
     pub handoffs: &'static [&'static str],
-    /// The permissions of all its tools.
+    /// The permissions of all the tools it reaches.
     pub permissions: &'static [&'static str],
-    /// All its tools.
+    /// All the tools it reaches: its own, its granted agents' and its handoff targets'.
     pub tools: &'static [&'static str],
-    /// The most dangerous tier among its tools.
+    /// The most dangerous tier among the tools it reaches.
     pub reaches: Reach,
     /// The ways it may be served over MCP (its `expose: { mcp: [...] }`, as
     /// `AgentSpec::expose_mcp`): a composite is served over MCP only in a way every agent

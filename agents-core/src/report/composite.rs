@@ -146,7 +146,7 @@ pub fn render_composite(r: &CompositeReport<'_>) -> String {
 /// A node's second line, and its details in the table.
 fn details(kind: &NodeKind) -> String {
     match kind {
-        NodeKind::Agent(a) => format!("{} · own tools: {}", a.agent, a.reaches),
+        NodeKind::Agent(a) => format!("{} · reaches: {}", a.agent, a.reaches),
         NodeKind::Branch { router } => format!("router: {}", router.as_str()),
         NodeKind::Loop { max_iterations } => format!("at most {max_iterations} iteration(s)"),
         NodeKind::Parallel { join, on_failure } => format!("join {join} · on failure {}", on_failure.as_str()),

@@ -7,23 +7,14 @@ use super::subagents::{GrantedAgent, link_text};
 use crate::util::type_string;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use std::collections::BTreeSet;
 use syn::spanned::Spanned;
-
-/// Every permission the agent reaches: its tools', its granted agents' and its handoff
-/// targets'.
-fn reach(m: &Model) -> BTreeSet<String> {
-    let own = m.tools.iter().map(|t| t.entry.permission.clone());
-    let others = m.agents.iter().chain(m.handoffs.iter().map(|h| &h.target));
-    own.chain(others.flat_map(|g| g.permissions.iter().cloned())).collect()
-}
 
 /// The agent's link, for the agents that grant it: a hidden exported `macro_rules!` under a
 /// name unique in the crate, and the alias beside the agent's type that reaches it.
 fn link(m: &Model) -> TokenStream {
     let ident = &m.agent.ident;
     let vis = &m.agent.vis;
-    let text = link_text(&m.name, &m.manifest_hash, &reach(m));
+    let text = link_text(&m.name, &m.manifest_hash, &super::capabilities::merged(m));
     static EXPANSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = EXPANSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let macro_ident = format_ident!("__agents_agent_{}_{}", n, ident);

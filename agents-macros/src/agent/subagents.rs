@@ -3,7 +3,8 @@
 //! A macro cannot read another agent's declaration, so each agent leaves, beside its type, a
 //! link of the same chain its tools use (see [`crate::chain`]): a hidden `macro_rules!`
 //! reached by the agent's own path that appends the agent's name, its manifest SHA-256 and
-//! every permission it reaches (its tools' and, in turn, its granted agents'). The granting
+//! its capability summary (`Agent::CAPABILITIES`: its tools' lists merged with its granted
+//! agents' and handoff targets', in turn, so every permission and tool it reaches). The granting
 //! agent reads those links after its tools' and checks, by name, that each granted agent lies
 //! within its ceiling (a message that names the permission); by type, that each granted path
 //! is the agent whose link it read (its `MANIFEST_SHA256`) and that it fits the ceiling
@@ -17,8 +18,8 @@ use super::parse::AgentInput;
 use crate::chain::Link;
 use crate::context::Errors;
 use crate::util::type_string;
+use agents_core::compose::CapabilityLists;
 use agents_core::subagent::SubAgentEntry;
-use std::collections::BTreeSet;
 
 /// A granted agent: the path `agents` names it by and what its link said.
 pub(crate) struct GrantedAgent {
@@ -26,13 +27,16 @@ pub(crate) struct GrantedAgent {
     pub(crate) entry: SubAgentEntry,
     /// The tool name the model calls it by.
     pub(crate) tool: String,
-    /// Every permission it reaches, sorted.
-    pub(crate) permissions: Vec<String>,
+    /// Its capability summary (its `CAPABILITIES`): every tool and permission it reaches,
+    /// through its own tools and, in turn, the agents it grants and hands off to.
+    pub(crate) capabilities: CapabilityLists,
 }
 
-/// The text of an agent's link: its name, hash and reach, as JSON.
-pub(super) fn link_text(name: &str, sha256: &str, permissions: &BTreeSet<String>) -> String {
-    serde_json::json!({ "name": name, "sha256": sha256, "permissions": permissions }).to_string()
+/// The text of an agent's link: its name, hash and capability summary, as JSON.
+pub(super) fn link_text(name: &str, sha256: &str, capabilities: &CapabilityLists) -> String {
+    let mut value = serde_json::json!({ "name": name, "sha256": sha256 });
+    value["capabilities"] = serde_json::to_value(capabilities).expect("plain lists serialize");
+    value.to_string()
 }
 
 /// An agent granted by its own name (`agents: [Me]` inside `struct Me`): refused before the
@@ -106,19 +110,17 @@ pub(crate) fn parse_link(path: &syn::Path, link: &Link, errors: &Errors) -> Opti
         }
     };
     let text = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-    let permissions: Option<Vec<String>> = value
-        .get("permissions")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect());
-    match (text("name"), text("sha256"), permissions) {
-        (Some(name), Some(sha256), Some(permissions)) => Some(GrantedAgent {
+    let capabilities: Option<CapabilityLists> =
+        value.get("capabilities").and_then(|v| serde_json::from_value(v.clone()).ok());
+    match (text("name"), text("sha256"), capabilities) {
+        (Some(name), Some(sha256), Some(capabilities)) => Some(GrantedAgent {
             path: path.clone(),
             tool: agents_core::subagent::tool_name(&name),
             entry: SubAgentEntry { name, sha256 },
-            permissions,
+            capabilities,
         }),
         _ => {
-            errors.spanned(path, "internal: an agent link without its name, hash or permissions");
+            errors.spanned(path, "internal: an agent link without its name, hash or capabilities");
             None
         }
     }
@@ -140,7 +142,7 @@ pub(crate) fn check_ceiling(
         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
     };
     let (subject, remedy) = said;
-    for p in granted.permissions.iter().filter(|p| *p != "public" && !names.contains(p)) {
+    for p in granted.capabilities.permissions.iter().filter(|p| *p != "public" && !names.contains(p)) {
         errors.spanned(
             &granted.path,
             format!(

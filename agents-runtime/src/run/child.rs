@@ -175,9 +175,17 @@ where
         name: S::SPEC.name,
         sha256: S::MANIFEST_SHA256,
         description: S::SPEC.description,
+        capabilities: S::CAPABILITIES,
+        verify: verify_granted::<S>,
         schema: granted_schema::<S::Input>,
         run: run_granted::<S>,
     }
+}
+
+/// `S`'s registry check, as the agents that grant `S` or hand off to it run it before theirs
+/// is accepted.
+fn verify_granted<S: Registry>() -> Result<(), String> {
+    crate::tool::verified_registry::<S>().map_err(|e| e.to_string())
 }
 
 /// Runs `S` as a child node of the calling run (see [`super::granted`]): its input parsed from

@@ -32,6 +32,12 @@ pub struct GrantedAgent {
     pub(crate) sha256: &'static str,
     /// What it is for (the model reads it as the tool's description).
     pub(crate) description: &'static str,
+    /// Its `CAPABILITIES`: what it reaches, merged into the granting agent's own summary
+    /// (checked by [`verify_registry`](crate::tool::verify_registry)).
+    pub(crate) capabilities: agents_core::compose::Capabilities,
+    /// Its own registry check (`verify_registry`, remembered per type): the summary merged
+    /// into the granting agent's is only as good as the callee's own. Why it is refused, if so.
+    pub(crate) verify: fn() -> Result<(), String>,
     /// The JSON Schema of its input type.
     pub(crate) schema: fn() -> Value,
     /// How a call runs it.
@@ -48,6 +54,11 @@ impl GrantedAgent {
     /// The granted agent's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// What it reaches (its `CAPABILITIES`).
+    pub fn capabilities(&self) -> &agents_core::compose::Capabilities {
+        &self.capabilities
     }
 
     /// The name the model calls it by ([`agents_core::subagent::tool_name`]).

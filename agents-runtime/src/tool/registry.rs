@@ -4,6 +4,7 @@
 use super::args::{ErasedArgs, ParseArgs};
 use super::exec::{Dispatch, Handler};
 use agents_core::ToolSpec;
+use agents_core::compose::{Capabilities, CapabilityLists};
 use serde_json::Value;
 use std::fmt;
 
@@ -119,7 +120,10 @@ pub struct RegistryMismatch {
 /// Checks that `A`'s registry is exactly what its `MANIFEST` states: the manifest rebuilt from
 /// the specs the registry runs (each entry's own spec, in `tools()` order, with its handler's
 /// tier) has the same bytes as `A::MANIFEST`, `A::MANIFEST_SHA256` is their SHA-256, and
-/// `A::CAPABILITIES` is their capability summary.
+/// `A::CAPABILITIES` is their capability summary merged with the `CAPABILITIES` of each agent
+/// it grants ([`Registry::agent_at`]) and of each handoff tool's target
+/// ([`Registry::handoff_to`]): a summary that leaves out what a callee reaches is refused, and
+/// so is an agent whose callee's own registry is refused (its summary could understate too).
 /// The runtime calls this once per agent type before the first run or direct session.
 pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     let refuse = |reason: String| Err(RegistryMismatch { agent: A::SPEC.name, reason });
@@ -145,26 +149,10 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if A::entry_at(tools.len()).is_some() {
         return refuse("the registry has entries beyond the listed tools".to_owned());
     }
-    for (i, listed) in A::AGENTS.iter().enumerate() {
-        match A::agent_at(i) {
-            Some(g) if g.name == listed.name && g.sha256 == listed.sha256 => {}
-            _ => {
-                return refuse(format!(
-                    "the registry does not run the granted agent `{}` that `AGENTS` lists",
-                    listed.name
-                ));
-            }
-        }
-    }
-    for spec in &specs {
-        let runs = A::handoff_to(spec.name).map(|g| (g.name, g.sha256));
-        if runs != spec.handoff.map(|t| (t.name, t.sha256)) {
-            return refuse(format!("the registry does not hand the tool `{}` to the agent its spec names", spec.name));
-        }
-    }
-    if A::agent_at(A::AGENTS.len()).is_some() {
-        return refuse("the registry runs agents beyond the granted ones".to_owned());
-    }
+    let callees = match callees::<A>(&specs) {
+        Ok(c) => c,
+        Err(reason) => return refuse(reason),
+    };
     if tools.windows(2).any(|w| w[0].name >= w[1].name) {
         return refuse("`tools()` is not sorted by name without duplicates".to_owned());
     }
@@ -189,14 +177,84 @@ pub fn verify_registry<A: Registry>() -> Result<(), RegistryMismatch> {
     if agents_core::canonical::sha256_hex(A::MANIFEST.as_bytes()) != A::MANIFEST_SHA256 {
         return refuse("`MANIFEST_SHA256` is not the SHA-256 of `MANIFEST`".to_owned());
     }
-    if !summarises::<A>(&agents_core::compose::CapabilityLists::of(&manifest)) {
-        return refuse("`CAPABILITIES` is not the capability summary of `MANIFEST`".to_owned());
+    // What every callee reaches is part of what `A` reaches.
+    let expected =
+        callees.iter().fold(CapabilityLists::of(&manifest), |lists, c| lists.merge(&CapabilityLists::of_summary(c)));
+    if !summarises::<A>(&expected) {
+        return refuse(
+            "`CAPABILITIES` is not the capability summary of `MANIFEST` merged with its granted agents' and handoff targets'"
+                .to_owned(),
+        );
     }
     Ok(())
 }
 
+/// The summaries of the agents `A`'s registry runs for it, each checked against what `AGENTS`
+/// and the specs name and each accepted by its own registry check: each granted agent
+/// ([`Registry::agent_at`]) and each handoff tool's target ([`Registry::handoff_to`]).
+/// `A::CAPABILITIES` must merge them (see [`verify_registry`]).
+fn callees<A: Registry>(specs: &[&'static ToolSpec]) -> Result<Vec<Capabilities>, String> {
+    let mut callees = Vec::new();
+    for (i, listed) in A::AGENTS.iter().enumerate() {
+        match A::agent_at(i) {
+            Some(g) if g.name == listed.name && g.sha256 == listed.sha256 => callees.push(g),
+            _ => {
+                return Err(format!(
+                    "the registry does not run the granted agent `{}` that `AGENTS` lists",
+                    listed.name
+                ));
+            }
+        }
+    }
+    for spec in specs {
+        let target = A::handoff_to(spec.name);
+        if target.as_ref().map(|g| (g.name, g.sha256)) != spec.handoff.map(|t| (t.name, t.sha256)) {
+            return Err(format!("the registry does not hand the tool `{}` to the agent its spec names", spec.name));
+        }
+        callees.extend(target);
+    }
+    if A::agent_at(A::AGENTS.len()).is_some() {
+        return Err("the registry runs agents beyond the granted ones".to_owned());
+    }
+    // Each callee's summary counts only once its own registry is accepted. Agents that call
+    // each other in a circle (only hand-written impls can) are refused, not followed forever.
+    let _checking = CheckInProgress::enter::<A>()
+        .ok_or_else(|| "it calls, through the agents it grants or hands off to, an agent that calls it".to_owned())?;
+    for g in &callees {
+        (g.verify)().map_err(|e| format!("the agent `{}` it calls is refused: {e}", g.name))?;
+    }
+    Ok(callees.into_iter().map(|g| g.capabilities).collect())
+}
+
+/// The agent types whose callees this thread is checking: one met again is in a circle.
+struct CheckInProgress(std::any::TypeId);
+
+thread_local! {
+    static CHECKING: std::cell::RefCell<Vec<std::any::TypeId>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl CheckInProgress {
+    /// `None` when `A`'s callees are already being checked further up this thread's stack.
+    fn enter<A: 'static>() -> Option<CheckInProgress> {
+        let id = std::any::TypeId::of::<A>();
+        CHECKING.with(|c| {
+            let mut c = c.borrow_mut();
+            (!c.contains(&id)).then(|| {
+                c.push(id);
+                CheckInProgress(id)
+            })
+        })
+    }
+}
+
+impl Drop for CheckInProgress {
+    fn drop(&mut self) {
+        CHECKING.with(|c| c.borrow_mut().retain(|id| *id != self.0));
+    }
+}
+
 /// Whether `A::CAPABILITIES` (what a composite's graph manifest names for `A`) is `lists`.
-fn summarises<A: Registry>(lists: &agents_core::compose::CapabilityLists) -> bool {
+fn summarises<A: Registry>(lists: &CapabilityLists) -> bool {
     let c = A::CAPABILITIES;
     lists.actions == c.actions
         && lists.handoffs == c.handoffs

@@ -1,8 +1,11 @@
 //! Composites: the graph manifest `composite!` derives without running anything, each agent's
-//! capability summary against its manifest, nested composites.
+//! capability summary against its manifest (merged with the agents it grants and hands off
+//! to), nested composites.
 
-use agents_runtime::agents_core::compose::{CapabilityLists, Join, MemberResult, Route, Step, Stop};
+use agents_runtime::agents_core::compose::{CapabilityLists, Join, MemberResult, Reach, Route, Step, Stop};
+use agents_runtime::agents_core::graph::{GraphManifest, Reaches};
 use agents_runtime::agents_core::manifest::Manifest;
+use agents_runtime::agents_core::report::{CompositeReport, render_composite};
 use agents_runtime::{Agent, agent, composite, permissions, tool};
 use serde_json::{Value, json};
 
@@ -221,4 +224,107 @@ fn every_combinator_is_a_node_and_a_nested_composite_is_one_node() {
     assert!(Short::stop(&"ok".to_owned()));
     assert_eq!(Trim::step(" a ".to_owned()), Ok("a".to_owned()));
     assert_eq!(Sum::join(vec![Ok(1), Ok(2)]), Ok(3));
+}
+
+// A run entering an agent may reach what the agents it grants and hands off to reach: its
+// summary, its composite node and the report's colour must say so.
+
+agent! {
+    /// Reads the request and asks the reviewer, who may approve it.
+    pub struct Supervisor;
+    tools: [read_application],
+    agents: [Reviewer],
+}
+
+/// Hands the request to the reviewer, who may approve it.
+///
+/// # Arguments
+///
+/// * `request` - the request
+#[tool(permission = perms::kyc::read, handoff = Reviewer)]
+fn to_reviewer(request: String);
+
+agent! {
+    /// Reads the request and hands it to the reviewer.
+    pub struct Referrer;
+    tools: [read_application, to_reviewer],
+}
+
+agent! {
+    /// Asks the supervisor, who asks the reviewer.
+    pub struct Chief;
+    tools: [],
+    agents: [Supervisor],
+}
+
+composite! {
+    /// Intake, then the supervisor (who grants the reviewer).
+    pub struct Supervised: String -> String = then(Intake, Supervisor);
+}
+
+fn own_lists<A: Agent>() -> CapabilityLists {
+    CapabilityLists::of(&serde_json::from_str::<Manifest>(A::MANIFEST).unwrap())
+}
+
+#[test]
+fn a_granting_agents_capabilities_cover_the_granted_agents_tools() {
+    // Its own tools read only; the agent it grants approves.
+    assert_eq!(own_lists::<Supervisor>().reach(), Reach::Read);
+    let caps = capabilities::<Supervisor>();
+    assert_eq!(caps["actions"], json!(["approve"]));
+    assert_eq!(caps["tools"], json!(["approve", "read_application"]));
+    assert_eq!(caps["permissions"], json!(["kyc.decide", "kyc.read"]));
+    assert_eq!(caps["reaches"], "action");
+    assert_eq!(Supervisor::CAPABILITIES.reaches, Reach::Action);
+    // In turn: an agent that grants the supervisor reaches the reviewer's approval too.
+    assert_eq!(own_lists::<Chief>(), CapabilityLists::default());
+    assert_eq!(capabilities::<Chief>(), caps);
+}
+
+#[test]
+fn a_handoff_tools_target_is_part_of_what_the_agent_reaches() {
+    let own = own_lists::<Referrer>();
+    assert_eq!(own.actions, Vec::<String>::new());
+    assert_eq!(own.permissions, ["kyc.read"]);
+    let caps = capabilities::<Referrer>();
+    assert_eq!(caps["actions"], json!(["approve"]));
+    assert_eq!(caps["handoffs"], json!(["to_reviewer"]));
+    assert_eq!(caps["tools"], json!(["approve", "read_application", "to_reviewer"]));
+    assert_eq!(caps["permissions"], json!(["kyc.decide", "kyc.read"]));
+    assert_eq!(caps["reaches"], "handoff");
+    // The summary is the own lists merged with the target's: what the runtime checks.
+    assert_eq!(
+        CapabilityLists::of_summary(&Referrer::CAPABILITIES),
+        own.merge(&CapabilityLists::of_summary(&Reviewer::CAPABILITIES))
+    );
+}
+
+#[test]
+fn a_composite_node_that_grants_an_agent_names_what_the_callee_reaches() {
+    let m = parsed(Supervised::MANIFEST);
+    let node = m["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "supervisor").unwrap().clone();
+    assert_eq!(node["tools"], json!(["approve", "read_application"]));
+    assert_eq!(node["actions"], json!(["approve"]));
+    assert_eq!(node["reaches"], "action");
+    assert_eq!(
+        m["capabilities"],
+        json!({"actions": ["approve"], "handoffs": [], "permissions": ["kyc.decide", "kyc.read"], "tools": ["approve", "read_application"]})
+    );
+    // The graph manifest reader accepts it (lists, reaches and union consistent).
+    let graph = GraphManifest::parse(Supervised::MANIFEST).unwrap();
+    assert_eq!(graph.reach_from("supervisor"), Reaches::Action);
+    assert_eq!(graph.capabilities.actions, ["approve"]);
+}
+
+#[test]
+fn the_report_colours_a_granting_node_by_the_callees_tier() {
+    let graph = GraphManifest::parse(Supervised::MANIFEST).unwrap();
+    let html = render_composite(&CompositeReport::new(&graph, "supervised.json", Supervised::MANIFEST_SHA256));
+    let node = |id: &str| {
+        let at = html.find(&format!(r#"data-node="{id}""#)).unwrap_or_else(|| panic!("no node {id}"));
+        html[..at].rsplit("<g ").next().unwrap().to_owned() + &html[at..at + 400]
+    };
+    let action_fill = "#fef3c7";
+    assert!(node("supervisor").contains("reaches-action") && node("supervisor").contains(action_fill), "{html}");
+    assert!(node("intake").contains("reaches-action"), "intake runs on into the supervisor");
 }
