@@ -3,7 +3,7 @@
 //! never passes without having run), and the service's audit reader over a state store's audit
 //! stream in it, which the nodes of a service append to through `StoreAuditSink`.
 
-use agents_runtime::audit::{AuditRecord, ChainError, ChainSummary, ChainVerifier};
+use agents_runtime::audit::{AuditRecord, ChainError, ChainSummary, verify_jsonl_bytes};
 use agents_service::{AuditReadError, AuditReader};
 use agents_store::postgres::TempCluster;
 use std::ops::ControlFlow;
@@ -16,7 +16,7 @@ pub fn cluster() -> TempCluster {
 }
 
 /// Reads the audit stream `stream` of the database it connected to, in `seq` order, each line
-/// verified as a link of the chain by the same verifier as the JSONL log's.
+/// verified as a link of the chain by the JSONL log's verifier.
 ///
 /// Its calls block on the tokio runtime it connected on: the service makes them on that
 /// runtime's blocking pool.
@@ -57,30 +57,24 @@ impl AuditReader for StreamReader {
     }
 
     fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
-        self.verify_each(&mut |_| {})
+        // The stream's lines as the JSONL log would hold them, checked by its verifier.
+        let mut text = String::new();
+        for line in self.lines()? {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        Ok(verify_jsonl_bytes(text.as_bytes(), None))
     }
 
     fn verify_each(
         &self,
         each: &mut dyn FnMut(&AuditRecord),
     ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
-        let mut verifier = ChainVerifier::new();
-        let mut broken = None;
-        for (i, line) in self.lines()?.iter().enumerate() {
-            if broken.is_none() {
-                match verifier.line(line, i + 1) {
-                    Ok(record) => {
-                        each(&record);
-                        continue;
-                    }
-                    Err(e) => broken = Some(e),
-                }
-            }
-            // After the break, the records that still read.
-            if let Ok(record) = serde_json::from_str::<AuditRecord>(line) {
-                each(&record);
-            }
-        }
-        Ok(broken.map_or_else(|| verifier.finish(), Err))
+        // Every record that reads, then the chain's verdict (two reads: a test's small stream).
+        self.scan(&mut |r| {
+            each(r);
+            ControlFlow::Continue(())
+        })?;
+        self.verify()
     }
 }
