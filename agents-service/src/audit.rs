@@ -1,7 +1,8 @@
 //! Reading the audit log back: the records a query selects, and the chain's verdict.
 //!
 //! The runtime's sinks only append; the service reads the same log through an [`AuditReader`]
-//! (the JSONL file, the SQLite database, or the in-memory sink of tests). A query scans the
+//! (the JSONL file, the SQLite database, a state store's audit stream, or the in-memory sink
+//! of tests). A query scans the
 //! log in order, in bounded memory apart from the page it returns.
 
 use agents_runtime::Tier;
@@ -10,6 +11,7 @@ use agents_runtime::audit::{
     AuditRecord, AuditStatus, ChainError, ChainSummary, ChainVerifier, MemorySink, verify_jsonl_file,
     verify_jsonl_file_with, verify_sqlite, verify_sqlite_with,
 };
+use agents_runtime::store::Store;
 use serde::Deserialize;
 use std::io::BufRead;
 use std::ops::ControlFlow;
@@ -17,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use tokio::runtime::Handle;
 
 /// Why the log could not be read (not a finding about its chain).
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +214,116 @@ impl AuditReader for SqliteReader {
             Err(agents_runtime::audit::SqliteAuditError::Broken { source, .. }) => Ok(Err(source)),
             Err(e) => Err(AuditReadError(e.to_string())),
         }
+    }
+}
+
+/// An audit stream held by a state store (the stream a
+/// [`StoreAuditSink`](agents_runtime::store::StoreAuditSink) appends to, from every node of
+/// the service): PostgreSQL (`agents_store::PostgresStore`), SQLite (`agents_store::SqliteStore`),
+/// or the [`MemoryStore`](agents_runtime::store::MemoryStore).
+///
+/// It reads the stream a page at a time ([`Store::audit_lines`]), so a query or a
+/// verification holds one page in memory. The store's rows are not trusted: each line is
+/// checked as a link of the chain (its hash, its link to the line before, its `seq`), so a
+/// row edited by someone who can write the database but does not hold the records' chain
+/// (an edited line, one deleted or reordered) makes `/v1/audit/verify` answer `ok: false`.
+/// The stream is a plain chain: an insider who rewrites a row and every hash after it is
+/// caught only by a checkpoint or head kept elsewhere, as for any plain chain.
+///
+/// Its calls block on the tokio runtime it was made in, as every reader's calls block: the
+/// service makes them on that runtime's blocking pool.
+///
+/// ```no_run
+/// # async fn demo(store: std::sync::Arc<dyn agents_runtime::store::Store>) {
+/// use agents_runtime::store::StoreAuditSink;
+/// use agents_service::StoreReader;
+///
+/// // Every node appends to stream `audit` of the shared store, and reads it back.
+/// let sink = StoreAuditSink::new(store.clone(), "audit");
+/// let reader = StoreReader::new(store, "audit");
+/// # let _ = (sink, reader);
+/// # }
+/// ```
+pub struct StoreReader {
+    store: Arc<dyn Store>,
+    stream: String,
+    runtime: Handle,
+}
+
+impl std::fmt::Debug for StoreReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreReader").field("stream", &self.stream).finish_non_exhaustive()
+    }
+}
+
+/// Lines read from a store per page.
+const STORE_PAGE: u32 = 500;
+
+impl StoreReader {
+    /// A reader of `stream` in `store`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime: its reads run on the runtime it is made in.
+    pub fn new(store: Arc<dyn Store>, stream: impl Into<String>) -> Self {
+        StoreReader { store, stream: stream.into(), runtime: Handle::current() }
+    }
+
+    /// Hands each stored line to `each`, in `seq` order, until it breaks.
+    fn pages(&self, each: &mut dyn FnMut(&str) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        let mut after = 0;
+        loop {
+            let page = self
+                .runtime
+                .block_on(self.store.audit_lines(&self.stream, after, STORE_PAGE))
+                .map_err(|e| AuditReadError(format!("audit stream `{}`: {e}", self.stream)))?;
+            let Some(&(last, _)) = page.last() else { return Ok(()) };
+            for (_, line) in &page {
+                if each(line).is_break() {
+                    return Ok(());
+                }
+            }
+            after = last;
+        }
+    }
+}
+
+impl AuditReader for StoreReader {
+    fn scan(&self, each: &mut dyn FnMut(&AuditRecord) -> ControlFlow<()>) -> Result<(), AuditReadError> {
+        self.pages(&mut |line| match serde_json::from_str::<AuditRecord>(line) {
+            Ok(record) => each(&record),
+            Err(_) => ControlFlow::Continue(()),
+        })
+    }
+
+    fn verify(&self) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        self.verify_each(&mut |_| {})
+    }
+
+    fn verify_each(
+        &self,
+        each: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Result<ChainSummary, ChainError>, AuditReadError> {
+        let mut verifier = ChainVerifier::new();
+        let mut broken = None;
+        let mut number = 0;
+        self.pages(&mut |line| {
+            number += 1;
+            if broken.is_none() {
+                match verifier.line(line, number) {
+                    Ok(record) => each(&record),
+                    Err(e) => broken = Some(e),
+                }
+            }
+            // After the break, the records that still read.
+            if broken.is_some()
+                && let Ok(record) = serde_json::from_str::<AuditRecord>(line)
+            {
+                each(&record);
+            }
+            ControlFlow::Continue(())
+        })?;
+        Ok(broken.map_or_else(|| verifier.finish(), Err))
     }
 }
 

@@ -205,7 +205,7 @@ mod sessions;
 mod sse;
 
 pub use agents_mcp::listener::ConnectionLimits;
-pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader};
+pub use audit::{AuditQuery, AuditReadError, AuditReader, JsonlReader, SqliteReader, StoreReader};
 pub use auth::{Authenticator, DEV_PRINCIPAL_HEADER, DevAuthenticator, bearer_token, unauthorized};
 /// The axum this crate is built on (serve the router with `agents_service::axum::serve`).
 pub use axum;

@@ -495,6 +495,20 @@ impl Store for MemoryStore {
         let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
         ready(super::verify_lines(stream, lines.iter().map(String::as_str)))
     }
+
+    fn audit_lines<'a>(
+        &'a self,
+        stream: &'a str,
+        after_seq: u64,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        let state = self.lock();
+        let lines = state.streams.get(stream).map(Vec::as_slice).unwrap_or_default();
+        // The line at index `i` is sealed as `seq` `i + 1`.
+        let first = usize::try_from(after_seq).unwrap_or(usize::MAX).min(lines.len());
+        let page = lines[first..].iter().take(limit as usize);
+        ready(Ok(page.zip(after_seq + 1..).map(|(line, seq)| (seq, line.clone())).collect()))
+    }
 }
 
 #[cfg(test)]

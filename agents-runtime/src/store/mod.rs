@@ -579,6 +579,22 @@ pub trait Store: Send + Sync + 'static {
     /// Verifies `stream`'s chain from its first record.
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>>;
 
+    /// A page of `stream`'s stored lines in `seq` order: those after `after_seq`, at most
+    /// `limit`, each with the `seq` the store files it under. A reader pages through a stream
+    /// by passing the last `seq` of a page as the next page's `after_seq`, and is done at an
+    /// empty page; a stream the store does not hold reads as empty.
+    ///
+    /// The lines are the store's bytes, not yet trusted: whoever can write the database can
+    /// change them. Check them as a chain
+    /// ([`ChainVerifier::line`](agents_core::audit::ChainVerifier::line)) before relying on
+    /// what they say, as the service's `StoreReader` does.
+    fn audit_lines<'a>(
+        &'a self,
+        stream: &'a str,
+        after_seq: u64,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>>;
+
     /// Whether `stream` holds a final record of call `call_id` (see
     /// [`AuditSink::holds_final`](crate::audit::AuditSink::holds_final)): `Some(found)`, or
     /// `None` when this store cannot look (the default). Asked before every execution of a

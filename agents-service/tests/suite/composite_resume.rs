@@ -6,7 +6,7 @@
 //! service started again on the same files; on PostgreSQL (one database, several nodes) it is a
 //! second node, up beside the first since before the tree started.
 
-use crate::common::postgres::{StreamReader, cluster};
+use crate::common::postgres::cluster;
 use crate::common::{Desk, alice, audrey, executed, get, listen, perms, post, roles};
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, SqliteSink};
@@ -14,7 +14,7 @@ use agents_runtime::provider::ChatRequest;
 use agents_runtime::provider::scripted::{RuleProvider, reply, tool_call, tool_outcomes};
 use agents_runtime::store::{Store, StoreAuditSink};
 use agents_runtime::{agent, composite, tool};
-use agents_service::{AuditReader, DevAuthenticator, Service, ServiceLimits, SqliteReader};
+use agents_service::{AuditReader, DevAuthenticator, Service, ServiceLimits, SqliteReader, StoreReader};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -83,7 +83,8 @@ impl Place {
                 let store: Arc<dyn Store> =
                     Arc::new(agents_store::PostgresStore::connect(url, 8).await.expect("the state store connects"));
                 let sink = StoreAuditSink::new(store.clone(), AUDIT_STREAM);
-                (store, Arc::new(sink), Arc::new(StreamReader::connect(url, AUDIT_STREAM).await))
+                let reader = StoreReader::new(store.clone(), AUDIT_STREAM);
+                (store, Arc::new(sink), Arc::new(reader))
             }
         }
     }

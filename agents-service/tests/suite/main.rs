@@ -30,3 +30,4 @@ mod org_scope;
 mod reread;
 mod second_confirmation;
 mod sqlite;
+mod store_reader;

@@ -66,6 +66,27 @@ pub(super) fn verify_audit<'a>(store: &'a PostgresStore, stream: &'a str) -> Box
     })
 }
 
+/// [`Store::audit_lines`](crate::Store::audit_lines).
+pub(super) fn audit_lines<'a>(
+    store: &'a PostgresStore,
+    stream: &'a str,
+    after_seq: u64,
+    limit: u32,
+) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+    Box::pin(async move {
+        let client = store.client().await?;
+        let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&stream, &after, &i64::from(limit)],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(rows.iter().map(|r| (r.get::<_, i64>(0).max(0) as u64, r.get::<_, String>(1))).collect())
+    })
+}
+
 /// [`Store::holds_final`](crate::Store::holds_final).
 pub(super) fn holds_final<'a>(
     store: &'a PostgresStore,

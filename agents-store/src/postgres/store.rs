@@ -180,6 +180,15 @@ impl Store for PostgresStore {
         audit::verify_audit(self, stream)
     }
 
+    fn audit_lines<'a>(
+        &'a self,
+        stream: &'a str,
+        after_seq: u64,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        audit::audit_lines(self, stream, after_seq, limit)
+    }
+
     fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
         audit::holds_final(self, stream, call_id)
     }

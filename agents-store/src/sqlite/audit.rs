@@ -103,6 +103,27 @@ pub(super) fn verify_audit<'a>(store: &'a SqliteStore, stream: &'a str) -> BoxFu
     })
 }
 
+/// [`Store::audit_lines`](crate::Store::audit_lines).
+pub(super) fn audit_lines<'a>(
+    store: &'a SqliteStore,
+    stream: &'a str,
+    after_seq: u64,
+    limit: u32,
+) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+    let stream = stream.to_owned();
+    store.run(move |conn| {
+        let mut stmt = conn
+            .prepare_cached("SELECT seq, line FROM agents_audit WHERE stream = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            .map_err(sql_error)?;
+        let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+        stmt.query_map(params![stream, after, limit], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(sql_error)?
+            .map(|row| row.map(|(seq, line)| (seq.max(0) as u64, line)))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(sql_error)
+    })
+}
+
 /// [`Store::holds_final`](crate::Store::holds_final).
 pub(super) fn holds_final<'a>(
     store: &'a SqliteStore,

@@ -303,6 +303,14 @@ impl Store for Faulty {
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
         self.live(self.inner.verify_audit(stream))
     }
+    fn audit_lines<'a>(
+        &'a self,
+        stream: &'a str,
+        after_seq: u64,
+        limit: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<(u64, String)>>> {
+        self.live(self.inner.audit_lines(stream, after_seq, limit))
+    }
     fn holds_final<'a>(&'a self, stream: &'a str, call_id: &'a str) -> BoxFuture<'a, StoreResult<Option<bool>>> {
         self.live(self.inner.holds_final(stream, call_id))
     }
