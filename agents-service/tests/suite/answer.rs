@@ -171,13 +171,36 @@ impl Provider for Gated {
     }
 }
 
-#[tokio::test]
-async fn a_client_gone_mid_wait_leaves_the_run_to_end() {
+/// A service whose model answers once the gate it returns opens.
+async fn gated() -> (common::Served, Arc<tokio::sync::Semaphore>) {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let audit = Arc::new(MemorySink::new());
     let model = Gated { gate: gate.clone(), model: common::test_model() };
     let runtime = Runtime::builder(audit.clone(), Arc::new(model)).roles(common::roles()).build();
     let s = serve_with(Arc::new(DevAuthenticator::enabled()), ServiceLimits::default(), Some((audit, runtime))).await;
+    (s, gate)
+}
+
+#[tokio::test]
+async fn past_the_bound_the_start_answers_as_usual_and_the_run_goes_on() {
+    let (s, gate) = gated().await;
+    let r = start_waiting(s.base, &alice(), "wait=1", &body("late", "lookup the keyboard")).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(!r.headers.contains_key("preference-applied"), "{}", r.head);
+    let started = r.json();
+    let run = started["run_id"].as_str().unwrap();
+    assert_eq!(started["events"], format!("/v1/runs/{run}/events"), "{started}");
+    assert!(started["status"].is_null(), "{started}");
+    assert_eq!(get(s.base, &format!("/v1/runs/{run}"), &alice()).await.json()["status"], "running");
+    gate.add_permits(1_000);
+    let events = open(s.base, run, &alice(), None).await.rest().await;
+    assert!(events.iter().any(|e| e.event == "done"), "{events:?}");
+    assert_eq!(ended(s.base, &alice(), run).await["text"], "done: 1 call(s)");
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_wait_leaves_the_run_to_end() {
+    let (s, gate) = gated().await;
     let base = s.base;
     let waiting =
         tokio::spawn(
