@@ -16,7 +16,8 @@
 //! share from the rest, the same service on the in-process store and audit log.
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
-//! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory).
+//! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory;
+//! `--answered-first`: each service answered, then streamed).
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
@@ -168,11 +169,19 @@ async fn main() {
     println!("{}", machine());
     println!("{conversations} conversations at once, {turns} turns each (one read call and one answer a turn):");
     let base = measure("bare axum service", bare().await, Way::Bare, conversations, turns).await;
-    // Both ways of one service: streamed, then answered.
+    // Both ways of one service: streamed first (`--answered-first`: the other order, to see
+    // what the phase's place costs, e.g. a database that grew during the first).
+    let answered_first = flag("answered-first");
     let both = |name: &'static str, at: SocketAddr| async move {
+        let answered_name = format!("{name}, answered");
+        if answered_first {
+            let answered = measure(&answered_name, at, Way::Answered, conversations, turns).await;
+            let streamed = measure(name, at, Way::Streamed, conversations, turns).await;
+            return [(answered_name, answered), (name.to_owned(), streamed)];
+        }
         let streamed = measure(name, at, Way::Streamed, conversations, turns).await;
-        let answered = measure(&format!("{name}, answered"), at, Way::Answered, conversations, turns).await;
-        [(name.to_owned(), streamed), (format!("{name}, answered"), answered)]
+        let answered = measure(&answered_name, at, Way::Answered, conversations, turns).await;
+        [(name.to_owned(), streamed), (answered_name, answered)]
     };
     // The service with nothing durable: what the service, the gate and the journal cost
     // without the database's commits.
