@@ -202,8 +202,11 @@ struct StartBody {
 async fn start_run(
     State(shared): St,
     Caller(caller): Caller,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<StartBody>,
 ) -> Result<Response, ApiError> {
+    // Read before anything starts: a bad `wait` starts nothing.
+    let wait = crate::answer::requested_wait(&headers, &shared.limits)?;
     let kind = shared.agents.get(body.agent.as_str()).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -241,6 +244,13 @@ async fn start_run(
         }
     };
     shared.runs.insert(entry.clone());
+    // Held from here on by the service, not by this request: dropping the wait drops no run.
+    if let Some(secs) = wait
+        && let Some(summary) = crate::answer::answer(&entry, std::time::Duration::from_secs(secs)).await
+    {
+        let applied = [(crate::answer::PREFERENCE_APPLIED, crate::answer::applied(secs))];
+        return Ok((StatusCode::CREATED, applied, axum::Json(summary)).into_response());
+    }
     let body = json!({
         "run_id": entry.run_id,
         "session_id": entry.session_id,

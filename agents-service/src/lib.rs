@@ -4,9 +4,9 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /v1/agents` | the agents and composites served, with their manifest hash (a composite's: its graph manifest's) and `kind` (`agent`, `composite`) |
-//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` (session ids are the caller's own: see [Who sees what](#who-sees-what)) |
+//! | `POST /v1/runs` | start a run: `{"agent", "input", "session_id"?}` → 201 `{"run_id", "session_id", ...}` (session ids are the caller's own: see [Who sees what](#who-sees-what)); with `Prefer: wait=<seconds>`, the run's state once it ends or waits for a decision within that bound (see [The answering start](#the-answering-start)) |
 //! | `GET /v1/runs` | the caller's runs |
-//! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id |
+//! | `GET /v1/runs/{run_id}` | one run: status, final text, last event id, the calls it waits on (`waiting_for`) |
 //! | `GET /v1/runs/{run_id}/events` | its events as server-sent events (resume with `Last-Event-ID` or `?last_event_id=`) |
 //! | `POST /v1/runs/{run_id}/stop` | stop it (a pending action ends `skipped`) |
 //! | `DELETE /v1/sessions/{session_id}` | end one of the caller's conversation sessions on every node: history dropped, tokens revoked, its waiting proposals end (`skipped`); another principal's session is not found |
@@ -18,6 +18,29 @@
 //!
 //! A browser console (chat, decision cards, live audit, reviewer view) is served beside these
 //! routes by [`Console`]; see the [`console`] module.
+//!
+//! # The answering start
+//!
+//! A client that wants the answer in the response of the `POST /v1/runs` that starts the run
+//! sends RFC 7240's `Prefer: wait=<seconds>` (one exchange a turn instead of two). When the
+//! run ends (it answered, failed or was stopped) or stops to wait for a person's decision
+//! within that bound, the answer is 201 with `Preference-Applied: wait=<seconds>` and the body
+//! `GET /v1/runs/{run_id}` gives: `status`, `text`, `error`, `last_event_id` and
+//! `waiting_for` (the calls awaiting a decision; the run is still `running`). A run waiting
+//! for a person is answered at once: no request is held for a person. Past the bound, the
+//! answer is the usual 201 (`run_id`, `events`), without `Preference-Applied`. The bound is the
+//! service's to cap ([`ServiceLimits::max_answer_wait`], under the request timeout): a `wait`
+//! that is not whole seconds, given twice or above the cap gets 400 `invalid_prefer` and no
+//! run starts. Authentication, the strict body and the caller's session scope are the
+//! present start's. The run does not depend on the request: a client gone mid-wait leaves it
+//! running, its events journaled and streamable as any run's. A header rather than a body
+//! field, because the bound concerns this exchange, not the run, and RFC 7240 names it.
+//!
+//! ```text
+//! POST /v1/runs                       HTTP/1.1 201 Created
+//! Prefer: wait=10                     Preference-Applied: wait=10
+//! {"agent": "Desk", "input": "..."}   {"run_id": "...", "status": "completed", "text": "...", ...}
+//! ```
 //!
 //! # Composites
 //!
@@ -142,7 +165,7 @@
 //! Every refusal is JSON, `{"error": {"code": "...", "message": "..."}}`, with a stable code:
 //! `missing_token`, `invalid_token`, `token_expired`, ... (401), `not_found` (404, also for
 //! other principals' runs), `body_too_large` (413), `too_many_streams`, `too_many_runs`
-//! (429), `invalid_request`, `invalid_json`, `invalid_host` (400), `unknown_agent` (404),
+//! (429), `invalid_request`, `invalid_json`, `invalid_prefer`, `invalid_host` (400), `unknown_agent` (404),
 //! `reviewer_only`, `host_not_allowed` (403), `request_timeout` (408).
 //!
 //! # Mounting it
@@ -188,6 +211,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod answer;
 mod audit;
 mod auth;
 mod composite;
@@ -245,6 +269,11 @@ pub struct ServiceLimits {
     /// Time a request other than an event stream may take; then 408 `request_timeout`.
     /// Default 30 s.
     pub request_timeout: Duration,
+    /// The longest `Prefer: wait=<seconds>` a start request may ask for (the answering start:
+    /// the run's state in the `POST`'s response); a longer one gets 400 `invalid_prefer`,
+    /// nothing started. Whole seconds, and always under [`Self::request_timeout`] (one second
+    /// less at most). Default 20 s.
+    pub max_answer_wait: Duration,
     /// Events kept per run for resuming streams. Default 2048.
     pub journal_events: usize,
     /// Bytes of event JSON kept per run. Default 4 MiB.
@@ -270,6 +299,7 @@ impl Default for ServiceLimits {
             sse_keep_alive: Duration::from_secs(15),
             sse_idle_timeout: Duration::from_secs(600),
             request_timeout: Duration::from_secs(30),
+            max_answer_wait: Duration::from_secs(20),
             journal_events: 2048,
             journal_bytes: 4 << 20,
             retain_ended_runs: Duration::from_secs(900),

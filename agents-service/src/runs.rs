@@ -107,6 +107,10 @@ pub struct RunSummary {
     pub error: Option<String>,
     /// The id of the last event of the run so far.
     pub last_event_id: u64,
+    /// The calls the run waits on for a person's decision (`GET /v1/decisions` shows them;
+    /// `POST /v1/decisions/{call_id}` decides), sorted; empty when it waits for none. A run
+    /// that waits is still `running`.
+    pub waiting_for: Vec<String>,
 }
 
 /// One run started through the service.
@@ -134,6 +138,11 @@ impl RunEntry {
         if let Some((_, s)) = lock(&self.ended).as_ref() {
             return s.clone();
         }
+        let (last_event_id, mut waiting_for) = {
+            let journal = lock(&self.journal);
+            (journal.last_id(), journal.waiting.keys().cloned().collect::<Vec<_>>())
+        };
+        waiting_for.sort();
         RunSummary {
             run_id: self.run_id.clone(),
             agent: self.agent.to_owned(),
@@ -141,7 +150,8 @@ impl RunEntry {
             status: "running".into(),
             text: None,
             error: None,
-            last_event_id: lock(&self.journal).last_id(),
+            last_event_id,
+            waiting_for,
         }
     }
 
@@ -184,6 +194,7 @@ impl RunEntry {
             // As before typed errors: a run that ended by a limit or a stop has no error text.
             error: outcome.error_text().filter(|_| outcome.status() == agents_runtime::RunStatus::Failed),
             last_event_id: last,
+            waiting_for: Vec::new(),
         };
         *lock(&self.ended) = Some((Instant::now(), summary));
         self.progress.send_replace((last, true));
@@ -413,6 +424,7 @@ mod tests {
                 text: None,
                 error: None,
                 last_event_id: 0,
+                waiting_for: Vec::new(),
             };
             (at, s)
         };

@@ -2,10 +2,12 @@
 //! state store) against a bare axum service making the same model calls.
 //!
 //! `--conversations` conversations (1,000) at once, `--turns` turns each (3), one user each,
-//! all on keep-alive loopback connections. A turn of the service: `POST /v1/runs` (the
-//! session named by the conversation), then its event stream `GET /v1/runs/{id}/events`
-//! read until the run ends; the scripted model makes one `lookup_item` read call, then
-//! answers. A turn of the bare service: one `POST /turn` whose handler makes the same two
+//! all on keep-alive loopback connections. A turn of the service, streamed: `POST /v1/runs`
+//! (the session named by the conversation), then its event stream `GET /v1/runs/{id}/events`
+//! read until the run ends; answered: one `POST /v1/runs` with `Prefer: wait=20`, whose
+//! response carries the ended run's answer. The scripted model makes one `lookup_item` read
+//! call, then answers. Each service is measured both ways (streamed first), each way in
+//! sessions of its own. A turn of the bare service: one `POST /turn` whose handler makes the same two
 //! model calls and runs the same tool body in between, with no gate, audit record, state
 //! store, session or event journal, and answers the text. Printed per service: turns per
 //! second and p50/p99 of one turn, and the service's cost per turn (the inverse of its
@@ -14,7 +16,8 @@
 //! share from the rest, the same service on the in-process store and audit log.
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
-//! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory).
+//! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory;
+//! `--answered-first`: each service answered, then streamed).
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
@@ -79,14 +82,34 @@ async fn service(sink: Arc<dyn AuditSink>, reader: Arc<dyn AuditReader>, store: 
     serve(service.router()).await
 }
 
+/// How a turn is taken.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    /// The bare service's one `POST /turn`.
+    Bare,
+    /// `POST /v1/runs`, then the run's event stream.
+    Streamed,
+    /// `POST /v1/runs` with `Prefer: wait=20`: the answer in its response.
+    Answered,
+}
+
 /// One turn of conversation `c`; its time.
-async fn turn(client: &Client, base: SocketAddr, is_bare: bool, c: usize) -> Duration {
+async fn turn(client: &Client, base: SocketAddr, way: Way, c: usize) -> Duration {
     let t = Instant::now();
     let who = user(c);
-    let body = json!({"agent": AGENT, "input": "lookup the keyboard", "session_id": format!("c-{c}")}).to_string();
-    if is_bare {
+    let session = if way == Way::Answered { format!("a-{c}") } else { format!("c-{c}") };
+    let body = json!({"agent": AGENT, "input": "lookup the keyboard", "session_id": session}).to_string();
+    if way == Way::Bare {
         let r = client.post(base, "/turn", &who, &body).await;
         assert_eq!(r.json()["text"], answer(1), "{}", r.body);
+        return t.elapsed();
+    }
+    if way == Way::Answered {
+        let prefer = [("prefer", "wait=20")];
+        let r = client.send_with(base, "POST", "/v1/runs", Some(&who), Some(&body), &prefer).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let v = r.json();
+        assert_eq!((&v["status"], &v["text"]), (&json!("completed"), &json!(answer(1))), "{}", r.body);
         return t.elapsed();
     }
     let r = client.post(base, "/v1/runs", &who, &body).await;
@@ -104,18 +127,16 @@ struct Figures {
 }
 
 /// `conversations` at once, `turns` each, after one unmeasured turn each.
-async fn measure(name: &str, base: SocketAddr, is_bare: bool, conversations: usize, turns: usize) -> Figures {
+async fn measure(name: &str, base: SocketAddr, way: Way, conversations: usize, turns: usize) -> Figures {
     let client = Client::new();
-    futures::stream::iter(0..conversations)
-        .for_each_concurrent(None, |c| turn(&client, base, is_bare, c).map(drop))
-        .await;
+    futures::stream::iter(0..conversations).for_each_concurrent(None, |c| turn(&client, base, way, c).map(drop)).await;
     let t = Instant::now();
     let conversation = |c| {
         let client = &client;
         async move {
             let mut times = Vec::with_capacity(turns);
             for _ in 0..turns {
-                times.push(turn(client, base, is_bare, c).await);
+                times.push(turn(client, base, way, c).await);
             }
             times
         }
@@ -129,13 +150,13 @@ async fn measure(name: &str, base: SocketAddr, is_bare: bool, conversations: usi
         p50: percentile(&times, 0.5),
         p99: percentile(&times, 0.99),
     };
-    println!("  {name:<28} {:8.0} turns/s   p50 {:8.1} ms   p99 {:8.1} ms", f.per_second, ms(f.p50), ms(f.p99));
+    println!("  {name:<38} {:8.0} turns/s   p50 {:8.1} ms   p99 {:8.1} ms", f.per_second, ms(f.p50), ms(f.p99));
     f
 }
 
 fn ratio(name: &str, f: &Figures, base: &Figures) {
     println!(
-        "  {name:<28} cost per turn {:5.2}x the bare service   p99 {:5.2}x   (target <= 1.5x)",
+        "  {name:<38} cost per turn {:5.2}x the bare service   p99 {:5.2}x   (target <= 1.5x)",
         base.per_second / f.per_second,
         f.p99.as_secs_f64() / base.p99.as_secs_f64()
     );
@@ -147,25 +168,37 @@ async fn main() {
     let turns: usize = arg("turns", 3);
     println!("{}", machine());
     println!("{conversations} conversations at once, {turns} turns each (one read call and one answer a turn):");
-    let base = measure("bare axum service", bare().await, true, conversations, turns).await;
+    let base = measure("bare axum service", bare().await, Way::Bare, conversations, turns).await;
+    // Both ways of one service: streamed first (`--answered-first`: the other order, to see
+    // what the phase's place costs, e.g. a database that grew during the first).
+    let answered_first = flag("answered-first");
+    let both = |name: &'static str, at: SocketAddr| async move {
+        let answered_name = format!("{name}, answered");
+        if answered_first {
+            let answered = measure(&answered_name, at, Way::Answered, conversations, turns).await;
+            let streamed = measure(name, at, Way::Streamed, conversations, turns).await;
+            return [(answered_name, answered), (name.to_owned(), streamed)];
+        }
+        let streamed = measure(name, at, Way::Streamed, conversations, turns).await;
+        let answered = measure(&answered_name, at, Way::Answered, conversations, turns).await;
+        [(name.to_owned(), streamed), (answered_name, answered)]
+    };
     // The service with nothing durable: what the service, the gate and the journal cost
     // without the database's commits.
     let memory_sink = Arc::new(MemorySink::new());
     let at = service(memory_sink.clone(), memory_sink, Arc::new(MemoryStore::new())).await;
-    let memory = measure("service, in memory", at, false, conversations, turns).await;
+    let mut figures = vec![both("service, in memory", at).await];
 
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let sqlite = if flag("no-sqlite") {
-        None
-    } else {
+    if !flag("no-sqlite") {
         let sqlite_sink = Arc::new(SqliteSink::open(dir.path().join("audit.db")).expect("the audit file opens"));
         let sqlite_store = SqliteStore::open(dir.path().join("state.db")).expect("the state file opens");
         let reader = Arc::new(SqliteReader::new(dir.path().join("audit.db")));
         let at = service(sqlite_sink, reader, Arc::new(sqlite_store)).await;
-        Some(measure("service, SQLite", at, false, conversations, turns).await)
-    };
+        figures.push(both("service, SQLite", at).await);
+    }
 
-    let pg = if flag("no-postgres") {
+    let _cluster = if flag("no-postgres") {
         None
     } else {
         let cluster = TempCluster::start().unwrap_or_else(|e| panic!("{e}"));
@@ -174,13 +207,10 @@ async fn main() {
         let sink: Arc<dyn AuditSink> = Arc::new(StoreAuditSink::new(store.clone(), "conversations"));
         // The bench reads no audit records back through the service; its reader is never asked.
         let at = service(sink, Arc::new(MemorySink::new()), store).await;
-        Some((measure("service, PostgreSQL", at, false, conversations, turns).await, cluster))
+        figures.push(both("service, PostgreSQL", at).await);
+        Some(cluster)
     };
-    ratio("service, in memory", &memory, &base);
-    if let Some(f) = &sqlite {
-        ratio("service, SQLite", f, &base);
-    }
-    if let Some((f, _cluster)) = &pg {
-        ratio("service, PostgreSQL", f, &base);
+    for (name, f) in figures.iter().flatten() {
+        ratio(name, f, &base);
     }
 }

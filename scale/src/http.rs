@@ -54,7 +54,23 @@ impl Client {
         who: Option<&str>,
         body: Option<&str>,
     ) -> Reply {
+        self.send_with(base, method, path, who, body, &[]).await
+    }
+
+    /// [`Client::send`] with more headers (`name`, `value`).
+    pub async fn send_with(
+        &self,
+        base: SocketAddr,
+        method: &str,
+        path: &str,
+        who: Option<&str>,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
         let mut req = hyper::Request::builder().method(method).uri(format!("http://{base}{path}"));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
         if let Some(who) = who {
             req = req.header(DEV_PRINCIPAL_HEADER, who);
         }

@@ -16,6 +16,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answer;
 mod composite;
 mod composite_resume;
 mod console_browser;
