@@ -38,7 +38,7 @@ pub(in crate::run) trait Ask: Run {
 }
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.
-pub(super) async fn call<R: Ask>(
+pub(in crate::run) async fn call<R: Ask>(
     checked: Checked<'_, R, impl RecordOf + Send + Sync>,
     args_hash: &str,
     approved: Option<(ConfirmationToken, String, String)>,
