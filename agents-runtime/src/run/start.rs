@@ -59,35 +59,41 @@ fn not_started<A: Registry, O>(ctx: &RunCtx<A>, e: StartError) -> Ending<O> {
 /// The session bound (or the store's pending answer), the run's slot (or the store's pending
 /// grant), and what `A` does with `input`: the body of a run's task, the future it holds for as
 /// long as the run lives (sized by its largest state; see `run::size_tests`).
-pub(super) async fn run_task<A: Registry, O: AnswerType>(
+#[allow(
+    clippy::manual_async_fn,
+    reason = "as an `async fn` its arguments are kept beside its state for as long as the run lives (368 bytes more)"
+)]
+pub(super) fn run_task<A: Registry, O: AnswerType>(
     ctx: Arc<RunCtx<A>>,
     bound: Result<Conversation, crate::BoxFuture<'static, Result<Conversation, StartError>>>,
     slot: Result<SlotGuard, PendingSlot>,
     session: String,
     max_runs: u32,
     input_text: String,
-) -> Ending<O> {
-    let refused = |e: StartError| not_started(&ctx, e);
-    let conversation = match bound {
-        Ok(conversation) => conversation,
-        Err(pending) => match pending.await {
+) -> impl Future<Output = Ending<O>> + Send {
+    async move {
+        let refused = |e: StartError| not_started(&ctx, e);
+        let conversation = match bound {
             Ok(conversation) => conversation,
-            Err(e) => return refused(e),
-        },
-    };
-    *lock(&ctx.conversation) = conversation;
-    let mut slot = match slot {
-        Ok(slot) => slot,
-        Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
+            Err(pending) => match pending.await {
+                Ok(conversation) => conversation,
+                Err(e) => return refused(e),
+            },
+        };
+        *lock(&ctx.conversation) = conversation;
+        let mut slot = match slot {
             Ok(slot) => slot,
-            Err(e) => return refused(e),
-        },
-    };
-    slot.keep_renewed(ctx.cancel.clone());
-    if let Some(id) = &slot.slot {
-        let _ = ctx.slot.set(id.clone());
+            Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
+                Ok(slot) => slot,
+                Err(e) => return refused(e),
+            },
+        };
+        slot.keep_renewed(ctx.cancel.clone());
+        if let Some(id) = &slot.slot {
+            let _ = ctx.slot.set(id.clone());
+        }
+        run_loop(ctx, input_text).await
     }
-    run_loop(ctx, input_text).await
 }
 
 impl Runtime {
