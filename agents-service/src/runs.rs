@@ -296,14 +296,11 @@ pub(crate) struct Served {
 /// either way), and its pump: a task that moves the handle's events into the entry's journal
 /// until the run ends.
 pub(crate) fn launch<O: Send + 'static>(
-    mut handle: RunHandle<O>,
+    handle: RunHandle<O>,
     served: Served,
     client_session_id: &str,
     limits: (usize, usize),
 ) -> Arc<RunEntry> {
-    // The receiver subscribed at start: every event from the first.
-    let (_unused, placeholder) = tokio::sync::mpsc::channel(1);
-    let mut events = std::mem::replace(handle.events(), placeholder);
     let entry = Arc::new(RunEntry {
         run_id: handle.run_id().to_owned(),
         agent: served.name,
@@ -318,23 +315,11 @@ pub(crate) fn launch<O: Send + 'static>(
     });
     let pump = entry.clone();
     // The pump only moves events into the journal (no I/O, no waiting on readers), so the
-    // run's bus never fills on its account and a slow reader never slows the run.
+    // run's bus never fills on its account and a slow reader never slows the run. The
+    // receiver subscribed at start: every event from the first.
     tokio::spawn(async move {
-        let wait = handle.wait();
-        tokio::pin!(wait);
-        loop {
-            tokio::select! {
-                biased;
-                Some(event) = events.recv() => pump.record(&event),
-                outcome = &mut wait => {
-                    while let Ok(event) = events.try_recv() {
-                        pump.record(&event);
-                    }
-                    pump.finish(outcome);
-                    return;
-                }
-            }
-        }
+        let outcome = handle.wait_with_events(|event| pump.record(&event)).await;
+        pump.finish(outcome);
     });
     entry
 }

@@ -40,9 +40,11 @@ pub(super) async fn run_loop<A: Registry, O: AnswerType>(ctx: Arc<RunCtx<A>>, in
     }
     ctx.note_user(&input);
     let (mut turn, pending) = Turn::open(ctx);
-    let pending = turn.adopt(pending).await;
+    // Boxed, as the other steps a run does not wait in: the run's task holds the largest
+    // state it passes through for as long as it lives, and it lives while a person decides.
+    let pending = Box::pin(turn.adopt(pending)).await;
     if let Some(proposal) = pending {
-        turn.classify_reply(proposal, &input).await;
+        Box::pin(turn.classify_reply(proposal, &input)).await;
     }
     #[cfg(feature = "knowledge")]
     {
@@ -75,7 +77,7 @@ pub(super) async fn run_loop<A: Registry, O: AnswerType>(ctx: Arc<RunCtx<A>>, in
             break;
         }
     }
-    let outcome = turn.finish(input).await;
+    let outcome = Box::pin(turn.finish(input)).await;
     crate::telemetry::run_ended(A::SPEC.name, outcome.status.as_str(), outcome.report.iterations);
     outcome
 }

@@ -334,6 +334,8 @@ mod scope;
 mod secrets;
 mod session;
 mod shared;
+#[cfg(test)]
+mod size_tests;
 mod skill;
 mod slot;
 mod spend;

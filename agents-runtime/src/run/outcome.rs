@@ -4,7 +4,9 @@ use crate::audit::AuditStatus;
 use crate::events::{Event, EventBus};
 use crate::provider::ProviderError;
 use agents_core::Tier;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -634,6 +636,30 @@ impl<O> RunHandle<O> {
     /// it ended without one. Either way the calls it made and what it spent are kept.
     pub async fn wait(self) -> Result<RunOutput<O>, RunError> {
         ended_with(self.run_id, self.join.await)
+    }
+    /// [`RunHandle::wait`], handing each event of the run (from its start, as
+    /// [`RunHandle::events`] receives them) to `each` as it comes, and the ones still buffered
+    /// at the end before returning. A server that keeps a run's events for its clients moves
+    /// them with this, holding nothing more per run than the wait.
+    ///
+    /// ```ignore
+    /// let mut seen = Vec::new();
+    /// let outcome = handle.wait_with_events(|e| seen.push(e)).await;
+    /// ```
+    pub async fn wait_with_events(self, mut each: impl FnMut(Event)) -> Result<RunOutput<O>, RunError> {
+        let RunHandle { run_id, mut events, mut join, .. } = self;
+        // Events first, as they come; the end once no event is ready.
+        let ended = std::future::poll_fn(|cx| {
+            while let Poll::Ready(Some(event)) = events.poll_recv(cx) {
+                each(event);
+            }
+            Pin::new(&mut join).poll(cx)
+        })
+        .await;
+        while let Ok(event) = events.try_recv() {
+            each(event);
+        }
+        ended_with(run_id, ended)
     }
 }
 

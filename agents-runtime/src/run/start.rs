@@ -2,6 +2,7 @@
 //! the knowledge's hashes, the audit values, the skill), then the run's context and its task.
 
 use super::context::{RunCtx, availability};
+use super::conversation::Conversation;
 use super::decision::Confirmer;
 use super::decision::DirectConfirm;
 use super::driver::{AnswerType, run_loop};
@@ -11,7 +12,7 @@ use super::outcome::{RunHandle, RunStatus, StartError};
 use super::runtime::Runtime;
 use super::session::DirectSession;
 use super::skill::Scope;
-use super::slot::SlotGuard;
+use super::slot::{PendingSlot, SlotGuard};
 use super::sync::lock;
 use crate::events::{Event, EventBus};
 use crate::provider::Provider;
@@ -53,6 +54,46 @@ fn not_started<A: Registry, O>(ctx: &RunCtx<A>, e: StartError) -> Ending<O> {
         ctx.emit(|| e);
     }
     ending
+}
+
+/// The session bound (or the store's pending answer), the run's slot (or the store's pending
+/// grant), and what `A` does with `input`: the body of a run's task, the future it holds for as
+/// long as the run lives (sized by its largest state; see `run::size_tests`).
+#[allow(
+    clippy::manual_async_fn,
+    reason = "as an `async fn` its arguments are kept beside its state for as long as the run lives (368 bytes more)"
+)]
+pub(super) fn run_task<A: Registry, O: AnswerType>(
+    ctx: Arc<RunCtx<A>>,
+    bound: Result<Conversation, crate::BoxFuture<'static, Result<Conversation, StartError>>>,
+    slot: Result<SlotGuard, PendingSlot>,
+    session: String,
+    max_runs: u32,
+    input_text: String,
+) -> impl Future<Output = Ending<O>> + Send {
+    async move {
+        let refused = |e: StartError| not_started(&ctx, e);
+        let conversation = match bound {
+            Ok(conversation) => conversation,
+            Err(pending) => match pending.await {
+                Ok(conversation) => conversation,
+                Err(e) => return refused(e),
+            },
+        };
+        *lock(&ctx.conversation) = conversation;
+        let mut slot = match slot {
+            Ok(slot) => slot,
+            Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
+                Ok(slot) => slot,
+                Err(e) => return refused(e),
+            },
+        };
+        slot.keep_renewed(ctx.cancel.clone());
+        if let Some(id) = &slot.slot {
+            let _ = ctx.slot.set(id.clone());
+        }
+        run_loop(ctx, input_text).await
+    }
 }
 
 impl Runtime {
@@ -163,34 +204,7 @@ impl Runtime {
         let run_id = ctx.ids.run_id.to_string();
         let span = run_span(&ctx);
         let session = session_id.to_owned();
-        let join = handle.spawn(
-            async move {
-                let refused = |e: StartError| not_started(&ctx, e);
-                let conversation = match bound {
-                    Ok(conversation) => conversation,
-                    Err(pending) => match pending.await {
-                        Ok(conversation) => conversation,
-                        Err(e) => return refused(e),
-                    },
-                };
-                *lock(&ctx.conversation) = conversation;
-                let mut slot = match slot {
-                    Ok(slot) => slot,
-                    Err(pending) => {
-                        match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
-                            Ok(slot) => slot,
-                            Err(e) => return refused(e),
-                        }
-                    }
-                };
-                slot.keep_renewed(ctx.cancel.clone());
-                if let Some(id) = &slot.slot {
-                    let _ = ctx.slot.set(id.clone());
-                }
-                run_loop(ctx, input_text).await
-            }
-            .instrument(span),
-        );
+        let join = handle.spawn(run_task(ctx, bound, slot, session, max_runs, input_text).instrument(span));
         Ok(RunHandle { run_id, events, bus, cancel, join })
     }
 

@@ -42,13 +42,15 @@ async fn dialog<A: Registry, F: RecordOf>(
     confirmer: Option<Arc<dyn Confirmer>>,
 ) -> CallOutcome {
     let Confirmation { proposal, run, typed } = confirmation;
-    let waiting = match proposal.propose_waited().await {
+    // Proposing and settling are boxed: only the wait's own state is held while the person
+    // decides, not the largest of the three (settling runs the tool).
+    let waiting = match Box::pin(proposal.propose_waited()).await {
         Ok(waiting) => waiting,
         Err(refused) => return refused,
     };
     let since = std::time::Instant::now();
     let waited = wait(&proposal, confirmer, &waiting.stored).await;
-    Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since).await
+    Box::pin(Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since)).await
 }
 
 /// Registers the call for [`Runtime::decide`](crate::run::Runtime::decide) (deregistered on

@@ -38,14 +38,16 @@ pub(in crate::run) trait Ask: Run {
 }
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.
-pub(super) async fn call<R: Ask>(
-    checked: Checked<'_, R, impl RecordOf + Send + Sync>,
-    args_hash: &str,
+/// The run's own future, not one around it: a future wrapping it would keep these arguments
+/// beside it for the whole of the wait for a person.
+pub(in crate::run) fn call<'a, R: Ask>(
+    checked: Checked<'a, R, impl RecordOf + Send + Sync + 'a>,
+    args_hash: &'a str,
     approved: Option<(ConfirmationToken, String, String)>,
     raw: serde_json::Value,
     run: ActionFn,
     typed: ErasedArgs,
     card: Card,
-) -> CallOutcome {
-    R::ask(checked, args_hash, approved, raw, run, typed, card).await
+) -> impl Future<Output = CallOutcome> + Send + 'a {
+    R::ask(checked, args_hash, approved, raw, run, typed, card)
 }
