@@ -459,7 +459,9 @@ impl Service {
     /// reason is in the runtime's `rejected` record); `audit_reader` reads the log back for queries, verification and
     /// resuming streams. Give both the log the agents' runtimes write to (a
     /// [`JsonlSink`](agents_runtime::audit::JsonlSink) with a [`JsonlReader`] of its path, a
-    /// [`SqliteSink`](agents_runtime::audit::SqliteSink) with a [`SqliteReader`], or one
+    /// [`SqliteSink`](agents_runtime::audit::SqliteSink) with a [`SqliteReader`], a
+    /// [`StoreAuditSink`](agents_runtime::store::StoreAuditSink) with a [`StoreReader`] of its
+    /// stream (several nodes over one state store), or one
     /// [`MemorySink`](agents_runtime::audit::MemorySink) as both).
     pub fn builder(
         auth: Arc<dyn Authenticator>,
