@@ -305,10 +305,77 @@ pub struct HandoffRecord {
 /// A publish/subscribe bus with a bounded buffer per subscriber and non-blocking publish.
 #[derive(Debug, Default)]
 pub struct EventBus {
-    subscribers: Mutex<Vec<mpsc::Sender<Event>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     /// How many subscribers the list holds, kept beside it so that asking whether anyone
     /// listens (every tool call asks) takes no lock.
     listed: AtomicUsize,
+}
+
+/// One subscriber's sending side.
+#[derive(Debug)]
+enum Subscriber {
+    /// A subscriber's channel, as [`EventBus::subscribe`] gives it.
+    Channel(mpsc::Sender<Event>),
+    /// A run's own first subscriber until it asks for a channel ([`Feed`]).
+    Feed(futures_channel::mpsc::Sender<Event>),
+}
+
+impl Subscriber {
+    /// Sends `event` unless the subscriber has no room; `false` once it went away.
+    fn offer(&mut self, event: &Event) -> bool {
+        match self {
+            Subscriber::Channel(s) => !matches!(s.try_send(event.clone()), Err(mpsc::error::TrySendError::Closed(_))),
+            Subscriber::Feed(s) => !s.try_send(event.clone()).is_err_and(|e| e.is_disconnected()),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Subscriber::Channel(s) => s.is_closed(),
+            Subscriber::Feed(s) => s.is_closed(),
+        }
+    }
+}
+
+/// A run's first subscriber, the one its handle holds from the start
+/// ([`RunHandle::events`](crate::RunHandle::events)).
+///
+/// Until someone asks for it as a channel, it is a queue that allocates per event held and
+/// holds about half a kilobyte when empty: a tokio channel allocates its first block of 32
+/// events (8 KB) when it is made, which every run waiting for a person would hold for its
+/// whole wait. Asked for as a channel, the events queued so far move into one, in order, and
+/// the bus sends to it from then on: the subscriber loses nothing it would have received.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    queue: Option<futures_channel::mpsc::Receiver<Event>>,
+    channel: Option<mpsc::Receiver<Event>>,
+}
+
+impl Feed {
+    /// The next event, as [`mpsc::Receiver::poll_recv`].
+    pub(crate) fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
+        use futures_core::Stream;
+        match (&mut self.channel, &mut self.queue) {
+            (Some(channel), _) => channel.poll_recv(cx),
+            (None, Some(queue)) => std::pin::Pin::new(queue).poll_next(cx),
+            (None, None) => std::task::Poll::Ready(None),
+        }
+    }
+
+    /// An event already received, if any.
+    pub(crate) fn try_recv(&mut self) -> Option<Event> {
+        match (&mut self.channel, &mut self.queue) {
+            (Some(channel), _) => channel.try_recv().ok(),
+            (None, Some(queue)) => queue.try_recv().ok(),
+            (None, None) => None,
+        }
+    }
+
+    /// This subscriber as a channel of `bus`, made at the first call.
+    pub(crate) fn channel(&mut self, bus: &EventBus) -> &mut mpsc::Receiver<Event> {
+        let queue = &mut self.queue;
+        self.channel.get_or_insert_with(|| bus.move_to_channel(queue.take()))
+    }
 }
 
 impl EventBus {
@@ -320,20 +387,45 @@ impl EventBus {
     /// A new subscriber receiving events published from now on.
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
-        let mut subs = self.lock();
-        subs.push(tx);
-        self.listed.store(subs.len(), Ordering::Release);
+        self.add(Subscriber::Channel(tx));
         rx
+    }
+
+    /// A run's first subscriber (see [`Feed`]), receiving events published from now on.
+    pub(crate) fn subscribe_feed(&self) -> Feed {
+        // The queue's sender has a place of its own beside the buffer; one fewer keeps the
+        // bound a channel has.
+        let (tx, rx) = futures_channel::mpsc::channel(SUBSCRIBER_BUFFER - 1);
+        self.add(Subscriber::Feed(tx));
+        Feed { queue: Some(rx), channel: None }
+    }
+
+    /// A channel in place of `queue`'s subscriber, holding what it had queued, in order.
+    fn move_to_channel(&self, queue: Option<futures_channel::mpsc::Receiver<Event>>) -> mpsc::Receiver<Event> {
+        let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
+        let Some(mut queue) = queue else { return rx };
+        // Under the list's lock no event is published meanwhile: the queued ones go first.
+        let mut subs = self.lock();
+        while let Ok(event) = queue.try_recv() {
+            let _ = tx.try_send(event);
+        }
+        if let Some(s) = subs.iter_mut().find(|s| matches!(s, Subscriber::Feed(f) if f.is_connected_to(&queue))) {
+            *s = Subscriber::Channel(tx);
+        }
+        rx
+    }
+
+    fn add(&self, subscriber: Subscriber) {
+        let mut subs = self.lock();
+        subs.push(subscriber);
+        self.listed.store(subs.len(), Ordering::Release);
     }
 
     /// Publishes to every subscriber that has room; drops the event for the others and
     /// forgets subscribers that went away. Never waits.
     pub fn publish(&self, event: Event) {
         let mut subs = self.lock();
-        subs.retain(|s| match s.try_send(event.clone()) {
-            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        });
+        subs.retain_mut(|s| s.offer(&event));
         self.listed.store(subs.len(), Ordering::Release);
     }
 
@@ -350,7 +442,7 @@ impl EventBus {
         subs.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::Sender<Event>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -475,5 +567,72 @@ mod tests {
         drop(c);
         assert_eq!(bus.subscriber_count(), 0);
         assert!(!bus.has_subscribers());
+    }
+
+    /// The texts of the token events `rx` holds now.
+    fn texts(rx: &mut mpsc::Receiver<Event>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| match e {
+                Event::Token { text, .. } => text,
+                other => panic!("a token event, not {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_runs_feed_holds_what_a_channel_holds_and_drops_the_rest() {
+        let bus = EventBus::new();
+        let mut feed = bus.subscribe_feed();
+        for i in 0..(SUBSCRIBER_BUFFER + 50) {
+            bus.publish(ev(i));
+        }
+        let got = std::iter::from_fn(|| feed.try_recv()).count();
+        assert_eq!(got, SUBSCRIBER_BUFFER);
+        // Asked for as a channel once full, it holds nothing lost and no more than a channel.
+        let mut full = bus.subscribe_feed();
+        for i in 0..(SUBSCRIBER_BUFFER + 50) {
+            bus.publish(ev(i));
+        }
+        let expected: Vec<String> = (0..SUBSCRIBER_BUFFER).map(|i| i.to_string()).collect();
+        assert_eq!(texts(full.channel(&bus)), expected);
+    }
+
+    #[test]
+    fn a_feed_asked_for_as_a_channel_keeps_every_event_in_order() {
+        let bus = EventBus::new();
+        let mut feed = bus.subscribe_feed();
+        let mut other = bus.subscribe();
+        bus.publish(ev(1));
+        bus.publish(ev(2));
+        // Received from the queue before the channel is asked for: not received twice.
+        assert!(matches!(feed.try_recv(), Some(Event::Token { text, .. }) if text == "1"));
+        let channel = feed.channel(&bus);
+        bus.publish(ev(3));
+        assert_eq!(texts(channel), ["2", "3"]);
+        // The channel took the queue's place in the list: one subscriber each, as before.
+        assert_eq!(bus.subscriber_count(), 2);
+        bus.publish(ev(4));
+        assert_eq!(texts(feed.channel(&bus)), ["4"], "the same channel, asked for again");
+        assert_eq!(feed.try_recv(), None, "read through the channel");
+        assert_eq!(texts(&mut other), ["1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn a_dropped_feed_is_forgotten_and_a_bus_gone_ends_it() {
+        let bus = EventBus::new();
+        let feed = bus.subscribe_feed();
+        assert!(bus.has_subscribers());
+        drop(feed);
+        bus.publish(ev(1));
+        assert!(!bus.has_subscribers());
+
+        let bus = EventBus::new();
+        let mut feed = bus.subscribe_feed();
+        bus.publish(ev(1));
+        drop(bus);
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(matches!(feed.poll_recv(&mut cx), std::task::Poll::Ready(Some(Event::Token { .. }))));
+        assert_eq!(feed.poll_recv(&mut cx), std::task::Poll::Ready(None), "no sender is left");
     }
 }

@@ -156,7 +156,8 @@ impl RunEntry {
     }
 
     fn record(&self, event: &Event) {
-        let Ok(value) = serde_json::to_value(event) else { return };
+        // Written once, straight to its text (its members in the order the event declares them).
+        let Ok(data) = serde_json::to_string(event) else { return };
         // A node of a run tree: the node's own event, with its path.
         let (inner, node) = match event {
             Event::Node { node, event, .. } => (event.as_ref(), Some(node)),
@@ -173,7 +174,7 @@ impl RunEntry {
                 }
                 _ => {}
             }
-            journal.push(event_kind(event), value.to_string(), self.limits);
+            journal.push(event_kind(event), data, self.limits);
             journal.last_id()
         };
         self.progress.send_replace((last, false));

@@ -11,6 +11,8 @@
 //!   growth per waiting run (everything the process holds for one: the run's task and
 //!   context, its event journal in the service, its proposal in the live book, the client's
 //!   side of the finished request);
+//! - the heap the allocator counts as held per waiting run then, and again after `--idle-secs`
+//!   (by then no start is still storing its proposal: what waiting alone holds);
 //! - the database transactions per second the waiting runs cost while nobody decides
 //!   (`pg_stat_database.xact_commit` over `--idle-secs`, 5);
 //! - for 2 × `--decide` of them (10 each; runs spread over the start order, each decision
@@ -184,6 +186,12 @@ async fn main() {
     let c0 = commits(&db).await;
     tokio::time::sleep(idle).await;
     let per_second = (commits(&db).await - c0) as f64 / idle.as_secs_f64();
+    // Again once the runs have waited `idle`: by then no start is still in flight (a run whose
+    // `proposed` record is written may still be storing its proposal when the first count is
+    // taken), so this is what waiting alone holds.
+    let settled = heap.change();
+    let heap_settled =
+        settled.bytes_allocated as f64 - settled.bytes_deallocated as f64 + settled.bytes_reallocated as f64;
 
     let grown = held.saturating_sub(before);
     println!(
@@ -200,6 +208,12 @@ async fn main() {
     println!(
         "  heap held                  {:8.1} KB per waiting run (counted by the allocator)",
         heap_held / runs as f64 / 1e3
+    );
+    println!(
+        "  heap held after {:>2} s idle   {:8.1} KB per waiting run; resident set {:.1} MB",
+        idle.as_secs(),
+        heap_settled / runs as f64 / 1e3,
+        rss_bytes() as f64 / 1e6
     );
     println!(
         "  database while waiting     {per_second:8.0} transactions/s ({:.2} per waiting run a second)",

@@ -109,7 +109,7 @@ impl Runtime {
         cancel: CancellationToken,
         task: impl std::future::Future<Output = TreeEnd<O>> + Send + 'static,
     ) -> RunHandle<O> {
-        let events = bus.subscribe();
+        let events = bus.subscribe_feed();
         let join = tokio::spawn(async move {
             let end = task.await;
             let mut ending = Ending::empty(end.report.run_id.clone(), end.status);
@@ -157,8 +157,8 @@ impl<O> RunHandle<O> {
         // What the node published before its task ended is in the channel now.
         while open {
             match events.try_recv() {
-                Ok(event) => open = forward(event),
-                Err(_) => open = false,
+                Some(event) => open = forward(event),
+                None => open = false,
             }
         }
         ended_with(node_run_id, ended)

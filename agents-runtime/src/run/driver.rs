@@ -40,15 +40,16 @@ pub(super) async fn run_loop<A: Registry, O: AnswerType>(ctx: Arc<RunCtx<A>>, in
     }
     ctx.note_user(&input);
     let (mut turn, pending) = Turn::open(ctx);
-    // Boxed, as the other steps a run does not wait in: the run's task holds the largest
-    // state it passes through for as long as it lives, and it lives while a person decides.
+    // Boxed, as the other steps a run does not wait in (the model call, the knowledge's
+    // passages): the run's task holds the largest state it passes through for as long as it
+    // lives, and it lives while a person decides.
     let pending = Box::pin(turn.adopt(pending)).await;
     if let Some(proposal) = pending {
         Box::pin(turn.classify_reply(proposal, &input)).await;
     }
     #[cfg(feature = "knowledge")]
     {
-        match super::knowledge::passages_for(&turn.ctx, &input, &turn.spend).await {
+        match Box::pin(super::knowledge::passages_for(&turn.ctx, &input, &turn.spend)).await {
             Ok(passages) => turn.messages.extend(passages),
             // The agent's knowledge is not the reviewed one: the model is not called.
             Err(e) => {
@@ -66,7 +67,7 @@ pub(super) async fn run_loop<A: Registry, O: AnswerType>(ctx: Arc<RunCtx<A>>, in
         if turn.outcome.failure.is_some() || turn.iteration_limit_reached() || turn.budget_gate().await.is_break() {
             break;
         }
-        let Some(response) = turn.call_model().await else { break };
+        let Some(response) = Box::pin(turn.call_model()).await else { break };
         if turn.choosing {
             if turn.take_choice(&response).await.is_break() {
                 break;
@@ -103,7 +104,6 @@ struct Turn<A: Registry, O> {
     system: String,
     /// Whether the model is offered tools (not while a proposal waits for the user).
     bind_tools: bool,
-    definitions: Vec<ToolDefinition>,
     response_schema: Option<Value>,
     messages: Vec<ChatMessage>,
     /// What the turn spent, its own calls and its classifier's.
@@ -129,7 +129,6 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
         };
         // An agent with skills and no skill named by the application: the model chooses first.
         let choosing = !A::SPEC.skills.is_empty() && ctx.scope.get().is_none();
-        let definitions = if choosing { Vec::new() } else { definitions(&ctx) };
         let response_schema = {
             let s = crate::__private::schema_for::<O>();
             (s.get("type").and_then(Value::as_str) != Some("string")).then_some(s)
@@ -138,7 +137,6 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
             outcome: Ending::empty(ctx.ids.run_id.to_string(), RunStatus::Completed),
             system: ctx.inner.settings.system_prompt.clone(),
             bind_tools: true,
-            definitions,
             response_schema,
             messages: history.into_iter().chain(digest).collect(),
             spend: Mutex::new(Spend::default()),
@@ -292,7 +290,6 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
                     return ControlFlow::Break(());
                 }
                 self.choosing = false;
-                self.definitions = definitions(&ctx);
                 return ControlFlow::Continue(());
             }
             Err(why) => why,
@@ -362,7 +359,9 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
         let inner = &ctx.inner;
         let (system, tools) = match (self.choosing, self.bind_tools) {
             (true, _) => (format!("{}{}", self.system, choice_instruction::<A>()), vec![choice_tool::<A>()]),
-            (false, true) => (self.system.clone(), self.definitions.clone()),
+            // Built for each call from the run's snapshot and skill rather than kept in the turn:
+            // a run waiting for a person holds no copy of its tools' schemas.
+            (false, true) => (self.system.clone(), definitions(&ctx)),
             (false, false) => (self.system.clone(), Vec::new()),
         };
         let request = ChatRequest {
@@ -459,7 +458,10 @@ impl<A: Registry, O: AnswerType> Turn<A, O> {
                     .to_owned();
                 ctx.recorder.deny(CallRef::from(&call), None, None, reason).await
             } else if i < max {
-                gate_call(ctx, CallRef::from(&call)).await
+                // Boxed here, where a run waits in it: the gate awaits a read call's execution
+                // in place (a direct session's call is not boxed), which unboxed would size the
+                // run's task for the whole of a person's decision.
+                Box::pin(gate_call(ctx, CallRef::from(&call))).await
             } else {
                 let reason = format!(
                     "refused: this answer asked for {asked} tool calls and at most {max} run per answer; this \

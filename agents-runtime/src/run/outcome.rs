@@ -601,7 +601,7 @@ impl<O> Ending<O> {
 #[derive(Debug)]
 pub struct RunHandle<O> {
     pub(super) run_id: String,
-    pub(super) events: mpsc::Receiver<Event>,
+    pub(super) events: crate::events::Feed,
     pub(super) bus: Arc<EventBus>,
     pub(super) cancel: CancellationToken,
     pub(super) join: tokio::task::JoinHandle<Ending<O>>,
@@ -614,7 +614,7 @@ impl<O> RunHandle<O> {
     }
     /// The events of this run, from its start.
     pub fn events(&mut self) -> &mut mpsc::Receiver<Event> {
-        &mut self.events
+        self.events.channel(&self.bus)
     }
     /// Another subscriber (from now on).
     pub fn subscribe(&self) -> mpsc::Receiver<Event> {
@@ -656,7 +656,7 @@ impl<O> RunHandle<O> {
             Pin::new(&mut join).poll(cx)
         })
         .await;
-        while let Ok(event) = events.try_recv() {
+        while let Some(event) = events.try_recv() {
             each(event);
         }
         ended_with(run_id, ended)

@@ -232,7 +232,12 @@ pub(crate) mod seal {
 
     /// The seal of an approved proposal whose execution `node` claimed.
     pub(crate) fn claimed(tokens: &TokenStore, p: &ProposalRecord, node: &str) -> String {
-        tokens.mac(&["claimed", &decided(tokens, p, StoredVerdict::Approved), node])
+        claimed_after(tokens, &decided(tokens, p, StoredVerdict::Approved), node)
+    }
+
+    /// [`claimed`] from the seal of the approval it follows.
+    pub(crate) fn claimed_after(tokens: &TokenStore, approved: &str, node: &str) -> String {
+        tokens.mac(&["claimed", approved, node])
     }
 
     /// Whether `p` (as read from the store) holds the seal of an undecided proposal.

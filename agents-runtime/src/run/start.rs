@@ -194,7 +194,7 @@ impl Runtime {
         let slot = SlotGuard::take(&self.inner, &principal, session_id, max_runs)?;
         self.inner.keep_swept(&handle);
         let bus = Arc::new(EventBus::new());
-        let events = bus.subscribe();
+        let events = bus.subscribe_feed();
         let ctx = RunCtx::<A>::in_tree(&self.inner, principal, session_id, limits, bus.clone(), node);
         let cancel = ctx.cancel.clone();
         if let Some(skill) = skill {

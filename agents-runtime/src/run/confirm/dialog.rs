@@ -61,7 +61,10 @@ async fn wait<A: Registry, F: RecordOf>(
     stored: &StoredProposal,
 ) -> Waited {
     let Checked { ctx, call, .. } = &proposal.checked;
-    let asked = confirmer.map(|c| ask(proposal, c, stored));
+    // Boxed: without a confirmer (the service's runs: a person decides through the API) the
+    // wait holds a pointer instead of room for the asking, twice over (the block that takes
+    // it, and the one that awaits it).
+    let asked = confirmer.map(|c| Box::pin(ask(proposal, c, stored)));
     let registered = register(ctx, call.id, proposal.needs_acknowledgement());
     let Some((_registered, rx)) = registered else { return Waited::Answer(Err(Undecided::Stopped)) };
     ctx.emit(|| proposal.confirm_required());
@@ -106,7 +109,11 @@ async fn ask<A: Registry, F: RecordOf>(
     if !proposal.needs_acknowledgement() || first != ConfirmAnswer::Decided(Verdict::Approve) {
         return first;
     }
-    let Some(ack) = proposal.first_approval(stored.record()).await else {
+    let Some(row) = stored.acknowledged_row() else {
+        // Kept for every proposal that needs the acknowledgement; without it nothing runs.
+        return ConfirmAnswer::NoAnswer;
+    };
+    let Some(ack) = proposal.first_approval(row).await else {
         // The first approval is not on record: nothing more is asked, nothing runs here.
         return ConfirmAnswer::NoAnswer;
     };

@@ -53,8 +53,10 @@ impl<A: Registry> Ask for RunCtx<A> {
         let ctx = checked.ctx;
         let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, card);
         match &ctx.direct {
+            // Boxed: a conversational proposal ends the turn instead of waiting in it, and
+            // unboxed its state would size every dialog call's future, which waits.
             None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
-                Conversational { approved }.decide(confirmation).await
+                Box::pin(Conversational { approved }.decide(confirmation)).await
             }
             Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
             // A direct session's confirmer (MCP elicitation) asks beside the decisions API.

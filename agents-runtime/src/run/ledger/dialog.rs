@@ -26,24 +26,42 @@ use tokio::sync::oneshot;
 
 /// A dialog proposal's entry in the state store, withdrawn (in the background) if the call
 /// ends without settling it, so a later decision on it runs nothing.
+///
+/// While the call waits it holds the row's keys and the seals a verdict gives it, not the row:
+/// the row's details (the arguments' provenance among them) are the store's to keep.
 pub(in crate::run) struct StoredProposal {
     store: SharedStore,
-    record: ProposalRecord,
+    keys: RowKeys,
     /// The seals a verdict on it gets ([`seal::decided`]): approved, rejected.
     sealed: [String; 2],
+    /// The whole row, kept only for a proposal whose first approval is recorded before the
+    /// person is asked again (that record is built from the row).
+    whole: Option<Box<ProposalRecord>>,
     settled: bool,
 }
 
+/// What names a stored proposal's row: its call, and whose a verdict on it must be.
+struct RowKeys {
+    call_id: String,
+    org_id: String,
+    user_id: String,
+}
+
 impl StoredProposal {
-    /// The proposal as stored.
-    pub(in crate::run) fn record(&self) -> &ProposalRecord {
-        &self.record
+    /// The proposal as stored, for one whose first approval is recorded (`None` for any other:
+    /// such a proposal keeps only its keys and seals).
+    pub(in crate::run) fn acknowledged_row(&self) -> Option<&ProposalRecord> {
+        self.whole.as_deref()
+    }
+
+    fn call_id(&self) -> &str {
+        &self.keys.call_id
     }
 
     /// Records a verdict heard from this node (the confirmer's answer, or `decide` on this
     /// node); when another decision got there first, that one (and its reason) holds.
     async fn record_verdict(&self, verdict: Verdict) -> Result<(Verdict, Option<String>), String> {
-        let p = &self.record;
+        let p = &self.keys;
         let (stored, sealed) = match verdict {
             Verdict::Approve => (crate::store::StoredVerdict::Approved, &self.sealed[0]),
             Verdict::Reject => (crate::store::StoredVerdict::Rejected, &self.sealed[1]),
@@ -65,8 +83,8 @@ impl StoredProposal {
     /// failed, and the final record is then not this call's to write.
     async fn withdraw(&mut self, reason: &str) -> Result<(), StoreError> {
         self.settled = true;
-        withdraw(&*self.store, &self.record, reason).await.inspect_err(|e| {
-            tracing::warn!(error = %e, call_id = %self.record.call_id, "a stored proposal could not be withdrawn");
+        withdraw(&*self.store, self.call_id(), reason).await.inspect_err(|e| {
+            tracing::warn!(error = %e, call_id = %self.call_id(), "a stored proposal could not be withdrawn");
         })
     }
 }
@@ -107,9 +125,9 @@ impl StoredProposal {
 impl Drop for StoredProposal {
     fn drop(&mut self) {
         if !self.settled {
-            let (store, record) = (self.store.clone(), self.record.clone());
+            let (store, call_id) = (self.store.clone(), self.keys.call_id.clone());
             crate::store::now_or_in_background("withdraw a proposal", async move {
-                withdraw(&*store, &record, "abandoned: the call ended before it was settled").await
+                withdraw(&*store, &call_id, "abandoned: the call ended before it was settled").await
             });
         }
     }
@@ -126,8 +144,8 @@ fn unclaimed<A: Registry>(
     e: StoreError,
 ) -> CallOutcome {
     owed.paid();
-    ctx.inner.live.settling.remove(&stored.record.call_id);
-    tracing::error!(call_id = %stored.record.call_id, error = %e,
+    ctx.inner.live.settling.remove(stored.call_id());
+    tracing::error!(call_id = %stored.call_id(), error = %e,
         "the state store failed while claiming a proposal's final record; a resumption writes it");
     let _ = ctx.state_failed.set(e.to_string());
     // A run ends; a direct session's call answers with the error (its caller decides).
@@ -267,10 +285,13 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
         }
         let tokens = &ctx.inner.services.tokens;
         let sealed = [StoredVerdict::Approved, StoredVerdict::Rejected].map(|v| seal::decided(tokens, &record, v));
-        let stored = StoredProposal { store: ctx.inner.services.store.clone(), record, sealed, settled: false };
+        let keys =
+            RowKeys { call_id: record.call_id.clone(), org_id: record.org_id.clone(), user_id: record.user_id.clone() };
+        let whole = proposal.needs_acknowledgement().then(|| Box::new(record));
+        let stored = StoredProposal { store: ctx.inner.services.store.clone(), keys, sealed, whole, settled: false };
         // Its final record, once in the log, is marked written in the store (this call's
         // claim then holds no more; see `Runtime::resume_orphaned`).
-        ctx.inner.live.settling.insert(stored.record.call_id.clone());
+        ctx.inner.live.settling.insert(stored.keys.call_id.clone());
         Ok(Waiting { _open: open, owed, stored })
     }
 }
@@ -330,16 +351,10 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
         let proposal = self.proposal;
         let ctx = proposal.checked.ctx;
         stored.settled = true;
-        match ctx
-            .inner
-            .services
-            .store
-            .claim_settlement(&stored.record.call_id, ctx.inner.settings.node_id.as_str())
-            .await
-        {
+        match ctx.inner.services.store.claim_settlement(stored.call_id(), ctx.inner.settings.node_id.as_str()).await {
             Ok(false) => {
                 owed.paid();
-                ctx.inner.live.settling.remove(&stored.record.call_id);
+                ctx.inner.live.settling.remove(stored.call_id());
                 return CallOutcome::err(REJECTED_MESSAGE);
             }
             Ok(true) => {}
@@ -359,7 +374,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     async fn claim_approved(self, mut stored: StoredProposal, owed: FinalOwed<'a, RunCtx<A>>) -> CallOutcome {
         let ctx = self.proposal.checked.ctx;
         let node = ctx.inner.settings.node_id.as_str();
-        let read = ctx.inner.services.store.proposal(&stored.record.call_id).await;
+        let read = ctx.inner.services.store.proposal(stored.call_id()).await;
         let sealed = match &read {
             Ok(Some(found)) => {
                 found.verdict == Some(StoredVerdict::Approved)
@@ -369,19 +384,19 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             Ok(None) | Err(_) => true,
         };
         if !sealed {
-            tracing::error!(call_id = %stored.record.call_id, "an approval read back from the state store does not verify; nothing runs");
+            tracing::error!(call_id = %stored.call_id(), "an approval read back from the state store does not verify; nothing runs");
             if let Err(e) = stored.withdraw(seal::FORGED).await {
                 return unclaimed(ctx, &stored, owed, e);
             }
             self.proposal.end(owed, AuditStatus::Failed, seal::FORGED).await;
             return CallOutcome::err("the approval in the state store does not verify; nothing ran");
         }
-        let claim_seal = seal::claimed(&ctx.inner.services.tokens, &stored.record, node);
-        match ctx.inner.services.store.claim_execution(&stored.record.call_id, node, &claim_seal).await {
+        let claim_seal = seal::claimed_after(&ctx.inner.services.tokens, &stored.sealed[0], node);
+        match ctx.inner.services.store.claim_execution(stored.call_id(), node, &claim_seal).await {
             Ok(true) => {
                 stored.settled = true;
                 // Renewed while the call runs, should the run's slot lapse meanwhile.
-                let (inner, id) = (&ctx.inner, stored.record.call_id.as_str());
+                let (inner, id) = (&ctx.inner, stored.call_id());
                 let _claim = ClaimHeartbeat::start(&inner.services.store, inner.settings.settle_lease, id, node);
                 self.approved(owed).await
             }
@@ -389,7 +404,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
                 // Claimed by a resumption on another node, which writes its records.
                 stored.settled = true;
                 owed.paid();
-                ctx.inner.live.settling.remove(&stored.record.call_id);
+                ctx.inner.live.settling.remove(stored.call_id());
                 CallOutcome::err(
                     "The approved action is carried out by another server; its outcome is in the audit log.",
                 )

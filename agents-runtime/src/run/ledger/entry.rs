@@ -26,13 +26,13 @@ pub(in crate::run) const WITHDRAWN: &str = "withdrawn";
 /// caller), and claims its final record for the call (which writes it): recorded as rejected
 /// with `reason` when still undecided; when a decision got there first, its execution and its
 /// record are claimed for nobody else, so no node (nor a resumption) runs or records it later.
-pub(in crate::run) async fn withdraw(store: &dyn Store, p: &ProposalRecord, reason: &str) -> Result<(), StoreError> {
-    if store.close_undecided(&p.call_id, WITHDRAWN, reason).await? {
+pub(in crate::run) async fn withdraw(store: &dyn Store, call_id: &str, reason: &str) -> Result<(), StoreError> {
+    if store.close_undecided(call_id, WITHDRAWN, reason).await? {
         return Ok(());
     }
     // Claimed for nobody: the row keeps no seal, so nothing can ever carry it out.
-    store.claim_execution(&p.call_id, WITHDRAWN, "").await?;
-    store.claim_settlement(&p.call_id, WITHDRAWN).await.map(drop)
+    store.claim_execution(call_id, WITHDRAWN, "").await?;
+    store.claim_settlement(call_id, WITHDRAWN).await.map(drop)
 }
 
 /// How many times, and how far apart, a withdrawal of a proposal the store may hold is tried
@@ -48,7 +48,7 @@ const WITHDRAW_RETRY_EVERY: Duration = Duration::from_secs(2);
 /// [`WITHDRAW_RETRY_EVERY`] apart); a claim withdrawn that late is marked written by the
 /// resumption that takes it over, once it found the `skipped` record in the log.
 pub(super) async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &ProposalRecord, reason: &str) {
-    let Err(e) = withdraw(&*ctx.inner.services.store, record, reason).await else {
+    let Err(e) = withdraw(&*ctx.inner.services.store, &record.call_id, reason).await else {
         ctx.inner.live.settling.insert(record.call_id.clone());
         return;
     };
@@ -60,7 +60,7 @@ pub(super) async fn withdraw_unkept<A: Registry>(ctx: &RunCtx<A>, record: &Propo
     handle.spawn(async move {
         for _ in 0..WITHDRAW_RETRIES {
             tokio::time::sleep(WITHDRAW_RETRY_EVERY).await;
-            match withdraw(&*store, &record, &reason).await {
+            match withdraw(&*store, &record.call_id, &reason).await {
                 Ok(()) => return,
                 Err(e) => tracing::warn!(call_id = %record.call_id, error = %e, "the withdrawal failed again"),
             }
