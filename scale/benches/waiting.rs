@@ -24,6 +24,10 @@
 //!   run hears it at once), alternating; each node looks up its waiting calls' decisions in
 //!   one query every `--poll-ms` (the runtime's default, 500).
 //!
+//! `--exit-while-waiting`: the process exits once the waiting runs' figures are printed,
+//! freeing nothing and deciding nothing; run under `heaptrack`, its leak report lists what the
+//! waiting runs hold by allocation site.
+//!
 //! `--direct`: the runs are started on node A's runtime itself (`Runtime::start`, their
 //! handles kept), not through the service, to split the service's share of a waiting run
 //! from the runtime's.
@@ -219,6 +223,11 @@ async fn main() {
         "  database while waiting     {per_second:8.0} transactions/s ({:.2} per waiting run a second)",
         per_second / runs as f64
     );
+    if flag("exit-while-waiting") {
+        // Nothing is freed: under `heaptrack`, what the process still holds at its exit (the
+        // leak report) is what the waiting runs hold, allocation site by site.
+        std::process::exit(0);
+    }
     // The baseline: decisions at node A itself, where the waiting run hears them at once.
     let mut here = Vec::with_capacity(decisions);
     let mut there = Vec::with_capacity(decisions);
