@@ -351,6 +351,12 @@ pub(crate) struct Feed {
     channel: Option<mpsc::Receiver<Event>>,
 }
 
+// A run's handle stays unwind safe, as with a tokio channel: the queue's operations run no
+// code of the caller's (an event's drop cannot panic), so a panic elsewhere cannot leave it
+// half updated, and a receiver kept across `catch_unwind` sees it whole.
+impl std::panic::UnwindSafe for Feed {}
+impl std::panic::RefUnwindSafe for Feed {}
+
 impl Feed {
     /// The next event, as [`mpsc::Receiver::poll_recv`].
     pub(crate) fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
