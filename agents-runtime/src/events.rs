@@ -347,7 +347,8 @@ impl Subscriber {
 /// the bus sends to it from then on: the subscriber loses nothing it would have received.
 #[derive(Debug)]
 pub(crate) struct Feed {
-    queue: Option<futures_channel::mpsc::Receiver<Event>>,
+    queue: futures_channel::mpsc::Receiver<Event>,
+    /// The channel that took the queue's place, once asked for.
     channel: Option<mpsc::Receiver<Event>>,
 }
 
@@ -361,26 +362,24 @@ impl Feed {
     /// The next event, as [`mpsc::Receiver::poll_recv`].
     pub(crate) fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
         use futures_core::Stream;
-        match (&mut self.channel, &mut self.queue) {
-            (Some(channel), _) => channel.poll_recv(cx),
-            (None, Some(queue)) => std::pin::Pin::new(queue).poll_next(cx),
-            (None, None) => std::task::Poll::Ready(None),
+        match &mut self.channel {
+            Some(channel) => channel.poll_recv(cx),
+            None => std::pin::Pin::new(&mut self.queue).poll_next(cx),
         }
     }
 
     /// An event already received, if any.
     pub(crate) fn try_recv(&mut self) -> Option<Event> {
-        match (&mut self.channel, &mut self.queue) {
-            (Some(channel), _) => channel.try_recv().ok(),
-            (None, Some(queue)) => queue.try_recv().ok(),
-            (None, None) => None,
+        match &mut self.channel {
+            Some(channel) => channel.try_recv().ok(),
+            None => self.queue.try_recv().ok(),
         }
     }
 
     /// This subscriber as a channel of `bus`, made at the first call.
     pub(crate) fn channel(&mut self, bus: &EventBus) -> &mut mpsc::Receiver<Event> {
         let queue = &mut self.queue;
-        self.channel.get_or_insert_with(|| bus.move_to_channel(queue.take()))
+        self.channel.get_or_insert_with(|| bus.move_to_channel(queue))
     }
 }
 
@@ -403,19 +402,19 @@ impl EventBus {
         // bound a channel has.
         let (tx, rx) = futures_channel::mpsc::channel(SUBSCRIBER_BUFFER - 1);
         self.add(Subscriber::Feed(tx));
-        Feed { queue: Some(rx), channel: None }
+        Feed { queue: rx, channel: None }
     }
 
-    /// A channel in place of `queue`'s subscriber, holding what it had queued, in order.
-    fn move_to_channel(&self, queue: Option<futures_channel::mpsc::Receiver<Event>>) -> mpsc::Receiver<Event> {
+    /// A channel in place of `queue`'s subscriber, holding what it had queued, in order (the
+    /// queue's sender leaves the list, so the queue receives nothing more).
+    fn move_to_channel(&self, queue: &mut futures_channel::mpsc::Receiver<Event>) -> mpsc::Receiver<Event> {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
-        let Some(mut queue) = queue else { return rx };
         // Under the list's lock no event is published meanwhile: the queued ones go first.
         let mut subs = self.lock();
         while let Ok(event) = queue.try_recv() {
             let _ = tx.try_send(event);
         }
-        if let Some(s) = subs.iter_mut().find(|s| matches!(s, Subscriber::Feed(f) if f.is_connected_to(&queue))) {
+        if let Some(s) = subs.iter_mut().find(|s| matches!(s, Subscriber::Feed(f) if f.is_connected_to(queue))) {
             *s = Subscriber::Channel(tx);
         }
         rx
@@ -459,6 +458,13 @@ mod tests {
 
     fn ev(i: usize) -> Event {
         Event::Token { run_id: "r".into(), text: i.to_string() }
+    }
+
+    /// Publishes 50 events more than a subscriber holds.
+    fn flood(bus: &EventBus) {
+        for i in 0..(SUBSCRIBER_BUFFER + 50) {
+            bus.publish(ev(i));
+        }
     }
 
     #[test]
@@ -532,9 +538,7 @@ mod tests {
     fn slow_subscriber_loses_events_and_publish_never_blocks() {
         let bus = EventBus::new();
         let mut slow = bus.subscribe();
-        for i in 0..(SUBSCRIBER_BUFFER + 50) {
-            bus.publish(ev(i));
-        }
+        flood(&bus);
         let mut got = 0;
         while slow.try_recv().is_ok() {
             got += 1;
@@ -589,16 +593,12 @@ mod tests {
     fn a_runs_feed_holds_what_a_channel_holds_and_drops_the_rest() {
         let bus = EventBus::new();
         let mut feed = bus.subscribe_feed();
-        for i in 0..(SUBSCRIBER_BUFFER + 50) {
-            bus.publish(ev(i));
-        }
+        flood(&bus);
         let got = std::iter::from_fn(|| feed.try_recv()).count();
         assert_eq!(got, SUBSCRIBER_BUFFER);
         // Asked for as a channel once full, it holds nothing lost and no more than a channel.
         let mut full = bus.subscribe_feed();
-        for i in 0..(SUBSCRIBER_BUFFER + 50) {
-            bus.publish(ev(i));
-        }
+        flood(&bus);
         let expected: Vec<String> = (0..SUBSCRIBER_BUFFER).map(|i| i.to_string()).collect();
         assert_eq!(texts(full.channel(&bus)), expected);
     }

@@ -225,7 +225,9 @@ async fn main() {
     );
     if flag("exit-while-waiting") {
         // Nothing is freed: under `heaptrack`, what the process still holds at its exit (the
-        // leak report) is what the waiting runs hold, allocation site by site.
+        // leak report) is what the waiting runs hold, allocation site by site. The throwaway
+        // cluster is stopped first (its drop), or its server would outlive the process.
+        drop(cluster);
         std::process::exit(0);
     }
     // The baseline: decisions at node A itself, where the waiting run hears them at once.
