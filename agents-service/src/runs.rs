@@ -33,9 +33,10 @@ pub(crate) struct Journal {
     events: VecDeque<Numbered>,
     bytes: usize,
     last_id: u64,
-    /// Calls waiting for a decision (their `confirm_required` event), by call id: the path
-    /// of the node that asks, when the run is a composite's run tree.
-    pub(crate) waiting: HashMap<String, Option<String>>,
+    /// Calls waiting for a decision (their `confirm_required` event), each with the path of
+    /// the node that asks when the run is a composite's run tree. A list: a run waits on a
+    /// few at most, and a map's table would be most of a waiting run's journal.
+    pub(crate) waiting: Vec<(String, Option<String>)>,
 }
 
 impl Journal {
@@ -124,7 +125,8 @@ pub(crate) struct RunEntry {
     pub(crate) journal: Mutex<Journal>,
     /// The last event id, and whether the run ended; streams wait on it.
     pub(crate) progress: watch::Sender<(u64, bool)>,
-    pub(crate) ended: Mutex<Option<(Instant, RunSummary)>>,
+    /// Boxed: an entry holds it only once its run ended, and a waiting run holds its entry.
+    pub(crate) ended: Mutex<Option<Box<(Instant, RunSummary)>>>,
     limits: (usize, usize),
 }
 
@@ -135,12 +137,12 @@ impl RunEntry {
     }
 
     pub(crate) fn summary(&self) -> RunSummary {
-        if let Some((_, s)) = lock(&self.ended).as_ref() {
+        if let Some((_, s)) = lock(&self.ended).as_deref() {
             return s.clone();
         }
         let (last_event_id, mut waiting_for) = {
             let journal = lock(&self.journal);
-            (journal.last_id(), journal.waiting.keys().cloned().collect::<Vec<_>>())
+            (journal.last_id(), journal.waiting.iter().map(|(call_id, _)| call_id.clone()).collect::<Vec<_>>())
         };
         waiting_for.sort();
         RunSummary {
@@ -167,10 +169,14 @@ impl RunEntry {
             let mut journal = lock(&self.journal);
             match inner {
                 Event::ConfirmRequired { call_id, .. } => {
-                    journal.waiting.insert(call_id.clone(), node.cloned());
+                    journal.waiting.retain(|(waiting, _)| waiting != call_id);
+                    if journal.waiting.capacity() == 0 {
+                        journal.waiting.reserve_exact(1);
+                    }
+                    journal.waiting.push((call_id.clone(), node.cloned()));
                 }
                 Event::ToolResult { call_id, .. } | Event::ToolDenied { call_id, .. } => {
-                    journal.waiting.remove(call_id);
+                    journal.waiting.retain(|(waiting, _)| waiting != call_id);
                 }
                 _ => {}
             }
@@ -197,7 +203,7 @@ impl RunEntry {
             last_event_id: last,
             waiting_for: Vec::new(),
         };
-        *lock(&self.ended) = Some((Instant::now(), summary));
+        *lock(&self.ended) = Some(Box::new((Instant::now(), summary)));
         self.progress.send_replace((last, true));
     }
 }
@@ -362,11 +368,11 @@ impl Runs {
         let mut runs = lock(&self.runs);
         // Forget ended runs past their retention, and the oldest ended ones beyond the cap.
         if self.sweep_due(now) {
-            runs.retain(|_, e| lock(&e.ended).as_ref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
+            runs.retain(|_, e| lock(&e.ended).as_deref().is_none_or(|(at, _)| now.duration_since(*at) < self.retain));
         }
         if runs.len() >= self.max_retained {
             let mut ended: Vec<(Instant, String)> =
-                runs.iter().filter_map(|(id, e)| lock(&e.ended).as_ref().map(|(at, _)| (*at, id.clone()))).collect();
+                runs.iter().filter_map(|(id, e)| lock(&e.ended).as_deref().map(|(at, _)| (*at, id.clone()))).collect();
             ended.sort();
             for (_, id) in ended.into_iter().take(runs.len() + 1 - self.max_retained) {
                 runs.remove(&id);
@@ -386,13 +392,18 @@ impl Runs {
 
     /// The run that asked for a decision on `call_id`, if this service holds it.
     pub(crate) fn waiting_on(&self, call_id: &str) -> Option<Arc<RunEntry>> {
-        lock(&self.runs).values().find(|e| lock(&e.journal).waiting.contains_key(call_id)).cloned()
+        lock(&self.runs)
+            .values()
+            .find(|e| lock(&e.journal).waiting.iter().any(|(waiting, _)| waiting == call_id))
+            .cloned()
     }
 
     /// The path of the run tree node that asked for a decision on `call_id`, if this service
     /// holds its tree.
     pub(crate) fn node_asking(&self, call_id: &str) -> Option<String> {
-        lock(&self.runs).values().find_map(|e| lock(&e.journal).waiting.get(call_id).cloned().flatten())
+        lock(&self.runs).values().find_map(|e| {
+            lock(&e.journal).waiting.iter().find(|(waiting, _)| waiting == call_id).and_then(|(_, node)| node.clone())
+        })
     }
 }
 
@@ -423,7 +434,7 @@ mod tests {
             stop: CancellationToken::new(),
             journal: Mutex::new(Journal::default()),
             progress: watch::channel((0, false)).0,
-            ended: Mutex::new(ended_at.map(summary)),
+            ended: Mutex::new(ended_at.map(summary).map(Box::new)),
             limits: (8, 1 << 10),
         })
     }

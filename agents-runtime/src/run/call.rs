@@ -17,7 +17,7 @@ pub(in crate::run) struct ToolFacts {
     pub(in crate::run) permitted: bool,
     /// For a tool imported from an MCP server: what each record of its calls says of the
     /// server, its tool and the pin.
-    pub(in crate::run) import: Option<crate::audit::AuditImport>,
+    pub(in crate::run) import: Option<Box<crate::audit::AuditImport>>,
 }
 
 /// One tool call as the gate reads it, borrowed from the request that carries it.

@@ -7,7 +7,7 @@ pub(super) use super::recorder::Audited;
 
 use super::conversation::{Conversation, Delta, push_digest};
 use super::decision::{ConfirmMode, DirectConfirm, Undecided};
-use super::record::{RecordFields, RecordIds};
+use super::record::{RecordFields, RecordIds, shared_static};
 use super::recorder::Recorder;
 use super::scope::Run;
 use super::secrets::CallSecrets;
@@ -54,8 +54,9 @@ pub(super) struct RunCtx<A> {
     /// one of the run's tools runs (see `gate::nested`), holding the run weakly.
     pub(super) invoker: OnceLock<NestedInvoker>,
     /// Per tool, by position in `A::tools()`: what its records repeat, worked out on its first
-    /// call in this run.
-    facts: Box<[OnceLock<ToolFacts>]>,
+    /// call in this run; each boxed, so a run holds the facts of the tools it called, not a
+    /// place for every tool its agent has.
+    facts: Box<[OnceLock<Box<ToolFacts>>]>,
     /// The secret values of every call of the run so far, masked in the texts the run's end
     /// derives (its outcome's error, the provider failures it records).
     secrets: Mutex<CallSecrets>,
@@ -74,7 +75,7 @@ pub(super) struct RunCtx<A> {
     /// The approval the user's answer granted in this turn (conversational mode): a token for
     /// the exact proposal, its tool and the proposal's call id. Used at most once, and only in
     /// this turn.
-    pub(super) approved: Mutex<Option<(ConfirmationToken, String, String)>>,
+    pub(super) approved: Mutex<Option<Box<(ConfirmationToken, String, String)>>>,
     /// Set when the state store failed while a proposal's final record was being claimed.
     pub(super) state_failed: OnceLock<String>,
     /// The spend of the run tree this run is a node of (unset for a run of its own).
@@ -203,7 +204,7 @@ impl<A: Registry> RunCtx<A> {
     }
 
     /// What the records of a call of `spec` say of the MCP server it is imported from.
-    pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
+    pub(super) fn import_of(&self, spec: &ToolSpec) -> Option<Box<crate::audit::AuditImport>> {
         self.recorder.import_of(spec)
     }
 
@@ -291,7 +292,7 @@ impl<A: Registry> RunCtx<A> {
     ) -> (Option<(ConfirmationToken, String, String)>, SharedStr) {
         let approved =
             if self.inner.settings.confirm_mode == ConfirmMode::Conversational && confirmed && self.direct.is_none() {
-                lock(&self.approved).take()
+                lock(&self.approved).take().map(|a| *a)
             } else {
                 None
             };
@@ -304,12 +305,14 @@ impl<A: Registry> RunCtx<A> {
 
     /// The facts of the tool at `index` in `A::tools()`.
     pub(super) fn facts(&self, index: usize, entry: &RegisteredTool<A>) -> &ToolFacts {
-        self.facts[index].get_or_init(|| ToolFacts {
-            name: entry.spec.name.into(),
-            title: entry.spec.title.map(Into::into),
-            schema: SecretSchema::new((entry.schema)()),
-            permitted: self.inner.settings.roles.has_permission(&self.principal.role, entry.spec.permission),
-            import: self.import_of(entry.spec),
+        self.facts[index].get_or_init(|| {
+            Box::new(ToolFacts {
+                name: shared_static(entry.spec.name),
+                title: entry.spec.title.map(shared_static),
+                schema: SecretSchema::new((entry.schema)()),
+                permitted: self.inner.settings.roles.has_permission(&self.principal.role, entry.spec.permission),
+                import: self.import_of(entry.spec),
+            })
         })
     }
 

@@ -98,7 +98,8 @@ pub(super) struct SessionState {
 pub(super) struct Conversation {
     pub(super) history: Vec<ChatMessage>,
     pub(super) digest: VecDeque<DigestEntry>,
-    pub(super) pending: Option<PendingProposal>,
+    /// Boxed: most runs have none, and a run keeps its conversation while it waits.
+    pub(super) pending: Option<Box<PendingProposal>>,
     pub(super) version: u64,
 }
 
@@ -122,7 +123,12 @@ impl Conversation {
             })
             .collect();
         let digest = pairs(&r.digest).into_iter().map(|(tool, result)| DigestEntry { tool, result }).collect();
-        Conversation { history, digest, pending: PendingProposal::from_json(&r.pending), version: r.version }
+        Conversation {
+            history,
+            digest,
+            pending: PendingProposal::from_json(&r.pending).map(Box::new),
+            version: r.version,
+        }
     }
 
     /// The store's record of it for `principal`, written over revision `version`.
@@ -143,7 +149,7 @@ impl Conversation {
             role: principal.role.clone(),
             history: Value::Array(history),
             digest: Value::Array(self.digest.iter().map(|d| json!([d.tool, d.result])).collect()),
-            pending: self.pending.as_ref().map_or(Value::Null, PendingProposal::to_json),
+            pending: self.pending.as_deref().map_or(Value::Null, PendingProposal::to_json),
             version,
         }
     }
@@ -156,7 +162,8 @@ pub(super) struct Delta {
     /// Results executed in the turn, for the digest.
     pub(super) digest: Vec<DigestEntry>,
     /// The proposal the turn leaves waiting for the user's next message.
-    pub(super) proposed: Option<PendingProposal>,
+    /// Boxed, as the conversation's.
+    pub(super) proposed: Option<Box<PendingProposal>>,
     /// Proposals the turn answered or ended: no longer waiting.
     pub(super) cleared: Vec<String>,
 }
@@ -422,7 +429,7 @@ mod tests {
                 ChatMessage::Assistant { content: "Submit 3 days?".into(), tool_calls: Vec::new() },
             ],
             digest: [DigestEntry { tool: "read".into(), result: "{\"a\":1}".into() }].into(),
-            pending: Some(pending),
+            pending: Some(Box::new(pending)),
             version: 0,
         };
         let who = Principal::new("ann", "org", "employee");
@@ -450,9 +457,9 @@ mod tests {
             args_hash: String::new(),
             tier: Tier::Action,
         };
-        theirs.pending = Some(old.clone());
+        theirs.pending = Some(Box::new(old.clone()));
         let new = PendingProposal { call_id: "call-new".into(), ..old };
-        let delta = Delta { digest: Vec::new(), proposed: Some(new), cleared: vec!["call-old".into()] };
+        let delta = Delta { digest: Vec::new(), proposed: Some(Box::new(new)), cleared: vec!["call-old".into()] };
         delta.apply(&mut theirs, "my question", "my answer", 40, 1 << 16);
         assert_eq!(theirs.history.len(), 4);
         assert_eq!(theirs.pending.map(|p| p.call_id), Some("call-new".to_owned()));

@@ -51,7 +51,7 @@ impl RecordIds {
             args: f.args,
             args_hash: f.args_hash,
             result: f.result,
-            import: f.import,
+            import: f.import.map(|i| *i),
             manifest_sha256: self.manifest_sha256.clone(),
             prev_hash: String::new(),
             hash: String::new(),
@@ -60,7 +60,8 @@ impl RecordIds {
     }
 
     pub(super) fn new<A: Registry>(run_id: &str, session_id: &str, request_id: &str, principal: &Principal) -> Self {
-        Self::from_parts(run_id, session_id, request_id, principal, A::SPEC.name, A::MANIFEST_SHA256)
+        let (agent, manifest_sha256) = (shared_static(A::SPEC.name), shared_static(A::MANIFEST_SHA256));
+        Self::with_names(run_id, session_id, request_id, principal, agent, manifest_sha256)
     }
 
     pub(super) fn from_parts(
@@ -71,6 +72,17 @@ impl RecordIds {
         agent: &str,
         manifest_sha256: &str,
     ) -> Self {
+        Self::with_names(run_id, session_id, request_id, principal, agent.into(), manifest_sha256.into())
+    }
+
+    fn with_names(
+        run_id: &str,
+        session_id: &str,
+        request_id: &str,
+        principal: &Principal,
+        agent: SharedStr,
+        manifest_sha256: SharedStr,
+    ) -> Self {
         RecordIds {
             run_id: run_id.into(),
             session_id: session_id.into(),
@@ -78,11 +90,20 @@ impl RecordIds {
             user_id: principal.user_id.as_str().into(),
             org_id: principal.org_id.as_str().into(),
             role: principal.role.as_str().into(),
-            agent: agent.into(),
-            manifest_sha256: manifest_sha256.into(),
+            agent,
+            manifest_sha256,
             node: None,
         }
     }
+}
+
+/// One shared copy of a text the program holds for as long as it runs (an agent's name, its
+/// manifest's hash, a tool's name and title), made on its first use: the records of every run
+/// share it, instead of each run holding its own.
+pub(super) fn shared_static(text: &'static str) -> SharedStr {
+    static SHARED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<&'static str, SharedStr>>> =
+        std::sync::LazyLock::new(Default::default);
+    super::sync::lock(&SHARED).entry(text).or_insert_with(|| text.into()).clone()
 }
 
 /// The parts of an audit record that vary; call id, tool and title are shared between the
@@ -98,7 +119,7 @@ pub(super) struct RecordFields {
     pub(super) args_hash: Option<String>,
     pub(super) result: Option<AuditResult>,
     /// For a tool imported from an MCP server: the server, its tool, and the pin checked.
-    pub(super) import: Option<AuditImport>,
+    pub(super) import: Option<Box<AuditImport>>,
 }
 
 impl RecordFields {

@@ -157,6 +157,10 @@ impl Recorder {
                 c.tier = tier;
             }
         } else if let Some(tool) = tool {
+            // Room for one at first: most runs make few calls, and a waiting run keeps its list.
+            if calls.capacity() == 0 {
+                calls.reserve_exact(1);
+            }
             calls.push(CallSummary { call_id: call_id.to_owned(), tool: tool.to_string(), tier, status });
         }
     }
@@ -195,17 +199,18 @@ impl Recorder {
 
     /// What the records of a call of `spec` say of the MCP server it is imported from (none
     /// for a tool of this program): the server, where this runtime reaches it, its tool and
-    /// the pin.
-    pub(in crate::run) fn import_of(&self, spec: &ToolSpec) -> Option<crate::audit::AuditImport> {
+    /// the pin. Boxed: most tools are the program's own, and the records' fields and a
+    /// waiting call's owed record keep room for it.
+    pub(in crate::run) fn import_of(&self, spec: &ToolSpec) -> Option<Box<crate::audit::AuditImport>> {
         let import = spec.import?;
         let source = self.inner.services.mcp_imports.as_ref().and_then(|i| i.source_of(import.server));
-        Some(crate::audit::AuditImport {
+        Some(Box::new(crate::audit::AuditImport {
             server: import.server.to_owned(),
             source,
             tool: import.tool.to_owned(),
             sha256: import.sha256.to_owned(),
             listed_sha256: None,
-        })
+        }))
     }
 
     /// What a record keeps of a result: its keyed digest ([`TokenStore::result_mac`]), or the

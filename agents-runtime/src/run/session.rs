@@ -15,7 +15,7 @@
 use super::context::{CallRef, RunCtx};
 use super::conversation::{Conversation, Delta, SessionState, owner_of};
 use super::decision::Undecided;
-use super::gate::gate_call;
+use super::gate::{InPlace, gate_call};
 use super::outcome::StartError;
 use super::record::RecordFields;
 use super::shared::{Inner, append_detached};
@@ -447,7 +447,10 @@ impl<A: Registry> DirectSession<A> {
 
     /// Calls a tool through the gate. `arguments` is the raw JSON text.
     pub async fn call(&self, call_id: &str, name: &str, arguments: &str) -> DirectResult {
-        let out = await_in_place!(gate_call(&self.ctx, CallRef { id: call_id, given_id: call_id, name, arguments }));
+        let out = await_in_place!(gate_call::<_, InPlace>(
+            &self.ctx,
+            CallRef { id: call_id, given_id: call_id, name, arguments }
+        ));
         DirectResult { content: out.content, is_error: out.is_error }
     }
 }

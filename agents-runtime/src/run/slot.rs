@@ -1,5 +1,9 @@
 //! A run's slot: one of a user's concurrent runs, leased in the state store and renewed while
 //! the run lives, and counted on this node (the user's runs, the session's runs under way).
+//! One task renews every slot of the node, each a third of the lease after it was taken or
+//! last renewed, a few at a time: a run that waits holds an entry in its list, not a task of
+//! its own, and the renewals stay spread as the runs' starts were (a burst of them would
+//! hold the store's connections that decided calls need).
 
 use super::outcome::StartError;
 use super::shared::Inner;
@@ -19,7 +23,8 @@ pub(super) struct SlotGuard {
     /// The run's session: it has a run under way while the guard lives.
     session: String,
     pub(super) slot: Option<SlotId>,
-    renewal: Option<tokio::task::JoinHandle<()>>,
+    /// Whether the slot is in the node's renewals.
+    renewed: bool,
 }
 
 /// A slot the store will answer about later (a shared store).
@@ -51,7 +56,7 @@ impl SlotGuard {
         principal: &Principal,
         session: &str,
         max: u32,
-        pending: PendingSlot,
+        pending: &mut PendingSlot,
     ) -> Result<Self, StartError> {
         Self::granted(inner, principal, session, max, pending.await)
     }
@@ -71,35 +76,82 @@ impl SlotGuard {
         let key = (principal.org_id.clone(), principal.user_id.clone());
         *lock(&inner.live.active).entry(key.clone()).or_insert(0) += 1;
         lock(&inner.live.sessions).entry(session.to_owned()).or_default().runs += 1;
-        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewal: None })
+        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewed: false })
     }
 
-    /// Renews the slot's lease while the run lives; if the store says the slot is gone (this
-    /// node could not renew it in time), the run is stopped, since the cap no longer counts it.
+    /// Renews the slot's lease while the run lives (the node's renewals, [`Inner::keep_renewing`]);
+    /// if the store says the slot is gone (this node could not renew it in time), the run is
+    /// stopped, since the cap no longer counts it.
     pub(super) fn keep_renewed(&mut self, cancel: CancellationToken) {
-        let (store, slot) = (self.inner.services.store.clone(), self.slot.clone().expect("held until drop"));
-        let lease = self.inner.settings.slot_lease;
-        self.renewal = Some(tokio::spawn(async move {
+        let Some(slot) = self.slot.clone() else { return };
+        let due = tokio::time::Instant::now() + self.inner.settings.slot_lease / 3;
+        lock(&self.inner.live.renewals).insert(slot, (cancel, due));
+        self.renewed = true;
+        self.inner.keep_renewing();
+    }
+}
+
+/// How many of the node's slots are renewed at once.
+const RENEWED_AT_ONCE: usize = 4;
+
+/// How often the node looks for slots due for renewal, in parts of the lease: a slot is
+/// renewed at most a twelfth of its lease after it was due.
+const LOOKS_PER_LEASE: u32 = 12;
+
+impl Inner {
+    /// Starts the node's renewal of its runs' slots, unless it runs: each slot in
+    /// [`Live::renewals`](super::shared::Live) is renewed a third of the lease after it was
+    /// taken or last renewed, [`RENEWED_AT_ONCE`] at a time; a run whose slot the store no
+    /// longer holds is stopped. The task holds the runtime weakly and ends with it.
+    fn keep_renewing(self: &Arc<Self>) {
+        let mut renewer = lock(&self.live.renewer);
+        if renewer.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let (inner, lease) = (Arc::downgrade(self), self.settings.slot_lease);
+        *renewer = Some(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(lease / 3).await;
-                match store.renew_slot(&slot, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
-                        cancel.cancel();
-                        return;
+                tokio::time::sleep(lease / LOOKS_PER_LEASE).await;
+                let Some(inner) = inner.upgrade() else { return };
+                let now = tokio::time::Instant::now();
+                let held: Vec<_> = lock(&inner.live.renewals)
+                    .iter_mut()
+                    .filter(|(_, (cancel, due))| !cancel.is_cancelled() && *due <= now)
+                    .map(|(slot, (cancel, due))| {
+                        *due = now + lease / 3;
+                        (slot.clone(), cancel.clone())
+                    })
+                    .collect();
+                let mut renewing = tokio::task::JoinSet::new();
+                for (slot, cancel) in held {
+                    if renewing.len() >= RENEWED_AT_ONCE {
+                        renewing.join_next().await;
                     }
-                    Err(e) => tracing::warn!(error = %e, slot = %slot.0, "the run's slot could not be renewed"),
+                    let store = inner.services.store.clone();
+                    renewing.spawn(async move { renew(&*store, &slot, lease, &cancel).await });
                 }
+                while renewing.join_next().await.is_some() {}
             }
         }));
     }
 }
 
+/// Renews one run's slot; stops the run when the store no longer holds it.
+async fn renew(store: &dyn crate::store::Store, slot: &SlotId, lease: std::time::Duration, cancel: &CancellationToken) {
+    match store.renew_slot(slot, lease).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(slot = %slot.0, "the run's slot lapsed; the run is stopped");
+            cancel.cancel();
+        }
+        Err(e) => tracing::warn!(error = %e, slot = %slot.0, "the run's slot could not be renewed"),
+    }
+}
+
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
+        if let Some(slot) = self.slot.as_ref().filter(|_| self.renewed) {
+            lock(&self.inner.live.renewals).remove(slot);
         }
         if let Some(slot) = self.slot.take() {
             let store = self.inner.services.store.clone();

@@ -56,8 +56,9 @@ fn not_started<A: Registry, O>(ctx: &RunCtx<A>, e: StartError) -> Ending<O> {
     ending
 }
 
-/// The session bound (or the store's pending answer), the run's slot (or the store's pending
-/// grant), and what `A` does with `input`: the body of a run's task, the future it holds for as
+/// The store's pending answer about the session (when it answered at once, the run's
+/// context already holds the conversation), the run's slot (or the store's pending grant),
+/// and what `A` does with `input`: the body of a run's task, the future it holds for as
 /// long as the run lives (sized by its largest state; see `run::size_tests`).
 #[allow(
     clippy::manual_async_fn,
@@ -65,32 +66,32 @@ fn not_started<A: Registry, O>(ctx: &RunCtx<A>, e: StartError) -> Ending<O> {
 )]
 pub(super) fn run_task<A: Registry, O: AnswerType>(
     ctx: Arc<RunCtx<A>>,
-    bound: Result<Conversation, crate::BoxFuture<'static, Result<Conversation, StartError>>>,
-    slot: Result<SlotGuard, PendingSlot>,
+    bound: Option<crate::BoxFuture<'static, Result<Conversation, StartError>>>,
+    mut slot: Result<SlotGuard, PendingSlot>,
     session: String,
     max_runs: u32,
     input_text: String,
 ) -> impl Future<Output = Ending<O>> + Send {
     async move {
         let refused = |e: StartError| not_started(&ctx, e);
-        let conversation = match bound {
-            Ok(conversation) => conversation,
-            Err(pending) => match pending.await {
-                Ok(conversation) => conversation,
+        if let Some(pending) = bound {
+            match pending.await {
+                Ok(conversation) => *lock(&ctx.conversation) = conversation,
                 Err(e) => return refused(e),
-            },
-        };
-        *lock(&ctx.conversation) = conversation;
-        let mut slot = match slot {
-            Ok(slot) => slot,
-            Err(pending) => match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
-                Ok(slot) => slot,
+            }
+        }
+        // The guard stays where it was handed over (a copy of it would be kept beside it).
+        if let Err(pending) = &mut slot {
+            match SlotGuard::settle(&ctx.inner, &ctx.principal, &session, max_runs, pending).await {
+                Ok(granted) => slot = Ok(granted),
                 Err(e) => return refused(e),
-            },
-        };
-        slot.keep_renewed(ctx.cancel.clone());
-        if let Some(id) = &slot.slot {
-            let _ = ctx.slot.set(id.clone());
+            }
+        }
+        if let Ok(guard) = &mut slot {
+            guard.keep_renewed(ctx.cancel.clone());
+            if let Some(id) = &guard.slot {
+                let _ = ctx.slot.set(id.clone());
+            }
         }
         run_loop(ctx, input_text).await
     }
@@ -186,9 +187,9 @@ impl Runtime {
         };
         // A store that answers at once binds the session (or refuses it) here; a shared store
         // is asked in the run's task, which then ends not started when it refuses.
-        let bound = match answer_now(self.inner.bind_session(session_id, &principal)) {
-            Ok(bound) => Ok(bound?),
-            Err(pending) => Err(pending),
+        let (bound, pending) = match answer_now(self.inner.bind_session(session_id, &principal)) {
+            Ok(bound) => (Some(bound?), None),
+            Err(pending) => (None, Some(pending)),
         };
         let max_runs = limits.max_concurrent_runs;
         let slot = SlotGuard::take(&self.inner, &principal, session_id, max_runs)?;
@@ -196,6 +197,9 @@ impl Runtime {
         let bus = Arc::new(EventBus::new());
         let events = bus.subscribe_feed();
         let ctx = RunCtx::<A>::in_tree(&self.inner, principal, session_id, limits, bus.clone(), node);
+        if let Some(conversation) = bound {
+            *lock(&ctx.conversation) = conversation;
+        }
         let cancel = ctx.cancel.clone();
         if let Some(skill) = skill {
             let _ = ctx.scope.set(Scope::of::<A>(skill, SkillChooser::Application));
@@ -204,7 +208,7 @@ impl Runtime {
         let run_id = ctx.ids.run_id.to_string();
         let span = run_span(&ctx);
         let session = session_id.to_owned();
-        let join = handle.spawn(run_task(ctx, bound, slot, session, max_runs, input_text).instrument(span));
+        let join = handle.spawn(run_task(ctx, pending, slot, session, max_runs, input_text).instrument(span));
         Ok(RunHandle { run_id, events, bus, cancel, join })
     }
 

@@ -531,3 +531,39 @@ async fn tool_calls_beyond_the_per_answer_cap_do_not_run() {
         assert!(denied.iter().all(|d| d.reason.as_deref().unwrap().contains("per answer")), "{denied:?}");
     }
 }
+
+/// A run that waits for a person keeps its slot for as long as it waits: the node renews it
+/// (here the wait is ten leases long). A slot the store no longer holds (it lapsed, and
+/// another node may have taken its place under the cap) stops the run at the next renewal.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_runs_slot_is_renewed_and_a_slot_the_store_dropped_stops_the_run() {
+    use agents_runtime::store::{MemoryStore, SlotId, SlotOwner, Store};
+    let store = Arc::new(MemoryStore::new());
+    let provider = Arc::new(ScriptedProvider::new([tool_call("create_injury", r#"{"athlete_id": 7}"#)]));
+    let rt = Runtime::builder(Arc::new(MemorySink::new()), provider)
+        .roles(roles())
+        .store(store.clone())
+        .run_slot_lease(Duration::from_secs(3))
+        .build();
+    let u1 = me();
+    let owner = SlotOwner { org_id: u1.org_id.clone(), user_id: u1.user_id.clone() };
+    let run = rt.start::<Clinic>(u1.clone(), "lease-1", "record it".into()).unwrap();
+    let call_id = loop {
+        if let Some(p) = rt.pending_decisions(&u1).await.unwrap().first() {
+            break p.call_id.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(store.active_slots(&owner).await.unwrap(), 1, "renewed while the run waits");
+    assert_eq!(rt.active_runs(&u1), 1);
+
+    // The store drops the slot, as when its lease lapsed and another node's start pruned it.
+    let stored = store.proposal(&call_id).await.unwrap().expect("the stored proposal");
+    let slot = stored.proposal.detail["slot"].as_str().expect("the proposal names its run's slot").to_owned();
+    store.release_slot(&SlotId(slot)).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(5), run.wait()).await.expect("stopped within two renewals");
+    assert_eq!(out.status(), RunStatus::Cancelled, "{out:?}");
+    assert_eq!(rt.active_runs(&u1), 0, "the stopped run frees its place on the node");
+    assert!(rt.pending_decisions(&u1).await.unwrap().is_empty(), "its proposal ended with it");
+}

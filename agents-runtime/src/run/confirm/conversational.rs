@@ -43,7 +43,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             return refused;
         }
         ctx.emit(|| proposal.confirm_required());
-        lock(&ctx.delta).proposed = Some(PendingProposal {
+        lock(&ctx.delta).proposed = Some(Box::new(PendingProposal {
             call_id: call.id.to_owned(),
             run_id: ctx.ids.run_id.to_string(),
             tool: spec.name.into(),
@@ -51,7 +51,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
             args: proposal.checked.redacted.clone(),
             args_hash: proposal.args_hash.to_owned(),
             tier: spec.tier,
-        });
+        }));
         *lock(&ctx.awaiting) = true;
         CallOutcome::ok(
             json!({"status": "confirmation_required", "description": proposal.description, "message": "Nothing ran. Show the user this proposal and ask them to confirm or cancel."}),

@@ -37,20 +37,26 @@ impl Channel for Dialog {
 /// asked, and the call waits for [`Runtime::decide`](crate::run::Runtime::decide) or the
 /// confirmer, whichever answers first, within the confirmation timeout; the ledger settles
 /// what the wait heard.
-async fn dialog<A: Registry, F: RecordOf>(
-    confirmation: Confirmation<'_, A, F>,
+#[allow(
+    clippy::manual_async_fn,
+    reason = "as an `async fn` its confirmation would be kept beside the parts it is taken apart into, for the whole of the wait"
+)]
+fn dialog<'a, A: Registry, F: RecordOf + 'a>(
+    confirmation: Confirmation<'a, A, F>,
     confirmer: Option<Arc<dyn Confirmer>>,
-) -> CallOutcome {
+) -> impl Future<Output = CallOutcome> + 'a {
     let Confirmation { proposal, run, typed } = confirmation;
-    // Proposing and settling are boxed: only the wait's own state is held while the person
-    // decides, not the largest of the three (settling runs the tool).
-    let waiting = match Box::pin(proposal.propose_waited()).await {
-        Ok(waiting) => waiting,
-        Err(refused) => return refused,
-    };
-    let since = std::time::Instant::now();
-    let waited = wait(&proposal, confirmer, &waiting.stored).await;
-    Box::pin(Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since)).await
+    async move {
+        // Proposing and settling are boxed: only the wait's own state is held while the person
+        // decides, not the largest of the three (settling runs the tool).
+        let waiting = match Box::pin(proposal.propose_waited()).await {
+            Ok(waiting) => waiting,
+            Err(refused) => return refused,
+        };
+        let since = std::time::Instant::now();
+        let waited = wait(&proposal, confirmer, &waiting.stored).await;
+        Box::pin(Confirmation { proposal, run, typed }.settle_waited(waiting, waited, since)).await
+    }
 }
 
 /// Registers the call for [`Runtime::decide`](crate::run::Runtime::decide) (deregistered on

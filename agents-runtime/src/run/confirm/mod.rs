@@ -25,6 +25,7 @@ use super::gate::execute::ActionFn;
 use super::record::RecordOf;
 use crate::token::ConfirmationToken;
 use crate::tool::{ErasedArgs, Registry};
+use tokio_util::either::Either;
 
 /// A way of asking a person about one action call: it asks, waits for the answer, and
 /// carries the proposal to its one final record, running the call only on an approval bound
@@ -41,29 +42,31 @@ pub(super) trait Channel {
 /// per call: a direct session's (a confirmer, or none), the conversational mode, or the dialog
 /// (with the runtime's confirmer, if any).
 impl<A: Registry> Ask for RunCtx<A> {
-    async fn ask<'a, F: RecordOf + Send + Sync + 'a>(
+    fn ask<'a, F: RecordOf + Send + Sync + 'a>(
         checked: Checked<'a, Self, F>,
         args_hash: &'a str,
         approved: Option<(ConfirmationToken, String, String)>,
-        raw: serde_json::Value,
+        raw: agents_core::SharedValue,
         run: ActionFn,
         typed: ErasedArgs,
         card: Card,
-    ) -> CallOutcome {
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
         let ctx = checked.ctx;
         let confirmation = Confirmation::new(checked, args_hash, raw, run, typed, card);
+        // The channel's own future, not one around it: a future wrapping it would keep the
+        // call's parts (moved into the confirmation) beside it for the whole of the wait.
         match &ctx.direct {
             // Boxed: a conversational proposal ends the turn instead of waiting in it, and
             // unboxed its state would size every dialog call's future, which waits.
             None if ctx.inner.settings.confirm_mode == ConfirmMode::Conversational => {
-                Box::pin(Conversational { approved }.decide(confirmation)).await
+                Either::Left(Either::Left(Box::pin(Conversational { approved }.decide(confirmation))))
             }
-            Some(DirectConfirm::Unavailable) => Unavailable.decide(confirmation).await,
+            Some(DirectConfirm::Unavailable) => Either::Left(Either::Right(Unavailable.decide(confirmation))),
             // A direct session's confirmer (MCP elicitation) asks beside the decisions API.
             Some(DirectConfirm::Ask(confirmer)) => {
-                Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation).await
+                Either::Right(Dialog { confirmer: Some(confirmer.clone()) }.decide(confirmation))
             }
-            None => Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation).await,
+            None => Either::Right(Dialog { confirmer: ctx.inner.services.confirmer.clone() }.decide(confirmation)),
         }
     }
 

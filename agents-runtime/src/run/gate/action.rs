@@ -13,6 +13,7 @@ use crate::run::record::RecordOf;
 use crate::run::scope::Run;
 use crate::token::ConfirmationToken;
 use crate::tool::ErasedArgs;
+use agents_core::SharedValue;
 
 /// A run whose action calls a person decides on: it chooses the confirmation channel once per
 /// call and hands the call to it (`confirm`, for a run's context).
@@ -25,7 +26,7 @@ pub(in crate::run) trait Ask: Run {
         checked: Checked<'a, Self, F>,
         args_hash: &'a str,
         approved: Option<(ConfirmationToken, String, String)>,
-        raw: serde_json::Value,
+        raw: SharedValue,
         run: ActionFn,
         typed: ErasedArgs,
         card: Card,
@@ -44,7 +45,7 @@ pub(in crate::run) fn call<'a, R: Ask>(
     checked: Checked<'a, R, impl RecordOf + Send + Sync + 'a>,
     args_hash: &'a str,
     approved: Option<(ConfirmationToken, String, String)>,
-    raw: serde_json::Value,
+    raw: SharedValue,
     run: ActionFn,
     typed: ErasedArgs,
     card: Card,

@@ -12,11 +12,12 @@ use crate::run::call::CallOutcome;
 use crate::run::record::{RecordOf, now_rfc3339};
 use crate::run::scope::{HandedOver, Run};
 use crate::tool::Registry;
+use agents_core::SharedValue;
 use serde_json::{Value, json};
 
 /// Boxed by the gate (like refusals), so the gate's future carries only what a read call needs.
 /// `raw` is the call's arguments (strictly parsed, typed-checked) for a targeted handoff.
-pub(super) async fn call<R: Run>(checked: Checked<'_, R, impl RecordOf>, raw: Value) -> CallOutcome {
+pub(super) async fn call<R: Run>(checked: Checked<'_, R, impl RecordOf>, raw: SharedValue) -> CallOutcome {
     let Checked { ctx, call, spec, base, redacted, .. } = checked;
     let target = spec.handoff.and_then(|_| R::Agent::handoff_to(spec.name));
     if spec.handoff.is_some() && target.is_none() {
@@ -50,7 +51,7 @@ pub(super) async fn call<R: Run>(checked: Checked<'_, R, impl RecordOf>, raw: Va
         }));
     };
     // The one argument is the target's input (its type checked where the tool is written).
-    let input = match raw {
+    let input = match raw.into_value() {
         Value::Object(o) if o.len() == 1 => o.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null),
         other => other,
     };

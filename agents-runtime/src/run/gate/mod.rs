@@ -48,8 +48,9 @@ use tracing::Instrument;
 /// only, else empty) and the redacted copy the records hold.
 struct Admitted {
     typed: ErasedArgs,
-    /// An action's final arguments as the tool receives them (`Null` for other tiers).
-    raw: Value,
+    /// An action's final arguments as the tool receives them (`Null` for other tiers): one
+    /// value with `redacted` when redaction left them as they were.
+    raw: SharedValue,
     args_hash: String,
     redacted: SharedValue,
     secrets: CallSecrets,
@@ -61,15 +62,46 @@ struct Admitted {
     origins: Option<Provenance>,
 }
 
-/// The gate for one call. Not boxed: a caller awaits it in place (a direct session's call, the
-/// run loop), and only a nested call (a tool calling another through the gate) boxes it.
+/// Where the gate keeps the state of its checks and of a read call's execution while it awaits
+/// them: in its own future ([`InPlace`]), or boxed apart ([`Apart`]), so that a caller who
+/// keeps the gate's future while an action waits for a person (the run loop) does not reserve
+/// room for them all that time.
+pub(in crate::run) trait Hold {
+    type Held<F: Future + Send>: Future<Output = F::Output> + Send;
+    fn hold<F: Future + Send>(future: F) -> Self::Held<F>;
+}
+
+/// In the gate's own future: no allocation (a direct session's call, a nested call).
+pub(in crate::run) struct InPlace;
+
+impl Hold for InPlace {
+    type Held<F: Future + Send> = F;
+    fn hold<F: Future + Send>(future: F) -> F {
+        future
+    }
+}
+
+/// Boxed apart: a run's call, whose gate future the run keeps for the whole of a person's
+/// decision on an action (two allocations more for a read call).
+pub(in crate::run) struct Apart;
+
+impl Hold for Apart {
+    type Held<F: Future + Send> = std::pin::Pin<Box<F>>;
+    fn hold<F: Future + Send>(future: F) -> std::pin::Pin<Box<F>> {
+        Box::pin(future)
+    }
+}
+
+/// The gate for one call, its checks and read calls held as `H` says. Not boxed: a caller
+/// awaits it in place (a direct session's call), the run loop boxes it, and a nested call (a
+/// tool calling another through the gate) is boxed with its invoker's future.
 #[allow(
     clippy::redundant_pattern_matching,
     clippy::redundant_locals,
     reason = "`matches!` reads `why` without borrowing it, and the entry is moved into the checks' block: \
               a local once borrowed is kept in the future until its scope ends"
 )]
-pub(in crate::run) fn gate_call<'a, R: Ask>(
+pub(in crate::run) fn gate_call<'a, R: Ask, H: Hold>(
     ctx: &'a Arc<R>,
     call: CallRef<'a>,
 ) -> impl Future<Output = CallOutcome> + Send + 'a {
@@ -99,7 +131,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
         let (facts, handler, admitted) = {
             let entry = entry;
             let facts = ctx.facts(index, &entry);
-            match await_in_place!(check(ctx, call, &entry, facts)) {
+            match await_in_place!(H::hold(check(ctx, call, &entry, facts))) {
                 Ok(admitted) => (facts, entry.handler, admitted),
                 Err(refused) => return refused,
             }
@@ -135,7 +167,7 @@ pub(in crate::run) fn gate_call<'a, R: Ask>(
                 // Only actions are approved, and only they keep their raw arguments; neither is
                 // kept in the gate's future across the waits.
                 drop((approved, raw, why, origins));
-                await_in_place!(read::call(checked, shared_call_id.clone(), run, typed))
+                await_in_place!(H::hold(read::call(checked, shared_call_id.clone(), run, typed)))
             }
             Handler::Action(run) => {
                 Box::pin(action::call(checked, &args_hash, approved, raw, run, typed, Card::new(why, origins))).await
@@ -263,14 +295,20 @@ async fn check<R: Ask>(
     // Binds a person's approval to the exact arguments: action calls, and reads that wait
     // for a person.
     let (args_hash, raw) = if spec.tier == Tier::Action || why.is_some() {
-        (ctx.services().tokens.args_mac(&args), args.clone())
+        (ctx.services().tokens.args_mac(&args), Some(args.clone()))
     } else if spec.handoff.is_some() {
         // A handoff that names its target starts it with the call's argument.
-        (String::new(), args.clone())
+        (String::new(), Some(args.clone()))
     } else {
-        (String::new(), Value::Null)
+        (String::new(), None)
     };
     let redacted = final_redacted::<R>(ctx, schema, args, &mut secrets);
+    // Arguments nothing was redacted from are held once, not twice, while a person decides.
+    let raw = match raw {
+        Some(raw) if redacted == raw => redacted.clone(),
+        Some(raw) => SharedValue::from(raw),
+        None => SharedValue::from(Value::Null),
+    };
     Ok(Admitted { typed, raw, args_hash, redacted, secrets, why, origins })
 }
 

@@ -2,7 +2,7 @@
 //! the tools it calls in turn (a nested call passes every check a model's call passes).
 
 use super::action::Ask;
-use super::gate_call;
+use super::{InPlace, gate_call};
 use crate::BoxFuture;
 use crate::provider::ToolCallRequest;
 use crate::run::call::CallRef;
@@ -29,7 +29,7 @@ fn nested_invoker<R: Ask>(run: Weak<R>) -> NestedInvoker {
                 return Err(ToolError::new("the run this call belongs to has ended; nothing ran"));
             };
             let call = ToolCallRequest { id: me.nested_call_id(), name: name.to_owned(), arguments: args.to_string() };
-            let out = gate_call(&me, CallRef::from(&call)).await;
+            let out = gate_call::<R, InPlace>(&me, CallRef::from(&call)).await;
             if out.is_error {
                 Err(ToolError::new(
                     out.content.get("error").and_then(Value::as_str).unwrap_or("the call failed").to_owned(),

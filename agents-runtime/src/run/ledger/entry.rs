@@ -16,7 +16,7 @@ use crate::run::proposal::{Refused, State};
 use crate::run::record::RecordOf;
 use crate::store::{ProposalRecord, Store, StoreError};
 use crate::tool::{ErasedArgs, Registry};
-use serde_json::Value;
+use agents_core::SharedValue;
 use std::time::Duration;
 
 /// The node that claims a call it withdrew: nobody may run it any more.
@@ -83,7 +83,7 @@ pub(in crate::run) struct Proposal<'a, A, F> {
     pub(in crate::run) checked: Checked<'a, RunCtx<A>, F>,
     pub(in crate::run) args_hash: &'a str,
     /// The arguments as the tool receives them (kept in the store for a resumption).
-    raw: Value,
+    raw: SharedValue,
     /// A normalized description of exactly what would run.
     pub(in crate::run) description: String,
     /// Why a person is asked, beyond the tool's tier (see [`ConfirmRequest::why`]), and
@@ -220,7 +220,7 @@ impl<'a, A: Registry, F: RecordOf> Proposal<'a, A, F> {
             tool: spec.name.into(),
             title: self.title().into(),
             args: redacted.as_value().clone(),
-            decider_args: DeciderView::new(self.raw.clone()),
+            decider_args: DeciderView::new(self.raw.as_value().clone()),
             risk: spec.risk.as_str().into(),
             description: self.description.clone(),
             why: self.card.why.clone(),
@@ -239,7 +239,7 @@ impl<'a, A: Registry, F: RecordOf> Confirmation<'a, A, F> {
     pub(in crate::run) fn new(
         checked: Checked<'a, RunCtx<A>, F>,
         args_hash: &'a str,
-        raw: Value,
+        raw: SharedValue,
         run: ActionFn,
         typed: ErasedArgs,
         mut card: Card,

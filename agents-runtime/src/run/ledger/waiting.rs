@@ -197,7 +197,7 @@ pub(in crate::run) async fn resolve_turn<A: Registry>(ctx: &RunCtx<A>, status: R
         }
         lock(&ctx.delta).cleared.push(call_id.clone());
         let mut approved = lock(&ctx.approved);
-        if approved.as_ref().is_some_and(|(_, _, c)| *c == call_id) {
+        if approved.as_deref().is_some_and(|(_, _, c)| *c == call_id) {
             *approved = None;
         }
     }

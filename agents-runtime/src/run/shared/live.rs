@@ -25,6 +25,13 @@ pub(in crate::run) struct Live {
     /// The sweep timer's task ([`RuntimeBuilder::sweep_every`](crate::run::RuntimeBuilder::sweep_every)),
     /// once a run or direct session started it.
     pub(in crate::run) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The slots of this node's runs, each with its run's cancellation and when it is next
+    /// renewed: renewed by one task (`run::slot`), which stops a run whose slot the store no
+    /// longer holds.
+    pub(in crate::run) renewals:
+        Mutex<HashMap<crate::store::SlotId, (tokio_util::sync::CancellationToken, tokio::time::Instant)>>,
+    /// That task, once a run took a slot.
+    pub(in crate::run) renewer: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The task that hears decisions recorded through other nodes for the calls waiting
     /// here (`ledger::watch`), once a call waited.
     pub(in crate::run) watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,

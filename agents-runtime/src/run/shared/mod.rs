@@ -38,6 +38,9 @@ impl Drop for Inner {
         if let Some(task) = self.live.watcher.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             task.abort();
         }
+        if let Some(task) = self.live.renewer.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            task.abort();
+        }
     }
 }
 
