@@ -303,13 +303,17 @@ async fn check<R: Ask>(
         (String::new(), None)
     };
     let redacted = final_redacted::<R>(ctx, schema, args, &mut secrets);
-    // Arguments nothing was redacted from are held once, not twice, while a person decides.
-    let raw = match raw {
-        Some(raw) if redacted == raw => redacted.clone(),
+    Ok(Admitted { typed, raw: held_once(raw, &redacted), args_hash, redacted, secrets, why, origins })
+}
+
+/// The arguments as the tool receives them (`Null` when no one needs them): the records' copy
+/// itself when redaction left them as they were, so they are held once while a person decides.
+fn held_once(raw: Option<Value>, redacted: &SharedValue) -> SharedValue {
+    match raw {
+        Some(raw) if *redacted == raw => redacted.clone(),
         Some(raw) => SharedValue::from(raw),
         None => SharedValue::from(Value::Null),
-    };
-    Ok(Admitted { typed, raw, args_hash, redacted, secrets, why, origins })
+    }
 }
 
 /// What a call's card says: for a tool that reaches out, the egress check (its hosts, its
