@@ -18,7 +18,7 @@ use super::decision::Undecided;
 use super::gate::{InPlace, gate_call};
 use super::outcome::StartError;
 use super::record::RecordFields;
-use super::shared::{Inner, append_detached};
+use super::shared::{Inner, append_detached, keep_running};
 use super::sync::lock;
 use crate::audit::AuditStatus;
 use crate::events::Event;
@@ -71,23 +71,21 @@ impl Inner {
     /// Starts the sweep timer ([`RuntimeBuilder::sweep_every`]) on `handle`, unless it runs.
     pub(super) fn keep_swept(self: &Arc<Self>, handle: &tokio::runtime::Handle) {
         let Some(every) = self.settings.sweep_every else { return };
-        let mut sweeper = lock(&self.live.sweeper);
-        if sweeper.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
-        }
         let inner = Arc::downgrade(self);
-        *sweeper = Some(handle.spawn(async move {
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = inner.upgrade() else { return };
-                let swept = inner.purge_expired();
-                if swept > 0 {
-                    tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
+        keep_running(&self.live.sweeper, || {
+            Some(handle.spawn(async move {
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(inner) = inner.upgrade() else { return };
+                    let swept = inner.purge_expired();
+                    if swept > 0 {
+                        tracing::debug!(swept, "the runtime's sweep dropped expired tokens and idle sessions");
+                    }
                 }
-            }
-        }));
+            }))
+        });
     }
 
     /// Binds `session_id` to `principal` in the state store on first use, and returns its

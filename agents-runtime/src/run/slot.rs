@@ -6,7 +6,7 @@
 //! hold the store's connections that decided calls need).
 
 use super::outcome::StartError;
-use super::shared::Inner;
+use super::shared::{Inner, keep_running};
 use super::sync::lock;
 use crate::BoxFuture;
 use crate::store::{SlotId, SlotOwner, answer_now, now_or_in_background};
@@ -23,8 +23,6 @@ pub(super) struct SlotGuard {
     /// The run's session: it has a run under way while the guard lives.
     session: String,
     pub(super) slot: Option<SlotId>,
-    /// Whether the slot is in the node's renewals.
-    renewed: bool,
 }
 
 /// A slot the store will answer about later (a shared store).
@@ -76,7 +74,7 @@ impl SlotGuard {
         let key = (principal.org_id.clone(), principal.user_id.clone());
         *lock(&inner.live.active).entry(key.clone()).or_insert(0) += 1;
         lock(&inner.live.sessions).entry(session.to_owned()).or_default().runs += 1;
-        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot), renewed: false })
+        Ok(SlotGuard { inner: inner.clone(), key, session: session.to_owned(), slot: Some(slot) })
     }
 
     /// Renews the slot's lease while the run lives (the node's renewals, [`Inner::keep_renewing`]);
@@ -86,7 +84,6 @@ impl SlotGuard {
         let Some(slot) = self.slot.clone() else { return };
         let due = tokio::time::Instant::now() + self.inner.settings.slot_lease / 3;
         lock(&self.inner.live.renewals).insert(slot, (cancel, due));
-        self.renewed = true;
         self.inner.keep_renewing();
     }
 }
@@ -104,35 +101,33 @@ impl Inner {
     /// taken or last renewed, [`RENEWED_AT_ONCE`] at a time; a run whose slot the store no
     /// longer holds is stopped. The task holds the runtime weakly and ends with it.
     fn keep_renewing(self: &Arc<Self>) {
-        let mut renewer = lock(&self.live.renewer);
-        if renewer.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
-        }
         let (inner, lease) = (Arc::downgrade(self), self.settings.slot_lease);
-        *renewer = Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(lease / LOOKS_PER_LEASE).await;
-                let Some(inner) = inner.upgrade() else { return };
-                let now = tokio::time::Instant::now();
-                let held: Vec<_> = lock(&inner.live.renewals)
-                    .iter_mut()
-                    .filter(|(_, (cancel, due))| !cancel.is_cancelled() && *due <= now)
-                    .map(|(slot, (cancel, due))| {
-                        *due = now + lease / 3;
-                        (slot.clone(), cancel.clone())
-                    })
-                    .collect();
-                let mut renewing = tokio::task::JoinSet::new();
-                for (slot, cancel) in held {
-                    if renewing.len() >= RENEWED_AT_ONCE {
-                        renewing.join_next().await;
+        keep_running(&self.live.renewer, || {
+            Some(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(lease / LOOKS_PER_LEASE).await;
+                    let Some(inner) = inner.upgrade() else { return };
+                    let now = tokio::time::Instant::now();
+                    let held: Vec<_> = lock(&inner.live.renewals)
+                        .iter_mut()
+                        .filter(|(_, (cancel, due))| !cancel.is_cancelled() && *due <= now)
+                        .map(|(slot, (cancel, due))| {
+                            *due = now + lease / 3;
+                            (slot.clone(), cancel.clone())
+                        })
+                        .collect();
+                    let mut renewing = tokio::task::JoinSet::new();
+                    for (slot, cancel) in held {
+                        if renewing.len() >= RENEWED_AT_ONCE {
+                            renewing.join_next().await;
+                        }
+                        let store = inner.services.store.clone();
+                        renewing.spawn(async move { renew(&*store, &slot, lease, &cancel).await });
                     }
-                    let store = inner.services.store.clone();
-                    renewing.spawn(async move { renew(&*store, &slot, lease, &cancel).await });
+                    while renewing.join_next().await.is_some() {}
                 }
-                while renewing.join_next().await.is_some() {}
-            }
-        }));
+            }))
+        });
     }
 }
 
@@ -150,10 +145,9 @@ async fn renew(store: &dyn crate::store::Store, slot: &SlotId, lease: std::time:
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.as_ref().filter(|_| self.renewed) {
-            lock(&self.inner.live.renewals).remove(slot);
-        }
         if let Some(slot) = self.slot.take() {
+            // Out of the node's renewals (if it was in them) before it is released.
+            lock(&self.inner.live.renewals).remove(&slot);
             let store = self.inner.services.store.clone();
             // A slot whose release fails lapses with its lease.
             now_or_in_background("release a run slot", async move { store.release_slot(&slot).await });

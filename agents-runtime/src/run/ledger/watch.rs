@@ -12,7 +12,7 @@
 
 use crate::run::decision::Verdict;
 use crate::run::pending::{Heard, verdict_of};
-use crate::run::shared::Inner;
+use crate::run::shared::{Inner, keep_running};
 use crate::run::sync::{first_of, lock};
 use crate::store::{DecisionSignal, ProposalState};
 use std::sync::{Arc, Weak};
@@ -34,17 +34,15 @@ impl Inner {
     /// Starts this runtime's watch over the decisions its calls wait for, on the current tokio
     /// runtime, unless it runs (a call registering for a decision calls it).
     pub(in crate::run) fn keep_watching(self: &Arc<Self>) {
-        let mut watcher = lock(&self.live.watcher);
-        if watcher.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!("no tokio runtime runs: decisions made through other nodes are not heard");
-            return;
-        };
-        let _entered = handle.enter();
-        let signals = self.services.store.watch_decisions();
-        *watcher = Some(handle.spawn(watch(Arc::downgrade(self), signals, self.settings.decision_poll)));
+        keep_running(&self.live.watcher, || {
+            let Ok(handle) = tokio::runtime::Handle::try_current() else {
+                tracing::warn!("no tokio runtime runs: decisions made through other nodes are not heard");
+                return None;
+            };
+            let _entered = handle.enter();
+            let signals = self.services.store.watch_decisions();
+            Some(handle.spawn(watch(Arc::downgrade(self), signals, self.settings.decision_poll)))
+        });
     }
 
     /// Hands each decided proposal among `wanted` to the call waiting here for it.

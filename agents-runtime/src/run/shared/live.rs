@@ -24,20 +24,46 @@ pub(in crate::run) struct Live {
     pub(in crate::run) proposals: Book,
     /// The sweep timer's task ([`RuntimeBuilder::sweep_every`](crate::run::RuntimeBuilder::sweep_every)),
     /// once a run or direct session started it.
-    pub(in crate::run) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(in crate::run) sweeper: NodeTask,
     /// The slots of this node's runs, each with its run's cancellation and when it is next
     /// renewed: renewed by one task (`run::slot`), which stops a run whose slot the store no
     /// longer holds.
     pub(in crate::run) renewals:
         Mutex<HashMap<crate::store::SlotId, (tokio_util::sync::CancellationToken, tokio::time::Instant)>>,
     /// That task, once a run took a slot.
-    pub(in crate::run) renewer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(in crate::run) renewer: NodeTask,
     /// The task that hears decisions recorded through other nodes for the calls waiting
     /// here (`ledger::watch`), once a call waited.
-    pub(in crate::run) watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(in crate::run) watcher: NodeTask,
     /// The call ids of this node's stored proposals whose final record, once written, is
     /// marked written in the store.
     pub(in crate::run) settling: Owed,
+}
+
+/// One of the node's own tasks (the sweep, the decisions' watch, the slots' renewal), started
+/// by the first run or call that needs it and aborted with the runtime.
+pub(in crate::run) type NodeTask = Mutex<Option<tokio::task::JoinHandle<()>>>;
+
+/// Starts `task` with `start` unless it runs (`start` may decline: no task then).
+pub(in crate::run) fn keep_running(task: &NodeTask, start: impl FnOnce() -> Option<tokio::task::JoinHandle<()>>) {
+    let mut task = lock(task);
+    if task.as_ref().is_some_and(|t| !t.is_finished()) {
+        return;
+    }
+    if let Some(started) = start() {
+        *task = Some(started);
+    }
+}
+
+impl Live {
+    /// Aborts the node's own tasks (the runtime is going).
+    pub(in crate::run) fn abort_tasks(&mut self) {
+        for task in [&mut self.sweeper, &mut self.watcher, &mut self.renewer] {
+            if let Some(task) = task.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+                task.abort();
+            }
+        }
+    }
 }
 
 /// A count of detached record writes and a way to wait until there are none.

@@ -9,7 +9,7 @@ mod services;
 mod settings;
 mod values;
 
-pub(super) use live::{Live, LocalWaiter};
+pub(super) use live::{Live, LocalWaiter, keep_running};
 pub use services::DisabledTools;
 pub(super) use services::Services;
 pub use settings::DisabledFallback;
@@ -32,15 +32,7 @@ pub(super) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(task) = self.live.sweeper.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            task.abort();
-        }
-        if let Some(task) = self.live.watcher.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            task.abort();
-        }
-        if let Some(task) = self.live.renewer.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-            task.abort();
-        }
+        self.live.abort_tasks();
     }
 }
 
