@@ -103,6 +103,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/postgres/0011_debt_points_at_record.sql"),
     },
     Migration { version: 12, name: "tree closes", sql: include_str!("../migrations/postgres/0012_tree_closes.sql") },
+    Migration {
+        version: 13,
+        name: "audit append planned once",
+        sql: include_str!("../migrations/postgres/0013_audit_append_planned_once.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -32,15 +32,21 @@ pub(super) fn append_audit<'a>(
         }
         let client = store.client().await?;
         let cached = lock(&store.heads).get(&stream).cloned();
+        let mut records = records;
         if let Some(head) = cached {
-            match append_after(&client, &stream, &head, records.clone()).await {
+            match append_after(&client, &stream, &head, records).await {
                 Ok((sealed, new_head)) => {
                     lock(&store.heads).insert(stream, new_head);
                     return Ok(sealed);
                 }
                 // Another node appended since (the statement, its own transaction, stored
-                // nothing): read the head under its lock below.
-                Err((e, _)) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {}
+                // nothing): the records are sealed again after the head read under its lock
+                // below.
+                Err((e, Some((sent, _))))
+                    if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) =>
+                {
+                    records = sent;
+                }
                 Err((e, sent)) => return store.append_failed(&client, &stream, e, sent).await,
             }
         }
@@ -178,7 +184,7 @@ pub(super) fn claim_owed<'a>(
     })
 }
 
-/// The append of one sealed batch (migrations 10 and 11): the head advanced under its fence,
+/// The append of one sealed batch (migrations 10, 11 and 13): the head advanced under its fence,
 /// the records inserted, the batch's debts kept (each pointing at its `proposed` record), in
 /// one statement.
 const APPEND: &str =

@@ -224,6 +224,75 @@ async fn migrations_apply_once_and_a_newer_schema_is_refused() {
     assert_eq!(before, after, "the refusal changed nothing");
 }
 
+/// The audit append is planned once per connection: its statements take arrays, for which
+/// the server would otherwise plan every call afresh (about a quarter of its time for a batch
+/// of one record, measured by the store bench). The plan mode is the function's own setting,
+/// so it holds only while the append runs: the session's other statements keep the server's
+/// choice. The head's advance is the append's own first statement (the function it called
+/// before is gone), and a stale head is still refused with nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_append_is_planned_once_and_still_refuses_a_stale_head() {
+    use agents_runtime::audit::GENESIS_HASH;
+    use agents_store::testing::sample_record;
+    let cluster = cluster();
+    let (url, store) = store(&cluster, "planned").await;
+    let sealed = store.append_audit("clinic", vec![sample_record(0, "a")]).await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let config: Vec<Option<Vec<String>>> = client
+        .query("SELECT proconfig FROM pg_proc WHERE proname = 'agents_audit_append'", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(config, [Some(vec!["plan_cache_mode=force_generic_plan".to_owned()])], "one append, planned once");
+    let gone: i64 = client
+        .query_one("SELECT count(*) FROM pg_proc WHERE proname = 'agents_audit_advance_fenced'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(gone, 0, "the advance is the append's own statement");
+    let mode: String = client.query_one("SHOW plan_cache_mode", &[]).await.unwrap().get(0);
+    assert_eq!(mode, "auto", "the session's own mode is untouched");
+
+    // An append sealed after record 0, sent when the head is at record 1: refused (40001),
+    // nothing stored, the chain as it was.
+    let fence: i64 =
+        client.query_one("SELECT fence FROM agents_audit_heads WHERE stream = 'clinic'", &[]).await.unwrap().get(0);
+    let (late, lines, to, to_hash) = agents_runtime::store::seal_after(0, GENESIS_HASH, vec![sample_record(9, "x")]);
+    let (seqs, prevs, hashes) = (vec![to as i64], vec![late[0].prev_hash.clone()], vec![late[0].hash.clone()]);
+    let none: Vec<String> = Vec::new();
+    let no_seqs: Vec<i64> = Vec::new();
+    let refused = client
+        .execute(
+            "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            &[
+                &"clinic",
+                &0_i64,
+                &GENESIS_HASH,
+                &fence,
+                &(to as i64),
+                &to_hash,
+                &seqs,
+                &prevs,
+                &hashes,
+                &lines,
+                &none,
+                &none,
+                &no_seqs,
+                &none,
+                &none,
+                &none,
+            ],
+        )
+        .await
+        .expect_err("a stale head is refused");
+    assert_eq!(refused.code(), Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE), "{refused}");
+    let summary = store.verify_audit("clinic").await.unwrap();
+    assert_eq!((summary.records, summary.last_hash.as_str()), (1, sealed[0].hash.as_str()), "nothing stored");
+}
+
 /// Someone who can write the database, with plain SQL on the tables (not dropping triggers):
 /// replacing an acknowledged record (an upsert on its key, an insert on its key, UPDATE,
 /// DELETE, TRUNCATE) or moving the stream's head back, deleting or truncating it, is refused;
