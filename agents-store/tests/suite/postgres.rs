@@ -229,10 +229,9 @@ async fn migrations_apply_once_and_a_newer_schema_is_refused() {
 /// of one record, measured by the store bench). The plan mode is the function's own setting,
 /// so it holds only while the append runs: the session's other statements keep the server's
 /// choice. The head's advance is the append's own first statement (the function it called
-/// before is gone), and a stale head is still refused with nothing stored.
+/// before is gone), and a stale head is still refused, its batch sealed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_append_is_planned_once_and_still_refuses_a_stale_head() {
-    use agents_runtime::audit::GENESIS_HASH;
     use agents_store::testing::sample_record;
     let cluster = cluster();
     let (url, store) = store(&cluster, "planned").await;
@@ -256,41 +255,18 @@ async fn the_audit_append_is_planned_once_and_still_refuses_a_stale_head() {
     let mode: String = client.query_one("SHOW plan_cache_mode", &[]).await.unwrap().get(0);
     assert_eq!(mode, "auto", "the session's own mode is untouched");
 
-    // An append sealed after record 0, sent when the head is at record 1: refused (40001),
-    // nothing stored, the chain as it was.
-    let fence: i64 =
-        client.query_one("SELECT fence FROM agents_audit_heads WHERE stream = 'clinic'", &[]).await.unwrap().get(0);
-    let (late, lines, to, to_hash) = agents_runtime::store::seal_after(0, GENESIS_HASH, vec![sample_record(9, "x")]);
-    let (seqs, prevs, hashes) = (vec![to as i64], vec![late[0].prev_hash.clone()], vec![late[0].hash.clone()]);
-    let none: Vec<String> = Vec::new();
-    let no_seqs: Vec<i64> = Vec::new();
-    let refused = client
-        .execute(
-            "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-            &[
-                &"clinic",
-                &0_i64,
-                &GENESIS_HASH,
-                &fence,
-                &(to as i64),
-                &to_hash,
-                &seqs,
-                &prevs,
-                &hashes,
-                &lines,
-                &none,
-                &none,
-                &no_seqs,
-                &none,
-                &none,
-                &none,
-            ],
-        )
-        .await
-        .expect_err("a stale head is refused");
-    assert_eq!(refused.code(), Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE), "{refused}");
+    // A second node appends, so the first node's head is stale: its next append is refused
+    // by the advance (SQLSTATE 40001, nothing stored), sealed again after the head read under
+    // its lock, and stored after the second node's record. Were a stale head not refused, the
+    // append would fail instead (its record on a taken `seq`, the head moved back).
+    let other = PostgresStore::connect(&url, 2).await.unwrap();
+    let theirs = other.append_audit("clinic", vec![sample_record(1, "b")]).await.unwrap();
+    let ours = store.append_audit("clinic", vec![sample_record(2, "a")]).await.unwrap();
+    assert_eq!((theirs[0].seq, ours[0].seq), (2, 3), "sealed again after the other node's record");
+    assert_eq!(ours[0].prev_hash, theirs[0].hash);
+    assert_eq!(sealed[0].seq, 1);
     let summary = store.verify_audit("clinic").await.unwrap();
-    assert_eq!((summary.records, summary.last_hash.as_str()), (1, sealed[0].hash.as_str()), "nothing stored");
+    assert_eq!((summary.records, summary.last_hash.as_str()), (3, ours[0].hash.as_str()), "one chain");
 }
 
 /// Someone who can write the database, with plain SQL on the tables (not dropping triggers):
