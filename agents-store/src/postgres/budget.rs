@@ -58,7 +58,8 @@ impl PostgresStore {
     }
 
     async fn headroom(client: &deadpool_postgres::Object, org_id: &str, user_id: &str) -> Result<f64, BudgetError> {
-        let rows = client.query(HEADROOM, &[&org_id, &user_id]).await.map_err(budget_error)?;
+        let headroom = client.prepare_cached(HEADROOM).await.map_err(budget_error)?;
+        let rows = client.query(&headroom, &[&org_id, &user_id]).await.map_err(budget_error)?;
         Ok(rows.iter().map(|r| r.get::<_, f64>(0)).fold(f64::INFINITY, f64::min))
     }
 }
@@ -76,7 +77,8 @@ impl BudgetStore for PostgresStore {
     ) -> BoxFuture<'a, Result<Option<BudgetUsage>, BudgetError>> {
         Box::pin(async move {
             let client = self.client().await.map_err(budget_error)?;
-            let rows = client.query(crate::USAGE_SQL, &[&org_id, &user_id]).await.map_err(budget_error)?;
+            let usage = client.prepare_cached(crate::USAGE_SQL).await.map_err(budget_error)?;
+            let rows = client.query(&usage, &[&org_id, &user_id]).await.map_err(budget_error)?;
             Ok(Some(crate::usage_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))))))
         })
     }
@@ -101,14 +103,15 @@ impl BudgetStore for PostgresStore {
                 let cost = budget_amount("a cost", cost_usd)?;
                 let mut client = store.client().await.map_err(budget_error)?;
                 let tx = client.transaction().await.map_err(budget_error)?;
+                let add = tx
+                    .prepare_cached(
+                        "INSERT INTO agents_budget_accounts (org_id, user_id, spend_usd) VALUES ($1, $2, $3) \
+                         ON CONFLICT (org_id, user_id) DO UPDATE SET spend_usd = agents_budget_accounts.spend_usd + EXCLUDED.spend_usd",
+                    )
+                    .await
+                    .map_err(budget_error)?;
                 for (org, user) in keys {
-                    tx.execute(
-                    "INSERT INTO agents_budget_accounts (org_id, user_id, spend_usd) VALUES ($1, $2, $3) \
-                     ON CONFLICT (org_id, user_id) DO UPDATE SET spend_usd = agents_budget_accounts.spend_usd + EXCLUDED.spend_usd",
-                    &[&org, &user, &cost],
-                )
-                .await
-                .map_err(budget_error)?;
+                    tx.execute(&add, &[&org, &user, &cost]).await.map_err(budget_error)?;
                 }
                 tx.commit().await.map_err(budget_error)
             },
@@ -183,17 +186,18 @@ impl BudgetStore for PostgresStore {
                 let cost = budget_amount("a cost", cost_usd)?;
                 let mut client = store.client().await.map_err(budget_error)?;
                 let tx = client.transaction().await.map_err(budget_error)?;
-                for (org, user) in keys {
-                    // `held_usd` is reset to exactly 0 when no hold is left, so rounding does not
-                    // accumulate.
-                    tx.execute(
+                // `held_usd` is reset to exactly 0 when no hold is left, so rounding does not
+                // accumulate.
+                let spend = tx
+                    .prepare_cached(
                         "UPDATE agents_budget_accounts SET spend_usd = spend_usd + $4, \
-                     held_usd = CASE WHEN holds <= 1 THEN 0 ELSE GREATEST(held_usd - $3, 0) END, \
-                     holds = GREATEST(holds - 1, 0) WHERE org_id = $1 AND user_id = $2",
-                        &[&org, &user, &reservation.amount, &cost],
+                         held_usd = CASE WHEN holds <= 1 THEN 0 ELSE GREATEST(held_usd - $3, 0) END, \
+                         holds = GREATEST(holds - 1, 0) WHERE org_id = $1 AND user_id = $2",
                     )
                     .await
                     .map_err(budget_error)?;
+                for (org, user) in keys {
+                    tx.execute(&spend, &[&org, &user, &reservation.amount, &cost]).await.map_err(budget_error)?;
                 }
                 tx.commit().await.map_err(budget_error)
             },

@@ -50,7 +50,8 @@ pub(super) fn claim_execution<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let n = client.execute(Claim::Execution.statement(), &[&call_id, &node, &seal]).await.map_err(pg_error)?;
+        let stmt = client.prepare_cached(Claim::Execution.statement()).await.map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&call_id, &node, &seal]).await.map_err(pg_error)?;
         Ok(n == 1)
     })
 }
@@ -68,14 +69,13 @@ pub(super) fn claim_settlement<'a>(
 pub(super) fn mark_recorded<'a>(store: &'a PostgresStore, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
-        client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "UPDATE agents_proposals SET recorded_at = now() WHERE call_id = $1 AND recorded_at IS NULL",
-                &[&call_id],
             )
             .await
-            .map(drop)
-            .map_err(pg_error)
+            .map_err(pg_error)?;
+        client.execute(&stmt, &[&call_id]).await.map(drop).map_err(pg_error)
     })
 }
 
@@ -107,15 +107,15 @@ pub(super) fn take_over<'a>(
         let client = store.client().await?;
         // One conditional update: a concurrent taker (or the holder renewing) waits for the
         // row's lock, then re-checks the lapse on the renewed row, which fails.
-        let n = client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "UPDATE agents_proposals SET held_at = now(), held_by = $3 \
                  WHERE call_id = $1 AND held_at IS NOT NULL AND recorded_at IS NULL \
                  AND held_at <= now() - $2::BIGINT * interval '1 millisecond'",
-                &[&call_id, &millis(lease), &node],
             )
             .await
             .map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&call_id, &millis(lease), &node]).await.map_err(pg_error)?;
         Ok(n == 1)
     })
 }
@@ -130,14 +130,14 @@ pub(super) fn renew_claim<'a>(
         let client = store.client().await?;
         // One conditional update: a concurrent take-over waits for the row's lock and then
         // finds the lease restarted, or took it first and this matches nothing.
-        let n = client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "UPDATE agents_proposals SET held_at = now() \
                  WHERE call_id = $1 AND held_by = $2 AND held_at IS NOT NULL AND recorded_at IS NULL",
-                &[&call_id, &node],
             )
             .await
             .map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&call_id, &node]).await.map_err(pg_error)?;
         Ok(n == 1)
     })
 }
@@ -146,7 +146,8 @@ impl PostgresStore {
     /// Claims `call_id` for `node` (see [`Claim`]); `true` if this call took the claim.
     async fn claim(&self, claim: Claim, call_id: &str, node: &str) -> StoreResult<bool> {
         let client = self.client().await?;
-        let n = client.execute(claim.statement(), &[&call_id, &node]).await.map_err(pg_error)?;
+        let stmt = client.prepare_cached(claim.statement()).await.map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&call_id, &node]).await.map_err(pg_error)?;
         Ok(n == 1)
     }
 }
@@ -159,14 +160,14 @@ pub(super) fn claim_tree_close<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let n = client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "INSERT INTO agents_tree_closes (tree_run_id, closed_by) VALUES ($1, $2) \
                  ON CONFLICT (tree_run_id) DO NOTHING",
-                &[&tree_run_id, &node],
             )
             .await
             .map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&tree_run_id, &node]).await.map_err(pg_error)?;
         Ok(n == 1)
     })
 }

@@ -80,7 +80,8 @@ pub(super) async fn proposal_page(
 pub(super) fn put_proposal<'a>(store: &'a PostgresStore, p: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
-        match client.execute(INSERT_PROPOSAL, &proposal_params(p)).await {
+        let insert = client.prepare_cached(INSERT_PROPOSAL).await.map_err(pg_error)?;
+        match client.execute(&insert, &proposal_params(p)).await {
             Ok(_) => Ok(()),
             Err(e) if is_unique_violation(&e) => Err(StoreError::Invalid(format!("call id `{}` is taken", p.call_id))),
             // No answer: it may be stored. Settled by the call id, never by a second row.
@@ -113,15 +114,16 @@ pub(super) fn decide<'a>(
         let client = store.client().await?;
         // The notification goes with the update, in its transaction: sent when it commits,
         // never for a decision refused or rolled back.
+        let stmt = client
+            .prepare_cached(&format!(
+                "WITH decided AS (UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now(), seal = $6 \
+                 WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL RETURNING call_id) \
+                 {NOTIFY_DECIDED}"
+            ))
+            .await
+            .map_err(pg_error)?;
         let decided = client
-            .query(
-                &format!(
-                    "WITH decided AS (UPDATE agents_proposals SET verdict = $4, reason = $5, decided_at = now(), seal = $6 \
-                     WHERE call_id = $1 AND org_id = $2 AND user_id = $3 AND verdict IS NULL RETURNING call_id) \
-                     {NOTIFY_DECIDED}"
-                ),
-                &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason, &seal],
-            )
+            .query(&stmt, &[&call_id, &org_id, &user_id, &verdict.as_str(), &reason, &seal])
             .await
             .map_err(pg_error)?;
         if decided.len() == 1 {
@@ -182,16 +184,14 @@ pub(super) fn pending_for<'a>(
 ) -> BoxFuture<'a, StoreResult<Vec<ProposalRecord>>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
-                     WHERE org_id = $1 AND user_id = $2 AND verdict IS NULL ORDER BY ord"
-                ),
-                &[&org_id, &user_id],
-            )
+        let stmt = client
+            .prepare_cached(&format!(
+                "SELECT {PROPOSAL_COLUMNS} FROM agents_proposals \
+                 WHERE org_id = $1 AND user_id = $2 AND verdict IS NULL ORDER BY ord"
+            ))
             .await
             .map_err(pg_error)?;
+        let rows = client.query(&stmt, &[&org_id, &user_id]).await.map_err(pg_error)?;
         Ok(rows.iter().map(|r| proposal_row(r).proposal).collect())
     })
 }
@@ -213,17 +213,15 @@ pub(super) fn close_undecided<'a>(
         // One conditional update: a concurrent decision waits for this row's lock and then
         // re-checks `verdict IS NULL` on the updated row, which fails (and the other way round).
         // It is a decision too: a run waiting for it on another node is told at once.
-        let closed = client
-            .query(
-                &format!(
-                    "WITH decided AS (UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
-                     settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
-                     WHERE call_id = $1 AND verdict IS NULL RETURNING call_id) {NOTIFY_DECIDED}"
-                ),
-                &[&call_id, &node, &reason],
-            )
+        let stmt = client
+            .prepare_cached(&format!(
+                "WITH decided AS (UPDATE agents_proposals SET verdict = 'rejected', reason = $3, decided_at = now(), \
+                 settled_by = $2, settled_at = now(), held_at = now(), held_by = $2 \
+                 WHERE call_id = $1 AND verdict IS NULL RETURNING call_id) {NOTIFY_DECIDED}"
+            ))
             .await
             .map_err(pg_error)?;
+        let closed = client.query(&stmt, &[&call_id, &node, &reason]).await.map_err(pg_error)?;
         Ok(closed.len() == 1)
     })
 }

@@ -18,24 +18,33 @@ pub(super) fn save_session<'a>(
         // Each step is one statement: of two writers of one revision (on any nodes),
         // exactly one matches it.
         if expected == 0 {
-            let created = client
-                .query_opt(
+            let stmt = client
+                .prepare_cached(
                     "INSERT INTO agents_sessions (session_id, org_id, user_id, role, history, digest, pending, version, used_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, 1, now()) ON CONFLICT (session_id) DO NOTHING RETURNING version",
-                    &[&s.session_id, &s.org_id, &s.user_id, &s.role, &s.history, &s.digest, &s.pending],
                 )
+                .await
+                .map_err(pg_error)?;
+            let created = client
+                .query_opt(&stmt, &[&s.session_id, &s.org_id, &s.user_id, &s.role, &s.history, &s.digest, &s.pending])
                 .await
                 .map_err(pg_error)?;
             if let Some(row) = created {
                 return Ok(SessionSaved::Stored { version: row.get::<_, i64>(0) as u64 });
             }
         }
-        let replaced = client
-            .query_opt(
+        let stmt = client
+            .prepare_cached(
                 "UPDATE agents_sessions SET role = $4, history = $5, digest = $6, pending = $7, \
                  version = version + 1, used_at = now() \
                  WHERE session_id = $1 AND org_id = $2 AND user_id = $3 AND (version = $8 OR \
                  ($8 = 0 AND used_at <= now() - $9::BIGINT * interval '1 millisecond')) RETURNING version",
+            )
+            .await
+            .map_err(pg_error)?;
+        let replaced = client
+            .query_opt(
+                &stmt,
                 &[
                     &s.session_id,
                     &s.org_id,
@@ -74,14 +83,14 @@ pub(super) fn load_session<'a>(
 ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let row = client
-            .query_opt(
+        let stmt = client
+            .prepare_cached(
                 "SELECT session_id, org_id, user_id, role, history, digest, pending, version FROM agents_sessions \
                  WHERE session_id = $1 AND used_at > now() - $2::BIGINT * interval '1 millisecond'",
-                &[&session_id, &millis(idle)],
             )
             .await
             .map_err(pg_error)?;
+        let row = client.query_opt(&stmt, &[&session_id, &millis(idle)]).await.map_err(pg_error)?;
         Ok(row.map(|r| SessionRecord {
             session_id: r.get(0),
             org_id: r.get(1),
@@ -111,12 +120,12 @@ pub(super) fn delete_session<'a>(store: &'a PostgresStore, session_id: &'a str) 
 pub(super) fn prune_sessions(store: &PostgresStore, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     Box::pin(async move {
         let client = store.client().await?;
-        client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "DELETE FROM agents_sessions WHERE used_at <= now() - $1::BIGINT * interval '1 millisecond'",
-                &[&millis(idle)],
             )
             .await
-            .map_err(pg_error)
+            .map_err(pg_error)?;
+        client.execute(&stmt, &[&millis(idle)]).await.map_err(pg_error)
     })
 }

@@ -71,14 +71,14 @@ pub(super) fn renew_slot<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let n = client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "UPDATE agents_run_slots SET lease_until = now() + $2::BIGINT * interval '1 millisecond' \
                  WHERE id = $1",
-                &[&slot.0, &millis(lease)],
             )
             .await
             .map_err(pg_error)?;
+        let n = client.execute(&stmt, &[&slot.0, &millis(lease)]).await.map_err(pg_error)?;
         Ok(n == 1)
     })
 }
@@ -87,13 +87,11 @@ pub(super) fn renew_slot<'a>(
 pub(super) fn slot_held<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let row = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM agents_run_slots WHERE id = $1 AND lease_until > now())",
-                &[&slot.0],
-            )
+        let stmt = client
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM agents_run_slots WHERE id = $1 AND lease_until > now())")
             .await
             .map_err(pg_error)?;
+        let row = client.query_one(&stmt, &[&slot.0]).await.map_err(pg_error)?;
         Ok(row.get(0))
     })
 }
@@ -102,7 +100,8 @@ pub(super) fn slot_held<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFu
 pub(super) fn release_slot<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> BoxFuture<'a, StoreResult<()>> {
     Box::pin(async move {
         let client = store.client().await?;
-        client.execute("DELETE FROM agents_run_slots WHERE id = $1", &[&slot.0]).await.map_err(pg_error).map(drop)
+        let stmt = client.prepare_cached("DELETE FROM agents_run_slots WHERE id = $1").await.map_err(pg_error)?;
+        client.execute(&stmt, &[&slot.0]).await.map_err(pg_error).map(drop)
     })
 }
 
@@ -110,13 +109,13 @@ pub(super) fn release_slot<'a>(store: &'a PostgresStore, slot: &'a SlotId) -> Bo
 pub(super) fn active_slots<'a>(store: &'a PostgresStore, owner: &'a SlotOwner) -> BoxFuture<'a, StoreResult<u32>> {
     Box::pin(async move {
         let client = store.client().await?;
-        let row = client
-            .query_one(
+        let stmt = client
+            .prepare_cached(
                 "SELECT count(*) FROM agents_run_slots WHERE org_id = $1 AND user_id = $2 AND lease_until > now()",
-                &[&owner.org_id, &owner.user_id],
             )
             .await
             .map_err(pg_error)?;
+        let row = client.query_one(&stmt, &[&owner.org_id, &owner.user_id]).await.map_err(pg_error)?;
         Ok(u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX))
     })
 }
