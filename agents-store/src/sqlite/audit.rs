@@ -8,7 +8,7 @@ use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
 use agents_runtime::store::{
     Debts, StoreResult, call_id_needle, line_is_final_of, owed_records, seal_after, verify_lines,
 };
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use std::time::Duration;
 
 /// [`Store::append_audit`](crate::Store::append_audit).
@@ -19,9 +19,9 @@ pub(super) fn append_audit<'a>(
 ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
     let stream = stream.to_owned();
     store.run(move |conn| {
-        // IMMEDIATE: the head is read under the database's write lock, so another
+        // Under the batch's write lock (`BEGIN IMMEDIATE`): the head is read so that another
         // connection or process appending to the stream waits and then continues it.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+        let tx = conn.savepoint().map_err(sql_error)?;
         let head: Option<(i64, String)> = tx
             .query_row("SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
                 Ok((r.get(0)?, r.get(1)?))

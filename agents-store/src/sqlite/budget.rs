@@ -4,7 +4,7 @@ use super::connection::{SqliteStore, sql_error};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, BudgetUsage, Reservation};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// The budget accounts of `org_id`'s cap (user `''`) and `user_id`'s, in that order of rows
 /// written: a user's row first, then the organisation's, on every path.
@@ -75,9 +75,9 @@ impl SqliteStore {
 }
 
 /// The budget in the state file, shared by every process that opens it. A reservation is one
-/// `BEGIN IMMEDIATE` transaction of two conditional `UPDATE`s (the user's account, then the
-/// organisation's), each admitting only while its cap minus spend minus holds is above 0, so
-/// the guarantee of [`agents_runtime::budget`] holds across processes.
+/// savepoint, under a `BEGIN IMMEDIATE` transaction's write lock, of two conditional
+/// `UPDATE`s (the user's account, then the organisation's), each admitting only while its cap
+/// minus spend minus holds is above 0, so the guarantee of [`agents_runtime::budget`] holds across processes.
 impl BudgetStore for SqliteStore {
     fn usage<'a>(
         &'a self,
@@ -113,7 +113,7 @@ impl BudgetStore for SqliteStore {
             let keys = budget_keys(org_id, user_id)?.map(|(o, u)| (o.to_owned(), u.to_owned()));
             let cost = budget_amount("a cost", cost_usd)?;
             self.run(move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+                let tx = conn.savepoint().map_err(sql_error)?;
                 for (org, user) in &keys {
                     tx.execute(
                         "INSERT INTO agents_budget_accounts (org_id, user_id, spend_usd) VALUES (?1, ?2, ?3) \
@@ -140,7 +140,7 @@ impl BudgetStore for SqliteStore {
             let estimate = budget_amount("an estimate", estimate_usd)?;
             let (org, user) = (org_id.to_owned(), user_id.to_owned());
             self.run(move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+                let tx = conn.savepoint().map_err(sql_error)?;
                 for (o, u) in &keys {
                     // Admits only while this account's cap (if any) has headroom beyond its
                     // spend and holds, and holds the estimate in the same statement.
@@ -178,7 +178,7 @@ impl BudgetStore for SqliteStore {
             let cost = budget_amount("a cost", cost_usd)?;
             let held = reservation.amount;
             self.run(move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+                let tx = conn.savepoint().map_err(sql_error)?;
                 for (org, user) in &keys {
                     // `held_usd` is reset to exactly 0 when no hold is left, so rounding does
                     // not accumulate.

@@ -1,6 +1,7 @@
 //! The store's file: opened and migrated, its one connection, and the helpers every operation
 //! uses.
 
+use super::batch::{self, Queue};
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::FileIdentity;
@@ -9,19 +10,24 @@ use rusqlite::{Connection, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
 
 /// The runtime's state in one SQLite file (WAL mode, `synchronous = FULL`): it survives a
 /// restart of the process, and every process that opens the same file shares it (SQLite's
 /// file locks serialise their writes).
 ///
-/// Each guarantee of [`Store`](crate::Store) is one statement or one `BEGIN IMMEDIATE` transaction, so it
-/// holds across connections and processes, not only inside this value. Expiry uses this
-/// host's clock.
+/// Each guarantee of [`Store`](crate::Store) is one operation under the file's write lock (a
+/// savepoint inside a `BEGIN IMMEDIATE` transaction), so it holds across connections and
+/// processes, not only inside this value. Expiry uses this host's clock.
 ///
-/// Operations run on tokio's blocking pool, one at a time per `SqliteStore`.
-#[derive(Debug, Clone)]
+/// Operations run on tokio's blocking pool, one at a time per `SqliteStore`. Those that wait
+/// for the connection together commit together: each in a savepoint of its own inside one
+/// `BEGIN IMMEDIATE` transaction, each answered once that transaction committed (one `fsync`
+/// for all of them instead of one each).
+#[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    queue: Arc<Queue>,
     path: PathBuf,
     /// The file as opened: once it is deleted, replaced or moved, no answer is given.
     identity: Arc<Option<FileIdentity>>,
@@ -54,7 +60,7 @@ impl SqliteStore {
         migrate(&mut conn, SQLITE_MIGRATIONS)?;
         let identity = FileIdentity::of_database(&path)
             .map_err(|e| unavailable(&format!("SQLite store `{}`", path.display()), e))?;
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path, identity: Arc::new(identity) })
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), queue: Arc::default(), path, identity: Arc::new(identity) })
     }
 
     /// The file.
@@ -69,28 +75,37 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the connection on the blocking pool, only while the file is still the one
-    /// opened (checked before and after `f`, one `stat` each): a write into a file deleted,
-    /// replaced or moved would be lost (or, through the WAL file left at the path, mixed into
-    /// the file now there), so it is not made, or not acknowledged, and answers an error.
+    /// opened (checked before and after its transaction, one `stat` each): a write into a file
+    /// deleted, replaced or moved would be lost (or, through the WAL file left at the path,
+    /// mixed into the file now there), so it is not made, or not acknowledged, and answers an
+    /// error.
+    ///
+    /// `f` runs in a savepoint inside the transaction of the operations queued with it
+    /// (`batch`): its changes are rolled back if it fails or panics, and it is answered once
+    /// that transaction committed.
     pub(super) fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     ) -> BoxFuture<'static, StoreResult<T>> {
-        let (conn, identity) = (self.conn.clone(), self.identity.clone());
+        let (conn, identity, queue) = (self.conn.clone(), self.identity.clone(), self.queue.clone());
         Box::pin(async move {
+            let (answer, answered) = oneshot::channel();
+            queue.push(batch::job(f, answer));
+            // Whichever task finds the connection free commits every operation queued by then.
             tokio::task::spawn_blocking(move || {
-                // A panic inside `f` rolls its transaction back (the transaction is dropped),
-                // so the connection is consistent after it.
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                let moved = |e| unavailable("SQLite state store", e);
-                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
-                let answer = f(&mut conn)?;
-                identity.as_ref().as_ref().map_or(Ok(()), FileIdentity::check).map_err(moved)?;
-                Ok(answer)
+                batch::drain(&mut conn, &queue, identity.as_ref().as_ref());
             })
             .await
-            .map_err(|e| unavailable("SQLite task", e))?
+            .map_err(|e| unavailable("SQLite task", e))?;
+            answered.await.map_err(|_| unavailable("SQLite store", "the operation ended without an answer"))?
         })
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
     }
 }
 

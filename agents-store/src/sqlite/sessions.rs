@@ -4,7 +4,7 @@ use super::connection::{SqliteStore, json_text, json_value, now_ms, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{SessionRecord, SessionSaved, StoreError, StoreResult};
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use std::time::Duration;
 
 /// [`Store::save_session`](crate::Store::save_session).
@@ -15,9 +15,9 @@ pub(super) fn save_session<'a>(
 ) -> BoxFuture<'a, StoreResult<SessionSaved>> {
     let s = session.clone();
     store.run(move |conn| {
-        // IMMEDIATE: the revision is read and advanced under the database's write lock, so
-        // of two writers (connections or processes) of one revision exactly one stores.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+        // Under the batch's write lock (`BEGIN IMMEDIATE`): the revision is read and advanced
+        // so that of two writers (connections or processes) of one revision exactly one stores.
+        let tx = conn.savepoint().map_err(sql_error)?;
         let now = now_ms();
         let held: Option<(String, String, i64, i64)> = tx
             .query_row(

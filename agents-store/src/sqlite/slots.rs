@@ -4,7 +4,7 @@ use super::connection::{SqliteStore, now_ms, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{SlotId, SlotOwner, StoreResult};
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::params;
 use std::time::Duration;
 
 /// [`Store::acquire_slot`](crate::Store::acquire_slot).
@@ -16,9 +16,9 @@ pub(super) fn acquire_slot<'a>(
 ) -> BoxFuture<'a, StoreResult<Option<SlotId>>> {
     let owner = owner.clone();
     store.run(move |conn| {
-        // IMMEDIATE: the write lock is taken before the count, so no other connection or
-        // process can insert between the count and the insert.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+        // Under the batch's write lock (`BEGIN IMMEDIATE`), taken before the count: no other
+        // connection or process can insert between the count and the insert.
+        let tx = conn.savepoint().map_err(sql_error)?;
         let now = now_ms();
         tx.execute(
             "DELETE FROM agents_run_slots WHERE org_id = ?1 AND user_id = ?2 AND lease_until <= ?3",

@@ -33,6 +33,33 @@ async fn two_connections_to_one_file_race_correctly() {
     common::audit_across(a, b).await;
 }
 
+/// The same races through one store value: the operations that wait for its connection
+/// together share one transaction (group commit), each in a savepoint of its own, and each
+/// guarantee still holds among them (one redemption, one tree close, the slots' cap, one
+/// winner per session revision). Then every answered write is in the file after a reopen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn races_within_one_store_hold_when_its_operations_commit_together() {
+    let (_dir, path) = temp();
+    let one: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    common::race_redemptions(one.clone(), one.clone()).await;
+    common::race_tree_closes(one.clone(), one.clone()).await;
+    common::race_slots(one.clone(), one.clone()).await;
+    common::race_session_saves(one.clone(), one.clone()).await;
+
+    let proposals: Vec<_> = (0..200)
+        .map(|i| {
+            let store = one.clone();
+            tokio::spawn(async move { store.put_proposal(&common::proposal(&format!("batched-{i}"), "bo")).await })
+        })
+        .collect();
+    for p in proposals {
+        p.await.unwrap().unwrap();
+    }
+    drop(one);
+    let reopened = SqliteStore::open(&path).unwrap();
+    assert_eq!(reopened.pending_for("org-a", "bo").await.unwrap().len(), 200, "every answered write was committed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_survives_a_restart() {
     let (_dir, path) = temp();

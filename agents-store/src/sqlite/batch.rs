@@ -1,0 +1,284 @@
+//! Group commit for the SQLite store: the operations waiting for the connection share one
+//! `BEGIN IMMEDIATE` transaction, so one `fsync` makes all of them durable.
+//!
+//! Each operation still runs alone and in order (one connection), inside a savepoint of its
+//! own: an operation that fails or panics rolls back its own changes and no one else's. None
+//! is answered before the transaction holding it has committed (and the file is still the one
+//! opened); if the commit fails, every operation of that batch answers the error, reads
+//! included, so no answer rests on a change that was not stored.
+//!
+//! Nothing waits for company: the first operation to find the connection free takes every
+//! operation queued by then (at most [`MAX_BATCH`]), and the next ones queue while its commit
+//! waits for the disk.
+
+use super::connection::sql_error;
+use crate::unavailable;
+use agents_runtime::audit::FileIdentity;
+use agents_runtime::store::{StoreError, StoreResult};
+use rusqlite::Connection;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, PoisonError};
+use tokio::sync::oneshot;
+
+/// The most operations one transaction holds: a long queue is committed in several, so no
+/// answer waits for more than this many operations ahead of it.
+pub(super) const MAX_BATCH: usize = 256;
+
+/// Hands an operation the batch's outcome once the transaction holding it has ended.
+type Answer = Box<dyn FnOnce(&StoreResult<()>) + Send>;
+
+/// One queued operation: run on the connection (`Ok`), or refused without running (`Err`,
+/// the batch could not start); what it returns answers its caller once the batch has ended.
+pub(super) type Job = Box<dyn FnOnce(Result<&mut Connection, &StoreError>) -> Answer + Send>;
+
+/// The operations waiting for the connection, oldest first.
+#[derive(Default)]
+pub(super) struct Queue(Mutex<Vec<Job>>);
+
+impl Queue {
+    pub(super) fn push(&self, job: Job) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(job);
+    }
+
+    /// The oldest queued operations, at most [`MAX_BATCH`].
+    fn take(&self) -> Vec<Job> {
+        let mut queue = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = queue.len().min(MAX_BATCH);
+        queue.drain(..n).collect()
+    }
+}
+
+/// `f` as a queued operation whose answer (its value once its batch committed, or the error)
+/// is sent on `answer`.
+pub(super) fn job<T: Send + 'static>(
+    f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    answer: oneshot::Sender<StoreResult<T>>,
+) -> Job {
+    Box::new(move |conn| {
+        let result = match conn {
+            Ok(conn) => in_savepoint(conn, f),
+            Err(e) => Err(copy(e)),
+        };
+        Box::new(move |committed| {
+            // The caller may have stopped waiting (its future dropped); nothing to tell then.
+            // Its own error says more than the batch's: its changes were rolled back either way.
+            let _ = answer.send(match (result, committed) {
+                (Err(e), _) => Err(e),
+                (Ok(value), Ok(())) => Ok(value),
+                (Ok(_), Err(e)) => Err(copy(e)),
+            });
+        })
+    })
+}
+
+/// Runs `f` in a savepoint of its own: released if `f` succeeds, rolled back if it fails or
+/// panics.
+fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> StoreResult<T>) -> StoreResult<T> {
+    conn.execute_batch("SAVEPOINT agents_op").map_err(sql_error)?;
+    // Unwind safety: after a panic nothing `f` captured is used again, and its changes are
+    // rolled back below (its own savepoints were rolled back as the panic dropped them).
+    let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(unavailable("SQLite store", "the operation panicked; its changes were rolled back")));
+    if conn.is_autocommit() {
+        // SQLite ended the whole transaction (an I/O error, a full disk): the batch fails.
+        return result;
+    }
+    let end = if result.is_ok() { "RELEASE agents_op" } else { "ROLLBACK TO agents_op; RELEASE agents_op" };
+    conn.execute_batch(end).map_err(sql_error)?;
+    result
+}
+
+/// Runs the queued operations until none is left, each batch in one transaction.
+pub(super) fn drain(conn: &mut Connection, queue: &Queue, identity: Option<&FileIdentity>) {
+    let mut jobs = queue.take();
+    while !jobs.is_empty() {
+        let rest = commit_batch(conn, jobs, identity);
+        jobs = if rest.is_empty() { queue.take() } else { rest };
+    }
+}
+
+/// One transaction over `jobs` (the file checked to be the one opened before it starts and
+/// after it commits). Answers every job it ran; returns the ones it did not run because SQLite
+/// ended the transaction under them, for a transaction of their own.
+fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIdentity>) -> Vec<Job> {
+    let still_the_file =
+        || identity.map_or(Ok(()), FileIdentity::check).map_err(|e| unavailable("SQLite state store", e));
+    if let Err(e) = still_the_file().and_then(|()| conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)) {
+        for job in jobs {
+            job(Err(&e))(&Ok(()));
+        }
+        return Vec::new();
+    }
+    let mut jobs = jobs.into_iter();
+    let mut answers = Vec::with_capacity(jobs.len());
+    for job in jobs.by_ref() {
+        answers.push(job(Ok(&mut *conn)));
+        if conn.is_autocommit() {
+            break;
+        }
+    }
+    let committed = if conn.is_autocommit() {
+        Err(unavailable("SQLite state store", "the transaction was rolled back (an I/O error or a full disk); retry"))
+    } else {
+        conn.execute_batch("COMMIT").map_err(sql_error).and_then(|()| still_the_file())
+    };
+    if committed.is_err() && !conn.is_autocommit() {
+        // A failed COMMIT can leave the transaction open: end it, changing nothing.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for answer in answers {
+        answer(&committed);
+    }
+    jobs.collect()
+}
+
+/// The same error again, for each operation of a batch that failed as a whole.
+fn copy(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Unavailable(detail) => StoreError::Unavailable(detail.clone()),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A connection whose commits are counted, with one table of names.
+    fn counted() -> (Connection, Arc<AtomicUsize>) {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON; CREATE TABLE names (name TEXT PRIMARY KEY); \
+             CREATE TABLE parents (id INTEGER PRIMARY KEY); \
+             CREATE TABLE children (parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)",
+        )
+        .unwrap();
+        let commits = Arc::new(AtomicUsize::new(0));
+        let counter = commits.clone();
+        conn.commit_hook(Some(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            false
+        }));
+        (conn, commits)
+    }
+
+    fn insert(name: &'static str) -> impl FnOnce(&mut Connection) -> StoreResult<()> + Send + 'static {
+        move |conn| conn.execute("INSERT INTO names VALUES (?1)", [name]).map(drop).map_err(sql_error)
+    }
+
+    fn names(conn: &Connection) -> Vec<String> {
+        let mut stmt = conn.prepare("SELECT name FROM names ORDER BY name").unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    }
+
+    /// Queues `f` and keeps the receiving end of its answer.
+    fn queue<T: Send + 'static>(
+        q: &Queue,
+        f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    ) -> oneshot::Receiver<StoreResult<T>> {
+        let (answer, answered) = oneshot::channel();
+        q.push(job(f, answer));
+        answered
+    }
+
+    fn answer<T>(mut answered: oneshot::Receiver<StoreResult<T>>) -> StoreResult<T> {
+        answered.try_recv().expect("answered once its batch ended")
+    }
+
+    #[test]
+    fn operations_queued_together_commit_once_and_a_failing_one_rolls_back_only_itself() {
+        let (mut conn, commits) = counted();
+        let q = Queue::default();
+        let a = queue(&q, insert("a"));
+        let b = queue(&q, |conn| {
+            insert("b")(conn)?;
+            Err::<(), _>(StoreError::Invalid("b refused after its insert".into()))
+        });
+        let c = queue(&q, insert("c"));
+        let read = queue(&q, |conn| Ok(names(conn)));
+        drain(&mut conn, &q, None);
+
+        assert_eq!(commits.load(Ordering::SeqCst), 1, "four operations, one commit");
+        assert!(answer(a).is_ok() && answer(c).is_ok());
+        assert!(matches!(answer(b), Err(StoreError::Invalid(e)) if e.contains("refused")), "its own error");
+        assert_eq!(answer(read).unwrap(), ["a", "c"], "a read sees the batch before it, without the failed insert");
+        assert_eq!(names(&conn), ["a", "c"]);
+        assert!(conn.is_autocommit(), "no transaction left open");
+    }
+
+    #[test]
+    fn a_panicking_operation_answers_an_error_and_leaves_nothing_behind() {
+        let (mut conn, commits) = counted();
+        let q = Queue::default();
+        let a = queue(&q, insert("a"));
+        let p = queue(&q, |conn| -> StoreResult<()> {
+            insert("p")(conn)?;
+            panic!("a bug in an operation");
+        });
+        let c = queue(&q, insert("c"));
+        drain(&mut conn, &q, None);
+
+        assert_eq!(commits.load(Ordering::SeqCst), 1);
+        assert!(answer(p).unwrap_err().to_string().contains("panicked"));
+        assert!(answer(a).is_ok() && answer(c).is_ok());
+        assert_eq!(names(&conn), ["a", "c"]);
+    }
+
+    /// A commit refused (here a deferred foreign key, checked only at `COMMIT`): no operation
+    /// of the batch is answered with success, reads included, and nothing is stored.
+    #[test]
+    fn a_refused_commit_answers_every_operation_of_its_batch_with_the_error() {
+        let (mut conn, commits) = counted();
+        let q = Queue::default();
+        let a = queue(&q, insert("a"));
+        let orphan = queue(&q, |conn| conn.execute("INSERT INTO children VALUES (7)", []).map(drop).map_err(sql_error));
+        let read = queue(&q, |conn| Ok(names(conn)));
+        drain(&mut conn, &q, None);
+
+        assert_eq!(commits.load(Ordering::SeqCst), 0, "the commit was refused");
+        for e in [answer(a).unwrap_err(), answer(orphan).unwrap_err(), answer(read).map(drop).unwrap_err()] {
+            assert!(matches!(&e, StoreError::Unavailable(d) if d.contains("FOREIGN KEY")), "{e}");
+        }
+        assert!(names(&conn).is_empty(), "nothing stored");
+        assert!(conn.is_autocommit(), "the refused transaction was rolled back, not left open");
+
+        // The connection serves the next batch.
+        let b = queue(&q, insert("b"));
+        drain(&mut conn, &q, None);
+        assert!(answer(b).is_ok());
+        assert_eq!(names(&conn), ["b"]);
+    }
+
+    /// SQLite ending the transaction under the batch (as it does on an I/O error or a full
+    /// disk; here an operation's own `ROLLBACK`): the operations it held answer an error, and
+    /// the ones after it run in a transaction of their own.
+    #[test]
+    fn a_transaction_ended_under_the_batch_fails_its_operations_and_the_rest_commit_apart() {
+        let (mut conn, commits) = counted();
+        let q = Queue::default();
+        let a = queue(&q, insert("a"));
+        let ender = queue(&q, |conn| conn.execute_batch("ROLLBACK").map_err(sql_error));
+        let c = queue(&q, insert("c"));
+        drain(&mut conn, &q, None);
+
+        assert!(answer(a).unwrap_err().to_string().contains("rolled back"));
+        assert!(answer(ender).is_err());
+        assert!(answer(c).is_ok());
+        assert_eq!(commits.load(Ordering::SeqCst), 1, "only the batch after it committed");
+        assert_eq!(names(&conn), ["c"]);
+    }
+
+    #[test]
+    fn a_long_queue_commits_in_batches_of_at_most_max_batch() {
+        let (mut conn, commits) = counted();
+        let q = Queue::default();
+        let answers: Vec<_> = (0..MAX_BATCH * 2 + 1)
+            .map(|i| queue(&q, move |conn| conn.execute("INSERT INTO parents VALUES (?1)", [i]).map_err(sql_error)))
+            .collect();
+        drain(&mut conn, &q, None);
+        assert_eq!(commits.load(Ordering::SeqCst), 3);
+        assert!(answers.into_iter().all(|a| answer(a).is_ok()));
+    }
+}
