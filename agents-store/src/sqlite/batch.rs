@@ -7,9 +7,10 @@
 //! opened); if the commit fails, every operation of that batch answers the error, reads
 //! included, so no answer rests on a change that was not stored.
 //!
-//! Nothing waits for company: the first operation to find the connection free takes every
-//! operation queued by then (at most [`MAX_BATCH`]), and the next ones queue while its commit
-//! waits for the disk.
+//! Nothing waits for company: one task at a time drains the queue, each batch every operation
+//! queued by then (at most [`MAX_BATCH`]), and the next ones queue while its commit waits for
+//! the disk. The task starts with the first operation queued while none runs, and stops when
+//! it finds the queue empty.
 
 use super::connection::sql_error;
 use crate::unavailable;
@@ -17,7 +18,7 @@ use agents_runtime::audit::FileIdentity;
 use agents_runtime::store::{StoreError, StoreResult};
 use rusqlite::Connection;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 
 /// The most operations one transaction holds: a long queue is committed in several, so no
@@ -31,20 +32,72 @@ type Answer = Box<dyn FnOnce(&StoreResult<()>) + Send>;
 /// the batch could not start); what it returns answers its caller once the batch has ended.
 pub(super) type Job = Box<dyn FnOnce(Result<&mut Connection, &StoreError>) -> Answer + Send>;
 
-/// The operations waiting for the connection, oldest first.
+/// The operations waiting for the connection, oldest first, and whether a task is draining
+/// them.
 #[derive(Default)]
-pub(super) struct Queue(Mutex<Vec<Job>>);
+pub(super) struct Queue(Mutex<Pending>);
+
+#[derive(Default)]
+struct Pending {
+    jobs: Vec<Job>,
+    draining: bool,
+}
 
 impl Queue {
-    pub(super) fn push(&self, job: Job) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(job);
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The oldest queued operations, at most [`MAX_BATCH`].
+    /// Queues `job`. True when no task is draining the queue: the caller must start one
+    /// ([`Drainer`]), which drains it until it is empty.
+    #[must_use = "a queue nobody drains never answers"]
+    pub(super) fn push(&self, job: Job) -> bool {
+        let mut pending = self.pending();
+        pending.jobs.push(job);
+        !std::mem::replace(&mut pending.draining, true)
+    }
+
+    /// The oldest queued operations, at most [`MAX_BATCH`]; none when the queue is empty, and
+    /// then the draining task stops (in the same lock, so the next push starts another).
     fn take(&self) -> Vec<Job> {
-        let mut queue = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = queue.len().min(MAX_BATCH);
-        queue.drain(..n).collect()
+        let mut pending = self.pending();
+        let n = pending.jobs.len().min(MAX_BATCH);
+        pending.draining = n > 0;
+        pending.jobs.drain(..n).collect()
+    }
+}
+
+/// The one task draining a [`Queue`]. If it ends before the queue is empty (its thread never
+/// started, or it panicked), the operations left are dropped, so each caller answers an error
+/// instead of waiting for ever, and the next push starts a new drainer.
+pub(super) struct Drainer {
+    queue: Arc<Queue>,
+    done: bool,
+}
+
+impl Drainer {
+    pub(super) fn new(queue: Arc<Queue>) -> Self {
+        Drainer { queue, done: false }
+    }
+
+    /// Runs the queued operations until none is left, each batch in one transaction.
+    pub(super) fn drain(mut self, conn: &mut Connection, identity: Option<&FileIdentity>) {
+        let mut jobs = self.queue.take();
+        while !jobs.is_empty() {
+            let rest = commit_batch(conn, jobs, identity);
+            jobs = if rest.is_empty() { self.queue.take() } else { rest };
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Drainer {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut pending = self.queue.pending();
+            pending.draining = false;
+            pending.jobs.clear();
+        }
     }
 }
 
@@ -86,15 +139,6 @@ fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Sto
     let end = if result.is_ok() { "RELEASE agents_op" } else { "ROLLBACK TO agents_op; RELEASE agents_op" };
     conn.execute_batch(end).map_err(sql_error)?;
     result
-}
-
-/// Runs the queued operations until none is left, each batch in one transaction.
-pub(super) fn drain(conn: &mut Connection, queue: &Queue, identity: Option<&FileIdentity>) {
-    let mut jobs = queue.take();
-    while !jobs.is_empty() {
-        let rest = commit_batch(conn, jobs, identity);
-        jobs = if rest.is_empty() { queue.take() } else { rest };
-    }
 }
 
 /// One transaction over `jobs` (the file checked to be the one opened before it starts and
@@ -143,7 +187,6 @@ fn copy(e: &StoreError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A connection whose commits are counted, with one table of names.
@@ -179,7 +222,7 @@ mod tests {
         f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     ) -> oneshot::Receiver<StoreResult<T>> {
         let (answer, answered) = oneshot::channel();
-        q.push(job(f, answer));
+        let _ = q.push(job(f, answer));
         answered
     }
 
@@ -190,7 +233,7 @@ mod tests {
     #[test]
     fn operations_queued_together_commit_once_and_a_failing_one_rolls_back_only_itself() {
         let (mut conn, commits) = counted();
-        let q = Queue::default();
+        let q = Arc::new(Queue::default());
         let a = queue(&q, insert("a"));
         let b = queue(&q, |conn| {
             insert("b")(conn)?;
@@ -198,7 +241,7 @@ mod tests {
         });
         let c = queue(&q, insert("c"));
         let read = queue(&q, |conn| Ok(names(conn)));
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
 
         assert_eq!(commits.load(Ordering::SeqCst), 1, "four operations, one commit");
         assert!(answer(a).is_ok() && answer(c).is_ok());
@@ -211,14 +254,14 @@ mod tests {
     #[test]
     fn a_panicking_operation_answers_an_error_and_leaves_nothing_behind() {
         let (mut conn, commits) = counted();
-        let q = Queue::default();
+        let q = Arc::new(Queue::default());
         let a = queue(&q, insert("a"));
         let p = queue(&q, |conn| -> StoreResult<()> {
             insert("p")(conn)?;
             panic!("a bug in an operation");
         });
         let c = queue(&q, insert("c"));
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
 
         assert_eq!(commits.load(Ordering::SeqCst), 1);
         assert!(answer(p).unwrap_err().to_string().contains("panicked"));
@@ -231,11 +274,11 @@ mod tests {
     #[test]
     fn a_refused_commit_answers_every_operation_of_its_batch_with_the_error() {
         let (mut conn, commits) = counted();
-        let q = Queue::default();
+        let q = Arc::new(Queue::default());
         let a = queue(&q, insert("a"));
         let orphan = queue(&q, |conn| conn.execute("INSERT INTO children VALUES (7)", []).map(drop).map_err(sql_error));
         let read = queue(&q, |conn| Ok(names(conn)));
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
 
         assert_eq!(commits.load(Ordering::SeqCst), 0, "the commit was refused");
         for e in [answer(a).unwrap_err(), answer(orphan).unwrap_err(), answer(read).map(drop).unwrap_err()] {
@@ -246,7 +289,7 @@ mod tests {
 
         // The connection serves the next batch.
         let b = queue(&q, insert("b"));
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
         assert!(answer(b).is_ok());
         assert_eq!(names(&conn), ["b"]);
     }
@@ -257,11 +300,11 @@ mod tests {
     #[test]
     fn a_transaction_ended_under_the_batch_fails_its_operations_and_the_rest_commit_apart() {
         let (mut conn, commits) = counted();
-        let q = Queue::default();
+        let q = Arc::new(Queue::default());
         let a = queue(&q, insert("a"));
         let ender = queue(&q, |conn| conn.execute_batch("ROLLBACK").map_err(sql_error));
         let c = queue(&q, insert("c"));
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
 
         assert!(answer(a).unwrap_err().to_string().contains("rolled back"));
         assert!(answer(ender).is_err());
@@ -273,12 +316,34 @@ mod tests {
     #[test]
     fn a_long_queue_commits_in_batches_of_at_most_max_batch() {
         let (mut conn, commits) = counted();
-        let q = Queue::default();
+        let q = Arc::new(Queue::default());
         let answers: Vec<_> = (0..MAX_BATCH * 2 + 1)
             .map(|i| queue(&q, move |conn| conn.execute("INSERT INTO parents VALUES (?1)", [i]).map_err(sql_error)))
             .collect();
-        drain(&mut conn, &q, None);
+        Drainer::new(q.clone()).drain(&mut conn, None);
         assert_eq!(commits.load(Ordering::SeqCst), 3);
         assert!(answers.into_iter().all(|a| answer(a).is_ok()));
+    }
+
+    #[test]
+    fn one_drainer_at_a_time_and_one_that_never_ran_leaves_no_caller_waiting() {
+        let q = Arc::new(Queue::default());
+        let (first, mut dropped) = oneshot::channel();
+        assert!(q.push(job(insert("a"), first)), "the first operation starts a drainer");
+        let (second, _) = oneshot::channel();
+        assert!(!q.push(job(insert("b"), second)), "while one drains, nobody starts another");
+
+        // The drainer's thread never ran (a runtime shutting down): its callers are told.
+        drop(Drainer::new(q.clone()));
+        assert!(matches!(dropped.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+
+        let (third, stored) = oneshot::channel();
+        assert!(q.push(job(insert("c"), third)), "the next operation starts a new drainer");
+        let (mut conn, _) = counted();
+        Drainer::new(q.clone()).drain(&mut conn, None);
+        assert!(answer(stored).is_ok());
+        assert_eq!(names(&conn), ["c"], "the abandoned operations were not run");
+        let (fourth, _) = oneshot::channel();
+        assert!(q.push(job(insert("d"), fourth)), "a drainer that emptied the queue stopped");
     }
 }

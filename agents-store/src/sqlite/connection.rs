@@ -1,7 +1,7 @@
 //! The store's file: opened and migrated, its one connection, and the helpers every operation
 //! uses.
 
-use super::batch::{self, Queue};
+use super::batch::{self, Drainer, Queue};
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::FileIdentity;
@@ -90,14 +90,15 @@ impl SqliteStore {
         let (conn, identity, queue) = (self.conn.clone(), self.identity.clone(), self.queue.clone());
         Box::pin(async move {
             let (answer, answered) = oneshot::channel();
-            queue.push(batch::job(f, answer));
-            // Whichever task finds the connection free commits every operation queued by then.
-            tokio::task::spawn_blocking(move || {
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                batch::drain(&mut conn, &queue, identity.as_ref().as_ref());
-            })
-            .await
-            .map_err(|e| unavailable("SQLite task", e))?;
+            if queue.push(batch::job(f, answer)) {
+                // No task drains the queue: this one starts one, which commits every operation
+                // queued until it finds the queue empty.
+                let drainer = Drainer::new(queue);
+                tokio::task::spawn_blocking(move || {
+                    let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                    drainer.drain(&mut conn, identity.as_ref().as_ref());
+                });
+            }
             answered.await.map_err(|_| unavailable("SQLite store", "the operation ended without an answer"))?
         })
     }
