@@ -127,7 +127,7 @@ pub(super) fn job<T: Send + 'static>(
 /// Runs `f` in a savepoint of its own: released if `f` succeeds, rolled back if it fails or
 /// panics.
 fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> StoreResult<T>) -> StoreResult<T> {
-    conn.execute_batch("SAVEPOINT agents_op").map_err(sql_error)?;
+    exec(conn, "SAVEPOINT agents_op")?;
     // Unwind safety: after a panic nothing `f` captured is used again, and its changes are
     // rolled back below (its own savepoints were rolled back as the panic dropped them).
     let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
@@ -136,8 +136,10 @@ fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Sto
         // SQLite ended the whole transaction (an I/O error, a full disk): the batch fails.
         return result;
     }
-    let end = if result.is_ok() { "RELEASE agents_op" } else { "ROLLBACK TO agents_op; RELEASE agents_op" };
-    conn.execute_batch(end).map_err(sql_error)?;
+    if result.is_err() {
+        exec(conn, "ROLLBACK TO agents_op")?;
+    }
+    exec(conn, "RELEASE agents_op")?;
     result
 }
 
@@ -147,7 +149,7 @@ fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Sto
 fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIdentity>) -> Vec<Job> {
     let still_the_file =
         || identity.map_or(Ok(()), FileIdentity::check).map_err(|e| unavailable("SQLite state store", e));
-    if let Err(e) = still_the_file().and_then(|()| conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)) {
+    if let Err(e) = still_the_file().and_then(|()| exec(conn, "BEGIN IMMEDIATE")) {
         for job in jobs {
             job(Err(&e))(&Ok(()));
         }
@@ -164,7 +166,7 @@ fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIde
     let committed = if conn.is_autocommit() {
         Err(unavailable("SQLite state store", "the transaction was rolled back (an I/O error or a full disk); retry"))
     } else {
-        conn.execute_batch("COMMIT").map_err(sql_error).and_then(|()| still_the_file())
+        exec(conn, "COMMIT").and_then(|()| still_the_file())
     };
     if committed.is_err() && !conn.is_autocommit() {
         // A failed COMMIT can leave the transaction open: end it, changing nothing.
@@ -174,6 +176,11 @@ fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIde
         answer(&committed);
     }
     jobs.collect()
+}
+
+/// Runs one of the batch's own statements, parsed once per connection.
+fn exec(conn: &Connection, sql: &str) -> StoreResult<()> {
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute([])).map(drop).map_err(sql_error)
 }
 
 /// The same error again, for each operation of a batch that failed as a whole.

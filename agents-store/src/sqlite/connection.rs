@@ -49,6 +49,8 @@ impl SqliteStore {
         let at = |e: rusqlite::Error| unavailable(&format!("SQLite store `{}`", path.display()), e);
         let mut conn = Connection::open(&path).map_err(at)?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(at)?;
+        // Room for every statement the store prepares once (its own and the batches').
+        conn.set_prepared_statement_cache_capacity(64);
         // A file migrated by a newer build is refused before anything is written to it: the
         // switch to WAL below rewrites the file's header.
         refuse_newer(&conn)?;
