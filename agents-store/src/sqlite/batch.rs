@@ -12,7 +12,6 @@
 //! the disk. The task starts with the first operation queued while none runs, and stops when
 //! it finds the queue empty.
 
-use super::connection::sql_error;
 use crate::unavailable;
 use agents_runtime::audit::FileIdentity;
 use agents_runtime::store::{StoreError, StoreResult};
@@ -176,6 +175,11 @@ fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIde
         answer(&committed);
     }
     jobs.collect()
+}
+
+/// An error of SQLite's, as the store answers it.
+pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
+    unavailable("SQLite", e)
 }
 
 /// Runs one of the batch's own statements, parsed once per connection.

@@ -1,11 +1,12 @@
 //! The store's file: opened and migrated, its one connection, and the helpers every operation
 //! uses.
 
+pub(super) use super::batch::sql_error;
 use super::batch::{self, Drainer, Queue};
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::FileIdentity;
-use agents_runtime::store::{StoreError, StoreResult};
+use agents_runtime::store::StoreResult;
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,10 +36,6 @@ pub struct SqliteStore {
 
 pub(super) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, millis)
-}
-
-pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
-    unavailable("SQLite", e)
 }
 
 impl SqliteStore {
