@@ -20,8 +20,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 
-/// The most operations one transaction holds: a long queue is committed in several, so no
-/// answer waits for more than this many operations ahead of it.
+/// The most operations one transaction holds: a long queue is committed in several, so the
+/// file's write lock is held for at most this many operations at a time, and an answer waits
+/// for at most one such transaction beyond its own.
 pub(super) const MAX_BATCH: usize = 256;
 
 /// Hands an operation the batch's outcome once the transaction holding it has ended.
@@ -148,6 +149,11 @@ fn in_savepoint<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Sto
 fn commit_batch(conn: &mut Connection, jobs: Vec<Job>, identity: Option<&FileIdentity>) -> Vec<Job> {
     let still_the_file =
         || identity.map_or(Ok(()), FileIdentity::check).map_err(|e| unavailable("SQLite state store", e));
+    if !conn.is_autocommit() {
+        // A transaction left open by a drainer that died in the middle of it: none of its
+        // operations was answered with success, so it is rolled back before the next begins.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
     if let Err(e) = still_the_file().and_then(|()| exec(conn, "BEGIN IMMEDIATE")) {
         for job in jobs {
             job(Err(&e))(&Ok(()));
@@ -356,5 +362,19 @@ mod tests {
         assert_eq!(names(&conn), ["c"], "the abandoned operations were not run");
         let (fourth, _) = oneshot::channel();
         assert!(q.push(job(insert("d"), fourth)), "a drainer that emptied the queue stopped");
+    }
+
+    /// A drainer that died inside a transaction (its operations dropped, none answered with
+    /// success) leaves it open; the next batch rolls it back and begins its own.
+    #[test]
+    fn a_transaction_left_open_is_rolled_back_before_the_next_batch() {
+        let (mut conn, commits) = counted();
+        conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO names VALUES ('left')").unwrap();
+        let q = Arc::new(Queue::default());
+        let b = queue(&q, insert("b"));
+        Drainer::new(q.clone()).drain(&mut conn, None);
+        assert!(answer(b).is_ok());
+        assert_eq!(commits.load(Ordering::SeqCst), 1);
+        assert_eq!(names(&conn), ["b"], "nothing of the abandoned transaction was committed");
     }
 }
