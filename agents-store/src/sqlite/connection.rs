@@ -41,6 +41,8 @@ pub(super) fn now_ms() -> i64 {
 impl SqliteStore {
     /// Opens (or creates) the store at `path`, applying the schema migrations it lacks.
     /// Refuses ([`StoreError::NewerSchema`], nothing changed) a file migrated by a newer build.
+    ///
+    /// [`StoreError::NewerSchema`]: agents_runtime::store::StoreError::NewerSchema
     pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
         let at = |e: rusqlite::Error| unavailable(&format!("SQLite store `{}`", path.display()), e);
@@ -113,8 +115,9 @@ fn version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row(&format!("SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}"), [], |r| r.get(0))
 }
 
-/// Refuses ([`StoreError::NewerSchema`]) a file whose schema is newer than this build knows,
-/// by reading it only (nothing is written to the file).
+/// Refuses ([`StoreError::NewerSchema`](agents_runtime::store::StoreError::NewerSchema)) a
+/// file whose schema is newer than this build knows, by reading it only (nothing is written
+/// to the file).
 fn refuse_newer(conn: &Connection) -> StoreResult<()> {
     let versioned: bool = conn
         .query_row(
