@@ -97,7 +97,7 @@ mod sink;
 
 pub use memory::{MEMORY_SWEEP_EVERY, MemoryStore};
 pub use signal::{DECISION_SIGNALS_HELD, DecisionSignal};
-pub use sink::{STORE_MAX_BATCH, StoreAuditSink};
+pub use sink::{STORE_IN_FLIGHT, STORE_MAX_BATCH, StoreAuditSink};
 
 use crate::BoxFuture;
 use crate::audit::{AuditRecord, ChainSummary};
@@ -570,11 +570,21 @@ pub trait Store: Send + Sync + 'static {
     /// Seals `records` (a plain chain: `seq`, `prev_hash`, `hash`) after the head of
     /// `stream` and stores them, in one transaction that holds the stream's head locked, so
     /// concurrent appenders on any node extend one chain. Returns the sealed records.
+    /// Appends a process calls without waiting are sealed in the order of the calls, except
+    /// batches the database refused for a head that moved on (another node appended, or the
+    /// batch before failed): those are sealed again after the stored head, in either order.
     fn append_audit<'a>(
         &'a self,
         stream: &'a str,
         records: Vec<AuditRecord>,
     ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>>;
+
+    /// Whether an append to `stream` called now would be sent behind the last one before its
+    /// answer; only then does a [`StoreAuditSink`] send a second batch ([`STORE_IN_FLIGHT`]).
+    /// Default `false`.
+    fn pipelines_audit(&self, _stream: &str) -> bool {
+        false
+    }
 
     /// Verifies `stream`'s chain from its first record.
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>>;

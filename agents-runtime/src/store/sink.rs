@@ -1,12 +1,20 @@
 //! An audit sink on a store's audit stream, with group commit.
 
-use super::Store;
+use super::{Store, StoreResult};
 use crate::audit::{Appended, AuditError, AuditRecord, AuditSink};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesOrdered;
+use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::Poll;
 use tokio::sync::{mpsc, oneshot};
 
 /// The most records one commit of a [`StoreAuditSink`] carries.
 pub const STORE_MAX_BATCH: usize = 512;
+
+/// The most batches a [`StoreAuditSink`] has sent and not yet seen answered: the next batch
+/// goes out while the one before is still committing.
+pub const STORE_IN_FLIGHT: usize = 2;
 
 type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 
@@ -16,7 +24,14 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 ///
 /// Concurrent appends of this process are committed together: one task takes every record
 /// waiting (up to [`STORE_MAX_BATCH`]) and appends them in one transaction, so the cost of
-/// a commit is shared by the producers that arrived during the previous one. `append`
+/// a commit is shared by the producers that arrived during the previous one. Where the store
+/// sends an append behind the one before without waiting for its answer
+/// ([`Store::pipelines_audit`]: PostgreSQL, while no other node appends to the stream), the
+/// next batch is sent while the one before is still committing (at most [`STORE_IN_FLIGHT`]
+/// are out): the store seals each after the head the one before it leaves, in the order they
+/// were sent (see [`Store::append_audit`]), and the batches are answered in that order. A
+/// call's `proposed` record and its outcome are never in flight together: the outcome is
+/// written once the `proposed` record is acknowledged. `append`
 /// resolves once the batch's transaction committed. A failed transaction stores none of its
 /// records (the database rolls it back), so the chain's head stays known and the next batch
 /// continues it: unlike a file sink, nothing is poisoned. A transaction whose answer was lost
@@ -50,24 +65,60 @@ impl StoreAuditSink {
         let sink = StoreAuditSink { sender, store: store.clone(), stream: stream.clone() };
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(STORE_MAX_BATCH);
-            while receiver.recv_many(&mut batch, STORE_MAX_BATCH).await > 0 {
-                let (records, replies): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
-                match store.append_audit(&stream, records).await {
-                    Ok(sealed) => {
-                        for (record, reply) in sealed.into_iter().zip(replies) {
-                            let _ = reply.send(Ok(record));
-                        }
+            let mut in_flight = FuturesOrdered::new();
+            let mut open = true;
+            while open || !in_flight.is_empty() {
+                // The oldest batch's answer first; new records when none is out, or fewer
+                // than `STORE_IN_FLIGHT` and the store sends the next behind the last.
+                let next = poll_fn(|cx| {
+                    if let Poll::Ready(Some((result, replies))) = in_flight.poll_next_unpin(cx) {
+                        return Poll::Ready(Next::Answered(result, replies));
                     }
-                    Err(e) => {
-                        let text = e.to_string();
-                        for reply in replies {
-                            let _ = reply.send(Err(AuditError::Refused(text.clone())));
-                        }
+                    let room =
+                        in_flight.is_empty() || (in_flight.len() < STORE_IN_FLIGHT && store.pipelines_audit(&stream));
+                    if open && room {
+                        return receiver.poll_recv_many(cx, &mut batch, STORE_MAX_BATCH).map(Next::Received);
+                    }
+                    Poll::Pending
+                })
+                .await;
+                match next {
+                    Next::Answered(result, replies) => answer(result, replies),
+                    Next::Received(0) => open = false,
+                    Next::Received(_) => {
+                        let (records, replies): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+                        let append = store.append_audit(&stream, records);
+                        in_flight.push_back(async move { (append.await, replies) });
                     }
                 }
             }
         });
         sink
+    }
+}
+
+/// What the committing task does next.
+enum Next {
+    /// The oldest batch in flight was answered.
+    Answered(StoreResult<Vec<AuditRecord>>, Vec<Reply>),
+    /// This many records arrived (none: every sender is gone).
+    Received(usize),
+}
+
+/// Answers the producers of a batch, in the order of its records.
+fn answer(result: StoreResult<Vec<AuditRecord>>, replies: Vec<Reply>) {
+    match result {
+        Ok(sealed) => {
+            for (record, reply) in sealed.into_iter().zip(replies) {
+                let _ = reply.send(Ok(record));
+            }
+        }
+        Err(e) => {
+            let text = e.to_string();
+            for reply in replies {
+                let _ = reply.send(Err(AuditError::Refused(text.clone())));
+            }
+        }
     }
 }
 

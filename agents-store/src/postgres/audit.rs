@@ -1,7 +1,8 @@
 //! The audit streams: appends sealed into each stream's hash chain under its head's row lock,
 //! verification, and the final records still owed for calls that were proposed.
 
-use super::connection::{Head, PostgresStore, abandon, lock, outcome_unknown, pg_error};
+use super::connection::{PostgresStore, abandon, lock, outcome_unknown, pg_error};
+use super::lane::{Head, Lane};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, AuditStatus, ChainSummary, GENESIS_HASH};
@@ -10,54 +11,68 @@ use agents_runtime::store::{
 };
 use deadpool_postgres::Object;
 use futures::future::join;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
+use tokio::sync::oneshot;
 use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
 /// A batch sent to the database in an append: the sealed records and the head they leave.
 type Sent = (Vec<AuditRecord>, Head);
 
-/// [`Store::append_audit`](crate::Store::append_audit).
+/// [`Store::append_audit`](crate::Store::append_audit). The append takes its turn in the
+/// stream's lane now, before its task starts, so batches are sealed in the order of the calls;
+/// while the head is known, a batch is sent behind those in flight without waiting for their
+/// answers (see [`Lane`]).
 pub(super) fn append_audit<'a>(
     store: &'a PostgresStore,
     stream: &'a str,
     records: Vec<AuditRecord>,
 ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
+    let (before, turn) = store.lane(stream, Lane::turn);
     let owned = store.clone();
     let stream = stream.to_owned();
     store.spawned(async move {
         let store = owned;
+        // The append called before this one has sent its batch (or given up).
+        if let Some(before) = before {
+            let _ = before.await;
+        }
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let client = store.client().await?;
-        let cached = lock(&store.heads).get(&stream).cloned();
         let mut records = records;
-        if let Some(head) = cached {
-            match append_after(&client, &stream, &head, records).await {
-                Ok((sealed, new_head)) => {
-                    lock(&store.heads).insert(stream, new_head);
-                    return Ok(sealed);
-                }
-                // Another node appended since (the statement, its own transaction, stored
-                // nothing): the records are sealed again after the head read under its lock
-                // below.
-                Err((e, Some((sent, _))))
-                    if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) =>
-                {
-                    records = sent;
-                }
-                Err((e, sent)) => return store.append_failed(&client, &stream, e, sent).await,
+        let (head, pipeline) = store.lane(&stream, |lane| (lane.head.clone(), lane.may_pipeline()));
+        if let Some(head) = head {
+            // The next append's turn: given once this batch is sent, or (one at a time) held
+            // until it is answered.
+            let mut next = if pipeline { Some(turn) } else { None };
+            match store.append_pipelined(&stream, &head, records, &mut next).await? {
+                Ok(sealed) => return Ok(sealed),
+                // Another node appended since, or the batch before this one failed (the
+                // statement stored nothing): sealed again after the head read under its lock.
+                Err(refused) => records = refused,
             }
         }
+        // The head is read under its lock; the next append waits for it (its turn is held
+        // until this task ends).
+        let client = store.client().await?;
         match append_locked(&client, &stream, records).await {
             Ok((sealed, new_head)) => {
-                lock(&store.heads).insert(stream, new_head);
+                store.lane(&stream, |lane| lane.head = Some(new_head));
                 Ok(sealed)
             }
-            Err((e, sent)) => store.append_failed(&client, &stream, e, sent).await,
+            Err((e, sent)) => store.append_failed(Some(&client), &stream, e, sent).await,
         }
     })
+}
+
+/// [`Store::pipelines_audit`](crate::Store::pipelines_audit): while this store knows the
+/// stream's head and no batch of it was refused lately (see [`Lane`]).
+pub(super) fn pipelines_audit(store: &PostgresStore, stream: &str) -> bool {
+    lock(&store.lanes).get(stream).is_some_and(Lane::pipelines)
 }
 
 /// [`Store::verify_audit`](crate::Store::verify_audit).
@@ -245,27 +260,6 @@ async fn send(
     client.execute(append, &args).await.map(drop)
 }
 
-/// Seals `records` after `head` as this node last saw it and stores them in one statement
-/// (one round trip, its own transaction): the head advanced from exactly `head` (which takes
-/// the head row's lock, waiting for another node's append to end, and fails with SQLSTATE
-/// 40001 if the head moved on), the records inserted, their debts kept. On a server's error
-/// the statement stored nothing.
-async fn append_after(
-    client: &Object,
-    stream: &str,
-    head: &Head,
-    records: Vec<AuditRecord>,
-) -> Result<Sent, (tokio_postgres::Error, Option<Sent>)> {
-    let append = client.prepare_cached(APPEND).await.map_err(|e| (e, None))?;
-    let batch = Sealed::after(head.0, &head.1, records);
-    let answer = send(client, &append, stream, head, &batch).await;
-    let sent = batch.sent(head.2);
-    match answer {
-        Ok(()) => Ok(sent),
-        Err(e) => Err((e, Some(sent))),
-    }
-}
-
 /// Reads the head under its row lock (creating a new stream's head), seals `records` after
 /// it and appends them, in one transaction of two round trips. A writer on another node
 /// blocks on the lock until this transaction ends, then reads the head it left.
@@ -315,26 +309,87 @@ impl<'a> Columns<'a> {
 }
 
 impl PostgresStore {
+    /// Runs `f` on `stream`'s lane (created if new).
+    fn lane<T>(&self, stream: &str, f: impl FnOnce(&mut Lane) -> T) -> T {
+        let mut lanes = lock(&self.lanes);
+        match lanes.get_mut(stream) {
+            Some(lane) => f(lane),
+            None => f(lanes.entry(stream.to_owned()).or_default()),
+        }
+    }
+
+    /// Seals `records` after `head` (the head the batch before leaves, as this store expects
+    /// it) and stores them in one statement, its own transaction: the head advanced from
+    /// exactly `head` (which takes the head row's lock, waiting for another node's append to
+    /// end, and fails with SQLSTATE 40001 if the head is elsewhere), the records inserted,
+    /// their debts kept. The statement is sent on the connection of the batches in flight,
+    /// behind them; once it has left, the lane's head is the one this batch leaves and `turn`
+    /// is given to the next append, which does not wait for this one's answer. `Err` inside
+    /// `Ok` gives back the records of a batch refused for its head (nothing stored).
+    async fn append_pipelined(
+        &self,
+        stream: &str,
+        head: &Head,
+        records: Vec<AuditRecord>,
+        turn: &mut Option<oneshot::Sender<()>>,
+    ) -> StoreResult<Result<Vec<AuditRecord>, Vec<AuditRecord>>> {
+        let client = match self.lane(stream, |lane| lane.client()) {
+            Some(client) => client,
+            None => {
+                let client = Arc::new(self.client().await?);
+                self.lane(stream, |lane| lane.keep_client(&client));
+                client
+            }
+        };
+        let append = match client.prepare_cached(APPEND).await {
+            Ok(append) => append,
+            Err(e) => return self.append_failed(None, stream, e, None).await.map(Ok),
+        };
+        let batch = Sealed::after(head.0, &head.1, records);
+        let answer = {
+            let mut request = pin!(send(&client, &append, stream, head, &batch));
+            // The first poll sends the statement (the driver queues it on the connection in
+            // the order it was polled); only then may the next batch be sealed and sent.
+            let first = futures::poll!(request.as_mut());
+            let leaves = (batch.to.0, batch.to.1.clone(), head.2);
+            self.lane(stream, |lane| lane.head = Some(leaves));
+            drop(turn.take());
+            match first {
+                Poll::Ready(answer) => answer,
+                Poll::Pending => request.await,
+            }
+        };
+        let sent = batch.sent(head.2);
+        match answer {
+            Ok(()) => Ok(Ok(sent.0)),
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                self.lane(stream, Lane::refused);
+                Ok(Err(sent.0))
+            }
+            Err(e) => self.append_failed(None, stream, e, Some(sent)).await.map(Ok),
+        }
+    }
+
     /// Answers an append that failed with `e` after sending `sent` (or before sending any
     /// records). When the server's answer was lost, the batch is read back instead of taken as
     /// not written: a `proposed` record whose COMMIT went through but whose reply was lost is
     /// then acknowledged, so its call goes on to its final record.
     async fn append_failed(
         &self,
-        client: &Object,
+        in_transaction: Option<&Object>,
         stream: &str,
         e: tokio_postgres::Error,
         sent: Option<Sent>,
     ) -> StoreResult<Vec<AuditRecord>> {
-        lock(&self.heads).remove(stream);
-        if !client.is_closed() {
+        self.lane(stream, Lane::reset);
+        if let Some(client) = in_transaction.filter(|client| !client.is_closed()) {
             abandon(client).await;
         }
         let Some((sealed, head)) = sent.filter(|_| outcome_unknown(&e)) else { return Err(pg_error(e)) };
         match self.landed(stream, &head).await {
             Ok(Some(fence)) => {
                 tracing::warn!(stream, seq = head.0, "an audit append's reply was lost; it was read back as stored");
-                lock(&self.heads).insert(stream.to_owned(), (head.0, head.1, fence));
+                self.lane(stream, |lane| lane.head = Some((head.0, head.1, fence)));
                 Ok(sealed)
             }
             Ok(None) => Err(pg_error(e)),

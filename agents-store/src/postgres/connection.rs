@@ -1,5 +1,6 @@
 //! The store's connection pool, its schema migrations, and the helpers every operation uses.
 
+use super::lane::Lane;
 use super::settings::PostgresSettings;
 use crate::{POSTGRES_MIGRATIONS, VERSION_TABLE, check_version, unavailable};
 use agents_runtime::BoxFuture;
@@ -25,9 +26,9 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7473_0001;
 #[derive(Clone)]
 pub struct PostgresStore {
     pub(super) pool: Pool,
-    /// The head of each audit stream as this node last left it: a guess, checked by the
-    /// database on every append.
-    pub(super) heads: Arc<Mutex<HashMap<String, Head>>>,
+    /// Each audit stream's appends from this store, in the order they were called (see
+    /// `lane::Lane`).
+    pub(super) lanes: Arc<Mutex<HashMap<String, Lane>>>,
     /// How the connection that hears decisions connects (see `listen`).
     pub(super) listen: Arc<Listen>,
 }
@@ -88,9 +89,6 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A stream's head: the last record's `seq` and `hash`, and the stream's fence.
-pub(super) type Head = (i64, String, i64);
-
 impl PostgresStore {
     /// Connects with a libpq-style connection string (`host=... port=... user=... dbname=...`
     /// or a `postgresql://` URL) and a pool of at most `max_connections`, then applies the
@@ -118,7 +116,7 @@ impl PostgresStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(pg_error)?;
-        let store = PostgresStore { pool, heads: Arc::default(), listen };
+        let store = PostgresStore { pool, lanes: Arc::default(), listen };
         store.migrate().await?;
         Ok(store)
     }

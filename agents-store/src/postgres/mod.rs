@@ -12,6 +12,7 @@ mod checkpoints;
 mod claims;
 mod connection;
 mod harness;
+mod lane;
 mod listen;
 mod proposals;
 mod sessions;

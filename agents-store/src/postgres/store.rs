@@ -176,6 +176,10 @@ impl Store for PostgresStore {
         audit::append_audit(self, stream, records)
     }
 
+    fn pipelines_audit(&self, stream: &str) -> bool {
+        audit::pipelines_audit(self, stream)
+    }
+
     fn verify_audit<'a>(&'a self, stream: &'a str) -> BoxFuture<'a, StoreResult<ChainSummary>> {
         audit::verify_audit(self, stream)
     }

@@ -44,6 +44,8 @@ struct Relay {
     cuts: Arc<AtomicUsize>,
     /// How many of the next new connections are refused (closed at once).
     refuse: Arc<AtomicUsize>,
+    /// Every byte the clients sent, in the order the relay read them.
+    sent: Arc<Mutex<Vec<u8>>>,
 }
 
 /// The armed cut, if any.
@@ -68,8 +70,10 @@ impl Relay {
     async fn start(upstream: u16) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let relay = Relay { port, cut: Arc::default(), cuts: Arc::default(), refuse: Arc::default() };
-        let (cut, cuts, refuse) = (relay.cut.clone(), relay.cuts.clone(), relay.refuse.clone());
+        let relay =
+            Relay { port, cut: Arc::default(), cuts: Arc::default(), refuse: Arc::default(), sent: Arc::default() };
+        let (cut, cuts, refuse, sent) =
+            (relay.cut.clone(), relay.cuts.clone(), relay.refuse.clone(), relay.sent.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else { return };
@@ -78,7 +82,7 @@ impl Relay {
                     continue;
                 }
                 let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
-                let link = Link { cut: cut.clone(), cuts: cuts.clone(), refuse: refuse.clone() };
+                let link = Link { cut: cut.clone(), cuts: cuts.clone(), refuse: refuse.clone(), log: sent.clone() };
                 tokio::spawn(link.pump(client, server));
             }
         });
@@ -124,6 +128,11 @@ impl Relay {
         self.cuts.load(SeqCst)
     }
 
+    /// Whether a client has sent `pattern` through the relay.
+    fn has_sent(&self, pattern: &[u8]) -> bool {
+        holds(&self.sent.lock().unwrap(), pattern)
+    }
+
     /// Whether the armed cut is still waiting for its pattern.
     fn still_armed(&self) -> bool {
         self.cut.lock().unwrap().reply.is_some()
@@ -139,6 +148,7 @@ struct Link {
     cut: Arc<Mutex<Cut>>,
     cuts: Arc<AtomicUsize>,
     refuse: Arc<AtomicUsize>,
+    log: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Link {
@@ -149,8 +159,8 @@ impl Link {
         let sent = Arc::new(AtomicBool::new(false));
         let drop_client = Arc::new(tokio::sync::Notify::new());
         let upstream = {
-            let (cut, cuts, sent, drop_client) =
-                (self.cut.clone(), self.cuts.clone(), sent.clone(), drop_client.clone());
+            let (cut, cuts, sent, drop_client, log) =
+                (self.cut.clone(), self.cuts.clone(), sent.clone(), drop_client.clone(), self.log.clone());
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
@@ -158,6 +168,7 @@ impl Link {
                         Ok(0) | Err(_) => return,
                         Ok(n) => n,
                     };
+                    log.lock().unwrap().extend_from_slice(&buf[..n]);
                     {
                         let mut cut = cut.lock().unwrap();
                         if cut.sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
@@ -350,6 +361,142 @@ async fn an_append_that_reaches_the_server_after_its_read_back_stores_nothing() 
     assert_eq!(lines.len(), 1, "refused ({e}), and never stored later");
     store.append_audit("s", vec![sample_record(3, "a")]).await.expect("the chain goes on");
     assert_eq!(store.verify_audit("s").await.unwrap().records, 2);
+}
+
+/// Two appends called one after the other without waiting: the second is sealed after the
+/// head the first leaves and sent on the same connection while the first is still waiting for
+/// the head's lock (held here by an operator's transaction); the server runs them in that
+/// order. Were the second sent only once the first was answered, it would not reach the relay
+/// while the lock is held; were it sent on a connection of its own, it would wait for one
+/// (the pool holds one connection) and never leave, or (with more) two statements would wait
+/// for the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_batch_is_sent_behind_the_last_one_before_its_answer() {
+    let cluster = cluster();
+    let direct = cluster.create_database("pipelined").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("pipelined"), 1).await.unwrap();
+    store.append_audit("s", vec![sample_record(0, "first")]).await.unwrap();
+    let operator = raw(&direct).await;
+    operator.batch_execute("BEGIN; SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE").await.unwrap();
+    let first = store.append_audit("s", vec![sample_record(1, "first")]);
+    let second = store.append_audit("s", vec![sample_record(2, "second")]);
+    let watch = async {
+        tokio::time::timeout(HANG, async {
+            while !relay.has_sent(b"call-second-2") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the second batch leaves while the first waits for the head's lock");
+        let waiting: i64 = operator
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT agents_audit_append%' \
+                 AND state = 'active'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(waiting, 1, "both batches on one connection, the second behind the first");
+        operator.batch_execute("COMMIT").await.unwrap();
+    };
+    let ((), first, second) = tokio::time::timeout(HANG, async { tokio::join!(watch, first, second) })
+        .await
+        .expect("both appends end once the lock is released");
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!((first[0].seq, second[0].seq), (2, 3), "sealed in the order of the calls");
+    assert_eq!(second[0].prev_hash, first[0].hash);
+    let lines = stored_records(&direct, "s").await;
+    assert_eq!(lines[1..], [first[0].to_line(), second[0].to_line()], "stored as acknowledged");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 3);
+}
+
+/// The reply to the first of two batches in flight is lost, which loses the connection and
+/// the second's reply with it: each is read back, and acknowledged exactly when it is stored.
+/// The second may have reached the server before the first's read-back moved the stream's
+/// fence on (then it is stored) or after (then it is refused and never stored later); either
+/// way the answer says what the database holds, and the chain goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_batches_in_flight_whose_replies_are_lost_are_acknowledged_exactly_when_stored() {
+    let cluster = cluster();
+    let direct = cluster.create_database("pipelined_lost").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo("pipelined_lost"), 4).await.unwrap();
+    for round in 0..3 {
+        // The head is known after an append that went through, so the next two are sent one
+        // behind the other (after a failure the head is read under its lock, one at a time).
+        store.append_audit("s", vec![sample_record(10 * round, "a")]).await.unwrap();
+        relay.cut_reply_holding(b"SELECT 1\0");
+        let (first, second) = tokio::time::timeout(HANG, async {
+            tokio::join!(
+                store.append_audit("s", vec![sample_record(10 * round + 1, "a")]),
+                store.append_audit("s", vec![sample_record(10 * round + 2, "a")])
+            )
+        })
+        .await
+        .expect("both appends end");
+        assert!(!relay.still_armed(), "the relay cut the first batch's reply");
+        let lines = stored_records(&direct, "s").await;
+        let first = first.expect("the first batch's statement was carried out: read back and acknowledged");
+        assert!(lines.contains(&first[0].to_line()), "acknowledged and stored");
+        match second {
+            Ok(sealed) => assert!(lines.contains(&sealed[0].to_line()), "acknowledged and stored"),
+            Err(e) => assert!(
+                !lines.iter().any(|l| l.contains(&format!("req-a-{}\"", 10 * round + 2))),
+                "refused ({e}) and not stored"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let later = stored_records(&direct, "s").await;
+        assert_eq!(later, lines, "nothing refused is stored later");
+    }
+    store.append_audit("s", vec![sample_record(99, "a")]).await.expect("the chain goes on");
+    store.verify_audit("s").await.unwrap();
+}
+
+/// The audit sink keeps two batches in flight, never three: while an operator's transaction
+/// holds the stream's head, the sink's first batch waits for the lock, its second is sent
+/// behind it, and a third record waits in the sink. Once the lock is released, all three are
+/// acknowledged in the order they were appended, in one chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_sink_sends_a_second_batch_before_the_first_is_answered_and_no_third() {
+    let cluster = cluster();
+    let direct = cluster.create_database("sink_in_flight").await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&relay.conninfo("sink_in_flight"), 4).await.unwrap());
+    let sink = StoreAuditSink::new(store.clone(), "s");
+    use agents_runtime::audit::AuditSink;
+    sink.append(sample_record(0, "warm")).await.unwrap();
+    let operator = raw(&direct).await;
+    operator.batch_execute("BEGIN; SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE").await.unwrap();
+    let sent = |marker: &'static [u8]| {
+        let relay = &relay;
+        async move {
+            tokio::time::timeout(HANG, async {
+                while !relay.has_sent(marker) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .is_ok()
+        }
+    };
+    let first = sink.append(sample_record(1, "first"));
+    let watch = async {
+        assert!(sent(b"call-first-1").await, "the first batch is sent");
+        let second = sink.append(sample_record(2, "second"));
+        assert!(sent(b"call-second-2").await, "the second batch is sent while the first waits for the lock");
+        let third = sink.append(sample_record(3, "third"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!relay.has_sent(b"call-third-3"), "a third batch waits until one of the two is answered");
+        operator.batch_execute("COMMIT").await.unwrap();
+        tokio::try_join!(second, third)
+    };
+    let (first, rest) = tokio::time::timeout(HANG, async { tokio::join!(first, watch) }).await.expect("all end");
+    let (first, (second, third)) = (first.unwrap(), rest.unwrap());
+    assert_eq!([first.seq, second.seq, third.seq], [2, 3, 4], "acknowledged in the order appended");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

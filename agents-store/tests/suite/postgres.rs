@@ -261,12 +261,35 @@ async fn the_audit_append_is_planned_once_and_still_refuses_a_stale_head() {
     // append would fail instead (its record on a taken `seq`, the head moved back).
     let other = PostgresStore::connect(&url, 2).await.unwrap();
     let theirs = other.append_audit("clinic", vec![sample_record(1, "b")]).await.unwrap();
+    assert!(store.pipelines_audit("clinic"), "the head it left is known: the next batch may go behind the last");
     let ours = store.append_audit("clinic", vec![sample_record(2, "a")]).await.unwrap();
     assert_eq!((theirs[0].seq, ours[0].seq), (2, 3), "sealed again after the other node's record");
+    assert!(
+        !store.pipelines_audit("clinic"),
+        "after a refusal (another node appends too) the next appends go one at a time"
+    );
     assert_eq!(ours[0].prev_hash, theirs[0].hash);
     assert_eq!(sealed[0].seq, 1);
     let summary = store.verify_audit("clinic").await.unwrap();
     assert_eq!((summary.records, summary.last_hash.as_str()), (3, ours[0].hash.as_str()), "one chain");
+
+    // A third node that has appended once sends its next two appends one behind the other;
+    // the other node appends in between. The first is refused for its stale head, and the
+    // second, sealed after the first, with it: both are sealed again after the head read
+    // under its lock, and stored once each.
+    let third = PostgresStore::connect(&url, 2).await.unwrap();
+    assert!(!third.pipelines_audit("clinic"), "a head not yet read is read under its lock, one append at a time");
+    third.append_audit("clinic", vec![sample_record(3, "c")]).await.unwrap();
+    assert!(third.pipelines_audit("clinic"));
+    other.append_audit("clinic", vec![sample_record(4, "b")]).await.unwrap();
+    let (x, y) = tokio::join!(
+        third.append_audit("clinic", vec![sample_record(5, "c")]),
+        third.append_audit("clinic", vec![sample_record(6, "c")])
+    );
+    let mut seqs = [x.unwrap()[0].seq, y.unwrap()[0].seq];
+    seqs.sort_unstable();
+    assert_eq!(seqs, [6, 7], "both after the other node's record, once each");
+    assert_eq!(store.verify_audit("clinic").await.unwrap().records, 7, "one chain");
 }
 
 /// Someone who can write the database, with plain SQL on the tables (not dropping triggers):
