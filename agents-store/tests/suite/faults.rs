@@ -248,6 +248,15 @@ impl Link {
     }
 }
 
+/// A database of its own on `cluster` (its direct address, for an operator's view), the relay
+/// in front of the cluster, and a store of `pool` connections through the relay.
+async fn relayed(cluster: &TempCluster, db: &str, pool: usize) -> (String, Relay, PostgresStore) {
+    let direct = cluster.create_database(db).await.unwrap();
+    let relay = Relay::start(cluster.port()).await;
+    let store = PostgresStore::connect(&relay.conninfo(db), pool).await.unwrap();
+    (direct, relay, store)
+}
+
 /// A plain connection of its own (an operator's session, another node's transaction).
 async fn raw(conninfo: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await.unwrap();
@@ -264,9 +273,7 @@ async fn stored_records(conninfo: &str, stream: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_whose_commit_reply_is_lost_is_read_back_and_acknowledged_once() {
     let cluster = cluster();
-    let direct = cluster.create_database("lost_commit").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("lost_commit"), 4).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "lost_commit", 4).await;
     // The first append of a stream reads the head under its lock (two round trips, the second
     // ends with COMMIT), the next ones send one statement after the head they left, its own
     // transaction, whose one answer (`SELECT 1`) follows its commit: both lose that reply.
@@ -290,9 +297,7 @@ async fn an_append_whose_commit_reply_is_lost_is_read_back_and_acknowledged_once
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
     let cluster = cluster();
-    let direct = cluster.create_database("cut_anywhere").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("cut_anywhere"), 4).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "cut_anywhere", 4).await;
     let other = PostgresStore::connect(&direct, 2).await.unwrap();
     store.append_audit("s", vec![sample_record(0, "a")]).await.unwrap();
     // An append after the head this node left is one statement, whose one answer (`SELECT 1`)
@@ -345,9 +350,7 @@ async fn an_append_cut_at_any_answer_is_acknowledged_exactly_when_stored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_that_reaches_the_server_after_its_read_back_stores_nothing() {
     let cluster = cluster();
-    let direct = cluster.create_database("late_pipeline").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("late_pipeline"), 4).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "late_pipeline", 4).await;
     store.append_audit("s", vec![sample_record(1, "a")]).await.unwrap();
     relay.hold_when_sending(b"req-a-2", Duration::from_secs(1));
     let answer = tokio::time::timeout(HANG, store.append_audit("s", vec![sample_record(2, "a")]))
@@ -373,9 +376,7 @@ async fn an_append_that_reaches_the_server_after_its_read_back_stores_nothing() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_batch_is_sent_behind_the_last_one_before_its_answer() {
     let cluster = cluster();
-    let direct = cluster.create_database("pipelined").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("pipelined"), 1).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "pipelined", 1).await;
     store.append_audit("s", vec![sample_record(0, "first")]).await.unwrap();
     let operator = raw(&direct).await;
     operator.batch_execute("BEGIN; SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE").await.unwrap();
@@ -420,9 +421,7 @@ async fn the_next_batch_is_sent_behind_the_last_one_before_its_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_batches_in_flight_whose_replies_are_lost_are_acknowledged_exactly_when_stored() {
     let cluster = cluster();
-    let direct = cluster.create_database("pipelined_lost").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("pipelined_lost"), 4).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "pipelined_lost", 4).await;
     for round in 0..3 {
         // The head is known after an append that went through, so the next two are sent one
         // behind the other (after a failure the head is read under its lock, one at a time).
@@ -462,9 +461,8 @@ async fn two_batches_in_flight_whose_replies_are_lost_are_acknowledged_exactly_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_sink_sends_a_second_batch_before_the_first_is_answered_and_no_third() {
     let cluster = cluster();
-    let direct = cluster.create_database("sink_in_flight").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(&relay.conninfo("sink_in_flight"), 4).await.unwrap());
+    let (direct, relay, store) = relayed(&cluster, "sink_in_flight", 4).await;
+    let store: Arc<dyn Store> = Arc::new(store);
     let sink = StoreAuditSink::new(store.clone(), "s");
     use agents_runtime::audit::AuditSink;
     sink.append(sample_record(0, "warm")).await.unwrap();
@@ -502,9 +500,7 @@ async fn the_audit_sink_sends_a_second_batch_before_the_first_is_answered_and_no
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_whose_insert_reply_is_lost_is_stored_once_and_acknowledged() {
     let cluster = cluster();
-    let direct = cluster.create_database("lost_insert").await.unwrap();
-    let relay = Relay::start(cluster.port()).await;
-    let store = PostgresStore::connect(&relay.conninfo("lost_insert"), 4).await.unwrap();
+    let (direct, relay, store) = relayed(&cluster, "lost_insert", 4).await;
     let p = common::proposal("call-lost", "ann");
     relay.cut_reply_holding(b"INSERT 0 1\0");
     let put = tokio::time::timeout(HANG, store.put_proposal(&p)).await.expect("the insert ends");
