@@ -56,8 +56,8 @@ pub(super) fn append_audit<'a>(
                 Err(refused) => records = refused,
             }
         }
-        // The head is read under its lock; the next append waits for it (its turn is held
-        // until this task ends).
+        // The head is read under its lock. The next append waits for it while this one holds
+        // its turn (a batch refused after being sent behind another gave its turn then).
         let client = store.client().await?;
         match append_locked(&client, &stream, records).await {
             Ok((sealed, new_head)) => {

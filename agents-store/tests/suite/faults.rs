@@ -44,8 +44,9 @@ struct Relay {
     cuts: Arc<AtomicUsize>,
     /// How many of the next new connections are refused (closed at once).
     refuse: Arc<AtomicUsize>,
-    /// Every byte the clients sent, in the order the relay read them.
-    sent: Arc<Mutex<Vec<u8>>>,
+    /// Every byte the clients sent since [`Relay::watch_sent`], in the order the relay read
+    /// them (none kept before).
+    sent: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 /// The armed cut, if any.
@@ -128,9 +129,14 @@ impl Relay {
         self.cuts.load(SeqCst)
     }
 
-    /// Whether a client has sent `pattern` through the relay.
+    /// Keeps what the clients send from now on, for [`Relay::has_sent`].
+    fn watch_sent(&self) {
+        *self.sent.lock().unwrap() = Some(Vec::new());
+    }
+
+    /// Whether a client has sent `pattern` through the relay since [`Relay::watch_sent`].
     fn has_sent(&self, pattern: &[u8]) -> bool {
-        holds(&self.sent.lock().unwrap(), pattern)
+        self.sent.lock().unwrap().as_deref().is_some_and(|sent| holds(sent, pattern))
     }
 
     /// Whether the armed cut is still waiting for its pattern.
@@ -148,7 +154,7 @@ struct Link {
     cut: Arc<Mutex<Cut>>,
     cuts: Arc<AtomicUsize>,
     refuse: Arc<AtomicUsize>,
-    log: Arc<Mutex<Vec<u8>>>,
+    log: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 impl Link {
@@ -168,7 +174,9 @@ impl Link {
                         Ok(0) | Err(_) => return,
                         Ok(n) => n,
                     };
-                    log.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if let Some(log) = log.lock().unwrap().as_mut() {
+                        log.extend_from_slice(&buf[..n]);
+                    }
                     {
                         let mut cut = cut.lock().unwrap();
                         if cut.sending.as_deref().is_some_and(|p| holds(&buf[..n], p)) {
@@ -378,6 +386,7 @@ async fn the_next_batch_is_sent_behind_the_last_one_before_its_answer() {
     let cluster = cluster();
     let (direct, relay, store) = relayed(&cluster, "pipelined", 1).await;
     store.append_audit("s", vec![sample_record(0, "first")]).await.unwrap();
+    relay.watch_sent();
     let operator = raw(&direct).await;
     operator.batch_execute("BEGIN; SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE").await.unwrap();
     let first = store.append_audit("s", vec![sample_record(1, "first")]);
@@ -466,6 +475,7 @@ async fn the_audit_sink_sends_a_second_batch_before_the_first_is_answered_and_no
     let sink = StoreAuditSink::new(store.clone(), "s");
     use agents_runtime::audit::AuditSink;
     sink.append(sample_record(0, "warm")).await.unwrap();
+    relay.watch_sent();
     let operator = raw(&direct).await;
     operator.batch_execute("BEGIN; SELECT 1 FROM agents_audit_heads WHERE stream = 's' FOR UPDATE").await.unwrap();
     let sent = |marker: &'static [u8]| {
