@@ -1,7 +1,7 @@
 //! The audit streams: appends sealed into each stream's hash chain in one transaction,
 //! verification, and the final records still owed for calls that were proposed.
 
-use super::connection::{SqliteStore, now_ms, sql_error};
+use super::connection::{SqliteStore, execute, now_ms, query_row, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::{AuditRecord, ChainSummary, GENESIS_HASH};
@@ -22,8 +22,8 @@ pub(super) fn append_audit<'a>(
         // Under the batch's write lock (`BEGIN IMMEDIATE`): the head is read so that another
         // connection or process appending to the stream waits and then continues it.
         let tx = conn.savepoint().map_err(sql_error)?;
-        let head: Option<(i64, String)> = tx
-            .query_row("SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
+        let head: Option<(i64, String)> =
+            query_row(&tx, "SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()
@@ -44,14 +44,15 @@ pub(super) fn append_audit<'a>(
         }
         // An update of the head, or the first head of a new stream: the heads table refuses
         // `INSERT OR REPLACE` and upserts on a taken stream (see migration 7).
-        let moved = tx
-            .execute(
-                "UPDATE agents_audit_heads SET seq = ?2, hash = ?3 WHERE stream = ?1",
-                params![stream, seq as i64, prev],
-            )
-            .map_err(sql_error)?;
+        let moved = execute(
+            &tx,
+            "UPDATE agents_audit_heads SET seq = ?2, hash = ?3 WHERE stream = ?1",
+            params![stream, seq as i64, prev],
+        )
+        .map_err(sql_error)?;
         if moved == 0 {
-            tx.execute(
+            execute(
+                &tx,
                 "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES (?1, ?2, ?3)",
                 params![stream, seq as i64, prev],
             )
@@ -184,13 +185,13 @@ pub(super) fn claim_owed<'a>(
     store.run(move |conn| {
         let now = now_ms();
         // One conditional statement under the database's write lock.
-        let n = conn
-            .execute(
-                "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 \
+        let n = execute(
+            conn,
+            "UPDATE agents_audit_debts SET held_by = ?3, held_at = ?4 \
                  WHERE stream = ?1 AND call_id = ?2 AND run_id = ?6 AND (held_at IS NULL OR held_at <= ?5)",
-                params![stream, call_id, node, now, now - millis(lease), run_id],
-            )
-            .map_err(sql_error)?;
+            params![stream, call_id, node, now, now - millis(lease), run_id],
+        )
+        .map_err(sql_error)?;
         Ok(n == 1)
     })
 }

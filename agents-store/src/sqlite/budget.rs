@@ -1,6 +1,6 @@
 //! The budget in the state file, shared by every process that opens it.
 
-use super::connection::{SqliteStore, sql_error};
+use super::connection::{SqliteStore, execute, query_row, sql_error};
 use crate::budget_amount;
 use agents_runtime::BoxFuture;
 use agents_runtime::budget::{Admission, BudgetError, BudgetStore, BudgetUsage, Reservation};
@@ -43,7 +43,8 @@ impl SqliteStore {
         }
         let (org, user) = (org_id.to_owned(), user.to_owned());
         self.run(move |conn| {
-            conn.execute(
+            execute(
+                conn,
                 "INSERT INTO agents_budget_caps (org_id, user_id, cap_usd) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (org_id, user_id) DO UPDATE SET cap_usd = excluded.cap_usd",
                 params![org, user, cap_usd],
@@ -60,7 +61,8 @@ impl SqliteStore {
     pub async fn budget_account(&self, org_id: &str, user_id: Option<&str>) -> Result<(f64, f64), BudgetError> {
         let (org, user) = (org_id.to_owned(), user_id.unwrap_or("").to_owned());
         self.run(move |conn| {
-            conn.query_row(
+            query_row(
+                conn,
                 "SELECT spend_usd, held_usd FROM agents_budget_accounts WHERE org_id = ?1 AND user_id = ?2",
                 params![org, user],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -115,7 +117,8 @@ impl BudgetStore for SqliteStore {
             self.run(move |conn| {
                 let tx = conn.savepoint().map_err(sql_error)?;
                 for (org, user) in &keys {
-                    tx.execute(
+                    execute(
+                        &tx,
                         "INSERT INTO agents_budget_accounts (org_id, user_id, spend_usd) VALUES (?1, ?2, ?3) \
                          ON CONFLICT (org_id, user_id) DO UPDATE SET spend_usd = spend_usd + excluded.spend_usd",
                         params![org, user, cost],
@@ -144,19 +147,20 @@ impl BudgetStore for SqliteStore {
                 for (o, u) in &keys {
                     // Admits only while this account's cap (if any) has headroom beyond its
                     // spend and holds, and holds the estimate in the same statement.
-                    tx.execute(
+                    execute(
+                        &tx,
                         "INSERT INTO agents_budget_accounts (org_id, user_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                         params![o, u],
                     )
                     .map_err(sql_error)?;
-                    let admitted = tx
-                        .execute(
-                            "UPDATE agents_budget_accounts SET held_usd = held_usd + ?3, holds = holds + 1 \
+                    let admitted = execute(
+                        &tx,
+                        "UPDATE agents_budget_accounts SET held_usd = held_usd + ?3, holds = holds + 1 \
                              WHERE org_id = ?1 AND user_id = ?2 AND COALESCE((SELECT cap_usd FROM agents_budget_caps \
                              WHERE org_id = ?1 AND user_id = ?2) - spend_usd - held_usd > 0, 1)",
-                            params![o, u, estimate],
-                        )
-                        .map_err(sql_error)?;
+                        params![o, u, estimate],
+                    )
+                    .map_err(sql_error)?;
                     if admitted == 0 {
                         let headroom = sqlite_headroom(&tx, &org, &user).map_err(sql_error)?;
                         // Dropping the transaction rolls the other account's hold back.
@@ -182,7 +186,8 @@ impl BudgetStore for SqliteStore {
                 for (org, user) in &keys {
                     // `held_usd` is reset to exactly 0 when no hold is left, so rounding does
                     // not accumulate.
-                    tx.execute(
+                    execute(
+                        &tx,
                         "UPDATE agents_budget_accounts SET spend_usd = spend_usd + ?4, \
                          held_usd = CASE WHEN holds <= 1 THEN 0 ELSE MAX(held_usd - ?3, 0) END, holds = MAX(holds - 1, 0) \
                          WHERE org_id = ?1 AND user_id = ?2",

@@ -1,7 +1,7 @@
 //! The claims on a decided proposal: who runs an approved call, who records a rejected one, and
 //! the leases that let another process take over a claim whose holder went silent.
 
-use super::connection::{SqliteStore, now_ms, sql_error};
+use super::connection::{SqliteStore, execute, now_ms, sql_error};
 use super::proposals::{PROPOSAL_COLUMNS, proposal_page};
 use crate::millis;
 use agents_runtime::BoxFuture;
@@ -18,7 +18,8 @@ pub(super) fn claim_execution<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     let (call_id, node, seal) = (call_id.to_owned(), node.to_owned(), seal.to_owned());
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET claimed_by = ?2, held_by = ?2, over_at = ?3, seal = ?4 \
              WHERE call_id = ?1 AND verdict = 'approved' AND claimed_by IS NULL",
             params![call_id, node, now_ms(), seal],
@@ -36,7 +37,8 @@ pub(super) fn claim_settlement<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     let (call_id, node) = (call_id.to_owned(), node.to_owned());
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET settled_by = ?2, held_by = ?2, over_at = ?3 \
              WHERE call_id = ?1 AND verdict = 'rejected' AND settled_by IS NULL",
             params![call_id, node, now_ms()],
@@ -50,7 +52,8 @@ pub(super) fn claim_settlement<'a>(
 pub(super) fn mark_recorded<'a>(store: &'a SqliteStore, call_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
     let call_id = call_id.to_owned();
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET recorded_at = ?2 WHERE call_id = ?1 AND recorded_at IS NULL",
             params![call_id, now_ms()],
         )
@@ -85,7 +88,8 @@ pub(super) fn take_over<'a>(
     let (call_id, node) = (call_id.to_owned(), node.to_owned());
     store.run(move |conn| {
         let now = now_ms();
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET over_at = ?2, held_by = ?4 \
              WHERE call_id = ?1 AND over_at IS NOT NULL AND recorded_at IS NULL AND over_at <= ?3",
             params![call_id, now, now.saturating_sub(millis(lease)), node],
@@ -105,7 +109,8 @@ pub(super) fn renew_claim<'a>(
     store.run(move |conn| {
         // One statement under the database's write lock: a take-over commits before it (and
         // it matches nothing) or after it (and finds the lease restarted).
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET over_at = ?3 \
              WHERE call_id = ?1 AND held_by = ?2 AND over_at IS NOT NULL AND recorded_at IS NULL",
             params![call_id, node, now_ms()],
@@ -123,7 +128,8 @@ pub(super) fn claim_tree_close<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     let (tree, node) = (tree_run_id.to_owned(), node.to_owned());
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "INSERT INTO agents_tree_closes (tree_run_id, closed_by, closed_at) VALUES (?1, ?2, ?3) \
              ON CONFLICT (tree_run_id) DO NOTHING",
             params![tree, node, now_ms()],

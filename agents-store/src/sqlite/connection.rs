@@ -7,7 +7,7 @@ use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, 
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::FileIdentity;
 use agents_runtime::store::StoreResult;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, Params, Row, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -48,8 +48,8 @@ impl SqliteStore {
         let at = |e: rusqlite::Error| unavailable(&format!("SQLite store `{}`", path.display()), e);
         let mut conn = Connection::open(&path).map_err(at)?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(at)?;
-        // Room for every statement the store prepares once (its own and the batches').
-        conn.set_prepared_statement_cache_capacity(64);
+        // Room for every statement the store prepares once (its own and the batches': about 60).
+        conn.set_prepared_statement_cache_capacity(128);
         // A file migrated by a newer build is refused before anything is written to it: the
         // switch to WAL below rewrites the file's header.
         refuse_newer(&conn)?;
@@ -148,6 +148,22 @@ pub(crate) fn migrate(conn: &mut Connection, migrations: &[Migration]) -> StoreR
         .map_err(sql_error)?;
     }
     tx.commit().map_err(sql_error)
+}
+
+/// `Connection::execute`, its statement parsed once per connection (kept in the connection's
+/// cache) rather than at every call.
+pub(super) fn execute(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// `Connection::query_row`, its statement parsed once per connection.
+pub(super) fn query_row<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    row: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, row)
 }
 
 pub(super) fn json_text(v: &serde_json::Value) -> String {

@@ -1,7 +1,7 @@
 //! Proposals: stored before the person decides, decided once, read back by call id, by person or
 //! by page, and pruned after their retention.
 
-use super::connection::{SqliteStore, json_text, json_value, now_ms, sql_error};
+use super::connection::{SqliteStore, execute, json_text, json_value, now_ms, query_row, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{
@@ -61,7 +61,8 @@ pub(super) fn proposal_page(
 pub(super) fn put_proposal<'a>(store: &'a SqliteStore, proposal: &'a ProposalRecord) -> BoxFuture<'a, StoreResult<()>> {
     let p = proposal.clone();
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "INSERT INTO agents_proposals (call_id, ord, run_id, session_id, org_id, user_id, tool, title, args, args_mac, detail, created_at, seal) \
              VALUES (?1, (SELECT COALESCE(MAX(ord), 0) + 1 FROM agents_proposals), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![p.call_id, p.run_id, p.session_id, p.org_id, p.user_id, p.tool, p.title, json_text(&p.args), p.args_mac, json_text(&p.detail), now_ms(), p.seal],
@@ -89,18 +90,18 @@ pub(super) fn decide<'a>(
     let (call_id, org_id, user_id, reason, seal) =
         (call_id.to_owned(), org_id.to_owned(), user_id.to_owned(), reason.map(str::to_owned), seal.to_owned());
     store.run(move |conn| {
-        let n = conn
-            .execute(
-                "UPDATE agents_proposals SET verdict = ?4, reason = ?5, seal = ?6 \
+        let n = execute(
+            conn,
+            "UPDATE agents_proposals SET verdict = ?4, reason = ?5, seal = ?6 \
                  WHERE call_id = ?1 AND org_id = ?2 AND user_id = ?3 AND verdict IS NULL",
-                params![call_id, org_id, user_id, verdict.as_str(), reason, seal],
-            )
-            .map_err(sql_error)?;
+            params![call_id, org_id, user_id, verdict.as_str(), reason, seal],
+        )
+        .map_err(sql_error)?;
         if n == 1 {
             return Ok(DecideOutcome::Recorded);
         }
-        let found: Option<(String, String)> = conn
-            .query_row("SELECT org_id, user_id FROM agents_proposals WHERE call_id = ?1", [&call_id], |r| {
+        let found: Option<(String, String)> =
+            query_row(conn, "SELECT org_id, user_id FROM agents_proposals WHERE call_id = ?1", [&call_id], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()
@@ -120,7 +121,8 @@ pub(super) fn proposal<'a>(
 ) -> BoxFuture<'a, StoreResult<Option<ProposalState>>> {
     let call_id = call_id.to_owned();
     store.run(move |conn| {
-        conn.query_row(
+        query_row(
+            conn,
             &format!("SELECT {PROPOSAL_COLUMNS} FROM agents_proposals WHERE call_id = ?1"),
             [call_id],
             proposal_row,
@@ -171,7 +173,8 @@ pub(super) fn close_undecided<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     let (call_id, node, reason) = (call_id.to_owned(), node.to_owned(), reason.to_owned());
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "UPDATE agents_proposals SET verdict = 'rejected', reason = ?3, settled_by = ?2, held_by = ?2, \
              over_at = ?4 WHERE call_id = ?1 AND verdict IS NULL",
             params![call_id, node, reason, now_ms()],
@@ -202,7 +205,8 @@ pub(super) fn unsettled(
 /// [`Store::prune_proposals`](crate::Store::prune_proposals).
 pub(super) fn prune_proposals(store: &SqliteStore, retention: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "DELETE FROM agents_proposals WHERE recorded_at IS NOT NULL AND recorded_at <= ?1",
             [now_ms().saturating_sub(millis(retention))],
         )

@@ -1,6 +1,6 @@
 //! Sessions: saved with a version check, loaded while not idle too long, deleted and pruned.
 
-use super::connection::{SqliteStore, json_text, json_value, now_ms, sql_error};
+use super::connection::{SqliteStore, execute, json_text, json_value, now_ms, query_row, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{SessionRecord, SessionSaved, StoreError, StoreResult};
@@ -17,16 +17,17 @@ pub(super) fn save_session<'a>(
     store.run(move |conn| {
         // Under the batch's write lock (`BEGIN IMMEDIATE`): the revision is read and advanced
         // so that of two writers (connections or processes) of one revision exactly one stores.
-        let tx = conn.savepoint().map_err(sql_error)?;
+        // Nothing is written before a refusal, so the operation's own savepoint (the batch's)
+        // is all it needs.
         let now = now_ms();
-        let held: Option<(String, String, i64, i64)> = tx
-            .query_row(
-                "SELECT org_id, user_id, version, used_at FROM agents_sessions WHERE session_id = ?1",
-                [&s.session_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()
-            .map_err(sql_error)?;
+        let held: Option<(String, String, i64, i64)> = query_row(
+            conn,
+            "SELECT org_id, user_id, version, used_at FROM agents_sessions WHERE session_id = ?1",
+            [&s.session_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .map_err(sql_error)?;
         let expected = i64::try_from(s.version).map_err(|_| StoreError::Invalid("session version".into()))?;
         let version = match held {
             Some((org, user, _, _)) if org != s.org_id || user != s.user_id => return Ok(SessionSaved::NotYours),
@@ -38,7 +39,8 @@ pub(super) fn save_session<'a>(
             None if expected == 0 => 1,
             _ => return Ok(SessionSaved::Conflict),
         };
-        tx.execute(
+        execute(
+            conn,
             "INSERT INTO agents_sessions (session_id, org_id, user_id, role, history, digest, pending, version, used_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
              ON CONFLICT (session_id) DO UPDATE SET role = excluded.role, history = excluded.history, \
@@ -56,7 +58,6 @@ pub(super) fn save_session<'a>(
             ],
         )
         .map_err(sql_error)?;
-        tx.commit().map_err(sql_error)?;
         Ok(SessionSaved::Stored { version: version as u64 })
     })
 }
@@ -69,7 +70,8 @@ pub(super) fn load_session<'a>(
 ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
     let session_id = session_id.to_owned();
     store.run(move |conn| {
-        conn.query_row(
+        query_row(
+            conn,
             "SELECT session_id, org_id, user_id, role, history, digest, pending, version FROM agents_sessions \
              WHERE session_id = ?1 AND used_at > ?2",
             params![session_id, now_ms().saturating_sub(millis(idle))],
@@ -96,7 +98,7 @@ pub(super) fn load_session<'a>(
 pub(super) fn delete_session<'a>(store: &'a SqliteStore, session_id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
     let session_id = session_id.to_owned();
     store.run(move |conn| {
-        conn.execute("DELETE FROM agents_sessions WHERE session_id = ?1", [session_id])
+        execute(conn, "DELETE FROM agents_sessions WHERE session_id = ?1", [session_id])
             .map(|n| n == 1)
             .map_err(sql_error)
     })
@@ -105,7 +107,7 @@ pub(super) fn delete_session<'a>(store: &'a SqliteStore, session_id: &'a str) ->
 /// [`Store::prune_sessions`](crate::Store::prune_sessions).
 pub(super) fn prune_sessions(store: &SqliteStore, idle: Duration) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
-        conn.execute("DELETE FROM agents_sessions WHERE used_at <= ?1", [now_ms().saturating_sub(millis(idle))])
+        execute(conn, "DELETE FROM agents_sessions WHERE used_at <= ?1", [now_ms().saturating_sub(millis(idle))])
             .map(|n| n as u64)
             .map_err(sql_error)
     })

@@ -1,6 +1,6 @@
 //! Confirmation tokens: minted on approval, redeemed once, revoked with their session.
 
-use super::connection::{SqliteStore, now_ms, sql_error};
+use super::connection::{SqliteStore, execute, now_ms, query_row, sql_error};
 use crate::millis;
 use agents_runtime::BoxFuture;
 use agents_runtime::store::{Redeemed, StoreError, StoreResult, TokenGrant};
@@ -15,7 +15,8 @@ pub(super) fn mint_token<'a>(
 ) -> BoxFuture<'a, StoreResult<()>> {
     let grant = grant.clone();
     store.run(move |conn| {
-        conn.execute(
+        execute(
+            conn,
             "INSERT INTO agents_tokens (id, session_id, tool, args_mac, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![grant.id, grant.session_id, grant.tool, grant.args_mac, now_ms().saturating_add(millis(ttl))],
         )
@@ -34,7 +35,8 @@ pub(super) fn redeem_token<'a>(store: &'a SqliteStore, id: &'a str) -> BoxFuture
     let id = id.to_owned();
     store.run(move |conn| {
         let now = now_ms();
-        conn.query_row(
+        query_row(
+            conn,
             "UPDATE agents_tokens SET redeemed_at = ?2 WHERE id = ?1 AND redeemed_at IS NULL \
              RETURNING id, session_id, tool, args_mac, expires_at <= ?2",
             params![id, now],
@@ -58,7 +60,7 @@ pub(super) fn revoke_session_tokens<'a>(
 ) -> BoxFuture<'a, StoreResult<u64>> {
     let session_id = session_id.to_owned();
     store.run(move |conn| {
-        conn.execute("DELETE FROM agents_tokens WHERE session_id = ?1", [session_id])
+        execute(conn, "DELETE FROM agents_tokens WHERE session_id = ?1", [session_id])
             .map(|n| n as u64)
             .map_err(sql_error)
     })
@@ -67,7 +69,7 @@ pub(super) fn revoke_session_tokens<'a>(
 /// [`Store::prune_tokens`](crate::Store::prune_tokens).
 pub(super) fn prune_tokens(store: &SqliteStore) -> BoxFuture<'_, StoreResult<u64>> {
     store.run(move |conn| {
-        conn.execute("DELETE FROM agents_tokens WHERE redeemed_at IS NOT NULL OR expires_at <= ?1", [now_ms()])
+        execute(conn, "DELETE FROM agents_tokens WHERE redeemed_at IS NOT NULL OR expires_at <= ?1", [now_ms()])
             .map(|n| n as u64)
             .map_err(sql_error)
     })
