@@ -23,6 +23,11 @@
 //! to send a request's headers (10 s) and quiet connections (30 s between requests, 120 s
 //! during one), the defaults of `agents_service::ConnectionLimits`.
 
+/// mimalloc keeps up with memory freed on another thread than the one that took it, as the
+/// service's tasks do (agents-service's docs, "The process's allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use agents_runtime::agents_core::manifest::Manifest;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
 use agents_runtime::provider::Provider;

@@ -17,7 +17,17 @@
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
 //! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory;
-//! `--answered-first`: each service answered, then streamed).
+//! `--answered-first`: each service answered, then streamed). The process's allocator is
+//! mimalloc; `--features system-allocator` measures both services on the system's.
+
+/// The process's allocator, for both services: mimalloc, which keeps up with memory freed on
+/// another thread than the one that took it, as a service's tasks do
+/// (`--features system-allocator`: the system's, glibc's `malloc` on Linux).
+#[cfg(not(feature = "system-allocator"))]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const ALLOCATOR: &str = if cfg!(feature = "system-allocator") { "the system's (glibc's malloc)" } else { "mimalloc" };
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
@@ -166,7 +176,7 @@ fn ratio(name: &str, f: &Figures, base: &Figures) {
 async fn main() {
     let conversations: usize = arg("conversations", 1000);
     let turns: usize = arg("turns", 3);
-    println!("{}", machine());
+    println!("{}, allocator: {ALLOCATOR}", machine());
     println!("{conversations} conversations at once, {turns} turns each (one read call and one answer a turn):");
     let base = measure("bare axum service", bare().await, Way::Bare, conversations, turns).await;
     // Both ways of one service: streamed first (`--answered-first`: the other order, to see
