@@ -163,13 +163,15 @@
 //! # The process's allocator
 //!
 //! A service's memory is often freed on another thread than the one that took it (a run's
-//! task, the event pump, the connection's task). glibc's `malloc`, the default allocator of a
-//! Rust binary on Linux, spends much of a turn on that (consolidating its free lists, taking
-//! its arenas' locks): in the conversations bench (`cargo bench -p scale --bench
-//! conversations`, 1,000 conversations at once, the bare service in the same process on the
-//! same allocator) a turn answered in memory cost 3.6–5.7x the bare service's on glibc's
-//! allocator and 1.8–2.4x on mimalloc, on SQLite 7.4–10.9x against 4.4–5.2x. Serve from a
-//! binary whose global allocator handles that well, as the `serve` example does:
+//! task, the event pump, the connection's task), and a turn allocates a good deal. On glibc's
+//! `malloc`, the default allocator of a Rust binary on Linux, much of a turn goes to the
+//! allocator (consolidating its free lists, taking its arenas' locks). In the conversations
+//! bench (`cargo bench -p scale --bench conversations`, 1,000 conversations at once; three
+//! runs with `--features mimalloc` interleaved with three without) mimalloc answered 1.3–1.5x
+//! the turns per second in memory and 1.5–1.7x on SQLite. The bare service in the same process
+//! gained 1.2–1.5x as well, so the service's cost against a bare one hardly moves; the
+//! throughput is what it buys. Serve from a binary whose global allocator handles this well,
+//! as the `serve` example does:
 //!
 //! ```ignore
 //! #[global_allocator]

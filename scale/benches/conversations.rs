@@ -17,17 +17,16 @@
 //!
 //! `cargo bench -p scale --bench conversations` (`-- --conversations=200`, `--turns=2`,
 //! `--no-postgres`, `--no-sqlite`: only the bare service and the service in memory;
-//! `--answered-first`: each service answered, then streamed). The process's allocator is
-//! mimalloc; `--features system-allocator` measures both services on the system's.
+//! `--answered-first`: each service answered, then streamed). `--features mimalloc`: both
+//! services on mimalloc rather than the system's allocator.
 
-/// The process's allocator, for both services: mimalloc, which keeps up with memory freed on
-/// another thread than the one that took it, as a service's tasks do
-/// (`--features system-allocator`: the system's, glibc's `malloc` on Linux).
-#[cfg(not(feature = "system-allocator"))]
+/// The process's allocator, for both services: the system's (glibc's `malloc` on Linux), or
+/// mimalloc with `--features mimalloc`.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const ALLOCATOR: &str = if cfg!(feature = "system-allocator") { "the system's (glibc's malloc)" } else { "mimalloc" };
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") { "mimalloc" } else { "the system's" };
 
 use agents_runtime::Runtime;
 use agents_runtime::audit::{AuditSink, MemorySink, SqliteSink};
