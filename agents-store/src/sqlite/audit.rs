@@ -20,10 +20,11 @@ pub(super) fn append_audit<'a>(
     let stream = stream.to_owned();
     store.run(move |conn| {
         // Under the batch's write lock (`BEGIN IMMEDIATE`): the head is read so that another
-        // connection or process appending to the stream waits and then continues it.
-        let tx = conn.savepoint().map_err(sql_error)?;
+        // connection or process appending to the stream waits and then continues it. Every
+        // failure below is an error, which rolls back the operation's own savepoint (the
+        // batch's): nothing of a refused append stays.
         let head: Option<(i64, String)> =
-            query_row(&tx, "SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
+            query_row(conn, "SELECT seq, hash FROM agents_audit_heads WHERE stream = ?1", [&stream], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()
@@ -31,7 +32,7 @@ pub(super) fn append_audit<'a>(
         let (seq, prev) = head.unwrap_or_else(|| (0, GENESIS_HASH.to_owned()));
         let (sealed, lines, seq, prev) = seal_after(seq as u64, &prev, records);
         {
-            let mut insert = tx
+            let mut insert = conn
                 .prepare_cached(
                     "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
@@ -45,14 +46,14 @@ pub(super) fn append_audit<'a>(
         // An update of the head, or the first head of a new stream: the heads table refuses
         // `INSERT OR REPLACE` and upserts on a taken stream (see migration 7).
         let moved = execute(
-            &tx,
+            conn,
             "UPDATE agents_audit_heads SET seq = ?2, hash = ?3 WHERE stream = ?1",
             params![stream, seq as i64, prev],
         )
         .map_err(sql_error)?;
         if moved == 0 {
             execute(
-                &tx,
+                conn,
                 "INSERT INTO agents_audit_heads (stream, seq, hash) VALUES (?1, ?2, ?3)",
                 params![stream, seq as i64, prev],
             )
@@ -61,7 +62,7 @@ pub(super) fn append_audit<'a>(
         // The calls this batch opens and settles, in its transaction (opened ones first).
         let debts = Debts::of(&sealed, &lines);
         if !debts.is_empty() {
-            let mut owe = tx
+            let mut owe = conn
                 .prepare_cached(
                     "INSERT INTO agents_audit_debts (stream, call_id, run_id, line, owed_since) \
                      VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
@@ -71,20 +72,19 @@ pub(super) fn append_audit<'a>(
             for ((call_id, run_id), line) in owed {
                 owe.execute(params![stream, call_id, run_id, line, now_ms()]).map_err(sql_error)?;
             }
-            let mut pay_call = tx
+            let mut pay_call = conn
                 .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2")
                 .map_err(sql_error)?;
             for call_id in &debts.paid_calls {
                 pay_call.execute(params![stream, call_id]).map_err(sql_error)?;
             }
-            let mut pay = tx
+            let mut pay = conn
                 .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2 AND run_id = ?3")
                 .map_err(sql_error)?;
             for (call_id, run_id) in debts.paid.iter().zip(&debts.paid_runs) {
                 pay.execute(params![stream, call_id, run_id]).map_err(sql_error)?;
             }
         }
-        tx.commit().map_err(sql_error)?;
         Ok(sealed)
     })
 }
