@@ -1049,14 +1049,17 @@ const ORPHAN: &str = "ISOLATE_TEST_ORPHAN";
 
 /// The runtime the test kills: prints `READY` once its workers run, then waits.
 fn orphan_parent() {
-    isolate::init_with(test_settings().deadline(Duration::from_secs(120)).warm_workers(1));
+    // Two warm workers wanted: the call takes one of them (or starts its own when none is
+    // ready yet), and a pool is refilled only when a call ends, so at least one stays warm
+    // whichever comes first. With one, a call that found it ready left no warm worker.
+    isolate::init_with(test_settings().deadline(Duration::from_secs(120)).warm_workers(2));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         isolate::prewarm::<never_returns>();
         let w = Arc::new(World::new("orphan").await);
         let caller = w.clone();
         tokio::spawn(async move { caller.call("never_returns", serde_json::json!({})).await });
-        // The busy worker, and the pool's refilled one.
+        // The busy worker, and at least one warm one.
         let _ = wait_until(Duration::from_secs(30), || children(std::process::id()).len() >= 2).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         println!("READY");
@@ -1074,9 +1077,9 @@ async fn a_killed_runtime_takes_its_workers_along(_: Arc<World>) -> Result<(), S
     let mut line = String::new();
     let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
     let _ = std::io::BufRead::read_line(&mut out, &mut line);
-    // The warm worker is started beside the busy one; on a loaded machine it may come a
-    // moment after READY (seconds, with other builds on the machine): wait (bounded, 30 s)
-    // until both are there.
+    // A warm worker is started beside the busy one; on a loaded machine it may come a moment
+    // after READY (seconds, with other builds on the machine): wait (bounded, 30 s) until
+    // both are there.
     let mut workers = children(parent.id());
     for _ in 0..300 {
         if workers.len() >= 2 {
