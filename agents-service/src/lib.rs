@@ -167,7 +167,7 @@
 //! `malloc`, the default allocator of a Rust binary on Linux, much of a turn goes to the
 //! allocator (consolidating its free lists, taking its arenas' locks). In the conversations
 //! bench (`cargo bench -p scale --bench conversations`, 1,000 conversations at once; three
-//! runs with `--features mimalloc` interleaved with three without) mimalloc answered 1.3–1.5x
+//! runs with `--features mimalloc` interleaved with three without) mimalloc answered 1.2–1.5x
 //! the turns per second in memory and 1.5–1.7x on SQLite. The bare service in the same process
 //! gained 1.2–1.5x as well, so the service's cost against a bare one hardly moves; the
 //! throughput is what it buys. Serve from a binary whose global allocator handles this well,
