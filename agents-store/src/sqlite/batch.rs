@@ -188,9 +188,25 @@ pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
     unavailable("SQLite", e)
 }
 
-/// Runs one of the batch's own statements, parsed once per connection.
+/// `Connection::execute`, its statement parsed once per connection (kept in the connection's
+/// cache) rather than at every call.
+pub(super) fn execute(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// `Connection::query_row`, its statement parsed once per connection.
+pub(super) fn query_row<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    row: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, row)
+}
+
+/// Runs one of the batch's own statements (no parameters).
 fn exec(conn: &Connection, sql: &str) -> StoreResult<()> {
-    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute([])).map(drop).map_err(sql_error)
+    execute(conn, sql, []).map(drop).map_err(sql_error)
 }
 
 /// The same error again, for each operation of a batch that failed as a whole.

@@ -1,13 +1,13 @@
 //! The store's file: opened and migrated, its one connection, and the helpers every operation
 //! uses.
 
-pub(super) use super::batch::sql_error;
 use super::batch::{self, Drainer, Queue};
+pub(super) use super::batch::{execute, query_row, sql_error};
 use crate::{Migration, SQLITE_MIGRATIONS, VERSION_TABLE, check_version, millis, unavailable};
 use agents_runtime::BoxFuture;
 use agents_runtime::audit::FileIdentity;
 use agents_runtime::store::StoreResult;
-use rusqlite::{Connection, Params, Row, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -148,22 +148,6 @@ pub(crate) fn migrate(conn: &mut Connection, migrations: &[Migration]) -> StoreR
         .map_err(sql_error)?;
     }
     tx.commit().map_err(sql_error)
-}
-
-/// `Connection::execute`, its statement parsed once per connection (kept in the connection's
-/// cache) rather than at every call.
-pub(super) fn execute(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
-    conn.prepare_cached(sql)?.execute(params)
-}
-
-/// `Connection::query_row`, its statement parsed once per connection.
-pub(super) fn query_row<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl Params,
-    row: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.prepare_cached(sql)?.query_row(params, row)
 }
 
 pub(super) fn json_text(v: &serde_json::Value) -> String {
