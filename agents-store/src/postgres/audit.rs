@@ -220,6 +220,11 @@ impl Sealed {
         Sealed { records, lines, to: (last_seq as i64, last_hash) }
     }
 
+    /// The head the records leave under `fence`.
+    fn leaves(&self, fence: i64) -> Head {
+        (self.to.0, self.to.1.clone(), fence)
+    }
+
     /// The records, and the head they leave under `fence`.
     fn sent(self, fence: i64) -> Sent {
         let (seq, hash) = self.to;
@@ -351,7 +356,7 @@ impl PostgresStore {
             // The first poll sends the statement (the driver queues it on the connection in
             // the order it was polled); only then may the next batch be sealed and sent.
             let first = futures::poll!(request.as_mut());
-            let leaves = (batch.to.0, batch.to.1.clone(), head.2);
+            let leaves = batch.leaves(head.2);
             self.lane(stream, |lane| lane.head = Some(leaves));
             drop(turn.take());
             match first {
