@@ -10,12 +10,16 @@
 //!   group-committed sink, against a bare batched `INSERT` of the same records (same
 //!   producers, same batching, no chain, no lock) on the same server, in rounds that alternate
 //!   the two; and the chain with the 16 producers split over two nodes (two pools) contending
-//!   for the stream's lock. The machine's load is printed: a commit waits for the disk.
+//!   for the stream's lock. The records are read calls' (a `proposed` record, then its
+//!   `executed` one), and each round ends by asking each sink what its stream owes, as a
+//!   node's resumption does, inside the time measured. The machine's load is printed: a
+//!   commit waits for the disk.
 //!
 //! `cargo bench -p agents-store --bench store` (PostgreSQL from Debian's `postgresql`
 //! package: the bench starts a throwaway cluster).
 
-use agents_runtime::audit::{Appended, AuditError, AuditRecord, AuditSink};
+use agents_runtime::Tier;
+use agents_runtime::audit::{Appended, AuditError, AuditRecord, AuditSink, AuditStatus};
 use agents_runtime::store::{MemoryStore, SessionRecord, SessionSaved, SlotOwner, Store, StoreAuditSink, TokenGrant};
 use agents_store::postgres::TempCluster;
 use agents_store::testing::sample_record;
@@ -176,9 +180,18 @@ impl AuditSink for BareSink {
     }
 }
 
+/// Record `n` of the bench: the records of read calls, two each, as a run writes them: an even
+/// `n` the `proposed` record of call `n / 2`, an odd one its `executed` record (same run).
+fn read_call_record(n: usize, node: &str) -> AuditRecord {
+    let status = if n.is_multiple_of(2) { AuditStatus::Proposed } else { AuditStatus::Executed };
+    AuditRecord { tier: Some(Tier::Read), status, ts: sample_record(n, node).ts, ..sample_record(n / 2, node) }
+}
+
 /// Records per second that `producers` tasks append, `per_producer` records each (numbered
-/// from `first` on), each waiting for its record to be durable before the next, spread over
-/// `sinks`.
+/// from `first` on; see [`read_call_record`]), each waiting for its record to be durable
+/// before the next, spread over `sinks`; then each sink is asked what its stream owes, as a
+/// node's resumption does (the chained sink accounts for the records' debts then), inside the
+/// time measured.
 async fn appends_per_second(sinks: &[Arc<dyn AuditSink>], producers: usize, per_producer: usize, first: usize) -> f64 {
     let t = Instant::now();
     let tasks: Vec<_> = (0..producers)
@@ -186,13 +199,16 @@ async fn appends_per_second(sinks: &[Arc<dyn AuditSink>], producers: usize, per_
             let sink = sinks[p % sinks.len()].clone();
             tokio::spawn(async move {
                 for i in 0..per_producer {
-                    sink.append(sample_record(first + p * PER_PRODUCER + i, "bench")).await.unwrap();
+                    sink.append(read_call_record(first + p * PER_PRODUCER + i, "bench")).await.unwrap();
                 }
             })
         })
         .collect();
     for task in tasks {
         task.await.unwrap();
+    }
+    for sink in sinks {
+        sink.owed_finals(Duration::from_secs(900), 100).await.unwrap();
     }
     (producers * per_producer) as f64 / t.elapsed().as_secs_f64()
 }
@@ -326,7 +342,7 @@ async fn main() {
         two_rate / bare_rate
     );
     println!(
-        "WAL per record ({PRODUCERS} producers x 100, every record a `proposed` one that opens a debt): bare \
+        "WAL per record ({PRODUCERS} producers x 100, read calls' `proposed` and `executed` records): bare \
          {:.2} KB, hash chain {:.2} KB",
         wal_bare / 1024.0,
         wal_chain / 1024.0

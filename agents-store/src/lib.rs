@@ -108,6 +108,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         name: "audit append planned once",
         sql: include_str!("../migrations/postgres/0013_audit_append_planned_once.sql"),
     },
+    Migration {
+        version: 14,
+        name: "audit debts derived from the records",
+        sql: include_str!("../migrations/postgres/0014_debts_from_records.sql"),
+    },
 ];
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

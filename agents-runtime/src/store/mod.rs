@@ -91,10 +91,12 @@
 //! key. Against an insider, use the keyed chain with checkpoints published elsewhere (see
 //! [`crate::audit`]).
 
+mod debts;
 mod memory;
 mod signal;
 mod sink;
 
+pub use debts::Debts;
 pub use memory::{MEMORY_SWEEP_EVERY, MemoryStore};
 pub use signal::{DECISION_SIGNALS_HELD, DecisionSignal};
 pub use sink::{STORE_IN_FLIGHT, STORE_MAX_BATCH, StoreAuditSink};
@@ -617,7 +619,9 @@ pub trait Store: Send + Sync + 'static {
     /// The `proposed` records of `stream` whose final record is owed since longer than
     /// `older_than` and whose debt is not claimed within that time either, for calls without a
     /// stored proposal (see [`AuditSink::owed_finals`](crate::audit::AuditSink::owed_finals)),
-    /// oldest first, at most `limit`. A store that keeps no debts owes nothing (the default).
+    /// oldest first, at most `limit`. A store that derives its debts from the stored records
+    /// when they are read (PostgreSQL) counts a debt as owed since the read that found it. A
+    /// store that keeps no debts owes nothing (the default).
     fn owed_finals<'a>(
         &'a self,
         stream: &'a str,
@@ -655,71 +659,6 @@ pub fn owed_records<'a>(lines: impl IntoIterator<Item = &'a str>) -> StoreResult
                 .map_err(|e| StoreError::Invalid(format!("an owed `proposed` record does not parse ({e}): {line}")))
         })
         .collect()
-}
-
-/// What one batch of sealed records changes in its stream's debts: the calls it opens (a
-/// `proposed` record, owed a final record) with that record's `seq` and line, and the calls it
-/// settles (a final record). A store applies both in the transaction that appends the batch,
-/// the opened ones first. A call already owed in its run keeps its first debt: a second
-/// `proposed` record of it in the batch opens none.
-///
-/// A debt is keyed by call id and run id: a read call's id is the model provider's, which
-/// other runs reuse. An action's id is minted by the runtime (unique), and its final record may
-/// be written under another run (a later turn of the session carries out a conversational
-/// approval), so an action's final record (tier `action`, or none: a resumption's) pays by the
-/// call id alone.
-#[derive(Debug, Default)]
-pub struct Debts<'a> {
-    /// The call ids of the batch's `proposed` records.
-    pub owed: Vec<&'a str>,
-    /// Their run ids, in the same order.
-    pub owed_runs: Vec<&'a str>,
-    /// Their records' `seq` (where the debt points), in the same order.
-    pub owed_seqs: Vec<i64>,
-    /// Their lines, in the same order.
-    pub owed_lines: Vec<&'a str>,
-    /// The call ids of the batch's final records of actions: each pays its call's debt.
-    pub paid_calls: Vec<&'a str>,
-    /// The call ids of the batch's other final records...
-    pub paid: Vec<&'a str>,
-    /// ...and their run ids: each pays the debt of its call in its run.
-    pub paid_runs: Vec<&'a str>,
-}
-
-impl<'a> Debts<'a> {
-    /// The debts of `sealed` records whose lines are `lines`.
-    pub fn of(sealed: &'a [AuditRecord], lines: &'a [String]) -> Self {
-        let mut debts = Debts::default();
-        for (record, line) in sealed.iter().zip(lines) {
-            let Some(call_id) = record.call_id.as_deref() else { continue };
-            if record.status == crate::audit::AuditStatus::Proposed {
-                if debts.owes(call_id, &record.run_id) {
-                    continue;
-                }
-                debts.owed.push(call_id);
-                debts.owed_seqs.push(record.seq as i64);
-                debts.owed_runs.push(&record.run_id);
-                debts.owed_lines.push(line);
-            } else if !crate::audit::is_final_status(record.status) {
-            } else if matches!(record.tier, None | Some(agents_core::Tier::Action)) {
-                debts.paid_calls.push(call_id);
-            } else {
-                debts.paid.push(call_id);
-                debts.paid_runs.push(&record.run_id);
-            }
-        }
-        debts
-    }
-
-    /// Whether the batch already opens the debt of `call_id` in run `run_id`.
-    fn owes(&self, call_id: &str, run_id: &str) -> bool {
-        self.owed.iter().zip(&self.owed_runs).any(|(c, r)| *c == call_id && *r == run_id)
-    }
-
-    /// Whether the batch changes no debt.
-    pub fn is_empty(&self) -> bool {
-        self.owed.is_empty() && self.paid.is_empty() && self.paid_calls.is_empty()
-    }
 }
 
 /// The text a canonical line holds when it is a record of call `call_id` (a filter before

@@ -37,9 +37,11 @@ type Reply = oneshot::Sender<Result<AuditRecord, AuditError>>;
 /// continues it: unlike a file sink, nothing is poisoned. A transaction whose answer was lost
 /// is read back by the store (`agents_store::PostgresStore`) before it answers.
 ///
-/// The store keeps each `proposed` record's debt beside it until the call's final record is
-/// appended ([`AuditSink::owed_finals`], [`AuditSink::claim_owed`]), so a final record whose
-/// write failed is written by a resumption on any node.
+/// The store keeps each `proposed` record's debt until the call's final record is appended
+/// (SQLite beside the record, in its transaction; PostgreSQL derives the debts from the stored
+/// records when they are read), and answers [`AuditSink::owed_finals`] and
+/// [`AuditSink::claim_owed`] from them, so a final record whose write failed is written by a
+/// resumption on any node.
 #[derive(Clone)]
 pub struct StoreAuditSink {
     sender: mpsc::UnboundedSender<(AuditRecord, Reply)>,

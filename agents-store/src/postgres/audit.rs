@@ -99,7 +99,8 @@ pub(super) fn audit_lines<'a>(
         let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 \
+                 AND seq <= (SELECT seq FROM agents_audit_heads WHERE stream = $1) ORDER BY seq LIMIT $3",
                 &[&stream, &after, &i64::from(limit)],
             )
             .await
@@ -134,7 +135,8 @@ pub(super) fn owed_finals<'a>(
     limit: u32,
 ) -> BoxFuture<'a, StoreResult<Vec<AuditRecord>>> {
     Box::pin(async move {
-        let client = store.client().await?;
+        let mut client = store.client().await?;
+        account(&mut client, stream).await?;
         let rows = client
             .query(
                 "SELECT d.call_id, d.run_id, d.seq, a.line FROM agents_audit_debts d \
@@ -183,7 +185,8 @@ pub(super) fn claim_owed<'a>(
     lease: Duration,
 ) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
-        let client = store.client().await?;
+        let mut client = store.client().await?;
+        account(&mut client, stream).await?;
         // One conditional update: a concurrent claimer waits for the row's lock, then
         // re-checks the lapse on the claimed row, which fails.
         let n = client
@@ -199,11 +202,103 @@ pub(super) fn claim_owed<'a>(
     })
 }
 
-/// The append of one sealed batch (migrations 10, 11 and 13): the head advanced under its fence,
-/// the records inserted, the batch's debts kept (each pointing at its `proposed` record), in
-/// one statement.
-const APPEND: &str =
-    "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+/// The append of one sealed batch (migrations 13 and 14): the head advanced under its fence
+/// and the records inserted, in one statement. The batch's debts are not written here: the
+/// readers of a stream's debts account for its records first ([`account`]).
+const APPEND: &str = "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// The records accounted for in one transaction when a stream's debts catch up with them.
+const ACCOUNT_CHUNK: i64 = 1000;
+
+/// Brings the debts of `stream` up to its records (migration 14): the records after the
+/// stream's mark up to its head (the records its chain holds), in `seq` order and at most [`ACCOUNT_CHUNK`] a transaction, pay the debts
+/// their final records pay and open those their `proposed` records leave owed ([`Debts`]),
+/// and the mark moves to the last of them, under the mark's row lock (a second reader waits,
+/// then finds them accounted for). A stream whose mark is at its head costs one read. A
+/// stored line that does not parse, or whose `seq` is not its row's, is a broken store:
+/// refused, naming the record, and nothing changes.
+async fn account(client: &mut Object, stream: &str) -> StoreResult<()> {
+    let behind = client
+        .prepare_cached(
+            "SELECT h.seq > COALESCE(m.seq, 0) FROM agents_audit_heads h \
+             LEFT JOIN agents_audit_debt_marks m ON m.stream = h.stream WHERE h.stream = $1",
+        )
+        .await
+        .map_err(pg_error)?;
+    let behind = client.query_opt(&behind, &[&stream]).await.map_err(pg_error)?;
+    if !behind.is_some_and(|row| row.get::<_, bool>(0)) {
+        return Ok(());
+    }
+    loop {
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let mark: i64 = tx
+            .query_one(
+                "INSERT INTO agents_audit_debt_marks (stream, seq) VALUES ($1, 0) \
+                 ON CONFLICT (stream) DO UPDATE SET seq = agents_audit_debt_marks.seq RETURNING seq",
+                &[&stream],
+            )
+            .await
+            .map_err(pg_error)?
+            .get(0);
+        let rows = tx
+            .query(
+                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&stream, &mark, &ACCOUNT_CHUNK],
+            )
+            .await
+            .map_err(pg_error)?;
+        let Some(last) = rows.last().map(|row| row.get::<_, i64>(0)) else { return Ok(()) };
+        let lines: Vec<String> = rows.iter().map(|row| row.get(1)).collect();
+        let records = stored_records(stream, &rows, &lines)?;
+        let debts = Debts::of(&records, &lines);
+        if !debts.paid_calls.is_empty() || !debts.paid.is_empty() {
+            tx.execute(
+                "DELETE FROM agents_audit_debts WHERE stream = $1 AND (call_id = ANY($2) \
+                 OR (call_id, run_id) IN (SELECT * FROM unnest($3::TEXT[], $4::TEXT[])))",
+                &[&stream, &debts.paid_calls, &debts.paid, &debts.paid_runs],
+            )
+            .await
+            .map_err(pg_error)?;
+        }
+        if !debts.owed.is_empty() {
+            tx.execute(
+                "INSERT INTO agents_audit_debts (stream, call_id, run_id, seq) \
+                 SELECT $1, * FROM unnest($2::TEXT[], $3::TEXT[], $4::BIGINT[]) \
+                 ON CONFLICT (stream, call_id, run_id) DO NOTHING",
+                &[&stream, &debts.owed, &debts.owed_runs, &debts.owed_seqs],
+            )
+            .await
+            .map_err(pg_error)?;
+        }
+        tx.execute("UPDATE agents_audit_debt_marks SET seq = $2 WHERE stream = $1", &[&stream, &last])
+            .await
+            .map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)?;
+        if (rows.len() as i64) < ACCOUNT_CHUNK {
+            return Ok(());
+        }
+    }
+}
+
+/// The records of `rows` (`seq`, line) of `stream`, parsed from `lines` (their lines).
+fn stored_records(stream: &str, rows: &[tokio_postgres::Row], lines: &[String]) -> StoreResult<Vec<AuditRecord>> {
+    rows.iter()
+        .zip(lines)
+        .map(|(row, line)| {
+            let seq: i64 = row.get(0);
+            match serde_json::from_str::<AuditRecord>(line) {
+                Ok(record) if record.seq == seq as u64 => Ok(record),
+                parsed => Err(StoreError::Invalid(format!(
+                    "audit stream {stream}: the stored record {seq} {}: the store is broken (restore the record)",
+                    match parsed {
+                        Ok(record) => format!("holds the line of record {}", record.seq),
+                        Err(e) => format!("does not parse ({e})"),
+                    }
+                ))),
+            }
+        })
+        .collect()
+}
 
 /// A batch sealed after a head: its records, their canonical lines, and the last record's
 /// `seq` and `hash` (the head it leaves).
@@ -243,8 +338,7 @@ async fn send(
     batch: &Sealed,
 ) -> Result<(), tokio_postgres::Error> {
     let columns = Columns::of(&batch.records);
-    let debts = Debts::of(&batch.records, &batch.lines);
-    let args: [&(dyn ToSql + Sync); 16] = [
+    let args: [&(dyn ToSql + Sync); 10] = [
         &stream,
         &from.0,
         &from.1,
@@ -255,12 +349,6 @@ async fn send(
         &columns.prevs,
         &columns.hashes,
         &batch.lines,
-        &debts.owed,
-        &debts.owed_runs,
-        &debts.owed_seqs,
-        &debts.paid_calls,
-        &debts.paid,
-        &debts.paid_runs,
     ];
     client.execute(append, &args).await.map(drop)
 }
@@ -327,7 +415,7 @@ impl PostgresStore {
     /// it) and stores them in one statement, its own transaction: the head advanced from
     /// exactly `head` (which takes the head row's lock, waiting for another node's append to
     /// end, and fails with SQLSTATE 40001 if the head is elsewhere), the records inserted,
-    /// their debts kept. The statement is sent on the connection of the batches in flight,
+    /// (their debts are accounted for when read). The statement is sent on the connection of the batches in flight,
     /// behind them; once it has left, the lane's head is the one this batch leaves and `turn`
     /// is given to the next append, which does not wait for this one's answer. `Err` inside
     /// `Ok` gives back the records of a batch refused for its head (nothing stored).

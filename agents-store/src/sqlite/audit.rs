@@ -59,19 +59,9 @@ pub(super) fn append_audit<'a>(
             )
             .map_err(sql_error)?;
         }
-        // The calls this batch opens and settles, in its transaction (opened ones first).
+        // The calls this batch settles and leaves owed, in its transaction (paid ones first).
         let debts = Debts::of(&sealed, &lines);
         if !debts.is_empty() {
-            let mut owe = conn
-                .prepare_cached(
-                    "INSERT INTO agents_audit_debts (stream, call_id, run_id, line, owed_since) \
-                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-                )
-                .map_err(sql_error)?;
-            let owed = debts.owed.iter().zip(&debts.owed_runs).zip(&debts.owed_lines);
-            for ((call_id, run_id), line) in owed {
-                owe.execute(params![stream, call_id, run_id, line, now_ms()]).map_err(sql_error)?;
-            }
             let mut pay_call = conn
                 .prepare_cached("DELETE FROM agents_audit_debts WHERE stream = ?1 AND call_id = ?2")
                 .map_err(sql_error)?;
@@ -83,6 +73,16 @@ pub(super) fn append_audit<'a>(
                 .map_err(sql_error)?;
             for (call_id, run_id) in debts.paid.iter().zip(&debts.paid_runs) {
                 pay.execute(params![stream, call_id, run_id]).map_err(sql_error)?;
+            }
+            let mut owe = conn
+                .prepare_cached(
+                    "INSERT INTO agents_audit_debts (stream, call_id, run_id, line, owed_since) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                )
+                .map_err(sql_error)?;
+            let owed = debts.owed.iter().zip(&debts.owed_runs).zip(&debts.owed_lines);
+            for ((call_id, run_id), line) in owed {
+                owe.execute(params![stream, call_id, run_id, line, now_ms()]).map_err(sql_error)?;
             }
         }
         Ok(sealed)

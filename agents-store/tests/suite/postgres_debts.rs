@@ -1,9 +1,10 @@
 //! The PostgreSQL store's audit debts against a real server: a debt points at its `proposed`
-//! record (`seq` in the debt's own stream) instead of repeating its line. Debts opened by the
-//! schema before (which held the line) keep pointing at their records after the migration; a
-//! debt is opened only for a record of its own batch, once per call and run; and a pointer at
-//! any other record (another stream's, another call's, none) is refused when read, naming the
-//! debt.
+//! record (`seq` in the debt's own stream) instead of repeating its line, and is derived from
+//! the stored records by whoever reads the debts rather than written by every append. Debts
+//! opened by the schemas before keep pointing at their records after the migrations; a debt is
+//! opened only from a record the stream's chain holds, once per call and run; a call proposed
+//! and settled between two reads never writes a debt; and a pointer at any other record
+//! (another stream's, another call's, none) is refused when read, naming the debt.
 
 use agents_runtime::audit::{AuditRecord, AuditStatus, GENESIS_HASH};
 use agents_runtime::store::{Debts, Store, StoreError, seal_after};
@@ -184,12 +185,15 @@ async fn a_call_proposed_twice_owes_one_final_record() {
     }
 }
 
-/// The append statement itself refuses a debt that points at a record outside its batch (an
-/// earlier record of the stream), and stores nothing: not the records, not the head.
+/// The append takes no debts: a writer of the build before, which sends them with its records
+/// (migration 13's sixteen arguments), is refused and stores nothing. The debts are derived
+/// from the stored records when read: a call proposed and settled between two reads never
+/// writes a debt row, one still owed is written once, at its `proposed` record, and the
+/// stream's mark moves to its head.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_append_refuses_a_debt_outside_its_batch_and_stores_nothing() {
+async fn debts_are_derived_from_the_stored_records_and_the_append_takes_none() {
     let cluster = cluster();
-    let url = cluster.create_database("outside").await.unwrap();
+    let url = cluster.create_database("derived").await.unwrap();
     let store = PostgresStore::connect(&url, 4).await.unwrap();
     let first = store.append_audit("s", vec![proposed(1, "read-1")]).await.unwrap();
     let client = raw(&url).await;
@@ -197,40 +201,124 @@ async fn the_append_refuses_a_debt_outside_its_batch_and_stores_nothing() {
     let seqs: Vec<i64> = vec![sealed[0].seq as i64];
     let (prevs, hashes) = (vec![sealed[0].prev_hash.as_str()], vec![sealed[0].hash.as_str()]);
     let (owed_calls, owed_runs, none) = (vec!["read-2"], vec![&*sealed[0].run_id], Vec::<&str>::new());
-    let append = async |owed_seqs: Vec<i64>| {
-        let args: [&(dyn ToSql + Sync); 16] = [
-            &"s",
-            &1_i64,
-            &first[0].hash,
-            &0_i64,
-            &(to as i64),
-            &to_hash,
-            &seqs,
-            &prevs,
-            &hashes,
-            &lines,
-            &owed_calls,
-            &owed_runs,
-            &owed_seqs,
-            &none,
-            &none,
-            &none,
-        ];
-        client
-            .execute(
-                "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-                &args,
-            )
+    let args: [&(dyn ToSql + Sync); 16] = [
+        &"s",
+        &1_i64,
+        &first[0].hash,
+        &0_i64,
+        &(to as i64),
+        &to_hash,
+        &seqs,
+        &prevs,
+        &hashes,
+        &lines,
+        &owed_calls,
+        &owed_runs,
+        &vec![2_i64],
+        &none,
+        &none,
+        &none,
+    ];
+    let before = "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+    let refused = client.execute(before, &args).await.expect_err("the append of the build before is gone");
+    assert_eq!(refused.as_db_error().expect("the server's refusal").code().code(), "42883", "{refused}");
+    assert_eq!(store.verify_audit("s").await.unwrap().records, 1, "nothing stored");
+
+    let rows = async |sql: &str| client.query_one(sql, &[]).await.unwrap().get::<_, i64>(0);
+    assert_eq!(rows("SELECT count(*) FROM agents_audit_debts").await, 0, "the append wrote no debt");
+    let settled = proposed(3, "read-3");
+    store.append_audit("s", vec![settled.clone()]).await.unwrap();
+    store.append_audit("s", vec![executed(4, &settled)]).await.unwrap();
+    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1)], "read-3 was settled before the debts were read");
+    assert_eq!(rows("SELECT count(*) FROM agents_audit_debts").await, 1, "one debt row: read-1's");
+    assert_eq!(rows("SELECT seq FROM agents_audit_debt_marks WHERE stream = 's'").await, 3, "accounted up to the head");
+    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1)], "read again: the same");
+}
+
+/// More records than one accounting transaction takes are all accounted for, in order; a mark
+/// wound back (someone who can write the marks) accounts for the same records again and leaves
+/// the same debts; a stored line that does not parse, inside the chain's head, is refused,
+/// naming the record, and changes neither the debts nor the mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accounting_goes_in_order_again_and_refuses_a_broken_line() {
+    let cluster = cluster();
+    let url = cluster.create_database("accounting").await.unwrap();
+    let store = PostgresStore::connect(&url, 4).await.unwrap();
+    // 1,300 records: 650 read calls, every third left owed.
+    let mut open = Vec::new();
+    for batch in 0..13 {
+        let mut records = Vec::new();
+        for i in 0..50 {
+            let n = batch * 50 + i;
+            let call = proposed(2 * n, &format!("read-{n}"));
+            if n.is_multiple_of(3) {
+                open.push(format!("read-{n}"));
+                records.push(call);
+                records.push(sample_record(2 * n + 1, "noise"));
+            } else {
+                records.push(executed(2 * n + 1, &call));
+                records.insert(records.len() - 1, call);
+            }
+        }
+        store.append_audit("s", records).await.unwrap();
+    }
+    let owed_now = async || {
+        let mut calls: Vec<String> = store
+            .owed_finals("s", Duration::ZERO, 2000)
             .await
+            .unwrap()
+            .iter()
+            .map(|r| r.call_id.as_deref().unwrap().to_owned())
+            .filter(|c| c.starts_with("read-"))
+            .collect();
+        calls.sort();
+        calls
     };
-    let refused = append(vec![1]).await.expect_err("a debt at record 1, not of the batch");
-    let db = refused.as_db_error().expect("the server's refusal");
-    assert_eq!(db.code().code(), "22023");
-    assert!(db.message().contains("its own batch"), "{}", db.message());
-    assert_eq!(store.verify_audit("s").await.unwrap().records, 1, "no record stored");
-    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1)], "no debt opened");
-    append(vec![2]).await.expect("the same batch with its debt at its own record");
-    assert_eq!(owed(&store, "s").await, [("read-1".to_owned(), 1), ("read-2".to_owned(), 2)]);
+    open.sort();
+    assert_eq!(owed_now().await, open);
+    let client = raw(&url).await;
+    let count = async |sql: &str| client.query_one(sql, &[]).await.unwrap().get::<_, i64>(0);
+    let debts = count("SELECT count(*) FROM agents_audit_debts").await;
+    client.execute("UPDATE agents_audit_debt_marks SET seq = 0", &[]).await.unwrap();
+    assert_eq!(owed_now().await, open, "accounted again: the same debts");
+    assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts);
+    assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1300);
+
+    // A line that is no record, stored at the next seq and the head moved onto it.
+    client
+        .batch_execute(
+            "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('s', 1301, 'x', 'y', 'not a record'); \
+             UPDATE agents_audit_heads SET seq = 1301, hash = 'y' WHERE stream = 's'",
+        )
+        .await
+        .unwrap();
+    match store.owed_finals("s", Duration::ZERO, 10).await {
+        Err(StoreError::Invalid(m)) => assert!(m.contains("1301") && m.contains("broken"), "{m}"),
+        other => panic!("a broken line is refused: {other:?}"),
+    }
+    assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1300, "the mark did not move");
+    assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts, "the debts are as they were");
+}
+
+/// A call proposed again after its final record (a model may repeat a call id within its run)
+/// is owed again, whether the three records come in one batch or in three; the same on SQLite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_proposed_again_after_its_final_record_is_owed_again() {
+    let cluster = cluster();
+    let url = cluster.create_database("again").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap();
+    let postgres = PostgresStore::connect(&url, 4).await.unwrap();
+    for store in [&sqlite as &dyn Store, &postgres] {
+        let call = proposed(1, "read-1");
+        store.append_audit("one", vec![call.clone(), executed(2, &call), call.clone()]).await.unwrap();
+        assert_eq!(owed(store, "one").await, [("read-1".to_owned(), 3)], "one batch");
+        for record in [call.clone(), executed(2, &call), call.clone()] {
+            store.append_audit("three", vec![record]).await.unwrap();
+            let _ = owed(store, "three").await;
+        }
+        assert_eq!(owed(store, "three").await, [("read-1".to_owned(), 3)], "three batches");
+    }
 }
 
 /// Someone who can write the debts table points a debt elsewhere: at another call's record, at
@@ -244,6 +332,9 @@ async fn a_debt_pointing_at_any_other_record_is_refused_when_read() {
     let store = PostgresStore::connect(&url, 4).await.unwrap();
     store.append_audit("s", vec![proposed(1, "read-1"), sample_record(2, "a")]).await.unwrap();
     store.append_audit("t", vec![proposed(3, "read-3")]).await.unwrap();
+    // The debts are derived from the records when first read.
+    assert_eq!(owed(&store, "t").await, [("read-3".to_owned(), 1)]);
+    assert_eq!(owed(&store, "s").await.len(), 2);
     let client = raw(&url).await;
     let expect_refused = async |sql: &str, stream: &str| {
         client.execute(sql, &[]).await.unwrap();
