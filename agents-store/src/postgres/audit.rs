@@ -99,8 +99,7 @@ pub(super) fn audit_lines<'a>(
         let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 \
-                 AND seq <= (SELECT seq FROM agents_audit_heads WHERE stream = $1) ORDER BY seq LIMIT $3",
+                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                 &[&stream, &after, &i64::from(limit)],
             )
             .await
@@ -211,12 +210,13 @@ const APPEND: &str = "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8,
 const ACCOUNT_CHUNK: i64 = 1000;
 
 /// Brings the debts of `stream` up to its records (migration 14): the records after the
-/// stream's mark up to its head (the records its chain holds), in `seq` order and at most [`ACCOUNT_CHUNK`] a transaction, pay the debts
-/// their final records pay and open those their `proposed` records leave owed ([`Debts`]),
-/// and the mark moves to the last of them, under the mark's row lock (a second reader waits,
-/// then finds them accounted for). A stream whose mark is at its head costs one read. A
-/// stored line that does not parse, or whose `seq` is not its row's, is a broken store:
-/// refused, naming the record, and nothing changes.
+/// stream's mark up to its head (the records its chain holds; a row beyond the head is not
+/// one), in `seq` order and at most [`ACCOUNT_CHUNK`] a transaction, pay the debts their final
+/// records pay and open those their `proposed` records leave owed ([`Debts`]), and the mark
+/// moves to the last of them, under the mark's row lock (a second reader waits, then finds
+/// them accounted for). A stream whose mark is at its head costs one read. A stored line that
+/// does not parse, or whose `seq` is not its row's, is a broken store: refused, naming the
+/// record, and nothing changes.
 async fn account(client: &mut Object, stream: &str) -> StoreResult<()> {
     let behind = client
         .prepare_cached(
@@ -242,7 +242,8 @@ async fn account(client: &mut Object, stream: &str) -> StoreResult<()> {
             .get(0);
         let rows = tx
             .query(
-                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 \
+                 AND seq <= (SELECT seq FROM agents_audit_heads WHERE stream = $1) ORDER BY seq LIMIT $3",
                 &[&stream, &mark, &ACCOUNT_CHUNK],
             )
             .await
@@ -414,11 +415,12 @@ impl PostgresStore {
     /// Seals `records` after `head` (the head the batch before leaves, as this store expects
     /// it) and stores them in one statement, its own transaction: the head advanced from
     /// exactly `head` (which takes the head row's lock, waiting for another node's append to
-    /// end, and fails with SQLSTATE 40001 if the head is elsewhere), the records inserted,
-    /// (their debts are accounted for when read). The statement is sent on the connection of the batches in flight,
-    /// behind them; once it has left, the lane's head is the one this batch leaves and `turn`
-    /// is given to the next append, which does not wait for this one's answer. `Err` inside
-    /// `Ok` gives back the records of a batch refused for its head (nothing stored).
+    /// end, and fails with SQLSTATE 40001 if the head is elsewhere), the records inserted
+    /// (their debts are accounted for when read). The statement is sent on the connection of
+    /// the batches in flight, behind them; once it has left, the lane's head is the one this
+    /// batch leaves and `turn` is given to the next append, which does not wait for this one's
+    /// answer. `Err` inside `Ok` gives back the records of a batch refused for its head
+    /// (nothing stored).
     async fn append_pipelined(
         &self,
         stream: &str,

@@ -237,8 +237,9 @@ async fn debts_are_derived_from_the_stored_records_and_the_append_takes_none() {
 
 /// More records than one accounting transaction takes are all accounted for, in order; a mark
 /// wound back (someone who can write the marks) accounts for the same records again and leaves
-/// the same debts; a stored line that does not parse, inside the chain's head, is refused,
-/// naming the record, and changes neither the debts nor the mark.
+/// the same debts; a row beyond the chain's head is not read; a stored line that does not
+/// parse, within the head, is refused, naming the record, and changes neither the debts nor
+/// the mark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accounting_goes_in_order_again_and_refuses_a_broken_line() {
     let cluster = cluster();
@@ -284,19 +285,25 @@ async fn accounting_goes_in_order_again_and_refuses_a_broken_line() {
     assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts);
     assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1300);
 
-    // A line that is no record, stored at the next seq and the head moved onto it.
+    // One more record (the head at 1301), and a line that is no record stored at 1302: beyond
+    // the head it is no record of the chain and is not read; once the head is moved onto it,
+    // it is refused.
+    store.append_audit("s", vec![executed(2600, &proposed(2600, "read-x"))]).await.unwrap();
     client
-        .batch_execute(
-            "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('s', 1301, 'x', 'y', 'not a record'); \
-             UPDATE agents_audit_heads SET seq = 1301, hash = 'y' WHERE stream = 's'",
+        .execute(
+            "INSERT INTO agents_audit (stream, seq, prev_hash, hash, line) VALUES ('s', 1302, 'x', 'y', 'not a record')",
+            &[],
         )
         .await
         .unwrap();
+    assert_eq!(owed_now().await, open, "the row beyond the head is not read");
+    assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1301);
+    client.execute("UPDATE agents_audit_heads SET seq = 1302, hash = 'y' WHERE stream = 's'", &[]).await.unwrap();
     match store.owed_finals("s", Duration::ZERO, 10).await {
-        Err(StoreError::Invalid(m)) => assert!(m.contains("1301") && m.contains("broken"), "{m}"),
+        Err(StoreError::Invalid(m)) => assert!(m.contains("1302") && m.contains("broken"), "{m}"),
         other => panic!("a broken line is refused: {other:?}"),
     }
-    assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1300, "the mark did not move");
+    assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1301, "the mark did not move");
     assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts, "the debts are as they were");
 }
 
