@@ -76,15 +76,27 @@ async fn append_as_before(
         .execute("INSERT INTO agents_audit_heads (stream, seq, hash) VALUES ($1, 0, $2)", &[&stream, &GENESIS_HASH])
         .await
         .unwrap();
-    let (sealed, lines, to, to_hash) = seal_after(0, GENESIS_HASH, records);
+    append_with_debts(client, stream, (0, GENESIS_HASH), records).await.unwrap()
+}
+
+/// Seals `records` after the record `from` (its `seq` and `hash`) and sends them, with their
+/// debts, to the sixteen-argument `agents_audit_append` of the schemas before migration 14
+/// (migration 10's form: each debt holding its record's line).
+async fn append_with_debts(
+    client: &tokio_postgres::Client,
+    stream: &str,
+    from: (i64, &str),
+    records: Vec<AuditRecord>,
+) -> Result<Vec<AuditRecord>, tokio_postgres::Error> {
+    let (sealed, lines, to, to_hash) = seal_after(from.0 as u64, from.1, records);
     let debts = Debts::of(&sealed, &lines);
     let seqs: Vec<i64> = sealed.iter().map(|r| r.seq as i64).collect();
     let prevs: Vec<&str> = sealed.iter().map(|r| r.prev_hash.as_str()).collect();
     let hashes: Vec<&str> = sealed.iter().map(|r| r.hash.as_str()).collect();
     let args: [&(dyn ToSql + Sync); 16] = [
         &stream,
-        &0_i64,
-        &GENESIS_HASH,
+        &from.0,
+        &from.1,
         &0_i64,
         &(to as i64),
         &to_hash,
@@ -104,9 +116,8 @@ async fn append_as_before(
             "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
             &args,
         )
-        .await
-        .unwrap();
-    sealed
+        .await?;
+    Ok(sealed)
 }
 
 /// A database of the build before, holding open debts (their lines) and a paid one: after the
@@ -165,10 +176,11 @@ async fn a_debt_of_the_schema_before_that_matches_no_record_stops_the_migration(
 }
 
 /// A call proposed twice in its run (in one batch, then again in a later one) owes one final
-/// record: its first `proposed` record keeps the debt, and one final record pays it. The same
-/// on SQLite.
+/// record: its first `proposed` record keeps the debt, and one final record pays it. A call
+/// proposed again after its final record (a model may repeat a call id within its run) is owed
+/// again, whether the three records come in one batch or in three. The same on SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_proposed_twice_owes_one_final_record() {
+async fn a_call_proposed_twice_owes_one_final_record_and_again_after_it() {
     let cluster = cluster();
     let url = cluster.create_database("twice").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -182,6 +194,18 @@ async fn a_call_proposed_twice_owes_one_final_record() {
         store.append_audit("s", vec![executed(2, &call)]).await.unwrap();
         assert!(owed(store, "s").await.is_empty(), "paid once, by one final record");
         assert_eq!(store.verify_audit("s").await.unwrap().records, 4);
+
+        store.append_audit("one", vec![call.clone(), executed(2, &call), call.clone()]).await.unwrap();
+        assert_eq!(owed(store, "one").await, [("read-1".to_owned(), 3)], "again after its final record, one batch");
+        for record in [call.clone(), executed(2, &call), call.clone()] {
+            store.append_audit("three", vec![record]).await.unwrap();
+            let _ = owed(store, "three").await;
+        }
+        assert_eq!(
+            owed(store, "three").await,
+            [("read-1".to_owned(), 3)],
+            "again after its final record, three batches"
+        );
     }
 }
 
@@ -197,30 +221,9 @@ async fn debts_are_derived_from_the_stored_records_and_the_append_takes_none() {
     let store = PostgresStore::connect(&url, 4).await.unwrap();
     let first = store.append_audit("s", vec![proposed(1, "read-1")]).await.unwrap();
     let client = raw(&url).await;
-    let (sealed, lines, to, to_hash) = seal_after(1, &first[0].hash, vec![proposed(2, "read-2")]);
-    let seqs: Vec<i64> = vec![sealed[0].seq as i64];
-    let (prevs, hashes) = (vec![sealed[0].prev_hash.as_str()], vec![sealed[0].hash.as_str()]);
-    let (owed_calls, owed_runs, none) = (vec!["read-2"], vec![&*sealed[0].run_id], Vec::<&str>::new());
-    let args: [&(dyn ToSql + Sync); 16] = [
-        &"s",
-        &1_i64,
-        &first[0].hash,
-        &0_i64,
-        &(to as i64),
-        &to_hash,
-        &seqs,
-        &prevs,
-        &hashes,
-        &lines,
-        &owed_calls,
-        &owed_runs,
-        &vec![2_i64],
-        &none,
-        &none,
-        &none,
-    ];
-    let before = "SELECT agents_audit_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
-    let refused = client.execute(before, &args).await.expect_err("the append of the build before is gone");
+    let refused = append_with_debts(&client, "s", (1, &first[0].hash), vec![proposed(2, "read-2")])
+        .await
+        .expect_err("the append of the build before is gone");
     assert_eq!(refused.as_db_error().expect("the server's refusal").code().code(), "42883", "{refused}");
     assert_eq!(store.verify_audit("s").await.unwrap().records, 1, "nothing stored");
 
@@ -305,27 +308,6 @@ async fn accounting_goes_in_order_again_and_refuses_a_broken_line() {
     }
     assert_eq!(count("SELECT seq FROM agents_audit_debt_marks").await, 1301, "the mark did not move");
     assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts, "the debts are as they were");
-}
-
-/// A call proposed again after its final record (a model may repeat a call id within its run)
-/// is owed again, whether the three records come in one batch or in three; the same on SQLite.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_proposed_again_after_its_final_record_is_owed_again() {
-    let cluster = cluster();
-    let url = cluster.create_database("again").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite = agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap();
-    let postgres = PostgresStore::connect(&url, 4).await.unwrap();
-    for store in [&sqlite as &dyn Store, &postgres] {
-        let call = proposed(1, "read-1");
-        store.append_audit("one", vec![call.clone(), executed(2, &call), call.clone()]).await.unwrap();
-        assert_eq!(owed(store, "one").await, [("read-1".to_owned(), 3)], "one batch");
-        for record in [call.clone(), executed(2, &call), call.clone()] {
-            store.append_audit("three", vec![record]).await.unwrap();
-            let _ = owed(store, "three").await;
-        }
-        assert_eq!(owed(store, "three").await, [("read-1".to_owned(), 3)], "three batches");
-    }
 }
 
 /// Someone who can write the debts table points a debt elsewhere: at another call's record, at
