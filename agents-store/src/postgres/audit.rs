@@ -240,10 +240,13 @@ async fn account(client: &mut Object, stream: &str) -> StoreResult<()> {
             .await
             .map_err(pg_error)?
             .get(0);
+        // A window of `seq` rather than a `LIMIT`: a chain's records are numbered without
+        // gaps, and the window keeps the server from fetching and sorting every record after
+        // the mark for each transaction.
         let rows = tx
             .query(
                 "SELECT seq, line FROM agents_audit WHERE stream = $1 AND seq > $2 \
-                 AND seq <= (SELECT seq FROM agents_audit_heads WHERE stream = $1) ORDER BY seq LIMIT $3",
+                 AND seq <= LEAST($2 + $3, (SELECT seq FROM agents_audit_heads WHERE stream = $1)) ORDER BY seq",
                 &[&stream, &mark, &ACCOUNT_CHUNK],
             )
             .await
