@@ -185,6 +185,8 @@ pub(super) fn claim_owed<'a>(
 ) -> BoxFuture<'a, StoreResult<bool>> {
     Box::pin(async move {
         let mut client = store.client().await?;
+        // Accounted for first: a final record appended since the debt was read (its writer
+        // was slow, not dead) has paid it by then, and the claim finds no debt.
         account(&mut client, stream).await?;
         // One conditional update: a concurrent claimer waits for the row's lock, then
         // re-checks the lapse on the claimed row, which fails.

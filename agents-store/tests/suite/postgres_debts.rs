@@ -310,6 +310,28 @@ async fn accounting_goes_in_order_again_and_refuses_a_broken_line() {
     assert_eq!(count("SELECT count(*) FROM agents_audit_debts").await, debts, "the debts are as they were");
 }
 
+/// A debt read as owed whose call's final record is appended before the claim (its writer was
+/// slow, not dead) cannot be claimed: the claim accounts for the new record first, so a
+/// resumption does not write a second final record. The same on SQLite, where the append
+/// pays the debt itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debt_paid_after_it_was_read_is_not_claimed() {
+    let cluster = cluster();
+    let url = cluster.create_database("late").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = agents_store::SqliteStore::open(dir.path().join("state.db")).unwrap();
+    let postgres = PostgresStore::connect(&url, 4).await.unwrap();
+    for store in [&sqlite as &dyn Store, &postgres] {
+        let call = proposed(1, "read-1");
+        store.append_audit("s", vec![call.clone()]).await.unwrap();
+        assert_eq!(owed(store, "s").await, [("read-1".to_owned(), 1)]);
+        store.append_audit("s", vec![executed(2, &call)]).await.unwrap();
+        let lease = Duration::from_secs(600);
+        assert!(!store.claim_owed("s", "read-1", &call.run_id, "node-b", lease).await.unwrap(), "paid: no claim");
+        assert!(owed(store, "s").await.is_empty());
+    }
+}
+
 /// Someone who can write the debts table points a debt elsewhere: at another call's record, at
 /// a record that is not stored, or moves it to another stream (where its `seq` is another
 /// stream's record). Reading what is owed refuses each, naming the debt, rather than handing a
